@@ -1,0 +1,35 @@
+# Loom's two commands: `make run` (build, then compile/verify/benchmark the default GEMM)
+# and `make test` (build, then run every test; GPU tests skip with a reason on CPU-only
+# machines). Both install missing build dependencies first (scripts/install-deps.sh).
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+BUILD_TYPE ?= RelWithDebInfo
+
+.PHONY: all build run test test-cpu test-gpu deps clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/loom demo
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-cpu: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L cpu
+
+test-gpu: build
+	ctest --test-dir $(BUILD) --output-on-failure -L gpu
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,92 @@
+// Building a Loom graph from C++: the same graphs the expression language makes
+// (the parser builds through this class), with the same checks.
+//
+//   loom::GraphBuilder b;
+//   auto x = b.input("X", {loom::dim("M"), loom::dim(1024)}, loom::DType::BF16);
+//   auto w = b.input("W", {loom::dim(4096), loom::dim(1024)}, loom::DType::BF16);
+//   auto y = b.relu(b.linear(x, w));
+//   loom::Graph g = b.build(y);
+//
+// Shape convention: `input` takes the *storage* shape, exactly as the expression
+// language writes it, and `transposed` is the `.T` suffix: B[N,K]:f16.T is
+// input("B", {N, K}, F16, true), the logical [K,N] operand stored row-major as [N,K].
+//
+// Rules (each broken rule is a loom::Error naming the operands and the fix):
+// one contraction (matmul, bmm or linear) per graph; its operands are inputs; every
+// elementwise op applies to the contraction's result (a chain), with an input tensor
+// that broadcasts numpy-style to that result without growing it, or a number.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace loom {
+
+inline Dim dim(int64_t value) { return Dim{value, {}}; }
+inline Dim dim(std::string symbol) { return Dim{0, std::move(symbol)}; }
+
+// A value made by one GraphBuilder; meaningless to any other.
+struct TensorRef {
+  int id = -1;
+};
+
+class GraphBuilder {
+ public:
+  // An input tensor (see the shape convention above). Naming the same tensor again
+  // with the same storage shape and dtype is allowed (e.g. A and A.T); identical uses
+  // share one node.
+  TensorRef input(std::string name, std::vector<Dim> storage_shape, DType dtype,
+                  bool transposed = false);
+
+  // [M,K] x [K,N] -> [M,N], or batched [B,M,K] x [B,K,N] -> [B,M,N] (logical shapes).
+  // Output dtype: `out`, else f32 for f32/tf32 operands and the operand dtype otherwise.
+  TensorRef matmul(TensorRef a, TensorRef b, std::optional<DType> out = {});
+  // matmul restricted to rank-3 operands.
+  TensorRef bmm(TensorRef a, TensorRef b, std::optional<DType> out = {});
+  // X[M,K] . W[N,K]ᵀ (+ bias[N]), as torch.nn.functional.linear: built as a matmul
+  // with W used transposed, then an add of the bias; both nodes have origin "linear".
+  TensorRef linear(TensorRef x, TensorRef w, std::optional<TensorRef> bias = {},
+                   std::optional<DType> out = {});
+
+  TensorRef relu(TensorRef x);
+  TensorRef gelu(TensorRef x);
+  TensorRef silu(TensorRef x);
+
+  // x is the contraction's result (or an op on it); y an input tensor or a number. For
+  // the commutative add, mul and max the operands may come in either order.
+  TensorRef add(TensorRef x, TensorRef y);
+  TensorRef add(TensorRef x, double y);
+  TensorRef sub(TensorRef x, TensorRef y);
+  TensorRef sub(TensorRef x, double y);
+  TensorRef mul(TensorRef x, TensorRef y);
+  TensorRef mul(TensorRef x, double y);
+  TensorRef max(TensorRef x, TensorRef y);
+  TensorRef max(TensorRef x, double y);
+
+  // The graph computing `result`: only the nodes it depends on, renumbered in
+  // topological order, checked to hold one contraction and verified (Graph::verify).
+  Graph build(TensorRef result) const;
+
+  // Source column (1-based) recorded in Node::column of the nodes made next; the parser
+  // sets it so later stages can point at the text. 0 means "not from text".
+  void set_column(int column) { column_ = column; }
+
+ private:
+  const Node& node(TensorRef r, const std::string& op) const;
+  const Node& contraction_operand(TensorRef r, const std::string& op, const char* role) const;
+  TensorRef contract(const std::string& op, const Node& a, const Node& b,
+                     const std::string& a_text, const std::string& b_text,
+                     std::optional<DType> out);
+  TensorRef unary(const char* name, ScalarOp op, TensorRef x);
+  TensorRef binary(const char* name, ScalarOp op, TensorRef x, TensorRef y,
+                   const std::string& origin);
+  TensorRef binary(const char* name, ScalarOp op, TensorRef x, double y);
+  TensorRef push(Node n);
+
+  std::vector<Node> nodes_;
+  int column_ = 0;
+};
+
+}  // namespace loom

@@ -1,0 +1,151 @@
+#include "bench/verify.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "bench/broadcast.h"
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string sci(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+// "[2,5] (flat 17)" for a flat index into `shape`.
+std::string element_str(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> coord(shape.size());
+  int64_t rest = flat;
+  for (size_t d = shape.size(); d-- > 0;) {
+    coord[d] = shape[d] ? rest % shape[d] : 0;
+    rest = shape[d] ? rest / shape[d] : 0;
+  }
+  return shape_str(coord) + " (flat " + std::to_string(flat) + ")";
+}
+
+VerifyResult fail(VerifyResult r, const std::string& why) {
+  r.passed = false;
+  r.message = "FAIL: " + why;
+  return r;
+}
+
+}  // namespace
+
+VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double threshold) {
+  VerifyResult r;
+  r.threshold = threshold;
+  if (out.shape != ref.shape || out.data.size() != ref.data.size())
+    return fail(r, "output shape " + shape_str(out.shape) + " (" + std::to_string(out.data.size()) +
+                       " values) differs from reference shape " + shape_str(ref.shape) + " (" +
+                       std::to_string(ref.data.size()) + " values)");
+
+  double diff2 = 0, ref2 = 0;
+  int64_t first_bad = -1, worst = -1;
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    const double o = out.data[i], e = ref.data[i];
+    if (!std::isfinite(e))
+      return fail(r, "the reference itself is not finite at " + element_str(int64_t(i), ref.shape) +
+                         " (" + num(e) + "); check the inputs for inf/NaN");
+    if (!std::isfinite(o)) {
+      if (r.nan_count++ == 0) first_bad = int64_t(i);
+      continue;
+    }
+    const double d = o - e;
+    diff2 += d * d;
+    ref2 += e * e;
+    if (std::fabs(d) > r.max_abs_error || worst < 0) {
+      r.max_abs_error = std::fabs(d);
+      worst = int64_t(i);
+    }
+  }
+  const double ref_norm = std::sqrt(ref2);
+  r.rel_fro_error = ref_norm > 0 ? std::sqrt(diff2) / ref_norm : std::sqrt(diff2);
+  r.worst_index = first_bad >= 0 ? first_bad : worst;
+
+  const std::string measure = ref_norm > 0 ? "rel_fro_error " : "abs_fro_error (reference is 0) ";
+  std::string worst_str;
+  if (r.worst_index >= 0)
+    worst_str = "; worst element " + element_str(r.worst_index, out.shape) +
+                ": out=" + num(out.data[size_t(r.worst_index)]) +
+                " ref=" + num(ref.data[size_t(r.worst_index)]);
+  if (r.nan_count > 0)
+    return fail(r, std::to_string(r.nan_count) + " NaN/inf value(s) in the output (unwritten or "
+                   "overflowed elements); " + measure + "of the finite ones " +
+                   sci(r.rel_fro_error) + ", threshold " + sci(threshold) + worst_str);
+  r.passed = r.rel_fro_error <= threshold;
+  r.message = std::string(r.passed ? "PASS: " : "FAIL: ") + measure + sci(r.rel_fro_error) +
+              (r.passed ? " <= " : " > ") + "threshold " + sci(threshold) +
+              ", max_abs_error " + sci(r.max_abs_error) + worst_str;
+  return r;
+}
+
+HostTensor from_device_bytes(const void* bytes, size_t nbytes, DType dtype,
+                             std::vector<int64_t> shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  const size_t n = size_t(shape_numel(t.shape));
+  if (nbytes != n * size_t(dtype_bytes(dtype)))
+    throw Error("storage of " + std::to_string(nbytes) + " bytes does not hold a " +
+                dtype_name(dtype) + " tensor of shape " + shape_str(t.shape) + " (" +
+                std::to_string(n * size_t(dtype_bytes(dtype))) + " bytes); copy the whole tensor");
+  t.data.resize(n);
+  const char* p = static_cast<const char*>(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::F32:
+      case DType::TF32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        t.data[i] = f;
+        break;
+      }
+      case DType::F16:
+      case DType::BF16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        t.data[i] = dtype == DType::F16 ? f16_bits_to_f32(h) : bf16_bits_to_f32(h);
+        break;
+      }
+      case DType::F64: std::memcpy(&t.data[i], p + 8 * i, 8); break;
+    }
+  }
+  return t;
+}
+
+std::vector<char> to_storage_bytes(const HostTensor& t) {
+  const size_t esize = size_t(dtype_bytes(t.dtype));
+  std::vector<char> out(t.data.size() * esize);
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    char* p = out.data() + esize * i;
+    switch (t.dtype) {
+      case DType::F32:
+      case DType::TF32: {
+        const float f = float(t.data[i]);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case DType::F16:
+      case DType::BF16: {
+        const float f = float(t.data[i]);
+        const uint16_t h = t.dtype == DType::F16 ? f32_to_f16_bits(f) : f32_to_bf16_bits(f);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case DType::F64: std::memcpy(p, &t.data[i], 8); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace loom

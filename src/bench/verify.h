@@ -1,0 +1,34 @@
+// Verification of a result against the fp64 reference: relative Frobenius error
+// ‖out − ref‖_F / ‖ref‖_F under the per-dtype threshold of loom::verify_threshold
+// (ir/dtype.h). A NaN or inf anywhere in the output fails, whatever the error norm, so
+// that an output poisoned with NaN before the run fails where a kernel left it unwritten.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+
+namespace loom {
+
+struct VerifyResult {
+  bool passed = false;
+  double rel_fro_error = 0;  // absolute Frobenius error when ‖ref‖_F = 0
+  double max_abs_error = 0;
+  int64_t nan_count = 0;     // NaN or inf values in the output
+  int64_t worst_index = -1;  // flat index: the first non-finite value, else the largest |out − ref|
+  double threshold = 0;
+  std::string message;       // "PASS ..." / "FAIL ...": error, threshold, worst element
+};
+
+VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double threshold);
+
+// Storage bytes (as copied from the device) <-> HostTensor. f32 and tf32 are 4-byte
+// floats, f16 and bf16 their 2-byte bit patterns, f64 doubles; HostTensor values are
+// expected to be representable in the dtype (to_storage_bytes narrows, never rounds twice).
+HostTensor from_device_bytes(const void* bytes, size_t nbytes, DType dtype,
+                             std::vector<int64_t> shape);
+std::vector<char> to_storage_bytes(const HostTensor& t);
+
+}  // namespace loom

@@ -1,0 +1,178 @@
+#include "codegen/cuda.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "atoms/atoms.h"
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+std::string float_literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string operand(const Operand& o) { return o.is_imm() ? float_literal(o.imm) : o.name; }
+
+const char* dtype_suffix(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::TF32: return "tf32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::F64: break;
+  }
+  throw Error("codegen: tensors of dtype " + std::string(dtype_name(t)) + " are not supported");
+}
+
+std::string compute_expr(const Stmt& s) {
+  auto a = [&](int i) { return operand(s.args.at(size_t(i))); };
+  switch (s.op) {
+    case ScalarOp::Add: return a(0) + " + " + a(1);
+    case ScalarOp::Sub: return a(0) + " - " + a(1);
+    case ScalarOp::Mul: return a(0) + " * " + a(1);
+    case ScalarOp::Div: return a(0) + " / " + a(1);
+    case ScalarOp::Max: return "fmaxf(" + a(0) + ", " + a(1) + ")";
+    case ScalarOp::Min: return "fminf(" + a(0) + ", " + a(1) + ")";
+    case ScalarOp::Neg: return "-" + a(0);
+    case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
+    case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
+    case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
+  }
+  return "";
+}
+
+class Renderer {
+ public:
+  Renderer(const KernelProgram& p, std::ostringstream& out) : p_(p), out_(out) {
+    idx_ = index_ctype(p);
+  }
+
+  void kernel(const KernelOp& k) {
+    out_ << "extern \"C\" __global__ void __launch_bounds__(" << k.block_threads;
+    if (k.min_blocks_per_sm > 0) out_ << ", " << k.min_blocks_per_sm;
+    out_ << ")\n" << k.name << "(";
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      const std::string& name = k.params[i];
+      out_ << (i ? ",\n    " : "");
+      if (p_.has_tensor(name)) {
+        const TensorDecl& t = p_.tensor(name);
+        bool in = t.role == TensorRole::Input;
+        out_ << (in ? "const " : "") << dtype_storage_ctype(t.dtype) << "* __restrict__ " << name;
+      } else {
+        out_ << idx_ << " " << name;
+      }
+    }
+    out_ << ") {\n";
+    block(k.body, 1);
+    out_ << "}\n";
+  }
+
+ private:
+  void line(int depth, const std::string& s) { out_ << std::string(size_t(depth) * 2, ' ') << s << "\n"; }
+
+  static std::string builtin_free(const Expr& e) { return e.str(); }
+
+  void block(const Block& b, int d) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      const Stmt& s = b[i];
+      // Section markers: the three parts of every generated kernel.
+      if (s.kind == StmtKind::Let && s.value.str().rfind("blockIdx", 0) == 0 && !in_sched_) {
+        line(d, "// ---- scheduler: the tile this CTA computes ----");
+        in_sched_ = true;
+      }
+      if (s.kind == StmtKind::Let && s.value.uses("threadIdx.x") && !in_thread_) {
+        line(d, "// ---- this thread's cells within the tile ----");
+        in_thread_ = true;
+      }
+      if (s.kind == StmtKind::Init) line(d, "// ---- mainloop: accumulate over the reduction ----");
+      if (i > 0 && b[i - 1].kind == StmtKind::For && b[i - 1].loop_kind == LoopKind::Reduce)
+        line(d, "// ---- epilogue: fused elementwise ops and the store ----");
+      stmt(s, d);
+    }
+  }
+
+  std::string address(const Stmt& s) { return "&" + s.tensor + "[" + s.index.at(0).str() + "]"; }
+
+  void stmt(const Stmt& s, int d) {
+    switch (s.kind) {
+      case StmtKind::For:
+        if (s.unroll) line(d, "#pragma unroll");
+        line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + s.extent.str() +
+                    "; ++" + s.var + ") {" +
+                    (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));
+        block(s.body, d + 1);
+        line(d, "}");
+        break;
+      case StmtKind::If:
+        line(d, "if (" + s.cond.str() + ") {");
+        block(s.body, d + 1);
+        line(d, "}");
+        break;
+      case StmtKind::Let:
+        line(d, "const " + idx_ + " " + s.var + " = " + s.value.str() + ";");
+        break;
+      case StmtKind::Load:
+        line(d, "const float " + s.dst + " = loom::ld_" +
+                    dtype_suffix(p_.tensor(s.tensor).dtype) + "(" + address(s) + ");");
+        break;
+      case StmtKind::Compute:
+        line(d, "const float " + s.dst + " = " + compute_expr(s) + ";");
+        break;
+      case StmtKind::Init:
+        line(d, "float " + s.dst + " = " + float_literal(s.imm) + ";");
+        break;
+      case StmtKind::Accum:
+        line(d, s.dst + " += " + operand(s.args.at(0)) + ";");
+        break;
+      case StmtKind::Atom: {
+        const AtomDef& a = atom(s.atom);
+        std::string call = a.wrapper + "(" + s.dst;
+        for (const auto& o : s.args) call += ", " + operand(o);
+        line(d, call + ");");
+        break;
+      }
+      case StmtKind::Write:
+        line(d, "loom::st_" + std::string(dtype_suffix(p_.tensor(s.tensor).dtype)) + "(" +
+                    address(s) + ", " + operand(s.args.at(0)) + ");");
+        break;
+    }
+  }
+
+  const KernelProgram& p_;
+  std::ostringstream& out_;
+  std::string idx_;
+  bool in_sched_ = false, in_thread_ = false;
+};
+
+}  // namespace
+
+const char* index_ctype(const ProgramBase& p) {
+  for (const auto& t : p.tensors) {
+    Expr n = t.numel();
+    if (!n.is_const() || n.const_value() >= (int64_t(1) << 31)) return "long long";
+  }
+  return "int";
+}
+
+std::string render_cuda(const KernelProgram& p, const RenderOptions& opt) {
+  std::ostringstream out;
+  out << "// Generated by Loom.";
+  if (!opt.header_comment.empty()) out << " " << opt.header_comment;
+  out << "\n#include \"" << kDeviceHeaderName << "\"\n";
+  for (const auto& k : p.kernels) {
+    out << "\n";
+    Renderer(p, out).kernel(k);
+  }
+  return out.str();
+}
+
+}  // namespace loom

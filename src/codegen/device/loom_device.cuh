@@ -1,0 +1,113 @@
+// loom_device.cuh — Loom's device header: one small wrapper per instruction that
+// generated kernels use. Each wrapper's name spells the instruction, its shape and its
+// types; the PTX ISA section it implements is in the comment above it. The header is
+// embedded in the Loom library and handed to NVRTC, so kernels need no include path.
+//
+// Plain loads/stores are written as C++ dereferences on purpose: an `asm volatile` load
+// would stop nvcc from scheduling and combining them. Instructions C++ cannot express
+// (tf32 rounding here; mma, ldmatrix, cp.async, TMA later) are inline PTX.
+#pragma once
+
+typedef unsigned short loom_f16;   // IEEE binary16 bits
+typedef unsigned short loom_bf16;  // bfloat16 bits
+
+namespace loom {
+
+// ---- conversions -------------------------------------------------------------------
+
+// PTX ISA 9.7.9.21 Data Movement and Conversion: cvt (f16 -> f32, exact)
+__device__ __forceinline__ float cvt_f32_f16(loom_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+// PTX ISA 9.7.9.21 cvt.rn.f16.f32 (round to nearest even)
+__device__ __forceinline__ loom_f16 cvt_rn_f16_f32(float f) {
+  loom_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+// bf16 -> f32 is exact: bf16 is the high half of an f32 (PTX ISA 9.7.9.21 for the
+// reverse direction; this direction needs no instruction).
+__device__ __forceinline__ float cvt_f32_bf16(loom_bf16 h) {
+  return __uint_as_float(static_cast<unsigned>(h) << 16);
+}
+
+// PTX ISA 9.7.9.21 cvt.rn.bf16.f32 (sm_80+)
+__device__ __forceinline__ loom_bf16 cvt_rn_bf16_f32(float f) {
+  loom_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+// PTX ISA 9.7.9.21 cvt.rna.tf32.f32 (sm_80+): the rounding tensor cores apply to tf32
+// inputs; SIMT kernels apply it at load so tf32 means the same thing on every path.
+__device__ __forceinline__ float cvt_rna_tf32_f32(float f) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return __uint_as_float(r);
+}
+
+// ---- global loads and stores, by element type (compute type is f32) ----------------
+
+__device__ __forceinline__ float ld_f32(const float* p) { return *p; }
+__device__ __forceinline__ float ld_tf32(const float* p) { return cvt_rna_tf32_f32(*p); }
+__device__ __forceinline__ float ld_f16(const loom_f16* p) { return cvt_f32_f16(*p); }
+__device__ __forceinline__ float ld_bf16(const loom_bf16* p) { return cvt_f32_bf16(*p); }
+
+__device__ __forceinline__ void st_f32(float* p, float v) { *p = v; }
+__device__ __forceinline__ void st_f16(loom_f16* p, float v) { *p = cvt_rn_f16_f32(v); }
+__device__ __forceinline__ void st_bf16(loom_bf16* p, float v) { *p = cvt_rn_bf16_f32(v); }
+
+// ---- vector copies (atoms ld/st_{global,shared}_{b32,v2_b32,v4_b32}) ---------------
+// PTX ISA 9.7.9.8 ld / 9.7.9.9 st with .v2/.v4: one instruction moves 8/16 bytes; the
+// address must be aligned to the full width (the vectorizer proves it).
+
+struct b32x2 { unsigned x, y; };
+struct b32x4 { unsigned x, y, z, w; };
+
+__device__ __forceinline__ unsigned ld_global_b32(const void* p) {
+  return *static_cast<const unsigned*>(p);
+}
+__device__ __forceinline__ b32x2 ld_global_v2_b32(const void* p) {
+  uint2 v = *static_cast<const uint2*>(p);
+  return {v.x, v.y};
+}
+__device__ __forceinline__ b32x4 ld_global_v4_b32(const void* p) {
+  uint4 v = *static_cast<const uint4*>(p);
+  return {v.x, v.y, v.z, v.w};
+}
+__device__ __forceinline__ void st_global_b32(void* p, unsigned v) { *static_cast<unsigned*>(p) = v; }
+__device__ __forceinline__ void st_global_v2_b32(void* p, b32x2 v) {
+  *static_cast<uint2*>(p) = make_uint2(v.x, v.y);
+}
+__device__ __forceinline__ void st_global_v4_b32(void* p, b32x4 v) {
+  *static_cast<uint4*>(p) = make_uint4(v.x, v.y, v.z, v.w);
+}
+__device__ __forceinline__ unsigned ld_shared_b32(const void* p) { return ld_global_b32(p); }
+__device__ __forceinline__ b32x2 ld_shared_v2_b32(const void* p) { return ld_global_v2_b32(p); }
+__device__ __forceinline__ b32x4 ld_shared_v4_b32(const void* p) { return ld_global_v4_b32(p); }
+__device__ __forceinline__ void st_shared_b32(void* p, unsigned v) { st_global_b32(p, v); }
+__device__ __forceinline__ void st_shared_v2_b32(void* p, b32x2 v) { st_global_v2_b32(p, v); }
+__device__ __forceinline__ void st_shared_v4_b32(void* p, b32x4 v) { st_global_v4_b32(p, v); }
+
+// ---- compute atoms -----------------------------------------------------------------
+
+// PTX ISA 9.7.3.6 fma.rn.f32: acc += a * b with one rounding. __fmaf_rn is exactly this
+// instruction and, unlike inline asm, lets ptxas schedule it freely.
+__device__ __forceinline__ void fma_f32(float& acc, float a, float b) {
+  acc = __fmaf_rn(a, b, acc);
+}
+
+// ---- epilogue scalar ops (f32) -------------------------------------------------------
+
+__device__ __forceinline__ float relu(float x) { return fmaxf(x, 0.0f); }
+// Exact (erf) GELU, torch's default approximate='none'.
+__device__ __forceinline__ float gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+}  // namespace loom

@@ -1,0 +1,111 @@
+#include "driver/executor.h"
+
+#include "bench/cuda_call.h"
+#include "bench/verify.h"
+#include "codegen/cuda.h"
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+int64_t eval_size(const Expr& e, const std::map<std::string, int64_t>& symbols) {
+  Expr::Env env(symbols.begin(), symbols.end());
+  return e.eval(env);
+}
+
+}  // namespace
+
+DeviceTensors::~DeviceTensors() {
+  for (auto& [name, p] : ptrs_) cudaFree(p);
+}
+
+void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host) {
+  for (const auto& t : p.tensors) {
+    size_t n = size_t(eval_size(t.numel(), host.symbols));
+    size_t bytes = n * size_t(dtype_bytes(t.dtype));
+    void* d = nullptr;
+    LOOM_CUDA_RT(cudaMalloc(&d, std::max<size_t>(bytes, 16)));
+    ptrs_[t.name] = d;
+    bytes_[t.name] = bytes;
+    if (t.role == TensorRole::Input) {
+      auto it = host.tensors.find(t.name);
+      if (it == host.tensors.end()) throw Error("no host data for input tensor " + t.name);
+      std::vector<char> raw = to_storage_bytes(it->second);
+      if (raw.size() != bytes)
+        throw Error("input " + t.name + " has " + std::to_string(raw.size()) +
+                    " bytes of data but its shape needs " + std::to_string(bytes));
+      LOOM_CUDA_RT(cudaMemcpy(d, raw.data(), bytes, cudaMemcpyHostToDevice));
+    }
+  }
+}
+
+void DeviceTensors::poison_outputs(const ProgramBase& p, cudaStream_t stream) {
+  for (const auto& t : p.tensors)
+    if (t.role != TensorRole::Input)
+      LOOM_CUDA_RT(cudaMemsetAsync(ptrs_.at(t.name), 0xFF, bytes_.at(t.name), stream));
+}
+
+void* DeviceTensors::ptr(const std::string& tensor) const {
+  auto it = ptrs_.find(tensor);
+  if (it == ptrs_.end()) throw Error("no device buffer for tensor " + tensor);
+  return it->second;
+}
+
+HostTensor DeviceTensors::download(const ProgramBase& p, const std::string& tensor,
+                                   const std::map<std::string, int64_t>& symbols) const {
+  const TensorDecl& t = p.tensor(tensor);
+  std::vector<int64_t> shape;
+  for (const auto& d : t.shape) shape.push_back(eval_size(d, symbols));
+  std::vector<char> raw(bytes_.at(tensor));
+  LOOM_CUDA_RT(cudaMemcpy(raw.data(), ptr(tensor), raw.size(), cudaMemcpyDeviceToHost));
+  return from_device_bytes(raw.data(), raw.size(), t.dtype, shape);
+}
+
+ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const DeviceTensors& t,
+                                 const std::map<std::string, int64_t>& symbols) {
+  bool wide = std::string(index_ctype(p)) != "int";
+  for (const auto& k : p.kernels) {
+    LaunchPlan plan;
+    plan.fn = m.function(k.name);
+    for (int d = 0; d < 3; ++d) {
+      int64_t g = eval_size(k.grid[d], symbols);
+      if (g < 1) throw Error("kernel " + k.name + " has an empty grid (dimension " +
+                             std::to_string(d) + " = " + std::to_string(g) + ")");
+      plan.cfg.grid[d] = unsigned(g);
+    }
+    plan.cfg.block[0] = unsigned(k.block_threads);
+    std::vector<Arg> args;
+    for (const auto& name : k.params) {
+      Arg a;
+      if (p.has_tensor(name)) {
+        a.ptr = t.ptr(name);
+      } else {
+        int64_t v = eval_size(Expr::var(name), symbols);
+        a.wide = wide;
+        a.i64 = v;
+        a.i32 = int32_t(v);
+        plan.symbol_values.push_back(v);
+      }
+      args.push_back(a);
+    }
+    plans_.push_back(plan);
+    args_.push_back(std::move(args));
+  }
+}
+
+void ProgramLauncher::launch_one(size_t i, cudaStream_t stream) const {
+  std::vector<void*> argv;
+  for (const auto& a : args_[i]) {
+    if (a.ptr) argv.push_back(const_cast<void**>(&a.ptr));
+    else argv.push_back(a.wide ? const_cast<int64_t*>(&a.i64) : static_cast<void*>(const_cast<int32_t*>(&a.i32)));
+  }
+  LaunchConfig cfg = plans_[i].cfg;
+  cfg.stream = stream;
+  launch(plans_[i].fn, cfg, argv.data());
+}
+
+void ProgramLauncher::launch_all(cudaStream_t stream) const {
+  for (size_t i = 0; i < plans_.size(); ++i) launch_one(i, stream);
+}
+
+}  // namespace loom

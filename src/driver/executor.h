@@ -1,0 +1,61 @@
+// Running a compiled KernelProgram on the GPU: device buffers for its tensors, kernel
+// arguments in the order of each KernelOp's params, launch geometry from its Exprs.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "ir/program.h"
+#include "runtime/module.h"
+
+namespace loom {
+
+// Device memory for every tensor of a program; freed on destruction.
+class DeviceTensors {
+ public:
+  DeviceTensors() = default;
+  DeviceTensors(const DeviceTensors&) = delete;
+  DeviceTensors& operator=(const DeviceTensors&) = delete;
+  ~DeviceTensors();
+
+  // Inputs are uploaded from `host` (storage layout, rounded to dtype); Outputs and
+  // Temps are allocated and poisoned with NaN (all-ones bytes are NaN in f32/f16/bf16),
+  // so an element a kernel fails to write fails verification.
+  void allocate(const ProgramBase& p, const Bindings& host);
+  void poison_outputs(const ProgramBase& p, cudaStream_t stream);
+  void* ptr(const std::string& tensor) const;
+  HostTensor download(const ProgramBase& p, const std::string& tensor,
+                      const std::map<std::string, int64_t>& symbols) const;
+
+ private:
+  std::map<std::string, void*> ptrs_;
+  std::map<std::string, size_t> bytes_;
+};
+
+struct LaunchPlan {
+  CUfunction fn = nullptr;
+  LaunchConfig cfg;
+  std::vector<int64_t> symbol_values;  // int params, in param order
+};
+
+// Resolve functions, grids and arguments once; launching is then allocation-free (the
+// timing loop and CUDA-graph capture call launch_all many times).
+class ProgramLauncher {
+ public:
+  ProgramLauncher(const KernelProgram& p, const Module& m, const DeviceTensors& t,
+                  const std::map<std::string, int64_t>& symbols);
+  void launch_all(cudaStream_t stream) const;
+  void launch_one(size_t kernel, cudaStream_t stream) const;
+  size_t size() const { return plans_.size(); }
+  const LaunchPlan& plan(size_t i) const { return plans_[i]; }
+
+ private:
+  struct Arg { void* ptr = nullptr; int32_t i32 = 0; int64_t i64 = 0; bool wide = false; };
+  std::vector<LaunchPlan> plans_;
+  std::vector<std::vector<Arg>> args_;
+};
+
+}  // namespace loom

@@ -1,0 +1,211 @@
+#include "driver/run.h"
+
+#include <sstream>
+
+#include "bench/cublas_ref.h"
+#include "bench/cuda_call.h"
+#include "bench/reference.h"
+#include "codegen/cuda.h"
+#include "driver/executor.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/nvrtc.h"
+
+namespace loom {
+namespace {
+
+int contraction_node(const Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n.kind == OpKind::Matmul) return n.id;
+  throw Error("expression has no contraction");
+}
+
+// The cuBLAS problem equivalent to the graph's contraction.
+GemmProblem gemm_problem(const Graph& g) {
+  const Node& mm = g.node(contraction_node(g));
+  const Node& a = g.node(mm.inputs[0]);
+  const Node& b = g.node(mm.inputs[1]);
+  GemmProblem p;
+  size_t r = mm.shape.size();
+  p.batch = r == 3 ? mm.shape[0].value : 1;
+  p.M = mm.shape[r - 2].value;
+  p.N = mm.shape[r - 1].value;
+  p.K = a.shape.back().value;
+  p.in = a.dtype;
+  p.out = mm.dtype;
+  p.a_transposed = a.transposed;
+  p.b_transposed = b.transposed;
+  return p;
+}
+
+// The graph cut after its contraction (what cuBLAS computes).
+Graph contraction_only(const Graph& g) {
+  Graph c = g;
+  c.nodes.resize(size_t(contraction_node(g)) + 1);
+  return c;
+}
+
+std::string join_knobs(const CompileState& s) {
+  std::string k;
+  for (const auto& d : knob_registry()) {
+    auto it = s.used_knobs.find(d.name);
+    if (it != s.used_knobs.end()) k += (k.empty() ? "" : ",") + d.name + "=" + it->second;
+  }
+  return k;
+}
+
+}  // namespace
+
+Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
+  Graph out = g;
+  for (auto& n : out.nodes)
+    for (auto& d : n.shape)
+      if (d.is_sym()) {
+        auto it = sizes.find(d.sym);
+        if (it == sizes.end())
+          throw Error("dimension " + d.sym + " has no value: give it one with --dims " + d.sym +
+                      "=<size> (all symbols: --dims M=..,N=..,K=..)");
+        if (it->second < 1)
+          throw Error("dimension " + d.sym + "=" + std::to_string(it->second) + " must be >= 1");
+        d = Dim{it->second, ""};
+      }
+  return out;
+}
+
+RunReport run_expression(const std::string& expression, const RunOptions& opt) {
+  RunReport r;
+  std::string why;
+  auto dev = probe_device(0, &why);
+  if (!dev) throw Error("loom run needs a GPU: " + why);
+  r.device = *dev;
+
+  Graph g = bind_sizes(parse_expression(expression), opt.sizes);
+  CompileOptions copt;
+  copt.knobs = opt.knobs;
+  copt.target = Target::for_arch(dev->arch());
+  copt.target.sm_count = dev->sm_count;
+  copt.target.smem_per_block = dev->smem_per_block_optin;
+  r.program = compile_graph(g, copt, expression);
+  const KernelProgram& kp = r.program.state.kernel;
+
+  CompileRequest req;
+  req.source = r.program.cuda;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = dev->arch();
+  std::optional<CubinCache> cache;
+  if (opt.use_cache) cache.emplace();
+  r.nvrtc = compile(req, cache ? &*cache : nullptr);
+  Module module = Module::load(r.nvrtc.cubin);
+
+  // Inputs: seeded, uniform in [-1, 1], rounded to their dtype; outputs poisoned.
+  Bindings host;
+  make_random_inputs(kp, host, opt.seed);
+  DeviceTensors dev_tensors;
+  dev_tensors.allocate(kp, host);
+  cudaStream_t stream;
+  LOOM_CUDA_RT(cudaStreamCreate(&stream));
+  ProgramLauncher launcher(kp, module, dev_tensors, host.symbols);
+  dev_tensors.poison_outputs(kp, stream);
+  launcher.launch_all(stream);
+  LOOM_CUDA_RT(cudaStreamSynchronize(stream));
+
+  std::map<std::string, HostTensor> inputs;
+  for (const auto& t : kp.tensors)
+    if (t.role == TensorRole::Input) inputs[t.name] = host.tensors.at(t.name);
+  HostTensor ref = reference_eval(g, inputs, /*use_gpu=*/true);
+  HostTensor out = dev_tensors.download(kp, "out", host.symbols);
+  const Node& mm = g.node(contraction_node(g));
+  DType in_dtype = g.node(mm.inputs[0]).dtype;
+  DType out_dtype = g.node(g.result()).dtype;
+  r.verify = verify_output(out, ref, verify_threshold(in_dtype, out_dtype));
+
+  GemmProblem gp = gemm_problem(g);
+  r.flops = 2.0 * double(gp.batch) * double(gp.M) * double(gp.N) * double(gp.K);
+  r.header = format_header(make_bench_header(*dev, opt.seed, opt.timing, opt.command_line));
+
+  if (opt.bench && r.verify.passed) {
+    // cuBLAS computes the contraction into its own output buffer; verify it too, so the
+    // reference we compare against is known to be right on these inputs.
+    CublasGemm cublas(gp);
+    void* c_ref = nullptr;
+    size_t c_bytes = size_t(gp.batch * gp.M * gp.N) * size_t(dtype_bytes(gp.out));
+    LOOM_CUDA_RT(cudaMalloc(&c_ref, c_bytes));
+    const void* A = dev_tensors.ptr(g.node(mm.inputs[0]).name);
+    const void* B = dev_tensors.ptr(g.node(mm.inputs[1]).name);
+    cublas.run(A, B, c_ref, stream);
+    LOOM_CUDA_RT(cudaStreamSynchronize(stream));
+    std::vector<char> raw(c_bytes);
+    LOOM_CUDA_RT(cudaMemcpy(raw.data(), c_ref, c_bytes, cudaMemcpyDeviceToHost));
+    std::vector<int64_t> shape;
+    for (const auto& d : mm.shape) shape.push_back(d.value);
+    HostTensor cub = from_device_bytes(raw.data(), raw.size(), gp.out, shape);
+    r.cublas_has_epilogue = g.result() != mm.id;
+    HostTensor cref = r.cublas_has_epilogue ? reference_eval(contraction_only(g), inputs, true) : ref;
+    r.cublas_verify = verify_output(cub, cref, verify_threshold(in_dtype, gp.out));
+
+    std::vector<std::function<void(cudaStream_t)>> fns = {
+        [&](cudaStream_t s) { cublas.run(A, B, c_ref, s); },
+        [&](cudaStream_t s) { launcher.launch_all(s); }};
+    auto times = time_interleaved(fns, stream, opt.timing);
+    r.backends = {{r.cublas_has_epilogue ? "cuBLAS (GEMM only)" : "cuBLAS", times[0]},
+                  {"Loom", times[1]}};
+
+    std::vector<std::optional<double>> per_kernel(launcher.size());
+    if (launcher.size() == 1) {
+      per_kernel[0] = times[1].median_us;
+    } else {
+      std::vector<std::function<void(cudaStream_t)>> each;
+      for (size_t i = 0; i < launcher.size(); ++i)
+        each.push_back([&, i](cudaStream_t s) { launcher.launch_one(i, s); });
+      auto kt = time_interleaved(each, stream, opt.timing);
+      for (size_t i = 0; i < kt.size(); ++i) per_kernel[i] = kt[i].median_us;
+    }
+    // Re-check after timing: the timed launches wrote the same output.
+    HostTensor again = dev_tensors.download(kp, "out", host.symbols);
+    VerifyResult v2 = verify_output(again, ref, verify_threshold(in_dtype, out_dtype));
+    if (!v2.passed) r.verify = v2;
+    LOOM_CUDA_RT(cudaFree(c_ref));
+
+    for (size_t i = 0; i < kp.kernels.size(); ++i) {
+      const KernelOp& k = kp.kernels[i];
+      const LaunchPlan& plan = launcher.plan(i);
+      KernelReport kr;
+      kr.name = k.name;
+      kr.us = per_kernel[i];
+      kr.grid = {plan.cfg.grid[0], plan.cfg.grid[1], plan.cfg.grid[2]};
+      kr.block_threads = k.block_threads;
+      FuncAttributes fa = func_attributes(plan.fn);
+      kr.regs = fa.registers;
+      kr.smem_bytes = fa.static_smem_bytes + plan.cfg.dynamic_smem;
+      int blocks = occupancy_blocks_per_sm(plan.fn, k.block_threads, int(plan.cfg.dynamic_smem));
+      kr.blocks_per_sm = blocks;
+      int warps_per_block = (k.block_threads + 31) / 32;
+      kr.occupancy = double(blocks * warps_per_block) / double(dev->max_threads_per_sm / 32);
+      auto res = r.nvrtc.resources.find(k.name);
+      if (res != r.nvrtc.resources.end())
+        kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
+      kr.knobs = join_knobs(r.program.state);
+      r.kernels.push_back(kr);
+    }
+  }
+  LOOM_CUDA_RT(cudaStreamDestroy(stream));
+  return r;
+}
+
+std::string format_run_report(const RunReport& r) {
+  std::ostringstream o;
+  o << r.header << "\n";
+  o << "expression: " << r.program.summary << "\n";
+  o << "verify (Loom vs fp64 reference): " << r.verify.message << "\n";
+  if (r.cublas_verify)
+    o << "verify (cuBLAS" << (r.cublas_has_epilogue ? ", GEMM only" : "")
+      << " vs fp64 reference): " << r.cublas_verify->message << "\n";
+  if (!r.backends.empty()) {
+    o << "\n" << format_backends(r.backends, r.flops, 0) << "\n";
+    o << format_kernels(r.kernels);
+  }
+  return o.str();
+}
+
+}  // namespace loom

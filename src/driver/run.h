@@ -1,0 +1,51 @@
+// Expression -> verified (and optionally benchmarked) run on the GPU: the back half of
+// Loom, as `loom run` and the GPU tests use it.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/report.h"
+#include "bench/timing.h"
+#include "bench/verify.h"
+#include "driver/compile.h"
+#include "runtime/compile_result.h"
+#include "runtime/device.h"
+
+namespace loom {
+
+struct RunOptions {
+  Knobs knobs;
+  std::map<std::string, int64_t> sizes;  // values for symbolic dims (all must be bound)
+  uint64_t seed = 1;
+  bool bench = false;                    // time against cuBLAS (after verification)
+  TimingOptions timing;
+  std::string command_line;              // recorded in the bench header
+  bool use_cache = true;
+};
+
+struct RunReport {
+  DeviceInfo device;
+  CompiledProgram program;
+  CompileResult nvrtc;
+  VerifyResult verify;                      // Loom's output vs the fp64 reference
+  std::optional<VerifyResult> cublas_verify;  // cuBLAS's output vs the same reference
+  bool cublas_has_epilogue = false;         // cuBLAS timed the GEMM only
+  double flops = 0;
+  std::vector<BackendResult> backends;      // cuBLAS first (the reference), then Loom
+  std::vector<KernelReport> kernels;
+  std::string header;                       // bench header text
+};
+
+// Replace symbolic dims by the values in `sizes`; an unbound symbol is an error that
+// names it and says how to bind it.
+Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes);
+
+// Throws loom::Error when there is no GPU (with the reason), when the result fails
+// verification is *not* an error: check report.verify.passed.
+RunReport run_expression(const std::string& expression, const RunOptions& opt);
+
+// The two tables of `loom run --bench` and the verification lines.
+std::string format_run_report(const RunReport& r);
+
+}  // namespace loom

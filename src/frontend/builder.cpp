@@ -1,0 +1,355 @@
+#include "loom/builder.h"
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+std::string shape_text(const std::vector<Dim>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + shape[i].str();
+  return s + "]";
+}
+
+// An operand as the user wrote it: B[N,K].T for an input, "the result of relu" otherwise.
+std::string operand_text(const Node& n) {
+  if (n.kind == OpKind::Input) {
+    return n.name + shape_text(n.storage_shape()) + (n.transposed ? ".T" : "");
+  }
+  return "the result of " + n.origin + " " + shape_text(n.shape);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
+  }
+  return true;
+}
+
+const char* const kOneContraction =
+    "Loom lowers one contraction (matmul, bmm or linear) per expression, with "
+    "elementwise ops applied to its result";
+
+}  // namespace
+
+TensorRef GraphBuilder::push(Node n) {
+  n.id = int(nodes_.size());
+  if (n.column == 0) n.column = column_;
+  nodes_.push_back(std::move(n));
+  return TensorRef{nodes_.back().id};
+}
+
+const Node& GraphBuilder::node(TensorRef r, const std::string& op) const {
+  if (r.id < 0 || r.id >= int(nodes_.size())) {
+    throw Error(op + ": invalid TensorRef " + std::to_string(r.id) +
+                " (use values returned by this GraphBuilder)");
+  }
+  return nodes_[r.id];
+}
+
+TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, DType dtype,
+                              bool transposed) {
+  if (!is_identifier(name)) {
+    throw Error("tensor name '" + name + "' is not an identifier (letters, digits, _)");
+  }
+  if (storage_shape.empty()) throw Error("tensor " + name + " needs at least one dimension");
+  for (const Dim& d : storage_shape) {
+    if (d.is_sym() && !is_identifier(d.sym)) {
+      throw Error("dimension '" + d.sym + "' of " + name +
+                  " is neither a positive integer nor a symbol (an identifier such as M)");
+    }
+    if (d.sym == name) {
+      throw Error(name + " names both the tensor " + name + shape_text(storage_shape) +
+                  " and one of its dimensions; rename one (both become parameters of the "
+                  "generated kernel)");
+    }
+    if (!d.is_sym() && d.value <= 0) {
+      throw Error("dimension of " + name + " must be a positive integer, found " +
+                  std::to_string(d.value));
+    }
+  }
+  if (dtype != DType::F32 && dtype != DType::TF32 && dtype != DType::F16 &&
+      dtype != DType::BF16) {
+    throw Error(std::string("tensor ") + name + " has dtype " + dtype_name(dtype) +
+                "; input dtypes are f32, tf32, f16 and bf16");
+  }
+  if (transposed && storage_shape.size() < 2) {
+    throw Error(".T swaps the last two dimensions, but " + name + shape_text(storage_shape) +
+                " has rank " + std::to_string(storage_shape.size()));
+  }
+  for (const Node& other : nodes_) {
+    if (other.kind != OpKind::Input) continue;
+    for (const Dim& d : other.shape) {
+      if (d.sym == name) {
+        throw Error(name + " names both a tensor and a dimension of " + operand_text(other) +
+                    "; rename one (both become parameters of the generated kernel)");
+      }
+    }
+    for (const Dim& d : storage_shape) {
+      if (d.sym == other.name) {
+        throw Error(other.name + " names both a tensor and a dimension of " + name +
+                    shape_text(storage_shape) +
+                    "; rename one (both become parameters of the generated kernel)");
+      }
+    }
+  }
+  Node n;
+  n.kind = OpKind::Input;
+  n.name = std::move(name);
+  n.dtype = dtype;
+  n.transposed = transposed;
+  n.shape = std::move(storage_shape);
+  if (transposed) std::swap(n.shape[n.shape.size() - 2], n.shape.back());
+
+  for (const Node& other : nodes_) {
+    if (other.kind != OpKind::Input || other.name != n.name) continue;
+    if (other.storage_shape() != n.storage_shape() || other.dtype != n.dtype) {
+      throw Error("tensor " + n.name + " is used twice with different storage: " +
+                  operand_text(other) + ":" + dtype_name(other.dtype) + " and " +
+                  operand_text(n) + ":" + dtype_name(n.dtype) +
+                  "; one name must refer to one tensor (rename one of them)");
+    }
+    if (other.transposed == n.transposed) return TensorRef{other.id};
+  }
+  return push(std::move(n));
+}
+
+const Node& GraphBuilder::contraction_operand(TensorRef r, const std::string& op,
+                                              const char* role) const {
+  const Node& n = node(r, op);
+  if (n.kind != OpKind::Input) {
+    throw Error(op + ": operand " + role + " is " + operand_text(n) +
+                ", but the operands of a contraction must be input tensors; " +
+                kOneContraction);
+  }
+  return n;
+}
+
+TensorRef GraphBuilder::contract(const std::string& op, const Node& a, const Node& b,
+                                 const std::string& a_text, const std::string& b_text,
+                                 std::optional<DType> out) {
+  if (a.dtype != b.dtype) {
+    throw Error(op + ": dtype mismatch: " + a.name + " is " + dtype_name(a.dtype) + " but " +
+                b.name + " is " + dtype_name(b.dtype) +
+                " (both operands must have the same dtype)");
+  }
+  size_t r = a.shape.size();
+  if (r == 3 && !(a.shape[0] == b.shape[0])) {
+    throw Error(op + ": batch dimensions differ: " + a_text + " has batch " +
+                a.shape[0].str() + " but " + b_text + " has batch " + b.shape[0].str());
+  }
+  if (!(a.shape[r - 1] == b.shape[r - 2])) {
+    throw Error(op + ": inner dimensions differ: " + a_text + " has K=" +
+                a.shape[r - 1].str() + " but " + b_text + " has K=" + b.shape[r - 2].str());
+  }
+  DType dtype = (a.dtype == DType::F32 || a.dtype == DType::TF32) ? DType::F32 : a.dtype;
+  if (out) {
+    if (*out == DType::TF32) {
+      throw Error(op + ": out=tf32 is not allowed: tf32 is an input-only type (its values "
+                       "are stored as f32); use out=f32");
+    }
+    if (*out != DType::F32 && *out != DType::F16 && *out != DType::BF16) {
+      throw Error(op + ": out=" + dtype_name(*out) + " is not supported; out= may be f32, "
+                       "f16 or bf16");
+    }
+    dtype = *out;
+  }
+  Node n;
+  n.kind = OpKind::Matmul;
+  n.name = "matmul";
+  n.origin = op;
+  n.dtype = dtype;
+  n.inputs = {a.id, b.id};
+  n.shape = a.shape;
+  n.shape.back() = b.shape.back();
+  return push(std::move(n));
+}
+
+TensorRef GraphBuilder::matmul(TensorRef a, TensorRef b, std::optional<DType> out) {
+  const Node& na = contraction_operand(a, "matmul", "A");
+  const Node& nb = contraction_operand(b, "matmul", "B");
+  size_t ra = na.shape.size(), rb = nb.shape.size();
+  if (ra != rb || (ra != 2 && ra != 3)) {
+    throw Error("matmul: operands must both be rank 2 ([M,K] x [K,N]) or both rank 3 "
+                "(batched [B,M,K] x [B,K,N]); got " + operand_text(na) + " of rank " +
+                std::to_string(ra) + " and " + operand_text(nb) + " of rank " +
+                std::to_string(rb));
+  }
+  return contract("matmul", Node(na), Node(nb), operand_text(na), operand_text(nb), out);
+}
+
+TensorRef GraphBuilder::bmm(TensorRef a, TensorRef b, std::optional<DType> out) {
+  const Node& na = contraction_operand(a, "bmm", "A");
+  const Node& nb = contraction_operand(b, "bmm", "B");
+  if (na.shape.size() != 3 || nb.shape.size() != 3) {
+    throw Error("bmm: operands must both be rank 3 ([B,M,K] x [B,K,N]; use matmul for "
+                "rank 2); got " + operand_text(na) + " of rank " +
+                std::to_string(na.shape.size()) + " and " + operand_text(nb) + " of rank " +
+                std::to_string(nb.shape.size()));
+  }
+  return contract("bmm", Node(na), Node(nb), operand_text(na), operand_text(nb), out);
+}
+
+TensorRef GraphBuilder::linear(TensorRef x, TensorRef w, std::optional<TensorRef> bias,
+                               std::optional<DType> out) {
+  Node nx = contraction_operand(x, "linear", "X");
+  Node nw = contraction_operand(w, "linear", "W");
+  if (nx.shape.size() != 2 || nw.shape.size() != 2) {
+    throw Error("linear: X must be rank 2 [M,K] and W rank 2 [N,K]; got " + operand_text(nx) +
+                " of rank " + std::to_string(nx.shape.size()) + " and " + operand_text(nw) +
+                " of rank " + std::to_string(nw.shape.size()));
+  }
+  if (bias) node(*bias, "linear");
+  // linear multiplies by Wᵀ: the same storage read with the other orientation.
+  size_t before = nodes_.size();
+  TensorRef wt = input(nw.name, nw.storage_shape(), nw.dtype, !nw.transposed);
+  if (size_t(wt.id) >= before) nodes_[wt.id].column = nw.column;
+  TensorRef y = contract("linear", nx, Node(nodes_[wt.id]), operand_text(nx),
+                         operand_text(nw), out);
+  if (bias) y = binary("add", ScalarOp::Add, y, *bias, "linear");
+  return y;
+}
+
+TensorRef GraphBuilder::unary(const char* name, ScalarOp op, TensorRef x) {
+  const Node& nx = node(x, name);
+  if (nx.kind == OpKind::Input) {
+    throw Error(std::string(name) + ": its operand " + operand_text(nx) +
+                " is an input tensor, not computed by a contraction; " + kOneContraction);
+  }
+  Node n;
+  n.kind = OpKind::Unary;
+  n.name = n.origin = name;
+  n.op = op;
+  n.dtype = nx.dtype;
+  n.shape = nx.shape;
+  n.inputs = {x.id};
+  return push(std::move(n));
+}
+
+TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, TensorRef y,
+                               const std::string& origin) {
+  std::string label = origin == name ? std::string(name) : origin;
+  const Node* nx = &node(x, label);
+  const Node* ny = &node(y, label);
+  bool x_chain = nx->kind != OpKind::Input, y_chain = ny->kind != OpKind::Input;
+  if (x_chain && y_chain) {
+    throw Error(label + ": both operands are computed by a contraction (" + operand_text(*nx) +
+                " and " + operand_text(*ny) + "); " + kOneContraction +
+                " — split it into two expressions");
+  }
+  if (!x_chain && !y_chain) {
+    throw Error(label + ": neither operand (" + operand_text(*nx) + ", " + operand_text(*ny) +
+                ") is computed by a contraction; " + kOneContraction);
+  }
+  if (y_chain) {
+    if (op == ScalarOp::Sub) {
+      throw Error("sub: the contraction's result must be the first operand; for " +
+                  operand_text(*nx) + " minus it, write add(mul(x, -1), " + nx->name + ")");
+    }
+    std::swap(nx, ny);
+    std::swap(x, y);
+  }
+  // numpy broadcasting, restricted so that the result keeps the contraction's shape:
+  // the epilogue writes exactly one element per accumulator element.
+  const std::vector<Dim>& to = nx->shape;
+  const std::vector<Dim>& from = ny->shape;
+  bool ok = from.size() <= to.size();
+  for (size_t i = 0; ok && i < from.size(); ++i) {
+    const Dim& f = from[from.size() - 1 - i];
+    const Dim& t = to[to.size() - 1 - i];
+    ok = f == t || (!f.is_sym() && f.value == 1);
+  }
+  if (!ok) {
+    throw Error(label + ": " + operand_text(*ny) + " does not broadcast to " + shape_text(to) +
+                ", the shape of " + operand_text(*nx) +
+                " (an elementwise operand may drop leading dimensions or have size-1 "
+                "dimensions, numpy-style, but must not grow the result)");
+  }
+  Node n;
+  n.kind = OpKind::Binary;
+  n.name = name;
+  n.origin = origin;
+  n.op = op;
+  n.dtype = nx->dtype;
+  n.shape = nx->shape;
+  n.inputs = {x.id, y.id};
+  return push(std::move(n));
+}
+
+TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, double y) {
+  const Node& nx = node(x, name);
+  if (nx.kind == OpKind::Input) {
+    throw Error(std::string(name) + ": its operand " + operand_text(nx) +
+                " is an input tensor, not computed by a contraction; " + kOneContraction);
+  }
+  if (!std::isfinite(y)) {
+    throw Error(std::string(name) + ": the number operand must be finite");
+  }
+  Node n;
+  n.kind = OpKind::Binary;
+  n.name = n.origin = name;
+  n.op = op;
+  n.dtype = nx.dtype;
+  n.shape = nx.shape;
+  n.inputs = {x.id};
+  n.scalar = y;
+  return push(std::move(n));
+}
+
+TensorRef GraphBuilder::relu(TensorRef x) { return unary("relu", ScalarOp::Relu, x); }
+TensorRef GraphBuilder::gelu(TensorRef x) { return unary("gelu", ScalarOp::Gelu, x); }
+TensorRef GraphBuilder::silu(TensorRef x) { return unary("silu", ScalarOp::Silu, x); }
+TensorRef GraphBuilder::add(TensorRef x, TensorRef y) {
+  return binary("add", ScalarOp::Add, x, y, "add");
+}
+TensorRef GraphBuilder::add(TensorRef x, double y) { return binary("add", ScalarOp::Add, x, y); }
+TensorRef GraphBuilder::sub(TensorRef x, TensorRef y) {
+  return binary("sub", ScalarOp::Sub, x, y, "sub");
+}
+TensorRef GraphBuilder::sub(TensorRef x, double y) { return binary("sub", ScalarOp::Sub, x, y); }
+TensorRef GraphBuilder::mul(TensorRef x, TensorRef y) {
+  return binary("mul", ScalarOp::Mul, x, y, "mul");
+}
+TensorRef GraphBuilder::mul(TensorRef x, double y) { return binary("mul", ScalarOp::Mul, x, y); }
+TensorRef GraphBuilder::max(TensorRef x, TensorRef y) {
+  return binary("max", ScalarOp::Max, x, y, "max");
+}
+TensorRef GraphBuilder::max(TensorRef x, double y) { return binary("max", ScalarOp::Max, x, y); }
+
+Graph GraphBuilder::build(TensorRef result) const {
+  const Node& top = node(result, "build");
+  if (top.kind == OpKind::Input) {
+    throw Error("the expression has no contraction, only the tensor " + operand_text(top) +
+                "; " + kOneContraction);
+  }
+  // Operands first, in operand order (post-order from the result): the numbering then
+  // depends only on what the result computes, not on the order the caller made the
+  // nodes in, so C++ and text give identical graphs. Nodes the result does not use are
+  // left out.
+  std::vector<int> new_id(nodes_.size(), -1);
+  Graph g;
+  int contractions = 0;
+  std::function<void(int)> visit = [&](int old) {
+    if (new_id[old] >= 0) return;
+    for (int in : nodes_[old].inputs) visit(in);
+    Node n = nodes_[old];
+    n.id = int(g.nodes.size());
+    for (int& in : n.inputs) in = new_id[in];
+    new_id[old] = n.id;
+    contractions += n.kind == OpKind::Matmul;
+    g.nodes.push_back(std::move(n));
+  };
+  visit(result.id);
+  // The elementwise ops refuse a second contraction as they are built, so only a bug
+  // could break this.
+  LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction");
+  g.verify();
+  return g;
+}
+
+}  // namespace loom

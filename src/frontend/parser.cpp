@@ -1,0 +1,302 @@
+#include "frontend/parser.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "frontend/diagnostic.h"
+#include "frontend/lexer.h"
+#include "loom/builder.h"
+
+namespace loom {
+namespace {
+
+const char* const kFunctions =
+    "matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max";
+const char* const kDtypes = "f32, tf32, f16, bf16";
+constexpr int kMaxDepth = 256;
+
+bool is_contraction(const std::string& f) {
+  return f == "matmul" || f == "bmm" || f == "linear";
+}
+bool is_unary(const std::string& f) { return f == "relu" || f == "gelu" || f == "silu"; }
+bool is_binary(const std::string& f) {
+  return f == "add" || f == "sub" || f == "mul" || f == "max";
+}
+
+// A parsed argument: a tensor-valued expression or a number, with where it starts.
+struct Value {
+  std::optional<TensorRef> tensor;
+  double number = 0.0;
+  int column = 0;
+  std::string text;  // the number as written, for messages
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text), tokens_(lex(text)) {}
+
+  Graph parse() {
+    Value v = expr();
+    if (peek().kind != TokenKind::End) {
+      std::string hint = peek().kind == TokenKind::RParen ? " (unbalanced parentheses?)" : "";
+      fail(peek(), "unexpected " + describe(peek()) + " after the end of the expression" +
+                       hint);
+    }
+    if (!v.tensor) {
+      fail(v.column, "the expression is just the number " + v.text +
+                         "; Loom lowers one contraction per expression, e.g. "
+                         "matmul(A[M,K]:f16, B[K,N]:f16)");
+    }
+    return with_column(v.column, [&] { return builder_.build(*v.tensor); });
+  }
+
+ private:
+  const Token& peek(size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
+  const Token& next() { return tokens_[pos_ < tokens_.size() - 1 ? pos_++ : pos_]; }
+
+  [[noreturn]] void fail(int column, const std::string& message) const {
+    throw ExprError(text_, column, message);
+  }
+  [[noreturn]] void fail(const Token& t, const std::string& message) const {
+    fail(t.column, message);
+  }
+
+  // Builder errors carry no position; they refer to the construct being built.
+  template <class F>
+  auto with_column(int column, F&& f) -> decltype(f()) {
+    builder_.set_column(column);
+    try {
+      return f();
+    } catch (const ExprError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(column, e.what());
+    }
+  }
+
+  DType dtype(const Token& t, const std::string& what) {
+    if (t.kind != TokenKind::Ident) {
+      fail(t, "expected a dtype (" + std::string(kDtypes) + ") " + what + ", found " +
+                  describe(t));
+    }
+    std::optional<DType> d = parse_dtype(t.text);
+    if (!d || *d == DType::F64) {
+      fail(t, "unknown dtype " + describe(t) + " " + what + "; dtypes are " + kDtypes);
+    }
+    return *d;
+  }
+
+  Value expr() {
+    const Token& t = peek();
+    if (t.kind == TokenKind::Number) {
+      next();
+      Value v;
+      v.column = t.column;
+      v.text = t.text;
+      v.number = std::strtod(t.text.c_str(), nullptr);
+      if (!std::isfinite(v.number)) fail(t, "number " + t.text + " is out of range");
+      return v;
+    }
+    if (t.kind == TokenKind::Ident && peek(1).kind == TokenKind::LParen) return call();
+    if (t.kind == TokenKind::Ident && peek(1).kind == TokenKind::LBracket) return tensor();
+    if (t.kind == TokenKind::Ident) {
+      fail(peek(1), "expected '[' (a tensor is " + t.text + "[dims]:dtype) or '(' (a call " +
+                        t.text + "(...)) after " + t.text + ", found " + describe(peek(1)));
+    }
+    fail(t, "expected an expression (a call like relu(...), a tensor like A[M,K]:f16, or a "
+            "number), found " + describe(t));
+  }
+
+  Dim dimension(const std::string& tensor) {
+    const Token& t = next();
+    if (t.kind == TokenKind::Ident) return dim(t.text);
+    if (t.kind == TokenKind::Number) {
+      int64_t value = 0;
+      auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+      bool whole = t.is_integer && r.ec == std::errc() && r.ptr == t.text.data() + t.text.size();
+      if (t.is_integer && r.ec == std::errc::result_out_of_range) {
+        fail(t, "dimension " + t.text + " of " + tensor + " is too large");
+      }
+      if (!whole || value <= 0) {
+        fail(t, "dimension of " + tensor + " must be a positive integer or a symbol, found " +
+                    t.text);
+      }
+      return dim(value);
+    }
+    fail(t, "expected a dimension (a positive integer or a symbol like M) in the shape of " +
+                tensor + ", found " + describe(t));
+  }
+
+  Value tensor() {
+    const Token& name = next();
+    next();  // '['
+    std::vector<Dim> shape;
+    while (true) {
+      shape.push_back(dimension(name.text));
+      const Token& t = next();
+      if (t.kind == TokenKind::RBracket) break;
+      if (t.kind != TokenKind::Comma) {
+        fail(t, "expected ']' to close the shape of " + name.text + ", found " + describe(t));
+      }
+    }
+    const Token& colon = next();
+    if (colon.kind != TokenKind::Colon) {
+      fail(colon, "expected ':' and a dtype after the shape of " + name.text + " (e.g. " +
+                      name.text + "[...]:f16), found " + describe(colon));
+    }
+    DType type = dtype(next(), "for " + name.text);
+    bool transposed = false;
+    if (peek().kind == TokenKind::Dot) {
+      next();
+      const Token& t = next();
+      if (t.kind != TokenKind::Ident || t.text != "T") {
+        fail(t, "expected 'T' after '.' (write .T for an operand stored transposed), found " +
+                    describe(t));
+      }
+      transposed = true;
+    }
+    Value v;
+    v.column = name.column;
+    v.tensor = with_column(name.column, [&] {
+      return builder_.input(name.text, shape, type, transposed);
+    });
+    return v;
+  }
+
+  Value call() {
+    const Token& name = next();
+    const std::string& f = name.text;
+    if (!is_contraction(f) && !is_unary(f) && !is_binary(f)) {
+      fail(name, "unknown function '" + f + "'; known functions: " + kFunctions);
+    }
+    // Bounds the recursion so hostile input fails with a message, not a stack overflow;
+    // a real epilogue chain is a handful of calls.
+    if (++depth_ > kMaxDepth) {
+      fail(name, "the expression nests more than " + std::to_string(kMaxDepth) + " calls deep");
+    }
+    next();  // '('
+    std::vector<Value> args;
+    std::optional<DType> out;
+    if (peek().kind != TokenKind::RParen) {
+      while (true) {
+        if (peek().kind == TokenKind::Ident && peek(1).kind == TokenKind::Equals) {
+          out = keyword(f, out.has_value());
+        } else {
+          args.push_back(expr());
+        }
+        const Token& t = next();
+        if (t.kind == TokenKind::RParen) break;
+        if (t.kind != TokenKind::Comma) {
+          fail(t, "expected ',' or ')' in the call to " + f + ", found " + describe(t));
+        }
+      }
+    } else {
+      next();
+    }
+    Value v;
+    v.column = name.column;
+    v.tensor = with_column(name.column, [&] { return build(name, args, out); });
+    --depth_;
+    return v;
+  }
+
+  DType keyword(const std::string& f, bool seen_out) {
+    const Token& key = next();
+    next();  // '='
+    if (!is_contraction(f)) {
+      fail(key, f + " takes no keyword arguments (out= is for matmul, bmm and linear)");
+    }
+    if (key.text != "out") {
+      fail(key, "unknown keyword argument '" + key.text + "' for " + f +
+                    "; the only one is out=<dtype>");
+    }
+    if (seen_out) fail(key, "out= is given twice in the call to " + f);
+    const Token& value = next();
+    if (value.kind != TokenKind::Ident) {
+      fail(value, "expected a dtype after out= (f32, f16 or bf16), found " + describe(value));
+    }
+    DType d = dtype(value, "in out=");
+    // The builder rejects these too, but from here the caret can point at the dtype.
+    if (d == DType::TF32) {
+      fail(value, f + ": out=tf32 is not allowed: tf32 is an input-only type (its values "
+                      "are stored as f32); use out=f32");
+    }
+    return d;
+  }
+
+  TensorRef tensor_arg(const std::string& f, const Value& v, const char* role) {
+    if (!v.tensor) fail(v.column, f + ": operand " + role + " is the number " + v.text +
+                                      ", but it must be a tensor");
+    return *v.tensor;
+  }
+
+  TensorRef build(const Token& name, const std::vector<Value>& args,
+                  std::optional<DType> out) {
+    const std::string& f = name.text;
+    auto arity = [&](size_t lo, size_t hi, const char* usage) {
+      if (args.size() < lo || args.size() > hi) {
+        fail(name, f + " takes " + usage + ", got " + std::to_string(args.size()) +
+                       " operand" + (args.size() == 1 ? "" : "s"));
+      }
+    };
+    if (f == "matmul" || f == "bmm") {
+      arity(2, 2, "two tensors (A, B) and an optional out=<dtype>");
+      TensorRef a = tensor_arg(f, args[0], "A"), b = tensor_arg(f, args[1], "B");
+      return f == "matmul" ? builder_.matmul(a, b, out) : builder_.bmm(a, b, out);
+    }
+    if (f == "linear") {
+      arity(2, 3, "two or three tensors (X, W[, bias]) and an optional out=<dtype>");
+      TensorRef x = tensor_arg(f, args[0], "X"), w = tensor_arg(f, args[1], "W");
+      std::optional<TensorRef> bias;
+      if (args.size() == 3) bias = tensor_arg(f, args[2], "bias");
+      return builder_.linear(x, w, bias, out);
+    }
+    if (is_unary(f)) {
+      arity(1, 1, "one operand");
+      TensorRef x = tensor_arg(f, args[0], "x");
+      if (f == "relu") return builder_.relu(x);
+      if (f == "gelu") return builder_.gelu(x);
+      return builder_.silu(x);
+    }
+    arity(2, 2, "two operands");
+    Value x = args[0], y = args[1];
+    if (!x.tensor && !y.tensor) {
+      fail(name, f + ": both operands are numbers; one must be computed by a contraction");
+    }
+    if (!x.tensor) {
+      // add, mul and max commute, so a leading number is the same op on swapped operands.
+      if (f == "sub") {
+        fail(x.column, "sub: a number may only be the second operand (sub(x, " + x.text +
+                           ")); for " + x.text + " - x write add(mul(x, -1), " + x.text + ")");
+      }
+      std::swap(x, y);
+    }
+    if (y.tensor) {
+      if (f == "add") return builder_.add(*x.tensor, *y.tensor);
+      if (f == "sub") return builder_.sub(*x.tensor, *y.tensor);
+      if (f == "mul") return builder_.mul(*x.tensor, *y.tensor);
+      return builder_.max(*x.tensor, *y.tensor);
+    }
+    if (f == "add") return builder_.add(*x.tensor, y.number);
+    if (f == "sub") return builder_.sub(*x.tensor, y.number);
+    if (f == "mul") return builder_.mul(*x.tensor, y.number);
+    return builder_.max(*x.tensor, y.number);
+  }
+
+  std::string_view text_;
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  GraphBuilder builder_;
+};
+
+}  // namespace
+
+Graph parse_expression(std::string_view text) { return Parser(text).parse(); }
+
+}  // namespace loom

@@ -1,0 +1,28 @@
+// The expression language: text -> Graph, built through GraphBuilder so that text and
+// C++ make identical graphs.
+//
+//   expr   := call | tensor | number
+//   call   := IDENT '(' arg (',' arg)* ')'
+//   arg    := expr | IDENT '=' IDENT            keyword argument: out=<dtype>
+//   tensor := IDENT '[' dim (',' dim)* ']' ':' DTYPE ['.T']
+//   dim    := INT | IDENT                       a positive size or a symbol (M, K, ...)
+//
+// e.g. `relu(linear(X[M,K]:bf16, W[N,K]:bf16, bias[N]:bf16))`,
+//      `matmul(A[M,K]:f16, B[N,K]:f16.T, out=f32)`.
+//
+// Functions: matmul(A, B[, out=]) bmm(A, B[, out=]) linear(X, W[, bias][, out=])
+// relu(x) gelu(x) silu(x) add(x, y) sub(x, y) mul(x, y) max(x, y); dtypes f32, tf32,
+// f16, bf16. The rules on shapes, dtypes and the one-contraction structure are
+// GraphBuilder's (include/loom/builder.h).
+#pragma once
+#include <string_view>
+
+#include "ir/graph.h"
+
+namespace loom {
+
+// Throws ExprError (frontend/diagnostic.h, a loom::Error) with the column of the
+// offending token and the text with a caret under it.
+Graph parse_expression(std::string_view text);
+
+}  // namespace loom

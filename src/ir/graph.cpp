@@ -1,0 +1,187 @@
+#include "ir/graph.h"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+std::string shape_str(const std::vector<Dim>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + shape[i].str();
+  return s + "]";
+}
+
+// Shortest text that reads back as the same double (0.5, not 0.500000).
+std::string number_str(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
+  }
+  return true;
+}
+
+// numpy broadcasting of `from` onto `to` that never grows `to`.
+bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    const Dim& f = from[from.size() - i];
+    if (!(f == to[to.size() - i]) && (f.is_sym() || f.value != 1)) return false;
+  }
+  return true;
+}
+
+bool is_input_dtype(DType t) {
+  return t == DType::F32 || t == DType::TF32 || t == DType::F16 || t == DType::BF16;
+}
+
+}  // namespace
+
+std::vector<Dim> Node::storage_shape() const {
+  std::vector<Dim> s = shape;
+  if (transposed && s.size() >= 2) std::swap(s[s.size() - 2], s.back());
+  return s;
+}
+
+std::vector<std::string> Graph::symbols() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const Node& n : nodes) {
+    // Inputs in storage order: the order in which the user wrote the dimensions.
+    for (const Dim& d : n.kind == OpKind::Input ? n.storage_shape() : n.shape) {
+      if (d.is_sym() && seen.insert(d.sym).second) out.push_back(d.sym);
+    }
+  }
+  return out;
+}
+
+std::string Graph::str() const {
+  std::string s;
+  for (const Node& n : nodes) {
+    s += "%" + std::to_string(n.id) + " = ";
+    if (n.kind == OpKind::Input) {
+      s += "input " + n.name + ": " + dtype_name(n.dtype) + shape_str(n.storage_shape());
+      if (n.transposed) s += " .T  (logical " + shape_str(n.shape) + ")";
+    } else {
+      s += n.name + "(";
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        s += (i ? ", %" : "%") + std::to_string(n.inputs[i]);
+      }
+      if (n.scalar) s += ", " + number_str(*n.scalar);
+      s += std::string("): ") + dtype_name(n.dtype) + shape_str(n.shape);
+      if (!n.origin.empty() && n.origin != n.name) s += "  (from " + n.origin + ")";
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+void Graph::verify() const {
+  if (nodes.empty()) throw Error("graph: no nodes (a graph needs at least its result)");
+  std::set<std::string> tensor_names, symbol_names;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    std::string at = "graph: %" + std::to_string(i) + " (" + n.name + "): ";
+    auto fail = [&](const std::string& what) { throw Error(at + what); };
+
+    if (n.id != int(i)) fail("has id " + std::to_string(n.id) + "; ids must equal positions");
+    for (int in : n.inputs) {
+      if (in < 0 || in >= int(i)) {
+        fail("reads %" + std::to_string(in) +
+             ", which is not defined before it (nodes must be in topological order)");
+      }
+    }
+    if (n.shape.empty()) fail("has an empty shape");
+    for (const Dim& d : n.shape) {
+      if (d.is_sym() ? !is_identifier(d.sym) : d.value <= 0) {
+        fail("dimension '" + d.str() + "' is neither a positive integer nor an identifier");
+      }
+      if (d.is_sym()) symbol_names.insert(d.sym);
+    }
+    auto operand = [&](size_t k) -> const Node& { return nodes[n.inputs[k]]; };
+
+    switch (n.kind) {
+      case OpKind::Input: {
+        if (!n.inputs.empty() || n.scalar) fail("an input has no operands");
+        if (!is_identifier(n.name)) fail("tensor name '" + n.name + "' is not an identifier");
+        if (!is_input_dtype(n.dtype)) {
+          fail(std::string("dtype ") + dtype_name(n.dtype) + " is not an input dtype");
+        }
+        if (n.transposed && n.shape.size() < 2) fail(".T needs rank >= 2");
+        for (size_t j = 0; j < i; ++j) {
+          const Node& o = nodes[j];
+          if (o.kind == OpKind::Input && o.name == n.name &&
+              (o.storage_shape() != n.storage_shape() || o.dtype != n.dtype)) {
+            fail("tensor " + n.name + " is also %" + std::to_string(j) +
+                 " with a different storage shape or dtype");
+          }
+        }
+        tensor_names.insert(n.name);
+        break;
+      }
+      case OpKind::Matmul: {
+        if (n.inputs.size() != 2 || n.scalar) fail("a matmul takes two operands");
+        const Node& a = operand(0);
+        const Node& b = operand(1);
+        size_t r = a.shape.size();
+        if (b.shape.size() != r || (r != 2 && r != 3)) {
+          fail("operands " + shape_str(a.shape) + " and " + shape_str(b.shape) +
+               " are not both rank 2 or both rank 3");
+        }
+        if (a.dtype != b.dtype) fail("operand dtypes differ");
+        if (!(a.shape[r - 1] == b.shape[r - 2])) fail("inner dimensions differ");
+        if (r == 3 && !(a.shape[0] == b.shape[0])) fail("batch dimensions differ");
+        std::vector<Dim> expect = a.shape;
+        expect.back() = b.shape.back();
+        if (n.shape != expect) {
+          fail("shape " + shape_str(n.shape) + " should be " + shape_str(expect));
+        }
+        if (n.dtype != DType::F32 && n.dtype != DType::F16 && n.dtype != DType::BF16) {
+          fail(std::string("output dtype ") + dtype_name(n.dtype) +
+               " is not one of f32, f16, bf16");
+        }
+        break;
+      }
+      case OpKind::Unary:
+      case OpKind::Binary: {
+        bool unary = n.kind == OpKind::Unary;
+        bool unary_op = n.op == ScalarOp::Relu || n.op == ScalarOp::Gelu ||
+                        n.op == ScalarOp::Silu || n.op == ScalarOp::Neg;
+        if (unary != unary_op) fail("op does not match the node kind");
+        size_t want = unary ? 1 : (n.scalar ? 1 : 2);
+        if (n.inputs.size() != want || (unary && n.scalar)) {
+          fail("expects " + std::to_string(want) + " tensor operand(s), has " +
+               std::to_string(n.inputs.size()));
+        }
+        const Node& x = operand(0);
+        if (n.shape != x.shape) {
+          fail("shape " + shape_str(n.shape) + " differs from its first operand's " +
+               shape_str(x.shape));
+        }
+        if (n.dtype != x.dtype) fail("dtype differs from its first operand's");
+        if (n.inputs.size() == 2 && !broadcasts_to(operand(1).shape, n.shape)) {
+          fail("operand " + shape_str(operand(1).shape) + " does not broadcast to " +
+               shape_str(n.shape));
+        }
+        break;
+      }
+    }
+  }
+  for (const std::string& s : symbol_names) {
+    if (tensor_names.count(s)) {
+      throw Error("graph: " + s + " names both a tensor and a dimension symbol; rename one "
+                  "(they become parameters of the same kernel)");
+    }
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,118 @@
+// Printers of the three loop-nest levels. The text is the unit of `loom compile -vv`
+// (a unified diff per pass), so every statement is one line, children are indented by
+// two spaces, and nothing depends on pointer values or hash order: a pass that changes
+// one statement changes one line.
+#include <sstream>
+
+#include "ir/program.h"
+
+namespace loom {
+namespace {
+
+std::string join_exprs(const std::vector<Expr>& xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i].str();
+  return s;
+}
+
+std::string join_operands(const std::vector<Operand>& xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i].str();
+  return s;
+}
+
+std::string join_names(const std::vector<std::string>& xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
+  return s;
+}
+
+// The statement's own line, without children and without indentation.
+std::string stmt_line(const Stmt& s) {
+  switch (s.kind) {
+    case StmtKind::For: {
+      std::string line = "for " + s.var + " in 0.." + s.extent.str();
+      if (s.tier != Tier::None) line += std::string(" ") + tier_name(s.tier);
+      if (s.loop_kind == LoopKind::Reduce) line += " reduce";
+      if (s.unroll) line += " unroll";
+      if (!s.axis.empty() && s.axis != s.var) line += "  # " + s.axis;
+      return line;
+    }
+    case StmtKind::If: return "if " + s.cond.str() + ":";
+    case StmtKind::Let: return "let " + s.var + " = " + s.value.str();
+    case StmtKind::Load: return s.dst + " = load " + s.tensor + "[" + join_exprs(s.index) + "]";
+    case StmtKind::Compute:
+      return s.dst + " = " + scalar_op_name(s.op) + "(" + join_operands(s.args) + ")";
+    case StmtKind::Init: return s.dst + " = " + Operand::constant(s.imm).str();
+    case StmtKind::Accum:
+      return s.dst + " <- add(" + s.dst + ", " + join_operands(s.args) + ")";
+    case StmtKind::Write:
+      return s.tensor + "[" + join_exprs(s.index) + "] = " + join_operands(s.args);
+    case StmtKind::Atom: return s.dst + " <- " + s.atom + "(" + join_operands(s.args) + ")";
+  }
+  return "?";
+}
+
+void print_stmts(std::ostringstream& os, const Block& b, int indent) {
+  const std::string pad(2 * indent, ' ');
+  for (const Stmt& s : b) {
+    os << pad << stmt_line(s) << "\n";
+    print_stmts(os, s.body, indent + 1);
+  }
+}
+
+const char* role_name(TensorRole r) {
+  switch (r) {
+    case TensorRole::Input: return "input";
+    case TensorRole::Output: return "output";
+    case TensorRole::Temp: return "temp";
+  }
+  return "?";
+}
+
+void print_header(std::ostringstream& os, const ProgramBase& p) {
+  os << "tensors:\n";
+  for (const TensorDecl& t : p.tensors)
+    os << "  " << t.name << ": " << dtype_name(t.dtype) << "[" << join_exprs(t.shape) << "] "
+       << role_name(t.role) << "\n";
+  if (!p.symbols.empty()) os << "symbols: " << join_names(p.symbols) << "\n";
+}
+
+template <class Op>
+std::string print_ops(const ProgramBase& p, const std::vector<Op>& ops, const char* kind) {
+  std::ostringstream os;
+  print_header(os, p);
+  for (const Op& op : ops) {
+    os << op.name << " = " << kind << "(" << join_names(op.inputs) << ") -> " << op.output
+       << "\n";
+    print_stmts(os, op.body, 1);
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string print_block(const Block& b, int indent) {
+  std::ostringstream os;
+  print_stmts(os, b, indent);
+  return os.str();
+}
+
+std::string print(const LoopProgram& p) { return print_ops(p, p.ops, "LoopOp"); }
+std::string print(const TileProgram& p) { return print_ops(p, p.ops, "TileOp"); }
+
+std::string print(const KernelProgram& p) {
+  std::ostringstream os;
+  print_header(os, p);
+  for (const KernelOp& k : p.kernels) {
+    os << "kernel " << k.name << "<<<grid(" << k.grid[0].str() << ", " << k.grid[1].str()
+       << ", " << k.grid[2].str() << "), block(" << k.block_threads << ")>>>("
+       << join_names(k.params) << ")";
+    if (k.min_blocks_per_sm > 0) os << " min_blocks=" << k.min_blocks_per_sm;
+    os << "\n";
+    print_stmts(os, k.body, 1);
+  }
+  return os.str();
+}
+
+}  // namespace loom

@@ -1,0 +1,192 @@
+// Statement factories, scalar-op reference semantics and tree-walking helpers.
+#include "ir/stmt.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace loom {
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::None: return "none";
+    case Tier::Grid: return "grid";
+    case Tier::Cluster: return "cluster";
+    case Tier::Warpgroup: return "warpgroup";
+    case Tier::Warp: return "warp";
+    case Tier::Thread: return "thread";
+    case Tier::Register: return "register";
+    case Tier::Atom: return "atom";
+  }
+  return "?";
+}
+
+const char* loop_kind_name(LoopKind k) {
+  return k == LoopKind::Parallel ? "parallel" : "reduce";
+}
+
+// Names follow torch's functions (torch.add, torch.subtract, ...), which is what a user
+// reading the printed IR next to a PyTorch model expects.
+const char* scalar_op_name(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Add: return "add";
+    case ScalarOp::Sub: return "subtract";
+    case ScalarOp::Mul: return "multiply";
+    case ScalarOp::Div: return "divide";
+    case ScalarOp::Max: return "max";
+    case ScalarOp::Min: return "min";
+    case ScalarOp::Neg: return "negate";
+    case ScalarOp::Relu: return "relu";
+    case ScalarOp::Gelu: return "gelu";
+    case ScalarOp::Silu: return "silu";
+  }
+  return "?";
+}
+
+int scalar_op_arity(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Neg:
+    case ScalarOp::Relu:
+    case ScalarOp::Gelu:
+    case ScalarOp::Silu: return 1;
+    default: return 2;
+  }
+}
+
+// NaN propagates through max/min/relu as torch.maximum / torch.relu do; std::max would
+// silently drop it depending on argument order and hide an unwritten element.
+double eval_scalar_op(ScalarOp op, double a, double b) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  switch (op) {
+    case ScalarOp::Add: return a + b;
+    case ScalarOp::Sub: return a - b;
+    case ScalarOp::Mul: return a * b;
+    case ScalarOp::Div: return a / b;
+    case ScalarOp::Max: return std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
+    case ScalarOp::Min: return std::isnan(a) || std::isnan(b) ? nan : std::min(a, b);
+    case ScalarOp::Neg: return -a;
+    case ScalarOp::Relu: return std::isnan(a) ? a : (a > 0.0 ? a : 0.0);
+    // torch.nn.functional.gelu's default (approximate='none') is the exact erf form.
+    case ScalarOp::Gelu: return 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0)));
+    case ScalarOp::Silu: return a / (1.0 + std::exp(-a));
+  }
+  return nan;
+}
+
+// std::to_chars without a format is the shortest text that reads back as the same
+// double, so printed IR round-trips immediates exactly (0.5, 2, 1e-05).
+std::string Operand::str() const {
+  if (!is_imm()) return name;
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, imm);
+  return std::string(buf, res.ptr);
+}
+
+Stmt Stmt::For(std::string var, Expr extent, LoopKind kind, std::string axis,
+               std::vector<Stmt> body, Tier tier) {
+  Stmt s;
+  s.kind = StmtKind::For;
+  s.var = std::move(var);
+  s.extent = std::move(extent);
+  s.loop_kind = kind;
+  s.axis = std::move(axis);
+  s.body = std::move(body);
+  s.tier = tier;
+  return s;
+}
+
+Stmt Stmt::If(Expr cond, std::vector<Stmt> body) {
+  Stmt s;
+  s.kind = StmtKind::If;
+  s.cond = std::move(cond);
+  s.body = std::move(body);
+  return s;
+}
+
+Stmt Stmt::Let(std::string var, Expr value) {
+  Stmt s;
+  s.kind = StmtKind::Let;
+  s.var = std::move(var);
+  s.value = std::move(value);
+  return s;
+}
+
+Stmt Stmt::Load(std::string dst, std::string tensor, std::vector<Expr> index) {
+  Stmt s;
+  s.kind = StmtKind::Load;
+  s.dst = std::move(dst);
+  s.tensor = std::move(tensor);
+  s.index = std::move(index);
+  return s;
+}
+
+Stmt Stmt::Compute(std::string dst, ScalarOp op, std::vector<Operand> args) {
+  Stmt s;
+  s.kind = StmtKind::Compute;
+  s.dst = std::move(dst);
+  s.op = op;
+  s.args = std::move(args);
+  return s;
+}
+
+Stmt Stmt::Init(std::string acc, double value) {
+  Stmt s;
+  s.kind = StmtKind::Init;
+  s.dst = std::move(acc);
+  s.imm = value;
+  return s;
+}
+
+Stmt Stmt::Accum(std::string acc, Operand value) {
+  Stmt s;
+  s.kind = StmtKind::Accum;
+  s.dst = std::move(acc);
+  s.op = ScalarOp::Add;
+  s.args = {std::move(value)};
+  return s;
+}
+
+Stmt Stmt::Write(std::string tensor, std::vector<Expr> index, Operand value) {
+  Stmt s;
+  s.kind = StmtKind::Write;
+  s.tensor = std::move(tensor);
+  s.index = std::move(index);
+  s.args = {std::move(value)};
+  return s;
+}
+
+Stmt Stmt::Atom(std::string atom, std::string dst, std::vector<Operand> args) {
+  Stmt s;
+  s.kind = StmtKind::Atom;
+  s.atom = std::move(atom);
+  s.dst = std::move(dst);
+  s.args = std::move(args);
+  return s;
+}
+
+// Every statement is rewritten, loop variables of nested Fors included: the passes that
+// call this replace a loop variable by its factored form throughout the loop it names.
+void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
+  walk(b, [&](Stmt& s) {
+    s.extent = s.extent.substitute(repl);
+    s.cond = s.cond.substitute(repl);
+    s.value = s.value.substitute(repl);
+    for (Expr& e : s.index) e = e.substitute(repl);
+  });
+}
+
+void walk(Block& b, const std::function<void(Stmt&)>& fn) {
+  for (Stmt& s : b) {
+    fn(s);
+    walk(s.body, fn);
+  }
+}
+
+void walk(const Block& b, const std::function<void(const Stmt&)>& fn) {
+  for (const Stmt& s : b) {
+    fn(s);
+    walk(s.body, fn);
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,116 @@
+#include "passes/knobs.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace loom {
+
+const std::vector<KnobDef>& knob_registry() {
+  // Order here is the order knobs print in. Each knob names the pass that reads it.
+  static const std::vector<KnobDef> defs = {
+      {"BM", "rows of C per thread block (block tile height)", "t:010_partition_loops", 1, 1024},
+      {"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops", 1, 1024},
+      {"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64},
+      {"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64},
+  };
+  return defs;
+}
+
+const KnobDef* find_knob(const std::string& name) {
+  for (const auto& d : knob_registry())
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+static std::string known_knob_list() {
+  std::string s;
+  for (const auto& d : knob_registry()) s += (s.empty() ? "" : ", ") + d.name;
+  return s;
+}
+
+void Knobs::set(const std::string& name, const std::string& value) {
+  const KnobDef* def = find_knob(name);
+  if (!def)
+    throw Error("unknown knob '" + name + "'; known knobs: " + known_knob_list() +
+                " (see docs/knobs.md)");
+  if (!def->choices.empty()) {
+    for (const auto& c : def->choices)
+      if (c == value) {
+        values_[name] = value;
+        return;
+      }
+    std::string list;
+    for (const auto& c : def->choices) list += (list.empty() ? "" : ", ") + c;
+    throw Error("knob " + name + "=" + value + " is not one of: " + list);
+  }
+  char* end = nullptr;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0')
+    throw Error("knob " + name + "=" + value + " is not an integer (" + def->doc + ")");
+  if (v < def->min || v > def->max)
+    throw Error("knob " + name + "=" + value + " is outside its range [" +
+                std::to_string(def->min) + ", " + std::to_string(def->max) + "] (" +
+                def->doc + ")");
+  if (def->power_of_two && (v & (v - 1)) != 0)
+    throw Error("knob " + name + "=" + value + " must be a power of two");
+  values_[name] = std::to_string(v);
+}
+
+Knobs Knobs::parse(const std::string& text) {
+  Knobs k;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto trim = [](std::string s) {
+      size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    item = trim(item);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw Error("malformed knob '" + item + "': expected NAME=VALUE, e.g. BM=64");
+    k.set(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+  }
+  return k;
+}
+
+Knobs Knobs::from_env_and_cli(const std::string& cli) {
+  Knobs k;
+  if (const char* env = std::getenv("LOOM_KNOBS")) {
+    try {
+      k = parse(env);
+    } catch (const Error& e) {
+      throw Error(std::string("in LOOM_KNOBS: ") + e.what());
+    }
+  }
+  k.merge(parse(cli));
+  return k;
+}
+
+void Knobs::merge(const Knobs& over) {
+  for (const auto& [n, v] : over.values_) values_[n] = v;
+}
+
+int64_t Knobs::get_int(const std::string& name, int64_t fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : std::stoll(it->second);
+}
+
+std::string Knobs::get_str(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Knobs::str() const {
+  std::string s;
+  for (const auto& d : knob_registry()) {
+    auto it = values_.find(d.name);
+    if (it != values_.end()) s += (s.empty() ? "" : ",") + d.name + "=" + it->second;
+  }
+  return s;
+}
+
+}  // namespace loom

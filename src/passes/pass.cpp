@@ -1,0 +1,52 @@
+#include "passes/pass.h"
+
+#include "ir/error.h"
+
+namespace loom {
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::Graph: return "graph";
+    case Level::Loop: return "loop";
+    case Level::Tile: return "tile";
+    case Level::Kernel: return "kernel";
+  }
+  return "?";
+}
+
+Target Target::for_arch(const std::string& arch) {
+  Target t;
+  t.arch = arch;
+  // Documented per-architecture limits, used when no device is present to ask.
+  if (arch == "sm_90a" || arch == "sm_90") {
+    t.sm_count = 132;
+    t.smem_per_block = 232448;  // 227 KB opt-in
+  } else if (arch == "sm_80") {
+    t.sm_count = 108;
+    t.smem_per_block = 166912;  // 163 KB opt-in
+  } else if (arch == "sm_86" || arch == "sm_89") {
+    t.sm_count = arch == "sm_86" ? 84 : 128;
+    t.smem_per_block = 101376;  // 99 KB opt-in
+  } else {
+    throw Error("unsupported target '" + arch + "': Loom targets sm_80, sm_86, sm_89, sm_90, sm_90a");
+  }
+  return t;
+}
+
+int64_t CompileState::knob(const std::string& name, int64_t fallback) {
+  int64_t v = knobs.get_int(name, fallback);
+  used_knobs[name] = std::to_string(v);
+  return v;
+}
+
+std::string print_level(const CompileState& s, Level level) {
+  switch (level) {
+    case Level::Graph: return s.graph.str();
+    case Level::Loop: return print(s.loop);
+    case Level::Tile: return print(s.tile);
+    case Level::Kernel: return print(s.kernel);
+  }
+  return "";
+}
+
+}  // namespace loom

@@ -1,0 +1,16 @@
+// Factories of every pass, one per file under loop/, tile/, kernel/. The order that
+// matters is the pipeline's (pipeline.cpp), not this list's.
+#pragma once
+#include "passes/pass.h"
+
+namespace loom {
+
+Pass pass_lower_graph();       // loop/000_lower_graph.cpp
+Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
+Pass pass_partition_loops();   // tile/010_partition_loops.cpp
+Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
+Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
+Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
+Pass pass_unroll_registers();  // kernel/030_unroll_registers.cpp
+
+}  // namespace loom

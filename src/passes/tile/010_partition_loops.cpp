@@ -1,0 +1,126 @@
+// t:010_partition_loops — Loop IR -> Tile IR: factor the output loops into hardware tiers.
+//
+// For every op, the perfect nest of parallel loops at its top is the output space
+// (b.., m, n). Steps:
+//  1. Batch loops become GRID loops unchanged (one CTA per batch entry and tile).
+//  2. m = m_b*BM + m_t*FM + m_r: GRID m_b, THREAD m_t (BM/FM threads), REGISTER m_r.
+//     A thread's FM rows are contiguous: its A operands are neighbours.
+//  3. n = n_b*BN + n_r*TN + n_t with TN = BN/FN threads: GRID n_b, THREAD n_t,
+//     REGISTER n_r. The thread index is innermost in n so that a warp's loads and stores
+//     of one row touch consecutive addresses (coalescing).
+//  4. The original cell body sits under a guard `m < M && n < N`, so any M, N works; the
+//     next pass removes the conjuncts it can prove.
+// Knobs: BM BN FM FN (defaults from the shape; see default_tile()).
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+int64_t pow2_at_least(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// The simple schedule's defaults: 4x4 cells per thread, 64x64 blocks (256 threads),
+// shrunk for small extents so a tiny GEMM is not padded to 64.
+struct TileDefault { int64_t b, f; };
+TileDefault default_tile(std::optional<int64_t> extent) {
+  if (!extent) return {64, 4};
+  int64_t f = std::min<int64_t>(4, pow2_at_least(*extent));
+  int64_t b = std::min<int64_t>(64, std::max(f, pow2_at_least(*extent)));
+  return {b, f};
+}
+
+std::optional<int64_t> known(const Expr& e, const std::map<std::string, int64_t>& sizes) {
+  if (e.is_const()) return e.const_value();
+  Expr::Env env(sizes.begin(), sizes.end());
+  try {
+    return e.eval(env);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+void check_tiling(const char* b_name, int64_t b, const char* f_name, int64_t f) {
+  if (b % f != 0)
+    throw Error(std::string(b_name) + "=" + std::to_string(b) + " is not a multiple of " +
+                f_name + "=" + std::to_string(f) +
+                ": a block's tile is split evenly among its threads (choose " + b_name +
+                " as a multiple of " + f_name + ")");
+}
+
+TileOp partition(const LoopOp& op, CompileState& s) {
+  // Collect the output nest.
+  std::vector<const Stmt*> loops;
+  const Block* inner = &op.body;
+  while (inner->size() == 1 && (*inner)[0].kind == StmtKind::For &&
+         (*inner)[0].loop_kind == LoopKind::Parallel) {
+    loops.push_back(&(*inner)[0]);
+    inner = &(*inner)[0].body;
+  }
+  if (loops.size() < 2)
+    throw Error("t:010_partition_loops: op '" + op.name +
+                "' has fewer than two parallel output loops; Loom tiles 2-D outputs");
+  const Stmt& lm = *loops[loops.size() - 2];
+  const Stmt& ln = *loops[loops.size() - 1];
+
+  auto dm = default_tile(known(lm.extent, s.sizes));
+  auto dn = default_tile(known(ln.extent, s.sizes));
+  int64_t FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
+  int64_t BM = s.knob("BM", std::max(dm.b, FM)), BN = s.knob("BN", std::max(dn.b, FN));
+  check_tiling("BM", BM, "FM", FM);
+  check_tiling("BN", BN, "FN", FN);
+  int64_t TM = BM / FM, TN = BN / FN;
+  if (TM * TN > s.target.max_threads_per_block)
+    throw Error("BM=" + std::to_string(BM) + ",BN=" + std::to_string(BN) + ",FM=" +
+                std::to_string(FM) + ",FN=" + std::to_string(FN) + " needs (BM/FM)*(BN/FN) = " +
+                std::to_string(TM * TN) + " threads per block; the limit is " +
+                std::to_string(s.target.max_threads_per_block) +
+                " (raise FM/FN or lower BM/BN)");
+
+  const std::string m = lm.var, n = ln.var;
+  Expr mb = Expr::var(m + "_b"), mt = Expr::var(m + "_t"), mr = Expr::var(m + "_r");
+  Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t"), nr = Expr::var(n + "_r");
+  Expr m_of = mb * BM + mt * FM + mr;
+  Expr n_of = nb * BN + nr * TN + nt;
+
+  // 4: guarded cell.
+  Block cell = *inner;
+  substitute_block(cell, {{m, m_of}, {n, n_of}});
+  Block body = {Stmt::If((m_of < lm.extent) && (n_of < ln.extent), std::move(cell))};
+
+  // 1-3: the tiers, innermost first.
+  auto wrap = [&](const std::string& var, Expr extent, Tier tier, const std::string& axis) {
+    body = {Stmt::For(var, extent, LoopKind::Parallel, axis, std::move(body), tier)};
+  };
+  wrap(n + "_r", FN, Tier::Register, n);
+  wrap(m + "_r", FM, Tier::Register, m);
+  wrap(n + "_t", TN, Tier::Thread, n);
+  wrap(m + "_t", TM, Tier::Thread, m);
+  wrap(n + "_b", ceil_div(ln.extent, BN), Tier::Grid, n);
+  wrap(m + "_b", ceil_div(lm.extent, BM), Tier::Grid, m);
+  for (int i = int(loops.size()) - 3; i >= 0; --i)
+    wrap(loops[i]->var, loops[i]->extent, Tier::Grid, loops[i]->axis);
+
+  return TileOp{op.name, op.inputs, op.output, std::move(body)};
+}
+
+}  // namespace
+
+Pass pass_partition_loops() {
+  return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
+              "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
+              "bounds",
+              {"BM", "BN", "FM", "FN"},
+              [](CompileState& s) {
+                TileProgram t;
+                static_cast<ProgramBase&>(t) = s.loop;
+                for (const auto& op : s.loop.ops) t.ops.push_back(partition(op, s));
+                s.tile = std::move(t);
+                s.level = Level::Tile;
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,249 @@
+#include "runtime/cubin_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "ir/error.h"
+#include "runtime/sha256.h"
+
+namespace loom {
+namespace {
+
+constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'C', 'U', 'B', 'N'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderBytes = sizeof kMagic + 4 + 8 + 32;
+
+class Writer {
+ public:
+  void u32(uint32_t v) { uint(v, 4); }
+  void u64(uint64_t v) { uint(v, 8); }
+  void i64(int64_t v) { uint(uint64_t(v), 8); }
+  void bytes(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+  void str(const std::string& s) {
+    u64(s.size());
+    bytes(s.data(), s.size());
+  }
+  std::string out;
+
+ private:
+  void uint(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(char(uint8_t(v >> (8 * i))));
+  }
+};
+
+// Every read is bounds-checked; a failed read latches ok = false and yields zeros, so
+// a parse of a damaged payload ends in "corrupt", never in a crash or a huge alloc.
+class Reader {
+ public:
+  Reader(const char* p, size_t n) : p_(p), end_(p + n) {}
+  uint32_t u32() { return uint32_t(uint(4)); }
+  uint64_t u64() { return uint(8); }
+  int64_t i64() { return int64_t(uint(8)); }
+  std::string str() {
+    uint64_t n = u64();
+    if (!ok || n > uint64_t(end_ - p_)) return fail(), std::string();
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  bool done() const { return p_ == end_; }
+  bool ok = true;
+
+ private:
+  uint64_t uint(int n) {
+    if (!ok || end_ - p_ < n) return fail(), 0;
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t(uint8_t(p_[i])) << (8 * i);
+    p_ += n;
+    return v;
+  }
+  void fail() { ok = false; }
+  const char* p_;
+  const char* end_;
+};
+
+std::string serialize_payload(const std::string& key, const CompileResult& r) {
+  Writer w;
+  w.str(key);
+  w.str(r.log);
+  w.u32(uint32_t(r.resources.size()));
+  for (const auto& [name, rep] : r.resources) {
+    w.str(name);
+    w.i64(rep.registers);
+    w.i64(rep.shared_bytes);
+    w.i64(rep.stack_frame_bytes);
+    w.i64(rep.spill_store_bytes);
+    w.i64(rep.spill_load_bytes);
+    w.i64(rep.constant_bytes);
+    w.i64(rep.barriers);
+  }
+  w.u64(r.cubin.size());
+  w.bytes(r.cubin.data(), r.cubin.size());
+  return std::move(w.out);
+}
+
+// Returns the reason the entry is unusable, or empty on success.
+std::string parse_entry(const std::string& file, const std::string& key, CompileResult& r) {
+  if (file.size() < kHeaderBytes) return "shorter than its header";
+  if (std::memcmp(file.data(), kMagic, sizeof kMagic) != 0) return "bad magic";
+  Reader h(file.data() + sizeof kMagic, 12);
+  uint32_t version = h.u32();
+  uint64_t payload_len = h.u64();
+  if (version != kFormatVersion)
+    return "format version " + std::to_string(version) + ", expected " +
+           std::to_string(kFormatVersion);
+  if (payload_len != file.size() - kHeaderBytes)
+    return "payload length " + std::to_string(payload_len) + " but " +
+           std::to_string(file.size() - kHeaderBytes) + " bytes follow the header";
+  const char* payload = file.data() + kHeaderBytes;
+  auto sum = sha256(payload, payload_len);
+  if (std::memcmp(sum.data(), file.data() + sizeof kMagic + 12, 32) != 0)
+    return "checksum mismatch";
+
+  Reader p(payload, payload_len);
+  if (p.str() != key) return "entry belongs to another key";
+  r.log = p.str();
+  uint32_t n = p.u32();
+  for (uint32_t i = 0; i < n && p.ok; ++i) {
+    std::string name = p.str();
+    ResourceReport rep;
+    rep.registers = int(p.i64());
+    rep.shared_bytes = p.i64();
+    rep.stack_frame_bytes = p.i64();
+    rep.spill_store_bytes = p.i64();
+    rep.spill_load_bytes = p.i64();
+    rep.constant_bytes = p.i64();
+    rep.barriers = int(p.i64());
+    r.resources[name] = rep;
+  }
+  std::string cubin = p.str();
+  if (!p.ok || !p.done()) return "payload does not parse";
+  if (cubin.empty()) return "empty cubin";
+  r.cubin.assign(cubin.begin(), cubin.end());
+  return "";
+}
+
+bool write_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += size_t(n);
+  }
+  return true;
+}
+
+// Keys name files, so they must not be able to reach outside the cache directory.
+void check_key(const std::string& key) {
+  bool ok = !key.empty();
+  for (char c : key) ok &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  LOOM_CHECK(ok, "cubin cache key '" + key + "' is not a plain file name");
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::string CubinCache::default_dir() {
+  if (auto d = env("LOOM_CACHE_DIR"); !d.empty()) return d;
+  if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return d + "/loom/cubin";
+  if (auto d = env("HOME"); !d.empty()) return d + "/.cache/loom/cubin";
+  return "";
+}
+
+CubinCache::CubinCache(std::string dir) : dir_(std::move(dir)) {
+  if (dir_.empty()) {
+    std::fprintf(stderr,
+                 "loom: warning: cubin cache disabled: set LOOM_CACHE_DIR (no "
+                 "XDG_CACHE_HOME or HOME either)\n");
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || !std::filesystem::is_directory(dir_)) {
+    std::fprintf(stderr, "loom: warning: cubin cache disabled: cannot create %s (%s)\n",
+                 dir_.c_str(), ec ? ec.message().c_str() : "not a directory");
+    return;
+  }
+  enabled_ = true;
+}
+
+std::string CubinCache::entry_path(const std::string& key) const {
+  check_key(key);
+  return dir_ + "/" + key + ".cubin";
+}
+
+std::optional<CompileResult> CubinCache::lookup(const std::string& key) {
+  if (!enabled_) {
+    ++misses_;
+    return std::nullopt;
+  }
+  std::string path = entry_path(key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ++misses_;
+    return std::nullopt;
+  }
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CompileResult r;
+  std::string why = in.bad() ? "read error" : parse_entry(file, key, r);
+  if (!why.empty()) {
+    ++corrupt_;
+    ++misses_;
+    std::fprintf(stderr,
+                 "loom: warning: cubin cache entry %s is corrupt (%s); removed it, the kernel "
+                 "is recompiled\n",
+                 path.c_str(), why.c_str());
+    std::remove(path.c_str());
+    return std::nullopt;
+  }
+  ++hits_;
+  r.from_cache = true;
+  r.cache_key = key;
+  return r;
+}
+
+void CubinCache::store(const std::string& key, const CompileResult& result) {
+  if (!enabled_) return;
+  std::string payload = serialize_payload(key, result);
+  Writer header;
+  header.bytes(kMagic, sizeof kMagic);
+  header.u32(kFormatVersion);
+  header.u64(payload.size());
+  auto sum = sha256(payload.data(), payload.size());
+  header.bytes(sum.data(), sum.size());
+
+  // mkstemp gives each writer (thread or process) its own temp file; rename() then
+  // replaces the entry atomically, so the last writer wins with a complete file.
+  std::string tmp = dir_ + "/." + key + ".XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    std::fprintf(stderr, "loom: warning: cannot write cubin cache entry in %s (%s)\n",
+                 dir_.c_str(), std::strerror(errno));
+    return;
+  }
+  ::fchmod(fd, 0644);
+  bool ok = write_all(fd, header.out) && write_all(fd, payload) && ::fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), entry_path(key).c_str()) != 0) {
+    std::fprintf(stderr, "loom: warning: cannot write cubin cache entry %s (%s)\n",
+                 entry_path(key).c_str(), std::strerror(errno));
+    ::unlink(tmp.c_str());
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,27 @@
+// What ptxas says a kernel costs: registers, shared memory, stack and spills. NVRTC
+// prints it into the program log when given --ptxas-options=-v, with no GPU needed, so
+// CPU tests can check "this knob set does not spill" and the tuner can prune by it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace loom {
+
+struct ResourceReport {
+  int registers = -1;  // -1: ptxas printed no "Used N registers" line for the kernel
+  int64_t shared_bytes = 0;  // static shared memory only; dynamic smem is a launch choice
+  int64_t stack_frame_bytes = 0;
+  int64_t spill_store_bytes = 0;
+  int64_t spill_load_bytes = 0;
+  int64_t constant_bytes = 0;  // summed over the cmem[N] banks ptxas lists
+  int barriers = 0;
+  bool operator==(const ResourceReport&) const = default;
+};
+
+// Parses ptxas -v output into one report per entry function (kernel), keyed by the
+// symbol ptxas names (mangled unless the kernel is extern "C"). Non-entry functions'
+// "Function properties" are ignored: their stack is already in the caller's frame.
+std::map<std::string, ResourceReport> parse_ptxas_report(const std::string& log);
+
+}  // namespace loom

@@ -1,0 +1,141 @@
+#include "bench/report.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+TEST(TextTable, AlignsColumnsUnderARule) {
+  TextTable t({{"name", Align::Left}, {"value", Align::Right}});
+  t.add_row({"a", "1.0"});
+  t.add_row({"long name", "12.5"});
+  EXPECT_EQ(t.str(),
+            "name       value\n"
+            "---------  -----\n"
+            "a            1.0\n"
+            "long name   12.5\n");
+}
+
+TEST(TextTable, CountsMultibyteCharactersAsOneColumn) {
+  TextTable t({{"µs", Align::Right}});
+  t.add_row({"3.0"});
+  EXPECT_EQ(t.str(), " µs\n---\n3.0\n");
+}
+
+TEST(TextTable, RowWithWrongCellCountThrows) {
+  TextTable t({{"a", Align::Left}, {"b", Align::Left}});
+  EXPECT_THROW(t.add_row({"only one"}), Error);
+}
+
+TEST(Format, NumbersAndBytes) {
+  EXPECT_EQ(format_us(12.345), "12.3");
+  EXPECT_EQ(format_tflops(654.25), "654.2");
+  EXPECT_EQ(format_ratio(1.0249), "1.02x");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(98304), "96 KiB");
+  EXPECT_EQ(format_bytes(16896), "16.5 KiB");
+  EXPECT_EQ(format_bytes(60 << 20), "60 MiB");
+  EXPECT_EQ(format_bytes(52428800 + 524288), "50.5 MiB");
+}
+
+Timing timing(double median_us) {
+  Timing t;
+  t.median_us = t.min_us = t.p10_us = t.p90_us = median_us;
+  t.reps = 50;
+  return t;
+}
+
+TEST(FormatBackends, GoldenText) {
+  const double flops = 2.0 * 2048 * 2048 * 2048;
+  std::string s = format_backends({{"cuBLAS", timing(100.0)}, {"Loom", timing(80.0)}}, flops);
+  EXPECT_EQ(s,
+            "Backend     µs  TFLOP/s  vs cuBLAS\n"
+            "-------  -----  -------  ---------\n"
+            "cuBLAS   100.0    171.8      1.00x\n"
+            "Loom      80.0    214.7      1.25x\n");
+}
+
+TEST(FormatBackends, GraphReplayColumnAppearsWhenMeasured) {
+  Timing loom = timing(10.0);
+  loom.graph_median_us = 6.25;
+  std::string s = format_backends({{"cuBLAS", timing(12.0)}, {"Loom", loom}}, 1e6);
+  EXPECT_EQ(s,
+            "Backend    µs  TFLOP/s  vs cuBLAS  graph µs\n"
+            "-------  ----  -------  ---------  --------\n"
+            "cuBLAS   12.0      0.1      1.00x         -\n"
+            "Loom     10.0      0.1      1.20x       6.2\n");
+}
+
+TEST(FormatKernels, GoldenText) {
+  KernelReport a;
+  a.name = "k_matmul";
+  a.us = 80.0;
+  a.grid = {32, 16, 1};
+  a.block_threads = 256;
+  a.smem_bytes = 49152;
+  a.regs = 128;
+  a.blocks_per_sm = 1;
+  a.occupancy = 0.25;
+  a.knobs = "BM=128,BN=128";
+  KernelReport b;
+  b.name = "k_reduce";
+  b.grid = {4, 1, 1};
+  b.block_threads = 128;
+  b.regs = 32;
+  b.spill_bytes = 24;
+  EXPECT_EQ(format_kernels({a, b}),
+            "kernel      µs   grid  block    smem  regs   occupancy  spills  knobs\n"
+            "--------  ----  -----  -----  ------  ----  ----------  ------  -------------\n"
+            "k_matmul  80.0  32x16    256  48 KiB   128  25% (1/SM)       0  BM=128,BN=128\n"
+            "k_reduce     -      4    128     0 B    32           -    24 B  -\n");
+}
+
+TEST(FormatHeader, GoldenText) {
+  BenchHeader h;
+  h.gpu = "NVIDIA H200";
+  h.arch = "sm_90a";
+  h.sms = 132;
+  h.l2_bytes = 60 << 20;
+  h.driver_version = 13000;
+  h.runtime_version = 12080;
+  h.sm_clock_mhz = 1980;
+  h.mem_clock_mhz = 3201;
+  h.date = "2026-11-21 23:10:04 UTC";
+  h.seed = 42;
+  h.l2_flush = true;
+  h.reps = 50;
+  h.warmup = 5;
+  h.command = "loom run 'C = A @ B' --bench";
+  EXPECT_EQ(format_header(h),
+            "GPU:     NVIDIA H200 (sm_90a, 132 SMs, L2 60.0 MiB)\n"
+            "CUDA:    driver 13.0, runtime 12.8\n"
+            "clocks:  SM 1980 MHz max, memory 3201 MHz max\n"
+            "date:    2026-11-21 23:10:04 UTC\n"
+            "seed:    42\n"
+            "timing:  median of 50 reps after 5 warm-up, interleaved, L2 flush on\n"
+            "command: loom run 'C = A @ B' --bench\n");
+}
+
+TEST(MakeBenchHeader, CopiesDeviceFactsAndDatesIt) {
+  DeviceInfo d;
+  d.name = "Test GPU";
+  d.cc_major = 9;
+  d.sm_count = 7;
+  d.clock_khz = 1500000;
+  TimingOptions opt;
+  opt.flush_l2 = false;
+  opt.reps = 9;
+  BenchHeader h = make_bench_header(d, 5, opt, "cmd");
+  EXPECT_EQ(h.gpu, "Test GPU");
+  EXPECT_EQ(h.sms, 7);
+  EXPECT_EQ(h.sm_clock_mhz, 1500);
+  EXPECT_FALSE(h.l2_flush);
+  EXPECT_EQ(h.reps, 9);
+  EXPECT_EQ(h.date.size(), std::string("2026-11-21 23:10:04 UTC").size());
+  EXPECT_NE(format_header(h).find("L2 flush off"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom

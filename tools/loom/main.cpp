@@ -1,0 +1,276 @@
+// The `loom` command. See docs/cli.md.
+//
+//   loom compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]
+//                [--target sm_90a|sm_80|..] [--dims M=..,N=..] [-o FILE]
+//   loom run -c EXPR [--check] [--bench] [--knobs ..] [--seed N] [--dims ..] [--reps N]
+//   loom demo          what `make run` shows: pipeline, tile IR, CUDA, resources, run
+//   loom passes        the pipeline, with each pass's invariant and knobs
+//   loom knobs         every knob, its range and the pass that reads it
+//   loom device        the GPU Loom would use, or why there is none
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bench/report.h"
+#include "codegen/cuda.h"
+#include "driver/compile.h"
+#include "driver/run.h"
+#include "frontend/parser.h"
+#include "ir/diff.h"
+#include "ir/error.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/device.h"
+#include "runtime/nvrtc.h"
+
+namespace loom {
+namespace {
+
+const char* kUsage =
+    "usage: loom <command> [options]\n"
+    "  compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]\n"
+    "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
+    "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
+    "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
+    "  passes  list the pipeline\n"
+    "  knobs   list the knobs\n"
+    "  device  describe the GPU\n"
+    "Knobs also come from LOOM_KNOBS (the command line wins).\n";
+
+constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
+
+struct Args {
+  std::string command, expr, ir = "cuda", knobs, target, dims, out_file;
+  int verbose = 0;
+  bool check = false, bench = false;
+  uint64_t seed = 1;
+  int reps = 50;
+  std::string command_line;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  throw Error(msg + "\n" + kUsage);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + std::string(argv[i]);
+  if (argc < 2) usage_error("missing command");
+  a.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string f = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error("option " + f + " needs a value");
+      return argv[++i];
+    };
+    if (f == "-c" || f == "--expr") a.expr = value();
+    else if (f == "--ir") a.ir = value();
+    else if (f == "--knobs") a.knobs = value();
+    else if (f == "--target") a.target = value();
+    else if (f == "--dims") a.dims = value();
+    else if (f == "-o") a.out_file = value();
+    else if (f == "-v") a.verbose = std::max(a.verbose, 1);
+    else if (f == "-vv") a.verbose = 2;
+    else if (f == "--check") a.check = true;
+    else if (f == "--bench") a.bench = true;
+    else if (f == "--seed") a.seed = std::stoull(value());
+    else if (f == "--reps") a.reps = std::stoi(value());
+    else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
+    else usage_error("unknown option '" + f + "'");
+  }
+  if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")
+    usage_error("--ir must be loop, tile, kernel or cuda (got '" + a.ir + "')");
+  return a;
+}
+
+std::map<std::string, int64_t> parse_dims(const std::string& text) {
+  std::map<std::string, int64_t> dims;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v < 1)
+      throw Error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
+    dims[item.substr(0, eq)] = v;
+  }
+  return dims;
+}
+
+std::string resource_table(const CompileResult& cr, const KernelProgram& kp) {
+  TextTable t({{"kernel"}, {"regs", Align::Right}, {"smem", Align::Right},
+               {"stack", Align::Right}, {"spill st", Align::Right}, {"spill ld", Align::Right},
+               {"threads", Align::Right}});
+  for (const auto& k : kp.kernels) {
+    auto it = cr.resources.find(k.name);
+    ResourceReport r = it == cr.resources.end() ? ResourceReport{} : it->second;
+    t.add_row({k.name, std::to_string(r.registers), format_bytes(r.shared_bytes),
+               format_bytes(r.stack_frame_bytes), format_bytes(r.spill_store_bytes),
+               format_bytes(r.spill_load_bytes), std::to_string(k.block_threads)});
+  }
+  return t.str();
+}
+
+CompileResult nvrtc_compile(const CompiledProgram& c, const std::string& arch) {
+  CompileRequest req;
+  req.source = c.cuda;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = arch;
+  CubinCache cache;
+  return compile(req, &cache);
+}
+
+std::string pipeline_listing() {
+  std::ostringstream o;
+  for (const auto& p : pipeline()) {
+    o << "  " << p.id << "  [" << level_name(p.from) << " -> " << level_name(p.to) << "]";
+    if (!p.knobs.empty()) {
+      o << "  knobs:";
+      for (const auto& k : p.knobs) o << " " << k;
+    }
+    o << "\n      " << p.invariant << "\n";
+  }
+  return o.str();
+}
+
+int cmd_compile(const Args& a) {
+  if (a.expr.empty()) usage_error("compile needs -c EXPR");
+  CompileOptions opt;
+  opt.knobs = Knobs::from_env_and_cli(a.knobs);
+  opt.target = Target::for_arch(a.target.empty() ? "sm_90a" : a.target);
+  opt.sizes = parse_dims(a.dims);
+  std::ostringstream log;
+  std::vector<std::string> ran;
+  opt.observer = [&](const Pass& p, const std::string& before, const std::string& after) {
+    bool changed = before != after;
+    ran.push_back("  " + p.id + (changed ? "  changed" : "  unchanged"));
+    if (a.verbose >= 2 && changed)
+      log << ">>> " << p.id << "\n" << unified_diff(before, after) << "<<< " << p.id << "\n";
+  };
+  Graph g = parse_expression(a.expr);
+  if (!opt.sizes.empty()) g = bind_sizes(g, opt.sizes);
+  CompiledProgram c = compile_graph(g, opt, a.expr);
+
+  std::string main_out;
+  if (a.ir == "loop") main_out = print(c.state.loop);
+  else if (a.ir == "tile") main_out = print(c.state.tile);
+  else if (a.ir == "kernel") main_out = print(c.state.kernel);
+  else main_out = c.cuda;
+
+  std::cout << log.str();
+  if (a.verbose >= 1) {
+    std::cerr << "pipeline (" << c.summary << "):\n";
+    for (const auto& r : ran) std::cerr << r << "\n";
+    CompileResult cr = nvrtc_compile(c, opt.target.arch);
+    std::cerr << "NVRTC " << nvrtc_version_string() << " resource report for "
+              << opt.target.arch << (cr.from_cache ? " (cached)" : "") << ":\n"
+              << resource_table(cr, c.state.kernel);
+  }
+  if (!a.out_file.empty()) {
+    std::ofstream f(a.out_file);
+    if (!f) throw Error("cannot write " + a.out_file);
+    f << main_out;
+  } else {
+    std::cout << main_out;
+  }
+  return 0;
+}
+
+int cmd_run(const Args& a) {
+  if (a.expr.empty()) usage_error("run needs -c EXPR");
+  RunOptions opt;
+  opt.knobs = Knobs::from_env_and_cli(a.knobs);
+  opt.sizes = parse_dims(a.dims);
+  opt.seed = a.seed;
+  opt.bench = a.bench;
+  opt.timing.reps = a.reps;
+  opt.command_line = a.command_line;
+  RunReport r = run_expression(a.expr, opt);
+  std::cout << format_run_report(r);
+  if (!r.verify.passed) return 2;
+  if (r.cublas_verify && !r.cublas_verify->passed) return 3;
+  return 0;
+}
+
+int cmd_demo(const Args& a) {
+  std::string expr = a.expr.empty() ? kDefaultGemm : a.expr;
+  std::cout << "== Loom: " << expr << "\n\n== pipeline\n" << pipeline_listing();
+  CompileOptions opt;
+  opt.knobs = Knobs::from_env_and_cli(a.knobs);
+  std::string why;
+  auto dev = probe_device(0, &why);
+  opt.target = Target::for_arch(dev ? dev->arch() : "sm_90a");
+  CompiledProgram c = compile_expression(expr, opt);
+  std::cout << "\n== tile IR\n" << print(c.state.tile);
+  std::cout << "\n== generated CUDA (" << opt.target.arch << ")\n" << c.cuda;
+  CompileResult cr = nvrtc_compile(c, opt.target.arch);
+  std::cout << "\n== NVRTC " << nvrtc_version_string() << " resource report for "
+            << opt.target.arch << (cr.from_cache ? " (from the cubin cache)" : "") << "\n"
+            << resource_table(cr, c.state.kernel);
+  if (!dev) {
+    std::cout << "\n== run: skipped: " << why << "\n";
+    return 0;
+  }
+  std::cout << "\n== run on " << dev->name << " (verify, then benchmark against cuBLAS)\n";
+  RunOptions ro;
+  ro.knobs = opt.knobs;
+  ro.bench = true;
+  ro.command_line = a.command_line;
+  RunReport r = run_expression(expr, ro);
+  std::cout << format_run_report(r);
+  return r.verify.passed ? 0 : 2;
+}
+
+int cmd_knobs() {
+  TextTable t({{"knob"}, {"range"}, {"read by"}, {"meaning"}});
+  for (const auto& k : knob_registry()) {
+    std::string range;
+    if (!k.choices.empty())
+      for (const auto& c : k.choices) range += (range.empty() ? "" : "|") + c;
+    else
+      range = std::to_string(k.min) + ".." + std::to_string(k.max);
+    t.add_row({k.name, range, k.read_by, k.doc});
+  }
+  std::cout << t.str();
+  return 0;
+}
+
+int cmd_device() {
+  std::string why;
+  auto d = probe_device(0, &why);
+  if (!d) {
+    std::cout << "no GPU: " << why << "\n";
+    return 1;
+  }
+  std::cout << d->name << " (" << d->arch() << "), " << d->sm_count << " SMs, L2 "
+            << format_bytes(d->l2_bytes) << ", smem/block " << format_bytes(d->smem_per_block_optin)
+            << ", driver " << d->driver_version << ", runtime " << d->runtime_version << "\n";
+  return 0;
+}
+
+int dispatch(const Args& a) {
+  if (a.command == "compile") return cmd_compile(a);
+  if (a.command == "run") return cmd_run(a);
+  if (a.command == "demo") return cmd_demo(a);
+  if (a.command == "passes") { std::cout << pipeline_listing(); return 0; }
+  if (a.command == "knobs") return cmd_knobs();
+  if (a.command == "device") return cmd_device();
+  usage_error("unknown command '" + a.command + "'");
+}
+
+}  // namespace
+}  // namespace loom
+
+int main(int argc, char** argv) {
+  try {
+    return loom::dispatch(loom::parse_args(argc, argv));
+  } catch (const loom::Error& e) {
+    std::cerr << "loom: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "loom: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+}

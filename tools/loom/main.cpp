@@ -30,6 +30,7 @@ const char* kUsage =
     "usage: loom <command> [options]\n"
     "  compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]\n"
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
+    "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
@@ -40,7 +41,7 @@ const char* kUsage =
 constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
 
 struct Args {
-  std::string command, expr, ir = "cuda", knobs, target, dims, out_file;
+  std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
   int verbose = 0;
   bool check = false, bench = false;
   uint64_t seed = 1;
@@ -69,6 +70,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--target") a.target = value();
     else if (f == "--dims") a.dims = value();
     else if (f == "-o") a.out_file = value();
+    else if (f == "--cubin") a.cubin_file = value();
     else if (f == "-v") a.verbose = std::max(a.verbose, 1);
     else if (f == "-vv") a.verbose = 2;
     else if (f == "--check") a.check = true;
@@ -160,6 +162,12 @@ int cmd_compile(const Args& a) {
   else main_out = c.cuda;
 
   std::cout << log.str();
+  if (!a.cubin_file.empty()) {
+    CompileResult cr = nvrtc_compile(c, opt.target.arch);
+    std::ofstream f(a.cubin_file, std::ios::binary);
+    if (!f) throw Error("cannot write " + a.cubin_file);
+    f.write(cr.cubin.data(), std::streamsize(cr.cubin.size()));
+  }
   if (a.verbose >= 1) {
     std::cerr << "pipeline (" << c.summary << "):\n";
     for (const auto& r : ran) std::cerr << r << "\n";

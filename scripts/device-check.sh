@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build Loom, run the GPU tests and the CPU tests, run the
+# benchmark, check the SASS, and print a short table last. Logs go to $OUT (the device
+# tool brings that folder back). Usage: bash scripts/device-check.sh [bench expressions...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/loom-device}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build-device}
+export LOOM_CACHE_DIR=/tmp/loom-cubin-cache
+
+summary=()
+note() { summary+=("$1"); }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv > "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+
+if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build "$BUILD" -j "$(nproc)"; } > "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"
+  echo "BUILD FAILED"
+  exit 1
+fi
+note "build: ok"
+
+ctest --test-dir "$BUILD" -L gpu --output-on-failure > "$OUT/gpu-tests.log" 2>&1
+note "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1)"
+ctest --test-dir "$BUILD" -L cpu -j "$(nproc)" --output-on-failure > "$OUT/cpu-tests.log" 2>&1
+note "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/cpu-tests.log" | tail -1)"
+
+exprs=("$@")
+[ ${#exprs[@]} -eq 0 ] && exprs=("matmul(A[4096,4096]:f32, B[4096,4096]:f32)")
+i=0
+for e in "${exprs[@]}"; do
+  i=$((i + 1))
+  "$BUILD/loom" run -c "$e" --bench > "$OUT/bench-$i.txt" 2>&1
+  rc=$?
+  cat "$OUT/bench-$i.txt"
+  ratio=$(grep -E '^Loom ' "$OUT/bench-$i.txt" | awk '{print $NF}')
+  note "bench $i (rc=$rc): $e -> Loom vs cuBLAS ${ratio:-n/a}"
+done
+
+# SASS of the first expression's kernels: the instructions we meant, and no local memory.
+if "$BUILD/loom" compile -c "${exprs[0]}" --cubin "$OUT/kernel.cubin" -o "$OUT/kernel.cu" > /dev/null 2>&1 &&
+   cuobjdump --dump-sass "$OUT/kernel.cubin" > "$OUT/kernel.sass" 2>&1; then
+  note "sass: FFMA=$(grep -c FFMA "$OUT/kernel.sass") LDG=$(grep -c LDG "$OUT/kernel.sass") LDL/STL=$(grep -cE 'LDL|STL' "$OUT/kernel.sass")"
+else
+  note "sass: not dumped (see $OUT/kernel.sass)"
+fi
+
+echo
+echo "==== summary ($(date -u '+%Y-%m-%d %H:%M UTC'), $(head -2 "$OUT/gpu.txt" | tail -1))"
+for s in "${summary[@]}"; do echo "  $s"; done

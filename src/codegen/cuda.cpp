@@ -20,7 +20,17 @@ std::string float_literal(double v) {
   return s + "f";
 }
 
-std::string operand(const Operand& o) { return o.is_imm() ? float_literal(o.imm) : o.name; }
+std::string element(const std::string& name, const std::vector<Expr>& index) {
+  std::string s = name;
+  for (const auto& e : index) s += "[" + e.str() + "]";
+  return s;
+}
+
+std::string operand(const Operand& o) {
+  return o.is_imm() ? float_literal(o.imm) : element(o.name, o.index);
+}
+
+bool always(const Expr& pred) { return pred.is_const() && pred.const_value() == 1; }
 
 const char* dtype_suffix(DType t) {
   switch (t) {
@@ -72,6 +82,15 @@ class Renderer {
       }
     }
     out_ << ") {\n";
+    SharedLayout smem = shared_layout(p_, k);
+    if (!smem.offset_bytes.empty()) {
+      line(1, "// ---- shared memory: " + std::to_string(smem.total_bytes) + " bytes ----");
+      line(1, "extern __shared__ __align__(128) unsigned char loom_smem[];");
+      for (const auto& [name, off] : smem.offset_bytes)
+        line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + name +
+                    " = reinterpret_cast<" + dtype_storage_ctype(p_.tensor(name).dtype) +
+                    "*>(loom_smem + " + std::to_string(off) + ");");
+    }
     block(k.body, 1);
     out_ << "}\n";
   }
@@ -100,7 +119,18 @@ class Renderer {
     }
   }
 
-  std::string address(const Stmt& s) { return "&" + s.tensor + "[" + s.index.at(0).str() + "]"; }
+  std::string address_of(const std::string& tensor, const Expr& offset) {
+    const TensorDecl& t = p_.tensor(tensor);
+    std::string off = offset.str();
+    if (t.swizzle.bits)
+      off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " + std::to_string(t.swizzle.base) +
+            ", " + std::to_string(t.swizzle.shift) + ">(" + off + ")";
+    return "&" + tensor + "[" + off + "]";
+  }
+  std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
+  std::string dst(const Stmt& s) { return element(s.dst, s.dst_index); }
+  // A scalar definition declares a const; an array element is assigned.
+  std::string def(const Stmt& s) { return s.dst_index.empty() ? "const float " + s.dst : dst(s); }
 
   void stmt(const Stmt& s, int d) {
     switch (s.kind) {
@@ -120,30 +150,80 @@ class Renderer {
       case StmtKind::Let:
         line(d, "const " + idx_ + " " + s.var + " = " + s.value.str() + ";");
         break;
-      case StmtKind::Load:
-        line(d, "const float " + s.dst + " = loom::ld_" +
-                    dtype_suffix(p_.tensor(s.tensor).dtype) + "(" + address(s) + ");");
+      case StmtKind::Load: {
+        DType dt = p_.tensor(s.tensor).dtype;
+        if (s.width > 1) {
+          if (dt != DType::F32 || s.dst_index.empty() || !always(s.pred))
+            throw Error("codegen: vector loads need an f32 tensor, a register-array "
+                        "destination and no predicate (" + s.tensor + ")");
+          line(d, "loom::ld_v" + std::to_string(s.width) + "_f32(&" + dst(s) + ", " +
+                      address(s) + ");");
+          break;
+        }
+        std::string ld = std::string("loom::ld_") + dtype_suffix(dt) + "(" + address(s) + ")";
+        if (!always(s.pred)) ld = "(" + s.pred.str() + ") ? " + ld + " : 0.0f";
+        line(d, def(s) + " = " + ld + ";");
         break;
+      }
       case StmtKind::Compute:
-        line(d, "const float " + s.dst + " = " + compute_expr(s) + ";");
+        line(d, def(s) + " = " + compute_expr(s) + ";");
         break;
       case StmtKind::Init:
-        line(d, "float " + s.dst + " = " + float_literal(s.imm) + ";");
+        line(d, (s.dst_index.empty() ? "float " + s.dst : dst(s)) + " = " + float_literal(s.imm) + ";");
         break;
       case StmtKind::Accum:
-        line(d, s.dst + " += " + operand(s.args.at(0)) + ";");
+        line(d, dst(s) + " += " + operand(s.args.at(0)) + ";");
         break;
       case StmtKind::Atom: {
         const AtomDef& a = atom(s.atom);
-        std::string call = a.wrapper + "(" + s.dst;
+        std::string call = a.wrapper + "(" + dst(s);
         for (const auto& o : s.args) call += ", " + operand(o);
         line(d, call + ");");
         break;
       }
-      case StmtKind::Write:
-        line(d, "loom::st_" + std::string(dtype_suffix(p_.tensor(s.tensor).dtype)) + "(" +
-                    address(s) + ", " + operand(s.args.at(0)) + ");");
+      case StmtKind::Write: {
+        DType dt = p_.tensor(s.tensor).dtype;
+        if (s.atomic_add) {
+          if (dt != DType::F32)
+            throw Error("codegen: atomic accumulation needs an f32 output (" + s.tensor + " is " +
+                        dtype_name(dt) + "); use SPLITK_MODE=reduce");
+          line(d, "atomicAdd(" + address(s) + ", " + operand(s.args.at(0)) + ");");
+        } else if (s.width > 1) {
+          if (dt != DType::F32 || s.args.at(0).index.empty())
+            throw Error("codegen: vector stores need an f32 tensor and a register-array value");
+          line(d, "loom::st_v" + std::to_string(s.width) + "_f32(" + address(s) + ", &" +
+                      operand(s.args.at(0)) + ");");
+        } else {
+          line(d, "loom::st_" + std::string(dtype_suffix(dt)) + "(" + address(s) + ", " +
+                      operand(s.args.at(0)) + ");");
+        }
         break;
+      }
+      case StmtKind::Alloc: {
+        std::string decl = "float " + s.dst;
+        for (const auto& e : s.index) decl += "[" + e.str() + "]";
+        line(d, decl + ";");
+        break;
+      }
+      case StmtKind::Barrier:
+        line(d, "__syncthreads();");
+        break;
+      case StmtKind::AsyncCopy: {
+        int bytes = s.width * dtype_bytes(p_.tensor(s.tensor).dtype);
+        std::string src = address_of(s.src, s.src_index.at(0));
+        if (!always(s.pred)) src = "(" + s.pred.str() + ") ? " + src + " : " + s.src;
+        line(d, "loom::cp_async_" + std::to_string(bytes) + "(" + address(s) + ", " + src + ", " +
+                    (always(s.pred) ? std::string("true") : s.pred.str()) + ");");
+        break;
+      }
+      case StmtKind::AsyncCommit:
+        line(d, "loom::cp_async_commit();");
+        break;
+      case StmtKind::AsyncWait:
+        line(d, "loom::cp_async_wait<" + std::to_string(int(s.imm)) + ">();");
+        break;
+      case StmtKind::Stage:
+        throw Error("codegen: a Stage bundle reached codegen; k:015_lower_stages must lower it");
     }
   }
 

@@ -4,6 +4,7 @@
 // tile this CTA computes: blockIdx bindings), the mainloop (the reduction) and the
 // epilogue (how the accumulator leaves: fused elementwise ops and the store).
 #pragma once
+#include <map>
 #include <string>
 
 #include "ir/program.h"

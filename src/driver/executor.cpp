@@ -74,6 +74,10 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
       plan.cfg.grid[d] = unsigned(g);
     }
     plan.cfg.block[0] = unsigned(k.block_threads);
+    int64_t smem = shared_layout(p, k).total_bytes;
+    plan.cfg.dynamic_smem = unsigned(smem);
+    // Above 48 KiB a kernel must opt in to dynamic shared memory.
+    if (smem > 48 * 1024) set_dynamic_smem(plan.fn, int(smem));
     std::vector<Arg> args;
     for (const auto& name : k.params) {
       Arg a;

@@ -4,17 +4,35 @@
 //
 // Semantics: tensors hold values already rounded to their dtype; a load of a tf32
 // tensor rounds to tf32 (as the kernels do); arithmetic is in double; a write rounds to
-// the destination dtype. Kernel IR runs every block and every thread of the launch
-// sequentially, with blockIdx.* / threadIdx.x bound as variables.
+// the destination dtype (an atomic add rounds the sum).
+//
+// Loop IR and Tile IR run sequentially. Kernel IR runs block by block; within a block
+// all `block_threads` threads execute each statement together (lockstep, as a GPU warp
+// does), so that barriers have a meaning and the interpreter can check them: a shared
+// element touched by two threads between two barriers, one of them writing, is a race;
+// a cp.async destination touched before its cp.async.wait is too (both throw
+// RaceError). Kernel IR loops must have the same extent in every thread; an If narrows
+// the threads that run its body.
+//
+// Register arrays (Alloc) start as NaN, shared tensors start unwritten per block (a
+// read of an unwritten element throws), and every access is bounds-checked.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/program.h"
 
 namespace loom {
+
+// A synchronization bug found by the Kernel IR interpreter: a shared-memory race
+// between threads of a block, or a cp.async destination used before its wait.
+class RaceError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct HostTensor {
   DType dtype = DType::F32;
@@ -29,7 +47,8 @@ struct Bindings {
 };
 
 // Fill `b` with seeded random inputs (uniform in [-1, 1], rounded to dtype) for every
-// Input tensor of `p`, and NaN-poisoned Outputs/Temps.
+// Input tensor of `p`, and NaN-poisoned Outputs/Temps. Shared tensors live inside the
+// interpreter (per block), never in Bindings.
 void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed);
 
 void interpret(const LoopProgram& p, Bindings& b);

@@ -27,6 +27,26 @@ std::string join_names(const std::vector<std::string>& xs) {
   return s;
 }
 
+std::string dst_of(const Stmt& s) {
+  if (s.dst_index.empty()) return s.dst;
+  return s.dst + "[" + join_exprs(s.dst_index) + "]";
+}
+
+std::string width_suffix(const Stmt& s) {
+  return s.width > 1 ? ".v" + std::to_string(s.width) : "";
+}
+
+std::string pred_suffix(const Stmt& s) {
+  return s.pred.is_const() && s.pred.const_value() == 1 ? "" : " if " + s.pred.str();
+}
+
+std::string copy_line(const StageCopy& c) {
+  std::string box;
+  for (size_t i = 0; i < c.vars.size(); ++i)
+    box += (i ? ", " : "") + c.vars[i] + ":" + c.extents[i].str();
+  return "shared " + c.shared + "[" + box + "] = " + c.src + "[" + join_exprs(c.src_index) + "]";
+}
+
 // The statement's own line, without children and without indentation.
 std::string stmt_line(const Stmt& s) {
   switch (s.kind) {
@@ -40,15 +60,27 @@ std::string stmt_line(const Stmt& s) {
     }
     case StmtKind::If: return "if " + s.cond.str() + ":";
     case StmtKind::Let: return "let " + s.var + " = " + s.value.str();
-    case StmtKind::Load: return s.dst + " = load " + s.tensor + "[" + join_exprs(s.index) + "]";
+    case StmtKind::Load:
+      return dst_of(s) + " = load" + width_suffix(s) + " " + s.tensor + "[" +
+             join_exprs(s.index) + "]" + pred_suffix(s);
     case StmtKind::Compute:
-      return s.dst + " = " + scalar_op_name(s.op) + "(" + join_operands(s.args) + ")";
-    case StmtKind::Init: return s.dst + " = " + Operand::constant(s.imm).str();
+      return dst_of(s) + " = " + scalar_op_name(s.op) + "(" + join_operands(s.args) + ")";
+    case StmtKind::Init: return dst_of(s) + " = " + Operand::constant(s.imm).str();
     case StmtKind::Accum:
-      return s.dst + " <- add(" + s.dst + ", " + join_operands(s.args) + ")";
+      return dst_of(s) + " <- add(" + dst_of(s) + ", " + join_operands(s.args) + ")";
     case StmtKind::Write:
-      return s.tensor + "[" + join_exprs(s.index) + "] = " + join_operands(s.args);
-    case StmtKind::Atom: return s.dst + " <- " + s.atom + "(" + join_operands(s.args) + ")";
+      return (s.width > 1 ? "store" + width_suffix(s) + " " : std::string()) + s.tensor + "[" +
+             join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +
+             join_operands(s.args) + (s.atomic_add ? "  atomic" : "");
+    case StmtKind::Atom: return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
+    case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
+    case StmtKind::Stage: return "stage " + s.mode + ":";
+    case StmtKind::Barrier: return "barrier";
+    case StmtKind::AsyncCopy:
+      return "cp.async " + s.tensor + "[" + join_exprs(s.index) + "] <- " + s.src + "[" +
+             join_exprs(s.src_index) + "] x" + std::to_string(s.width) + pred_suffix(s);
+    case StmtKind::AsyncCommit: return "cp.async.commit";
+    case StmtKind::AsyncWait: return "cp.async.wait " + std::to_string(int(s.imm));
   }
   return "?";
 }
@@ -57,6 +89,7 @@ void print_stmts(std::ostringstream& os, const Block& b, int indent) {
   const std::string pad(2 * indent, ' ');
   for (const Stmt& s : b) {
     os << pad << stmt_line(s) << "\n";
+    for (const StageCopy& c : s.copies) os << pad << "  " << copy_line(c) << "\n";
     print_stmts(os, s.body, indent + 1);
   }
 }
@@ -66,6 +99,7 @@ const char* role_name(TensorRole r) {
     case TensorRole::Input: return "input";
     case TensorRole::Output: return "output";
     case TensorRole::Temp: return "temp";
+    case TensorRole::Shared: return "shared";
   }
   return "?";
 }
@@ -73,8 +107,14 @@ const char* role_name(TensorRole r) {
 void print_header(std::ostringstream& os, const ProgramBase& p) {
   os << "tensors:\n";
   for (const TensorDecl& t : p.tensors)
+  {
     os << "  " << t.name << ": " << dtype_name(t.dtype) << "[" << join_exprs(t.shape) << "] "
-       << role_name(t.role) << "\n";
+       << role_name(t.role);
+    if (t.pad) os << " pad=" << t.pad;
+    if (t.swizzle.bits)
+      os << " swizzle<" << t.swizzle.bits << "," << t.swizzle.base << "," << t.swizzle.shift << ">";
+    os << "\n";
+  }
   if (!p.symbols.empty()) os << "symbols: " << join_names(p.symbols) << "\n";
 }
 

@@ -1,14 +1,28 @@
 // Tensor declarations and program-level lookups (printers: print.cpp, verifiers: verify.cpp).
 #include "ir/program.h"
 
+#include <set>
+
 #include "ir/error.h"
 
 namespace loom {
 
 std::vector<Expr> TensorDecl::strides() const {
   std::vector<Expr> s(shape.size(), Expr(1));
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = shape[i] * s[i];
+  for (size_t i = shape.size(); i-- > 1;)
+    s[i - 1] = (i == shape.size() - 1 ? shape[i] + pad : shape[i]) * s[i];
   return s;
+}
+
+Expr TensorDecl::footprint() const {
+  if (shape.empty()) return Expr(1);
+  return shape[0] * strides()[0];
+}
+
+int64_t Swizzle::apply(int64_t offset) const {
+  if (bits == 0) return offset;
+  int64_t mask = ((int64_t(1) << bits) - 1) << (base + shift);
+  return offset ^ ((offset & mask) >> shift);
 }
 
 Expr TensorDecl::numel() const {
@@ -34,6 +48,26 @@ const TensorDecl& ProgramBase::tensor(const std::string& name) const {
 
 TensorDecl& ProgramBase::tensor(const std::string& name) {
   return const_cast<TensorDecl&>(static_cast<const ProgramBase&>(*this).tensor(name));
+}
+
+SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k) {
+  std::set<std::string> used;
+  walk(k.body, [&](const Stmt& s) {
+    for (const auto* name : {&s.tensor, &s.src})
+      if (!name->empty() && p.has_tensor(*name) && p.tensor(*name).role == TensorRole::Shared)
+        used.insert(*name);
+  });
+  SharedLayout l;
+  for (const auto& t : p.tensors) {
+    if (!used.count(t.name)) continue;
+    Expr n = t.footprint();
+    if (!n.is_const())
+      throw Error("shared tensor " + t.name + " has a symbolic size " + n.str());
+    l.total_bytes = (l.total_bytes + 127) / 128 * 128;
+    l.offset_bytes[t.name] = l.total_bytes;
+    l.total_bytes += n.const_value() * dtype_bytes(t.dtype);
+  }
+  return l;
 }
 
 }  // namespace loom

@@ -19,15 +19,32 @@
 
 namespace loom {
 
-enum class TensorRole { Input, Output, Temp };
+enum class TensorRole { Input, Output, Temp, Shared };
+
+// XOR swizzle of a shared tensor's element offsets, CuTe's Swizzle<B, M, S>: bits
+// [M, M+B) of the offset are XORed with bits [M+S, M+S+B). bits == 0 is the identity.
+struct Swizzle {
+  int bits = 0, base = 0, shift = 0;
+  int64_t apply(int64_t offset) const;
+  bool operator==(const Swizzle&) const = default;
+};
 
 struct TensorDecl {
   std::string name;
   DType dtype = DType::F32;
   std::vector<Expr> shape;  // storage shape, row-major
   TensorRole role = TensorRole::Input;
-  std::vector<Expr> strides() const;  // row-major strides of `shape`
-  Expr numel() const;
+  // Shared tensors only: `pad` elements appended to every row (the innermost dimension's
+  // stride becomes shape.back() + pad, breaking power-of-two row strides that put a
+  // column in one bank), then the swizzle applied to the padded offset.
+  int64_t pad = 0;
+  Swizzle swizzle;
+  std::vector<Expr> strides() const;  // row-major strides of `shape`, padding included
+  Expr numel() const;                 // elements of the shape (padding excluded)
+  Expr footprint() const;             // elements of storage (padding included)
+  // Physical element offset of a (flat, padded) offset: the swizzle. Codegen, the
+  // interpreter and the bank-conflict model all go through this one function.
+  int64_t physical(int64_t offset) const { return swizzle.apply(offset); }
 };
 
 struct LoopOp {
@@ -64,6 +81,14 @@ struct ProgramBase {
 struct LoopProgram : ProgramBase { std::vector<LoopOp> ops; };
 struct TileProgram : ProgramBase { std::vector<TileOp> ops; };
 struct KernelProgram : ProgramBase { std::vector<KernelOp> kernels; };
+
+// Where each shared tensor a kernel uses lives in its dynamic shared memory (one
+// `extern __shared__` buffer, 128-byte aligned pieces). Throws for non-constant sizes.
+struct SharedLayout {
+  std::map<std::string, int64_t> offset_bytes;
+  int64_t total_bytes = 0;
+};
+SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k);
 
 // Printers: stable, line-oriented text (the -vv diffs are diffs of these).
 std::string print(const LoopProgram& p);

@@ -76,7 +76,12 @@ double eval_scalar_op(ScalarOp op, double a, double b) {
 // std::to_chars without a format is the shortest text that reads back as the same
 // double, so printed IR round-trips immediates exactly (0.5, 2, 1e-05).
 std::string Operand::str() const {
-  if (!is_imm()) return name;
+  if (!is_imm()) {
+    if (index.empty()) return name;
+    std::string s = name + "[";
+    for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + index[i].str();
+    return s + "]";
+  }
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof buf, imm);
   return std::string(buf, res.ptr);
@@ -166,12 +171,72 @@ Stmt Stmt::Atom(std::string atom, std::string dst, std::vector<Operand> args) {
 
 // Every statement is rewritten, loop variables of nested Fors included: the passes that
 // call this replace a loop variable by its factored form throughout the loop it names.
+Stmt Stmt::Alloc(std::string name, std::vector<Expr> extents) {
+  Stmt s;
+  s.kind = StmtKind::Alloc;
+  s.dst = std::move(name);
+  s.index = std::move(extents);
+  return s;
+}
+
+Stmt Stmt::Stage(std::string mode, std::vector<StageCopy> copies, std::vector<Stmt> body) {
+  Stmt s;
+  s.kind = StmtKind::Stage;
+  s.mode = std::move(mode);
+  s.copies = std::move(copies);
+  s.body = std::move(body);
+  return s;
+}
+
+Stmt Stmt::Barrier() {
+  Stmt s;
+  s.kind = StmtKind::Barrier;
+  return s;
+}
+
+Stmt Stmt::AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
+                     int width, Expr pred) {
+  Stmt s;
+  s.kind = StmtKind::AsyncCopy;
+  s.tensor = std::move(dst);
+  s.index = {std::move(dst_offset)};
+  s.src = std::move(src);
+  s.src_index = {std::move(src_offset)};
+  s.width = width;
+  s.pred = std::move(pred);
+  return s;
+}
+
+Stmt Stmt::AsyncCommit() {
+  Stmt s;
+  s.kind = StmtKind::AsyncCommit;
+  return s;
+}
+
+Stmt Stmt::AsyncWait(int keep_in_flight) {
+  Stmt s;
+  s.kind = StmtKind::AsyncWait;
+  s.imm = keep_in_flight;
+  return s;
+}
+
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
+  auto sub_all = [&](std::vector<Expr>& v) {
+    for (Expr& e : v) e = e.substitute(repl);
+  };
   walk(b, [&](Stmt& s) {
     s.extent = s.extent.substitute(repl);
     s.cond = s.cond.substitute(repl);
     s.value = s.value.substitute(repl);
-    for (Expr& e : s.index) e = e.substitute(repl);
+    s.pred = s.pred.substitute(repl);
+    sub_all(s.index);
+    sub_all(s.dst_index);
+    sub_all(s.src_index);
+    for (Operand& o : s.args) sub_all(o.index);
+    for (StageCopy& c : s.copies) {
+      sub_all(c.extents);
+      sub_all(c.src_index);
+    }
   });
 }
 

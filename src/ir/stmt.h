@@ -6,12 +6,18 @@
 // level's verifier checks (src/ir/verify.cpp):
 //
 //   Loop IR   For(tier None, kind Parallel|Reduce), Load, Compute, Init, Accum, Write, If
-//   Tile IR   + For loops with a hardware tier (Grid, Thread, Register, ...)
+//   Tile IR   + For loops with a hardware tier (Grid, Thread, Register, ...), Let,
+//             register arrays (Alloc), predicated loads, Stage bundles (a slab of a
+//             global tensor staged into a shared tensor before the bundle's body runs)
 //   Kernel IR no Grid/Thread loops: they became Let bindings of blockIdx/threadIdx;
-//             indices are flat offsets (one Expr per access); Atom statements
+//             indices are flat offsets (one Expr per access); Atom statements;
+//             Barrier, AsyncCopy/AsyncCommit/AsyncWait (explicit data movement)
 //
 // Scalar values are named (SSA-like: each name is assigned by one statement in its
-// scope) and hold the compute type, f32 on the GPU (the interpreter uses double).
+// scope) and hold the compute type, f32 on the GPU (the interpreter uses double). A
+// value may be a register array: `Alloc` declares `acc[4, 4]`, and statements address
+// one element through `dst_index` / `Operand::index` (indices are register-loop
+// variables and constants, so the array stays in registers after unrolling).
 #pragma once
 #include <string>
 #include <vector>
@@ -20,7 +26,15 @@
 
 namespace loom {
 
-enum class StmtKind { For, If, Let, Load, Compute, Init, Accum, Write, Atom };
+enum class StmtKind {
+  For, If, Let, Load, Compute, Init, Accum, Write, Atom,
+  Alloc,        // register array `dst[index...]` (index = constant extents)
+  Stage,        // Tile IR: copy slabs into shared tensors, then run body
+  Barrier,      // all threads of the block (bar.sync 0)
+  AsyncCopy,    // cp.async: tensor[index] <- src[src_index], `width` elements, 0 when !pred
+  AsyncCommit,  // cp.async.commit_group: close the group of copies issued so far
+  AsyncWait,    // cp.async.wait_group imm: wait until at most `imm` groups are in flight
+};
 
 enum class LoopKind { Parallel, Reduce };
 
@@ -37,14 +51,29 @@ const char* scalar_op_name(ScalarOp op);  // "add", "multiply", "relu", ...
 int scalar_op_arity(ScalarOp op);
 double eval_scalar_op(ScalarOp op, double a, double b = 0.0);  // reference semantics
 
-// A scalar operand: a named value or an immediate.
+// A scalar operand: a named value (an element of a register array when `index` is
+// non-empty) or an immediate.
 struct Operand {
   std::string name;   // empty when immediate
   double imm = 0.0;
-  static Operand value(std::string n) { return Operand{std::move(n), 0.0}; }
-  static Operand constant(double v) { return Operand{"", v}; }
+  std::vector<Expr> index;
+  static Operand value(std::string n, std::vector<Expr> idx = {}) {
+    return Operand{std::move(n), 0.0, std::move(idx)};
+  }
+  static Operand constant(double v) { return Operand{"", v, {}}; }
   bool is_imm() const { return name.empty(); }
-  std::string str() const;  // name, or the constant printed exactly (e.g. 0.5)
+  std::string str() const;  // name, name[i, j], or the constant printed exactly (e.g. 0.5)
+};
+
+// One slab of a Stage bundle: `shared[vars...] = src[src_index]` for every point of
+// the box vars in [0, extents); a source index outside the source's shape reads 0 (the
+// zero fill that makes any M, N, K work without guards in the reduction).
+struct StageCopy {
+  std::string shared;             // shared tensor (shape = extents)
+  std::vector<std::string> vars;  // box variables, outermost first
+  std::vector<Expr> extents;
+  std::string src;                // global tensor
+  std::vector<Expr> src_index;    // over vars and enclosing loop variables
 };
 
 struct Stmt {
@@ -76,7 +105,25 @@ struct Stmt {
   double imm = 0.0;
   std::string atom;
 
-  std::vector<Stmt> body;  // For, If
+  // Register-array element written by Load/Compute/Init/Accum/Atom (empty = scalar).
+  // Alloc: `index` holds the array's constant extents.
+  std::vector<Expr> dst_index;
+  // Load/Write/AsyncCopy: elements moved by one access (a vector access when > 1; the
+  // register elements are dst_index .. dst_index + width - 1 along the last dimension).
+  int width = 1;
+  // Load: predicate; when it is false the load does not touch memory and yields 0.
+  // AsyncCopy: when false the destination is zero-filled (src-size 0).
+  Expr pred = Expr(1);
+  // Write: atomically add the value instead of storing it (split-K's atomic combine).
+  bool atomic_add = false;
+  // AsyncCopy source.
+  std::string src;
+  std::vector<Expr> src_index;
+  // Stage: the slabs it fills and how ("sync", "cp_async", "tma").
+  std::vector<StageCopy> copies;
+  std::string mode;
+
+  std::vector<Stmt> body;  // For, If, Stage
 
   // Factories: the only way passes should build statements.
   static Stmt For(std::string var, Expr extent, LoopKind kind, std::string axis,
@@ -89,12 +136,20 @@ struct Stmt {
   static Stmt Accum(std::string acc, Operand value);
   static Stmt Write(std::string tensor, std::vector<Expr> index, Operand value);
   static Stmt Atom(std::string atom, std::string dst, std::vector<Operand> args);
+  static Stmt Alloc(std::string name, std::vector<Expr> extents);
+  static Stmt Stage(std::string mode, std::vector<StageCopy> copies, std::vector<Stmt> body);
+  static Stmt Barrier();
+  static Stmt AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
+                        int width, Expr pred);
+  static Stmt AsyncCommit();
+  static Stmt AsyncWait(int keep_in_flight);
 };
 
 using Block = std::vector<Stmt>;
 
 // Rewrite helpers used by many passes.
-// Substitute index variables in every Expr of the subtree (extents, conds, indices, lets).
+// Substitute index variables in every Expr of the subtree (extents, conds, indices, lets,
+// dst_index, operand indices, pred, src_index, stage copies).
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl);
 // Depth-first visit (pre-order); the callback may modify the statement in place.
 void walk(Block& b, const std::function<void(Stmt&)>& fn);

@@ -14,6 +14,11 @@ const std::vector<KnobDef>& knob_registry() {
       {"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops", 1, 1024},
       {"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64},
       {"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64},
+      {"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256},
+      {"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0, false,
+       {"direct", "sync", "cp_async", "tma"}},
+      {"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
+       "k:015_lower_stages", 1, 4, true},
   };
   return defs;
 }

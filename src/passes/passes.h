@@ -9,6 +9,9 @@ Pass pass_lower_graph();       // loop/000_lower_graph.cpp
 Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
+Pass pass_register_tile();     // tile/030_register_tile.cpp
+Pass pass_stage_inputs();      // tile/040_stage_inputs.cpp
+Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_unroll_registers();  // kernel/030_unroll_registers.cpp

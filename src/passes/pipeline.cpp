@@ -1,5 +1,7 @@
 #include "passes/pipeline.h"
 
+#include <cstdlib>
+
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -19,8 +21,17 @@ const std::vector<Pass>& pipeline() {
       // Right after partitioning, while loop ranges are still explicit: drop the
       // guards the ranges prove.
       pass_simplify_guards(),
+      // Outer-product accumulation once the cell grid and its guards are final: the
+      // guards become load predicates here.
+      pass_register_tile(),
+      // Staging after register tiling: the hoisted per-row/per-column loads are what
+      // the slabs must cover.
+      pass_stage_inputs(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.
       pass_bind_hardware(),
+      // Stages become cooperative copies once threads are explicit (threadIdx splits
+      // the slab among the block).
+      pass_lower_stages(),
       // Atoms are chosen on kernel IR, where each statement is one thread's work.
       pass_select_atoms(),
       // Last: unrolling is a codegen hint and must see the final register loops.
@@ -53,9 +64,15 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
     std::string before = observer ? print_level(s, p.from) : "";
     p.run(s);
     try {
-      verify_level(s, p.to);
+      // LOOM_VERIFY=0 skips the verifiers: a debugging aid for pass authors only.
+      static const bool skip = std::getenv("LOOM_VERIFY") && std::string(std::getenv("LOOM_VERIFY")) == "0";
+      if (!skip) verify_level(s, p.to);
     } catch (const Error& e) {
-      throw Error("after pass " + p.id + ": " + e.what());
+      // LOOM_DEBUG=1 appends the IR the verifier rejected (for whoever writes passes).
+      std::string ir = std::getenv("LOOM_DEBUG") ? "\n--- IR after " + p.id + " ---\n" +
+                                                       print_level(s, p.to)
+                                                 : "";
+      throw Error("after pass " + p.id + ": " + e.what() + ir);
     }
     if (observer) observer(p, before, print_level(s, p.to));
     if (p.id == last_id) break;

@@ -93,6 +93,60 @@ __device__ __forceinline__ void st_shared_b32(void* p, unsigned v) { st_global_b
 __device__ __forceinline__ void st_shared_v2_b32(void* p, b32x2 v) { st_global_v2_b32(p, v); }
 __device__ __forceinline__ void st_shared_v4_b32(void* p, b32x4 v) { st_global_v4_b32(p, v); }
 
+// ---- vector loads and stores of f32 register arrays ------------------------------
+// One LDG/LDS.64/.128 (STG/STS) filling consecutive elements of a register array; after
+// unrolling the destination indices are constants, so the array stays in registers.
+
+__device__ __forceinline__ void ld_v2_f32(float* dst, const float* p) {
+  float2 v = *reinterpret_cast<const float2*>(p);
+  dst[0] = v.x; dst[1] = v.y;
+}
+__device__ __forceinline__ void ld_v4_f32(float* dst, const float* p) {
+  float4 v = *reinterpret_cast<const float4*>(p);
+  dst[0] = v.x; dst[1] = v.y; dst[2] = v.z; dst[3] = v.w;
+}
+__device__ __forceinline__ void st_v2_f32(float* p, const float* src) {
+  *reinterpret_cast<float2*>(p) = make_float2(src[0], src[1]);
+}
+__device__ __forceinline__ void st_v4_f32(float* p, const float* src) {
+  *reinterpret_cast<float4*>(p) = make_float4(src[0], src[1], src[2], src[3]);
+}
+
+// ---- asynchronous global -> shared copies (sm_80+) -----------------------------------
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// PTX ISA 9.7.9.25.3 cp.async: copy 4/8/16 bytes global -> shared without registers.
+// src-size 0 (pred false) zero-fills the destination and reads nothing: the edge tiles
+// of any M, N, K load zeros instead of branching. .cg (L2 only) needs 16 bytes.
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_8(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 8 : 0));
+}
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(pred ? 16 : 0));
+}
+// PTX ISA 9.7.9.25.4 cp.async.commit_group
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// PTX ISA 9.7.9.25.5 cp.async.wait_group N: at most N committed groups still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- shared-memory layouts -----------------------------------------------------------
+
+// Swizzle<B, M, S> of an element offset: bits [M, M+B) ^= bits [M+S, M+S+B).
+template <int B, int M, int S>
+__device__ __forceinline__ int swz(int offset) {
+  return offset ^ ((offset & (((1 << B) - 1) << (M + S))) >> S);
+}
+
 // ---- compute atoms -----------------------------------------------------------------
 
 // PTX ISA 9.7.3.6 fma.rn.f32: acc += a * b with one rounding. __fmaf_rn is exactly this

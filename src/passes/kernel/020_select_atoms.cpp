@@ -28,7 +28,9 @@ void select(Block& b, const AtomDef& fma) {
     for (size_t j = i + 1; j < b.size(); ++j) {
       Stmt& acc = b[j];
       if (acc.kind != StmtKind::Accum || acc.args[0].name != mul.dst) continue;
+      std::vector<Expr> idx = acc.dst_index;
       acc = Stmt::Atom(fma.id, acc.dst, {mul.args[0], mul.args[1]});
+      acc.dst_index = idx;
       b.erase(b.begin() + long(i));
       --i;
       break;

@@ -1,0 +1,145 @@
+// The interpreter's machine: statement trees resolved once (names to slots), then
+// executed for a group of threads in lockstep. Loop and Tile IR run as one thread;
+// Kernel IR runs one block of `block_threads` threads at a time (interpreter.h).
+//
+// Per-thread state is laid out slot-major: integer slot s of thread t is
+// ints_[s * threads_ + t], scalar value slot s of thread t is vals_[s * threads_ + t].
+// A register array `acc[4, 4]` is 16 consecutive value slots.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/interpret_expr.h"
+#include "ir/interpret_shared.h"
+#include "ir/interpreter.h"
+
+namespace loom {
+
+// Atoms the interpreter can execute; `dst` is the accumulator, read and written.
+constexpr size_t kMaxAtomOperands = 8;
+struct AtomImpl {
+  const char* id;
+  size_t arity;
+  void (*run)(double& dst, const double* args);
+};
+
+// A tensor as the machine addresses it.
+struct TensorSlot {
+  const TensorDecl* decl = nullptr;
+  std::vector<int64_t> shape, strides;  // evaluated; strides include a shared row pad
+  int64_t size = 0;              // flat offsets in [0, size): numel, or footprint if shared
+  HostTensor* host = nullptr;    // global tensors
+  int shared = -1;               // SharedMemory id of a shared tensor
+  std::string shape_str;         // "[5, 3]", for messages
+};
+
+// A scalar operand or destination: an immediate, a value slot, or one element of a
+// register array.
+struct ValueRef {
+  int base = -1;  // first slot; -1 for an immediate
+  double imm = 0.0;
+  std::string name;
+  std::vector<int64_t> extents;  // register array extents; empty for a scalar
+  std::vector<IntExpr> index;
+  bool uniform = true;  // the element is the same for every thread
+};
+
+struct Access {
+  TensorSlot* tensor = nullptr;
+  std::vector<IntExpr> index;
+};
+
+struct CopyNode {
+  const StageCopy* copy = nullptr;
+  TensorSlot* shared = nullptr;
+  TensorSlot* src = nullptr;
+  std::vector<int> vars;  // integer slots of the box variables
+  std::vector<IntExpr> extents, src_index;
+};
+
+// A statement with its names resolved.
+struct Node {
+  const Stmt* s = nullptr;
+  int var = -1;  // For, Let: integer slot
+  IntExpr extent, cond, value, pred;
+  ValueRef dst;
+  std::vector<ValueRef> args;
+  Access access, src;  // Load/Write/AsyncCopy tensor; AsyncCopy source
+  const AtomImpl* atom = nullptr;
+  int64_t alloc_size = 0;
+  std::vector<CopyNode> copies;
+  std::vector<Node> body;
+};
+
+class Machine {
+ public:
+  // `kernel`: Kernel IR, whose accesses are one flat offset and whose body runs per block.
+  Machine(const ProgramBase& p, Bindings& b, bool kernel);
+  void run_op(const std::string& where, const Block& body);
+  void run_kernel(const KernelOp& k);
+
+ private:
+  struct ValueDef {
+    int base;
+    std::vector<int64_t> extents;
+  };
+
+  [[noreturn]] void fail(const Stmt& s, const std::string& msg, int thread = -1) const;
+
+  // ---- resolution (interpret_resolve.cpp) ---------------------------------------
+  void begin_resolution(int threads, const std::vector<std::string>& builtins);
+  std::vector<Node> resolve_block(const Block& b);
+  Node resolve_stmt(const Stmt& s);
+  IntExpr compile(const Stmt& s, const Expr& e);
+  int bind_int(const std::string& name, bool thread_dependent);
+  const ValueDef* find_value(const std::string& name) const;
+  ValueRef value_ref(const Stmt& s, const std::string& name, const std::vector<Expr>& index,
+                     bool array_element_expected);
+  ValueRef define_scalar(const Stmt& s, const std::string& name);
+  ValueRef destination(const Stmt& s, bool defines);
+  Access access(const Stmt& s, const std::string& tensor, const std::vector<Expr>& index,
+                bool flat);
+  TensorSlot& tensor(const Stmt& s, const std::string& name);
+
+  // ---- execution (interpret_exec.cpp) -------------------------------------------
+  void run_block(const std::vector<Node>& nodes, const std::vector<int>& active, size_t depth);
+  void exec(const Node& n, const std::vector<int>& active, size_t depth);
+  void exec_for(const Node& n, const std::vector<int>& active, size_t depth);
+  void exec_if(const Node& n, const std::vector<int>& active, size_t depth);
+  void exec_load(const Node& n, const std::vector<int>& active);
+  void exec_write(const Node& n, const std::vector<int>& active);
+  void exec_scalar(const Node& n, const std::vector<int>& active);
+  void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
+  void exec_async_copy(const Node& n, const std::vector<int>& active);
+  void require_all_threads(const Node& n, const std::vector<int>& active, const char* what);
+  int64_t eval(const IntExpr& e, int t) const {
+    return e.eval(ints_.data(), size_t(threads_), t);
+  }
+  // Value slot of `r` (element + `plus` along its last dimension) for thread `t`.
+  int64_t slot(const Node& n, const ValueRef& r, int t, int64_t plus = 0) const;
+  double operand(const Node& n, size_t i, int t, int64_t plus = 0) const;
+  // Checked logical offset of the first of `width` elements an access touches.
+  int64_t offset(const Node& n, const Access& a, int t, int width, bool flat) const;
+  double load_element(const Node& n, const TensorSlot& ts, int64_t off, int t);
+
+  bool kernel_;
+  Expr::Env symbols_;
+  std::map<std::string, TensorSlot> tensors_;
+  SharedMemory shared_;
+  std::string where_;
+
+  // Resolution state.
+  std::vector<std::map<std::string, int>> int_scopes_;
+  std::vector<std::map<std::string, ValueDef>> value_scopes_;
+  std::vector<bool> int_dependent_;  // per integer slot: may differ between threads
+  int num_values_ = 0;
+
+  // Execution state.
+  int threads_ = 1;
+  std::vector<int64_t> ints_;
+  std::vector<double> vals_;
+  std::vector<std::vector<int>> active_pool_;  // narrowed thread lists, one per If depth
+};
+
+}  // namespace loom

@@ -1,0 +1,202 @@
+// Shared memory, race detection and cp.async groups of the Kernel IR interpreter
+// (see interpret_shared.h).
+#include "ir/interpret_shared.h"
+
+#include <algorithm>
+
+#include "ir/error.h"
+#include "ir/interpreter.h"
+
+namespace loom {
+namespace {
+
+std::string text(const Stmt& s) {
+  std::string t = print_block(Block{s});
+  return "`" + t.substr(0, t.find('\n')) + "`";
+}
+
+std::string thread_name(int t) {
+  return t == SharedMemory::kBlock ? "the block's stage copy" : "thread " + std::to_string(t);
+}
+
+}  // namespace
+
+int SharedMemory::add(const TensorDecl& decl, int64_t footprint) {
+  Tensor t;
+  t.decl = &decl;
+  t.cells.resize(size_t(footprint));
+  tensors_.push_back(std::move(t));
+  return int(tensors_.size()) - 1;
+}
+
+void SharedMemory::begin_block(std::string where, int threads) {
+  where_ = std::move(where);
+  block_start_ = ++epoch_;
+  copies_.clear();
+  threads_.assign(size_t(threads), Thread{});
+  in_flight_ = 0;
+}
+
+void SharedMemory::end_block() const {
+  if (in_flight_ == 0) return;
+  for (const Copy& c : copies_)
+    if (c.stmt)
+      race("cp.async to " + where(c.id, c.offset) + " by thread " + std::to_string(c.thread) +
+           " (" + text(*c.stmt) + ") is still in flight when the kernel ends: commit it and "
+           "wait for it (cp.async.commit + cp.async.wait 0) before its data is used");
+}
+
+std::string SharedMemory::where(int id, int64_t offset) const {
+  const TensorDecl& d = decl(id);
+  int64_t phys = d.physical(offset);
+  return d.name + " offset " + std::to_string(offset) +
+         (phys != offset ? " (physical " + std::to_string(phys) + ")" : "");
+}
+
+void SharedMemory::race(const std::string& msg) const {
+  throw RaceError("interpreter: " + where_ + ": " + msg);
+}
+
+SharedMemory::Cell& SharedMemory::cell(int id, int64_t offset) {
+  Tensor& t = tensors_[size_t(id)];
+  int64_t phys = t.decl->physical(offset);
+  // The swizzle permutes offsets within aligned groups, so a valid logical offset has
+  // a valid physical one; this guards a swizzle whose bits reach past the footprint.
+  if (phys < 0 || phys >= int64_t(t.cells.size()))
+    throw Error("interpreter: " + where_ + ": " + where(id, offset) +
+                " lies outside the shared tensor's " + std::to_string(t.cells.size()) +
+                " elements: its swizzle moves offsets past the footprint");
+  return t.cells[size_t(phys)];
+}
+
+void SharedMemory::check_settled(const Cell& c, int id, int64_t offset, const char* access,
+                                 const Stmt& s) const {
+  if (c.pending == 0) return;
+  std::string by;
+  for (const Copy& cp : copies_)
+    if (cp.stmt && cp.id == id && decl(id).physical(cp.offset) == decl(id).physical(offset))
+      by = " (issued by thread " + std::to_string(cp.thread) + ": " + text(*cp.stmt) + ")";
+  race(std::string(access) + " of " + where(id, offset) + " by " + text(s) +
+       " before its cp.async completed" + by +
+       ": missing cp.async.wait? (wait for the copy's group, then barrier)");
+}
+
+void SharedMemory::check_initialized(const Cell& c, int id, int64_t offset, int thread,
+                                     const Stmt& s) const {
+  if (written(c)) return;
+  throw Error("interpreter: " + where_ + ": uninitialized shared read: thread " +
+              std::to_string(thread) + " reads " + where(id, offset) + " in " + text(s) +
+              ", which nothing in this block wrote; a copy into the shared tensor is missing "
+              "or does not cover this element");
+}
+
+void SharedMemory::check_write(const Cell& c, int id, int64_t offset, int thread,
+                               const Stmt& s, bool atomic) const {
+  if (c.read_epoch == epoch_) {
+    int other = c.reader != thread ? c.reader : c.other_reader;
+    const Stmt* rs = c.reader != thread ? c.read_stmt : c.other_read_stmt;
+    if (other >= 0)
+      race("race on shared tensor " + where(id, offset) + ": thread " + std::to_string(other) +
+           " read it (" + text(*rs) + ") and thread " + std::to_string(thread) +
+           " wrote it (" + text(s) + ") with no barrier in between, so the write may land "
+           "before the read (write-after-read); add a barrier between them");
+  }
+  if (written(c) && c.write_epoch == epoch_ && c.writer != thread && !(atomic && c.atomic))
+    race("race on shared tensor " + where(id, offset) + ": " + thread_name(c.writer) +
+         " wrote it (" + text(*c.write_stmt) + ") and thread " + std::to_string(thread) +
+         " wrote it too (" + text(s) + ") with no barrier in between (write-after-write)");
+}
+
+void SharedMemory::record_write(Cell& c, int thread, const Stmt& s, bool atomic) {
+  if (!(written(c) && c.write_epoch == epoch_ && c.atomic && atomic)) c.writer = thread;
+  c.write_epoch = epoch_;
+  c.atomic = atomic;
+  c.write_stmt = &s;
+}
+
+void SharedMemory::record_read(Cell& c, int thread, const Stmt& s) {
+  if (c.read_epoch != epoch_) {
+    c.read_epoch = epoch_;
+    c.reader = thread;
+    c.read_stmt = &s;
+    c.other_reader = -1;
+  } else if (thread != c.reader && c.other_reader < 0) {
+    c.other_reader = thread;
+    c.other_read_stmt = &s;
+  }
+}
+
+double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s) {
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "read", s);
+  check_initialized(c, id, offset, thread, s);
+  if (c.write_epoch == epoch_ && c.writer >= 0 && c.writer != thread)
+    race("race on shared tensor " + where(id, offset) + ": thread " + std::to_string(c.writer) +
+         " wrote it (" + text(*c.write_stmt) + ") and thread " + std::to_string(thread) +
+         " read it (" + text(s) + ") with no barrier in between (read-after-write); add a "
+         "barrier between them");
+  record_read(c, thread, s);
+  return c.value;
+}
+
+void SharedMemory::write(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "write", s);
+  check_write(c, id, offset, thread, s, false);
+  record_write(c, thread, s, false);
+  c.value = round_to_dtype(decl(id).dtype, v);
+}
+
+void SharedMemory::atomic_add(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "atomic add", s);
+  check_initialized(c, id, offset, thread, s);
+  check_write(c, id, offset, thread, s, true);
+  record_write(c, thread, s, true);
+  c.value = round_to_dtype(decl(id).dtype, c.value + v);
+}
+
+void SharedMemory::fill(int id, int64_t offset, double v, const Stmt& s) {
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "stage copy", s);
+  record_write(c, kBlock, s, false);
+  c.value = round_to_dtype(decl(id).dtype, v);
+}
+
+void SharedMemory::async_copy(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "cp.async", s);
+  // The copy may land any time until its wait: it races with this epoch's accesses.
+  check_write(c, id, offset, thread, s, false);
+  ++c.pending;
+  ++in_flight_;
+  threads_[size_t(thread)].open.push_back(copies_.size());
+  copies_.push_back(Copy{id, offset, v, thread, &s});
+}
+
+void SharedMemory::async_commit(int thread) {
+  Thread& t = threads_[size_t(thread)];
+  t.committed.push_back(std::move(t.open));
+  t.open.clear();
+}
+
+// cp.async.wait_group retires whole committed groups, oldest first; copies not yet
+// committed are in no group and stay in flight (PTX ISA, cp.async.wait_group).
+void SharedMemory::async_wait(int thread, int keep_in_flight) {
+  Thread& t = threads_[size_t(thread)];
+  while (t.committed.size() > size_t(std::max(keep_in_flight, 0))) {
+    for (size_t i : t.committed.front()) {
+      Copy& cp = copies_[i];
+      Cell& c = cell(cp.id, cp.offset);
+      --c.pending;
+      --in_flight_;
+      check_write(c, cp.id, cp.offset, cp.thread, *cp.stmt, false);
+      record_write(c, cp.thread, *cp.stmt, false);
+      c.value = round_to_dtype(decl(cp.id).dtype, cp.value);
+      cp.stmt = nullptr;  // retired
+    }
+    t.committed.pop_front();
+  }
+}
+
+}  // namespace loom

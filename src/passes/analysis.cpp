@@ -1,0 +1,39 @@
+#include "passes/analysis.h"
+
+namespace loom {
+
+bool provably_divisible(const Expr& e, int64_t w) {
+  if (w == 1) return true;
+  switch (e.kind()) {
+    case Expr::Kind::Const: return e.const_value() % w == 0;
+    case Expr::Kind::Add:
+    case Expr::Kind::Sub: return provably_divisible(e.lhs(), w) && provably_divisible(e.rhs(), w);
+    case Expr::Kind::Mul: return provably_divisible(e.lhs(), w) || provably_divisible(e.rhs(), w);
+    default: return false;
+  }
+}
+
+Ranges kernel_builtin_ranges(const KernelOp& k) {
+  Ranges r;
+  const char* names[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  for (int d = 0; d < 3; ++d)
+    if (k.grid[d].is_const()) r[names[d]] = {0, k.grid[d].const_value() - 1};
+  r["threadIdx.x"] = {0, k.block_threads - 1};
+  return r;
+}
+
+void enter_range(Ranges& r, const Stmt& s) {
+  if (s.kind == StmtKind::For) {
+    if (auto b = s.extent.bounds(r)) r[s.var] = {0, b->hi - 1};
+  } else if (s.kind == StmtKind::Let) {
+    if (auto b = s.value.bounds(r)) r[s.var] = *b;
+  }
+}
+
+bool provably_less(const Expr& e, const Expr& bound, const Ranges& r) {
+  auto eb = e.bounds(r);
+  auto bb = bound.bounds(r);
+  return eb && bb && eb->hi < bb->lo;
+}
+
+}  // namespace loom

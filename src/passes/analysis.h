@@ -1,0 +1,24 @@
+// Small analyses over index expressions shared by several passes.
+#pragma once
+#include <map>
+#include <string>
+
+#include "ir/expr.h"
+#include "ir/program.h"
+
+namespace loom {
+
+// True when `e` is a multiple of `w` for every value of its variables: constants
+// divisible by w, products with such a constant factor, sums of such terms.
+bool provably_divisible(const Expr& e, int64_t w);
+
+// Ranges of the variables in scope at a point of a Kernel IR body: blockIdx/threadIdx
+// from the launch geometry, loop variables from extents, lets from their values.
+using Ranges = std::map<std::string, Expr::Range>;
+Ranges kernel_builtin_ranges(const KernelOp& k);
+void enter_range(Ranges& r, const Stmt& s);  // For (var) or Let: adds the variable's range
+
+// `e < bound` holds for every value in `r`.
+bool provably_less(const Expr& e, const Expr& bound, const Ranges& r);
+
+}  // namespace loom

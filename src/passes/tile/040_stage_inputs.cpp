@@ -1,0 +1,234 @@
+// t:040_stage_inputs — stage the slabs of A and B that a block reads per reduction step
+// into shared memory (STAGE=sync|cp_async|tma, BK).
+//
+// Neighbouring threads read overlapping rows of A and columns of B; staging loads each
+// BK-deep slab once per block, cooperatively, and the threads read their operands from
+// shared memory. Steps, for the contraction's reduce loop `k`:
+//  1. Split it: `for k_o in 0..ceil(K/BK)` around `for k_i in 0..BK reduce`, k = k_o*BK + k_i.
+//  2. For every load of an input inside it, split each index into a block part (grid
+//     variables, k_o) and a local part (thread/register variables, k_i); loads sharing a
+//     tensor and block part form one slab whose extent per dimension is the local part's
+//     range. The slab is declared as a Shared tensor `<tensor>_s`.
+//  3. Wrap the k_i loop in `stage <mode>:` with one copy per slab; the loads now read the
+//     shared tensor at their local part. The copy zero-fills outside the source, so the
+//     load predicates and any K tail need no guards.
+// Layout: with STAGE=sync the slab keeps the reduction dimension outermost ([BK][BM] for
+// A, the transposed-A layout of SIMT kernels: a thread's FM rows are contiguous, one
+// vector load); cp.async and TMA copy contiguous bytes, so they keep storage order.
+#include <set>
+
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+void sum_terms(const Expr& e, std::vector<Expr>& out) {
+  if (e.kind() == Expr::Kind::Add) {
+    sum_terms(e.lhs(), out);
+    sum_terms(e.rhs(), out);
+  } else {
+    out.push_back(e);
+  }
+}
+
+struct Split { Expr block = 0, local = 0; };
+
+Split split_index(const Expr& e, const std::set<std::string>& local_vars) {
+  std::vector<Expr> terms;
+  sum_terms(e, terms);
+  Split s;
+  for (const auto& t : terms) {
+    std::set<std::string> v;
+    t.collect_vars(v);
+    bool local = false;
+    for (const auto& name : v) local |= local_vars.count(name) != 0;
+    (local ? s.local : s.block) = (local ? s.local : s.block) + t;
+  }
+  return s;
+}
+
+struct Slab {
+  std::string tensor, shared;
+  std::vector<Expr> block;        // per storage dim
+  std::vector<int64_t> extent;    // per storage dim
+  std::vector<std::string> axis;  // per storage dim
+  int k_dim = -1;                 // storage dim holding k_i
+};
+
+class Stager {
+ public:
+  Stager(CompileState& s, TileProgram& p) : s_(s), p_(p) {}
+
+  void run(TileOp& op) {
+    mode_ = s_.knobs.get_str("STAGE", "sync");
+    s_.used_knobs["STAGE"] = mode_;
+    if (mode_ == "direct") return;
+    Ranges ranges;
+    std::set<std::string> locals;
+    visit(op.body, ranges, locals);
+  }
+
+ private:
+  using Ranges = std::map<std::string, Expr::Range>;
+
+  void visit(Block& b, Ranges& ranges, std::set<std::string>& locals) {
+    for (auto& st : b) {
+      if (st.kind != StmtKind::For) {
+        if (st.kind == StmtKind::If) visit(st.body, ranges, locals);
+        continue;
+      }
+      if (st.loop_kind == LoopKind::Reduce && st.tier == Tier::None && !done_) {
+        stage(st, ranges, locals);
+        done_ = true;
+        continue;
+      }
+      auto r = st.extent.bounds(ranges);
+      if (r) ranges[st.var] = {0, r->hi - 1};
+      bool local = st.tier == Tier::Thread || st.tier == Tier::Register;
+      if (local) locals.insert(st.var);
+      visit(st.body, ranges, locals);
+      ranges.erase(st.var);
+      locals.erase(st.var);
+    }
+  }
+
+  void stage(Stmt& red, Ranges ranges, std::set<std::string> locals) {
+    int64_t K_known = -1;
+    if (auto kr = red.extent.bounds(ranges); kr && kr->lo == kr->hi) K_known = kr->hi;
+    int64_t BK = s_.knob("BK", K_known > 0 ? std::min<int64_t>(16, K_known) : 16);
+    const std::string k = red.var, ko = k + "_o", ki = k + "_i";
+    Block body = red.body;
+    substitute_block(body, {{k, Expr::var(ko) * BK + Expr::var(ki)}});
+    ranges[ki] = {0, BK - 1};
+    locals.insert(ki);
+
+    // Register loops inside the reduction body are local too.
+    walk(body, [&](const Stmt& st) {
+      if (st.kind == StmtKind::For && st.tier == Tier::Register) {
+        locals.insert(st.var);
+        if (auto r = st.extent.bounds(ranges)) ranges[st.var] = {0, r->hi - 1};
+      }
+    });
+
+    std::vector<Slab> slabs;
+    walk(body, [&](Stmt& st) {
+      if (st.kind != StmtKind::Load || !p_.has_tensor(st.tensor)) return;
+      const TensorDecl& t = p_.tensor(st.tensor);
+      if (t.role != TensorRole::Input) return;
+      bool uses_k = false;
+      for (const auto& e : st.index) uses_k |= e.uses(ki);
+      if (!uses_k) return;
+      Slab sl;
+      sl.tensor = st.tensor;
+      std::vector<Expr> local;
+      for (size_t d = 0; d < st.index.size(); ++d) {
+        Split sp = split_index(st.index[d], locals);
+        auto r = sp.local.bounds(ranges);
+        if (!r || r->lo < 0)
+          throw Error("t:040_stage_inputs: cannot bound the local part `" + sp.local.str() +
+                      "` of " + st.tensor + "'s index; set STAGE=direct");
+        sl.block.push_back(sp.block);
+        sl.extent.push_back(r->hi + 1);
+        local.push_back(sp.local);
+        if (sp.local.uses(ki)) sl.k_dim = int(d);
+        std::set<std::string> v;
+        sp.local.collect_vars(v);
+        sl.axis.push_back(sp.local.uses(ki) ? k : axis_of(v));
+      }
+      Slab* same = nullptr;
+      for (auto& o : slabs)
+        if (o.tensor == sl.tensor && o.block.size() == sl.block.size()) {
+          bool eq = true;
+          for (size_t d = 0; d < sl.block.size(); ++d) eq &= o.block[d].same_as(sl.block[d]);
+          if (eq) same = &o;
+        }
+      if (same) {
+        for (size_t d = 0; d < sl.extent.size(); ++d)
+          same->extent[d] = std::max(same->extent[d], sl.extent[d]);
+      } else {
+        sl.shared = unique_name(sl.tensor + "_s");
+        slabs.push_back(sl);
+        same = &slabs.back();
+      }
+      // Rewrite the load to read the shared slab at its local position.
+      st.index = order(local, *same);
+      st.tensor = same->shared;
+      st.pred = Expr(1);
+    });
+    if (slabs.empty()) return;
+
+    std::vector<StageCopy> copies;
+    for (const auto& sl : slabs) {
+      std::vector<int> dims = dim_order(sl);
+      TensorDecl sh;
+      sh.name = sl.shared;
+      sh.dtype = p_.tensor(sl.tensor).dtype;
+      sh.role = TensorRole::Shared;
+      StageCopy c;
+      c.shared = sl.shared;
+      c.src = sl.tensor;
+      c.src_index.resize(sl.block.size());
+      for (int d : dims) {
+        sh.shape.push_back(sl.extent[size_t(d)]);
+        std::string v = sl.axis[size_t(d)] + "_c";
+        c.vars.push_back(v);
+        c.extents.push_back(sl.extent[size_t(d)]);
+        c.src_index[size_t(d)] = sl.block[size_t(d)] + Expr::var(v);
+      }
+      p_.tensors.push_back(sh);
+      copies.push_back(c);
+    }
+    Stmt inner = Stmt::For(ki, Expr(BK), LoopKind::Reduce, k, body);
+    Stmt stage = Stmt::Stage(mode_, copies, {inner});
+    red = Stmt::For(ko, ceil_div(red.extent, BK), LoopKind::Reduce, k, {stage});
+  }
+
+  // Shared dimension order: sync keeps the reduction dimension outermost.
+  std::vector<int> dim_order(const Slab& sl) const {
+    std::vector<int> dims;
+    if (mode_ == "sync" && sl.k_dim >= 0) dims.push_back(sl.k_dim);
+    for (int d = 0; d < int(sl.block.size()); ++d)
+      if (!(mode_ == "sync" && d == sl.k_dim)) dims.push_back(d);
+    return dims;
+  }
+
+  std::vector<Expr> order(const std::vector<Expr>& per_dim, const Slab& sl) const {
+    std::vector<Expr> out;
+    for (int d : dim_order(sl)) out.push_back(per_dim[size_t(d)]);
+    return out;
+  }
+
+  std::string axis_of(const std::set<std::string>& vars) const {
+    for (const auto& v : vars) {
+      auto us = v.find('_');
+      if (us != std::string::npos) return v.substr(0, us);
+    }
+    return vars.empty() ? "x" : *vars.begin();
+  }
+
+  std::string unique_name(const std::string& base) const {
+    std::string n = base;
+    for (int i = 1; p_.has_tensor(n); ++i) n = base + std::to_string(i);
+    return n;
+  }
+
+  CompileState& s_;
+  TileProgram& p_;
+  std::string mode_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Pass pass_stage_inputs() {
+  return Pass{"t:040_stage_inputs", Level::Tile, Level::Tile,
+              "the contraction's operands are read from shared slabs filled once per BK "
+              "step by `stage` bundles (unless STAGE=direct)",
+              {"STAGE", "BK"},
+              [](CompileState& s) {
+                for (auto& op : s.tile.ops) Stager(s, s.tile).run(op);
+              }};
+}
+
+}  // namespace loom

@@ -27,8 +27,8 @@ int64_t floor_mod(int64_t a, int64_t b) {
 IntExpr::IntExpr(const Expr& e, const std::function<int(const std::string&)>& slot_of,
                  const std::function<bool(int)>& thread_dependent)
     : src_(e) {
-  nodes_.clear();
-  compile(e, slot_of, thread_dependent);
+  if (e.is_const()) constant_ = e.const_value();
+  else compile(e, slot_of, thread_dependent);
 }
 
 int IntExpr::compile(const Expr& e, const std::function<int(const std::string&)>& slot_of,

@@ -25,14 +25,11 @@ class IntExpr {
 
   // Value for thread `t`; integer slot `s` of thread `t` lives at ints[s * threads + t].
   int64_t eval(const int64_t* ints, size_t threads, int t) const {
-    return nodes_.size() == 1 && nodes_[0].kind == Expr::Kind::Const
-               ? nodes_[0].value
-               : eval_node(int(nodes_.size()) - 1, ints, threads, t);
+    return nodes_.empty() ? constant_ : eval_node(int(nodes_.size()) - 1, ints, threads, t);
   }
   // Same value for every thread of a block (no threadIdx in its dependences).
   bool uniform() const { return !dependent_; }
-  bool is_one() const { return nodes_.size() == 1 && nodes_[0].kind == Expr::Kind::Const &&
-                               nodes_[0].value == 1; }
+  bool is_one() const { return nodes_.empty() && constant_ == 1; }
   const Expr& expr() const { return src_; }
   std::string str() const { return src_.str(); }
 
@@ -46,7 +43,8 @@ class IntExpr {
               const std::function<bool(int)>& thread_dependent);
   int64_t eval_node(int i, const int64_t* ints, size_t threads, int t) const;
 
-  std::vector<Node> nodes_{Node{}};  // children before parents; the root is last
+  std::vector<Node> nodes_;  // children before parents, the root last; empty: a constant
+  int64_t constant_ = 0;
   Expr src_;
   bool dependent_ = false;
 };

@@ -6,6 +6,7 @@
 // ints_[s * threads_ + t], scalar value slot s of thread t is vals_[s * threads_ + t].
 // A register array `acc[4, 4]` is 16 consecutive value slots.
 #pragma once
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -116,8 +117,9 @@ class Machine {
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);
   }
-  // Value slot of `r` (element + `plus` along its last dimension) for thread `t`.
-  int64_t slot(const Node& n, const ValueRef& r, int t, int64_t plus = 0) const;
+  // Value slot of `r` for thread `t`, checked for `width` elements along the last
+  // dimension (a vector access uses the slots that follow).
+  int64_t slot(const Node& n, const ValueRef& r, int t, int64_t width) const;
   double operand(const Node& n, size_t i, int t, int64_t plus = 0) const;
   // Checked logical offset of the first of `width` elements an access touches.
   int64_t offset(const Node& n, const Access& a, int t, int width, bool flat) const;
@@ -139,7 +141,7 @@ class Machine {
   int threads_ = 1;
   std::vector<int64_t> ints_;
   std::vector<double> vals_;
-  std::vector<std::vector<int>> active_pool_;  // narrowed thread lists, one per If depth
+  std::deque<std::vector<int>> active_pool_;  // narrowed thread lists, one per If depth
 };
 
 }  // namespace loom

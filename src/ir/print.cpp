@@ -44,7 +44,8 @@ std::string copy_line(const StageCopy& c) {
   std::string box;
   for (size_t i = 0; i < c.vars.size(); ++i)
     box += (i ? ", " : "") + c.vars[i] + ":" + c.extents[i].str();
-  return "shared " + c.shared + "[" + box + "] = " + c.src + "[" + join_exprs(c.src_index) + "]";
+  std::string prefix = c.shared_prefix.empty() ? "" : join_exprs(c.shared_prefix) + "; ";
+  return "shared " + c.shared + "[" + prefix + box + "] = " + c.src + "[" + join_exprs(c.src_index) + "]";
 }
 
 // The statement's own line, without children and without indentation.

@@ -234,6 +234,7 @@ void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
     sub_all(s.src_index);
     for (Operand& o : s.args) sub_all(o.index);
     for (StageCopy& c : s.copies) {
+      sub_all(c.shared_prefix);
       sub_all(c.extents);
       sub_all(c.src_index);
     }

@@ -69,7 +69,10 @@ struct Operand {
 // the box vars in [0, extents); a source index outside the source's shape reads 0 (the
 // zero fill that makes any M, N, K work without guards in the reduction).
 struct StageCopy {
-  std::string shared;             // shared tensor (shape = extents)
+  std::string shared;             // shared tensor (shape = prefix dims + extents)
+  // Leading indices of the shared tensor before the box: the ring slot (e.g. k_o % 2)
+  // of a multi-buffered stage. Empty for a single buffer.
+  std::vector<Expr> shared_prefix;
   std::vector<std::string> vars;  // box variables, outermost first
   std::vector<Expr> extents;
   std::string src;                // global tensor

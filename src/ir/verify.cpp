@@ -30,9 +30,10 @@ std::string first_line(const Stmt& s) {
   return text.substr(0, text.find('\n'));
 }
 
-// Checks one op's or kernel's body. Scopes are lexical: a For or If body opens one, a
-// Let binds until the end of its block, a scalar is visible after its definition in its
-// block and in the blocks nested there.
+// Checks one op's or kernel's body. Scopes are lexical: a For, If or Stage body opens
+// one, a Let binds until the end of its block, a scalar or register array is visible
+// after its definition in its block and in the blocks nested there, and a stage copy's
+// box variables only inside that copy.
 class BodyChecker {
  public:
   BodyChecker(const ProgramBase& p, Level level, std::string where)
@@ -44,18 +45,40 @@ class BodyChecker {
   const std::set<std::string>& used() const { return used_; }
 
  private:
-  struct ScalarDef { bool by_init; };
+  struct ScalarDef {
+    bool by_init = false;
+    std::vector<Expr> extents;  // a register array when non-empty
+  };
+  struct IntVar {
+    std::string name;
+    bool thread_dependent;  // its value may differ between the threads of a block
+  };
 
   [[noreturn]] void fail(const Stmt& s, const std::string& rule) const {
     throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": `" +
                 first_line(s) + "`: " + rule);
   }
 
+  const IntVar* find_int(const std::string& v) const {
+    for (const IntVar& x : int_vars_)
+      if (x.name == v) return &x;
+    return nullptr;
+  }
+
   bool int_bound(const std::string& v) const {
     if (symbols_.count(v)) return true;
     if (level_ == Level::Kernel && kBuiltins.count(v)) return true;
-    for (const std::string& x : int_vars_)
-      if (x == v) return true;
+    return find_int(v) != nullptr;
+  }
+
+  bool thread_dependent(const Expr& e) const {
+    std::set<std::string> vars;
+    e.collect_vars(vars);
+    for (const std::string& v : vars) {
+      if (v == "threadIdx.x") return true;
+      const IntVar* x = find_int(v);
+      if (x && x->thread_dependent) return true;
+    }
     return false;
   }
 
@@ -69,16 +92,15 @@ class BodyChecker {
                     "symbol");
   }
 
-  void bind_int(const Stmt& s, const char* what) {
-    if (s.var.empty()) fail(s, std::string(what) + " has no variable name");
-    if (symbols_.count(s.var)) fail(s, std::string(what) + " `" + s.var + "` shadows a symbol");
-    if (kBuiltins.count(s.var))
-      fail(s, std::string(what) + " `" + s.var + "` shadows a launch builtin");
-    for (const std::string& x : int_vars_)
-      if (x == s.var)
-        fail(s, std::string(what) + " `" + s.var +
-                    "` is already bound by an enclosing loop or let; rename it");
-    int_vars_.push_back(s.var);
+  void bind_int(const Stmt& s, const std::string& name, const char* what, bool dependent) {
+    if (name.empty()) fail(s, std::string(what) + " has no variable name");
+    if (symbols_.count(name)) fail(s, std::string(what) + " `" + name + "` shadows a symbol");
+    if (kBuiltins.count(name))
+      fail(s, std::string(what) + " `" + name + "` shadows a launch builtin");
+    if (find_int(name))
+      fail(s, std::string(what) + " `" + name +
+                  "` is already bound by an enclosing loop or let; rename it");
+    int_vars_.push_back(IntVar{name, dependent});
   }
 
   const ScalarDef* find_scalar(const std::string& name) const {
@@ -89,21 +111,91 @@ class BodyChecker {
     return nullptr;
   }
 
-  void use_operands(const Stmt& s) const {
-    for (const Operand& a : s.args)
-      if (!a.is_imm() && !find_scalar(a.name))
-        fail(s, "value `" + a.name + "` is used before it is defined in an enclosing scope");
+  // An element reference `name[index]` (index empty: the scalar `name`).
+  void check_value_ref(const Stmt& s, const std::string& name, const std::vector<Expr>& index,
+                       const char* what) const {
+    const ScalarDef* d = find_scalar(name);
+    if (!d) fail(s, std::string(what) + " `" + name + "` is used before it is defined in an enclosing scope");
+    if (index.empty()) {
+      if (!d->extents.empty())
+        fail(s, "`" + name + "` is a register array; name one of its elements");
+      return;
+    }
+    if (d->extents.empty())
+      fail(s, "`" + name + "` is indexed but is not a register array: declare it with an "
+                  "Alloc in an enclosing scope");
+    if (index.size() != d->extents.size())
+      fail(s, "register array `" + name + "` has rank " + std::to_string(d->extents.size()) +
+                  " but is indexed with " + std::to_string(index.size()) + " indices");
+    for (const Expr& i : index) check_expr(s, i, "register index");
   }
 
+  void use_operands(const Stmt& s) const {
+    for (const Operand& a : s.args)
+      if (!a.is_imm()) check_value_ref(s, a.name, a.index, "value");
+  }
+
+  // Load, Compute, Init: a new scalar, or an element of a register array.
   void define(const Stmt& s, bool by_init) {
     if (s.dst.empty()) fail(s, "statement defines no value (empty dst)");
-    scalars_.back()[s.dst] = ScalarDef{by_init};
+    if (!s.dst_index.empty()) {
+      check_value_ref(s, s.dst, s.dst_index, "register array");
+      return;
+    }
+    const ScalarDef* d = find_scalar(s.dst);
+    if (d && !d->extents.empty())
+      fail(s, "`" + s.dst + "` is a register array; assign one element of it (dst_index)");
+    scalars_.back()[s.dst] = ScalarDef{by_init, {}};
+  }
+
+  // The features Tile IR adds to statements: register elements, vector widths,
+  // predicates and atomic writes, each on the statement kinds that have them.
+  void check_features(const Stmt& s) const {
+    bool has_index = !s.dst_index.empty();
+    for (const Operand& a : s.args) has_index = has_index || !a.index.empty();
+    bool predicated = !(s.pred.is_const() && s.pred.const_value() == 1);
+    if (level_ == Level::Loop) {
+      if (has_index) fail(s, "register arrays appear from Tile IR on, not in Loop IR");
+      if (s.width != 1) fail(s, "vector accesses appear from Tile IR on, not in Loop IR");
+      if (predicated) fail(s, "predicated loads appear from Tile IR on, not in Loop IR");
+      if (s.atomic_add) fail(s, "atomic writes appear from Tile IR on, not in Loop IR");
+      return;
+    }
+    bool moves = s.kind == StmtKind::Load || s.kind == StmtKind::Write ||
+                 s.kind == StmtKind::AsyncCopy;
+    if (s.width < 1) fail(s, "width " + std::to_string(s.width) + " < 1");
+    if (s.width > 1 && !moves) fail(s, "only loads, stores and cp.async have a vector width");
+    if (predicated && s.kind != StmtKind::Load && s.kind != StmtKind::AsyncCopy)
+      fail(s, "only loads and cp.async take a predicate");
+    if (predicated) check_expr(s, s.pred, "predicate");
+    if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
+    bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
+                   s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
+                   s.kind == StmtKind::Atom;
+    if (!s.dst_index.empty() && !defines)
+      fail(s, "this statement writes no value, so it has no register element (dst_index)");
+  }
+
+  // A vector access moves `width` consecutive register elements along the last
+  // dimension; where the start is a constant, they must fit in the array.
+  void check_vector_registers(const Stmt& s, const std::string& name,
+                              const std::vector<Expr>& index) const {
+    if (s.width == 1) return;
+    if (index.empty())
+      fail(s, "a vector access of width " + std::to_string(s.width) +
+                  " moves consecutive register-array elements; `" + name + "` is not one");
+    const ScalarDef* d = find_scalar(name);
+    const Expr& last = index.back();
+    const Expr& ext = d->extents.back();
+    if (last.is_const() && ext.is_const() && last.const_value() + s.width > ext.const_value())
+      fail(s, "vector of " + std::to_string(s.width) + " elements from " + name + " index " +
+                  last.str() + " overruns its last extent " + ext.str());
   }
 
   void check_access(const Stmt& s) {
     if (!p_.has_tensor(s.tensor)) fail(s, "tensor `" + s.tensor + "` is not declared");
-    used_.insert(s.tensor);
     const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.role != TensorRole::Shared) used_.insert(s.tensor);
     size_t want = level_ == Level::Kernel ? 1 : t.shape.size();
     if (s.index.size() != want)
       fail(s, "has " + std::to_string(s.index.size()) + " indices but " + s.tensor + " needs " +
@@ -134,6 +226,23 @@ class BodyChecker {
     }
   }
 
+  void require_level(const Stmt& s, Level from, const char* what) const {
+    if (level_ >= from) return;
+    fail(s, std::string(what) + (from == Level::Kernel ? " appears only in " : " appears from ") +
+                level_name(from) + (from == Level::Kernel ? ", not in " : " on, not in ") +
+                level_name(level_));
+  }
+
+  // bar.sync must be reached by every thread of the block; under a thread-dependent
+  // condition some threads skip it and the block hangs (or, on newer GPUs, silently
+  // synchronizes the wrong threads).
+  void require_converged(const Stmt& s, const char* what) const {
+    if (divergent_)
+      fail(s, std::string("divergent ") + what + ": it sits inside `" + first_line(*divergent_) +
+                  "`, which depends on threadIdx, so not every thread of the block reaches "
+                  "it; move it out of the thread-dependent branch or loop");
+  }
+
   void check_block(const Block& b) {
     scalars_.emplace_back();
     size_t ints = int_vars_.size();
@@ -142,32 +251,106 @@ class BodyChecker {
     scalars_.pop_back();
   }
 
+  void check_body_under(const Stmt& s, bool divergent) {
+    const Stmt* saved = divergent_;
+    if (divergent && !divergent_) divergent_ = &s;
+    check_block(s.body);
+    divergent_ = saved;
+  }
+
+  void check_stage(const Stmt& s) {
+    require_level(s, Level::Tile, "Stage");
+    if (level_ == Level::Kernel) require_converged(s, "stage (a block-wide copy between barriers)");
+    if (s.mode != "sync" && s.mode != "cp_async" && s.mode != "tma")
+      fail(s, "stage mode `" + s.mode + "` is none of sync, cp_async, tma");
+    if (s.copies.empty()) fail(s, "stage copies nothing");
+    for (const StageCopy& c : s.copies) {
+      if (!p_.has_tensor(c.shared)) fail(s, "stage copy into undeclared tensor `" + c.shared + "`");
+      const TensorDecl& sh = p_.tensor(c.shared);
+      if (sh.role != TensorRole::Shared)
+        fail(s, "stage copy into `" + c.shared + "`, which is not a shared tensor");
+      if (c.vars.size() != sh.shape.size() || c.extents.size() != sh.shape.size())
+        fail(s, "stage copy into `" + c.shared + "` (rank " + std::to_string(sh.shape.size()) +
+                    ") has " + std::to_string(c.vars.size()) + " box variables and " +
+                    std::to_string(c.extents.size()) + " extents; all three must agree");
+      for (size_t d = 0; d < c.extents.size(); ++d) {
+        check_expr(s, c.extents[d], "stage extent");
+        if (c.extents[d].is_const() && sh.shape[d].is_const() &&
+            c.extents[d].const_value() > sh.shape[d].const_value())
+          fail(s, "stage box extent " + c.extents[d].str() + " exceeds dimension " +
+                      std::to_string(d) + " of `" + c.shared + "` (" + sh.shape[d].str() + ")");
+      }
+      if (!p_.has_tensor(c.src)) fail(s, "stage copy from undeclared tensor `" + c.src + "`");
+      const TensorDecl& src = p_.tensor(c.src);
+      if (src.role == TensorRole::Shared)
+        fail(s, "stage copy from shared tensor `" + c.src + "`; stages read global memory");
+      if (c.src_index.size() != src.shape.size())
+        fail(s, "stage copy reads `" + c.src + "` (rank " + std::to_string(src.shape.size()) +
+                    ") with " + std::to_string(c.src_index.size()) + " indices");
+      size_t ints = int_vars_.size();
+      for (const std::string& v : c.vars) bind_int(s, v, "stage box variable", false);
+      for (const Expr& i : c.src_index) check_expr(s, i, "stage source index");
+      int_vars_.resize(ints);
+      written_.insert(c.shared);
+      used_.insert(c.src);
+    }
+    check_block(s.body);
+  }
+
+  void check_async_copy(const Stmt& s) {
+    require_level(s, Level::Kernel, "cp.async");
+    if (!p_.has_tensor(s.tensor)) fail(s, "cp.async into undeclared tensor `" + s.tensor + "`");
+    if (!p_.has_tensor(s.src)) fail(s, "cp.async from undeclared tensor `" + s.src + "`");
+    const TensorDecl& dst = p_.tensor(s.tensor);
+    const TensorDecl& src = p_.tensor(s.src);
+    if (dst.role != TensorRole::Shared)
+      fail(s, "cp.async writes shared memory; `" + s.tensor + "` is not a shared tensor");
+    if (src.role == TensorRole::Shared)
+      fail(s, "cp.async reads global memory; `" + s.src + "` is a shared tensor");
+    if (s.index.size() != 1 || s.src_index.size() != 1)
+      fail(s, "cp.async takes one flat offset for each side");
+    check_expr(s, s.index[0], "cp.async offset");
+    check_expr(s, s.src_index[0], "cp.async source offset");
+    if (dst.dtype != src.dtype)
+      fail(s, std::string("cp.async copies bytes, it cannot convert ") + dtype_name(src.dtype) +
+                  " to " + dtype_name(dst.dtype));
+    // PTX cp.async.ca moves 4, 8 or 16 bytes per instruction (cp-size).
+    int bytes = s.width * dtype_bytes(dst.dtype);
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+      fail(s, "cp.async moves 4, 8 or 16 bytes; " + std::to_string(s.width) + " x " +
+                  dtype_name(dst.dtype) + " is " + std::to_string(bytes) + " bytes");
+    written_.insert(s.tensor);
+    used_.insert(s.src);
+  }
+
   void check_stmt(const Stmt& s) {
+    check_features(s);
     switch (s.kind) {
       case StmtKind::For: {
         check_tier(s);
         check_expr(s, s.extent, "loop extent");
-        bind_int(s, "loop variable");
+        bool dependent = level_ == Level::Kernel && thread_dependent(s.extent);
+        bind_int(s, s.var, "loop variable", dependent);
         Tier saved = deepest_tier_;
         if (s.tier != Tier::None && s.tier > deepest_tier_) deepest_tier_ = s.tier;
-        check_block(s.body);
+        check_body_under(s, dependent);
         deepest_tier_ = saved;
         int_vars_.pop_back();
         break;
       }
       case StmtKind::If:
         check_expr(s, s.cond, "condition");
-        check_block(s.body);
+        check_body_under(s, level_ == Level::Kernel && thread_dependent(s.cond));
         break;
       case StmtKind::Let:
-        if (level_ != Level::Kernel)
-          fail(s, std::string("Let appears only in Kernel IR, not in ") + level_name(level_));
+        require_level(s, Level::Tile, "Let");
         check_expr(s, s.value, "let value");
-        bind_int(s, "let variable");
+        bind_int(s, s.var, "let variable", thread_dependent(s.value));
         break;
       case StmtKind::Load:
         check_access(s);
         define(s, false);
+        check_vector_registers(s, s.dst, s.dst_index);
         break;
       case StmtKind::Compute:
         if (int(s.args.size()) != scalar_op_arity(s.op))
@@ -183,8 +366,12 @@ class BodyChecker {
       case StmtKind::Accum: {
         if (s.args.size() != 1) fail(s, "accumulate takes exactly one operand");
         use_operands(s);
+        if (!s.dst_index.empty()) {
+          check_value_ref(s, s.dst, s.dst_index, "accumulator");
+          break;
+        }
         const ScalarDef* d = find_scalar(s.dst);
-        if (!d || !d->by_init)
+        if (!d || !d->by_init || !d->extents.empty())
           fail(s, "accumulator `" + s.dst +
                       "` is not initialized by an Init earlier in this or an enclosing block");
         break;
@@ -195,15 +382,42 @@ class BodyChecker {
           fail(s, "writes input tensor `" + s.tensor + "`; inputs are read-only");
         if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
         use_operands(s);
+        if (!s.args[0].is_imm()) check_vector_registers(s, s.args[0].name, s.args[0].index);
+        else if (s.width > 1) fail(s, "a vector store needs a register-array operand");
         written_.insert(s.tensor);
         break;
       case StmtKind::Atom:
-        if (level_ != Level::Kernel)
-          fail(s, std::string("Atom appears only in Kernel IR, not in ") + level_name(level_));
+        require_level(s, Level::Kernel, "Atom");
         if (s.atom.empty()) fail(s, "atom statement names no atom");
         use_operands(s);
         if (!find_scalar(s.dst))
           fail(s, "atom accumulator `" + s.dst + "` is not defined in an enclosing scope");
+        check_value_ref(s, s.dst, s.dst_index, "atom accumulator");
+        break;
+      case StmtKind::Alloc: {
+        require_level(s, Level::Tile, "Alloc");
+        if (s.dst.empty()) fail(s, "alloc names no register array");
+        if (s.index.empty()) fail(s, "register array `" + s.dst + "` has no extents");
+        // Registers are allocated when the kernel is compiled.
+        for (const Expr& e : s.index)
+          if (!e.is_const() || e.const_value() < 1)
+            fail(s, "register array extent " + e.str() + " is not a positive constant");
+        if (scalars_.back().count(s.dst))
+          fail(s, "`" + s.dst + "` is already defined in this block");
+        scalars_.back()[s.dst] = ScalarDef{true, s.index};
+        break;
+      }
+      case StmtKind::Stage: check_stage(s); break;
+      case StmtKind::Barrier:
+        require_level(s, Level::Kernel, "Barrier");
+        require_converged(s, "barrier");
+        break;
+      case StmtKind::AsyncCopy: check_async_copy(s); break;
+      case StmtKind::AsyncCommit: require_level(s, Level::Kernel, "cp.async.commit"); break;
+      case StmtKind::AsyncWait:
+        require_level(s, Level::Kernel, "cp.async.wait");
+        if (s.imm < 0 || s.imm != double(int(s.imm)))
+          fail(s, "cp.async.wait keeps a non-negative whole number of groups in flight");
         break;
     }
   }
@@ -212,11 +426,38 @@ class BodyChecker {
   Level level_;
   std::string where_;
   std::set<std::string> symbols_;
-  std::vector<std::string> int_vars_;                    // loop and let variables in scope
+  std::vector<IntVar> int_vars_;                           // loop and let variables in scope
   std::vector<std::map<std::string, ScalarDef>> scalars_;  // one map per open block
   Tier deepest_tier_ = Tier::None;
+  const Stmt* divergent_ = nullptr;  // innermost-first thread-dependent If or For, if any
   std::set<std::string> written_, used_;
 };
+
+void verify_shared_decl(const TensorDecl& t, Level level, const std::string& pre) {
+  if (level == Level::Loop)
+    throw Error(pre + "shared tensor `" + t.name +
+                "` in Loop IR; shared memory appears from Tile IR on (staging passes)");
+  // The block's shared memory is sized when the kernel is compiled.
+  for (const Expr& d : t.shape)
+    if (!d.is_const() || d.const_value() < 1)
+      throw Error(pre + "shared tensor `" + t.name + "` has dimension " + d.str() +
+                  "; shared tensors need positive constant shapes");
+  if (t.pad < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative pad");
+  const Swizzle& z = t.swizzle;
+  if (z.bits < 0 || z.base < 0 || (z.bits > 0 && z.shift < z.bits))
+    throw Error(pre + "shared tensor `" + t.name + "` has swizzle<" + std::to_string(z.bits) +
+                "," + std::to_string(z.base) + "," + std::to_string(z.shift) +
+                ">; it needs bits, base >= 0 and shift >= bits (else the XOR is no permutation)");
+  // The XOR permutes offsets within aligned blocks of 2^(base+shift+bits) elements; a
+  // footprint that is not a multiple of one has offsets the swizzle moves outside it.
+  int64_t n = t.footprint().const_value();
+  if (z.bits > 0)
+    for (int64_t o = 0; o < n; ++o)
+      if (t.physical(o) >= n)
+        throw Error(pre + "shared tensor `" + t.name + "`: its swizzle moves offset " +
+                    std::to_string(o) + " to " + std::to_string(t.physical(o)) +
+                    ", outside its " + std::to_string(n) + " elements");
+}
 
 void verify_decls(const ProgramBase& p, Level level) {
   const std::string pre = std::string(level_name(level)) + " verifier: ";
@@ -237,6 +478,12 @@ void verify_decls(const ProgramBase& p, Level level) {
           throw Error(pre + "shape of tensor `" + t.name + "` uses `" + v +
                       "`, which is not a program symbol; add it to symbols");
     }
+    if (t.role == TensorRole::Shared)
+      verify_shared_decl(t, level, pre);
+    else if (t.pad != 0 || t.swizzle.bits != 0)
+      throw Error(pre + "tensor `" + t.name +
+                  "` has a row pad or swizzle; those describe shared-memory layouts only "
+                  "(global tensors are dense row-major)");
   }
 }
 
@@ -245,7 +492,10 @@ void verify_all_written(const ProgramBase& p, Level level, const std::set<std::s
   for (const TensorDecl& t : p.tensors)
     if (t.role != TensorRole::Input && !written.count(t.name))
       throw Error(std::string(level_name(level)) + " verifier: " +
-                  (t.role == TensorRole::Output ? "output" : "temp") + " tensor `" + t.name +
+                  (t.role == TensorRole::Output   ? "output"
+                   : t.role == TensorRole::Shared ? "shared"
+                                                  : "temp") +
+                  " tensor `" + t.name +
                   "` is never written; only inputs may be left unwritten (drop its "
                   "declaration if no op needs it)");
 }
@@ -302,6 +552,10 @@ void verify(const KernelProgram& p) {
       if (!params.insert(prm).second) throw Error(pre + "parameter `" + prm + "` is listed twice");
       if (!p.has_tensor(prm) && !symbols.count(prm))
         throw Error(pre + "parameter `" + prm + "` is neither a tensor nor a symbol");
+      if (p.has_tensor(prm) && p.tensor(prm).role == TensorRole::Shared)
+        throw Error(pre + "parameter `" + prm +
+                    "` is a shared tensor; shared memory is declared inside the kernel, "
+                    "not passed to it");
     }
     BodyChecker c(p, Level::Kernel, where);
     c.check(k.body);

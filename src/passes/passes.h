@@ -7,13 +7,20 @@ namespace loom {
 
 Pass pass_lower_graph();       // loop/000_lower_graph.cpp
 Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
+Pass pass_split_k();           // loop/020_split_k.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
+Pass pass_rasterize();         // tile/025_rasterize.cpp
 Pass pass_register_tile();     // tile/030_register_tile.cpp
 Pass pass_stage_inputs();      // tile/040_stage_inputs.cpp
+Pass pass_pad_smem();          // tile/045_pad_smem.cpp
+Pass pass_swizzle_smem();      // tile/046_swizzle_smem.cpp
+Pass pass_multibuffer();       // tile/050_multibuffer.cpp
 Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_unroll_registers();  // kernel/030_unroll_registers.cpp
+Pass pass_vectorize();         // kernel/040_vectorize.cpp
+Pass pass_pipeline();          // kernel/050_pipeline.cpp
 
 }  // namespace loom

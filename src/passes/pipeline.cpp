@@ -15,18 +15,32 @@ const std::vector<Pass>& pipeline() {
       // Fuse before tiling, so bias/activation/scaling ride in the GEMM's epilogue
       // and the intermediate never reaches memory.
       pass_fuse_epilogue(),
+      // Split K after fusion, so the epilogue it moves into splitk_reduce is whole, and
+      // before partitioning, which tiles `s` as a grid tier like a batch loop.
+      pass_split_k(),
       // Loop -> Tile IR: choose the grid/thread/register factorization (BM BN FM FN);
       // guards make every shape correct from here on.
       pass_partition_loops(),
       // Right after partitioning, while loop ranges are still explicit: drop the
       // guards the ranges prove.
       pass_simplify_guards(),
+      // Rasterize after t:020 has proven guards from the m_b/n_b loop ranges (a Let
+      // states none) and before the passes below, which only look inside the tiles.
+      pass_rasterize(),
       // Outer-product accumulation once the cell grid and its guards are final: the
       // guards become load predicates here.
       pass_register_tile(),
       // Staging after register tiling: the hoisted per-row/per-column loads are what
       // the slabs must cover.
       pass_stage_inputs(),
+      // Padding once the slabs exist, before rings copy their declarations and k:010
+      // flattens accesses with the padded strides (vector widths are proven later).
+      pass_pad_smem(),
+      // Swizzle after padding, whose knob it must reject alongside its own, and at the
+      // same point: the XOR must be on the declarations before any offset is final.
+      pass_swizzle_smem(),
+      // Rings after the slabs exist and before flattening fixes their strides.
+      pass_multibuffer(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.
       pass_bind_hardware(),
       // Stages become cooperative copies once threads are explicit (threadIdx splits
@@ -34,6 +48,10 @@ const std::vector<Pass>& pipeline() {
       pass_lower_stages(),
       // Atoms are chosen on kernel IR, where each statement is one thread's work.
       pass_select_atoms(),
+      // Vector loads once accesses are flat offsets, where alignment can be proven.
+      pass_vectorize(),
+      // Pipelining reorders whole copy loops; it runs on their final (vector) form.
+      pass_pipeline(),
       // Last: unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
   };

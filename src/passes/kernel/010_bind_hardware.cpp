@@ -3,11 +3,17 @@
 //
 // Steps:
 //  1. The outer GRID loops map to blockIdx: the n tile to x (2^31-1 blocks allowed), the
-//     m tile to y, a batch loop to z; each loop becomes `let var = blockIdx.?`.
+//     m tile to y, a batch loop to z; each loop becomes `let var = blockIdx.?`. A
+//     rasterized `tile` loop (t:025) takes x alone. Further leading loops (several
+//     batch dims, split-K's `s`) fold into z, or into y when the tiles left it free,
+//     by div/mod Lets; a constant count over CUDA's limit (y, z: 65535) is an error.
+//     Tile IR Lets among the grid loops (the rasterized tile coordinates) follow the
+//     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
 //  2. The THREAD loops below them (constant extents) map to one threadIdx.x, the last
 //     loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
 //  3. Every Load/Write index becomes the row-major offset of the tensor's storage.
 //  4. Params: the tensors the kernel touches (inputs, then the output), then symbols.
+#include <map>
 #include <set>
 
 #include "ir/error.h"
@@ -26,32 +32,89 @@ void flatten_accesses(Block& b, const ProgramBase& p) {
   });
 }
 
+// The grid and thread nests at the top of an op, with the Tile IR Lets found among them.
+struct Nest {
+  std::vector<const Stmt*> grid, threads;
+  Block grid_lets;    // Lets before the first thread loop (rasterized tile coordinates)
+  Block thread_lets;  // Lets among the thread loops
+  const Block* rest = nullptr;
+};
+
+Nest peel(const Block& body) {
+  Nest n;
+  const Block* b = &body;
+  auto descend = [&](Tier tier, std::vector<const Stmt*>& loops, bool grid_phase) {
+    for (;;) {
+      size_t i = 0;
+      while (i < b->size() && (*b)[i].kind == StmtKind::Let) ++i;
+      if (i + 1 != b->size() || (*b)[i].kind != StmtKind::For || (*b)[i].tier != tier) return;
+      Block& lets = grid_phase || loops.empty() ? n.grid_lets : n.thread_lets;
+      lets.insert(lets.end(), b->begin(), b->begin() + long(i));
+      loops.push_back(&(*b)[i]);
+      b = &(*b)[i].body;
+    }
+  };
+  descend(Tier::Grid, n.grid, true);
+  descend(Tier::Thread, n.threads, false);
+  n.rest = b;
+  return n;
+}
+
+// CUDA's launch limits: blockIdx.x up to 2^31-1, y and z up to 65535.
+constexpr int64_t kGridLimit[3] = {(int64_t(1) << 31) - 1, 65535, 65535};
+const char* const kBuiltin[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+
+// Folds `loops` (outermost first) into blockIdx.<dim>: the innermost varies fastest.
+void fold(const std::vector<const Stmt*>& loops, int dim, KernelOp& k,
+          std::map<const Stmt*, Expr>& value) {
+  Expr id = Expr::var(kBuiltin[dim]), inner = 1;
+  for (int i = int(loops.size()) - 1; i >= 0; --i) {
+    Expr v = id / inner;
+    if (i > 0) v = v % loops[size_t(i)]->extent;
+    value[loops[size_t(i)]] = v;
+    inner = inner * loops[size_t(i)]->extent;
+  }
+  k.grid[dim] = inner;
+  if (inner.is_const() && inner.const_value() > kGridLimit[dim]) {
+    std::string names;
+    for (const Stmt* l : loops) names += (names.empty() ? "" : " x ") + l->var;
+    throw Error("k:010_bind_hardware: kernel '" + k.name + "' needs " + inner.str() +
+                " blocks along " + kBuiltin[dim] + " (" + names + "); CUDA allows " +
+                std::to_string(kGridLimit[dim]) +
+                (dim == 1 && loops.size() == 1 && loops[0]->axis == "m"
+                     ? " (GROUP_M > 1 puts all output tiles on blockIdx.x)"
+                     : " (lower SPLITK or the batch, or raise the tile size)"));
+  }
+}
+
 KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count) {
   KernelOp k;
   k.name = "k_" + op.name + (count > 1 ? "_" + std::to_string(which) : "");
 
-  // 1: grid loops, outermost first.
-  std::vector<const Stmt*> grid, threads;
-  const Block* b = &op.body;
-  while (b->size() == 1 && (*b)[0].kind == StmtKind::For && (*b)[0].tier == Tier::Grid) {
-    grid.push_back(&(*b)[0]);
-    b = &(*b)[0].body;
-  }
-  while (b->size() == 1 && (*b)[0].kind == StmtKind::For && (*b)[0].tier == Tier::Thread) {
-    threads.push_back(&(*b)[0]);
-    b = &(*b)[0].body;
-  }
-  if (grid.size() < 2 || grid.size() > 3)
+  // 1: grid loops, outermost first. The output tiles are the last one (rasterized
+  // `tile`) or two (m_b, n_b); the loops before them (batch, split-K's s) are leading.
+  Nest nest = peel(op.body);
+  const auto& grid = nest.grid;
+  const auto& threads = nest.threads;
+  bool rasterized = !grid.empty() && grid.back()->axis == "tile";
+  size_t tiles = rasterized ? 1 : 2;
+  if (grid.size() < tiles)
     throw Error("k:010_bind_hardware: kernel '" + k.name + "' has " +
                 std::to_string(grid.size()) +
-                " grid loops; Loom maps (batch,) m, n tiles onto blockIdx.z/y/x");
-  Block body;
-  static const char* builtin[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-  for (size_t i = 0; i < grid.size(); ++i) {
-    size_t dim = grid.size() - 1 - i;  // innermost grid loop (n tile) -> x
-    k.grid[dim] = grid[i]->extent;
-    body.push_back(Stmt::Let(grid[i]->var, Expr::var(builtin[dim])));
+                " grid loops; Loom maps (batch, split,) m, n tiles onto blockIdx.z/y/x");
+  std::vector<const Stmt*> leading(grid.begin(), grid.end() - long(tiles));
+  std::map<const Stmt*, Expr> value;
+  fold({grid.back()}, 0, k, value);
+  if (!rasterized) fold({grid[grid.size() - 2]}, 1, k, value);
+  if (rasterized && leading.size() >= 2) {
+    // y is free: the innermost leading loop takes it, so z holds a smaller product.
+    fold({leading.back()}, 1, k, value);
+    leading.pop_back();
   }
+  if (!leading.empty()) fold(leading, 2, k, value);
+  Block body;
+  for (const Stmt* g : grid) body.push_back(Stmt::Let(g->var, value.at(g)));
+  body.insert(body.end(), nest.grid_lets.begin(), nest.grid_lets.end());
 
   // 2: thread loops.
   int64_t total = 1;
@@ -72,9 +135,10 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
     inner *= ext[i];
   }
   body.insert(body.end(), lets.begin(), lets.end());
+  body.insert(body.end(), nest.thread_lets.begin(), nest.thread_lets.end());
   k.block_threads = int(total);
 
-  Block rest = *b;
+  Block rest = *nest.rest;
   flatten_accesses(rest, p);
   body.insert(body.end(), rest.begin(), rest.end());
   k.body = std::move(body);
@@ -83,6 +147,8 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   std::set<std::string> used;
   walk(k.body, [&](const Stmt& s) {
     if (s.kind == StmtKind::Load || s.kind == StmtKind::Write) used.insert(s.tensor);
+    if (!s.src.empty()) used.insert(s.src);
+    for (const auto& c : s.copies) used.insert(c.src);  // a Stage reads its slabs' sources
   });
   for (const auto& in : op.inputs)
     if (used.count(in)) k.params.push_back(in);

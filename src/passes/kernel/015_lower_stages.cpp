@@ -52,8 +52,12 @@ class Lowerer {
       Stmt& st = b[i];
       enter_range(r, st);
       if (st.kind == StmtKind::Stage) {
-        Block out;
-        for (const auto& c : st.copies) copy(c, st.mode, r, out);
+        // All slabs' loads first, then all stores: more global loads in flight.
+        Block allocs, loads, stores;
+        for (const auto& c : st.copies) copy(c, st.mode, r, allocs, loads, stores);
+        Block out = allocs;
+        out.insert(out.end(), loads.begin(), loads.end());
+        out.insert(out.end(), stores.begin(), stores.end());
         if (st.mode == "cp_async") {
           out.push_back(Stmt::AsyncCommit());
           out.push_back(Stmt::AsyncWait(0));
@@ -72,10 +76,14 @@ class Lowerer {
     }
   }
 
-  void copy(const StageCopy& c, const std::string& mode, const Ranges& r, Block& out) {
+  // Emits one slab's copy: sync as a register-array load loop and a store loop (split so
+  // that k:050_pipeline can move the loads ahead of the compute), cp.async as one loop.
+  // Copy loops are REGISTER-tier: unrolled, so the staging array stays in registers.
+  void copy(const StageCopy& c, const std::string& mode, const Ranges& r, Block& allocs,
+            Block& loads, Block& stores) {
     const TensorDecl& src = p_.tensor(c.src);
     const TensorDecl& dst = p_.tensor(c.shared);
-    size_t rank = c.vars.size();
+    size_t rank = c.vars.size(), np = c.shared_prefix.size();
     // Which copy var feeds which source dim; the one feeding the source's last
     // (contiguous) dimension is fastest.
     std::vector<int> src_dim_of(rank, -1);
@@ -98,10 +106,10 @@ class Lowerer {
     size_t fast = order[0];
     int src_last = int(c.src_index.size()) - 1;
     int w = vector_width(c, src, dst, fast, src_dim_of[fast] == src_last, ext[fast], mode);
-    s_.used_knobs["VECTORIZE"] = std::to_string(w);
 
     int64_t T = k_.block_threads;
     int64_t units = n / w;  // vectors to move
+    int64_t per_thread = (units + T - 1) / T;
     std::string cv = c.shared + "_c", ev = c.shared + "_e";
     Expr e = Expr::var(ev);
     // Decompose the vector index: fastest dim counts vectors of w elements.
@@ -114,58 +122,55 @@ class Lowerer {
       coord[c.vars[j]] = oi == 0 ? v * w : v;
       rest = rest / extent;
     }
-    std::vector<Expr> src_idx, dst_idx;
+    std::vector<Expr> src_idx, dst_idx = c.shared_prefix;
     for (const auto& x : c.src_index) src_idx.push_back(x.substitute(coord));
     for (size_t j = 0; j < rank; ++j) dst_idx.push_back(coord[c.vars[j]]);
     Expr src_off = flat(src, src_idx), dst_off = flat(dst, dst_idx);
 
     Ranges inner = r;
-    inner[cv] = {0, (units + T - 1) / T - 1};
-    Block body;
-    body.push_back(Stmt::Let(ev, Expr::var(cv) * T + Expr::var("threadIdx.x")));
+    inner[cv] = {0, per_thread - 1};
     inner[ev] = {0, units - 1};  // the `e < units` guard below bounds it
     Expr inb(1);
     for (size_t d = 0; d < src_idx.size(); ++d)
       if (!provably_less(src_idx[d], src.shape[d], inner)) inb = inb && (src_idx[d] < src.shape[d]);
+    bool all_in = inb.is_const() && inb.const_value() == 1;
 
-    Block move;
+    Stmt let_e = Stmt::Let(ev, Expr::var(cv) * T + Expr::var("threadIdx.x"));
+    auto loop = [&](const std::string& axis, Block move) {
+      if (units % T != 0) move = {Stmt::If(e < units, move)};
+      move.insert(move.begin(), let_e);
+      return Stmt::For(cv, Expr(per_thread), LoopKind::Parallel, axis, move, Tier::Register);
+    };
+
     if (mode == "cp_async") {
-      move.push_back(Stmt::AsyncCopy(c.shared, dst_off, c.src, src_off, w, inb));
+      loads.push_back(loop("copy.async", {Stmt::AsyncCopy(c.shared, dst_off, c.src, src_off, w, inb)}));
+      return;
+    }
+    // sync: global -> registers (one vector load when the bounds are uniform), then
+    // registers -> shared (contiguous in shared memory only along its last dimension).
+    std::string v = c.shared + "_v";
+    allocs.push_back(Stmt::Alloc(v, {Expr(per_thread), Expr(w)}));
+    Expr slot = Expr::var(cv);
+    Block ld;
+    if (all_in) {
+      Stmt l = Stmt::Load(v, c.src, {src_off});
+      l.dst_index = {slot, Expr(0)};
+      l.width = w;
+      ld.push_back(l);
     } else {
-      std::string v = c.shared + "_v";
-      if (w == 1) {
-        Stmt ld = Stmt::Load(v, c.src, {src_off});
-        ld.pred = inb;
-        move.push_back(ld);
-        move.push_back(Stmt::Write(c.shared, {dst_off}, Operand::value(v)));
-      } else {
-        move.push_back(Stmt::Alloc(v, {Expr(w)}));
-        for (int i = 0; i < w; ++i) {  // a predicated vector load is w predicated scalars
-          if (!(inb.is_const() && inb.const_value() == 1)) break;
-          if (i == 0) {
-            Stmt ld = Stmt::Load(v, c.src, {src_off});
-            ld.dst_index = {Expr(0)};
-            ld.width = w;
-            move.push_back(ld);
-          }
-        }
-        if (!(inb.is_const() && inb.const_value() == 1)) {
-          for (int i = 0; i < w; ++i) {
-            Stmt ld = Stmt::Load(v, c.src, {src_off + i});
-            ld.dst_index = {Expr(i)};
-            ld.pred = inb;
-            move.push_back(ld);
-          }
-        }
-        // Stores: contiguous in shared memory only if the fast dim is the last one.
-        Expr step = dst.strides()[fast];
-        for (int i = 0; i < w; ++i)
-          move.push_back(Stmt::Write(c.shared, {dst_off + step * i}, Operand::value(v, {Expr(i)})));
+      for (int i = 0; i < w; ++i) {
+        Stmt l = Stmt::Load(v, c.src, {src_off + i});
+        l.dst_index = {slot, Expr(i)};
+        l.pred = inb;
+        ld.push_back(l);
       }
     }
-    if (units % T != 0) move = {Stmt::If(e < units, move)};
-    body.insert(body.end(), move.begin(), move.end());
-    out.push_back(Stmt::For(cv, Expr((units + T - 1) / T), LoopKind::Parallel, "copy", body));
+    Block st;
+    Expr step = dst.strides()[np + fast];
+    for (int i = 0; i < w; ++i)
+      st.push_back(Stmt::Write(c.shared, {dst_off + step * i}, Operand::value(v, {slot, Expr(i)})));
+    loads.push_back(loop("copy.load", ld));
+    stores.push_back(loop("copy.store", st));
   }
 
   // Elements per thread-copy: 16 bytes when every condition holds, else narrower.
@@ -173,6 +178,7 @@ class Lowerer {
                    bool fast_is_contiguous, int64_t fast_extent, const std::string& mode) {
     int64_t want = s_.knobs.get_int("VECTORIZE", 4);
     int bytes = dtype_bytes(src.dtype);
+    s_.used_knobs["VECTORIZE"] = std::to_string(want);
     for (int64_t w = std::min<int64_t>(want, 16 / bytes); w > 1; w /= 2) {
       if (!fast_is_contiguous || fast_extent % w != 0) continue;
       // Source: every non-last stride and the last index's block part divisible by w,
@@ -185,7 +191,7 @@ class Lowerer {
       // Destination: cp.async writes w contiguous elements, so the fast dim must be the
       // shared tensor's last with a row stride divisible by w.
       if (mode == "cp_async") {
-        ok &= fast == c.vars.size() - 1;
+        ok &= fast == c.vars.size() - 1;  // the box's last dim is the shared tensor's last
         auto ds = dst.strides();
         for (size_t d = 0; d + 1 < ds.size(); ++d) ok &= provably_divisible(ds[d], w);
         ok &= dst.swizzle.bits == 0 || dst.swizzle.base >= 2;  // swizzle keeps 16 B units

@@ -5,9 +5,12 @@
 //  1. Batch loops become GRID loops unchanged (one CTA per batch entry and tile).
 //  2. m = m_b*BM + m_t*FM + m_r: GRID m_b, THREAD m_t (BM/FM threads), REGISTER m_r.
 //     A thread's FM rows are contiguous: its A operands are neighbours.
-//  3. n = n_b*BN + n_r*TN + n_t with TN = BN/FN threads: GRID n_b, THREAD n_t,
-//     REGISTER n_r. The thread index is innermost in n so that a warp's loads and stores
-//     of one row touch consecutive addresses (coalescing).
+//  3. n = n_b*BN + n_g*(TN*V) + n_t*V + n_v with TN = BN/FN threads: GRID n_b, THREAD
+//     n_t, REGISTER n_g (FN/V groups) and n_v (V consecutive columns). V is the vector
+//     width (VECTORIZE, dividing FN): a thread's V columns are contiguous, so its operand
+//     reads can be one vector access, while consecutive threads stay V columns apart and
+//     a warp still touches one contiguous run per group (coalescing). V = 1 gives the
+//     plain strided mapping n_r*TN + n_t.
 //  4. The original cell body sits under a guard `m < M && n < N`, so any M, N works; the
 //     next pass removes the conjuncts it can prove.
 // Knobs: BM BN FM FN (defaults from the shape; see default_tile()).
@@ -82,9 +85,12 @@ TileOp partition(const LoopOp& op, CompileState& s) {
 
   const std::string m = lm.var, n = ln.var;
   Expr mb = Expr::var(m + "_b"), mt = Expr::var(m + "_t"), mr = Expr::var(m + "_r");
-  Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t"), nr = Expr::var(n + "_r");
+  int64_t V = s.knob("VECTORIZE", 4);
+  while (V > 1 && FN % V != 0) V /= 2;
+  Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t");
+  Expr ng = Expr::var(n + "_g"), nv = Expr::var(n + "_v"), nr = Expr::var(n + "_r");
   Expr m_of = mb * BM + mt * FM + mr;
-  Expr n_of = nb * BN + nr * TN + nt;
+  Expr n_of = V > 1 ? nb * BN + ng * (TN * V) + nt * V + nv : nb * BN + nr * TN + nt;
 
   // 4: guarded cell.
   Block cell = *inner;
@@ -95,7 +101,13 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   auto wrap = [&](const std::string& var, Expr extent, Tier tier, const std::string& axis) {
     body = {Stmt::For(var, extent, LoopKind::Parallel, axis, std::move(body), tier)};
   };
-  wrap(n + "_r", FN, Tier::Register, n);
+  if (V > 1) {
+    wrap(n + "_v", V, Tier::Register, n);
+    if (FN / V > 1) wrap(n + "_g", FN / V, Tier::Register, n);
+    else substitute_block(body, {{n + "_g", Expr(0)}});
+  } else {
+    wrap(n + "_r", FN, Tier::Register, n);
+  }
   wrap(m + "_r", FM, Tier::Register, m);
   wrap(n + "_t", TN, Tier::Thread, n);
   wrap(m + "_t", TM, Tier::Thread, m);
@@ -113,7 +125,7 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"BM", "BN", "FM", "FN"},
+              {"BM", "BN", "FM", "FN", "VECTORIZE"},
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;

@@ -141,10 +141,14 @@ TEST(Verify, RejectsWrongRank) {
   EXPECT_REJECTED(k, "Kernel IR", "kernel k_matmul", "load A[m, k]", "flat");
 }
 
-TEST(Verify, RejectsLetAndAtomOutsideKernelIr) {
+TEST(Verify, RejectsLetInLoopIrAndAtomOutsideKernelIr) {
   LoopProgram p = loop_matmul();
   p.ops[0].body.insert(p.ops[0].body.begin(), Stmt::Let("z", 0));
-  EXPECT_REJECTED(p, "Loop IR", "let z = 0", "only in Kernel IR");
+  EXPECT_REJECTED(p, "Loop IR", "let z = 0", "from Tile IR on");
+  // Rasterization binds tile coordinates with lets in Tile IR.
+  TileProgram lt = tile_matmul();
+  lt.ops[0].body[0].body.insert(lt.ops[0].body[0].body.begin(), Stmt::Let("z", v("m_b") * 2));
+  EXPECT_NO_THROW(verify(lt));
   TileProgram t = tile_matmul();
   tile_reduce(t)[3] = Stmt::Atom("fma_f32", "acc0", {val("in0"), val("in1")});
   EXPECT_REJECTED(t, "Tile IR", "acc0 <- fma_f32(in0, in1)", "only in Kernel IR");

@@ -1,0 +1,337 @@
+// Execution of resolved statements for a group of threads in lockstep: each statement
+// runs for every active thread before the next one starts (interpreter.h has the
+// semantics, interpret_machine.h the state layout).
+#include <algorithm>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/interpret_machine.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string first_line(const Stmt& s) {
+  std::string text = print_block(Block{s});
+  return text.substr(0, text.find('\n'));
+}
+
+// Value slots of a statement's operands, computed once per execution when the element
+// is the same for every thread (the common case: register loops are uniform).
+struct OperandSlots {
+  static constexpr int64_t kImmediate = -1, kPerThread = -2;
+  int64_t slot[kMaxAtomOperands];
+};
+
+}  // namespace
+
+void Machine::fail(const Stmt& s, const std::string& msg, int thread) const {
+  throw Error("interpreter: " + where_ +
+              (kernel_ && thread >= 0 ? " thread " + std::to_string(thread) : "") + ": `" +
+              first_line(s) + "`: " + msg);
+}
+
+int64_t Machine::slot(const Node& n, const ValueRef& r, int t, int64_t width) const {
+  if (r.extents.empty()) return r.base;
+  int64_t flat = 0;
+  for (size_t d = 0; d < r.index.size(); ++d) {
+    int64_t i = eval(r.index[d], t);
+    int64_t hi = d + 1 == r.index.size() ? i + width - 1 : i;
+    if (i < 0 || hi >= r.extents[d]) {
+      std::string ext = "[";
+      for (size_t k = 0; k < r.extents.size(); ++k)
+        ext += (k ? ", " : "") + std::to_string(r.extents[k]);
+      fail(*n.s, "index " + std::to_string(d) + " (" + r.index[d].str() + ") = " +
+                     std::to_string(i) +
+                     (hi != i ? " (+" + std::to_string(width - 1) + " for the vector)" : "") +
+                     " is out of range for register array " + r.name + ext + "]",
+           t);
+    }
+    flat = flat * r.extents[d] + i;
+  }
+  return r.base + flat;
+}
+
+int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool flat) const {
+  const TensorSlot& ts = *a.tensor;
+  const TensorDecl& d = *ts.decl;
+  const bool shared = ts.shared >= 0;
+  const std::string vec = width > 1 ? " (+" + std::to_string(width - 1) + " for the vector)" : "";
+  if (flat) {
+    int64_t v = eval(a.index[0], t);
+    if (v < 0 || v + width > ts.size)
+      fail(*n.s,
+           "offset " + a.index[0].str() + " = " + std::to_string(v) + vec +
+               " is out of range for " + (shared ? "shared tensor " : "tensor ") + d.name +
+               " of shape " + ts.shape_str + " (" + std::to_string(ts.size) + " elements" +
+               (shared && d.pad ? ", rows padded by " + std::to_string(d.pad) : "") + ")",
+           t);
+    if (shared && d.pad && ts.shape.size() >= 2) {
+      int64_t row = ts.strides[ts.shape.size() - 2];
+      for (int i = 0; i < width; ++i)
+        if ((v + i) % row >= ts.shape.back())
+          fail(*n.s,
+               "offset " + a.index[0].str() + " = " + std::to_string(v + i) +
+                   " lands in the row padding of shared tensor " + d.name + " (column " +
+                   std::to_string((v + i) % row) + " of rows of " + std::to_string(row) +
+                   " elements, " + std::to_string(ts.shape.back()) + " used)",
+               t);
+    }
+    return v;
+  }
+  int64_t off = 0;
+  for (size_t k = 0; k < a.index.size(); ++k) {
+    int64_t i = eval(a.index[k], t);
+    bool last = k + 1 == a.index.size();
+    int64_t hi = last ? i + width - 1 : i;
+    if (i < 0 || hi >= ts.shape[k])
+      fail(*n.s,
+           "index " + std::to_string(k) + " (" + a.index[k].str() + ") = " + std::to_string(i) +
+               (last ? vec : "") + " is out of range for " + (shared ? "shared tensor " : "tensor ") +
+               d.name + " of shape " + ts.shape_str,
+           t);
+    off += i * ts.strides[k];
+  }
+  return off;
+}
+
+double Machine::load_element(const Node& n, const TensorSlot& ts, int64_t off, int t) {
+  double v = ts.shared >= 0 ? shared_.read(ts.shared, off, t, *n.s) : ts.host->data[size_t(off)];
+  return ts.decl->dtype == DType::TF32 ? double(round_to_tf32(float(v))) : v;
+}
+
+double Machine::operand(const Node& n, size_t i, int t, int64_t plus) const {
+  const ValueRef& r = n.args[i];
+  if (r.base < 0) return r.imm;
+  return vals_[size_t(slot(n, r, t, plus + 1) + plus) * size_t(threads_) + size_t(t)];
+}
+
+void Machine::run_block(const std::vector<Node>& nodes, const std::vector<int>& active,
+                        size_t depth) {
+  for (const Node& n : nodes) exec(n, active, depth);
+}
+
+void Machine::require_all_threads(const Node& n, const std::vector<int>& active,
+                                  const char* what) {
+  if (int(active.size()) == threads_) return;
+  fail(*n.s, std::string(what) + " reached by " + std::to_string(active.size()) + " of the " +
+                 std::to_string(threads_) +
+                 " threads of the block (it sits under a thread-dependent If): every thread "
+                 "must reach it, or the block deadlocks; hoist it out of the If");
+}
+
+void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) {
+  const Stmt& s = *n.s;
+  const size_t T = size_t(threads_);
+  switch (s.kind) {
+    case StmtKind::For: exec_for(n, active, depth); break;
+    case StmtKind::If: exec_if(n, active, depth); break;
+    case StmtKind::Let: {
+      int64_t* row = &ints_[size_t(n.var) * T];
+      if (n.value.uniform()) {
+        int64_t v = eval(n.value, active[0]);
+        for (int t : active) row[t] = v;
+      } else {
+        for (int t : active) row[t] = eval(n.value, t);
+      }
+      break;
+    }
+    case StmtKind::Load: exec_load(n, active); break;
+    case StmtKind::Write: exec_write(n, active); break;
+    case StmtKind::Compute:
+    case StmtKind::Init:
+    case StmtKind::Accum:
+    case StmtKind::Atom: exec_scalar(n, active); break;
+    case StmtKind::Alloc:
+      for (int64_t e = 0; e < n.alloc_size; ++e)
+        for (int t : active) vals_[size_t(n.dst.base + e) * T + size_t(t)] = kNaN;
+      break;
+    case StmtKind::Stage: exec_stage(n, active, depth); break;
+    case StmtKind::Barrier:
+      require_all_threads(n, active, "barrier");
+      shared_.barrier();
+      break;
+    case StmtKind::AsyncCopy: exec_async_copy(n, active); break;
+    case StmtKind::AsyncCommit:
+      for (int t : active) shared_.async_commit(t);
+      break;
+    case StmtKind::AsyncWait:
+      for (int t : active) shared_.async_wait(t, int(s.imm));
+      break;
+  }
+}
+
+void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t depth) {
+  const Stmt& s = *n.s;
+  int t0 = active[0];
+  int64_t extent = eval(n.extent, t0);
+  if (!n.extent.uniform())
+    for (int t : active) {
+      int64_t e = eval(n.extent, t);
+      if (e != extent)
+        fail(s,
+             "loop " + s.var + " has a thread-dependent extent " + s.extent.str() + ": " +
+                 std::to_string(extent) + " in thread " + std::to_string(t0) + " but " +
+                 std::to_string(e) + " in thread " + std::to_string(t) +
+                 "; Kernel IR loops must run the same iterations in every thread of a block "
+                 "(guard the body with an If instead)",
+             t);
+    }
+  int64_t* row = &ints_[size_t(n.var) * size_t(threads_)];
+  for (int64_t i = 0; i < extent; ++i) {
+    std::fill(row, row + threads_, i);
+    run_block(n.body, active, depth);
+  }
+}
+
+void Machine::exec_if(const Node& n, const std::vector<int>& active, size_t depth) {
+  if (n.cond.uniform()) {
+    if (eval(n.cond, active[0]) != 0) run_block(n.body, active, depth);
+    return;
+  }
+  // A deque keeps each depth's list in place while deeper Ifs add theirs.
+  while (active_pool_.size() <= depth) active_pool_.emplace_back();
+  std::vector<int>& narrowed = active_pool_[depth];
+  narrowed.clear();
+  for (int t : active)
+    if (eval(n.cond, t) != 0) narrowed.push_back(t);
+  if (!narrowed.empty()) run_block(n.body, narrowed, depth + 1);
+}
+
+void Machine::exec_load(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& ts = *n.access.tensor;
+  const size_t T = size_t(threads_);
+  const int w = s.width;
+  const bool predicated = !n.pred.is_one();
+  const int64_t uniform_dst = n.dst.uniform ? slot(n, n.dst, active[0], w) : 0;
+  for (int t : active) {
+    int64_t d = n.dst.uniform ? uniform_dst : slot(n, n.dst, t, w);
+    if (predicated && eval(n.pred, t) == 0) {
+      for (int i = 0; i < w; ++i) vals_[size_t(d + i) * T + size_t(t)] = 0.0;
+      continue;
+    }
+    int64_t off = offset(n, n.access, t, w, kernel_);
+    for (int i = 0; i < w; ++i)
+      vals_[size_t(d + i) * T + size_t(t)] = load_element(n, ts, off + i, t);
+  }
+}
+
+void Machine::exec_write(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& ts = *n.access.tensor;
+  const int w = s.width;
+  for (int t : active) {
+    int64_t off = offset(n, n.access, t, w, kernel_);
+    for (int i = 0; i < w; ++i) {
+      double v = operand(n, 0, t, i);
+      if (ts.shared >= 0) {
+        if (s.atomic_add) shared_.atomic_add(ts.shared, off + i, v, t, s);
+        else shared_.write(ts.shared, off + i, v, t, s);
+      } else {
+        double& cell = ts.host->data[size_t(off + i)];
+        cell = round_to_dtype(ts.decl->dtype, s.atomic_add ? cell + v : v);
+      }
+    }
+  }
+}
+
+void Machine::exec_scalar(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const size_t T = size_t(threads_);
+  const int t0 = active[0];
+  OperandSlots ops;
+  for (size_t i = 0; i < n.args.size(); ++i)
+    ops.slot[i] = n.args[i].base < 0       ? OperandSlots::kImmediate
+                  : !n.args[i].uniform     ? OperandSlots::kPerThread
+                                           : slot(n, n.args[i], t0, 1);
+  auto arg = [&](size_t i, int t) {
+    int64_t k = ops.slot[i];
+    if (k == OperandSlots::kImmediate) return n.args[i].imm;
+    if (k == OperandSlots::kPerThread) k = slot(n, n.args[i], t, 1);
+    return vals_[size_t(k) * T + size_t(t)];
+  };
+  const int64_t uniform_dst = n.dst.uniform ? slot(n, n.dst, t0, 1) : 0;
+  for (int t : active) {
+    double& dst = vals_[size_t(n.dst.uniform ? uniform_dst : slot(n, n.dst, t, 1)) * T +
+                        size_t(t)];
+    switch (s.kind) {
+      case StmtKind::Compute:
+        dst = eval_scalar_op(s.op, arg(0, t), n.args.size() > 1 ? arg(1, t) : 0.0);
+        break;
+      case StmtKind::Init: dst = s.imm; break;
+      case StmtKind::Accum: dst += arg(0, t); break;
+      case StmtKind::Atom: {
+        double a[kMaxAtomOperands];  // resolution checked the count against the atom
+        for (size_t i = 0; i < n.args.size(); ++i) a[i] = arg(i, t);
+        n.atom->run(dst, a);
+        break;
+      }
+      default: LOOM_CHECK(false, "exec_scalar on a non-scalar statement");
+    }
+  }
+}
+
+// A Stage is a block-wide copy between two barriers: the block fills each slab (zero
+// outside the source, which is what lets M, N, K be any size), then runs the body.
+void Machine::exec_stage(const Node& n, const std::vector<int>& active, size_t depth) {
+  const Stmt& s = *n.s;
+  if (kernel_) require_all_threads(n, active, "stage");
+  const size_t T = size_t(threads_);
+  const int t0 = active[0];  // resolution checked that the slabs do not depend on it
+  shared_.barrier();
+  for (const CopyNode& c : n.copies) {
+    const size_t rank = c.vars.size();
+    std::vector<int64_t> extent(rank), point(rank, 0);
+    bool empty = false;
+    for (size_t d = 0; d < rank; ++d) {
+      extent[d] = eval(c.extents[d], t0);
+      if (extent[d] > c.shared->shape[d])
+        fail(s, "stage box of " + c.copy->shared + " is " + c.extents[d].str() + " = " +
+                    std::to_string(extent[d]) + " along dimension " + std::to_string(d) +
+                    " but the shared tensor has shape " + c.shared->shape_str);
+      empty = empty || extent[d] <= 0;
+    }
+    if (empty) continue;
+    while (true) {
+      int64_t dst = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        ints_[size_t(c.vars[d]) * T + size_t(t0)] = point[d];
+        dst += point[d] * c.shared->strides[d];
+      }
+      int64_t src = 0;
+      bool inside = true;
+      for (size_t d = 0; d < c.src_index.size(); ++d) {
+        int64_t i = eval(c.src_index[d], t0);
+        inside = inside && i >= 0 && i < c.src->shape[d];
+        src += i * c.src->strides[d];
+      }
+      shared_.fill(c.shared->shared, dst, inside ? c.src->host->data[size_t(src)] : 0.0, s);
+      size_t d = rank;
+      while (d > 0 && ++point[d - 1] == extent[d - 1]) point[--d] = 0;
+      if (d == 0) break;
+    }
+  }
+  shared_.barrier();
+  run_block(n.body, active, depth);
+}
+
+void Machine::exec_async_copy(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& dst = *n.access.tensor;
+  const TensorSlot& src = *n.src.tensor;
+  const int w = s.width;
+  const bool predicated = !n.pred.is_one();
+  for (int t : active) {
+    int64_t off = offset(n, n.access, t, w, true);
+    // A false predicate is cp.async's src-size 0: the destination is zero-filled and
+    // the source is not touched, so it needs no bounds check.
+    bool on = !predicated || eval(n.pred, t) != 0;
+    int64_t soff = on ? offset(n, n.src, t, w, true) : 0;
+    for (int i = 0; i < w; ++i)
+      shared_.async_copy(dst.shared, off + i, on ? src.host->data[size_t(soff + i)] : 0.0, t, s);
+  }
+}
+
+}  // namespace loom

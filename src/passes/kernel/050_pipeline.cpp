@@ -1,0 +1,115 @@
+// k:050_pipeline — software pipelining of the staged reduction loop (PIPELINE).
+//
+// With a ring of buffers (t:050_multibuffer) the copy of a later slab can run while the
+// current one is consumed. The loop is peeled into a prologue that fills the first
+// buffers, a main loop that issues the next copy before computing on the current slab,
+// and the drain, as CUTLASS's multistage mainloop does:
+//
+//   sync, 2 buffers (the copy passes through registers):
+//     prologue: load(0); store(0); barrier
+//     for k_o:  if k_o+1 < KO: load(k_o+1)   <- global loads in flight during the math
+//               compute(k_o)
+//               if k_o+1 < KO: store(k_o+1)  <- into the other buffer
+//               barrier
+//   cp_async, S buffers:
+//     prologue: for s < S-1: if s < KO: copy(s); commit
+//     for k_o:  wait(S-2); barrier           <- slab k_o landed; buffer k_o-1 is free
+//               if k_o+S-1 < KO: copy(k_o+S-1)
+//               commit; compute(k_o)
+//     wait(0)
+// Copies are recognized by their loop axes (copy.load / copy.store / copy.async), as
+// k:015_lower_stages emits them; one barrier per iteration instead of two.
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+bool is_copy(const Stmt& s, const char* axis) {
+  return s.kind == StmtKind::For && s.axis == axis;
+}
+
+Block shifted(const Block& b, const std::string& var, Expr to) {
+  Block c = b;
+  substitute_block(c, {{var, to}});
+  return c;
+}
+
+// Returns true when `loop` (a staged reduce loop) was pipelined; `out` gets the
+// statements that replace it.
+bool pipeline(const Stmt& loop, int64_t S, Block& out) {
+  Block allocs, loads, stores, asyncs, compute;
+  int barriers = 0;
+  bool has_commit = false;
+  for (const auto& s : loop.body) {
+    if (s.kind == StmtKind::Alloc) allocs.push_back(s);
+    else if (is_copy(s, "copy.load")) loads.push_back(s);
+    else if (is_copy(s, "copy.store")) stores.push_back(s);
+    else if (is_copy(s, "copy.async")) asyncs.push_back(s);
+    else if (s.kind == StmtKind::Barrier) ++barriers;
+    else if (s.kind == StmtKind::AsyncCommit || s.kind == StmtKind::AsyncWait) has_commit = true;
+    else compute.push_back(s);
+  }
+  if (barriers != 2) return false;
+  const std::string& k = loop.var;
+  Expr ko = Expr::var(k), KO = loop.extent;
+  out = allocs;
+  Block body;
+  if (!loads.empty() && asyncs.empty() && S == 2) {
+    for (auto& s : shifted(loads, k, 0)) out.push_back(s);
+    for (auto& s : shifted(stores, k, 0)) out.push_back(s);
+    out.push_back(Stmt::Barrier());
+    Expr more = ko + 1 < KO;
+    body.push_back(Stmt::If(more, shifted(loads, k, ko + 1)));
+    body.insert(body.end(), compute.begin(), compute.end());
+    body.push_back(Stmt::If(more, shifted(stores, k, ko + 1)));
+    body.push_back(Stmt::Barrier());
+  } else if (!asyncs.empty() && has_commit && S >= 2) {
+    for (int64_t s = 0; s + 1 < S; ++s) {
+      out.push_back(Stmt::If(Expr(s) < KO, shifted(asyncs, k, s)));
+      out.push_back(Stmt::AsyncCommit());
+    }
+    body.push_back(Stmt::AsyncWait(int(S - 2)));
+    body.push_back(Stmt::Barrier());
+    body.push_back(Stmt::If(ko + (S - 1) < KO, shifted(asyncs, k, ko + (S - 1))));
+    body.push_back(Stmt::AsyncCommit());
+    body.insert(body.end(), compute.begin(), compute.end());
+  } else {
+    return false;
+  }
+  out.push_back(Stmt::For(k, KO, loop.loop_kind, loop.axis, body, loop.tier));
+  if (!asyncs.empty()) out.push_back(Stmt::AsyncWait(0));
+  return true;
+}
+
+void visit(Block& b, int64_t S) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    Stmt& st = b[i];
+    if (st.kind == StmtKind::For && st.loop_kind == LoopKind::Reduce) {
+      Block out;
+      if (pipeline(st, S, out)) {
+        b.erase(b.begin() + long(i));
+        b.insert(b.begin() + long(i), out.begin(), out.end());
+        i += out.size() - 1;
+        continue;
+      }
+    }
+    if (st.kind == StmtKind::For || st.kind == StmtKind::If) visit(st.body, S);
+  }
+}
+
+}  // namespace
+
+Pass pass_pipeline() {
+  return Pass{"k:050_pipeline", Level::Kernel, Level::Kernel,
+              "with STAGES >= 2 the next slab's copy is issued before the current slab's "
+              "math: prologue / main loop / drain, one barrier per iteration",
+              {"PIPELINE", "STAGES"},
+              [](CompileState& s) {
+                int64_t S = s.knobs.get_int("STAGES", 1);
+                if (s.knob("PIPELINE", 1) == 0 || S < 2) return;
+                for (auto& k : s.kernel.kernels) visit(k.body, S);
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,53 @@
+// t:050_multibuffer — give every staged slab a ring of STAGES buffers.
+//
+// With one buffer the next slab cannot be written while the current one is read, so
+// loads and math serialize. A ring of S buffers indexed by k_o % S lets the copy of a
+// later slab overlap the math on the current one (k:050_pipeline reorders the copies;
+// this pass only makes the storage and indices ready, so the sequential Tile IR
+// semantics are unchanged). Steps: prepend a dimension S to each staged shared tensor,
+// set the copy's ring slot to `k_o % S` (k_o = the loop around the stage), and prepend
+// the same slot to every load of that tensor in the stage's body.
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+void ring(Block& b, TileProgram& p, int64_t S, const std::string& outer) {
+  for (auto& st : b) {
+    if (st.kind == StmtKind::Stage) {
+      Expr slot = Expr::var(outer) % S;
+      for (auto& c : st.copies) {
+        TensorDecl& t = p.tensor(c.shared);
+        t.shape.insert(t.shape.begin(), Expr(S));
+        c.shared_prefix.insert(c.shared_prefix.begin(), slot);
+        walk(st.body, [&](Stmt& s) {
+          if (s.kind == StmtKind::Load && s.tensor == c.shared) s.index.insert(s.index.begin(), slot);
+        });
+      }
+      continue;
+    }
+    if (st.kind == StmtKind::For || st.kind == StmtKind::If)
+      ring(st.body, p, S, st.kind == StmtKind::For ? st.var : outer);
+  }
+}
+
+}  // namespace
+
+Pass pass_multibuffer() {
+  return Pass{"t:050_multibuffer", Level::Tile, Level::Tile,
+              "staged slabs live in rings of STAGES buffers indexed by k_o % STAGES",
+              {"STAGES"},
+              [](CompileState& s) {
+                int64_t S = s.knob("STAGES", 1);
+                std::string mode = s.knobs.get_str("STAGE", "sync");
+                if (mode == "sync" && S > 2)
+                  throw Error("STAGES=" + std::to_string(S) +
+                              " needs STAGE=cp_async or STAGE=tma: STAGE=sync double-buffers "
+                              "through registers, so at most 2 buffers");
+                if (S <= 1 || mode == "direct") return;
+                for (auto& op : s.tile.ops) ring(op.body, s.tile, S, "");
+              }};
+}
+
+}  // namespace loom

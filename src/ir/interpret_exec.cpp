@@ -7,7 +7,7 @@
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
 
-namespace loom {
+namespace loom::interp {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -334,4 +334,4 @@ void Machine::exec_async_copy(const Node& n, const std::vector<int>& active) {
   }
 }
 
-}  // namespace loom
+}  // namespace loom::interp

@@ -5,7 +5,7 @@
 
 #include "ir/error.h"
 
-namespace loom {
+namespace loom::interp {
 namespace {
 
 // Floor forms, as Expr::eval computes them (expr.cpp): a negative intermediate must
@@ -81,4 +81,4 @@ int64_t IntExpr::eval_node(int i, const int64_t* ints, size_t threads, int t) co
   return 0;
 }
 
-}  // namespace loom
+}  // namespace loom::interp

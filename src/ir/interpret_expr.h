@@ -13,7 +13,7 @@
 
 #include "ir/expr.h"
 
-namespace loom {
+namespace loom::interp {
 
 class IntExpr {
  public:
@@ -49,4 +49,4 @@ class IntExpr {
   bool dependent_ = false;
 };
 
-}  // namespace loom
+}  // namespace loom::interp

@@ -15,7 +15,7 @@
 #include "ir/interpret_shared.h"
 #include "ir/interpreter.h"
 
-namespace loom {
+namespace loom::interp {
 
 // Atoms the interpreter can execute; `dst` is the accumulator, read and written.
 constexpr size_t kMaxAtomOperands = 8;
@@ -144,4 +144,4 @@ class Machine {
   std::deque<std::vector<int>> active_pool_;  // narrowed thread lists, one per If depth
 };
 
-}  // namespace loom
+}  // namespace loom::interp

@@ -7,7 +7,7 @@
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
 
-namespace loom {
+namespace loom::interp {
 namespace {
 
 constexpr AtomImpl kAtoms[] = {
@@ -289,4 +289,4 @@ Node Machine::resolve_stmt(const Stmt& s) {
   return n;
 }
 
-}  // namespace loom
+}  // namespace loom::interp

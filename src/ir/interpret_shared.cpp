@@ -7,7 +7,7 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 
-namespace loom {
+namespace loom::interp {
 namespace {
 
 std::string text(const Stmt& s) {
@@ -199,4 +199,4 @@ void SharedMemory::async_wait(int thread, int keep_in_flight) {
   }
 }
 
-}  // namespace loom
+}  // namespace loom::interp

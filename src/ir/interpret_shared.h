@@ -16,7 +16,7 @@
 
 #include "ir/program.h"
 
-namespace loom {
+namespace loom::interp {
 
 class SharedMemory {
  public:
@@ -94,4 +94,4 @@ class SharedMemory {
   size_t in_flight_ = 0;
 };
 
-}  // namespace loom
+}  // namespace loom::interp

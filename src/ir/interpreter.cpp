@@ -60,6 +60,8 @@ std::vector<int64_t> eval_all(const std::vector<Expr>& xs, const Expr::Env& symb
 
 }  // namespace
 
+namespace interp {
+
 Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
     : kernel_(kernel), symbols_(symbol_env(p, b)) {
   for (const TensorDecl& t : p.tensors) {
@@ -148,6 +150,8 @@ void Machine::run_kernel(const KernelOp& k) {
       }
 }
 
+}  // namespace interp
+
 int64_t HostTensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -172,17 +176,17 @@ void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed) {
 }
 
 void interpret(const LoopProgram& p, Bindings& b) {
-  Machine m(p, b, false);
+  interp::Machine m(p, b, false);
   for (const LoopOp& op : p.ops) m.run_op("op " + op.name, op.body);
 }
 
 void interpret(const TileProgram& p, Bindings& b) {
-  Machine m(p, b, false);
+  interp::Machine m(p, b, false);
   for (const TileOp& op : p.ops) m.run_op("op " + op.name, op.body);
 }
 
 void interpret(const KernelProgram& p, Bindings& b) {
-  Machine m(p, b, true);
+  interp::Machine m(p, b, true);
   for (const KernelOp& k : p.kernels) m.run_kernel(k);
 }
 

@@ -52,8 +52,10 @@ const std::vector<Pass>& pipeline() {
       pass_vectorize(),
       // Pipelining reorders whole copy loops; it runs on their final (vector) form.
       pass_pipeline(),
-      // Last: unrolling is a codegen hint and must see the final register loops.
+      // Unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
+      // Occupancy request last: a property of the finished kernel.
+      pass_launch_bounds(),
   };
   return passes;
 }

@@ -254,7 +254,9 @@ std::string format_bank_conflicts(const std::vector<SharedAccessReport>& reports
         : r.exhaustive ? "all " + std::to_string(r.bindings) + " of " + r.vars
                        : "sampled " + std::to_string(r.bindings) + "/" +
                              std::to_string(r.bindings_total) + " of " + r.vars;
-    rows.push_back({r.stmt, r.tensor,
+    // Long statements (cp.async with its source and predicate) would widen every row.
+    std::string access = r.stmt.size() > 72 ? r.stmt.substr(0, 69) + "..." : r.stmt;
+    rows.push_back({access, r.tensor,
                     std::to_string(r.width) + " (" + std::to_string(r.bytes_per_lane) + " B)",
                     r.evaluated ? std::to_string(r.wavefronts) : "?", std::to_string(r.ideal),
                     r.evaluated ? factor : "? (unbound symbol)", binding});

@@ -1,25 +1,44 @@
-// k:030_unroll_registers — REGISTER loops are fully unrolled.
+// k:030_unroll_registers — REGISTER loops, and short constant reductions, are unrolled.
 //
 // A register tier only stays in registers when every index into it is a compile-time
 // constant; a rolled loop over a register array forces it into local memory (LDL/STL).
-// Unrolling also gives ptxas the whole cell grid to schedule.
+// The staged inner reduction (k_i over BK) is unrolled too: its shared-memory offsets
+// then fold into immediates and ptxas sees the whole slab's FMA stream to schedule.
 #include "ir/error.h"
 #include "passes/passes.h"
 
 namespace loom {
+namespace {
+
+bool has_barrier(const Block& b) {
+  bool found = false;
+  walk(b, [&](const Stmt& s) {
+    found |= s.kind == StmtKind::Barrier || s.kind == StmtKind::AsyncWait;
+  });
+  return found;
+}
+
+}  // namespace
 
 Pass pass_unroll_registers() {
   return Pass{"k:030_unroll_registers", Level::Kernel, Level::Kernel,
-              "every REGISTER loop has a constant extent and is unrolled",
-              {},
+              "every REGISTER loop has a constant extent and is unrolled; so is every "
+              "constant reduction of at most UNROLL_K steps without barriers inside",
+              {"UNROLL_K"},
               [](CompileState& s) {
+                int64_t max_k = s.knob("UNROLL_K", 32);
                 for (auto& k : s.kernel.kernels)
                   walk(k.body, [&](Stmt& st) {
-                    if (st.kind != StmtKind::For || st.tier != Tier::Register) return;
-                    if (!st.extent.is_const())
-                      throw Error("k:030_unroll_registers: register loop " + st.var +
-                                  " has a symbolic extent");
-                    st.unroll = true;
+                    if (st.kind != StmtKind::For) return;
+                    if (st.tier == Tier::Register) {
+                      if (!st.extent.is_const())
+                        throw Error("k:030_unroll_registers: register loop " + st.var +
+                                    " has a symbolic extent");
+                      st.unroll = true;
+                    } else if (st.loop_kind == LoopKind::Reduce && st.extent.is_const() &&
+                               st.extent.const_value() <= max_k && !has_barrier(st.body)) {
+                      st.unroll = true;
+                    }
                   });
               }};
 }

@@ -59,6 +59,7 @@ class Vectorizer {
  private:
   void try_loop(Stmt& loop) {
     if (loop.body.size() != 1 || !loop.extent.is_const()) return;
+    if (loop.body[0].kind == StmtKind::Write) return try_store_loop(loop);
     Stmt& ld = loop.body[0];
     if (ld.kind != StmtKind::Load || ld.width != 1 || ld.dst_index.empty()) return;
     if (!(ld.pred.is_const() && ld.pred.const_value() == 1)) return;
@@ -85,6 +86,42 @@ class Vectorizer {
         substitute_block(loop.body, {});
         Stmt single = vec;
         Block one = {single};
+        substitute_block(one, {{v, Expr(0)}});
+        loop = one[0];
+      } else {
+        loop.extent = E / W;
+        loop.body = {vec};
+      }
+      ++vectorized_;
+      return;
+    }
+  }
+
+  // `for v: T[rest + v] = x[.., c + v]` (an unguarded epilogue store of an accumulator
+  // row) becomes vector stores, with the same alignment proof as loads.
+  void try_store_loop(Stmt& loop) {
+    Stmt& wr = loop.body[0];
+    if (wr.atomic_add || wr.width != 1 || wr.args[0].is_imm() || wr.args[0].index.empty()) return;
+    const TensorDecl& t = p_.tensor(wr.tensor);
+    if (t.dtype != DType::F32) return;
+    const std::string& v = loop.var;
+    auto rest = unit_stride_rest(wr.index[0], v);
+    auto srest = unit_stride_rest(wr.args[0].index.back(), v);
+    if (!rest || !srest) return;
+    for (size_t i = 0; i + 1 < wr.args[0].index.size(); ++i)
+      if (wr.args[0].index[i].uses(v)) return;
+    int64_t E = loop.extent.const_value();
+    for (int64_t W = std::min<int64_t>(max_w_, 4); W > 1; W /= 2) {
+      if (E % W != 0) continue;
+      Expr q = Expr::var(v);
+      Expr start = wr.index[0].substitute({{v, q * W}});
+      if (!provably_divisible(start, W)) continue;
+      Stmt vec = wr;
+      vec.width = int(W);
+      vec.index = {start};
+      vec.args[0].index.back() = wr.args[0].index.back().substitute({{v, q * W}});
+      if (E == W) {
+        Block one = {vec};
         substitute_block(one, {{v, Expr(0)}});
         loop = one[0];
       } else {

@@ -244,7 +244,6 @@ TEST(SplitK, AtomicModeRefusesWhatItCannotSplit) {
                 "use SPLITK_MODE=reduce"});
   expect_error("matmul(A[8,64]:bf16, B[64,8]:bf16)", "SPLITK=2,SPLITK_MODE=atomic",
                {"`out` is bf16"});
-  expect_error("relu(A[8,8]:f32)", "SPLITK=2", {"SPLITK=2 splits a reduction"});
   EXPECT_THROW(Knobs::parse("SPLITK=65"), Error);
   EXPECT_THROW(Knobs::parse("SPLITK_MODE=sum"), Error);
 }

@@ -282,23 +282,33 @@ void Machine::exec_stage(const Node& n, const std::vector<int>& active, size_t d
   const int t0 = active[0];  // resolution checked that the slabs do not depend on it
   shared_.barrier();
   for (const CopyNode& c : n.copies) {
-    const size_t rank = c.vars.size();
+    const size_t rank = c.vars.size(), np = c.prefix.size();
+    // The prefix picks the buffer of a multi-buffered slab.
+    int64_t base = 0;
+    for (size_t d = 0; d < np; ++d) {
+      int64_t i = eval(c.prefix[d], t0);
+      if (i < 0 || i >= c.shared->shape[d])
+        fail(s, "stage buffer index " + c.prefix[d].str() + " = " + std::to_string(i) +
+                    " is out of range for shared tensor " + c.copy->shared + " of shape " +
+                    c.shared->shape_str);
+      base += i * c.shared->strides[d];
+    }
     std::vector<int64_t> extent(rank), point(rank, 0);
     bool empty = false;
     for (size_t d = 0; d < rank; ++d) {
       extent[d] = eval(c.extents[d], t0);
-      if (extent[d] > c.shared->shape[d])
+      if (extent[d] > c.shared->shape[np + d])
         fail(s, "stage box of " + c.copy->shared + " is " + c.extents[d].str() + " = " +
-                    std::to_string(extent[d]) + " along dimension " + std::to_string(d) +
+                    std::to_string(extent[d]) + " along dimension " + std::to_string(np + d) +
                     " but the shared tensor has shape " + c.shared->shape_str);
       empty = empty || extent[d] <= 0;
     }
     if (empty) continue;
     while (true) {
-      int64_t dst = 0;
+      int64_t dst = base;
       for (size_t d = 0; d < rank; ++d) {
         ints_[size_t(c.vars[d]) * T + size_t(t0)] = point[d];
-        dst += point[d] * c.shared->strides[d];
+        dst += point[d] * c.shared->strides[np + d];
       }
       int64_t src = 0;
       bool inside = true;

@@ -56,7 +56,7 @@ struct CopyNode {
   TensorSlot* shared = nullptr;
   TensorSlot* src = nullptr;
   std::vector<int> vars;  // integer slots of the box variables
-  std::vector<IntExpr> extents, src_index;
+  std::vector<IntExpr> prefix, extents, src_index;
 };
 
 // A statement with its names resolved.

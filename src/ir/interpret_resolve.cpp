@@ -250,19 +250,25 @@ Node Machine::resolve_stmt(const Stmt& s) {
         cn.src = &tensor(s, c.src);
         if (cn.shared->shared < 0) fail(s, "stage destination " + c.shared + " is not a shared tensor");
         if (cn.src->shared >= 0) fail(s, "stage source " + c.src + " is a shared tensor, not global");
-        if (c.vars.size() != c.extents.size() || c.vars.size() != cn.shared->shape.size())
-          fail(s, "stage copy into " + c.shared + " has " + std::to_string(c.vars.size()) +
-                      " variables and " + std::to_string(c.extents.size()) +
-                      " extents for a tensor of rank " + std::to_string(cn.shared->shape.size()));
+        if (c.vars.size() != c.extents.size() ||
+            c.shared_prefix.size() + c.vars.size() != cn.shared->shape.size())
+          fail(s, "stage copy into " + c.shared + " has " +
+                      std::to_string(c.shared_prefix.size()) + " prefix indices, " +
+                      std::to_string(c.vars.size()) + " variables and " +
+                      std::to_string(c.extents.size()) + " extents for a tensor of rank " +
+                      std::to_string(cn.shared->shape.size()));
         if (c.src_index.size() != cn.src->shape.size())
           fail(s, "stage copy reads " + c.src + " of shape " + cn.src->shape_str + " with " +
                       std::to_string(c.src_index.size()) + " indices");
+        for (const Expr& e : c.shared_prefix) cn.prefix.push_back(compile(s, e));
         for (const Expr& e : c.extents) cn.extents.push_back(compile(s, e));
         int_scopes_.emplace_back();
         for (const std::string& v : c.vars) cn.vars.push_back(bind_int(v, false));
         for (const Expr& e : c.src_index) cn.src_index.push_back(compile(s, e));
         int_scopes_.pop_back();
         // The block fills a stage together: the slab may not depend on the thread.
+        for (const IntExpr& e : cn.prefix)
+          if (!e.uniform()) fail(s, "stage buffer index " + e.str() + " depends on threadIdx");
         for (const IntExpr& e : cn.extents)
           if (!e.uniform()) fail(s, "stage extent " + e.str() + " depends on threadIdx");
         for (const IntExpr& e : cn.src_index)

@@ -269,16 +269,22 @@ class BodyChecker {
       const TensorDecl& sh = p_.tensor(c.shared);
       if (sh.role != TensorRole::Shared)
         fail(s, "stage copy into `" + c.shared + "`, which is not a shared tensor");
-      if (c.vars.size() != sh.shape.size() || c.extents.size() != sh.shape.size())
+      const size_t np = c.shared_prefix.size();
+      if (c.vars.size() != c.extents.size() || np + c.vars.size() != sh.shape.size())
         fail(s, "stage copy into `" + c.shared + "` (rank " + std::to_string(sh.shape.size()) +
-                    ") has " + std::to_string(c.vars.size()) + " box variables and " +
-                    std::to_string(c.extents.size()) + " extents; all three must agree");
+                    ") has " + std::to_string(np) + " buffer indices, " +
+                    std::to_string(c.vars.size()) + " box variables and " +
+                    std::to_string(c.extents.size()) +
+                    " extents; buffer indices + box variables must equal the rank, one "
+                    "extent per variable");
+      for (const Expr& e : c.shared_prefix) check_expr(s, e, "stage buffer index");
       for (size_t d = 0; d < c.extents.size(); ++d) {
         check_expr(s, c.extents[d], "stage extent");
-        if (c.extents[d].is_const() && sh.shape[d].is_const() &&
-            c.extents[d].const_value() > sh.shape[d].const_value())
+        const Expr& dim = sh.shape[np + d];
+        if (c.extents[d].is_const() && dim.is_const() &&
+            c.extents[d].const_value() > dim.const_value())
           fail(s, "stage box extent " + c.extents[d].str() + " exceeds dimension " +
-                      std::to_string(d) + " of `" + c.shared + "` (" + sh.shape[d].str() + ")");
+                      std::to_string(np + d) + " of `" + c.shared + "` (" + dim.str() + ")");
       }
       if (!p_.has_tensor(c.src)) fail(s, "stage copy from undeclared tensor `" + c.src + "`");
       const TensorDecl& src = p_.tensor(c.src);

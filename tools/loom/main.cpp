@@ -15,6 +15,7 @@
 #include "bench/report.h"
 #include "codegen/cuda.h"
 #include "driver/compile.h"
+#include "driver/ladder.h"
 #include "driver/run.h"
 #include "frontend/parser.h"
 #include "ir/diff.h"
@@ -32,6 +33,8 @@ const char* kUsage =
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
+    "  ladder  sgemm|splitk|swizzle [--shape MxNxK] [--seed N] [--reps N]\n"
+    "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
     "  knobs   list the knobs\n"
@@ -42,6 +45,7 @@ constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)
 
 struct Args {
   std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
+  std::string ladder, shape;
   int verbose = 0;
   bool check = false, bench = false;
   uint64_t seed = 1;
@@ -53,11 +57,23 @@ struct Args {
   throw Error(msg + "\n" + kUsage);
 }
 
+int64_t parse_count(const std::string& flag, const std::string& text, int64_t min) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < min)
+    usage_error(flag + " needs an integer >= " + std::to_string(min) + " (got '" + text + "')");
+  return v;
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + std::string(argv[i]);
   if (argc < 2) usage_error("missing command");
   a.command = argv[1];
+  if (a.command == "-h" || a.command == "--help" || a.command == "help") {
+    std::cout << kUsage;
+    std::exit(0);
+  }
   for (int i = 2; i < argc; ++i) {
     std::string f = argv[i];
     auto value = [&]() -> std::string {
@@ -75,9 +91,11 @@ Args parse_args(int argc, char** argv) {
     else if (f == "-vv") a.verbose = 2;
     else if (f == "--check") a.check = true;
     else if (f == "--bench") a.bench = true;
-    else if (f == "--seed") a.seed = std::stoull(value());
-    else if (f == "--reps") a.reps = std::stoi(value());
+    else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
+    else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
+    else if (f == "--shape") a.shape = value();
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
+    else if (a.command == "ladder" && a.ladder.empty() && f[0] != '-') a.ladder = f;
     else usage_error("unknown option '" + f + "'");
   }
   if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")
@@ -231,6 +249,25 @@ int cmd_demo(const Args& a) {
   return r.verify.passed ? 0 : 2;
 }
 
+int cmd_ladder(const Args& a) {
+  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk or swizzle");
+  Ladder l = make_ladder(a.ladder, a.shape);
+  RunOptions opt;
+  opt.seed = a.seed;
+  opt.timing.reps = a.reps;
+  opt.command_line = a.command_line;
+  std::cout << "ladder " << l.name << ": " << l.expression << " (" << l.steps.size()
+            << " steps, each verified, then timed interleaved with cuBLAS)\n" << std::flush;
+  auto rows = run_ladder(l, opt, [](const LadderRow& r) {
+    std::cout << "  " << r.step.name << ": "
+              << (r.ok ? format_us(r.us) + " us, " + format_ratio(r.cublas_us / r.us) + " cuBLAS"
+                       : "not run: " + r.error.substr(0, r.error.find('\n')))
+              << "\n" << std::flush;
+  });
+  std::cout << "\n" << format_ladder(l, rows);
+  return 0;
+}
+
 int cmd_knobs() {
   TextTable t({{"knob"}, {"range"}, {"read by"}, {"meaning"}});
   for (const auto& k : knob_registry()) {
@@ -262,6 +299,7 @@ int dispatch(const Args& a) {
   if (a.command == "compile") return cmd_compile(a);
   if (a.command == "run") return cmd_run(a);
   if (a.command == "demo") return cmd_demo(a);
+  if (a.command == "ladder") return cmd_ladder(a);
   if (a.command == "passes") { std::cout << pipeline_listing(); return 0; }
   if (a.command == "knobs") return cmd_knobs();
   if (a.command == "device") return cmd_device();

@@ -11,7 +11,11 @@
 //     reads can be one vector access, while consecutive threads stay V columns apart and
 //     a warp still touches one contiguous run per group (coalescing). V = 1 gives the
 //     plain strided mapping n_r*TN + n_t.
-//  4. The original cell body sits under a guard `m < M && n < N`, so any M, N works; the
+//  4. With WM x WN warps (knobs), the thread tier splits into a WARP tier and a lane
+//     tier: m_t = m_w*(TM/WM) + m_l, n_t = n_w*(TN/WN) + n_l with (TM/WM)*(TN/WN) = 32
+//     lanes, so each warp owns a compact sub-tile (fewer distinct shared-memory rows and
+//     columns per warp instruction) instead of a 2-row strip of the block tile.
+//  5. The original cell body sits under a guard `m < M && n < N`, so any M, N works; the
 //     next pass removes the conjuncts it can prove.
 // Knobs: BM BN FM FN (defaults from the shape; see default_tile()).
 #include "ir/error.h"
@@ -109,8 +113,27 @@ TileOp partition(const LoopOp& op, CompileState& s) {
     wrap(n + "_r", FN, Tier::Register, n);
   }
   wrap(m + "_r", FM, Tier::Register, m);
-  wrap(n + "_t", TN, Tier::Thread, n);
-  wrap(m + "_t", TM, Tier::Thread, m);
+  int64_t WM = s.knob("WM", 0), WN = s.knob("WN", 0);
+  if ((WM == 0) != (WN == 0))
+    throw Error("WM and WN go together (warps per block along m and n); set both or neither");
+  if (WM > 0) {
+    if (TM % WM != 0 || TN % WN != 0 || (TM / WM) * (TN / WN) != 32)
+      throw Error("WM=" + std::to_string(WM) + ",WN=" + std::to_string(WN) + " must split the " +
+                  std::to_string(TM) + "x" + std::to_string(TN) +
+                  " threads of the block into warps of 32 lanes: (BM/FM/WM)*(BN/FN/WN) = " +
+                  std::to_string((TM / std::max<int64_t>(WM, 1)) * (TN / std::max<int64_t>(WN, 1))) +
+                  ", needs 32");
+    int64_t LM = TM / WM, LN = TN / WN;
+    substitute_block(body, {{m + "_t", Expr::var(m + "_w") * LM + Expr::var(m + "_l")},
+                            {n + "_t", Expr::var(n + "_w") * LN + Expr::var(n + "_l")}});
+    wrap(n + "_l", LN, Tier::Thread, n);
+    wrap(m + "_l", LM, Tier::Thread, m);
+    wrap(n + "_w", WN, Tier::Warp, n);
+    wrap(m + "_w", WM, Tier::Warp, m);
+  } else {
+    wrap(n + "_t", TN, Tier::Thread, n);
+    wrap(m + "_t", TM, Tier::Thread, m);
+  }
   wrap(n + "_b", ceil_div(ln.extent, BN), Tier::Grid, n);
   wrap(m + "_b", ceil_div(lm.extent, BM), Tier::Grid, m);
   for (int i = int(loops.size()) - 3; i >= 0; --i)
@@ -125,7 +148,7 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"BM", "BN", "FM", "FN", "VECTORIZE"},
+              {"BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;

@@ -85,7 +85,7 @@ class Stager {
       }
       auto r = st.extent.bounds(ranges);
       if (r) ranges[st.var] = {0, r->hi - 1};
-      bool local = st.tier == Tier::Thread || st.tier == Tier::Register;
+      bool local = st.tier == Tier::Warp || st.tier == Tier::Thread || st.tier == Tier::Register;
       if (local) locals.insert(st.var);
       visit(st.body, ranges, locals);
       ranges.erase(st.var);

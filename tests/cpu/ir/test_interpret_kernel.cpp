@@ -121,7 +121,7 @@ TEST(InterpretKernel, CpAsyncWithCommitWaitAndBarrierMatchesLoopIr) {
   expect_matches_loop_ir(test::gemm_kernel(o), 19, 30, 21);  // zero-filled edges
   o.vec = 4;  // 16-byte copies; 16 threads of 4 x 4 cells so that each copies whole vectors
   o.tm = o.tn = 4;
-  expect_matches_loop_ir(test::gemm_kernel(o), 19, 30, 24);
+  expect_matches_loop_ir(test::gemm_kernel(o), 19, 36, 24);  // N, K: whole vectors
 }
 
 TEST(InterpretKernel, CpAsyncWithoutWaitIsCaught) {
@@ -161,7 +161,7 @@ TEST(InterpretKernel, PipelinedDoubleBufferWithWaitOneMatchesLoopIr) {
   expect_matches_loop_ir(test::gemm_kernel(o), 23, 9, 13);
   o.vec = 4;
   o.tm = o.tn = 4;
-  expect_matches_loop_ir(test::gemm_kernel(o), 23, 9, 16);
+  expect_matches_loop_ir(test::gemm_kernel(o), 23, 12, 20);
 }
 
 TEST(InterpretKernel, PipelinedWaitingForTooFewGroupsIsCaught) {
@@ -173,8 +173,8 @@ TEST(InterpretKernel, PipelinedWaitingForTooFewGroupsIsCaught) {
 }
 
 TEST(InterpretKernel, PipelinedRefillWithoutTrailingBarrierRacesAtIssue) {
-  // Without the trailing barrier, step k+1 issues copies into the buffer that other
-  // threads read in step k-1... of the same epoch: the copy may land before the read.
+  // Without the trailing barrier, step k+1 issues copies into the buffer that step k
+  // has just read, in the same epoch: the copy may land before another thread's read.
   GemmKernelOptions o;
   o.staging = Staging::Pipelined;
   o.trailing_barrier = false;

@@ -280,3 +280,288 @@ TEST(Interpreter, ScalarsAreLexicallyScoped) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+Stmt at(Stmt s, std::vector<Expr> dst_index) {
+  s.dst_index = std::move(dst_index);
+  return s;
+}
+
+Stmt when(Stmt s, Expr pred) {
+  s.pred = std::move(pred);
+  return s;
+}
+
+Stmt reg_loop(const char* var, int64_t extent, Block body) {
+  return Stmt::For(var, extent, LoopKind::Parallel, var, std::move(body), Tier::Register);
+}
+
+// C = A B^T with a FM x FN register tile per grid cell: per k, load a[FM] and b[FN]
+// (predicated at the M/N edges) and accumulate their outer product into acc[FM, FN].
+TileProgram tile_outer_product(int64_t FM, int64_t FN, bool predicated) {
+  TileProgram p;
+  declare_matmul(p, DType::F32, DType::F32);
+  Expr m = v("mb") * FM + v("i"), n = v("nb") * FN + v("j");
+  Stmt la = at(Stmt::Load("a", "A", {m, v("k")}), {v("i")});
+  Stmt lb = at(Stmt::Load("b", "B", {n, v("k")}), {v("j")});
+  if (predicated) {
+    la.pred = m < v("M");
+    lb.pred = n < v("N");
+  }
+  Block cell = {
+      Stmt::Alloc("acc", {FM, FN}), Stmt::Alloc("a", {FM}), Stmt::Alloc("b", {FN}),
+      reg_loop("i", FM, {reg_loop("j", FN, {at(Stmt::Init("acc", 0.0), {v("i"), v("j")})})}),
+      Stmt::For("k", v("K"), LoopKind::Reduce, "k",
+                {reg_loop("i", FM, {la}), reg_loop("j", FN, {lb}),
+                 reg_loop("i", FM,
+                          {reg_loop("j", FN,
+                                    {Stmt::Compute("t", ScalarOp::Mul,
+                                                   {Operand::value("a", {v("i")}),
+                                                    Operand::value("b", {v("j")})}),
+                                     at(Stmt::Accum("acc", val("t")), {v("i"), v("j")})})})}),
+      reg_loop("i", FM,
+               {reg_loop("j", FN,
+                         {Stmt::If(m < v("M") && n < v("N"),
+                                   {Stmt::Write("C", {m, n},
+                                                Operand::value("acc", {v("i"), v("j")}))})})})};
+  p.ops.push_back(TileOp{"matmul", {"A", "B"}, "C",
+                         {Stmt::For("mb", ceil_div(v("M"), FM), LoopKind::Parallel, "m",
+                                    {Stmt::For("nb", ceil_div(v("N"), FN), LoopKind::Parallel,
+                                               "n", cell, Tier::Grid)},
+                                    Tier::Grid)}});
+  return p;
+}
+
+TEST(InterpreterTile, RegisterOuterProductMatchesNaiveMatmul) {
+  TileProgram p = tile_outer_product(4, 2, true);
+  verify(p);
+  Bindings b = matmul_inputs(p, 7, 5, 6, 21);
+  interpret(p, b);
+  expect_matches_reference(b);
+  // Same summation order as Loop IR: bit-identical.
+  Bindings l = b;
+  l.tensors.erase("C");
+  interpret(loop_matmul(), l);
+  EXPECT_EQ(l.tensors.at("C").data, b.tensors.at("C").data);
+}
+
+TEST(InterpreterTile, PredicatedLoadsReturnZeroWithoutTouchingMemory) {
+  // Without the predicates the edge cells read past A and B...
+  TileProgram bad = tile_outer_product(4, 2, false);
+  Bindings b = matmul_inputs(bad, 7, 5, 6, 22);
+  std::string msg = error_of(bad, b);
+  EXPECT_NE(msg.find("index 0 (mb * 4 + i) = 7 is out of range for tensor A"), std::string::npos)
+      << msg;
+  // ...and with them an out-of-range load yields 0 (no bounds error).
+  TileProgram p;
+  p.tensors = {decl("X", DType::F32, {3}, TensorRole::Input),
+               decl("Y", DType::F32, {6}, TensorRole::Output)};
+  p.ops.push_back(TileOp{"shift", {"X"}, "Y",
+                         {Stmt::For("i", 6, LoopKind::Parallel, "i",
+                                    {when(Stmt::Load("x", "X", {v("i") - 2}),
+                                          Expr(2) <= v("i") && v("i") - 2 < 3),
+                                     Stmt::Write("Y", {v("i")}, val("x"))})}});
+  Bindings c;
+  c.tensors["X"] = HostTensor{DType::F32, {3}, {1.5, -2.0, 3.25}};
+  interpret(p, c);
+  EXPECT_EQ(c.tensors.at("Y").data, (std::vector<double>{0, 0, 1.5, -2.0, 3.25, 0}));
+}
+
+// Y[r, :] = X[r, :] through a register array a[2, 4], one vector load and one vector
+// store of 4 per row.
+TileProgram vector_copy(int64_t first, int width) {
+  TileProgram p;
+  p.tensors = {decl("X", DType::F32, {2, 4}, TensorRole::Input),
+               decl("Y", DType::F32, {2, 4}, TensorRole::Output)};
+  Stmt load = at(Stmt::Load("a", "X", {v("r"), 0}), {v("r"), first});
+  load.width = width;
+  Stmt store = Stmt::Write("Y", {v("r"), 0}, Operand::value("a", {v("r"), first}));
+  store.width = width;
+  p.ops.push_back(TileOp{"copy", {"X"}, "Y",
+                         {Stmt::Alloc("a", {2, 4}),
+                          Stmt::For("r", 2, LoopKind::Parallel, "r", {load, store})}});
+  return p;
+}
+
+TEST(InterpreterTile, VectorLoadAndStoreMoveConsecutiveElements) {
+  TileProgram p = vector_copy(0, 4);
+  verify(p);
+  Bindings b;
+  b.tensors["X"] = HostTensor{DType::F32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}};
+  interpret(p, b);
+  EXPECT_EQ(b.tensors.at("Y").data, b.tensors.at("X").data);
+
+  // A vector starting at register element 2 of 4 runs off the array.
+  TileProgram over = vector_copy(2, 4);
+  Bindings c = b;
+  std::string msg = error_of(over, c);
+  EXPECT_NE(msg.find("register array a[2, 4]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 1 (2) = 2 (+3 for the vector)"), std::string::npos) << msg;
+
+  // A vector of 4 from column 1 runs off the tensor row.
+  TileProgram row = vector_copy(0, 4);
+  row.ops[0].body[1].body[0].index = {v("r"), 1};
+  Bindings d = b;
+  msg = error_of(row, d);
+  EXPECT_NE(msg.find("index 1 (1) = 1 (+3 for the vector) is out of range for tensor X"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(InterpreterTile, RegisterArraysStartAsNaNAndAreChecked) {
+  TileProgram p;
+  p.tensors = {decl("Y", DType::F32, {2}, TensorRole::Output)};
+  p.ops.push_back(TileOp{"regs", {}, "Y",
+                         {Stmt::Alloc("r", {2}), at(Stmt::Init("r", 4.0), {1}),
+                          Stmt::For("i", 2, LoopKind::Parallel, "i",
+                                    {Stmt::Write("Y", {v("i")}, Operand::value("r", {v("i")}))})}});
+  Bindings b;
+  interpret(p, b);
+  EXPECT_TRUE(std::isnan(b.tensors.at("Y").data[0]));
+  EXPECT_EQ(b.tensors.at("Y").data[1], 4.0);
+
+  p.ops[0].body[1].dst_index = {2};
+  Bindings c;
+  std::string msg = error_of(p, c);
+  EXPECT_NE(msg.find("index 0 (2) = 2 is out of range for register array r[2]"),
+            std::string::npos)
+      << msg;
+
+  p.ops[0].body[1].dst_index = {};
+  Bindings d;
+  msg = error_of(p, d);
+  EXPECT_NE(msg.find("`r` is a register array; assign one element"), std::string::npos) << msg;
+}
+
+TEST(InterpreterTile, AtomicWriteAddsRoundedToTheTensorDtype) {
+  TileProgram p;
+  p.tensors = {decl("Y", DType::BF16, {1}, TensorRole::Output)};
+  Stmt add = Stmt::Write("Y", {0}, Operand::constant(1.0 / 256));
+  add.atomic_add = true;
+  p.ops.push_back(TileOp{"acc", {}, "Y", {Stmt::For("i", 3, LoopKind::Parallel, "i", {add})}});
+  Bindings b;
+  b.tensors["Y"] = HostTensor{DType::BF16, {1}, {1.0}};
+  interpret(p, b);
+  // bf16 has 8 bits of mantissa: 1 + 2^-8 rounds to even (1) each time.
+  EXPECT_EQ(b.tensors.at("Y").data[0], 1.0);
+  b.tensors["Y"].data[0] = 0.0;
+  interpret(p, b);
+  EXPECT_EQ(b.tensors.at("Y").data[0], 3.0 / 256);
+}
+
+// C = A B^T staged through shared slabs As [BM, BK] and Bs [BN, BK] per k step; the
+// slabs are zero-filled past the edges of A and B, so no guard is needed in the
+// reduction. `pad` and `swizzle` change only the shared layouts.
+TileProgram tile_staged(int64_t BM, int64_t BN, int64_t BK, int64_t pad = 0, Swizzle sw = {}) {
+  TileProgram p;
+  declare_matmul(p, DType::F32, DType::F32);
+  TensorDecl as = decl("As", DType::F32, {BM, BK}, TensorRole::Shared);
+  TensorDecl bs = decl("Bs", DType::F32, {BN, BK}, TensorRole::Shared);
+  as.pad = bs.pad = pad;
+  as.swizzle = bs.swizzle = sw;
+  p.tensors.push_back(as);
+  p.tensors.push_back(bs);
+  Expr m = v("mb") * BM + v("i"), n = v("nb") * BN + v("j");
+  Expr k0 = v("ko") * BK;
+  Block inner = {
+      reg_loop("i", BM,
+               {reg_loop("j", BN,
+                         {Stmt::For("kk", BK, LoopKind::Reduce, "k",
+                                    {Stmt::Load("a", "As", {v("i"), v("kk")}),
+                                     Stmt::Load("b", "Bs", {v("j"), v("kk")}),
+                                     Stmt::Compute("t", ScalarOp::Mul, {val("a"), val("b")}),
+                                     at(Stmt::Accum("acc", val("t")), {v("i"), v("j")})})})})};
+  auto copy = [&](const char* shared, int64_t rows, const char* src, Expr row0) {
+    StageCopy c;
+    c.shared = shared;
+    c.vars = {"r", "c"};
+    c.extents = {rows, BK};
+    c.src = src;
+    c.src_index = {row0 + v("r"), k0 + v("c")};
+    return c;
+  };
+  Stmt stage = Stmt::Stage(
+      "sync", {copy("As", BM, "A", v("mb") * BM), copy("Bs", BN, "B", v("nb") * BN)}, inner);
+  Block cell = {
+      Stmt::Alloc("acc", {BM, BN}),
+      reg_loop("i", BM, {reg_loop("j", BN, {at(Stmt::Init("acc", 0.0), {v("i"), v("j")})})}),
+      Stmt::For("ko", ceil_div(v("K"), BK), LoopKind::Reduce, "k", {stage}),
+      reg_loop("i", BM,
+               {reg_loop("j", BN,
+                         {Stmt::If(m < v("M") && n < v("N"),
+                                   {Stmt::Write("C", {m, n},
+                                                Operand::value("acc", {v("i"), v("j")}))})})})};
+  p.ops.push_back(TileOp{"matmul", {"A", "B"}, "C",
+                         {Stmt::For("mb", ceil_div(v("M"), BM), LoopKind::Parallel, "m",
+                                    {Stmt::For("nb", ceil_div(v("N"), BN), LoopKind::Parallel,
+                                               "n", cell, Tier::Grid)},
+                                    Tier::Grid)}});
+  return p;
+}
+
+TEST(InterpreterTile, StageZeroFillsPastTheEdges) {
+  // K = 11 is not a multiple of BK = 4, and M, N are not multiples of the tile.
+  TileProgram p = tile_staged(4, 4, 4);
+  verify(p);
+  Bindings b = matmul_inputs(p, 9, 6, 11, 31);
+  EXPECT_EQ(b.tensors.count("As"), 0u) << "shared tensors are not bindings";
+  interpret(p, b);
+  expect_matches_reference(b);
+  EXPECT_EQ(b.tensors.count("As"), 0u);
+}
+
+TEST(InterpreterTile, StageBoxLargerThanItsSharedTensorIsAnError) {
+  TileProgram p = tile_staged(4, 4, 4);
+  Stmt* stage = nullptr;
+  walk(p.ops[0].body, [&](Stmt& s) {
+    if (s.kind == StmtKind::Stage) stage = &s;
+  });
+  ASSERT_NE(stage, nullptr);
+  stage->copies[0].extents[1] = 5;
+  Bindings b = matmul_inputs(p, 4, 4, 4, 32);
+  std::string msg = error_of(p, b);
+  EXPECT_NE(msg.find("stage box of As is 5 = 5 along dimension 1"), std::string::npos) << msg;
+}
+
+TEST(InterpreterTile, PaddedAndSwizzledStagesGiveIdenticalResults) {
+  TileProgram plain = tile_staged(4, 8, 8);
+  TileProgram padded = tile_staged(4, 8, 8, 3);
+  TileProgram swizzled = tile_staged(4, 8, 8, 0, Swizzle{1, 1, 2});
+  EXPECT_NE(swizzled.tensors[3].physical(8), 8);  // the swizzle does move elements
+  verify(padded);
+  verify(swizzled);
+  Bindings a = matmul_inputs(plain, 10, 13, 21, 33), b = a, c = a;
+  interpret(plain, a);
+  interpret(padded, b);
+  interpret(swizzled, c);
+  expect_matches_reference(a);
+  EXPECT_EQ(a.tensors.at("C").data, b.tensors.at("C").data);
+  EXPECT_EQ(a.tensors.at("C").data, c.tensors.at("C").data);
+}
+
+TEST(InterpreterTile, UnstagedSharedReadIsCaught) {
+  // Reading a shared tensor outside any stage (nothing wrote it) is an error, not NaN.
+  TileProgram p = tile_staged(4, 4, 4);
+  Block& cell = p.ops[0].body[0].body[0].body;
+  cell.insert(cell.begin(), Stmt::Load("early", "As", {0, 0}));
+  Bindings b = matmul_inputs(p, 4, 4, 4, 34);
+  std::string msg = error_of(p, b);
+  EXPECT_NE(msg.find("uninitialized shared read"), std::string::npos) << msg;
+}
+
+TEST(InterpreterTile, LetBindsInTileIr) {
+  // Rasterization binds the tile coordinates with lets.
+  TileProgram p = tile_outer_product(2, 2, true);
+  Stmt& mb = p.ops[0].body[0];
+  mb.var = "mb_raw";
+  mb.body.insert(mb.body.begin(), Stmt::Let("mb", v("mb_raw")));
+  verify(p);
+  Bindings b = matmul_inputs(p, 5, 3, 4, 35);
+  interpret(p, b);
+  expect_matches_reference(b);
+}
+
+}  // namespace
+}  // namespace loom

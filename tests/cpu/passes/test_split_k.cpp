@@ -100,7 +100,7 @@ std::string op_names(const LoopProgram& p) {
 TEST(SplitK, RandomShapesBothModes) {
   std::mt19937_64 rng(4242);
   const char* dtypes[] = {"f32", "tf32", "f16", "bf16"};
-  const char* epilogues[] = {"%s", "relu(%s)", "mul(%s, 0.25)", "add(%s, bias[N]:f32)"};
+  const char* epilogues[] = {"%s", "relu(%s)", "mul(%s, 0.25)", "add(%s, bias[%s]:f32)"};
   int split_programs = 0;
   for (int trial = 0; trial < 40; ++trial) {
     int64_t M = 1 + int64_t(rng() % 19), N = 1 + int64_t(rng() % 19), K = 1 + int64_t(rng() % 70);
@@ -110,11 +110,15 @@ TEST(SplitK, RandomShapesBothModes) {
     std::string dt = atomic ? "f32" : dtypes[rng() % 4];
     const char* epi = epilogues[atomic ? rng() % 3 == 0 ? 2 : 0 : rng() % 4];
     bool ta = rng() % 2, tb = rng() % 2;
-    std::string a = ta ? "A[K,M]:" + dt + ".T" : "A[M,K]:" + dt;
-    std::string b = tb ? "B[N,K]:" + dt + ".T" : "B[K,N]:" + dt;
+    // Symbolic sizes keep SPLITK chunks (some may be empty); constant ones clamp.
+    bool symbolic = rng() % 2;
+    std::string sm = symbolic ? "M" : std::to_string(M), sn = symbolic ? "N" : std::to_string(N),
+                sk = symbolic ? "K" : std::to_string(K);
+    std::string a = ta ? "A[" + sk + "," + sm + "]:" + dt + ".T" : "A[" + sm + "," + sk + "]:" + dt;
+    std::string b = tb ? "B[" + sn + "," + sk + "]:" + dt + ".T" : "B[" + sk + "," + sn + "]:" + dt;
     std::string mm = "matmul(" + a + ", " + b + ")";
     char buf[256];
-    std::snprintf(buf, sizeof buf, epi, mm.c_str());
+    std::snprintf(buf, sizeof buf, epi, mm.c_str(), sn.c_str());
     // Staged or not: a staged split is rounded to whole BK slabs.
     int64_t BK = 1 + int64_t(rng() % 8);
     std::string stage = rng() % 3 == 0 ? "STAGE=direct" : "BK=" + std::to_string(BK);

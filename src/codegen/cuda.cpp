@@ -81,15 +81,30 @@ class Renderer {
         out_ << idx_ << " " << name;
       }
     }
+    // A tensor map is read by the copy engine from parameter space: by value, const and
+    // __grid_constant__, so taking its address does not copy it to local memory.
+    bool first = k.params.empty();
+    for (const TmaDescriptor& d : k.tma) {
+      out_ << (first ? "" : ",\n    ") << "const __grid_constant__ loom_tensor_map " << d.name;
+      first = false;
+    }
     out_ << ") {\n";
     SharedLayout smem = shared_layout(p_, k);
-    if (!smem.offset_bytes.empty()) {
-      line(1, "// ---- shared memory: " + std::to_string(smem.total_bytes) + " bytes ----");
-      line(1, "extern __shared__ __align__(128) unsigned char loom_smem[];");
+    const int64_t bytes = kernel_smem_bytes(smem, k);
+    if (bytes > 0) {
+      line(1, "// ---- shared memory: " + std::to_string(bytes) + " bytes ----");
+      // TMA swizzles address bits up to 1024 B: a buffer aligned to that sees the same
+      // XOR pattern as the tensor-relative offsets Loom computes.
+      line(1, std::string("extern __shared__ __align__(") + (k.tma.empty() ? "128" : "1024") +
+                  ") unsigned char loom_smem[];");
       for (const auto& [name, off] : smem.offset_bytes)
         line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + name +
                     " = reinterpret_cast<" + dtype_storage_ctype(p_.tensor(name).dtype) +
                     "*>(loom_smem + " + std::to_string(off) + ");");
+      if (k.mbarriers > 0)
+        line(1, "unsigned long long* const loom_mbar = reinterpret_cast<unsigned long long*>("
+                "loom_smem + " + std::to_string(mbarrier_offset_bytes(smem)) + ");  // [" +
+                    std::to_string(k.mbarriers) + "] mbarriers");
     }
     block(k.body, 1);
     out_ << "}\n";
@@ -113,7 +128,9 @@ class Renderer {
         in_thread_ = true;
       }
       if (s.kind == StmtKind::Init) line(d, "// ---- mainloop: accumulate over the reduction ----");
-      if (i > 0 && b[i - 1].kind == StmtKind::For && b[i - 1].loop_kind == LoopKind::Reduce)
+      // Only after the outermost reduction: a pipelined k_o loop holds code after its k_i.
+      if (i > 0 && b[i - 1].kind == StmtKind::For && b[i - 1].loop_kind == LoopKind::Reduce &&
+          reduce_depth_ == 0)
         line(d, "// ---- epilogue: fused elementwise ops and the store ----");
       stmt(s, d);
     }
@@ -128,6 +145,7 @@ class Renderer {
     return "&" + tensor + "[" + off + "]";
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
+  static std::string mbar(const Stmt& s) { return "&loom_mbar[" + s.value.str() + "]"; }
   std::string dst(const Stmt& s) { return element(s.dst, s.dst_index); }
   // A scalar definition declares a const; an array element is assigned.
   std::string def(const Stmt& s) { return s.dst_index.empty() ? "const float " + s.dst : dst(s); }
@@ -139,7 +157,9 @@ class Renderer {
         line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + s.extent.str() +
                     "; ++" + s.var + ") {" +
                     (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));
+        reduce_depth_ += s.loop_kind == LoopKind::Reduce;
         block(s.body, d + 1);
+        reduce_depth_ -= s.loop_kind == LoopKind::Reduce;
         line(d, "}");
         break;
       case StmtKind::If:
@@ -153,11 +173,11 @@ class Renderer {
       case StmtKind::Load: {
         DType dt = p_.tensor(s.tensor).dtype;
         if (s.width > 1) {
-          if (dt != DType::F32 || s.dst_index.empty() || !always(s.pred))
-            throw Error("codegen: vector loads need an f32 tensor, a register-array "
-                        "destination and no predicate (" + s.tensor + ")");
-          line(d, "loom::ld_v" + std::to_string(s.width) + "_f32(&" + dst(s) + ", " +
-                      address(s) + ");");
+          if (s.dst_index.empty() || !always(s.pred))
+            throw Error("codegen: vector loads need a register-array destination and no "
+                        "predicate (" + s.tensor + ")");
+          line(d, "loom::ld_v" + std::to_string(s.width) + "_" + dtype_suffix(dt) + "(&" +
+                      dst(s) + ", " + address(s) + ");");
           break;
         }
         std::string ld = std::string("loom::ld_") + dtype_suffix(dt) + "(" + address(s) + ")";
@@ -189,10 +209,10 @@ class Renderer {
                         dtype_name(dt) + "); use SPLITK_MODE=reduce");
           line(d, "atomicAdd(" + address(s) + ", " + operand(s.args.at(0)) + ");");
         } else if (s.width > 1) {
-          if (dt != DType::F32 || s.args.at(0).index.empty())
-            throw Error("codegen: vector stores need an f32 tensor and a register-array value");
-          line(d, "loom::st_v" + std::to_string(s.width) + "_f32(" + address(s) + ", &" +
-                      operand(s.args.at(0)) + ");");
+          if (s.args.at(0).index.empty())
+            throw Error("codegen: vector stores need a register-array value");
+          line(d, "loom::st_v" + std::to_string(s.width) + "_" + dtype_suffix(dt) + "(" +
+                      address(s) + ", &" + operand(s.args.at(0)) + ");");
         } else {
           line(d, "loom::st_" + std::string(dtype_suffix(dt)) + "(" + address(s) + ", " +
                       operand(s.args.at(0)) + ");");
@@ -222,6 +242,29 @@ class Renderer {
       case StmtKind::AsyncWait:
         line(d, "loom::cp_async_wait<" + std::to_string(int(s.imm)) + ">();");
         break;
+      case StmtKind::TmaLoad: {
+        // Coordinates go innermost first, as the tensor map orders dimensions.
+        std::string call = "loom::cp_async_bulk_tensor_" + std::to_string(s.src_index.size()) +
+                           "d_global_to_shared(&" + s.tensor + "[" + s.index.at(0).str() +
+                           "], &" + s.dst + ", " + mbar(s);
+        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
+        line(d, call + ");");
+        break;
+      }
+      case StmtKind::MbarInit:
+        line(d, "loom::mbarrier_init_shared_b64(" + mbar(s) + ", " + std::to_string(int(s.imm)) +
+                    ");");
+        break;
+      case StmtKind::FenceMbarInit:
+        line(d, "loom::fence_mbarrier_init_release_cluster();");
+        break;
+      case StmtKind::MbarArriveExpectTx:
+        line(d, "loom::mbarrier_arrive_expect_tx_shared_b64(" + mbar(s) + ", " +
+                    std::to_string(int64_t(s.imm)) + "u);");
+        break;
+      case StmtKind::MbarWait:
+        line(d, "loom::mbarrier_wait_parity_shared_b64(" + mbar(s) + ", " + s.cond.str() + ");");
+        break;
       case StmtKind::Stage:
         throw Error("codegen: a Stage bundle reached codegen; k:015_lower_stages must lower it");
     }
@@ -231,6 +274,7 @@ class Renderer {
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false;
+  int reduce_depth_ = 0;  // reduce loops enclosing the statement being rendered
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "codegen/cuda.h"
 #include "frontend/parser.h"
+#include "passes/defaults.h"
 
 namespace loom {
 
@@ -10,7 +11,7 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
   CompiledProgram out;
   CompileState& s = out.state;
   s.graph = g;
-  s.knobs = opt.knobs;
+  s.knobs = resolve_knobs(default_knobs(g, opt.target).knobs, opt.knobs);
   s.target = opt.target;
   s.sizes = opt.sizes;
   run_pipeline(s, opt.stop_after, opt.observer);

@@ -4,6 +4,7 @@
 #include "bench/verify.h"
 #include "codegen/cuda.h"
 #include "ir/error.h"
+#include "runtime/driver.h"
 
 namespace loom {
 namespace {
@@ -13,7 +14,59 @@ int64_t eval_size(const Expr& e, const std::map<std::string, int64_t>& symbols) 
   return e.eval(env);
 }
 
+CUtensorMapDataType tensor_map_dtype(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::TF32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;  // tf32 is stored as f32
+    case DType::F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::F64: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  }
+  throw Error("no tensor map data type for " + std::string(dtype_name(t)));
+}
+
+CUtensorMapSwizzle tensor_map_swizzle(int bytes) {
+  switch (bytes) {
+    case 0: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
+    case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
+    case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
+  }
+  throw Error("TMA has no " + std::to_string(bytes) + "-byte swizzle (32, 64 or 128)");
+}
+
 }  // namespace
+
+CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void* ptr,
+                              const std::map<std::string, int64_t>& symbols) {
+  const size_t rank = t.shape.size();
+  const uint64_t eb = uint64_t(dtype_bytes(t.dtype));
+  if (rank == 0 || rank > 5 || d.box.size() != rank)
+    throw Error("tensor map " + d.name + ": tensor " + t.name + " has rank " +
+                std::to_string(rank) + " and the box " + std::to_string(d.box.size()) +
+                "; TMA needs equal ranks from 1 to 5");
+  // The driver orders dimensions innermost first; strides skip the innermost (1 element).
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], elem_strides[5];
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t n = eval_size(t.shape[rank - 1 - i], symbols);
+    dims[i] = cuuint64_t(std::max<int64_t>(n, 1));
+    box[i] = cuuint32_t(d.box[i]);
+    elem_strides[i] = 1;
+  }
+  for (size_t i = 1; i < rank; ++i) strides[i - 1] = (i == 1 ? eb : strides[i - 2]) * dims[i - 1];
+  if (rank > 1 && strides[0] % 16 != 0)
+    throw Error("STAGE=tma needs rows of " + t.name + " to be a multiple of 16 bytes; " + t.name +
+                "'s rows are " + std::to_string(strides[0]) + " B: use STAGE=cp_async");
+  CUtensorMap map;
+  CUresult r = driver().cuTensorMapEncodeTiled(
+      &map, tensor_map_dtype(t.dtype), cuuint32_t(rank), ptr, dims, strides, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, tensor_map_swizzle(d.swizzle_bytes),
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  std::string what = "cuTensorMapEncodeTiled (tensor map " + d.name + " of " + t.name + ")";
+  check_cu(r, what.c_str());
+  return map;
+}
 
 DeviceTensors::~DeviceTensors() {
   for (auto& [name, p] : ptrs_) cudaFree(p);
@@ -74,7 +127,7 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
       plan.cfg.grid[d] = unsigned(g);
     }
     plan.cfg.block[0] = unsigned(k.block_threads);
-    int64_t smem = shared_layout(p, k).total_bytes;
+    int64_t smem = kernel_smem_bytes(shared_layout(p, k), k);
     plan.cfg.dynamic_smem = unsigned(smem);
     // Above 48 KiB a kernel must opt in to dynamic shared memory.
     if (smem > 48 * 1024) set_dynamic_smem(plan.fn, int(smem));
@@ -92,6 +145,13 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
       }
       args.push_back(a);
     }
+    for (const TmaDescriptor& d : k.tma) {
+      maps_.push_back(std::make_unique<CUtensorMap>(
+          encode_tensor_map(d, p.tensor(d.tensor), t.ptr(d.tensor), symbols)));
+      Arg a;
+      a.map = maps_.back().get();
+      args.push_back(a);
+    }
     plans_.push_back(plan);
     args_.push_back(std::move(args));
   }
@@ -100,7 +160,8 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
 void ProgramLauncher::launch_one(size_t i, cudaStream_t stream) const {
   std::vector<void*> argv;
   for (const auto& a : args_[i]) {
-    if (a.ptr) argv.push_back(const_cast<void**>(&a.ptr));
+    if (a.map) argv.push_back(const_cast<CUtensorMap*>(a.map));
+    else if (a.ptr) argv.push_back(const_cast<void**>(&a.ptr));
     else argv.push_back(a.wide ? const_cast<int64_t*>(&a.i64) : static_cast<void*>(const_cast<int32_t*>(&a.i32)));
   }
   LaunchConfig cfg = plans_[i].cfg;

@@ -1,9 +1,11 @@
 // Running a compiled KernelProgram on the GPU: device buffers for its tensors, kernel
-// arguments in the order of each KernelOp's params, launch geometry from its Exprs.
+// arguments in the order of each KernelOp's params (then its TMA tensor maps, encoded
+// here from the buffers), launch geometry from its Exprs.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,12 @@ class DeviceTensors {
   std::map<std::string, size_t> bytes_;
 };
 
+// The tensor map of `d` over the device buffer `ptr` of tensor `t` (cuTensorMapEncodeTiled):
+// dims and strides from its shape, the box from the descriptor, zeros for out-of-range
+// elements. Throws loom::Error naming the tensor when the shape breaks a TMA rule.
+CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void* ptr,
+                              const std::map<std::string, int64_t>& symbols);
+
 struct LaunchPlan {
   CUfunction fn = nullptr;
   LaunchConfig cfg;
@@ -53,9 +61,17 @@ class ProgramLauncher {
   const LaunchPlan& plan(size_t i) const { return plans_[i]; }
 
  private:
-  struct Arg { void* ptr = nullptr; int32_t i32 = 0; int64_t i64 = 0; bool wide = false; };
+  struct Arg {
+    void* ptr = nullptr;
+    int32_t i32 = 0;
+    int64_t i64 = 0;
+    bool wide = false;
+    const CUtensorMap* map = nullptr;  // passed by value: the argument is the map itself
+  };
   std::vector<LaunchPlan> plans_;
   std::vector<std::vector<Arg>> args_;
+  // Stable addresses for the maps' argument pointers (64-byte aligned by the type).
+  std::vector<std::unique_ptr<CUtensorMap>> maps_;
 };
 
 }  // namespace loom

@@ -159,6 +159,13 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::AsyncWait:
       for (int t : active) shared_.async_wait(t, int(s.imm));
       break;
+    case StmtKind::TmaLoad: exec_tma_load(n, active); break;
+    case StmtKind::MbarInit:
+    case StmtKind::MbarArriveExpectTx:
+    case StmtKind::MbarWait: exec_mbarrier(n, active); break;
+    // Lockstep execution orders the init before every later use already; mbar() checks
+    // the barrier that publishes it to the other threads.
+    case StmtKind::FenceMbarInit: break;
   }
 }
 
@@ -341,6 +348,61 @@ void Machine::exec_async_copy(const Node& n, const std::vector<int>& active) {
     int64_t soff = on ? offset(n, n.src, t, w, true) : 0;
     for (int i = 0; i < w; ++i)
       shared_.async_copy(dst.shared, off + i, on ? src.host->data[size_t(soff + i)] : 0.0, t, s);
+  }
+}
+
+// Each issuing thread reads its whole box now (global inputs do not change during a
+// kernel); the elements land when a wait observes the phase the load completes.
+void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& dst = *n.access.tensor;
+  const TensorSlot& src = *n.src.tensor;
+  const size_t rank = n.box.size();
+  int64_t elems = 1;
+  for (int64_t b : n.box) elems *= b;
+  const int64_t bytes = elems * dtype_bytes(dst.decl->dtype);
+  if (int64_t(s.imm) != bytes)
+    fail(s, "the load announces " + std::to_string(int64_t(s.imm)) + " bytes but its box of " +
+                std::to_string(elems) + " " + dtype_name(dst.decl->dtype) + " holds " +
+                std::to_string(bytes));
+  std::vector<int64_t> corner(rank), point(rank);
+  for (int t : active) {
+    int64_t origin = offset(n, n.access, t, int(elems), true);
+    int slot = int(eval(n.value, t));
+    for (size_t d = 0; d < rank; ++d) corner[d] = eval(n.corner[d], t);
+    std::fill(point.begin(), point.end(), 0);
+    for (int64_t e = 0; e < elems; ++e) {
+      int64_t from = 0;
+      bool inside = true;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t i = corner[d] + point[d];
+        inside = inside && i >= 0 && i < src.shape[d];
+        from += i * src.strides[d];
+      }
+      // Out-of-range box elements are the tensor map's OOB fill: zeros.
+      double v = inside ? src.host->data[size_t(from)] : 0.0;
+      shared_.tma_element(dst.shared, origin + e, v, slot, t, s);
+      for (size_t d = rank; d-- > 0;) {
+        if (++point[d] < n.box[d]) break;
+        point[d] = 0;
+      }
+    }
+    shared_.tma_complete_tx(slot, bytes, t, s);
+  }
+}
+
+void Machine::exec_mbarrier(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  for (int t : active) {
+    int slot = int(eval(n.value, t));
+    switch (s.kind) {
+      case StmtKind::MbarInit: shared_.mbar_init(slot, int(s.imm), t, s); break;
+      case StmtKind::MbarArriveExpectTx:
+        shared_.mbar_arrive_expect_tx(slot, int64_t(s.imm), t, s);
+        break;
+      case StmtKind::MbarWait: shared_.mbar_wait(slot, int(eval(n.cond, t)), t, s); break;
+      default: LOOM_CHECK(false, "exec_mbarrier on a non-mbarrier statement");
+    }
   }
 }
 

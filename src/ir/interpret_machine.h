@@ -70,6 +70,8 @@ struct Node {
   const AtomImpl* atom = nullptr;
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
+  std::vector<IntExpr> corner;  // TmaLoad: box corner per source dimension
+  std::vector<int64_t> box;     // TmaLoad: box extents, outermost first
   std::vector<Node> body;
 };
 
@@ -113,6 +115,8 @@ class Machine {
   void exec_scalar(const Node& n, const std::vector<int>& active);
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
+  void exec_tma_load(const Node& n, const std::vector<int>& active);
+  void exec_mbarrier(const Node& n, const std::vector<int>& active);
   void require_all_threads(const Node& n, const std::vector<int>& active, const char* what);
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);
@@ -130,6 +134,7 @@ class Machine {
   std::map<std::string, TensorSlot> tensors_;
   SharedMemory shared_;
   std::string where_;
+  const KernelOp* kernel_op_ = nullptr;  // the kernel being run (its tensor maps)
 
   // Resolution state.
   std::vector<std::map<std::string, int>> int_scopes_;

@@ -2,7 +2,6 @@
 // scalar value, register array and tensor name is looked up once per op or kernel, by
 // lexical scope (a For, If or Stage body opens one; a Let or a value definition lasts
 // to the end of its block), so execution never searches by name.
-#include <set>
 
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
@@ -291,6 +290,37 @@ Node Machine::resolve_stmt(const Stmt& s) {
         fail(s, "cp.async source " + s.src + " is a shared tensor; cp.async reads global memory");
       n.pred = compile(s, s.pred);
       break;
+    case StmtKind::TmaLoad: {
+      n.access = access(s, s.tensor, s.index, true);
+      if (n.access.tensor->shared < 0)
+        fail(s, "tma.load destination " + s.tensor + " is not a shared tensor");
+      n.src.tensor = &tensor(s, s.src);
+      if (n.src.tensor->shared >= 0)
+        fail(s, "tma.load source " + s.src + " is a shared tensor; TMA loads read global memory");
+      if (s.src_index.size() != n.src.tensor->shape.size())
+        fail(s, "tma.load names " + std::to_string(s.src_index.size()) + " coordinates of " +
+                    s.src + " of shape " + n.src.tensor->shape_str);
+      for (const Expr& e : s.src_index) n.corner.push_back(compile(s, e));
+      const TmaDescriptor* d = nullptr;
+      if (kernel_op_)
+        for (const TmaDescriptor& x : kernel_op_->tma)
+          if (x.name == s.dst) d = &x;
+      if (!d) fail(s, "tma.load uses tensor map " + s.dst + ", which the kernel does not declare");
+      if (d->box.size() != s.src_index.size())
+        fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
+      n.box.assign(d->box.rbegin(), d->box.rend());
+      n.value = compile(s, s.value);
+      break;
+    }
+    case StmtKind::MbarInit:
+    case StmtKind::MbarArriveExpectTx:
+      n.value = compile(s, s.value);
+      break;
+    case StmtKind::MbarWait:
+      n.value = compile(s, s.value);
+      n.cond = compile(s, s.cond);
+      break;
+    case StmtKind::FenceMbarInit: break;
   }
   return n;
 }

@@ -16,7 +16,8 @@ std::string text(const Stmt& s) {
 }
 
 std::string thread_name(int t) {
-  return t == SharedMemory::kBlock ? "the block's stage copy" : "thread " + std::to_string(t);
+  return t == SharedMemory::kBlock ? "the block's stage copy"
+         : t == SharedMemory::kTma ? "a TMA load" : "thread " + std::to_string(t);
 }
 
 }  // namespace
@@ -29,18 +30,23 @@ int SharedMemory::add(const TensorDecl& decl, int64_t footprint) {
   return int(tensors_.size()) - 1;
 }
 
-void SharedMemory::begin_block(std::string where, int threads) {
+void SharedMemory::begin_block(std::string where, int threads, int mbarriers) {
   where_ = std::move(where);
   block_start_ = ++epoch_;
   copies_.clear();
   threads_.assign(size_t(threads), Thread{});
   in_flight_ = 0;
+  mbars_.assign(size_t(mbarriers), Mbarrier{});
 }
 
 void SharedMemory::end_block() const {
   if (in_flight_ == 0) return;
   for (const Copy& c : copies_)
-    if (c.stmt)
+    if (c.stmt && c.tma)
+      race("TMA load to " + where(c.id, c.offset) + " by thread " + std::to_string(c.thread) +
+           " (" + text(*c.stmt) + ") was never waited on when the kernel ends: wait on its "
+           "mbarrier's phase (mbar.wait) before the block exits");
+    else if (c.stmt)
       race("cp.async to " + where(c.id, c.offset) + " by thread " + std::to_string(c.thread) +
            " (" + text(*c.stmt) + ") is still in flight when the kernel ends: commit it and "
            "wait for it (cp.async.commit + cp.async.wait 0) before its data is used");
@@ -73,9 +79,16 @@ void SharedMemory::check_settled(const Cell& c, int id, int64_t offset, const ch
                                  const Stmt& s) const {
   if (c.pending == 0) return;
   std::string by;
+  bool tma = false;
   for (const Copy& cp : copies_)
-    if (cp.stmt && cp.id == id && decl(id).physical(cp.offset) == decl(id).physical(offset))
+    if (cp.stmt && cp.id == id && decl(id).physical(cp.offset) == decl(id).physical(offset)) {
       by = " (issued by thread " + std::to_string(cp.thread) + ": " + text(*cp.stmt) + ")";
+      tma = cp.tma;
+    }
+  if (tma)
+    race(std::string(access) + " of " + where(id, offset) + " by " + text(s) +
+         " before its TMA load completed" + by +
+         ": missing mbar.wait? (wait on the load's mbarrier phase before touching the box)");
   race(std::string(access) + " of " + where(id, offset) + " by " + text(s) +
        " before its cp.async completed" + by +
        ": missing cp.async.wait? (wait for the copy's group, then barrier)");
@@ -197,6 +210,112 @@ void SharedMemory::async_wait(int thread, int keep_in_flight) {
     }
     t.committed.pop_front();
   }
+}
+
+// ---- mbarriers and TMA ------------------------------------------------------------
+
+SharedMemory::Mbarrier& SharedMemory::mbar(int slot, int thread, const Stmt& s,
+                                           bool initializing) {
+  if (slot < 0 || slot >= int(mbars_.size()))
+    throw Error("interpreter: " + where_ + ": " + text(s) + " uses mbarrier slot " +
+                std::to_string(slot) + " of " + std::to_string(mbars_.size()) +
+                " (KernelOp::mbarriers)");
+  Mbarrier& m = mbars_[size_t(slot)];
+  if (initializing) return m;
+  if (!m.initialized)
+    throw Error("interpreter: " + where_ + ": thread " + std::to_string(thread) + " uses " +
+                "mbarrier slot " + std::to_string(slot) + " in " + text(s) +
+                " before any mbar.init of it in this block");
+  // The init is an ordinary shared-memory write: other threads see it after a barrier.
+  if (m.init_epoch == epoch_ && m.init_thread != thread)
+    race("mbarrier slot " + std::to_string(slot) + " initialized by thread " +
+         std::to_string(m.init_thread) + " is used by thread " + std::to_string(thread) +
+         " in " + text(s) + " with no barrier in between: fence.mbarrier_init, then barrier");
+  return m;
+}
+
+void SharedMemory::mbar_init(int slot, int arrivals, int thread, const Stmt& s) {
+  Mbarrier& m = mbar(slot, thread, s, true);
+  if (m.initialized)
+    race("mbarrier slot " + std::to_string(slot) + " is initialized again by thread " +
+         std::to_string(thread) + " (" + text(s) + "): initialize each barrier once, from "
+         "one thread");
+  m = Mbarrier{};
+  m.initialized = true;
+  m.init_epoch = epoch_;
+  m.init_thread = thread;
+  m.arrivals = m.pending = arrivals;
+}
+
+void SharedMemory::maybe_complete(Mbarrier& m, int slot, const Stmt& s) {
+  if (m.pending > 0) return;
+  if (m.tx < 0)
+    throw Error("interpreter: " + where_ + ": mbarrier slot " + std::to_string(slot) +
+                " received " + std::to_string(-m.tx) + " bytes more from TMA loads than its "
+                "arrive.expect_tx announced (" + text(s) + "): expect every load's box bytes");
+  if (m.tx > 0) return;
+  ++m.phase;
+  m.complete.insert(m.complete.end(), m.current.begin(), m.current.end());
+  m.current.clear();
+  m.pending = m.arrivals;
+}
+
+void SharedMemory::mbar_arrive_expect_tx(int slot, int64_t bytes, int thread, const Stmt& s) {
+  Mbarrier& m = mbar(slot, thread, s);
+  if (m.pending == 0)
+    throw Error("interpreter: " + where_ + ": thread " + std::to_string(thread) +
+                " arrives on mbarrier slot " + std::to_string(slot) + " (" + text(s) +
+                ") more often than the " + std::to_string(m.arrivals) +
+                " arrivals a phase expects");
+  m.tx += bytes;
+  --m.pending;
+  maybe_complete(m, slot, s);
+}
+
+void SharedMemory::tma_element(int id, int64_t offset, double v, int slot, int thread,
+                               const Stmt& s) {
+  Mbarrier& m = mbar(slot, thread, s);
+  Cell& c = cell(id, offset);
+  check_settled(c, id, offset, "TMA load", s);
+  // The box may land any time until the wait: it races with this epoch's accesses.
+  check_write(c, id, offset, thread, s, false);
+  ++c.pending;
+  ++in_flight_;
+  m.current.push_back(copies_.size());
+  copies_.push_back(Copy{id, offset, v, thread, &s, true});
+}
+
+void SharedMemory::tma_complete_tx(int slot, int64_t bytes, int thread, const Stmt& s) {
+  Mbarrier& m = mbar(slot, thread, s);
+  m.tx -= bytes;
+  maybe_complete(m, slot, s);
+}
+
+// try_wait.parity P succeeds once the phase of parity P has completed, i.e. when the
+// phase now in progress has the other parity (PTX ISA, mbarrier.test_wait/try_wait).
+void SharedMemory::mbar_wait(int slot, int parity, int thread, const Stmt& s) {
+  Mbarrier& m = mbar(slot, thread, s);
+  if ((m.phase & 1) == (parity & 1))
+    throw Error("interpreter: " + where_ + ": deadlock: thread " + std::to_string(thread) +
+                " waits (" + text(s) + ") for phase " + std::to_string(m.phase) +
+                " of mbarrier slot " + std::to_string(slot) + ", which still expects " +
+                std::to_string(m.pending) + " of " + std::to_string(m.arrivals) +
+                " arrivals and " + std::to_string(m.tx) +
+                " bytes; nothing before the wait completes it (a missing arrive.expect_tx or "
+                "tma.load, or the wrong parity)");
+  for (size_t i : m.complete) retire(i, kTma);
+  m.complete.clear();
+}
+
+void SharedMemory::retire(size_t i, int writer) {
+  Copy& cp = copies_[i];
+  if (!cp.stmt) return;
+  Cell& c = cell(cp.id, cp.offset);
+  --c.pending;
+  --in_flight_;
+  record_write(c, writer, *cp.stmt, false);
+  c.value = round_to_dtype(decl(cp.id).dtype, cp.value);
+  cp.stmt = nullptr;
 }
 
 }  // namespace loom::interp

@@ -8,6 +8,14 @@
 // their order is undefined. It also models cp.async: a copy is in flight from issue
 // until a cp.async.wait_group retires its group, and touching its destination before
 // then is the bug a missing wait causes.
+//
+// TMA loads (sm_90) and their mbarriers: a load reads its box at issue and is in flight
+// until a thread's mbar.wait observes the phase it completes, which is when its data
+// lands (touching the box earlier is a missing wait). A phase completes once its
+// expected arrivals have arrived and the bytes announced by arrive.expect_tx equal the
+// bytes the loads delivered. Threads run in lockstep, so whatever could complete a
+// phase has run by the time a thread waits on it: a wait on an incomplete phase is a
+// deadlock on the GPU and an error here, never a hang.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -22,13 +30,17 @@ class SharedMemory {
  public:
   // Writer id of a Stage fill: the whole block between two barriers, so it never races.
   static constexpr int kBlock = -2;
+  // Writer id of a landed TMA load: the mbarrier wait that made it visible ordered it
+  // before every read of the waiting threads.
+  static constexpr int kTma = -3;
 
   // Registers a shared tensor of `footprint` elements (padding included); returns its id.
   int add(const TensorDecl& decl, int64_t footprint);
   const TensorDecl& decl(int id) const { return *tensors_[size_t(id)].decl; }
 
-  // A fresh block: every element unwritten, no copies in flight. `where` prefixes errors.
-  void begin_block(std::string where, int threads);
+  // A fresh block: every element unwritten, no copies in flight, `mbarriers`
+  // uninitialized mbarriers. `where` prefixes errors.
+  void begin_block(std::string where, int threads, int mbarriers = 0);
   // Throws when copies are still in flight (a kernel may not exit with them).
   void end_block() const;
   void barrier() { ++epoch_; }
@@ -44,6 +56,17 @@ class SharedMemory {
   void async_copy(int id, int64_t offset, double v, int thread, const Stmt& s);
   void async_commit(int thread);
   void async_wait(int thread, int keep_in_flight);
+
+  // mbarriers by slot; `s` names the statement in errors.
+  void mbar_init(int slot, int arrivals, int thread, const Stmt& s);
+  void mbar_arrive_expect_tx(int slot, int64_t bytes, int thread, const Stmt& s);
+  // Throws when the phase of `parity` is not complete (a deadlock on the GPU).
+  void mbar_wait(int slot, int parity, int thread, const Stmt& s);
+  // One element of a TMA box (read from global memory at issue), then the load's
+  // complete_tx of its whole box.
+  void tma_element(int id, int64_t offset, double v, int slot, int thread, const Stmt& s);
+  void tma_complete_tx(int slot, int64_t bytes, int thread, const Stmt& s);
+  int mbarriers() const { return int(mbars_.size()); }
 
  private:
   struct Cell {
@@ -63,7 +86,19 @@ class SharedMemory {
     int64_t offset;
     double value;
     int thread;
-    const Stmt* stmt;
+    const Stmt* stmt;  // null once retired
+    bool tma = false;
+  };
+  struct Mbarrier {
+    bool initialized = false;
+    int64_t init_epoch = -1;
+    int init_thread = -1;
+    int arrivals = 0;              // expected per phase
+    int pending = 0;               // arrivals the current phase still waits for
+    int64_t tx = 0;                // bytes announced minus bytes delivered
+    int64_t phase = 0;             // phases completed
+    std::vector<size_t> current;   // TMA copies completing the current phase
+    std::vector<size_t> complete;  // copies of completed phases no wait has observed yet
   };
   struct Thread {
     std::vector<size_t> open;                  // copies issued since the last commit
@@ -82,6 +117,9 @@ class SharedMemory {
   void record_write(Cell& c, int thread, const Stmt& s, bool atomic);
   void record_read(Cell& c, int thread, const Stmt& s);
   [[noreturn]] void race(const std::string& msg) const;
+  Mbarrier& mbar(int slot, int thread, const Stmt& s, bool initializing = false);
+  void maybe_complete(Mbarrier& m, int slot, const Stmt& s);
+  void retire(size_t copy, int writer);  // the copy's value lands
 
   std::vector<Tensor> tensors_;
   std::string where_;
@@ -92,6 +130,7 @@ class SharedMemory {
   std::vector<Copy> copies_;
   std::vector<Thread> threads_;
   size_t in_flight_ = 0;
+  std::vector<Mbarrier> mbars_;
 };
 
 }  // namespace loom::interp

@@ -124,6 +124,7 @@ void Machine::run_kernel(const KernelOp& k) {
   const size_t T = size_t(k.block_threads);
   const char* builtins[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x"};
   begin_resolution(int(T), {builtins, builtins + 4});
+  kernel_op_ = &k;
   std::vector<Node> nodes = resolve_block(k.body);
 
   ints_.assign(int_dependent_.size() * T, 0);
@@ -144,7 +145,7 @@ void Machine::run_kernel(const KernelOp& k) {
         where_ = "kernel " + k.name + " block (" + std::to_string(x) + ", " + std::to_string(y) +
                  ", " + std::to_string(z) + ")";
         vals_.assign(size_t(num_values_) * T, kNaN);
-        shared_.begin_block(where_, int(T));
+        shared_.begin_block(where_, int(T), k.mbarriers);
         run_block(nodes, all, 0);
         shared_.end_block();
       }

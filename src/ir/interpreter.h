@@ -1,6 +1,6 @@
 // CPU execution of Loop IR, Tile IR and Kernel IR on small shapes. It is how every pass
 // is checked without a GPU: run the program before and after the pass on the same
-// random inputs and compare (tests/cpu/test_passes.cpp).
+// random inputs and compare (tests/cpu/passes/test_passes.cpp).
 //
 // Semantics: tensors hold values already rounded to their dtype; a load of a tf32
 // tensor rounds to tf32 (as the kernels do); arithmetic is in double; a write rounds to

@@ -82,6 +82,16 @@ std::string stmt_line(const Stmt& s) {
              join_exprs(s.src_index) + "] x" + std::to_string(s.width) + pred_suffix(s);
     case StmtKind::AsyncCommit: return "cp.async.commit";
     case StmtKind::AsyncWait: return "cp.async.wait " + std::to_string(int(s.imm));
+    case StmtKind::TmaLoad:
+      return "tma.load " + s.tensor + "[" + join_exprs(s.index) + "] <- " + s.src + "[" +
+             join_exprs(s.src_index) + "] via " + s.dst + " mbar[" + s.value.str() + "] " +
+             Operand::constant(s.imm).str() + "B";
+    case StmtKind::MbarInit:
+      return "mbar.init [" + s.value.str() + "] arrivals=" + Operand::constant(s.imm).str();
+    case StmtKind::FenceMbarInit: return "fence.mbarrier_init";
+    case StmtKind::MbarArriveExpectTx:
+      return "mbar.arrive.expect_tx [" + s.value.str() + "] " + Operand::constant(s.imm).str() + "B";
+    case StmtKind::MbarWait: return "mbar.wait [" + s.value.str() + "] parity=" + s.cond.str();
   }
   return "?";
 }
@@ -150,7 +160,15 @@ std::string print(const KernelProgram& p) {
        << ", " << k.grid[2].str() << "), block(" << k.block_threads << ")>>>("
        << join_names(k.params) << ")";
     if (k.min_blocks_per_sm > 0) os << " min_blocks=" << k.min_blocks_per_sm;
+    if (k.mbarriers > 0) os << " mbarriers=" << k.mbarriers;
     os << "\n";
+    for (const TmaDescriptor& d : k.tma) {
+      std::string box;
+      for (size_t i = 0; i < d.box.size(); ++i) box += (i ? ", " : "") + std::to_string(d.box[i]);
+      os << "  tensor map " << d.name << ": " << d.tensor << " -> " << d.shared << " box["
+         << box << "] (innermost first)"
+         << (d.swizzle_bytes ? " swizzle " + std::to_string(d.swizzle_bytes) + "B" : "") << "\n";
+    }
     print_stmts(os, k.body, 1);
   }
   return os.str();

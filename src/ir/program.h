@@ -61,12 +61,26 @@ struct TileOp {
   Block body;
 };
 
+// A TMA tensor map: how the copy engine reads boxes of a global tensor. The executor
+// encodes it (cuTensorMapEncodeTiled) from the tensor's device pointer and shape; the
+// kernel receives it by value, as a `const __grid_constant__` parameter after `params`
+// (a tensor map must live in parameter, constant or global memory, never in registers).
+struct TmaDescriptor {
+  std::string name;          // parameter name, e.g. "A_tmap"; TmaLoad's `dst`
+  std::string tensor;        // global tensor it reads
+  std::string shared;        // shared tensor its boxes land in
+  std::vector<int64_t> box;  // box extents, innermost (contiguous) dimension first
+  int swizzle_bytes = 0;     // 0, 32, 64 or 128: the shared tensor's Swizzle span
+};
+
 struct KernelOp {
   std::string name;                  // CUDA symbol, e.g. "k_matmul_relu"
   std::vector<std::string> params;   // tensors (pointers) then symbols (ints), in order
   Expr grid[3] = {Expr(1), Expr(1), Expr(1)};  // blockIdx.x/y/z extents
   int block_threads = 1;             // threadIdx.x extent (1-D blocks)
   int min_blocks_per_sm = 0;         // __launch_bounds__ second argument when > 0
+  std::vector<TmaDescriptor> tma;    // tensor-map parameters, after `params`
+  int mbarriers = 0;                 // 8-byte mbarriers in shared memory, slots 0..n-1
   Block body;
 };
 
@@ -89,6 +103,14 @@ struct SharedLayout {
   int64_t total_bytes = 0;
 };
 SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k);
+
+// The kernel's mbarriers follow its shared tensors in the same dynamic buffer (no static
+// __shared__, so the buffer starts where the block's shared window does and keeps the
+// alignment TMA swizzles need); a block launches with kernel_smem_bytes.
+inline int64_t mbarrier_offset_bytes(const SharedLayout& l) { return (l.total_bytes + 7) / 8 * 8; }
+inline int64_t kernel_smem_bytes(const SharedLayout& l, const KernelOp& k) {
+  return k.mbarriers > 0 ? mbarrier_offset_bytes(l) + 8 * int64_t(k.mbarriers) : l.total_bytes;
+}
 
 // Printers: stable, line-oriented text (the -vv diffs are diffs of these).
 std::string print(const LoopProgram& p);

@@ -220,6 +220,50 @@ Stmt Stmt::AsyncWait(int keep_in_flight) {
   return s;
 }
 
+Stmt Stmt::TmaLoad(std::string shared, Expr box_origin, std::string src,
+                   std::vector<Expr> corner, std::string descriptor, Expr mbar, int64_t bytes) {
+  Stmt s;
+  s.kind = StmtKind::TmaLoad;
+  s.tensor = std::move(shared);
+  s.index = {std::move(box_origin)};
+  s.src = std::move(src);
+  s.src_index = std::move(corner);
+  s.dst = std::move(descriptor);
+  s.value = std::move(mbar);
+  s.imm = double(bytes);
+  return s;
+}
+
+Stmt Stmt::MbarInit(Expr mbar, int arrivals) {
+  Stmt s;
+  s.kind = StmtKind::MbarInit;
+  s.value = std::move(mbar);
+  s.imm = arrivals;
+  return s;
+}
+
+Stmt Stmt::FenceMbarInit() {
+  Stmt s;
+  s.kind = StmtKind::FenceMbarInit;
+  return s;
+}
+
+Stmt Stmt::MbarArriveExpectTx(Expr mbar, int64_t bytes) {
+  Stmt s;
+  s.kind = StmtKind::MbarArriveExpectTx;
+  s.value = std::move(mbar);
+  s.imm = double(bytes);
+  return s;
+}
+
+Stmt Stmt::MbarWait(Expr mbar, Expr parity) {
+  Stmt s;
+  s.kind = StmtKind::MbarWait;
+  s.value = std::move(mbar);
+  s.cond = std::move(parity);
+  return s;
+}
+
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
   auto sub_all = [&](std::vector<Expr>& v) {
     for (Expr& e : v) e = e.substitute(repl);

@@ -11,7 +11,9 @@
 //             global tensor staged into a shared tensor before the bundle's body runs)
 //   Kernel IR no Grid/Thread loops: they became Let bindings of blockIdx/threadIdx;
 //             indices are flat offsets (one Expr per access); Atom statements;
-//             Barrier, AsyncCopy/AsyncCommit/AsyncWait (explicit data movement)
+//             Barrier, AsyncCopy/AsyncCommit/AsyncWait (explicit data movement),
+//             TmaLoad and the mbarriers it completes on (MbarInit, FenceMbarInit,
+//             MbarArriveExpectTx, MbarWait; KernelOp::mbarriers counts them)
 //
 // Scalar values are named (SSA-like: each name is assigned by one statement in its
 // scope) and hold the compute type, f32 on the GPU (the interpreter uses double). A
@@ -34,6 +36,14 @@ enum class StmtKind {
   AsyncCopy,    // cp.async: tensor[index] <- src[src_index], `width` elements, 0 when !pred
   AsyncCommit,  // cp.async.commit_group: close the group of copies issued so far
   AsyncWait,    // cp.async.wait_group imm: wait until at most `imm` groups are in flight
+  // TMA (sm_90): one thread copies a whole box global -> shared; the copy completes on
+  // an mbarrier, whose phase flips once every expected arrival and byte has come in.
+  // The barrier slot is `value` (an index into the kernel's KernelOp::mbarriers).
+  TmaLoad,             // tensor[index[0]..] <- box of src at src_index via descriptor `dst`; imm bytes
+  MbarInit,            // mbarrier.init: slot `value` expects `imm` arrivals per phase
+  FenceMbarInit,       // fence.mbarrier_init: the inits are visible to the TMA unit
+  MbarArriveExpectTx,  // mbarrier.arrive.expect_tx: arrive on slot `value`, expect `imm` bytes
+  MbarWait,            // mbarrier.try_wait.parity loop: wait until the phase of parity `cond` completed
 };
 
 enum class LoopKind { Parallel, Reduce };
@@ -93,6 +103,7 @@ struct Stmt {
   bool unroll = false;
 
   // If: `if cond:` body.  Let: `var = value` (an integer binding, Kernel IR).
+  // Mbar*/TmaLoad: `value` is the mbarrier slot, MbarWait's `cond` the phase parity.
   Expr cond;
   Expr value;
 
@@ -146,6 +157,15 @@ struct Stmt {
                         int width, Expr pred);
   static Stmt AsyncCommit();
   static Stmt AsyncWait(int keep_in_flight);
+  // `box_origin`: flat offset in `shared` of the box's first element; `corner`: the box's
+  // first coordinate per dimension of `src` (outermost first, may lie outside `src`:
+  // TMA fills out-of-range elements with zeros); `bytes`: the whole box's.
+  static Stmt TmaLoad(std::string shared, Expr box_origin, std::string src,
+                      std::vector<Expr> corner, std::string descriptor, Expr mbar, int64_t bytes);
+  static Stmt MbarInit(Expr mbar, int arrivals);
+  static Stmt FenceMbarInit();
+  static Stmt MbarArriveExpectTx(Expr mbar, int64_t bytes);
+  static Stmt MbarWait(Expr mbar, Expr parity);
 };
 
 using Block = std::vector<Stmt>;

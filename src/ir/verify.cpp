@@ -1,443 +1,19 @@
 // Verifiers of the three loop-nest levels (the invariants are listed in stmt.h and in
-// program.h). They run between passes, so a message must let the pass author find the
-// statement: each names the level, the op or kernel, the offending statement as it
-// prints, and the rule it broke.
+// program.h): declarations, ops and launches here, statements in verify_body.cpp. They
+// run between passes, so a message must let the pass author find the statement: each
+// names the level, the op or kernel, the offending statement as it prints, and the
+// rule it broke.
 #include <set>
 
 #include "ir/error.h"
 #include "ir/program.h"
+#include "ir/verify_body.h"
 
 namespace loom {
 namespace {
 
-enum class Level { Loop, Tile, Kernel };
-
-const char* level_name(Level l) {
-  switch (l) {
-    case Level::Loop: return "Loop IR";
-    case Level::Tile: return "Tile IR";
-    case Level::Kernel: return "Kernel IR";
-  }
-  return "?";
-}
-
-// Kernel IR indices are in terms of these; the launch binds them.
-const std::set<std::string> kBuiltins = {"blockIdx.x", "blockIdx.y", "blockIdx.z",
-                                         "threadIdx.x"};
-
-std::string first_line(const Stmt& s) {
-  std::string text = print_block(Block{s});
-  return text.substr(0, text.find('\n'));
-}
-
-// Checks one op's or kernel's body. Scopes are lexical: a For, If or Stage body opens
-// one, a Let binds until the end of its block, a scalar or register array is visible
-// after its definition in its block and in the blocks nested there, and a stage copy's
-// box variables only inside that copy.
-class BodyChecker {
- public:
-  BodyChecker(const ProgramBase& p, Level level, std::string where)
-      : p_(p), level_(level), where_(std::move(where)),
-        symbols_(p.symbols.begin(), p.symbols.end()) {}
-
-  void check(const Block& body) { check_block(body); }
-  const std::set<std::string>& written() const { return written_; }
-  const std::set<std::string>& used() const { return used_; }
-
- private:
-  struct ScalarDef {
-    bool by_init = false;
-    std::vector<Expr> extents;  // a register array when non-empty
-  };
-  struct IntVar {
-    std::string name;
-    bool thread_dependent;  // its value may differ between the threads of a block
-  };
-
-  [[noreturn]] void fail(const Stmt& s, const std::string& rule) const {
-    throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": `" +
-                first_line(s) + "`: " + rule);
-  }
-
-  const IntVar* find_int(const std::string& v) const {
-    for (const IntVar& x : int_vars_)
-      if (x.name == v) return &x;
-    return nullptr;
-  }
-
-  bool int_bound(const std::string& v) const {
-    if (symbols_.count(v)) return true;
-    if (level_ == Level::Kernel && kBuiltins.count(v)) return true;
-    return find_int(v) != nullptr;
-  }
-
-  bool thread_dependent(const Expr& e) const {
-    std::set<std::string> vars;
-    e.collect_vars(vars);
-    for (const std::string& v : vars) {
-      if (v == "threadIdx.x") return true;
-      const IntVar* x = find_int(v);
-      if (x && x->thread_dependent) return true;
-    }
-    return false;
-  }
-
-  void check_expr(const Stmt& s, const Expr& e, const char* what) const {
-    std::set<std::string> vars;
-    e.collect_vars(vars);
-    for (const std::string& v : vars)
-      if (!int_bound(v))
-        fail(s, std::string(what) + " uses `" + v +
-                    "`, which is neither an enclosing loop or let variable nor a program "
-                    "symbol");
-  }
-
-  void bind_int(const Stmt& s, const std::string& name, const char* what, bool dependent) {
-    if (name.empty()) fail(s, std::string(what) + " has no variable name");
-    if (symbols_.count(name)) fail(s, std::string(what) + " `" + name + "` shadows a symbol");
-    if (kBuiltins.count(name))
-      fail(s, std::string(what) + " `" + name + "` shadows a launch builtin");
-    if (find_int(name))
-      fail(s, std::string(what) + " `" + name +
-                  "` is already bound by an enclosing loop or let; rename it");
-    int_vars_.push_back(IntVar{name, dependent});
-  }
-
-  const ScalarDef* find_scalar(const std::string& name) const {
-    for (auto it = scalars_.rbegin(); it != scalars_.rend(); ++it) {
-      auto f = it->find(name);
-      if (f != it->end()) return &f->second;
-    }
-    return nullptr;
-  }
-
-  // An element reference `name[index]` (index empty: the scalar `name`).
-  void check_value_ref(const Stmt& s, const std::string& name, const std::vector<Expr>& index,
-                       const char* what) const {
-    const ScalarDef* d = find_scalar(name);
-    if (!d) fail(s, std::string(what) + " `" + name + "` is used before it is defined in an enclosing scope");
-    if (index.empty()) {
-      if (!d->extents.empty())
-        fail(s, "`" + name + "` is a register array; name one of its elements");
-      return;
-    }
-    if (d->extents.empty())
-      fail(s, "`" + name + "` is indexed but is not a register array: declare it with an "
-                  "Alloc in an enclosing scope");
-    if (index.size() != d->extents.size())
-      fail(s, "register array `" + name + "` has rank " + std::to_string(d->extents.size()) +
-                  " but is indexed with " + std::to_string(index.size()) + " indices");
-    for (const Expr& i : index) check_expr(s, i, "register index");
-  }
-
-  void use_operands(const Stmt& s) const {
-    for (const Operand& a : s.args)
-      if (!a.is_imm()) check_value_ref(s, a.name, a.index, "value");
-  }
-
-  // Load, Compute, Init: a new scalar, or an element of a register array.
-  void define(const Stmt& s, bool by_init) {
-    if (s.dst.empty()) fail(s, "statement defines no value (empty dst)");
-    if (!s.dst_index.empty()) {
-      check_value_ref(s, s.dst, s.dst_index, "register array");
-      return;
-    }
-    const ScalarDef* d = find_scalar(s.dst);
-    if (d && !d->extents.empty())
-      fail(s, "`" + s.dst + "` is a register array; assign one element of it (dst_index)");
-    scalars_.back()[s.dst] = ScalarDef{by_init, {}};
-  }
-
-  // The features Tile IR adds to statements: register elements, vector widths,
-  // predicates and atomic writes, each on the statement kinds that have them.
-  void check_features(const Stmt& s) const {
-    bool has_index = !s.dst_index.empty();
-    for (const Operand& a : s.args) has_index = has_index || !a.index.empty();
-    bool predicated = !(s.pred.is_const() && s.pred.const_value() == 1);
-    if (level_ == Level::Loop) {
-      if (has_index) fail(s, "register arrays appear from Tile IR on, not in Loop IR");
-      if (s.width != 1) fail(s, "vector accesses appear from Tile IR on, not in Loop IR");
-      if (predicated) fail(s, "predicated loads appear from Tile IR on, not in Loop IR");
-      if (s.atomic_add) fail(s, "atomic writes appear from Tile IR on, not in Loop IR");
-      return;
-    }
-    bool moves = s.kind == StmtKind::Load || s.kind == StmtKind::Write ||
-                 s.kind == StmtKind::AsyncCopy;
-    if (s.width < 1) fail(s, "width " + std::to_string(s.width) + " < 1");
-    if (s.width > 1 && !moves) fail(s, "only loads, stores and cp.async have a vector width");
-    if (predicated && s.kind != StmtKind::Load && s.kind != StmtKind::AsyncCopy)
-      fail(s, "only loads and cp.async take a predicate");
-    if (predicated) check_expr(s, s.pred, "predicate");
-    if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
-    bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
-                   s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
-                   s.kind == StmtKind::Atom;
-    if (!s.dst_index.empty() && !defines)
-      fail(s, "this statement writes no value, so it has no register element (dst_index)");
-  }
-
-  // A vector access moves `width` consecutive register elements along the last
-  // dimension; where the start is a constant, they must fit in the array.
-  void check_vector_registers(const Stmt& s, const std::string& name,
-                              const std::vector<Expr>& index) const {
-    if (s.width == 1) return;
-    if (index.empty())
-      fail(s, "a vector access of width " + std::to_string(s.width) +
-                  " moves consecutive register-array elements; `" + name + "` is not one");
-    const ScalarDef* d = find_scalar(name);
-    const Expr& last = index.back();
-    const Expr& ext = d->extents.back();
-    if (last.is_const() && ext.is_const() && last.const_value() + s.width > ext.const_value())
-      fail(s, "vector of " + std::to_string(s.width) + " elements from " + name + " index " +
-                  last.str() + " overruns its last extent " + ext.str());
-  }
-
-  void check_access(const Stmt& s) {
-    if (!p_.has_tensor(s.tensor)) fail(s, "tensor `" + s.tensor + "` is not declared");
-    const TensorDecl& t = p_.tensor(s.tensor);
-    if (t.role != TensorRole::Shared) used_.insert(s.tensor);
-    size_t want = level_ == Level::Kernel ? 1 : t.shape.size();
-    if (s.index.size() != want)
-      fail(s, "has " + std::to_string(s.index.size()) + " indices but " + s.tensor + " needs " +
-                  std::to_string(want) +
-                  (level_ == Level::Kernel ? " (Kernel IR accesses are flat offsets)"
-                                           : " (its rank)"));
-    for (const Expr& i : s.index) check_expr(s, i, "index");
-  }
-
-  void check_tier(const Stmt& s) {
-    switch (level_) {
-      case Level::Loop:
-        if (s.tier != Tier::None)
-          fail(s, std::string("Loop IR loops have no tier, this one is ") + tier_name(s.tier));
-        break;
-      case Level::Tile:
-        // Tiers only go down the hierarchy (grid > ... > register): a grid loop inside
-        // a thread loop would mean each thread launches blocks.
-        if (s.tier != Tier::None && s.tier < deepest_tier_)
-          fail(s, std::string("a ") + tier_name(s.tier) + " loop may not be nested inside a " +
-                      tier_name(deepest_tier_) + " loop");
-        break;
-      case Level::Kernel:
-        if (s.tier == Tier::Grid || s.tier == Tier::Cluster || s.tier == Tier::Thread)
-          fail(s, std::string("Kernel IR has no ") + tier_name(s.tier) +
-                      " loops: they must be Let bindings of blockIdx/threadIdx");
-        break;
-    }
-  }
-
-  void require_level(const Stmt& s, Level from, const char* what) const {
-    if (level_ >= from) return;
-    fail(s, std::string(what) + (from == Level::Kernel ? " appears only in " : " appears from ") +
-                level_name(from) + (from == Level::Kernel ? ", not in " : " on, not in ") +
-                level_name(level_));
-  }
-
-  // bar.sync must be reached by every thread of the block; under a thread-dependent
-  // condition some threads skip it and the block hangs (or, on newer GPUs, silently
-  // synchronizes the wrong threads).
-  void require_converged(const Stmt& s, const char* what) const {
-    if (divergent_)
-      fail(s, std::string("divergent ") + what + ": it sits inside `" + first_line(*divergent_) +
-                  "`, which depends on threadIdx, so not every thread of the block reaches "
-                  "it; move it out of the thread-dependent branch or loop");
-  }
-
-  void check_block(const Block& b) {
-    scalars_.emplace_back();
-    size_t ints = int_vars_.size();
-    for (const Stmt& s : b) check_stmt(s);
-    int_vars_.resize(ints);
-    scalars_.pop_back();
-  }
-
-  void check_body_under(const Stmt& s, bool divergent) {
-    const Stmt* saved = divergent_;
-    if (divergent && !divergent_) divergent_ = &s;
-    check_block(s.body);
-    divergent_ = saved;
-  }
-
-  void check_stage(const Stmt& s) {
-    require_level(s, Level::Tile, "Stage");
-    if (level_ == Level::Kernel) require_converged(s, "stage (a block-wide copy between barriers)");
-    if (s.mode != "sync" && s.mode != "cp_async" && s.mode != "tma")
-      fail(s, "stage mode `" + s.mode + "` is none of sync, cp_async, tma");
-    if (s.copies.empty()) fail(s, "stage copies nothing");
-    for (const StageCopy& c : s.copies) {
-      if (!p_.has_tensor(c.shared)) fail(s, "stage copy into undeclared tensor `" + c.shared + "`");
-      const TensorDecl& sh = p_.tensor(c.shared);
-      if (sh.role != TensorRole::Shared)
-        fail(s, "stage copy into `" + c.shared + "`, which is not a shared tensor");
-      const size_t np = c.shared_prefix.size();
-      if (c.vars.size() != c.extents.size() || np + c.vars.size() != sh.shape.size())
-        fail(s, "stage copy into `" + c.shared + "` (rank " + std::to_string(sh.shape.size()) +
-                    ") has " + std::to_string(np) + " buffer indices, " +
-                    std::to_string(c.vars.size()) + " box variables and " +
-                    std::to_string(c.extents.size()) +
-                    " extents; buffer indices + box variables must equal the rank, one "
-                    "extent per variable");
-      for (const Expr& e : c.shared_prefix) check_expr(s, e, "stage buffer index");
-      for (size_t d = 0; d < c.extents.size(); ++d) {
-        check_expr(s, c.extents[d], "stage extent");
-        const Expr& dim = sh.shape[np + d];
-        if (c.extents[d].is_const() && dim.is_const() &&
-            c.extents[d].const_value() > dim.const_value())
-          fail(s, "stage box extent " + c.extents[d].str() + " exceeds dimension " +
-                      std::to_string(np + d) + " of `" + c.shared + "` (" + dim.str() + ")");
-      }
-      if (!p_.has_tensor(c.src)) fail(s, "stage copy from undeclared tensor `" + c.src + "`");
-      const TensorDecl& src = p_.tensor(c.src);
-      if (src.role == TensorRole::Shared)
-        fail(s, "stage copy from shared tensor `" + c.src + "`; stages read global memory");
-      if (c.src_index.size() != src.shape.size())
-        fail(s, "stage copy reads `" + c.src + "` (rank " + std::to_string(src.shape.size()) +
-                    ") with " + std::to_string(c.src_index.size()) + " indices");
-      size_t ints = int_vars_.size();
-      for (const std::string& v : c.vars) bind_int(s, v, "stage box variable", false);
-      for (const Expr& i : c.src_index) check_expr(s, i, "stage source index");
-      int_vars_.resize(ints);
-      written_.insert(c.shared);
-      used_.insert(c.src);
-    }
-    check_block(s.body);
-  }
-
-  void check_async_copy(const Stmt& s) {
-    require_level(s, Level::Kernel, "cp.async");
-    if (!p_.has_tensor(s.tensor)) fail(s, "cp.async into undeclared tensor `" + s.tensor + "`");
-    if (!p_.has_tensor(s.src)) fail(s, "cp.async from undeclared tensor `" + s.src + "`");
-    const TensorDecl& dst = p_.tensor(s.tensor);
-    const TensorDecl& src = p_.tensor(s.src);
-    if (dst.role != TensorRole::Shared)
-      fail(s, "cp.async writes shared memory; `" + s.tensor + "` is not a shared tensor");
-    if (src.role == TensorRole::Shared)
-      fail(s, "cp.async reads global memory; `" + s.src + "` is a shared tensor");
-    if (s.index.size() != 1 || s.src_index.size() != 1)
-      fail(s, "cp.async takes one flat offset for each side");
-    check_expr(s, s.index[0], "cp.async offset");
-    check_expr(s, s.src_index[0], "cp.async source offset");
-    if (dst.dtype != src.dtype)
-      fail(s, std::string("cp.async copies bytes, it cannot convert ") + dtype_name(src.dtype) +
-                  " to " + dtype_name(dst.dtype));
-    // PTX cp.async.ca moves 4, 8 or 16 bytes per instruction (cp-size).
-    int bytes = s.width * dtype_bytes(dst.dtype);
-    if (bytes != 4 && bytes != 8 && bytes != 16)
-      fail(s, "cp.async moves 4, 8 or 16 bytes; " + std::to_string(s.width) + " x " +
-                  dtype_name(dst.dtype) + " is " + std::to_string(bytes) + " bytes");
-    written_.insert(s.tensor);
-    used_.insert(s.src);
-  }
-
-  void check_stmt(const Stmt& s) {
-    check_features(s);
-    switch (s.kind) {
-      case StmtKind::For: {
-        check_tier(s);
-        check_expr(s, s.extent, "loop extent");
-        bool dependent = level_ == Level::Kernel && thread_dependent(s.extent);
-        bind_int(s, s.var, "loop variable", dependent);
-        Tier saved = deepest_tier_;
-        if (s.tier != Tier::None && s.tier > deepest_tier_) deepest_tier_ = s.tier;
-        check_body_under(s, dependent);
-        deepest_tier_ = saved;
-        int_vars_.pop_back();
-        break;
-      }
-      case StmtKind::If:
-        check_expr(s, s.cond, "condition");
-        check_body_under(s, level_ == Level::Kernel && thread_dependent(s.cond));
-        break;
-      case StmtKind::Let:
-        require_level(s, Level::Tile, "Let");
-        check_expr(s, s.value, "let value");
-        bind_int(s, s.var, "let variable", thread_dependent(s.value));
-        break;
-      case StmtKind::Load:
-        check_access(s);
-        define(s, false);
-        check_vector_registers(s, s.dst, s.dst_index);
-        break;
-      case StmtKind::Compute:
-        if (int(s.args.size()) != scalar_op_arity(s.op))
-          fail(s, std::string(scalar_op_name(s.op)) + " takes " +
-                      std::to_string(scalar_op_arity(s.op)) + " operands, not " +
-                      std::to_string(s.args.size()));
-        use_operands(s);
-        define(s, false);
-        break;
-      case StmtKind::Init:
-        define(s, true);
-        break;
-      case StmtKind::Accum: {
-        if (s.args.size() != 1) fail(s, "accumulate takes exactly one operand");
-        use_operands(s);
-        if (!s.dst_index.empty()) {
-          check_value_ref(s, s.dst, s.dst_index, "accumulator");
-          break;
-        }
-        const ScalarDef* d = find_scalar(s.dst);
-        if (!d || !d->by_init || !d->extents.empty())
-          fail(s, "accumulator `" + s.dst +
-                      "` is not initialized by an Init earlier in this or an enclosing block");
-        break;
-      }
-      case StmtKind::Write:
-        check_access(s);
-        if (p_.tensor(s.tensor).role == TensorRole::Input)
-          fail(s, "writes input tensor `" + s.tensor + "`; inputs are read-only");
-        if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
-        use_operands(s);
-        if (!s.args[0].is_imm()) check_vector_registers(s, s.args[0].name, s.args[0].index);
-        else if (s.width > 1) fail(s, "a vector store needs a register-array operand");
-        written_.insert(s.tensor);
-        break;
-      case StmtKind::Atom:
-        require_level(s, Level::Kernel, "Atom");
-        if (s.atom.empty()) fail(s, "atom statement names no atom");
-        use_operands(s);
-        if (!find_scalar(s.dst))
-          fail(s, "atom accumulator `" + s.dst + "` is not defined in an enclosing scope");
-        check_value_ref(s, s.dst, s.dst_index, "atom accumulator");
-        break;
-      case StmtKind::Alloc: {
-        require_level(s, Level::Tile, "Alloc");
-        if (s.dst.empty()) fail(s, "alloc names no register array");
-        if (s.index.empty()) fail(s, "register array `" + s.dst + "` has no extents");
-        // Registers are allocated when the kernel is compiled.
-        for (const Expr& e : s.index)
-          if (!e.is_const() || e.const_value() < 1)
-            fail(s, "register array extent " + e.str() + " is not a positive constant");
-        if (scalars_.back().count(s.dst))
-          fail(s, "`" + s.dst + "` is already defined in this block");
-        scalars_.back()[s.dst] = ScalarDef{true, s.index};
-        break;
-      }
-      case StmtKind::Stage: check_stage(s); break;
-      case StmtKind::Barrier:
-        require_level(s, Level::Kernel, "Barrier");
-        require_converged(s, "barrier");
-        break;
-      case StmtKind::AsyncCopy: check_async_copy(s); break;
-      case StmtKind::AsyncCommit: require_level(s, Level::Kernel, "cp.async.commit"); break;
-      case StmtKind::AsyncWait:
-        require_level(s, Level::Kernel, "cp.async.wait");
-        if (s.imm < 0 || s.imm != double(int(s.imm)))
-          fail(s, "cp.async.wait keeps a non-negative whole number of groups in flight");
-        break;
-    }
-  }
-
-  const ProgramBase& p_;
-  Level level_;
-  std::string where_;
-  std::set<std::string> symbols_;
-  std::vector<IntVar> int_vars_;                           // loop and let variables in scope
-  std::vector<std::map<std::string, ScalarDef>> scalars_;  // one map per open block
-  Tier deepest_tier_ = Tier::None;
-  const Stmt* divergent_ = nullptr;  // innermost-first thread-dependent If or For, if any
-  std::set<std::string> written_, used_;
-};
+using verifier::Level;
+using verifier::level_name;
 
 void verify_shared_decl(const TensorDecl& t, Level level, const std::string& pre) {
   if (level == Level::Loop)
@@ -519,13 +95,75 @@ void verify_ops(const ProgramBase& p, const std::vector<Op>& ops, Level level) {
       throw Error(pre + "output tensor `" + op.output + "` is not declared");
     if (p.tensor(op.output).role == TensorRole::Input)
       throw Error(pre + "output `" + op.output + "` is an input tensor; inputs are read-only");
-    BodyChecker c(p, level, where);
-    c.check(op.body);
-    if (!c.written().count(op.output))
+    verifier::BodyFacts c = verifier::check_body(p, level, where, op.body);
+    if (!c.written.count(op.output))
       throw Error(pre + "never writes its output `" + op.output + "`");
-    written.insert(c.written().begin(), c.written().end());
+    written.insert(c.written.begin(), c.written.end());
   }
   verify_all_written(p, level, written);
+}
+
+// Tensor maps and mbarriers against the kernel that declares them: each map reads a
+// global tensor into a shared one with a box cuTensorMapEncodeTiled accepts (rank 1..5,
+// 1..256 elements per dimension), every tma.load names one of them, and constant
+// mbarrier slots lie below KernelOp::mbarriers.
+void verify_tma(const ProgramBase& p, const KernelOp& k, const std::string& pre,
+                const std::set<std::string>& params) {
+  if (k.mbarriers < 0) throw Error(pre + "negative mbarrier count");
+  std::set<std::string> maps;
+  for (const TmaDescriptor& d : k.tma) {
+    const std::string m = "tensor map `" + d.name + "`";
+    if (!maps.insert(d.name).second) throw Error(pre + m + " is declared twice");
+    if (params.count(d.name) || p.has_tensor(d.name))
+      throw Error(pre + m + " has the name of a parameter or tensor");
+    if (!p.has_tensor(d.tensor) || p.tensor(d.tensor).role == TensorRole::Shared)
+      throw Error(pre + m + " reads `" + d.tensor + "`, which is not a global tensor");
+    if (!p.has_tensor(d.shared) || p.tensor(d.shared).role != TensorRole::Shared)
+      throw Error(pre + m + " fills `" + d.shared + "`, which is not a shared tensor");
+    if (d.box.size() != p.tensor(d.tensor).shape.size() || d.box.empty() || d.box.size() > 5)
+      throw Error(pre + m + " has a box of rank " + std::to_string(d.box.size()) + " for `" +
+                  d.tensor + "` of rank " + std::to_string(p.tensor(d.tensor).shape.size()) +
+                  "; TMA boxes have the tensor's rank, 1 to 5");
+    for (int64_t b : d.box)
+      if (b < 1 || b > 256)
+        throw Error(pre + m + " has a box extent of " + std::to_string(b) +
+                    "; TMA allows 1 to 256 elements per dimension");
+    if (d.swizzle_bytes != 0 && d.swizzle_bytes != 32 && d.swizzle_bytes != 64 &&
+        d.swizzle_bytes != 128)
+      throw Error(pre + m + " has swizzle " + std::to_string(d.swizzle_bytes) +
+                  " B; TMA swizzles 32, 64 or 128 B");
+  }
+  auto check_slot = [&](const Stmt& s) {
+    if (k.mbarriers == 0) {
+      std::string line = print_block({s});
+      throw Error(pre + "`" + line.substr(0, line.find('\n')) +
+                  "` uses an mbarrier but the kernel declares none (KernelOp::mbarriers)");
+    }
+    if (s.value.is_const() && (s.value.const_value() < 0 || s.value.const_value() >= k.mbarriers))
+      throw Error(pre + "mbarrier slot " + s.value.str() + " is outside the kernel's " +
+                  std::to_string(k.mbarriers) + " mbarriers");
+  };
+  walk(k.body, [&](const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::TmaLoad: {
+        check_slot(s);
+        const TmaDescriptor* d = nullptr;
+        for (const TmaDescriptor& x : k.tma)
+          if (x.name == s.dst) d = &x;
+        if (!d) throw Error(pre + "tma.load names tensor map `" + s.dst + "`, which the kernel "
+                            "does not declare");
+        if (d->tensor != s.src || d->shared != s.tensor)
+          throw Error(pre + "tma.load from `" + s.src + "` into `" + s.tensor +
+                      "` uses tensor map `" + d->name + "`, which maps `" + d->tensor +
+                      "` into `" + d->shared + "`");
+        break;
+      }
+      case StmtKind::MbarInit:
+      case StmtKind::MbarArriveExpectTx:
+      case StmtKind::MbarWait: check_slot(s); break;
+      default: break;
+    }
+  });
 }
 
 }  // namespace
@@ -563,15 +201,15 @@ void verify(const KernelProgram& p) {
                     "` is a shared tensor; shared memory is declared inside the kernel, "
                     "not passed to it");
     }
-    BodyChecker c(p, Level::Kernel, where);
-    c.check(k.body);
-    for (const std::string& t : c.used())
+    verify_tma(p, k, pre, params);
+    verifier::BodyFacts c = verifier::check_body(p, Level::Kernel, where, k.body);
+    for (const std::string& t : c.used)
       if (!params.count(t))
         throw Error(pre + "uses tensor `" + t + "` but does not list it in its parameters");
     for (const std::string& s : p.symbols)
       if (!params.count(s))
         throw Error(pre + "symbol `" + s + "` is missing from its parameters");
-    written.insert(c.written().begin(), c.written().end());
+    written.insert(c.written.begin(), c.written.end());
   }
   verify_all_written(p, Level::Kernel, written);
 }

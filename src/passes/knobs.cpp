@@ -39,7 +39,7 @@ const std::vector<KnobDef>& knob_registry() {
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
        "k:060_launch_bounds", 0, 32},
       {"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
-       "k:015_lower_stages", 1, 4, true},
+       "k:015_lower_stages", 1, 8, true},
   };
   return defs;
 }

@@ -23,6 +23,7 @@
 #include "runtime/cubin_cache.h"
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
+#include "tune/bank_conflicts.h"
 
 namespace loom {
 namespace {
@@ -193,6 +194,14 @@ int cmd_compile(const Args& a) {
     std::cerr << "NVRTC " << nvrtc_version_string() << " resource report for "
               << opt.target.arch << (cr.from_cache ? " (cached)" : "") << ":\n"
               << resource_table(cr, c.state.kernel);
+    for (const auto& k : c.state.kernel.kernels) {
+      Expr::Env env(opt.sizes.begin(), opt.sizes.end());
+      auto reports = bank_conflicts(c.state.kernel, k, env);
+      if (reports.empty()) continue;
+      std::cerr << "shared-memory bank conflicts of " << k.name
+                << " (wavefronts per warp access; factor 1.00 = conflict-free):\n"
+                << format_bank_conflicts(reports);
+    }
   }
   if (!a.out_file.empty()) {
     std::ofstream f(a.out_file);

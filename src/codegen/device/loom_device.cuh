@@ -5,11 +5,18 @@
 //
 // Plain loads/stores are written as C++ dereferences on purpose: an `asm volatile` load
 // would stop nvcc from scheduling and combining them. Instructions C++ cannot express
-// (tf32 rounding here; mma, ldmatrix, cp.async, TMA later) are inline PTX.
+// (tf32 rounding, cp.async, TMA and mbarriers) are inline PTX.
 #pragma once
 
 typedef unsigned short loom_f16;   // IEEE binary16 bits
 typedef unsigned short loom_bf16;  // bfloat16 bits
+
+// A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned (NVRTC has
+// no cuda.h). Passed by value as `const __grid_constant__`, so its address is the
+// parameter's own and the copy engine reads it from there.
+struct __align__(64) loom_tensor_map {
+  unsigned long long opaque[16];
+};
 
 namespace loom {
 
@@ -58,6 +65,8 @@ __device__ __forceinline__ float ld_f16(const loom_f16* p) { return cvt_f32_f16(
 __device__ __forceinline__ float ld_bf16(const loom_bf16* p) { return cvt_f32_bf16(*p); }
 
 __device__ __forceinline__ void st_f32(float* p, float v) { *p = v; }
+// tf32 is stored as f32; values reaching a tf32 store were rounded when loaded.
+__device__ __forceinline__ void st_tf32(float* p, float v) { *p = v; }
 __device__ __forceinline__ void st_f16(loom_f16* p, float v) { *p = cvt_rn_f16_f32(v); }
 __device__ __forceinline__ void st_bf16(loom_bf16* p, float v) { *p = cvt_rn_bf16_f32(v); }
 
@@ -112,6 +121,67 @@ __device__ __forceinline__ void st_v4_f32(float* p, const float* src) {
   *reinterpret_cast<float4*>(p) = make_float4(src[0], src[1], src[2], src[3]);
 }
 
+// Narrow element types: one 4/8/16-byte access, each element widened to f32 (loads) or
+// narrowed from f32 (stores; exact when the value came from the same type).
+template <int W> struct loom_bytes_of;
+template <> struct loom_bytes_of<2> { typedef unsigned type; };
+template <> struct loom_bytes_of<4> { typedef uint2 type; };
+template <> struct loom_bytes_of<8> { typedef uint4 type; };
+
+template <int W>
+__device__ __forceinline__ void ld_vn_f16(float* dst, const loom_f16* p) {
+  typename loom_bytes_of<W>::type v = *reinterpret_cast<const typename loom_bytes_of<W>::type*>(p);
+  const loom_f16* h = reinterpret_cast<const loom_f16*>(&v);
+#pragma unroll
+  for (int i = 0; i < W; ++i) dst[i] = cvt_f32_f16(h[i]);
+}
+template <int W>
+__device__ __forceinline__ void ld_vn_bf16(float* dst, const loom_bf16* p) {
+  typename loom_bytes_of<W>::type v = *reinterpret_cast<const typename loom_bytes_of<W>::type*>(p);
+  const loom_bf16* h = reinterpret_cast<const loom_bf16*>(&v);
+#pragma unroll
+  for (int i = 0; i < W; ++i) dst[i] = cvt_f32_bf16(h[i]);
+}
+template <int W>
+__device__ __forceinline__ void st_vn_f16(loom_f16* p, const float* src) {
+  typename loom_bytes_of<W>::type v;
+  loom_f16* h = reinterpret_cast<loom_f16*>(&v);
+#pragma unroll
+  for (int i = 0; i < W; ++i) h[i] = cvt_rn_f16_f32(src[i]);
+  *reinterpret_cast<typename loom_bytes_of<W>::type*>(p) = v;
+}
+template <int W>
+__device__ __forceinline__ void st_vn_bf16(loom_bf16* p, const float* src) {
+  typename loom_bytes_of<W>::type v;
+  loom_bf16* h = reinterpret_cast<loom_bf16*>(&v);
+#pragma unroll
+  for (int i = 0; i < W; ++i) h[i] = cvt_rn_bf16_f32(src[i]);
+  *reinterpret_cast<typename loom_bytes_of<W>::type*>(p) = v;
+}
+__device__ __forceinline__ void ld_v2_f16(float* d, const loom_f16* p) { ld_vn_f16<2>(d, p); }
+__device__ __forceinline__ void ld_v4_f16(float* d, const loom_f16* p) { ld_vn_f16<4>(d, p); }
+__device__ __forceinline__ void ld_v8_f16(float* d, const loom_f16* p) { ld_vn_f16<8>(d, p); }
+__device__ __forceinline__ void ld_v2_bf16(float* d, const loom_bf16* p) { ld_vn_bf16<2>(d, p); }
+__device__ __forceinline__ void ld_v4_bf16(float* d, const loom_bf16* p) { ld_vn_bf16<4>(d, p); }
+__device__ __forceinline__ void ld_v8_bf16(float* d, const loom_bf16* p) { ld_vn_bf16<8>(d, p); }
+__device__ __forceinline__ void st_v2_f16(loom_f16* p, const float* s) { st_vn_f16<2>(p, s); }
+__device__ __forceinline__ void st_v4_f16(loom_f16* p, const float* s) { st_vn_f16<4>(p, s); }
+__device__ __forceinline__ void st_v8_f16(loom_f16* p, const float* s) { st_vn_f16<8>(p, s); }
+__device__ __forceinline__ void st_v2_bf16(loom_bf16* p, const float* s) { st_vn_bf16<2>(p, s); }
+__device__ __forceinline__ void st_v4_bf16(loom_bf16* p, const float* s) { st_vn_bf16<4>(p, s); }
+__device__ __forceinline__ void st_v8_bf16(loom_bf16* p, const float* s) { st_vn_bf16<8>(p, s); }
+// tf32: f32 storage, rounded to tf32 on load.
+__device__ __forceinline__ void ld_v2_tf32(float* d, const float* p) {
+  ld_v2_f32(d, p); d[0] = cvt_rna_tf32_f32(d[0]); d[1] = cvt_rna_tf32_f32(d[1]);
+}
+__device__ __forceinline__ void ld_v4_tf32(float* d, const float* p) {
+  ld_v4_f32(d, p);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] = cvt_rna_tf32_f32(d[i]);
+}
+__device__ __forceinline__ void st_v2_tf32(float* p, const float* s) { st_v2_f32(p, s); }
+__device__ __forceinline__ void st_v4_tf32(float* p, const float* s) { st_v4_f32(p, s); }
+
 // ---- asynchronous global -> shared copies (sm_80+) -----------------------------------
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
@@ -138,6 +208,103 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // PTX ISA 9.7.9.25.5 cp.async.wait_group N: at most N committed groups still in flight.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- TMA: bulk tensor copies completing on mbarriers (sm_90+) -----------------------
+
+// PTX ISA 9.7.13.15 mbarrier, mbarrier.init: `count` arrivals complete each phase; the
+// barrier starts in phase 0 with no transactions pending.
+__device__ __forceinline__ void mbarrier_init_shared_b64(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+// PTX ISA 9.7.13.4 membar/fence, fence.mbarrier_init: makes the preceding inits visible
+// to the async proxy (the copy engine that will complete_tx on them). release.cluster
+// is the only form the ISA defines.
+__device__ __forceinline__ void fence_mbarrier_init_release_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// PTX ISA 9.7.13.15 mbarrier, mbarrier.arrive.expect_tx: arrive once and raise the
+// phase's transaction count by `bytes`; the phase completes when every arrival is in and
+// the TMA loads have delivered those bytes. The state result is not needed (sink `_`).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx_shared_b64(unsigned long long* bar,
+                                                                     unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// PTX ISA 9.7.13.15 mbarrier, mbarrier.try_wait.parity: true once the phase of parity
+// `parity` has completed (the phase in progress has the other parity). try_wait may
+// suspend the thread for a while before returning false, so the loop does not spin hot.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_shared_b64(unsigned long long* bar,
+                                                                    unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "  selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbarrier_wait_parity_shared_b64(unsigned long long* bar,
+                                                                unsigned parity) {
+  while (!mbarrier_try_wait_parity_shared_b64(bar, parity)) {
+  }
+}
+
+// PTX ISA 9.7.9.25 data movement, cp.async.bulk.tensor (.tile mode): the copy engine
+// moves the box of `map` whose first element is at coordinates c0 (innermost) .. into
+// shared memory at `dst` (128-byte aligned; swizzled as the map says) and signals its
+// bytes to `bar` (complete_tx). Out-of-range elements are filled per the map (zeros).
+// A CTA's own shared address is a valid .shared::cluster address.
+__device__ __forceinline__ void cp_async_bulk_tensor_1d_global_to_shared(
+    void* dst, const loom_tensor_map* map, unsigned long long* bar, int c0) {
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_bulk_tensor_2d_global_to_shared(
+    void* dst, const loom_tensor_map* map, unsigned long long* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_bulk_tensor_3d_global_to_shared(
+    void* dst, const loom_tensor_map* map, unsigned long long* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_bulk_tensor_4d_global_to_shared(
+    void* dst, const loom_tensor_map* map, unsigned long long* bar, int c0, int c1, int c2,
+    int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_bulk_tensor_5d_global_to_shared(
+    void* dst, const loom_tensor_map* map, unsigned long long* bar, int c0, int c1, int c2,
+    int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+}
 
 // ---- shared-memory layouts -----------------------------------------------------------
 

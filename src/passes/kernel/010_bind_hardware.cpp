@@ -9,8 +9,8 @@
 //     by div/mod Lets; a constant count over CUDA's limit (y, z: 65535) is an error.
 //     Tile IR Lets among the grid loops (the rasterized tile coordinates) follow the
 //     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
-//  2. The THREAD loops below them (constant extents) map to one threadIdx.x, the last
-//     loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
+//  2. The WARP and THREAD loops below them (constant extents) map to one threadIdx.x,
+//     the last loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
 //  3. Every Load/Write index becomes the row-major offset of the tensor's storage.
 //  4. Params: the tensors the kernel touches (inputs, then the output), then symbols.
 #include <map>
@@ -55,6 +55,9 @@ Nest peel(const Block& body) {
     }
   };
   descend(Tier::Grid, n.grid, true);
+  // WARP loops (t:010 with WM/WN) sit above the lane loops; together they are one
+  // mixed-radix decomposition of threadIdx.x, so warp w = threadIdx.x / 32.
+  descend(Tier::Warp, n.threads, false);
   descend(Tier::Thread, n.threads, false);
   n.rest = b;
   return n;

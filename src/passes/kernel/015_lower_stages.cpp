@@ -11,6 +11,11 @@
 //     zero fill, then commit and wait for all groups.
 //  4. A barrier makes the slab visible before the body; a barrier after the body keeps
 //     the next iteration's copy from overwriting data still being read.
+// tma (sm_90) replaces steps 1-4 (lower_tma below): the copy engine moves each slab as
+// one box, so one elected thread issues one TMA load per slab, all completing on the
+// ring slot's mbarrier; every thread waits on that barrier's phase instead of a bar.sync.
+#include <cstdlib>
+#include <map>
 #include <set>
 
 #include "ir/error.h"
@@ -26,7 +31,9 @@ class Lowerer {
 
   void run() {
     Ranges r = kernel_builtin_ranges(k_);
-    lower(k_.body, r);
+    std::vector<const Stmt*> loops;
+    lower(k_.body, r, loops);
+    if (k_.mbarriers > 0) init_mbarriers();
     refresh_params();
   }
 
@@ -47,10 +54,17 @@ class Lowerer {
   }
 
  private:
-  void lower(Block& b, Ranges r) {
+  void lower(Block& b, Ranges r, std::vector<const Stmt*>& loops) {
     for (size_t i = 0; i < b.size(); ++i) {
       Stmt& st = b[i];
       enter_range(r, st);
+      if (st.kind == StmtKind::Stage && st.mode == "tma") {
+        Block out = lower_tma(st, loops);
+        b.erase(b.begin() + long(i));
+        b.insert(b.begin() + long(i), out.begin(), out.end());
+        i += out.size() - 1;
+        continue;
+      }
       if (st.kind == StmtKind::Stage) {
         // All slabs' loads first, then all stores: more global loads in flight.
         Block allocs, loads, stores;
@@ -62,7 +76,7 @@ class Lowerer {
           out.push_back(Stmt::AsyncCommit());
           out.push_back(Stmt::AsyncWait(0));
         } else if (st.mode != "sync") {
-          throw Error("k:015_lower_stages: STAGE=" + st.mode + " is not lowered yet");
+          throw Error("k:015_lower_stages: unknown STAGE=" + st.mode);
         }
         out.push_back(Stmt::Barrier());
         for (auto& s : st.body) out.push_back(s);
@@ -72,8 +86,197 @@ class Lowerer {
         i += out.size() - 1;
         continue;
       }
-      if (st.kind == StmtKind::For || st.kind == StmtKind::If) lower(st.body, r);
+      if (st.kind == StmtKind::For) loops.push_back(&st);
+      if (st.kind == StmtKind::For || st.kind == StmtKind::If) lower(st.body, r, loops);
+      if (st.kind == StmtKind::For) loops.pop_back();
     }
+  }
+
+  // ---- STAGE=tma ---------------------------------------------------------------------
+  //  1. The ring slot s = k_o % S (t:050_multibuffer's prefix; 0 with one buffer) owns
+  //     mbarrier base + s; its j-th fill is phase j, so iteration k_o waits for parity
+  //     (k_o / S) % 2.
+  //  2. Thread 0 arrives on the barrier announcing every slab's bytes (expect_tx), then
+  //     issues one TMA load per slab: box corner = the slab's source index at box
+  //     position 0, box = the slab's extents. Out-of-range elements of the box arrive as
+  //     zeros (the tensor map's OOB fill), the zero fill any M, N, K relies on.
+  //  3. All threads wait on the barrier's phase, run the body, then a barrier: the slot
+  //     is refilled only after every thread has finished reading it.
+  Block lower_tma(const Stmt& st, const std::vector<const Stmt*>& loops) {
+    require_tma_target();
+    if (loops.size() != 1)
+      throw Error("k:015_lower_stages: STAGE=tma needs its stage directly inside one loop (the "
+                  "k_o loop whose iteration picks the mbarrier phase); this one is inside " +
+                  std::to_string(loops.size()) + " loops: use STAGE=cp_async");
+    const Stmt& loop = *loops[0];
+    Expr ko = Expr::var(loop.var);
+    const StageCopy& first = st.copies.at(0);
+    int64_t S = 1;
+    Expr slot = 0;
+    if (!first.shared_prefix.empty()) {
+      const Expr& ring = p_.tensor(first.shared).shape.at(0);
+      LOOM_CHECK(ring.is_const(), "ring dimension of " + first.shared + " is not constant");
+      S = ring.const_value();
+      slot = first.shared_prefix[0];
+    }
+    for (const StageCopy& c : st.copies)
+      if (c.shared_prefix.size() != first.shared_prefix.size() ||
+          (!c.shared_prefix.empty() && !c.shared_prefix[0].same_as(slot)))
+        throw Error("k:015_lower_stages: STAGE=tma needs every slab of a stage in the same ring "
+                    "slot (" + first.shared + " and " + c.shared + " differ)");
+    Expr mbar = Expr(int64_t(k_.mbarriers)) + slot;
+    k_.mbarriers += int(S);
+
+    Block issue;
+    int64_t total = 0;
+    for (const StageCopy& c : st.copies) issue.push_back(tma_copy(c, mbar, total));
+    issue.insert(issue.begin(), Stmt::MbarArriveExpectTx(mbar, total));
+
+    Block out = {Stmt::If(elected(), issue), Stmt::MbarWait(mbar, ko / S % 2)};
+    for (const auto& s : st.body) out.push_back(s);
+    out.push_back(Stmt::Barrier());
+    return out;
+  }
+
+  static Expr elected() {
+    return Expr::make(Expr::Kind::Eq, Expr::var("threadIdx.x"), Expr(0));
+  }
+
+  // The copy engine (cp.async.bulk.tensor, mbarrier complete_tx) exists from sm_90 on.
+  void require_tma_target() const {
+    const std::string& arch = s_.target.arch;
+    int cc = 0;
+    if (arch.rfind("sm_", 0) == 0) cc = std::atoi(arch.c_str() + 3);
+    if (cc < 90)
+      throw Error("STAGE=tma needs sm_90 or newer (the TMA copy engine); the target is " + arch +
+                  ": use STAGE=cp_async");
+  }
+
+  // One slab as one TMA box: checks what the copy engine and the tensor map require,
+  // declares the descriptor, returns the load; adds the box's bytes to `total`.
+  Stmt tma_copy(const StageCopy& c, const Expr& mbar, int64_t& total) {
+    const TensorDecl& src = p_.tensor(c.src);
+    const TensorDecl& dst = p_.tensor(c.shared);
+    const size_t rank = c.vars.size(), np = c.shared_prefix.size();
+    const int64_t eb = dtype_bytes(src.dtype);
+    const std::string what = c.src + " (slab " + c.shared + ")";
+    if (rank != src.shape.size() || rank > 5)
+      throw Error("k:015_lower_stages: STAGE=tma copies a box over every dimension of the "
+                  "source (at most 5); the slab " + c.shared + " covers " +
+                  std::to_string(rank) + " of " + c.src + "'s " +
+                  std::to_string(src.shape.size()) + ": use STAGE=cp_async");
+    // TMA writes the box densely, in the source's dimension order: box variable j must
+    // be source dimension j, entering its index as `corner + var`.
+    std::vector<Expr> corner;
+    std::vector<int64_t> ext(rank);
+    std::map<std::string, Expr> zero;
+    for (const auto& v : c.vars) zero[v] = Expr(0);
+    for (size_t j = 0; j < rank; ++j) {
+      std::vector<Expr> terms;
+      sum_terms(c.src_index[j], terms);
+      int uses = 0;
+      bool plain = false;
+      for (const Expr& t : terms)
+        for (size_t v = 0; v < rank; ++v)
+          if (t.uses(c.vars[v])) {
+            ++uses;
+            plain = v == j && t.is_var();
+          }
+      if (uses != 1 || !plain)
+        throw Error("k:015_lower_stages: STAGE=tma needs slab " + c.shared + " to be a box of " +
+                    c.src + " in its storage order; its index " + c.src_index[j].str() +
+                    " is not `corner + " + c.vars[j] + "`: use STAGE=cp_async");
+      corner.push_back(c.src_index[j].substitute(zero));
+      if (!c.extents[j].is_const()) throw Error("k:015_lower_stages: symbolic slab extent");
+      ext[j] = c.extents[j].const_value();
+      const Expr& dim = dst.shape[np + j];
+      if (!dim.is_const() || dim.const_value() != ext[j])
+        throw Error("k:015_lower_stages: STAGE=tma writes dense boxes; " + c.shared +
+                    " has dimension " + dim.str() + " for a box extent of " +
+                    std::to_string(ext[j]));
+    }
+    if (dst.pad != 0)
+      throw Error("PAD_SMEM=" + std::to_string(dst.pad) + " with STAGE=tma: TMA writes dense "
+                  "boxes and cannot pad rows; use SWIZZLE=128B (or another STAGE) instead");
+    // cuTensorMapEncodeTiled: every global stride but the innermost element's is a
+    // multiple of 16 bytes; with dense rows that is the row itself.
+    const Expr& row = src.shape.back();
+    if (row.is_const() && row.const_value() * eb % 16 != 0 && src.shape.size() > 1)
+      throw Error("STAGE=tma needs rows of " + c.src + " to be a multiple of 16 bytes; " + c.src +
+                  "'s rows are " + std::to_string(row.const_value() * eb) +
+                  " B: use STAGE=cp_async");
+    int64_t inner = ext[rank - 1] * eb;
+    if (inner % 16 != 0)
+      throw Error("STAGE=tma needs the inner box dimension of " + what +
+                  " to be a multiple of 16 bytes; it is " + std::to_string(ext[rank - 1]) +
+                  " x " + dtype_name(src.dtype) + " = " + std::to_string(inner) +
+                  " B: widen the tile along " + c.src + "'s last dimension (BK or BN) or use "
+                  "STAGE=cp_async");
+    for (size_t j = 0; j < rank; ++j)
+      if (ext[j] > 256)
+        throw Error("STAGE=tma boxes have at most 256 elements per dimension; " + what +
+                    " needs " + std::to_string(ext[j]) + " along dimension " +
+                    std::to_string(j) + ": lower BM, BN or BK");
+    int swizzle = 0;
+    if (dst.swizzle.bits > 0) {
+      swizzle = 16 << dst.swizzle.bits;
+      int log_eb = eb == 4 ? 2 : eb == 2 ? 1 : eb == 8 ? 3 : 0;
+      if (dst.swizzle.base != 4 - log_eb || dst.swizzle.shift != 3)
+        throw Error("k:015_lower_stages: " + c.shared + "'s swizzle is not a TMA pattern");
+      if (inner != swizzle)
+        throw Error("STAGE=tma with a " + std::to_string(swizzle) + "B swizzle needs the inner "
+                    "box dimension of " + what + " to span it exactly; it is " +
+                    std::to_string(inner) + " B: use SWIZZLE=" +
+                    (inner >= 128 ? std::string("128B") : std::to_string(inner) + "B") +
+                    " or SWIZZLE=none");
+    }
+    int64_t elems = 1;
+    for (int64_t e : ext) elems *= e;
+    // The copy engine writes 128-byte aligned boxes; a swizzled box also starts on the
+    // swizzle's repeat (8 rows of its span), or its XOR pattern would be shifted.
+    int64_t align = swizzle ? 8 * swizzle : 128;
+    if (np > 0 && elems * eb % align != 0)
+      throw Error("STAGE=tma with STAGES>1: each ring buffer of " + c.shared + " holds " +
+                  std::to_string(elems * eb) + " B, not a multiple of " +
+                  std::to_string(align) + " B, so the next box would start misaligned for "
+                  "the copy engine: use a tile whose slab is a multiple of " +
+                  std::to_string(align) + " B");
+
+    TmaDescriptor d;
+    d.name = c.shared + "_tmap";
+    d.tensor = c.src;
+    d.shared = c.shared;
+    for (size_t j = rank; j-- > 0;) d.box.push_back(ext[j]);
+    d.swizzle_bytes = swizzle;
+    k_.tma.push_back(d);
+    total += elems * eb;
+
+    Expr origin = 0;
+    auto strides = dst.strides();
+    for (size_t i = 0; i < np; ++i) origin = origin + c.shared_prefix[i] * strides[i];
+    return Stmt::TmaLoad(c.shared, origin, c.src, corner, d.name, mbar, elems * eb);
+  }
+
+  static void sum_terms(const Expr& e, std::vector<Expr>& out) {
+    if (e.kind() == Expr::Kind::Add) {
+      sum_terms(e.lhs(), out);
+      sum_terms(e.rhs(), out);
+    } else {
+      out.push_back(e);
+    }
+  }
+
+  // One thread initializes every barrier for one arrival per phase (its own
+  // arrive.expect_tx); the fence publishes the inits to the copy engine, the barrier to
+  // the other threads, before anyone waits.
+  void init_mbarriers() {
+    Block init;
+    for (int i = 0; i < k_.mbarriers; ++i) init.push_back(Stmt::MbarInit(Expr(i), 1));
+    init.push_back(Stmt::FenceMbarInit());
+    size_t at = 0;
+    while (at < k_.body.size() && k_.body[at].kind == StmtKind::Let) ++at;
+    Block setup = {Stmt::If(elected(), init), Stmt::Barrier()};
+    k_.body.insert(k_.body.begin() + long(at), setup.begin(), setup.end());
   }
 
   // Emits one slab's copy: sync as a register-array load loop and a store loop (split so
@@ -213,17 +416,34 @@ class Lowerer {
   KernelOp& k_;
 };
 
+// The dynamic buffer starts 1024-byte aligned (codegen asks for it when a kernel has
+// tensor maps); each TMA destination must start on its swizzle's repeat as well.
+void check_tma_alignment(const KernelProgram& p, const KernelOp& k, const SharedLayout& l) {
+  for (const TmaDescriptor& d : k.tma) {
+    int64_t align = d.swizzle_bytes ? 8 * d.swizzle_bytes : 128;
+    int64_t off = l.offset_bytes.at(d.shared);
+    if (off % align != 0)
+      throw Error("STAGE=tma: shared tensor " + d.shared + " starts at byte " +
+                  std::to_string(off) + " of shared memory, not a multiple of the " +
+                  std::to_string(align) + " B its TMA boxes need (the tensors before it are " +
+                  "not a multiple of that size): change BM, BN or BK, or SWIZZLE");
+  }
+}
+
 }  // namespace
 
 Pass pass_lower_stages() {
   return Pass{"k:015_lower_stages", Level::Kernel, Level::Kernel,
               "no Stage bundles: slabs move by cooperative (vector) copies or cp.async, "
-              "fenced by barriers; shared memory fits the block",
+              "fenced by barriers, or by TMA boxes completing on mbarriers; shared memory "
+              "fits the block",
               {"VECTORIZE"},
               [](CompileState& s) {
                 for (auto& k : s.kernel.kernels) {
                   Lowerer(s, s.kernel, k).run();
-                  int64_t bytes = shared_layout(s.kernel, k).total_bytes;
+                  SharedLayout layout = shared_layout(s.kernel, k);
+                  check_tma_alignment(s.kernel, k, layout);
+                  int64_t bytes = kernel_smem_bytes(layout, k);
                   if (bytes > s.target.smem_per_block)
                     throw Error("shared memory: kernel " + k.name + " needs " +
                                 std::to_string(bytes) + " B (knobs " + s.knobs.str() +

@@ -64,7 +64,7 @@ class Vectorizer {
     if (ld.kind != StmtKind::Load || ld.width != 1 || ld.dst_index.empty()) return;
     if (!(ld.pred.is_const() && ld.pred.const_value() == 1)) return;
     const TensorDecl& t = p_.tensor(ld.tensor);
-    if (t.dtype != DType::F32) return;
+    if (t.dtype == DType::F64) return;
     const std::string& v = loop.var;
     auto rest = unit_stride_rest(ld.index[0], v);
     auto drest = unit_stride_rest(ld.dst_index.back(), v);
@@ -72,7 +72,7 @@ class Vectorizer {
     for (size_t i = 0; i + 1 < ld.dst_index.size(); ++i)
       if (ld.dst_index[i].uses(v)) return;
     int64_t E = loop.extent.const_value();
-    for (int64_t W = std::min<int64_t>(max_w_, 4); W > 1; W /= 2) {
+    for (int64_t W = std::min<int64_t>(max_w_, 16 / dtype_bytes(t.dtype)); W > 1; W /= 2) {
       if (E % W != 0) continue;
       Expr q = Expr::var(v);
       Expr start = ld.index[0].substitute({{v, q * W}});
@@ -103,7 +103,7 @@ class Vectorizer {
     Stmt& wr = loop.body[0];
     if (wr.atomic_add || wr.width != 1 || wr.args[0].is_imm() || wr.args[0].index.empty()) return;
     const TensorDecl& t = p_.tensor(wr.tensor);
-    if (t.dtype != DType::F32) return;
+    if (t.dtype == DType::F64) return;
     const std::string& v = loop.var;
     auto rest = unit_stride_rest(wr.index[0], v);
     auto srest = unit_stride_rest(wr.args[0].index.back(), v);
@@ -111,7 +111,7 @@ class Vectorizer {
     for (size_t i = 0; i + 1 < wr.args[0].index.size(); ++i)
       if (wr.args[0].index[i].uses(v)) return;
     int64_t E = loop.extent.const_value();
-    for (int64_t W = std::min<int64_t>(max_w_, 4); W > 1; W /= 2) {
+    for (int64_t W = std::min<int64_t>(max_w_, 16 / dtype_bytes(t.dtype)); W > 1; W /= 2) {
       if (E % W != 0) continue;
       Expr q = Expr::var(v);
       Expr start = wr.index[0].substitute({{v, q * W}});
@@ -137,7 +137,7 @@ class Vectorizer {
   // `base` is provably a multiple of W.
   void fold_writes(Block& b) {
     for (size_t i = 0; i < b.size(); ++i) {
-      for (int64_t W = std::min<int64_t>(max_w_, 4); W > 1; W /= 2) {
+      for (int64_t W = std::min<int64_t>(max_w_, 8); W > 1; W /= 2) {
         if (i + size_t(W) > b.size() || !write_run(b, i, W)) continue;
         Stmt vec = b[i];
         vec.width = int(W);
@@ -154,7 +154,9 @@ class Vectorizer {
     if (first.kind != StmtKind::Write || first.atomic_add || first.width != 1) return false;
     if (first.args[0].index.empty()) return false;
     const TensorDecl& t = p_.tensor(first.tensor);
-    if (t.dtype != DType::F32 || !provably_divisible(first.index[0], W)) return false;
+    if (t.dtype == DType::F64 || W * dtype_bytes(t.dtype) > 16 ||
+        !provably_divisible(first.index[0], W))
+      return false;
     if (t.swizzle.bits && (int64_t(1) << t.swizzle.base) % W != 0) return false;
     for (int64_t j = 1; j < W; ++j) {
       const Stmt& w = b[i + size_t(j)];

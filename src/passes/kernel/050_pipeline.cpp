@@ -17,8 +17,13 @@
 //               if k_o+S-1 < KO: copy(k_o+S-1)
 //               commit; compute(k_o)
 //     wait(0)
+//   tma, S buffers (each slot's mbarrier tells when its box landed):
+//     prologue: for s < S: if s < KO: issue(s)      <- thread 0: expect_tx + TMA loads
+//     for k_o:  wait(slot k_o % S, parity (k_o / S) % 2); compute(k_o); barrier
+//               if k_o+S < KO: issue(k_o+S)        <- into the slot every thread just left
 // Copies are recognized by their loop axes (copy.load / copy.store / copy.async), as
-// k:015_lower_stages emits them; one barrier per iteration instead of two.
+// k:015_lower_stages emits them (a TMA issue as the If holding its expect_tx); one
+// barrier per iteration instead of two.
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -35,9 +40,48 @@ Block shifted(const Block& b, const std::string& var, Expr to) {
   return c;
 }
 
+bool is_tma_issue(const Stmt& s) {
+  if (s.kind != StmtKind::If) return false;
+  for (const Stmt& b : s.body)
+    if (b.kind == StmtKind::MbarArriveExpectTx) return true;
+  return false;
+}
+
+// `if cond: body`, folded when the condition is a constant (the prologue's are).
+void guarded(Block& out, const Expr& cond, Block body) {
+  if (cond.is_const()) {
+    if (cond.const_value() != 0) out.insert(out.end(), body.begin(), body.end());
+    return;
+  }
+  out.push_back(Stmt::If(cond, std::move(body)));
+}
+
+// The TMA schedule: S boxes in flight, each refilled as soon as the block has left it.
+bool pipeline_tma(const Stmt& loop, int64_t S, Block& out) {
+  Block issue, rest;
+  int barriers = 0;
+  for (const auto& s : loop.body) {
+    if (is_tma_issue(s)) issue.push_back(s);
+    else if (s.kind == StmtKind::Barrier) ++barriers;
+    else rest.push_back(s);
+  }
+  if (issue.size() != 1 || barriers != 1 || loop.body.back().kind != StmtKind::Barrier)
+    return false;
+  const std::string& k = loop.var;
+  Expr ko = Expr::var(k), KO = loop.extent;
+  for (int64_t s = 0; s < S; ++s) guarded(out, Expr(s) < KO, shifted(issue, k, s));
+  Block body = rest;
+  body.push_back(Stmt::Barrier());
+  guarded(body, ko + S < KO, shifted(issue, k, ko + S));
+  out.push_back(Stmt::For(k, KO, loop.loop_kind, loop.axis, body, loop.tier));
+  return true;
+}
+
 // Returns true when `loop` (a staged reduce loop) was pipelined; `out` gets the
 // statements that replace it.
 bool pipeline(const Stmt& loop, int64_t S, Block& out) {
+  for (const auto& s : loop.body)
+    if (is_tma_issue(s)) return pipeline_tma(loop, S, out);
   Block allocs, loads, stores, asyncs, compute;
   int barriers = 0;
   bool has_commit = false;

@@ -113,7 +113,11 @@ bool rewrite_cell(Block& holder, size_t pos) {
     for (const auto& r : regs)
       if (used.count(r.var)) sub.push_back(r);
     if (st.kind != StmtKind::Load || sub.size() == regs.size()) {
-      per_cell.push_back(st);
+      // A load that depends on every register variable stays per cell; outside the
+      // guard now, it is predicated by all of it.
+      Stmt keep = st;
+      if (st.kind == StmtKind::Load && !guard_terms.empty()) keep.pred = keep.pred && guard;
+      per_cell.push_back(keep);
       continue;
     }
     Stmt ld = st;

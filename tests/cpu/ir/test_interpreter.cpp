@@ -352,7 +352,7 @@ TEST(InterpreterTile, PredicatedLoadsReturnZeroWithoutTouchingMemory) {
   TileProgram bad = tile_outer_product(4, 2, false);
   Bindings b = matmul_inputs(bad, 7, 5, 6, 22);
   std::string msg = error_of(bad, b);
-  EXPECT_NE(msg.find("index 0 (mb * 4 + i) = 7 is out of range for tensor A"), std::string::npos)
+  EXPECT_NE(msg.find("index 0 (nb * 2 + j) = 5 is out of range for tensor B"), std::string::npos)
       << msg;
   // ...and with them an out-of-range load yields 0 (no bounds error).
   TileProgram p;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
+#include "gemm_kernels.h"
 #include "ir/program.h"
 
 namespace loom {
@@ -258,6 +259,230 @@ TEST(Verify, KernelRules) {
   KernelProgram atom = kernel_matmul();
   atom.kernels[0].body[2].body[1].body[2].dst = "acc9";
   EXPECT_REJECTED(atom, "acc9 <- fma_f32(in0, in1)", "not defined");
+}
+
+// ---- the constructs of the SIMT GEMM optimizations ---------------------------------
+
+Stmt with_index(Stmt s, std::vector<Expr> dst_index) {
+  s.dst_index = std::move(dst_index);
+  return s;
+}
+
+// The tile matmul with `acc` as a one-element register array.
+TileProgram tile_register_matmul() {
+  TileProgram p = tile_matmul();
+  Block& inner = p.ops[0].body[0].body[0].body[0].body[0].body;  // under the guard
+  inner[0] = with_index(Stmt::Init("acc0", 0.0), {0});
+  inner.insert(inner.begin(), Stmt::Alloc("acc0", {1}));
+  inner[2].body[3] = with_index(Stmt::Accum("acc0", val("v0")), {0});
+  inner[3].args[0] = Operand::value("acc0", {0});
+  return p;
+}
+
+// A tile matmul that stages rows of A into a shared slab As[1, K] (K = 8 constant).
+TileProgram tile_staged_matmul() {
+  TileProgram p = tile_matmul();
+  p.symbols = {"M", "N"};
+  p.tensors[0].shape = {v("M"), 8};
+  p.tensors[1].shape = {v("N"), 8};
+  TensorDecl as = decl("As", {1, 8}, TensorRole::Shared);
+  p.tensors.push_back(as);
+  Stmt& n_loop = p.ops[0].body[0].body[0].body[0];
+  Block& inner = n_loop.body[0].body;
+  inner[1].extent = 8;
+  inner[1].body[0] = Stmt::Load("in0", "As", {0, v("k")});
+  StageCopy c;
+  c.shared = "As";
+  c.vars = {"r", "c"};
+  c.extents = {1, 8};
+  c.src = "A";
+  c.src_index = {v("m_b") * 4 + v("m_t") + v("r"), v("c")};
+  n_loop.body = {Stmt::Stage("sync", {c}, n_loop.body)};
+  return p;
+}
+
+Block& k_body(TileProgram& p) {
+  Stmt* k = nullptr;
+  walk(p.ops[0].body, [&](Stmt& s) {
+    if (s.kind == StmtKind::For && s.var == "k" && !k) k = &s;
+  });
+  return k->body;
+}
+
+Stmt& first_stage(TileProgram& p) {
+  Stmt* st = nullptr;
+  walk(p.ops[0].body, [&](Stmt& s) {
+    if (s.kind == StmtKind::Stage && !st) st = &s;
+  });
+  return *st;
+}
+
+KernelProgram gemm(test::Staging st = test::Staging::Sync) {
+  test::GemmKernelOptions o;
+  o.staging = st;
+  return test::gemm_kernel(o);
+}
+
+// The ko loop of gemm(): fills, [commit, wait,] barrier, compute, barrier.
+Block& ko_loop(KernelProgram& p) { return p.kernels[0].body[8].body; }
+
+TEST(Verify, AcceptsTheNewConstructsWhereTheyBelong) {
+  EXPECT_NO_THROW(verify(tile_register_matmul()));
+  EXPECT_NO_THROW(verify(tile_staged_matmul()));
+  for (auto st : {test::Staging::Sync, test::Staging::CpAsync, test::Staging::Pipelined})
+    EXPECT_NO_THROW(verify(gemm(st)));
+}
+
+TEST(Verify, LoopIrHasNoneOfTheNewConstructs) {
+  LoopProgram p = loop_matmul();
+  p.ops[0].body.insert(p.ops[0].body.begin(), Stmt::Alloc("r", {4}));
+  EXPECT_REJECTED(p, "Loop IR", "alloc r[4]", "Alloc appears from Tile IR on");
+
+  LoopProgram b = loop_matmul();
+  loop_reduce(b).push_back(Stmt::Barrier());
+  EXPECT_REJECTED(b, "barrier", "only in Kernel IR");
+
+  LoopProgram w = loop_matmul();
+  loop_reduce(w)[0].width = 4;
+  EXPECT_REJECTED(w, "vector accesses appear from Tile IR on");
+
+  LoopProgram q = loop_matmul();
+  loop_reduce(q)[0].pred = v("k") < v("K");
+  EXPECT_REJECTED(q, "in0 = load A[m, k] if k < K", "predicated loads");
+
+  LoopProgram i = loop_matmul();
+  loop_reduce(i)[3].args[0].index = {0};
+  EXPECT_REJECTED(i, "register arrays appear from Tile IR on");
+
+  LoopProgram sh = loop_matmul();
+  sh.tensors.push_back(decl("S", {4}, TensorRole::Shared));
+  EXPECT_REJECTED(sh, "shared tensor `S` in Loop IR");
+}
+
+TEST(Verify, TileIrHasNoBarriersOrAsyncCopies) {
+  TileProgram t = tile_staged_matmul();
+  k_body(t).push_back(Stmt::Barrier());
+  EXPECT_REJECTED(t, "Tile IR", "barrier", "only in Kernel IR");
+
+  TileProgram a = tile_staged_matmul();
+  k_body(a).push_back(Stmt::AsyncCopy("As", 0, "A", 0, 1, Expr(1)));
+  EXPECT_REJECTED(a, "cp.async As[0] <- A[0] x1", "only in Kernel IR");
+  TileProgram w = tile_staged_matmul();
+  k_body(w).push_back(Stmt::AsyncWait(0));
+  EXPECT_REJECTED(w, "cp.async.wait 0", "only in Kernel IR");
+}
+
+TEST(Verify, RegisterArraysNeedAnAllocOfTheirRank) {
+  TileProgram no_alloc = tile_register_matmul();
+  Block& inner = no_alloc.ops[0].body[0].body[0].body[0].body[0].body;
+  inner.erase(inner.begin());
+  EXPECT_REJECTED(no_alloc, "acc0[0] = 0", "no Alloc", "register array");
+
+  TileProgram rank = tile_register_matmul();
+  rank.ops[0].body[0].body[0].body[0].body[0].body[2].body[3].dst_index = {0, 0};
+  EXPECT_REJECTED(rank, "acc0[0, 0] <- add(acc0[0, 0], v0)", "rank 1", "2 indices");
+
+  TileProgram scalar_use = tile_register_matmul();
+  scalar_use.ops[0].body[0].body[0].body[0].body[0].body[3].args[0].index.clear();
+  EXPECT_REJECTED(scalar_use, "C[m_b * 4 + m_t, n] = acc0", "is a register array");
+
+  TileProgram extent = tile_register_matmul();
+  extent.ops[0].body[0].body[0].body[0].body[0].body[0].index = {v("N")};
+  EXPECT_REJECTED(extent, "alloc acc0[N]", "not a positive constant");
+
+  TileProgram vec = tile_register_matmul();
+  Stmt& load = k_body(vec)[0];
+  load.width = 2;
+  EXPECT_REJECTED(vec, "load.v2 A", "register-array elements");
+  load = with_index(Stmt::Load("in0", "A", {v("m_b") * 4 + v("m_t"), v("k")}), {0});
+  load.width = 2;
+  Block& inner2 = vec.ops[0].body[0].body[0].body[0].body[0].body;
+  inner2.insert(inner2.begin(), Stmt::Alloc("in0", {1}));
+  EXPECT_REJECTED(vec, "in0[0] = load.v2 A", "overruns its last extent 1");
+}
+
+TEST(Verify, StageCopiesAreCheckedAndScoped) {
+  TileProgram role = tile_staged_matmul();
+  role.tensors.back().role = TensorRole::Temp;
+  EXPECT_REJECTED(role, "stage sync:", "`As`, which is not a shared tensor");
+
+  TileProgram rank = tile_staged_matmul();
+  first_stage(rank).copies[0].vars = {"c"};
+  EXPECT_REJECTED(rank, "1 box variables and 2 extents");
+
+  TileProgram src = tile_staged_matmul();
+  first_stage(src).copies[0].src_index.pop_back();
+  EXPECT_REJECTED(src, "reads `A` (rank 2) with 1 indices");
+
+  // The box variables exist only inside the copy, not in the stage's body.
+  TileProgram scope = tile_staged_matmul();
+  first_stage(scope).body[0].body[1].body[0] = Stmt::Load("in0", "As", {0, v("c")});
+  EXPECT_REJECTED(scope, "load As[0, c]", "`c`", "neither an enclosing loop");
+
+  TileProgram box = tile_staged_matmul();
+  first_stage(box).copies[0].extents[1] = 9;
+  EXPECT_REJECTED(box, "extent 9 exceeds dimension 1 of `As`");
+
+  TileProgram mode = tile_staged_matmul();
+  first_stage(mode).mode = "dma";
+  EXPECT_REJECTED(mode, "stage mode `dma`");
+}
+
+TEST(Verify, DivergentBarrierIsRejected) {
+  KernelProgram direct = gemm();
+  ko_loop(direct)[2] = Stmt::If(v("threadIdx.x") < 32, {Stmt::Barrier()});
+  EXPECT_REJECTED(direct, "Kernel IR", "kernel k_gemm", "`barrier`", "divergent barrier",
+                  "if threadIdx.x < 32:");
+
+  // Through a let: tm = threadIdx.x / 8.
+  KernelProgram via_let = gemm();
+  ko_loop(via_let)[2] = Stmt::If(v("tm") < 2, {Stmt::Barrier()});
+  EXPECT_REJECTED(via_let, "divergent barrier", "if tm < 2:");
+
+  // A loop whose trip count depends on the thread diverges as well.
+  KernelProgram loop = gemm();
+  ko_loop(loop)[2] = Stmt::For("z", v("tn"), LoopKind::Parallel, "", {Stmt::Barrier()});
+  EXPECT_REJECTED(loop, "divergent barrier", "for z in 0..tn");
+
+  // A condition every thread of the block agrees on is fine.
+  KernelProgram uniform = gemm();
+  ko_loop(uniform)[2] = Stmt::If(v("ko") < v("K") && v("m0") < v("M"), {Stmt::Barrier()});
+  EXPECT_NO_THROW(verify(uniform));
+}
+
+TEST(Verify, AsyncCopyRules) {
+  KernelProgram dst = gemm(test::Staging::CpAsync);
+  ko_loop(dst).push_back(Stmt::AsyncCopy("C", 0, "A", 0, 1, Expr(1)));
+  EXPECT_REJECTED(dst, "cp.async C[0] <- A[0] x1", "`C` is not a shared tensor");
+
+  KernelProgram src = gemm(test::Staging::CpAsync);
+  ko_loop(src).push_back(Stmt::AsyncCopy("As", 0, "Bs", 0, 1, Expr(1)));
+  EXPECT_REJECTED(src, "cp.async reads global memory; `Bs` is a shared tensor");
+
+  KernelProgram width = gemm(test::Staging::CpAsync);
+  ko_loop(width).push_back(Stmt::AsyncCopy("As", 0, "A", 0, 3, Expr(1)));
+  EXPECT_REJECTED(width, "cp.async moves 4, 8 or 16 bytes; 3 x f32 is 12 bytes");
+}
+
+TEST(Verify, SharedTensorDeclarations) {
+  KernelProgram param = gemm();
+  param.kernels[0].params.push_back("As");
+  EXPECT_REJECTED(param, "parameter `As` is a shared tensor");
+
+  KernelProgram pad = gemm();
+  pad.tensors[2].pad = 4;
+  EXPECT_REJECTED(pad, "tensor `C` has a row pad or swizzle");
+
+  // 24 elements are not whole 16-element swizzle blocks: bit 4 of offset 16 sets bit 3.
+  KernelProgram swz = gemm();
+  swz.tensors.push_back(test::tensor_decl("Xs", {3, 8}, TensorRole::Shared, 0, Swizzle{1, 3, 1}));
+  EXPECT_REJECTED(swz, "shared tensor `Xs`: its swizzle moves offset 16 to 24, outside its 24");
+  swz.tensors.back().swizzle = Swizzle{2, 0, 1};
+  EXPECT_REJECTED(swz, "swizzle<2,0,1>", "shift >= bits");
+
+  KernelProgram unused = gemm();
+  unused.tensors.push_back(test::tensor_decl("Cs", {4, 4}, TensorRole::Shared));
+  EXPECT_REJECTED(unused, "shared tensor `Cs` is never written");
 }
 
 }  // namespace

@@ -103,6 +103,12 @@ TEST(Passes, FixedCasesThroughEveryPass) {
       {"add(mul(matmul(A[6,4]:tf32, B[4,10]:tf32), 0.5), R[6,10]:f32)", {}, Knobs()},
       {"gelu(matmul(A[5,7]:f16, B[7,3]:f16, out=f32))", {}, Knobs::parse("BM=3,BN=3,FM=3,FN=1")},
       {"silu(matmul(A[K,M]:f32.T, B[K,N]:f32))", {{"M", 10}, {"N", 3}, {"K", 4}}, Knobs()},
+      // The SIMT ladder's schedules on a ragged shape: staging, rings, pipelining.
+      {"matmul(A[70,45]:f32, B[45,66]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,STAGES=1")},
+      {"matmul(A[70,45]:f32, B[45,66]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,STAGES=2")},
+      {"relu(matmul(A[70,44]:f32, B[44,66]:f32))", {}, Knobs::parse("BM=32,BN=64,FM=4,FN=8,BK=4,STAGE=cp_async,STAGES=3")},
+      {"matmul(A[64,64]:f16, B[64,64]:f16)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4")},
+      {"matmul(A[64,40]:f32, B[40,64]:f32)", {}, Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=8,STAGE=sync,STAGES=2,WM=4,WN=2")},
   };
   for (size_t i = 0; i < cases.size(); ++i) check_case(cases[i], 100 + i);
 }
@@ -122,9 +128,19 @@ TEST(Passes, RandomShapesAndKnobs) {
     std::string mm = "matmul(" + a + ", " + b + ")";
     char buf[256];
     std::snprintf(buf, sizeof buf, epilogues[rng() % 5], mm.c_str());
-    int FM = pick({1, 2, 3, 4}), FN = pick({1, 2, 4}), TM = pick({1, 2, 4}), TN = pick({1, 2, 8});
-    Knobs k = Knobs::parse("BM=" + std::to_string(FM * TM) + ",BN=" + std::to_string(FN * TN) +
-                           ",FM=" + std::to_string(FM) + ",FN=" + std::to_string(FN));
+    int FM = pick({1, 2, 3, 4}), FN = pick({1, 2, 4, 8}), TM = pick({1, 2, 4}), TN = pick({1, 2, 8});
+    std::string knobs = "BM=" + std::to_string(FM * TM) + ",BN=" + std::to_string(FN * TN) +
+                        ",FM=" + std::to_string(FM) + ",FN=" + std::to_string(FN) +
+                        ",VECTORIZE=" + std::to_string(pick({1, 2, 4}));
+    // Staging: every transport the CPU can check, ring depths, pipelining, layouts.
+    std::string stage = std::vector<std::string>{"direct", "sync", "cp_async"}[rng() % 3];
+    knobs += ",STAGE=" + stage + ",BK=" + std::to_string(pick({1, 4, 8, 16}));
+    if (stage == "sync") knobs += ",STAGES=" + std::to_string(pick({1, 2}));
+    if (stage == "cp_async") knobs += ",STAGES=" + std::to_string(pick({1, 2, 3}));
+    knobs += ",PIPELINE=" + std::to_string(pick({0, 1}));
+    if (rng() % 3 == 0) knobs += ",PAD_SMEM=" + std::to_string(pick({1, 2, 4}));
+    if (rng() % 3 == 0) knobs += ",UNROLL_K=0";
+    Knobs k = Knobs::parse(knobs);
     check_case({buf, {{"M", M}, {"N", N}, {"K", K}}, k}, 1000 + uint64_t(trial));
   }
 }

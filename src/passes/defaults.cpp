@@ -1,0 +1,87 @@
+#include "passes/defaults.h"
+
+#include <algorithm>
+
+namespace loom {
+namespace {
+
+struct Gemm { int64_t batch = 1, M = 0, N = 0, K = 0; bool known = false; bool epilogue = false; DType out; };
+
+Gemm gemm_of(const Graph& g) {
+  Gemm s;
+  for (const auto& n : g.nodes) {
+    if (n.kind != OpKind::Matmul) continue;
+    const Node& a = g.node(n.inputs[0]);
+    size_t r = n.shape.size();
+    s.known = true;
+    for (const auto& d : n.shape) s.known &= !d.is_sym();
+    s.known &= !a.shape.back().is_sym();
+    if (!s.known) return s;
+    s.batch = r == 3 ? n.shape[0].value : 1;
+    s.M = n.shape[r - 2].value;
+    s.N = n.shape[r - 1].value;
+    s.K = a.shape.back().value;
+    s.epilogue = g.result() != n.id;
+    s.out = n.dtype;
+  }
+  return s;
+}
+
+}  // namespace
+
+DefaultChoice default_knobs(const Graph& g, const Target& t) {
+  DefaultChoice c;
+  Gemm s = gemm_of(g);
+  if (!s.known) {
+    // Symbolic sizes: a medium tile with guards; passes fill in the rest.
+    c.shape_class = "symbolic";
+    c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
+    return c;
+  }
+  int64_t tiles128 = s.batch * ((s.M + 127) / 128) * ((s.N + 127) / 128);
+  if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
+    // Few output tiles, long reduction: split K so every SM gets work
+    // (bench/NOTES.md, split-K ladder). 32x32 tiles, S so that tiles * S ~ 2 waves.
+    int64_t tiles = s.batch * ((s.M + 31) / 32) * ((s.N + 31) / 32);
+    int64_t S = 1;
+    while (S < 64 && tiles * S * 2 <= 2 * t.sm_count && s.K / (S * 2) >= 256) S *= 2;
+    c.shape_class = "split-k";
+    std::string mode = (!s.epilogue && s.out == DType::F32) ? "atomic" : "reduce";
+    c.knobs = Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2,SPLITK=" +
+                           std::to_string(S) + ",SPLITK_MODE=" + mode);
+    return c;
+  }
+  if (tiles128 >= t.sm_count) {
+    // Large: 128x128 blocks of 8x8-cell threads, register double buffering (0.88-0.92x
+    // cuBLAS SGEMM at 4096^3 on H200, bench/NOTES.md).
+    c.shape_class = "large";
+    c.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=8,STAGE=sync,STAGES=2");
+    return c;
+  }
+  if (s.M >= 32 && s.N >= 32) {
+    c.shape_class = "medium";
+    c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
+    return c;
+  }
+  c.shape_class = "small";  // partition's own defaults shrink the tile to the shape
+  return c;
+}
+
+Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs) {
+  static const std::vector<std::vector<std::string>> groups = {
+      {"BM", "BN", "FM", "FN", "WM", "WN"},
+      {"STAGE", "BK", "STAGES", "PIPELINE"},
+      {"SPLITK", "SPLITK_MODE"}};
+  Knobs out;
+  for (const auto& [name, value] : defaults.values()) {
+    bool touched = false;
+    for (const auto& g : groups)
+      if (std::find(g.begin(), g.end(), name) != g.end())
+        for (const auto& k : g) touched |= explicit_knobs.has(k);
+    if (!touched) out.set(name, value);
+  }
+  out.merge(explicit_knobs);
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,24 @@
+// Default knobs by shape class: what Loom compiles when nobody chose (explicit knobs and,
+// later, the tuning database take precedence). Each rule records the measurement that
+// justifies it in bench/NOTES.md.
+#pragma once
+#include "ir/graph.h"
+#include "passes/knobs.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+struct DefaultChoice {
+  Knobs knobs;
+  std::string shape_class;  // "large", "medium", "small", "split-k", "symbolic"
+};
+
+DefaultChoice default_knobs(const Graph& g, const Target& t);
+
+// The knobs to compile with: `explicit_knobs` over the defaults, group by group — a
+// person who sets any tiling knob (BM BN FM FN WM WN) gets none of the default tiling,
+// so an explicit BM=64 is never combined with a default FM it does not divide; likewise
+// for the staging (STAGE BK STAGES PIPELINE) and split-K (SPLITK SPLITK_MODE) groups.
+Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs);
+
+}  // namespace loom

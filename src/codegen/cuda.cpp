@@ -101,6 +101,9 @@ class Renderer {
         line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + name +
                     " = reinterpret_cast<" + dtype_storage_ctype(p_.tensor(name).dtype) +
                     "*>(loom_smem + " + std::to_string(off) + ");");
+      bool swizzled_tma = false;
+      for (const TmaDescriptor& d : k.tma) swizzled_tma |= d.swizzle_bytes > 0;
+      if (swizzled_tma) line(1, "loom::require_smem_aligned_1024(loom_smem);");
       if (k.mbarriers > 0)
         line(1, "unsigned long long* const loom_mbar = reinterpret_cast<unsigned long long*>("
                 "loom_smem + " + std::to_string(mbarrier_offset_bytes(smem)) + ");  // [" +

@@ -52,10 +52,12 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     return c;
   }
   if (tiles128 >= t.sm_count) {
-    // Large: 128x128 blocks of 8x8-cell threads, register double buffering (0.88-0.92x
-    // cuBLAS SGEMM at 4096^3 on H200, bench/NOTES.md).
+    // Large: 128x128 blocks of 8x8-cell threads, BK=16 slabs, register double
+    // buffering, two blocks per SM (0.88x cuBLAS SGEMM at 4096^3 on H200; 128x256 tiles
+    // measured 0.89-0.92x but need 255 registers, which a fused epilogue would spill —
+    // bench/NOTES.md).
     c.shape_class = "large";
-    c.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=8,STAGE=sync,STAGES=2");
+    c.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,MIN_BLOCKS=2");
     return c;
   }
   if (s.M >= 32 && s.N >= 32) {

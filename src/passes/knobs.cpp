@@ -35,7 +35,7 @@ const std::vector<KnobDef>& knob_registry() {
       {"SWIZZLE", "XOR swizzle of shared tiles (TMA patterns; excludes PAD_SMEM)",
        "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B"}},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
-       "k:030_unroll_registers", 0, 256},
+       "k:055_unroll_registers", 0, 256},
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
        "k:060_launch_bounds", 0, 32},
       {"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",

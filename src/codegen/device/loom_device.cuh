@@ -306,6 +306,14 @@ __device__ __forceinline__ void cp_async_bulk_tensor_5d_global_to_shared(
       : "memory");
 }
 
+// The TMA swizzles XOR shared-address bits 4..9, so a swizzled box matches the offsets
+// Loom computes only if the buffer starts on 1024 bytes. `extern __shared__
+// __align__(1024)` asks for that; this check turns a broken promise into a launch error
+// (__trap) instead of silently permuted data.
+__device__ __forceinline__ void require_smem_aligned_1024(const void* p) {
+  if (smem_addr(p) & 1023u) __trap();
+}
+
 // ---- shared-memory layouts -----------------------------------------------------------
 
 // Swizzle<B, M, S> of an element offset: bits [M, M+B) ^= bits [M+S, M+S+B).

@@ -48,6 +48,8 @@ TEST(TmaCompile, NvrtcCompilesTmaKernelsForSm90a) {
         << p.cuda;
     EXPECT_NE(p.cuda.find("loom::mbarrier_wait_parity_shared_b64"), std::string::npos);
     EXPECT_NE(p.cuda.find("__align__(1024)"), std::string::npos);
+    EXPECT_EQ(p.cuda.find("require_smem_aligned_1024") != std::string::npos,
+              c.knobs.find("SWIZZLE=128B") != std::string::npos);
     CompileResult r = nvrtc(p);
     EXPECT_GT(r.cubin.size(), 1000u) << r.log;
     for (const auto& k : p.state.kernel.kernels) {

@@ -1,4 +1,4 @@
-// k:030_unroll_registers — REGISTER loops, and short constant reductions, are unrolled.
+// k:055_unroll_registers — REGISTER loops, and short constant reductions, are unrolled.
 //
 // A register tier only stays in registers when every index into it is a compile-time
 // constant; a rolled loop over a register array forces it into local memory (LDL/STL).
@@ -21,7 +21,7 @@ bool has_barrier(const Block& b) {
 }  // namespace
 
 Pass pass_unroll_registers() {
-  return Pass{"k:030_unroll_registers", Level::Kernel, Level::Kernel,
+  return Pass{"k:055_unroll_registers", Level::Kernel, Level::Kernel,
               "every REGISTER loop has a constant extent and is unrolled; so is every "
               "constant reduction of at most UNROLL_K steps without barriers inside",
               {"UNROLL_K"},
@@ -32,7 +32,7 @@ Pass pass_unroll_registers() {
                     if (st.kind != StmtKind::For) return;
                     if (st.tier == Tier::Register) {
                       if (!st.extent.is_const())
-                        throw Error("k:030_unroll_registers: register loop " + st.var +
+                        throw Error("k:055_unroll_registers: register loop " + st.var +
                                     " has a symbolic extent");
                       st.unroll = true;
                     } else if (st.loop_kind == LoopKind::Reduce && st.extent.is_const() &&

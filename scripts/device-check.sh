@@ -26,8 +26,10 @@ note "build: ok"
 
 ctest --test-dir "$BUILD" -L gpu --output-on-failure > "$OUT/gpu-tests.log" 2>&1
 note "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1)"
-ctest --test-dir "$BUILD" -L cpu -j "$(nproc)" --output-on-failure > "$OUT/cpu-tests.log" 2>&1
-note "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/cpu-tests.log" | tail -1)"
+if [ "${SKIP_CPU:-0}" != 1 ]; then
+  ctest --test-dir "$BUILD" -L cpu -j "$(nproc)" --output-on-failure > "$OUT/cpu-tests.log" 2>&1
+  note "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/cpu-tests.log" | tail -1)"
+fi
 
 exprs=("$@")
 [ ${#exprs[@]} -eq 0 ] && exprs=("matmul(A[4096,4096]:f32, B[4096,4096]:f32)")
@@ -36,9 +38,16 @@ for e in "${exprs[@]}"; do
   i=$((i + 1))
   "$BUILD/loom" run -c "$e" --bench > "$OUT/bench-$i.txt" 2>&1
   rc=$?
-  cat "$OUT/bench-$i.txt"
-  ratio=$(grep -E '^Loom ' "$OUT/bench-$i.txt" | awk '{print $NF}')
+  cat "$OUT/bench-$i.txt" >> "$OUT/bench.txt"
+  rm "$OUT/bench-$i.txt"
+  ratio=$(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $NF}')
   note "bench $i (rc=$rc): $e -> Loom vs cuBLAS ${ratio:-n/a}"
+done
+
+# Ladders named in $LADDERS (e.g. "sgemm splitk"), all into one log.
+for l in ${LADDERS:-}; do
+  "$BUILD/loom" ladder "$l" >> "$OUT/ladders.txt" 2>&1
+  note "ladder $l: rc=$? (see ladders.txt)"
 done
 
 # SASS of the first expression's kernels: the instructions we meant, and no local memory.

@@ -5,7 +5,11 @@
 namespace loom {
 namespace {
 
-struct Gemm { int64_t batch = 1, M = 0, N = 0, K = 0; bool known = false; bool epilogue = false; DType out; };
+struct Gemm {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  bool known = false, epilogue = false;
+  DType in = DType::F32, out = DType::F32;
+};
 
 Gemm gemm_of(const Graph& g) {
   Gemm s;
@@ -22,6 +26,7 @@ Gemm gemm_of(const Graph& g) {
     s.N = n.shape[r - 1].value;
     s.K = a.shape.back().value;
     s.epilogue = g.result() != n.id;
+    s.in = a.dtype;
     s.out = n.dtype;
   }
   return s;
@@ -57,7 +62,10 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     // measured 0.89-0.92x but need 255 registers, which a fused epilogue would spill —
     // bench/NOTES.md).
     c.shape_class = "large";
-    c.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,MIN_BLOCKS=2");
+    // Narrow inputs convert every element on load: more registers, and under the 128-
+    // register cap of two blocks per SM ptxas spills (28 B at 1000x3000x777 f16).
+    c.knobs = Knobs::parse(std::string("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2") +
+                           (s.in == DType::F32 ? ",MIN_BLOCKS=2" : ""));
     return c;
   }
   if (s.M >= 32 && s.N >= 32) {

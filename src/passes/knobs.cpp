@@ -15,7 +15,7 @@ const std::vector<KnobDef>& knob_registry() {
       {"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64},
       {"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64},
       {"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)", "l:020_split_k",
-       1, 64},
+       1, 256},
       {"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
        {"reduce", "atomic"}},
       {"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",

@@ -130,7 +130,14 @@ class Renderer {
         line(d, "// ---- this thread's cells within the tile ----");
         in_thread_ = true;
       }
-      if (s.kind == StmtKind::Init) line(d, "// ---- mainloop: accumulate over the reduction ----");
+      // The mainloop is the outermost reduction (and, when pipelined, its prologue —
+      // which is why the marker goes before the first copy or reduction at that level).
+      if (!in_main_ && reduce_depth_ == 0 &&
+          ((s.kind == StmtKind::For && (s.loop_kind == LoopKind::Reduce || s.axis.rfind("copy", 0) == 0)) ||
+           s.kind == StmtKind::Stage)) {
+        line(d, "// ---- mainloop: accumulate over the reduction ----");
+        in_main_ = true;
+      }
       // Only after the outermost reduction: a pipelined k_o loop holds code after its k_i.
       if (i > 0 && b[i - 1].kind == StmtKind::For && b[i - 1].loop_kind == LoopKind::Reduce &&
           reduce_depth_ == 0)
@@ -276,7 +283,7 @@ class Renderer {
   const KernelProgram& p_;
   std::ostringstream& out_;
   std::string idx_;
-  bool in_sched_ = false, in_thread_ = false;
+  bool in_sched_ = false, in_thread_ = false, in_main_ = false;
   int reduce_depth_ = 0;  // reduce loops enclosing the statement being rendered
 };
 

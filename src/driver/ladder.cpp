@@ -52,13 +52,13 @@ Ladder make_ladder(const std::string& name, const std::string& shape) {
     };
   } else if (name == "splitk") {
     l.expression = gemm_expr(shape, "matmul(A[128,16384]:f32, B[16384,128]:f32)");
-    const std::string base = "BM=32,BN=32,FM=4,FN=4,STAGE=sync,BK=16,STAGES=2";
-    for (int s : {1, 2, 4, 8, 16, 32})
+    const std::string base = "BM=64,BN=64,FM=4,FN=4,STAGE=sync,BK=16,STAGES=2";
+    for (int s : {1, 4, 16, 32, 64, 128})
       for (std::string mode : {"atomic", "reduce"}) {
         if (s == 1 && mode == "reduce") continue;
         l.steps.push_back({"SPLITK=" + std::to_string(s) + (s > 1 ? " " + mode : ""),
                            base + ",SPLITK=" + std::to_string(s) + ",SPLITK_MODE=" + mode,
-                           s == 1 ? "16 output tiles: most SMs idle"
+                           s == 1 ? "4 output tiles: most SMs idle"
                                   : "K cut into " + std::to_string(s) + " parts, combined by " +
                                         (mode == "atomic" ? "atomicAdd into C" : "a second kernel")});
       }

@@ -110,7 +110,7 @@ bool pipeline(const Stmt& loop, int64_t S, Block& out) {
     body.push_back(Stmt::Barrier());
   } else if (!asyncs.empty() && has_commit && S >= 2) {
     for (int64_t s = 0; s + 1 < S; ++s) {
-      out.push_back(Stmt::If(Expr(s) < KO, shifted(asyncs, k, s)));
+      guarded(out, Expr(s) < KO, shifted(asyncs, k, s));
       out.push_back(Stmt::AsyncCommit());
     }
     body.push_back(Stmt::AsyncWait(int(S - 2)));

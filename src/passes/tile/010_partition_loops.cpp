@@ -75,8 +75,19 @@ TileOp partition(const LoopOp& op, CompileState& s) {
 
   auto dm = default_tile(known(lm.extent, s.sizes));
   auto dn = default_tile(known(ln.extent, s.sizes));
-  int64_t FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
-  int64_t BM = s.knob("BM", std::max(dm.b, FM)), BN = s.knob("BN", std::max(dn.b, FN));
+  // The tiling knobs describe the contraction. The other ops of a program (split-K's
+  // zero fill and partial-sum reduction, unfused elementwise ops) are bandwidth-bound
+  // sweeps: they get small 16x64 blocks of 1x4-cell threads, so the grid has many blocks
+  // whatever tile the GEMM uses (a 128x128 reduce grid was one block: 829 us).
+  bool contraction = op.name.rfind("matmul", 0) == 0;
+  int64_t FM, FN, BM, BN;
+  if (contraction) {
+    FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
+    BM = s.knob("BM", std::max(dm.b, FM)), BN = s.knob("BN", std::max(dn.b, FN));
+  } else {
+    FM = 1, FN = std::min<int64_t>(4, dn.f);
+    BM = std::min<int64_t>(16, dm.b), BN = std::min<int64_t>(64, std::max(dn.b, FN));
+  }
   check_tiling("BM", BM, "FM", FM);
   check_tiling("BN", BN, "FN", FN);
   int64_t TM = BM / FM, TN = BN / FN;
@@ -113,7 +124,7 @@ TileOp partition(const LoopOp& op, CompileState& s) {
     wrap(n + "_r", FN, Tier::Register, n);
   }
   wrap(m + "_r", FM, Tier::Register, m);
-  int64_t WM = s.knob("WM", 0), WN = s.knob("WN", 0);
+  int64_t WM = contraction ? s.knob("WM", 0) : 0, WN = contraction ? s.knob("WN", 0) : 0;
   if ((WM == 0) != (WN == 0))
     throw Error("WM and WN go together (warps per block along m and n); set both or neither");
   if (WM > 0) {

@@ -248,7 +248,7 @@ TEST(SplitK, AtomicModeRefusesWhatItCannotSplit) {
                 "use SPLITK_MODE=reduce"});
   expect_error("matmul(A[8,64]:bf16, B[64,8]:bf16)", "SPLITK=2,SPLITK_MODE=atomic",
                {"`out` is bf16"});
-  EXPECT_THROW(Knobs::parse("SPLITK=65"), Error);
+  EXPECT_THROW(Knobs::parse("SPLITK=257"), Error);
   EXPECT_THROW(Knobs::parse("SPLITK_MODE=sum"), Error);
 }
 

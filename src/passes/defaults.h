@@ -16,9 +16,11 @@ struct DefaultChoice {
 DefaultChoice default_knobs(const Graph& g, const Target& t);
 
 // The knobs to compile with: `explicit_knobs` over the defaults, group by group — a
-// person who sets any tiling knob (BM BN FM FN WM WN) gets none of the default tiling,
-// so an explicit BM=64 is never combined with a default FM it does not divide; likewise
-// for the staging (STAGE BK STAGES PIPELINE) and split-K (SPLITK SPLITK_MODE) groups.
+// person who sets any tiling knob (BM BN FM FN WM WN MIN_BLOCKS) gets none of the
+// default tiling, so an explicit BM=64 is never combined with a default FM it does not
+// divide (nor a bigger tile with the default tile's register cap); likewise for the
+// staging (STAGE BK STAGES PIPELINE PAD_SMEM SWIZZLE) and split-K (SPLITK SPLITK_MODE)
+// groups.
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs);
 
 }  // namespace loom

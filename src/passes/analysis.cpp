@@ -2,6 +2,29 @@
 
 namespace loom {
 
+namespace {
+void flatten(const Expr& e, Expr::Kind kind, std::vector<Expr>& out) {
+  if (e.kind() == kind) {
+    flatten(e.lhs(), kind, out);
+    flatten(e.rhs(), kind, out);
+  } else {
+    out.push_back(e);
+  }
+}
+}  // namespace
+
+std::vector<Expr> sum_terms(const Expr& e) {
+  std::vector<Expr> out;
+  flatten(e, Expr::Kind::Add, out);
+  return out;
+}
+
+std::vector<Expr> conjuncts(const Expr& e) {
+  std::vector<Expr> out;
+  flatten(e, Expr::Kind::And, out);
+  return out;
+}
+
 bool provably_divisible(const Expr& e, int64_t w) {
   if (w == 1) return true;
   switch (e.kind()) {

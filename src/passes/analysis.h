@@ -2,11 +2,17 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/expr.h"
 #include "ir/program.h"
 
 namespace loom {
+
+// The terms of a sum (a + b + c -> [a, b, c]) and the conjuncts of a condition
+// (a && b -> [a, b]), flattened through nested nodes of that kind.
+std::vector<Expr> sum_terms(const Expr& e);
+std::vector<Expr> conjuncts(const Expr& e);
 
 // True when `e` is a multiple of `w` for every value of its variables: constants
 // divisible by w, products with such a constant factor, sums of such terms.

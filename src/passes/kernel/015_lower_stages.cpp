@@ -172,8 +172,7 @@ class Lowerer {
     std::map<std::string, Expr> zero;
     for (const auto& v : c.vars) zero[v] = Expr(0);
     for (size_t j = 0; j < rank; ++j) {
-      std::vector<Expr> terms;
-      sum_terms(c.src_index[j], terms);
+      std::vector<Expr> terms = sum_terms(c.src_index[j]);
       int uses = 0;
       bool plain = false;
       for (const Expr& t : terms)
@@ -255,15 +254,6 @@ class Lowerer {
     auto strides = dst.strides();
     for (size_t i = 0; i < np; ++i) origin = origin + c.shared_prefix[i] * strides[i];
     return Stmt::TmaLoad(c.shared, origin, c.src, corner, d.name, mbar, elems * eb);
-  }
-
-  static void sum_terms(const Expr& e, std::vector<Expr>& out) {
-    if (e.kind() == Expr::Kind::Add) {
-      sum_terms(e.lhs(), out);
-      sum_terms(e.rhs(), out);
-    } else {
-      out.push_back(e);
-    }
   }
 
   // One thread initializes every barrier for one arrival per phase (its own

@@ -18,19 +18,9 @@
 namespace loom {
 namespace {
 
-void sum_terms(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind() == Expr::Kind::Add) {
-    sum_terms(e.lhs(), out);
-    sum_terms(e.rhs(), out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 // `e` == rest + var with `rest` free of var: returns rest.
 std::optional<Expr> unit_stride_rest(const Expr& e, const std::string& var) {
-  std::vector<Expr> terms;
-  sum_terms(e, terms);
+  std::vector<Expr> terms = sum_terms(e);
   Expr rest = 0;
   int hits = 0;
   for (const auto& t : terms) {

@@ -5,21 +5,13 @@
 // covers M exactly and `m_b * 64 + m_t * 4 + m_r < 4096` always holds. Symbolic sizes
 // prove nothing, so their guards stay. Steps: split each If's condition into its
 // conjuncts, keep those not proven, and inline the body when none is left.
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
 
 using Ranges = std::map<std::string, Expr::Range>;
-
-void conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind() == Expr::Kind::And) {
-    conjuncts(e.lhs(), out);
-    conjuncts(e.rhs(), out);
-  } else {
-    out.push_back(e);
-  }
-}
 
 bool proven(const Expr& term, const Ranges& r) {
   auto b = term.bounds(r);
@@ -37,8 +29,7 @@ void simplify(Block& b, Ranges& ranges) {
       if (bounded) ranges.erase(s.var);
     } else if (s.kind == StmtKind::If) {
       simplify(s.body, ranges);
-      std::vector<Expr> terms, kept;
-      conjuncts(s.cond, terms);
+      std::vector<Expr> terms = conjuncts(s.cond), kept;
       for (const auto& t : terms)
         if (!proven(t, ranges)) kept.push_back(t);
       if (kept.empty()) {

@@ -18,6 +18,7 @@
 // An op whose cell does not have that shape (an unfused elementwise op) is left alone.
 #include <set>
 
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -30,15 +31,6 @@ Block nest(const std::vector<RegLoop>& loops, Block body) {
     body = {Stmt::For(loops[i].var, loops[i].extent, LoopKind::Parallel, loops[i].axis,
                       std::move(body), Tier::Register)};
   return body;
-}
-
-void conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind() == Expr::Kind::And) {
-    conjuncts(e.lhs(), out);
-    conjuncts(e.rhs(), out);
-  } else {
-    out.push_back(e);
-  }
 }
 
 std::set<std::string> vars_of(const std::vector<Expr>& es) {
@@ -92,7 +84,7 @@ bool rewrite_cell(Block& holder, size_t pos) {
     reg_names.insert(r.var);
   }
   std::vector<Expr> guard_terms;
-  if (!(guard.is_const() && guard.const_value() == 1)) conjuncts(guard, guard_terms);
+  if (!(guard.is_const() && guard.const_value() == 1)) guard_terms = conjuncts(guard);
 
   const Stmt& init = cell[0];
   const Stmt& red = cell[1];

@@ -18,25 +18,16 @@
 #include <set>
 
 #include "ir/error.h"
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
 
-void sum_terms(const Expr& e, std::vector<Expr>& out) {
-  if (e.kind() == Expr::Kind::Add) {
-    sum_terms(e.lhs(), out);
-    sum_terms(e.rhs(), out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 struct Split { Expr block = 0, local = 0; };
 
 Split split_index(const Expr& e, const std::set<std::string>& local_vars) {
-  std::vector<Expr> terms;
-  sum_terms(e, terms);
+  std::vector<Expr> terms = sum_terms(e);
   Split s;
   for (const auto& t : terms) {
     std::set<std::string> v;

@@ -11,40 +11,16 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "passes/pipeline.h"
+#include "pass_check.h"
 
 namespace loom {
 namespace {
 
-double tolerance(DType out) {
-  switch (out) {
-    case DType::F16: return 2e-3;   // a 1-ulp flip after rounding f32 vs fused values
-    case DType::BF16: return 1.6e-2;
-    default: return 1e-5;
-  }
-}
+using passcheck::expect_close;
+using passcheck::run_level;
+using passcheck::verify_level;
 
 // Run the interpreter at `level` on a copy of `inputs`; returns the output tensor.
-HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
-  Bindings b = inputs;
-  switch (level) {
-    case Level::Loop: interpret(s.loop, b); break;
-    case Level::Tile: interpret(s.tile, b); break;
-    case Level::Kernel: interpret(s.kernel, b); break;
-    case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
-  }
-  return b.tensors.at("out");
-}
-
-void expect_close(const HostTensor& got, const HostTensor& want, DType dt, const std::string& ctx) {
-  ASSERT_EQ(got.data.size(), want.data.size()) << ctx;
-  double tol = tolerance(dt);
-  for (size_t i = 0; i < got.data.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << ": element " << i << " never written";
-    ASSERT_NEAR(got.data[i], want.data[i], tol * std::max(1.0, std::fabs(want.data[i])))
-        << ctx << ": element " << i;
-  }
-}
-
 struct Case {
   std::string expr;
   std::map<std::string, int64_t> sizes;

@@ -13,47 +13,14 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "passes/pipeline.h"
+#include "pass_check.h"
 
 namespace loom {
 namespace {
 
-double tolerance(DType out) {
-  switch (out) {
-    case DType::F16: return 2e-3;  // a 1-ulp flip: the split sums in another order
-    case DType::BF16: return 1.6e-2;
-    default: return 1e-5;
-  }
-}
-
-HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
-  Bindings b = inputs;
-  switch (level) {
-    case Level::Loop: interpret(s.loop, b); break;
-    case Level::Tile: interpret(s.tile, b); break;
-    case Level::Kernel: interpret(s.kernel, b); break;
-    case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
-  }
-  return b.tensors.at("out");
-}
-
-void verify_level(const CompileState& s, Level level) {
-  switch (level) {
-    case Level::Loop: verify(s.loop); break;
-    case Level::Tile: verify(s.tile); break;
-    case Level::Kernel: verify(s.kernel); break;
-    case Level::Graph: break;
-  }
-}
-
-void expect_close(const HostTensor& got, const HostTensor& want, DType dt, const std::string& ctx) {
-  ASSERT_EQ(got.data.size(), want.data.size()) << ctx;
-  double tol = tolerance(dt);
-  for (size_t i = 0; i < got.data.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << ": element " << i << " never written";
-    ASSERT_NEAR(got.data[i], want.data[i], tol * std::max(1.0, std::fabs(want.data[i])))
-        << ctx << ": element " << i;
-  }
-}
+using passcheck::expect_close;
+using passcheck::run_level;
+using passcheck::verify_level;
 
 // Runs every pass (verifying its output) and compares each level's result with the
 // naive Loop IR; returns the final state.

@@ -14,29 +14,14 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "passes/pipeline.h"
+#include "pass_check.h"
 
 namespace loom {
 namespace {
 
-HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
-  Bindings b = inputs;
-  switch (level) {
-    case Level::Loop: interpret(s.loop, b); break;
-    case Level::Tile: interpret(s.tile, b); break;
-    case Level::Kernel: interpret(s.kernel, b); break;
-    case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
-  }
-  return b.tensors.at("out");
-}
-
-void expect_close(const HostTensor& got, const HostTensor& want, const std::string& ctx) {
-  ASSERT_EQ(got.data.size(), want.data.size()) << ctx;
-  for (size_t i = 0; i < got.data.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << ": element " << i << " never written";
-    ASSERT_NEAR(got.data[i], want.data[i], 1e-5 * std::max(1.0, std::fabs(want.data[i])))
-        << ctx << ": element " << i;
-  }
-}
+using passcheck::expect_close;
+using passcheck::run_level;
+using passcheck::verify_level;
 
 CompileState compile(const std::string& expr, const std::string& knobs,
                      const std::string& arch = "sm_90a") {
@@ -67,7 +52,7 @@ CompileState check_case(const std::string& expr, const std::map<std::string, int
       continue;
     }
     if (p.to == Level::Kernel) verify(s.kernel);
-    expect_close(run_level(s, p.to, inputs), reference, "after " + p.id);
+    expect_close(run_level(s, p.to, inputs), reference, DType::F32, "after " + p.id);
   }
   return s;
 }

@@ -1,0 +1,57 @@
+// Helpers shared by the pass tests: run a program at one IR level on the CPU
+// interpreter, verify a level, and compare outputs within the output dtype's tolerance.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ir/interpreter.h"
+#include "passes/pass.h"
+
+namespace loom::passcheck {
+
+// Elementwise tolerance of a pass-equivalence check: reassociated sums (fusion, split-K,
+// FMA atoms) may flip the last bit of an f16/bf16 output; f32 outputs agree to ~1e-7.
+inline double tolerance(DType out) {
+  switch (out) {
+    case DType::F16: return 2e-3;
+    case DType::BF16: return 1.6e-2;
+    default: return 1e-5;
+  }
+}
+
+// Runs the program of `level` held in `s` on a copy of `inputs`; returns `out`.
+inline HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
+  Bindings b = inputs;
+  switch (level) {
+    case Level::Loop: interpret(s.loop, b); break;
+    case Level::Tile: interpret(s.tile, b); break;
+    case Level::Kernel: interpret(s.kernel, b); break;
+    case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
+  }
+  return b.tensors.at("out");
+}
+
+inline void verify_level(const CompileState& s, Level level) {
+  switch (level) {
+    case Level::Loop: verify(s.loop); break;
+    case Level::Tile: verify(s.tile); break;
+    case Level::Kernel: verify(s.kernel); break;
+    case Level::Graph: break;
+  }
+}
+
+// Every element written (no NaN left from the poison) and within the tolerance of `dt`.
+inline void expect_close(const HostTensor& got, const HostTensor& want, DType dt,
+                         const std::string& ctx) {
+  ASSERT_EQ(got.data.size(), want.data.size()) << ctx;
+  double tol = tolerance(dt);
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << ": element " << i << " never written";
+    ASSERT_NEAR(got.data[i], want.data[i], tol * std::max(1.0, std::fabs(want.data[i])))
+        << ctx << ": element " << i;
+  }
+}
+
+}  // namespace loom::passcheck

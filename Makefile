@@ -24,6 +24,7 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@$(BUILD)/loom device > /dev/null 2>&1 || echo "GPU-labelled tests were skipped: $$($(BUILD)/loom device)"
 
 test-cpu: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L cpu

@@ -65,6 +65,22 @@ std::vector<GemmCase> cases() {
   v.push_back({"matmul(A[120,256]:f16, B[256,80]:f16, out=f32)", {}, ""});
   v.push_back({"matmul(A[120,256]:bf16, B[256,80]:bf16, out=f32)", {}, "BM=8,BN=128,FM=1,FN=8"});
   v.push_back({"matmul(A[512,512]:f32, B[512,512]:f32)", {}, "BM=128,BN=128,FM=8,FN=8"});
+  // Every transport on odd shapes, both transposes and an epilogue. TMA needs rows that
+  // are multiples of 16 bytes, so its K is 776 / 4096 and N 132 where the others take
+  // 777 / 4095 and 129.
+  const std::vector<std::pair<std::string, std::string>> transports = {
+      {"sync", "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2"},
+      {"cp_async", "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=cp_async,STAGES=3"},
+      {"tma", "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=tma,STAGES=2"}};
+  for (const auto& [name, knobs] : transports) {
+    bool tma = name == "tma";
+    std::string k1 = tma ? "776" : "777", k2 = tma ? "4096" : "4095", n2 = tma ? "132" : "129";
+    v.push_back({"matmul(A[1000," + k1 + "]:f32, B[" + k1 + ",3000]:f32)", {}, knobs});
+    v.push_back({"matmul(A[1,4096]:f32, B[4096,4096]:f32)", {}, knobs});
+    v.push_back({"matmul(A[4097," + k2 + "]:f32, B[" + k2 + "," + n2 + "]:f32)", {}, knobs});
+    v.push_back({"relu(add(matmul(A[" + k1 + ",300]:f32.T, B[260," + k1 + "]:f32.T), bias[260]:f32))", {}, knobs});
+    v.push_back({"gelu(linear(X[333," + k1 + "]:bf16, W[200," + k1 + "]:bf16, bias[200]:bf16))", {}, knobs});
+  }
   return v;
 }
 

@@ -335,7 +335,10 @@ class Lowerer {
       return Stmt::For(cv, Expr(per_thread), LoopKind::Parallel, axis, move, Tier::Register);
     };
 
-    if (mode == "cp_async") {
+    // cp.async moves 4, 8 or 16 bytes; a slab whose alignment allows only narrower
+    // elements (bf16 rows of odd length) goes through registers instead — correct, and
+    // the pipeline pass then leaves that loop unpipelined rather than mixing transports.
+    if (mode == "cp_async" && w * dtype_bytes(src.dtype) >= 4) {
       loads.push_back(loop("copy.async", {Stmt::AsyncCopy(c.shared, dst_off, c.src, src_off, w, inb)}));
       return;
     }

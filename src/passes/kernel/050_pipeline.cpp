@@ -95,6 +95,9 @@ bool pipeline(const Stmt& loop, int64_t S, Block& out) {
     else compute.push_back(s);
   }
   if (barriers != 2) return false;
+  // A stage whose slabs use both transports (cp.async and the register path, see
+  // k:015_lower_stages) keeps its sequential order: each schedule below assumes one.
+  if (!asyncs.empty() && (!loads.empty() || !stores.empty())) return false;
   const std::string& k = loop.var;
   Expr ko = Expr::var(k), KO = loop.extent;
   out = allocs;

@@ -1,17 +1,21 @@
 #include "atoms/atoms.h"
 
+#include <map>
+
 #include "ir/error.h"
 
 namespace loom {
 namespace {
 
+using Coord = std::pair<int, int>;
+
 OperandLayout scalar_layout(const char* name) {
-  return {name, 1, 1, 1, [](int, int) { return std::pair<int, int>{0, 0}; }};
+  return {name, 1, 1, 1, [](int, int) { return Coord{0, 0}; }};
 }
 
 // One thread moving `bytes` contiguous bytes: a 1 x (bytes/elem) row.
 OperandLayout row_layout(const char* name, int elems) {
-  return {name, 1, elems, elems, [](int, int v) { return std::pair<int, int>{0, v}; }};
+  return {name, 1, elems, elems, [](int, int v) { return Coord{0, v}; }};
 }
 
 AtomDef fma_f32() {
@@ -40,6 +44,107 @@ AtomDef copy(const std::string& id, const std::string& ptx, const std::string& w
   a.src = src;
   a.dst = dst;
   a.layouts = {row_layout("src", bytes / 4), row_layout("dst", bytes / 4)};
+  return a;
+}
+
+// ---- tensor-core atoms: mma.sync (one warp, sm_80+) ----------------------------------
+// The fragment layouts are the formulas of the PTX ISA (9.x numbering) sections
+// 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type" and
+// 9.7.14.5.7 "Matrix Fragments for mma.m16n8k8" (.tf32). The warp is 8 groups of 4
+// lanes: groupID = lane >> 2 picks a row (of A, C) or a column (of B);
+// threadID_in_group = lane % 4 picks a pair of columns (A, C) or of rows (B).
+
+int group_id(int lane) { return lane >> 2; }
+int thread_in_group(int lane) { return lane % 4; }
+
+// m16n8k16 A (16x16, a0..a7): a0,a1 at (g, 2t+{0,1}); a2,a3 eight rows down; a4..a7 the
+// same, eight columns right.
+OperandLayout m16n8k16_a() {
+  return {"A", 16, 16, 8, [](int lane, int v) {
+            return Coord{group_id(lane) + 8 * ((v >> 1) & 1),
+                         2 * thread_in_group(lane) + (v & 1) + 8 * (v >> 2)};
+          }};
+}
+
+// m16n8k16 B (K x N = 16x8, b0..b3): b0,b1 at rows 2t+{0,1}, b2,b3 eight rows down;
+// column g.
+OperandLayout m16n8k16_b() {
+  return {"B", 16, 8, 4, [](int lane, int v) {
+            return Coord{2 * thread_in_group(lane) + (v & 1) + 8 * (v >> 1), group_id(lane)};
+          }};
+}
+
+// C/D of m16n8k16 and m16n8k8 (16x8, c0..c3): c0,c1 at (g, 2t+{0,1}); c2,c3 eight rows
+// down. An f16 accumulator packs c0,c1 and c2,c3 into two .f16x2 registers.
+OperandLayout m16n8_c() {
+  return {"C", 16, 8, 4, [](int lane, int v) {
+            return Coord{group_id(lane) + 8 * (v >> 1), 2 * thread_in_group(lane) + (v & 1)};
+          }};
+}
+
+// m16n8k8 .tf32 A (16x8, a0..a3, one per .b32): a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+// a3 (g+8, t+4): unlike f16, consecutive values step down rows, not across columns.
+OperandLayout m16n8k8_tf32_a() {
+  return {"A", 16, 8, 4, [](int lane, int v) {
+            return Coord{group_id(lane) + 8 * (v & 1), thread_in_group(lane) + 4 * (v >> 1)};
+          }};
+}
+
+// m16n8k8 .tf32 B (K x N = 8x8, b0,b1): rows t and t+4, column g.
+OperandLayout m16n8k8_tf32_b() {
+  return {"B", 8, 8, 2, [](int lane, int v) {
+            return Coord{thread_in_group(lane) + 4 * v, group_id(lane)};
+          }};
+}
+
+AtomDef mma(const std::string& id, const std::string& ptx, int k, DType ab, DType acc,
+            OperandLayout a_layout, OperandLayout b_layout) {
+  AtomDef a;
+  a.id = id;
+  a.kind = AtomKind::Compute;
+  a.ptx = ptx;
+  a.ptx_section = std::string("Multiply-and-Accumulate Instruction: mma; ") +
+                  (k == 16 ? "9.7.14.5.8 Matrix Fragments for mma.m16n8k16 with floating "
+                             "point type"
+                           : "9.7.14.5.7 Matrix Fragments for mma.m16n8k8");
+  a.wrapper = "loom::" + id;
+  // m16n8k16 of any type, bf16 and tf32 mma all arrived with sm_80.
+  a.min_sm = 80;
+  a.m = 16, a.n = 8, a.k = k;
+  a.threads = 32;
+  a.a_type = ab, a.b_type = ab, a.acc_type = acc;
+  a.layouts = {std::move(a_layout), std::move(b_layout), m16n8_c()};
+  return a;
+}
+
+// ---- ldmatrix (one warp, shared -> registers, sm_75+) -----------------------------------
+// PTX ISA 9.7.14.5.15 "Warp-level matrix load instruction: ldmatrix": register i of each
+// thread holds two b16 of matrix i; lane l gets row l/4, columns 2(l%4) and 2(l%4)+1.
+// With .trans each matrix arrives transposed: lane l gets column l/4 of rows 2(l%4) and
+// 2(l%4)+1 of the matrix as stored.
+AtomDef ldmatrix(int count, bool trans) {
+  const std::string num = "x" + std::to_string(count);
+  AtomDef a;
+  a.id = "ldmatrix_" + num + (trans ? "_trans" : "");
+  a.kind = AtomKind::Copy;
+  a.ptx = "ldmatrix.sync.aligned.m8n8." + num + (trans ? ".trans" : "") + ".shared.b16";
+  a.ptx_section = "9.7.14.5.15 Warp-level matrix load instruction: ldmatrix";
+  a.wrapper = "loom::" + a.id;
+  a.min_sm = 75;
+  a.threads = 32;
+  a.bytes = 4 * count;  // received per thread: one .b32 register per matrix
+  a.src = MemSpace::Shared;
+  a.dst = MemSpace::Register;
+  // src: the 16-byte row a lane addresses, as 8 b16 values of the stacked tile.
+  OperandLayout src{"src", 8 * count, 8, 8, [count](int lane, int v) {
+                      return Coord{ldmatrix_row_provider(lane, count), v};
+                    }};
+  OperandLayout dst{"dst", 8 * count, 8, 2 * count, [trans](int lane, int v) {
+                      const int matrix = v >> 1, pair = 2 * thread_in_group(lane) + (v & 1);
+                      return trans ? Coord{8 * matrix + pair, group_id(lane)}
+                                   : Coord{8 * matrix + group_id(lane), pair};
+                    }};
+  a.layouts = {std::move(src), std::move(dst)};
   return a;
 }
 
@@ -72,6 +177,18 @@ const std::vector<AtomDef>& atom_table() {
            MemSpace::Register, MemSpace::Shared, 8),
       copy("st_shared_v4_b32", "st.shared.v4.b32", "loom::st_shared_v4_b32",
            MemSpace::Register, MemSpace::Shared, 16),
+      mma("mma_m16n8k16_f32_f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16,
+          DType::F16, DType::F32, m16n8k16_a(), m16n8k16_b()),
+      mma("mma_m16n8k16_f32_bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16,
+          DType::BF16, DType::F32, m16n8k16_a(), m16n8k16_b()),
+      mma("mma_m16n8k16_f16_f16", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16,
+          DType::F16, DType::F16, m16n8k16_a(), m16n8k16_b()),
+      mma("mma_m16n8k8_f32_tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 8,
+          DType::TF32, DType::F32, m16n8k8_tf32_a(), m16n8k8_tf32_b()),
+      ldmatrix(4, false),
+      ldmatrix(2, false),
+      ldmatrix(4, true),
+      ldmatrix(2, true),
   };
   return table;
 }
@@ -87,13 +204,73 @@ const AtomDef& atom(const std::string& id) {
   throw Error("unknown atom '" + id + "' (the atom table is src/atoms/atoms.cpp)");
 }
 
+const OperandLayout& operand_layout(const AtomDef& a, const std::string& name) {
+  std::string names;
+  for (const auto& l : a.layouts) {
+    if (l.name == name) return l;
+    names += (names.empty() ? "" : ", ") + l.name;
+  }
+  throw Error("atom '" + a.id + "' has no operand '" + name + "' (its operands: " + names +
+              ")");
+}
+
 const AtomDef* vector_copy_atom(MemSpace src, MemSpace dst, int bytes) {
   const AtomDef* best = nullptr;
   for (const auto& a : atom_table())
-    if (a.kind == AtomKind::Copy && a.src == src && a.dst == dst && bytes % a.bytes == 0 &&
-        (!best || a.bytes > best->bytes))
+    if (a.kind == AtomKind::Copy && a.threads == 1 && a.src == src && a.dst == dst &&
+        bytes % a.bytes == 0 && (!best || a.bytes > best->bytes))
       best = &a;
   return best;
+}
+
+int ldmatrix_row_provider(int lane, int count) {
+  if (count != 1 && count != 2 && count != 4)
+    throw Error("ldmatrix loads 1, 2 or 4 matrices (.x1/.x2/.x4), not " +
+                std::to_string(count));
+  if (lane < 0 || lane >= 32)
+    throw Error("ldmatrix lane " + std::to_string(lane) + " is outside the warp (0..31)");
+  return lane % (8 * count);
+}
+
+std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
+                                                     const OperandLayout& frag, Major major) {
+  const OperandLayout& dst = operand_layout(ldm, "dst");
+  const int count = dst.rows / 8;
+  auto fail = [&](const std::string& why) {
+    return Error(ldm.id + " cannot load the " + std::to_string(frag.rows) + "x" +
+                 std::to_string(frag.cols) + " " + frag.name + " fragment from a " +
+                 (major == Major::Row ? "row" : "column") + "-major tile: " + why);
+  };
+  if (dst.values_per_thread != frag.values_per_thread)
+    throw fail("it gives " + std::to_string(dst.values_per_thread) +
+               " values per thread, the fragment has " +
+               std::to_string(frag.values_per_thread) + " (the .x" +
+               std::to_string(frag.values_per_thread / 2) + " variant would match)");
+  // Every (lane, value) pins where its stacked row must start: the element it receives
+  // lies `sc` elements along that row and must be the fragment's element (r, c).
+  std::map<int, Coord> start;
+  for (int lane = 0; lane < 32; ++lane)
+    for (int v = 0; v < dst.values_per_thread; ++v) {
+      const auto [sr, sc] = dst.map(lane, v);
+      const auto [r, c] = frag.map(lane, v);
+      const Coord s = major == Major::Row ? Coord{r, c - sc} : Coord{r - sc, c};
+      const auto [it, fresh] = start.emplace(sr, s);
+      if (!fresh && it->second != s)
+        throw fail("stacked row " + std::to_string(sr) +
+                   " would have to start at two places (try the other .trans variant)");
+    }
+  std::vector<Coord> out;
+  for (int lane = 0; lane < 32; ++lane) {
+    const Coord s = start.at(ldmatrix_row_provider(lane, count));
+    const bool inside = major == Major::Row
+                            ? s.first >= 0 && s.first < frag.rows && s.second >= 0 &&
+                                  s.second + 8 <= frag.cols
+                            : s.second >= 0 && s.second < frag.cols && s.first >= 0 &&
+                                  s.first + 8 <= frag.rows;
+    if (!inside) throw fail("lane " + std::to_string(lane) + "'s row would leave the tile");
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace loom

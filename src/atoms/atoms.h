@@ -7,7 +7,9 @@
 // element types of its operands, and for each operand the (thread, value) -> (row, col)
 // layout: which element of the operand tile value number `v` of thread `t` holds.
 // For FMA the layouts are trivial (one thread, one value, element (0,0)); for mma.sync
-// m16n8k16 they are the fragment layouts of the PTX ISA.
+// m16n8k16 they are the fragment layouts of the PTX ISA; for ldmatrix they say which
+// element of the loaded 8x8 matrices each register half receives. docs/atoms.md lists
+// every entry with its layouts.
 #pragma once
 #include <functional>
 #include <string>
@@ -25,9 +27,12 @@ enum class MemSpace { Register, Global, Shared };
 
 struct OperandLayout {
   std::string name;          // "A", "B", "C", or "src"/"dst" for copies
-  int rows = 1, cols = 1;    // operand tile shape
+  int rows = 1, cols = 1;    // operand tile shape (B of an mma is K x N)
   int values_per_thread = 1;
-  // (thread, value) -> (row, col) within the operand tile.
+  // (thread, value) -> (row, col) within the operand tile. Values are numbered as the
+  // PTX ISA numbers fragment elements (a0, a1, ... low to high): where an element is
+  // narrower than 32 bits, value v sits in register v / (4 / bytes), lower-numbered
+  // values in the lower bits (two f16/bf16 per .b32, one tf32/f32).
   std::function<std::pair<int, int>(int thread, int value)> map;
 };
 
@@ -56,8 +61,37 @@ const std::vector<AtomDef>& atom_table();
 const AtomDef* find_atom(const std::string& id);  // nullptr when unknown
 const AtomDef& atom(const std::string& id);       // throws loom::Error when unknown
 
-// The widest global load/store atom whose width divides `bytes` (4, 8 or 16), for the
-// vectorizer; nullptr when no entry fits.
+// The layout of operand `name` ("A", "B", "C", "src", "dst") of `a`; throws loom::Error
+// when the atom has no such operand.
+const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
+
+// The widest single-thread load/store atom whose width divides `bytes` (4, 8 or 16), for
+// the vectorizer; nullptr when no entry fits. Warp-collective copies (ldmatrix) never
+// qualify: they redistribute data across lanes.
 const AtomDef* vector_copy_atom(MemSpace src, MemSpace dst, int bytes);
+
+// ---- ldmatrix addressing -------------------------------------------------------------
+// ldmatrix .x1/.x2/.x4 loads `count` 8x8 matrices of b16, stacked into a (8*count) x 8
+// tile: stacked row r is row r%8 of matrix r/8. Each stacked row is 16 contiguous bytes
+// of shared memory whose address one lane supplies; lanes 8i..8i+7 address the rows of
+// matrix i (PTX ISA "Warp-level matrix load instruction: ldmatrix").
+
+// How an operand tile lies in shared memory: Row = the elements of a tile row are
+// contiguous (a 16-byte ldmatrix row is 8 consecutive columns); Col = those of a column.
+enum class Major { Row, Col };
+
+// The stacked row whose address `lane` supplies to ldmatrix .x`count` (count 1, 2 or 4).
+// The hardware ignores the addresses of lanes >= 8*count; they are given the row of lane
+// % (8*count) so every lane holds a valid shared address. Throws on a bad lane or count.
+int ldmatrix_row_provider(int lane, int count);
+
+// For each of the 32 lanes, the (row, col) in the operand tile where the 16-byte row it
+// addresses starts, such that `ldmatrix` leaves every thread holding `fragment` (an mma
+// operand layout) of a tile stored `major`. Derived from the ldmatrix "dst" layout and the
+// fragment layout alone, so kernels never hand-write fragment index math. Throws
+// loom::Error when no addressing does it (e.g. a 16x16 A fragment from ldmatrix_x2, or
+// a row-major A through .trans).
+std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldmatrix,
+                                                     const OperandLayout& fragment, Major major);
 
 }  // namespace loom

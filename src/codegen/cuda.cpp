@@ -217,7 +217,11 @@ class Renderer {
           if (dt != DType::F32)
             throw Error("codegen: atomic accumulation needs an f32 output (" + s.tensor + " is " +
                         dtype_name(dt) + "); use SPLITK_MODE=reduce");
-          line(d, "atomicAdd(" + address(s) + ", " + operand(s.args.at(0)) + ");");
+          if (s.width > 1)
+            line(d, "loom::red_add_v" + std::to_string(s.width) + "_f32(" + address(s) + ", &" +
+                        operand(s.args.at(0)) + ");");
+          else
+            line(d, "atomicAdd(" + address(s) + ", " + operand(s.args.at(0)) + ");");
         } else if (s.width > 1) {
           if (s.args.at(0).index.empty())
             throw Error("codegen: vector stores need a register-array value");

@@ -45,16 +45,18 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   }
   int64_t tiles128 = s.batch * ((s.M + 127) / 128) * ((s.N + 127) / 128);
   if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
-    // Few output tiles, long reduction: split K so every SM gets work. 64x64 tiles
-    // with S so that tiles * S reaches about two blocks per SM and each split keeps at
-    // least 256 of K (128x128x16384 f32 on H200: 64x64 S=64 atomic 32 us, 32x32 S=16
-    // 60 us, 128x128 S=64 53 us; cuBLAS 26 us — bench/NOTES.md).
+    // Few output tiles, long reduction: split K so every SM gets work. 64x64 tiles of
+    // 8x4-cell threads (128 per block), S doubling while the grid stays within about four
+    // blocks per SM and each split keeps at least 128 of K. 128x128x16384 f32 on H200:
+    // S=128 22.1 us (PAD_SMEM=4 takes the 2-way conflict off the transposed A stores),
+    // S=64 25 us, S=256 28 us (the atomic combine doubles with S); cuBLAS 25.7 us —
+    // bench/NOTES.md. sm_90's vector reductions make the atomic combine cheap.
     int64_t tiles = s.batch * ((s.M + 63) / 64) * ((s.N + 63) / 64);
     int64_t S = 1;
-    while (S < 256 && tiles * S < 2 * t.sm_count && s.K / (S * 2) >= 256) S *= 2;
+    while (S < 256 && tiles * S * 2 <= 4 * t.sm_count && s.K / (S * 2) >= 128) S *= 2;
     c.shape_class = "split-k";
     std::string mode = (!s.epilogue && s.out == DType::F32) ? "atomic" : "reduce";
-    c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2,SPLITK=" +
+    c.knobs = Knobs::parse("BM=64,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4,SPLITK=" +
                            std::to_string(S) + ",SPLITK_MODE=" + mode);
     return c;
   }
@@ -86,7 +88,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs) {
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"},
-      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE"},
+      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   Knobs out;
   for (const auto& [name, value] : defaults.values()) {

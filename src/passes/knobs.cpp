@@ -27,6 +27,10 @@ const std::vector<KnobDef>& knob_registry() {
       {"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256},
       {"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0, false,
        {"direct", "sync", "cp_async", "tma"}},
+      {"SLAB_KOUTER", "staged slabs keep the reduction dimension outermost, [BK][BM] for A: "
+       "the transposed-A layout of SIMT kernels (default 1 for STAGE=sync, 0 for cp_async "
+       "and tma; with cp_async the transposing copy moves 4-byte elements)",
+       "t:040_stage_inputs", 0, 1},
       {"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8},
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
@@ -34,6 +38,9 @@ const std::vector<KnobDef>& knob_registry() {
        "row strides that put a column in one bank)", "t:045_pad_smem", 0, 32},
       {"SWIZZLE", "XOR swizzle of shared tiles (TMA patterns; excludes PAD_SMEM)",
        "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B"}},
+      {"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
+       "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
+       "k:052_interleave_loads", 0, 1},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

@@ -1,5 +1,7 @@
 #include "passes/pass.h"
 
+#include <cstdlib>
+
 #include "ir/error.h"
 
 namespace loom {
@@ -12,6 +14,10 @@ const char* level_name(Level l) {
     case Level::Kernel: return "kernel";
   }
   return "?";
+}
+
+int Target::compute_capability() const {
+  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
 }
 
 Target Target::for_arch(const std::string& arch) {

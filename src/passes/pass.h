@@ -28,6 +28,8 @@ struct Target {
   int64_t smem_per_block = 232448;  // opt-in maximum, bytes
   int regs_per_thread = 255;
   static Target for_arch(const std::string& arch);  // throws for unsupported arch names
+  // 90 for sm_90a, 80 for sm_80: which instructions the target has.
+  int compute_capability() const;
 };
 
 struct CompileState {

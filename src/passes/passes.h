@@ -22,6 +22,7 @@ Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp
 Pass pass_pipeline();          // kernel/050_pipeline.cpp
+Pass pass_interleave_loads();  // kernel/052_interleave_loads.cpp
 Pass pass_launch_bounds();     // kernel/060_launch_bounds.cpp
 
 }  // namespace loom

@@ -52,6 +52,8 @@ const std::vector<Pass>& pipeline() {
       pass_vectorize(),
       // Pipelining reorders whole copy loops; it runs on their final (vector) form.
       pass_pipeline(),
+      // On the final (vector) fragment loads; k:055 then marks the loops it left rolled.
+      pass_interleave_loads(),
       // Unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
       // Occupancy request last: a property of the finished kernel.

@@ -140,6 +140,12 @@ CompileResult compile_uncached(const CompileRequest& req) {
 std::vector<std::string> compile_options(const CompileRequest& req) {
   std::vector<std::string> o = {"--gpu-architecture=" + req.arch, "-std=c++17",
                                 "--ptxas-options=-v", "-lineinfo", "-default-device"};
+  // From 12.9 NVRTC answers a repeated compile from the driver's compute cache without
+  // running ptxas, and the -v resource report (registers, spills) comes back empty — the
+  // report the spill checks and the tuner's pruning read. Loom caches cubins itself.
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 9)))
+    o.push_back("--no-cache");
   o.insert(o.end(), req.extra_options.begin(), req.extra_options.end());
   return o;
 }

@@ -121,6 +121,18 @@ __device__ __forceinline__ void st_v4_f32(float* p, const float* src) {
   *reinterpret_cast<float4*>(p) = make_float4(src[0], src[1], src[2], src[3]);
 }
 
+// PTX ISA "red": vector reductions into global memory (.v2/.v4 .f32, sm_90 and newer;
+// relaxed, gpu scope) — one L2 reduction per 8/16 bytes instead of one per element.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void red_add_v2_f32(float* p, const float* v) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v[0]), "f"(v[1]) : "memory");
+}
+__device__ __forceinline__ void red_add_v4_f32(float* p, const float* v) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]), "f"(v[1]),
+               "f"(v[2]), "f"(v[3]) : "memory");
+}
+#endif
+
 // Narrow element types: one 4/8/16-byte access, each element widened to f32 (loads) or
 // narrowed from f32 (stores; exact when the value came from the same type).
 template <int W> struct loom_bytes_of;
@@ -338,5 +350,101 @@ __device__ __forceinline__ float gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+// ---- tensor-core atoms: mma.sync and ldmatrix (sm_75/sm_80+) ---------------------------
+// The atoms mma_* and ldmatrix_* of src/atoms/atoms.cpp, which hold the fragment layouts:
+// which element of the tile each register (half) of each lane holds. Fragments are
+// arrays of .b32 registers; f16/bf16 fragments pack two elements per register, the
+// lower-numbered one (a0, a2, ...) in the low half. Each mma accumulates in place,
+// D = A * B + D, so a chain of calls over K needs no copies.
+
+#if __CUDA_ARCH__ >= 800
+// PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f32.f16.f16.f32;
+// fragments per 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type".
+// d: c0..c3 (f32), a: a0..a7 (4 x f16x2), b: b0..b3 (2 x f16x2).
+__device__ __forceinline__ void mma_m16n8k16_f32_f16(float d[4], const unsigned a[4],
+                                                     const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f32.bf16.bf16.f32;
+// fragments as f16 (9.7.14.5.8), with bf16x2 registers.
+__device__ __forceinline__ void mma_m16n8k16_f32_bf16(float d[4], const unsigned a[4],
+                                                      const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f16.f16.f16.f16
+// (f16 accumulate: half the accumulator registers, sums rounded to f16); fragments per
+// 9.7.14.5.8. c: c0,c1 and c2,c3 as two f16x2 registers.
+__device__ __forceinline__ void mma_m16n8k16_f16_f16(unsigned c[2], const unsigned a[4],
+                                                     const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
+      "{%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
+      : "+r"(c[0]), "+r"(c[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k8.row.col.f32.tf32.tf32.f32;
+// fragments per 9.7.14.5.7 "Matrix Fragments for mma.m16n8k8" (.tf32). a: a0..a3,
+// b: b0,b1, one tf32 per .b32, rounded beforehand with cvt_rna_tf32: the instruction
+// takes operands already in .tf32 format and does not round them itself (raw f32 bits
+// lose their low 13 mantissa bits, a truncation biased toward zero).
+__device__ __forceinline__ void mma_m16n8k8_f32_tf32(float d[4], const unsigned a[4],
+                                                     const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// PTX ISA 9.7.9.21 cvt.rna.tf32.f32: the tf32 bits of f (round to nearest, ties away),
+// as an mma .tf32 operand register wants them. cvt_rna_tf32_f32 above is the same
+// rounding returned as a float, for SIMT code.
+__device__ __forceinline__ unsigned cvt_rna_tf32(float f) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+#endif
+
+#if __CUDA_ARCH__ >= 750
+// PTX ISA 9.7.14.5.15 ldmatrix .m8n8 .b16: the warp loads 4 (x4) or 2 (x2) 8x8 matrices;
+// lane l supplies `smem_ptr`, the start of row l%8 of matrix l/8 (16 bytes, 16-byte
+// aligned; lanes past the last matrix are ignored). dst[i] receives two elements of
+// matrix i: row l/4, columns 2(l%4), 2(l%4)+1 — or, with .trans, column l/4 of rows
+// 2(l%4), 2(l%4)+1. No "memory" clobber, like the plain loads above: shared data written
+// by other lanes is only visible after a barrier, which orders the compiler too.
+__device__ __forceinline__ void ldmatrix_x4(unsigned dst[4], const void* smem_ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(dst[0]), "=r"(dst[1]), "=r"(dst[2]), "=r"(dst[3])
+               : "r"(smem_addr(smem_ptr)));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned dst[2], const void* smem_ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(dst[0]), "=r"(dst[1])
+               : "r"(smem_addr(smem_ptr)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned dst[4], const void* smem_ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(dst[0]), "=r"(dst[1]), "=r"(dst[2]), "=r"(dst[3])
+               : "r"(smem_addr(smem_ptr)));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned dst[2], const void* smem_ptr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(dst[0]), "=r"(dst[1])
+               : "r"(smem_addr(smem_ptr)));
+}
+#endif
 
 }  // namespace loom

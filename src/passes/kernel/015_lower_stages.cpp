@@ -144,11 +144,9 @@ class Lowerer {
 
   // The copy engine (cp.async.bulk.tensor, mbarrier complete_tx) exists from sm_90 on.
   void require_tma_target() const {
-    const std::string& arch = s_.target.arch;
-    int cc = 0;
-    if (arch.rfind("sm_", 0) == 0) cc = std::atoi(arch.c_str() + 3);
-    if (cc < 90)
-      throw Error("STAGE=tma needs sm_90 or newer (the TMA copy engine); the target is " + arch +
+    if (s_.target.compute_capability() < 90)
+      throw Error("STAGE=tma needs sm_90 or newer (the TMA copy engine); the target is " +
+                  s_.target.arch +
                   ": use STAGE=cp_async");
   }
 

@@ -91,9 +91,9 @@ class Vectorizer {
   // row) becomes vector stores, with the same alignment proof as loads.
   void try_store_loop(Stmt& loop) {
     Stmt& wr = loop.body[0];
-    if (wr.atomic_add || wr.width != 1 || wr.args[0].is_imm() || wr.args[0].index.empty()) return;
+    if (wr.width != 1 || wr.args[0].is_imm() || wr.args[0].index.empty()) return;
     const TensorDecl& t = p_.tensor(wr.tensor);
-    if (t.dtype == DType::F64) return;
+    if (t.dtype == DType::F64 || (wr.atomic_add && !vector_atomics(t))) return;
     const std::string& v = loop.var;
     auto rest = unit_stride_rest(wr.index[0], v);
     auto srest = unit_stride_rest(wr.args[0].index.back(), v);
@@ -141,16 +141,17 @@ class Vectorizer {
 
   bool write_run(const Block& b, size_t i, int64_t W) {
     const Stmt& first = b[i];
-    if (first.kind != StmtKind::Write || first.atomic_add || first.width != 1) return false;
+    if (first.kind != StmtKind::Write || first.width != 1) return false;
     if (first.args[0].index.empty()) return false;
     const TensorDecl& t = p_.tensor(first.tensor);
+    if (first.atomic_add && !vector_atomics(t)) return false;
     if (t.dtype == DType::F64 || W * dtype_bytes(t.dtype) > 16 ||
         !provably_divisible(first.index[0], W))
       return false;
     if (t.swizzle.bits && (int64_t(1) << t.swizzle.base) % W != 0) return false;
     for (int64_t j = 1; j < W; ++j) {
       const Stmt& w = b[i + size_t(j)];
-      if (w.kind != StmtKind::Write || w.tensor != first.tensor || w.atomic_add ||
+      if (w.kind != StmtKind::Write || w.tensor != first.tensor || w.atomic_add != first.atomic_add ||
           w.args[0].name != first.args[0].name || w.args[0].index.size() != first.args[0].index.size())
         return false;
       Expr want = first.index[0] + j;
@@ -162,6 +163,13 @@ class Vectorizer {
       if (!c.back().same_as(a.back() + j)) return false;
     }
     return true;
+  }
+
+  // sm_90 has vector reductions into global f32 (red.global.add.v2/v4.f32): split-K's
+  // atomic combine then issues a quarter of the reductions.
+  bool vector_atomics(const TensorDecl& t) const {
+    return t.dtype == DType::F32 && t.role != TensorRole::Shared &&
+           s_.target.compute_capability() >= 90;
   }
 
   CompileState& s_;

@@ -12,9 +12,12 @@
 //  3. Wrap the k_i loop in `stage <mode>:` with one copy per slab; the loads now read the
 //     shared tensor at their local part. The copy zero-fills outside the source, so the
 //     load predicates and any K tail need no guards.
-// Layout: with STAGE=sync the slab keeps the reduction dimension outermost ([BK][BM] for
-// A, the transposed-A layout of SIMT kernels: a thread's FM rows are contiguous, one
-// vector load); cp.async and TMA copy contiguous bytes, so they keep storage order.
+// Layout (SLAB_KOUTER): with 1 the slab keeps the reduction dimension outermost ([BK][BM]
+// for A, the transposed-A layout of SIMT kernels: a thread's FM rows are contiguous, one
+// vector load in the inner loop); with 0 it keeps the source's storage order. The default
+// is 1 for STAGE=sync (the copy passes through registers, any order is free) and 0 for
+// cp.async (a transposing cp.async moves one 4-byte element per instruction) and TMA
+// (boxes land in storage order; it cannot transpose).
 #include <set>
 
 #include "ir/error.h"
@@ -55,6 +58,11 @@ class Stager {
     mode_ = s_.knobs.get_str("STAGE", "sync");
     s_.used_knobs["STAGE"] = mode_;
     if (mode_ == "direct") return;
+    k_outer_ = s_.knob("SLAB_KOUTER", mode_ == "sync" ? 1 : 0) != 0;
+    if (k_outer_ && mode_ == "tma")
+      throw Error("SLAB_KOUTER=1 with STAGE=tma: the copy engine writes boxes in the source's "
+                  "storage order and cannot transpose a slab; use SLAB_KOUTER=0 or "
+                  "STAGE=cp_async");
     Ranges ranges;
     std::set<std::string> locals;
     visit(op.body, ranges, locals);
@@ -175,12 +183,12 @@ class Stager {
     red = Stmt::For(ko, ceil_div(red.extent, BK), LoopKind::Reduce, k, {stage});
   }
 
-  // Shared dimension order: sync keeps the reduction dimension outermost.
+  // Shared dimension order: SLAB_KOUTER puts the reduction dimension outermost.
   std::vector<int> dim_order(const Slab& sl) const {
     std::vector<int> dims;
-    if (mode_ == "sync" && sl.k_dim >= 0) dims.push_back(sl.k_dim);
+    if (k_outer_ && sl.k_dim >= 0) dims.push_back(sl.k_dim);
     for (int d = 0; d < int(sl.block.size()); ++d)
-      if (!(mode_ == "sync" && d == sl.k_dim)) dims.push_back(d);
+      if (!(k_outer_ && d == sl.k_dim)) dims.push_back(d);
     return dims;
   }
 
@@ -207,6 +215,7 @@ class Stager {
   CompileState& s_;
   TileProgram& p_;
   std::string mode_;
+  bool k_outer_ = true;
   bool done_ = false;
 };
 
@@ -216,7 +225,7 @@ Pass pass_stage_inputs() {
   return Pass{"t:040_stage_inputs", Level::Tile, Level::Tile,
               "the contraction's operands are read from shared slabs filled once per BK "
               "step by `stage` bundles (unless STAGE=direct)",
-              {"STAGE", "BK"},
+              {"STAGE", "BK", "SLAB_KOUTER"},
               [](CompileState& s) {
                 for (auto& op : s.tile.ops) Stager(s, s.tile).run(op);
               }};

@@ -28,6 +28,8 @@ const std::vector<std::string> kExpressions = {
     "gelu(linear(X[129,64]:bf16, W[33,64]:bf16, bias[33]:bf16))",
     "add(mul(matmul(A[K,M]:tf32.T, B[K,N]:tf32), 0.5), R[M,N]:f32)",
     "silu(matmul(A[64,64]:f16, B[64,64]:f16, out=f32))",
+    // The split-K default (atomic combine: vector reductions on sm_90, atomicAdd on sm_80).
+    "matmul(A[128,16384]:f32, B[16384,128]:f32)",
 };
 
 const std::vector<std::string> kKnobSets = {"", "BM=32,BN=32,FM=2,FN=2", "BM=128,BN=64,FM=8,FN=4",

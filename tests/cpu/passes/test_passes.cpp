@@ -92,6 +92,10 @@ TEST(Passes, FixedCasesThroughEveryPass) {
       // Split-K with a pipelined, staged mainloop (the split-K ladder's schedule).
       {"matmul(A[40,512]:f32, B[512,36]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,STAGE=sync,BK=16,STAGES=2,SPLITK=4,SPLITK_MODE=atomic")},
       {"matmul(A[40,512]:f32, B[512,36]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,STAGE=sync,BK=16,STAGES=2,SPLITK=4,SPLITK_MODE=reduce")},
+      // K-outer slabs through cp.async (4-byte transposing copies), and fragment loads
+      // interleaved with the FMAs over the same slabs.
+      {"matmul(A[70,45]:f32, B[45,66]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=cp_async,SLAB_KOUTER=1,STAGES=3,PAD_SMEM=4")},
+      {"matmul(A[70,45]:f32, B[45,66]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,SLAB_KOUTER=1,STAGES=2,PAD_SMEM=4,INTERLEAVE_LOADS=1")},
   };
   for (size_t i = 0; i < cases.size(); ++i) check_case(cases[i], 100 + i);
 }
@@ -123,6 +127,8 @@ TEST(Passes, RandomShapesAndKnobs) {
     knobs += ",PIPELINE=" + std::to_string(pick({0, 1}));
     if (rng() % 3 == 0) knobs += ",PAD_SMEM=" + std::to_string(pick({1, 2, 4}));
     if (rng() % 3 == 0) knobs += ",UNROLL_K=0";
+    if (stage == "sync" || stage == "cp_async") knobs += ",SLAB_KOUTER=" + std::to_string(pick({0, 1}));
+    knobs += ",INTERLEAVE_LOADS=" + std::to_string(pick({0, 1}));
     Knobs k = Knobs::parse(knobs);
     check_case({buf, {{"M", M}, {"N", N}, {"K", K}}, k}, 1000 + uint64_t(trial));
   }

@@ -171,6 +171,28 @@ TEST(SplitK, AtomicModeZeroFillsThenAdds) {
   EXPECT_FALSE(s.loop.has_tensor("partial"));
 }
 
+// The atomic combine's epilogue becomes vector reductions where the target has them
+// (red.global.add.v4.f32 from sm_90 on) and stays per-element atomics on sm_80.
+TEST(SplitK, AtomicEpilogueIsVectorOnSm90Only) {
+  for (const std::string arch : {"sm_90a", "sm_80"}) {
+    CompileState s;
+    s.graph = parse_expression("matmul(A[64,1024]:f32, B[1024,64]:f32)");
+    s.knobs = Knobs::parse("BM=32,BN=32,FM=4,FN=4,SPLITK=4,SPLITK_MODE=atomic");
+    s.target = Target::for_arch(arch);
+    run_pipeline(s, "");
+    int widest = 0, atomics = 0;
+    for (const auto& k : s.kernel.kernels)
+      walk(k.body, [&](const Stmt& st) {
+        if (st.kind == StmtKind::Write && st.atomic_add) {
+          ++atomics;
+          widest = std::max(widest, st.width);
+        }
+      });
+    EXPECT_GT(atomics, 0) << arch;
+    EXPECT_EQ(widest, arch == "sm_90a" ? 4 : 1) << arch;
+  }
+}
+
 TEST(SplitK, SplitCountIsClampedToNonEmptyChunks) {
   // K = 20 in SPLITK = 8 chunks of ceil(20/8) = 3: only 7 chunks hold any k.
   CompileState s = compile_to("matmul(A[4,20]:f32, B[20,4]:f32)", "SPLITK=8,STAGE=direct",

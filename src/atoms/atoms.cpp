@@ -214,6 +214,27 @@ const OperandLayout& operand_layout(const AtomDef& a, const std::string& name) {
               ")");
 }
 
+WarpAtom warp_atom(const AtomDef& a) {
+  if (a.kind != AtomKind::Compute || a.threads != WarpAtom::kLanes)
+    throw Error("atom '" + a.id + "' is not a warp-collective compute atom (it has " +
+                std::to_string(a.threads) + " threads" +
+                (a.kind == AtomKind::Copy ? " and is a copy" : "") +
+                "); only mma atoms of 32 lanes have a Kernel IR warp-atom description");
+  WarpAtom w;
+  w.id = a.id;
+  w.m = a.m, w.n = a.n, w.k = a.k;
+  w.a_type = a.a_type, w.b_type = a.b_type, w.acc_type = a.acc_type;
+  auto sample = [](const OperandLayout& l, std::vector<Coord>& map, int& values) {
+    values = l.values_per_thread;
+    for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
+      for (int v = 0; v < values; ++v) map.push_back(l.map(lane, v));
+  };
+  sample(operand_layout(a, "A"), w.a, w.a_values);
+  sample(operand_layout(a, "B"), w.b, w.b_values);
+  sample(operand_layout(a, "C"), w.c, w.c_values);
+  return w;
+}
+
 const AtomDef* vector_copy_atom(MemSpace src, MemSpace dst, int bytes) {
   const AtomDef* best = nullptr;
   for (const auto& a : atom_table())

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/program.h"
 
 namespace loom {
 
@@ -64,6 +65,13 @@ const AtomDef& atom(const std::string& id);       // throws loom::Error when unk
 // The layout of operand `name` ("A", "B", "C", "src", "dst") of `a`; throws loom::Error
 // when the atom has no such operand.
 const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
+
+// The Kernel IR description of a warp-collective compute atom (mma.sync): its shape,
+// types and the A, B, C layouts sampled lane by lane into tables. A pass that emits an
+// Atom statement for `a` adds this to the kernel's warp_atoms, so that the verifier and
+// the CPU interpreter (in loom_ir, below this table) can check and run it. Throws
+// loom::Error for an atom that is not a 32-thread compute atom.
+WarpAtom warp_atom(const AtomDef& a);
 
 // The widest single-thread load/store atom whose width divides `bytes` (4, 8 or 16), for
 // the vectorizer; nullptr when no entry fits. Warp-collective copies (ldmatrix) never

@@ -141,8 +141,8 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Write: exec_write(n, active); break;
     case StmtKind::Compute:
     case StmtKind::Init:
-    case StmtKind::Accum:
-    case StmtKind::Atom: exec_scalar(n, active); break;
+    case StmtKind::Accum: exec_scalar(n, active); break;
+    case StmtKind::Atom: n.warp ? exec_warp_atom(n, active) : exec_scalar(n, active); break;
     case StmtKind::Alloc:
       for (int64_t e = 0; e < n.alloc_size; ++e)
         for (int t : active) vals_[size_t(n.dst.base + e) * T + size_t(t)] = kNaN;
@@ -277,6 +277,66 @@ void Machine::exec_scalar(const Node& n, const std::vector<int>& active) {
       }
       default: LOOM_CHECK(false, "exec_scalar on a non-scalar statement");
     }
+  }
+}
+
+// mma.sync, one warp at a time: gather A, B and C from the 32 lanes' fragments through
+// the atom's maps, D = A·B + C in double, scatter D into every lane's fragment. Inputs
+// are rounded to the types the tensor cores read (a register packs f16/bf16 pairs; tf32
+// as the cvt.rna that packs the fragment rounds it), C to the accumulator type its
+// register holds, D once at the end.
+void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
+  const WarpAtom& w = *n.warp;
+  const size_t T = size_t(threads_);
+  constexpr int kLanes = WarpAtom::kLanes;
+  // round_to_dtype treats tf32 as its f32 storage; the atom reads the rounded 19 bits.
+  auto round_to = [](DType t, double v) {
+    return t == DType::TF32 ? double(round_to_tf32(float(v))) : round_to_dtype(t, v);
+  };
+  std::vector<double> a(size_t(w.m * w.k)), b(size_t(w.k * w.n)), c(size_t(w.m * w.n));
+  auto gather = [&](std::vector<double>& tile, int cols,
+                    const std::vector<std::pair<int, int>>& map, const ValueRef& r, int values,
+                    DType type, int warp) {
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int t = warp * kLanes + lane;
+      const int64_t first = fragment_slot(n, r, t, values);
+      for (int v = 0; v < values; ++v) {
+        const auto [row, col] = map[size_t(lane * values + v)];
+        tile[size_t(row * cols + col)] = round_to(type, vals_[size_t(first + v) * T + size_t(t)]);
+      }
+    }
+  };
+  // `active` is in thread order, so a warp's active lanes are consecutive in it.
+  for (size_t i = 0; i < active.size();) {
+    const int warp = active[i] / kLanes;
+    size_t end = i;
+    while (end < active.size() && active[end] / kLanes == warp) ++end;
+    if (end - i != size_t(kLanes))
+      fail(*n.s,
+           "warp atom " + w.id + " reached by " + std::to_string(end - i) + " of the 32 lanes of "
+               "warp " + std::to_string(warp) + ": it sits under an If whose condition differs "
+               "between lanes of one warp, and mma.sync needs every lane; make the condition "
+               "the same across each warp (e.g. depend on threadIdx.x / 32) or hoist the "
+               "atom out of the If",
+           active[i]);
+    gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, warp);
+    gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, warp);
+    gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, warp);
+    for (int row = 0; row < w.m; ++row)
+      for (int col = 0; col < w.n; ++col) {
+        double& d = c[size_t(row * w.n + col)];
+        for (int k = 0; k < w.k; ++k) d += a[size_t(row * w.k + k)] * b[size_t(k * w.n + col)];
+        d = round_to(w.acc_type, d);
+      }
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int t = warp * kLanes + lane;
+      const int64_t first = fragment_slot(n, n.dst, t, w.c_values);
+      for (int v = 0; v < w.c_values; ++v) {
+        const auto [row, col] = w.c[size_t(lane * w.c_values + v)];
+        vals_[size_t(first + v) * T + size_t(t)] = c[size_t(row * w.n + col)];
+      }
+    }
+    i = end;
   }
 }
 

@@ -67,7 +67,8 @@ struct Node {
   ValueRef dst;
   std::vector<ValueRef> args;
   Access access, src;  // Load/Write/AsyncCopy tensor; AsyncCopy source
-  const AtomImpl* atom = nullptr;
+  const AtomImpl* atom = nullptr;  // a one-thread atom, or
+  const WarpAtom* warp = nullptr;  // a warp atom: dst and args are fragments (stmt.h)
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
   std::vector<IntExpr> corner;  // TmaLoad: box corner per source dimension
@@ -101,6 +102,10 @@ class Machine {
                      bool array_element_expected);
   ValueRef define_scalar(const Stmt& s, const std::string& name);
   ValueRef destination(const Stmt& s, bool defines);
+  // A warp atom's operand: register array `name` indexed by `prefix`, whose trailing
+  // dimensions hold `values` elements.
+  ValueRef fragment(const Stmt& s, const std::string& name, const std::vector<Expr>& prefix,
+                    int values, const char* role);
   Access access(const Stmt& s, const std::string& tensor, const std::vector<Expr>& index,
                 bool flat);
   TensorSlot& tensor(const Stmt& s, const std::string& name);
@@ -113,6 +118,7 @@ class Machine {
   void exec_load(const Node& n, const std::vector<int>& active);
   void exec_write(const Node& n, const std::vector<int>& active);
   void exec_scalar(const Node& n, const std::vector<int>& active);
+  void exec_warp_atom(const Node& n, const std::vector<int>& active);
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
   void exec_tma_load(const Node& n, const std::vector<int>& active);
@@ -125,6 +131,10 @@ class Machine {
   // dimension (a vector access uses the slots that follow).
   int64_t slot(const Node& n, const ValueRef& r, int t, int64_t width) const;
   double operand(const Node& n, size_t i, int t, int64_t plus = 0) const;
+  // First value slot of fragment `r` (resolved by fragment()) for thread `t`.
+  int64_t fragment_slot(const Node& n, const ValueRef& r, int t, int values) const {
+    return r.base + (slot(n, r, t, 1) - r.base) * values;
+  }
   // Checked logical offset of the first of `width` elements an access touches.
   int64_t offset(const Node& n, const Access& a, int t, int width, bool flat) const;
   double load_element(const Node& n, const TensorSlot& ts, int64_t off, int t);

@@ -19,11 +19,10 @@ constexpr bool atoms_fit() {
 }
 static_assert(atoms_fit(), "an atom has more operands than exec() buffers: raise kMaxAtomOperands");
 
-const AtomImpl& find_atom(const std::string& id) {
+const AtomImpl* find_atom(const std::string& id) {
   for (const AtomImpl& a : kAtoms)
-    if (id == a.id) return a;
-  throw Error("interpreter: unknown atom " + id +
-              " (add it to the atom table in src/ir/interpret_resolve.cpp)");
+    if (id == a.id) return &a;
+  return nullptr;
 }
 
 std::string extents_string(const std::vector<int64_t>& e) {
@@ -123,6 +122,32 @@ ValueRef Machine::destination(const Stmt& s, bool defines) {
   return r;
 }
 
+ValueRef Machine::fragment(const Stmt& s, const std::string& name,
+                           const std::vector<Expr>& prefix, int values, const char* role) {
+  const ValueDef* d = find_value(name);
+  const std::string frag = std::string(role) + " fragment `" + name + "`";
+  if (!d) fail(s, frag + " is used before it is defined");
+  if (d->extents.empty()) fail(s, frag + " is a scalar, not a register array");
+  if (prefix.size() >= d->extents.size())
+    fail(s, frag + " " + extents_string(d->extents) + " is indexed with " +
+                std::to_string(prefix.size()) + " indices; the trailing dimensions must "
+                "remain to hold the fragment");
+  int64_t count = 1;
+  for (size_t i = prefix.size(); i < d->extents.size(); ++i) count *= d->extents[i];
+  if (count != values)
+    fail(s, frag + " " + extents_string(d->extents) + " selects " + std::to_string(count) +
+                " elements; the atom holds " + std::to_string(values) + " per lane");
+  ValueRef r;
+  r.base = d->base;
+  r.name = name;
+  r.extents = d->extents;
+  for (const Expr& e : prefix) {
+    r.index.push_back(compile(s, e));
+    r.uniform = r.uniform && r.index.back().uniform();
+  }
+  return r;
+}
+
 TensorSlot& Machine::tensor(const Stmt& s, const std::string& name) {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) fail(s, "tensor " + name + " is not declared");
@@ -211,7 +236,24 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.dst = destination(s, false);
       break;
     case StmtKind::Atom:
-      n.atom = &find_atom(s.atom);
+      n.warp = kernel_op_ ? find_warp_atom(*kernel_op_, s.atom) : nullptr;
+      if (n.warp) {
+        if (threads_ % WarpAtom::kLanes != 0)
+          fail(s, "warp atom " + s.atom + " runs on whole warps of 32 lanes but the block has " +
+                      std::to_string(threads_) + " threads");
+        if (s.args.size() != 2 || s.args[0].is_imm() || s.args[1].is_imm())
+          fail(s, "warp atom " + s.atom + " takes two fragments (A, B)");
+        n.args.push_back(fragment(s, s.args[0].name, s.args[0].index, n.warp->a_values, "A"));
+        n.args.push_back(fragment(s, s.args[1].name, s.args[1].index, n.warp->b_values, "B"));
+        n.dst = fragment(s, s.dst, s.dst_index, n.warp->c_values, "C/D");
+        break;
+      }
+      n.atom = find_atom(s.atom);
+      if (!n.atom)
+        throw Error("interpreter: unknown atom " + s.atom + " in " + where_ +
+                    ": neither a one-thread atom the interpreter implements (add it to the "
+                    "table in src/ir/interpret_resolve.cpp) nor a warp atom the kernel "
+                    "declares (KernelOp::warp_atoms)");
       if (s.args.size() != n.atom->arity)
         fail(s, "atom " + s.atom + " takes " + std::to_string(n.atom->arity) + " operands");
       operands();

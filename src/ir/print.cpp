@@ -2,6 +2,7 @@
 // (a unified diff per pass), so every statement is one line, children are indented by
 // two spaces, and nothing depends on pointer values or hash order: a pass that changes
 // one statement changes one line.
+#include <set>
 #include <sstream>
 
 #include "ir/program.h"
@@ -96,13 +97,29 @@ std::string stmt_line(const Stmt& s) {
   return "?";
 }
 
-void print_stmts(std::ostringstream& os, const Block& b, int indent) {
+// `warp`: ids of the kernel's warp atoms, whose lines end in `  warp` so that a reader
+// sees which atoms take whole fragments (print_block has no kernel, so no marks).
+void print_stmts(std::ostringstream& os, const Block& b, int indent,
+                 const std::set<std::string>& warp = {}) {
   const std::string pad(2 * indent, ' ');
   for (const Stmt& s : b) {
-    os << pad << stmt_line(s) << "\n";
+    os << pad << stmt_line(s);
+    if (s.kind == StmtKind::Atom && warp.count(s.atom)) os << "  warp";
+    os << "\n";
     for (const StageCopy& c : s.copies) os << pad << "  " << copy_line(c) << "\n";
-    print_stmts(os, s.body, indent + 1);
+    print_stmts(os, s.body, indent + 1, warp);
   }
+}
+
+std::string warp_atom_line(const WarpAtom& w) {
+  auto tile = [](DType t, int rows, int cols, int values) {
+    return std::string(dtype_name(t)) + "[" + std::to_string(rows) + ", " +
+           std::to_string(cols) + "] " + std::to_string(values) + "/lane";
+  };
+  return "warp atom " + w.id + ": m" + std::to_string(w.m) + "n" + std::to_string(w.n) + "k" +
+         std::to_string(w.k) + " A " + tile(w.a_type, w.m, w.k, w.a_values) + ", B " +
+         tile(w.b_type, w.k, w.n, w.b_values) + ", C/D " +
+         tile(w.acc_type, w.m, w.n, w.c_values);
 }
 
 const char* role_name(TensorRole r) {
@@ -169,7 +186,12 @@ std::string print(const KernelProgram& p) {
          << box << "] (innermost first)"
          << (d.swizzle_bytes ? " swizzle " + std::to_string(d.swizzle_bytes) + "B" : "") << "\n";
     }
-    print_stmts(os, k.body, 1);
+    std::set<std::string> warp;
+    for (const WarpAtom& w : k.warp_atoms) {
+      os << "  " << warp_atom_line(w) << "\n";
+      warp.insert(w.id);
+    }
+    print_stmts(os, k.body, 1, warp);
   }
   return os.str();
 }

@@ -50,6 +50,12 @@ TensorDecl& ProgramBase::tensor(const std::string& name) {
   return const_cast<TensorDecl&>(static_cast<const ProgramBase&>(*this).tensor(name));
 }
 
+const WarpAtom* find_warp_atom(const KernelOp& k, const std::string& id) {
+  for (const WarpAtom& w : k.warp_atoms)
+    if (w.id == id) return &w;
+  return nullptr;
+}
+
 SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k) {
   std::set<std::string> used;
   walk(k.body, [&](const Stmt& s) {

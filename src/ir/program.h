@@ -11,6 +11,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -73,6 +74,24 @@ struct TmaDescriptor {
   int swizzle_bytes = 0;     // 0, 32, 64 or 128: the shared tensor's Swizzle span
 };
 
+// A warp-collective compute atom (mma.sync) as Kernel IR carries it. Its 32 lanes run
+// one instruction together, each holding a fragment of A (M x K), B (K x N) and C/D
+// (M x N) in registers, so what a statement means depends on the fragment layouts. They
+// travel here, as data, because loom_ir sits below loom_atoms (the atom table): the
+// verifier and the interpreter check and run the statement from this description alone.
+// warp_atom() in src/atoms/atoms.h builds one from a table entry.
+struct WarpAtom {
+  static constexpr int kLanes = 32;
+  std::string id;  // the Atom statement's `atom`, e.g. "mma_m16n8k16_f32_f16"
+  int m = 0, n = 0, k = 0;
+  DType a_type = DType::F16, b_type = DType::F16, acc_type = DType::F32;
+  // a[lane * a_values + v] = (row, col) of the A element that value v of `lane` holds;
+  // likewise b (B is K x N) and c (C and D share one layout). Each map holds every
+  // element of its tile exactly once.
+  std::vector<std::pair<int, int>> a, b, c;
+  int a_values = 0, b_values = 0, c_values = 0;
+};
+
 struct KernelOp {
   std::string name;                  // CUDA symbol, e.g. "k_matmul_relu"
   std::vector<std::string> params;   // tensors (pointers) then symbols (ints), in order
@@ -81,8 +100,16 @@ struct KernelOp {
   int min_blocks_per_sm = 0;         // __launch_bounds__ second argument when > 0
   std::vector<TmaDescriptor> tma;    // tensor-map parameters, after `params`
   int mbarriers = 0;                 // 8-byte mbarriers in shared memory, slots 0..n-1
+  // The warp atoms its Atom statements use. Per kernel, like its tensor maps: a pass
+  // that emits mma into one kernel declares them there, and codegen, the verifier and
+  // the interpreter each read one KernelOp (a split-K zero-fill or reduce kernel has none).
+  std::vector<WarpAtom> warp_atoms;
   Block body;
 };
+
+// The warp atom `id` that `k` declares; nullptr when it declares none by that name
+// (the Atom statement is then a one-thread atom such as fma_f32).
+const WarpAtom* find_warp_atom(const KernelOp& k, const std::string& id);
 
 struct ProgramBase {
   std::vector<TensorDecl> tensors;

@@ -111,6 +111,13 @@ struct Stmt {
   // Compute `dst = op(args)`; Init `dst = imm`; Accum `dst <- add(dst, args[0])`.
   // Atom `atom(dst; args)`: an instruction from the atom table (src/atoms), e.g. the FMA
   // atom `dst <- fma(args[0], args[1], dst)`.
+  // A warp atom (one the kernel declares in KernelOp::warp_atoms: mma.sync) computes
+  // D = A·B + C with D = C: `dst` is the C/D fragment, args = {A fragment, B fragment}.
+  // Each names a register array and a prefix of its indices (dst_index / Operand::index,
+  // possibly empty); the fragment is the elements of the remaining trailing dimensions,
+  // value v the v-th of them in row-major order, and there must be exactly as many as the
+  // atom's values per lane. E.g. with `alloc acc[FM, FN, 4]`, `acc[i, j]` is the 4-value
+  // fragment (i, j); with `alloc a_frag[8]`, `a_frag` (no index) is all 8 values.
   std::string dst;
   std::string tensor;
   std::vector<Expr> index;

@@ -202,7 +202,7 @@ void verify(const KernelProgram& p) {
                     "not passed to it");
     }
     verify_tma(p, k, pre, params);
-    verifier::BodyFacts c = verifier::check_body(p, Level::Kernel, where, k.body);
+    verifier::BodyFacts c = verifier::check_body(p, Level::Kernel, where, k.body, &k);
     for (const std::string& t : c.used)
       if (!params.count(t))
         throw Error(pre + "uses tensor `" + t + "` but does not list it in its parameters");

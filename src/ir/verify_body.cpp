@@ -32,11 +32,14 @@ std::string first_line(const Stmt& s) {
 // box variables only inside that copy.
 class BodyChecker {
  public:
-  BodyChecker(const ProgramBase& p, Level level, std::string where)
-      : p_(p), level_(level), where_(std::move(where)),
+  BodyChecker(const ProgramBase& p, Level level, std::string where, const KernelOp* kernel)
+      : p_(p), level_(level), where_(std::move(where)), kernel_(kernel),
         symbols_(p.symbols.begin(), p.symbols.end()) {}
 
-  void check(const Block& body) { check_block(body); }
+  void check(const Block& body) {
+    if (kernel_) check_warp_atom_decls();
+    check_block(body);
+  }
   const std::set<std::string>& written() const { return written_; }
   const std::set<std::string>& used() const { return used_; }
 
@@ -53,6 +56,115 @@ class BodyChecker {
   [[noreturn]] void fail(const Stmt& s, const std::string& rule) const {
     throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": `" +
                 first_line(s) + "`: " + rule);
+  }
+
+  // The fragment maps are what the interpreter gathers and scatters by, so each must
+  // hold every element of its tile exactly once: 32 lanes x values = rows x cols, all
+  // inside the tile, none twice.
+  void check_warp_atom_decls() const {
+    std::set<std::string> ids;
+    for (const WarpAtom& w : kernel_->warp_atoms) {
+      auto bad = [&](const std::string& rule) {
+        throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": warp atom `" +
+                    w.id + "`: " + rule + " (warp_atom() in src/atoms/atoms.h builds a "
+                    "declaration from the atom table)");
+      };
+      if (w.id.empty()) bad("it has no id");
+      if (!ids.insert(w.id).second) bad("it is declared twice in the kernel's warp_atoms");
+      if (w.m < 1 || w.n < 1 || w.k < 1)
+        bad("shape m" + std::to_string(w.m) + "n" + std::to_string(w.n) + "k" +
+            std::to_string(w.k) + " is not positive");
+      auto check_map = [&](const char* op, const std::vector<std::pair<int, int>>& map,
+                           int values, int rows, int cols) {
+        const std::string tile = std::to_string(rows) + " x " + std::to_string(cols);
+        if (values < 1)
+          bad(std::string(op) + " has " + std::to_string(values) + " values per lane");
+        if (int64_t(map.size()) != int64_t(WarpAtom::kLanes) * values)
+          bad(std::string(op) + " map has " + std::to_string(map.size()) + " entries; 32 lanes x " +
+              std::to_string(values) + " values = " + std::to_string(32 * values) + " expected");
+        if (int64_t(map.size()) != int64_t(rows) * cols)
+          bad(std::string(op) + " fragments hold " + std::to_string(map.size()) +
+              " elements but the " + tile + " tile has " + std::to_string(rows * cols) +
+              "; every element must be held exactly once");
+        std::vector<int> holder(map.size(), -1);
+        for (size_t i = 0; i < map.size(); ++i) {
+          const auto [r, c] = map[i];
+          const std::string who = "value " + std::to_string(int(i) % values) + " of lane " +
+                                  std::to_string(int(i) / values);
+          if (r < 0 || r >= rows || c < 0 || c >= cols)
+            bad(std::string(op) + " " + who + " is (" + std::to_string(r) + ", " +
+                std::to_string(c) + "), outside the " + tile + " tile");
+          int& h = holder[size_t(r * cols + c)];
+          if (h >= 0)
+            bad(std::string(op) + " element (" + std::to_string(r) + ", " + std::to_string(c) +
+                ") is held twice: by value " + std::to_string(h % values) + " of lane " +
+                std::to_string(h / values) + " and by " + who);
+          h = int(i);
+        }
+      };
+      check_map("A", w.a, w.a_values, w.m, w.k);
+      check_map("B", w.b, w.b_values, w.k, w.n);
+      check_map("C/D", w.c, w.c_values, w.m, w.n);
+    }
+  }
+
+  // A warp atom's operand is a fragment (stmt.h): a register array and a prefix of its
+  // indices whose trailing dimensions hold exactly `values` elements.
+  void check_fragment(const Stmt& s, const WarpAtom& w, const std::string& role,
+                      const std::string& name, const std::vector<Expr>& prefix,
+                      int values) const {
+    const std::string frag = role + " fragment `" + name + "`";
+    const ScalarDef* d = find_scalar(name);
+    if (!d)
+      fail(s, frag + " is used before it is defined: declare it with an Alloc in an "
+                  "enclosing scope");
+    if (d->extents.empty())
+      fail(s, frag + " is a scalar; " + w.id + " reads and writes whole fragments, so it must be "
+                  "a register array (e.g. alloc " + name + "[" + std::to_string(values) + "])");
+    const size_t rank = d->extents.size();
+    if (prefix.size() >= rank)
+      fail(s, frag + " of rank " + std::to_string(rank) + " is indexed with " +
+                  std::to_string(prefix.size()) + " indices; a fragment operand indexes at most " +
+                  std::to_string(rank - 1) + " leading dimensions and the trailing ones hold "
+                  "the fragment");
+    // Alloc checked that extents are positive constants.
+    int64_t count = 1;
+    for (size_t i = prefix.size(); i < rank; ++i) count *= d->extents[i].const_value();
+    if (count != values)
+      fail(s, frag + " selects " + std::to_string(count) + " elements but " + w.id + " holds " +
+                  std::to_string(values) + " values of " + role + " per lane; allocate its "
+                  "trailing dimensions with " + std::to_string(values) +
+                  " elements (or index a different number of leading dimensions)");
+    for (const Expr& i : prefix) check_expr(s, i, "register index");
+  }
+
+  void check_warp_atom(const Stmt& s, const WarpAtom& w) const {
+    // Every lane of a warp takes part in mma.sync; a block that ends mid-warp has lanes
+    // that do not exist.
+    if (kernel_->block_threads % WarpAtom::kLanes != 0)
+      fail(s, "warp atom " + w.id + " runs on whole warps of 32 lanes but the block has " +
+                  std::to_string(kernel_->block_threads) +
+                  " threads; make block_threads a multiple of 32");
+    if (s.args.size() != 2)
+      fail(s, "warp atom " + w.id + " takes two operands (the A and B fragments), not " +
+                  std::to_string(s.args.size()));
+    for (const Operand& a : s.args)
+      if (a.is_imm())
+        fail(s, "warp atom " + w.id + " takes fragments, not the immediate " + a.str());
+    check_fragment(s, w, "A", s.args[0].name, s.args[0].index, w.a_values);
+    check_fragment(s, w, "B", s.args[1].name, s.args[1].index, w.b_values);
+    check_fragment(s, w, "C/D", s.dst, s.dst_index, w.c_values);
+  }
+
+  // A one-thread atom (fma_f32) names single elements. A register array named by fewer
+  // indices than its rank is a fragment, which only a declared warp atom takes.
+  void check_not_fragment(const Stmt& s, const std::string& name,
+                          const std::vector<Expr>& index) const {
+    const ScalarDef* d = find_scalar(name);
+    if (d && !d->extents.empty() && index.size() < d->extents.size())
+      fail(s, "`" + name + "` names a fragment of a register array, but atom " + s.atom +
+                  " is not declared in the kernel's warp_atoms, so it takes single elements; "
+                  "declare the warp atom (KernelOp::warp_atoms) or index one element");
   }
 
   const IntVar* find_int(const std::string& v) const {
@@ -454,6 +566,13 @@ class BodyChecker {
       case StmtKind::Atom:
         require_level(s, Level::Kernel, "Atom");
         if (s.atom.empty()) fail(s, "atom statement names no atom");
+        if (const WarpAtom* w = kernel_ ? find_warp_atom(*kernel_, s.atom) : nullptr) {
+          check_warp_atom(s, *w);
+          break;
+        }
+        for (const Operand& a : s.args)
+          if (!a.is_imm()) check_not_fragment(s, a.name, a.index);
+        check_not_fragment(s, s.dst, s.dst_index);
         use_operands(s);
         if (!find_scalar(s.dst))
           fail(s, "atom accumulator `" + s.dst + "` is not defined in an enclosing scope");
@@ -495,6 +614,7 @@ class BodyChecker {
   const ProgramBase& p_;
   Level level_;
   std::string where_;
+  const KernelOp* kernel_;  // Kernel IR: the kernel whose body this is
   std::set<std::string> symbols_;
   std::vector<IntVar> int_vars_;                           // loop and let variables in scope
   std::vector<std::map<std::string, ScalarDef>> scalars_;  // one map per open block
@@ -506,8 +626,10 @@ class BodyChecker {
 }  // namespace
 
 BodyFacts check_body(const ProgramBase& p, Level level, const std::string& where,
-                     const Block& body) {
-  BodyChecker c(p, level, where);
+                     const Block& body, const KernelOp* kernel) {
+  LOOM_CHECK((level == Level::Kernel) == (kernel != nullptr),
+             "check_body: Kernel IR bodies are checked with their kernel, other levels without");
+  BodyChecker c(p, level, where, kernel);
   c.check(body);
   return BodyFacts{c.written(), c.used()};
 }

@@ -18,8 +18,9 @@ struct BodyFacts {
 };
 
 // Checks `body` against the rules of `level`; throws loom::Error naming `where`, the
-// statement and the rule.
+// statement and the rule. Kernel IR bodies pass their kernel (its warp atoms and block
+// size take part in the checks); other levels pass nullptr.
 BodyFacts check_body(const ProgramBase& p, Level level, const std::string& where,
-                     const Block& body);
+                     const Block& body, const KernelOp* kernel = nullptr);
 
 }  // namespace loom::verifier

@@ -235,6 +235,29 @@ WarpAtom warp_atom(const AtomDef& a) {
   return w;
 }
 
+AffineLaneForm affine_lane_form(const OperandLayout& l) {
+  AffineLaneForm f;
+  for (int v = 0; v < l.values_per_thread; ++v) f.offset.push_back(l.map(0, v));
+  // Lane 4 is groupID 1, lane 1 threadID_in_group 1: the two unit steps.
+  const Coord g = l.map(4, 0), t = l.map(1, 0);
+  f.row_g = g.first - f.offset[0].first, f.col_g = g.second - f.offset[0].second;
+  f.row_t = t.first - f.offset[0].first, f.col_t = t.second - f.offset[0].second;
+  for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
+    for (int v = 0; v < l.values_per_thread; ++v) {
+      const int gi = lane / 4, ti = lane % 4;
+      const Coord want = l.map(lane, v);
+      const Coord got{f.row_g * gi + f.row_t * ti + f.offset[size_t(v)].first,
+                      f.col_g * gi + f.col_t * ti + f.offset[size_t(v)].second};
+      if (got != want)
+        throw Error("operand " + l.name + "'s layout is not affine in (lane / 4, lane % 4): "
+                    "lane " + std::to_string(lane) + " value " + std::to_string(v) + " holds (" +
+                    std::to_string(want.first) + ", " + std::to_string(want.second) +
+                    "), the affine form of lanes 0, 1 and 4 predicts (" +
+                    std::to_string(got.first) + ", " + std::to_string(got.second) + ")");
+    }
+  return f;
+}
+
 const AtomDef* vector_copy_atom(MemSpace src, MemSpace dst, int bytes) {
   const AtomDef* best = nullptr;
   for (const auto& a : atom_table())

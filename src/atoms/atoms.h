@@ -73,6 +73,21 @@ const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
 // loom::Error for an atom that is not a 32-thread compute atom.
 WarpAtom warp_atom(const AtomDef& a);
 
+// A warp operand layout in affine form: value v of lane l holds element
+//   row = row_g * (l / 4) + row_t * (l % 4) + offset[v].first
+//   col = col_g * (l / 4) + col_t * (l % 4) + offset[v].second
+// Every mma.sync fragment layout has this form (the groupID / threadID_in_group split of
+// the PTX ISA), so a pass can turn a fragment into index expressions of the lane — one
+// per value, with constant offsets — instead of hand-writing them per kernel.
+struct AffineLaneForm {
+  int row_g = 0, row_t = 0, col_g = 0, col_t = 0;
+  std::vector<std::pair<int, int>> offset;  // per value: (row, col) of lane 0
+};
+
+// The affine form of a 32-lane layout, checked against `l.map` on every lane and value;
+// throws loom::Error naming the first (lane, value) it does not reproduce.
+AffineLaneForm affine_lane_form(const OperandLayout& l);
+
 // The widest single-thread load/store atom whose width divides `bytes` (4, 8 or 16), for
 // the vectorizer; nullptr when no entry fits. Warp-collective copies (ldmatrix) never
 // qualify: they redistribute data across lanes.

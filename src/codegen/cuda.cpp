@@ -67,6 +67,7 @@ class Renderer {
   }
 
   void kernel(const KernelOp& k) {
+    k_ = &k;
     out_ << "extern \"C\" __global__ void __launch_bounds__(" << k.block_threads;
     if (k.min_blocks_per_sm > 0) out_ << ", " << k.min_blocks_per_sm;
     out_ << ")\n" << k.name << "(";
@@ -206,6 +207,10 @@ class Renderer {
         break;
       case StmtKind::Atom: {
         const AtomDef& a = atom(s.atom);
+        if (const WarpAtom* w = find_warp_atom(*k_, s.atom)) {
+          warp_atom(s, a, *w, d);
+          break;
+        }
         std::string call = a.wrapper + "(" + dst(s);
         for (const auto& o : s.args) call += ", " + operand(o);
         line(d, call + ");");
@@ -284,7 +289,43 @@ class Renderer {
     }
   }
 
+  // A warp atom (mma.sync): Kernel IR fragments are f32 register arrays (value v of a
+  // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
+  // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
+  // rounded with cvt.rna. The f32 accumulator fragment is passed as is (float[4]).
+  void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
+    const bool half = w.a_type == DType::F16 || w.a_type == DType::BF16;
+    auto pack = [&](const Operand& o, int values, const char* reg) {
+      std::vector<std::string> lines;
+      const std::string fn = w.a_type == DType::F16    ? "loom::pack_f16x2"
+                             : w.a_type == DType::BF16 ? "loom::pack_bf16x2"
+                                                       : "loom::cvt_rna_tf32";
+      auto value = [&](int v) {
+        std::vector<Expr> idx = o.index;
+        idx.push_back(Expr(v));
+        return element(o.name, idx);
+      };
+      for (int r = 0; r < (half ? values / 2 : values); ++r)
+        lines.push_back(std::string(reg) + "[" + std::to_string(r) + "] = " + fn + "(" +
+                        (half ? value(2 * r) + ", " + value(2 * r + 1) : value(r)) + ");");
+      return lines;
+    };
+    if (w.acc_type != DType::F32)
+      throw Error("codegen: warp atom " + w.id + " accumulates in " + dtype_name(w.acc_type) +
+                  "; Loom's generated kernels keep f32 accumulators");
+    const int a_regs = half ? w.a_values / 2 : w.a_values, b_regs = half ? w.b_values / 2 : w.b_values;
+    line(d, "{  // " + a.ptx);
+    line(d + 1, "unsigned a_[" + std::to_string(a_regs) + "], b_[" + std::to_string(b_regs) + "];");
+    for (const auto& l : pack(s.args.at(0), w.a_values, "a_")) line(d + 1, l);
+    for (const auto& l : pack(s.args.at(1), w.b_values, "b_")) line(d + 1, l);
+    std::vector<Expr> c = s.dst_index;
+    c.push_back(Expr(0));
+    line(d + 1, a.wrapper + "(&" + element(s.dst, c) + ", a_, b_);");
+    line(d, "}");
+  }
+
   const KernelProgram& p_;
+  const KernelOp* k_ = nullptr;
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;

@@ -25,6 +25,22 @@ std::vector<Expr> conjuncts(const Expr& e) {
   return out;
 }
 
+Expr distribute_constants(const Expr& e) {
+  switch (e.kind()) {
+    case Expr::Kind::Const:
+    case Expr::Kind::Var: return e;
+    case Expr::Kind::Mul: {
+      Expr a = distribute_constants(e.lhs()), b = distribute_constants(e.rhs());
+      if (b.is_const() && a.kind() == Expr::Kind::Add)
+        return distribute_constants(a.lhs() * b) + distribute_constants(a.rhs() * b);
+      if (a.is_const() && b.kind() == Expr::Kind::Add)
+        return distribute_constants(a * b.lhs()) + distribute_constants(a * b.rhs());
+      return a * b;
+    }
+    default: return Expr::make(e.kind(), distribute_constants(e.lhs()), distribute_constants(e.rhs()));
+  }
+}
+
 bool provably_divisible(const Expr& e, int64_t w) {
   if (w == 1) return true;
   switch (e.kind()) {

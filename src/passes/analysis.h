@@ -14,6 +14,11 @@ namespace loom {
 std::vector<Expr> sum_terms(const Expr& e);
 std::vector<Expr> conjuncts(const Expr& e);
 
+// `e` with every product of a sum and a constant distributed ((a + b) * c -> a*c + b*c),
+// so that sum_terms sees each loop variable in a term of its own: t:040 splits indices
+// into block and local parts after substituting a sum for a loop variable.
+Expr distribute_constants(const Expr& e);
+
 // True when `e` is a multiple of `w` for every value of its variables: constants
 // divisible by w, products with such a constant factor, sums of such terms.
 bool provably_divisible(const Expr& e, int64_t w);

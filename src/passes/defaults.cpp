@@ -84,18 +84,28 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
 }
 
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs) {
-  static const std::vector<std::vector<std::string>> groups = {
+  struct Group {
+    std::vector<std::string> knobs;
+    // The shape classes' tiles and split-K counts are SIMT schedules: an mma atom has
+    // its own tile defaults (t:010: 2x2 warps of 2x4 atoms) and no split-K yet, so
+    // choosing one drops these groups as an explicit value of the group would.
+    bool simt_only = false;
+  };
+  static const std::vector<Group> groups = {
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
-      {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"},
-      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"},
-      {"SPLITK", "SPLITK_MODE"}};
+      {{"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"}, true},
+      {{"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"}, false},
+      {{"SPLITK", "SPLITK_MODE"}, true}};
+  const bool mma = explicit_knobs.get_str("ATOM", "fma") != "fma";
   Knobs out;
   for (const auto& [name, value] : defaults.values()) {
     bool touched = false;
-    for (const auto& g : groups)
-      if (std::find(g.begin(), g.end(), name) != g.end())
-        for (const auto& k : g) touched |= explicit_knobs.has(k);
+    for (const auto& g : groups) {
+      if (std::find(g.knobs.begin(), g.knobs.end(), name) == g.knobs.end()) continue;
+      for (const auto& k : g.knobs) touched |= explicit_knobs.has(k);
+      touched |= mma && g.simt_only;
+    }
     if (!touched) out.set(name, value);
   }
   out.merge(explicit_knobs);

@@ -48,6 +48,10 @@ const std::vector<Pass>& pipeline() {
       pass_lower_stages(),
       // Atoms are chosen on kernel IR, where each statement is one thread's work.
       pass_select_atoms(),
+      // Warp atoms right after the scalar ones: an mma is an ATOM nest of FMAs handed to
+      // the lanes by the fragment layouts, once threads (lane) and flat offsets exist and
+      // before the vectorizer looks at the per-lane fragment loads and epilogue stores.
+      pass_lower_mma(),
       // Vector loads once accesses are flat offsets, where alignment can be proven.
       pass_vectorize(),
       // Pipelining reorders whole copy loops; it runs on their final (vector) form.

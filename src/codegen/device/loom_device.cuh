@@ -408,6 +408,22 @@ __device__ __forceinline__ void mma_m16n8k8_f32_tf32(float d[4], const unsigned 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// PTX ISA 9.7.9.21 cvt.rn.f16x2.f32 d, a, b: a to the upper half, b to the lower — the
+// .f16x2 register of an mma fragment holding values lo (lower-numbered) and hi. Loom's
+// fragments hold values already representable in f16, so the rounding is exact.
+__device__ __forceinline__ unsigned pack_f16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// PTX ISA 9.7.9.21 cvt.rn.bf16x2.f32: as pack_f16x2, for .bf16x2 fragment registers.
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
 // PTX ISA 9.7.9.21 cvt.rna.tf32.f32: the tf32 bits of f (round to nearest, ties away),
 // as an mma .tf32 operand register wants them. cvt_rna_tf32_f32 above is the same
 // rounding returned as a float, for SIMT code.

@@ -11,6 +11,10 @@
 //     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
 //  2. The WARP and THREAD loops below them (constant extents) map to one threadIdx.x,
 //     the last loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
+//     WARP loops with no THREAD loop under them (ATOM=mma_*: a warp computes its atoms
+//     together) get the warp's 32 lanes as the fastest digit, `let lane = threadIdx.x
+//     % 32`; their ATOM loops stay loops, which every lane runs whole until k:025 splits
+//     them among the lanes by the fragment layouts.
 //  3. Every Load/Write index becomes the row-major offset of the tensor's storage.
 //  4. Params: the tensors the kernel touches (inputs, then the output), then symbols.
 #include <map>
@@ -122,20 +126,27 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   // 2: thread loops.
   int64_t total = 1;
   std::vector<int64_t> ext;
+  std::vector<std::string> names;
   for (const Stmt* t : threads) {
     if (!t->extent.is_const())
       throw Error("k:010_bind_hardware: thread loop " + t->var + " has a symbolic extent");
     ext.push_back(t->extent.const_value());
+    names.push_back(t->var);
     total *= ext.back();
+  }
+  if (!threads.empty() && threads.back()->tier == Tier::Warp) {
+    ext.push_back(WarpAtom::kLanes);
+    names.push_back("lane");
+    total *= WarpAtom::kLanes;
   }
   Expr tid = Expr::var("threadIdx.x");
   int64_t inner = 1;
   std::vector<Stmt> lets;
-  for (int i = int(threads.size()) - 1; i >= 0; --i) {
+  for (int i = int(ext.size()) - 1; i >= 0; --i) {
     Expr v = tid / inner;
-    if (i > 0) v = v % ext[i];
-    lets.insert(lets.begin(), Stmt::Let(threads[i]->var, v));
-    inner *= ext[i];
+    if (i > 0) v = v % ext[size_t(i)];
+    lets.insert(lets.begin(), Stmt::Let(names[size_t(i)], v));
+    inner *= ext[size_t(i)];
   }
   body.insert(body.end(), lets.begin(), lets.end());
   body.insert(body.end(), nest.thread_lets.begin(), nest.thread_lets.end());

@@ -18,7 +18,17 @@
 //  5. The original cell body sits under a guard `m < M && n < N`, so any M, N works; the
 //     next pass removes the conjuncts it can prove.
 // Knobs: BM BN FM FN (defaults from the shape; see default_tile()).
+//
+// With ATOM=mma_* (an AM x AN x AK mma.sync atom of the table) a contraction is tiled by
+// warps instead of threads:
+//   m = m_b*BM + m_w*(FM*AM) + m_a*AM + m_e,  n = n_b*BN + n_w*(FN*AN) + n_a*AN + n_e
+// GRID m_b n_b, WARP m_w n_w (WM x WN warps), REGISTER m_a n_a (FM x FN atoms per warp),
+// ATOM m_e n_e (one atom's tile, whose cells the warp's 32 lanes share through the
+// fragment layouts: k:025 decides which lane holds which). BM = WM*FM*AM and
+// BN = WN*FN*AN follow from the others (an explicit BM/BN must agree), and the checks
+// that only an mma needs (input types, sm_80+, no split-K) are made here, once.
 #include "ir/error.h"
+#include "passes/mma_choice.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -58,6 +68,106 @@ void check_tiling(const char* b_name, int64_t b, const char* f_name, int64_t f) 
                 " as a multiple of " + f_name + ")");
 }
 
+// The contraction's reduce loop in the cell: the inputs it loads are the atom's A and B.
+const Stmt* reduce_loop(const Block& cell) {
+  for (const Stmt& st : cell) {
+    if (st.kind == StmtKind::For && st.loop_kind == LoopKind::Reduce) return &st;
+    if (st.kind == StmtKind::If)
+      if (const Stmt* r = reduce_loop(st.body)) return r;
+  }
+  return nullptr;
+}
+
+bool atom_accepts(DType atom_in, DType tensor) {
+  // mma .tf32 takes f32 tensors too: their values are rounded (cvt.rna) into the fragment.
+  if (atom_in == DType::TF32) return tensor == DType::TF32 || tensor == DType::F32;
+  return atom_in == tensor;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_mma(const AtomDef& a, const LoopOp& op, const Block& cell, CompileState& s) {
+  const std::string knob = "ATOM=" + s.knobs.get_str("ATOM", "fma");
+  if (s.target.compute_capability() < a.min_sm)
+    throw Error(knob + " needs sm_" + str(a.min_sm) + " or newer (" + a.ptx + "); the target is " +
+                s.target.arch + " (use ATOM=fma there)");
+  if (s.knobs.get_int("SPLITK", 1) > 1)
+    throw Error(knob + " with SPLITK=" + s.knobs.get_str("SPLITK", "1") +
+                ": split-K is not built for mma tiles yet; use SPLITK=1");
+  const Stmt* red = reduce_loop(cell);
+  if (!red) throw Error("t:010_partition_loops: " + knob + ": op '" + op.name + "' has no reduction");
+  walk(red->body, [&](const Stmt& st) {
+    if (st.kind != StmtKind::Load) return;
+    DType t = s.loop.tensor(st.tensor).dtype;
+    if (!atom_accepts(a.a_type, t))
+      throw Error(knob + " multiplies " + dtype_name(a.a_type) + " operands (" + a.ptx +
+                  ") but input " + st.tensor + " is " + dtype_name(t) + "; use the ATOM of " +
+                  "its type (mma_f16, mma_bf16, mma_tf32 for f32/tf32) or ATOM=fma");
+  });
+}
+
+// The mma tiers of a contraction's output nest (m, n as in the header comment).
+struct MmaTiling {
+  int64_t WM, WN, FM, FN, BM, BN, AM, AN;
+};
+
+MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
+  MmaTiling t;
+  t.AM = a.m, t.AN = a.n;
+  bool wm = s.knobs.has("WM"), wn = s.knobs.has("WN");
+  if (wm != wn)
+    throw Error("WM and WN go together (warps per block along m and n); set both or neither");
+  t.WM = s.knob("WM", 2), t.WN = s.knob("WN", 2);
+  if (t.WM < 1 || t.WN < 1)
+    throw Error("ATOM=" + s.knobs.get_str("ATOM", "fma") + " tiles by warps: WM and WN must be "
+                "at least 1 (WM=" + str(t.WM) + ",WN=" + str(t.WN) + ")");
+  t.FM = s.knob("FM", 2), t.FN = s.knob("FN", 4);
+  t.BM = s.knob("BM", t.WM * t.FM * t.AM), t.BN = s.knob("BN", t.WN * t.FN * t.AN);
+  auto agree = [&](const char* b, int64_t got, const char* w, int64_t wv, const char* f,
+                   int64_t fv, int64_t av) {
+    if (got != wv * fv * av)
+      throw Error(std::string(b) + "=" + str(got) + " does not match " + w + "=" + str(wv) + "," +
+                  f + "=" + str(fv) + " with " + str(av) + "-wide atoms: with ATOM=mma_* a block " +
+                  "tile is " + w + "*" + f + "*" + str(av) + " = " + str(wv * fv * av) +
+                  " (leave " + b + " unset or change " + w + "/" + f + ")");
+  };
+  agree("BM", t.BM, "WM", t.WM, "FM", t.FM, t.AM);
+  agree("BN", t.BN, "WN", t.WN, "FN", t.FN, t.AN);
+  if (t.WM * t.WN * 32 > s.target.max_threads_per_block)
+    throw Error("WM=" + str(t.WM) + ",WN=" + str(t.WN) + " is " + str(t.WM * t.WN * 32) +
+                " threads per block; the limit is " + str(s.target.max_threads_per_block) +
+                " (use fewer warps, more atoms per warp: FM/FN)");
+  return t;
+}
+
+TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
+                     const std::vector<const Stmt*>& loops, const Block& inner,
+                     const AtomDef& a, CompileState& s) {
+  check_mma(a, op, inner, s);
+  const MmaTiling t = mma_tiling(a, s);
+  const std::string m = lm.var, n = ln.var;
+  auto v = [](const std::string& name) { return Expr::var(name); };
+  Expr m_of = v(m + "_b") * t.BM + v(m + "_w") * (t.FM * t.AM) + v(m + "_a") * t.AM + v(m + "_e");
+  Expr n_of = v(n + "_b") * t.BN + v(n + "_w") * (t.FN * t.AN) + v(n + "_a") * t.AN + v(n + "_e");
+  Block cell = inner;
+  substitute_block(cell, {{m, m_of}, {n, n_of}});
+  Block body = {Stmt::If((m_of < lm.extent) && (n_of < ln.extent), std::move(cell))};
+  auto wrap = [&](const std::string& var, Expr extent, Tier tier, const std::string& axis) {
+    body = {Stmt::For(var, extent, LoopKind::Parallel, axis, std::move(body), tier)};
+  };
+  wrap(n + "_e", t.AN, Tier::Atom, n);
+  wrap(m + "_e", t.AM, Tier::Atom, m);
+  wrap(n + "_a", t.FN, Tier::Register, n);
+  wrap(m + "_a", t.FM, Tier::Register, m);
+  wrap(n + "_w", t.WN, Tier::Warp, n);
+  wrap(m + "_w", t.WM, Tier::Warp, m);
+  wrap(n + "_b", ceil_div(ln.extent, t.BN), Tier::Grid, n);
+  wrap(m + "_b", ceil_div(lm.extent, t.BM), Tier::Grid, m);
+  for (int i = int(loops.size()) - 3; i >= 0; --i)
+    wrap(loops[size_t(i)]->var, loops[size_t(i)]->extent, Tier::Grid, loops[size_t(i)]->axis);
+  return TileOp{op.name, op.inputs, op.output, std::move(body)};
+}
+
 TileOp partition(const LoopOp& op, CompileState& s) {
   // Collect the output nest.
   std::vector<const Stmt*> loops;
@@ -80,6 +190,8 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   // sweeps: they get small 16x64 blocks of 1x4-cell threads, so the grid has many blocks
   // whatever tile the GEMM uses (a 128x128 reduce grid was one block: 829 us).
   bool contraction = op.name.rfind("matmul", 0) == 0;
+  if (contraction)
+    if (const AtomDef* a = chosen_mma(s)) return partition_mma(op, lm, ln, loops, *inner, *a, s);
   int64_t FM, FN, BM, BN;
   if (contraction) {
     FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
@@ -159,7 +271,7 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
+              {"ATOM", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;

@@ -18,10 +18,18 @@
 // is 1 for STAGE=sync (the copy passes through registers, any order is free) and 0 for
 // cp.async (a transposing cp.async moves one 4-byte element per instruction) and TMA
 // (boxes land in storage order; it cannot transpose).
+//
+// With ATOM=mma_* (t:030 left `for k_a` stepping by whole atoms of depth AK, and ATOM
+// loops m_e, n_e, k_e inside it) BK must be a multiple of AK: k_a = k_o*(BK/AK) + k_i, so
+// k = k_o*BK + k_i*AK + k_e. ATOM variables are local (they index within the slab), and
+// the slabs keep storage order by default (SLAB_KOUTER=0: A_s[BM][BK], B_s[BK][BN] for
+// untransposed operands), the order the fragment loads of k:025 (and later ldmatrix)
+// read. STAGE must be sync or cp_async: the fragments are read from shared slabs.
 #include <set>
 
 #include "ir/error.h"
 #include "passes/analysis.h"
+#include "passes/mma_choice.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -57,8 +65,13 @@ class Stager {
   void run(TileOp& op) {
     mode_ = s_.knobs.get_str("STAGE", "sync");
     s_.used_knobs["STAGE"] = mode_;
+    mma_ = chosen_mma(s_);
+    if (mma_ && mode_ != "sync" && mode_ != "cp_async")
+      throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=" + mode_ +
+                  ": mma fragments are read from shared slabs filled by STAGE=sync or "
+                  "STAGE=cp_async (tma is not built for mma yet); set one of those");
     if (mode_ == "direct") return;
-    k_outer_ = s_.knob("SLAB_KOUTER", mode_ == "sync" ? 1 : 0) != 0;
+    k_outer_ = s_.knob("SLAB_KOUTER", mode_ == "sync" && !mma_ ? 1 : 0) != 0;
     if (k_outer_ && mode_ == "tma")
       throw Error("SLAB_KOUTER=1 with STAGE=tma: the copy engine writes boxes in the source's "
                   "storage order and cannot transpose a slab; use SLAB_KOUTER=0 or "
@@ -84,7 +97,8 @@ class Stager {
       }
       auto r = st.extent.bounds(ranges);
       if (r) ranges[st.var] = {0, r->hi - 1};
-      bool local = st.tier == Tier::Warp || st.tier == Tier::Thread || st.tier == Tier::Register;
+      bool local = st.tier == Tier::Warp || st.tier == Tier::Thread ||
+                   st.tier == Tier::Register || st.tier == Tier::Atom;
       if (local) locals.insert(st.var);
       visit(st.body, ranges, locals);
       ranges.erase(st.var);
@@ -93,18 +107,32 @@ class Stager {
   }
 
   void stage(Stmt& red, Ranges ranges, std::set<std::string> locals) {
+    // The reduce loop steps by `step` elements of k: 1, or an mma atom's depth AK.
+    const int64_t step = mma_ ? mma_->k : 1;
     int64_t K_known = -1;
-    if (auto kr = red.extent.bounds(ranges); kr && kr->lo == kr->hi) K_known = kr->hi;
-    int64_t BK = s_.knob("BK", K_known > 0 ? std::min<int64_t>(16, K_known) : 16);
-    const std::string k = red.var, ko = k + "_o", ki = k + "_i";
+    if (auto kr = red.extent.bounds(ranges); kr && kr->lo == kr->hi) K_known = kr->hi * step;
+    int64_t BK = s_.knob("BK", mma_ ? std::min<int64_t>(2 * step, K_known > 0 ? K_known : 2 * step)
+                                    : K_known > 0 ? std::min<int64_t>(16, K_known) : 16);
+    if (BK % step != 0)
+      throw Error("BK=" + std::to_string(BK) + " is not a multiple of the depth " +
+                  std::to_string(step) + " of " + mma_->id + " (ATOM=" +
+                  s_.knobs.get_str("ATOM", "fma") + "): a slab holds whole atoms; use BK=" +
+                  std::to_string((BK + step - 1) / step * step));
+    // The step loop is `k` (SIMT) or `k_a` (mma); the slab loops are named after the axis.
+    const std::string k = mma_ ? red.axis : red.var, ko = k + "_o", ki = k + "_i";
     Block body = red.body;
-    substitute_block(body, {{k, Expr::var(ko) * BK + Expr::var(ki)}});
-    ranges[ki] = {0, BK - 1};
+    substitute_block(body, {{red.var, Expr::var(ko) * (BK / step) + Expr::var(ki)}});
+    if (mma_)  // k = k_a*AK + k_e became (k_o*(BK/AK) + k_i)*AK + k_e: one term per variable
+      walk(body, [](Stmt& st) {
+        if (st.kind == StmtKind::Load)
+          for (auto& e : st.index) e = distribute_constants(e);
+      });
+    ranges[ki] = {0, BK / step - 1};
     locals.insert(ki);
 
-    // Register loops inside the reduction body are local too.
+    // Register and atom loops inside the reduction body are local too.
     walk(body, [&](const Stmt& st) {
-      if (st.kind == StmtKind::For && st.tier == Tier::Register) {
+      if (st.kind == StmtKind::For && (st.tier == Tier::Register || st.tier == Tier::Atom)) {
         locals.insert(st.var);
         if (auto r = st.extent.bounds(ranges)) ranges[st.var] = {0, r->hi - 1};
       }
@@ -178,9 +206,9 @@ class Stager {
       p_.tensors.push_back(sh);
       copies.push_back(c);
     }
-    Stmt inner = Stmt::For(ki, Expr(BK), LoopKind::Reduce, k, body);
+    Stmt inner = Stmt::For(ki, Expr(BK / step), LoopKind::Reduce, k, body);
     Stmt stage = Stmt::Stage(mode_, copies, {inner});
-    red = Stmt::For(ko, ceil_div(red.extent, BK), LoopKind::Reduce, k, {stage});
+    red = Stmt::For(ko, ceil_div(red.extent, BK / step), LoopKind::Reduce, k, {stage});
   }
 
   // Shared dimension order: SLAB_KOUTER puts the reduction dimension outermost.
@@ -215,6 +243,7 @@ class Stager {
   CompileState& s_;
   TileProgram& p_;
   std::string mode_;
+  const AtomDef* mma_ = nullptr;
   bool k_outer_ = true;
   bool done_ = false;
 };
@@ -225,7 +254,7 @@ Pass pass_stage_inputs() {
   return Pass{"t:040_stage_inputs", Level::Tile, Level::Tile,
               "the contraction's operands are read from shared slabs filled once per BK "
               "step by `stage` bundles (unless STAGE=direct)",
-              {"STAGE", "BK", "SLAB_KOUTER"},
+              {"STAGE", "BK", "SLAB_KOUTER", "ATOM"},
               [](CompileState& s) {
                 for (auto& op : s.tile.ops) Stager(s, s.tile).run(op);
               }};

@@ -86,6 +86,39 @@ TEST(CompileKernels, GeneratedSourceHasSchedulerMainloopEpilogue) {
   EXPECT_NE(c.cuda.find("loom::fma_f32"), std::string::npos);
 }
 
+// Tensor-core kernels (ATOM=mma_*): every atom, odd shapes with transposes, an epilogue,
+// batch, both staging transports; packed fragments in the source and no spills.
+TEST(CompileKernels, MmaKernelsCompileForSm90aAndSm80WithoutSpills) {
+  struct MmaVariant { std::string atom, dtype, wrapper, pack; };
+  const std::vector<MmaVariant> atoms = {
+      {"mma_f16", "f16", "loom::mma_m16n8k16_f32_f16(&acc3[m_a][n_a][0], a_, b_);", "loom::pack_f16x2("},
+      {"mma_bf16", "bf16", "loom::mma_m16n8k16_f32_bf16(&acc3[m_a][n_a][0], a_, b_);", "loom::pack_bf16x2("},
+      {"mma_tf32", "f32", "loom::mma_m16n8k8_f32_tf32(&acc3[m_a][n_a][0], a_, b_);", "loom::cvt_rna_tf32("}};
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const auto& a : atoms)
+      for (const auto& [e, k] : std::vector<std::pair<std::string, std::string>>{
+               {"relu(add(matmul(A[1000,333]:" + a.dtype + ".T, B[777,1000]:" + a.dtype +
+                    ".T), bias[777]:f32))",
+                "WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync,STAGES=2"},
+               {"bmm(A[4,M,K]:" + a.dtype + ", B[4,K,N]:" + a.dtype + ")",
+                "WM=4,WN=1,FM=1,FN=4,BK=16,STAGE=cp_async,STAGES=3"}}) {
+        SCOPED_TRACE(arch + " " + e + " ATOM=" + a.atom + "," + k);
+        CompileOptions opt;
+        opt.knobs = Knobs::parse("ATOM=" + a.atom + "," + k);
+        opt.target = Target::for_arch(arch);
+        CompiledProgram c = compile_expression(e, opt);
+        EXPECT_NE(c.cuda.find(a.wrapper), std::string::npos) << c.cuda;
+        EXPECT_NE(c.cuda.find(a.pack), std::string::npos);
+        CompileResult r = nvrtc(c, arch);
+        EXPECT_GT(r.cubin.size(), 0u);
+        for (const auto& kern : c.state.kernel.kernels) {
+          ASSERT_TRUE(r.resources.count(kern.name)) << r.log;
+          EXPECT_EQ(r.resources.at(kern.name).spill_store_bytes, 0);
+          EXPECT_EQ(r.resources.at(kern.name).spill_load_bytes, 0);
+        }
+      }
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();

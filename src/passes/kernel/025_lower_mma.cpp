@@ -1,0 +1,266 @@
+// k:025_lower_mma — ATOM nests become mma.sync on per-lane fragments (ATOM=mma_*).
+//
+// Until here every lane of a warp runs each ATOM nest whole: the warp's accumulators
+// acc[FM, FN, AM, AN] and operand tiles in0[FM, AM, AK], in1[FN, AK, AN] are replicated
+// in all 32 lanes. An mma.sync instead spreads each tile over the lanes as the atom
+// table's fragment layouts say, (lane, value) -> (row, col). Every mma layout is affine
+// in the lane's groupID g = lane / 4 and threadID_in_group t = lane % 4 plus a constant
+// per value (affine_lane_form), so a nest over two cell variables (x, y) of an operand
+// becomes one copy of its body per value v, with x = x_g*g + x_t*t + x_v and
+// y = y_g*g + y_t*t + y_v, and every register array indexed [.., x, y] indexed [.., v].
+// Steps, for each ATOM nest (found by its loops' axes m, n, k):
+//  1. (m, k): the A operand's loads -> one load per A value into in0[.., v] (the A
+//     layout; (k, n) likewise with B).
+//  2. (m, n): the accumulators' zeroing or the epilogue -> one copy per C value; scalars
+//     the body defines get a `_v<v>` suffix so the copies stay single-assignment.
+//  3. (m, n, k): `acc[.., m_e, n_e] <- fma_f32(in0[.., m_e, k_e], in1[.., k_e, n_e])` ->
+//     `acc[..] <- mma(in0[..], in1[..])`, the warp atom on whole fragments.
+//  4. The register arrays of steps 1-3 lose their two cell dimensions for one of `values`,
+//     and the kernel declares the warp atom (KernelOp::warp_atoms) for the verifier, the
+//     interpreter and codegen.
+// No per-kernel index math: the expressions come from the table's layouts alone.
+#include <set>
+
+#include "ir/error.h"
+#include "passes/mma_choice.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+struct Cells {
+  std::string m, n, k;  // the nest's ATOM variables by axis ("" = absent)
+  std::map<std::string, int64_t> extent;
+};
+
+// An operand's nest as the rewrite needs it: its two cell variables (row, col of the
+// operand tile) and the lane-affine expressions of each value's row and column.
+struct OperandForm {
+  std::string row, col;
+  const AffineLaneForm* form;
+};
+
+class MmaLowering {
+ public:
+  MmaLowering(const AtomDef& a, KernelOp& k)
+      : atom_(a),
+        a_(affine_lane_form(operand_layout(a, "A"))),
+        b_(affine_lane_form(operand_layout(a, "B"))),
+        c_(affine_lane_form(operand_layout(a, "C"))),
+        k_(k) {}
+
+  void run() {
+    bool has_lane = false;
+    for (const Stmt& s : k_.body) has_lane |= s.kind == StmtKind::Let && s.var == "lane";
+    lower(k_.body, has_lane);
+    if (fragments_.empty()) return;
+    walk(k_.body, [&](Stmt& s) {
+      if (s.kind != StmtKind::Alloc) return;
+      auto it = fragments_.find(s.dst);
+      if (it == fragments_.end()) return;
+      const int values = it->second;
+      if (s.index.size() < 2 || !s.index.back().is_const() || !s.index.end()[-2].is_const() ||
+          s.index.back().const_value() * s.index.end()[-2].const_value() !=
+              int64_t(values) * WarpAtom::kLanes)
+        throw Error("k:025_lower_mma: register array `" + s.dst + "` does not end in one atom "
+                    "operand's tile (" + std::to_string(values) + " values x 32 lanes)");
+      s.index.resize(s.index.size() - 2);
+      s.index.push_back(Expr(values));
+    });
+    if (mma_used_ && !find_warp_atom(k_, atom_.id)) k_.warp_atoms.push_back(warp_atom(atom_));
+  }
+
+ private:
+  void lower(Block& b, bool has_lane) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      Stmt& s = b[i];
+      if (s.kind == StmtKind::For && s.tier == Tier::Atom) {
+        if (!has_lane)
+          throw Error("k:025_lower_mma: kernel '" + k_.name + "' has ATOM loops but no "
+                      "`lane` (k:010_bind_hardware binds it for warps without thread loops)");
+        Block out = lower_nest(s);
+        b.erase(b.begin() + long(i));
+        b.insert(b.begin() + long(i), out.begin(), out.end());
+        i += out.size() - 1;
+      } else if (s.kind == StmtKind::For || s.kind == StmtKind::If) {
+        lower(s.body, has_lane);
+      }
+    }
+  }
+
+  Block lower_nest(const Stmt& top) {
+    Cells c;
+    const Stmt* s = &top;
+    for (;;) {
+      std::string* slot = s->axis == "m"   ? &c.m
+                          : s->axis == "n" ? &c.n
+                          : s->axis == "k" ? &c.k
+                                           : nullptr;
+      if (!slot || !slot->empty() || !s->extent.is_const())
+        throw Error("k:025_lower_mma: ATOM loop `" + s->var + "` (axis " + s->axis +
+                    ") is not one of an atom's m, n, k cell loops with a constant extent");
+      *slot = s->var;
+      c.extent[s->var] = s->extent.const_value();
+      if (s->body.size() == 1 && s->body[0].kind == StmtKind::For && s->body[0].tier == Tier::Atom)
+        s = &s->body[0];
+      else
+        break;
+    }
+    const Block& body = s->body;
+    expect_extent(c, c.m, atom_.m);
+    expect_extent(c, c.n, atom_.n);
+    expect_extent(c, c.k, atom_.k);
+    const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
+    if (m && n && k) return {mma(body, c)};
+    if (m && k && !n) return per_value(body, {c.m, c.k, &a_}, false);
+    if (k && n && !m) return per_value(body, {c.k, c.n, &b_}, false);
+    if (m && n && !k) return per_value(body, {c.m, c.n, &c_}, true);
+    throw Error("k:025_lower_mma: an ATOM nest over " + std::string(m ? "m " : "") +
+                (n ? "n " : "") + (k ? "k " : "") +
+                "is none of an mma's operands (m k: A, k n: B, m n: C, m n k: the product)");
+  }
+
+  void expect_extent(const Cells& c, const std::string& var, int want) const {
+    if (!var.empty() && c.extent.at(var) != want)
+      throw Error("k:025_lower_mma: ATOM loop `" + var + "` runs " +
+                  std::to_string(c.extent.at(var)) + " cells, " + atom_.id + " has " +
+                  std::to_string(want));
+  }
+
+  // Whether `index` ends in the operand's two cell variables (in either order).
+  static bool ends_in_cells(const std::vector<Expr>& index, const OperandForm& f) {
+    if (index.size() < 2) return false;
+    const Expr &x = index.end()[-2], &y = index.back();
+    if (!x.is_var() || !y.is_var()) return false;
+    return (x.var_name() == f.row && y.var_name() == f.col) ||
+           (x.var_name() == f.col && y.var_name() == f.row);
+  }
+
+  // Steps 1, 2 and 4's bookkeeping: one copy of `body` per value of the operand.
+  Block per_value(const Block& body, const OperandForm& f, bool rename_scalars) {
+    const int values = int(f.form->offset.size());
+    const Expr lane = Expr::var("lane"), g = lane / 4, t = lane % 4;
+    Block out;
+    for (int v = 0; v < values; ++v) {
+      Block copy = body;
+      walk(copy, [&](Stmt& s) {
+        auto cell = [&](std::vector<Expr>& index, const std::string& array) {
+          if (array.empty() || !ends_in_cells(index, f)) return;
+          index.resize(index.size() - 2);
+          index.push_back(Expr(v));
+          note_fragment(array, values);
+        };
+        cell(s.dst_index, s.dst);
+        for (auto& a : s.args) cell(a.index, a.name);
+      });
+      const auto [r0, c0] = f.form->offset[size_t(v)];
+      substitute_block(copy, {{f.row, g * f.form->row_g + t * f.form->row_t + r0},
+                              {f.col, g * f.form->col_g + t * f.form->col_t + c0}});
+      if (rename_scalars) rename(copy, "_v" + std::to_string(v));
+      check_no_cells(copy, f);
+      out.insert(out.end(), copy.begin(), copy.end());
+    }
+    return out;
+  }
+
+  // Scalars defined in a copy (epilogue values) take a per-value suffix, with their uses.
+  static void rename(Block& b, const std::string& suffix) {
+    std::set<std::string> defined;
+    walk(b, [&](const Stmt& s) {
+      if ((s.kind == StmtKind::Load || s.kind == StmtKind::Compute || s.kind == StmtKind::Init) &&
+          s.dst_index.empty())
+        defined.insert(s.dst);
+    });
+    walk(b, [&](Stmt& s) {
+      if (defined.count(s.dst) && s.dst_index.empty()) s.dst += suffix;
+      for (auto& a : s.args)
+        if (defined.count(a.name)) a.name += suffix;
+    });
+  }
+
+  // A cell variable left in a register index would be a lane-dependent (non-constant)
+  // register index: the nest was not in the form t:030 builds.
+  void check_no_cells(const Block& b, const OperandForm& f) const {
+    walk(b, [&](const Stmt& s) {
+      auto check = [&](const std::vector<Expr>& index, const std::string& array) {
+        for (const auto& e : index)
+          if (e.uses("lane"))
+            throw Error("k:025_lower_mma: `" + array + "` is indexed by the atom cells " +
+                        f.row + ", " + f.col + " other than as its last two indices");
+      };
+      check(s.dst_index, s.dst);
+      for (const auto& a : s.args) check(a.index, a.name);
+    });
+  }
+
+  // Step 3: the product nest holds exactly one fma_f32 on the three operands' cells.
+  Stmt mma(const Block& body, const Cells& c) {
+    const OperandForm fa{c.m, c.k, &a_}, fb{c.k, c.n, &b_}, fc{c.m, c.n, &c_};
+    if (body.size() != 1 || body[0].kind != StmtKind::Atom || body[0].atom != "fma_f32" ||
+        body[0].args.size() != 2)
+      throw Error("k:025_lower_mma: the m n k ATOM nest must hold one fma_f32 (k:020 makes it "
+                  "from multiply + accumulate); found `" + print_block(body) + "`");
+    const Stmt& fma = body[0];
+    const Operand* a = nullptr;
+    const Operand* b = nullptr;
+    for (const Operand& o : fma.args) {
+      if (ends_in_cells(o.index, fa)) a = &o;
+      else if (ends_in_cells(o.index, fb)) b = &o;
+    }
+    if (!a || !b || !ends_in_cells(fma.dst_index, fc))
+      throw Error("k:025_lower_mma: `" + print_block(body) + "` does not multiply an A tile [.., " +
+                  c.m + ", " + c.k + "] by a B tile [.., " + c.k + ", " + c.n + "] into [.., " +
+                  c.m + ", " + c.n + "]");
+    auto prefix = [](const std::vector<Expr>& idx) {
+      return std::vector<Expr>(idx.begin(), idx.end() - 2);
+    };
+    note_fragment(a->name, int(a_.offset.size()));
+    note_fragment(b->name, int(b_.offset.size()));
+    note_fragment(fma.dst, int(c_.offset.size()));
+    Stmt out = Stmt::Atom(atom_.id, fma.dst,
+                          {Operand::value(a->name, prefix(a->index)),
+                           Operand::value(b->name, prefix(b->index))});
+    out.dst_index = prefix(fma.dst_index);
+    mma_used_ = true;
+    return out;
+  }
+
+  void note_fragment(const std::string& array, int values) {
+    auto [it, fresh] = fragments_.emplace(array, values);
+    if (!fresh && it->second != values)
+      throw Error("k:025_lower_mma: register array `" + array + "` holds two different atom "
+                  "operands (" + std::to_string(it->second) + " and " + std::to_string(values) +
+                  " values per lane)");
+  }
+
+  const AtomDef& atom_;
+  const AffineLaneForm a_, b_, c_;
+  KernelOp& k_;
+  std::map<std::string, int> fragments_;  // register array -> values per lane
+  bool mma_used_ = false;
+};
+
+}  // namespace
+
+Pass pass_lower_mma() {
+  return Pass{"k:025_lower_mma", Level::Kernel, Level::Kernel,
+              "no ATOM loops: operand tiles are per-lane fragments loaded by the atom's "
+              "layouts, and each atom of a warp is one mma.sync the kernel declares",
+              {"ATOM"},
+              [](CompileState& s) {
+                const AtomDef* a = chosen_mma(s);
+                for (auto& k : s.kernel.kernels) {
+                  if (a) {
+                    MmaLowering(*a, k).run();
+                    continue;
+                  }
+                  walk(k.body, [&](const Stmt& st) {
+                    if (st.kind == StmtKind::For && st.tier == Tier::Atom)
+                      throw Error("k:025_lower_mma: kernel '" + k.name + "' has ATOM loops "
+                                  "but ATOM=fma names no mma atom to lower them to");
+                  });
+                }
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,334 @@
+// Tensor-core tiling (ATOM=mma_f16 / mma_bf16 / mma_tf32): t:010 tiles by warps and
+// atoms, t:030 keeps each atom's cells together, t:040 stages whole atoms, k:010 binds
+// lanes, k:025 lowers ATOM nests to fragment loads and mma.sync. Every pass's output is
+// run on the CPU interpreter (the Kernel IR one executes the warp atom through its
+// fragment layouts) and compared with the naive Loop IR, on ragged shapes, transposes,
+// batch, fused epilogues, both staging transports and several warp/atom splits. Then
+// the IR shapes k:025 promises, the knob errors, and the atom table's affine form.
+#include <gtest/gtest.h>
+
+#include "atoms/atoms.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "pass_check.h"
+#include "passes/defaults.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+using passcheck::expect_close;
+using passcheck::run_level;
+
+struct MmaCase {
+  std::string expr;
+  std::string knobs;
+  std::map<std::string, int64_t> sizes = {};
+};
+
+// Rounds every input of the program to tf32: with ATOM=mma_tf32 on f32 tensors the atom
+// rounds its operands (cvt.rna), which the naive f32 program does not; on inputs that
+// are already tf32 values both compute the same products.
+void round_inputs_to_tf32(const ProgramBase& p, Bindings& b) {
+  for (const auto& t : p.tensors)
+    if (t.role == TensorRole::Input && t.dtype == DType::F32)
+      for (double& v : b.tensors.at(t.name).data) v = round_to_tf32(float(v));
+}
+
+// Runs the whole pipeline, checking the output after every pass against the Loop IR
+// straight from lowering. Returns the final state for shape checks.
+CompileState check_mma_case(const MmaCase& c, uint64_t seed) {
+  SCOPED_TRACE(c.expr + " knobs=" + c.knobs);
+  CompileState s;
+  s.graph = parse_expression(c.expr);
+  s.knobs = Knobs::parse(c.knobs);
+  s.target = Target::for_arch("sm_90a");
+  Bindings inputs;
+  inputs.symbols = c.sizes;
+  HostTensor reference;
+  for (const auto& p : pipeline()) {
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (p.to == Level::Loop && reference.data.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      round_inputs_to_tf32(s.loop, inputs);
+      reference = run_level(s, Level::Loop, inputs);
+      continue;
+    }
+    HostTensor got = run_level(s, p.to, inputs);
+    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
+    if (::testing::Test::HasFailure()) break;
+  }
+  return s;
+}
+
+// Three tests (one per atom) so that ctest runs them side by side: until k:025 every lane
+// of the interpreter computes its warp's whole tile, which takes a while.
+TEST(MmaTiling, F16EveryPassMatchesTheNaiveLoopIr) {
+  const std::vector<MmaCase> cases = {
+      // The knob set on a ragged shape (guards on m, n; a K tail inside a slab).
+      {"matmul(A[37,29]:f16, B[29,45]:f16)", "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync"},
+      {"matmul(A[64,40]:f16, B[40,24]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=1,BK=16,STAGE=sync,STAGES=1"},
+      {"matmul(A[32,16]:f16, B[16,16]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync"},
+      // Both operands transposed (slabs in storage order: A_s[BK][BM], B_s[BN][BK]).
+      {"matmul(A[29,37]:f16.T, B[45,29]:f16.T, out=f32)", "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=32,STAGE=cp_async,STAGES=2"},
+      // Batch and a residual epilogue.
+      {"bmm(A[3,20,24]:f16, B[3,24,17]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=2,BK=16,STAGE=sync"},
+      {"silu(add(matmul(A[40,50]:f16, B[50,30]:f16), R[40,30]:f16))", "ATOM=mma_f16,WM=4,WN=1,FM=1,FN=4,BK=16,STAGE=sync"},
+      // Schedules the SIMT path already has, on mma tiles: padding, rasterization,
+      // interleaved fragment loads.
+      {"matmul(A[50,70]:f16, B[70,40]:f16)", "ATOM=mma_f16,WM=2,WN=1,FM=1,FN=2,BK=32,STAGE=sync,STAGES=2,PAD_SMEM=8"},
+      {"matmul(A[70,30]:f16, B[30,20]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=1,BK=16,STAGE=sync,GROUP_M=2"},
+      {"matmul(A[30,30]:f16, B[30,20]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync,INTERLEAVE_LOADS=1"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) check_mma_case(cases[i], 300 + i);
+}
+
+TEST(MmaTiling, Bf16EveryPassMatchesTheNaiveLoopIr) {
+  const std::vector<MmaCase> cases = {
+      {"matmul(A[29,37]:bf16.T, B[29,45]:bf16)", "ATOM=mma_bf16,WM=2,WN=1,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=3"},
+      {"matmul(A[37,29]:bf16, B[45,29]:bf16.T)", "ATOM=mma_bf16,WM=1,WN=2,FM=2,FN=1,BK=16,STAGE=sync,STAGES=2"},
+      // A linear layer with symbolic sizes (guards everywhere, the K tail in the copy).
+      {"gelu(linear(X[M,K]:bf16, W[N,K]:bf16, bias[N]:bf16))", "ATOM=mma_bf16,WM=2,WN=1,FM=1,FN=2,BK=16,STAGE=cp_async,STAGES=2",
+       {{"M", 33}, {"N", 20}, {"K", 40}}},
+      // K-outer slabs (A_s[BK][BM]): the fragment loads only see other offsets.
+      {"matmul(A[50,70]:bf16, B[70,40]:bf16)", "ATOM=mma_bf16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync,SLAB_KOUTER=1"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) check_mma_case(cases[i], 400 + i);
+}
+
+TEST(MmaTiling, Tf32EveryPassMatchesTheNaiveLoopIr) {
+  const std::vector<MmaCase> cases = {
+      // tf32 tensors, and f32 tensors rounded by the atom; a bias + relu epilogue.
+      {"relu(add(matmul(A[37,29]:tf32, B[29,45]:tf32), bias[45]:f32))", "ATOM=mma_tf32,WM=2,WN=2,FM=1,FN=2,BK=16,STAGE=sync"},
+      {"matmul(A[37,29]:f32, B[45,29]:f32.T)", "ATOM=mma_tf32,WM=1,WN=2,FM=2,FN=2,BK=8,STAGE=cp_async,STAGES=3"},
+      // Everything else from the defaults (2x2 warps of 2x4 atoms, BK = two atoms).
+      {"matmul(A[20,36]:tf32, B[36,20]:tf32)", "ATOM=mma_tf32"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) check_mma_case(cases[i], 500 + i);
+}
+
+// f32 tensors through mma_tf32: the kernel's answer is the product of the tf32-rounded
+// inputs (cvt.rna), measurably not that of the f32 inputs.
+TEST(MmaTiling, Tf32AtomRoundsF32Inputs) {
+  CompileState s;
+  s.graph = parse_expression("matmul(A[32,40]:f32, B[40,16]:f32)");
+  s.knobs = Knobs::parse("ATOM=mma_tf32,WM=1,WN=1,FM=2,FN=2,BK=8,STAGE=sync");
+  run_pipeline(s);
+  Bindings raw;
+  make_random_inputs(s.loop, raw, 9);
+  Bindings rounded = raw;
+  round_inputs_to_tf32(s.loop, rounded);
+  HostTensor got = run_level(s, Level::Kernel, raw);
+  expect_close(got, run_level(s, Level::Loop, rounded), DType::F32, "vs rounded inputs");
+  HostTensor exact = run_level(s, Level::Loop, raw);
+  double worst = 0;
+  for (size_t i = 0; i < got.data.size(); ++i)
+    worst = std::max(worst, std::fabs(got.data[i] - exact.data[i]));
+  EXPECT_GT(worst, 1e-4) << "the f32 inputs were not rounded to tf32";
+}
+
+const Stmt* find_stmt(const Block& b, const std::function<bool(const Stmt&)>& pred) {
+  const Stmt* found = nullptr;
+  walk(b, [&](const Stmt& s) {
+    if (!found && pred(s)) found = &s;
+  });
+  return found;
+}
+
+int count_stmts(const Block& b, const std::function<bool(const Stmt&)>& pred) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += pred(s); });
+  return n;
+}
+
+CompileState compile_until(const std::string& expr, const std::string& knobs,
+                           const std::string& last) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  run_pipeline(s, last);
+  return s;
+}
+
+TEST(MmaTiling, TileIrKeepsEachAtomsCellsTogether) {
+  CompileState s = compile_until("matmul(A[64,64]:f16, B[64,64]:f16)",
+                                 "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync",
+                                 "t:040_stage_inputs");
+  const Block& body = s.tile.ops.at(0).body;
+  auto loop = [&](const std::string& var) {
+    return find_stmt(body, [&](const Stmt& st) { return st.kind == StmtKind::For && st.var == var; });
+  };
+  ASSERT_TRUE(loop("m_w") && loop("n_w") && loop("m_a") && loop("m_e") && loop("k_e"));
+  EXPECT_EQ(loop("m_w")->tier, Tier::Warp);
+  EXPECT_EQ(loop("m_a")->tier, Tier::Register);
+  EXPECT_EQ(loop("m_e")->tier, Tier::Atom);
+  EXPECT_EQ(loop("m_e")->extent.const_value(), 16);
+  EXPECT_EQ(loop("n_e")->extent.const_value(), 8);
+  EXPECT_EQ(loop("k_e")->extent.const_value(), 16);
+  EXPECT_EQ(loop("k_i")->extent.const_value(), 2);  // BK=32: two atoms deep
+  // acc[FM, FN, AM, AN]; A tile in0[FM, AM, AK], B tile in1[FN, AK, AN].
+  auto alloc = [&](const std::string& name) {
+    const Stmt* a = find_stmt(body, [&](const Stmt& st) { return st.kind == StmtKind::Alloc && st.dst == name; });
+    std::vector<int64_t> ext;
+    if (a)
+      for (const auto& e : a->index) ext.push_back(e.const_value());
+    return ext;
+  };
+  EXPECT_EQ(alloc("acc3"), (std::vector<int64_t>{2, 4, 16, 8}));
+  EXPECT_EQ(alloc("in0"), (std::vector<int64_t>{2, 16, 16}));
+  EXPECT_EQ(alloc("in1"), (std::vector<int64_t>{4, 16, 8}));
+  // Slabs in storage order: A_s[BM][BK], B_s[BK][BN].
+  EXPECT_EQ(s.tile.tensor("A_s").shape[0].const_value(), 64);
+  EXPECT_EQ(s.tile.tensor("A_s").shape[1].const_value(), 32);
+  EXPECT_EQ(s.tile.tensor("B_s").shape[0].const_value(), 32);
+  EXPECT_EQ(s.tile.tensor("B_s").shape[1].const_value(), 64);
+  EXPECT_EQ(s.used_knobs.at("SLAB_KOUTER"), "0");
+}
+
+TEST(MmaTiling, LowerMmaLeavesFragmentsAndOneWarpAtomPerAtom) {
+  for (auto [atom_knob, dtype, id, a_vals, b_vals] :
+       std::vector<std::tuple<std::string, std::string, std::string, int, int>>{
+           {"mma_f16", "f16", "mma_m16n8k16_f32_f16", 8, 4},
+           {"mma_bf16", "bf16", "mma_m16n8k16_f32_bf16", 8, 4},
+           {"mma_tf32", "f32", "mma_m16n8k8_f32_tf32", 4, 2}}) {
+    SCOPED_TRACE(atom_knob);
+    CompileState s = compile_until("matmul(A[64,64]:" + dtype + ", B[64,64]:" + dtype + ")",
+                                   "ATOM=" + atom_knob + ",WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync",
+                                   "k:025_lower_mma");
+    const KernelOp& k = s.kernel.kernels.at(0);
+    EXPECT_EQ(k.block_threads, 128);
+    ASSERT_EQ(k.warp_atoms.size(), 1u);
+    EXPECT_EQ(k.warp_atoms[0].id, id);
+    EXPECT_EQ(count_stmts(k.body, [](const Stmt& st) { return st.kind == StmtKind::For && st.tier == Tier::Atom; }), 0);
+    EXPECT_TRUE(find_stmt(k.body, [](const Stmt& st) {
+      return st.kind == StmtKind::Let && st.var == "lane" && st.value.str() == "threadIdx.x % 32";
+    }));
+    EXPECT_TRUE(find_stmt(k.body, [](const Stmt& st) {
+      return st.kind == StmtKind::Let && st.var == "m_w" && st.value.str() == "threadIdx.x / 64";
+    }));
+    // One atom statement per (m_a, n_a) on whole fragments.
+    const Stmt* mma = find_stmt(k.body, [&](const Stmt& st) { return st.kind == StmtKind::Atom; });
+    ASSERT_TRUE(mma);
+    EXPECT_EQ(mma->atom, id);
+    EXPECT_EQ(print_block({*mma}), "acc3[m_a, n_a] <- " + id + "(in0[m_a], in1[n_a])\n");
+    // Fragment loads, one per value, at lane-affine offsets.
+    EXPECT_EQ(count_stmts(k.body, [](const Stmt& st) { return st.kind == StmtKind::Load && st.dst == "in0"; }), a_vals);
+    EXPECT_EQ(count_stmts(k.body, [](const Stmt& st) { return st.kind == StmtKind::Load && st.dst == "in1"; }), b_vals);
+    const Stmt* a0 = find_stmt(k.body, [](const Stmt& st) { return st.kind == StmtKind::Load && st.dst == "in0"; });
+    EXPECT_NE(a0->index[0].str().find("lane / 4"), std::string::npos) << a0->index[0].str();
+    auto alloc = [&](const std::string& name) {
+      const Stmt* a = find_stmt(k.body, [&](const Stmt& st) { return st.kind == StmtKind::Alloc && st.dst == name; });
+      std::vector<int64_t> ext;
+      if (a)
+        for (const auto& e : a->index) ext.push_back(e.const_value());
+      return ext;
+    };
+    EXPECT_EQ(alloc("acc3"), (std::vector<int64_t>{2, 4, 4}));
+    EXPECT_EQ(alloc("in0"), (std::vector<int64_t>{2, a_vals}));
+    EXPECT_EQ(alloc("in1"), (std::vector<int64_t>{4, b_vals}));
+  }
+}
+
+TEST(MmaTiling, EpilogueCopiesStaySingleAssignment) {
+  CompileState s = compile_until("relu(matmul(A[32,16]:f16, B[16,16]:f16))",
+                                 "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync",
+                                 "k:025_lower_mma");
+  const KernelOp& k = s.kernel.kernels.at(0);
+  for (int v = 0; v < 4; ++v)
+    EXPECT_TRUE(find_stmt(k.body, [&](const Stmt& st) {
+      return st.kind == StmtKind::Compute && st.dst.find("_v" + std::to_string(v)) != std::string::npos;
+    })) << "value " << v;
+}
+
+std::string error_of(const std::string& expr, const std::string& knobs,
+                     const std::string& arch = "sm_90a") {
+  try {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    s.target.arch = arch;
+    run_pipeline(s);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
+  auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg;
+  };
+  const std::string f16 = "matmul(A[64,64]:f16, B[64,64]:f16)";
+  has(error_of("matmul(A[64,64]:f32, B[64,64]:f32)", "ATOM=mma_f16"),
+      "ATOM=mma_f16 multiplies f16 operands");
+  has(error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_f16"), "input A is bf16");
+  has(error_of(f16, "ATOM=mma_tf32"), "input A is f16");
+  has(error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BM=128"),
+      "BM=128 does not match WM=2,FM=2 with 16-wide atoms");
+  has(error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BN=32"), "(leave BN unset");
+  has(error_of(f16, "ATOM=mma_f16,STAGE=direct"), "STAGE=direct: mma fragments are read from shared slabs");
+  has(error_of(f16, "ATOM=mma_f16,STAGE=tma"), "STAGE=sync or STAGE=cp_async");
+  has(error_of(f16, "ATOM=mma_f16,BK=24"), "BK=24 is not a multiple of the depth 16");
+  has(error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,BK=12"),
+      "BK=12 is not a multiple of the depth 8 of mma_m16n8k8_f32_tf32 (ATOM=mma_tf32): a slab "
+      "holds whole atoms; use BK=16");
+  has(error_of(f16, "ATOM=mma_f16,SPLITK=2"), "SPLITK=2: split-K is not built for mma tiles yet; use SPLITK=1");
+  has(error_of(f16, "ATOM=mma_f16,WM=2"), "WM and WN go together");
+  has(error_of(f16, "ATOM=mma_f16,WM=8,WN=8"), "2048 threads per block; the limit is 1024");
+  has(error_of(f16, "ATOM=mma_f16", "sm_75"), "ATOM=mma_f16 needs sm_80 or newer");
+  EXPECT_EQ(error_of(f16, "ATOM=mma_f16", "sm_80"), "");
+  EXPECT_THROW(Knobs::parse("ATOM=mma_f8"), Error);
+}
+
+TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
+  // The large class's 128x128 SIMT tile and the split-K class's split count are dropped;
+  // its staging stays.
+  Knobs large = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,MIN_BLOCKS=2");
+  Knobs r = resolve_knobs(large, Knobs::parse("ATOM=mma_f16"));
+  EXPECT_FALSE(r.has("BM"));
+  EXPECT_FALSE(r.has("FM"));
+  EXPECT_FALSE(r.has("MIN_BLOCKS"));
+  EXPECT_EQ(r.get_str("STAGE", ""), "sync");
+  Knobs split = Knobs::parse("SPLITK=64,SPLITK_MODE=atomic,BK=16");
+  EXPECT_FALSE(resolve_knobs(split, Knobs::parse("ATOM=mma_f16")).has("SPLITK"));
+  // ATOM=fma keeps them: the SIMT defaults are unchanged.
+  EXPECT_EQ(resolve_knobs(large, Knobs::parse("ATOM=fma")).get_int("BM", 0), 128);
+  EXPECT_EQ(resolve_knobs(split, Knobs()).get_int("SPLITK", 0), 64);
+}
+
+TEST(MmaTiling, AffineLaneFormReproducesEveryMmaLayout) {
+  for (const char* id : {"mma_m16n8k16_f32_f16", "mma_m16n8k16_f32_bf16", "mma_m16n8k8_f32_tf32"})
+    for (const char* op : {"A", "B", "C"}) {
+      const OperandLayout& l = operand_layout(atom(id), op);
+      AffineLaneForm f = affine_lane_form(l);
+      ASSERT_EQ(int(f.offset.size()), l.values_per_thread);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int v = 0; v < l.values_per_thread; ++v) {
+          auto [r, c] = l.map(lane, v);
+          EXPECT_EQ(r, f.row_g * (lane / 4) + f.row_t * (lane % 4) + f.offset[size_t(v)].first);
+          EXPECT_EQ(c, f.col_g * (lane / 4) + f.col_t * (lane % 4) + f.offset[size_t(v)].second);
+        }
+    }
+  // The PTX ISA's formulas: m16n8k16 A row g + 8((v>>1)&1), column 2t + (v&1) + 8(v>>2).
+  AffineLaneForm a = affine_lane_form(operand_layout(atom("mma_m16n8k16_f32_f16"), "A"));
+  EXPECT_EQ(a.row_g, 1);
+  EXPECT_EQ(a.col_t, 2);
+  EXPECT_EQ(a.offset[6], (std::pair<int, int>{8, 8}));
+  // A layout that is not affine in the lane is refused, naming the lane.
+  OperandLayout swizzled{"X", 16, 8, 4, [](int lane, int v) {
+                           return std::pair<int, int>{(lane / 4) ^ (v & 1), 2 * (lane % 4) + v / 2};
+                         }};
+  try {
+    affine_lane_form(swizzled);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not affine in (lane / 4, lane % 4)"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,74 @@
+// GPU correctness of tensor-core (mma.sync) GEMMs: ATOM=mma_f16 / mma_bf16 / mma_tf32 with
+// fragments loaded element-wise from shared slabs, on square and odd shapes, both
+// transposes, fused epilogues, batch, and both staging transports. Each case runs
+// through run_expression: seeded inputs, output poisoned with NaN, fp64 reference,
+// relative Frobenius error under the dtype's threshold. Skips with the reason on a
+// GPU-less machine.
+#include <gtest/gtest.h>
+
+#include "driver/run.h"
+#include "ir/dtype.h"
+#include "runtime/device.h"
+
+namespace loom {
+namespace {
+
+struct MmaGemmCase {
+  std::string expr;
+  std::string knobs;
+  // f32 tensors through mma_tf32 are rounded to tf32 on the way in, which the fp64
+  // reference of f32 inputs does not do: judge them by the tf32 threshold.
+  bool tf32_rounded = false;
+};
+
+void PrintTo(const MmaGemmCase& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
+
+class GpuMmaGemm : public ::testing::TestWithParam<MmaGemmCase> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(GpuMmaGemm, MatchesFp64Reference) {
+  const MmaGemmCase& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 11;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_NE(r.program.cuda.find("loom::mma_m16n8k"), std::string::npos) << "not a tensor-core kernel";
+  if (c.tf32_rounded)
+    EXPECT_LE(r.verify.rel_fro_error, verify_threshold(DType::TF32, DType::F32)) << r.verify.message;
+  else
+    EXPECT_TRUE(r.verify.passed) << r.verify.message;
+}
+
+std::vector<MmaGemmCase> cases() {
+  std::vector<MmaGemmCase> v;
+  const std::string base = "WM=2,WN=2,FM=2,FN=4,";
+  for (auto [atom, dt] : std::vector<std::pair<std::string, std::string>>{
+           {"mma_f16", "f16"}, {"mma_bf16", "bf16"}, {"mma_tf32", "tf32"}}) {
+    const std::string sync = "ATOM=" + atom + "," + base + "BK=32,STAGE=sync,STAGES=2";
+    const std::string async = "ATOM=" + atom + "," + base + "BK=32,STAGE=cp_async,STAGES=3";
+    v.push_back({"matmul(A[256,256]:" + dt + ", B[256,256]:" + dt + ")", sync});
+    v.push_back({"matmul(A[512,512]:" + dt + ", B[512,512]:" + dt + ")", "ATOM=" + atom + "," + base + "BK=32,STAGE=sync"});
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", sync});
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", async});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[777,333]:" + dt + ".T)", async});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[333,777]:" + dt + ")", sync});
+    v.push_back({"relu(add(matmul(A[1000,333]:" + dt + ", B[777,333]:" + dt + ".T), bias[777]:f32))", async});
+    v.push_back({"bmm(A[4,129,72]:" + dt + ", B[4,72,100]:" + dt + ")", sync});
+  }
+  // f32 tensors rounded by the atom, the default-ish knobs, other warp splits.
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=cp_async,STAGES=3", true});
+  v.push_back({"gelu(linear(X[1000,333]:f16, W[777,333]:f16, bias[777]:f16))", "ATOM=mma_f16"});
+  v.push_back({"matmul(A[1000,333]:bf16, B[333,777]:bf16, out=f32)", "ATOM=mma_bf16,WM=4,WN=1,FM=1,FN=8,BK=16,STAGE=sync,PAD_SMEM=8"});
+  v.push_back({"matmul(A[1000,333]:f16, B[333,777]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=1,BK=16,STAGE=sync,STAGES=1"});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuMmaGemm, ::testing::ValuesIn(cases()));
+
+}  // namespace
+}  // namespace loom

@@ -317,4 +317,55 @@ std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
   return out;
 }
 
+WarpCopy warp_copy(const AtomDef& a) {
+  if (a.kind != AtomKind::Copy || a.threads != WarpAtom::kLanes || a.src != MemSpace::Shared)
+    throw Error("atom '" + a.id + "' is not a warp-collective copy from shared memory; only "
+                "ldmatrix entries have a Kernel IR warp-copy description");
+  const OperandLayout& src = operand_layout(a, "src");
+  const OperandLayout& dst = operand_layout(a, "dst");
+  WarpCopy w;
+  w.id = a.id;
+  w.rows = dst.rows, w.cols = dst.cols;
+  w.element_bytes = 2;
+  w.values = dst.values_per_thread;
+  // The lowest lane that supplies a row is the one the hardware reads it from.
+  w.row_lane.assign(size_t(w.rows), -1);
+  for (int lane = WarpAtom::kLanes - 1; lane >= 0; --lane)
+    w.row_lane[size_t(src.map(lane, 0).first)] = lane;
+  for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
+    for (int v = 0; v < w.values; ++v) w.dst.push_back(dst.map(lane, v));
+  return w;
+}
+
+Expr lane_bits_expr(const std::vector<int>& per_lane, const Expr& lane) {
+  constexpr int kBits = 5;
+  if (per_lane.size() != size_t(WarpAtom::kLanes))
+    throw Error("lane_bits_expr: a table of " + std::to_string(per_lane.size()) +
+                " entries; one per lane of a warp (32) expected");
+  int weight[kBits];
+  for (int b = 0; b < kBits; ++b) weight[b] = per_lane[size_t(1 << b)] - per_lane[0];
+  for (int l = 0; l < WarpAtom::kLanes; ++l) {
+    int want = per_lane[0];
+    for (int b = 0; b < kBits; ++b) want += ((l >> b) & 1) * weight[b];
+    if (want != per_lane[size_t(l)])
+      throw Error("lane_bits_expr: lane " + std::to_string(l) + " holds " +
+                  std::to_string(per_lane[size_t(l)]) + ", the weights of lanes 1, 2, 4, 8, 16 "
+                  "predict " + std::to_string(want) + ": the table is not linear in the lane bits");
+  }
+  Expr e(per_lane[0]);
+  for (int lo = 0; lo < kBits;) {
+    if (weight[lo] == 0) {
+      ++lo;
+      continue;
+    }
+    int len = 1;
+    while (lo + len < kBits && weight[lo + len] == weight[lo] << len) ++len;
+    Expr term = lane / Expr(int64_t(1) << lo);
+    if (lo + len < kBits) term = term % Expr(int64_t(1) << len);
+    e = e + term * Expr(weight[lo]);
+    lo += len;
+  }
+  return e;
+}
+
 }  // namespace loom

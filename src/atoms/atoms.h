@@ -117,4 +117,17 @@ int ldmatrix_row_provider(int lane, int count);
 std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldmatrix,
                                                      const OperandLayout& fragment, Major major);
 
+// The Kernel IR description of an ldmatrix entry (a warp-collective shared -> register
+// copy): its stacked tile, the lane whose address each stacked row is read from (the
+// "src" layout) and the (lane, value) -> (row, col) "dst" map. A pass that emits the copy
+// adds this to the kernel's warp_copies. Throws loom::Error for any other atom.
+WarpCopy warp_copy(const AtomDef& a);
+
+// A per-lane integer table (32 entries, e.g. one coordinate of ldmatrix_row_starts) as an
+// index expression of `lane`: a sum of terms c * ((lane / 2^lo) % 2^len), one per run of
+// lane bits whose weights double (l % 16 for 0..15 repeated, 8 * (l / 16), ...). Every
+// lane is checked against the table; throws loom::Error when the table is not linear in
+// the lane's bits, naming the lane it misses.
+Expr lane_bits_expr(const std::vector<int>& per_lane, const Expr& lane);
+
 }  // namespace loom

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -90,6 +91,7 @@ class Renderer {
       first = false;
     }
     out_ << ") {\n";
+    find_packed(k);
     SharedLayout smem = shared_layout(p_, k);
     const int64_t bytes = kernel_smem_bytes(smem, k);
     if (bytes > 0) {
@@ -183,6 +185,10 @@ class Renderer {
         break;
       case StmtKind::Load: {
         DType dt = p_.tensor(s.tensor).dtype;
+        if (packed_.count(s.dst)) {
+          packed_load(s, d);
+          break;
+        }
         if (s.width > 1) {
           if (s.dst_index.empty() || !always(s.pred))
             throw Error("codegen: vector loads need a register-array destination and no "
@@ -209,6 +215,12 @@ class Renderer {
         const AtomDef& a = atom(s.atom);
         if (const WarpAtom* w = find_warp_atom(*k_, s.atom)) {
           warp_atom(s, a, *w, d);
+          break;
+        }
+        if (find_warp_copy(*k_, s.atom)) {
+          // ldmatrix fills the fragment's packed registers; this lane gives its row.
+          line(d, a.wrapper + "(" + fragment_regs(s.dst, s.dst_index) + ", " + address(s) +
+                      ");  // " + a.ptx);
           break;
         }
         std::string call = a.wrapper + "(" + dst(s);
@@ -239,6 +251,17 @@ class Renderer {
         break;
       }
       case StmtKind::Alloc: {
+        auto it = packed_.find(s.dst);
+        if (it != packed_.end()) {
+          // Packed fragment: two 16-bit values per .b32 register (see find_packed).
+          std::string decl = "unsigned " + s.dst;
+          for (size_t i = 0; i + 1 < s.index.size(); ++i) decl += "[" + s.index[i].str() + "]";
+          decl += "[" + std::to_string(s.index.back().const_value() / 2) + "]";
+          // Element-wise loads insert one half at a time into the registers.
+          line(d, decl + (it->second ? " = {}" : "") + ";  // " + dtype_name(packed_type_.at(s.dst)) +
+                      "x2: value v in register v/2, half v%2");
+          break;
+        }
         std::string decl = "float " + s.dst;
         for (const auto& e : s.index) decl += "[" + e.str() + "]";
         line(d, decl + ";");
@@ -289,6 +312,77 @@ class Renderer {
     }
   }
 
+  // Register arrays that hold f16/bf16 mma operand fragments are declared packed, as the
+  // .b32 registers ldmatrix writes and mma.sync reads (value v in register v/2, half
+  // v%2), so neither needs an unpack or repack: the A and B operands of 16-bit warp
+  // atoms and the destinations of warp copies. Their only other writers may be
+  // element-wise loads (which insert halves); anything else that touches one is an
+  // error here rather than a silent reinterpretation. The bool: written element-wise.
+  void find_packed(const KernelOp& k) {
+    packed_.clear();
+    packed_type_.clear();
+    walk(k.body, [&](const Stmt& s) {
+      if (s.kind != StmtKind::Atom) return;
+      if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
+        if (w->a_type != DType::F16 && w->a_type != DType::BF16) return;
+        for (const Operand& o : s.args) packed_.emplace(o.name, false), packed_type_[o.name] = w->a_type;
+      } else if (find_warp_copy(k, s.atom)) {
+        packed_.emplace(s.dst, false);
+        packed_type_[s.dst] = p_.tensor(s.tensor).dtype;
+      }
+    });
+    walk(k.body, [&](const Stmt& s) {
+      auto bad = [&](const std::string& name) {
+        if (packed_.count(name))
+          throw Error("codegen: `" + name + "` holds packed 16-bit mma fragments, which only "
+                      "element loads, ldmatrix and mma.sync may touch; found `" +
+                      print_block(Block{s}).substr(0, print_block(Block{s}).find('\n')) + "`");
+      };
+      const bool atom = s.kind == StmtKind::Atom &&
+                        (find_warp_atom(k, s.atom) || find_warp_copy(k, s.atom));
+      if (s.kind == StmtKind::Load && packed_.count(s.dst)) {
+        if (s.dst_index.empty() || !s.dst_index.back().is_const())
+          throw Error("codegen: load into packed fragment `" + s.dst + "` needs a constant "
+                      "value index (k:025 emits one per value)");
+        packed_[s.dst] = true;
+        return;
+      }
+      if (s.kind == StmtKind::Alloc || atom) return;
+      bad(s.dst);
+      for (const Operand& o : s.args) bad(o.name);
+    });
+  }
+
+  // `&name[prefix..][0]`: the first register of a packed fragment.
+  static std::string fragment_regs(const std::string& name, std::vector<Expr> prefix) {
+    prefix.push_back(Expr(0));
+    return "&" + element(name, prefix);
+  }
+
+  // An element-wise (or vector) load of 16-bit values into a packed fragment: each value
+  // goes, as its bits, into its half of its register.
+  void packed_load(const Stmt& s, int d) {
+    std::vector<Expr> reg = s.dst_index;
+    const int64_t v0 = reg.back().const_value();
+    auto put = [&](int64_t v, const std::string& bits) {
+      reg.back() = Expr(v / 2);
+      return "loom::set_b16_half<" + std::to_string(v % 2) + ">(" + element(s.dst, reg) + ", " +
+             bits + ");";
+    };
+    if (s.width == 1) {
+      std::string bits = "*" + address(s);
+      if (!always(s.pred)) bits = "(" + s.pred.str() + ") ? " + bits + " : (unsigned short)0";
+      line(d, put(v0, bits));
+      return;
+    }
+    if (!always(s.pred))
+      throw Error("codegen: predicated vector load into packed fragment `" + s.dst + "`");
+    line(d, "{");
+    line(d + 1, "const unsigned short* const p_ = " + address(s) + ";");
+    for (int i = 0; i < s.width; ++i) line(d + 1, put(v0 + i, "p_[" + std::to_string(i) + "]"));
+    line(d, "}");
+  }
+
   // A warp atom (mma.sync): Kernel IR fragments are f32 register arrays (value v of a
   // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
   // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
@@ -313,19 +407,28 @@ class Renderer {
     if (w.acc_type != DType::F32)
       throw Error("codegen: warp atom " + w.id + " accumulates in " + dtype_name(w.acc_type) +
                   "; Loom's generated kernels keep f32 accumulators");
+    std::vector<Expr> c = s.dst_index;
+    c.push_back(Expr(0));
+    if (half) {
+      // Packed operands (find_packed): the registers go to the wrapper as they are.
+      line(d, a.wrapper + "(&" + element(s.dst, c) + ", " +
+                  fragment_regs(s.args.at(0).name, s.args.at(0).index) + ", " +
+                  fragment_regs(s.args.at(1).name, s.args.at(1).index) + ");  // " + a.ptx);
+      return;
+    }
     const int a_regs = half ? w.a_values / 2 : w.a_values, b_regs = half ? w.b_values / 2 : w.b_values;
     line(d, "{  // " + a.ptx);
     line(d + 1, "unsigned a_[" + std::to_string(a_regs) + "], b_[" + std::to_string(b_regs) + "];");
     for (const auto& l : pack(s.args.at(0), w.a_values, "a_")) line(d + 1, l);
     for (const auto& l : pack(s.args.at(1), w.b_values, "b_")) line(d + 1, l);
-    std::vector<Expr> c = s.dst_index;
-    c.push_back(Expr(0));
     line(d + 1, a.wrapper + "(&" + element(s.dst, c) + ", a_, b_);");
     line(d, "}");
   }
 
   const KernelProgram& p_;
   const KernelOp* k_ = nullptr;
+  std::map<std::string, bool> packed_;   // packed fragment arrays (find_packed)
+  std::map<std::string, DType> packed_type_;
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;

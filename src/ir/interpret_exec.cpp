@@ -142,7 +142,11 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Compute:
     case StmtKind::Init:
     case StmtKind::Accum: exec_scalar(n, active); break;
-    case StmtKind::Atom: n.warp ? exec_warp_atom(n, active) : exec_scalar(n, active); break;
+    case StmtKind::Atom:
+      n.copy   ? exec_warp_copy(n, active)
+      : n.warp ? exec_warp_atom(n, active)
+               : exec_scalar(n, active);
+      break;
     case StmtKind::Alloc:
       for (int64_t e = 0; e < n.alloc_size; ++e)
         for (int t : active) vals_[size_t(n.dst.base + e) * T + size_t(t)] = kNaN;
@@ -306,19 +310,7 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
       }
     }
   };
-  // `active` is in thread order, so a warp's active lanes are consecutive in it.
-  for (size_t i = 0; i < active.size();) {
-    const int warp = active[i] / kLanes;
-    size_t end = i;
-    while (end < active.size() && active[end] / kLanes == warp) ++end;
-    if (end - i != size_t(kLanes))
-      fail(*n.s,
-           "warp atom " + w.id + " reached by " + std::to_string(end - i) + " of the 32 lanes of "
-               "warp " + std::to_string(warp) + ": it sits under an If whose condition differs "
-               "between lanes of one warp, and mma.sync needs every lane; make the condition "
-               "the same across each warp (e.g. depend on threadIdx.x / 32) or hoist the "
-               "atom out of the If",
-           active[i]);
+  for_each_warp(n, active, "warp atom " + w.id, [&](int warp) {
     gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, warp);
     gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, warp);
     gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, warp);
@@ -336,8 +328,73 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
         vals_[size_t(first + v) * T + size_t(t)] = c[size_t(row * w.n + col)];
       }
     }
+  });
+}
+
+void Machine::for_each_warp(const Node& n, const std::vector<int>& active,
+                            const std::string& what, const std::function<void(int)>& fn) {
+  constexpr int kLanes = WarpAtom::kLanes;
+  // `active` is in thread order, so a warp's active lanes are consecutive in it.
+  for (size_t i = 0; i < active.size();) {
+    const int warp = active[i] / kLanes;
+    size_t end = i;
+    while (end < active.size() && active[end] / kLanes == warp) ++end;
+    if (end - i != size_t(kLanes))
+      fail(*n.s,
+           what + " reached by " + std::to_string(end - i) + " of the 32 lanes of "
+               "warp " + std::to_string(warp) + ": it sits under an If whose condition differs "
+               "between lanes of one warp, and the instruction needs every lane; make the "
+               "condition the same across each warp (e.g. depend on threadIdx.x / 32) or hoist "
+               "the atom out of the If",
+           active[i]);
+    fn(warp);
     i = end;
   }
+}
+
+// ldmatrix, one warp at a time: every lane's row address is evaluated and checked (the
+// hardware needs each in bounds and 16-byte aligned, and reads the row as 16 contiguous
+// bytes, so a swizzle may not permute inside it); stacked row r comes from the address
+// of lane row_lane[r], and each lane receives its values by the dst map. The reads are
+// the receiving lane's, so the race tracking sees who consumes which element.
+void Machine::exec_warp_copy(const Node& n, const std::vector<int>& active) {
+  const WarpCopy& w = *n.copy;
+  const size_t T = size_t(threads_);
+  constexpr int kLanes = WarpAtom::kLanes;
+  const TensorSlot& ts = *n.access.tensor;
+  const int row_bytes = w.cols * w.element_bytes;
+  for_each_warp(n, active, "warp copy " + w.id, [&](int warp) {
+    int64_t start[kLanes];
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int t = warp * kLanes + lane;
+      const int64_t off = offset(n, n.access, t, w.cols, true);
+      if (off * w.element_bytes % row_bytes != 0)
+        fail(*n.s,
+             "row offset " + n.s->index[0].str() + " = " + std::to_string(off) + " of " +
+                 ts.decl->name + " is not " + std::to_string(row_bytes) + "-byte aligned (" +
+                 std::to_string(row_bytes / w.element_bytes) + " elements): " + w.id +
+                 " reads each row as one aligned 16-byte access; pad rows to a multiple of 8 "
+                 "elements",
+             t);
+      for (int c = 1; c < w.cols; ++c)
+        if (ts.decl->physical(off + c) != ts.decl->physical(off) + c)
+          fail(*n.s,
+               "the swizzle of " + ts.decl->name + " moves element " + std::to_string(c) +
+                   " of the row at " + std::to_string(off) + " away from the row start; " + w.id +
+                   " reads the row as 16 contiguous bytes",
+               t);
+      start[lane] = off;
+    }
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int t = warp * kLanes + lane;
+      const int64_t first = fragment_slot(n, n.dst, t, w.values);
+      for (int v = 0; v < w.values; ++v) {
+        const auto [row, col] = w.dst[size_t(lane * w.values + v)];
+        const int64_t off = start[w.row_lane[size_t(row)]] + col;
+        vals_[size_t(first + v) * T + size_t(t)] = load_element(n, ts, off, t);
+      }
+    }
+  });
 }
 
 // A Stage is a block-wide copy between two barriers: the block fills each slab (zero

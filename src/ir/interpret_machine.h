@@ -7,6 +7,7 @@
 // A register array `acc[4, 4]` is 16 consecutive value slots.
 #pragma once
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,6 +70,7 @@ struct Node {
   Access access, src;  // Load/Write/AsyncCopy tensor; AsyncCopy source
   const AtomImpl* atom = nullptr;  // a one-thread atom, or
   const WarpAtom* warp = nullptr;  // a warp atom: dst and args are fragments (stmt.h)
+  const WarpCopy* copy = nullptr;  // a warp copy (ldmatrix): dst a fragment, access the row
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
   std::vector<IntExpr> corner;  // TmaLoad: box corner per source dimension
@@ -119,6 +121,11 @@ class Machine {
   void exec_write(const Node& n, const std::vector<int>& active);
   void exec_scalar(const Node& n, const std::vector<int>& active);
   void exec_warp_atom(const Node& n, const std::vector<int>& active);
+  void exec_warp_copy(const Node& n, const std::vector<int>& active);
+  // Runs `fn(warp)` for each warp among `active`, failing when a warp has lanes missing
+  // (a warp-collective instruction `what` under a lane-dependent If).
+  void for_each_warp(const Node& n, const std::vector<int>& active, const std::string& what,
+                     const std::function<void(int)>& fn);
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
   void exec_tma_load(const Node& n, const std::vector<int>& active);

@@ -236,6 +236,18 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.dst = destination(s, false);
       break;
     case StmtKind::Atom:
+      n.copy = kernel_op_ ? find_warp_copy(*kernel_op_, s.atom) : nullptr;
+      if (n.copy) {
+        if (threads_ % WarpAtom::kLanes != 0)
+          fail(s, "warp copy " + s.atom + " runs on whole warps of 32 lanes but the block has " +
+                      std::to_string(threads_) + " threads");
+        if (!s.args.empty()) fail(s, "warp copy " + s.atom + " takes no operands");
+        n.access = access(s, s.tensor, s.index, true);
+        if (n.access.tensor->shared < 0)
+          fail(s, "warp copy " + s.atom + " reads shared memory; " + s.tensor + " is not shared");
+        n.dst = fragment(s, s.dst, s.dst_index, n.copy->values, "dst");
+        break;
+      }
       n.warp = kernel_op_ ? find_warp_atom(*kernel_op_, s.atom) : nullptr;
       if (n.warp) {
         if (threads_ % WarpAtom::kLanes != 0)

@@ -74,7 +74,11 @@ std::string stmt_line(const Stmt& s) {
       return (s.width > 1 ? "store" + width_suffix(s) + " " : std::string()) + s.tensor + "[" +
              join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +
              join_operands(s.args) + (s.atomic_add ? "  atomic" : "");
-    case StmtKind::Atom: return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
+    case StmtKind::Atom:
+      // A copy atom reads a shared tensor at the lane's row instead of operands.
+      if (!s.tensor.empty())
+        return dst_of(s) + " <- " + s.atom + "(" + s.tensor + "[" + join_exprs(s.index) + "])";
+      return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
     case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
     case StmtKind::Stage: return "stage " + s.mode + ":";
     case StmtKind::Barrier: return "barrier";
@@ -120,6 +124,12 @@ std::string warp_atom_line(const WarpAtom& w) {
          std::to_string(w.k) + " A " + tile(w.a_type, w.m, w.k, w.a_values) + ", B " +
          tile(w.b_type, w.k, w.n, w.b_values) + ", C/D " +
          tile(w.acc_type, w.m, w.n, w.c_values);
+}
+
+std::string warp_copy_line(const WarpCopy& w) {
+  return "warp copy " + w.id + ": b" + std::to_string(8 * w.element_bytes) + "[" +
+         std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] from shared, one row per "
+         "lane, " + std::to_string(w.values) + "/lane";
 }
 
 const char* role_name(TensorRole r) {
@@ -189,6 +199,10 @@ std::string print(const KernelProgram& p) {
     std::set<std::string> warp;
     for (const WarpAtom& w : k.warp_atoms) {
       os << "  " << warp_atom_line(w) << "\n";
+      warp.insert(w.id);
+    }
+    for (const WarpCopy& w : k.warp_copies) {
+      os << "  " << warp_copy_line(w) << "\n";
       warp.insert(w.id);
     }
     print_stmts(os, k.body, 1, warp);

@@ -56,6 +56,12 @@ const WarpAtom* find_warp_atom(const KernelOp& k, const std::string& id) {
   return nullptr;
 }
 
+const WarpCopy* find_warp_copy(const KernelOp& k, const std::string& id) {
+  for (const WarpCopy& w : k.warp_copies)
+    if (w.id == id) return &w;
+  return nullptr;
+}
+
 SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k) {
   std::set<std::string> used;
   walk(k.body, [&](const Stmt& s) {

@@ -92,6 +92,25 @@ struct WarpAtom {
   int a_values = 0, b_values = 0, c_values = 0;
 };
 
+// A warp-collective copy atom (ldmatrix) as Kernel IR carries it: the 32 lanes load a
+// stacked tile of `rows` x `cols` 16-bit elements from shared memory together. Each lane
+// supplies the address of one row (the Atom statement's flat `index`, evaluated per lane)
+// and receives `values` elements of the tile into its fragment. Like WarpAtom it travels
+// as data (loom_ir sits below the atom table); warp_copy() in src/atoms/atoms.h builds
+// one from a table entry.
+struct WarpCopy {
+  std::string id;          // the Atom statement's `atom`, e.g. "ldmatrix_x4"
+  int rows = 0, cols = 0;  // the stacked tile: 8 * matrices rows of 8 elements
+  int element_bytes = 2;   // .b16: only 16-bit tensors
+  // row_lane[r]: the lane whose address the hardware reads stacked row r from (lanes
+  // beyond the rows supply addresses that are ignored).
+  std::vector<int> row_lane;
+  // dst[lane * values + v] = (stacked row, col) that value v of `lane` receives; the map
+  // holds every element of the tile exactly once.
+  std::vector<std::pair<int, int>> dst;
+  int values = 0;
+};
+
 struct KernelOp {
   std::string name;                  // CUDA symbol, e.g. "k_matmul_relu"
   std::vector<std::string> params;   // tensors (pointers) then symbols (ints), in order
@@ -104,12 +123,15 @@ struct KernelOp {
   // that emits mma into one kernel declares them there, and codegen, the verifier and
   // the interpreter each read one KernelOp (a split-K zero-fill or reduce kernel has none).
   std::vector<WarpAtom> warp_atoms;
+  std::vector<WarpCopy> warp_copies;  // the warp copy atoms (ldmatrix) it uses, likewise
   Block body;
 };
 
 // The warp atom `id` that `k` declares; nullptr when it declares none by that name
 // (the Atom statement is then a one-thread atom such as fma_f32).
 const WarpAtom* find_warp_atom(const KernelOp& k, const std::string& id);
+// The warp copy atom `id` that `k` declares; nullptr when none.
+const WarpCopy* find_warp_copy(const KernelOp& k, const std::string& id);
 
 struct ProgramBase {
   std::vector<TensorDecl> tensors;

@@ -169,6 +169,18 @@ Stmt Stmt::Atom(std::string atom, std::string dst, std::vector<Operand> args) {
   return s;
 }
 
+Stmt Stmt::CopyAtom(std::string atom, std::string dst, std::vector<Expr> dst_prefix,
+                    std::string shared, Expr row_offset) {
+  Stmt s;
+  s.kind = StmtKind::Atom;
+  s.atom = std::move(atom);
+  s.dst = std::move(dst);
+  s.dst_index = std::move(dst_prefix);
+  s.tensor = std::move(shared);
+  s.index = {std::move(row_offset)};
+  return s;
+}
+
 // Every statement is rewritten, loop variables of nested Fors included: the passes that
 // call this replace a loop variable by its factored form throughout the loop it names.
 Stmt Stmt::Alloc(std::string name, std::vector<Expr> extents) {

@@ -10,7 +10,8 @@
 //             register arrays (Alloc), predicated loads, Stage bundles (a slab of a
 //             global tensor staged into a shared tensor before the bundle's body runs)
 //   Kernel IR no Grid/Thread loops: they became Let bindings of blockIdx/threadIdx;
-//             indices are flat offsets (one Expr per access); Atom statements;
+//             indices are flat offsets (one Expr per access); Atom statements
+//             (incl. warp mma and warp copies such as ldmatrix);
 //             Barrier, AsyncCopy/AsyncCommit/AsyncWait (explicit data movement),
 //             TmaLoad and the mbarriers it completes on (MbarInit, FenceMbarInit,
 //             MbarArriveExpectTx, MbarWait; KernelOp::mbarriers counts them)
@@ -118,6 +119,11 @@ struct Stmt {
   // value v the v-th of them in row-major order, and there must be exactly as many as the
   // atom's values per lane. E.g. with `alloc acc[FM, FN, 4]`, `acc[i, j]` is the 4-value
   // fragment (i, j); with `alloc a_frag[8]`, `a_frag` (no index) is all 8 values.
+  // A warp copy atom (one the kernel declares in KernelOp::warp_copies: ldmatrix) fills
+  // the fragment `dst` / dst_index from shared tensor `tensor`; args are empty and
+  // `index` holds one flat offset, evaluated per lane like a Load's: the start of the
+  // 16-byte row this lane supplies. Which lane's row becomes which stacked row, and which
+  // element each lane receives, is the declaration's business (WarpCopy).
   std::string dst;
   std::string tensor;
   std::vector<Expr> index;
@@ -157,6 +163,10 @@ struct Stmt {
   static Stmt Accum(std::string acc, Operand value);
   static Stmt Write(std::string tensor, std::vector<Expr> index, Operand value);
   static Stmt Atom(std::string atom, std::string dst, std::vector<Operand> args);
+  // A warp copy atom: fragment `dst`[dst_prefix] <- `atom`(shared[row_offset]), with
+  // row_offset the flat offset of the row the executing lane supplies.
+  static Stmt CopyAtom(std::string atom, std::string dst, std::vector<Expr> dst_prefix,
+                       std::string shared, Expr row_offset);
   static Stmt Alloc(std::string name, std::vector<Expr> extents);
   static Stmt Stage(std::string mode, std::vector<StageCopy> copies, std::vector<Stmt> body);
   static Stmt Barrier();

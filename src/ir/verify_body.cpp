@@ -37,7 +37,10 @@ class BodyChecker {
         symbols_(p.symbols.begin(), p.symbols.end()) {}
 
   void check(const Block& body) {
-    if (kernel_) check_warp_atom_decls();
+    if (kernel_) {
+      check_warp_atom_decls();
+      check_warp_copy_decls();
+    }
     check_block(body);
   }
   const std::set<std::string>& written() const { return written_; }
@@ -108,9 +111,67 @@ class BodyChecker {
     }
   }
 
+  // A warp copy's maps: each stacked row is read from one lane's address, and the
+  // lanes receive every element of the stacked tile exactly once.
+  void check_warp_copy_decls() const {
+    std::set<std::string> ids;
+    for (const WarpCopy& w : kernel_->warp_copies) {
+      auto bad = [&](const std::string& rule) {
+        throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": warp copy `" +
+                    w.id + "`: " + rule + " (warp_copy() in src/atoms/atoms.h builds a "
+                    "declaration from the atom table)");
+      };
+      if (w.id.empty()) bad("it has no id");
+      if (!ids.insert(w.id).second || find_warp_atom(*kernel_, w.id))
+        bad("it is declared twice in the kernel's warp_atoms / warp_copies");
+      if (w.rows < 1 || w.cols < 1 || w.values < 1 || w.element_bytes != 2)
+        bad("a stacked tile of " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
+            " elements of " + std::to_string(w.element_bytes) + " bytes, " +
+            std::to_string(w.values) + " values per lane: ldmatrix moves positive tiles of "
+            "2-byte elements");
+      if (int64_t(w.row_lane.size()) != w.rows)
+        bad("row_lane has " + std::to_string(w.row_lane.size()) + " entries for " +
+            std::to_string(w.rows) + " rows");
+      for (int l : w.row_lane)
+        if (l < 0 || l >= WarpAtom::kLanes) bad("row_lane names lane " + std::to_string(l));
+      if (int64_t(w.dst.size()) != int64_t(WarpAtom::kLanes) * w.values ||
+          int64_t(w.dst.size()) != int64_t(w.rows) * w.cols)
+        bad("dst map has " + std::to_string(w.dst.size()) + " entries; 32 lanes x " +
+            std::to_string(w.values) + " values must equal the " + std::to_string(w.rows) +
+            " x " + std::to_string(w.cols) + " tile");
+      std::set<std::pair<int, int>> seen;
+      for (const auto& [r, c] : w.dst)
+        if (r < 0 || r >= w.rows || c < 0 || c >= w.cols || !seen.insert({r, c}).second)
+          bad("dst element (" + std::to_string(r) + ", " + std::to_string(c) +
+              ") is outside the tile or received twice");
+    }
+  }
+
+  void check_warp_copy(const Stmt& s, const WarpCopy& w) {
+    if (kernel_->block_threads % WarpAtom::kLanes != 0)
+      fail(s, "warp copy " + w.id + " runs on whole warps of 32 lanes but the block has " +
+                  std::to_string(kernel_->block_threads) +
+                  " threads; make block_threads a multiple of 32");
+    if (!s.args.empty())
+      fail(s, "warp copy " + w.id + " reads shared memory at the lane's row, not operands");
+    if (!p_.has_tensor(s.tensor)) fail(s, "tensor `" + s.tensor + "` is not declared");
+    const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.role != TensorRole::Shared)
+      fail(s, "warp copy " + w.id + " reads shared memory, but `" + s.tensor +
+                  "` is not a shared tensor");
+    if (dtype_bytes(t.dtype) != w.element_bytes)
+      fail(s, "warp copy " + w.id + " moves " + std::to_string(w.element_bytes) +
+                  "-byte elements, `" + s.tensor + "` holds " + dtype_name(t.dtype));
+    if (s.index.size() != 1)
+      fail(s, "warp copy " + w.id + " takes one flat offset (the lane's row start), not " +
+                  std::to_string(s.index.size()));
+    check_expr(s, s.index[0], "index");
+    check_fragment(s, w.id, "dst", s.dst, s.dst_index, w.values);
+  }
+
   // A warp atom's operand is a fragment (stmt.h): a register array and a prefix of its
   // indices whose trailing dimensions hold exactly `values` elements.
-  void check_fragment(const Stmt& s, const WarpAtom& w, const std::string& role,
+  void check_fragment(const Stmt& s, const std::string& id, const std::string& role,
                       const std::string& name, const std::vector<Expr>& prefix,
                       int values) const {
     const std::string frag = role + " fragment `" + name + "`";
@@ -119,7 +180,7 @@ class BodyChecker {
       fail(s, frag + " is used before it is defined: declare it with an Alloc in an "
                   "enclosing scope");
     if (d->extents.empty())
-      fail(s, frag + " is a scalar; " + w.id + " reads and writes whole fragments, so it must be "
+      fail(s, frag + " is a scalar; " + id + " reads and writes whole fragments, so it must be "
                   "a register array (e.g. alloc " + name + "[" + std::to_string(values) + "])");
     const size_t rank = d->extents.size();
     if (prefix.size() >= rank)
@@ -131,7 +192,7 @@ class BodyChecker {
     int64_t count = 1;
     for (size_t i = prefix.size(); i < rank; ++i) count *= d->extents[i].const_value();
     if (count != values)
-      fail(s, frag + " selects " + std::to_string(count) + " elements but " + w.id + " holds " +
+      fail(s, frag + " selects " + std::to_string(count) + " elements but " + id + " holds " +
                   std::to_string(values) + " values of " + role + " per lane; allocate its "
                   "trailing dimensions with " + std::to_string(values) +
                   " elements (or index a different number of leading dimensions)");
@@ -151,9 +212,9 @@ class BodyChecker {
     for (const Operand& a : s.args)
       if (a.is_imm())
         fail(s, "warp atom " + w.id + " takes fragments, not the immediate " + a.str());
-    check_fragment(s, w, "A", s.args[0].name, s.args[0].index, w.a_values);
-    check_fragment(s, w, "B", s.args[1].name, s.args[1].index, w.b_values);
-    check_fragment(s, w, "C/D", s.dst, s.dst_index, w.c_values);
+    check_fragment(s, w.id, "A", s.args[0].name, s.args[0].index, w.a_values);
+    check_fragment(s, w.id, "B", s.args[1].name, s.args[1].index, w.b_values);
+    check_fragment(s, w.id, "C/D", s.dst, s.dst_index, w.c_values);
   }
 
   // A one-thread atom (fma_f32) names single elements. A register array named by fewer
@@ -570,6 +631,13 @@ class BodyChecker {
           check_warp_atom(s, *w);
           break;
         }
+        if (const WarpCopy* w = kernel_ ? find_warp_copy(*kernel_, s.atom) : nullptr) {
+          check_warp_copy(s, *w);
+          break;
+        }
+        if (!s.tensor.empty())
+          fail(s, "atom " + s.atom + " reads tensor `" + s.tensor + "` but is not declared in "
+                      "the kernel's warp_copies; declare it (warp_copy() in src/atoms/atoms.h)");
         for (const Operand& a : s.args)
           if (!a.is_imm()) check_not_fragment(s, a.name, a.index);
         check_not_fragment(s, s.dst, s.dst_index);

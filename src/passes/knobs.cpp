@@ -44,6 +44,9 @@ const std::vector<KnobDef>& knob_registry() {
       {"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
        "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
        "k:052_interleave_loads", 0, 1},
+      {"LDMATRIX", "load f16/bf16 mma fragments from shared memory with ldmatrix (0/1; "
+       "default 1: used where legal, element-wise loads elsewhere, always for tf32)",
+       "k:025_lower_mma", 0, 1},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

@@ -1,5 +1,6 @@
 // GPU correctness of tensor-core (mma.sync) GEMMs: ATOM=mma_f16 / mma_bf16 / mma_tf32 with
-// fragments loaded element-wise from shared slabs, on square and odd shapes, both
+// fragments loaded by ldmatrix (LDMATRIX=1, the f16/bf16 default) or element-wise from
+// shared slabs (LDMATRIX=0, tf32, a padding that breaks 16-byte rows), on square and odd shapes, both
 // transposes, fused epilogues, batch, and both staging transports. Each case runs
 // through run_expression: seeded inputs, output poisoned with NaN, fp64 reference,
 // relative Frobenius error under the dtype's threshold. Skips with the reason on a
@@ -19,6 +20,8 @@ struct MmaGemmCase {
   // f32 tensors through mma_tf32 are rounded to tf32 on the way in, which the fp64
   // reference of f32 inputs does not do: judge them by the tf32 threshold.
   bool tf32_rounded = false;
+  // The source must (1) or must not (0) call ldmatrix; -1: either.
+  int ldmatrix = -1;
 };
 
 void PrintTo(const MmaGemmCase& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
@@ -38,6 +41,9 @@ TEST_P(GpuMmaGemm, MatchesFp64Reference) {
   opt.seed = 11;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_NE(r.program.cuda.find("loom::mma_m16n8k"), std::string::npos) << "not a tensor-core kernel";
+  if (c.ldmatrix >= 0)
+    EXPECT_EQ(r.program.cuda.find("loom::ldmatrix_x") != std::string::npos, c.ldmatrix == 1)
+        << "LDMATRIX expectation " << c.ldmatrix;
   if (c.tf32_rounded)
     EXPECT_LE(r.verify.rel_fro_error, verify_threshold(DType::TF32, DType::F32)) << r.verify.message;
   else
@@ -65,6 +71,22 @@ std::vector<MmaGemmCase> cases() {
   v.push_back({"gelu(linear(X[1000,333]:f16, W[777,333]:f16, bias[777]:f16))", "ATOM=mma_f16"});
   v.push_back({"matmul(A[1000,333]:bf16, B[333,777]:bf16, out=f32)", "ATOM=mma_bf16,WM=4,WN=1,FM=1,FN=8,BK=16,STAGE=sync,PAD_SMEM=8"});
   v.push_back({"matmul(A[1000,333]:f16, B[333,777]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=1,BK=16,STAGE=sync,STAGES=1"});
+  // Step 01b: ldmatrix on every arrangement (x4 / x4.trans for A, x2.trans / x2 for B),
+  // odd shapes, batch, an epilogue; the element-wise packed path for comparison; and a
+  // padding of 4 elements, whose 8-byte row shift forces the fallback.
+  for (auto [atom, dt] : std::vector<std::pair<std::string, std::string>>{
+           {"mma_f16", "f16"}, {"mma_bf16", "bf16"}}) {
+    const std::string on = "ATOM=" + atom + ",LDMATRIX=1,WM=2,WN=2,FM=2,FN=4,BK=32,";
+    const std::string off = "ATOM=" + atom + ",LDMATRIX=0,WM=2,WN=2,FM=2,FN=4,BK=32,";
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", on + "STAGE=cp_async,STAGES=3", false, 1});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[777,333]:" + dt + ".T)", on + "STAGE=sync,STAGES=2", false, 1});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[333,777]:" + dt + ")", on + "STAGE=cp_async,STAGES=2,PAD_SMEM=8", false, 1});
+    v.push_back({"relu(add(matmul(A[1000,333]:" + dt + ", B[777,333]:" + dt + ".T), bias[777]:f32))", on + "STAGE=sync", false, 1});
+    v.push_back({"bmm(A[4,129,72]:" + dt + ", B[4,72,100]:" + dt + ")", on + "STAGE=cp_async,STAGES=2", false, 1});
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", off + "STAGE=cp_async,STAGES=3", false, 0});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[777,333]:" + dt + ".T)", off + "STAGE=sync", false, 0});
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", on + "STAGE=sync,PAD_SMEM=4", false, 0});
+  }
   return v;
 }
 

@@ -434,6 +434,14 @@ __device__ __forceinline__ unsigned cvt_rna_tf32(float f) {
 }
 #endif
 
+// A 16-bit fragment value into half `Hi` of its packed .b32 register: the PTX ISA packs
+// f16/bf16 fragment value v into register v/2, even values in the low half. Element-wise
+// fragment loads (where ldmatrix does not apply) write registers the mma reads as is.
+template <int Hi>
+__device__ __forceinline__ void set_b16_half(unsigned& r, unsigned short bits) {
+  r = Hi ? (r & 0xffffu) | (unsigned(bits) << 16) : (r & 0xffff0000u) | bits;
+}
+
 #if __CUDA_ARCH__ >= 750
 // PTX ISA 9.7.14.5.15 ldmatrix .m8n8 .b16: the warp loads 4 (x4) or 2 (x2) 8x8 matrices;
 // lane l supplies `smem_ptr`, the start of row l%8 of matrix l/8 (16 bytes, 16-byte

@@ -18,10 +18,21 @@
 //  4. The register arrays of steps 1-3 lose their two cell dimensions for one of `values`,
 //     and the kernel declares the warp atom (KernelOp::warp_atoms) for the verifier, the
 //     interpreter and codegen.
+//  1b. With LDMATRIX=1 (the default), an A or B nest that is one load of a 16-bit shared
+//     slab becomes one warp copy instead: `in0[..] <- ldmatrix_x4(A_s[row start])`. The
+//     slab's majorness along the operand tile (which cell variable steps the flat offset
+//     by one) picks the plain or .trans variant that ldmatrix_row_starts accepts, and the
+//     lane's row start is the table it returns written as an expression of the lane
+//     (lane_bits_expr). It falls back to step 1, each reason said where it is checked:
+//     tf32 (32-bit elements), a load that is not from a shared slab (STAGE=direct), a
+//     slab whose 8-element rows are not contiguous or not provably 16-byte aligned (a
+//     PAD_SMEM that is not a multiple of 8), or a swizzle that permutes inside 16 bytes.
 // No per-kernel index math: the expressions come from the table's layouts alone.
+#include <optional>
 #include <set>
 
 #include "ir/error.h"
+#include "passes/analysis.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
 
@@ -42,8 +53,10 @@ struct OperandForm {
 
 class MmaLowering {
  public:
-  MmaLowering(const AtomDef& a, KernelOp& k)
+  MmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool ldmatrix)
       : atom_(a),
+        p_(p),
+        ldmatrix_(ldmatrix),
         a_(affine_lane_form(operand_layout(a, "A"))),
         b_(affine_lane_form(operand_layout(a, "B"))),
         c_(affine_lane_form(operand_layout(a, "C"))),
@@ -68,6 +81,8 @@ class MmaLowering {
       s.index.push_back(Expr(values));
     });
     if (mma_used_ && !find_warp_atom(k_, atom_.id)) k_.warp_atoms.push_back(warp_atom(atom_));
+    for (const std::string& id : copies_used_)
+      if (!find_warp_copy(k_, id)) k_.warp_copies.push_back(warp_copy(atom(id)));
   }
 
  private:
@@ -112,8 +127,8 @@ class MmaLowering {
     expect_extent(c, c.k, atom_.k);
     const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
     if (m && n && k) return {mma(body, c)};
-    if (m && k && !n) return per_value(body, {c.m, c.k, &a_}, false);
-    if (k && n && !m) return per_value(body, {c.k, c.n, &b_}, false);
+    if (m && k && !n) return fragment_load(body, {c.m, c.k, &a_}, operand_layout(atom_, "A"));
+    if (k && n && !m) return fragment_load(body, {c.k, c.n, &b_}, operand_layout(atom_, "B"));
     if (m && n && !k) return per_value(body, {c.m, c.n, &c_}, true);
     throw Error("k:025_lower_mma: an ATOM nest over " + std::string(m ? "m " : "") +
                 (n ? "n " : "") + (k ? "k " : "") +
@@ -134,6 +149,88 @@ class MmaLowering {
     if (!x.is_var() || !y.is_var()) return false;
     return (x.var_name() == f.row && y.var_name() == f.col) ||
            (x.var_name() == f.col && y.var_name() == f.row);
+  }
+
+  // Step 1b where it applies, else step 1.
+  Block fragment_load(const Block& body, const OperandForm& f, const OperandLayout& frag) {
+    if (ldmatrix_)
+      if (std::optional<Stmt> ld = ldmatrix_load(body, f, frag)) return {*ld};
+    return per_value(body, f, false);
+  }
+
+  // Step 1b: the nest's one load as an ldmatrix, or nullopt where it is not legal.
+  std::optional<Stmt> ldmatrix_load(const Block& body, const OperandForm& f,
+                                    const OperandLayout& frag) {
+    // tf32 fragments hold one 32-bit element per register; ldmatrix moves .b16 only.
+    if (atom_.a_type != DType::F16 && atom_.a_type != DType::BF16) return std::nullopt;
+    if (body.size() != 1) return std::nullopt;
+    const Stmt& ld = body[0];
+    // A predicated or vector load, or one into something other than the fragment, is not
+    // the plain slab read t:040 leaves (the slab is zero-filled and full-size).
+    if (ld.kind != StmtKind::Load || ld.width != 1 || !ld.pred.is_const() ||
+        ld.pred.const_value() != 1 || ld.index.size() != 1 || !ends_in_cells(ld.dst_index, f))
+      return std::nullopt;
+    // STAGE=direct: fragments come from global memory, which ldmatrix cannot read.
+    const TensorDecl& t = p_.tensor(ld.tensor);
+    if (t.role != TensorRole::Shared || dtype_bytes(t.dtype) != 2) return std::nullopt;
+    // ldmatrix reads each row as 16 contiguous bytes: a swizzle must keep 8-element
+    // groups whole (its lowest XORed bit at 8 elements or above).
+    if (t.swizzle.bits != 0 && t.swizzle.base < 3) return std::nullopt;
+    const Expr& e = ld.index[0];
+    const std::optional<Major> major = slab_major(e, f, frag);
+    if (!major) return std::nullopt;
+    const int count = frag.values_per_thread / 2;
+    for (const char* trans : {"", "_trans"}) {
+      const AtomDef& cp = atom("ldmatrix_x" + std::to_string(count) + trans);
+      std::vector<std::pair<int, int>> starts;
+      try {
+        starts = ldmatrix_row_starts(cp, frag, *major);
+      } catch (const Error&) {
+        continue;  // the other variant (.trans or not) is the one for this majorness
+      }
+      std::vector<int> rows, cols;
+      for (const auto& [r, c] : starts) rows.push_back(r), cols.push_back(c);
+      const Expr lane = Expr::var("lane");
+      const Expr start = e.substitute({{f.row, lane_bits_expr(rows, lane)},
+                                       {f.col, lane_bits_expr(cols, lane)}});
+      // Row addresses must be 16-byte aligned: 8 elements from the slab's (128-byte
+      // aligned) base. A row stride padded by a non-multiple of 8 breaks that.
+      if (!provably_divisible(distribute_constants(start), 8)) return std::nullopt;
+      note_fragment(ld.dst, frag.values_per_thread);
+      copies_used_.insert(cp.id);
+      return Stmt::CopyAtom(cp.id, ld.dst,
+                            std::vector<Expr>(ld.dst_index.begin(), ld.dst_index.end() - 2),
+                            ld.tensor, start);
+    }
+    return std::nullopt;
+  }
+
+  // How the operand tile lies in the slab: Row when the flat offset `e` steps by one
+  // along the tile's columns, Col when along its rows, checked over the whole tile for a
+  // few values of the other variables (runs of 8 elements must be contiguous); nullopt
+  // when neither holds.
+  static std::optional<Major> slab_major(const Expr& e, const OperandForm& f,
+                                         const OperandLayout& frag) {
+    std::set<std::string> vars;
+    e.collect_vars(vars);
+    auto at = [&](int64_t other, int64_t r, int64_t c) {
+      Expr::Env env;
+      for (const std::string& v : vars) env[v] = other;
+      env[f.row] = r, env[f.col] = c;
+      return e.eval(env);
+    };
+    std::optional<Major> major;
+    if (at(0, 0, 1) - at(0, 0, 0) == 1) major = Major::Row;
+    else if (at(0, 1, 0) - at(0, 0, 0) == 1) major = Major::Col;
+    else return std::nullopt;
+    for (int64_t other : {0, 1, 3})
+      for (int r = 0; r < frag.rows; ++r)
+        for (int c = 0; c < frag.cols; ++c) {
+          const bool row = *major == Major::Row;
+          const int64_t base = row ? at(other, r, c / 8 * 8) : at(other, r / 8 * 8, c);
+          if (at(other, r, c) != base + (row ? c % 8 : r % 8)) return std::nullopt;
+        }
+    return major;
   }
 
   // Steps 1, 2 and 4's bookkeeping: one copy of `body` per value of the operand.
@@ -234,10 +331,13 @@ class MmaLowering {
   }
 
   const AtomDef& atom_;
+  const ProgramBase& p_;
+  const bool ldmatrix_;
   const AffineLaneForm a_, b_, c_;
   KernelOp& k_;
   std::map<std::string, int> fragments_;  // register array -> values per lane
   bool mma_used_ = false;
+  std::set<std::string> copies_used_;  // ldmatrix variants emitted
 };
 
 }  // namespace
@@ -246,12 +346,14 @@ Pass pass_lower_mma() {
   return Pass{"k:025_lower_mma", Level::Kernel, Level::Kernel,
               "no ATOM loops: operand tiles are per-lane fragments loaded by the atom's "
               "layouts, and each atom of a warp is one mma.sync the kernel declares",
-              {"ATOM"},
+              {"ATOM", "LDMATRIX"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
+                // Recorded for mma kernels only: SIMT kernels have no fragments.
+                const bool ldmatrix = a && s.knob("LDMATRIX", 1) != 0;
                 for (auto& k : s.kernel.kernels) {
                   if (a) {
-                    MmaLowering(*a, k).run();
+                    MmaLowering(*a, s.kernel, k, ldmatrix).run();
                     continue;
                   }
                   walk(k.body, [&](const Stmt& st) {

@@ -87,12 +87,17 @@ TEST(CompileKernels, GeneratedSourceHasSchedulerMainloopEpilogue) {
 }
 
 // Tensor-core kernels (ATOM=mma_*): every atom, odd shapes with transposes, an epilogue,
-// batch, both staging transports; packed fragments in the source and no spills.
+// batch, both staging transports; fragments as the source must hold them and no spills.
+// f16/bf16 fragments are packed .b32 registers that ldmatrix fills (LDMATRIX=1, the
+// default: A.T takes x4.trans, B.T the plain x2, B the x2.trans) or element loads fill
+// half by half (LDMATRIX=0), and mma.sync reads them as they are; tf32 packs with cvt.rna.
 TEST(CompileKernels, MmaKernelsCompileForSm90aAndSm80WithoutSpills) {
   struct MmaVariant { std::string atom, dtype, wrapper, pack; };
+  const std::string packed = "(&acc3[m_a][n_a][0], &in0[m_a][0], &in1[n_a][0]);";
   const std::vector<MmaVariant> atoms = {
-      {"mma_f16", "f16", "loom::mma_m16n8k16_f32_f16(&acc3[m_a][n_a][0], a_, b_);", "loom::pack_f16x2("},
-      {"mma_bf16", "bf16", "loom::mma_m16n8k16_f32_bf16(&acc3[m_a][n_a][0], a_, b_);", "loom::pack_bf16x2("},
+      {"mma_f16", "f16", "loom::mma_m16n8k16_f32_f16" + packed, "loom::ldmatrix_x4"},
+      {"mma_bf16", "bf16", "loom::mma_m16n8k16_f32_bf16" + packed, "loom::ldmatrix_x2"},
+      {"mma_f16,LDMATRIX=0", "f16", "loom::mma_m16n8k16_f32_f16" + packed, "loom::set_b16_half<1>(in0[m_a][0], "},
       {"mma_tf32", "f32", "loom::mma_m16n8k8_f32_tf32(&acc3[m_a][n_a][0], a_, b_);", "loom::cvt_rna_tf32("}};
   for (const std::string arch : {"sm_90a", "sm_80"})
     for (const auto& a : atoms)
@@ -108,7 +113,9 @@ TEST(CompileKernels, MmaKernelsCompileForSm90aAndSm80WithoutSpills) {
         opt.target = Target::for_arch(arch);
         CompiledProgram c = compile_expression(e, opt);
         EXPECT_NE(c.cuda.find(a.wrapper), std::string::npos) << c.cuda;
-        EXPECT_NE(c.cuda.find(a.pack), std::string::npos);
+        EXPECT_NE(c.cuda.find(a.pack), std::string::npos) << c.cuda;
+        // Packed operands are never repacked from floats.
+        if (a.dtype != "f32") EXPECT_EQ(c.cuda.find("pack_"), std::string::npos);
         CompileResult r = nvrtc(c, arch);
         EXPECT_GT(r.cubin.size(), 0u);
         for (const auto& kern : c.state.kernel.kernels) {

@@ -195,7 +195,8 @@ TEST(MmaTiling, LowerMmaLeavesFragmentsAndOneWarpAtomPerAtom) {
            {"mma_tf32", "f32", "mma_m16n8k8_f32_tf32", 4, 2}}) {
     SCOPED_TRACE(atom_knob);
     CompileState s = compile_until("matmul(A[64,64]:" + dtype + ", B[64,64]:" + dtype + ")",
-                                   "ATOM=" + atom_knob + ",WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync",
+                                   "ATOM=" + atom_knob + ",WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync,"
+                                   "LDMATRIX=0",  // element loads here; test_ldmatrix.cpp has the copies
                                    "k:025_lower_mma");
     const KernelOp& k = s.kernel.kernels.at(0);
     EXPECT_EQ(k.block_threads, 128);
@@ -284,14 +285,23 @@ TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
 }
 
 TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
-  // The large class's 128x128 SIMT tile and the split-K class's split count are dropped;
-  // its staging stays.
+  // An mma atom replaces the class's SIMT tile, staging and split count with its own
+  // defaults (2x2 warps of 4x8 atoms, BK=32, 3-deep cp.async ring, pad 8).
   Knobs large = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,MIN_BLOCKS=2");
   Knobs r = resolve_knobs(large, Knobs::parse("ATOM=mma_f16"));
   EXPECT_FALSE(r.has("BM"));
-  EXPECT_FALSE(r.has("FM"));
   EXPECT_FALSE(r.has("MIN_BLOCKS"));
-  EXPECT_EQ(r.get_str("STAGE", ""), "sync");
+  EXPECT_EQ(r.get_int("FM", 0), 4);
+  EXPECT_EQ(r.get_int("FN", 0), 8);
+  EXPECT_EQ(r.get_str("STAGE", ""), "cp_async");
+  EXPECT_EQ(r.get_int("STAGES", 0), 3);
+  EXPECT_EQ(r.get_int("BK", 0), 32);
+  EXPECT_EQ(r.get_int("PAD_SMEM", 0), 8);
+  // An explicit knob of a group still drops that group's defaults.
+  Knobs e = resolve_knobs(large, Knobs::parse("ATOM=mma_f16,STAGE=sync"));
+  EXPECT_EQ(e.get_str("STAGE", ""), "sync");
+  EXPECT_FALSE(e.has("STAGES"));
+  EXPECT_EQ(e.get_int("FN", 0), 8);
   Knobs split = Knobs::parse("SPLITK=64,SPLITK_MODE=atomic,BK=16");
   EXPECT_FALSE(resolve_knobs(split, Knobs::parse("ATOM=mma_f16")).has("SPLITK"));
   // ATOM=fma keeps them: the SIMT defaults are unchanged.

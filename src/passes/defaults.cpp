@@ -93,12 +93,14 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs) {
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
   // staging defaults and no split-K yet: 2x2 warps of 4x8 atoms (128x128 blocks of 128
   // threads), BK=32 slabs through a 3-deep cp.async ring, rows padded by 8 elements
-  // (16 bytes: ldmatrix rows stay aligned, and consecutive rows move to other banks).
-  // 4096^3 f16 on H200: 447 us, 0.40x cuBLAS; 2x4 warps of 4x4 atoms 0.35x, the 2x2 warps
-  // of 2x4 atoms with sync staging of the first step 0.16x (bench/NOTES.md).
+  // (16 bytes: ldmatrix rows stay aligned, and consecutive rows move to other banks),
+  // VECTORIZE=8 so 16-bit operands move in 16-byte cp.async copies. 4096^3 f16 on H200:
+  // 431 us, 0.42x cuBLAS (0.40x with 8-byte copies); 2x4 warps of 4x4 atoms 0.35x;
+  // SWIZZLE=64B instead of the pad 0.34-0.35x; BK=64 with SWIZZLE=128B 0.43x; the first
+  // rung (2x2 warps of 2x4 atoms, sync, element-wise fragments) 0.12x (bench/NOTES.md).
   const bool mma = explicit_knobs.get_str("ATOM", "fma") != "fma";
   const Knobs base =
-      mma ? Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8")
+      mma ? Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8")
           : defaults;
   Knobs out;
   for (const auto& [name, value] : base.values()) {

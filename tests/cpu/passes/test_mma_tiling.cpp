@@ -297,6 +297,7 @@ TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
   EXPECT_EQ(r.get_int("STAGES", 0), 3);
   EXPECT_EQ(r.get_int("BK", 0), 32);
   EXPECT_EQ(r.get_int("PAD_SMEM", 0), 8);
+  EXPECT_EQ(r.get_int("VECTORIZE", 0), 8);
   // An explicit knob of a group still drops that group's defaults.
   Knobs e = resolve_knobs(large, Knobs::parse("ATOM=mma_f16,STAGE=sync"));
   EXPECT_EQ(e.get_str("STAGE", ""), "sync");

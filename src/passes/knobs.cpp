@@ -47,6 +47,9 @@ const std::vector<KnobDef>& knob_registry() {
       {"LDMATRIX", "load f16/bf16 mma fragments from shared memory with ldmatrix (0/1; "
        "default 1: used where legal, element-wise loads elsewhere, always for tf32)",
        "k:025_lower_mma", 0, 1},
+      {"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom step's "
+       "fragments before the current step's mmas (1 = load, then multiply)",
+       "k:027_frag_buffers", 1, 2},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

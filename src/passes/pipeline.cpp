@@ -52,6 +52,10 @@ const std::vector<Pass>& pipeline() {
       // the lanes by the fragment layouts, once threads (lane) and flat offsets exist and
       // before the vectorizer looks at the per-lane fragment loads and epilogue stores.
       pass_lower_mma(),
+      // Fragment double buffering right after the fragments exist, on the step loop as
+      // k:025 shaped it (allocs, fills, mmas), before k:050 hoists the allocs it adds
+      // out of the slab loop and k:055 unrolls the steps so `k_i % 2` is a constant.
+      pass_frag_buffers(),
       // Vector loads once accesses are flat offsets, where alignment can be proven.
       pass_vectorize(),
       // Pipelining reorders whole copy loops; it runs on their final (vector) form.

@@ -126,6 +126,35 @@ TEST(CompileKernels, MmaKernelsCompileForSm90aAndSm80WithoutSpills) {
       }
 }
 
+// Double-buffered fragments (FRAG_BUFFERS=2): the prefetch indexes buffer (k_i + 1) % 2,
+// which must fold to constants once the step loop is unrolled, or the fragments would
+// live in local memory. The mma defaults (4x8 atoms per warp) on a constant square shape,
+// and 4x4 atoms on ragged ones (4x8 there spills with one buffer already).
+TEST(CompileKernels, FragBuffersCompileForSm90aAndSm80WithoutSpills) {
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const auto& [e, k] : std::vector<std::pair<std::string, std::string>>{
+             {"matmul(A[4096,4096]:f16, B[4096,4096]:f16)", "ATOM=mma_f16"},
+             {"matmul(A[1000,333]:f16, B[333,777]:f16)", "ATOM=mma_f16,FN=4,BK=64"},
+             {"relu(add(matmul(A[1000,333]:bf16, B[777,333]:bf16.T), bias[777]:f32))",
+              "ATOM=mma_bf16,FN=4,BK=32,STAGE=sync,STAGES=2"},
+             {"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=32"}}) {
+      SCOPED_TRACE(arch + " " + e + " " + k);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(k + ",FRAG_BUFFERS=2");
+      opt.target = Target::for_arch(arch);
+      CompiledProgram c = compile_expression(e, opt);
+      EXPECT_NE(c.cuda.find("in0[(k_i + 1) % 2][m_a]"), std::string::npos) << c.cuda;
+      EXPECT_NE(c.cuda.find("in0[k_i % 2][m_a]"), std::string::npos) << c.cuda;
+      CompileResult r = nvrtc(c, arch);
+      EXPECT_GT(r.cubin.size(), 0u);
+      for (const auto& kern : c.state.kernel.kernels) {
+        ASSERT_TRUE(r.resources.count(kern.name)) << r.log;
+        EXPECT_EQ(r.resources.at(kern.name).spill_store_bytes, 0);
+        EXPECT_EQ(r.resources.at(kern.name).spill_load_bytes, 0);
+      }
+    }
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();

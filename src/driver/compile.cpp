@@ -11,7 +11,8 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
   CompiledProgram out;
   CompileState& s = out.state;
   s.graph = g;
-  s.knobs = resolve_knobs(default_knobs(g, opt.target).knobs, opt.knobs);
+  DefaultChoice d = default_knobs(g, opt.target);
+  s.knobs = resolve_knobs(d.knobs, opt.knobs, d.mma);
   s.target = opt.target;
   s.sizes = opt.sizes;
   run_pipeline(s, opt.stop_after, opt.observer);

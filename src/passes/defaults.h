@@ -9,9 +9,14 @@
 namespace loom {
 
 struct DefaultChoice {
-  Knobs knobs;
+  Knobs knobs;              // the SIMT schedule of the shape's class
+  Knobs mma;                // what an explicit ATOM=mma_* gets instead
   std::string shape_class;  // "large", "medium", "small", "split-k", "symbolic"
 };
+
+// The mma schedule for M and N that are multiples of 128: 2x2 warps of 4x8 atoms,
+// BK=32, 3-stage cp.async, pad 8, 16-byte copies (0.42x cuBLAS at 4096^3 f16 on H200).
+Knobs mma_defaults_aligned();
 
 DefaultChoice default_knobs(const Graph& g, const Target& t);
 
@@ -21,6 +26,9 @@ DefaultChoice default_knobs(const Graph& g, const Target& t);
 // divide (nor a bigger tile with the default tile's register cap); likewise for the
 // staging (STAGE BK STAGES PIPELINE PAD_SMEM SWIZZLE) and split-K (SPLITK SPLITK_MODE)
 // groups.
-Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs);
+// With an explicit ATOM other than fma, `mma_defaults` replace `defaults` (SIMT
+// schedules) the same way.
+Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
+                    const Knobs& mma_defaults = mma_defaults_aligned());
 
 }  // namespace loom

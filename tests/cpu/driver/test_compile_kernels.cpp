@@ -66,6 +66,28 @@ TEST(CompileKernels, DefaultsOfConstantShapesDoNotSpill) {
   }
 }
 
+// An explicit ATOM=mma_* takes the mma defaults of the shape: 4x8 atoms per warp for
+// aligned M and N, 4x4 where bounds guards would push 4x8 into spills.
+TEST(CompileKernels, MmaDefaultsDoNotSpill) {
+  for (const std::string atom : {"mma_f16", "mma_bf16", "mma_tf32"}) {
+    const std::string dt = atom == "mma_f16" ? "f16" : atom == "mma_bf16" ? "bf16" : "tf32";
+    for (const std::string shape : {"A[4096,4096]:" + dt + ", B[4096,4096]:" + dt,
+                                    "A[1000,333]:" + dt + ", B[333,777]:" + dt}) {
+      const std::string e = "matmul(" + shape + ")";
+      SCOPED_TRACE(atom + " " + e);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse("ATOM=" + atom);
+      CompiledProgram c = compile_expression(e, opt);
+      CompileResult r = nvrtc(c, "sm_90a");
+      ASSERT_FALSE(r.resources.empty()) << r.log;
+      for (const auto& [name, rep] : r.resources) {
+        EXPECT_EQ(rep.spill_store_bytes, 0);
+        EXPECT_EQ(rep.spill_load_bytes, 0);
+      }
+    }
+  }
+}
+
 TEST(CompileKernels, ConstantShapesUse32BitIndices) {
   CompiledProgram c = compile_expression("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", {});
   EXPECT_NE(c.cuda.find("const int tile = blockIdx.x;"), std::string::npos) << c.cuda;  // GROUP_M=8

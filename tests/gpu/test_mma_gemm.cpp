@@ -90,7 +90,7 @@ std::vector<MmaGemmCase> cases() {
   // Fragment double buffering (FRAG_BUFFERS=2): ldmatrix and element-wise fragments,
   // several atom steps per slab, both transports, an epilogue.
   v.push_back({"matmul(A[1000,333]:f16, B[333,777]:f16)", "ATOM=mma_f16,FRAG_BUFFERS=2", false, 1});
-  v.push_back({"relu(add(matmul(A[333,1000]:bf16.T, B[777,1000]:bf16.T), bias[777]:f32))",
+  v.push_back({"relu(add(matmul(A[1000,333]:bf16.T, B[777,1000]:bf16.T), bias[777]:f32))",
                "ATOM=mma_bf16,WM=2,WN=2,FM=2,FN=4,BK=64,STAGE=sync,STAGES=2,FRAG_BUFFERS=2", false, 1});
   v.push_back({"matmul(A[1000,333]:tf32, B[333,777]:tf32)",
                "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=cp_async,STAGES=3,FRAG_BUFFERS=2"});

@@ -49,67 +49,46 @@ class Vectorizer {
  private:
   void try_loop(Stmt& loop) {
     if (loop.body.size() != 1 || !loop.extent.is_const()) return;
-    if (loop.body[0].kind == StmtKind::Write) return try_store_loop(loop);
-    Stmt& ld = loop.body[0];
-    if (ld.kind != StmtKind::Load || ld.width != 1 || ld.dst_index.empty()) return;
-    if (!(ld.pred.is_const() && ld.pred.const_value() == 1)) return;
-    const TensorDecl& t = p_.tensor(ld.tensor);
+    Stmt& a = loop.body[0];
+    if ((a.kind != StmtKind::Load && a.kind != StmtKind::Write) || a.width != 1) return;
+    const TensorDecl& t = p_.tensor(a.tensor);
     if (t.dtype == DType::F64) return;
-    const std::string& v = loop.var;
-    auto rest = unit_stride_rest(ld.index[0], v);
-    auto drest = unit_stride_rest(ld.dst_index.back(), v);
-    if (!rest || !drest) return;
-    for (size_t i = 0; i + 1 < ld.dst_index.size(); ++i)
-      if (ld.dst_index[i].uses(v)) return;
-    int64_t E = loop.extent.const_value();
-    for (int64_t W = std::min<int64_t>(max_w_, 16 / dtype_bytes(t.dtype)); W > 1; W /= 2) {
-      if (E % W != 0) continue;
-      Expr q = Expr::var(v);
-      Expr start = ld.index[0].substitute({{v, q * W}});
-      if (!provably_divisible(start, W)) continue;
-      if (t.swizzle.bits && (int64_t(1) << t.swizzle.base) % W != 0) continue;
-      Stmt vec = ld;
-      vec.width = int(W);
-      vec.index = {start};
-      vec.dst_index.back() = ld.dst_index.back().substitute({{v, q * W}});
-      if (E == W) {
-        substitute_block(loop.body, {});
-        Stmt single = vec;
-        Block one = {single};
-        substitute_block(one, {{v, Expr(0)}});
-        loop = one[0];
-      } else {
-        loop.extent = E / W;
-        loop.body = {vec};
-      }
-      ++vectorized_;
-      return;
+    if (a.kind == StmtKind::Load) {
+      // `for v: x[.., c + v] = load T[rest + v]`, unpredicated.
+      if (a.dst_index.empty() || !(a.pred.is_const() && a.pred.const_value() == 1)) return;
+      widen(loop, t, [](Stmt& s) -> std::vector<Expr>& { return s.dst_index; });
+    } else if (a.kind == StmtKind::Write) {
+      // `for v: T[rest + v] = x[.., c + v]` (an unguarded epilogue store of an
+      // accumulator row; atomic ones only where the target has vector reductions).
+      if (a.args[0].is_imm() || a.args[0].index.empty()) return;
+      if (a.atomic_add && !vector_atomics(t)) return;
+      widen(loop, t, [](Stmt& s) -> std::vector<Expr>& { return s.args[0].index; });
     }
   }
 
-  // `for v: T[rest + v] = x[.., c + v]` (an unguarded epilogue store of an accumulator
-  // row) becomes vector stores, with the same alignment proof as loads.
-  void try_store_loop(Stmt& loop) {
-    Stmt& wr = loop.body[0];
-    if (wr.width != 1 || wr.args[0].is_imm() || wr.args[0].index.empty()) return;
-    const TensorDecl& t = p_.tensor(wr.tensor);
-    if (t.dtype == DType::F64 || (wr.atomic_add && !vector_atomics(t))) return;
-    const std::string& v = loop.var;
-    auto rest = unit_stride_rest(wr.index[0], v);
-    auto srest = unit_stride_rest(wr.args[0].index.back(), v);
-    if (!rest || !srest) return;
-    for (size_t i = 0; i + 1 < wr.args[0].index.size(); ++i)
-      if (wr.args[0].index[i].uses(v)) return;
+  // The loop's one access reads or writes T[rest + v] against the register element
+  // `reg_index` names, whose last index is c + v: it becomes accesses of W elements for
+  // the widest W <= VECTORIZE (16 bytes at most) that divides the trip count, whose start
+  // is provably a multiple of W (the alignment proof) and that a swizzle keeps whole.
+  template <class RegIndex>
+  void widen(Stmt& loop, const TensorDecl& t, RegIndex reg_index) {
+    Stmt& a = loop.body[0];
+    const std::string v = loop.var;
+    const std::vector<Expr> ri = reg_index(a);
+    if (!unit_stride_rest(a.index[0], v) || !unit_stride_rest(ri.back(), v)) return;
+    for (size_t i = 0; i + 1 < ri.size(); ++i)
+      if (ri[i].uses(v)) return;
     int64_t E = loop.extent.const_value();
     for (int64_t W = std::min<int64_t>(max_w_, 16 / dtype_bytes(t.dtype)); W > 1; W /= 2) {
       if (E % W != 0) continue;
       Expr q = Expr::var(v);
-      Expr start = wr.index[0].substitute({{v, q * W}});
+      Expr start = a.index[0].substitute({{v, q * W}});
       if (!provably_divisible(start, W)) continue;
-      Stmt vec = wr;
+      if (t.swizzle.bits && (int64_t(1) << t.swizzle.base) % W != 0) continue;
+      Stmt vec = a;
       vec.width = int(W);
       vec.index = {start};
-      vec.args[0].index.back() = wr.args[0].index.back().substitute({{v, q * W}});
+      reg_index(vec).back() = ri.back().substitute({{v, q * W}});
       if (E == W) {
         Block one = {vec};
         substitute_block(one, {{v, Expr(0)}});

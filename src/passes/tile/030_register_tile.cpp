@@ -73,6 +73,30 @@ void index_operands(Block& b, const Arrays& arrays) {
   });
 }
 
+// The cell under a nest of `depth` loops at holder[pos]: the innermost body, with its
+// guard peeled off when it is one If (guard 1 otherwise).
+struct Cell {
+  Block body;
+  Expr guard = Expr(1);
+};
+Cell cell_under(const Block& holder, size_t pos, size_t depth) {
+  const Stmt* inner = &holder[pos];
+  for (size_t i = 1; i < depth; ++i) inner = &inner->body[0];
+  Cell c{inner->body};
+  if (c.body.size() == 1 && c.body[0].kind == StmtKind::If) {
+    c.guard = c.body[0].cond;
+    Block g = c.body[0].body;
+    c.body = g;
+  }
+  return c;
+}
+
+// `acc = 0; for k reduce {...}; epilogue`: the shape both rewrites expect.
+bool init_reduce_epilogue(const Block& cell) {
+  return cell.size() >= 2 && cell[0].kind == StmtKind::Init && cell[1].kind == StmtKind::For &&
+         cell[1].loop_kind == LoopKind::Reduce;
+}
+
 // Rewrites the block holding a register nest; returns false when the shape differs.
 bool rewrite_cell(Block& holder, size_t pos) {
   std::vector<RegLoop> regs;
@@ -84,18 +108,8 @@ bool rewrite_cell(Block& holder, size_t pos) {
   }
   if (regs.empty()) return false;
   // The innermost register loop's body is the cell, possibly under one guard.
-  const Stmt* inner = &holder[pos];
-  for (size_t i = 1; i < regs.size(); ++i) inner = &inner->body[0];
-  Block cell = inner->body;
-  Expr guard(1);
-  if (cell.size() == 1 && cell[0].kind == StmtKind::If) {
-    guard = cell[0].cond;
-    Block g = cell[0].body;
-    cell = g;
-  }
-  if (cell.size() < 2 || cell[0].kind != StmtKind::Init || cell[1].kind != StmtKind::For ||
-      cell[1].loop_kind != LoopKind::Reduce)
-    return false;
+  auto [cell, guard] = cell_under(holder, pos, regs.size());
+  if (!init_reduce_epilogue(cell)) return false;
   for (const auto& r : regs)
     if (!r.extent.is_const()) return false;
 
@@ -210,17 +224,8 @@ bool rewrite_mma_cell(Block& holder, size_t pos, const std::vector<RegLoop>& reg
     throw Error("t:030_register_tile: an mma cell needs REGISTER loops m_a, n_a around ATOM "
                 "loops m_e, n_e (t:010 with ATOM=mma_*), found " + std::to_string(R.size()) +
                 " and " + std::to_string(E.size()));
-  const Stmt* inner = &holder[pos];
-  for (size_t i = 1; i < regs.size(); ++i) inner = &inner->body[0];
-  Block cell = inner->body;
-  Expr guard(1);
-  if (cell.size() == 1 && cell[0].kind == StmtKind::If) {
-    guard = cell[0].cond;
-    Block g = cell[0].body;
-    cell = g;
-  }
-  if (cell.size() < 2 || cell[0].kind != StmtKind::Init || cell[1].kind != StmtKind::For ||
-      cell[1].loop_kind != LoopKind::Reduce)
+  auto [cell, guard] = cell_under(holder, pos, regs.size());
+  if (!init_reduce_epilogue(cell))
     throw Error("t:030_register_tile: an mma cell must be `acc = 0; for k reduce {...}; "
                 "epilogue`; this op's is not (is it a contraction?)");
   std::vector<Expr> guard_terms;

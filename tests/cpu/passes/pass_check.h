@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "ir/interpreter.h"
+#include "frontend/parser.h"
 #include "passes/pass.h"
+#include "passes/pipeline.h"
 
 namespace loom::passcheck {
 
@@ -52,6 +56,39 @@ inline void expect_close(const HostTensor& got, const HostTensor& want, DType dt
     ASSERT_NEAR(got.data[i], want.data[i], tol * std::max(1.0, std::fabs(want.data[i])))
         << ctx << ": element " << i;
   }
+}
+
+// The property every pass test checks: compile `expr` with `knobs` for sm_90a, verify
+// the IR each pass writes, run it on the CPU interpreter and compare the output with
+// the Loop IR straight from lowering (the naive program). `sizes` binds symbolic
+// dimensions; `prepare` may adjust the random inputs once they exist (e.g. round them to
+// tf32). Stops at the first failing pass; returns the final state for shape checks.
+inline CompileState check_every_pass(
+    const std::string& expr, const Knobs& knobs, uint64_t seed,
+    const std::map<std::string, int64_t>& sizes = {},
+    const std::function<void(const LoopProgram&, Bindings&)>& prepare = {}) {
+  SCOPED_TRACE(expr + " knobs=" + knobs.str());
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = knobs;
+  s.target = Target::for_arch("sm_90a");
+  Bindings inputs;
+  inputs.symbols = sizes;
+  HostTensor reference;
+  for (const auto& p : pipeline()) {
+    p.run(s);
+    verify_level(s, p.to);
+    if (p.to == Level::Loop && reference.data.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      if (prepare) prepare(s.loop, inputs);
+      reference = run_level(s, Level::Loop, inputs);
+      continue;
+    }
+    expect_close(run_level(s, p.to, inputs), reference, s.graph.node(s.graph.result()).dtype,
+                 "after " + p.id);
+    if (::testing::Test::HasFailure()) break;
+  }
+  return s;
 }
 
 }  // namespace loom::passcheck

@@ -15,9 +15,6 @@
 namespace loom {
 namespace {
 
-using passcheck::expect_close;
-using passcheck::run_level;
-
 // Extents of the register array `name`'s declaration (empty when it has none).
 std::vector<int64_t> alloc_extents(const KernelProgram& p, const std::string& name) {
   std::vector<int64_t> ext;
@@ -31,24 +28,8 @@ std::vector<int64_t> alloc_extents(const KernelProgram& p, const std::string& na
 
 CompileState check_case(const std::string& expr, const std::string& knobs, uint64_t seed) {
   SCOPED_TRACE(expr + " knobs=" + knobs);
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs + ",FRAG_BUFFERS=2");
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    passcheck::verify_level(s, p.to);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    HostTensor got = run_level(s, p.to, inputs);
-    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
-    if (::testing::Test::HasFailure()) break;
-  }
+  CompileState s =
+      passcheck::check_every_pass(expr, Knobs::parse(knobs + ",FRAG_BUFFERS=2"), seed);
   // Both operands were double-buffered: a leading dimension of 2.
   for (const char* frag : {"in0", "in1"}) {
     const std::vector<int64_t> ext = alloc_extents(s.kernel, frag);

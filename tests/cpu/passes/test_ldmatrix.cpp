@@ -17,9 +17,6 @@
 namespace loom {
 namespace {
 
-using passcheck::expect_close;
-using passcheck::run_level;
-
 struct Case {
   std::string expr, knobs;
   std::set<std::string> copies;  // warp copies k:025 must declare
@@ -50,26 +47,11 @@ int fragment_loads(const KernelProgram& p) {
 // The whole pipeline, the output after every pass against the Loop IR, then the copies.
 CompileState check_case(const Case& c, uint64_t seed) {
   SCOPED_TRACE(c.expr + " knobs=" + c.knobs);
-  CompileState s;
-  s.graph = parse_expression(c.expr);
-  s.knobs = Knobs::parse(c.knobs);
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    passcheck::verify_level(s, p.to);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    HostTensor got = run_level(s, p.to, inputs);
-    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
-    if (::testing::Test::HasFailure()) break;
-  }
+  CompileState s = passcheck::check_every_pass(c.expr, Knobs::parse(c.knobs), seed);
   EXPECT_EQ(copy_ids(s.kernel), c.copies);
-  if (!c.copies.empty()) EXPECT_EQ(fragment_loads(s.kernel), 0) << print(s.kernel);
+  if (!c.copies.empty()) {
+    EXPECT_EQ(fragment_loads(s.kernel), 0) << print(s.kernel);
+  }
   return s;
 }
 

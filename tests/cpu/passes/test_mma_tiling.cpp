@@ -39,28 +39,8 @@ void round_inputs_to_tf32(const ProgramBase& p, Bindings& b) {
 // Runs the whole pipeline, checking the output after every pass against the Loop IR
 // straight from lowering. Returns the final state for shape checks.
 CompileState check_mma_case(const MmaCase& c, uint64_t seed) {
-  SCOPED_TRACE(c.expr + " knobs=" + c.knobs);
-  CompileState s;
-  s.graph = parse_expression(c.expr);
-  s.knobs = Knobs::parse(c.knobs);
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  inputs.symbols = c.sizes;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    passcheck::verify_level(s, p.to);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      round_inputs_to_tf32(s.loop, inputs);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    HostTensor got = run_level(s, p.to, inputs);
-    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
-    if (::testing::Test::HasFailure()) break;
-  }
-  return s;
+  return passcheck::check_every_pass(c.expr, Knobs::parse(c.knobs), seed, c.sizes,
+                                     round_inputs_to_tf32);
 }
 
 // Three tests (one per atom) so that ctest runs them side by side: until k:025 every lane

@@ -16,11 +16,7 @@
 namespace loom {
 namespace {
 
-using passcheck::expect_close;
-using passcheck::run_level;
-using passcheck::verify_level;
-
-// Run the interpreter at `level` on a copy of `inputs`; returns the output tensor.
+// One pass-equivalence case: an expression, its symbolic sizes and the knobs.
 struct Case {
   std::string expr;
   std::map<std::string, int64_t> sizes;
@@ -29,24 +25,7 @@ struct Case {
 
 // Check every pass of the pipeline on one case.
 void check_case(const Case& c, uint64_t seed) {
-  SCOPED_TRACE(c.expr + " knobs=" + c.knobs.str());
-  CompileState s;
-  s.graph = parse_expression(c.expr);
-  s.knobs = c.knobs;
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  inputs.symbols = c.sizes;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    HostTensor got = run_level(s, p.to, inputs);
-    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
-  }
+  passcheck::check_every_pass(c.expr, c.knobs, seed, c.sizes);
 }
 
 TEST(Passes, NaiveLoopIrMatchesTripleLoop) {

@@ -18,35 +18,9 @@
 namespace loom {
 namespace {
 
-using passcheck::expect_close;
-using passcheck::run_level;
-using passcheck::verify_level;
-
-// Runs every pass (verifying its output) and compares each level's result with the
-// naive Loop IR; returns the final state.
 CompileState check_case(const std::string& expr, const std::map<std::string, int64_t>& sizes,
                         const Knobs& knobs, uint64_t seed) {
-  SCOPED_TRACE(expr + " knobs=" + knobs.str());
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = knobs;
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  inputs.symbols = sizes;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    verify_level(s, p.to);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    HostTensor got = run_level(s, p.to, inputs);
-    expect_close(got, reference, s.graph.node(s.graph.result()).dtype, "after " + p.id);
-    if (::testing::Test::HasFatalFailure()) break;
-  }
-  return s;
+  return passcheck::check_every_pass(expr, knobs, seed, sizes);
 }
 
 CompileState compile_to(const std::string& expr, const std::string& knobs,

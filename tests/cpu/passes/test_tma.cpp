@@ -19,10 +19,6 @@
 namespace loom {
 namespace {
 
-using passcheck::expect_close;
-using passcheck::run_level;
-using passcheck::verify_level;
-
 CompileState compile(const std::string& expr, const std::string& knobs,
                      const std::string& arch = "sm_90a") {
   CompileState s;
@@ -36,25 +32,7 @@ CompileState compile(const std::string& expr, const std::string& knobs,
 // Every pass, verified and interpreted, against the naive Loop IR.
 CompileState check_case(const std::string& expr, const std::map<std::string, int64_t>& sizes,
                         const std::string& knobs, uint64_t seed) {
-  SCOPED_TRACE(expr + " knobs=" + knobs);
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  Bindings inputs;
-  inputs.symbols = sizes;
-  HostTensor reference;
-  for (const auto& p : pipeline()) {
-    p.run(s);
-    if (p.to == Level::Loop && reference.data.empty()) {
-      make_random_inputs(s.loop, inputs, seed);
-      reference = run_level(s, Level::Loop, inputs);
-      continue;
-    }
-    if (p.to == Level::Kernel) verify(s.kernel);
-    expect_close(run_level(s, p.to, inputs), reference, DType::F32, "after " + p.id);
-  }
-  return s;
+  return passcheck::check_every_pass(expr, Knobs::parse(knobs), seed, sizes);
 }
 
 int count(const Block& b, StmtKind kind) {

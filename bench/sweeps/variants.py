@@ -1,9 +1,10 @@
 """Times hand-edited variants of a generated GEMM kernel against cuBLAS (torch.mm) on the
 GPU machine: a quick way to test an idea about the generated CUDA before teaching a pass
-to emit it. Each .cu file starts with `// launch: M N K grid block smem [mode]`; grid is
-`x` or `x,y,z`; mode `zero` clears C before the checked launch (split-K's atomic
+to emit it. Each .cu file starts with `// launch: M N K grid block smem [mode] [dtype]`;
+grid is `x` or `x,y,z`; mode `zero` clears C before the checked launch (split-K's atomic
 combine), `timing-only` marks a diagnostic variant whose answer is wrong on purpose (its
-error is printed, never claimed).
+error is printed, never claimed); dtype `f16` or `bf16` makes A, B and C that type (cuBLAS
+then runs its HGEMM), `f32` is the default.
 Usage: python3 bench/sweeps/variants.py FILE.cu...   (run from the repository root)"""
 import sys, cupy as cp, torch
 
@@ -27,19 +28,22 @@ for path in sys.argv[1:]:
     M, N, K = map(int, fields[:3])
     grid = tuple(int(g) for g in fields[3].split(","))
     block, smem = int(fields[4]), int(fields[5])
-    mode = fields[6] if len(fields) > 6 else ""
-    A = torch.randn(M, K, device="cuda"); B = torch.randn(K, N, device="cuda")
-    C = torch.zeros((M, N), device="cuda") if mode in ("zero", "timing-only") else \
-        torch.full((M, N), float("nan"), device="cuda")
+    rest = fields[6:]
+    dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    dt = dtypes[next((f for f in rest if f in dtypes), "f32")]
+    mode = next((f for f in rest if f not in dtypes), "")
+    A = torch.randn(M, K, device="cuda").to(dt); B = torch.randn(K, N, device="cuda").to(dt)
+    C = torch.zeros((M, N), device="cuda", dtype=dt) if mode in ("zero", "timing-only") else \
+        torch.full((M, N), float("nan"), device="cuda", dtype=dt)
     mod = cp.RawModule(code=src, options=("-arch=sm_90a", "-std=c++17", inc), name_expressions=None)
     k = mod.get_function("k_matmul")
     if smem > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem
     args = (A.data_ptr(), B.data_ptr(), C.data_ptr())
     launch = lambda: k(grid, (block,), tuple(cp.uint64(a) for a in args), shared_mem=smem)
-    ref = A @ B
+    ref = A.double() @ B.double()
     launch(); torch.cuda.synchronize()
-    err = ((C - ref).norm() / ref.norm()).item()
+    err = ((C.double() - ref).norm() / ref.norm()).item()
     t_l = []; t_c = []
     for _ in range(3):
         t_l.append(timeit(launch)); t_c.append(timeit(lambda: A @ B))

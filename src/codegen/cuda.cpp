@@ -8,6 +8,7 @@
 
 #include "atoms/atoms.h"
 #include "ir/error.h"
+#include "passes/analysis.h"
 
 namespace loom {
 namespace {
@@ -151,10 +152,14 @@ class Renderer {
 
   std::string address_of(const std::string& tensor, const Expr& offset) {
     const TensorDecl& t = p_.tensor(tensor);
-    std::string off = offset.str();
-    if (t.swizzle.bits)
-      off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " + std::to_string(t.swizzle.base) +
-            ", " + std::to_string(t.swizzle.shift) + ">(" + off + ")";
+    if (!t.swizzle.bits) return "&" + tensor + "[" + offset.str() + "]";
+    // swz(inner) + outer (split_for_swizzle): only the lane's part goes through the XOR.
+    SwizzleSplit split = split_for_swizzle(offset, t.swizzle);
+    std::string off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " +
+                      std::to_string(t.swizzle.base) + ", " + std::to_string(t.swizzle.shift) +
+                      ">(" + split.inner.str() + ")";
+    if (!(split.outer.is_const() && split.outer.const_value() == 0))
+      off += " + " + split.outer.str();
     return "&" + tensor + "[" + off + "]";
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }

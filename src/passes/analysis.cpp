@@ -52,6 +52,19 @@ bool provably_divisible(const Expr& e, int64_t w) {
   }
 }
 
+SwizzleSplit split_for_swizzle(const Expr& offset, const Swizzle& s) {
+  if (s.bits == 0) return {offset, Expr(0)};
+  const int64_t period = int64_t(1) << (s.base + s.shift + s.bits);
+  SwizzleSplit out{Expr(0), Expr(0)};
+  for (const Expr& t : sum_terms(distribute_constants(offset))) {
+    if (provably_divisible(t, period))
+      out.outer = out.outer + t;
+    else
+      out.inner = out.inner + t;
+  }
+  return out;
+}
+
 Ranges kernel_builtin_ranges(const KernelOp& k) {
   Ranges r;
   const char* names[3] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};

@@ -23,6 +23,16 @@ Expr distribute_constants(const Expr& e);
 // divisible by w, products with such a constant factor, sums of such terms.
 bool provably_divisible(const Expr& e, int64_t w);
 
+// A swizzled offset split so that swizzle(offset) == swizzle(inner) + outer for every
+// value of the variables: `outer` collects the terms that are multiples of the swizzle's
+// period 2^(base + shift + bits) — adding one changes no bit the XOR reads or writes.
+// Codegen emits swz(inner) + outer, so the XOR sees only the lane's own part (hoisted out
+// of the mainloop by the compiler) while stage, warp and atom offsets stay additive
+// (immediates of the shared-memory instruction): swizzling the whole offset cost ~9 ALU
+// instructions per ldmatrix (bench/NOTES.md).
+struct SwizzleSplit { Expr inner, outer; };
+SwizzleSplit split_for_swizzle(const Expr& offset, const Swizzle& s);
+
 // Ranges of the variables in scope at a point of a Kernel IR body: blockIdx/threadIdx
 // from the launch geometry, loop variables from extents, lets from their values.
 using Ranges = std::map<std::string, Expr::Range>;

@@ -35,19 +35,27 @@ Gemm gemm_of(const Graph& g) {
 }  // namespace
 
 Knobs mma_defaults_aligned() {
-  return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8");
+  return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8");
 }
 
-// The mma schedule for the shape: 4x8 atoms per warp need every register (215 at
+// The mma schedule for the shape: 4x8 atoms per warp need every register (234 at
 // 4096^3 f16); the bounds guards of a ragged M or N push them to 255 and spill (192 B at
 // 1000x777x333 f16), so such shapes get 4x4 atoms per warp (128x64 blocks), and tf32,
 // whose fragments are element-wise floats, 2x4 (24 B of spills at 4x4).
+// Aligned 16-bit operands: BK=64 slabs (128-byte A rows, half the L2 requests of 64-byte
+// ones) with the row-derived XOR swizzle (conflict-free cp.async writes and ldmatrix
+// reads; the pad left the A writes 2-way) in a 2-deep ring (2 blocks of 64 KiB per SM).
+// 4096^3 f16 on H100: 0.39x cuBLAS with BK=32 / pad 8 / 3 stages, 0.50x with SWIZZLE=xor
+// and BK=64 at 3 stages, 0.51x at 2 (bench/NOTES.md). Ragged shapes keep the padded
+// BK=32 ring: the swizzled addresses on top of the guards spill there (48-732 B at
+// 1000x777x333), and tf32 too (element-wise 32-bit fragment loads).
 static Knobs mma_defaults_for(const Gemm& s) {
-  bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
-  if (aligned) return mma_defaults_aligned();
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
-  return Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") +
-                      ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8");
+  const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
+  const std::string padded = ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8";
+  if (aligned && !tf32) return mma_defaults_aligned();
+  if (aligned) return Knobs::parse("WM=2,WN=2,FM=4,FN=8" + padded);
+  return Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") + padded);
 }
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
@@ -109,14 +117,9 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
-  // staging defaults and no split-K yet (mma_defaults_for): 2x2 warps of 4x8 atoms
-  // (128x128 blocks of 128 threads), BK=32 slabs through a 3-deep cp.async ring, rows
-  // padded by 8 elements (16 bytes: ldmatrix rows stay aligned, and consecutive rows
-  // move to other banks), VECTORIZE=8 so 16-bit operands move in 16-byte cp.async
-  // copies. 4096^3 f16 on H200: 431 us, 0.42x cuBLAS (0.40x with 8-byte copies); 2x4
-  // warps of 4x4 atoms 0.35x; SWIZZLE=64B instead of the pad 0.34-0.35x; BK=64 with
-  // SWIZZLE=128B 0.43x; the first rung (2x2 warps of 2x4 atoms, sync, element-wise
-  // fragments) 0.12x (bench/NOTES.md).
+  // staging defaults and no split-K yet (mma_defaults_for, which says why and what they
+  // measured): 2x2 warps of 4x8 atoms, cp.async slabs; a knob of a group given
+  // explicitly drops the rest of that group's defaults.
   const bool mma = explicit_knobs.get_str("ATOM", "fma") != "fma";
   const Knobs& base = mma ? mma_defaults : defaults;
   Knobs out;

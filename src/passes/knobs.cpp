@@ -39,8 +39,9 @@ const std::vector<KnobDef>& knob_registry() {
        "k:050_pipeline", 0, 1},
       {"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks power-of-two "
        "row strides that put a column in one bank)", "t:045_pad_smem", 0, 32},
-      {"SWIZZLE", "XOR swizzle of shared tiles (TMA patterns; excludes PAD_SMEM)",
-       "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B"}},
+      {"SWIZZLE", "XOR swizzle of shared tiles: a TMA pattern, or xor = Swizzle<B,M,S> derived "
+       "from each tile's row length (excludes PAD_SMEM)",
+       "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}},
       {"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
        "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
        "k:052_interleave_loads", 0, 1},

@@ -20,6 +20,10 @@
 //    ceil(active lanes x bytes per lane / 128), at least 1 (128 bytes = one row of all 32
 //    banks per wavefront).
 //
+//  - A warp copy (ldmatrix .m8n8): each 8x8 matrix is one phase of 8 rows x 16 bytes,
+//    row r read at the address lane WarpCopy::row_lane[r] supplies; ideal = 1 wavefront
+//    per matrix. The report's op is the atom's name, width the row's elements.
+//
 // Evaluation: an access's flat offset (Load/Write index, AsyncCopy destination; a
 // multi-dimensional index is flattened with TensorDecl::strides()) goes through
 // TensorDecl::physical() (the swizzle) per element of the vector. Enclosing Lets are
@@ -45,7 +49,7 @@ constexpr int64_t kExhaustiveLimit = 4096;
 struct SharedAccessReport {
   std::string stmt;        // the statement as Kernel IR prints it
   std::string tensor;      // the shared tensor
-  std::string op;          // "load", "store", "cp.async"
+  std::string op;          // "load", "store", "cp.async", or a warp copy's atom (ldmatrix_x4)
   int width = 1;           // elements per lane
   int bytes_per_lane = 4;  // width x element bytes
   int64_t wavefronts = 0;  // worst warp instruction (over warps and bindings)

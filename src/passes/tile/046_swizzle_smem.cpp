@@ -20,6 +20,16 @@
 // of line pairs / quads for 64B, 32B); rows longer than the span see the line index
 // instead, so a column of 256-byte rows gets 4 distinct XOR values, not 8.
 //
+// SWIZZLE=xor derives Swizzle<B, M, S> from each tile's own row instead (CuTe's rule for
+// ldmatrix-friendly layouts): M = the 16-byte chunk (4 - log2(element bytes) element
+// bits), B = log2 of the chunks per 128 bytes a row covers (3 for rows of 128 B or more,
+// 2 for 64 B, 1 for 32 B), and the XOR's source is the row index when rows are 128 B or
+// longer (S = log2(row bytes / 16)), the 128-byte line index otherwise (S = 3). A column
+// of 8 consecutive rows then lands on 8 different bank groups for any power-of-two row:
+// for 128-byte rows it is the TMA 128B pattern; for the 256-byte rows of a 128-wide f16
+// B slab the TMA pattern repeats every 4 rows (2-way conflicts on every ldmatrix, 0.46x
+// vs 0.48x cuBLAS at 4096^3 on H100, bench/NOTES.md) and the row XOR does not.
+//
 // Steps:
 //  1. Read SWIZZLE (none: nothing changes); PAD_SMEM > 0 as well is an error (the pad
 //     would shift rows off the span the XOR pattern assumes: choose one).
@@ -29,6 +39,8 @@
 //     inner dimension may not exceed its swizzle span).
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
+#include <algorithm>
+
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -66,11 +78,33 @@ void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool t
   t.swizzle.shift = 3;
 }
 
+// SWIZZLE=xor: the pattern derived from the row length (see the header).
+void swizzle_tensor_by_row(TensorDecl& t, bool tma) {
+  const int64_t eb = dtype_bytes(t.dtype);
+  const Expr& last = t.shape.back();
+  if (!last.is_const())
+    throw Error("SWIZZLE=xor: shared tensor " + t.name + " has a symbolic row (" + last.str() +
+                "); swizzled tiles need constant shapes");
+  const int64_t row = last.const_value() * eb;
+  if (row < 32 || (row & (row - 1)) != 0)
+    throw Error("SWIZZLE=xor needs shared rows of a power of two of at least 32 bytes; " +
+                t.name + " has rows of " + std::to_string(row) + " B (" +
+                std::to_string(last.const_value()) + " " + dtype_name(t.dtype) +
+                "): use PAD_SMEM, or a tile whose rows are 32, 64, 128, 256... bytes (BK/BN)");
+  if (tma && row > 128)
+    throw Error("SWIZZLE=xor with STAGE=tma: " + t.name + " has rows of " + std::to_string(row) +
+                " B, but TMA swizzles only within boxes of at most 128-byte rows: use a narrower "
+                "tile (BK/BN) or STAGE=cp_async");
+  t.swizzle.base = 4 - log2_exact(eb);
+  t.swizzle.bits = log2_exact(std::min<int64_t>(row, 128) / 16);
+  t.swizzle.shift = row >= 128 ? log2_exact(row / 16) : 3;
+}
+
 }  // namespace
 
 Pass pass_swizzle_smem() {
   return Pass{"t:046_swizzle_smem", Level::Tile, Level::Tile,
-              "shared tiles of rank >= 2 carry the TMA XOR swizzle SWIZZLE selects",
+              "shared tiles of rank >= 2 carry the XOR swizzle SWIZZLE selects (a TMA pattern, or xor: derived from the row)",
               {"SWIZZLE"},
               [](CompileState& s) {
                 std::string mode = s.knobs.get_str("SWIZZLE", "none");
@@ -80,11 +114,14 @@ Pass pass_swizzle_smem() {
                   throw Error("PAD_SMEM=" + std::to_string(pad) + " and SWIZZLE=" + mode +
                               " both remove bank conflicts and do not compose (the pad moves "
                               "rows off the swizzle's span): choose one");
-                int64_t span = std::stoll(mode.substr(0, mode.size() - 1));
                 bool tma = s.knobs.get_str("STAGE", "sync") == "tma";
-                for (TensorDecl& t : s.tile.tensors)
-                  if (t.role == TensorRole::Shared && t.shape.size() >= 2)
-                    swizzle_tensor(t, mode, span, tma);
+                for (TensorDecl& t : s.tile.tensors) {
+                  if (t.role != TensorRole::Shared || t.shape.size() < 2) continue;
+                  if (mode == "xor")
+                    swizzle_tensor_by_row(t, tma);
+                  else
+                    swizzle_tensor(t, mode, std::stoll(mode.substr(0, mode.size() - 1)), tma);
+                }
               }};
 }
 

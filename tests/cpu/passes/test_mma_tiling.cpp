@@ -266,7 +266,7 @@ TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
 
 TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
   // An mma atom replaces the class's SIMT tile, staging and split count with its own
-  // defaults (2x2 warps of 4x8 atoms, BK=32, 3-deep cp.async ring, pad 8).
+  // defaults (2x2 warps of 4x8 atoms, BK=64, 2-deep cp.async ring, row-derived swizzle).
   Knobs large = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,MIN_BLOCKS=2");
   Knobs r = resolve_knobs(large, Knobs::parse("ATOM=mma_f16"));
   EXPECT_FALSE(r.has("BM"));
@@ -274,9 +274,10 @@ TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
   EXPECT_EQ(r.get_int("FM", 0), 4);
   EXPECT_EQ(r.get_int("FN", 0), 8);
   EXPECT_EQ(r.get_str("STAGE", ""), "cp_async");
-  EXPECT_EQ(r.get_int("STAGES", 0), 3);
-  EXPECT_EQ(r.get_int("BK", 0), 32);
-  EXPECT_EQ(r.get_int("PAD_SMEM", 0), 8);
+  EXPECT_EQ(r.get_int("STAGES", 0), 2);
+  EXPECT_EQ(r.get_int("BK", 0), 64);
+  EXPECT_EQ(r.get_str("SWIZZLE", ""), "xor");
+  EXPECT_FALSE(r.has("PAD_SMEM"));
   EXPECT_EQ(r.get_int("VECTORIZE", 0), 8);
   // An explicit knob of a group still drops that group's defaults.
   Knobs e = resolve_knobs(large, Knobs::parse("ATOM=mma_f16,STAGE=sync"));

@@ -8,6 +8,7 @@
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "passes/analysis.h"
 #include "passes/pipeline.h"
 #include "tune/bank_conflicts.h"
 
@@ -161,6 +162,91 @@ TEST(SwizzleSmem, ModelSeesTheSwizzledLayout) {
   EXPECT_DOUBLE_EQ(worst(r, "B_s", "load"), 1.0);
 }
 
+// SWIZZLE=xor derives Swizzle<B, M, S> from each tile's row: 16-byte chunks (M = 3 for
+// 16-bit elements, 2 for f32), XORed with the row index for rows of 128 B or more.
+const char* kMma = "ATOM=mma_f16,WM=2,WN=2,FM=4,FN=8,STAGE=cp_async,STAGES=3,PAD_SMEM=0,VECTORIZE=8";
+
+TEST(SwizzleSmem, XorDerivesThePatternFromTheRow) {
+  // A_s[128][64] f16 (128-byte rows): the TMA 128B pattern; B_s[64][128] (256-byte rows):
+  // the row index is 7 element bits up, so S = 4 where the TMA pattern keeps 3.
+  CompileState s = compile("matmul(A[256,256]:f16, B[256,256]:f16)",
+                           std::string(kMma) + ",BK=64,SWIZZLE=xor", "t:046_swizzle_smem");
+  EXPECT_EQ(s.tile.tensor("A_s").swizzle, (Swizzle{3, 3, 3}));
+  EXPECT_EQ(s.tile.tensor("B_s").swizzle, (Swizzle{3, 3, 4}));
+  // A_s[128][32] f16 (64-byte rows): 4 chunks per row, XORed with the 128-byte line.
+  CompileState h = compile("matmul(A[256,256]:f16, B[256,256]:f16)",
+                           std::string(kMma) + ",BK=32,SWIZZLE=xor", "t:046_swizzle_smem");
+  EXPECT_EQ(h.tile.tensor("A_s").swizzle, (Swizzle{2, 3, 3}));
+  // f32 B_s[16][64] (256-byte rows): chunks of 4 elements, row index 6 element bits up.
+  CompileState f = compile(kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=xor",
+                           "t:046_swizzle_smem");
+  EXPECT_EQ(f.tile.tensor("B_s").swizzle, (Swizzle{3, 2, 4}));
+  EXPECT_EQ(f.tile.tensor("A_s").swizzle, (Swizzle{2, 2, 3}));  // [64][16] f32: 64 B rows
+}
+
+TEST(SwizzleSmem, XorRefusesRowsItCannotPermute) {
+  try {  // BN=96 f16: 192-byte rows, not a power of two
+    compile("matmul(A[192,192]:f16, B[192,192]:f16)",
+            "ATOM=mma_f16,WM=2,WN=3,FM=4,FN=4,BK=32,STAGE=cp_async,PAD_SMEM=0,SWIZZLE=xor");
+    FAIL() << "a 192-byte row was swizzled";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("192 B"), std::string::npos) << m;
+    EXPECT_NE(m.find("power of two"), std::string::npos) << m;
+  }
+  try {  // TMA boxes swizzle within rows of at most 128 B
+    compile(kExpr, std::string(kTile) + ",STAGE=tma,SWIZZLE=xor");  // B_s: 64 f32 rows
+    FAIL() << "SWIZZLE=xor accepted a 256-byte TMA row";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("STAGE=tma"), std::string::npos) << m;
+    EXPECT_NE(m.find("256 B"), std::string::npos) << m;
+  }
+}
+
+// The bank-conflict model reads ldmatrix as hardware serves it (one 8-row matrix per
+// wavefront): the TMA 128B pattern on B's 256-byte rows repeats every 4 rows, so each
+// ldmatrix.trans of B costs 2 wavefronts per matrix; the row-derived pattern costs 1, and
+// so does every other shared access of the mma kernel.
+TEST(SwizzleSmem, XorMakesTheMmaKernelConflictFree) {
+  const std::string expr = "matmul(A[256,256]:f16, B[256,256]:f16)";
+  auto tma = table(compile(expr, std::string(kMma) + ",BK=64,SWIZZLE=128B"), "SWIZZLE=128B");
+  EXPECT_DOUBLE_EQ(worst(tma, "B_s", "ldmatrix_x2_trans"), 2.0);
+  EXPECT_DOUBLE_EQ(worst(tma, "A_s", "ldmatrix_x4"), 1.0);
+  auto x = table(compile(expr, std::string(kMma) + ",BK=64,SWIZZLE=xor"), "SWIZZLE=xor");
+  EXPECT_DOUBLE_EQ(worst(x, "B_s", "ldmatrix_x2_trans"), 1.0);
+  EXPECT_DOUBLE_EQ(worst(x, "A_s", "ldmatrix_x4"), 1.0);
+  EXPECT_DOUBLE_EQ(worst(x, "A_s", "cp.async"), 1.0);
+  EXPECT_DOUBLE_EQ(worst(x, "B_s", "cp.async"), 1.0);
+  // The pad (80-byte A rows) leaves the ldmatrix reads conflict-free but not the 16-byte
+  // cp.async writes: lanes 4..7 of a quarter warp wrap onto lane 0's banks.
+  auto pad = table(compile(expr, "ATOM=mma_f16,WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,"
+                                 "STAGES=3,PAD_SMEM=8,VECTORIZE=8"), "PAD_SMEM=8");
+  EXPECT_DOUBLE_EQ(worst(pad, "A_s", "ldmatrix_x4"), 1.0);
+  EXPECT_DOUBLE_EQ(worst(pad, "A_s", "cp.async"), 2.0);
+}
+
+// split_for_swizzle: swz(offset) == swz(inner) + outer for every value, and only terms
+// that are multiples of the period leave the XOR.
+TEST(SwizzleSplit, KeepsTheSwizzledOffset) {
+  const Swizzle sw{3, 3, 4};  // period 2^10
+  Expr lane = Expr::var("lane"), ka = Expr::var("k_a"), st = Expr::var("st");
+  Expr off = (st % 3) * 8192 + (ka * 16 + lane % 16) * 128 + lane / 16 * 8 + ka * 8 + 1024;
+  SwizzleSplit sp = split_for_swizzle(off, sw);
+  EXPECT_FALSE(sp.outer.uses("lane"));
+  EXPECT_TRUE(sp.outer.uses("st"));
+  EXPECT_TRUE(sp.inner.uses("lane"));
+  for (int64_t s = 0; s < 5; ++s)
+    for (int64_t k = 0; k < 4; ++k)
+      for (int64_t l = 0; l < 32; ++l) {
+        Expr::Env env = {{"lane", l}, {"k_a", k}, {"st", s}};
+        EXPECT_EQ(sw.apply(off.eval(env)), sw.apply(sp.inner.eval(env)) + sp.outer.eval(env));
+      }
+  // Without a swizzle nothing moves out.
+  SwizzleSplit none = split_for_swizzle(off, Swizzle{});
+  EXPECT_TRUE(none.outer.is_const() && none.outer.const_value() == 0);
+}
+
 // Results are unchanged: the Kernel IR interpreter (which applies pad and swizzle through
 // TensorDecl::strides() / physical()) against the Loop IR on the same inputs.
 void expect_same_result(const std::string& knobs) {
@@ -187,6 +273,7 @@ TEST(PadSwizzle, ResultsUnchangedOnTheInterpreter) {
   expect_same_result("PAD_SMEM=2");
   expect_same_result("SWIZZLE=128B");
   expect_same_result("STAGE=cp_async,SWIZZLE=64B");
+  expect_same_result("STAGE=cp_async,SWIZZLE=xor");
 }
 
 }  // namespace

@@ -9,23 +9,59 @@
 namespace loom {
 namespace {
 
-std::string gemm_expr(const std::string& shape, const std::string& fallback) {
+std::string gemm_expr(const std::string& shape, const std::string& fallback,
+                      const std::string& dtype = "f32") {
   if (shape.empty()) return fallback;
   long long m, n, k;
   if (std::sscanf(shape.c_str(), "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1)
     throw Error("--shape must be MxNxK with positive sizes, e.g. 4096x4096x4096 (got '" + shape + "')");
-  return "matmul(A[" + std::to_string(m) + "," + std::to_string(k) + "]:f32, B[" +
-         std::to_string(k) + "," + std::to_string(n) + "]:f32)";
+  return "matmul(A[" + std::to_string(m) + "," + std::to_string(k) + "]:" + dtype + ", B[" +
+         std::to_string(k) + "," + std::to_string(n) + "]:" + dtype + ")";
+}
+
+// The HGEMM article's progression (mma.sync + ldmatrix), each rung one optimization on
+// the last, ending at Loom's own mma defaults. 2x2 warps of 4x8 m16n8k16 atoms (128x128
+// blocks) throughout, so the rungs differ only in how operands reach the fragments.
+void hgemm_steps(Ladder& l, const std::string& dtype) {
+  const std::string base = "ATOM=mma_" + dtype + ",WM=2,WN=2,FM=4,FN=8,VECTORIZE=8";
+  const std::string padded = base + ",BK=32,PAD_SMEM=8";
+  const std::string swizzled = base + ",BK=32,SWIZZLE=xor";
+  l.steps = {
+      {"01a direct fragments", padded + ",STAGE=sync,STAGES=1,LDMATRIX=0",
+       "each lane loads its fragment values from shared memory one by one (2-byte LDS)"},
+      {"01b ldmatrix", padded + ",STAGE=sync,STAGES=1,LDMATRIX=1",
+       "one ldmatrix.x4 per A fragment, .x2.trans per B fragment"},
+      {"02 XOR swizzle", swizzled + ",STAGE=sync,STAGES=1",
+       "Swizzle<B,M,S> from the row length instead of the pad: conflict-free stores and ldmatrix"},
+      {"03 multistage", swizzled + ",STAGE=cp_async,STAGES=3",
+       "3-deep cp.async ring: global->shared without registers, 2 slabs in flight"},
+      {"04 fragment pipelining", swizzled + ",STAGE=cp_async,STAGES=3,FRAG_BUFFERS=2",
+       "next atom step's fragments loaded while the current step's mmas run"},
+      {"05 block swizzle", swizzled + ",STAGE=cp_async,STAGES=3,FRAG_BUFFERS=2,GROUP_M=8",
+       "tiles walked in groups of 8 rows so neighbours share panels in L2"},
+      {"Loom default", base + ",BK=64,SWIZZLE=xor,STAGE=cp_async,STAGES=2",
+       "BK=64 slabs (128-byte A rows: half the L2 requests), 2-deep ring, 2 blocks/SM"},
+  };
 }
 
 }  // namespace
 
-std::vector<std::string> ladder_names() { return {"sgemm", "splitk", "swizzle"}; }
+std::vector<std::string> ladder_names() { return {"sgemm", "splitk", "swizzle", "hgemm"}; }
 
-Ladder make_ladder(const std::string& name, const std::string& shape) {
+Ladder make_ladder(const std::string& name, const std::string& shape, const std::string& dtype) {
   Ladder l;
   l.name = name;
-  if (name == "sgemm") {
+  if (!dtype.empty() && name != "hgemm")
+    throw Error("--dtype applies to `loom ladder hgemm` (f16 or bf16); the " + name +
+                " ladder is fp32");
+  if (name == "hgemm") {
+    const std::string dt = dtype.empty() ? "f16" : dtype;
+    if (dt != "f16" && dt != "bf16")
+      throw Error("--dtype for the hgemm ladder must be f16 or bf16 (got '" + dt + "')");
+    l.name = "hgemm (" + dt + ")";
+    l.expression = gemm_expr(shape.empty() ? "4096x4096x4096" : shape, "", dt);
+    hgemm_steps(l, dt);
+  } else if (name == "sgemm") {
     // The compiler article's progression. Each step adds one optimization to the last.
     l.expression = gemm_expr(shape, "matmul(A[4096,4096]:f32, B[4096,4096]:f32)");
     const std::string tile = "BM=128,BN=128,FM=8,FN=8";

@@ -1,6 +1,6 @@
 // Ladders: a progression of knob sets run on the GPU, one optimization per step, each
 // verified and timed against cuBLAS in the same run — the articles' figures as a
-// runnable table (`loom ladder sgemm|splitk|swizzle`).
+// runnable table (`loom ladder sgemm|splitk|swizzle|hgemm`).
 #pragma once
 #include <string>
 #include <vector>
@@ -21,8 +21,10 @@ struct Ladder {
   std::vector<LadderStep> steps;
 };
 
-// The known ladders, for an optional shape override "MxNxK".
-Ladder make_ladder(const std::string& name, const std::string& shape);
+// The known ladders, for an optional shape override "MxNxK" and, for hgemm, the operand
+// type ("f16" by default, or "bf16").
+Ladder make_ladder(const std::string& name, const std::string& shape,
+                   const std::string& dtype = "");
 std::vector<std::string> ladder_names();
 
 struct LadderRow {

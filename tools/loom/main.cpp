@@ -34,7 +34,7 @@ const char* kUsage =
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
-    "  ladder  sgemm|splitk|swizzle [--shape MxNxK] [--seed N] [--reps N]\n"
+    "  ladder  sgemm|splitk|swizzle|hgemm [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
@@ -46,7 +46,7 @@ constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)
 
 struct Args {
   std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
-  std::string ladder, shape;
+  std::string ladder, shape, dtype;
   int verbose = 0;
   bool check = false, bench = false;
   uint64_t seed = 1;
@@ -95,6 +95,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
     else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
     else if (f == "--shape") a.shape = value();
+    else if (f == "--dtype") a.dtype = value();
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
     else if (a.command == "ladder" && a.ladder.empty() && f[0] != '-') a.ladder = f;
     else usage_error("unknown option '" + f + "'");
@@ -259,8 +260,8 @@ int cmd_demo(const Args& a) {
 }
 
 int cmd_ladder(const Args& a) {
-  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk or swizzle");
-  Ladder l = make_ladder(a.ladder, a.shape);
+  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk, swizzle or hgemm");
+  Ladder l = make_ladder(a.ladder, a.shape, a.dtype);
   RunOptions opt;
   opt.seed = a.seed;
   opt.timing.reps = a.reps;

@@ -34,26 +34,35 @@ fi
 exprs=("$@")
 [ ${#exprs[@]} -eq 0 ] && exprs=("matmul(A[4096,4096]:f32, B[4096,4096]:f32)")
 i=0
-for e in "${exprs[@]}"; do
+for arg in "${exprs[@]}"; do
   i=$((i + 1))
-  "$BUILD/loom" run -c "$e" --bench > "$OUT/bench-$i.txt" 2>&1
+  # EXPR or EXPR@KNOBS (e.g. "matmul(A[4096,4096]:f16, B[4096,4096]:f16)@ATOM=mma_f16")
+  e=${arg%%@*}
+  knobs=""
+  [ "$e" != "$arg" ] && knobs=${arg#*@}
+  "$BUILD/loom" run -c "$e" --bench --knobs "$knobs" > "$OUT/bench-$i.txt" 2>&1
   rc=$?
   cat "$OUT/bench-$i.txt" >> "$OUT/bench.txt"
   rm "$OUT/bench-$i.txt"
   ratio=$(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $NF}')
-  note "bench $i (rc=$rc): $e -> Loom vs cuBLAS ${ratio:-n/a}"
+  note "bench $i (rc=$rc): $arg -> Loom vs cuBLAS ${ratio:-n/a}"
 done
 
-# Ladders named in $LADDERS (e.g. "sgemm splitk"), all into one log.
+# Ladders named in $LADDERS (e.g. "sgemm splitk hgemm+--dtype+bf16": '+' separates a
+# ladder's own options), all into one log.
 for l in ${LADDERS:-}; do
-  "$BUILD/loom" ladder "$l" >> "$OUT/ladders.txt" 2>&1
-  note "ladder $l: rc=$? (see ladders.txt)"
+  # shellcheck disable=SC2086
+  "$BUILD/loom" ladder ${l//+/ } >> "$OUT/ladders.txt" 2>&1
+  note "ladder ${l//+/ }: rc=$? (see ladders.txt)"
 done
 
 # SASS of the first expression's kernels: the instructions we meant, and no local memory.
-if "$BUILD/loom" compile -c "${exprs[0]}" --cubin "$OUT/kernel.cubin" -o "$OUT/kernel.cu" > /dev/null 2>&1 &&
+first=${exprs[0]}
+first_knobs=""
+[ "${first%%@*}" != "$first" ] && first_knobs=${first#*@}
+if "$BUILD/loom" compile -c "${first%%@*}" --knobs "$first_knobs" --cubin "$OUT/kernel.cubin" -o "$OUT/kernel.cu" > /dev/null 2>&1 &&
    cuobjdump --dump-sass "$OUT/kernel.cubin" > "$OUT/kernel.sass" 2>&1; then
-  note "sass: FFMA=$(grep -c FFMA "$OUT/kernel.sass") LDG=$(grep -c LDG "$OUT/kernel.sass") LDL/STL=$(grep -cE 'LDL|STL' "$OUT/kernel.sass")"
+  note "sass: FFMA=$(grep -c FFMA "$OUT/kernel.sass") HMMA=$(grep -c HMMA "$OUT/kernel.sass") LDSM=$(grep -c LDSM "$OUT/kernel.sass") LDGSTS=$(grep -c LDGSTS "$OUT/kernel.sass") LDG=$(grep -c 'LDG\.' "$OUT/kernel.sass") LDL/STL=$(grep -cE 'LDL|STL' "$OUT/kernel.sass")"
 else
   note "sass: not dumped (see $OUT/kernel.sass)"
 fi

@@ -24,6 +24,13 @@ struct VerifyResult {
 
 VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double threshold);
 
+// The threshold for a GEMM whose mma atoms accumulate in f16 (ACC=f16): each atom of
+// depth `atom_k` rounds the running sum to f16, ⌈k / atom_k⌉ times along a reduction of
+// length k. That is a different numerical contract from f32 accumulation, so it has its
+// own threshold, derived in docs/verification.md: verify_threshold(in, out) plus
+// 4 · 2⁻¹¹ · √⌈k / atom_k⌉. Only kernels that accumulate in f16 are judged by it.
+double verify_threshold_f16_accumulate(DType in, DType out, int64_t k, int atom_k);
+
 // Storage bytes (as copied from the device) <-> HostTensor. f32 and tf32 are 4-byte
 // floats, f16 and bf16 their 2-byte bit patterns, f64 doubles; HostTensor values are
 // expected to be representable in the dtype (to_storage_bytes narrows, never rounds twice).

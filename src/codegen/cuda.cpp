@@ -28,10 +28,6 @@ std::string element(const std::string& name, const std::vector<Expr>& index) {
   return s;
 }
 
-std::string operand(const Operand& o) {
-  return o.is_imm() ? float_literal(o.imm) : element(o.name, o.index);
-}
-
 bool always(const Expr& pred) { return pred.is_const() && pred.const_value() == 1; }
 
 const char* dtype_suffix(DType t) {
@@ -43,23 +39,6 @@ const char* dtype_suffix(DType t) {
     case DType::F64: break;
   }
   throw Error("codegen: tensors of dtype " + std::string(dtype_name(t)) + " are not supported");
-}
-
-std::string compute_expr(const Stmt& s) {
-  auto a = [&](int i) { return operand(s.args.at(size_t(i))); };
-  switch (s.op) {
-    case ScalarOp::Add: return a(0) + " + " + a(1);
-    case ScalarOp::Sub: return a(0) + " - " + a(1);
-    case ScalarOp::Mul: return a(0) + " * " + a(1);
-    case ScalarOp::Div: return a(0) + " / " + a(1);
-    case ScalarOp::Max: return "fmaxf(" + a(0) + ", " + a(1) + ")";
-    case ScalarOp::Min: return "fminf(" + a(0) + ", " + a(1) + ")";
-    case ScalarOp::Neg: return "-" + a(0);
-    case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
-    case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
-    case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
-  }
-  return "";
 }
 
 class Renderer {
@@ -163,6 +142,33 @@ class Renderer {
     return "&" + tensor + "[" + off + "]";
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
+
+  // An operand as an f32 expression: an immediate, an element of an f32 register array,
+  // or a value of a packed 16-bit accumulator, widened from its half of its register.
+  std::string operand(const Operand& o) const {
+    if (o.is_imm()) return float_literal(o.imm);
+    auto it = packed_.find(o.name);
+    if (it == packed_.end()) return element(o.name, o.index);
+    return std::string("loom::cvt_f32_") + dtype_suffix(it->second.type) + "(" +
+           packed_half(o.name, o.index) + ")";
+  }
+
+  std::string compute_expr(const Stmt& s) const {
+    auto a = [&](int i) { return operand(s.args.at(size_t(i))); };
+    switch (s.op) {
+      case ScalarOp::Add: return a(0) + " + " + a(1);
+      case ScalarOp::Sub: return a(0) + " - " + a(1);
+      case ScalarOp::Mul: return a(0) + " * " + a(1);
+      case ScalarOp::Div: return a(0) + " / " + a(1);
+      case ScalarOp::Max: return "fmaxf(" + a(0) + ", " + a(1) + ")";
+      case ScalarOp::Min: return "fminf(" + a(0) + ", " + a(1) + ")";
+      case ScalarOp::Neg: return "-" + a(0);
+      case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
+      case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
+      case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
+    }
+    return "";
+  }
   static std::string mbar(const Stmt& s) { return "&loom_mbar[" + s.value.str() + "]"; }
   std::string dst(const Stmt& s) { return element(s.dst, s.dst_index); }
   // A scalar definition declares a const; an array element is assigned.
@@ -211,6 +217,10 @@ class Renderer {
         line(d, def(s) + " = " + compute_expr(s) + ";");
         break;
       case StmtKind::Init:
+        if (packed_.count(s.dst)) {
+          packed_init(s, d);
+          break;
+        }
         line(d, (s.dst_index.empty() ? "float " + s.dst : dst(s)) + " = " + float_literal(s.imm) + ";");
         break;
       case StmtKind::Accum:
@@ -235,6 +245,10 @@ class Renderer {
       }
       case StmtKind::Write: {
         DType dt = p_.tensor(s.tensor).dtype;
+        if (!s.args.at(0).is_imm() && packed_.count(s.args.at(0).name)) {
+          packed_store(s, d);
+          break;
+        }
         if (s.atomic_add) {
           if (dt != DType::F32)
             throw Error("codegen: atomic accumulation needs an f32 output (" + s.tensor + " is " +
@@ -261,10 +275,13 @@ class Renderer {
           // Packed fragment: two 16-bit values per .b32 register (see find_packed).
           std::string decl = "unsigned " + s.dst;
           for (size_t i = 0; i + 1 < s.index.size(); ++i) decl += "[" + s.index[i].str() + "]";
-          decl += "[" + std::to_string(s.index.back().const_value() / 2) + "]";
-          // Element-wise loads insert one half at a time into the registers.
-          line(d, decl + (it->second ? " = {}" : "") + ";  // " + dtype_name(packed_type_.at(s.dst)) +
-                      "x2: value v in register v/2, half v%2");
+          decl += "[" + std::to_string(s.index.back().const_value() / kHalves) + "]";
+          // Element-wise writes (loads, an accumulator's zeroing) insert one half at a
+          // time into the registers.
+          line(d, decl + (it->second.elementwise ? " = {}" : "") + ";  // " +
+                      dtype_name(it->second.type) + "x2" +
+                      (it->second.accumulator ? " accumulators" : "") +
+                      ": value v in register v/2, half v%2");
           break;
         }
         std::string decl = "float " + s.dst;
@@ -317,45 +334,132 @@ class Renderer {
     }
   }
 
-  // Register arrays that hold f16/bf16 mma operand fragments are declared packed, as the
-  // .b32 registers ldmatrix writes and mma.sync reads (value v in register v/2, half
-  // v%2), so neither needs an unpack or repack: the A and B operands of 16-bit warp
-  // atoms and the destinations of warp copies. Their only other writers may be
-  // element-wise loads (which insert halves); anything else that touches one is an
-  // error here rather than a silent reinterpretation. The bool: written element-wise.
+  // Register arrays that hold 16-bit mma fragments are declared packed, as the .b32
+  // registers ldmatrix writes and mma.sync reads and writes (value v in register v/2,
+  // half v%2: the atom table's numbering of fragment values), so none needs an unpack or
+  // repack in the mainloop: the A and B operands of f16/bf16 warp atoms, the
+  // destinations of warp copies, and the C/D accumulators of f16-accumulating atoms
+  // (ACC=f16). Operand fragments may also be written by element-wise loads (which insert
+  // halves); accumulators by their zeroing (Init, likewise) and read, value by value, by
+  // the epilogue. Anything else that touches one is an error here rather than a silent
+  // reinterpretation.
   void find_packed(const KernelOp& k) {
     packed_.clear();
-    packed_type_.clear();
     walk(k.body, [&](const Stmt& s) {
       if (s.kind != StmtKind::Atom) return;
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
-        if (w->a_type != DType::F16 && w->a_type != DType::BF16) return;
-        for (const Operand& o : s.args) packed_.emplace(o.name, false), packed_type_[o.name] = w->a_type;
+        if (dtype_bytes(w->a_type) == 2)
+          for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
+        if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
       } else if (find_warp_copy(k, s.atom)) {
-        packed_.emplace(s.dst, false);
-        packed_type_[s.dst] = p_.tensor(s.tensor).dtype;
+        packed_.emplace(s.dst, Packed{p_.tensor(s.tensor).dtype});
       }
     });
     walk(k.body, [&](const Stmt& s) {
+      auto first_line = [&] {
+        const std::string b = print_block(Block{s});
+        return b.substr(0, b.find('\n'));
+      };
       auto bad = [&](const std::string& name) {
-        if (packed_.count(name))
-          throw Error("codegen: `" + name + "` holds packed 16-bit mma fragments, which only "
-                      "element loads, ldmatrix and mma.sync may touch; found `" +
-                      print_block(Block{s}).substr(0, print_block(Block{s}).find('\n')) + "`");
+        auto it = packed_.find(name);
+        if (it == packed_.end()) return;
+        throw Error("codegen: `" + name + "` holds packed 16-bit mma fragments, which only " +
+                    (it->second.accumulator
+                         ? "its zeroing, mma.sync and epilogue reads of single values"
+                         : "element loads, ldmatrix and mma.sync") +
+                    " may touch; found `" + first_line() + "`");
       };
       const bool atom = s.kind == StmtKind::Atom &&
                         (find_warp_atom(k, s.atom) || find_warp_copy(k, s.atom));
-      if (s.kind == StmtKind::Load && packed_.count(s.dst)) {
+      auto it = packed_.find(s.dst);
+      const bool elementwise = it != packed_.end() && s.kind != StmtKind::Alloc && !atom &&
+                               (it->second.accumulator ? s.kind == StmtKind::Init
+                                                       : s.kind == StmtKind::Load);
+      if (elementwise) {
         if (s.dst_index.empty() || !s.dst_index.back().is_const())
-          throw Error("codegen: load into packed fragment `" + s.dst + "` needs a constant "
-                      "value index (k:025 emits one per value)");
-        packed_[s.dst] = true;
+          throw Error("codegen: `" + first_line() + "` writes packed fragment `" + s.dst +
+                      "` without a constant value index (k:025 emits one per value)");
+        it->second.elementwise = true;
         return;
       }
       if (s.kind == StmtKind::Alloc || atom) return;
       bad(s.dst);
-      for (const Operand& o : s.args) bad(o.name);
+      const bool epilogue_read = s.kind == StmtKind::Compute || s.kind == StmtKind::Write;
+      for (const Operand& o : s.args) {
+        auto a = packed_.find(o.name);
+        if (a != packed_.end() && a->second.accumulator && epilogue_read && !o.index.empty() &&
+            o.index.back().is_const())
+          continue;
+        bad(o.name);
+      }
     });
+  }
+
+  // `name[index..]` as the 16-bit bits of its value: half index.back() % 2 of register
+  // index.back() / 2.
+  std::string packed_half(const std::string& name, std::vector<Expr> index) const {
+    const int64_t v = index.back().const_value();
+    index.back() = Expr(v / kHalves);
+    return "loom::b16_half<" + std::to_string(v % kHalves) + ">(" + element(name, index) + ")";
+  }
+
+  // An accumulator's zeroing (Init), one value at a time into its half.
+  void packed_init(const Stmt& s, int d) {
+    const DType t = packed_.at(s.dst).type;
+    const float v = float(s.imm);
+    const unsigned bits = t == DType::F16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+    if (double(t == DType::F16 ? f16_bits_to_f32(uint16_t(bits)) : bf16_bits_to_f32(uint16_t(bits))) != s.imm)
+      throw Error("codegen: `" + s.dst + "` starts at " + float_literal(s.imm) + ", which " +
+                  dtype_name(t) + " cannot hold exactly");
+    std::vector<Expr> reg = s.dst_index;
+    const int64_t v0 = reg.back().const_value();
+    reg.back() = Expr(v0 / kHalves);
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%04x", bits);
+    line(d, "loom::set_b16_half<" + std::to_string(v0 % kHalves) + ">(" + element(s.dst, reg) +
+                ", " + hex + ");  // " + float_literal(s.imm));
+  }
+
+  // An epilogue store of packed accumulator values. Into a tensor of the accumulator's
+  // own type the bits go out as they are: a pair of values (c0,c1 or c2,c3: adjacent
+  // columns, one register) as one 4-byte store, a single value as its half. Into any
+  // other type each value is widened to f32 and stored as usual.
+  void packed_store(const Stmt& s, int d) {
+    const Operand& o = s.args.at(0);
+    const DType t = p_.tensor(s.tensor).dtype, acc = packed_.at(o.name).type;
+    if (s.atomic_add)
+      throw Error("codegen: atomic accumulation of packed " + std::string(dtype_name(acc)) +
+                  " accumulators into `" + s.tensor + "` (split-K is not built for mma tiles)");
+    const int64_t v0 = o.index.back().const_value();
+    if (t == acc && s.width == kHalves && v0 % kHalves == 0) {
+      std::vector<Expr> reg = o.index;
+      reg.back() = Expr(v0 / kHalves);
+      const AtomDef* st = vector_copy_atom(MemSpace::Register, MemSpace::Global, 4);
+      LOOM_CHECK(st, "the atom table has a 4-byte register -> global store");
+      line(d, st->wrapper + "(" + address(s) + ", " + element(o.name, reg) + ");  // " +
+                  dtype_name(acc) + "x2, as accumulated");
+      return;
+    }
+    if (t == acc && s.width == 1) {
+      line(d, "loom::st_b16(" + address(s) + ", " + packed_half(o.name, o.index) + ");");
+      return;
+    }
+    if (s.width == 1) {
+      line(d, "loom::st_" + std::string(dtype_suffix(t)) + "(" + address(s) + ", " + operand(o) +
+                  ");");
+      return;
+    }
+    line(d, "{");
+    std::string vals;
+    for (int i = 0; i < s.width; ++i) {
+      Operand e = o;
+      e.index.back() = Expr(v0 + i);
+      vals += (i ? ", " : "") + operand(e);
+    }
+    line(d + 1, "const float v_[" + std::to_string(s.width) + "] = {" + vals + "};");
+    line(d + 1, "loom::st_v" + std::to_string(s.width) + "_" + dtype_suffix(t) + "(" + address(s) +
+                    ", v_);");
+    line(d, "}");
   }
 
   // `&name[prefix..][0]`: the first register of a packed fragment.
@@ -370,9 +474,9 @@ class Renderer {
     std::vector<Expr> reg = s.dst_index;
     const int64_t v0 = reg.back().const_value();
     auto put = [&](int64_t v, const std::string& bits) {
-      reg.back() = Expr(v / 2);
-      return "loom::set_b16_half<" + std::to_string(v % 2) + ">(" + element(s.dst, reg) + ", " +
-             bits + ");";
+      reg.back() = Expr(v / kHalves);
+      return "loom::set_b16_half<" + std::to_string(v % kHalves) + ">(" + element(s.dst, reg) +
+             ", " + bits + ");";
     };
     if (s.width == 1) {
       std::string bits = "*" + address(s);
@@ -388,10 +492,11 @@ class Renderer {
     line(d, "}");
   }
 
-  // A warp atom (mma.sync): Kernel IR fragments are f32 register arrays (value v of a
+  // A warp atom (mma.sync): Kernel IR fragments are register arrays (value v of a
   // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
   // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
-  // rounded with cvt.rna. The f32 accumulator fragment is passed as is (float[4]).
+  // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
+  // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
     const bool half = w.a_type == DType::F16 || w.a_type == DType::BF16;
     auto pack = [&](const Operand& o, int values, const char* reg) {
@@ -409,9 +514,8 @@ class Renderer {
                         (half ? value(2 * r) + ", " + value(2 * r + 1) : value(r)) + ");");
       return lines;
     };
-    if (w.acc_type != DType::F32)
-      throw Error("codegen: warp atom " + w.id + " accumulates in " + dtype_name(w.acc_type) +
-                  "; Loom's generated kernels keep f32 accumulators");
+    LOOM_CHECK(w.acc_type == DType::F32 || packed_.count(s.dst),
+               "a 16-bit accumulator fragment is declared packed (find_packed)");
     std::vector<Expr> c = s.dst_index;
     c.push_back(Expr(0));
     if (half) {
@@ -432,8 +536,14 @@ class Renderer {
 
   const KernelProgram& p_;
   const KernelOp* k_ = nullptr;
-  std::map<std::string, bool> packed_;   // packed fragment arrays (find_packed)
-  std::map<std::string, DType> packed_type_;
+  // Values per packed .b32 register: two 16-bit halves.
+  static constexpr int kHalves = 2;
+  struct Packed {
+    DType type;
+    bool elementwise = false;  // written one value at a time (declared zeroed)
+    bool accumulator = false;  // an mma's C/D fragment (ACC=f16)
+  };
+  std::map<std::string, Packed> packed_;  // packed fragment arrays (find_packed)
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;

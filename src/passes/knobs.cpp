@@ -15,8 +15,12 @@ const std::vector<KnobDef>& knob_registry() {
       {"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64},
       {"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64},
       {"ATOM", "compute atom of the contraction: fma (SIMT) or mma.sync m16n8k16 f16/bf16, "
-       "m16n8k8 tf32 (f32 accumulate; FM/FN then count atoms per warp)",
+       "m16n8k8 tf32 (accumulator type: ACC; FM/FN then count atoms per warp)",
        "t:010_partition_loops", 0, 0, false, {"fma", "mma_f16", "mma_bf16", "mma_tf32"}},
+      {"ACC", "accumulator type of the mma atoms: f32, or f16 (ATOM=mma_f16 only: "
+       "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
+       "to f16)",
+       "k:025_lower_mma", 0, 0, false, {"f32", "f16"}},
       {"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)", "l:020_split_k",
        1, 256},
       {"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,

@@ -1,7 +1,8 @@
-// The ATOM knob: which compute atom a contraction's tiles are built from. `fma` (the
-// default) is the SIMT path; `mma_f16`, `mma_bf16` and `mma_tf32` pick an mma.sync entry
-// of the atom table (src/atoms), whose shape (AM x AN x AK) t:010, t:030, t:040 and
-// k:025 tile by and whose fragment layouts k:025 lowers to.
+// The ATOM and ACC knobs: which compute atom a contraction's tiles are built from. `fma`
+// (the default) is the SIMT path; `mma_f16`, `mma_bf16` and `mma_tf32` pick an mma.sync
+// entry of the atom table (src/atoms) by its operand type and, through ACC, its
+// accumulator type. Its shape (AM x AN x AK) is what t:010, t:030, t:040 and k:025 tile
+// by, and its fragment layouts (C/D included) are what k:025 lowers to.
 #pragma once
 #include <string>
 
@@ -10,8 +11,11 @@
 
 namespace loom {
 
-// The mma atom the ATOM knob names (f32 accumulate), or nullptr for ATOM=fma. Reads the
-// knob through s.knobs and records it in s.used_knobs.
+// The mma atom ATOM and ACC name (ACC=f32 unless set), or nullptr for ATOM=fma. Throws
+// loom::Error, naming the limit and the fix, for an ACC no such atom has (ACC=f16 is
+// m16n8k16 .f16.f16.f16.f16 only: PTX's bf16 and tf32 mma accumulate in f32, and the
+// SIMT FMA path in f32). Reads the knobs through s.knobs and records them in
+// s.used_knobs (ACC for mma kernels only).
 const AtomDef* chosen_mma(CompileState& s);
 
 }  // namespace loom

@@ -3,11 +3,15 @@
 // shared slabs (LDMATRIX=0, tf32, a padding that breaks 16-byte rows), on square and odd shapes, both
 // transposes, fused epilogues, batch, and both staging transports. Each case runs
 // through run_expression: seeded inputs, output poisoned with NaN, fp64 reference,
-// relative Frobenius error under the dtype's threshold. Skips with the reason on a
-// GPU-less machine.
+// relative Frobenius error under the dtype's threshold (f16-accumulating kernels, ACC=f16:
+// under the threshold of that contract). Skips with the reason on a GPU-less machine.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
+#include "acc_f16_cases.h"
 #include "driver/run.h"
+#include "frontend/parser.h"
 #include "ir/dtype.h"
 #include "runtime/device.h"
 
@@ -98,6 +102,40 @@ std::vector<MmaGemmCase> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuMmaGemm, ::testing::ValuesIn(cases()));
+
+// f16 accumulation (ACC=f16): the cases of acc_f16_cases.h (compiled for sm_90a and sm_80
+// by the CPU tests). Each is judged by the f16-accumulate threshold for its K, never the
+// f32 one; an f32 output must also show more error than f32 accumulation would leave, or
+// the kernel did not accumulate in f16.
+class GpuAccF16Gemm : public ::testing::TestWithParam<std::pair<std::string, std::string>> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(GpuAccF16Gemm, MatchesFp64ReferenceUnderTheF16AccumulateThreshold) {
+  const auto& [expr, knobs] = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(knobs);
+  opt.seed = 11;
+  RunReport r = run_expression(expr, opt);
+  EXPECT_NE(r.program.cuda.find("loom::mma_m16n8k16_f16_f16(&acc3["), std::string::npos)
+      << "not an f16-accumulating kernel";
+  const Graph g = parse_expression(expr);
+  const DType out = g.node(g.result()).dtype;
+  int64_t K = 0;
+  for (const auto& n : g.nodes)
+    if (n.kind == OpKind::Matmul) K = g.node(n.inputs[0]).shape.back().value;
+  EXPECT_EQ(r.verify.threshold, verify_threshold_f16_accumulate(DType::F16, out, K, 16));
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  if (out == DType::F32)
+    EXPECT_GT(r.verify.rel_fro_error, verify_threshold(DType::F16, DType::F32)) << r.verify.message;
+  std::cout << "[ ACC=f16  ] K=" << K << " " << r.verify.message << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuAccF16Gemm, ::testing::ValuesIn(acc_f16_gemm_cases()));
 
 }  // namespace
 }  // namespace loom

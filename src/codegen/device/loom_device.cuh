@@ -442,6 +442,18 @@ __device__ __forceinline__ void set_b16_half(unsigned& r, unsigned short bits) {
   r = Hi ? (r & 0xffffu) | (unsigned(bits) << 16) : (r & 0xffff0000u) | bits;
 }
 
+// The inverse: the 16-bit value in half `Hi` of a packed register. An f16 accumulator
+// (mma .f16.f16.f16.f16, ACC=f16) holds c0,c1 in register 0 and c2,c3 in register 1;
+// the epilogue reads each value with this and widens it (cvt_f32_f16) or stores it as is.
+template <int Hi>
+__device__ __forceinline__ unsigned short b16_half(unsigned r) {
+  return static_cast<unsigned short>(Hi ? r >> 16 : r & 0xffffu);
+}
+
+// A 16-bit element stored as the bits it already has: an f16 accumulator value into an
+// f16 output needs no conversion.
+__device__ __forceinline__ void st_b16(unsigned short* p, unsigned short bits) { *p = bits; }
+
 #if __CUDA_ARCH__ >= 750
 // PTX ISA 9.7.14.5.15 ldmatrix .m8n8 .b16: the warp loads 4 (x4) or 2 (x2) 8x8 matrices;
 // lane l supplies `smem_ptr`, the start of row l%8 of matrix l/8 (16 bytes, 16-byte

@@ -27,7 +27,10 @@
 //     tf32 (32-bit elements), a load that is not from a shared slab (STAGE=direct), a
 //     slab whose 8-element rows are not contiguous or not provably 16-byte aligned (a
 //     PAD_SMEM that is not a multiple of 8), or a swizzle that permutes inside 16 bytes.
-// No per-kernel index math: the expressions come from the table's layouts alone.
+// No per-kernel index math: the expressions come from the table's layouts alone. The
+// atom is the table entry ATOM and ACC name (chosen_mma); with ACC=f16 it accumulates in
+// f16, which changes nothing here (its C layout is the f32 one), only what the
+// interpreter rounds D to and how codegen declares the accumulators (packed f16x2).
 #include <optional>
 #include <set>
 
@@ -346,7 +349,7 @@ Pass pass_lower_mma() {
   return Pass{"k:025_lower_mma", Level::Kernel, Level::Kernel,
               "no ATOM loops: operand tiles are per-lane fragments loaded by the atom's "
               "layouts, and each atom of a warp is one mma.sync the kernel declares",
-              {"ATOM", "LDMATRIX"},
+              {"ATOM", "ACC", "LDMATRIX"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
                 // Recorded for mma kernels only: SIMT kernels have no fragments.

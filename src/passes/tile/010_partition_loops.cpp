@@ -271,7 +271,7 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"ATOM", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
+              {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;

@@ -126,5 +126,59 @@ TEST(StorageBytes, WrongByteCountThrows) {
   EXPECT_THROW(from_device_bytes(bytes.data(), bytes.size(), DType::F32, {3}), Error);
 }
 
+// ACC=f16's threshold: the dtype's threshold plus 4 * 2^-11 * sqrt(ceil(k / 16)).
+TEST(VerifyThreshold, F16AccumulateGrowsWithTheRoundingsAlongK) {
+  const double u = std::ldexp(1.0, -11);
+  EXPECT_DOUBLE_EQ(verify_threshold_f16_accumulate(DType::F16, DType::F32, 16, 16), 1e-5 + 4 * u);
+  EXPECT_DOUBLE_EQ(verify_threshold_f16_accumulate(DType::F16, DType::F32, 17, 16), 1e-5 + 4 * u * std::sqrt(2.0));
+  EXPECT_DOUBLE_EQ(verify_threshold_f16_accumulate(DType::F16, DType::F16, 4096, 16), 2e-3 + 64 * u);
+  EXPECT_DOUBLE_EQ(verify_threshold_f16_accumulate(DType::F16, DType::BF16, 1000, 16), 1e-2 + 4 * u * std::sqrt(63.0));
+  // The f16 contract never replaces the others' thresholds (those stay as they were).
+  EXPECT_EQ(verify_threshold(DType::F16, DType::F32), 1e-5);
+  EXPECT_EQ(verify_threshold(DType::F16, DType::F16), 2e-3);
+  EXPECT_THROW(verify_threshold_f16_accumulate(DType::F16, DType::F32, 0, 16), Error);
+}
+
+// The derivation checked on the inputs verification uses (uniform in [-1, 1], rounded to
+// f16): a GEMM whose running sums are rounded to f16 after every 16 products passes with
+// room (the model predicts ~0.4 u sqrt(n), the threshold is 4 u sqrt(n)) yet fails f32
+// accumulation's threshold, and a sum that drops one 16-deep slice of K fails it.
+TEST(VerifyThreshold, F16AccumulateSeparatesRoundingFromAMissingSlice) {
+  for (const int64_t K : {16, 100, 333, 1024}) {
+    SCOPED_TRACE("K=" + std::to_string(K));
+    const int64_t M = 24, N = 24;
+    std::mt19937_64 rng{uint64_t(K)};
+    std::uniform_real_distribution<double> uni(-1.0, 1.0);
+    std::vector<double> A(size_t(M * K)), B(size_t(K * N));
+    for (double& x : A) x = round_to_dtype(DType::F16, uni(rng));
+    for (double& x : B) x = round_to_dtype(DType::F16, uni(rng));
+    HostTensor ref = tensor(DType::F64, {M, N}, {}), acc = tensor(DType::F32, {M, N}, {});
+    HostTensor dropped = acc;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double exact = 0, f16 = 0, miss = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = A[size_t(i * K + k)] * B[size_t(k * N + j)];
+          exact += p;
+          f16 += p;
+          if (k / 16 != (K - 1) / 16 / 2) miss += p;
+          if ((k + 1) % 16 == 0 || k + 1 == K) {
+            f16 = round_to_dtype(DType::F16, f16);
+            miss = round_to_dtype(DType::F16, miss);
+          }
+        }
+        ref.data.push_back(exact);
+        acc.data.push_back(f16);
+        dropped.data.push_back(miss);
+      }
+    const double t = verify_threshold_f16_accumulate(DType::F16, DType::F32, K, 16);
+    VerifyResult ok = verify_output(acc, ref, t);
+    EXPECT_TRUE(ok.passed) << ok.message;
+    EXPECT_LT(ok.rel_fro_error, t / 4) << ok.message;
+    EXPECT_FALSE(verify_output(acc, ref, verify_threshold(DType::F16, DType::F32)).passed);
+    EXPECT_FALSE(verify_output(dropped, ref, t).passed);
+  }
+}
+
 }  // namespace
 }  // namespace loom

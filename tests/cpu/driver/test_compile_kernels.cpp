@@ -10,6 +10,8 @@
 #include "ir/error.h"
 #include "runtime/nvrtc.h"
 
+#include "../../gpu/acc_f16_cases.h"
+
 namespace loom {
 namespace {
 
@@ -177,6 +179,68 @@ TEST(CompileKernels, FragBuffersCompileForSm90aAndSm80WithoutSpills) {
     }
 }
 
+// f16 accumulation (ACC=f16): the GPU test's cases (tests/gpu/acc_f16_cases.h) compile
+// for both targets without spills, with the accumulators as packed f16x2 registers that
+// the f16-accumulating mma updates in place and the epilogue unpacks value by value (or
+// stores as they are into an f16 output), never an f32 accumulator array.
+TEST(CompileKernels, AccF16KernelsCompileForSm90aAndSm80WithoutSpills) {
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const auto& [e, k] : acc_f16_gemm_cases()) {
+      SCOPED_TRACE(arch + " " + e + " " + k);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(k);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram c = compile_expression(e, opt);
+      EXPECT_NE(c.cuda.find("unsigned acc3["), std::string::npos) << c.cuda;
+      EXPECT_EQ(c.cuda.find("float acc3["), std::string::npos);
+      EXPECT_NE(c.cuda.find("loom::mma_m16n8k16_f16_f16(&acc3["), std::string::npos);
+      EXPECT_EQ(c.cuda.find("mma_m16n8k16_f32_f16"), std::string::npos);
+      EXPECT_NE(c.cuda.find("loom::set_b16_half<1>(acc3["), std::string::npos);  // zeroing
+      CompileResult r = nvrtc(c, arch);
+      EXPECT_GT(r.cubin.size(), 0u);
+      for (const auto& kern : c.state.kernel.kernels) {
+        ASSERT_TRUE(r.resources.count(kern.name)) << r.log;
+        EXPECT_EQ(r.resources.at(kern.name).spill_store_bytes, 0);
+        EXPECT_EQ(r.resources.at(kern.name).spill_load_bytes, 0);
+      }
+    }
+}
+
+// How the epilogue reads a packed f16 accumulator, by output type: an aligned f16 output
+// takes each register (c0,c1 or c2,c3, adjacent columns) as one 4-byte store; f32 and
+// bf16 outputs and fused ops widen each half to f32 first. And the accumulators need
+// about half the registers of f32 ones at the default 4x8 atoms per warp.
+TEST(CompileKernels, AccF16EpilogueUnpacksOrStoresAsAccumulated) {
+  auto cuda = [](const std::string& e, const std::string& k) {
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(k);
+    return compile_expression(e, opt);
+  };
+  const std::string knobs = "ATOM=mma_f16,ACC=f16,WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync";
+  const std::string f16 = cuda("matmul(A[64,64]:f16, B[64,64]:f16)", knobs).cuda;
+  EXPECT_NE(f16.find("loom::st_global_b32(&out["), std::string::npos) << f16;
+  EXPECT_NE(f16.find(", acc3[m_a][n_a][1]);"), std::string::npos) << f16;
+  EXPECT_EQ(f16.find("cvt_f32_f16(loom::b16_half"), std::string::npos);
+  const std::string f32 = cuda("matmul(A[64,64]:f16, B[64,64]:f16, out=f32)", knobs).cuda;
+  EXPECT_NE(f32.find("loom::cvt_f32_f16(loom::b16_half<1>(acc3[m_a][n_a][1]))"), std::string::npos) << f32;
+  EXPECT_NE(f32.find("loom::st_v2_f32("), std::string::npos);
+  const std::string bf16 = cuda("matmul(A[64,64]:f16, B[64,64]:f16, out=bf16)", knobs).cuda;
+  EXPECT_NE(bf16.find("loom::st_v2_bf16("), std::string::npos) << bf16;
+  // Ragged N: one guarded value at a time; into f16 its bits go out as they are.
+  const std::string ragged = cuda("matmul(A[64,64]:f16, B[64,60]:f16)", knobs).cuda;
+  EXPECT_NE(ragged.find("loom::st_b16(&out["), std::string::npos) << ragged;
+  const std::string relu = cuda("relu(add(matmul(A[64,64]:f16, B[64,64]:f16), bias[64]:f32))", knobs).cuda;
+  EXPECT_NE(relu.find("= loom::cvt_f32_f16(loom::b16_half<0>(acc3[m_a][n_a][0])) + "), std::string::npos) << relu;
+  auto regs = [&](const std::string& k) {
+    CompiledProgram c = cuda("matmul(A[4096,4096]:f16, B[4096,4096]:f16)", k);
+    CompileResult r = nvrtc(c, "sm_90a");
+    EXPECT_EQ(r.resources.at("k_matmul").spill_store_bytes, 0);
+    return r.resources.at("k_matmul").registers;
+  };
+  const int f16_regs = regs("ATOM=mma_f16,ACC=f16"), f32_regs = regs("ATOM=mma_f16");
+  EXPECT_LT(f16_regs + 48, f32_regs) << "4x8 atoms: 64 accumulator registers fewer";
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -204,6 +268,18 @@ TEST(CompileKernels, ErrorsNameTheProblem) {
       "4096 threads per block; the limit is 1024");
   has(error_of([] { Knobs::parse("TILE=3"); }), "unknown knob 'TILE'");
   has(error_of([] { Knobs::parse("FM=100"); }), "outside its range [1, 64]");
+  has(error_of([] {
+        CompileOptions o;
+        o.knobs = Knobs::parse("ATOM=mma_bf16,ACC=f16");
+        compile_expression("matmul(A[64,64]:bf16, B[64,64]:bf16)", o);
+      }),
+      "accumulates in f32 only");
+  has(error_of([] {
+        CompileOptions o;
+        o.knobs = Knobs::parse("ACC=f16");
+        compile_expression("matmul(A[64,64]:f16, B[64,64]:f16)", o);
+      }),
+      "set ATOM=mma_f16");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "ir/interpreter.h"
@@ -58,15 +59,26 @@ inline void expect_close(const HostTensor& got, const HostTensor& want, DType dt
   }
 }
 
+// A pass that changes the numerical contract on purpose: ACC=f16 makes every mma round
+// its sums to f16 from k:025_lower_mma on, which no earlier level does. From pass `from`
+// on, outputs are compared with `reference` (computed from the same inputs) instead of
+// the naive Loop IR's.
+struct ContractChange {
+  std::string from;
+  std::function<HostTensor(const Bindings& inputs)> reference;
+};
+
 // The property every pass test checks: compile `expr` with `knobs` for sm_90a, verify
 // the IR each pass writes, run it on the CPU interpreter and compare the output with
-// the Loop IR straight from lowering (the naive program). `sizes` binds symbolic
-// dimensions; `prepare` may adjust the random inputs once they exist (e.g. round them to
-// tf32). Stops at the first failing pass; returns the final state for shape checks.
+// the Loop IR straight from lowering (the naive program), or from `change.from` on with
+// `change.reference`. `sizes` binds symbolic dimensions; `prepare` may adjust the random
+// inputs once they exist (e.g. round them to tf32). Stops at the first failing pass;
+// returns the final state for shape checks.
 inline CompileState check_every_pass(
     const std::string& expr, const Knobs& knobs, uint64_t seed,
     const std::map<std::string, int64_t>& sizes = {},
-    const std::function<void(const LoopProgram&, Bindings&)>& prepare = {}) {
+    const std::function<void(const LoopProgram&, Bindings&)>& prepare = {},
+    const std::optional<ContractChange>& change = std::nullopt) {
   SCOPED_TRACE(expr + " knobs=" + knobs.str());
   CompileState s;
   s.graph = parse_expression(expr);
@@ -75,6 +87,7 @@ inline CompileState check_every_pass(
   Bindings inputs;
   inputs.symbols = sizes;
   HostTensor reference;
+  bool changed = false;
   for (const auto& p : pipeline()) {
     p.run(s);
     verify_level(s, p.to);
@@ -84,9 +97,16 @@ inline CompileState check_every_pass(
       reference = run_level(s, Level::Loop, inputs);
       continue;
     }
+    if (change && p.id == change->from) {
+      reference = change->reference(inputs);
+      changed = true;
+    }
     expect_close(run_level(s, p.to, inputs), reference, s.graph.node(s.graph.result()).dtype,
-                 "after " + p.id);
+                 "after " + p.id + (changed ? " (vs the changed contract's reference)" : ""));
     if (::testing::Test::HasFailure()) break;
+  }
+  if (change && !::testing::Test::HasFailure()) {
+    EXPECT_TRUE(changed) << "no pass " << change->from << " in the pipeline";
   }
   return s;
 }

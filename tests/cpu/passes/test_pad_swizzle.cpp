@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "passes/analysis.h"
+#include "passes/defaults.h"
 #include "passes/pipeline.h"
 #include "tune/bank_conflicts.h"
 
@@ -224,6 +225,25 @@ TEST(SwizzleSmem, XorMakesTheMmaKernelConflictFree) {
                                  "STAGES=3,PAD_SMEM=8,VECTORIZE=8"), "PAD_SMEM=8");
   EXPECT_DOUBLE_EQ(worst(pad, "A_s", "ldmatrix_x4"), 1.0);
   EXPECT_DOUBLE_EQ(worst(pad, "A_s", "cp.async"), 2.0);
+}
+
+// The shipped mma defaults for an aligned 16-bit GEMM: every shared access of the kernel
+// (cp.async writes, ldmatrix reads of both operands) is conflict-free in the model.
+TEST(SwizzleSmem, MmaDefaultsAreConflictFree) {
+  for (const std::string dt : {"f16", "bf16"}) {
+    const std::string expr = "matmul(A[512,512]:" + dt + ", B[512,512]:" + dt + ")";
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = resolve_knobs(Knobs(), Knobs::parse("ATOM=mma_" + dt), mma_defaults_aligned());
+    s.target = Target::for_arch("sm_90a");
+    run_pipeline(s, "");
+    auto r = table(s, "mma defaults " + dt);
+    ASSERT_GE(r.size(), 4u);
+    for (const auto& a : r) {
+      EXPECT_TRUE(a.evaluated) << a.stmt;
+      EXPECT_DOUBLE_EQ(a.factor(), 1.0) << a.stmt;
+    }
+  }
 }
 
 // split_for_swizzle: swz(offset) == swz(inner) + outer for every value, and only terms

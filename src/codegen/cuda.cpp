@@ -76,6 +76,7 @@ class Renderer {
     const int64_t bytes = kernel_smem_bytes(smem, k);
     if (bytes > 0) {
       line(1, "// ---- shared memory: " + std::to_string(bytes) + " bytes ----");
+      if (smem.part_bytes.size() > 1) line(1, "// " + union_note(smem));
       // TMA swizzles address bits up to 1024 B: a buffer aligned to that sees the same
       // XOR pattern as the tensor-relative offsets Loom computes.
       line(1, std::string("extern __shared__ __align__(") + (k.tma.empty() ? "128" : "1024") +
@@ -101,6 +102,18 @@ class Renderer {
 
   static std::string builtin_free(const Expr& e) { return e.str(); }
 
+  // The parts of a shared-memory union (TensorDecl::overlay) and their sizes, e.g.
+  // "union of A_s B_s (56832 B) | out_s (34816 B) - one part at a time, ...".
+  std::string union_note(const SharedLayout& smem) const {
+    std::map<int, std::string> names;
+    for (const auto& t : p_.tensors)
+      if (smem.offset_bytes.count(t.name)) names[t.overlay] += t.name + " ";
+    std::string note = "union of ";
+    for (const auto& [part, bytes] : smem.part_bytes)
+      note += (part ? "| " : "") + names[part] + "(" + std::to_string(bytes) + " B) ";
+    return note + "- one part at a time, a barrier between them";
+  }
+
   void block(const Block& b, int d) {
     for (size_t i = 0; i < b.size(); ++i) {
       const Stmt& s = b[i];
@@ -125,8 +138,47 @@ class Renderer {
       if (i > 0 && b[i - 1].kind == StmtKind::For && b[i - 1].loop_kind == LoopKind::Reduce &&
           reduce_depth_ == 0)
         line(d, "// ---- epilogue: fused elementwise ops and the store ----");
+      if (size_t n = bit_copy(b, i, d)) {
+        i += n - 1;
+        continue;
+      }
       stmt(s, d);
     }
+  }
+
+  // `[alloc v[W]]; v = load T[a]; U[b] = v` where T and U hold the same 16-bit type and
+  // nothing else in the block names v (k:054's copy-out): one mov of the bits, not a
+  // widening load and a narrowing store. Returns the statements it rendered (0: none).
+  size_t bit_copy(const Block& b, size_t i, int d) {
+    size_t at = i;
+    const bool alloc = b[i].kind == StmtKind::Alloc;
+    if (alloc) ++at;
+    if (at + 1 >= b.size()) return 0;
+    const Stmt& ld = b[at];
+    const Stmt& st = b[at + 1];
+    if (ld.kind != StmtKind::Load || st.kind != StmtKind::Write || st.atomic_add ||
+        !always(ld.pred) || ld.width != st.width || st.args.at(0).name != ld.dst ||
+        (alloc && b[i].dst != ld.dst) || alloc == ld.dst_index.empty() || packed_.count(ld.dst))
+      return 0;
+    if (alloc && (b[i].index.size() != 1 || !b[i].index[0].is_const() ||
+                  b[i].index[0].const_value() != ld.width || !ld.dst_index[0].is_const() ||
+                  ld.dst_index[0].const_value() != 0 || st.args[0].index.size() != 1 ||
+                  !st.args[0].index[0].same_as(ld.dst_index[0])))
+      return 0;
+    const DType t = p_.tensor(ld.tensor).dtype;
+    if ((t != DType::F16 && t != DType::BF16) || p_.tensor(st.tensor).dtype != t) return 0;
+    for (size_t j = 0; j < b.size(); ++j) {
+      if (j == i || j == at || j == at + 1) continue;
+      bool named = false;
+      walk(Block{b[j]}, [&](const Stmt& s) {
+        named |= s.dst == ld.dst;
+        for (const Operand& o : s.args) named |= o.name == ld.dst;
+      });
+      if (named) return 0;
+    }
+    const std::string w = ld.width > 1 ? "_v" + std::to_string(ld.width) : "";
+    line(d, "loom::mov" + w + "_b16(" + address(st) + ", " + address(ld) + ");");
+    return at + 2 - i;
   }
 
   std::string address_of(const std::string& tensor, const Expr& offset) {

@@ -37,6 +37,33 @@ void SharedMemory::begin_block(std::string where, int threads, int mbarriers) {
   threads_.assign(size_t(threads), Thread{});
   in_flight_ = 0;
   mbars_.assign(size_t(mbarriers), Mbarrier{});
+  owner_ = Owner{};
+  for (Tensor& t : tensors_) t.lost_to = -1;
+}
+
+void SharedMemory::claim(int id, int thread, const Stmt& s) {
+  const int part = decl(id).overlay;
+  if (owner_.part != part && owner_.part >= 0) {
+    const std::string takes = decl(id).name + " (overlay part " + std::to_string(part) +
+                              ") takes over the bytes of part " + std::to_string(owner_.part);
+    if (owner_.epoch == epoch_)
+      race("race on shared memory: " + takes + " in " + text(s) + " by " +
+           thread_name(thread) + ", but " + thread_name(owner_.thread) + " accessed " +
+           decl(owner_.tensor).name + " there (" + text(*owner_.stmt) +
+           ") with no barrier in between; add a barrier after the last use of " +
+           decl(owner_.tensor).name);
+    for (const Copy& c : copies_)
+      if (c.stmt && decl(c.id).overlay == owner_.part)
+        race("race on shared memory: " + takes + " in " + text(s) + " while a copy into " +
+             where(c.id, c.offset) + " is in flight (" + text(*c.stmt) +
+             "); wait for every copy (cp.async.wait 0, mbar.wait) and barrier first");
+    for (Tensor& t : tensors_)
+      if (t.decl->overlay == owner_.part) {
+        for (Cell& c : t.cells) c.write_epoch = c.read_epoch = -1;
+        t.lost_to = id;
+      }
+  }
+  owner_ = Owner{part, epoch_, id, thread, &s};
 }
 
 void SharedMemory::end_block() const {
@@ -97,10 +124,12 @@ void SharedMemory::check_settled(const Cell& c, int id, int64_t offset, const ch
 void SharedMemory::check_initialized(const Cell& c, int id, int64_t offset, int thread,
                                      const Stmt& s) const {
   if (written(c)) return;
+  const int lost_to = tensors_[size_t(id)].lost_to;
   throw Error("interpreter: " + where_ + ": uninitialized shared read: thread " +
               std::to_string(thread) + " reads " + where(id, offset) + " in " + text(s) +
-              ", which nothing in this block wrote; a copy into the shared tensor is missing "
-              "or does not cover this element");
+              (lost_to >= 0 ? ", whose bytes the overlay " + decl(lost_to).name + " took over"
+                            : ", which nothing in this block wrote; a copy into the shared "
+                              "tensor is missing or does not cover this element"));
 }
 
 void SharedMemory::check_write(const Cell& c, int id, int64_t offset, int thread,
@@ -140,6 +169,7 @@ void SharedMemory::record_read(Cell& c, int thread, const Stmt& s) {
 }
 
 double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s) {
+  claim(id, thread, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "read", s);
   check_initialized(c, id, offset, thread, s);
@@ -153,6 +183,7 @@ double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s) {
 }
 
 void SharedMemory::write(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  claim(id, thread, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "write", s);
   check_write(c, id, offset, thread, s, false);
@@ -161,6 +192,7 @@ void SharedMemory::write(int id, int64_t offset, double v, int thread, const Stm
 }
 
 void SharedMemory::atomic_add(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  claim(id, thread, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "atomic add", s);
   check_initialized(c, id, offset, thread, s);
@@ -170,6 +202,7 @@ void SharedMemory::atomic_add(int id, int64_t offset, double v, int thread, cons
 }
 
 void SharedMemory::fill(int id, int64_t offset, double v, const Stmt& s) {
+  claim(id, kBlock, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "stage copy", s);
   record_write(c, kBlock, s, false);
@@ -177,6 +210,7 @@ void SharedMemory::fill(int id, int64_t offset, double v, const Stmt& s) {
 }
 
 void SharedMemory::async_copy(int id, int64_t offset, double v, int thread, const Stmt& s) {
+  claim(id, thread, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "cp.async", s);
   // The copy may land any time until its wait: it races with this epoch's accesses.
@@ -275,6 +309,7 @@ void SharedMemory::mbar_arrive_expect_tx(int slot, int64_t bytes, int thread, co
 void SharedMemory::tma_element(int id, int64_t offset, double v, int slot, int thread,
                                const Stmt& s) {
   Mbarrier& m = mbar(slot, thread, s);
+  claim(id, thread, s);
   Cell& c = cell(id, offset);
   check_settled(c, id, offset, "TMA load", s);
   // The box may land any time until the wait: it races with this epoch's accesses.

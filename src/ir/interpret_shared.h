@@ -9,6 +9,13 @@
 // until a cp.async.wait_group retires its group, and touching its destination before
 // then is the bug a missing wait causes.
 //
+// Overlay parts (TensorDecl::overlay) share bytes: the union holds one part's data at a
+// time. The first access to another part's tensor takes the bytes over, which is legal
+// only when no access to the part in possession happened since the last barrier and no
+// copy into it is in flight; the part given up loses its contents (reading it again is
+// an uninitialized read). This is the barrier a staged epilogue needs before it writes
+// its tile over the mainloop's slabs.
+//
 // TMA loads (sm_90) and their mbarriers: a load reads its box at issue and is in flight
 // until a thread's mbar.wait observes the phase it completes, which is when its data
 // lands (touching the box earlier is a missing wait). A phase completes once its
@@ -80,6 +87,14 @@ class SharedMemory {
   struct Tensor {
     const TensorDecl* decl = nullptr;
     std::vector<Cell> cells;  // indexed by physical offset
+    int lost_to = -1;         // the tensor whose overlay part took its bytes in this block
+  };
+  // The part in possession of the union and its latest access (for the messages).
+  struct Owner {
+    int part = -1;  // -1: no shared access yet in this block
+    int64_t epoch = -1;
+    int tensor = -1, thread = -1;
+    const Stmt* stmt = nullptr;
   };
   struct Copy {
     int id;
@@ -105,6 +120,8 @@ class SharedMemory {
     std::deque<std::vector<size_t>> committed;  // oldest group first
   };
 
+  // Every access goes through here: the tensor's part takes the union over if needed.
+  void claim(int id, int thread, const Stmt& s);
   Cell& cell(int id, int64_t offset);
   bool written(const Cell& c) const { return c.write_epoch >= block_start_; }
   std::string where(int id, int64_t offset) const;  // "shared tensor As offset 37"
@@ -131,6 +148,7 @@ class SharedMemory {
   std::vector<Thread> threads_;
   size_t in_flight_ = 0;
   std::vector<Mbarrier> mbars_;
+  Owner owner_;
 };
 
 }  // namespace loom::interp

@@ -151,6 +151,7 @@ void print_header(std::ostringstream& os, const ProgramBase& p) {
     if (t.pad) os << " pad=" << t.pad;
     if (t.swizzle.bits)
       os << " swizzle<" << t.swizzle.bits << "," << t.swizzle.base << "," << t.swizzle.shift << ">";
+    if (t.overlay) os << " overlay=" << t.overlay;
     os << "\n";
   }
   if (!p.symbols.empty()) os << "symbols: " << join_names(p.symbols) << "\n";

@@ -1,6 +1,7 @@
 // Tensor declarations and program-level lookups (printers: print.cpp, verifiers: verify.cpp).
 #include "ir/program.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/error.h"
@@ -75,9 +76,11 @@ SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k) {
     Expr n = t.footprint();
     if (!n.is_const())
       throw Error("shared tensor " + t.name + " has a symbolic size " + n.str());
-    l.total_bytes = (l.total_bytes + 127) / 128 * 128;
-    l.offset_bytes[t.name] = l.total_bytes;
-    l.total_bytes += n.const_value() * dtype_bytes(t.dtype);
+    int64_t& end = l.part_bytes[t.overlay];
+    end = (end + 127) / 128 * 128;
+    l.offset_bytes[t.name] = end;
+    end += n.const_value() * dtype_bytes(t.dtype);
+    l.total_bytes = std::max(l.total_bytes, end);
   }
   return l;
 }

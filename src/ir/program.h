@@ -40,6 +40,13 @@ struct TensorDecl {
   // column in one bank), then the swizzle applied to the padded offset.
   int64_t pad = 0;
   Swizzle swizzle;
+  // Shared tensors only: which part of the kernel's shared memory holds it. Part 0 lays
+  // its tensors out one after the other; every part k > 0 lays its own out from byte 0
+  // again, over part 0's bytes, so the buffer is the union of the parts (CUTLASS's
+  // SharedStorage union of mainloop and epilogue storage). Parts take turns: a barrier
+  // must separate the last access of one from the first of the next, which the
+  // interpreter checks, and the part left behind has lost its contents.
+  int overlay = 0;
   std::vector<Expr> strides() const;  // row-major strides of `shape`, padding included
   Expr numel() const;                 // elements of the shape (padding excluded)
   Expr footprint() const;             // elements of storage (padding included)
@@ -146,10 +153,12 @@ struct TileProgram : ProgramBase { std::vector<TileOp> ops; };
 struct KernelProgram : ProgramBase { std::vector<KernelOp> kernels; };
 
 // Where each shared tensor a kernel uses lives in its dynamic shared memory (one
-// `extern __shared__` buffer, 128-byte aligned pieces). Throws for non-constant sizes.
+// `extern __shared__` buffer, 128-byte aligned pieces, overlay parts on top of each
+// other). Throws for non-constant sizes.
 struct SharedLayout {
   std::map<std::string, int64_t> offset_bytes;
-  int64_t total_bytes = 0;
+  int64_t total_bytes = 0;     // the largest part
+  std::map<int, int64_t> part_bytes;  // bytes of each part (TensorDecl::overlay) it uses
 };
 SharedLayout shared_layout(const KernelProgram& p, const KernelOp& k);
 

@@ -25,6 +25,7 @@ void verify_shared_decl(const TensorDecl& t, Level level, const std::string& pre
       throw Error(pre + "shared tensor `" + t.name + "` has dimension " + d.str() +
                   "; shared tensors need positive constant shapes");
   if (t.pad < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative pad");
+  if (t.overlay < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative overlay");
   const Swizzle& z = t.swizzle;
   if (z.bits < 0 || z.base < 0 || (z.bits > 0 && z.shift < z.bits))
     throw Error(pre + "shared tensor `" + t.name + "` has swizzle<" + std::to_string(z.bits) +
@@ -66,6 +67,9 @@ void verify_decls(const ProgramBase& p, Level level) {
       throw Error(pre + "tensor `" + t.name +
                   "` has a row pad or swizzle; those describe shared-memory layouts only "
                   "(global tensors are dense row-major)");
+    else if (t.overlay != 0)
+      throw Error(pre + "tensor `" + t.name + "` has an overlay part; only shared tensors "
+                  "share storage (global tensors are separate allocations)");
   }
 }
 

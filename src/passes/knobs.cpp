@@ -55,6 +55,10 @@ const std::vector<KnobDef>& knob_registry() {
       {"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom step's "
        "fragments before the current step's mmas (1 = load, then multiply)",
        "k:027_frag_buffers", 1, 2},
+      {"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
+       "stores its own cells) or smem (staged through a shared tile that reuses the "
+       "mainloop's bytes, then row-contiguous stores of up to 16 bytes)",
+       "k:054_stage_epilogue", 0, 0, false, {"direct", "smem"}},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

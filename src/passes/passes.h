@@ -21,6 +21,7 @@ Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_lower_mma();         // kernel/025_lower_mma.cpp
 Pass pass_frag_buffers();      // kernel/027_frag_buffers.cpp
+Pass pass_stage_epilogue();    // kernel/054_stage_epilogue.cpp
 Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp
 Pass pass_pipeline();          // kernel/050_pipeline.cpp

@@ -62,6 +62,10 @@ const std::vector<Pass>& pipeline() {
       pass_pipeline(),
       // On the final (vector) fragment loads; k:055 then marks the loops it left rolled.
       pass_interleave_loads(),
+      // The staged epilogue once the mainloop is final (k:050's drain wait, k:052's
+      // order): it must know what the mainloop leaves in flight and in shared memory.
+      // Before k:055, which unrolls its register loops with everyone else's.
+      pass_stage_epilogue(),
       // Unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
       // Occupancy request last: a property of the finished kernel.

@@ -6,8 +6,10 @@
 // Hardware model (sm_70 .. sm_90; NVIDIA's "shared memory" sections of the CUDA
 // programming guide and the Nsight Compute "wavefront" metric):
 //  - 32 banks, each 4 bytes wide; byte address a lies in bank (a / 4) % 32. Shared
-//    tensors start 128-byte aligned (shared_layout), so a tensor's base never moves its
-//    accesses to other banks and the model works with offsets inside the tensor.
+//    tensors start 128-byte aligned (shared_layout; an overlay part, such as k:054's
+//    staged-epilogue tile, at byte 0), so a tensor's base never moves its accesses to
+//    other banks and the model works with offsets inside the tensor. k:054 also asks
+//    the model which padding or swizzle of its tile is cheapest.
 //  - One lane requests width x elem_bytes bytes. Requests of at most 4 bytes are served
 //    for the whole warp at once; 8-byte requests in 2 phases of 16 lanes (half warps);
 //    16-byte requests in 4 phases of 8 lanes (quarter warps). Lanes 0..n-1 form the

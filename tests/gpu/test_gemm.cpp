@@ -81,6 +81,16 @@ std::vector<GemmCase> cases() {
     v.push_back({"relu(add(matmul(A[" + k1 + ",300]:f32.T, B[260," + k1 + "]:f32.T), bias[260]:f32))", {}, knobs});
     v.push_back({"gelu(linear(X[333," + k1 + "]:bf16, W[200," + k1 + "]:bf16, bias[200]:bf16))", {}, knobs});
   }
+  // SIMT kernels with the staged epilogue (EPILOGUE=smem): the large-class default tile
+  // (its 64 KiB f32 tile grows the block past the slabs), symbolic sizes (scalar copies),
+  // each transport, an f16 output, split-K's reduce mode (the partial sums are staged).
+  v.push_back({"matmul(A[1000,777]:f32, B[777,3000]:f32)", {}, "EPILOGUE=smem"});
+  v.push_back({"matmul(A[M,K]:f32, B[K,N]:f32)", {{"M", 300}, {"N", 200}, {"K", 100}}, "EPILOGUE=smem"});
+  for (const auto& [name, knobs] : transports)
+    v.push_back({"relu(add(matmul(A[1000,776]:f32, B[776,3000]:f32), bias[3000]:f32))", {},
+                 knobs + ",EPILOGUE=smem"});
+  v.push_back({"gelu(linear(X[333,96]:f16, W[200,96]:f16, bias[200]:f16))", {}, "EPILOGUE=smem"});
+  v.push_back({"matmul(A[128,16384]:f32, B[16384,128]:f32)", {}, "SPLITK=128,SPLITK_MODE=reduce,EPILOGUE=smem"});
   return v;
 }
 

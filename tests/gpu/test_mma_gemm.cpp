@@ -48,10 +48,31 @@ TEST_P(GpuMmaGemm, MatchesFp64Reference) {
   if (c.ldmatrix >= 0)
     EXPECT_EQ(r.program.cuda.find("loom::ldmatrix_x") != std::string::npos, c.ldmatrix == 1)
         << "LDMATRIX expectation " << c.ldmatrix;
+  // The staged epilogue (k:054) declares its tile; the direct one has none.
+  EXPECT_EQ(r.program.cuda.find("const out_s = ") != std::string::npos,
+            c.knobs.find("EPILOGUE=smem") != std::string::npos);
   if (c.tf32_rounded)
     EXPECT_LE(r.verify.rel_fro_error, verify_threshold(DType::TF32, DType::F32)) << r.verify.message;
   else
     EXPECT_TRUE(r.verify.passed) << r.verify.message;
+}
+
+std::vector<MmaGemmCase> staged_epilogue_cases() {
+  std::vector<MmaGemmCase> v;
+  for (auto [atom, dt] : std::vector<std::pair<std::string, std::string>>{
+           {"mma_f16", "f16"}, {"mma_bf16", "bf16"}, {"mma_tf32", "tf32"}}) {
+    const std::string staged = "ATOM=" + atom + ",EPILOGUE=smem";
+    v.push_back({"matmul(A[512,512]:" + dt + ", B[512,512]:" + dt + ")", staged});
+    v.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", staged});
+    v.push_back({"relu(add(matmul(A[1000,333]:" + dt + ", B[776,333]:" + dt + ".T), bias[776]:f32))", staged});
+    v.push_back({"matmul(A[333,1000]:" + dt + ".T, B[777,333]:" + dt + ".T)",
+                 staged + ",WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync,STAGES=2"});
+    v.push_back({"bmm(A[4,129,72]:" + dt + ", B[4,72,100]:" + dt + ")", staged});
+  }
+  v.push_back({"gelu(linear(X[1000,333]:f16, W[777,333]:f16, bias[777]:f16))", "ATOM=mma_f16,EPILOGUE=smem"});
+  v.push_back({"matmul(A[1000,333]:bf16, B[333,776]:bf16, out=f32)", "ATOM=mma_bf16,EPILOGUE=smem"});
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32,EPILOGUE=smem", true});
+  return v;
 }
 
 std::vector<MmaGemmCase> cases() {
@@ -98,6 +119,12 @@ std::vector<MmaGemmCase> cases() {
                "ATOM=mma_bf16,WM=2,WN=2,FM=2,FN=4,BK=64,STAGE=sync,STAGES=2,FRAG_BUFFERS=2", false, 1});
   v.push_back({"matmul(A[1000,333]:tf32, B[333,777]:tf32)",
                "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=cp_async,STAGES=3,FRAG_BUFFERS=2"});
+  // The staged epilogue (EPILOGUE=smem): the mma defaults on aligned (16-byte copies)
+  // and ragged shapes (odd N: scalar copies; N = 776: 16-byte copies under a column
+  // guard), both transposes, fused bias + relu and linear + gelu, batch (N = 100: 8-byte
+  // f16 copies), an f32 output of bf16, sync staging. tests/cpu/driver's
+  // StagedEpilogueCompilesWithoutSpills compiles the same list.
+  for (const MmaGemmCase& c : staged_epilogue_cases()) v.push_back(c);
   return v;
 }
 

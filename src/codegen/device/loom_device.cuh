@@ -182,6 +182,20 @@ __device__ __forceinline__ void st_v8_f16(loom_f16* p, const float* s) { st_vn_f
 __device__ __forceinline__ void st_v2_bf16(loom_bf16* p, const float* s) { st_vn_bf16<2>(p, s); }
 __device__ __forceinline__ void st_v4_bf16(loom_bf16* p, const float* s) { st_vn_bf16<4>(p, s); }
 __device__ __forceinline__ void st_v8_bf16(loom_bf16* p, const float* s) { st_vn_bf16<8>(p, s); }
+// W 16-bit elements moved as their bits (one 2/4/8/16-byte load and store): a staged
+// epilogue's tile already holds the output type, so widening each element to f32 and
+// narrowing it back would be two conversions for nothing.
+template <int W> struct loom_bits_of { typedef typename loom_bytes_of<W>::type type; };
+template <> struct loom_bits_of<1> { typedef unsigned short type; };
+template <int W>
+__device__ __forceinline__ void mov_vn_b16(void* p, const void* s) {
+  typedef typename loom_bits_of<W>::type T;
+  *static_cast<T*>(p) = *static_cast<const T*>(s);
+}
+__device__ __forceinline__ void mov_b16(void* p, const void* s) { mov_vn_b16<1>(p, s); }
+__device__ __forceinline__ void mov_v2_b16(void* p, const void* s) { mov_vn_b16<2>(p, s); }
+__device__ __forceinline__ void mov_v4_b16(void* p, const void* s) { mov_vn_b16<4>(p, s); }
+__device__ __forceinline__ void mov_v8_b16(void* p, const void* s) { mov_vn_b16<8>(p, s); }
 // tf32: f32 storage, rounded to tf32 on load.
 __device__ __forceinline__ void ld_v2_tf32(float* d, const float* p) {
   ld_v2_f32(d, p); d[0] = cvt_rna_tf32_f32(d[0]); d[1] = cvt_rna_tf32_f32(d[1]);

@@ -206,6 +206,61 @@ TEST(CompileKernels, AccF16KernelsCompileForSm90aAndSm80WithoutSpills) {
     }
 }
 
+// The staged epilogue (EPILOGUE=smem, k:054): the mma defaults of f16, bf16 and tf32 on
+// aligned and ragged shapes, and every case tests/gpu/test_mma_gemm.cpp and
+// tests/gpu/test_gemm.cpp run with it (the same lists), compile for sm_90a and sm_80;
+// the mma ones without spills, as their direct epilogues.
+TEST(CompileKernels, StagedEpilogueCompilesWithoutSpills) {
+  struct Case { std::string expr, knobs; bool no_spills; };
+  std::vector<Case> cases;
+  for (auto [atom, dt] : std::vector<std::pair<std::string, std::string>>{
+           {"mma_f16", "f16"}, {"mma_bf16", "bf16"}, {"mma_tf32", "tf32"}}) {
+    const std::string staged = "ATOM=" + atom + ",EPILOGUE=smem";
+    cases.push_back({"matmul(A[4096,4096]:" + dt + ", B[4096,4096]:" + dt + ")", staged, true});
+    cases.push_back({"matmul(A[512,512]:" + dt + ", B[512,512]:" + dt + ")", staged, true});
+    cases.push_back({"matmul(A[1000,333]:" + dt + ", B[333,777]:" + dt + ")", staged, true});
+    cases.push_back({"relu(add(matmul(A[1000,333]:" + dt + ", B[776,333]:" + dt + ".T), bias[776]:f32))", staged, true});
+    cases.push_back({"matmul(A[333,1000]:" + dt + ".T, B[777,333]:" + dt + ".T)",
+                     staged + ",WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync,STAGES=2", true});
+    cases.push_back({"bmm(A[4,129,72]:" + dt + ", B[4,72,100]:" + dt + ")", staged, true});
+  }
+  cases.push_back({"gelu(linear(X[1000,333]:f16, W[777,333]:f16, bias[777]:f16))", "ATOM=mma_f16,EPILOGUE=smem", true});
+  cases.push_back({"matmul(A[1000,333]:bf16, B[333,776]:bf16, out=f32)", "ATOM=mma_bf16,EPILOGUE=smem", true});
+  cases.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32,EPILOGUE=smem", true});
+  // SIMT (tests/gpu/test_gemm.cpp).
+  cases.push_back({"matmul(A[1000,777]:f32, B[777,3000]:f32)", "EPILOGUE=smem", false});
+  cases.push_back({"matmul(A[M,K]:f32, B[K,N]:f32)", "EPILOGUE=smem", false});
+  for (const std::string stage : {"BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2",
+                                  "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=cp_async,STAGES=3",
+                                  "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=tma,STAGES=2"})
+    cases.push_back({"relu(add(matmul(A[1000,776]:f32, B[776,3000]:f32), bias[3000]:f32))",
+                     stage + ",EPILOGUE=smem", false});
+  cases.push_back({"gelu(linear(X[333,96]:f16, W[200,96]:f16, bias[200]:f16))", "EPILOGUE=smem", false});
+  cases.push_back({"matmul(A[128,16384]:f32, B[16384,128]:f32)", "SPLITK=128,SPLITK_MODE=reduce,EPILOGUE=smem", false});
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const Case& c : cases) {
+      if (arch == "sm_80" && c.knobs.find("STAGE=tma") != std::string::npos) continue;
+      SCOPED_TRACE(arch + " " + c.expr + " knobs=" + c.knobs);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      EXPECT_NE(p.cuda.find("__syncthreads();\n  for ("), std::string::npos)
+          << "no copy loop after the tile's barrier\n" << p.cuda;
+      // A 16-bit tile is copied out as bits, without an f32 round trip.
+      const bool half = p.cuda.find("loom_f16* __restrict__ out") != std::string::npos ||
+                        p.cuda.find("loom_bf16* __restrict__ out") != std::string::npos;
+      EXPECT_EQ(p.cuda.find("loom::mov") != std::string::npos, half);
+      CompileResult r = nvrtc(p, arch);
+      for (const auto& kern : p.state.kernel.kernels) {
+        ASSERT_TRUE(r.resources.count(kern.name)) << r.log;
+        if (!c.no_spills) continue;
+        EXPECT_EQ(r.resources.at(kern.name).spill_store_bytes, 0) << kern.name;
+        EXPECT_EQ(r.resources.at(kern.name).spill_load_bytes, 0) << kern.name;
+      }
+    }
+}
+
 // How the epilogue reads a packed f16 accumulator, by output type: an aligned f16 output
 // takes each register (c0,c1 or c2,c3, adjacent columns) as one 4-byte store; f32 and
 // bf16 outputs and fused ops widen each half to f32 first. And the accumulators need

@@ -150,8 +150,10 @@ class Renderer {
   }
 
   std::string address_of(const std::string& tensor, const Expr& offset) {
+    return address_at(tensor, offset.str());
+  }
+  std::string address_at(const std::string& tensor, std::string off) {
     const TensorDecl& t = p_.tensor(tensor);
-    std::string off = offset.str();
     if (t.swizzle.bits)
       off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " + std::to_string(t.swizzle.base) +
             ", " + std::to_string(t.swizzle.shift) + ">(" + off + ")";
@@ -218,8 +220,14 @@ class Renderer {
           break;
         }
         if (find_warp_copy(*k_, s.atom)) {
-          // ldmatrix fills the fragment's packed registers; this lane gives its row.
-          line(d, a.wrapper + "(" + fragment_regs(s.dst, s.dst_index) + ", " + address(s) +
+          // ldmatrix fills the fragment's registers (packed b16 pairs, or the raw words of
+          // a tf32 fragment's f32 array); this lane gives its row. The instruction takes
+          // a 32-bit shared address, and a shared offset always fits an int: with 64-bit
+          // indices (symbolic shapes) the row offset is computed in int, not in pairs of
+          // registers.
+          const std::string row = s.index.at(0).str();
+          line(d, a.wrapper + "(" + fragment_regs(s.dst, s.dst_index) + ", " +
+                      address_at(s.tensor, idx_ == "int" ? row : "int(" + row + ")") +
                       ");  // " + a.ptx);
           break;
         }
@@ -315,9 +323,10 @@ class Renderer {
   // Register arrays that hold f16/bf16 mma operand fragments are declared packed, as the
   // .b32 registers ldmatrix writes and mma.sync reads (value v in register v/2, half
   // v%2), so neither needs an unpack or repack: the A and B operands of 16-bit warp
-  // atoms and the destinations of warp copies. Their only other writers may be
-  // element-wise loads (which insert halves); anything else that touches one is an
-  // error here rather than a silent reinterpretation. The bool: written element-wise.
+  // atoms and the destinations of b16 warp copies (the b32 view fills f32 arrays).
+  // Their only other writers may be element-wise loads (which insert halves); anything
+  // else that touches one is an error here rather than a silent reinterpretation. The
+  // bool: written element-wise.
   void find_packed(const KernelOp& k) {
     packed_.clear();
     packed_type_.clear();
@@ -326,7 +335,7 @@ class Renderer {
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
         if (w->a_type != DType::F16 && w->a_type != DType::BF16) return;
         for (const Operand& o : s.args) packed_.emplace(o.name, false), packed_type_[o.name] = w->a_type;
-      } else if (find_warp_copy(k, s.atom)) {
+      } else if (const WarpCopy* c = find_warp_copy(k, s.atom); c && c->element_bytes == 2) {
         packed_.emplace(s.dst, false);
         packed_type_[s.dst] = p_.tensor(s.tensor).dtype;
       }

@@ -8,7 +8,8 @@ namespace {
 struct Gemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool known = false, epilogue = false;
-  DType in = DType::F32, out = DType::F32;
+  DType in = DType::F32, out = DType::F32;  // set for known shapes only
+  bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
 };
 
 Gemm gemm_of(const Graph& g) {
@@ -17,6 +18,7 @@ Gemm gemm_of(const Graph& g) {
     if (n.kind != OpKind::Matmul) continue;
     const Node& a = g.node(n.inputs[0]);
     size_t r = n.shape.size();
+    s.f32_operands = a.dtype == DType::F32 || a.dtype == DType::TF32;
     s.known = true;
     for (const auto& d : n.shape) s.known &= !d.is_sym();
     s.known &= !a.shape.back().is_sym();
@@ -42,12 +44,23 @@ Knobs mma_defaults_aligned() {
 // 4096^3 f16); the bounds guards of a ragged M or N push them to 255 and spill (192 B at
 // 1000x777x333 f16), so such shapes get 4x4 atoms per warp (128x64 blocks), and tf32,
 // whose fragments are element-wise floats, 2x4 (24 B of spills at 4x4).
+// tf32 pads by operand layout instead of 8 everywhere: a warp reads 32-bit fragment
+// elements (g, t) = (lane/4, lane%4), and a row stride S words puts them in banks
+// (S*g + t) % 32 for a K-contiguous slab (A [BM][BK]: element-wise or ldmatrix rows) and
+// (S*t + g) % 32 for an N-contiguous one (B [BK][BN]). 32 distinct banks need S = 4 mod 8
+// for the first (PAD_SMEM=4 at BK=32: S=36) and S = 8 mod 16 for the second
+// (PAD_KOUTER=8 at BN=128 or 64: S=136, 72); one pad of 8 leaves A 2-way, 4 leaves B
+// 2-way. Both keep 16-byte rows for cp.async and ldmatrix.
 static Knobs mma_defaults_for(const Gemm& s) {
   bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
-  if (aligned) return mma_defaults_aligned();
-  const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
-  return Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") +
-                      ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8");
+  Knobs k = mma_defaults_aligned();
+  if (!aligned) {
+    const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
+    k = Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") +
+                     ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8");
+  }
+  if (s.f32_operands) k.merge(Knobs::parse("PAD_SMEM=4,PAD_KOUTER=8"));
+  return k;
 }
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
@@ -106,7 +119,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"},
-      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"},
+      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
   // staging defaults and no split-K yet (mma_defaults_for): 2x2 warps of 4x8 atoms

@@ -24,8 +24,8 @@ DefaultChoice default_knobs(const Graph& g, const Target& t);
 // person who sets any tiling knob (BM BN FM FN WM WN MIN_BLOCKS) gets none of the
 // default tiling, so an explicit BM=64 is never combined with a default FM it does not
 // divide (nor a bigger tile with the default tile's register cap); likewise for the
-// staging (STAGE BK STAGES PIPELINE PAD_SMEM SWIZZLE) and split-K (SPLITK SPLITK_MODE)
-// groups.
+// staging (STAGE BK STAGES PIPELINE PAD_SMEM PAD_KOUTER SWIZZLE SLAB_KOUTER) and split-K
+// (SPLITK SPLITK_MODE) groups.
 // With an explicit ATOM other than fma, `mma_defaults` replace `defaults` (SIMT
 // schedules) the same way.
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,

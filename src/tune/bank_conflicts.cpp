@@ -75,7 +75,12 @@ class Model {
         case StmtKind::Write:
         case StmtKind::AsyncCopy:
           if (p_.has_tensor(st.tensor) && p_.tensor(st.tensor).role == TensorRole::Shared)
-            out_.push_back(analyze(st));
+            out_.push_back(analyze(st, nullptr));
+          break;
+        case StmtKind::Atom:
+          if (const WarpCopy* w = find_warp_copy(k_, st.atom))
+            if (p_.has_tensor(st.tensor) && p_.tensor(st.tensor).role == TensorRole::Shared)
+              out_.push_back(analyze(st, w));
           break;
         default: break;
       }
@@ -83,16 +88,27 @@ class Model {
     frames_.resize(mark);
   }
 
-  SharedAccessReport analyze(const Stmt& st) {
+  // `copy`: the declaration of a warp copy (ldmatrix), else nullptr.
+  SharedAccessReport analyze(const Stmt& st, const WarpCopy* copy) {
     const TensorDecl& t = p_.tensor(st.tensor);
     SharedAccessReport r;
     r.stmt = print_block({st});
     while (!r.stmt.empty() && r.stmt.back() == '\n') r.stmt.pop_back();
     r.tensor = st.tensor;
-    r.op = st.kind == StmtKind::Load ? "load" : st.kind == StmtKind::Write ? "store" : "cp.async";
-    r.width = st.width;
+    r.op = copy                        ? "ldmatrix"
+           : st.kind == StmtKind::Load  ? "load"
+           : st.kind == StmtKind::Write ? "store"
+                                        : "cp.async";
+    r.width = copy ? copy->cols : st.width;
     const int eb = dtype_bytes(t.dtype);
-    r.bytes_per_lane = st.width * eb;
+    r.bytes_per_lane = r.width * eb;
+    // ldmatrix reads only the rows some lane addresses for a stacked row (lanes 0..8x-1).
+    if (copy) {
+      row_lanes_.assign(32, false);
+      for (int l : copy->row_lane) row_lanes_[size_t(l)] = true;
+    } else {
+      row_lanes_.assign(32, true);
+    }
 
     // exprs[0] is the offset, the rest gate the lane. A cp.async writes its destination
     // (zeros) even when its predicate is false, so only a Load's predicate gates.
@@ -205,7 +221,7 @@ class Model {
         for (int lane = 0; lane < 32; ++lane) {
           lanes[size_t(lane)].clear();
           int64_t tid = 32 * w + lane;
-          if (tid >= k_.block_threads) continue;
+          if (tid >= k_.block_threads || !row_lanes_[size_t(lane)]) continue;
           env["threadIdx.x"] = tid;
           bool on = std::all_of(conds.begin(), conds.end(), [&](const Expr& c) { return c.eval(env) != 0; });
           if (!on) continue;
@@ -234,6 +250,7 @@ class Model {
   const Expr::Env& symbols_;
   std::vector<Frame> frames_;
   std::vector<SharedAccessReport> out_;
+  std::vector<bool> row_lanes_;  // lanes whose address the access reads (analyze)
 };
 
 }  // namespace

@@ -16,11 +16,15 @@
 //    deliver: lanes reading the same word share it (broadcast, free), two different
 //    words of one bank serialize. 2-byte elements: two lanes on the two halves of one
 //    word are one word, hence free. A phase without active lanes costs nothing.
+//  - ldmatrix (a warp copy the kernel declares) is a 16-byte request from each lane
+//    that supplies a stacked row (lanes 0..8x-1 of .x1/.x2/.x4; the hardware ignores
+//    the others' addresses): a phase of 8 lanes is one 8x8 matrix, ideally one wavefront.
 //  - The instruction's wavefronts are the sum over its phases; the ideal is
 //    ceil(active lanes x bytes per lane / 128), at least 1 (128 bytes = one row of all 32
 //    banks per wavefront).
 //
-// Evaluation: an access's flat offset (Load/Write index, AsyncCopy destination; a
+// Evaluation: an access's flat offset (Load/Write index, AsyncCopy destination, a warp
+// copy's row start; a
 // multi-dimensional index is flattened with TensorDecl::strides()) goes through
 // TensorDecl::physical() (the swizzle) per element of the vector. Enclosing Lets are
 // substituted; threadIdx.x = 32*w + lane for every warp w of the block; the enclosing
@@ -45,7 +49,7 @@ constexpr int64_t kExhaustiveLimit = 4096;
 struct SharedAccessReport {
   std::string stmt;        // the statement as Kernel IR prints it
   std::string tensor;      // the shared tensor
-  std::string op;          // "load", "store", "cp.async"
+  std::string op;          // "load", "store", "cp.async", "ldmatrix"
   int width = 1;           // elements per lane
   int bytes_per_lane = 4;  // width x element bytes
   int64_t wavefronts = 0;  // worst warp instruction (over warps and bindings)

@@ -26,10 +26,13 @@
 //  2. For every shared tensor of rank >= 2, require rows (last dimension) that are a
 //     whole number of spans — the XOR stays inside one span, so the footprint then holds
 //     every permuted offset — and, for STAGE=tma, rows of exactly one span (a TMA box's
-//     inner dimension may not exceed its swizzle span).
+//     inner dimension may not exceed its swizzle span). When PAD_KOUTER is given, the
+//     slabs with the reduction dimension outer take that pad instead (t:045) and are
+//     skipped: a swizzle of 16-byte chunks cannot spread 4-byte reads down their columns.
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
 #include "ir/error.h"
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -71,7 +74,7 @@ void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool t
 Pass pass_swizzle_smem() {
   return Pass{"t:046_swizzle_smem", Level::Tile, Level::Tile,
               "shared tiles of rank >= 2 carry the TMA XOR swizzle SWIZZLE selects",
-              {"SWIZZLE"},
+              {"SWIZZLE", "PAD_KOUTER"},
               [](CompileState& s) {
                 std::string mode = s.knobs.get_str("SWIZZLE", "none");
                 s.used_knobs["SWIZZLE"] = mode;
@@ -82,8 +85,11 @@ Pass pass_swizzle_smem() {
                               "rows off the swizzle's span): choose one");
                 int64_t span = std::stoll(mode.substr(0, mode.size() - 1));
                 bool tma = s.knobs.get_str("STAGE", "sync") == "tma";
+                std::map<std::string, bool> k_inner;
+                if (s.knobs.has("PAD_KOUTER")) k_inner = shared_k_innermost(s.tile);
                 for (TensorDecl& t : s.tile.tensors)
-                  if (t.role == TensorRole::Shared && t.shape.size() >= 2)
+                  if (t.role == TensorRole::Shared && t.shape.size() >= 2 &&
+                      !(k_inner.count(t.name) && !k_inner.at(t.name)))
                     swizzle_tensor(t, mode, span, tma);
               }};
 }

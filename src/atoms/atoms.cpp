@@ -122,10 +122,10 @@ AtomDef mma(const std::string& id, const std::string& ptx, int k, DType ab, DTyp
 // thread holds two b16 of matrix i; lane l gets row l/4, columns 2(l%4) and 2(l%4)+1.
 // With .trans each matrix arrives transposed: lane l gets column l/4 of rows 2(l%4) and
 // 2(l%4)+1 of the matrix as stored.
-AtomDef ldmatrix(int count, bool trans) {
+AtomDef ldmatrix_common(const std::string& id, int count, bool trans) {
   const std::string num = "x" + std::to_string(count);
   AtomDef a;
-  a.id = "ldmatrix_" + num + (trans ? "_trans" : "");
+  a.id = id;
   a.kind = AtomKind::Copy;
   a.ptx = "ldmatrix.sync.aligned.m8n8." + num + (trans ? ".trans" : "") + ".shared.b16";
   a.ptx_section = "9.7.14.5.15 Warp-level matrix load instruction: ldmatrix";
@@ -135,6 +135,13 @@ AtomDef ldmatrix(int count, bool trans) {
   a.bytes = 4 * count;  // received per thread: one .b32 register per matrix
   a.src = MemSpace::Shared;
   a.dst = MemSpace::Register;
+  return a;
+}
+
+AtomDef ldmatrix(int count, bool trans) {
+  AtomDef a = ldmatrix_common("ldmatrix_x" + std::to_string(count) + (trans ? "_trans" : ""),
+                              count, trans);
+  a.element_bytes = 2;
   // src: the 16-byte row a lane addresses, as 8 b16 values of the stacked tile.
   OperandLayout src{"src", 8 * count, 8, 8, [count](int lane, int v) {
                       return Coord{ldmatrix_row_provider(lane, count), v};
@@ -143,6 +150,22 @@ AtomDef ldmatrix(int count, bool trans) {
                       const int matrix = v >> 1, pair = 2 * thread_in_group(lane) + (v & 1);
                       return trans ? Coord{8 * matrix + pair, group_id(lane)}
                                    : Coord{8 * matrix + group_id(lane), pair};
+                    }};
+  a.layouts = {std::move(src), std::move(dst)};
+  return a;
+}
+
+// The plain (non-.trans) ldmatrix on 32-bit data: the 16-byte row is 4 words, and the
+// two b16 a lane receives of each matrix (row l/4, halves 2(l%4), 2(l%4)+1) are exactly
+// word l%4 of that row, whole. Each register is one 32-bit element of matrix i.
+AtomDef ldmatrix_b32(int count) {
+  AtomDef a = ldmatrix_common("ldmatrix_x" + std::to_string(count) + "_b32", count, false);
+  a.element_bytes = 4;
+  OperandLayout src{"src", 8 * count, 4, 4, [count](int lane, int v) {
+                      return Coord{ldmatrix_row_provider(lane, count), v};
+                    }};
+  OperandLayout dst{"dst", 8 * count, 4, count, [](int lane, int v) {
+                      return Coord{8 * v + group_id(lane), thread_in_group(lane)};
                     }};
   a.layouts = {std::move(src), std::move(dst)};
   return a;
@@ -189,6 +212,8 @@ const std::vector<AtomDef>& atom_table() {
       ldmatrix(2, false),
       ldmatrix(4, true),
       ldmatrix(2, true),
+      ldmatrix_b32(4),
+      ldmatrix_b32(2),
   };
   return table;
 }
@@ -279,7 +304,7 @@ int ldmatrix_row_provider(int lane, int count) {
 std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
                                                      const OperandLayout& frag, Major major) {
   const OperandLayout& dst = operand_layout(ldm, "dst");
-  const int count = dst.rows / 8;
+  const int count = dst.rows / 8, row = operand_layout(ldm, "src").cols;
   auto fail = [&](const std::string& why) {
     return Error(ldm.id + " cannot load the " + std::to_string(frag.rows) + "x" +
                  std::to_string(frag.cols) + " " + frag.name + " fragment from a " +
@@ -289,7 +314,8 @@ std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
     throw fail("it gives " + std::to_string(dst.values_per_thread) +
                " values per thread, the fragment has " +
                std::to_string(frag.values_per_thread) + " (the .x" +
-               std::to_string(frag.values_per_thread / 2) + " variant would match)");
+               std::to_string(frag.values_per_thread * count / dst.values_per_thread) +
+               " variant would match)");
   // Every (lane, value) pins where its stacked row must start: the element it receives
   // lies `sc` elements along that row and must be the fragment's element (r, c).
   std::map<int, Coord> start;
@@ -308,9 +334,9 @@ std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
     const Coord s = start.at(ldmatrix_row_provider(lane, count));
     const bool inside = major == Major::Row
                             ? s.first >= 0 && s.first < frag.rows && s.second >= 0 &&
-                                  s.second + 8 <= frag.cols
+                                  s.second + row <= frag.cols
                             : s.second >= 0 && s.second < frag.cols && s.first >= 0 &&
-                                  s.first + 8 <= frag.rows;
+                                  s.first + row <= frag.rows;
     if (!inside) throw fail("lane " + std::to_string(lane) + "'s row would leave the tile");
     out.push_back(s);
   }
@@ -326,7 +352,7 @@ WarpCopy warp_copy(const AtomDef& a) {
   WarpCopy w;
   w.id = a.id;
   w.rows = dst.rows, w.cols = dst.cols;
-  w.element_bytes = 2;
+  w.element_bytes = a.element_bytes;
   w.values = dst.values_per_thread;
   // The lowest lane that supplies a row is the one the hardware reads it from.
   w.row_lane.assign(size_t(w.rows), -1);

@@ -51,8 +51,10 @@ struct AtomDef {
   int threads = 1;
   DType a_type = DType::F32, b_type = DType::F32, acc_type = DType::F32;
 
-  // Copy atoms: bytes moved per thread and the memories they join.
+  // Copy atoms: bytes moved per thread, the width of the elements its layouts count
+  // (4: b32 words; 2: the b16 of ldmatrix) and the memories they join.
   int bytes = 0;
+  int element_bytes = 4;
   MemSpace src = MemSpace::Register, dst = MemSpace::Register;
 
   std::vector<OperandLayout> layouts;
@@ -98,9 +100,14 @@ const AtomDef* vector_copy_atom(MemSpace src, MemSpace dst, int bytes);
 // tile: stacked row r is row r%8 of matrix r/8. Each stacked row is 16 contiguous bytes
 // of shared memory whose address one lane supplies; lanes 8i..8i+7 address the rows of
 // matrix i (PTX ISA "Warp-level matrix load instruction: ldmatrix").
+// The `_b32` entries are the same instruction on 32-bit data: a 16-byte row is 4 words,
+// so the stacked tile is (8*count) x 4 words and lane l receives word l%4 of row l/4 of
+// each matrix — the tf32 fragments' (groupID, threadID_in_group) placement. There is no
+// .trans view: it would split each word's halves between two lanes.
 
 // How an operand tile lies in shared memory: Row = the elements of a tile row are
-// contiguous (a 16-byte ldmatrix row is 8 consecutive columns); Col = those of a column.
+// contiguous (a 16-byte ldmatrix row is 8, or 4 b32, consecutive columns); Col = those
+// of a column.
 enum class Major { Row, Col };
 
 // The stacked row whose address `lane` supplies to ldmatrix .x`count` (count 1, 2 or 4).
@@ -111,16 +118,17 @@ int ldmatrix_row_provider(int lane, int count);
 // For each of the 32 lanes, the (row, col) in the operand tile where the 16-byte row it
 // addresses starts, such that `ldmatrix` leaves every thread holding `fragment` (an mma
 // operand layout) of a tile stored `major`. Derived from the ldmatrix "dst" layout and the
-// fragment layout alone, so kernels never hand-write fragment index math. Throws
-// loom::Error when no addressing does it (e.g. a 16x16 A fragment from ldmatrix_x2, or
-// a row-major A through .trans).
+// fragment layout alone, so kernels never hand-write fragment index math; a row runs
+// over the entry's `src` columns (8 b16 or 4 b32 elements). Throws loom::Error when no
+// addressing does it (e.g. a 16x16 A fragment from ldmatrix_x2, or a row-major A through
+// .trans).
 std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldmatrix,
                                                      const OperandLayout& fragment, Major major);
 
 // The Kernel IR description of an ldmatrix entry (a warp-collective shared -> register
-// copy): its stacked tile, the lane whose address each stacked row is read from (the
-// "src" layout) and the (lane, value) -> (row, col) "dst" map. A pass that emits the copy
-// adds this to the kernel's warp_copies. Throws loom::Error for any other atom.
+// copy): its stacked tile and element width, the lane whose address each stacked row is
+// read from (the "src" layout) and the (lane, value) -> (row, col) "dst" map. A pass
+// that emits the copy adds this to the kernel's warp_copies. Throws loom::Error for any other atom.
 WarpCopy warp_copy(const AtomDef& a);
 
 // A per-lane integer table (32 entries, e.g. one coordinate of ldmatrix_row_starts) as an

@@ -181,16 +181,21 @@ class Renderer {
     return at + 2 - i;
   }
 
-  std::string address_of(const std::string& tensor, const Expr& offset) {
+  // `int_offset`: the offset is computed in int even where indices are 64-bit (symbolic
+  // shapes) — a shared-memory offset always fits one.
+  std::string address_of(const std::string& tensor, const Expr& offset, bool int_offset = false) {
+    auto text = [&](const Expr& e) {
+      return int_offset && idx_ != "int" ? "int(" + e.str() + ")" : e.str();
+    };
     const TensorDecl& t = p_.tensor(tensor);
-    if (!t.swizzle.bits) return "&" + tensor + "[" + offset.str() + "]";
+    if (!t.swizzle.bits) return "&" + tensor + "[" + text(offset) + "]";
     // swz(inner) + outer (split_for_swizzle): only the lane's part goes through the XOR.
     SwizzleSplit split = split_for_swizzle(offset, t.swizzle);
     std::string off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " +
                       std::to_string(t.swizzle.base) + ", " + std::to_string(t.swizzle.shift) +
-                      ">(" + split.inner.str() + ")";
+                      ">(" + text(split.inner) + ")";
     if (!(split.outer.is_const() && split.outer.const_value() == 0))
-      off += " + " + split.outer.str();
+      off += " + " + text(split.outer);
     return "&" + tensor + "[" + off + "]";
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
@@ -285,9 +290,13 @@ class Renderer {
           break;
         }
         if (find_warp_copy(*k_, s.atom)) {
-          // ldmatrix fills the fragment's packed registers; this lane gives its row.
-          line(d, a.wrapper + "(" + fragment_regs(s.dst, s.dst_index) + ", " + address(s) +
-                      ");  // " + a.ptx);
+          // ldmatrix fills the fragment's registers (packed b16 pairs, or the raw words of
+          // a tf32 fragment's f32 array); this lane gives its row. The instruction takes
+          // a 32-bit shared address, and a shared offset always fits an int: with 64-bit
+          // indices (symbolic shapes) the row offset is computed in int, not in pairs of
+          // registers.
+          line(d, a.wrapper + "(" + fragment_regs(s.dst, s.dst_index) + ", " +
+                      address_of(s.tensor, s.index.at(0), true) + ");  // " + a.ptx);
           break;
         }
         std::string call = a.wrapper + "(" + dst(s);
@@ -390,11 +399,11 @@ class Renderer {
   // registers ldmatrix writes and mma.sync reads and writes (value v in register v/2,
   // half v%2: the atom table's numbering of fragment values), so none needs an unpack or
   // repack in the mainloop: the A and B operands of f16/bf16 warp atoms, the
-  // destinations of warp copies, and the C/D accumulators of f16-accumulating atoms
-  // (ACC=f16). Operand fragments may also be written by element-wise loads (which insert
-  // halves); accumulators by their zeroing (Init, likewise) and read, value by value, by
-  // the epilogue. Anything else that touches one is an error here rather than a silent
-  // reinterpretation.
+  // destinations of b16 warp copies (the b32 view of tf32 fills f32 arrays), and the C/D
+  // accumulators of f16-accumulating atoms (ACC=f16). Operand fragments may also be
+  // written by element-wise loads (which insert halves); accumulators by their zeroing
+  // (Init, likewise) and read, value by value, by the epilogue. Anything else that
+  // touches one is an error here rather than a silent reinterpretation.
   void find_packed(const KernelOp& k) {
     packed_.clear();
     walk(k.body, [&](const Stmt& s) {
@@ -403,7 +412,7 @@ class Renderer {
         if (dtype_bytes(w->a_type) == 2)
           for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
         if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
-      } else if (find_warp_copy(k, s.atom)) {
+      } else if (const WarpCopy* c = find_warp_copy(k, s.atom); c && c->element_bytes == 2) {
         packed_.emplace(s.dst, Packed{p_.tensor(s.tensor).dtype});
       }
     });

@@ -373,8 +373,8 @@ void Machine::exec_warp_copy(const Node& n, const std::vector<int>& active) {
              "row offset " + n.s->index[0].str() + " = " + std::to_string(off) + " of " +
                  ts.decl->name + " is not " + std::to_string(row_bytes) + "-byte aligned (" +
                  std::to_string(row_bytes / w.element_bytes) + " elements): " + w.id +
-                 " reads each row as one aligned 16-byte access; pad rows to a multiple of 8 "
-                 "elements",
+                 " reads each row as one aligned 16-byte access; pad rows to a multiple of " +
+                 std::to_string(row_bytes / w.element_bytes) + " elements",
              t);
       for (int c = 1; c < w.cols; ++c)
         if (ts.decl->physical(off + c) != ts.decl->physical(off) + c)

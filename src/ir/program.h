@@ -100,7 +100,8 @@ struct WarpAtom {
 };
 
 // A warp-collective copy atom (ldmatrix) as Kernel IR carries it: the 32 lanes load a
-// stacked tile of `rows` x `cols` 16-bit elements from shared memory together. Each lane
+// stacked tile of `rows` x `cols` elements (16-byte rows: 8 b16, or 4 b32 for the 32-bit
+// view of tf32 fragments) from shared memory together. Each lane
 // supplies the address of one row (the Atom statement's flat `index`, evaluated per lane)
 // and receives `values` elements of the tile into its fragment. Like WarpAtom it travels
 // as data (loom_ir sits below the atom table); warp_copy() in src/atoms/atoms.h builds
@@ -108,7 +109,7 @@ struct WarpAtom {
 struct WarpCopy {
   std::string id;          // the Atom statement's `atom`, e.g. "ldmatrix_x4"
   int rows = 0, cols = 0;  // the stacked tile: 8 * matrices rows of 8 elements
-  int element_bytes = 2;   // .b16: only 16-bit tensors
+  int element_bytes = 2;   // 2 (.b16) or 4 (the same instruction on 32-bit data)
   // row_lane[r]: the lane whose address the hardware reads stacked row r from (lanes
   // beyond the rows supply addresses that are ignored).
   std::vector<int> row_lane;

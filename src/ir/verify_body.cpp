@@ -124,11 +124,13 @@ class BodyChecker {
       if (w.id.empty()) bad("it has no id");
       if (!ids.insert(w.id).second || find_warp_atom(*kernel_, w.id))
         bad("it is declared twice in the kernel's warp_atoms / warp_copies");
-      if (w.rows < 1 || w.cols < 1 || w.values < 1 || w.element_bytes != 2)
+      // ldmatrix rows are 16 bytes: 8 b16 elements, or 4 32-bit words (its .b32 view).
+      if (w.rows < 1 || w.values < 1 || (w.element_bytes != 2 && w.element_bytes != 4) ||
+          w.cols * w.element_bytes != 16)
         bad("a stacked tile of " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
             " elements of " + std::to_string(w.element_bytes) + " bytes, " +
             std::to_string(w.values) + " values per lane: ldmatrix moves positive tiles of "
-            "2-byte elements");
+            "16-byte rows of 2- or 4-byte elements");
       if (int64_t(w.row_lane.size()) != w.rows)
         bad("row_lane has " + std::to_string(w.row_lane.size()) + " entries for " +
             std::to_string(w.rows) + " rows");

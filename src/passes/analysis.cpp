@@ -1,5 +1,7 @@
 #include "passes/analysis.h"
 
+#include <set>
+
 namespace loom {
 
 namespace {
@@ -86,6 +88,34 @@ bool provably_less(const Expr& e, const Expr& bound, const Ranges& r) {
   auto eb = e.bounds(r);
   auto bb = bound.bounds(r);
   return eb && bb && eb->hi < bb->lo;
+}
+
+namespace {
+void k_innermost(const Block& b, const ProgramBase& p, std::map<std::string, std::string>& axes,
+                 std::map<std::string, bool>& out) {
+  for (const Stmt& s : b) {
+    if (s.kind == StmtKind::Load && p.has_tensor(s.tensor)) {
+      const TensorDecl& t = p.tensor(s.tensor);
+      if (t.role == TensorRole::Shared && t.shape.size() >= 2 && !s.index.empty()) {
+        std::set<std::string> vars;
+        s.index.back().collect_vars(vars);
+        bool k = false;
+        for (const std::string& v : vars) k |= axes.count(v) && axes.at(v) == "k";
+        out[s.tensor] = out[s.tensor] || k;
+      }
+    }
+    if (s.kind == StmtKind::For) axes[s.var] = s.axis;
+    k_innermost(s.body, p, axes, out);
+    if (s.kind == StmtKind::For) axes.erase(s.var);
+  }
+}
+}  // namespace
+
+std::map<std::string, bool> shared_k_innermost(const TileProgram& p) {
+  std::map<std::string, std::string> axes;
+  std::map<std::string, bool> out;
+  for (const TileOp& op : p.ops) k_innermost(op.body, p, axes, out);
+  return out;
 }
 
 }  // namespace loom

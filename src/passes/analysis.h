@@ -42,4 +42,11 @@ void enter_range(Ranges& r, const Stmt& s);  // For (var) or Let: adds the varia
 // `e < bound` holds for every value in `r`.
 bool provably_less(const Expr& e, const Expr& bound, const Ranges& r);
 
+// The shared tensors of rank >= 2 that the ops of `p` load, each with whether its
+// innermost (contiguous) dimension runs along the reduction: true when some load's last
+// index uses a variable of a loop whose axis is "k" ([BM][BK] and [BN][BK] slabs), false
+// for the M- or N-contiguous [BK][BM] and [BK][BN] ones. t:045 and t:046 pick padding
+// and swizzle by it.
+std::map<std::string, bool> shared_k_innermost(const TileProgram& p);
+
 }  // namespace loom

@@ -8,7 +8,8 @@ namespace {
 struct Gemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool known = false, epilogue = false;
-  DType in = DType::F32, out = DType::F32;
+  DType in = DType::F32, out = DType::F32;  // set for known shapes only
+  bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
 };
 
 Gemm gemm_of(const Graph& g) {
@@ -17,6 +18,7 @@ Gemm gemm_of(const Graph& g) {
     if (n.kind != OpKind::Matmul) continue;
     const Node& a = g.node(n.inputs[0]);
     size_t r = n.shape.size();
+    s.f32_operands = a.dtype == DType::F32 || a.dtype == DType::TF32;
     s.known = true;
     for (const auto& d : n.shape) s.known &= !d.is_sym();
     s.known &= !a.shape.back().is_sym();
@@ -35,7 +37,8 @@ Gemm gemm_of(const Graph& g) {
 }  // namespace
 
 Knobs mma_defaults_aligned() {
-  return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8");
+  return Knobs::parse(
+      "WM=2,WN=2,FM=4,FN=8,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8,EPILOGUE=smem");
 }
 
 // The mma schedule for the shape: 4x8 atoms per warp need every register (234 at
@@ -44,18 +47,28 @@ Knobs mma_defaults_aligned() {
 // whose fragments are element-wise floats, 2x4 (24 B of spills at 4x4).
 // Aligned 16-bit operands: BK=64 slabs (128-byte A rows, half the L2 requests of 64-byte
 // ones) with the row-derived XOR swizzle (conflict-free cp.async writes and ldmatrix
-// reads; the pad left the A writes 2-way) in a 2-deep ring (2 blocks of 64 KiB per SM).
-// 4096^3 f16 on H100: 0.39x cuBLAS with BK=32 / pad 8 / 3 stages, 0.50x with SWIZZLE=xor
-// and BK=64 at 3 stages, 0.51x at 2 (bench/NOTES.md). Ragged shapes keep the padded
-// BK=32 ring: the swizzled addresses on top of the guards spill there (48-732 B at
-// 1000x777x333), and tf32 too (element-wise 32-bit fragment loads).
+// reads; the pad left the A writes 2-way) in a 2-deep ring (2 blocks of 64 KiB per SM),
+// and the staged epilogue (16-byte row stores). 4096^3 f16 on H100: 0.39x cuBLAS with
+// BK=32 / pad 8 / 3 stages, 0.50x with SWIZZLE=xor and BK=64 at 3 stages, 0.51x at 2,
+// 0.53x with EPILOGUE=smem (bench/NOTES.md). Ragged shapes keep the padded BK=32 ring:
+// the swizzled addresses on top of the guards spill there (48-732 B at 1000x777x333).
+// tf32 pads by operand layout instead of 8 everywhere: a warp reads 32-bit fragment
+// elements (g, t) = (lane/4, lane%4), and a row stride S words puts them in banks
+// (S*g + t) % 32 for a K-contiguous slab (A [BM][BK]: element-wise or ldmatrix rows) and
+// (S*t + g) % 32 for an N-contiguous one (B [BK][BN]). 32 distinct banks need S = 4 mod 8
+// for the first (PAD_SMEM=4 at BK=32: S=36) and S = 8 mod 16 for the second
+// (PAD_KOUTER=8 at BN=128 or 64: S=136, 72); one pad of 8 leaves A 2-way, 4 leaves B
+// 2-way. Both keep 16-byte rows for cp.async and ldmatrix.
 static Knobs mma_defaults_for(const Gemm& s) {
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
+  if (aligned && !tf32 && !s.f32_operands) return mma_defaults_aligned();
   const std::string padded = ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8";
-  if (aligned && !tf32) return mma_defaults_aligned();
-  if (aligned) return Knobs::parse("WM=2,WN=2,FM=4,FN=8" + padded);
-  return Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") + padded);
+  Knobs k = aligned ? Knobs::parse("WM=2,WN=2,FM=4,FN=8" + padded)
+                    : Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") +
+                                   padded);
+  if (s.f32_operands) k.merge(Knobs::parse("PAD_SMEM=4,PAD_KOUTER=8"));
+  return k;
 }
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
@@ -114,7 +127,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"},
-      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "SWIZZLE", "SLAB_KOUTER"},
+      {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
   // staging defaults and no split-K yet (mma_defaults_for, which says why and what they

@@ -15,8 +15,8 @@ struct DefaultChoice {
 };
 
 // The mma schedule for 16-bit operands with M and N multiples of 128: 2x2 warps of 4x8
-// atoms, BK=64, 2-stage cp.async, SWIZZLE=xor, 16-byte copies (0.52x cuBLAS at 4096^3
-// f16 on H100).
+// atoms, BK=64, 2-stage cp.async, SWIZZLE=xor, 16-byte copies, staged epilogue (0.53x
+// cuBLAS at 4096^3 f16 on H100).
 Knobs mma_defaults_aligned();
 
 DefaultChoice default_knobs(const Graph& g, const Target& t);
@@ -25,8 +25,8 @@ DefaultChoice default_knobs(const Graph& g, const Target& t);
 // person who sets any tiling knob (BM BN FM FN WM WN MIN_BLOCKS) gets none of the
 // default tiling, so an explicit BM=64 is never combined with a default FM it does not
 // divide (nor a bigger tile with the default tile's register cap); likewise for the
-// staging (STAGE BK STAGES PIPELINE PAD_SMEM SWIZZLE) and split-K (SPLITK SPLITK_MODE)
-// groups.
+// staging (STAGE BK STAGES PIPELINE PAD_SMEM PAD_KOUTER SWIZZLE SLAB_KOUTER) and split-K
+// (SPLITK SPLITK_MODE) groups.
 // With an explicit ATOM other than fma, `mma_defaults` replace `defaults` (SIMT
 // schedules) the same way.
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,

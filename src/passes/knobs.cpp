@@ -38,19 +38,32 @@ const std::vector<KnobDef>& knob_registry() {
        "the transposed-A layout of SIMT kernels (default 1 for STAGE=sync, 0 for cp_async "
        "and tma; with cp_async the transposing copy moves 4-byte elements)",
        "t:040_stage_inputs", 0, 1},
+      {"SLAB_A", "layout of A's staged slab, overriding SLAB_KOUTER for it: kinner = "
+       "[BM][BK] (K contiguous, what tf32 ldmatrix reads; an A given transposed is "
+       "transposed by the copy), kouter = [BK][BM]", "t:040_stage_inputs", 0, 0, false,
+       {"kinner", "kouter"}},
+      {"SLAB_B", "layout of B's staged slab, overriding SLAB_KOUTER for it: kinner = "
+       "[BN][BK] (K contiguous: the transposed B that tf32 ldmatrix reads; a row-major B "
+       "is transposed by 4-byte cp.async copies, or through registers with STAGE=sync), "
+       "kouter = [BK][BN]", "t:040_stage_inputs", 0, 0, false, {"kinner", "kouter"}},
       {"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8},
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
       {"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks power-of-two "
        "row strides that put a column in one bank)", "t:045_pad_smem", 0, 32},
+      {"PAD_KOUTER", "elements of padding per row of the slabs whose reduction dimension "
+       "is outer (M or N contiguous: [BK][BN], [BK][BM]), taken instead of PAD_SMEM and "
+       "SWIZZLE there (tf32 mma default 8 with PAD_SMEM=4: conflict-free 32-bit fragment "
+       "reads of both layouts)", "t:045_pad_smem", 0, 32},
       {"SWIZZLE", "XOR swizzle of shared tiles: a TMA pattern, or xor = Swizzle<B,M,S> derived "
        "from each tile's row length (excludes PAD_SMEM)",
        "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}},
       {"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
        "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
        "k:052_interleave_loads", 0, 1},
-      {"LDMATRIX", "load f16/bf16 mma fragments from shared memory with ldmatrix (0/1; "
-       "default 1: used where legal, element-wise loads elsewhere, always for tf32)",
+      {"LDMATRIX", "load mma fragments from shared memory with ldmatrix (0/1; default 1: "
+       "used where legal, element-wise loads elsewhere; tf32 needs K contiguous in the "
+       "slab: A [BM][BK], B [BN][BK])",
        "k:025_lower_mma", 0, 1},
       {"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom step's "
        "fragments before the current step's mmas (1 = load, then multiply)",

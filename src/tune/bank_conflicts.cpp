@@ -71,15 +71,16 @@ class Model {
           frames_.pop_back();
           break;
         case StmtKind::Stage: visit(st.body); break;
-        case StmtKind::Atom:
-          // Only warp copies (ldmatrix) touch shared memory; mma and FMA atoms do not.
-          if (st.tensor.empty() || !find_warp_copy(k_, st.atom)) break;
-          [[fallthrough]];
         case StmtKind::Load:
         case StmtKind::Write:
         case StmtKind::AsyncCopy:
           if (p_.has_tensor(st.tensor) && p_.tensor(st.tensor).role == TensorRole::Shared)
-            out_.push_back(analyze(st));
+            out_.push_back(analyze(st, nullptr));
+          break;
+        case StmtKind::Atom:
+          if (const WarpCopy* w = find_warp_copy(k_, st.atom))
+            if (p_.has_tensor(st.tensor) && p_.tensor(st.tensor).role == TensorRole::Shared)
+              out_.push_back(analyze(st, w));
           break;
         default: break;
       }
@@ -87,21 +88,27 @@ class Model {
     frames_.resize(mark);
   }
 
-  SharedAccessReport analyze(const Stmt& st) {
+  // `copy`: the declaration of a warp copy (ldmatrix), else nullptr.
+  SharedAccessReport analyze(const Stmt& st, const WarpCopy* copy) {
     const TensorDecl& t = p_.tensor(st.tensor);
     SharedAccessReport r;
     r.stmt = print_block({st});
     while (!r.stmt.empty() && r.stmt.back() == '\n') r.stmt.pop_back();
     r.tensor = st.tensor;
-    const WarpCopy* copy = st.kind == StmtKind::Atom ? find_warp_copy(k_, st.atom) : nullptr;
-    r.op = copy                            ? st.atom
+    r.op = copy                        ? "ldmatrix"
            : st.kind == StmtKind::Load  ? "load"
            : st.kind == StmtKind::Write ? "store"
                                         : "cp.async";
-    // A warp copy reads rows of `cols` elements, one row address per supplying lane.
     r.width = copy ? copy->cols : st.width;
     const int eb = dtype_bytes(t.dtype);
     r.bytes_per_lane = r.width * eb;
+    // ldmatrix reads only the rows some lane addresses for a stacked row (lanes 0..8x-1).
+    if (copy) {
+      row_lanes_.assign(32, false);
+      for (int l : copy->row_lane) row_lanes_[size_t(l)] = true;
+    } else {
+      row_lanes_.assign(32, true);
+    }
 
     // exprs[0] is the offset, the rest gate the lane. A cp.async writes its destination
     // (zeros) even when its predicate is false, so only a Load's predicate gates.
@@ -142,7 +149,7 @@ class Model {
       if (evaluable(exprs[i]) && !(exprs[i].is_const() && exprs[i].const_value() != 0))
         conds.push_back(exprs[i]);
 
-    enumerate(r, t, exprs[0], conds, axes, copy);
+    enumerate(r, t, exprs[0], conds, axes);
     return r;
   }
 
@@ -190,12 +197,8 @@ class Model {
     return axes;
   }
 
-  // With `copy` (ldmatrix) the requests are the stacked rows in order, row r read from
-  // the address lane row_lane[r] supplies: each 8x8 matrix (8 rows x 16 B) is one phase,
-  // which is how the hardware serves it (one 128-byte wavefront per matrix at best).
   void enumerate(SharedAccessReport& r, const TensorDecl& t, const Expr& offset,
-                 const std::vector<Expr>& conds, const std::vector<Axis>& axes,
-                 const WarpCopy* copy) {
+                 const std::vector<Expr>& conds, const std::vector<Axis>& axes) {
     const int eb = dtype_bytes(t.dtype);
     r.exhaustive = true;
     r.bindings_total = 1;
@@ -215,24 +218,16 @@ class Model {
       ++r.bindings;
       for (int w = 0; w < warps; ++w) {
         int active = 0;
-        lanes.assign(32, {});  // a warp copy's previous warp left its stacked rows here
         for (int lane = 0; lane < 32; ++lane) {
           lanes[size_t(lane)].clear();
           int64_t tid = 32 * w + lane;
-          if (tid >= k_.block_threads) continue;
+          if (tid >= k_.block_threads || !row_lanes_[size_t(lane)]) continue;
           env["threadIdx.x"] = tid;
           bool on = std::all_of(conds.begin(), conds.end(), [&](const Expr& c) { return c.eval(env) != 0; });
           if (!on) continue;
           ++active;
           int64_t off = offset.eval(env);
           for (int i = 0; i < r.width; ++i) lanes[size_t(lane)].push_back(t.physical(off + i) * eb);
-        }
-        if (copy) {
-          std::vector<std::vector<int64_t>> rows(size_t(copy->rows));
-          for (int row = 0; row < copy->rows; ++row)
-            rows[size_t(row)] = lanes[size_t(copy->row_lane[size_t(row)])];
-          lanes.swap(rows);
-          active = copy->rows;
         }
         int64_t wf = warp_wavefronts(lanes, eb, r.bytes_per_lane);
         int64_t ideal = std::max<int64_t>(1, (int64_t(active) * r.bytes_per_lane + 127) / 128);
@@ -255,6 +250,7 @@ class Model {
   const Expr::Env& symbols_;
   std::vector<Frame> frames_;
   std::vector<SharedAccessReport> out_;
+  std::vector<bool> row_lanes_;  // lanes whose address the access reads (analyze)
 };
 
 }  // namespace

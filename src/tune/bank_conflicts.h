@@ -6,10 +6,8 @@
 // Hardware model (sm_70 .. sm_90; NVIDIA's "shared memory" sections of the CUDA
 // programming guide and the Nsight Compute "wavefront" metric):
 //  - 32 banks, each 4 bytes wide; byte address a lies in bank (a / 4) % 32. Shared
-//    tensors start 128-byte aligned (shared_layout; an overlay part, such as k:054's
-//    staged-epilogue tile, at byte 0), so a tensor's base never moves its accesses to
-//    other banks and the model works with offsets inside the tensor. k:054 also asks
-//    the model which padding or swizzle of its tile is cheapest.
+//    tensors start 128-byte aligned (shared_layout), so a tensor's base never moves its
+//    accesses to other banks and the model works with offsets inside the tensor.
 //  - One lane requests width x elem_bytes bytes. Requests of at most 4 bytes are served
 //    for the whole warp at once; 8-byte requests in 2 phases of 16 lanes (half warps);
 //    16-byte requests in 4 phases of 8 lanes (quarter warps). Lanes 0..n-1 form the
@@ -18,15 +16,15 @@
 //    deliver: lanes reading the same word share it (broadcast, free), two different
 //    words of one bank serialize. 2-byte elements: two lanes on the two halves of one
 //    word are one word, hence free. A phase without active lanes costs nothing.
+//  - ldmatrix (a warp copy the kernel declares) is a 16-byte request from each lane
+//    that supplies a stacked row (lanes 0..8x-1 of .x1/.x2/.x4; the hardware ignores
+//    the others' addresses): a phase of 8 lanes is one 8x8 matrix, ideally one wavefront.
 //  - The instruction's wavefronts are the sum over its phases; the ideal is
 //    ceil(active lanes x bytes per lane / 128), at least 1 (128 bytes = one row of all 32
 //    banks per wavefront).
 //
-//  - A warp copy (ldmatrix .m8n8): each 8x8 matrix is one phase of 8 rows x 16 bytes,
-//    row r read at the address lane WarpCopy::row_lane[r] supplies; ideal = 1 wavefront
-//    per matrix. The report's op is the atom's name, width the row's elements.
-//
-// Evaluation: an access's flat offset (Load/Write index, AsyncCopy destination; a
+// Evaluation: an access's flat offset (Load/Write index, AsyncCopy destination, a warp
+// copy's row start; a
 // multi-dimensional index is flattened with TensorDecl::strides()) goes through
 // TensorDecl::physical() (the swizzle) per element of the vector. Enclosing Lets are
 // substituted; threadIdx.x = 32*w + lane for every warp w of the block; the enclosing
@@ -51,7 +49,7 @@ constexpr int64_t kExhaustiveLimit = 4096;
 struct SharedAccessReport {
   std::string stmt;        // the statement as Kernel IR prints it
   std::string tensor;      // the shared tensor
-  std::string op;          // "load", "store", "cp.async", or a warp copy's atom (ldmatrix_x4)
+  std::string op;          // "load", "store", "cp.async", "ldmatrix"
   int width = 1;           // elements per lane
   int bytes_per_lane = 4;  // width x element bytes
   int64_t wavefronts = 0;  // worst warp instruction (over warps and bindings)

@@ -82,11 +82,25 @@ extern "C" __global__ void ldmatrix_all(const unsigned short* tile, const int* o
   loom::ldmatrix_x2_trans(r + 10, s + offsets[96 + l]);
   for (int i = 0; i < 12; ++i) out[12 * l + i] = r[i];
 }
+
+// The b32 view on a 128-word tile; offsets[variant * 32 + lane] in words (variants:
+// x4_b32, x2_b32); out[lane * 6 + ...] gets the 4 + 2 registers' bits.
+extern "C" __global__ void ldmatrix_b32_all(const unsigned* tile, const int* offsets,
+                                            unsigned* out) {
+  __shared__ __align__(16) float s[128];
+  const int l = threadIdx.x;
+  for (int i = l; i < 128; i += 32) s[i] = __uint_as_float(tile[i]);
+  __syncthreads();
+  float r[6];
+  loom::ldmatrix_x4_b32(r, s + offsets[l]);
+  loom::ldmatrix_x2_b32(r + 4, s + offsets[32 + l]);
+  for (int i = 0; i < 6; ++i) out[6 * l + i] = __float_as_uint(r[i]);
+}
 )";
 
 const char* kKernels[] = {"mma_m16n8k16_f32_f16", "mma_m16n8k16_f32_bf16",
                           "mma_m16n8k8_f32_tf32", "mma_m16n8k16_f16_f16", "round_tf32",
-                          "ldmatrix_all"};
+                          "ldmatrix_all", "ldmatrix_b32_all"};
 
 CompileResult compile_for(const std::string& arch, const std::string& source = kSource) {
   CompileRequest req;
@@ -369,6 +383,56 @@ TEST_F(GpuMmaAtoms, LdmatrixWithRowStartsLoadsTheMmaFragments) {
         ASSERT_EQ(received(run, var, lane, v), run.at(offset(r, c, uses[var].major)))
             << kVariants[var] << " as " << uses[var].operand << " lane " << lane << " value "
             << v;
+      }
+  }
+}
+
+// The b32 view (tf32 fragments): each lane receives whole 32-bit words, register i the
+// word its dst layout names — first on a permuted tile (the per-lane addresses alone put
+// rows in stacked order), then as the tf32 A fragment of a 16x8 K-contiguous tile and the
+// B fragment of an 8x8 tile stored [N][K], addressed by ldmatrix_row_starts. The words
+// are distinct bit patterns (NaN payloads included), so a half-word swap would show.
+TEST_F(GpuMmaAtoms, LdmatrixB32DeliversWordsAndTheTf32Fragments) {
+  const char* ids[] = {"ldmatrix_x4_b32", "ldmatrix_x2_b32"};
+  const int first[] = {0, 4};
+  std::vector<uint32_t> tile(128), offsets(64), out(32 * 6);
+  for (int i = 0; i < 128; ++i) tile[i] = 0x9e3779b9u * uint32_t(i + 1);
+  auto perm = [](int sr) { return (13 * sr + 5) % 32; };
+  for (int var = 0; var < 2; ++var) {
+    const int count = operand_layout(atom(ids[var]), "dst").rows / 8;
+    for (int lane = 0; lane < 32; ++lane)
+      offsets[32 * var + lane] = 4 * perm(ldmatrix_row_provider(lane, count));
+  }
+  std::fill(out.begin(), out.end(), 0xdeadbeefu);
+  run_warp("ldmatrix_b32_all", {&tile, &offsets, &out});
+  for (int var = 0; var < 2; ++var) {
+    const OperandLayout& dst = operand_layout(atom(ids[var]), "dst");
+    for (int lane = 0; lane < 32; ++lane)
+      for (int v = 0; v < dst.values_per_thread; ++v) {
+        auto [sr, sc] = dst.map(lane, v);
+        ASSERT_EQ(out[6 * lane + first[var] + v], tile[4 * perm(sr) + sc])
+            << ids[var] << " lane " << lane << " value " << v;
+      }
+  }
+  // Fragments: A (16x8) row-major at leading dimension 8; B (K x N = 8x8) stored [N][K].
+  const AtomDef& tf32 = atom("mma_m16n8k8_f32_tf32");
+  const struct { const char* operand; Major major; } uses[] = {{"A", Major::Row}, {"B", Major::Col}};
+  auto offset = [](int r, int c, Major m) { return m == Major::Row ? r * 8 + c : c * 8 + r; };
+  for (int var = 0; var < 2; ++var) {
+    auto starts = ldmatrix_row_starts(atom(ids[var]), operand_layout(tf32, uses[var].operand),
+                                      uses[var].major);
+    for (int lane = 0; lane < 32; ++lane)
+      offsets[32 * var + lane] = offset(starts[lane].first, starts[lane].second, uses[var].major);
+  }
+  std::fill(out.begin(), out.end(), 0xdeadbeefu);
+  run_warp("ldmatrix_b32_all", {&tile, &offsets, &out});
+  for (int var = 0; var < 2; ++var) {
+    const OperandLayout& frag = operand_layout(tf32, uses[var].operand);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int v = 0; v < frag.values_per_thread; ++v) {
+        auto [r, c] = frag.map(lane, v);
+        ASSERT_EQ(out[6 * lane + first[var] + v], tile[offset(r, c, uses[var].major)])
+            << ids[var] << " as " << uses[var].operand << " lane " << lane << " value " << v;
       }
   }
 }

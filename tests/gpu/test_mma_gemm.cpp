@@ -1,7 +1,9 @@
 // GPU correctness of tensor-core (mma.sync) GEMMs: ATOM=mma_f16 / mma_bf16 / mma_tf32 with
-// fragments loaded by ldmatrix (LDMATRIX=1, the f16/bf16 default) or element-wise from
-// shared slabs (LDMATRIX=0, tf32, a padding that breaks 16-byte rows), on square and odd shapes, both
-// transposes, fused epilogues, batch, and both staging transports. Each case runs
+// fragments loaded by ldmatrix (LDMATRIX=1, the default; tf32 through its b32 view where
+// the slab has K contiguous) or element-wise from shared slabs (LDMATRIX=0, tf32 M- or
+// N-contiguous slabs, a padding that breaks 16-byte rows), on square and odd shapes, both
+// transposes, fused epilogues, batch, both staging transports, tf32 slab layouts
+// (SLAB_A/SLAB_B, PAD_KOUTER) and the TF32 article's rungs. Each case runs
 // through run_expression: seeded inputs, output poisoned with NaN, fp64 reference,
 // relative Frobenius error under the dtype's threshold (f16-accumulating kernels, ACC=f16:
 // under the threshold of that contract). Skips with the reason on a GPU-less machine.
@@ -125,6 +127,36 @@ std::vector<MmaGemmCase> cases() {
   // f16 copies), an f32 output of bf16, sync staging. tests/cpu/driver's
   // StagedEpilogueCompilesWithoutSpills compiles the same list.
   for (const MmaGemmCase& c : staged_epilogue_cases()) v.push_back(c);
+  // tf32 fragments three ways (interpreted in tests/cpu/passes/test_tf32_fragments.cpp,
+  // compiled in tests/cpu/driver/test_compile_kernels.cpp): ldmatrix on 32-bit data from
+  // K-contiguous slabs (A [BM][BK]; B given transposed), B transposed into shared memory
+  // (SLAB_B=kinner: 4-byte cp.async or register-staged), B row-major read element-wise
+  // from its own pad (PAD_KOUTER); f32 inputs rounded by the atom and tf32 inputs.
+  const std::string t = "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=32,";
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32", true, 1});
+  v.push_back({"matmul(A[1024,1024]:f32, B[1024,1024]:f32)", "ATOM=mma_tf32", true, 1});
+  v.push_back({"matmul(A[1000,333]:tf32, B[777,333]:tf32.T)", t + "STAGE=cp_async,STAGES=3", false, 1});
+  v.push_back({"bmm(A[4,129,72]:f32, B[4,100,72]:f32.T)", t + "STAGE=sync,STAGES=2", true, 1});
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", t + "STAGE=cp_async,STAGES=3,SLAB_B=kinner", true, 1});
+  v.push_back({"relu(add(matmul(A[1000,333]:tf32, B[333,777]:tf32), bias[777]:f32))", t + "STAGE=sync,STAGES=2,SLAB_B=kinner", false, 1});
+  v.push_back({"matmul(A[333,1000]:f32.T, B[333,777]:f32)", t + "STAGE=cp_async,STAGES=3,SLAB_A=kinner,SLAB_B=kinner", true, 1});
+  v.push_back({"bmm(A[4,129,72]:tf32, B[4,72,100]:tf32)", t + "STAGE=cp_async,STAGES=2,SLAB_B=kinner", false, 1});
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", t + "STAGE=cp_async,STAGES=3,PAD_SMEM=4,PAD_KOUTER=8", true, 1});
+  v.push_back({"matmul(A[1000,333]:f32, B[333,777]:f32)", t + "STAGE=cp_async,STAGES=3,SWIZZLE=128B,PAD_KOUTER=8,FRAG_BUFFERS=2", true, 1});
+  v.push_back({"matmul(A[333,1000]:tf32.T, B[333,777]:tf32)", t + "STAGE=cp_async,STAGES=3,PAD_SMEM=4,PAD_KOUTER=8", false, 0});
+  // The TF32 article's kernels as knob sets (128x128x16 blocks of 2x4 warps of 4x4 atoms;
+  // on the aligned shape two blocks per SM, as its __launch_bounds__(256, 2)):
+  // B transposed + ldmatrix; + SWIZZLE=64B; + double buffer and grid swizzle; B row-major
+  // with conflict-free reads (PAD_KOUTER=8), A swizzled; + double buffer.
+  const std::string rung = "ATOM=mma_tf32,WM=2,WN=4,FM=4,FN=4,BK=16,STAGE=cp_async,";
+  for (const auto& [e, cap] : std::vector<std::pair<std::string, std::string>>{
+           {"matmul(A[1024,1024]:f32, B[1024,1024]:f32)", ",MIN_BLOCKS=2"},
+           {"matmul(A[1000,333]:f32, B[333,777]:f32)", ""}})
+    for (const std::string k : {"STAGES=1,SLAB_B=kinner", "STAGES=1,SLAB_B=kinner,SWIZZLE=64B",
+                                "STAGES=2,SLAB_B=kinner,SWIZZLE=64B,GROUP_M=8",
+                                "STAGES=1,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8",
+                                "STAGES=2,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8"})
+      v.push_back({e, rung + k + cap, true, 1});
   return v;
 }
 

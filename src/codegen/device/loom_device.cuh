@@ -495,6 +495,25 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned dst[2], const void* s
                : "=r"(dst[0]), "=r"(dst[1])
                : "r"(smem_addr(smem_ptr)));
 }
+
+// PTX ISA 9.7.14.5.15 ldmatrix .m8n8 .b16 on 32-bit data (atoms ldmatrix_x{4,2}_b32): a
+// 16-byte row is 4 words, and the two b16 lane l receives of matrix i (row l/4, halves
+// 2(l%4), 2(l%4)+1) are word l%4 of that row, whole — element (l/4, l%4), the tf32
+// fragments' (groupID, threadID_in_group). The words land raw in f32 fragment arrays:
+// mma .tf32 reads raw .b32 registers, so they are still rounded with cvt_rna_tf32
+// before the mma (no .trans view: it would split a word between two lanes).
+__device__ __forceinline__ void ldmatrix_x4_b32(float dst[4], const void* smem_ptr) {
+  unsigned r[4];
+  ldmatrix_x4(r, smem_ptr);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) dst[i] = __uint_as_float(r[i]);
+}
+__device__ __forceinline__ void ldmatrix_x2_b32(float dst[2], const void* smem_ptr) {
+  unsigned r[2];
+  ldmatrix_x2(r, smem_ptr);
+  dst[0] = __uint_as_float(r[0]);
+  dst[1] = __uint_as_float(r[1]);
+}
 #endif
 
 }  // namespace loom

@@ -18,18 +18,24 @@
 //  4. The register arrays of steps 1-3 lose their two cell dimensions for one of `values`,
 //     and the kernel declares the warp atom (KernelOp::warp_atoms) for the verifier, the
 //     interpreter and codegen.
-//  1b. With LDMATRIX=1 (the default), an A or B nest that is one load of a 16-bit shared
-//     slab becomes one warp copy instead: `in0[..] <- ldmatrix_x4(A_s[row start])`. The
+//  1b. With LDMATRIX=1 (the default), an A or B nest that is one load of a shared slab
+//     becomes one warp copy instead: `in0[..] <- ldmatrix_x4(A_s[row start])`. The
 //     slab's majorness along the operand tile (which cell variable steps the flat offset
 //     by one) picks the plain or .trans variant that ldmatrix_row_starts accepts, and the
 //     lane's row start is the table it returns written as an expression of the lane
-//     (lane_bits_expr). It falls back to step 1, each reason said where it is checked:
-//     tf32 (32-bit elements), a load that is not from a shared slab (STAGE=direct), a
-//     slab whose 8-element rows are not contiguous or not provably 16-byte aligned (a
-//     PAD_SMEM that is not a multiple of 8), or a swizzle that permutes inside 16 bytes.
-// No per-kernel index math: the expressions come from the table's layouts alone. The
-// atom is the table entry ATOM and ACC name (chosen_mma); with ACC=f16 it accumulates in
-// f16, which changes nothing here (its C layout is the f32 one), only what the
+//     (lane_bits_expr). tf32 fragments take the b32 view of the same instruction
+//     (ldmatrix_x4_b32 for A, ldmatrix_x2_b32 for B: a 16-byte row is 4 words, lane l
+//     gets word l%4 of row l/4), which has no .trans, so only a slab with K contiguous
+//     qualifies (A [BM][BK]; B [BN][BK]: B given transposed or SLAB_B=kinner); the
+//     words stay raw in the f32 fragment and codegen rounds them (cvt.rna) at the mma.
+//     It falls back to step 1, each reason said where it is checked: a load that is not
+//     from a shared slab (STAGE=direct), a slab whose 16-byte rows are not contiguous
+//     along the tile (a tf32 operand with M or N contiguous) or not provably 16-byte
+//     aligned (a PAD_SMEM that is not a multiple of 8 b16 / 4 b32 elements), or a
+//     swizzle that permutes inside 16 bytes.
+// No per-kernel index math: the expressions come from the table's layouts alone.
+// The atom is the table entry ATOM and ACC name (chosen_mma); with ACC=f16 it accumulates
+// in f16, which changes nothing here (its C layout is the f32 one), only what the
 // interpreter rounds D to and how codegen declares the accumulators (packed f16x2).
 #include <optional>
 #include <set>
@@ -164,8 +170,6 @@ class MmaLowering {
   // Step 1b: the nest's one load as an ldmatrix, or nullopt where it is not legal.
   std::optional<Stmt> ldmatrix_load(const Block& body, const OperandForm& f,
                                     const OperandLayout& frag) {
-    // tf32 fragments hold one 32-bit element per register; ldmatrix moves .b16 only.
-    if (atom_.a_type != DType::F16 && atom_.a_type != DType::BF16) return std::nullopt;
     if (body.size() != 1) return std::nullopt;
     const Stmt& ld = body[0];
     // A predicated or vector load, or one into something other than the fragment, is not
@@ -175,19 +179,32 @@ class MmaLowering {
       return std::nullopt;
     // STAGE=direct: fragments come from global memory, which ldmatrix cannot read.
     const TensorDecl& t = p_.tensor(ld.tensor);
-    if (t.role != TensorRole::Shared || dtype_bytes(t.dtype) != 2) return std::nullopt;
-    // ldmatrix reads each row as 16 contiguous bytes: a swizzle must keep 8-element
-    // groups whole (its lowest XORed bit at 8 elements or above).
-    if (t.swizzle.bits != 0 && t.swizzle.base < 3) return std::nullopt;
+    if (t.role != TensorRole::Shared) return std::nullopt;
+    // The atom's elements as stored: b16 pairs for f16/bf16, whole 32-bit words for tf32
+    // (whose slab holds f32 or tf32 values), each 16-byte row `row` elements long.
+    const int bytes = dtype_bytes(t.dtype);
+    const bool b16 = atom_.a_type == DType::F16 || atom_.a_type == DType::BF16;
+    if (bytes != (b16 ? 2 : 4)) return std::nullopt;
+    const int row = 16 / bytes;
+    // ldmatrix reads each row as 16 contiguous bytes: a swizzle must keep row groups
+    // whole (its lowest XORed bit at `row` elements or above).
+    if (t.swizzle.bits != 0 && (int64_t(1) << t.swizzle.base) < row) return std::nullopt;
     const Expr& e = ld.index[0];
-    const std::optional<Major> major = slab_major(e, f, frag);
+    const std::optional<Major> major = slab_major(e, f, frag, row);
     if (!major) return std::nullopt;
-    const int count = frag.values_per_thread / 2;
-    for (const char* trans : {"", "_trans"}) {
-      const AtomDef& cp = atom("ldmatrix_x" + std::to_string(count) + trans);
+    // One register per matrix: a fragment of v values needs v*bytes/4 matrices. The b32
+    // view has no .trans (it would split a word between lanes): a tf32 operand must have
+    // K contiguous (A [M][K], B [N][K]); ldmatrix_row_starts refuses the rest.
+    const std::string count = std::to_string(frag.values_per_thread * bytes / 4);
+    const std::vector<std::string> variants =
+        b16 ? std::vector<std::string>{"ldmatrix_x" + count, "ldmatrix_x" + count + "_trans"}
+            : std::vector<std::string>{"ldmatrix_x" + count + "_b32"};
+    for (const std::string& id : variants) {
+      const AtomDef* cp = find_atom(id);
+      if (!cp) continue;  // no such count (an x1 of a 2-value fragment)
       std::vector<std::pair<int, int>> starts;
       try {
-        starts = ldmatrix_row_starts(cp, frag, *major);
+        starts = ldmatrix_row_starts(*cp, frag, *major);
       } catch (const Error&) {
         continue;  // the other variant (.trans or not) is the one for this majorness
       }
@@ -196,12 +213,12 @@ class MmaLowering {
       const Expr lane = Expr::var("lane");
       const Expr start = e.substitute({{f.row, lane_bits_expr(rows, lane)},
                                        {f.col, lane_bits_expr(cols, lane)}});
-      // Row addresses must be 16-byte aligned: 8 elements from the slab's (128-byte
-      // aligned) base. A row stride padded by a non-multiple of 8 breaks that.
-      if (!provably_divisible(distribute_constants(start), 8)) return std::nullopt;
+      // Row addresses must be 16-byte aligned: `row` elements from the slab's (128-byte
+      // aligned) base. A row stride padded by a non-multiple of `row` breaks that.
+      if (!provably_divisible(distribute_constants(start), row)) return std::nullopt;
       note_fragment(ld.dst, frag.values_per_thread);
-      copies_used_.insert(cp.id);
-      return Stmt::CopyAtom(cp.id, ld.dst,
+      copies_used_.insert(cp->id);
+      return Stmt::CopyAtom(cp->id, ld.dst,
                             std::vector<Expr>(ld.dst_index.begin(), ld.dst_index.end() - 2),
                             ld.tensor, start);
     }
@@ -210,10 +227,10 @@ class MmaLowering {
 
   // How the operand tile lies in the slab: Row when the flat offset `e` steps by one
   // along the tile's columns, Col when along its rows, checked over the whole tile for a
-  // few values of the other variables (runs of 8 elements must be contiguous); nullopt
-  // when neither holds.
+  // few values of the other variables (runs of `row` elements must be contiguous);
+  // nullopt when neither holds.
   static std::optional<Major> slab_major(const Expr& e, const OperandForm& f,
-                                         const OperandLayout& frag) {
+                                         const OperandLayout& frag, int row_elems) {
     std::set<std::string> vars;
     e.collect_vars(vars);
     auto at = [&](int64_t other, int64_t r, int64_t c) {
@@ -226,12 +243,13 @@ class MmaLowering {
     if (at(0, 0, 1) - at(0, 0, 0) == 1) major = Major::Row;
     else if (at(0, 1, 0) - at(0, 0, 0) == 1) major = Major::Col;
     else return std::nullopt;
+    const int64_t n = row_elems;
     for (int64_t other : {0, 1, 3})
       for (int r = 0; r < frag.rows; ++r)
         for (int c = 0; c < frag.cols; ++c) {
           const bool row = *major == Major::Row;
-          const int64_t base = row ? at(other, r, c / 8 * 8) : at(other, r / 8 * 8, c);
-          if (at(other, r, c) != base + (row ? c % 8 : r % 8)) return std::nullopt;
+          const int64_t base = row ? at(other, r, c / n * n) : at(other, r / n * n, c);
+          if (at(other, r, c) != base + (row ? c % n : r % n)) return std::nullopt;
         }
     return major;
   }

@@ -19,6 +19,14 @@
 // cp.async (a transposing cp.async moves one 4-byte element per instruction) and TMA
 // (boxes land in storage order; it cannot transpose).
 //
+// SLAB_A and SLAB_B override that layout for one operand (the slab indexed along m is
+// A's, along n B's): kinner keeps the reduction dimension innermost ([BM][BK], [BN][BK],
+// K contiguous), kouter outermost. tf32 mma fragments come from ldmatrix only out of a
+// K-contiguous slab (its b32 view has no .trans), so SLAB_B=kinner is the article's
+// "B transposed into shared memory": a row-major B crosses over with 4-byte cp.async
+// copies (one element each), or, with STAGE=sync, with vector global loads and scalar
+// shared stores through registers.
+//
 // With ATOM=mma_* (t:030 left `for k_a` stepping by whole atoms of depth AK, and ATOM
 // loops m_e, n_e, k_e inside it) BK must be a multiple of AK: k_a = k_o*(BK/AK) + k_i, so
 // k = k_o*BK + k_i*AK + k_e. ATOM variables are local (they index within the slab), and
@@ -76,6 +84,8 @@ class Stager {
       throw Error("SLAB_KOUTER=1 with STAGE=tma: the copy engine writes boxes in the source's "
                   "storage order and cannot transpose a slab; use SLAB_KOUTER=0 or "
                   "STAGE=cp_async");
+    for (const char* name : {"SLAB_A", "SLAB_B"})
+      if (s_.knobs.has(name)) s_.used_knobs[name] = s_.knobs.get_str(name, "");
     Ranges ranges;
     std::set<std::string> locals;
     visit(op.body, ranges, locals);
@@ -188,6 +198,14 @@ class Stager {
     std::vector<StageCopy> copies;
     for (const auto& sl : slabs) {
       std::vector<int> dims = dim_order(sl);
+      if (mode_ == "tma")
+        for (size_t d = 0; d < dims.size(); ++d)
+          if (dims[d] != int(d)) {
+            const std::string knob = operand_knob(sl);
+            throw Error(knob + "=" + s_.knobs.get_str(knob, "") + " with STAGE=tma: the copy "
+                        "engine writes boxes in " + sl.tensor + "'s storage order and cannot "
+                        "transpose its slab; leave " + knob + " unset or use STAGE=cp_async");
+          }
       TensorDecl sh;
       sh.name = sl.shared;
       sh.dtype = p_.tensor(sl.tensor).dtype;
@@ -211,12 +229,27 @@ class Stager {
     red = Stmt::For(ko, ceil_div(red.extent, BK / step), LoopKind::Reduce, k, {stage});
   }
 
-  // Shared dimension order: SLAB_KOUTER puts the reduction dimension outermost.
+  // The operand knob of a slab: SLAB_A for the one indexed along m, SLAB_B along n.
+  static std::string operand_knob(const Slab& sl) {
+    for (const std::string& a : sl.axis)
+      if (a == "m") return "SLAB_A";
+    for (const std::string& a : sl.axis)
+      if (a == "n") return "SLAB_B";
+    return "";
+  }
+
+  // Shared dimension order: the reduction dimension outermost (SLAB_KOUTER, or the
+  // operand's SLAB_A/SLAB_B=kouter), innermost (kinner), or where storage has it.
   std::vector<int> dim_order(const Slab& sl) const {
+    const std::string knob = operand_knob(sl);
+    const std::string choice = knob.empty() ? "" : s_.knobs.get_str(knob, "");
     std::vector<int> dims;
-    if (k_outer_ && sl.k_dim >= 0) dims.push_back(sl.k_dim);
     for (int d = 0; d < int(sl.block.size()); ++d)
-      if (!(k_outer_ && d == sl.k_dim)) dims.push_back(d);
+      if (d != sl.k_dim || sl.k_dim < 0) dims.push_back(d);
+    if (sl.k_dim < 0) return dims;
+    if (choice == "kinner") dims.push_back(sl.k_dim);
+    else if (choice == "kouter" || (choice.empty() && k_outer_)) dims.insert(dims.begin(), sl.k_dim);
+    else dims.insert(dims.begin() + sl.k_dim, sl.k_dim);
     return dims;
   }
 
@@ -254,7 +287,7 @@ Pass pass_stage_inputs() {
   return Pass{"t:040_stage_inputs", Level::Tile, Level::Tile,
               "the contraction's operands are read from shared slabs filled once per BK "
               "step by `stage` bundles (unless STAGE=direct)",
-              {"STAGE", "BK", "SLAB_KOUTER", "ATOM"},
+              {"STAGE", "BK", "SLAB_KOUTER", "SLAB_A", "SLAB_B", "ATOM"},
               [](CompileState& s) {
                 for (auto& op : s.tile.ops) Stager(s, s.tile).run(op);
               }};

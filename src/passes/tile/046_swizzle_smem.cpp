@@ -36,12 +36,15 @@
 //  2. For every shared tensor of rank >= 2, require rows (last dimension) that are a
 //     whole number of spans — the XOR stays inside one span, so the footprint then holds
 //     every permuted offset — and, for STAGE=tma, rows of exactly one span (a TMA box's
-//     inner dimension may not exceed its swizzle span).
+//     inner dimension may not exceed its swizzle span). When PAD_KOUTER is given, the
+//     slabs with the reduction dimension outer take that pad instead (t:045) and are
+//     skipped: a swizzle of 16-byte chunks cannot spread 4-byte reads down their columns.
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
 #include <algorithm>
 
 #include "ir/error.h"
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -104,8 +107,9 @@ void swizzle_tensor_by_row(TensorDecl& t, bool tma) {
 
 Pass pass_swizzle_smem() {
   return Pass{"t:046_swizzle_smem", Level::Tile, Level::Tile,
-              "shared tiles of rank >= 2 carry the XOR swizzle SWIZZLE selects (a TMA pattern, or xor: derived from the row)",
-              {"SWIZZLE"},
+              "shared tiles of rank >= 2 carry the XOR swizzle SWIZZLE selects (a TMA pattern, "
+              "or xor: derived from the row), except slabs PAD_KOUTER pads",
+              {"SWIZZLE", "PAD_KOUTER"},
               [](CompileState& s) {
                 std::string mode = s.knobs.get_str("SWIZZLE", "none");
                 s.used_knobs["SWIZZLE"] = mode;
@@ -115,8 +119,13 @@ Pass pass_swizzle_smem() {
                               " both remove bank conflicts and do not compose (the pad moves "
                               "rows off the swizzle's span): choose one");
                 bool tma = s.knobs.get_str("STAGE", "sync") == "tma";
+                // With PAD_KOUTER, slabs whose reduction dimension is outer take its pad
+                // (t:045) and stay unswizzled.
+                std::map<std::string, bool> k_inner;
+                if (s.knobs.has("PAD_KOUTER")) k_inner = shared_k_innermost(s.tile);
                 for (TensorDecl& t : s.tile.tensors) {
                   if (t.role != TensorRole::Shared || t.shape.size() < 2) continue;
+                  if (k_inner.count(t.name) && !k_inner.at(t.name)) continue;
                   if (mode == "xor")
                     swizzle_tensor_by_row(t, tma);
                   else

@@ -1,7 +1,8 @@
 // The tensor-core entries of the atom table: mma.sync m16n8k16 (f16, bf16; f32 or f16
-// accumulate), m16n8k8 tf32, and ldmatrix x4/x2 (+.trans). Every layout is checked as a
-// bijection onto its tile, against the PTX ISA formulas written out independently here,
-// and ldmatrix is checked to compose with the mma fragments the way HGEMM kernels use it.
+// accumulate), m16n8k8 tf32, and ldmatrix x4/x2 (+.trans, and the b32 view tf32 uses).
+// Every layout is checked as a bijection onto its tile, against the PTX ISA formulas
+// written out independently here, and ldmatrix is checked to compose with the mma
+// fragments the way HGEMM (and TF32 GEMM) kernels use it.
 // (The device wrappers are compiled with NVRTC in tests/gpu/test_mma_atoms.cpp, which
 // links the runtime and the embedded device header; this folder links loom_atoms only.)
 #include <gtest/gtest.h>
@@ -296,6 +297,65 @@ TEST(MmaAtoms, LdmatrixRowStartsRejectsWhatTheInstructionCannotDo) {
   EXPECT_THROW(ldmatrix_row_starts(atom("ldmatrix_x4"),
                                    operand_layout(atom("mma_m16n8k8_f32_tf32"), "A"), Major::Row),
                Error);
+}
+
+// The b32 view of ldmatrix (the same .b16 instruction on 32-bit data): register `reg` of
+// lane l is word l%4 of row l/4 of matrix `reg` — the two halves the b16 layout gives the
+// lane (columns 2(l%4), 2(l%4)+1 of 8) are exactly that word.
+TEST(MmaAtoms, LdmatrixB32ViewIsTheB16LayoutOnWords) {
+  for (int count : {4, 2}) {
+    const std::string id = "ldmatrix_x" + std::to_string(count) + "_b32";
+    SCOPED_TRACE(id);
+    const AtomDef& a = atom(id);
+    const AtomDef& b16 = atom("ldmatrix_x" + std::to_string(count));
+    EXPECT_EQ(a.ptx, b16.ptx);
+    EXPECT_EQ(a.bytes, b16.bytes);
+    EXPECT_EQ(a.element_bytes, 4);
+    EXPECT_EQ(b16.element_bytes, 2);
+    EXPECT_EQ(a.wrapper, "loom::" + id);
+    const OperandLayout& dst = operand_layout(a, "dst");
+    const OperandLayout& half = operand_layout(b16, "dst");
+    ASSERT_EQ(dst.values_per_thread, count);
+    EXPECT_EQ(operand_layout(a, "src").cols, 4);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int reg = 0; reg < count; ++reg) {
+        const Coord w = dst.map(lane, reg);
+        EXPECT_EQ(w, Coord(8 * reg + lane / 4, lane % 4)) << "lane " << lane;
+        // The b16 halves of the same register: one row, columns 2w and 2w + 1.
+        EXPECT_EQ(half.map(lane, 2 * reg), Coord(w.first, 2 * w.second));
+        EXPECT_EQ(half.map(lane, 2 * reg + 1), Coord(w.first, 2 * w.second + 1));
+      }
+  }
+  EXPECT_EQ(find_atom("ldmatrix_x4_trans_b32"), nullptr);  // would split words
+}
+
+TEST(MmaAtoms, LdmatrixB32X4OfAKContiguousTileIsTheTf32AFragment) {
+  // The article's As addressing: lanes 0-15 rows 0-15 at word 0, lanes 16-31 at word 4.
+  std::vector<Coord> want;
+  for (int lane = 0; lane < 32; ++lane) want.push_back({lane % 16, 4 * (lane / 16)});
+  expect_ldmatrix_gives_fragment("ldmatrix_x4_b32", "mma_m16n8k8_f32_tf32", "A", Major::Row, want);
+}
+
+TEST(MmaAtoms, LdmatrixB32X2OfAnNByKTileIsTheTf32BFragment) {
+  // B stored [N][K] (K contiguous): lane l < 16 addresses column l%8 from k = 4((l/8)%2).
+  std::vector<Coord> want;
+  for (int lane = 0; lane < 32; ++lane) want.push_back({4 * ((lane % 16) / 8), lane % 8});
+  expect_ldmatrix_gives_fragment("ldmatrix_x2_b32", "mma_m16n8k8_f32_tf32", "B", Major::Col, want);
+}
+
+TEST(MmaAtoms, LdmatrixB32RefusesMContiguousAAndNContiguousB) {
+  const AtomDef& tf32 = atom("mma_m16n8k8_f32_tf32");
+  EXPECT_THROW(ldmatrix_row_starts(atom("ldmatrix_x4_b32"), operand_layout(tf32, "A"), Major::Col),
+               Error);
+  EXPECT_THROW(ldmatrix_row_starts(atom("ldmatrix_x2_b32"), operand_layout(tf32, "B"), Major::Row),
+               Error);
+  try {
+    ldmatrix_row_starts(atom("ldmatrix_x2_b32"), operand_layout(tf32, "A"), Major::Row);
+    FAIL() << "x2 gives 2 values per thread; A has 4";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the .x4 variant would match"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(MmaAtoms, OperandLayoutNamesItsOperands) {

@@ -22,6 +22,14 @@ TEST(WarpCopy, LdmatrixDeclarationsComeFromTheTable) {
   ASSERT_EQ(x2t.row_lane.size(), 16u);
   EXPECT_EQ(x2t.row_lane[15], 15);  // lanes 16..31 repeat rows; the lower lane is read
   EXPECT_EQ(x2t.dst[5 * 4 + 1], (std::pair<int, int>{3, 1}));  // .trans: (2t + 1, g)
+  // The b32 view: 4 words per 16-byte row, one register per matrix.
+  const WarpCopy b32 = warp_copy(atom("ldmatrix_x2_b32"));
+  EXPECT_EQ(b32.element_bytes, 4);
+  EXPECT_EQ(b32.rows, 16);
+  EXPECT_EQ(b32.cols, 4);
+  EXPECT_EQ(b32.values, 2);
+  EXPECT_EQ(b32.dst[5 * 2 + 1], (std::pair<int, int>{9, 1}));  // matrix 1, row 5/4, word 5%4
+  EXPECT_EQ(x4.element_bytes, 2);
   EXPECT_THROW(warp_copy(atom("mma_m16n8k16_f32_f16")), Error);
   EXPECT_THROW(warp_copy(atom("ld_shared_v4_b32")), Error);
 }

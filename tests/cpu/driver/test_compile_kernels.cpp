@@ -206,6 +206,62 @@ TEST(CompileKernels, AccF16KernelsCompileForSm90aAndSm80WithoutSpills) {
     }
 }
 
+// tf32 fragments three ways (test_tf32_fragments.cpp runs them on the interpreter):
+// ldmatrix on 32-bit data where the slab has K contiguous (A [BM][BK]; B given
+// transposed), B transposed into shared memory (SLAB_B=kinner: 4-byte cp.async or
+// register-staged), B row-major read element-wise from its own pad (PAD_KOUTER); then
+// the TF32 article's rungs at 4096^3. The ldmatrix'd words still go through cvt.rna
+// before the mma, and nothing spills.
+TEST(CompileKernels, Tf32FragmentStrategiesCompileForSm90aAndSm80WithoutSpills) {
+  struct Tf32Case { std::string expr, knobs; bool a_ldmatrix, b_ldmatrix; };
+  const std::string tile = "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=4,BK=32,";
+  const std::string rung = "ATOM=mma_tf32,WM=2,WN=4,FM=4,FN=4,BK=16,STAGE=cp_async,";
+  std::vector<Tf32Case> cases = {
+      {"matmul(A[1000,333]:f32, B[333,777]:f32)", "ATOM=mma_tf32", true, false},
+      {"matmul(A[1024,1024]:f32, B[1024,1024]:f32)", "ATOM=mma_tf32", true, false},
+      {"matmul(A[1000,333]:tf32, B[777,333]:tf32.T)", tile + "STAGE=cp_async,STAGES=3", true, true},
+      {"bmm(A[4,M,K]:f32, B[4,N,K]:f32.T)", tile + "STAGE=sync,STAGES=2", true, true},
+      {"bmm(A[4,129,72]:f32, B[4,100,72]:f32.T)", tile + "STAGE=sync,STAGES=2", true, true},
+      {"bmm(A[4,129,72]:tf32, B[4,72,100]:tf32)", tile + "STAGE=cp_async,STAGES=2,SLAB_B=kinner", true, true},
+      {"matmul(A[333,1000]:tf32.T, B[333,777]:tf32)", tile + "STAGE=cp_async,STAGES=3,PAD_SMEM=4,PAD_KOUTER=8", false, false},
+      {"matmul(A[1000,333]:f32, B[333,777]:f32)", tile + "STAGE=cp_async,STAGES=3,SLAB_B=kinner", true, true},
+      {"relu(add(matmul(A[1000,333]:f32, B[333,777]:f32), bias[777]:f32))", tile + "STAGE=sync,STAGES=2,SLAB_B=kinner", true, true},
+      {"matmul(A[333,1000]:f32.T, B[333,777]:f32)", tile + "STAGE=cp_async,STAGES=3,SLAB_A=kinner,SLAB_B=kinner", true, true},
+      {"matmul(A[1000,333]:f32, B[333,777]:f32)", tile + "STAGE=cp_async,STAGES=3,PAD_SMEM=4,PAD_KOUTER=8", true, false},
+      {"matmul(A[1000,333]:f32, B[333,777]:f32)", tile + "STAGE=cp_async,STAGES=3,SWIZZLE=128B,PAD_KOUTER=8,FRAG_BUFFERS=2", true, false}};
+  // Two blocks per SM (the article's __launch_bounds__(256, 2)) fit 128 registers on
+  // aligned shapes; the bounds guards of a ragged one would spill under that cap.
+  for (const auto& [e, cap] : std::vector<std::pair<std::string, std::string>>{
+           {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)", ",MIN_BLOCKS=2"},
+           {"matmul(A[1024,1024]:f32, B[1024,1024]:f32)", ",MIN_BLOCKS=2"},
+           {"matmul(A[1000,333]:f32, B[333,777]:f32)", ""}}) {
+    cases.push_back({e, rung + "STAGES=1,SLAB_B=kinner" + cap, true, true});
+    cases.push_back({e, rung + "STAGES=1,SLAB_B=kinner,SWIZZLE=64B" + cap, true, true});
+    cases.push_back({e, rung + "STAGES=2,SLAB_B=kinner,SWIZZLE=64B,GROUP_M=8" + cap, true, true});
+    cases.push_back({e, rung + "STAGES=1,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8" + cap, true, false});
+    cases.push_back({e, rung + "STAGES=2,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8" + cap, true, false});
+  }
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const auto& c : cases) {
+      SCOPED_TRACE(arch + " " + c.expr + " " + c.knobs);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      EXPECT_EQ(p.cuda.find("loom::ldmatrix_x4_b32(&in0[") != std::string::npos, c.a_ldmatrix);
+      EXPECT_EQ(p.cuda.find("loom::ldmatrix_x2_b32(&in1[") != std::string::npos, c.b_ldmatrix);
+      // The mma rounds what ldmatrix (or an f32 element load) left raw.
+      EXPECT_NE(p.cuda.find("= loom::cvt_rna_tf32(in0["), std::string::npos) << p.cuda;
+      CompileResult r = nvrtc(p, arch);
+      EXPECT_GT(r.cubin.size(), 0u);
+      for (const auto& kern : p.state.kernel.kernels) {
+        ASSERT_TRUE(r.resources.count(kern.name)) << r.log;
+        EXPECT_EQ(r.resources.at(kern.name).spill_store_bytes, 0);
+        EXPECT_EQ(r.resources.at(kern.name).spill_load_bytes, 0);
+      }
+    }
+}
+
 // The staged epilogue (EPILOGUE=smem, k:054): the mma defaults of f16, bf16 and tf32 on
 // aligned and ragged shapes, and every case tests/gpu/test_mma_gemm.cpp and
 // tests/gpu/test_gemm.cpp run with it (the same lists), compile for sm_90a and sm_80;

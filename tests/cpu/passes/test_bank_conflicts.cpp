@@ -2,6 +2,7 @@
 // wavefront counts are worked out by hand in each test. Banks are 4-byte words mod 32.
 #include <gtest/gtest.h>
 
+#include "atoms/atoms.h"
 #include "ir/error.h"
 #include "tune/bank_conflicts.h"
 
@@ -197,6 +198,31 @@ TEST(BankConflicts, AsyncCopyAndUnboundOffset) {
   auto u = f.one({load(tid * Expr::var("K"))});
   EXPECT_FALSE(u.evaluated);
   EXPECT_NE(format_bank_conflicts({u}).find("unbound"), std::string::npos);
+}
+
+// ldmatrix (a declared warp copy): each lane that supplies a row reads 16 bytes there, a
+// phase of 8 lanes per 8x8 matrix. The tf32 A arrangement on f32 [16][16] (64-byte rows):
+// lane l reads row l%16 from word 4(l/16). Rows r and r+2 start 32 words apart, so a
+// phase's 8 rows share 2 groups of 4 banks: 4 words per bank -> 4 per phase, 16 in all
+// against an ideal of 4. A pad of 4 (20-word rows) starts the 8 rows in 8 different
+// groups -> 4 = ideal. The x2 of B reads only lanes 0..15 (2 phases, ideal 2): the
+// other lanes' addresses would double the count if they were counted.
+TEST(BankConflicts, LdmatrixPhasesAreMatrices) {
+  Fixture f({16, 16});
+  f.k.warp_copies = {warp_copy(atom("ldmatrix_x4_b32")), warp_copy(atom("ldmatrix_x2_b32"))};
+  const Expr lane = tid % 32;
+  auto x4 = f.one({Stmt::CopyAtom("ldmatrix_x4_b32", "frag", {}, "S", lane % 16 * 16 + lane / 16 * 4)});
+  EXPECT_EQ(x4.op, "ldmatrix");
+  EXPECT_EQ(x4.bytes_per_lane, 16);
+  EXPECT_EQ(x4.wavefronts, 16);
+  EXPECT_EQ(x4.ideal, 4);
+  auto x2 = f.one({Stmt::CopyAtom("ldmatrix_x2_b32", "frag", {}, "S", lane % 8 * 16 + lane / 8 % 2 * 4)});
+  EXPECT_EQ(x2.wavefronts, 8);
+  EXPECT_EQ(x2.ideal, 2);
+  f.S().pad = 4;
+  auto padded = f.one({Stmt::CopyAtom("ldmatrix_x4_b32", "frag", {}, "S", lane % 16 * 20 + lane / 16 * 4)});
+  EXPECT_EQ(padded.wavefronts, 4);
+  EXPECT_DOUBLE_EQ(padded.factor(), 1.0);
 }
 
 // The core on explicit addresses: two lanes on different words of one bank -> 2.

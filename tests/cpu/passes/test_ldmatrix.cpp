@@ -88,12 +88,13 @@ TEST(Ldmatrix, Bf16EveryPassMatchesTheNaiveLoopIr) {
 }
 
 // Where ldmatrix is not legal the loads stay element-wise and the answer is unchanged:
-// a padding of 4 elements (8 B) leaves odd rows off 16-byte boundaries; tf32 elements
-// are 32-bit; LDMATRIX=0 asks for element loads.
+// a padding of 4 elements (8 B) leaves odd rows off 16-byte boundaries; tf32 slabs with
+// M or N contiguous (the b32 view has no .trans; test_tf32_fragments.cpp has the rest of
+// tf32); LDMATRIX=0 asks for element loads.
 TEST(Ldmatrix, FallsBackToElementLoadsWhereNotLegal) {
   for (const Case& c : std::vector<Case>{
            {"matmul(A[50,70]:f16, B[70,40]:f16)", "ATOM=mma_f16,LDMATRIX=1,WM=2,WN=1,FM=1,FN=2,BK=32,STAGE=sync,PAD_SMEM=4", {}},
-           {"matmul(A[37,29]:tf32, B[29,45]:tf32)", "ATOM=mma_tf32,LDMATRIX=1,WM=1,WN=1,FM=1,FN=2,BK=16,STAGE=sync", {}},
+           {"matmul(A[29,37]:tf32.T, B[29,45]:tf32)", "ATOM=mma_tf32,LDMATRIX=1,WM=1,WN=1,FM=1,FN=2,BK=16,STAGE=sync,SLAB_KOUTER=0", {}},
            {"matmul(A[37,29]:f16, B[29,45]:f16)", "ATOM=mma_f16,LDMATRIX=0,WM=1,WN=1,FM=1,FN=2,BK=16,STAGE=sync", {}}}) {
     CompileState s = check_case(c, 900);
     EXPECT_GT(fragment_loads(s.kernel), 0) << c.knobs;

@@ -44,16 +44,39 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
   };
 }
 
+// The TF32 article's progression (mma.sync m16n8k8 on f32 inputs rounded to tf32), as
+// knob sets: 128x128x16 blocks of 2x4 warps of 4x4 atoms, two blocks per SM on aligned
+// shapes (the article's __launch_bounds__(256, 2); the bounds guards of ragged shapes
+// would spill under that register cap), then Loom's own tf32 default.
+void tf32_steps(Ladder& l, bool aligned) {
+  const std::string base = "ATOM=mma_tf32,WM=2,WN=4,FM=4,FN=4,BK=16,STAGE=cp_async,";
+  const std::string cap = aligned ? ",MIN_BLOCKS=2" : "";
+  l.steps = {
+      {"1 transposed B + ldmatrix", base + "STAGES=1,SLAB_B=kinner" + cap,
+       "B stored [BN][BK] by 4-byte copies so both operands load with ldmatrix (b32 view)"},
+      {"2 swizzle", base + "STAGES=1,SLAB_B=kinner,SWIZZLE=64B" + cap,
+       "XOR-swizzled slabs: conflict-free ldmatrix rows"},
+      {"3 double buffer + grid swizzle", base + "STAGES=2,SLAB_B=kinner,SWIZZLE=64B,GROUP_M=8" + cap,
+       "2-deep cp.async ring; tiles walked in groups of 8 rows"},
+      {"4 conflict-free B reads", base + "STAGES=1,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8" + cap,
+       "B kept row-major ([BK][BN], 16-byte copies), read element-wise from rows padded by 8"},
+      {"5 double buffer", base + "STAGES=2,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8" + cap,
+       "the same with a 2-deep ring"},
+      {"Loom default", "ATOM=mma_tf32",
+       "the shipped tf32 mma default (2x2 warps of 4x8 atoms, BK=32, 3 stages, pads by layout)"},
+  };
+}
+
 }  // namespace
 
-std::vector<std::string> ladder_names() { return {"sgemm", "splitk", "swizzle", "hgemm"}; }
+std::vector<std::string> ladder_names() { return {"sgemm", "splitk", "swizzle", "hgemm", "tf32"}; }
 
 Ladder make_ladder(const std::string& name, const std::string& shape, const std::string& dtype) {
   Ladder l;
   l.name = name;
   if (!dtype.empty() && name != "hgemm")
     throw Error("--dtype applies to `loom ladder hgemm` (f16 or bf16); the " + name +
-                " ladder is fp32");
+                " ladder's type is fixed");
   if (name == "hgemm") {
     const std::string dt = dtype.empty() ? "f16" : dtype;
     if (dt != "f16" && dt != "bf16")
@@ -61,6 +84,11 @@ Ladder make_ladder(const std::string& name, const std::string& shape, const std:
     l.name = "hgemm (" + dt + ")";
     l.expression = gemm_expr(shape.empty() ? "4096x4096x4096" : shape, "", dt);
     hgemm_steps(l, dt);
+  } else if (name == "tf32") {
+    l.expression = gemm_expr(shape.empty() ? "4096x4096x4096" : shape, "", "f32");
+    long long m = 0, n = 0, k = 0;
+    std::sscanf(shape.empty() ? "4096x4096x4096" : shape.c_str(), "%lldx%lldx%lld", &m, &n, &k);
+    tf32_steps(l, m % 128 == 0 && n % 128 == 0);
   } else if (name == "sgemm") {
     // The compiler article's progression. Each step adds one optimization to the last.
     l.expression = gemm_expr(shape, "matmul(A[4096,4096]:f32, B[4096,4096]:f32)");

@@ -34,7 +34,7 @@ const char* kUsage =
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
-    "  ladder  sgemm|splitk|swizzle|hgemm [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
+    "  ladder  sgemm|splitk|swizzle|hgemm|tf32 [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
@@ -260,7 +260,7 @@ int cmd_demo(const Args& a) {
 }
 
 int cmd_ladder(const Args& a) {
-  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk, swizzle or hgemm");
+  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk, swizzle, hgemm or tf32");
   Ladder l = make_ladder(a.ladder, a.shape, a.dtype);
   RunOptions opt;
   opt.seed = a.seed;

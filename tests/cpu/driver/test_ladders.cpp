@@ -32,6 +32,9 @@ std::vector<Ladder> every_ladder() {
     if (name == "hgemm") {
       out.push_back(make_ladder(name, "", "f16"));
       out.push_back(make_ladder(name, "8192x8192x8192", "bf16"));
+    } else if (name == "tf32") {
+      out.push_back(make_ladder(name, ""));
+      out.push_back(make_ladder(name, "1000x777x333"));  // ragged: no MIN_BLOCKS cap
     } else {
       out.push_back(make_ladder(name, ""));
     }
@@ -87,6 +90,40 @@ TEST(Ladders, HgemmStepsComputeTheProduct) {
       }
     }
   }
+}
+
+// Each TF32 step on a small ragged shape: f32 inputs rounded to tf32 by the atom, so the
+// Kernel IR matches the Loop IR with the same rounding only where the Loop IR rounds too;
+// compare against the f32 product at tf32's precision (2^-11 relative per product).
+TEST(Ladders, Tf32StepsComputeTheProduct) {
+  Ladder l = make_ladder("tf32", "72x136x48");
+  EXPECT_EQ(l.expression, "matmul(A[72,48]:f32, B[48,136]:f32)");
+  for (const auto& step : l.steps) {
+    SCOPED_TRACE(step.name + ": " + step.knobs);
+    EXPECT_EQ(step.knobs.find("MIN_BLOCKS"), std::string::npos);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(step.knobs);
+    CompiledProgram c = compile_expression(l.expression, opt);
+    Bindings in;
+    make_random_inputs(c.state.loop, in, 5);
+    Bindings ref = in, got = in;
+    interpret(c.state.loop, ref);
+    interpret(c.state.kernel, got);
+    const auto& a = ref.tensors.at("out").data;
+    const auto& b = got.tensors.at("out").data;
+    ASSERT_EQ(a.size(), b.size());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_FALSE(std::isnan(b[i])) << "element " << i << " never written";
+      num += (a[i] - b[i]) * (a[i] - b[i]);
+      den += a[i] * a[i];
+    }
+    // Relative Frobenius error of 48-term dot products of tf32-rounded inputs: ~2^-11;
+    // an error in the fragments (a wrong row or lane) would be of order 1.
+    EXPECT_LT(std::sqrt(num / den), 2e-3);
+  }
+  for (const auto& step : make_ladder("tf32", "").steps)
+    if (step.name != "Loom default") EXPECT_NE(step.knobs.find("MIN_BLOCKS=2"), std::string::npos);
 }
 
 TEST(Ladders, HgemmStepsAreTheArticlesRungs) {

@@ -211,8 +211,12 @@ TEST(Tf32Fragments, MmaDefaultsPadByLayout) {
     const DefaultChoice d = default_knobs(parse_expression(expr), t);
     return resolve_knobs(d.knobs, Knobs::parse(knobs), d.mma);
   };
-  for (const char* e : {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)",
-                        "matmul(A[1000,333]:tf32, B[333,777]:tf32)",
+  // Aligned: A swizzled (SWIZZLE=xor), B padded by its own pad.
+  const Knobs aligned = resolved("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "ATOM=mma_tf32");
+  EXPECT_EQ(aligned.get_str("SWIZZLE", ""), "xor");
+  EXPECT_FALSE(aligned.has("PAD_SMEM"));
+  EXPECT_EQ(aligned.get_str("PAD_KOUTER", ""), "8");
+  for (const char* e : {"matmul(A[1000,333]:tf32, B[333,777]:tf32)",
                         "matmul(A[M,K]:f32, B[K,N]:f32)"}) {
     SCOPED_TRACE(e);
     const Knobs k = resolved(e, "ATOM=mma_tf32");
@@ -255,16 +259,21 @@ CompileState compile_defaults(const std::string& expr, const std::string& knobs)
   return s;
 }
 
-// The defaults: A by ldmatrix (rows of 36 words: the 8 rows of a phase start 4 banks
-// apart) and B element-wise (rows of 136 or 72 words: lane (g, t) in bank 8t + g) are
-// conflict-free, and so are the 16-byte cp.async copies into both.
+// The defaults: A by ldmatrix (ragged: rows of 36 words, the 8 rows of a phase start 4
+// banks apart; aligned: 32-word rows under the row-derived swizzle) and B element-wise
+// (rows of 136 or 72 words: lane (g, t) in bank 8t + g) are conflict-free, and so are the
+// 16-byte cp.async copies into both and, on the aligned shape, the staged epilogue's tile.
 TEST(Tf32Fragments, BankModelDefaultsAreConflictFree) {
   for (const char* e : {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)",
                         "matmul(A[1000,333]:f32, B[333,777]:f32)"}) {
     SCOPED_TRACE(e);
     const CompileState s = compile_defaults(e, "ATOM=mma_tf32");
-    const std::map<std::string, double> want = {{"A_s cp.async", 1.0}, {"B_s cp.async", 1.0},
-                                                {"A_s ldmatrix", 1.0}, {"B_s load", 1.0}};
+    std::map<std::string, double> want = {{"A_s cp.async", 1.0}, {"B_s cp.async", 1.0},
+                                          {"A_s ldmatrix", 1.0}, {"B_s load", 1.0}};
+    if (std::string(e).find("4096") != std::string::npos) {
+      want["out_s store"] = 1.0;
+      want["out_s load"] = 1.0;
+    }
     EXPECT_EQ(conflicts(s), want);
   }
   // One pad of 8 (the f16 default) leaves A's ldmatrix rows 2-way (40-word rows: rows r
@@ -302,8 +311,10 @@ TEST(Tf32Fragments, BankModelOfTheArticlesRungs) {
   EXPECT_EQ(swizzled.at("A_s ldmatrix"), 1.0);
   EXPECT_EQ(swizzled.at("B_s ldmatrix"), 1.0);
   EXPECT_EQ(swizzled.at("A_s cp.async"), 1.0);
-  const std::map<std::string, double> all_free = {{"A_s cp.async", 1.0}, {"B_s cp.async", 1.0},
-                                                  {"A_s ldmatrix", 1.0}, {"B_s load", 1.0}};
+  // (The aligned tf32 default's EPILOGUE=smem stays: its tile is conflict-free too.)
+  const std::map<std::string, double> all_free = {
+      {"A_s cp.async", 1.0}, {"B_s cp.async", 1.0}, {"A_s ldmatrix", 1.0},
+      {"B_s load", 1.0},     {"out_s store", 1.0},  {"out_s load", 1.0}};
   EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8")), all_free);
   EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8,STAGES=2")),
             all_free);

@@ -23,9 +23,11 @@ std::string gemm_expr(const std::string& shape, const std::string& fallback,
 // the last, ending at Loom's own mma defaults. 2x2 warps of 4x8 m16n8k16 atoms (128x128
 // blocks) throughout, so the rungs differ only in how operands reach the fragments.
 void hgemm_steps(Ladder& l, const std::string& dtype) {
+  // The article's rungs store C straight from the fragments (EPILOGUE=direct, set so the
+  // mma default's staged epilogue does not leak into them); the last step is the default.
   const std::string base = "ATOM=mma_" + dtype + ",WM=2,WN=2,FM=4,FN=8,VECTORIZE=8";
-  const std::string padded = base + ",BK=32,PAD_SMEM=8";
-  const std::string swizzled = base + ",BK=32,SWIZZLE=xor";
+  const std::string padded = base + ",EPILOGUE=direct,BK=32,PAD_SMEM=8";
+  const std::string swizzled = base + ",EPILOGUE=direct,BK=32,SWIZZLE=xor";
   l.steps = {
       {"01a direct fragments", padded + ",STAGE=sync,STAGES=1,LDMATRIX=0",
        "each lane loads its fragment values from shared memory one by one (2-byte LDS)"},
@@ -39,8 +41,8 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
        "next atom step's fragments loaded while the current step's mmas run"},
       {"05 block swizzle", swizzled + ",STAGE=cp_async,STAGES=3,FRAG_BUFFERS=2,GROUP_M=8",
        "tiles walked in groups of 8 rows so neighbours share panels in L2"},
-      {"Loom default", base + ",BK=64,SWIZZLE=xor,STAGE=cp_async,STAGES=2",
-       "BK=64 slabs (128-byte A rows: half the L2 requests), 2-deep ring, 2 blocks/SM"},
+      {"Loom default", "ATOM=mma_" + dtype,
+       "BK=64 slabs (128-byte A rows: half the L2 requests), 2-deep ring, staged epilogue"},
   };
 }
 
@@ -49,7 +51,8 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
 // shapes (the article's __launch_bounds__(256, 2); the bounds guards of ragged shapes
 // would spill under that register cap), then Loom's own tf32 default.
 void tf32_steps(Ladder& l, bool aligned) {
-  const std::string base = "ATOM=mma_tf32,WM=2,WN=4,FM=4,FN=4,BK=16,STAGE=cp_async,";
+  const std::string base =
+      "ATOM=mma_tf32,WM=2,WN=4,FM=4,FN=4,BK=16,STAGE=cp_async,EPILOGUE=direct,";
   const std::string cap = aligned ? ",MIN_BLOCKS=2" : "";
   l.steps = {
       {"1 transposed B + ldmatrix", base + "STAGES=1,SLAB_B=kinner" + cap,
@@ -63,7 +66,8 @@ void tf32_steps(Ladder& l, bool aligned) {
       {"5 double buffer", base + "STAGES=2,SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8" + cap,
        "the same with a 2-deep ring"},
       {"Loom default", "ATOM=mma_tf32",
-       "the shipped tf32 mma default (2x2 warps of 4x8 atoms, BK=32, 3 stages, pads by layout)"},
+       "the shipped tf32 mma default (2x2 warps of 4x8 atoms, BK=32, 3 stages, A swizzled, "
+       "B padded, staged epilogue on aligned shapes)"},
   };
 }
 

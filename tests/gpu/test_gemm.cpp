@@ -4,6 +4,7 @@
 // Frobenius error under the dtype's threshold. Skips with the reason on a GPU-less machine.
 #include <gtest/gtest.h>
 
+#include "compile_first.h"
 #include "driver/run.h"
 #include "runtime/device.h"
 
@@ -25,8 +26,8 @@ void PrintTo(const GemmCase& c, std::ostream* os) {
 class GpuGemm : public ::testing::TestWithParam<GemmCase> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+    const auto& c = GetParam();
+    compile_then_require_gpu(c.expr, c.knobs, c.sizes);
   }
 };
 

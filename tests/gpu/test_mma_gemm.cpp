@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "acc_f16_cases.h"
+#include "compile_first.h"
 #include "driver/run.h"
 #include "frontend/parser.h"
 #include "ir/dtype.h"
@@ -35,8 +36,8 @@ void PrintTo(const MmaGemmCase& c, std::ostream* os) { *os << c.expr << " knobs 
 class GpuMmaGemm : public ::testing::TestWithParam<MmaGemmCase> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+    const auto& c = GetParam();
+    compile_then_require_gpu(c.expr, c.knobs);
   }
 };
 
@@ -172,10 +173,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuMmaGemm, ::testing::ValuesIn(cases()));
 // the kernel did not accumulate in f16.
 class GpuAccF16Gemm : public ::testing::TestWithParam<std::pair<std::string, std::string>> {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
-  }
+  void SetUp() override { compile_then_require_gpu(GetParam().first, GetParam().second); }
 };
 
 TEST_P(GpuAccF16Gemm, MatchesFp64ReferenceUnderTheF16AccumulateThreshold) {

@@ -5,6 +5,7 @@
 // the reason on a GPU-less machine.
 #include <gtest/gtest.h>
 
+#include "compile_first.h"
 #include "driver/run.h"
 #include "runtime/device.h"
 
@@ -26,8 +27,8 @@ void PrintTo(const SplitCase& c, std::ostream* os) {
 class GpuSplitK : public ::testing::TestWithParam<SplitCase> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+    const auto& c = GetParam();
+    compile_then_require_gpu(c.expr, c.knobs, c.sizes);
   }
 };
 

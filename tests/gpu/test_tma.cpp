@@ -4,6 +4,7 @@
 // swizzle, and a batch. Skips with the reason on a GPU-less machine.
 #include <gtest/gtest.h>
 
+#include "compile_first.h"
 #include "driver/run.h"
 #include "runtime/device.h"
 
@@ -25,8 +26,8 @@ void PrintTo(const TmaCase& c, std::ostream* os) {
 class GpuTma : public ::testing::TestWithParam<TmaCase> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!probe_device(0, &why)) GTEST_SKIP() << "no GPU: " << why;
+    const auto& c = GetParam();
+    compile_then_require_gpu(c.expr, c.knobs, c.sizes);
   }
 };
 

@@ -9,14 +9,23 @@
 namespace loom {
 namespace {
 
-std::string gemm_expr(const std::string& shape, const std::string& fallback,
-                      const std::string& dtype = "f32") {
-  if (shape.empty()) return fallback;
-  long long m, n, k;
-  if (std::sscanf(shape.c_str(), "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1)
+struct Shape { long long m, n, k; };
+
+Shape parse_shape(const std::string& shape) {
+  Shape s{};
+  if (std::sscanf(shape.c_str(), "%lldx%lldx%lld", &s.m, &s.n, &s.k) != 3 || s.m < 1 ||
+      s.n < 1 || s.k < 1)
     throw Error("--shape must be MxNxK with positive sizes, e.g. 4096x4096x4096 (got '" + shape + "')");
-  return "matmul(A[" + std::to_string(m) + "," + std::to_string(k) + "]:" + dtype + ", B[" +
-         std::to_string(k) + "," + std::to_string(n) + "]:" + dtype + ")";
+  return s;
+}
+
+std::string gemm_expr(const Shape& s, const std::string& dtype) {
+  return "matmul(A[" + std::to_string(s.m) + "," + std::to_string(s.k) + "]:" + dtype + ", B[" +
+         std::to_string(s.k) + "," + std::to_string(s.n) + "]:" + dtype + ")";
+}
+
+std::string gemm_expr(const std::string& shape, const std::string& fallback) {
+  return shape.empty() ? fallback : gemm_expr(parse_shape(shape), "f32");
 }
 
 // The HGEMM article's progression (mma.sync + ldmatrix), each rung one optimization on
@@ -86,13 +95,12 @@ Ladder make_ladder(const std::string& name, const std::string& shape, const std:
     if (dt != "f16" && dt != "bf16")
       throw Error("--dtype for the hgemm ladder must be f16 or bf16 (got '" + dt + "')");
     l.name = "hgemm (" + dt + ")";
-    l.expression = gemm_expr(shape.empty() ? "4096x4096x4096" : shape, "", dt);
+    l.expression = gemm_expr(parse_shape(shape.empty() ? "4096x4096x4096" : shape), dt);
     hgemm_steps(l, dt);
   } else if (name == "tf32") {
-    l.expression = gemm_expr(shape.empty() ? "4096x4096x4096" : shape, "", "f32");
-    long long m = 0, n = 0, k = 0;
-    std::sscanf(shape.empty() ? "4096x4096x4096" : shape.c_str(), "%lldx%lldx%lld", &m, &n, &k);
-    tf32_steps(l, m % 128 == 0 && n % 128 == 0);
+    const Shape s = parse_shape(shape.empty() ? "4096x4096x4096" : shape);
+    l.expression = gemm_expr(s, "f32");
+    tf32_steps(l, s.m % 128 == 0 && s.n % 128 == 0);
   } else if (name == "sgemm") {
     // The compiler article's progression. Each step adds one optimization to the last.
     l.expression = gemm_expr(shape, "matmul(A[4096,4096]:f32, B[4096,4096]:f32)");

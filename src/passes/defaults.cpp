@@ -65,8 +65,8 @@ Knobs mma_defaults_aligned() {
 static Knobs mma_defaults_for(const Gemm& s) {
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
-  if (aligned && !tf32 && !s.f32_operands) return mma_defaults_aligned();
-  if (aligned && s.f32_operands)
+  if (aligned && !s.f32_operands) return mma_defaults_aligned();
+  if (aligned)
     return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,SWIZZLE=xor,"
                         "PAD_KOUTER=8,VECTORIZE=8,EPILOGUE=smem");
   const std::string padded = ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8";

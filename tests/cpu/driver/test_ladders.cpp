@@ -64,6 +64,20 @@ TEST(Ladders, EveryStepCompilesWithoutSpills) {
     }
 }
 
+// A step's output on the Kernel IR interpreter and the Loop IR's on the same inputs.
+struct Outputs { std::vector<double> loop, kernel; };
+Outputs run_step(const std::string& expression, const LadderStep& step, uint64_t seed) {
+  CompileOptions opt;
+  opt.knobs = Knobs::parse(step.knobs);
+  CompiledProgram c = compile_expression(expression, opt);
+  Bindings in;
+  make_random_inputs(c.state.loop, in, seed);
+  Bindings ref = in, got = in;
+  interpret(c.state.loop, ref);
+  interpret(c.state.kernel, got);
+  return {ref.tensors.at("out").data, got.tensors.at("out").data};
+}
+
 // Each HGEMM step on a small shape, Kernel IR interpreter against the Loop IR.
 TEST(Ladders, HgemmStepsComputeTheProduct) {
   for (const std::string dt : {"f16", "bf16"}) {
@@ -71,16 +85,9 @@ TEST(Ladders, HgemmStepsComputeTheProduct) {
     EXPECT_EQ(l.expression, "matmul(A[128,128]:" + dt + ", B[128,128]:" + dt + ")");
     for (const auto& step : l.steps) {
       SCOPED_TRACE(l.name + " / " + step.name + ": " + step.knobs);
-      CompileOptions opt;
-      opt.knobs = Knobs::parse(step.knobs);
-      CompiledProgram c = compile_expression(l.expression, opt);
-      Bindings in;
-      make_random_inputs(c.state.loop, in, 11);
-      Bindings ref = in, got = in;
-      interpret(c.state.loop, ref);
-      interpret(c.state.kernel, got);
-      const auto& a = ref.tensors.at("out").data;
-      const auto& b = got.tensors.at("out").data;
+      const Outputs o = run_step(l.expression, step, 11);
+      const auto& a = o.loop;
+      const auto& b = o.kernel;
       ASSERT_EQ(a.size(), b.size());
       // Reassociated sums may round the f16/bf16 output to the neighbouring value: one ulp.
       const double ulp = dt == "f16" ? 0x1p-10 : 0x1p-7;
@@ -101,16 +108,9 @@ TEST(Ladders, Tf32StepsComputeTheProduct) {
   for (const auto& step : l.steps) {
     SCOPED_TRACE(step.name + ": " + step.knobs);
     EXPECT_EQ(step.knobs.find("MIN_BLOCKS"), std::string::npos);
-    CompileOptions opt;
-    opt.knobs = Knobs::parse(step.knobs);
-    CompiledProgram c = compile_expression(l.expression, opt);
-    Bindings in;
-    make_random_inputs(c.state.loop, in, 5);
-    Bindings ref = in, got = in;
-    interpret(c.state.loop, ref);
-    interpret(c.state.kernel, got);
-    const auto& a = ref.tensors.at("out").data;
-    const auto& b = got.tensors.at("out").data;
+    const Outputs o = run_step(l.expression, step, 5);
+    const auto& a = o.loop;
+    const auto& b = o.kernel;
     ASSERT_EQ(a.size(), b.size());
     double num = 0, den = 0;
     for (size_t i = 0; i < a.size(); ++i) {

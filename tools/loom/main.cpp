@@ -23,7 +23,7 @@
 #include "runtime/cubin_cache.h"
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

@@ -21,7 +21,7 @@
 //     symbolic N, gets narrower stores, down to scalars: consecutive lanes then still
 //     write consecutive elements). The shared reads use the same W.
 //  4. The tile `<out>_s[TM, TN]` gets the padding or XOR swizzle that the bank-conflict
-//     model (src/tune/bank_conflicts.h) finds cheapest for one warp of each store into
+//     model (src/passes/bank_conflicts.h) finds cheapest for one warp of each store into
 //     it and of the copy's loads (weighted by how often each runs). Where the kernel has
 //     other shared tensors the tile is overlay part 1: it reuses their bytes
 //     (TensorDecl::overlay), and the block grows only by what the tile needs beyond them.
@@ -39,7 +39,7 @@
 #include "passes/analysis.h"
 #include "passes/epilogue_cells.h"
 #include "passes/passes.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

@@ -1,10 +1,10 @@
-// The bank-conflict model (src/tune/bank_conflicts.h) on hand-built kernels whose
+// The bank-conflict model (src/passes/bank_conflicts.h) on hand-built kernels whose
 // wavefront counts are worked out by hand in each test. Banks are 4-byte words mod 32.
 #include <gtest/gtest.h>
 
 #include "atoms/atoms.h"
 #include "ir/error.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

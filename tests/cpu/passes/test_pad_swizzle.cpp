@@ -11,7 +11,7 @@
 #include "passes/analysis.h"
 #include "passes/defaults.h"
 #include "passes/pipeline.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

@@ -11,7 +11,7 @@
 #include "ir/interpreter.h"
 #include "pass_check.h"
 #include "passes/pipeline.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

@@ -17,7 +17,7 @@
 #include "pass_check.h"
 #include "passes/defaults.h"
 #include "passes/pipeline.h"
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {

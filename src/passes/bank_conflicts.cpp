@@ -1,4 +1,4 @@
-#include "tune/bank_conflicts.h"
+#include "passes/bank_conflicts.h"
 
 #include <algorithm>
 #include <cstdio>

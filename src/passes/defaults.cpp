@@ -116,13 +116,22 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     // GROUP_M=8 walks tiles in 8-row groups for L2 reuse (0.90x at 4096^3 together).
     c.knobs = Knobs::parse(std::string("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,") +
                            "PAD_SMEM=4,GROUP_M=8" + (s.in == DType::F32 ? ",MIN_BLOCKS=2" : ""));
-    return c;
-  }
-  if (s.M >= 32 && s.N >= 32) {
+  } else if (s.M >= 32 && s.N >= 32) {
     c.shape_class = "medium";
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
+  }
+  // 16-bit operands on sm_80+ get the tensor cores: at 4096^3 f16 on H100 the mma
+  // schedule runs 0.53x cuBLAS where the SIMT one (which converts every element to f32
+  // and issues FFMA) cannot pass the fp32 FMA rate, a sixth of the mma.sync rate. Split-K
+  // and small shapes keep their SIMT schedules: the mma path has no split-K yet and its
+  // smallest default tile is 128x64.
+  if (!c.shape_class.empty() && (s.in == DType::F16 || s.in == DType::BF16) &&
+      t.compute_capability() >= 80) {
+    // The SIMT schedule stays in c.knobs for a person who sets ATOM=fma or a SIMT tile.
+    c.knobs.set("ATOM", s.in == DType::F16 ? "mma_f16" : "mma_bf16");
     return c;
   }
+  if (!c.shape_class.empty()) return c;
   c.shape_class = "small";  // partition's own defaults shrink the tile to the shape
   return c;
 }
@@ -139,10 +148,18 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   // staging defaults and no split-K yet (mma_defaults_for, which says why and what they
   // measured): 2x2 warps of 4x8 atoms, cp.async slabs; a knob of a group given
   // explicitly drops the rest of that group's defaults.
-  const bool mma = explicit_knobs.get_str("ATOM", "fma") != "fma";
-  const Knobs& base = mma ? mma_defaults : defaults;
   Knobs out;
+  // A default mma atom (16-bit operands) yields to an explicit tile or split-K: FM and FN
+  // count thread cells under fma and atoms under mma, and the mma path has no split-K,
+  // so knobs written for the SIMT schedule keep meaning what they meant.
+  bool simt_explicit = explicit_knobs.has("SPLITK");
+  for (const auto& k : groups[0]) simt_explicit |= explicit_knobs.has(k);
+  const std::string default_atom = simt_explicit ? "fma" : defaults.get_str("ATOM", "fma");
+  const bool mma = explicit_knobs.get_str("ATOM", default_atom) != "fma";
+  if (mma && !explicit_knobs.has("ATOM")) out.set("ATOM", default_atom);
+  const Knobs& base = mma ? mma_defaults : defaults;
   for (const auto& [name, value] : base.values()) {
+    if (name == "ATOM") continue;  // decided above
     bool touched = false;
     for (const auto& g : groups)
       if (std::find(g.begin(), g.end(), name) != g.end())

@@ -387,7 +387,7 @@ TEST(CompileKernels, ErrorsNameTheProblem) {
       "accumulates in f32 only");
   has(error_of([] {
         CompileOptions o;
-        o.knobs = Knobs::parse("ACC=f16");
+        o.knobs = Knobs::parse("ATOM=fma,ACC=f16");
         compile_expression("matmul(A[64,64]:f16, B[64,64]:f16)", o);
       }),
       "set ATOM=mma_f16");

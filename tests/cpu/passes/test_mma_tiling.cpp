@@ -291,6 +291,38 @@ TEST(MmaTiling, DefaultsOfAShapeClassDoNotLeakSimtTilesIntoMma) {
   EXPECT_EQ(resolve_knobs(split, Knobs()).get_int("SPLITK", 0), 64);
 }
 
+
+TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
+  auto resolved = [](const std::string& e, const std::string& knobs, const char* arch = "sm_90a") {
+    Graph g = parse_expression(e);
+    DefaultChoice d = default_knobs(g, Target::for_arch(arch));
+    return resolve_knobs(d.knobs, Knobs::parse(knobs), d.mma);
+  };
+  const std::string bf16 = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+  Knobs k = resolved(bf16, "");
+  EXPECT_EQ(k.get_str("ATOM", ""), "mma_bf16");
+  EXPECT_EQ(k.get_int("FN", 0), 8);
+  EXPECT_EQ(k.get_str("EPILOGUE", ""), "smem");
+  EXPECT_EQ(resolved("matmul(A[100,200]:f16, B[200,300]:f16)", "").get_str("ATOM", ""), "mma_f16");
+  // f32 keeps fp32 arithmetic (tf32 would change the numeric contract); split-K and tiny
+  // shapes keep their SIMT schedules; sm_75 has no m16n8k16.
+  EXPECT_EQ(resolved("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "").get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "").get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(resolved("matmul(A[8,8]:f16, B[8,8]:f16)", "").get_str("ATOM", "fma"), "fma");
+  // Knobs written for the SIMT schedule keep it: an explicit tile or split count, or ATOM=fma.
+  Knobs simt = resolved(bf16, "BM=64,BN=64");
+  EXPECT_EQ(simt.get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(simt.get_str("STAGE", ""), "sync");
+  EXPECT_EQ(resolved(bf16, "SPLITK=2").get_str("ATOM", "fma"), "fma");
+  Knobs fma = resolved(bf16, "ATOM=fma");
+  EXPECT_EQ(fma.get_int("BM", 0), 128);
+  EXPECT_EQ(fma.get_int("FN", 0), 8);
+  // A staging knob alone keeps the default atom and its tile.
+  Knobs staged = resolved(bf16, "STAGES=3");
+  EXPECT_EQ(staged.get_str("ATOM", ""), "mma_bf16");
+  EXPECT_EQ(staged.get_int("STAGES", 0), 3);
+  EXPECT_EQ(staged.get_int("FN", 0), 8);
+}
 TEST(MmaTiling, AffineLaneFormReproducesEveryMmaLayout) {
   for (const char* id : {"mma_m16n8k16_f32_f16", "mma_m16n8k16_f32_bf16", "mma_m16n8k8_f32_tf32"})
     for (const char* op : {"A", "B", "C"}) {

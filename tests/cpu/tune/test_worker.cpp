@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "../../gpu/planted_kernels.h"
 #include "driver/compile.h"
@@ -83,6 +84,14 @@ TEST(MeasureWorker, RealWorkerWithoutGpuIsAWorkerError) {
   EXPECT_NE(w.child_pid(), 0);
 }
 
+TEST(MeasureWorker, RealWorkerRejectsUnknownArguments) {
+  MeasureWorker w(std::vector<std::string>{LOOM_BINARY, "tune-worker", "--bogus"});
+  Measurement m = w.measure(small_job(), 30);
+  EXPECT_EQ(m.status, TrialStatus::worker_error);
+  EXPECT_NE(m.reason.find("exited with status 2"), std::string::npos) << m.reason;
+  EXPECT_NE(m.reason.find("unknown argument '--bogus'"), std::string::npos) << m.reason;
+}
+
 TEST(MeasureWorker, HungChildIsKilledWithinTheLimitAndReplaced) {
   MeasureWorker w(sh("exec sleep 30"));
   auto t0 = std::chrono::steady_clock::now();
@@ -107,8 +116,14 @@ TEST(MeasureWorker, KillReachesTheChildsOwnChildren) {
   size_t at = m.reason.find("its stderr: ");
   ASSERT_NE(at, std::string::npos) << m.reason;
   int group = std::stoi(m.reason.substr(at + 12));
-  // The killed sleep may linger as a zombie until its new parent reaps it.
-  EXPECT_EQ(live_processes_in_group(group), 0) << "process group " << group << " survives";
+  // SIGKILL is delivered asynchronously to the orphaned sleep, which may then linger as
+  // a zombie until its new parent reaps it: wait a little for it to die.
+  int live = 1;
+  for (int i = 0; i < 200 && live > 0; ++i) {
+    live = live_processes_in_group(group);
+    if (live > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(live, 0) << "process group " << group << " survives";
 }
 
 TEST(MeasureWorker, CrashIsAFaultWithTheSignal) {

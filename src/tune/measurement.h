@@ -43,6 +43,17 @@ struct Measurement {
   int reps = 0;             // repetitions actually timed
   double rel_error = 0;     // ‖out − ref‖_F / ‖ref‖_F of the checked run
   double threshold = 0;     // the verification threshold it was judged by
+  // Wall seconds of the timed repetitions (warm-up included): what a trial costs per
+  // repetition, against its fixed part (compile, load, checked run, verify), so the
+  // strategy can plan rounds with more repetitions. 0 when not timed.
+  double timing_seconds = 0;
 };
+
+inline Measurement failed_measurement(TrialStatus s, std::string reason) {
+  Measurement m;
+  m.status = s;
+  m.reason = std::move(reason);
+  return m;
+}
 
 }  // namespace loom::tune

@@ -10,18 +10,31 @@
 namespace loom::tune {
 namespace {
 
-// Seconds a trial takes as a function of its repetitions: fixed + per_rep · reps, fitted
-// (least squares over the mean of each repetition count) to the trials made so far.
+// Seconds a trial takes as a function of its repetitions: fixed + per_rep · reps. Where
+// the measurements say how long their timed repetitions took, the split is read off
+// them (fixed: the rest of each trial's time, failed trials included; per_rep: timed
+// seconds per repetition). Otherwise it is fitted (least squares over the mean of each
+// repetition count), and with a single repetition count half is assumed fixed.
 class CostModel {
  public:
-  void add(int reps, double seconds) {
+  void add(int reps, double seconds, double timing_seconds) {
     auto& l = levels_[reps];
     l.first += seconds;
     l.second += 1;
+    total_s_ += seconds;
+    ++trials_;
+    if (timing_seconds > 0) {
+      timed_s_ += timing_seconds;
+      timed_reps_ += reps;
+    }
   }
 
   double estimate(int reps) const {
-    if (levels_.empty()) return 0;
+    if (trials_ == 0) return 0;
+    if (timed_reps_ > 0) {
+      double fixed = std::max(0.0, total_s_ - timed_s_) / trials_;
+      return fixed + timed_s_ / timed_reps_ * reps;
+    }
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (const auto& [r, l] : levels_) {
       double y = l.first / l.second;
@@ -34,7 +47,6 @@ class CostModel {
     double mx = sx / n, my = sy / n;
     double fixed, per_rep;
     if (levels_.size() < 2) {
-      // One repetition count says nothing of the split: assume half the time is fixed.
       fixed = my / 2;
       per_rep = my / (2 * mx);
     } else {
@@ -48,7 +60,14 @@ class CostModel {
 
  private:
   std::map<int, std::pair<double, double>> levels_;  // reps -> (sum of seconds, count)
+  double total_s_ = 0, timed_s_ = 0;
+  int trials_ = 0;
+  int64_t timed_reps_ = 0;
 };
+
+// Plans fill this share of the budget: trial times vary, and a plan that fills all of it
+// would see its last round cut short by any trial a little slower than estimated.
+constexpr double kPlanShare = 0.9;
 
 int survivors(int n, double keep) { return std::max(1, int(std::ceil(n * keep - 1e-9))); }
 
@@ -123,7 +142,7 @@ int Halving::round0_size(int done, int reps) const {
   for (int total = done + 1; total <= n; ++total) {
     Plan p = plan(total, total - done, reps);
     if (budget_.max_trials > 0 && made + p.trials > budget_.max_trials) break;
-    if (elapsed() + p.seconds > budget_.seconds) break;
+    if (elapsed() + p.seconds > kPlanShare * budget_.seconds) break;
     size = total;
   }
   return size;
@@ -133,7 +152,7 @@ void Halving::trial(size_t i, int round, int reps) {
   double t0 = clock_();
   Measurement m = measure_(ranked_[i], reps);
   double seconds = clock_() - t0;
-  model_.add(reps, seconds);
+  model_.add(reps, seconds, m.timing_seconds);
   res_.trials.push_back({i, ranked_[i].knobs, round, reps, m, seconds});
   ++round_done_;
   CandidateState& s = state_[i];

@@ -6,9 +6,10 @@
 // repetitions; each round keeps the best fraction (HalvingOptions::keep) of those that
 // measured ok and re-measures them with proportionally more repetitions (up to
 // max_reps), until one is left. N and the depth come from the Budget: the cost of a
-// trial (a fixed part — compile, load, checked run, verify — plus a part per repetition)
-// is estimated from the trials already made, and N is re-planned after every round-0
-// trial so the whole plan fits the time left and the trial cap.
+// trial (a fixed part — compile, load, checked run, verify — plus a part per repetition,
+// read off Measurement::timing_seconds) is estimated from the trials already made, and
+// N is re-planned after every round-0 trial so the whole plan fits the time left and the
+// trial cap.
 //
 // A candidate whose trial fails (any non-ok status) is recorded with its reason and
 // dropped: it is never measured again and never wins. The winner is a candidate whose

@@ -1,5 +1,7 @@
 #include "tune/trial_runner.h"
 
+#include <chrono>
+
 #include "bench/reference.h"
 #include "bench/timing.h"
 #include "bench/verify.h"
@@ -22,13 +24,6 @@ struct TrialRunner::Problem {
 };
 
 namespace {
-
-Measurement failed(TrialStatus s, std::string reason) {
-  Measurement m;
-  m.status = s;
-  m.reason = std::move(reason);
-  return m;
-}
 
 // The program's Input tensors alone: what a problem holds and what make_random_inputs
 // fills (it draws inputs in tensor order from one seeded stream, so these are exactly
@@ -80,8 +75,8 @@ Measurement TrialRunner::run(const MeasureJob& job,
                              const std::function<void(const std::string&)>& phase,
                              bool& poisoned) {
   poisoned = false;
-  if (!dev_) return failed(TrialStatus::worker_error, "no GPU: " + no_device_);
-  if (!stream_) return failed(TrialStatus::worker_error, "cannot create a CUDA stream on " + dev_->name);
+  if (!dev_) return failed_measurement(TrialStatus::worker_error, "no GPU: " + no_device_);
+  if (!stream_) return failed_measurement(TrialStatus::worker_error, "cannot create a CUDA stream on " + dev_->name);
 
   phase("compile");
   Graph g;
@@ -96,7 +91,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
     const std::string& source = job.cuda_override.empty() ? prog.cuda : job.cuda_override;
     nvrtc = compile(nvrtc_request(source, dev_->arch()), &cache_);
   } catch (const Error& e) {
-    return failed(TrialStatus::compile_error, e.what());
+    return failed_measurement(TrialStatus::compile_error, e.what());
   }
   const KernelProgram& kp = prog.state.kernel;
 
@@ -107,9 +102,9 @@ Measurement TrialRunner::run(const MeasureJob& job,
     std::string why;
     if (context_is_poisoned(why)) {
       poisoned = true;
-      return failed(TrialStatus::fault, stage + ": " + what + " (context poisoned: " + why + ")");
+      return failed_measurement(TrialStatus::fault, stage + ": " + what + " (context poisoned: " + why + ")");
     }
-    return failed(unpoisoned, stage + ": " + what);
+    return failed_measurement(unpoisoned, stage + ": " + what);
   };
 
   phase("setup");
@@ -157,8 +152,10 @@ Measurement TrialRunner::run(const MeasureJob& job,
     stage = "timing";
     std::vector<std::function<void(cudaStream_t)>> fns = {
         [&](cudaStream_t s) { launcher.launch_all(s); }};
+    auto t0 = std::chrono::steady_clock::now();
     Timing t = time_interleaved(fns, stream_, job.timing)[0];
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (timing)");
+    m.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.status = TrialStatus::ok;
     m.median_us = t.median_us;
     m.reps = t.reps;

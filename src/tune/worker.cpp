@@ -28,13 +28,6 @@ constexpr size_t kStderrInReason = 600;  // of which the reason quotes the last
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-Measurement failed(TrialStatus s, std::string reason) {
-  Measurement m;
-  m.status = s;
-  m.reason = std::move(reason);
-  return m;
-}
-
 std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g s", s);
@@ -183,7 +176,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
   if (pid_ == 0) {
     std::string why = start_child();
     if (!why.empty())
-      return failed(TrialStatus::worker_error,
+      return failed_measurement(TrialStatus::worker_error,
                     "cannot start the measurement worker '" + argv_[0] + "': " + why);
   }
   const std::string out = encode_message(job_message(job));
@@ -196,7 +189,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
   auto died = [&]() {
     std::string how = exit_description();
     bool signaled = how.rfind("was killed by signal", 0) == 0;
-    return failed(signaled ? TrialStatus::fault : TrialStatus::worker_error,
+    return failed_measurement(signaled ? TrialStatus::fault : TrialStatus::worker_error,
                   "the measurement worker " + how + " during phase '" + phase +
                       "' without answering" + stderr_tail());
   };
@@ -207,7 +200,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
       drain_stderr();
       std::string tail = stderr_tail();
       kill_child();
-      return failed(TrialStatus::timeout, "no answer within " + seconds_text(timeout_s) +
+      return failed_measurement(TrialStatus::timeout, "no answer within " + seconds_text(timeout_s) +
                                               " in phase '" + phase +
                                               "' (a hung kernel?): the worker was killed" + tail);
     }
@@ -217,7 +210,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
     if (n < 0) {
       if (errno == EINTR) continue;
       kill_child();
-      return failed(TrialStatus::worker_error, std::string("poll: ") + std::strerror(errno));
+      return failed_measurement(TrialStatus::worker_error, std::string("poll: ") + std::strerror(errno));
     }
     if (stderr_ >= 0 && fds[1].revents) drain_stderr();
     if (fds[0].revents & POLLOUT) {
@@ -248,7 +241,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
         drain_stderr();
         std::string tail = stderr_tail();
         kill_child();
-        return failed(TrialStatus::worker_error, std::string(e.what()) + tail);
+        return failed_measurement(TrialStatus::worker_error, std::string(e.what()) + tail);
       }
     }
   }

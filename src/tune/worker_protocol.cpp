@@ -151,7 +151,8 @@ Message result_message(const Measurement& r) {
           {"median_us", exact(r.median_us)},
           {"reps", std::to_string(r.reps)},
           {"rel_error", exact(r.rel_error)},
-          {"threshold", exact(r.threshold)}};
+          {"threshold", exact(r.threshold)},
+          {"timing_seconds", exact(r.timing_seconds)}};
 }
 
 Measurement result_from_message(const Message& m) {
@@ -164,6 +165,7 @@ Measurement result_from_message(const Message& m) {
   r.reps = int(parse_int("reps", required(m, "reps")));
   r.rel_error = parse_double("rel_error", required(m, "rel_error"));
   r.threshold = parse_double("threshold", required(m, "threshold"));
+  r.timing_seconds = parse_double("timing_seconds", required(m, "timing_seconds"));
   return r;
 }
 

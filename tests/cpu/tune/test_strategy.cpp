@@ -26,6 +26,7 @@ struct Synthetic {
   std::map<std::string, size_t> index;
   std::map<size_t, TrialStatus> failing;  // by candidate id
   double now = 0, fixed_s = 0.3, per_rep_s = 0.02;
+  bool reports_timing = true;  // fill Measurement::timing_seconds
   std::mt19937_64 rng{7};
   std::map<size_t, int> measured;  // trials per candidate id
 
@@ -61,6 +62,7 @@ struct Synthetic {
       m.status = TrialStatus::ok;
       m.median_us = true_us[i] * (1 + noise(rng));
       m.reps = reps;
+      if (reports_timing) m.timing_seconds = per_rep_s * reps;
       return m;
     };
   }
@@ -105,13 +107,22 @@ TEST(SuccessiveHalving, UsesMoreOfALargerBudget) {
 }
 
 TEST(SuccessiveHalving, KeepsToTheTimeBudget) {
-  for (double seconds : {1.0, 3.0, 7.5, 30.0}) {
-    Synthetic s(200);
-    s.fixed_s = 0.5;
-    StrategyResult r = successive_halving(s.ranked, s.measure(), {seconds, 0}, nullptr, {}, s.clock());
-    EXPECT_LE(s.now, seconds) << "budget " << seconds;
-    EXPECT_EQ(r.trials.back().result.status, TrialStatus::ok);
-  }
+  for (bool timing : {true, false})
+    for (double per_rep : {0.0005, 0.02, 0.2})
+      for (double seconds : {1.0, 3.0, 7.5, 30.0}) {
+        Synthetic s(200);
+        s.fixed_s = 0.5;
+        s.per_rep_s = per_rep;
+        s.reports_timing = timing;
+        StrategyResult r = successive_halving(s.ranked, s.measure(), {seconds, 0}, nullptr, {}, s.clock());
+        // The first trial is always made: until then nothing says what one costs.
+        double first = s.fixed_s + per_rep * HalvingOptions{}.first_reps;
+        EXPECT_LE(s.now, std::max(seconds, first))
+            << "budget " << seconds << " per rep " << per_rep << " timing " << timing;
+        EXPECT_EQ(r.trials.back().result.status, TrialStatus::ok);
+        if (timing && seconds >= 30 && per_rep <= 0.02)
+          EXPECT_GT(s.now, 0.6 * seconds) << "an exact cost model plans to use the budget";
+      }
 }
 
 TEST(SuccessiveHalving, KeepsToTheTrialCap) {

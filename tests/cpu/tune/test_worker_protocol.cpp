@@ -52,6 +52,7 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   r.reps = 50;
   r.rel_error = 0.1 / 3;
   r.threshold = 1e-5;
+  r.timing_seconds = 0.123456789;
   MessageDecoder d;
   std::string bytes = encode_message(result_message(r));
   d.feed(bytes.data(), bytes.size());
@@ -62,6 +63,7 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   EXPECT_EQ(back.reps, r.reps);
   EXPECT_EQ(back.rel_error, r.rel_error);
   EXPECT_EQ(back.threshold, r.threshold);
+  EXPECT_EQ(back.timing_seconds, r.timing_seconds);
 }
 
 TEST(WorkerProtocol, DecodesMessagesSplitAnywhere) {

@@ -38,11 +38,11 @@ TrialStatus parse_trial_status(const std::string& name);  // throws loom::Error
 
 struct Measurement {
   TrialStatus status = TrialStatus::worker_error;
-  std::string reason;       // empty when ok; else what failed, for the tuner's report
-  double median_us = 0;     // of the timed repetitions (ok only)
-  int reps = 0;             // repetitions actually timed
-  double rel_error = 0;     // ‖out − ref‖_F / ‖ref‖_F of the checked run
-  double threshold = 0;     // the verification threshold it was judged by
+  std::string reason;    // empty when ok; else what failed, for the tuner's report
+  double median_us = 0;  // of the timed repetitions (ok only)
+  int reps = 0;          // repetitions actually timed
+  double rel_error = 0;  // ‖out − ref‖_F / ‖ref‖_F of the checked run
+  double threshold = 0;  // the verification threshold it was judged by
   // Wall seconds of the timed repetitions (warm-up included): what a trial costs per
   // repetition, against its fixed part (compile, load, checked run, verify), so the
   // strategy can plan rounds with more repetitions. 0 when not timed.

@@ -18,8 +18,10 @@ std::string clock_text(double s) {
   if (s < 0) s = 0;
   long t = long(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
   return buf;
 }
 
@@ -56,8 +58,8 @@ std::string short_knobs(const std::string& knobs, size_t max_chars) {
 std::string format_progress(const ProgressState& s, size_t width) {
   int planned = std::max(s.planned, s.done);
   int filled = planned > 0 ? int(double(kBarCells) * s.done / planned + 0.5) : 0;
-  std::string bar = "[" + std::string(size_t(filled), '#') +
-                    std::string(size_t(kBarCells - filled), '.') + "]";
+  std::string bar =
+      "[" + std::string(size_t(filled), '#') + std::string(size_t(kBarCells - filled), '.') + "]";
   std::string head = bar + " " + std::to_string(s.done) + "/" + std::to_string(planned) +
                      " trials, round " + std::to_string(s.round) + ", " +
                      std::to_string(s.failures) + " failed, ";

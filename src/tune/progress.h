@@ -11,12 +11,12 @@
 namespace loom::tune {
 
 struct ProgressState {
-  int done = 0;       // trials measured
-  int planned = 0;    // trials done + still planned (changes as the plan adapts)
-  int failures = 0;   // trials with a non-ok status
-  int round = 0;      // successive-halving round (0 = the first, widest)
+  int done = 0;      // trials measured
+  int planned = 0;   // trials done + still planned (changes as the plan adapts)
+  int failures = 0;  // trials with a non-ok status
+  int round = 0;     // successive-halving round (0 = the first, widest)
   double elapsed_s = 0;
-  double eta_s = 0;   // estimated seconds still to go
+  double eta_s = 0;  // estimated seconds still to go
   std::optional<double> best_us;
   std::string best_knobs;
 };
@@ -36,9 +36,9 @@ class ProgressBar {
   // On stderr: a terminal's width from $COLUMNS (else 100), redrawing when stderr is one.
   static ProgressBar on_stderr();
 
-  void trial(const ProgressState& s);  // after every trial
-  void round(const ProgressState& s);  // after every round
-  void finish(const ProgressState& s); // once, at the end
+  void trial(const ProgressState& s);   // after every trial
+  void round(const ProgressState& s);   // after every round
+  void finish(const ProgressState& s);  // once, at the end
 
  private:
   std::ostream& out_;

@@ -81,8 +81,14 @@ class Halving {
   Halving(const std::vector<RankedCandidate>& ranked, const MeasureFn& measure,
           const Budget& budget, ProgressBar* progress, const HalvingOptions& opt,
           const SecondsClock& clock)
-      : ranked_(ranked), measure_(measure), budget_(budget), progress_(progress), opt_(opt),
-        clock_(clock), state_(ranked.size()), start_(clock()) {}
+      : ranked_(ranked),
+        measure_(measure),
+        budget_(budget),
+        progress_(progress),
+        opt_(opt),
+        clock_(clock),
+        state_(ranked.size()),
+        start_(clock()) {}
 
   StrategyResult run();
 
@@ -199,7 +205,8 @@ void Halving::fail_no_winner() const {
   std::map<std::string, int> by_status;
   for (const Trial& t : res_.trials) ++by_status[trial_status_name(t.result.status)];
   std::string counts;
-  for (const auto& [s, c] : by_status) counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + s;
+  for (const auto& [s, c] : by_status)
+    counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + s;
   std::string msg = "no candidate passed verification: " + std::to_string(res_.trials.size()) +
                     " trials failed (" + counts + ")";
   for (size_t i = 0; i < res_.trials.size() && i < 3; ++i) {
@@ -299,7 +306,8 @@ int StrategyResult::failures() const {
 
 SecondsClock steady_seconds() {
   return [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   };
 }
 

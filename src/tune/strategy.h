@@ -48,19 +48,19 @@ struct Trial {
   size_t candidate = 0;  // index into the ranked list
   std::string knobs;
   int round = 0;
-  int reps = 0;          // asked for
+  int reps = 0;  // asked for
   Measurement result;
-  double seconds = 0;    // wall time of the trial
+  double seconds = 0;  // wall time of the trial
 };
 
 struct StrategyResult {
   std::vector<Trial> trials;  // in the order measured
   size_t winner = 0;          // index into the ranked list
   std::string winner_knobs;
-  double winner_us = 0;       // its latest median
+  double winner_us = 0;  // its latest median
   int winner_reps = 0;
-  int rounds = 0;             // rounds started
-  bool cut_short = false;     // the time budget or the trial cap ended the search early
+  int rounds = 0;          // rounds started
+  bool cut_short = false;  // the time budget or the trial cap ended the search early
   int failures() const;
 };
 
@@ -78,8 +78,7 @@ constexpr int kWorkerErrorStreak = 3;
 // and their first reasons), when `ranked` is empty, and on a worker-error streak.
 StrategyResult successive_halving(const std::vector<RankedCandidate>& ranked,
                                   const MeasureFn& measure, const Budget& budget,
-                                  ProgressBar* progress = nullptr,
-                                  const HalvingOptions& opt = {},
+                                  ProgressBar* progress = nullptr, const HalvingOptions& opt = {},
                                   const SecondsClock& clock = steady_seconds());
 
 }  // namespace loom::tune

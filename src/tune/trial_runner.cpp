@@ -62,8 +62,9 @@ bool context_is_poisoned(std::string& why) {
 
 TrialRunner::TrialRunner(int device_ordinal) {
   dev_ = probe_device(device_ordinal, &no_device_);
-  if (dev_ && cudaSetDevice(device_ordinal) == cudaSuccess)
-    cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+  // A blocking stream, as `loom run` uses: it orders after the uploads cudaMemcpy makes
+  // on the legacy default stream.
+  if (dev_ && cudaSetDevice(device_ordinal) == cudaSuccess) cudaStreamCreate(&stream_);
 }
 
 TrialRunner::~TrialRunner() {
@@ -72,11 +73,12 @@ TrialRunner::~TrialRunner() {
 }
 
 Measurement TrialRunner::run(const MeasureJob& job,
-                             const std::function<void(const std::string&)>& phase,
-                             bool& poisoned) {
+                             const std::function<void(const std::string&)>& phase, bool& poisoned) {
   poisoned = false;
   if (!dev_) return failed_measurement(TrialStatus::worker_error, "no GPU: " + no_device_);
-  if (!stream_) return failed_measurement(TrialStatus::worker_error, "cannot create a CUDA stream on " + dev_->name);
+  if (!stream_)
+    return failed_measurement(TrialStatus::worker_error,
+                              "cannot create a CUDA stream on " + dev_->name);
 
   phase("compile");
   Graph g;
@@ -102,7 +104,8 @@ Measurement TrialRunner::run(const MeasureJob& job,
     std::string why;
     if (context_is_poisoned(why)) {
       poisoned = true;
-      return failed_measurement(TrialStatus::fault, stage + ": " + what + " (context poisoned: " + why + ")");
+      return failed_measurement(TrialStatus::fault,
+                                stage + ": " + what + " (context poisoned: " + why + ")");
     }
     return failed_measurement(unpoisoned, stage + ": " + what);
   };

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,8 +24,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kStderrKeep = 8192;     // bytes of the child's stderr kept for reasons
-constexpr size_t kStderrInReason = 600;  // of which the reason quotes the last
+constexpr size_t kStderrKeep = 8192;        // bytes of the child's stderr kept for reasons
+constexpr size_t kStderrInReason = 600;     // of which the reason quotes the last
+constexpr double kMaxTimeoutSeconds = 1e6;  // keeps the deadline arithmetic finite
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -116,8 +118,7 @@ void MeasureWorker::drain_stderr() {
     ssize_t n = read(stderr_, buf, sizeof buf);
     if (n > 0) {
       stderr_buf_.append(buf, size_t(n));
-      if (stderr_buf_.size() > kStderrKeep)
-        stderr_buf_.erase(0, stderr_buf_.size() - kStderrKeep);
+      if (stderr_buf_.size() > kStderrKeep) stderr_buf_.erase(0, stderr_buf_.size() - kStderrKeep);
       continue;
     }
     if (n == 0) {  // every writer is gone
@@ -177,21 +178,24 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
     std::string why = start_child();
     if (!why.empty())
       return failed_measurement(TrialStatus::worker_error,
-                    "cannot start the measurement worker '" + argv_[0] + "': " + why);
+                                "cannot start the measurement worker '" + argv_[0] + "': " + why);
   }
+  stderr_buf_.clear();  // a failure's reason quotes what the child said during this job
   const std::string out = encode_message(job_message(job));
   size_t written = 0;
   MessageDecoder decoder;
   std::string phase = "start";
-  auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  timeout_s = std::clamp(timeout_s, 1e-3, kMaxTimeoutSeconds);
+  auto timeout =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Clock::time_point deadline = Clock::now() + timeout;
 
   auto died = [&]() {
     std::string how = exit_description();
     bool signaled = how.rfind("was killed by signal", 0) == 0;
     return failed_measurement(signaled ? TrialStatus::fault : TrialStatus::worker_error,
-                  "the measurement worker " + how + " during phase '" + phase +
-                      "' without answering" + stderr_tail());
+                              "the measurement worker " + how + " during phase '" + phase +
+                                  "' without answering" + stderr_tail());
   };
 
   while (true) {
@@ -200,9 +204,9 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
       drain_stderr();
       std::string tail = stderr_tail();
       kill_child();
-      return failed_measurement(TrialStatus::timeout, "no answer within " + seconds_text(timeout_s) +
-                                              " in phase '" + phase +
-                                              "' (a hung kernel?): the worker was killed" + tail);
+      return failed_measurement(TrialStatus::timeout,
+                                "no answer within " + seconds_text(timeout_s) + " in phase '" +
+                                    phase + "' (a hung kernel?): the worker was killed" + tail);
     }
     pollfd fds[2] = {{sock_, short(POLLIN | (written < out.size() ? POLLOUT : 0)), 0},
                      {stderr_, POLLIN, 0}};
@@ -210,13 +214,17 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
     if (n < 0) {
       if (errno == EINTR) continue;
       kill_child();
-      return failed_measurement(TrialStatus::worker_error, std::string("poll: ") + std::strerror(errno));
+      return failed_measurement(TrialStatus::worker_error,
+                                std::string("poll: ") + std::strerror(errno));
     }
     if (stderr_ >= 0 && fds[1].revents) drain_stderr();
     if (fds[0].revents & POLLOUT) {
-      ssize_t w = send(sock_, out.data() + written, out.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w > 0) written += size_t(w);
-      else if (w < 0 && errno != EAGAIN && errno != EINTR) return died();
+      ssize_t w =
+          send(sock_, out.data() + written, out.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w > 0)
+        written += size_t(w);
+      else if (w < 0 && errno != EAGAIN && errno != EINTR)
+        return died();
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[65536];

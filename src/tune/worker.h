@@ -42,7 +42,8 @@ class MeasureWorker {
   ~MeasureWorker();  // kills and reaps the child
 
   // Never throws for anything the candidate or the child does: every failure is a
-  // Measurement with a non-ok status and a reason.
+  // Measurement with a non-ok status and a reason. `timeout_s` bounds each phase; the
+  // timing phase runs up to job.timing.max_seconds, so give it more than that.
   Measurement measure(const MeasureJob& job, double timeout_s);
 
   int spawn_count() const { return spawns_; }  // children started so far

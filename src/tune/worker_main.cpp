@@ -85,8 +85,9 @@ int tune_worker_main(int argc, char** argv) {
       bool poisoned = false;
       try {
         MeasureJob job = job_from_message(*m);
-        r = runner.run(job, [&](const std::string& p) { write_all(out, encode_message(phase_message(p))); },
-                       poisoned);
+        r = runner.run(
+            job, [&](const std::string& p) { write_all(out, encode_message(phase_message(p))); },
+            poisoned);
       } catch (const std::exception& e) {
         r.status = TrialStatus::worker_error;
         r.reason = e.what();

@@ -85,8 +85,9 @@ std::optional<Message> MessageDecoder::next() {
     size_t eol = buffer_.find('\n', pos);
     if (eol == std::string::npos) {
       if (buffer_.size() - pos > 256)
-        throw Error("tune worker protocol: header line longer than 256 bytes (the peer is "
-                    "not a Loom tune worker?)");
+        throw Error(
+            "tune worker protocol: header line longer than 256 bytes (the peer is "
+            "not a Loom tune worker?)");
       return std::nullopt;
     }
     std::string line = buffer_.substr(pos, eol - pos);
@@ -102,7 +103,8 @@ std::optional<Message> MessageDecoder::next() {
     size_t value_at = eol + 1;
     if (buffer_.size() < value_at + size_t(len) + 1) return std::nullopt;
     if (buffer_[value_at + size_t(len)] != '\n')
-      throw Error("tune worker protocol: field " + line.substr(0, sp) + " is not followed by a newline");
+      throw Error("tune worker protocol: field " + line.substr(0, sp) +
+                  " is not followed by a newline");
     m.emplace_back(line.substr(0, sp), buffer_.substr(value_at, size_t(len)));
     pos = value_at + size_t(len) + 1;
   }

@@ -46,7 +46,8 @@ class GpuTuneWorker : public ::testing::Test {
 };
 
 void expect_ok(const Measurement& m, const std::string& what) {
-  EXPECT_EQ(m.status, TrialStatus::ok) << what << ": " << trial_status_name(m.status) << ": " << m.reason;
+  EXPECT_EQ(m.status, TrialStatus::ok)
+      << what << ": " << trial_status_name(m.status) << ": " << m.reason;
   EXPECT_GT(m.median_us, 0) << what;
   EXPECT_GT(m.reps, 0) << what;
   EXPECT_LE(m.rel_error, m.threshold) << what;
@@ -59,7 +60,8 @@ TEST_F(GpuTuneWorker, GoodCandidatesSurviveFaultHangAndWrongAnswer) {
   EXPECT_EQ(w.spawn_count(), 1);
 
   Measurement fault = w.measure(job(kExpr, kKnobs, plant_fault(cuda)), 60);
-  EXPECT_EQ(fault.status, TrialStatus::fault) << trial_status_name(fault.status) << ": " << fault.reason;
+  EXPECT_EQ(fault.status, TrialStatus::fault)
+      << trial_status_name(fault.status) << ": " << fault.reason;
   EXPECT_NE(fault.reason.find("context poisoned"), std::string::npos) << fault.reason;
   expect_ok(w.measure(job(kExpr, kKnobs), 60), "good candidate after the fault");
   EXPECT_EQ(w.spawn_count(), 2) << "the faulted worker must be replaced";
@@ -68,7 +70,8 @@ TEST_F(GpuTuneWorker, GoodCandidatesSurviveFaultHangAndWrongAnswer) {
   auto t0 = std::chrono::steady_clock::now();
   Measurement hang = w.measure(job(kExpr, kKnobs, plant_hang(cuda)), limit);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(hang.status, TrialStatus::timeout) << trial_status_name(hang.status) << ": " << hang.reason;
+  EXPECT_EQ(hang.status, TrialStatus::timeout)
+      << trial_status_name(hang.status) << ": " << hang.reason;
   EXPECT_NE(hang.reason.find("phase 'run'"), std::string::npos) << hang.reason;
   // Each phase may take up to the limit; the problem is already set up, so compile and
   // the hung run are all that can count.
@@ -77,7 +80,8 @@ TEST_F(GpuTuneWorker, GoodCandidatesSurviveFaultHangAndWrongAnswer) {
   EXPECT_EQ(w.spawn_count(), 3) << "the hung worker must be replaced";
 
   Measurement wrong = w.measure(job(kExpr, kKnobs, plant_wrong_answer(cuda)), 60);
-  EXPECT_EQ(wrong.status, TrialStatus::wrong_answer) << trial_status_name(wrong.status) << ": " << wrong.reason;
+  EXPECT_EQ(wrong.status, TrialStatus::wrong_answer)
+      << trial_status_name(wrong.status) << ": " << wrong.reason;
   expect_ok(w.measure(job(kExpr, kKnobs), 60), "good candidate after the wrong answer");
   EXPECT_EQ(w.spawn_count(), 3) << "a wrong answer leaves the context healthy: no respawn";
 }

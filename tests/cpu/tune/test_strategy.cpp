@@ -98,8 +98,10 @@ TEST(SuccessiveHalving, FindsTheOptimumWithFarFewerTrialsThanExhaustive) {
 
 TEST(SuccessiveHalving, UsesMoreOfALargerBudget) {
   Synthetic small(1000), large(1000);
-  StrategyResult a = successive_halving(small.ranked, small.measure(), {20, 0}, nullptr, {}, small.clock());
-  StrategyResult b = successive_halving(large.ranked, large.measure(), {200, 0}, nullptr, {}, large.clock());
+  StrategyResult a =
+      successive_halving(small.ranked, small.measure(), {20, 0}, nullptr, {}, small.clock());
+  StrategyResult b =
+      successive_halving(large.ranked, large.measure(), {200, 0}, nullptr, {}, large.clock());
   EXPECT_GT(b.trials.size(), 2 * a.trials.size());
   EXPECT_LE(small.now, 20);
   EXPECT_LE(large.now, 200);
@@ -114,7 +116,8 @@ TEST(SuccessiveHalving, KeepsToTheTimeBudget) {
         s.fixed_s = 0.5;
         s.per_rep_s = per_rep;
         s.reports_timing = timing;
-        StrategyResult r = successive_halving(s.ranked, s.measure(), {seconds, 0}, nullptr, {}, s.clock());
+        StrategyResult r =
+            successive_halving(s.ranked, s.measure(), {seconds, 0}, nullptr, {}, s.clock());
         // The first trial is always made: until then nothing says what one costs.
         double first = s.fixed_s + per_rep * HalvingOptions{}.first_reps;
         EXPECT_LE(s.now, std::max(seconds, first))
@@ -128,7 +131,8 @@ TEST(SuccessiveHalving, KeepsToTheTimeBudget) {
 TEST(SuccessiveHalving, KeepsToTheTrialCap) {
   for (int cap : {1, 2, 7, 40}) {
     Synthetic s(500);
-    StrategyResult r = successive_halving(s.ranked, s.measure(), {1e9, cap}, nullptr, {}, s.clock());
+    StrategyResult r =
+        successive_halving(s.ranked, s.measure(), {1e9, cap}, nullptr, {}, s.clock());
     EXPECT_LE(int(r.trials.size()), cap) << "cap " << cap;
     EXPECT_GE(int(r.trials.size()), std::min(cap, 2)) << "cap " << cap;
   }
@@ -141,7 +145,8 @@ TEST(SuccessiveHalving, FailingCandidatesAreDroppedAndNeverWin) {
   size_t predicted_best = s.id(s.ranked[0].knobs);
   size_t true_best = s.id(s.ranked[3].knobs);
   for (size_t k = 3; k < 20; ++k)
-    if (s.true_us[s.id(s.ranked[k].knobs)] < s.true_us[true_best]) true_best = s.id(s.ranked[k].knobs);
+    if (s.true_us[s.id(s.ranked[k].knobs)] < s.true_us[true_best])
+      true_best = s.id(s.ranked[k].knobs);
   s.failing[predicted_best] = TrialStatus::fault;
   s.failing[true_best] = TrialStatus::wrong_answer;
   s.failing[s.id(s.ranked[1].knobs)] = TrialStatus::timeout;
@@ -176,7 +181,8 @@ TEST(SuccessiveHalving, SearchesOnWhileNothingVerifies) {
 
 TEST(SuccessiveHalving, AllFailingIsAClearError) {
   Synthetic s(20);
-  for (size_t i = 0; i < 20; ++i) s.failing[i] = i % 2 ? TrialStatus::compile_error : TrialStatus::fault;
+  for (size_t i = 0; i < 20; ++i)
+    s.failing[i] = i % 2 ? TrialStatus::compile_error : TrialStatus::fault;
   try {
     successive_halving(s.ranked, s.measure(), {1e9, 0}, nullptr, {}, s.clock());
     FAIL() << "expected an error";
@@ -242,7 +248,8 @@ TEST(Progress, LineShowsCountsBestAndEta) {
   EXPECT_NE(line.find("0:41 elapsed, ETA 1:35"), std::string::npos) << line;
   EXPECT_LE(format_progress(p, 100).size(), 100u);
   EXPECT_LT(format_progress(p, 100).size(), line.size()) << "the knobs are cut to fit";
-  EXPECT_EQ(format_summary(p, 120), "tuned: 12 trials (2 failed) in 0:41, best 812 us 128x256x32 WM=2");
+  EXPECT_EQ(format_summary(p, 120),
+            "tuned: 12 trials (2 failed) in 0:41, best 812 us 128x256x32 WM=2");
 }
 
 TEST(Progress, LogGetsALinePerRoundTerminalGetsRedraws) {
@@ -258,7 +265,8 @@ TEST(Progress, LogGetsALinePerRoundTerminalGetsRedraws) {
   EXPECT_GE(size_t(std::count(t.begin(), t.end(), '\r')), r.trials.size());
   EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 1);
   EXPECT_NE(l.find("best "), std::string::npos);
-  EXPECT_NE(l.find("tuned: " + std::to_string(r.trials.size()) + " trials"), std::string::npos) << l;
+  EXPECT_NE(l.find("tuned: " + std::to_string(r.trials.size()) + " trials"), std::string::npos)
+      << l;
 }
 
 }  // namespace

@@ -67,17 +67,20 @@ std::vector<std::string> sh(const std::string& script, const std::string& arg = 
 
 // A child that answers one job with `reply` and then hangs (never reads again).
 std::vector<std::string> answers_once(const Measurement& reply) {
-  std::string bytes = encode_message(phase_message("compile")) + encode_message(result_message(reply));
+  std::string bytes =
+      encode_message(phase_message("compile")) + encode_message(result_message(reply));
   return sh("printf '%s' \"$1\"; exec sleep 30", bytes);
 }
 
 TEST(MeasureWorker, RealWorkerWithoutGpuIsAWorkerError) {
   std::string why;
-  if (probe_device(0, &why)) GTEST_SKIP() << "a GPU is present: tests/gpu/test_tune_worker.cpp covers it";
+  if (probe_device(0, &why))
+    GTEST_SKIP() << "a GPU is present: tests/gpu/test_tune_worker.cpp covers it";
   MeasureWorker w(0, LOOM_BINARY);
   for (int i = 0; i < 2; ++i) {
     Measurement m = w.measure(small_job(), 60);
-    EXPECT_EQ(m.status, TrialStatus::worker_error) << trial_status_name(m.status) << ": " << m.reason;
+    EXPECT_EQ(m.status, TrialStatus::worker_error)
+        << trial_status_name(m.status) << ": " << m.reason;
     EXPECT_NE(m.reason.find("no GPU"), std::string::npos) << m.reason;
   }
   EXPECT_EQ(w.spawn_count(), 1) << "a worker that answered stays up";
@@ -218,7 +221,8 @@ TEST(PlantedKernels, CompileWithNvrtc) {
   opt.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=cp_async,STAGES=3");
   opt.target = Target::for_arch("sm_90a");
   std::string cuda = compile_expression("matmul(A[512,512]:f32, B[512,512]:f32)", opt).cuda;
-  for (const std::string& planted : {plant_fault(cuda), plant_hang(cuda), plant_wrong_answer(cuda)}) {
+  for (const std::string& planted :
+       {plant_fault(cuda), plant_hang(cuda), plant_wrong_answer(cuda)}) {
     EXPECT_NE(planted, cuda);
     EXPECT_NO_THROW(compile(nvrtc_request(planted, "sm_90a"), nullptr));
   }

@@ -69,17 +69,29 @@ CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void*
 }
 
 DeviceTensors::~DeviceTensors() {
-  for (auto& [name, p] : ptrs_) cudaFree(p);
+  for (auto& [name, p] : ptrs_)
+    if (owned_[name]) cudaFree(p);
 }
 
-void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host) {
+void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
+                             const DeviceTensors* inputs_from) {
   for (const auto& t : p.tensors) {
     size_t n = size_t(eval_size(t.numel(), host.symbols));
     size_t bytes = n * size_t(dtype_bytes(t.dtype));
+    if (inputs_from && t.role == TensorRole::Input) {
+      auto it = inputs_from->bytes_.find(t.name);
+      if (it == inputs_from->bytes_.end() || it->second != bytes)
+        throw Error("shared input " + t.name + " is missing or has another size");
+      ptrs_[t.name] = inputs_from->ptrs_.at(t.name);
+      bytes_[t.name] = bytes;
+      owned_[t.name] = false;
+      continue;
+    }
     void* d = nullptr;
     LOOM_CUDA_RT(cudaMalloc(&d, std::max<size_t>(bytes, 16)));
     ptrs_[t.name] = d;
     bytes_[t.name] = bytes;
+    owned_[t.name] = true;
     if (t.role == TensorRole::Input) {
       auto it = host.tensors.find(t.name);
       if (it == host.tensors.end()) throw Error("no host data for input tensor " + t.name);

@@ -25,8 +25,11 @@ class DeviceTensors {
 
   // Inputs are uploaded from `host` (storage layout, rounded to dtype); Outputs and
   // Temps are allocated and poisoned with NaN (all-ones bytes are NaN in f32/f16/bf16),
-  // so an element a kernel fails to write fails verification.
-  void allocate(const ProgramBase& p, const Bindings& host);
+  // so an element a kernel fails to write fails verification. With `inputs_from`, Inputs
+  // use that object's buffers instead (it must hold them and outlive this one): the
+  // tuner uploads a problem's inputs once for all its candidates.
+  void allocate(const ProgramBase& p, const Bindings& host,
+                const DeviceTensors* inputs_from = nullptr);
   void poison_outputs(const ProgramBase& p, cudaStream_t stream);
   void* ptr(const std::string& tensor) const;
   HostTensor download(const ProgramBase& p, const std::string& tensor,
@@ -35,6 +38,7 @@ class DeviceTensors {
  private:
   std::map<std::string, void*> ptrs_;
   std::map<std::string, size_t> bytes_;
+  std::map<std::string, bool> owned_;
 };
 
 // The tensor map of `d` over the device buffer `ptr` of tensor `t` (cuTensorMapEncodeTiled):

@@ -46,6 +46,14 @@ Graph contraction_only(const Graph& g) {
   return c;
 }
 
+// ATOM=mma_tf32 on f32 tensors multiplies at tf32 precision by request: the answer is
+// judged by tf32's threshold, and cuBLAS is timed in its TF32 mode for the same work.
+bool computes_tf32(const Graph& g, const CompileState& s) {
+  const Node& mm = g.node(contraction_node(g));
+  return g.node(mm.inputs[0]).dtype == DType::F32 && s.used_knobs.count("ATOM") &&
+         s.used_knobs.at("ATOM") == "mma_tf32";
+}
+
 std::string join_knobs(const CompileState& s) {
   std::string k;
   for (const auto& d : knob_registry()) {
@@ -56,6 +64,35 @@ std::string join_knobs(const CompileState& s) {
 }
 
 }  // namespace
+
+Target target_for_device(const DeviceInfo& dev) {
+  Target t = Target::for_arch(dev.arch());
+  t.sm_count = dev.sm_count;
+  t.smem_per_block = dev.smem_per_block_optin;
+  return t;
+}
+
+CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch) {
+  CompileRequest req;
+  req.source = cuda;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = arch;
+  return req;
+}
+
+double run_verify_threshold(const Graph& g, const CompileState& s) {
+  const Node& mm = g.node(contraction_node(g));
+  DType in_dtype = computes_tf32(g, s) ? DType::TF32 : g.node(mm.inputs[0]).dtype;
+  DType out_dtype = g.node(g.result()).dtype;
+  // ACC=f16: the mma atoms round their sums to f16, a contract of its own whose error
+  // grows with the number of atoms along K (docs/verification.md).
+  double threshold = verify_threshold(in_dtype, out_dtype);
+  for (const KernelOp& k : s.kernel.kernels)
+    for (const WarpAtom& w : k.warp_atoms)
+      if (w.acc_type == DType::F16)
+        threshold = verify_threshold_f16_accumulate(in_dtype, out_dtype, gemm_problem(g).K, w.k);
+  return threshold;
+}
 
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
   Graph out = g;
@@ -83,19 +120,13 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   Graph g = bind_sizes(parse_expression(expression), opt.sizes);
   CompileOptions copt;
   copt.knobs = opt.knobs;
-  copt.target = Target::for_arch(dev->arch());
-  copt.target.sm_count = dev->sm_count;
-  copt.target.smem_per_block = dev->smem_per_block_optin;
+  copt.target = target_for_device(*dev);
   r.program = compile_graph(g, copt, expression);
   const KernelProgram& kp = r.program.state.kernel;
 
-  CompileRequest req;
-  req.source = r.program.cuda;
-  req.headers = {{kDeviceHeaderName, device_header()}};
-  req.arch = dev->arch();
   std::optional<CubinCache> cache;
   if (opt.use_cache) cache.emplace();
-  r.nvrtc = compile(req, cache ? &*cache : nullptr);
+  r.nvrtc = compile(nvrtc_request(r.program.cuda, dev->arch()), cache ? &*cache : nullptr);
   Module module = Module::load(r.nvrtc.cubin);
 
   // Inputs: seeded, uniform in [-1, 1], rounded to their dtype; outputs poisoned.
@@ -116,22 +147,10 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   HostTensor ref = reference_eval(g, inputs, /*use_gpu=*/true);
   HostTensor out = dev_tensors.download(kp, "out", host.symbols);
   const Node& mm = g.node(contraction_node(g));
-  DType in_dtype = g.node(mm.inputs[0]).dtype;
-  // ATOM=mma_tf32 on f32 tensors multiplies at tf32 precision by request: the answer is
-  // judged by tf32's threshold, and cuBLAS is timed in its TF32 mode for the same work.
-  const auto& used = r.program.state.used_knobs;
-  const bool tf32_compute = in_dtype == DType::F32 && used.count("ATOM") &&
-                            used.at("ATOM") == "mma_tf32";
-  if (tf32_compute) in_dtype = DType::TF32;
-  DType out_dtype = g.node(g.result()).dtype;
+  const bool tf32_compute = computes_tf32(g, r.program.state);
+  DType in_dtype = tf32_compute ? DType::TF32 : g.node(mm.inputs[0]).dtype;
   GemmProblem gp = gemm_problem(g);
-  // ACC=f16: the mma atoms round their sums to f16, a contract of its own whose error
-  // grows with the number of atoms along K (docs/verification.md).
-  double threshold = verify_threshold(in_dtype, out_dtype);
-  for (const KernelOp& k : kp.kernels)
-    for (const WarpAtom& w : k.warp_atoms)
-      if (w.acc_type == DType::F16)
-        threshold = verify_threshold_f16_accumulate(in_dtype, out_dtype, gp.K, w.k);
+  double threshold = run_verify_threshold(g, r.program.state);
   r.verify = verify_output(out, ref, threshold);
 
   if (tf32_compute) gp.in = DType::TF32;

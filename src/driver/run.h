@@ -11,6 +11,7 @@
 #include "driver/compile.h"
 #include "runtime/compile_result.h"
 #include "runtime/device.h"
+#include "runtime/nvrtc.h"
 
 namespace loom {
 
@@ -40,6 +41,17 @@ struct RunReport {
 // Replace symbolic dims by the values in `sizes`; an unbound symbol is an error that
 // names it and says how to bind it.
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes);
+
+// The compile target of a GPU: its arch, SM count and opt-in shared memory per block.
+Target target_for_device(const DeviceInfo& dev);
+
+// NVRTC's request for a generated kernel source: the source and Loom's device header.
+CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch);
+
+// The threshold `loom run` judges a compiled program's output by: the dtypes' (tf32's
+// when ATOM=mma_tf32 computes f32 tensors), or the f16-accumulation contract's when an
+// atom accumulates in f16 (docs/verification.md). `g` has its sizes bound.
+double run_verify_threshold(const Graph& g, const CompileState& s);
 
 // Throws loom::Error when there is no GPU (with the reason), when the result fails
 // verification is *not* an error: check report.verify.passed.

@@ -24,6 +24,7 @@
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
 #include "passes/bank_conflicts.h"
+#include "tune/worker_main.h"
 
 namespace loom {
 namespace {
@@ -321,6 +322,10 @@ int dispatch(const Args& a) {
 
 int main(int argc, char** argv) {
   try {
+    // The tuner's measurement worker (src/tune/worker.h): started by the tuner, not
+    // listed in the usage.
+    if (argc >= 2 && std::string(argv[1]) == "tune-worker")
+      return loom::tune::tune_worker_main(argc - 2, argv + 2);
     return loom::dispatch(loom::parse_args(argc, argv));
   } catch (const loom::Error& e) {
     std::cerr << "loom: " << e.what() << "\n";

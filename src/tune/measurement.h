@@ -1,0 +1,59 @@
+// What the tuner asks a measurement worker to do (MeasureJob) and what comes back
+// (Measurement): the vocabulary shared by the worker process (worker.h), its wire
+// protocol (worker_protocol.h) and the search strategy (strategy.h).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "bench/timing.h"
+
+namespace loom::tune {
+
+// One candidate on one problem. The problem is (expression, sizes, seed): jobs of the
+// same problem share its inputs and its fp64 reference inside the worker.
+struct MeasureJob {
+  std::string expression;
+  std::map<std::string, int64_t> sizes;  // values of the symbolic dims
+  std::string knobs;                     // the candidate: a full knob string
+  TimingOptions timing;                  // reps, warm-up, L2 flush (BENCHMARK.md)
+  uint64_t seed = 1;
+  // Test hook only: CUDA source that replaces the generated kernel source (same kernel
+  // names and signatures), so tests can plant a faulting or hanging kernel. The tuner
+  // never sets it.
+  std::string cuda_override;
+};
+
+enum class TrialStatus {
+  ok,             // verified, then timed
+  compile_error,  // the knobs do not compile, or the kernel cannot launch on this GPU
+  wrong_answer,   // ran, failed verification against the fp64 reference
+  fault,          // CUDA error at run time (the worker's context is poisoned) or a crash
+  timeout,        // no answer within the time limit: killed
+  worker_error,   // the worker itself failed (no GPU, cannot start, protocol): not the candidate
+};
+
+const char* trial_status_name(TrialStatus s);
+TrialStatus parse_trial_status(const std::string& name);  // throws loom::Error
+
+struct Measurement {
+  TrialStatus status = TrialStatus::worker_error;
+  std::string reason;    // empty when ok; else what failed, for the tuner's report
+  double median_us = 0;  // of the timed repetitions (ok only)
+  int reps = 0;          // repetitions actually timed
+  double rel_error = 0;  // ‖out − ref‖_F / ‖ref‖_F of the checked run
+  double threshold = 0;  // the verification threshold it was judged by
+  // Wall seconds of the timed repetitions (warm-up included): what a trial costs per
+  // repetition, against its fixed part (compile, load, checked run, verify), so the
+  // strategy can plan rounds with more repetitions. 0 when not timed.
+  double timing_seconds = 0;
+};
+
+inline Measurement failed_measurement(TrialStatus s, std::string reason) {
+  Measurement m;
+  m.status = s;
+  m.reason = std::move(reason);
+  return m;
+}
+
+}  // namespace loom::tune

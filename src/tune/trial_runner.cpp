@@ -1,0 +1,171 @@
+#include "tune/trial_runner.h"
+
+#include <chrono>
+
+#include "bench/reference.h"
+#include "bench/timing.h"
+#include "bench/verify.h"
+#include "driver/compile.h"
+#include "driver/executor.h"
+#include "driver/run.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+#include "runtime/nvrtc.h"
+
+namespace loom::tune {
+
+struct TrialRunner::Problem {
+  std::string key;       // expression, sizes, seed and the input tensors' declarations
+  Bindings host;         // the inputs (storage layout) and the symbol values
+  DeviceTensors inputs;  // the same inputs on the GPU, shared by every candidate
+  HostTensor reference;  // fp64
+};
+
+namespace {
+
+// The program's Input tensors alone: what a problem holds and what make_random_inputs
+// fills (it draws inputs in tensor order from one seeded stream, so these are exactly
+// the inputs `loom run --seed` uses).
+ProgramBase inputs_of(const KernelProgram& kp) {
+  ProgramBase p;
+  p.symbols = kp.symbols;
+  for (const auto& t : kp.tensors)
+    if (t.role == TensorRole::Input) p.tensors.push_back(t);
+  return p;
+}
+
+std::string problem_key(const MeasureJob& job, const ProgramBase& inputs) {
+  std::string k = job.expression + "|seed " + std::to_string(job.seed);
+  for (const auto& [s, v] : job.sizes) k += "|" + s + "=" + std::to_string(v);
+  for (const auto& t : inputs.tensors) {
+    k += "|" + t.name + ":" + dtype_name(t.dtype);
+    for (const auto& d : t.shape) k += "," + d.str();
+  }
+  return k;
+}
+
+// A CUDA error from a faulting kernel is sticky: every later call in this process fails
+// with it. Synchronizing tells the two kinds apart; a non-sticky error is cleared.
+bool context_is_poisoned(std::string& why) {
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    return true;
+  }
+  cudaGetLastError();
+  return false;
+}
+
+}  // namespace
+
+TrialRunner::TrialRunner(int device_ordinal) {
+  dev_ = probe_device(device_ordinal, &no_device_);
+  // A blocking stream, as `loom run` uses: it orders after the uploads cudaMemcpy makes
+  // on the legacy default stream.
+  if (dev_ && cudaSetDevice(device_ordinal) == cudaSuccess) cudaStreamCreate(&stream_);
+}
+
+TrialRunner::~TrialRunner() {
+  problem_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Measurement TrialRunner::run(const MeasureJob& job,
+                             const std::function<void(const std::string&)>& phase, bool& poisoned) {
+  poisoned = false;
+  if (!dev_) return failed_measurement(TrialStatus::worker_error, "no GPU: " + no_device_);
+  if (!stream_)
+    return failed_measurement(TrialStatus::worker_error,
+                              "cannot create a CUDA stream on " + dev_->name);
+
+  phase("compile");
+  Graph g;
+  CompiledProgram prog;
+  CompileResult nvrtc;
+  try {
+    g = bind_sizes(parse_expression(job.expression), job.sizes);
+    CompileOptions copt;
+    copt.knobs = Knobs::parse(job.knobs);
+    copt.target = target_for_device(*dev_);
+    prog = compile_graph(g, copt, job.expression);
+    const std::string& source = job.cuda_override.empty() ? prog.cuda : job.cuda_override;
+    nvrtc = compile(nvrtc_request(source, dev_->arch()), &cache_);
+  } catch (const Error& e) {
+    return failed_measurement(TrialStatus::compile_error, e.what());
+  }
+  const KernelProgram& kp = prog.state.kernel;
+
+  // Any CUDA failure from here on is either this candidate's fault (sticky: the process
+  // must go) or a launch it cannot make on this GPU; `stage` names which step failed.
+  std::string stage = "problem setup";
+  auto on_error = [&](const std::string& what, TrialStatus unpoisoned) {
+    std::string why;
+    if (context_is_poisoned(why)) {
+      poisoned = true;
+      return failed_measurement(TrialStatus::fault,
+                                stage + ": " + what + " (context poisoned: " + why + ")");
+    }
+    return failed_measurement(unpoisoned, stage + ": " + what);
+  };
+
+  phase("setup");
+  try {
+    ProgramBase inputs = inputs_of(kp);
+    std::string key = problem_key(job, inputs);
+    if (!problem_ || problem_->key != key) {
+      problem_.reset();
+      auto p = std::make_unique<Problem>();
+      p->key = key;
+      make_random_inputs(inputs, p->host, job.seed);
+      p->inputs.allocate(inputs, p->host);
+      p->reference = reference_eval(g, p->host.tensors, /*use_gpu=*/true);
+      problem_ = std::move(p);
+    }
+  } catch (const Error& e) {
+    problem_.reset();
+    return on_error(e.what(), TrialStatus::worker_error);
+  }
+
+  phase("run");
+  stage = "checked run";
+  try {
+    DeviceTensors tensors;
+    Bindings shapes;
+    shapes.symbols = problem_->host.symbols;
+    tensors.allocate(kp, shapes, &problem_->inputs);
+    Module module = Module::load(nvrtc.cubin);
+    ProgramLauncher launcher(kp, module, tensors, shapes.symbols);
+    tensors.poison_outputs(kp, stream_);
+    launcher.launch_all(stream_);
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (checked run)");
+    HostTensor out = tensors.download(kp, "out", shapes.symbols);
+    VerifyResult v = verify_output(out, problem_->reference, run_verify_threshold(g, prog.state));
+    Measurement m;
+    m.rel_error = v.rel_fro_error;
+    m.threshold = v.threshold;
+    if (!v.passed) {
+      m.status = TrialStatus::wrong_answer;
+      m.reason = v.message;
+      return m;
+    }
+
+    phase("time");
+    stage = "timing";
+    std::vector<std::function<void(cudaStream_t)>> fns = {
+        [&](cudaStream_t s) { launcher.launch_all(s); }};
+    auto t0 = std::chrono::steady_clock::now();
+    Timing t = time_interleaved(fns, stream_, job.timing)[0];
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (timing)");
+    m.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.status = TrialStatus::ok;
+    m.median_us = t.median_us;
+    m.reps = t.reps;
+    return m;
+  } catch (const Error& e) {
+    return on_error(e.what(), TrialStatus::compile_error);
+  }
+}
+
+}  // namespace loom::tune

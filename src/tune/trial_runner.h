@@ -1,0 +1,42 @@
+// One measurement inside the worker process: compile the candidate (through the cubin
+// cache), run it once on the problem's inputs with its output poisoned, verify it as
+// `loom run` does, then time it by the BENCHMARK.md protocol.
+//
+// The problem (expression, sizes, seed) stays resident across jobs: its inputs are
+// generated and uploaded once and its fp64 reference computed once, because doing that
+// per candidate (a 4096³ GEMM's reference, 100+ MB of uploads) would eat the budget.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/cubin_cache.h"
+#include "runtime/device.h"
+#include "tune/measurement.h"
+
+namespace loom::tune {
+
+class TrialRunner {
+ public:
+  explicit TrialRunner(int device_ordinal);
+  ~TrialRunner();
+
+  // `phase` is called as each phase begins ("compile", "setup", "run", "time") so the
+  // supervisor can time each separately. `poisoned` is set when a CUDA error left the
+  // context unusable: the result is then `fault` and the process must exit.
+  Measurement run(const MeasureJob& job, const std::function<void(const std::string&)>& phase,
+                  bool& poisoned);
+
+ private:
+  struct Problem;
+  std::optional<DeviceInfo> dev_;
+  std::string no_device_;
+  CubinCache cache_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Problem> problem_;
+};
+
+}  // namespace loom::tune

@@ -1,0 +1,109 @@
+// The tuner <-> worker wire protocol: jobs and results survive the round trip exactly,
+// messages decode from any split of the byte stream, and malformed framing is an error
+// rather than a hang or a misread.
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "tune/worker_protocol.h"
+
+namespace loom::tune {
+namespace {
+
+MeasureJob sample_job() {
+  MeasureJob j;
+  j.expression = "matmul(A[M,K]:bf16, B[K,N]:bf16)";
+  j.sizes = {{"M", 4096}, {"N", 14336}, {"K", 4096}};
+  j.knobs = "BM=128,BN=256,BK=64";
+  j.timing.reps = 17;
+  j.timing.warmup = 2;
+  j.timing.max_seconds = 2.5;
+  j.timing.flush_l2 = false;
+  j.seed = 99;
+  j.cuda_override = "extern \"C\" __global__ void k() {\n}\nend\nsize 12\n";
+  return j;
+}
+
+TEST(WorkerProtocol, JobRoundTrips) {
+  MessageDecoder d;
+  std::string bytes = encode_message(job_message(sample_job()));
+  d.feed(bytes.data(), bytes.size());
+  auto m = d.next();
+  ASSERT_TRUE(m);
+  MeasureJob j = job_from_message(*m);
+  MeasureJob e = sample_job();
+  EXPECT_EQ(j.expression, e.expression);
+  EXPECT_EQ(j.sizes, e.sizes);
+  EXPECT_EQ(j.knobs, e.knobs);
+  EXPECT_EQ(j.timing.reps, 17);
+  EXPECT_EQ(j.timing.warmup, 2);
+  EXPECT_EQ(j.timing.max_seconds, 2.5);
+  EXPECT_FALSE(j.timing.flush_l2);
+  EXPECT_EQ(j.seed, 99u);
+  EXPECT_EQ(j.cuda_override, e.cuda_override);
+  EXPECT_FALSE(d.next());
+  EXPECT_TRUE(d.empty());
+}
+
+TEST(WorkerProtocol, ResultsRoundTripExactly) {
+  Measurement r;
+  r.status = TrialStatus::wrong_answer;
+  r.reason = "FAIL rel error 0.3\nsecond line";
+  r.median_us = 1234.5678901234567;
+  r.reps = 50;
+  r.rel_error = 0.1 / 3;
+  r.threshold = 1e-5;
+  r.timing_seconds = 0.123456789;
+  MessageDecoder d;
+  std::string bytes = encode_message(result_message(r));
+  d.feed(bytes.data(), bytes.size());
+  Measurement back = result_from_message(*d.next());
+  EXPECT_EQ(back.status, r.status);
+  EXPECT_EQ(back.reason, r.reason);
+  EXPECT_EQ(back.median_us, r.median_us);
+  EXPECT_EQ(back.reps, r.reps);
+  EXPECT_EQ(back.rel_error, r.rel_error);
+  EXPECT_EQ(back.threshold, r.threshold);
+  EXPECT_EQ(back.timing_seconds, r.timing_seconds);
+}
+
+TEST(WorkerProtocol, DecodesMessagesSplitAnywhere) {
+  std::string bytes = encode_message(phase_message("compile")) +
+                      encode_message(job_message(sample_job())) +
+                      encode_message(phase_message("run"));
+  MessageDecoder d;
+  std::vector<Message> got;
+  for (char c : bytes) {
+    d.feed(&c, 1);
+    while (auto m = d.next()) got.push_back(*m);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(field(got[0], "phase"), "compile");
+  EXPECT_EQ(job_from_message(got[1]).cuda_override, sample_job().cuda_override);
+  EXPECT_EQ(field(got[2], "phase"), "run");
+}
+
+TEST(WorkerProtocol, MalformedInputIsAnError) {
+  MessageDecoder a;
+  a.feed("hello\n", 6);
+  EXPECT_THROW(a.next(), Error);
+  MessageDecoder b;
+  std::string wrong_length = "type 3\nresultX\nend\n";
+  b.feed(wrong_length.data(), wrong_length.size());
+  EXPECT_THROW(b.next(), Error);
+  MessageDecoder c;
+  std::string endless(300, 'x');
+  c.feed(endless.data(), endless.size());
+  EXPECT_THROW(c.next(), Error);
+  EXPECT_THROW(parse_trial_status("fine"), Error);
+  Message no_status = {{"type", "result"}};
+  EXPECT_THROW(result_from_message(no_status), Error);
+}
+
+TEST(WorkerProtocol, StatusNamesRoundTrip) {
+  for (TrialStatus s : {TrialStatus::ok, TrialStatus::compile_error, TrialStatus::wrong_answer,
+                        TrialStatus::fault, TrialStatus::timeout, TrialStatus::worker_error})
+    EXPECT_EQ(parse_trial_status(trial_status_name(s)), s);
+}
+
+}  // namespace
+}  // namespace loom::tune

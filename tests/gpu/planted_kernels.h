@@ -29,9 +29,11 @@ inline std::string plant_fault(const std::string& cuda) {
   return plant_in_kernels(cuda, "*(volatile int*)(unsigned long long)(8 + 4 * threadIdx.x) = 1;");
 }
 
-// A loop that never ends: the volatile flag keeps the compiler from removing it.
+// A loop that never ends. Its body must be a side effect the compiler keeps: a spin on a
+// volatile local (`while (spin) {}`) compiles to nothing (checked in the SASS: NVVM drops
+// the loop and the kernel runs normally), an asm volatile nanosleep stays.
 inline std::string plant_hang(const std::string& cuda) {
-  return plant_in_kernels(cuda, "{ volatile int spin = 1; while (spin) {} }");
+  return plant_in_kernels(cuda, "for (;;) asm volatile(\"nanosleep.u32 1000;\");");
 }
 
 // Returns before writing anything: the poisoned (NaN) output fails verification.

@@ -86,6 +86,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   copt.target = Target::for_arch(dev->arch());
   copt.target.sm_count = dev->sm_count;
   copt.target.smem_per_block = dev->smem_per_block_optin;
+  if (opt.choose_tuned) opt.choose_tuned(g, *dev, copt);
   r.program = compile_graph(g, copt, expression);
   const KernelProgram& kp = r.program.state.kernel;
 
@@ -216,6 +217,7 @@ std::string format_run_report(const RunReport& r) {
   std::ostringstream o;
   o << r.header << "\n";
   o << "expression: " << r.program.summary << "\n";
+  o << "knobs from: " << r.program.knob_source << "\n";
   o << "verify (Loom vs fp64 reference): " << r.verify.message << "\n";
   if (r.cublas_verify)
     o << "verify (cuBLAS" << (r.cublas_has_epilogue ? ", GEMM only" : "")

@@ -259,8 +259,11 @@ void TuningDb::update(Fn&& change) {
 }
 
 TuningDb::Outcome TuningDb::record(const TuningKey& key, const TuningRecord& rec, bool replace) {
+  DbEntry e{key, rec};
+  if (e.rec.date.empty()) e.rec.date = utc_now_iso();
+  if (e.rec.revision.empty()) e.rec.revision = build_revision();
   Outcome out = Outcome::kept;
-  update([&](std::vector<DbEntry>& entries) { out = merge_into(entries, {key, rec}, replace); });
+  update([&](std::vector<DbEntry>& entries) { out = merge_into(entries, e, replace); });
   return out;
 }
 

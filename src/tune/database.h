@@ -48,8 +48,9 @@ class TuningDb {
   std::optional<TuningRecord> lookup(const TuningKey& key) const;
 
   enum class Outcome { added, improved, replaced, kept };
-  // Keeps the faster record per key (the new one when replace is set). Throws
-  // loom::Error when the database is disabled or the file cannot be written.
+  // Keeps the faster record per key (the new one when replace is set). An empty date
+  // becomes now (UTC) and an empty revision this build's. Throws loom::Error when the
+  // database is disabled or the file cannot be written.
   Outcome record(const TuningKey& key, const TuningRecord& rec, bool replace = false);
   size_t clear();  // removes every record; returns how many there were
   // Merges the records of a database file (export's output): each line is checked on its

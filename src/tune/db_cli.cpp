@@ -65,9 +65,13 @@ const DbEntry& pick(const std::vector<DbEntry>& entries, const std::string& whic
   }
   const DbEntry* found = nullptr;
   int matches = 0;
-  for (const DbEntry& e : entries)
+  for (const DbEntry& e : entries) {
     if (e.key.str() == which) return e;
-    else if (e.key.str().find(which) != std::string::npos) found = &e, ++matches;
+    if (e.key.str().find(which) != std::string::npos) {
+      found = &e;
+      ++matches;
+    }
+  }
   if (matches == 1) return *found;
   throw Error(std::to_string(matches) + " records match '" + which +
               "': give the record's number from `loom db list`, or more of its key");

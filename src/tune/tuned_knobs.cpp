@@ -45,4 +45,11 @@ void choose_tuned_knobs(const Graph& g, const DeviceInfo& dev, const TuningDb& d
                      " or the shipped defaults";
 }
 
+std::function<void(const Graph&, const DeviceInfo&, CompileOptions&)> tuning_db_lookup(bool enabled) {
+  if (!enabled) return [](const Graph&, const DeviceInfo&, CompileOptions& c) { c.tuned_source = "--no-db"; };
+  return [](const Graph& g, const DeviceInfo& dev, CompileOptions& c) {
+    choose_tuned_knobs(g, dev, TuningDb::open_default(), c);
+  };
+}
+
 }  // namespace loom::tune

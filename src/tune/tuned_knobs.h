@@ -2,6 +2,8 @@
 // the user's database (exact key), then the shipped defaults (shipped.h). The result goes
 // into CompileOptions::tuned, under any explicit knobs (driver/compile.h).
 #pragma once
+#include <functional>
+
 #include "driver/compile.h"
 #include "runtime/device.h"
 #include "tune/database.h"
@@ -16,5 +18,10 @@ namespace loom::tune {
 void choose_tuned_knobs(const Graph& g, const DeviceInfo& dev, const TuningDb& db,
                         CompileOptions& opt,
                         const std::vector<ShippedDb>& shipped = shipped_dbs());
+
+// The lookup as RunOptions::choose_tuned wants it: choose_tuned_knobs on the default
+// database (opened at each call, so a long-lived program sees new records). With
+// enabled = false it only records "--no-db" as the reason.
+std::function<void(const Graph&, const DeviceInfo&, CompileOptions&)> tuning_db_lookup(bool enabled = true);
 
 }  // namespace loom::tune

@@ -186,7 +186,7 @@ int cmd_compile(const Args& a) {
     opt.tuned_source = "--no-db";
   } else if (std::string why; auto dev = probe_device(0, &why)) {
     if (dev->arch() == opt.target.arch)
-      tune::choose_tuned_knobs(g, *dev, tune::TuningDb::open_default(), opt);
+      tune::tuning_db_lookup()(g, *dev, opt);
     else
       opt.tuned_source = "tuning database not consulted: --target " + opt.target.arch +
                          " is not this GPU's " + dev->arch();
@@ -244,12 +244,7 @@ int cmd_run(const Args& a) {
   opt.bench = a.bench;
   opt.timing.reps = a.reps;
   opt.command_line = a.command_line;
-  if (a.no_db)
-    opt.choose_tuned = [](const Graph&, const DeviceInfo&, CompileOptions& c) { c.tuned_source = "--no-db"; };
-  else
-    opt.choose_tuned = [](const Graph& g, const DeviceInfo& dev, CompileOptions& c) {
-      tune::choose_tuned_knobs(g, dev, tune::TuningDb::open_default(), c);
-    };
+  opt.choose_tuned = tune::tuning_db_lookup(!a.no_db);
   RunReport r = run_expression(a.expr, opt);
   std::cout << format_run_report(r);
   if (!r.verify.passed) return 2;

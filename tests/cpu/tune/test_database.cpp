@@ -77,6 +77,19 @@ TEST(TuningDb, RecordsAndLooksUpAcrossOpens) {
       << "no temporary file is left behind";
 }
 
+TEST(TuningDb, FillsInTheDateAndRevision) {
+  TuningDb db = TuningDb::open(dbtest::scratch_dir() + "/tuning.db");
+  TuningRecord r = rec(10);
+  r.date.clear();
+  r.revision.clear();
+  db.record(key(0), r);
+  TuningRecord got = *TuningDb::open(db.path()).lookup(key(0));
+  ASSERT_EQ(got.date.size(), std::string("2026-11-22T05:47:48Z").size()) << got.date;
+  EXPECT_EQ(got.date[10], 'T');
+  EXPECT_EQ(got.date.back(), 'Z');
+  EXPECT_EQ(got.revision, build_revision());
+}
+
 TEST(TuningDb, KeepsTheFasterRecordUnlessToldToReplace) {
   TuningDb db = TuningDb::open(dbtest::scratch_dir() + "/tuning.db");
   db.record(key(0), rec(100, "BM=64"));

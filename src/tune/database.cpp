@@ -144,10 +144,10 @@ std::vector<DbEntry> load_locked(const std::string& path) {
   auto text = read_text(path);
   if (!text) return {};
   ParsedDb p = parse_db(*text);
-  if (!p.problems.empty()) {
-    set_aside_corrupt(path, p.problems);
-    return {};
-  }
+  // A file that cannot be moved aside must not be overwritten by the caller's write.
+  if (!p.problems.empty() && set_aside_corrupt(path, p.problems).empty())
+    throw Error("the tuning database " + path + " is corrupt and cannot be set aside: move it away");
+  if (!p.problems.empty()) return {};
   return valid_entries(p);
 }
 
@@ -177,8 +177,8 @@ std::string set_aside_corrupt(const std::string& path, const std::vector<DbProbl
   if (problems.size() > 3) what += "; and " + std::to_string(problems.size() - 3) + " more";
   if (::rename(path.c_str(), dest.c_str()) != 0) {
     std::cerr << "loom: warning: the tuning database " << path << " is corrupt (" << what
-              << ") and could not be set aside (" << std::strerror(errno)
-              << "); using an empty database instead (move or delete the file)\n";
+              << ") and could not be set aside as " << dest << " (" << std::strerror(errno)
+              << "); its records are not used (move or delete the file)\n";
     return "";
   }
   std::cerr << "loom: warning: the tuning database " << path << " is corrupt (" << what

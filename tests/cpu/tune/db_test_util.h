@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,9 +16,10 @@ namespace dbtest {
 
 inline std::string scratch_dir() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("loom-db-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
-              std::to_string(::getpid()));
+  std::string name = "loom-db-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
+                     std::to_string(::getpid());
+  std::replace(name.begin(), name.end(), '/', '_');  // parameterized names hold slashes
+  auto dir = std::filesystem::temp_directory_path() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

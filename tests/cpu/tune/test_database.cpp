@@ -203,6 +203,24 @@ TEST(TuningDb, CorruptionFoundByARecordIsSetAsideToo) {
   EXPECT_EQ(TuningDb::open(path).entries().size(), 1u);
 }
 
+TEST(TuningDb, ACorruptFileThatCannotBeSetAsideIsNeverOverwritten) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root renames in a read-only directory";
+  std::string dir = dbtest::scratch_dir() + "/ro";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/tuning.db";
+  TuningDb db = TuningDb::open(path);
+  db.record(key(0), rec(5));  // the lock file exists from here on
+  dbtest::spit(path, "garbage\n");
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(db.record(key(1), rec(5)), loom::Error);
+  EXPECT_TRUE(TuningDb::open(path).entries().empty());
+  std::string err = testing::internal::GetCapturedStderr();
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  EXPECT_EQ(dbtest::slurp(path), "garbage\n");
+  EXPECT_NE(err.find("could not be set aside"), std::string::npos) << err;
+}
+
 TEST(TuningDb, ExportThenImportMergesByTheFasterRecord) {
   std::string dir = dbtest::scratch_dir();
   TuningDb a = TuningDb::open(dir + "/a.db");

@@ -9,6 +9,7 @@
 //   std::cout << c.cuda;                                   // the generated kernel
 //
 //   loom::RunOptions opt; opt.bench = true;                // needs a GPU
+//   opt.choose_tuned = loom::tune::tuning_db_lookup();     // tuned knobs when recorded (links loom_tune)
 //   loom::RunReport r = loom::run_expression("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", opt);
 //   std::cout << loom::format_run_report(r);
 //
@@ -20,3 +21,4 @@
 #include "frontend/parser.h"  // parse_expression
 #include "ir/error.h"         // loom::Error
 #include "loom/builder.h"     // GraphBuilder
+#include "tune/tuned_knobs.h"   // tune::tuning_db_lookup, tune::choose_tuned_knobs (docs/tuning.md)

@@ -12,7 +12,21 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
   CompileState& s = out.state;
   s.graph = g;
   DefaultChoice d = default_knobs(g, opt.target);
-  s.knobs = resolve_knobs(d.knobs, opt.knobs, d.mma);
+  const std::string atom = opt.knobs.get_str("ATOM", "");
+  const bool tuned = opt.tuned && (atom.empty() || atom == opt.tuned->get_str("ATOM", "fma"));
+  if (tuned) {
+    s.knobs = resolve_knobs(*opt.tuned, opt.knobs, *opt.tuned);
+    out.knob_source = opt.tuned_source.empty() ? "tuned" : opt.tuned_source;
+  } else {
+    s.knobs = resolve_knobs(d.knobs, opt.knobs, d.mma);
+    out.knob_source = "default: class " + d.shape_class + (atom.empty() || atom == "fma" ? "" : ", mma schedule");
+    if (opt.tuned)
+      out.knob_source += " (the tuned record, for ATOM=" + opt.tuned->get_str("ATOM", "fma") +
+                         ", yields to the explicit ATOM=" + atom + ")";
+    else if (!opt.tuned_source.empty())
+      out.knob_source += " (" + opt.tuned_source + ")";
+  }
+  if (!opt.knobs.values().empty()) out.knob_source = "explicit over " + out.knob_source;
   s.target = opt.target;
   s.sizes = opt.sizes;
   run_pipeline(s, opt.stop_after, opt.observer);

@@ -1,6 +1,7 @@
 // Expression -> CUDA source: the front half of Loom (no GPU needed).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 
 #include "ir/graph.h"
@@ -10,6 +11,15 @@ namespace loom {
 
 struct CompileOptions {
   Knobs knobs;                           // explicit knobs (CLI, LOOM_KNOBS, tuner)
+  // A tuning-database record's full knob set: it replaces the shape-class defaults, and
+  // explicit knobs merge over it group by group (resolve_knobs), so the precedence is
+  // explicit > tuned > default. An explicit ATOM other than the record's drops it (its
+  // tiles were found for another atom). The driver never sees the database itself:
+  // callers look the record up (src/tune/tuned_knobs.h) and pass it here.
+  std::optional<Knobs> tuned;
+  // Where `tuned` came from ("tuned: ~/.local/share/loom/tuning.db"), or, without it,
+  // why there is none ("no record in ...", "--no-db"): shown in CompiledProgram.
+  std::string tuned_source;
   Target target = Target::for_arch("sm_90a");
   std::map<std::string, int64_t> sizes;  // values of symbolic dims, when known
   std::string stop_after;                // run the pipeline up to this pass id
@@ -20,6 +30,9 @@ struct CompiledProgram {
   CompileState state;   // every level's IR as the pipeline left it
   std::string cuda;     // rendered source (empty when stopped early)
   std::string summary;  // one-line description: expression, target, knobs
+  // Where the knobs came from: "default: class large", "tuned: <db path>", "explicit
+  // over default: class large (no GPU: the tuning database was not consulted)", ...
+  std::string knob_source;
 };
 
 CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,

@@ -121,6 +121,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   CompileOptions copt;
   copt.knobs = opt.knobs;
   copt.target = target_for_device(*dev);
+  if (opt.choose_tuned) opt.choose_tuned(g, *dev, copt);
   r.program = compile_graph(g, copt, expression);
   const KernelProgram& kp = r.program.state.kernel;
 
@@ -235,6 +236,7 @@ std::string format_run_report(const RunReport& r) {
   std::ostringstream o;
   o << r.header << "\n";
   o << "expression: " << r.program.summary << "\n";
+  o << "knobs from: " << r.program.knob_source << "\n";
   o << "verify (Loom vs fp64 reference): " << r.verify.message << "\n";
   if (r.cublas_verify)
     o << "verify (cuBLAS" << (r.cublas_has_epilogue ? ", GEMM only" : "")

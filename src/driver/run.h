@@ -1,6 +1,7 @@
 // Expression -> verified (and optionally benchmarked) run on the GPU: the back half of
 // Loom, as `loom run` and the GPU tests use it.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct RunOptions {
   TimingOptions timing;
   std::string command_line;              // recorded in the bench header
   bool use_cache = true;
+  // Called with the bound graph and the GPU before compiling: sets CompileOptions::tuned
+  // and tuned_source (the tuner library's tuning-database lookup; the driver cannot link
+  // it). Unset: shape-class defaults.
+  std::function<void(const Graph&, const DeviceInfo&, CompileOptions&)> choose_tuned;
 };
 
 struct RunReport {

@@ -7,6 +7,7 @@
 //   loom passes        the pipeline, with each pass's invariant and knobs
 //   loom knobs         every knob, its range and the pass that reads it
 //   loom device        the GPU Loom would use, or why there is none
+//   loom db ...        the tuning database (src/tune/db_cli.h)
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -24,6 +25,8 @@
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
 #include "passes/bank_conflicts.h"
+#include "tune/db_cli.h"
+#include "tune/tuned_knobs.h"
 #include "tune/worker_main.h"
 
 namespace loom {
@@ -35,12 +38,15 @@ const char* kUsage =
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
+    "          compile and run take the tuning database's knobs for the shape on this GPU\n"
+    "          when it has a record (--no-db: never); explicit knobs still win\n"
     "  ladder  sgemm|splitk|swizzle|hgemm|tf32 [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
     "  knobs   list the knobs\n"
     "  device  describe the GPU\n"
+    "  db      list|show|clear|export|import|path: the tuning database (loom db help)\n"
     "Knobs also come from LOOM_KNOBS (the command line wins).\n";
 
 constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
@@ -49,7 +55,7 @@ struct Args {
   std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
   std::string ladder, shape, dtype;
   int verbose = 0;
-  bool check = false, bench = false;
+  bool check = false, bench = false, no_db = false;
   uint64_t seed = 1;
   int reps = 50;
   std::string command_line;
@@ -93,6 +99,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "-vv") a.verbose = 2;
     else if (f == "--check") a.check = true;
     else if (f == "--bench") a.bench = true;
+    else if (f == "--no-db") a.no_db = true;
     else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
     else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
     else if (f == "--shape") a.shape = value();
@@ -174,6 +181,19 @@ int cmd_compile(const Args& a) {
   };
   Graph g = parse_expression(a.expr);
   if (!opt.sizes.empty()) g = bind_sizes(g, opt.sizes);
+  // The database is keyed by GPU: without one (or compiling for another arch than the
+  // GPU's) there is no key to look up.
+  if (a.no_db) {
+    opt.tuned_source = "--no-db";
+  } else if (std::string why; auto dev = probe_device(0, &why)) {
+    if (dev->arch() == opt.target.arch)
+      tune::tuning_db_lookup()(g, *dev, opt);
+    else
+      opt.tuned_source = "tuning database not consulted: --target " + opt.target.arch +
+                         " is not this GPU's " + dev->arch();
+  } else {
+    opt.tuned_source = "tuning database not consulted: no GPU to key it by";
+  }
   CompiledProgram c = compile_graph(g, opt, a.expr);
 
   std::string main_out;
@@ -190,6 +210,7 @@ int cmd_compile(const Args& a) {
     f.write(cr.cubin.data(), std::streamsize(cr.cubin.size()));
   }
   if (a.verbose >= 1) {
+    std::cerr << "knobs from: " << c.knob_source << "\n";
     std::cerr << "pipeline (" << c.summary << "):\n";
     for (const auto& r : ran) std::cerr << r << "\n";
     CompileResult cr = nvrtc_compile(c, opt.target.arch);
@@ -224,6 +245,7 @@ int cmd_run(const Args& a) {
   opt.bench = a.bench;
   opt.timing.reps = a.reps;
   opt.command_line = a.command_line;
+  opt.choose_tuned = tune::tuning_db_lookup(!a.no_db);
   RunReport r = run_expression(a.expr, opt);
   std::cout << format_run_report(r);
   if (!r.verify.passed) return 2;
@@ -326,6 +348,8 @@ int main(int argc, char** argv) {
     // listed in the usage.
     if (argc >= 2 && std::string(argv[1]) == "tune-worker")
       return loom::tune::tune_worker_main(argc - 2, argv + 2);
+    if (argc >= 2 && std::string(argv[1]) == "db")
+      return loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
     return loom::dispatch(loom::parse_args(argc, argv));
   } catch (const loom::Error& e) {
     std::cerr << "loom: " << e.what() << "\n";

@@ -1,0 +1,63 @@
+// The tuning database's text format: what one record holds and how a file of them is
+// written and checked. Kept apart from the file handling (database.h) so export, import
+// and the shipped defaults embedded in the binary read and write the same way.
+//
+//   loom-tuning-db v1
+//   gpu=NVIDIA H100 80GB HBM3<TAB>sms=132<TAB>cuda=13000<TAB>driver=13000<TAB>op=...<TAB>
+//     shape=M=4096,N=4096,K=4096<TAB>knobs=BM=128,...<TAB>us=812.5<TAB>cublas_us=790.1<TAB>
+//     trials=64<TAB>date=2026-11-22T05:47:48Z<TAB>rev=ea7c7b5<TAB>note=...<TAB>sum=<16 hex>
+//   end 1
+//
+// One record per line (wrapped above). `sum` is the first 16 hex digits of the SHA-256 of
+// the line before it, so a flipped byte anywhere in a record is caught; the `end N` line
+// catches a file cut short at a line boundary, which per-line sums cannot.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tune/tuning_key.h"
+
+namespace loom::tune {
+
+inline constexpr std::string_view kDbHeader = "loom-tuning-db v1";
+
+struct TuningRecord {
+  std::string knobs;      // the full Knobs::str() of the winner
+  double median_us = 0;   // its median time (BENCHMARK.md protocol)
+  double cublas_us = 0;   // cuBLAS on the same problem in the same run; 0 if unknown
+  int trials = 0;         // candidates measured to find it
+  std::string date;       // UTC, ISO 8601: 2026-11-22T05:47:48Z
+  std::string revision;   // loom's git revision when it was built, if known
+  std::string note;       // free text (e.g. "loom tune --budget 120")
+};
+
+struct DbEntry {
+  TuningKey key;
+  TuningRecord rec;
+};
+
+struct DbProblem {
+  int line = 0;  // 1-based; 0 for the file as a whole
+  std::string what;
+};
+
+struct ParsedDb {
+  std::vector<DbEntry> entries;     // the lines that parsed and passed their checksum
+  std::vector<int> entry_lines;     // the line of each entry (1-based)
+  std::vector<DbProblem> problems;  // empty for a valid file
+};
+
+std::string format_entry(const DbEntry& e);  // one line, no newline, checksum included
+std::string format_db(const std::vector<DbEntry>& entries);  // header, lines, end line
+// Never throws: every defect (header, checksum, field, count) becomes a problem, and the
+// lines that are intact are still returned (import takes them; a database file with any
+// problem is set aside whole).
+ParsedDb parse_db(std::string_view text);
+
+// The current time as the `date` field wants it.
+std::string utc_now_iso();
+// Loom's git revision when the build was configured ("" outside a git checkout).
+std::string build_revision();
+
+}  // namespace loom::tune

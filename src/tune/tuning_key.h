@@ -1,0 +1,45 @@
+// What a tuning record is for: one GPU (and the CUDA software stack on it), one op, one
+// shape. Keys are plain text so `loom db list` can print them and a person can read a
+// database file; two spellings of one computation share a key because the op signature
+// is derived from the parsed Graph, not from the expression text.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "ir/graph.h"
+#include "runtime/device.h"
+
+namespace loom::tune {
+
+struct TuningKey {
+  std::string gpu;        // DeviceInfo::name, e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;
+  int cuda_runtime = 0;   // cudart version, e.g. 13000
+  int driver = 0;         // driver's CUDA version, e.g. 13000
+  std::string op;         // canonical signature, e.g. "add(matmul(bf16[M,K], bf16[N,K].T):bf16, bf16[N]):bf16"
+  std::string shape;      // the bound sizes, e.g. "M=4096,N=4096,K=4096"
+
+  // One line: "NVIDIA H100 80GB HBM3 (132 SMs, CUDA 13.0, driver 13.0) | <op> | <shape>".
+  std::string str() const;
+  // Same GPU model, op and shape, whatever the CUDA runtime and driver versions: the knobs
+  // of such a record compile and run there too (shipped defaults match this way).
+  bool same_problem(const TuningKey& o) const;
+  bool operator==(const TuningKey& o) const = default;
+  auto operator<=>(const TuningKey& o) const = default;
+};
+
+// The canonical op signature of a graph: tensor names dropped, dims named by their role
+// in the contraction (batch, M, N, K; "1" for a broadcast dim), operand dtypes and
+// storage orientation (".T") kept, every op's output dtype kept. Immediates in
+// elementwise ops print as "scalar": their value does not change the kernel's schedule.
+std::string op_signature(const Graph& g);
+
+// The key of `g` (sizes bound) on `dev`; nullopt when a dimension is still symbolic,
+// with the reason (the symbol and how to bind it) in why_not.
+std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev,
+                                 std::string* why_not = nullptr);
+
+// "13.0" for 13000.
+std::string cuda_version_text(int version);
+
+}  // namespace loom::tune

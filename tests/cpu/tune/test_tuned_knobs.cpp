@@ -1,0 +1,148 @@
+// Which knobs a compile takes: explicit > tuning database (user, then shipped) > the
+// shape-class defaults, through the same calls `loom compile` and `loom run` make.
+#include <gtest/gtest.h>
+
+#include "codegen/cuda.h"
+#include "db_test_util.h"
+#include "driver/compile.h"
+#include "driver/run.h"
+#include "frontend/parser.h"
+#include "runtime/nvrtc.h"
+#include "tune/shipped.h"
+#include "tune/tuned_knobs.h"
+
+namespace {
+
+using namespace loom;
+using namespace loom::tune;
+
+const std::string kExpr = "matmul(A[512,512]:f32, B[512,512]:f32)";
+const std::string kTuned = "BM=64,BN=32,FM=4,FN=2,BK=8,STAGE=sync,STAGES=2";
+
+DeviceInfo h100() {
+  DeviceInfo d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.sm_count = 132;
+  d.cc_major = 9;
+  d.runtime_version = 13000;
+  d.driver_version = 13000;
+  return d;
+}
+
+std::string used(const CompiledProgram& c, const std::string& knob) {
+  auto it = c.state.used_knobs.find(knob);
+  return it == c.state.used_knobs.end() ? "" : it->second;
+}
+
+TEST(TunedKnobs, ExplicitBeatsTunedBeatsDefault) {
+  CompileOptions opt;
+  CompiledProgram def = compile_expression(kExpr, opt);
+  EXPECT_EQ(def.knob_source, "default: class medium");
+  EXPECT_EQ(used(def, "BM"), "64");
+  EXPECT_EQ(used(def, "BN"), "64");
+
+  opt.tuned = Knobs::parse(kTuned);
+  opt.tuned_source = "tuned: /tmp/x.db";
+  CompiledProgram tuned = compile_expression(kExpr, opt);
+  EXPECT_EQ(tuned.knob_source, "tuned: /tmp/x.db");
+  EXPECT_EQ(used(tuned, "BN"), "32");
+  EXPECT_EQ(used(tuned, "BK"), "8");
+  EXPECT_NE(tuned.cuda, def.cuda);
+
+  // An explicit tiling knob replaces the tuned tiling group; the tuned staging stays.
+  opt.knobs = Knobs::parse("BM=32,BN=32,FM=2,FN=2");
+  CompiledProgram both = compile_expression(kExpr, opt);
+  EXPECT_EQ(both.knob_source, "explicit over tuned: /tmp/x.db");
+  EXPECT_EQ(used(both, "BM"), "32");
+  EXPECT_EQ(used(both, "FN"), "2");
+  EXPECT_EQ(used(both, "BK"), "8");
+
+  // A record found for another atom yields to an explicit ATOM.
+  opt.knobs = Knobs::parse("ATOM=mma_tf32");
+  CompiledProgram atom = compile_expression(kExpr, opt);
+  EXPECT_NE(atom.knob_source.find("default: class medium, mma schedule"), std::string::npos)
+      << atom.knob_source;
+  EXPECT_NE(used(atom, "BK"), "8");
+}
+
+TEST(TunedKnobs, UserDatabaseThenShippedThenDefaults) {
+  std::string dir = dbtest::scratch_dir();
+  Graph g = parse_expression(kExpr);
+  TuningKey key = *key_for(g, h100());
+  TuningRecord shipped_rec = dbtest::rec(90, "BM=32,BN=32,FM=2,FN=2,BK=16,STAGE=sync,STAGES=2");
+  TuningKey shipped_key = key;
+  shipped_key.driver = 12080;  // tuned under another driver: still used (same problem)
+  std::vector<ShippedDb> shipped = {{"tune/shipped/test.db", parse_db(format_db({{shipped_key, shipped_rec}}))}};
+  ASSERT_TRUE(shipped[0].parsed.problems.empty());
+
+  TuningDb db = TuningDb::open(dir + "/tuning.db");
+  CompileOptions none;
+  choose_tuned_knobs(g, h100(), db, none, {});
+  EXPECT_FALSE(none.tuned);
+  EXPECT_EQ(none.tuned_source, "no tuning record in " + db.path() + " or the shipped defaults");
+  EXPECT_NE(compile_graph(g, none).knob_source.find("default: class medium (no tuning record"),
+            std::string::npos);
+
+  CompileOptions from_shipped;
+  choose_tuned_knobs(g, h100(), db, from_shipped, shipped);
+  ASSERT_TRUE(from_shipped.tuned);
+  EXPECT_EQ(from_shipped.tuned->str(), Knobs::parse(shipped_rec.knobs).str());
+  EXPECT_EQ(from_shipped.tuned_source, "tuned: shipped tune/shipped/test.db");
+
+  db.record(key, dbtest::rec(80, kTuned));
+  CompileOptions from_user;
+  choose_tuned_knobs(g, h100(), TuningDb::open(db.path()), from_user, shipped);
+  ASSERT_TRUE(from_user.tuned);
+  EXPECT_EQ(from_user.tuned->str(), Knobs::parse(kTuned).str());
+  EXPECT_EQ(from_user.tuned_source, "tuned: " + db.path());
+  EXPECT_EQ(used(compile_graph(g, from_user), "BN"), "32");
+
+  // Another GPU model finds nothing, in either database.
+  DeviceInfo h200 = h100();
+  h200.name = "NVIDIA H200";
+  CompileOptions other;
+  choose_tuned_knobs(g, h200, TuningDb::open(db.path()), other, shipped);
+  EXPECT_FALSE(other.tuned);
+}
+
+TEST(TunedKnobs, ARecordWithUnknownKnobsIsIgnoredWithAWarning) {
+  std::string dir = dbtest::scratch_dir();
+  Graph g = parse_expression(kExpr);
+  TuningDb db = TuningDb::open(dir + "/tuning.db");
+  db.record(*key_for(g, h100()), dbtest::rec(80, "BM=64,RETIRED_KNOB=3"));
+  CompileOptions opt;
+  testing::internal::CaptureStderr();
+  choose_tuned_knobs(g, h100(), db, opt, {});
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(opt.tuned);
+  EXPECT_NE(err.find("RETIRED_KNOB"), std::string::npos) << err;
+}
+
+// The cases of tests/gpu/test_tuned_run.cpp, compiled through NVRTC for both targets so a
+// broken case fails here rather than only on the GPU machine.
+TEST(TunedKnobs, GpuTestCasesCompile) {
+  for (const std::string arch : {"sm_90a", "sm_80"})
+    for (const std::string explicit_knobs : {"", "BK=16"}) {
+      CompileOptions opt;
+      opt.target = Target::for_arch(arch);
+      opt.tuned = Knobs::parse(kTuned);
+      opt.knobs = Knobs::parse(explicit_knobs);
+      CompiledProgram c = compile_expression("matmul(A[512,384]:f32, B[384,256]:f32)", opt);
+      EXPECT_EQ(used(c, "BN"), "32");
+      CompileRequest req;
+      req.source = c.cuda;
+      req.headers = {{kDeviceHeaderName, device_header()}};
+      req.arch = arch;
+      EXPECT_NO_THROW(compile(req, nullptr)) << arch << " " << explicit_knobs;
+    }
+}
+
+TEST(TunedKnobs, ShippedDatabasesVerify) {
+  ASSERT_FALSE(shipped_dbs().empty()) << "tune/shipped/*.db are embedded at build time";
+  for (const ShippedDb& s : shipped_dbs()) {
+    EXPECT_TRUE(s.parsed.problems.empty()) << s.file << ": " << s.parsed.problems[0].what;
+    for (const DbEntry& e : s.parsed.entries) EXPECT_NO_THROW(Knobs::parse(e.rec.knobs)) << e.key.str();
+  }
+}
+
+}  // namespace

@@ -46,7 +46,10 @@ std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Kn
            str(b.FN) +
            (a.mma() ? " atoms of " + str(a.atom->m * a.atom->n / 32) + ")" : " cells)") +
            ": with fragments they exceed the 255 registers a thread has";
-  if (b.BM > pow2_at_least(p.M) || b.BN > pow2_at_least(p.N))
+  // Tiles of 64 stay legal on smaller problems (decode's M = 1): the search has few smaller
+  // ones, and the shipped defaults use 64 there too.
+  if (b.BM > std::max<int64_t>(64, pow2_at_least(p.M)) ||
+      b.BN > std::max<int64_t>(64, pow2_at_least(p.N)))
     return "block tile " + str(b.BM) + "x" + str(b.BN) + " is larger than the problem's " +
            str(p.M) + "x" + str(p.N) + " rounded up to powers of two: most of it would be idle";
   return "";
@@ -57,7 +60,7 @@ std::string staging_violation(const TuneProblem& p, const AtomChoice& a, const K
   const BlockShape b = block_shape(k, a);
   const int cc = dev.cc_major * 10 + dev.cc_minor;
   const int64_t elem = dtype_bytes(p.in);
-  if (b.BK > pow2_at_least(p.K))
+  if (b.BK > std::max<int64_t>(32, pow2_at_least(p.K)))
     return "BK=" + str(b.BK) + " is deeper than K=" + str(p.K) + " rounded up to a power of two";
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);

@@ -113,6 +113,17 @@ TEST(Space, SplitKLeadsForATinyGridWithLongK) {
   EXPECT_GT(s.kept.front().knobs.get_int("SPLITK", 1), 1) << s.kept.front().knobs.str();
 }
 
+TEST(Space, DecodeShapesKeepSearchedTiles) {
+  // M = 1: every searched tile is larger than the problem; the 64-row ones stay legal.
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  opt.build_kernels = false;
+  Space s = generate_space(gemm(1, 4096, 4096, "f16"), h100(), Target::for_arch("sm_90a"), opt);
+  size_t searched = 0;
+  for (const auto& c : s.kept) searched += c.shipped_default ? 0 : 1;
+  EXPECT_EQ(searched, 8u);
+}
+
 TEST(Space, AtomsAreRestrictable) {
   SpaceOptions opt;
   opt.max_candidates = 4;

@@ -1,5 +1,6 @@
 #include "passes/knobs.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -9,11 +10,20 @@ namespace loom {
 
 const std::vector<KnobDef>& knob_registry() {
   // Order here is the order knobs print in. Each knob names the pass that reads it.
+  // `.searched` lists what the tuner tries (src/tune/space.cpp; docs/tuning.md): ranges
+  // around the shipped defaults and the measured alternatives of bench/NOTES.md. Where an
+  // "other" knob lists several values, the first is the base the others vary around.
   static const std::vector<KnobDef> defs = {
-      {"BM", "rows of C per thread block (block tile height)", "t:010_partition_loops", 1, 1024},
-      {"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops", 1, 1024},
-      {"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64},
-      {"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64},
+      KnobDef{"BM", "rows of C per thread block (block tile height)", "t:010_partition_loops",
+              1, 1024}
+          .searched(SearchGroup::tiling, {{"fma", {"64", "128", "256"}}}),
+      KnobDef{"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops",
+              1, 1024}
+          .searched(SearchGroup::tiling, {{"fma", {"64", "128", "256"}}}),
+      KnobDef{"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64}
+          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
+      KnobDef{"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64}
+          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
       {"ATOM", "compute atom of the contraction: fma (SIMT) or mma.sync m16n8k16 f16/bf16, "
        "m16n8k8 tf32 (accumulator type: ACC; FM/FN then count atoms per warp)",
        "t:010_partition_loops", 0, 0, false, {"fma", "mma_f16", "mma_bf16", "mma_tf32"}},
@@ -21,19 +31,28 @@ const std::vector<KnobDef>& knob_registry() {
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
        "k:025_lower_mma", 0, 0, false, {"f32", "f16"}},
-      {"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)", "l:020_split_k",
-       1, 256},
-      {"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
-       {"reduce", "atomic"}},
-      {"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
-       "t:025_rasterize", 1, 64},
-      {"WM", "warps along m per block (0 = threads laid out without a warp tier)",
-       "t:010_partition_loops", 0, 32},
-      {"WN", "warps along n per block (0 = threads laid out without a warp tier)",
-       "t:010_partition_loops", 0, 32},
-      {"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256},
-      {"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0, false,
-       {"direct", "sync", "cp_async", "tma"}},
+      KnobDef{"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)",
+              "l:020_split_k", 1, 256}
+          .searched(SearchGroup::split_k,
+                    {{"fma", {"1", "2", "4", "8", "16", "32", "64", "128"}}}),
+      KnobDef{"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
+       {"reduce", "atomic"}}
+          .searched(SearchGroup::split_k, {{"fma", {"reduce", "atomic"}}}),
+      KnobDef{"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
+       "t:025_rasterize", 1, 64}
+          .searched(SearchGroup::other, {{"", {"8", "1"}}}),
+      KnobDef{"WM", "warps along m per block (0 = threads laid out without a warp tier)",
+       "t:010_partition_loops", 0, 32}
+          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}}),
+      KnobDef{"WN", "warps along n per block (0 = threads laid out without a warp tier)",
+       "t:010_partition_loops", 0, 32}
+          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}}),
+      KnobDef{"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256}
+          .searched(SearchGroup::staging, {{"fma", {"8", "16", "32"}}, {"mma", {"32", "64"}}}),
+      KnobDef{"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0,
+              false, {"direct", "sync", "cp_async", "tma"}}
+          .searched(SearchGroup::staging,
+                    {{"fma", {"sync", "cp_async"}}, {"fma", {"tma"}, 90}, {"mma", {"cp_async"}}}),
       {"SLAB_KOUTER", "staged slabs keep the reduction dimension outermost, [BK][BM] for A: "
        "the transposed-A layout of SIMT kernels (default 1 for STAGE=sync, 0 for cp_async "
        "and tma; with cp_async the transposing copy moves 4-byte elements)",
@@ -46,40 +65,75 @@ const std::vector<KnobDef>& knob_registry() {
        "[BN][BK] (K contiguous: the transposed B that tf32 ldmatrix reads; a row-major B "
        "is transposed by 4-byte cp.async copies, or through registers with STAGE=sync), "
        "kouter = [BK][BN]", "t:040_stage_inputs", 0, 0, false, {"kinner", "kouter"}},
-      {"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8},
+      KnobDef{"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8}
+          .searched(SearchGroup::staging, {{"", {"2", "3", "4"}}}),
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
-      {"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks power-of-two "
-       "row strides that put a column in one bank)", "t:045_pad_smem", 0, 32},
-      {"PAD_KOUTER", "elements of padding per row of the slabs whose reduction dimension "
+      KnobDef{"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks "
+              "power-of-two row strides that put a column in one bank)", "t:045_pad_smem", 0, 32}
+          .searched(SearchGroup::staging, {{"fma", {"0", "4"}},
+                                           {"mma_f16", {"0", "8"}},
+                                           {"mma_bf16", {"0", "8"}},
+                                           {"mma_tf32", {"0", "4"}}}),
+      KnobDef{"PAD_KOUTER", "elements of padding per row of the slabs whose reduction dimension "
        "is outer (M or N contiguous: [BK][BN], [BK][BM]), taken instead of PAD_SMEM and "
        "SWIZZLE there (tf32 mma default 8 with PAD_SMEM=4: conflict-free 32-bit fragment "
-       "reads of both layouts)", "t:045_pad_smem", 0, 32},
-      {"SWIZZLE", "XOR swizzle of shared tiles: a TMA pattern, or xor = Swizzle<B,M,S> derived "
-       "from each tile's row length (excludes PAD_SMEM)",
-       "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}},
-      {"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
+       "reads of both layouts)", "t:045_pad_smem", 0, 32}
+          .searched(SearchGroup::staging, {{"mma_tf32", {"8"}}}),
+      KnobDef{"SWIZZLE", "XOR swizzle of shared tiles: a TMA pattern, or xor = Swizzle<B,M,S> "
+       "derived from each tile's row length (excludes PAD_SMEM)",
+       "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}}
+          .searched(SearchGroup::staging, {{"mma", {"none", "xor"}}}),
+      KnobDef{"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
        "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
-       "k:052_interleave_loads", 0, 1},
+       "k:052_interleave_loads", 0, 1}
+          .searched(SearchGroup::other, {{"fma", {"0", "1"}}}),
       {"LDMATRIX", "load mma fragments from shared memory with ldmatrix (0/1; default 1: "
        "used where legal, element-wise loads elsewhere; tf32 needs K contiguous in the "
        "slab: A [BM][BK], B [BN][BK])",
        "k:025_lower_mma", 0, 1},
-      {"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom step's "
-       "fragments before the current step's mmas (1 = load, then multiply)",
-       "k:027_frag_buffers", 1, 2},
-      {"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
+      KnobDef{"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom "
+       "step's fragments before the current step's mmas (1 = load, then multiply)",
+       "k:027_frag_buffers", 1, 2}
+          .searched(SearchGroup::other, {{"mma", {"1", "2"}}}),
+      KnobDef{"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
        "stores its own cells) or smem (staged through a shared tile that reuses the "
        "mainloop's bytes, then row-contiguous stores of up to 16 bytes)",
-       "k:054_stage_epilogue", 0, 0, false, {"direct", "smem"}},
+       "k:054_stage_epilogue", 0, 0, false, {"direct", "smem"}}
+          .searched(SearchGroup::other,
+                    {{"mma", {"smem", "direct"}}, {"fma", {"direct", "smem"}}}),
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
-      {"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
-       "k:060_launch_bounds", 0, 32},
-      {"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
-       "k:015_lower_stages", 1, 8, true},
+      KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
+       "k:060_launch_bounds", 0, 32}
+          .searched(SearchGroup::tiling, {{"fma", {"0", "2"}}}),
+      KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
+       "k:015_lower_stages", 1, 8, true}
+          .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),
   };
   return defs;
+}
+
+bool KnobSearch::applies(const std::string& atom, int cc) const {
+  if (cc < min_cc) return false;
+  if (atoms.empty() || atoms == atom) return true;
+  return atoms == "mma" && atom.rfind("mma_", 0) == 0;
+}
+
+KnobDef KnobDef::searched(SearchGroup g, std::vector<KnobSearch> s) const {
+  KnobDef d = *this;
+  d.group = g;
+  d.search = std::move(s);
+  return d;
+}
+
+std::vector<std::string> KnobDef::search_values(const std::string& atom, int cc) const {
+  std::vector<std::string> out;
+  for (const auto& e : search)
+    if (e.applies(atom, cc))
+      for (const auto& v : e.values)
+        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
 }
 
 const KnobDef* find_knob(const std::string& name) {

@@ -12,6 +12,23 @@
 
 namespace loom {
 
+// The tuner's search (src/tune/space.cpp) is declared here, knob by knob, so that a new
+// pass or atom joins it by declaring values, not by editing the tuner. Tiling and staging
+// knobs are enumerated jointly inside their group under the space's legality rules
+// (divisibility, threads, shared memory); split-K values are tried where the grid leaves
+// SMs idle; every other searched knob is varied one value at a time around each
+// tiling x staging configuration.
+enum class SearchGroup { other, tiling, staging, split_k };
+
+// Values the tuner tries for the atoms (and targets) an entry applies to. A knob's
+// values for one atom are the union of its matching entries, in declaration order.
+struct KnobSearch {
+  std::string atoms;               // "" every atom, "fma", "mma" (every mma_*), or one ATOM value
+  std::vector<std::string> values;
+  int min_cc = 0;                  // lowest compute capability (x10) the values apply to
+  bool applies(const std::string& atom, int cc) const;
+};
+
 struct KnobDef {
   std::string name;                  // "BM"
   std::string doc;                   // one line
@@ -19,6 +36,14 @@ struct KnobDef {
   int64_t min = 1, max = 1 << 20;    // integer knobs: inclusive range
   bool power_of_two = false;
   std::vector<std::string> choices;  // enum knobs: legal spellings (empty = integer)
+  SearchGroup group = SearchGroup::other;
+  std::vector<KnobSearch> search = {};  // empty: the tuner leaves the knob to the defaults
+
+  // The registry's way of declaring a searched knob: KnobDef{...}.searched(group, {...}).
+  KnobDef searched(SearchGroup g, std::vector<KnobSearch> s) const;
+  // The values the tuner tries for ATOM=`atom` on compute capability `cc` (x10); empty
+  // when the knob is not searched there.
+  std::vector<std::string> search_values(const std::string& atom, int cc) const;
 };
 
 const std::vector<KnobDef>& knob_registry();

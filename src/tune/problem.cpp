@@ -1,0 +1,99 @@
+#include "tune/problem.h"
+
+#include <algorithm>
+
+#include "ir/error.h"
+
+namespace loom::tune {
+
+TuneProblem tune_problem(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    if (n.kind != OpKind::Matmul) continue;
+    const Node& a = g.node(n.inputs[0]);
+    for (const auto& d : n.shape)
+      if (d.is_sym())
+        throw Error("the tuner tunes one shape: dimension " + d.sym +
+                    " has no value (bind it, e.g. --dims " + d.sym + "=4096)");
+    if (a.shape.back().is_sym())
+      throw Error("the tuner tunes one shape: dimension " + a.shape.back().sym +
+                  " has no value (bind it, e.g. --dims " + a.shape.back().sym + "=4096)");
+    TuneProblem p;
+    size_t r = n.shape.size();
+    p.batch = r == 3 ? n.shape[0].value : 1;
+    p.M = n.shape[r - 2].value;
+    p.N = n.shape[r - 1].value;
+    p.K = a.shape.back().value;
+    p.in = a.dtype;
+    p.out = g.node(g.result()).dtype;
+    p.epilogue = g.result() != n.id;
+    return p;
+  }
+  throw Error("the tuner searches contractions: the expression has no matmul/bmm/linear");
+}
+
+std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc) {
+  std::vector<AtomChoice> out;
+  for (const auto& v : find_knob("ATOM")->choices) {
+    if (v == "fma") {
+      out.push_back({v, &atom("fma_f32")});
+      continue;
+    }
+    auto type = parse_dtype(v.substr(v.find('_') + 1));
+    if (!type) continue;
+    const bool operands_fit = *type == p.in || (*type == DType::TF32 && p.in == DType::F32);
+    if (!operands_fit) continue;
+    for (const AtomDef& a : atom_table())
+      if (a.kind == AtomKind::Compute && a.threads == WarpAtom::kLanes && a.a_type == *type &&
+          a.acc_type == DType::F32 && a.min_sm <= cc) {
+        out.push_back({v, &a});
+        break;
+      }
+  }
+  return out;
+}
+
+BlockShape block_shape(const Knobs& k, const AtomChoice& a) {
+  BlockShape b;
+  b.FM = k.get_int("FM", 4);
+  b.FN = k.get_int("FN", 4);
+  b.stage = k.get_str("STAGE", "sync");
+  b.stages = k.get_int("STAGES", 1);
+  b.split_k = k.get_int("SPLITK", 1);
+  b.pad = k.get_int("PAD_SMEM", 0);
+  b.swizzle = k.get_str("SWIZZLE", "none");
+  if (a.mma()) {
+    b.WM = k.get_int("WM", 2);
+    b.WN = k.get_int("WN", 2);
+    b.BM = b.WM * b.FM * a.atom->m;
+    b.BN = b.WN * b.FN * a.atom->n;
+    b.BK = k.get_int("BK", 32);
+    b.threads = b.WM * b.WN * WarpAtom::kLanes;
+    // A fragment per thread is m*n/32 accumulators per atom (4 for m16n8).
+    b.accumulators = b.FM * b.FN * a.atom->m * a.atom->n / WarpAtom::kLanes;
+  } else {
+    b.BM = k.get_int("BM", 64);
+    b.BN = k.get_int("BN", 64);
+    b.BK = k.get_int("BK", 16);
+    b.WM = k.get_int("WM", 0);
+    b.WN = k.get_int("WN", 0);
+    b.threads = b.FM > 0 && b.FN > 0 ? (b.BM / b.FM) * (b.BN / b.FN) : 0;
+    b.accumulators = b.FM * b.FN;
+    b.a_kouter = k.get_int("SLAB_KOUTER", b.stage == "sync" ? 1 : 0) == 1;
+  }
+  return b;
+}
+
+int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Knobs& k) {
+  auto align = [](int64_t v) { return (v + 127) / 128 * 128; };
+  const int64_t elem = dtype_bytes(p.in);
+  if (b.stage == "direct") return 0;
+  // A slab: BM rows of BK (or BK rows of BM), B slab likewise; the pad goes on the inner
+  // dimension. The exact layout is the pipeline's; this is within a row's pad of it.
+  const int64_t row = b.BK + b.pad;
+  int64_t ring = b.stages * (align(b.BM * row * elem) + align(b.BN * row * elem));
+  int64_t epi =
+      k.get_str("EPILOGUE", "direct") == "smem" ? align(b.BM * b.BN * dtype_bytes(p.out)) : 0;
+  return std::max(ring, epi);
+}
+
+}  // namespace loom::tune

@@ -1,0 +1,65 @@
+// The contraction a tuning run is for, the compute atoms that can run it, and what one
+// knob set makes of a thread block: the space, the pruning rules and the cost model read
+// these instead of re-deriving them from the graph and the knob strings.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atoms/atoms.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+#include "passes/knobs.h"
+
+namespace loom::tune {
+
+struct TuneProblem {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  DType in = DType::F32;   // A's element type
+  DType out = DType::F32;  // the result's element type
+  bool epilogue = false;   // elementwise ops fused after the contraction
+  double flops() const { return 2.0 * double(batch) * double(M) * double(N) * double(K); }
+};
+
+// Throws loom::Error for a graph without a contraction or with a size left symbolic
+// (the tuner tunes one shape: bind the sizes first, bind_sizes in driver/run.h).
+TuneProblem tune_problem(const Graph& g);
+
+// One value of the ATOM knob and the atom-table entry it selects.
+struct AtomChoice {
+  std::string knob;  // "fma", "mma_bf16", ...
+  const AtomDef* atom = nullptr;
+  bool mma() const { return knob != "fma"; }
+};
+
+// The ATOM values that can run `p` on compute capability `cc` (x10), read from the
+// registry's ATOM choices and the atom table: fma always; an mma_<type> choice when the
+// table has a 32-lane atom of that operand type with f32 accumulation (ACC=f16 changes
+// the numeric contract, so the tuner never picks it) that the target has, and the
+// operands are of that type (f32 operands also run as tf32: the multiply rounds them).
+std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc);
+
+// What a knob set makes of one thread block. Knobs left unset take the values the
+// passes would (docs/knobs.md); the space only builds candidates that set them all.
+struct BlockShape {
+  int64_t BM = 0, BN = 0, BK = 0;  // block tile and slab depth
+  int64_t FM = 0, FN = 0;          // cells per thread (fma) or atoms per warp (mma)
+  int64_t WM = 0, WN = 0;          // warps (mma; fma: 0 = no warp tier)
+  int64_t threads = 0;
+  int64_t stages = 1;
+  std::string stage;  // direct | sync | cp_async | tma
+  int64_t split_k = 1;
+  int64_t pad = 0;  // PAD_SMEM
+  std::string swizzle = "none";
+  bool a_kouter = false;     // A's slab is [BK][BM] (SIMT: 16-byte fragment reads)
+  int64_t accumulators = 0;  // accumulator registers per thread
+};
+
+BlockShape block_shape(const Knobs& k, const AtomChoice& a);
+
+// Shared bytes of the mainloop's ring (both slabs, STAGES deep, padded rows), or of the
+// staged epilogue tile when EPILOGUE=smem needs more: what t:050 and k:054 allocate, up
+// to the 128-byte alignment of each piece.
+int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Knobs& k);
+
+}  // namespace loom::tune

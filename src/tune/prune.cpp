@@ -1,0 +1,193 @@
+#include "tune/prune.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "passes/bank_conflicts.h"
+
+namespace loom::tune {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
+  const BlockShape b = block_shape(k, a);
+  if (a.mma()) {
+    if (b.BM > 256 || b.BN > 256)
+      return "block tile " + str(b.BM) + "x" + str(b.BN) +
+             " (WM x FM x 16, WN x FN x 8) is over 256 on a side: its accumulators alone fill "
+             "the SM's register file";
+    if (b.threads < 64)
+      return str(b.threads) + " threads per block (WM=" + str(b.WM) + ", WN=" + str(b.WN) +
+             "): one warp per block cannot overlap its copies with its mmas";
+  } else {
+    if (b.BM % b.FM != 0 || b.BN % b.FN != 0)
+      return "BM=" + str(b.BM) + ", BN=" + str(b.BN) + " are not multiples of FM=" + str(b.FM) +
+             ", FN=" + str(b.FN);
+    if (b.threads % WarpAtom::kLanes != 0 || b.threads < 64)
+      return "(BM/FM) x (BN/FN) = " + str(b.threads) +
+             " threads per block: not a whole number of warps, or fewer than 2";
+  }
+  if (b.threads > 1024) return str(b.threads) + " threads per block; CUDA allows 1024";
+  // 255 registers per thread: accumulators beyond half of them leave too few for the
+  // fragments and addresses, and ptxas spills (4x8 f32 mma atoms: 128 + fragments = 234).
+  if (b.accumulators > 128)
+    return str(b.accumulators) + " accumulator registers per thread (" + str(b.FM) + " x " +
+           str(b.FN) +
+           (a.mma() ? " atoms of " + str(a.atom->m * a.atom->n / 32) + ")" : " cells)") +
+           ": with fragments they exceed the 255 registers a thread has";
+  // Tiles of 64 stay legal on smaller problems (decode's M = 1): the search has few smaller
+  // ones, and the shipped defaults use 64 there too.
+  if (b.BM > std::max<int64_t>(64, pow2_at_least(p.M)) ||
+      b.BN > std::max<int64_t>(64, pow2_at_least(p.N)))
+    return "block tile " + str(b.BM) + "x" + str(b.BN) + " is larger than the problem's " +
+           str(p.M) + "x" + str(p.N) + " rounded up to powers of two: most of it would be idle";
+  return "";
+}
+
+std::string staging_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k,
+                              const DeviceInfo& dev) {
+  const BlockShape b = block_shape(k, a);
+  const int cc = dev.cc_major * 10 + dev.cc_minor;
+  const int64_t elem = dtype_bytes(p.in);
+  if (b.BK > std::max<int64_t>(32, pow2_at_least(p.K)))
+    return "BK=" + str(b.BK) + " is deeper than K=" + str(p.K) + " rounded up to a power of two";
+  if (a.mma() && b.BK % a.atom->k != 0)
+    return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);
+  if (b.split_k > 1 && p.K / b.split_k < 2 * b.BK)
+    return "SPLITK=" + str(b.split_k) + " leaves " + str(p.K / b.split_k) +
+           " of K per split, under two BK=" + str(b.BK) + " slabs";
+  if (b.stage == "sync" && b.stages > 2)
+    return "STAGE=sync with STAGES=" + str(b.stages) +
+           ": register double buffering uses 1 or 2 stages; deeper rings need cp_async or tma";
+  if (b.stage == "cp_async" && cc < 80) return "STAGE=cp_async needs sm_80 or newer";
+  if (b.stage == "tma") {
+    if (cc < 90) return "STAGE=tma needs sm_90 or newer";
+    // cuTensorMapEncodeTiled: at most 256 elements per box dimension, the inner one a
+    // multiple of 16 bytes, global rows a multiple of 16 bytes.
+    for (auto [name, v] : {std::pair<const char*, int64_t>{"BM", b.BM}, {"BN", b.BN}, {"BK", b.BK}})
+      if (v > 256)
+        return std::string("TMA box dimension ") + name + "=" + str(v) +
+               " is over the 256 elements a box dimension may have";
+    if (b.BK * elem % 16 != 0 || b.BN * elem % 16 != 0)
+      return "TMA boxes need inner dimensions of a multiple of 16 bytes: A's BK=" + str(b.BK) +
+             " and B's BN=" + str(b.BN) + " elements of " + str(elem) + " B";
+    if (p.K * elem % 16 != 0 || p.N * elem % 16 != 0)
+      return "TMA needs global rows of a multiple of 16 bytes: K=" + str(p.K) + ", N=" + str(p.N) +
+             " elements of " + str(elem) + " B";
+  }
+  if (b.swizzle != "none" && b.pad > 0)
+    return "SWIZZLE=" + b.swizzle + " with PAD_SMEM=" + str(b.pad) + ": the two do not compose";
+  if (b.swizzle == "xor" && (!is_pow2(b.BK * elem) || b.BK * elem < 32))
+    return "SWIZZLE=xor needs slab rows of a power of two of at least 32 bytes; BK=" + str(b.BK) +
+           " makes " + str(b.BK * elem) + " B";
+  const int64_t smem = mainloop_smem_bytes(b, p, k);
+  if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin)
+    return "needs about " + str(smem) + " B of shared memory (" + str(b.stages) + " stages x (" +
+           str(b.BM) + " + " + str(b.BN) + ") rows x " + str(b.BK + b.pad) + " x " + str(elem) +
+           " B" + (k.get_str("EPILOGUE", "direct") == "smem" ? ", or the staged epilogue" : "") +
+           "); " + (dev.name.empty() ? std::string("the device") : dev.name) + " allows " +
+           str(dev.smem_per_block_optin) + " B per block";
+  return "";
+}
+
+std::string split_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k,
+                            const DeviceInfo& dev) {
+  const BlockShape b = block_shape(k, a);
+  if (b.split_k <= 1) return "";
+  const int64_t tiles = p.batch * ((p.M + b.BM - 1) / b.BM) * ((p.N + b.BN - 1) / b.BN);
+  if (tiles >= dev.sm_count)
+    return "SPLITK=" + str(b.split_k) + " with " + str(tiles) +
+           " output tiles: the grid already "
+           "fills the " +
+           str(dev.sm_count) + " SMs without splitting K";
+  if (tiles * b.split_k > 8 * int64_t(dev.sm_count))
+    return "SPLITK=" + str(b.split_k) + " makes " + str(tiles * b.split_k) +
+           " blocks, over 8 per SM";
+  if (k.get_str("SPLITK_MODE", "reduce") == "atomic" && (p.out != DType::F32 || p.epilogue))
+    return "SPLITK_MODE=atomic needs an f32 output without a fused epilogue";
+  return "";
+}
+
+std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+                                const DeviceInfo& dev) {
+  std::string why = tiling_violation(p, atom, k);
+  if (why.empty()) why = staging_violation(p, atom, k, dev);
+  if (why.empty()) why = split_violation(p, atom, k, dev);
+  return why;
+}
+
+KernelVerdict check_kernel_ir(const CompileState& s, const DeviceInfo& dev,
+                              double max_read_conflict) {
+  KernelVerdict v;
+  const KernelProgram& kp = s.kernel;
+  std::vector<SharedAccessReport> main;  // the kernel with the most shared accesses
+  for (const auto& k : kp.kernels) {
+    const int64_t smem = kernel_smem_bytes(shared_layout(kp, k), k);
+    if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin) {
+      v.reason = "kernel " + k.name + " needs " + str(smem) + " B of shared memory; " +
+                 (dev.name.empty() ? std::string("the device") : dev.name) + " allows " +
+                 str(dev.smem_per_block_optin) + " B per block";
+      return v;
+    }
+    if (k.block_threads > 0 && dev.max_threads_per_sm > 0 &&
+        k.block_threads > dev.max_threads_per_sm) {
+      v.reason = "kernel " + k.name + " has " + str(k.block_threads) +
+                 " threads per block; an SM holds " + str(dev.max_threads_per_sm);
+      return v;
+    }
+    std::vector<SharedAccessReport> reports = bank_conflicts(kp, k);
+    if (reports.size() > main.size()) main = std::move(reports);
+  }
+  // Sums over the kernel's shared accesses, each counted once: the mainloop's reads and
+  // slab writes dominate the statements of a GEMM kernel.
+  double rw = 0, ri = 0, ww = 0, wi = 0;
+  for (const auto& r : main) {
+    if (!r.evaluated) continue;
+    const bool read = r.op == "load" || r.op == "ldmatrix";
+    (read ? rw : ww) += double(r.wavefronts);
+    (read ? ri : wi) += double(r.ideal);
+    if (read && r.factor() >= max_read_conflict) {
+      std::ostringstream o;
+      o << "bank conflicts: " << r.op << " of " << r.tensor << " takes " << r.wavefronts
+        << " wavefronts per warp instruction where " << r.ideal << " would do (" << r.factor()
+        << "x; the -v table of loom compile shows it)";
+      v.reason = o.str();
+      return v;
+    }
+  }
+  if (ri > 0) v.smem.reads = rw / ri;
+  if (wi > 0) v.smem.writes = ww / wi;
+  return v;
+}
+
+std::string resource_violation(const CompiledCandidate& c, const DeviceInfo& dev) {
+  for (const auto& k : c.kernels) {
+    const ResourceReport& r = k.report;
+    if (r.spill_store_bytes > 0 || r.spill_load_bytes > 0)
+      return "ptxas spills in " + k.name + ": " + str(r.spill_store_bytes) + " B stored, " +
+             str(r.spill_load_bytes) + " B loaded (" + str(r.registers) + " registers)";
+    if (r.registers > 0 && dev.regs_per_sm > 0 &&
+        int64_t(r.registers) * k.block_threads > dev.regs_per_sm)
+      return k.name + ": " + str(r.registers) + " registers x " + str(k.block_threads) +
+             " threads = " + str(int64_t(r.registers) * k.block_threads) + " > the " +
+             str(dev.regs_per_sm) + " registers of an SM: no block can be resident";
+    if (dev.smem_per_block_optin > 0 && k.smem_bytes + r.shared_bytes > dev.smem_per_block_optin)
+      return k.name + " needs " + str(k.smem_bytes + r.shared_bytes) + " B of shared memory; " +
+             (dev.name.empty() ? std::string("the device") : dev.name) + " allows " +
+             str(dev.smem_per_block_optin) + " B per block";
+  }
+  return "";
+}
+
+}  // namespace loom::tune

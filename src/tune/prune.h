@@ -1,0 +1,44 @@
+// Static pruning: reasons a candidate is not worth measuring, found without a GPU, each a
+// sentence a person can act on. Three stages, cheapest first:
+//  1. knob rules, before anything is built: divisibility, threads per block, accumulator
+//     registers, tile against problem size, staging legality, estimated shared memory
+//     against the device's opt-in limit, TMA box limits, split-K where the grid is full;
+//  2. the Kernel IR the pipeline built: exact shared memory, and the bank-conflict model
+//     (fragment reads at max_read_conflict or worse are pruned; milder conflicts only
+//     raise the cost model's shared-memory time — SmemFactors);
+//  3. ptxas' report after NVRTC: spills, and registers x threads over the SM's register
+//     file (no block could be resident).
+// A pipeline error (loom::Error) is a reason of its own; the space records its message.
+#pragma once
+#include <string>
+
+#include "passes/pass.h"
+#include "runtime/device.h"
+#include "tune/compile_pool.h"
+#include "tune/cost_model.h"
+#include "tune/problem.h"
+
+namespace loom::tune {
+
+// Stage 1, group by group (the space checks a tiling once, before its stagings), and all
+// three. Each is empty when the knobs pass its rules; else why they do not.
+std::string tiling_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k);
+std::string staging_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+                              const DeviceInfo& dev);
+std::string split_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+                            const DeviceInfo& dev);
+std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+                                const DeviceInfo& dev);
+
+// Stage 2, for a state the pipeline has run to Kernel IR.
+struct KernelVerdict {
+  std::string reason;  // empty: keep
+  SmemFactors smem;    // wavefronts / ideal of the contraction kernel's shared accesses
+};
+KernelVerdict check_kernel_ir(const CompileState& s, const DeviceInfo& dev,
+                              double max_read_conflict = 4.0);
+
+// Stage 3. Empty when no kernel spills and each can be resident.
+std::string resource_violation(const CompiledCandidate& c, const DeviceInfo& dev);
+
+}  // namespace loom::tune

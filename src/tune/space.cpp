@@ -1,0 +1,267 @@
+#include "tune/space.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "driver/compile.h"
+#include "ir/error.h"
+#include "tune/compile_pool.h"
+#include "tune/cost_model.h"
+#include "tune/problem.h"
+#include "tune/prune.h"
+
+namespace loom::tune {
+namespace {
+
+using Dims = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// The registry's searched knobs of `group` for `atom`, with their values.
+Dims searched(SearchGroup group, const std::string& atom, int cc) {
+  Dims out;
+  for (const auto& d : knob_registry())
+    if (d.group == group) {
+      auto v = d.search_values(atom, cc);
+      if (!v.empty()) out.push_back({d.name, std::move(v)});
+    }
+  return out;
+}
+
+// Every combination of `dims` on top of `cur`, in declaration order.
+void product(const Dims& dims, size_t i, Knobs cur, const std::function<void(const Knobs&)>& fn) {
+  if (i == dims.size()) {
+    fn(cur);
+    return;
+  }
+  for (const auto& v : dims[i].second) {
+    Knobs next = cur;
+    next.set(dims[i].first, v);
+    product(dims, i + 1, next, fn);
+  }
+}
+
+struct Builder {
+  const TuneProblem& p;
+  const DeviceInfo& dev;
+  int cc;
+  Space& space;
+  std::vector<Candidate> ranked;
+
+  void prune(const Knobs& k, const std::string& why) { space.pruned.push_back({k, why}); }
+
+  // Tiling, then split-K (its rules read the tile count), then staging per split.
+  void atom(const AtomChoice& a) {
+    Knobs atom_knobs;
+    atom_knobs.set("ATOM", a.knob);
+    product(searched(SearchGroup::tiling, a.knob, cc), 0, atom_knobs, [&](const Knobs& tiling) {
+      ++space.enumerated;
+      if (auto why = tiling_violation(p, a, tiling); !why.empty()) return prune(tiling, why);
+      splits(a, tiling);
+    });
+  }
+
+  void splits(const AtomChoice& a, const Knobs& tiling) {
+    const Dims split = searched(SearchGroup::split_k, a.knob, cc);
+    product(split, 0, tiling, [&](const Knobs& k) {
+      // Without a split the other split knobs change nothing: one candidate, at their
+      // first values.
+      if (k.get_int("SPLITK", 1) == 1)
+        for (const auto& [name, values] : split)
+          if (name != "SPLITK" && k.get_str(name, "") != values[0]) return;
+      ++space.enumerated;
+      if (auto why = split_violation(p, a, k, dev); !why.empty()) return prune(k, why);
+      stagings(a, k);
+    });
+  }
+
+  void stagings(const AtomChoice& a, const Knobs& split) {
+    const Dims others = searched(SearchGroup::other, a.knob, cc);
+    product(searched(SearchGroup::staging, a.knob, cc), 0, split, [&](const Knobs& staged) {
+      ++space.enumerated;
+      if (auto why = staging_violation(p, a, staged, dev); !why.empty()) return prune(staged, why);
+      bases(a, staged, others);
+    });
+  }
+
+  void bases(const AtomChoice& a, Knobs base, const Dims& others) {
+    for (const auto& [name, values] : others) base.set(name, values[0]);
+    add(a, base);
+    for (const auto& [name, values] : others)
+      for (size_t i = 1; i < values.size(); ++i) {
+        Knobs v = base;
+        v.set(name, values[i]);
+        add(a, v);
+      }
+  }
+
+  void add(const AtomChoice& a, const Knobs& k) {
+    CostEstimate e = predict(p, a, k, dev);
+    if (e.blocks_per_sm == 0) return prune(k, "no block can be resident: " + e.unresident);
+    ranked.push_back({k, e.us, false});
+  }
+};
+
+// The knobs a compilation used, defaults included, as a full set: what `--knobs` needs to
+// compile the same kernel again, whatever the defaults of a later Loom.
+Knobs full_set(const CompileState& s) {
+  Knobs k;
+  for (const auto& [n, v] : s.used_knobs)
+    if (find_knob(n)) k.set(n, v);
+  return k;
+}
+
+const AtomChoice* choice_of(const std::vector<AtomChoice>& atoms, const Knobs& k) {
+  const std::string v = k.get_str("ATOM", "fma");
+  for (const auto& a : atoms)
+    if (a.knob == v) return &a;
+  return nullptr;
+}
+
+// The tile a candidate belongs to: its ATOM, tiling and split-K knobs.
+std::string tile_key(const Knobs& k) {
+  std::string key;
+  for (const auto& d : knob_registry())
+    if (d.name == "ATOM" || d.group == SearchGroup::tiling || d.group == SearchGroup::split_k)
+      key += d.name + "=" + k.get_str(d.name, "") + ",";
+  return key;
+}
+
+// Stage 2 for one candidate: the pipeline's verdict, the bank-conflict model, and the
+// full knob set re-ranked with the conflict factors. Empty `why` = keep `out`.
+struct Built {
+  Candidate out;
+  std::string why;
+};
+
+Built build_candidate(const Graph& g, const Target& target, const TuneProblem& p,
+                      const std::vector<AtomChoice>& atoms, const DeviceInfo& dev,
+                      const Candidate& c, double max_read_conflict) {
+  Built r;
+  try {
+    CompileOptions copt;
+    copt.knobs = c.knobs;
+    copt.target = target;
+    CompiledProgram prog = compile_graph(g, copt);
+    KernelVerdict v = check_kernel_ir(prog.state, dev, max_read_conflict);
+    if (!v.reason.empty()) {
+      r.why = v.reason;
+      return r;
+    }
+    Knobs full = full_set(prog.state);
+    const AtomChoice* a = choice_of(atoms, full);
+    r.out = {full, a ? predict(p, *a, full, dev, v.smem).us : c.predicted_us, false};
+  } catch (const Error& e) {
+    r.why = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+Target target_for(const Target& t, const DeviceInfo& dev) {
+  Target out = t;
+  if (dev.sm_count > 0) out.sm_count = dev.sm_count;
+  if (dev.smem_per_block_optin > 0) out.smem_per_block = dev.smem_per_block_optin;
+  return out;
+}
+
+Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
+                     const SpaceOptions& opt) {
+  const TuneProblem p = tune_problem(g);
+  const Target target = target_for(t, dev);
+  const int cc = target.compute_capability();
+  std::vector<AtomChoice> atoms;
+  for (const auto& a : atom_choices(p, cc))
+    if (opt.atoms.empty() || std::count(opt.atoms.begin(), opt.atoms.end(), a.knob))
+      atoms.push_back(a);
+  if (atoms.empty())
+    throw Error("no compute atom to search: none of the requested ATOM values runs " +
+                std::string(dtype_name(p.in)) + " operands on " + target.arch);
+
+  Space space;
+  Builder b{p, dev, cc, space, {}};
+  for (const auto& a : atoms) b.atom(a);
+  // Ties (knobs the model does not see) keep enumeration order: a base before its variants.
+  std::stable_sort(b.ranked.begin(), b.ranked.end(), [](const Candidate& x, const Candidate& y) {
+    return x.predicted_us < y.predicted_us;
+  });
+
+  // The shipped defaults, built first: they are kept whatever the model thinks of them.
+  std::vector<Candidate> kept;
+  std::set<std::string> seen;
+  std::vector<Knobs> default_requests = {Knobs()};
+  for (const auto& a : atoms)
+    if (a.mma()) default_requests.push_back(Knobs::parse("ATOM=" + a.knob));
+  for (const auto& req : default_requests) {
+    CompileOptions copt;
+    copt.knobs = req;
+    copt.target = target;
+    try {
+      Knobs full = full_set(compile_graph(g, copt).state);
+      const AtomChoice* a = choice_of(atoms, full);
+      if (a && seen.insert(full.str()).second)
+        kept.push_back({full, predict(p, *a, full, dev).us, true});
+    } catch (const Error& e) {
+      space.pruned.push_back({req, std::string("the shipped default does not build: ") + e.what()});
+    }
+  }
+  const size_t cap = size_t(std::max(0, opt.max_candidates)) + kept.size();
+
+  // Down the ranking in batches (built in parallel) until the cap is full. The model ties
+  // the stagings and other knobs of one tile (it does not see what GROUP_M or FRAG_BUFFERS
+  // change), so each tile may hold `quota` kept places per round: the cap takes the best
+  // few of many tiles before more of any one, and a variant pruned in stage 2 frees its
+  // place for the tile's next one.
+  const int quota = std::max(2, opt.max_candidates / 8);
+  const size_t workers =
+      opt.threads > 0 ? size_t(opt.threads) : std::max(1u, std::thread::hardware_concurrency());
+  const size_t batch = std::max<size_t>(8, 2 * workers);
+  std::vector<std::string> keys;
+  for (const auto& c : b.ranked) keys.push_back(tile_key(c.knobs));
+  std::vector<bool> taken(b.ranked.size(), false);
+  std::map<std::string, int> places;  // per tile: kept and being built
+  size_t left = b.ranked.size();
+  // Stage 2 costs a pipeline run each (0.1-0.5 s): where it prunes nearly everything, stop
+  // after kBuildsPerPlace builds per place rather than walk the whole ranking.
+  constexpr size_t kBuildsPerPlace = 8;
+  const size_t max_builds = kBuildsPerPlace * cap;
+  for (int limit = quota; kept.size() < cap && left > 0 && b.ranked.size() - left < max_builds;) {
+    std::vector<size_t> pick;
+    for (size_t i = 0; i < b.ranked.size() && pick.size() < batch; ++i)
+      if (!taken[i] && places[keys[i]] < limit) {
+        taken[i] = true;
+        ++places[keys[i]];
+        pick.push_back(i);
+      }
+    if (pick.empty()) {
+      limit += quota;  // every tile has its places: the next round
+      continue;
+    }
+    left -= pick.size();
+    std::vector<Built> built(pick.size());
+    if (opt.build_kernels)
+      parallel_for(pick.size(), opt.threads, [&](size_t j) {
+        built[j] =
+            build_candidate(g, target, p, atoms, dev, b.ranked[pick[j]], opt.max_read_conflict);
+      });
+    else
+      for (size_t j = 0; j < pick.size(); ++j) built[j].out = b.ranked[pick[j]];
+    for (size_t j = 0; j < pick.size(); ++j) {
+      const size_t i = pick[j];
+      if (!built[j].why.empty()) space.pruned.push_back({b.ranked[i].knobs, built[j].why});
+      if (built[j].why.empty() && kept.size() < cap && seen.insert(built[j].out.knobs.str()).second)
+        kept.push_back(built[j].out);
+      else
+        --places[keys[i]];
+    }
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Candidate& x, const Candidate& y) {
+    return x.predicted_us < y.predicted_us;
+  });
+  space.kept = std::move(kept);
+  return space;
+}
+
+}  // namespace loom::tune

@@ -1,0 +1,153 @@
+// Every pruning rule names what is wrong with numbers a person can check.
+#include <gtest/gtest.h>
+
+#include "driver/compile.h"
+#include "h100.h"
+#include "tune/prune.h"
+
+namespace loom::tune {
+namespace {
+
+using testing::gemm;
+using testing::h100;
+
+struct Case {
+  TuneProblem p;
+  AtomChoice atom;
+};
+
+Case problem(const Graph& g, const std::string& atom, int cc = 90) {
+  Case c{tune_problem(g), {}};
+  for (const auto& a : atom_choices(c.p, cc))
+    if (a.knob == atom) c.atom = a;
+  EXPECT_NE(c.atom.atom, nullptr) << atom;
+  return c;
+}
+
+std::string why(const Case& c, const std::string& knobs, const DeviceInfo& dev = h100()) {
+  return knob_rule_violation(c.p, c.atom, Knobs::parse(knobs), dev);
+}
+
+TEST(Prune, SharedMemoryOverTheOptInLimitNamesBytesAndLimit) {
+  Case c = problem(gemm(4096, 4096, 4096, "f32"), "fma");
+  std::string r = why(c, "BM=256,BN=256,FM=16,FN=8,BK=32,STAGE=cp_async,STAGES=4");
+  // 4 stages x (256 + 256) rows x 32 x 4 B = 262144 B.
+  EXPECT_NE(r.find("262144 B of shared memory"), std::string::npos) << r;
+  EXPECT_NE(r.find("232448 B per block"), std::string::npos) << r;
+  EXPECT_NE(r.find("H100"), std::string::npos) << r;
+  EXPECT_EQ(why(c, "BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=cp_async,STAGES=4"), "");
+}
+
+TEST(Prune, PipelineSharedMemoryCheckNamesTheKernel) {
+  DeviceInfo small = h100();
+  small.smem_per_block_optin = 49152;
+  CompileOptions opt;
+  opt.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=32,STAGE=cp_async,STAGES=3");
+  opt.target = Target::for_arch("sm_90a");  // the target's own 232448 B: the pipeline passes
+  CompiledProgram prog = compile_graph(gemm(4096, 4096, 4096, "f32"), opt);
+  KernelVerdict v = check_kernel_ir(prog.state, small);
+  EXPECT_NE(v.reason.find("B of shared memory"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("49152 B per block"), std::string::npos) << v.reason;
+  EXPECT_EQ(check_kernel_ir(prog.state, h100()).reason, "");
+}
+
+TEST(Prune, TilingRules) {
+  Case c = problem(gemm(4096, 4096, 4096, "f32"), "fma");
+  EXPECT_NE(
+      why(c, "BM=64,BN=64,FM=16,FN=16,BK=16,STAGE=sync,STAGES=2").find("16 threads per block"),
+      std::string::npos);
+  EXPECT_NE(why(c, "BM=256,BN=256,FM=16,FN=16,BK=16,STAGE=sync,STAGES=2")
+                .find("256 accumulator registers"),
+            std::string::npos);
+  EXPECT_NE(
+      why(c, "BM=256,BN=256,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2").find("4096 threads per block"),
+      std::string::npos);
+  Case small = problem(gemm(100, 100, 64, "f32"), "fma");
+  EXPECT_NE(why(small, "BM=256,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2")
+                .find("larger than the problem"),
+            std::string::npos);
+  Case mma = problem(gemm(4096, 4096, 4096, "bf16"), "mma_bf16");
+  EXPECT_NE(
+      why(mma, "ATOM=mma_bf16,WM=4,WN=4,FM=8,FN=8,BK=32,STAGE=cp_async,STAGES=2").find("over 256"),
+      std::string::npos);
+  EXPECT_NE(
+      why(mma, "ATOM=mma_bf16,WM=1,WN=1,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=2").find("one warp"),
+      std::string::npos);
+}
+
+TEST(Prune, StagingRules) {
+  Case c = problem(gemm(4096, 4096, 4096, "bf16"), "mma_bf16");
+  const std::string tile = "ATOM=mma_bf16,WM=2,WN=2,FM=4,FN=8,";
+  EXPECT_NE(why(c, tile + "BK=24,STAGE=cp_async,STAGES=2").find("multiple of the atom's k=16"),
+            std::string::npos);
+  EXPECT_NE(
+      why(c, tile + "BK=32,STAGE=cp_async,STAGES=2,SWIZZLE=xor,PAD_SMEM=8").find("do not compose"),
+      std::string::npos);
+  EXPECT_NE(why(c, tile + "BK=32,STAGE=sync,STAGES=3").find("register double buffering"),
+            std::string::npos);
+  Case f = problem(gemm(4096, 4096, 4096, "f32"), "fma");
+  EXPECT_EQ(why(f, "BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=tma,STAGES=2"), "");
+  DeviceInfo a100 = h100();
+  a100.cc_major = 8;
+  EXPECT_NE(why(f, "BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=tma,STAGES=2", a100).find("sm_90"),
+            std::string::npos);
+}
+
+TEST(Prune, TmaBoxLimits) {
+  Case f = problem(gemm(4096, 4096, 4096, "bf16"), "fma");
+  // BK=4 bf16: an 8-byte inner box dimension.
+  std::string r = why(f, "BM=128,BN=128,FM=8,FN=8,BK=4,STAGE=tma,STAGES=2");
+  EXPECT_NE(r.find("multiple of 16 bytes"), std::string::npos) << r;
+  Case odd = problem(gemm(4096, 4096, 1001, "f32"), "fma");
+  r = why(odd, "BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=tma,STAGES=2");
+  EXPECT_NE(r.find("global rows"), std::string::npos) << r;
+}
+
+TEST(Prune, SplitKOnlyWhereTheGridLeavesSmsIdle) {
+  Case big = problem(gemm(4096, 4096, 4096, "f32"), "fma");
+  std::string r = why(big, "BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,SPLITK=4");
+  EXPECT_NE(r.find("already fills the 132 SMs"), std::string::npos) << r;
+  Case tall = problem(gemm(128, 128, 16384, "f32"), "fma");
+  EXPECT_EQ(
+      why(tall, "BM=64,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2,SPLITK=64,SPLITK_MODE=atomic"),
+      "");
+  Case bf = problem(gemm(128, 128, 16384, "bf16"), "fma");
+  r = why(bf, "BM=64,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2,SPLITK=64,SPLITK_MODE=atomic");
+  EXPECT_NE(r.find("f32 output"), std::string::npos) << r;
+}
+
+TEST(Prune, BankConflictedReadsArePrunedOrPenalized) {
+  // PAD_SMEM=1 makes the B slab's fragment loads scalar and 2-way conflicted
+  // (docs/knobs.md, the PAD_SMEM table).
+  CompileOptions opt;
+  opt.knobs = Knobs::parse("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=1");
+  CompiledProgram prog = compile_graph(gemm(4096, 4096, 4096, "f32"), opt);
+  KernelVerdict mild = check_kernel_ir(prog.state, h100());
+  EXPECT_EQ(mild.reason, "");
+  EXPECT_GT(mild.smem.reads, 1.0);
+  KernelVerdict strict = check_kernel_ir(prog.state, h100(), 1.5);
+  EXPECT_NE(strict.reason.find("bank conflicts: load of B_s"), std::string::npos) << strict.reason;
+}
+
+TEST(Prune, ResourceReportRules) {
+  CompiledCandidate c;
+  KernelResources k;
+  k.name = "k_matmul";
+  k.block_threads = 256;
+  k.report.registers = 255;
+  k.report.spill_store_bytes = 48;
+  k.report.spill_load_bytes = 40;
+  c.kernels = {k};
+  std::string r = resource_violation(c, h100());
+  EXPECT_NE(r.find("spills in k_matmul: 48 B stored, 40 B loaded (255 registers)"),
+            std::string::npos)
+      << r;
+  c.kernels[0].report.spill_store_bytes = c.kernels[0].report.spill_load_bytes = 0;
+  EXPECT_EQ(resource_violation(c, h100()), "");
+  c.kernels[0].block_threads = 1024;  // 255 x 1024 > 65536
+  r = resource_violation(c, h100());
+  EXPECT_NE(r.find("no block can be resident"), std::string::npos) << r;
+}
+
+}  // namespace
+}  // namespace loom::tune

@@ -1,0 +1,153 @@
+// The search space: nonempty, holds the shipped defaults as reproducible full knob sets,
+// every kept candidate builds, and every knob the registry declares searched is explored
+// without the tuner naming it.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "driver/compile.h"
+#include "h100.h"
+#include "ir/error.h"
+#include "tune/problem.h"
+#include "tune/space.h"
+
+namespace loom::tune {
+namespace {
+
+using testing::gemm;
+using testing::h100;
+
+CompiledProgram build(const Graph& g, const Knobs& k) {
+  CompileOptions opt;
+  opt.knobs = k;
+  opt.target = target_for(Target::for_arch("sm_90a"), h100());
+  return compile_graph(g, opt);
+}
+
+void expect_sound_space(const Graph& g, const std::vector<std::string>& default_requests) {
+  SpaceOptions opt;
+  opt.max_candidates = 24;
+  Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  ASSERT_FALSE(s.kept.empty());
+  EXPECT_LE(s.kept.size(), 24 + default_requests.size());
+  EXPECT_FALSE(s.pruned.empty());
+  for (size_t i = 1; i < s.kept.size(); ++i)
+    EXPECT_LE(s.kept[i - 1].predicted_us, s.kept[i].predicted_us) << "ranked best first";
+
+  // The shipped defaults are kept, as full sets that compile to the very kernel `loom
+  // run` compiles without them.
+  for (const auto& req : default_requests) {
+    CompiledProgram def = build(g, Knobs::parse(req));
+    bool found = false;
+    for (const auto& c : s.kept) {
+      if (!c.shipped_default) continue;
+      CompiledProgram again = build(g, c.knobs);
+      if (again.cuda == def.cuda) found = true;
+    }
+    EXPECT_TRUE(found) << "shipped default for '" << req << "' missing from the space";
+  }
+  // Every kept candidate builds through the pipeline, and its knob set is full: feeding
+  // it back records the same values.
+  std::set<std::string> distinct;
+  for (const auto& c : s.kept) {
+    SCOPED_TRACE(c.knobs.str());
+    EXPECT_TRUE(distinct.insert(c.knobs.str()).second) << "duplicate candidate";
+    try {
+      CompiledProgram p = build(g, c.knobs);
+      EXPECT_FALSE(p.cuda.empty());
+      for (const auto& [name, value] : p.state.used_knobs) {
+        if (!find_knob(name)) continue;
+        EXPECT_EQ(c.knobs.get_str(name, "<unset>"), value) << name;
+      }
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+TEST(Space, F32At4096) {
+  Graph g = gemm(4096, 4096, 4096, "f32");
+  expect_sound_space(g, {"", "ATOM=mma_tf32"});
+}
+
+TEST(Space, Bf16At4096RanksMmaFirst) {
+  Graph g = gemm(4096, 4096, 4096, "bf16");
+  expect_sound_space(g, {"", "ATOM=mma_bf16"});
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  EXPECT_EQ(s.kept.front().knobs.get_str("ATOM", ""), "mma_bf16");
+}
+
+TEST(Space, EverySearchedKnobIsExplored) {
+  // No tuner code names these knobs: whatever the registry declares searched for an atom
+  // must show up with every declared value among the candidates, kept or pruned.
+  SpaceOptions opt;
+  opt.max_candidates = 1 << 20;
+  opt.build_kernels = false;
+  for (const char* dtype : {"f32", "bf16"}) {
+    Graph g = gemm(4096, 4096, 4096, dtype);
+    Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
+    for (const auto& atom : atom_choices(tune_problem(g), 90)) {
+      std::map<std::string, std::set<std::string>> seen;
+      auto note = [&](const Knobs& k) {
+        if (k.get_str("ATOM", "fma") != atom.knob) return;
+        for (const auto& [n, v] : k.values()) seen[n].insert(v);
+      };
+      for (const auto& c : s.kept) note(c.knobs);
+      for (const auto& c : s.pruned) note(c.knobs);
+      for (const auto& d : knob_registry())
+        for (const auto& v : d.search_values(atom.knob, 90))
+          EXPECT_TRUE(seen[d.name].count(v))
+              << dtype << " " << atom.knob << ": " << d.name << "=" << v;
+    }
+  }
+}
+
+TEST(Space, SplitKLeadsForATinyGridWithLongK) {
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  opt.build_kernels = false;
+  Space s = generate_space(gemm(128, 128, 16384, "f32"), h100(), Target::for_arch("sm_90a"), opt);
+  ASSERT_FALSE(s.kept.empty());
+  EXPECT_GT(s.kept.front().knobs.get_int("SPLITK", 1), 1) << s.kept.front().knobs.str();
+}
+
+TEST(Space, DecodeShapesKeepSearchedTiles) {
+  // M = 1: every searched tile is larger than the problem; the 64-row ones stay legal.
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  opt.build_kernels = false;
+  Space s = generate_space(gemm(1, 4096, 4096, "f16"), h100(), Target::for_arch("sm_90a"), opt);
+  size_t searched = 0;
+  for (const auto& c : s.kept) searched += c.shipped_default ? 0 : 1;
+  EXPECT_EQ(searched, 8u);
+}
+
+TEST(Space, AtomsAreRestrictable) {
+  SpaceOptions opt;
+  opt.max_candidates = 4;
+  opt.build_kernels = false;
+  opt.atoms = {"fma"};
+  Space s = generate_space(gemm(1024, 1024, 1024, "bf16"), h100(), Target::for_arch("sm_90a"), opt);
+  for (const auto& c : s.kept) {
+    if (c.shipped_default) continue;
+    EXPECT_EQ(c.knobs.get_str("ATOM", "fma"), "fma") << c.knobs.str();
+  }
+  opt.atoms = {"mma_tf32"};
+  EXPECT_THROW(generate_space(gemm(64, 64, 64, "bf16"), h100(), Target::for_arch("sm_90a"), opt),
+               Error);
+}
+
+TEST(Space, SymbolicSizesAreRefused) {
+  try {
+    generate_space(parse_expression("matmul(A[M,K]:f32, B[K,N]:f32)"), h100(),
+                   Target::for_arch("sm_90a"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--dims"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loom::tune

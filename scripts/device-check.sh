@@ -2,6 +2,7 @@
 # One call on the GPU machine: build Loom, run the GPU tests and the CPU tests, run the
 # benchmark, check the SASS, and print a short table last. Logs go to $OUT (the device
 # tool brings that folder back). Usage: bash scripts/device-check.sh [bench expressions...]
+# Environment: SKIP_CPU=1, SKIP_GPU_TESTS=1, LADDERS, TUNE, TUNE_SUITE, TUNE_BUDGET (below).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/loom-device}
@@ -24,8 +25,10 @@ if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 fi
 note "build: ok"
 
-ctest --test-dir "$BUILD" -L gpu --output-on-failure > "$OUT/gpu-tests.log" 2>&1
-note "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1)"
+if [ "${SKIP_GPU_TESTS:-0}" != 1 ]; then
+  ctest --test-dir "$BUILD" -L gpu --output-on-failure > "$OUT/gpu-tests.log" 2>&1
+  note "gpu tests: $(grep -E 'tests passed|tests failed' "$OUT/gpu-tests.log" | tail -1)"
+fi
 if [ "${SKIP_CPU:-0}" != 1 ]; then
   ctest --test-dir "$BUILD" -L cpu -j "$(nproc)" --output-on-failure > "$OUT/cpu-tests.log" 2>&1
   note "cpu tests: $(grep -E 'tests passed|tests failed' "$OUT/cpu-tests.log" | tail -1)"
@@ -55,6 +58,27 @@ for l in ${LADDERS:-}; do
   "$BUILD/loom" ladder ${l//+/ } >> "$OUT/ladders.txt" 2>&1
   note "ladder ${l//+/ }: rc=$? (see ladders.txt)"
 done
+
+# Tuning runs: TUNE="EXPR|EXPR" and/or TUNE_SUITE=FILE, TUNE_BUDGET seconds per expression
+# (default 120), TUNE_ARGS extra options; winners go into $OUT/tuning.db (not the
+# machine's default database), the report into tune.txt, progress into tune-progress.txt.
+tune_args=(--budget "${TUNE_BUDGET:-120}" --db "$OUT/tuning.db")
+# shellcheck disable=SC2206
+tune_args+=(${TUNE_ARGS:-})
+if [ -n "${TUNE:-}" ]; then
+  IFS='|' read -ra tunes <<< "$TUNE"
+  for e in "${tunes[@]}"; do
+    "$BUILD/loom" tune -c "$e" "${tune_args[@]}" >> "$OUT/tune.txt" 2>> "$OUT/tune-progress.txt"
+    note "tune (rc=$?): $e"
+  done
+fi
+if [ -n "${TUNE_SUITE:-}" ]; then
+  "$BUILD/loom" tune --suite "$TUNE_SUITE" "${tune_args[@]}" >> "$OUT/tune.txt" 2>> "$OUT/tune-progress.txt"
+  note "tune suite $TUNE_SUITE: rc=$? (see tune.txt)"
+fi
+if [ -f "$OUT/tune.txt" ]; then
+  while read -r line; do note "  $line"; done < <(grep -E '^== |^  best|^  default|^  loom run|not tuned' "$OUT/tune.txt" | cut -c1-160)
+fi
 
 # SASS of the first expression's kernels: the instructions we meant, and no local memory.
 first=${exprs[0]}

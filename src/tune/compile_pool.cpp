@@ -1,11 +1,14 @@
 #include "tune/compile_pool.h"
 
+#include "driver/run.h"
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
 
 #include "codegen/cuda.h"
 #include "driver/compile.h"
+#include "driver/run.h"
 #include "ir/error.h"
 #include "runtime/nvrtc.h"
 #include "tune/space.h"
@@ -41,11 +44,8 @@ CompiledCandidate compile_one(const Graph& g, const Target& target, const Knobs&
     opt.target = target;
     CompiledProgram prog = compile_graph(g, opt);
     c.cuda = prog.cuda;
-    CompileRequest req;
-    req.source = prog.cuda;
-    req.headers = {{kDeviceHeaderName, device_header()}};
-    req.arch = target.arch;
-    c.nvrtc = compile(req, cache);
+    // The request `loom run` and the tuner's worker make, so the worker hits the cache.
+    c.nvrtc = compile(nvrtc_request(prog.cuda, target.arch), cache);
     const KernelProgram& kp = prog.state.kernel;
     for (const auto& k : kp.kernels) {
       KernelResources r;

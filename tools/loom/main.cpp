@@ -8,6 +8,7 @@
 //   loom knobs         every knob, its range and the pass that reads it
 //   loom device        the GPU Loom would use, or why there is none
 //   loom db ...        the tuning database (src/tune/db_cli.h)
+//   loom tune ...      the tuner (src/tune/tune_cli.h)
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -26,6 +27,7 @@
 #include "runtime/nvrtc.h"
 #include "passes/bank_conflicts.h"
 #include "tune/db_cli.h"
+#include "tune/tune_cli.h"
 #include "tune/tuned_knobs.h"
 #include "tune/worker_main.h"
 
@@ -46,6 +48,8 @@ const char* kUsage =
     "  passes  list the pipeline\n"
     "  knobs   list the knobs\n"
     "  device  describe the GPU\n"
+    "  tune    -c EXPR | --suite FILE [--budget S] [--devices 0,1]: search the knobs on the GPU,\n"
+    "          verify every candidate, record the winner (loom tune --help)\n"
     "  db      list|show|clear|export|import|path: the tuning database (loom db help)\n"
     "Knobs also come from LOOM_KNOBS (the command line wins).\n";
 
@@ -350,6 +354,8 @@ int main(int argc, char** argv) {
       return loom::tune::tune_worker_main(argc - 2, argv + 2);
     if (argc >= 2 && std::string(argv[1]) == "db")
       return loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
+    if (argc >= 2 && std::string(argv[1]) == "tune")
+      return loom::tune::tune_command({argv + 2, argv + argc}, std::cout, std::cerr);
     return loom::dispatch(loom::parse_args(argc, argv));
   } catch (const loom::Error& e) {
     std::cerr << "loom: " << e.what() << "\n";

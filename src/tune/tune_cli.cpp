@@ -1,0 +1,119 @@
+#include "tune/tune_cli.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace loom::tune {
+
+const char* const kTuneUsage =
+    "usage: loom tune -c EXPR [-c EXPR ...] | --suite FILE\n"
+    "  --budget SECONDS   time per expression, space and compilation included (default 120)\n"
+    "  --trials N         cap on measured trials per expression (default: none)\n"
+    "  --devices 0,1,..   one worker per GPU; a suite's expressions are shared out\n"
+    "  --dims M=..,N=..   values of symbolic dims\n"
+    "  --candidates N     the search space's cap (default 48)\n"
+    "  --atoms a,b        ATOM values to search (default: those that keep the dtype's\n"
+    "                     arithmetic; f32 searches fma only, add mma_tf32 to allow tf32)\n"
+    "  --timeout SECONDS  per worker phase; past it a candidate is killed (default 20)\n"
+    "  --db PATH          tuning database to record into (default: $LOOM_TUNE_DB, ...)\n"
+    "  --no-record        do not write the database\n"
+    "  --no-confirm       skip the closing `loom run --bench` of the winner\n"
+    "  --seed N           input data seed (default 1)\n"
+    "  --dry-run          build, compile, prune and rank the space; measure nothing (no GPU\n"
+    "                     needed) and print the ranking and the pruning reasons\n"
+    "  --gpu h100|h200    with --dry-run: the GPU to plan for (default: the one present, else h100)\n";
+
+namespace {
+
+[[noreturn]] void tune_usage_error(const std::string& msg) {
+  throw Error(msg + "\n" + kTuneUsage);
+}
+
+double parse_seconds(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0))
+    tune_usage_error(flag + " needs a positive number of seconds (got '" + text + "')");
+  return v;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < min)
+    tune_usage_error(flag + " needs an integer >= " + std::to_string(min) + " (got '" + text + "')");
+  return v;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+TuneCommand parse_tune_args(const std::vector<std::string>& args) {
+  TuneCommand c;
+  std::string suite;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& f = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) tune_usage_error("option " + f + " needs a value");
+      return args[++i];
+    };
+    if (f == "-c" || f == "--expr") c.expressions.push_back(value());
+    else if (f == "--suite") suite = value();
+    else if (f == "--budget") c.options.budget.seconds = parse_seconds(f, value());
+    else if (f == "--trials") c.options.budget.max_trials = int(parse_int(f, value(), 1));
+    else if (f == "--candidates") c.options.max_candidates = int(parse_int(f, value(), 1));
+    else if (f == "--timeout") c.options.trial_timeout_s = parse_seconds(f, value());
+    else if (f == "--seed") c.options.seed = uint64_t(parse_int(f, value(), 0));
+    else if (f == "--db") c.options.db_path = value();
+    else if (f == "--no-record") c.options.record = false;
+    else if (f == "--no-confirm") c.options.confirm = false;
+    else if (f == "--dry-run") c.options.dry_run = true;
+    else if (f == "--gpu") c.options.profile = value();
+    else if (f == "--atoms") c.options.atoms = split_commas(value());
+    else if (f == "--devices") {
+      std::string text = value();
+      c.devices.clear();
+      for (const auto& d : split_commas(text)) c.devices.push_back(int(parse_int("--devices", d, 0)));
+      if (c.devices.empty()) tune_usage_error("--devices needs GPU ordinals, e.g. --devices 0,1");
+    } else if (f == "--dims") {
+      for (const auto& item : split_commas(value())) {
+        size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0)
+          tune_usage_error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
+        c.options.sizes[item.substr(0, eq)] = parse_int("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
+      }
+    } else if (f == "-h" || f == "--help") {
+      throw Error(kTuneUsage);
+    } else {
+      tune_usage_error("unknown option '" + f + "' for loom tune");
+    }
+  }
+  if (!suite.empty())
+    for (auto& e : read_suite(suite)) c.expressions.push_back(e);
+  if (c.expressions.empty()) tune_usage_error("loom tune needs -c EXPR or --suite FILE");
+  return c;
+}
+
+int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  TuneCommand c = parse_tune_args(args);
+  if (c.expressions.size() > 1)
+    err << "loom tune: " << c.expressions.size() << " expressions, " << c.options.budget.seconds
+        << " s each, on " << c.devices.size() << " device(s)\n";
+  std::vector<TuneOutcome> outcomes = tune_suite(c.expressions, c.devices, c.options);
+  out << format_tune_report(outcomes);
+  for (const auto& o : outcomes)
+    if (!o.error.empty()) return 1;
+  return 0;
+}
+
+}  // namespace loom::tune

@@ -1,0 +1,313 @@
+#include "tune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "driver/run.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "runtime/cubin_cache.h"
+#include "tune/compile_pool.h"
+#include "tune/database.h"
+#include "tune/device_profiles.h"
+#include "tune/problem.h"
+#include "tune/prune.h"
+#include "tune/space.h"
+#include "tune/tuning_key.h"
+#include "tune/worker.h"
+
+namespace loom::tune {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Records the winner; the database keeps the faster record per key, so a short tune
+// never overwrites a better one from a longer tune.
+std::string record_winner(const Graph& g, const DeviceInfo& dev, const TuneOutcome& out,
+                          const TuneOptions& opt) {
+  std::string why;
+  std::optional<TuningKey> key = key_for(g, dev, &why);
+  if (!key) return "not recorded: " + why;
+  TuningDb db = opt.db_path.empty() ? TuningDb::open_default() : TuningDb::open(opt.db_path);
+  if (!db.enabled()) return "not recorded: " + db.disabled_reason();
+  TuningRecord rec;
+  rec.knobs = out.best_knobs;
+  rec.median_us = out.best_us;
+  rec.cublas_us = out.cublas_us.value_or(0);
+  rec.trials = int(out.search.trials.size());
+  rec.date = utc_now_iso();
+  rec.revision = build_revision();
+  std::ostringstream note;
+  note << "loom tune --budget " << opt.budget.seconds;
+  rec.note = note.str();
+  switch (db.record(*key, rec)) {
+    case TuningDb::Outcome::added: return "added to " + db.path();
+    case TuningDb::Outcome::improved: return "improved in " + db.path();
+    case TuningDb::Outcome::replaced: return "replaced in " + db.path();
+    case TuningDb::Outcome::kept: return "kept: " + db.path() + " has a faster record";
+  }
+  return "";
+}
+
+// The winner as `loom run --bench` runs it: verified again, timed interleaved with cuBLAS
+// by the same protocol. A failure here is reported, not thrown: the search's verified
+// result stands, and the report says what the confirmation saw.
+void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneOptions& opt) {
+  if (out.device != 0) {
+    out.confirm_note = "not confirmed: `loom run` uses device 0";
+    return;
+  }
+  try {
+    RunOptions ro;
+    ro.knobs = Knobs::parse(out.best_knobs);
+    ro.sizes = opt.sizes;
+    ro.seed = opt.seed;
+    ro.bench = true;
+    RunReport r = run_expression(expression, ro);
+    if (!r.verify.passed) {
+      out.confirm_note = "confirmation run failed verification: " + r.verify.message;
+      return;
+    }
+    for (const BackendResult& b : r.backends) {
+      if (b.name == "Loom") out.confirm_us = b.timing.median_us;
+      if (b.name == "cuBLAS") out.cublas_us = b.timing.median_us;
+    }
+  } catch (const Error& e) {
+    out.confirm_note = std::string("confirmation run failed: ") + e.what();
+  }
+}
+
+}  // namespace
+
+// What a reason says without its numbers, so that "smem 262144 B > 232448 B" and
+// "smem 196608 B > 232448 B" count as one kind of pruning in the report.
+std::string reason_kind(const std::string& reason) {
+  std::string out;
+  bool in_number = false;
+  for (char ch : reason.substr(0, 90)) {
+    bool digit = ch >= '0' && ch <= '9';
+    if (digit && !in_number) out += '#';
+    in_number = digit;
+    if (!digit) out += ch;
+  }
+  return out;
+}
+
+namespace {
+
+// Space, parallel compilation and static pruning: everything before the GPU measures.
+// Fills the outcome's counts and ranking; returns the graph the candidates are for.
+Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOptions& opt,
+              TuneOutcome& out) {
+  Graph g = bind_sizes(parse_expression(expression), opt.sizes);
+  const TuneProblem problem = tune_problem(g);
+  out.flops = problem.flops();
+  const Target target = target_for_device(dev);
+
+  SpaceOptions so;
+  so.max_candidates = opt.max_candidates;
+  so.threads = opt.compile_threads;
+  so.atoms = opt.atoms;
+  if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
+  Space space = generate_space(g, dev, target, so);
+  out.pruned = space.pruned.size();
+  for (const auto& p : space.pruned) ++out.pruned_by_reason[reason_kind(p.reason)];
+
+  // Compile every kept candidate in parallel now: the worker then finds each cubin in the
+  // cache, so a trial costs loading, checking and timing.
+  CubinCache cache;
+  std::vector<CompiledCandidate> compiled =
+      compile_candidates(g, target, space.kept, opt.compile_threads, &cache);
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    std::string reason = compiled[i].ok() ? resource_violation(compiled[i], dev) : compiled[i].error;
+    if (!reason.empty()) {
+      ++out.pruned;
+      ++out.pruned_by_reason[reason_kind(reason)];
+      continue;
+    }
+    out.ranked.emplace_back(space.kept[i].knobs.str(), space.kept[i].predicted_us);
+    if (space.kept[i].shipped_default && out.default_knobs.empty())
+      out.default_knobs = space.kept[i].knobs.str();
+  }
+  out.candidates = out.ranked.size();
+  if (out.ranked.empty()) throw Error("no candidate survived compilation: every one was pruned");
+  return g;
+}
+
+}  // namespace
+
+TuneOutcome tune_expression(const std::string& expression, int device, const TuneOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TuneOutcome out;
+  out.expression = expression;
+  out.device = device;
+  try {
+    std::optional<DeviceInfo> dev;
+    std::string why_not;
+    if (!opt.profile.empty()) {
+      dev = device_profile(opt.profile);
+      if (!dev)
+        throw Error("unknown GPU profile '" + opt.profile + "': use one of " + device_profile_names());
+      if (!opt.dry_run)
+        throw Error("--gpu " + opt.profile + " describes a GPU for --dry-run; measuring needs the GPU itself");
+    } else {
+      dev = probe_device(device, &why_not);
+      if (!dev && opt.dry_run) dev = device_profile("h100");
+      if (!dev)
+        throw Error("loom tune needs a GPU: " + why_not +
+                    " (--dry-run builds and ranks the space without one)");
+    }
+    out.device_name = dev->name;
+    Graph g = prepare(expression, *dev, opt, out);
+    if (opt.dry_run) {
+      out.seconds = seconds_since(t0);
+      return out;
+    }
+
+    std::vector<RankedCandidate> ranked;
+    for (const auto& [knobs, us] : out.ranked) ranked.push_back({knobs, us});
+    {
+      MeasureWorker worker(device, opt.loom_binary);
+      MeasureFn measure = [&](const RankedCandidate& c, int reps) {
+        MeasureJob job;
+        job.expression = expression;
+        job.sizes = opt.sizes;
+        job.knobs = c.knobs;
+        job.seed = opt.seed;
+        job.timing.reps = reps;
+        job.timing.warmup = std::min(reps, 5);
+        return worker.measure(job, opt.trial_timeout_s);
+      };
+      Budget left = opt.budget;
+      left.seconds = std::max(1.0, opt.budget.seconds - seconds_since(t0));
+      std::optional<ProgressBar> bar;
+      if (opt.progress) bar.emplace(ProgressBar::on_stderr());
+      out.search = successive_halving(ranked, measure, left, bar ? &*bar : nullptr);
+    }  // the worker exits before the confirmation run takes the GPU
+    out.best_knobs = out.search.winner_knobs;
+    out.best_us = out.search.winner_us;
+    for (const Trial& t : out.search.trials)
+      if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok)
+        out.default_us = t.result.median_us;  // the latest (most repetitions) wins
+    if (opt.confirm) confirm_winner(expression, out, opt);
+    if (opt.record) out.recorded = record_winner(g, *dev, out, opt);
+  } catch (const Error& e) {
+    out.error = e.what();
+  }
+  out.seconds = seconds_since(t0);
+  return out;
+}
+
+std::vector<TuneOutcome> tune_suite(const std::vector<std::string>& expressions,
+                                    const std::vector<int>& devices, const TuneOptions& opt) {
+  std::vector<TuneOutcome> outcomes(expressions.size());
+  if (devices.size() <= 1) {
+    for (size_t i = 0; i < expressions.size(); ++i)
+      outcomes[i] = tune_expression(expressions[i], devices.empty() ? 0 : devices[0], opt);
+    return outcomes;
+  }
+  // One thread per device takes the next expression off a shared index; each tune runs
+  // its own worker process on its device. Progress bars of several devices would
+  // overwrite each other's line, so they are off; the report says everything at the end.
+  TuneOptions quiet = opt;
+  quiet.progress = false;
+  std::mutex m;
+  size_t next = 0;
+  std::vector<std::thread> threads;
+  for (int d : devices)
+    threads.emplace_back([&, d] {
+      for (;;) {
+        size_t i;
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (next == expressions.size()) return;
+          i = next++;
+          std::fprintf(stderr, "loom tune: device %d: %s\n", d, expressions[i].c_str());
+        }
+        outcomes[i] = tune_expression(expressions[i], d, quiet);
+      }
+    });
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+std::vector<std::string> read_suite(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read the suite file '" + path + "'");
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos) out.push_back(line.substr(b, e - b + 1));
+  }
+  if (out.empty())
+    throw Error("the suite file '" + path + "' holds no expression (one per line, '#' comments)");
+  return out;
+}
+
+std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
+  std::ostringstream o;
+  o << std::fixed;
+  for (const TuneOutcome& r : outcomes) {
+    o << "== " << r.expression << "  (device " << r.device
+      << (r.device_name.empty() ? "" : ": " + r.device_name) << ")\n";
+    if (!r.error.empty()) {
+      o << "  not tuned: " << r.error << "\n";
+      continue;
+    }
+    if (r.best_knobs.empty()) {  // a dry run: the ranking and the pruning
+      o << "  " << r.candidates << " candidates, " << r.pruned << " pruned, "
+        << std::setprecision(1) << r.seconds << " s (no GPU measured: cost-model ranking)\n";
+      for (size_t i = 0; i < r.ranked.size() && i < 12; ++i)
+        o << "  " << std::setw(3) << i + 1 << ". " << std::setprecision(1) << std::setw(9)
+          << r.ranked[i].second << " us (predicted)  " << r.ranked[i].first
+          << (r.ranked[i].first == r.default_knobs ? "  [default]" : "") << "\n";
+      std::vector<std::pair<int, std::string>> reasons;
+      for (const auto& [why, n] : r.pruned_by_reason) reasons.emplace_back(n, why);
+      std::sort(reasons.rbegin(), reasons.rend());
+      for (size_t i = 0; i < reasons.size() && i < 8; ++i)
+        o << "  pruned " << std::setw(5) << reasons[i].first << "x  " << reasons[i].second << "\n";
+      continue;
+    }
+    o << std::setprecision(1) << "  best     " << r.best_us << " us  " << std::setprecision(1)
+      << r.flops / r.best_us * 1e-6 << " TFLOP/s  " << r.best_knobs << "\n";
+    if (r.default_us)
+      o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
+        << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";
+    else
+      o << "  default  not measured past round 0 or failed: " << r.default_knobs << "\n";
+    if (r.confirm_us) {
+      o << std::setprecision(1) << "  loom run " << *r.confirm_us << " us";
+      if (r.cublas_us)
+        o << "  cuBLAS " << *r.cublas_us << " us  (Loom/cuBLAS " << std::setprecision(3)
+          << *r.cublas_us / *r.confirm_us << "x)";
+      o << "\n";
+    } else if (!r.confirm_note.empty()) {
+      o << "  loom run " << r.confirm_note << "\n";
+    }
+    o << "  search   " << r.candidates << " candidates (" << r.pruned << " pruned), "
+      << r.search.trials.size() << " trials, " << r.search.failures() << " failed, "
+      << r.search.rounds << " rounds" << (r.search.cut_short ? " (cut short by the budget)" : "")
+      << ", " << std::setprecision(1) << r.seconds << " s\n";
+    int shown = 0;
+    for (const Trial& t : r.search.trials) {
+      if (t.result.status == TrialStatus::ok || shown == 5) continue;
+      ++shown;
+      o << "    failed: " << trial_status_name(t.result.status) << ": " << t.result.reason
+        << "  [" << t.knobs << "]\n";
+    }
+    if (!r.recorded.empty()) o << "  database " << r.recorded << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace loom::tune

@@ -30,6 +30,9 @@ Rates rates_of(const DeviceInfo& dev) {
   return r;
 }
 
+
+}  // namespace
+
 int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
                        const TuneProblem& p) {
   double regs = 0;
@@ -53,7 +56,6 @@ int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
   return std::min(255, int(std::ceil(regs / 8) * 8));
 }
 
-}  // namespace
 
 double peak_flop_per_clk(const AtomChoice& atom, int cc) {
   if (!atom.mma()) return cc == 80 ? 128 : 256;  // FP32 lanes: 64 per SM on A100, 128 after

@@ -40,6 +40,11 @@ struct CostEstimate {
   std::string unresident;      // blocks_per_sm == 0: why, with the numbers
 };
 
+// Registers per thread the kernel needs (accumulators, fragments or cells, the register
+// prefetch of STAGE=sync, addresses), rounded up to 8 and at most 255; no MIN_BLOCKS cap.
+int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
+                       const TuneProblem& p);
+
 // Peak multiply-add FLOP per clock per SM of ATOM `atom` on compute capability `cc` (x10).
 double peak_flop_per_clk(const AtomChoice& atom, int cc);
 

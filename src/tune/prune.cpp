@@ -46,6 +46,19 @@ std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Kn
            str(b.FN) +
            (a.mma() ? " atoms of " + str(a.atom->m * a.atom->n / 32) + ")" : " cells)") +
            ": with fragments they exceed the 255 registers a thread has";
+  // __launch_bounds__(threads, MIN_BLOCKS) caps registers at regs_per_sm / (MIN_BLOCKS x
+  // threads); a tile that needs more spills (256x256 f32 cells at MIN_BLOCKS=2: 32
+  // registers, 2.7 KiB of spills), and the cost model, which takes the cap as given,
+  // would rank it first.
+  if (const int64_t min_blocks = k.get_int("MIN_BLOCKS", 0); min_blocks > 0 && b.threads > 0) {
+    const int64_t cap =  // 64 Ki registers per SM on every sm_80+ GPU
+        std::min<int64_t>(255, 65536 / (min_blocks * b.threads) / 8 * 8);
+    const int need = estimate_registers(b, a, k, p);
+    if (need > cap)
+      return "MIN_BLOCKS=" + str(min_blocks) + " with " + str(b.threads) +
+             " threads caps registers at " + str(cap) + " per thread; the tile needs about " +
+             str(need) + ", so ptxas would spill";
+  }
   // Tiles of 64 stay legal on smaller problems (decode's M = 1): the search has few smaller
   // ones, and the shipped defaults use 64 there too.
   if (b.BM > std::max<int64_t>(64, pow2_at_least(p.M)) ||

@@ -23,6 +23,7 @@ const char* const kTuneUsage =
     "  --seed N           input data seed (default 1)\n"
     "  --dry-run          build, compile, prune and rank the space; measure nothing (no GPU\n"
     "                     needed) and print the ranking and the pruning reasons\n"
+    "  --show-pruned      with --dry-run: every kind of pruning with one example's knobs\n"
     "  --gpu h100|h200    with --dry-run: the GPU to plan for (default: the one present, else h100)\n";
 
 namespace {
@@ -79,6 +80,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     else if (f == "--no-confirm") c.options.confirm = false;
     else if (f == "--dry-run") c.options.dry_run = true;
     else if (f == "--gpu") c.options.profile = value();
+    else if (f == "--show-pruned") c.options.show_pruned = true;
     else if (f == "--atoms") c.options.atoms = split_commas(value());
     else if (f == "--devices") {
       std::string text = value();

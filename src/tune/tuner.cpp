@@ -119,7 +119,11 @@ Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOp
   if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
   Space space = generate_space(g, dev, target, so);
   out.pruned = space.pruned.size();
-  for (const auto& p : space.pruned) ++out.pruned_by_reason[reason_kind(p.reason)];
+  auto count = [&](const std::string& reason, const Knobs& knobs) {
+    TuneOutcome::PrunedKind& kind = out.pruned_by_reason[reason_kind(reason)];
+    if (kind.count++ == 0) kind.example_reason = reason, kind.example_knobs = knobs.str();
+  };
+  for (const auto& p : space.pruned) count(p.reason, p.knobs);
 
   // Compile every kept candidate in parallel now: the worker then finds each cubin in the
   // cache, so a trial costs loading, checking and timing.
@@ -130,7 +134,7 @@ Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOp
     std::string reason = compiled[i].ok() ? resource_violation(compiled[i], dev) : compiled[i].error;
     if (!reason.empty()) {
       ++out.pruned;
-      ++out.pruned_by_reason[reason_kind(reason)];
+      count(reason, space.kept[i].knobs);
       continue;
     }
     out.ranked.emplace_back(space.kept[i].knobs.str(), space.kept[i].predicted_us);
@@ -166,6 +170,7 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
                     " (--dry-run builds and ranks the space without one)");
     }
     out.device_name = dev->name;
+    out.show_pruned = opt.show_pruned;
     Graph g = prepare(expression, *dev, opt, out);
     if (opt.dry_run) {
       out.seconds = seconds_since(t0);
@@ -272,10 +277,14 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
           << r.ranked[i].second << " us (predicted)  " << r.ranked[i].first
           << (r.ranked[i].first == r.default_knobs ? "  [default]" : "") << "\n";
       std::vector<std::pair<int, std::string>> reasons;
-      for (const auto& [why, n] : r.pruned_by_reason) reasons.emplace_back(n, why);
+      for (const auto& [why, kind] : r.pruned_by_reason) reasons.emplace_back(kind.count, why);
       std::sort(reasons.rbegin(), reasons.rend());
-      for (size_t i = 0; i < reasons.size() && i < 8; ++i)
-        o << "  pruned " << std::setw(5) << reasons[i].first << "x  " << reasons[i].second << "\n";
+      for (size_t i = 0; i < reasons.size() && (i < 8 || r.show_pruned); ++i) {
+        const TuneOutcome::PrunedKind& kind = r.pruned_by_reason.at(reasons[i].second);
+        o << "  pruned " << std::setw(5) << reasons[i].first << "x  "
+          << (r.show_pruned ? kind.example_reason : reasons[i].second) << "\n";
+        if (r.show_pruned) o << "                 e.g. " << kind.example_knobs << "\n";
+      }
       continue;
     }
     o << std::setprecision(1) << "  best     " << r.best_us << " us  " << std::setprecision(1)

@@ -49,6 +49,7 @@ struct TuneOptions {
   // Stop before measuring: build, compile and prune the space and rank it with the cost
   // model for `profile` (a device_profiles.h name) or the GPU present; no GPU is needed.
   bool dry_run = false;
+  bool show_pruned = false;  // the report gives one example (reason and knobs) per kind
   std::string profile;  // empty: the GPU present, else h100
 };
 
@@ -68,7 +69,12 @@ struct TuneOutcome {
   size_t candidates = 0;           // measured-eligible after compilation
   size_t pruned = 0;               // by the space's rules, the pipeline or ptxas
   std::vector<std::pair<std::string, double>> ranked;  // knobs, predicted us (best first)
-  std::map<std::string, int> pruned_by_reason;         // reason (numbers elided) -> count
+  struct PrunedKind {
+    int count = 0;
+    std::string example_reason, example_knobs;  // the first candidate pruned this way
+  };
+  std::map<std::string, PrunedKind> pruned_by_reason;  // reason_kind(reason) -> kind
+  bool show_pruned = false;  // TuneOptions::show_pruned, for the report
   StrategyResult search;           // every trial
   double seconds = 0;              // wall time of the whole tune
   std::string recorded;            // "added to <db>", "kept: <db> has a faster record", ...

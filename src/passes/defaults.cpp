@@ -38,7 +38,22 @@ Gemm gemm_of(const Graph& g) {
 
 Knobs mma_defaults_aligned() {
   return Knobs::parse(
-      "WM=2,WN=2,FM=4,FN=8,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8,EPILOGUE=smem");
+      "WM=2,WN=2,FM=4,FN=8,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8,EPILOGUE=smem,"
+      "GROUP_M=8");
+}
+
+// Decode-like 16-bit shapes (M <= 64 rows against a weight of 1024x1024 or more): 64x32 blocks of 1x2 warps,
+// 4x2 atoms each, a 3-deep BK=64 ring. `loom tune` on H100 picked it for both 16x4096x4096
+// and 64x4096x4096 bf16 (35.6 us, 1.87x the 128x64 ragged default at M=64; the SIMT
+// split-K schedule of the split-K class is slower still): many small blocks stream the
+// weight, which is all the time there is at M <= 64 (bench/NOTES.md, session 5).
+static bool decode_shape(int64_t M, int64_t N, int64_t K) {
+  return M <= 64 && N >= 1024 && K >= 1024 && N % 32 == 0 && K % 64 == 0;
+}
+static Knobs mma_defaults_decode() {
+  return Knobs::parse(
+      "WM=1,WN=2,FM=4,FN=2,BK=64,STAGE=cp_async,STAGES=3,SWIZZLE=xor,VECTORIZE=8,EPILOGUE=smem,"
+      "GROUP_M=8");
 }
 
 // The mma schedule for the shape: 4x8 atoms per warp need every register (234 at
@@ -64,6 +79,7 @@ Knobs mma_defaults_aligned() {
 // 4096^3 on H100 0.40x -> 0.43x cuBLAS TF32 (bench/NOTES.md).
 static Knobs mma_defaults_for(const Gemm& s) {
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
+  if (s.known && !s.f32_operands && decode_shape(s.M, s.N, s.K)) return mma_defaults_decode();
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
   if (aligned && !s.f32_operands) return mma_defaults_aligned();
   if (aligned)
@@ -88,6 +104,15 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     return c;
   }
   int64_t tiles128 = s.batch * ((s.M + 127) / 128) * ((s.N + 127) / 128);
+  const bool sixteen_bit = s.in == DType::F16 || s.in == DType::BF16;
+  if (sixteen_bit && t.compute_capability() >= 80 && decode_shape(s.M, s.N, s.K)) {
+    // The tensor cores' decode tile (mma_defaults_decode); the SIMT schedule a person gets
+    // with ATOM=fma is the medium one.
+    c.shape_class = "decode";
+    c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
+    c.knobs.set("ATOM", s.in == DType::F16 ? "mma_f16" : "mma_bf16");
+    return c;
+  }
   if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
     // Few output tiles, long reduction: split K so every SM gets work. 64x64 tiles of
     // 8x4-cell threads (128 per block), S doubling while the grid stays within about four
@@ -116,6 +141,15 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     // GROUP_M=8 walks tiles in 8-row groups for L2 reuse (0.90x at 4096^3 together).
     c.knobs = Knobs::parse(std::string("BM=128,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,") +
                            "PAD_SMEM=4,GROUP_M=8" + (s.in == DType::F32 ? ",MIN_BLOCKS=2" : ""));
+    // f32 grids with a full wave of 256x128 tiles take them (512 threads of the same 8x8
+    // cells, one block per SM, fragment loads interleaved with the FFMAs): `loom tune` on
+    // H100 picked it at 4096^3 (2819 us vs 2950 us, 0.94x cuBLAS) and at 3000x1234x5000
+    // (bench/NOTES.md, session 5). Both tilings fill the SM's 264 or 132 slots in the same
+    // number of waves, and the taller tile reuses each B element twice as often.
+    const int64_t tiles256 = s.batch * ((s.M + 255) / 256) * ((s.N + 127) / 128);
+    if (s.in == DType::F32 && tiles256 >= t.sm_count)
+      c.knobs = Knobs::parse("BM=256,BN=128,FM=8,FN=8,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4,"
+                             "GROUP_M=8,INTERLEAVE_LOADS=1");
   } else if (s.M >= 32 && s.N >= 32) {
     c.shape_class = "medium";
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");

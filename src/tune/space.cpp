@@ -202,7 +202,7 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
       Knobs full = full_set(compile_graph(g, copt).state);
       const AtomChoice* a = choice_of(atoms, full);
       if (a && seen.insert(full.str()).second)
-        kept.push_back({full, predict(p, *a, full, dev).us, true});
+        kept.push_back({full, predict(p, *a, full, dev).us, true, req.values().empty()});
     } catch (const Error& e) {
       space.pruned.push_back({req, std::string("the shipped default does not build: ") + e.what()});
     }

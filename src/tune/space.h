@@ -29,6 +29,7 @@ struct Candidate {
   Knobs knobs;              // a full set
   double predicted_us = 0;  // the cost model's time: a rank, not a promise
   bool shipped_default = false;
+  bool plain_default = false;  // what `loom run` compiles with no knobs at all
 };
 
 struct PrunedCandidate {

@@ -138,8 +138,7 @@ Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOp
       continue;
     }
     out.ranked.emplace_back(space.kept[i].knobs.str(), space.kept[i].predicted_us);
-    if (space.kept[i].shipped_default && out.default_knobs.empty())
-      out.default_knobs = space.kept[i].knobs.str();
+    if (space.kept[i].plain_default) out.default_knobs = space.kept[i].knobs.str();
   }
   out.candidates = out.ranked.size();
   if (out.ranked.empty()) throw Error("no candidate survived compilation: every one was pruned");
@@ -196,12 +195,21 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       std::optional<ProgressBar> bar;
       if (opt.progress) bar.emplace(ProgressBar::on_stderr());
       out.search = successive_halving(ranked, measure, left, bar ? &*bar : nullptr);
+      out.best_knobs = out.search.winner_knobs;
+      out.best_us = out.search.winner_us;
+      // The default at the winner's repetitions, unless the search already measured it
+      // there (or it won): the tuned/default ratio compares like with like, and says how
+      // far the shape-class heuristics are from the tuned result.
+      for (const Trial& t : out.search.trials)
+        if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok &&
+            t.reps >= out.search.winner_reps)
+          out.default_us = t.result.median_us;
+      if (!out.default_us && !out.default_knobs.empty()) {
+        Measurement m = measure({out.default_knobs, 0}, out.search.winner_reps);
+        if (m.status == TrialStatus::ok) out.default_us = m.median_us;
+        else out.default_note = std::string(trial_status_name(m.status)) + ": " + m.reason;
+      }
     }  // the worker exits before the confirmation run takes the GPU
-    out.best_knobs = out.search.winner_knobs;
-    out.best_us = out.search.winner_us;
-    for (const Trial& t : out.search.trials)
-      if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok)
-        out.default_us = t.result.median_us;  // the latest (most repetitions) wins
     if (opt.confirm) confirm_winner(expression, out, opt);
     if (opt.record) out.recorded = record_winner(g, *dev, out, opt);
   } catch (const Error& e) {
@@ -293,7 +301,8 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
         << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";
     else
-      o << "  default  not measured past round 0 or failed: " << r.default_knobs << "\n";
+      o << "  default  not measured (" << (r.default_note.empty() ? "not a candidate" : r.default_note)
+        << "): " << r.default_knobs << "\n";
     if (r.confirm_us) {
       o << std::setprecision(1) << "  loom run " << *r.confirm_us << " us";
       if (r.cublas_us)

@@ -60,8 +60,9 @@ struct TuneOutcome {
   std::string error;               // non-empty: this expression could not be tuned (why)
   std::string best_knobs;
   double best_us = 0;
-  std::optional<double> default_us;  // the shipped default's latest median, when measured
-  std::string default_knobs;
+  std::optional<double> default_us;  // the default (no knobs) at the winner's repetitions
+  std::string default_knobs;         // what `loom run` compiles without knobs or a record
+  std::string default_note;          // why the default has no time (it failed: how)
   std::optional<double> confirm_us;  // the winner under `loom run --bench` (confirm)
   std::optional<double> cublas_us;   // cuBLAS in the same confirmation run
   std::string confirm_note;          // why there was no confirmation, or what failed

@@ -77,7 +77,7 @@ static Knobs mma_defaults_decode() {
 // takes the row-derived swizzle instead of its pad (128-byte rows at BK=32, conflict-free
 // ldmatrix rows without the pad's 2-way cp.async writes) and the epilogue is staged:
 // 4096^3 on H100 0.40x -> 0.43x cuBLAS TF32 (bench/NOTES.md).
-static Knobs mma_defaults_for(const Gemm& s) {
+static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
   if (s.known && !s.f32_operands && decode_shape(s.M, s.N, s.K)) return mma_defaults_decode();
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
@@ -85,6 +85,14 @@ static Knobs mma_defaults_for(const Gemm& s) {
   if (aligned)
     return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,SWIZZLE=xor,"
                         "PAD_KOUTER=8,VECTORIZE=8,EPILOGUE=smem");
+  // Ragged 16-bit shapes whose 128x64 tiles would not fill the SMs twice: 64x64 blocks of
+  // 2x4 warps with 2x2 atoms each, BK=64, a staged epilogue. `loom tune` on H100 picked it
+  // at 1000x333x777 f16: 97.8 us against 335.7 us for the 128x64 tile below (48 blocks
+  // for 132 SMs; bench/NOTES.md, session 5).
+  if (s.known && !s.f32_operands &&
+      s.batch * ((s.M + 127) / 128) * ((s.N + 63) / 64) < 2 * sm_count)
+    return Knobs::parse("WM=2,WN=4,FM=2,FN=2,BK=64,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8,"
+                        "EPILOGUE=smem,GROUP_M=8");
   const std::string padded = ",BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8";
   Knobs k = aligned ? Knobs::parse("WM=2,WN=2,FM=4,FN=8" + padded)
                     : Knobs::parse(std::string("WM=2,WN=2,") + (tf32 ? "FM=2,FN=4" : "FM=4,FN=4") +
@@ -96,7 +104,7 @@ static Knobs mma_defaults_for(const Gemm& s) {
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
-  c.mma = mma_defaults_for(s);
+  c.mma = mma_defaults_for(s, t.sm_count);
   if (!s.known) {
     // Symbolic sizes: a medium tile with guards; passes fill in the rest.
     c.shape_class = "symbolic";

@@ -338,9 +338,18 @@ TEST(MmaTiling, ShapeClassRulesFromTheTuningSuite) {
   EXPECT_EQ(decode.get_int("WN", 0) * decode.get_int("FN", 0) * 8, 32);
   EXPECT_EQ(decode.get_int("STAGES", 0), 3);
   EXPECT_FALSE(decode.has("SPLITK"));
-  // A small square is not decode: the ragged mma tile.
+  // A small square is not decode.
   auto [small_class, small] = resolved("matmul(A[64,64]:f16, B[64,64]:f16)");
   EXPECT_NE(small_class, "decode");
+  // Ragged grids too small for 128x64 tiles to fill the SMs twice take 64x64 blocks of
+  // 2x4 warps (3.4x at 1000x333x777 f16); big ragged grids keep 128x64.
+  Knobs few = resolved("matmul(A[1000,777]:f16, B[777,333]:f16)").second;
+  EXPECT_EQ(few.get_int("WM", 0) * few.get_int("FM", 0) * 16, 64);
+  EXPECT_EQ(few.get_int("WN", 0) * few.get_int("FN", 0) * 8, 64);
+  EXPECT_EQ(few.get_int("WM", 0) * few.get_int("WN", 0), 8);
+  Knobs many = resolved("matmul(A[3000,3000]:f16, B[3000,3000]:f16)").second;
+  EXPECT_EQ(many.get_int("WM", 0) * many.get_int("FM", 0) * 16, 128);
+  EXPECT_EQ(many.get_int("WN", 0) * many.get_int("FN", 0) * 8, 64);
   // Aligned 16-bit tiles walk 8-row groups (1.01-1.19x on the suite's squares and projections).
   EXPECT_EQ(resolved("matmul(A[4096,4096]:f16, B[4096,4096]:f16)").second.get_int("GROUP_M", 0), 8);
   // f32 with a full wave of 256x128 tiles takes them; smaller grids keep 128x128.

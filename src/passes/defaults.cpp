@@ -183,7 +183,10 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   static const std::vector<std::vector<std::string>> groups = {
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
-      {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"},
+      // GROUP_M and EPILOGUE too: the defaults pick them for the default tile (the staged
+      // epilogue's shared tile overlays that tile's slabs; GROUP_M=8 was measured with
+      // it), and they leaked 4 B of spills into explicit ragged tiles on sm_80.
+      {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
@@ -195,7 +198,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   // count thread cells under fma and atoms under mma, and the mma path has no split-K,
   // so knobs written for the SIMT schedule keep meaning what they meant.
   bool simt_explicit = explicit_knobs.has("SPLITK");
-  for (const auto& k : groups[0]) simt_explicit |= explicit_knobs.has(k);
+  for (const char* k : {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"})
+    simt_explicit |= explicit_knobs.has(k);
   const std::string default_atom = simt_explicit ? "fma" : defaults.get_str("ATOM", "fma");
   const bool mma = explicit_knobs.get_str("ATOM", default_atom) != "fma";
   if (mma && !explicit_knobs.has("ATOM")) out.set("ATOM", default_atom);

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "compile_first.h"
+#include "planted_kernels.h"
+#include "tune/worker.h"
 #include "tune/database.h"
 #include "tune/tuned_knobs.h"
 #include "tune/tuner.h"
@@ -52,6 +54,46 @@ TEST(GpuTuner, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
   EXPECT_NE(r.program.knob_source.find("tuned"), std::string::npos) << r.program.knob_source;
   std::filesystem::remove(db);
+}
+
+// The search with planted bad candidates: the predicted-best one faults (illegal address),
+// the next hangs (infinite loop). Both are reported with their reasons, cost one trial
+// each, and a verified good candidate wins.
+TEST(GpuTuner, PlantedFaultAndHangAreReportedAndAGoodCandidateWins) {
+  const std::string expr = "matmul(A[512,512]:f32, B[512,512]:f32)";
+  const std::vector<std::string> knobs = {
+      "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2",      // planted: faults
+      "BM=64,BN=64,FM=4,FN=4,BK=8,STAGE=sync,STAGES=2",       // planted: hangs
+      "BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=cp_async,STAGES=3",  // good
+      "BM=32,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2"};     // good
+  for (const auto& k : knobs) compile_then_require_gpu(expr, k);
+  if (IsSkipped() || HasFailure()) return;
+  auto cuda_of = [&](const std::string& k) {
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(k);
+    return compile_expression(expr, opt).cuda;
+  };
+  const std::map<std::string, std::string> planted = {
+      {knobs[0], plant_fault(cuda_of(knobs[0]))}, {knobs[1], plant_hang(cuda_of(knobs[1]))}};
+  MeasureWorker worker(0, LOOM_BINARY);
+  MeasureFn measure = [&](const RankedCandidate& c, int reps) {
+    MeasureJob j;
+    j.expression = expr;
+    j.knobs = c.knobs;
+    j.timing.reps = reps;
+    if (auto it = planted.find(c.knobs); it != planted.end()) j.cuda_override = it->second;
+    return worker.measure(j, 5);
+  };
+  std::vector<RankedCandidate> ranked;
+  for (size_t i = 0; i < knobs.size(); ++i) ranked.push_back({knobs[i], double(i + 1)});
+  StrategyResult r = successive_halving(ranked, measure, Budget{60, 0});
+  std::map<std::string, TrialStatus> first_status;
+  for (const Trial& t : r.trials) first_status.emplace(t.knobs, t.result.status);
+  EXPECT_EQ(first_status.at(knobs[0]), TrialStatus::fault);
+  EXPECT_EQ(first_status.at(knobs[1]), TrialStatus::timeout);
+  EXPECT_EQ(r.failures(), 2) << "each bad candidate costs one trial";
+  EXPECT_TRUE(r.winner_knobs == knobs[2] || r.winner_knobs == knobs[3]) << r.winner_knobs;
+  EXPECT_GT(r.winner_us, 0);
 }
 
 }  // namespace

@@ -311,10 +311,10 @@ TEST(Tf32Fragments, BankModelOfTheArticlesRungs) {
   EXPECT_EQ(swizzled.at("A_s ldmatrix"), 1.0);
   EXPECT_EQ(swizzled.at("B_s ldmatrix"), 1.0);
   EXPECT_EQ(swizzled.at("A_s cp.async"), 1.0);
-  // (The aligned tf32 default's EPILOGUE=smem stays: its tile is conflict-free too.)
+  // (An explicit tile drops the default EPILOGUE=smem with the rest of the tiling group:
+  // the article's rungs store directly; the staged default's tile is checked elsewhere.)
   const std::map<std::string, double> all_free = {
-      {"A_s cp.async", 1.0}, {"B_s cp.async", 1.0}, {"A_s ldmatrix", 1.0},
-      {"B_s load", 1.0},     {"out_s store", 1.0},  {"out_s load", 1.0}};
+      {"A_s cp.async", 1.0}, {"B_s cp.async", 1.0}, {"A_s ldmatrix", 1.0}, {"B_s load", 1.0}};
   EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8")), all_free);
   EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8,STAGES=2")),
             all_free);

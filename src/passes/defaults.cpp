@@ -81,6 +81,15 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.in == DType::F32 || s.in == DType::TF32;
   if (s.known && !s.f32_operands && decode_shape(s.M, s.N, s.K)) return mma_defaults_decode();
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
+  // Aligned grids of fewer 128x128 tiles than SMs take 64x128 blocks of 2x4 warps, 2x4
+  // atoms each: twice the blocks. `loom tune` picked it at 1024^3 bf16 on H100 and H200
+  // (16.1-16.2 us against 17.5-18.0 us for the 128x128 tile; bench/NOTES.md, session 5).
+  if (aligned && !s.f32_operands && s.batch * (s.M / 128) * (s.N / 128) < sm_count)
+    // No GROUP_M: the grid is one wave, so the walk order hardly matters for L2 (H200's
+    // winner had GROUP_M=1, H100's 8, within noise), and with ACC=f16 and an f32 output
+    // the grouping's index math tipped ptxas into a 4 B spill.
+    return Knobs::parse("WM=2,WN=4,FM=2,FN=4,BK=64,STAGE=cp_async,STAGES=2,SWIZZLE=xor,VECTORIZE=8,"
+                        "EPILOGUE=smem");
   if (aligned && !s.f32_operands) return mma_defaults_aligned();
   if (aligned)
     return Knobs::parse("WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,SWIZZLE=xor,"

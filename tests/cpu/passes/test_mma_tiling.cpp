@@ -350,6 +350,12 @@ TEST(MmaTiling, ShapeClassRulesFromTheTuningSuite) {
   Knobs many = resolved("matmul(A[3000,3000]:f16, B[3000,3000]:f16)").second;
   EXPECT_EQ(many.get_int("WM", 0) * many.get_int("FM", 0) * 16, 128);
   EXPECT_EQ(many.get_int("WN", 0) * many.get_int("FN", 0) * 8, 64);
+  // Aligned 16-bit grids with fewer 128x128 tiles than SMs take 64x128 blocks.
+  Knobs small_grid = resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)").second;
+  EXPECT_EQ(small_grid.get_int("WM", 0) * small_grid.get_int("FM", 0) * 16, 64);
+  EXPECT_EQ(small_grid.get_int("WN", 0) * small_grid.get_int("FN", 0) * 8, 128);
+  Knobs full_grid = resolved("matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)").second;
+  EXPECT_EQ(full_grid.get_int("WM", 0) * full_grid.get_int("FM", 0) * 16, 128);
   // Aligned 16-bit tiles walk 8-row groups (1.01-1.19x on the suite's squares and projections).
   EXPECT_EQ(resolved("matmul(A[4096,4096]:f16, B[4096,4096]:f16)").second.get_int("GROUP_M", 0), 8);
   // f32 with a full wave of 256x128 tiles takes them; smaller grids keep 128x128.

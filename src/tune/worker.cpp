@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kStderrKeep = 8192;        // bytes of the child's stderr kept for reasons
 constexpr size_t kStderrInReason = 600;     // of which the reason quotes the last
 constexpr double kMaxTimeoutSeconds = 1e6;  // keeps the deadline arithmetic finite
+constexpr int64_t kExitCheckMs = 100;       // how often a silent child is checked for exit
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -39,7 +40,8 @@ std::string seconds_text(double s) {
 }  // namespace
 
 std::vector<std::string> worker_command(const std::string& loom_binary, int device_ordinal) {
-  return {loom_binary, "tune-worker", "--device", std::to_string(device_ordinal)};
+  return {loom_binary, "tune-worker", "--device", std::to_string(device_ordinal), "--parent",
+          std::to_string(getpid())};
 }
 
 MeasureWorker::MeasureWorker(int device_ordinal, std::string loom_binary)
@@ -50,11 +52,10 @@ MeasureWorker::MeasureWorker(std::vector<std::string> child_argv) : argv_(std::m
 }
 
 MeasureWorker::~MeasureWorker() {
-  if (pid_ == 0) return;
   // A healthy worker exits on end of file; one stuck in a kernel does not, so it gets a
   // moment and then SIGKILL.
-  ::shutdown(sock_, SHUT_RDWR);
-  for (int i = 0; i < 100; ++i) {
+  if (sock_ >= 0) ::shutdown(sock_, SHUT_RDWR);
+  for (int i = 0; i < 100 && pid_ > 0; ++i) {
     if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
       pid_ = 0;
       break;
@@ -101,7 +102,7 @@ std::string MeasureWorker::start_child() {
     close(err[0]);
     return std::strerror(rc);
   }
-  pid_ = pid;
+  pid_ = group_ = pid;
   sock_ = sv[0];
   stderr_ = err[0];
   set_nonblocking(sock_);
@@ -139,19 +140,21 @@ std::string MeasureWorker::stderr_tail() const {
 
 void MeasureWorker::kill_child() {
   if (pid_ > 0) {
-    kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
   }
+  // Whatever the child started is killed too, also after the child itself has exited.
+  if (group_ > 0) kill(-group_, SIGKILL);
+  group_ = 0;
   if (sock_ >= 0) close(sock_);
   if (stderr_ >= 0) close(stderr_);
   sock_ = stderr_ = -1;
 }
 
-std::string MeasureWorker::exit_description() {
-  int status = 0;
-  pid_t got = 0;
+std::string MeasureWorker::exit_description(std::optional<int> reaped_status) {
+  int status = reaped_status.value_or(0);
+  pid_t got = reaped_status ? pid_ : 0;
   // The child closed its end; give it a moment to finish exiting before forcing it.
   for (int i = 0; i < 200 && got == 0; ++i) {
     got = waitpid(pid_, &status, WNOHANG);
@@ -190,68 +193,90 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Clock::time_point deadline = Clock::now() + timeout;
 
-  auto died = [&]() {
-    std::string how = exit_description();
+  auto died = [&](std::optional<int> reaped_status) {
+    std::string how = exit_description(reaped_status);
     bool signaled = how.rfind("was killed by signal", 0) == 0;
     return failed_measurement(signaled ? TrialStatus::fault : TrialStatus::worker_error,
                               "the measurement worker " + how + " during phase '" + phase +
                                   "' without answering" + stderr_tail());
   };
-
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      drain_stderr();
-      std::string tail = stderr_tail();
-      kill_child();
-      return failed_measurement(TrialStatus::timeout,
-                                "no answer within " + seconds_text(timeout_s) + " in phase '" +
-                                    phase + "' (a hung kernel?): the worker was killed" + tail);
+  // Phases restart the clock; the result ends the job. Throws loom::Error on garbage.
+  auto take_result = [&]() -> std::optional<Measurement> {
+    while (auto m = decoder.next()) {
+      if (field(*m, "type").value_or("") == "phase") {
+        phase = field(*m, "phase").value_or("?");
+        deadline = Clock::now() + timeout;
+        continue;
+      }
+      Measurement res = result_from_message(*m);
+      // A worker that reported a fault exits (its context is poisoned); reap it now so
+      // the next job starts a fresh one.
+      if (res.status == TrialStatus::fault) kill_child();
+      return res;
     }
-    pollfd fds[2] = {{sock_, short(POLLIN | (written < out.size() ? POLLOUT : 0)), 0},
-                     {stderr_, POLLIN, 0}};
-    int n = poll(fds, stderr_ >= 0 ? 2 : 1, int(std::min<int64_t>(left.count() + 1, 1 << 30)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      kill_child();
-      return failed_measurement(TrialStatus::worker_error,
-                                std::string("poll: ") + std::strerror(errno));
-    }
-    if (stderr_ >= 0 && fds[1].revents) drain_stderr();
-    if (fds[0].revents & POLLOUT) {
-      ssize_t w =
-          send(sock_, out.data() + written, out.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w > 0)
-        written += size_t(w);
-      else if (w < 0 && errno != EAGAIN && errno != EINTR)
-        return died();
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[65536];
+    return std::nullopt;
+  };
+  // Reads what the child has written; false at end of file or on an error.
+  auto receive = [&]() {
+    char buf[65536];
+    while (true) {
       ssize_t r = recv(sock_, buf, sizeof buf, MSG_DONTWAIT);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return died();
-      if (r > 0) decoder.feed(buf, size_t(r));
-      try {
-        while (auto m = decoder.next()) {
-          std::string type = field(*m, "type").value_or("");
-          if (type == "phase") {
-            phase = field(*m, "phase").value_or("?");
-            deadline = Clock::now() + timeout;
-            continue;
-          }
-          Measurement res = result_from_message(*m);
-          // A worker that reported a fault exits (its context is poisoned); reap it now
-          // so the next job starts a fresh one.
-          if (res.status == TrialStatus::fault) kill_child();
-          return res;
-        }
-      } catch (const Error& e) {
+      if (r > 0) {
+        decoder.feed(buf, size_t(r));
+        continue;
+      }
+      return r < 0 && (errno == EAGAIN || errno == EINTR);
+    }
+  };
+
+  try {
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
         drain_stderr();
         std::string tail = stderr_tail();
         kill_child();
-        return failed_measurement(TrialStatus::worker_error, std::string(e.what()) + tail);
+        return failed_measurement(TrialStatus::timeout,
+                                  "no answer within " + seconds_text(timeout_s) + " in phase '" +
+                                      phase + "' (a hung kernel?): the worker was killed" + tail);
+      }
+      pollfd fds[2] = {{sock_, short(POLLIN | (written < out.size() ? POLLOUT : 0)), 0},
+                       {stderr_, POLLIN, 0}};
+      int wait_ms = int(std::min<int64_t>(left.count() + 1, kExitCheckMs));
+      if (poll(fds, stderr_ >= 0 ? 2 : 1, wait_ms) < 0 && errno != EINTR) {
+        kill_child();
+        return failed_measurement(TrialStatus::worker_error,
+                                  std::string("poll: ") + std::strerror(errno));
+      }
+      if (stderr_ >= 0 && fds[1].revents) drain_stderr();
+      if (fds[0].revents & POLLOUT) {
+        ssize_t w = send(sock_, out.data() + written, out.size() - written,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) written += size_t(w);
+        else if (w < 0 && errno != EAGAIN && errno != EINTR) return died(std::nullopt);
+      }
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        bool open = receive();
+        if (auto res = take_result()) return *res;
+        if (!open) return died(std::nullopt);
+      }
+      // Something the child started may keep the socket open after the child exited (no
+      // end of file then): notice the exit itself, after taking what it wrote.
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        receive();
+        if (auto res = take_result()) {
+          kill_child();
+          return *res;
+        }
+        return died(status);
       }
     }
+  } catch (const Error& e) {
+    drain_stderr();
+    std::string tail = stderr_tail();
+    kill_child();
+    return failed_measurement(TrialStatus::worker_error, std::string(e.what()) + tail);
   }
 }
 

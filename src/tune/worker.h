@@ -20,6 +20,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,10 @@
 
 namespace loom::tune {
 
-// argv of the default child: `<loom> tune-worker --device N`. /proc/self/exe is the
-// `loom` binary when the tuner runs inside it; tests pass the LOOM_BINARY path.
+// argv of the default child: `<loom> tune-worker --device N --parent <this pid>` (the
+// worker exits once orphaned: a tuner that dies leaves no worker stuck in a hung kernel
+// behind). /proc/self/exe is the `loom` binary when the tuner runs inside it; tests pass
+// the LOOM_BINARY path.
 std::vector<std::string> worker_command(const std::string& loom_binary, int device_ordinal);
 
 class MeasureWorker {
@@ -52,13 +55,15 @@ class MeasureWorker {
  private:
   std::string start_child();  // empty on success, else why it failed
   void kill_child();
-  // Reaps the child: "exited with status 3", "was killed by signal 11 (Segmentation fault)".
-  std::string exit_description();
+  // Reaps the child (unless already reaped with `reaped_status`) and kills its group:
+  // "exited with status 3", "was killed by signal 11 (Segmentation fault)".
+  std::string exit_description(std::optional<int> reaped_status);
   std::string stderr_tail() const;
   void drain_stderr();
 
   std::vector<std::string> argv_;
   pid_t pid_ = 0;
+  pid_t group_ = 0;  // the child's process group (its pid), killed with it
   int sock_ = -1;    // our end of the child's stdin/stdout
   int stderr_ = -1;  // read end of the child's stderr
   std::string stderr_buf_;

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/error.h"
@@ -48,13 +50,16 @@ void select_device(int ordinal) {
 
 int tune_worker_main(int argc, char** argv) {
   int device = 0;
+  pid_t parent = 0;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) {
       device = std::atoi(argv[++i]);
+    } else if (a == "--parent" && i + 1 < argc) {
+      parent = pid_t(std::atol(argv[++i]));
     } else {
       std::cerr << "loom tune-worker: unknown argument '" << a
-                << "' (usage: loom tune-worker --device N; the tuner starts it)\n";
+                << "' (usage: loom tune-worker --device N [--parent PID]; the tuner starts it)\n";
       return 2;
     }
   }
@@ -63,6 +68,14 @@ int tune_worker_main(int argc, char** argv) {
   const int out = dup(STDOUT_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
   select_device(device);
+  // The tuner may die (Ctrl-C, a crash) while this process is stuck in a hung kernel, and
+  // it runs in its own process group, so no signal reaches it: a watchdog ends it once
+  // `parent` is no longer its parent.
+  if (parent > 0)
+    std::thread([parent] {
+      while (getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      _exit(0);
+    }).detach();
   TrialRunner runner(0);
 
   MessageDecoder decoder;

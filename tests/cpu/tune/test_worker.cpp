@@ -95,6 +95,25 @@ TEST(MeasureWorker, RealWorkerRejectsUnknownArguments) {
   EXPECT_NE(m.reason.find("unknown argument '--bogus'"), std::string::npos) << m.reason;
 }
 
+TEST(MeasureWorker, OrphanedRealWorkerExits) {
+  // A shell starts the worker in the background, in a session of its own (out of reach
+  // of the supervisor's group kill), prints its pid and exits: the worker is orphaned, as
+  // when the tuner dies, with its stdin still open, and must end itself.
+  std::string script = std::string("sleep 30 | setsid \"") + LOOM_BINARY +
+                       "\" tune-worker --device 0 --parent $$ >/dev/null 2>&1 & echo $! >&2; exit 9";
+  MeasureWorker w(sh(script));
+  Measurement m = w.measure(small_job(), 10);
+  size_t at = m.reason.find("its stderr: ");
+  ASSERT_NE(at, std::string::npos) << m.reason;
+  pid_t pid = pid_t(std::stol(m.reason.substr(at + 12)));
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = process_gone(pid);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "orphaned worker " << pid << " still runs";
+}
+
 TEST(MeasureWorker, HungChildIsKilledWithinTheLimitAndReplaced) {
   MeasureWorker w(sh("exec sleep 30"));
   auto t0 = std::chrono::steady_clock::now();
@@ -108,6 +127,21 @@ TEST(MeasureWorker, HungChildIsKilledWithinTheLimitAndReplaced) {
   m = w.measure(small_job(), 0.2);
   EXPECT_EQ(m.status, TrialStatus::timeout);
   EXPECT_EQ(w.spawn_count(), 2);
+}
+
+TEST(MeasureWorker, LeftoversOfAnExitedChildAreKilled) {
+  MeasureWorker w(sh("sleep 30 & echo $$ >&2; exit 5"));
+  Measurement m = w.measure(small_job(), 10);
+  EXPECT_EQ(m.status, TrialStatus::worker_error) << m.reason;
+  size_t at = m.reason.find("its stderr: ");
+  ASSERT_NE(at, std::string::npos) << m.reason;
+  int group = std::stoi(m.reason.substr(at + 12));
+  int live = 1;
+  for (int i = 0; i < 200 && live > 0; ++i) {
+    live = live_processes_in_group(group);
+    if (live > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(live, 0) << "the background sleep of group " << group << " survives";
 }
 
 TEST(MeasureWorker, KillReachesTheChildsOwnChildren) {

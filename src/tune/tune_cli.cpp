@@ -94,8 +94,6 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
           tune_usage_error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
         c.options.sizes[item.substr(0, eq)] = parse_int("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
       }
-    } else if (f == "-h" || f == "--help") {
-      throw Error(kTuneUsage);
     } else {
       tune_usage_error("unknown option '" + f + "' for loom tune");
     }
@@ -107,6 +105,11 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
 }
 
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  for (const auto& a : args)
+    if (a == "-h" || a == "--help") {
+      out << kTuneUsage;
+      return 0;
+    }
   TuneCommand c = parse_tune_args(args);
   if (c.expressions.size() > 1)
     err << "loom tune: " << c.expressions.size() << " expressions, " << c.options.budget.seconds

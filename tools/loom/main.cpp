@@ -316,6 +316,20 @@ int cmd_knobs() {
     t.add_row({k.name, range, k.read_by, k.doc});
   }
   std::cout << t.str();
+  // What `loom tune` explores, as each knob declares it (ATOM's values come from the atom
+  // table instead).
+  TextTable searched({{"knob"}, {"searched by loom tune (atoms: values, from sm_XX)"}});
+  for (const auto& k : knob_registry()) {
+    std::string text;
+    for (const auto& entry : k.search) {
+      std::string values;
+      for (const auto& v : entry.values) values += (values.empty() ? "" : "|") + v;
+      text += (text.empty() ? "" : "; ") + (entry.atoms.empty() ? std::string("all") : entry.atoms) +
+              ": " + values + (entry.min_cc ? ", sm_" + std::to_string(entry.min_cc) + "+" : "");
+    }
+    if (!text.empty()) searched.add_row({k.name, text});
+  }
+  std::cout << "\n" << searched.str();
   return 0;
 }
 

@@ -100,6 +100,16 @@ TEST(Cli, ErrorsExitNonZeroWithAClearMessage) {
   EXPECT_TRUE(has(dims.out, "malformed --dims entry 'N=x'")) << dims.out;
 }
 
+TEST(Cli, KnobsListsTheRegistryThenTheTunersSearch) {
+  Result r = loom_cmd("knobs");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("t:025_rasterize"), std::string::npos) << r.out;
+  size_t searched = r.out.find("searched by loom tune");
+  ASSERT_NE(searched, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WM                mma: 1|2|4", searched), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fma: tma, sm_90+", searched), std::string::npos) << r.out;
+}
+
 TEST(Cli, SymbolicSizesCanBeBoundAtCompileTime) {
   auto r = loom_cmd("compile -c 'matmul(A[M,K]:f32, B[K,N]:f32)' --dims M=64,N=64,K=8 --ir kernel");
   EXPECT_EQ(r.rc, 0) << r.out;

@@ -1,5 +1,6 @@
 #include "driver/run.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "bench/cublas_ref.h"
@@ -92,6 +93,22 @@ double run_verify_threshold(const Graph& g, const CompileState& s) {
       if (w.acc_type == DType::F16)
         threshold = verify_threshold_f16_accumulate(in_dtype, out_dtype, gemm_problem(g).K, w.k);
   return threshold;
+}
+
+std::map<std::string, int64_t> parse_dims(const std::string& text) {
+  std::map<std::string, int64_t> dims;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v < 1)
+      throw Error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
+    dims[item.substr(0, eq)] = v;
+  }
+  return dims;
 }
 
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {

@@ -47,6 +47,10 @@ struct RunReport {
 // names it and says how to bind it.
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes);
 
+// "M=4096,N=512" (the --dims option of loom compile, run and tune) -> sizes; throws
+// loom::Error naming a malformed entry and the expected form.
+std::map<std::string, int64_t> parse_dims(const std::string& text);
+
 // The compile target of a GPU: its arch, SM count and opt-in shared memory per block.
 Target target_for_device(const DeviceInfo& dev);
 

@@ -121,13 +121,19 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     return c;
   }
   int64_t tiles128 = s.batch * ((s.M + 127) / 128) * ((s.N + 127) / 128);
-  const bool sixteen_bit = s.in == DType::F16 || s.in == DType::BF16;
-  if (sixteen_bit && t.compute_capability() >= 80 && decode_shape(s.M, s.N, s.K)) {
-    // The tensor cores' decode tile (mma_defaults_decode); the SIMT schedule a person gets
-    // with ATOM=fma is the medium one.
-    c.shape_class = "decode";
+  // 16-bit operands on sm_80+ get the tensor cores in the decode, large and medium
+  // classes: at 4096^3 f16 on H100 the mma schedule runs 0.53x cuBLAS where the SIMT one
+  // (which converts every element to f32 and issues FFMA) cannot pass the fp32 FMA rate,
+  // a sixth of the mma.sync rate. Split-K and small shapes keep their SIMT schedules: the
+  // mma path has no split-K yet. c.knobs keeps the class's SIMT schedule for a person
+  // who sets ATOM=fma or a SIMT tile.
+  const bool tensor_cores =
+      (s.in == DType::F16 || s.in == DType::BF16) && t.compute_capability() >= 80;
+  const char* mma_atom = s.in == DType::F16 ? "mma_f16" : "mma_bf16";
+  if (tensor_cores && decode_shape(s.M, s.N, s.K)) {
+    c.shape_class = "decode";  // the mma tile is mma_defaults_decode
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
-    c.knobs.set("ATOM", s.in == DType::F16 ? "mma_f16" : "mma_bf16");
+    c.knobs.set("ATOM", mma_atom);
     return c;
   }
   if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
@@ -171,18 +177,10 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     c.shape_class = "medium";
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
   }
-  // 16-bit operands on sm_80+ get the tensor cores: at 4096^3 f16 on H100 the mma
-  // schedule runs 0.53x cuBLAS where the SIMT one (which converts every element to f32
-  // and issues FFMA) cannot pass the fp32 FMA rate, a sixth of the mma.sync rate. Split-K
-  // and small shapes keep their SIMT schedules: the mma path has no split-K yet and its
-  // smallest default tile is 128x64.
-  if (!c.shape_class.empty() && (s.in == DType::F16 || s.in == DType::BF16) &&
-      t.compute_capability() >= 80) {
-    // The SIMT schedule stays in c.knobs for a person who sets ATOM=fma or a SIMT tile.
-    c.knobs.set("ATOM", s.in == DType::F16 ? "mma_f16" : "mma_bf16");
+  if (!c.shape_class.empty()) {
+    if (tensor_cores) c.knobs.set("ATOM", mma_atom);
     return c;
   }
-  if (!c.shape_class.empty()) return c;
   c.shape_class = "small";  // partition's own defaults shrink the tile to the shape
   return c;
 }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "driver/run.h"
 #include "ir/error.h"
 
 namespace loom::tune {
@@ -88,12 +89,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
       for (const auto& d : split_commas(text)) c.devices.push_back(int(parse_int("--devices", d, 0)));
       if (c.devices.empty()) tune_usage_error("--devices needs GPU ordinals, e.g. --devices 0,1");
     } else if (f == "--dims") {
-      for (const auto& item : split_commas(value())) {
-        size_t eq = item.find('=');
-        if (eq == std::string::npos || eq == 0)
-          tune_usage_error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
-        c.options.sizes[item.substr(0, eq)] = parse_int("--dims " + item.substr(0, eq), item.substr(eq + 1), 1);
-      }
+      c.options.sizes = parse_dims(value());
     } else {
       tune_usage_error("unknown option '" + f + "' for loom tune");
     }

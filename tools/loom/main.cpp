@@ -117,22 +117,6 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-std::map<std::string, int64_t> parse_dims(const std::string& text) {
-  std::map<std::string, int64_t> dims;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    char* end = nullptr;
-    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v < 1)
-      throw Error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
-    dims[item.substr(0, eq)] = v;
-  }
-  return dims;
-}
-
 std::string resource_table(const CompileResult& cr, const KernelProgram& kp) {
   TextTable t({{"kernel"}, {"regs", Align::Right}, {"smem", Align::Right},
                {"stack", Align::Right}, {"spill st", Align::Right}, {"spill ld", Align::Right},

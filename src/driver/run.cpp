@@ -130,8 +130,9 @@ Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
 RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   RunReport r;
   std::string why;
-  auto dev = probe_device(0, &why);
+  auto dev = probe_device(opt.device, &why);
   if (!dev) throw Error("loom run needs a GPU: " + why);
+  make_device_current(opt.device);
   r.device = *dev;
 
   Graph g = bind_sizes(parse_expression(expression), opt.sizes);

@@ -20,6 +20,7 @@ struct RunOptions {
   Knobs knobs;
   std::map<std::string, int64_t> sizes;  // values for symbolic dims (all must be bound)
   uint64_t seed = 1;
+  int device = 0;                        // CUDA ordinal the run compiles for and runs on
   bool bench = false;                    // time against cuBLAS (after verification)
   TimingOptions timing;
   std::string command_line;              // recorded in the bench header

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include "ir/error.h"
+
 namespace loom {
 namespace {
 
@@ -88,6 +90,14 @@ std::optional<DeviceInfo> probe_device(int ordinal, std::string* why_not) {
   cudaDriverGetVersion(&d.driver_version);
   cudaRuntimeGetVersion(&d.runtime_version);
   return d;
+}
+
+void make_device_current(int ordinal) {
+  cudaError_t e = cudaSetDevice(ordinal);
+  if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the primary context, binds it
+  if (e != cudaSuccess)
+    throw Error("cannot make CUDA device " + std::to_string(ordinal) + " current (" +
+                cuda_error(e) + ")");
 }
 
 }  // namespace loom

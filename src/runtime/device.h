@@ -35,4 +35,9 @@ struct DeviceInfo {
 // same binaries and skip GPU steps with that sentence.
 std::optional<DeviceInfo> probe_device(int ordinal = 0, std::string* why_not = nullptr);
 
+// Makes GPU `ordinal` this thread's current device and its primary context current, so
+// the driver-API calls that follow (module load, launch) and cudart's allocations land
+// on it. A thread per GPU (`loom tune --devices 0,1`) calls this once per run.
+void make_device_current(int ordinal);
+
 }  // namespace loom

@@ -61,12 +61,9 @@ std::string record_winner(const Graph& g, const DeviceInfo& dev, const TuneOutco
 // by the same protocol. A failure here is reported, not thrown: the search's verified
 // result stands, and the report says what the confirmation saw.
 void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneOptions& opt) {
-  if (out.device != 0) {
-    out.confirm_note = "not confirmed: `loom run` uses device 0";
-    return;
-  }
   try {
     RunOptions ro;
+    ro.device = out.device;  // the GPU the search measured on (`--devices` gives each its own)
     ro.knobs = Knobs::parse(out.best_knobs);
     ro.sizes = opt.sizes;
     ro.seed = opt.seed;

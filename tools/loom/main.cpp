@@ -40,6 +40,7 @@ const char* kUsage =
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
+    "          [--device N]   (CUDA ordinal; default 0)\n"
     "          compile and run take the tuning database's knobs for the shape on this GPU\n"
     "          when it has a record (--no-db: never); explicit knobs still win\n"
     "  ladder  sgemm|splitk|swizzle|hgemm|tf32 [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
@@ -62,6 +63,7 @@ struct Args {
   bool check = false, bench = false, no_db = false;
   uint64_t seed = 1;
   int reps = 50;
+  int device = 0;
   std::string command_line;
 };
 
@@ -106,6 +108,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--no-db") a.no_db = true;
     else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
     else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
+    else if (f == "--device" && a.command == "run") a.device = int(parse_count(f, value(), 0));
     else if (f == "--shape") a.shape = value();
     else if (f == "--dtype") a.dtype = value();
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
@@ -230,6 +233,7 @@ int cmd_run(const Args& a) {
   opt.knobs = Knobs::from_env_and_cli(a.knobs);
   opt.sizes = parse_dims(a.dims);
   opt.seed = a.seed;
+  opt.device = a.device;
   opt.bench = a.bench;
   opt.timing.reps = a.reps;
   opt.command_line = a.command_line;

@@ -97,6 +97,18 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::MbarArriveExpectTx:
       return "mbar.arrive.expect_tx [" + s.value.str() + "] " + Operand::constant(s.imm).str() + "B";
     case StmtKind::MbarWait: return "mbar.wait [" + s.value.str() + "] parity=" + s.cond.str();
+    case StmtKind::MbarArrive: return "mbar.arrive [" + s.value.str() + "]";
+    case StmtKind::WgmmaFence: return "wgmma.fence";
+    case StmtKind::WgmmaCommit: return "wgmma.commit";
+    case StmtKind::WgmmaWait: return "wgmma.wait " + std::to_string(int(s.imm));
+    case StmtKind::FenceProxyAsync: return "fence.proxy.async";
+    case StmtKind::SetMaxNReg: return "setmaxnreg." + s.mode + " " + std::to_string(int(s.imm));
+    case StmtKind::TmaStore:
+      return "tma.store " + s.src + "[" + join_exprs(s.src_index) + "] <- " + s.tensor + "[" +
+             join_exprs(s.index) + "] via " + s.dst;
+    case StmtKind::BulkCommit: return "bulk.commit";
+    case StmtKind::BulkWait: return "bulk.wait.read " + std::to_string(int(s.imm));
+    case StmtKind::Specialize: return "specialize:";
   }
   return "?";
 }

@@ -26,6 +26,14 @@ int64_t Swizzle::apply(int64_t offset) const {
   return offset ^ ((offset & mask) >> shift);
 }
 
+int64_t TensorDecl::chunked(int64_t offset) const {
+  if (row_chunk <= 0) return offset;
+  const int64_t L = shape.back().const_value();
+  const int64_t R = shape.size() >= 2 ? shape[shape.size() - 2].const_value() : 1;
+  const int64_t slab = offset / (R * L), r = offset % (R * L) / L, c = offset % L;
+  return slab * R * L + c / row_chunk * R * row_chunk + r * row_chunk + c % row_chunk;
+}
+
 Expr TensorDecl::numel() const {
   Expr n(1);
   for (const Expr& d : shape) n = n * d;

@@ -47,12 +47,23 @@ struct TensorDecl {
   // must separate the last access of one from the first of the next, which the
   // interpreter checks, and the part left behind has lost its contents.
   int overlay = 0;
+  // Shared tensors only: rows stored as column chunks of `row_chunk` elements (0: whole
+  // rows). Chunk j of every row of a 2-D slab (the last two dimensions) is stored
+  // together, rows one after the other: element (r, c) of an R x L slab sits at
+  //   (c / row_chunk) * R * row_chunk + r * row_chunk + c % row_chunk
+  // — the layout that TMA boxes one swizzle span wide, side by side, produce for a slab
+  // whose rows are wider than the span (an N-major B operand of wgmma). Needs pad 0.
+  int64_t row_chunk = 0;
   std::vector<Expr> strides() const;  // row-major strides of `shape`, padding included
   Expr numel() const;                 // elements of the shape (padding excluded)
   Expr footprint() const;             // elements of storage (padding included)
   // Physical element offset of a (flat, padded) offset: the swizzle. Codegen, the
   // interpreter and the bank-conflict model all go through this one function.
-  int64_t physical(int64_t offset) const { return swizzle.apply(offset); }
+  // With row_chunk, the chunking comes first, then the swizzle.
+  int64_t physical(int64_t offset) const {
+    return swizzle.apply(row_chunk > 0 ? chunked(offset) : offset);
+  }
+  int64_t chunked(int64_t offset) const;  // the row_chunk permutation alone (constant shape)
 };
 
 struct LoopOp {
@@ -87,12 +98,20 @@ struct TmaDescriptor {
 // travel here, as data, because loom_ir sits below loom_atoms (the atom table): the
 // verifier and the interpreter check and run the statement from this description alone.
 // warp_atom() in src/atoms/atoms.h builds one from a table entry.
+//
+// The same struct carries the warpgroup atoms of sm_90a (wgmma): `threads` = 128 (four
+// consecutive warps, the first a multiple of 4), a fragment of C spread over all of them,
+// and A and/or B read from shared memory (a_shared / b_shared: that operand's map is
+// empty and the statement names the shared tile instead, stmt.h).
 struct WarpAtom {
   static constexpr int kLanes = 32;
   std::string id;  // the Atom statement's `atom`, e.g. "mma_m16n8k16_f32_f16"
+  int threads = kLanes;  // 32 (mma.sync) or 128 (wgmma)
+  bool a_shared = false, b_shared = false;
   int m = 0, n = 0, k = 0;
   DType a_type = DType::F16, b_type = DType::F16, acc_type = DType::F32;
-  // a[lane * a_values + v] = (row, col) of the A element that value v of `lane` holds;
+  // a[lane * a_values + v] = (row, col) of the A element that value v of `lane` holds
+  // (lane = the thread's index among `threads`);
   // likewise b (B is K x N) and c (C and D share one layout). Each map holds every
   // element of its tile exactly once.
   std::vector<std::pair<int, int>> a, b, c;

@@ -276,6 +276,78 @@ Stmt Stmt::MbarWait(Expr mbar, Expr parity) {
   return s;
 }
 
+Stmt Stmt::MbarArrive(Expr mbar) {
+  Stmt s;
+  s.kind = StmtKind::MbarArrive;
+  s.value = std::move(mbar);
+  return s;
+}
+
+Stmt Stmt::WgmmaFence() {
+  Stmt s;
+  s.kind = StmtKind::WgmmaFence;
+  return s;
+}
+
+Stmt Stmt::WgmmaCommit() {
+  Stmt s;
+  s.kind = StmtKind::WgmmaCommit;
+  return s;
+}
+
+Stmt Stmt::WgmmaWait(int keep_in_flight) {
+  Stmt s;
+  s.kind = StmtKind::WgmmaWait;
+  s.imm = keep_in_flight;
+  return s;
+}
+
+Stmt Stmt::FenceProxyAsync() {
+  Stmt s;
+  s.kind = StmtKind::FenceProxyAsync;
+  return s;
+}
+
+Stmt Stmt::SetMaxNReg(bool increase, int registers) {
+  Stmt s;
+  s.kind = StmtKind::SetMaxNReg;
+  s.mode = increase ? "inc" : "dec";
+  s.imm = registers;
+  return s;
+}
+
+Stmt Stmt::TmaStore(std::string shared, Expr box_origin, std::string dst_tensor,
+                    std::vector<Expr> corner, std::string descriptor) {
+  Stmt s;
+  s.kind = StmtKind::TmaStore;
+  s.tensor = std::move(shared);
+  s.index = {std::move(box_origin)};
+  s.src = std::move(dst_tensor);
+  s.src_index = std::move(corner);
+  s.dst = std::move(descriptor);
+  return s;
+}
+
+Stmt Stmt::BulkCommit() {
+  Stmt s;
+  s.kind = StmtKind::BulkCommit;
+  return s;
+}
+
+Stmt Stmt::BulkWait(int keep_reading) {
+  Stmt s;
+  s.kind = StmtKind::BulkWait;
+  s.imm = keep_reading;
+  return s;
+}
+
+Stmt Stmt::Specialize(std::vector<Stmt> arms) {
+  Stmt s;
+  s.kind = StmtKind::Specialize;
+  s.body = std::move(arms);
+  return s;
+}
+
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
   auto sub_all = [&](std::vector<Expr>& v) {
     for (Expr& e : v) e = e.substitute(repl);

@@ -45,6 +45,25 @@ enum class StmtKind {
   FenceMbarInit,       // fence.mbarrier_init: the inits are visible to the TMA unit
   MbarArriveExpectTx,  // mbarrier.arrive.expect_tx: arrive on slot `value`, expect `imm` bytes
   MbarWait,            // mbarrier.try_wait.parity loop: wait until the phase of parity `cond` completed
+  MbarArrive,          // mbarrier.arrive: each executing thread arrives once on slot `value`
+  // Hopper (sm_90a) warpgroup MMA and the ordering it needs. A wgmma Atom (a warp atom
+  // with threads = 128, program.h) is asynchronous: it reads its shared operands and
+  // writes its accumulators some time between issue and the wait that retires its group.
+  WgmmaFence,          // wgmma.fence: register writes to accumulators are ordered before the next wgmma
+  WgmmaCommit,         // wgmma.commit_group: close the group of wgmma issued so far
+  WgmmaWait,           // wgmma.wait_group imm: until at most `imm` groups are in flight
+  FenceProxyAsync,     // fence.proxy.async.shared::cta: thread writes to shared memory are
+                       // visible to the async proxy (a TMA store that reads them)
+  SetMaxNReg,          // setmaxnreg.{inc,dec} (mode "inc" | "dec") to `imm` registers per thread
+  // TMA store (sm_90): one thread copies a box shared -> global; bulk groups track them.
+  TmaStore,            // box of src at src_index via descriptor `dst` <- tensor[index[0]..]
+  BulkCommit,          // cp.async.bulk.commit_group: close the group of TMA stores
+  BulkWait,            // cp.async.bulk.wait_group.read imm: until at most `imm` groups still read smem
+  // Warp specialization: the arms (If statements whose conditions split the block's
+  // threads by warp or warpgroup) run concurrently, not one after the other: a producer
+  // arm and a consumer arm hand shared buffers to each other through mbarriers, so each
+  // may wait for the other. Tile IR and Kernel IR both admit it.
+  Specialize,          // body: the arms (If), disjoint thread sets
 };
 
 enum class LoopKind { Parallel, Reduce };
@@ -119,6 +138,12 @@ struct Stmt {
   // value v the v-th of them in row-major order, and there must be exactly as many as the
   // atom's values per lane. E.g. with `alloc acc[FM, FN, 4]`, `acc[i, j]` is the 4-value
   // fragment (i, j); with `alloc a_frag[8]`, `a_frag` (no index) is all 8 values.
+  // A warpgroup atom (wgmma: a declared warp atom with threads = 128) may take A and/or
+  // B from shared memory instead of a fragment (WarpAtom::a_shared / b_shared): that
+  // operand is `Operand::value(shared tensor, {origin, row_stride, col_stride})`, element
+  // (r, c) of the operand tile (A: M x K, B: K x N) being the shared tensor's element at
+  // flat offset origin + r * row_stride + c * col_stride (then TensorDecl::physical). Codegen
+  // turns that into a wgmma matrix descriptor; the interpreter reads the elements.
   // A warp copy atom (one the kernel declares in KernelOp::warp_copies: ldmatrix) fills
   // the fragment `dst` / dst_index from shared tensor `tensor`; args are empty and
   // `index` holds one flat offset, evaluated per lane like a Load's: the start of the
@@ -183,6 +208,20 @@ struct Stmt {
   static Stmt FenceMbarInit();
   static Stmt MbarArriveExpectTx(Expr mbar, int64_t bytes);
   static Stmt MbarWait(Expr mbar, Expr parity);
+  static Stmt MbarArrive(Expr mbar);
+  static Stmt WgmmaFence();
+  static Stmt WgmmaCommit();
+  static Stmt WgmmaWait(int keep_in_flight);
+  static Stmt FenceProxyAsync();
+  static Stmt SetMaxNReg(bool increase, int registers);
+  // The reverse of TmaLoad: the box at `corner` of global `dst_tensor` <- `shared` from
+  // flat offset `box_origin`, through tensor map `descriptor` (out-of-range elements of
+  // the box are not written).
+  static Stmt TmaStore(std::string shared, Expr box_origin, std::string dst_tensor,
+                       std::vector<Expr> corner, std::string descriptor);
+  static Stmt BulkCommit();
+  static Stmt BulkWait(int keep_reading);
+  static Stmt Specialize(std::vector<Stmt> arms);
 };
 
 using Block = std::vector<Stmt>;

@@ -124,6 +124,7 @@ void Machine::require_all_threads(const Node& n, const std::vector<int>& active,
 void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) {
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
+  if (wgmma_in_flight_ > 0) check_accumulators(n, active);
   switch (s.kind) {
     case StmtKind::For: exec_for(n, active, depth); break;
     case StmtKind::If: exec_if(n, active, depth); break;
@@ -143,9 +144,10 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Init:
     case StmtKind::Accum: exec_scalar(n, active); break;
     case StmtKind::Atom:
-      n.copy   ? exec_warp_copy(n, active)
-      : n.warp ? exec_warp_atom(n, active)
-               : exec_scalar(n, active);
+      n.copy                                         ? exec_warp_copy(n, active)
+      : n.warp && n.warp->threads > WarpAtom::kLanes ? exec_wgmma(n, active)
+      : n.warp                                       ? exec_warp_atom(n, active)
+                                                     : exec_scalar(n, active);
       break;
     case StmtKind::Alloc:
       for (int64_t e = 0; e < n.alloc_size; ++e)
@@ -153,6 +155,10 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
       break;
     case StmtKind::Stage: exec_stage(n, active, depth); break;
     case StmtKind::Barrier:
+      if (sched_)
+        fail(s, "bar.sync 0 inside an arm of a specialize: it waits for every thread of the "
+                "block, but the other arms never reach it, so the block deadlocks; hand buffers "
+                "between arms through mbarriers (mbar.arrive / mbar.wait)");
       require_all_threads(n, active, "barrier");
       shared_.barrier();
       break;
@@ -170,6 +176,16 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     // Lockstep execution orders the init before every later use already; mbar() checks
     // the barrier that publishes it to the other threads.
     case StmtKind::FenceMbarInit: break;
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait:
+    case StmtKind::SetMaxNReg: exec_wgmma_sync(n, active); break;
+    case StmtKind::TmaStore: exec_tma_store(n, active); break;
+    case StmtKind::MbarArrive:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::BulkCommit:
+    case StmtKind::BulkWait: exec_bulk(n, active); break;
+    case StmtKind::Specialize: exec_specialize(n, active, depth); break;
   }
 }
 
@@ -202,8 +218,8 @@ void Machine::exec_if(const Node& n, const std::vector<int>& active, size_t dept
     return;
   }
   // A deque keeps each depth's list in place while deeper Ifs add theirs.
-  while (active_pool_.size() <= depth) active_pool_.emplace_back();
-  std::vector<int>& narrowed = active_pool_[depth];
+  while (pool_->size() <= depth) pool_->emplace_back();
+  std::vector<int>& narrowed = (*pool_)[depth];
   narrowed.clear();
   for (int t : active)
     if (eval(n.cond, t) != 0) narrowed.push_back(t);
@@ -333,21 +349,29 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
 
 void Machine::for_each_warp(const Node& n, const std::vector<int>& active,
                             const std::string& what, const std::function<void(int)>& fn) {
-  constexpr int kLanes = WarpAtom::kLanes;
-  // `active` is in thread order, so a warp's active lanes are consecutive in it.
+  for_each_group(n, active, WarpAtom::kLanes, what, fn);
+}
+
+void Machine::for_each_group(const Node& n, const std::vector<int>& active, int size,
+                             const std::string& what, const std::function<void(int)>& fn) {
+  const bool warp = size == WarpAtom::kLanes;
+  const std::string unit = warp ? "warp" : "warpgroup";
+  const std::string lanes = warp ? "lanes" : "threads";
+  // `active` is in thread order, so a group's active threads are consecutive in it.
   for (size_t i = 0; i < active.size();) {
-    const int warp = active[i] / kLanes;
+    const int group = active[i] / size;
     size_t end = i;
-    while (end < active.size() && active[end] / kLanes == warp) ++end;
-    if (end - i != size_t(kLanes))
+    while (end < active.size() && active[end] / size == group) ++end;
+    if (end - i != size_t(size))
       fail(*n.s,
-           what + " reached by " + std::to_string(end - i) + " of the 32 lanes of "
-               "warp " + std::to_string(warp) + ": it sits under an If whose condition differs "
-               "between lanes of one warp, and the instruction needs every lane; make the "
-               "condition the same across each warp (e.g. depend on threadIdx.x / 32) or hoist "
-               "the atom out of the If",
+           what + " reached by " + std::to_string(end - i) + " of the " + std::to_string(size) +
+               " " + lanes + " of " + unit + " " + std::to_string(group) +
+               ": it sits under an If whose condition differs between " + lanes + " of one " +
+               unit + ", and the instruction needs every one; make the condition the same "
+               "across each " + unit + " (e.g. depend on threadIdx.x / " + std::to_string(size) +
+               ") or hoist the " + (warp ? "atom" : "statement") + " out of the If",
            active[i]);
-    fn(warp);
+    fn(group);
     i = end;
   }
 }
@@ -510,6 +534,7 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
 
 void Machine::exec_mbarrier(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
+  if (sched_ && s.kind == StmtKind::MbarWait) wait_in_task(n, active);
   for (int t : active) {
     int slot = int(eval(n.value, t));
     switch (s.kind) {

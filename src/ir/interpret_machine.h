@@ -5,6 +5,11 @@
 // Per-thread state is laid out slot-major: integer slot s of thread t is
 // ints_[s * threads_ + t], scalar value slot s of thread t is vals_[s * threads_ + t].
 // A register array `acc[4, 4]` is 16 consecutive value slots.
+//
+// A Specialize runs its arms as concurrent tasks (interpret_specialize.cpp): one OS
+// thread per arm, of which exactly one runs at a time, switching only when the running
+// arm blocks in an mbarrier wait or finishes, so execution stays deterministic and the
+// machine's state needs no locks. Each task has its own stack of narrowed thread lists.
 #pragma once
 #include <deque>
 #include <functional>
@@ -73,10 +78,15 @@ struct Node {
   const WarpCopy* copy = nullptr;  // a warp copy (ldmatrix): dst a fragment, access the row
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
-  std::vector<IntExpr> corner;  // TmaLoad: box corner per source dimension
-  std::vector<int64_t> box;     // TmaLoad: box extents, outermost first
+  std::vector<IntExpr> corner;  // TmaLoad/TmaStore: box corner per global dimension
+  std::vector<int64_t> box;     // TmaLoad/TmaStore: box extents, outermost first
+  // A warpgroup atom's A and B read from shared memory ({origin, row stride, col
+  // stride}); tensor null where the operand is a fragment (args).
+  Access tiles[2];
   std::vector<Node> body;
 };
+
+class Scheduler;
 
 class Machine {
  public:
@@ -131,6 +141,27 @@ class Machine {
   void exec_tma_load(const Node& n, const std::vector<int>& active);
   void exec_mbarrier(const Node& n, const std::vector<int>& active);
   void require_all_threads(const Node& n, const std::vector<int>& active, const char* what);
+  // Runs `fn(group)` for each group of `size` consecutive threads among `active`
+  // (group = thread / size), failing when one has threads missing.
+  void for_each_group(const Node& n, const std::vector<int>& active, int size,
+                      const std::string& what, const std::function<void(int)>& fn);
+
+  // ---- sm_90 forms (interpret_hopper.cpp) ---------------------------------------
+  void begin_hopper_block();
+  void end_hopper_block();
+  void exec_wgmma(const Node& n, const std::vector<int>& active);
+  void exec_wgmma_sync(const Node& n, const std::vector<int>& active);  // fence/commit/wait
+  void exec_tma_store(const Node& n, const std::vector<int>& active);
+  void exec_bulk(const Node& n, const std::vector<int>& active);  // arrive, fences, bulk groups
+  // Fails when `n` touches registers an in-flight wgmma is still writing.
+  void check_accumulators(const Node& n, const std::vector<int>& active);
+  void retire_wgmma(size_t op);
+  int64_t tile_offset(const Node& n, const Access& a, int t, int64_t r, int64_t c);
+
+  // ---- warp specialization (interpret_specialize.cpp) ----------------------------
+  void exec_specialize(const Node& n, const std::vector<int>& active, size_t depth);
+  // An mbarrier wait inside a task: blocks the task until every thread's phase is complete.
+  void wait_in_task(const Node& n, const std::vector<int>& active);
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);
   }
@@ -164,6 +195,28 @@ class Machine {
   std::vector<int64_t> ints_;
   std::vector<double> vals_;
   std::deque<std::vector<int>> active_pool_;  // narrowed thread lists, one per If depth
+  std::deque<std::vector<int>>* pool_ = &active_pool_;  // the running task's
+
+  // wgmma in flight (interpret_hopper.cpp): its shared reads and the accumulator
+  // registers it writes stay in flight until a wgmma.wait retires its group.
+  struct Wgmma {
+    const Stmt* stmt;
+    int reader;                  // SharedMemory reader of its shared operands, or -1
+    std::vector<size_t> regs;    // vals_ entries of the accumulators it writes
+    bool retired = false;
+  };
+  struct Warpgroup {
+    std::vector<size_t> open;                   // wgmma issued since the last commit
+    std::deque<std::vector<size_t>> committed;  // oldest group first
+  };
+  std::vector<Wgmma> wgmmas_;
+  std::vector<Warpgroup> warpgroups_;
+  std::vector<int32_t> acc_writer_;  // per vals_ entry: 1 + the wgmma writing it, 0: none
+  size_t wgmma_in_flight_ = 0;
+
+  Scheduler* sched_ = nullptr;  // set while a Specialize runs its arms
+  int task_ = -1;               // the running arm
+  std::deque<std::deque<std::vector<int>>> task_pools_;  // each arm's narrowed thread lists
 };
 
 }  // namespace loom::interp

@@ -250,13 +250,32 @@ Node Machine::resolve_stmt(const Stmt& s) {
       }
       n.warp = kernel_op_ ? find_warp_atom(*kernel_op_, s.atom) : nullptr;
       if (n.warp) {
-        if (threads_ % WarpAtom::kLanes != 0)
-          fail(s, "warp atom " + s.atom + " runs on whole warps of 32 lanes but the block has " +
-                      std::to_string(threads_) + " threads");
+        const int size = n.warp->threads;
+        if (size < 1 || threads_ % size != 0)
+          fail(s, "warp atom " + s.atom + " runs on whole groups of " + std::to_string(size) +
+                      " threads but the block has " + std::to_string(threads_) + " threads");
         if (s.args.size() != 2 || s.args[0].is_imm() || s.args[1].is_imm())
-          fail(s, "warp atom " + s.atom + " takes two fragments (A, B)");
-        n.args.push_back(fragment(s, s.args[0].name, s.args[0].index, n.warp->a_values, "A"));
-        n.args.push_back(fragment(s, s.args[1].name, s.args[1].index, n.warp->b_values, "B"));
+          fail(s, "warp atom " + s.atom + " takes two operands (A, B)");
+        const bool shared[2] = {n.warp->a_shared, n.warp->b_shared};
+        const int values[2] = {n.warp->a_values, n.warp->b_values};
+        for (int i = 0; i < 2; ++i) {
+          const Operand& o = s.args[size_t(i)];
+          const char* role = i == 0 ? "A" : "B";
+          if (!shared[i]) {
+            n.args.push_back(fragment(s, o.name, o.index, values[i], role));
+            continue;
+          }
+          // {origin, row stride, column stride} of the tile in the shared tensor.
+          if (o.index.size() != 3)
+            fail(s, std::string(role) + " operand " + o.str() + " of " + s.atom + " is read from "
+                        "shared memory and needs {origin, row_stride, col_stride}");
+          n.tiles[i].tensor = &tensor(s, o.name);
+          if (n.tiles[i].tensor->shared < 0)
+            fail(s, std::string(role) + " operand of " + s.atom + " is read from shared memory; " +
+                        o.name + " is not a shared tensor");
+          for (const Expr& e : o.index) n.tiles[i].index.push_back(compile(s, e));
+          n.args.emplace_back();
+        }
         n.dst = fragment(s, s.dst, s.dst_index, n.warp->c_values, "C/D");
         break;
       }
@@ -374,7 +393,53 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.value = compile(s, s.value);
       n.cond = compile(s, s.cond);
       break;
-    case StmtKind::FenceMbarInit: break;
+    case StmtKind::MbarArrive: n.value = compile(s, s.value); break;
+    case StmtKind::FenceMbarInit:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::BulkCommit: break;
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait:
+    case StmtKind::SetMaxNReg:
+      if (threads_ % 128 != 0)
+        fail(s, "this warpgroup instruction runs on whole warpgroups of 128 threads but the "
+                "block has " + std::to_string(threads_) + " threads");
+      [[fallthrough]];
+    case StmtKind::BulkWait:
+      if (s.imm < 0) fail(s, "a negative count");
+      break;
+    case StmtKind::TmaStore: {
+      n.access = access(s, s.tensor, s.index, true);
+      if (n.access.tensor->shared < 0)
+        fail(s, "tma.store source " + s.tensor + " is not a shared tensor");
+      n.src.tensor = &tensor(s, s.src);
+      if (n.src.tensor->shared >= 0)
+        fail(s, "tma.store destination " + s.src + " is a shared tensor; TMA stores write "
+                    "global memory");
+      if (s.src_index.size() != n.src.tensor->shape.size())
+        fail(s, "tma.store names " + std::to_string(s.src_index.size()) + " coordinates of " +
+                    s.src + " of shape " + n.src.tensor->shape_str);
+      for (const Expr& e : s.src_index) n.corner.push_back(compile(s, e));
+      const TmaDescriptor* d = nullptr;
+      if (kernel_op_)
+        for (const TmaDescriptor& x : kernel_op_->tma)
+          if (x.name == s.dst) d = &x;
+      if (!d) fail(s, "tma.store uses tensor map " + s.dst + ", which the kernel does not declare");
+      if (d->box.size() != s.src_index.size())
+        fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
+      n.box.assign(d->box.rbegin(), d->box.rend());
+      break;
+    }
+    case StmtKind::Specialize:
+      for (const Stmt& arm : s.body) {
+        if (arm.kind != StmtKind::If) {
+          const std::string line = print_block({arm});
+          fail(s, "an arm of a specialize is `" + line.substr(0, line.find('\n')) +
+                      "`, not an If; each arm is an If whose condition selects its warps");
+        }
+        n.body.push_back(resolve_stmt(arm));
+      }
+      break;
   }
   return n;
 }

@@ -23,6 +23,18 @@
 // bytes the loads delivered. Threads run in lockstep, so whatever could complete a
 // phase has run by the time a thread waits on it: a wait on an incomplete phase is a
 // deadlock on the GPU and an error here, never a hang.
+//
+// Warp specialization (sm_90): the arms of a Specialize run as concurrent tasks that hand
+// buffers to each other through mbarriers, with no bar.sync between. Ordering between
+// arms is happens-before through those mbarriers: each task has a vector clock, an
+// arrival releases the arriving task's clock into the phase, and a wait that observes the
+// phase acquires it. An access by one arm conflicts with an earlier one by another arm
+// in the same barrier epoch unless the earlier one happens-before it that way.
+//
+// Asynchronous readers (wgmma operands, TMA stores) read shared elements some time
+// between issue and the wait that retires them (wgmma.wait, bulk.wait.read): a write to
+// such an element meanwhile is a race. They read through the async proxy, so elements
+// that threads wrote must be fenced (fence.proxy.async by the writing thread) first.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -50,7 +62,7 @@ class SharedMemory {
   void begin_block(std::string where, int threads, int mbarriers = 0);
   // Throws when copies are still in flight (a kernel may not exit with them).
   void end_block() const;
-  void barrier() { ++epoch_; }
+  void barrier();
 
   // Accesses by `thread` through statement `s` at a logical (padded, flat) offset; the
   // physical element is TensorDecl::physical(offset). Values are rounded to the dtype.
@@ -74,14 +86,47 @@ class SharedMemory {
   void tma_element(int id, int64_t offset, double v, int slot, int thread, const Stmt& s);
   void tma_complete_tx(int slot, int64_t bytes, int thread, const Stmt& s);
   int mbarriers() const { return int(mbars_.size()); }
+  // mbarrier.arrive of one thread (no transaction bytes).
+  void mbar_arrive(int slot, int thread, const Stmt& s);
+  // Whether the phase of `parity` has completed (a wait would pass now).
+  bool mbar_ready(int slot, int parity, int thread, const Stmt& s);
+  // "phase 2 of mbarrier slot 1 (3 of 128 arrivals, 0 bytes outstanding)", for messages.
+  std::string mbar_state(int slot) const;
+
+  // The arms of a Specialize (Kernel IR): `threads` become one task until end_task.
+  int begin_task(const std::vector<int>& threads);
+  void end_task(const std::vector<int>& threads);
+
+  // Asynchronous readers. open_reader starts one issued by `thread` through `s`;
+  // async_read reads an element for it (checked like read(), plus the proxy fence) and
+  // keeps the element "being read" until close_reader.
+  int open_reader(int thread, const Stmt& s);
+  double async_read(int reader, int id, int64_t offset);
+  void close_reader(int reader);
+  // fence.proxy.async by `thread`: its earlier shared writes are visible to the async proxy.
+  void fence_proxy_async(int thread) { ++fences_[size_t(thread)]; }
+  // TMA store bulk groups of `thread` (cp.async.bulk.commit_group / wait_group.read).
+  void bulk_issue(int thread, int reader) { threads_[size_t(thread)].bulk_open.push_back(reader); }
+  void bulk_commit(int thread);
+  void bulk_wait(int thread, int keep_reading);
 
  private:
+  // When an access happened in its task's order: task -1 is no Specialize arm.
+  struct Stamp {
+    int task = -1;
+    int64_t time = 0;
+  };
   struct Cell {
     double value = 0;
     int64_t write_epoch = -1, read_epoch = -1;
     int writer = -1, reader = -1, other_reader = -1;  // other_reader: a second, distinct one
     int pending = 0;                                   // cp.async copies in flight
+    int async_reads = 0;                               // asynchronous readers in flight
+    int async_reader = -1;                             // the latest of them
     bool atomic = false;                               // the epoch's writes are atomic adds
+    bool read_async = false;  // `reader`'s read was an asynchronous one, retired at read_stamp
+    int64_t write_fence = 0;  // the writer's fence.proxy.async count at the write
+    Stamp write_stamp, read_stamp, other_read_stamp;
     const Stmt *write_stmt = nullptr, *read_stmt = nullptr, *other_read_stmt = nullptr;
   };
   struct Tensor {
@@ -114,10 +159,19 @@ class SharedMemory {
     int64_t phase = 0;             // phases completed
     std::vector<size_t> current;   // TMA copies completing the current phase
     std::vector<size_t> complete;  // copies of completed phases no wait has observed yet
+    std::vector<int64_t> arrived, released;  // task clocks of this phase's / past arrivals
   };
   struct Thread {
     std::vector<size_t> open;                  // copies issued since the last commit
     std::deque<std::vector<size_t>> committed;  // oldest group first
+    std::vector<int> bulk_open;                  // TMA store readers since the last commit
+    std::deque<std::vector<int>> bulk_committed;  // oldest group first
+  };
+  struct Reader {
+    const Stmt* stmt;
+    int thread;
+    std::vector<std::pair<int, int64_t>> cells;  // (tensor, physical offset); empty once closed
+    bool open = true;
   };
 
   // Every access goes through here: the tensor's part takes the union over if needed.
@@ -131,12 +185,21 @@ class SharedMemory {
   void check_settled(const Cell& c, int id, int64_t offset, const char* access,
                      const Stmt& s) const;
   void check_initialized(const Cell& c, int id, int64_t offset, int thread, const Stmt& s) const;
+  // A write while an asynchronous reader (wgmma, TMA store) still reads the element.
+  void check_not_being_read(const Cell& c, int id, int64_t offset, const std::string& write,
+                            const Stmt& s) const;
+  Stamp stamp(int thread) const;
+  // Whether an access stamped `a` happens-before the next access by `thread` through
+  // mbarriers between Specialize arms.
+  bool ordered(const Stamp& a, int thread) const;
+  void join(std::vector<int64_t>& into, const std::vector<int64_t>& from) const;
   void record_write(Cell& c, int thread, const Stmt& s, bool atomic);
   void record_read(Cell& c, int thread, const Stmt& s);
   [[noreturn]] void race(const std::string& msg) const;
   Mbarrier& mbar(int slot, int thread, const Stmt& s, bool initializing = false);
   void maybe_complete(Mbarrier& m, int slot, const Stmt& s);
-  void retire(size_t copy, int writer);  // the copy's value lands
+  // The copy's value lands; the landing is stamped as `by`'s (the waiting thread).
+  void retire(size_t copy, int writer, int by = -1);
 
   std::vector<Tensor> tensors_;
   std::string where_;
@@ -149,6 +212,12 @@ class SharedMemory {
   size_t in_flight_ = 0;
   std::vector<Mbarrier> mbars_;
   Owner owner_;
+  std::vector<int> task_of_;                  // per thread: its Specialize task, or -1
+  std::vector<std::vector<int64_t>> clocks_;  // clocks_[a][b]: b's time as a knows it
+  int live_tasks_ = 0;
+  std::vector<Reader> readers_;
+  size_t readers_open_ = 0;
+  std::vector<int64_t> fences_;  // per thread: fence.proxy.async executed
 };
 
 }  // namespace loom::interp

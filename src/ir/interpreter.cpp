@@ -112,7 +112,9 @@ void Machine::run_op(const std::string& where, const Block& body) {
   for (const auto& [name, slot] : int_scopes_[0]) ints_[size_t(slot)] = symbols_.at(name);
   vals_.assign(size_t(num_values_), kNaN);
   shared_.begin_block(where_, 1);
+  begin_hopper_block();
   run_block(nodes, {0}, 0);
+  end_hopper_block();
   shared_.end_block();
 }
 
@@ -146,7 +148,9 @@ void Machine::run_kernel(const KernelOp& k) {
                  ", " + std::to_string(z) + ")";
         vals_.assign(size_t(num_values_) * T, kNaN);
         shared_.begin_block(where_, int(T), k.mbarriers);
+        begin_hopper_block();
         run_block(nodes, all, 0);
+        end_hopper_block();
         shared_.end_block();
       }
 }

@@ -26,6 +26,17 @@ void verify_shared_decl(const TensorDecl& t, Level level, const std::string& pre
                   "; shared tensors need positive constant shapes");
   if (t.pad < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative pad");
   if (t.overlay < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative overlay");
+  if (t.row_chunk < 0) throw Error(pre + "shared tensor `" + t.name + "` has a negative row_chunk");
+  if (t.row_chunk > 0) {
+    // Chunks cut rows into equal column blocks stored densely one after the other.
+    if (t.pad != 0)
+      throw Error(pre + "shared tensor `" + t.name + "` has row_chunk " +
+                  std::to_string(t.row_chunk) + " and pad " + std::to_string(t.pad) +
+                  "; chunked rows are dense (TMA boxes), drop the pad");
+    if (t.shape.back().const_value() % t.row_chunk != 0)
+      throw Error(pre + "shared tensor `" + t.name + "` has rows of " + t.shape.back().str() +
+                  " elements, not a multiple of its row_chunk " + std::to_string(t.row_chunk));
+  }
   const Swizzle& z = t.swizzle;
   if (z.bits < 0 || z.base < 0 || (z.bits > 0 && z.shift < z.bits))
     throw Error(pre + "shared tensor `" + t.name + "` has swizzle<" + std::to_string(z.bits) +
@@ -63,10 +74,11 @@ void verify_decls(const ProgramBase& p, Level level) {
     }
     if (t.role == TensorRole::Shared)
       verify_shared_decl(t, level, pre);
-    else if (t.pad != 0 || t.swizzle.bits != 0)
-      throw Error(pre + "tensor `" + t.name +
-                  "` has a row pad or swizzle; those describe shared-memory layouts only "
-                  "(global tensors are dense row-major)");
+    else if (t.pad != 0 || t.swizzle.bits != 0 || t.row_chunk != 0)
+      throw Error(pre + "tensor `" + t.name + "` has a row pad or swizzle" +
+                  (t.row_chunk ? " (row_chunk)" : "") +
+                  "; those describe shared-memory layouts only (global tensors are dense "
+                  "row-major)");
     else if (t.overlay != 0)
       throw Error(pre + "tensor `" + t.name + "` has an overlay part; only shared tensors "
                   "share storage (global tensors are separate allocations)");
@@ -162,8 +174,23 @@ void verify_tma(const ProgramBase& p, const KernelOp& k, const std::string& pre,
                       "` into `" + d->shared + "`");
         break;
       }
+      case StmtKind::TmaStore: {
+        const TmaDescriptor* d = nullptr;
+        for (const TmaDescriptor& x : k.tma)
+          if (x.name == s.dst) d = &x;
+        if (!d) throw Error(pre + "tma.store names tensor map `" + s.dst + "`, which the kernel "
+                            "does not declare");
+        // A store's map reads boxes of its `shared` tensor and writes them into `tensor`.
+        if (d->shared != s.tensor || d->tensor != s.src)
+          throw Error(pre + "tma.store from `" + s.tensor + "` into `" + s.src +
+                      "` uses tensor map `" + d->name + "`, whose shared tensor is `" + d->shared +
+                      "` and global tensor `" + d->tensor + "`; declare a map with shared = `" +
+                      s.tensor + "` and tensor = `" + s.src + "`");
+        break;
+      }
       case StmtKind::MbarInit:
       case StmtKind::MbarArriveExpectTx:
+      case StmtKind::MbarArrive:
       case StmtKind::MbarWait: check_slot(s); break;
       default: break;
     }

@@ -20,6 +20,8 @@ namespace {
 // Kernel IR indices are in terms of these; the launch binds them.
 const std::set<std::string> kBuiltins = {"blockIdx.x", "blockIdx.y", "blockIdx.z",
                                          "threadIdx.x"};
+// Threads of a warpgroup: wgmma and setmaxnreg run on 4 consecutive warps together.
+constexpr int kWarpgroup = 128;
 
 std::string first_line(const Stmt& s) {
   std::string text = print_block(Block{s});
@@ -77,14 +79,24 @@ class BodyChecker {
       if (w.m < 1 || w.n < 1 || w.k < 1)
         bad("shape m" + std::to_string(w.m) + "n" + std::to_string(w.n) + "k" +
             std::to_string(w.k) + " is not positive");
+      // mma.sync runs on a warp, wgmma on a warpgroup (4 warps); only wgmma reads an
+      // operand straight from shared memory (through a matrix descriptor).
+      if (w.threads != WarpAtom::kLanes && w.threads != kWarpgroup)
+        bad("it runs on " + std::to_string(w.threads) + " threads; warp atoms run on 32 "
+            "(mma.sync) or 128 (wgmma, a warpgroup)");
+      if ((w.a_shared || w.b_shared) && w.threads != kWarpgroup)
+        bad("it reads an operand from shared memory but runs on " + std::to_string(w.threads) +
+            " threads; only warpgroup atoms (wgmma, threads = 128) take shared operands");
+      const std::string lanes = std::to_string(w.threads) + " lanes";
       auto check_map = [&](const char* op, const std::vector<std::pair<int, int>>& map,
                            int values, int rows, int cols) {
         const std::string tile = std::to_string(rows) + " x " + std::to_string(cols);
         if (values < 1)
           bad(std::string(op) + " has " + std::to_string(values) + " values per lane");
-        if (int64_t(map.size()) != int64_t(WarpAtom::kLanes) * values)
-          bad(std::string(op) + " map has " + std::to_string(map.size()) + " entries; 32 lanes x " +
-              std::to_string(values) + " values = " + std::to_string(32 * values) + " expected");
+        if (int64_t(map.size()) != int64_t(w.threads) * values)
+          bad(std::string(op) + " map has " + std::to_string(map.size()) + " entries; " + lanes +
+              " x " + std::to_string(values) + " values = " +
+              std::to_string(int64_t(w.threads) * values) + " expected");
         if (int64_t(map.size()) != int64_t(rows) * cols)
           bad(std::string(op) + " fragments hold " + std::to_string(map.size()) +
               " elements but the " + tile + " tile has " + std::to_string(rows * cols) +
@@ -105,8 +117,16 @@ class BodyChecker {
           h = int(i);
         }
       };
-      check_map("A", w.a, w.a_values, w.m, w.k);
-      check_map("B", w.b, w.b_values, w.k, w.n);
+      auto check_shared_operand = [&](const char* op, const std::vector<std::pair<int, int>>& map,
+                                      int values) {
+        if (!map.empty() || values != 0)
+          bad(std::string(op) + " is read from shared memory, so it has no fragment: its map "
+              "must be empty and its values per lane 0");
+      };
+      if (w.a_shared) check_shared_operand("A", w.a, w.a_values);
+      else check_map("A", w.a, w.a_values, w.m, w.k);
+      if (w.b_shared) check_shared_operand("B", w.b, w.b_values);
+      else check_map("B", w.b, w.b_values, w.k, w.n);
       check_map("C/D", w.c, w.c_values, w.m, w.n);
     }
   }
@@ -202,21 +222,50 @@ class BodyChecker {
   }
 
   void check_warp_atom(const Stmt& s, const WarpAtom& w) const {
-    // Every lane of a warp takes part in mma.sync; a block that ends mid-warp has lanes
-    // that do not exist.
-    if (kernel_->block_threads % WarpAtom::kLanes != 0)
-      fail(s, "warp atom " + w.id + " runs on whole warps of 32 lanes but the block has " +
-                  std::to_string(kernel_->block_threads) +
-                  " threads; make block_threads a multiple of 32");
+    // Every lane of a warp (every thread of a warpgroup, for wgmma) takes part in the
+    // instruction; a block that ends mid-warp has lanes that do not exist.
+    const bool group = w.threads == kWarpgroup;
+    if (kernel_->block_threads % w.threads != 0)
+      fail(s, std::string(group ? "warpgroup" : "warp") + " atom " + w.id + " runs on whole " +
+                  (group ? "warpgroups of 128 threads" : "warps of 32 lanes") +
+                  " but the block has " + std::to_string(kernel_->block_threads) +
+                  " threads; make block_threads a multiple of " + std::to_string(w.threads));
     if (s.args.size() != 2)
-      fail(s, "warp atom " + w.id + " takes two operands (the A and B fragments), not " +
+      fail(s, "warp atom " + w.id + " takes two operands (A and B), not " +
                   std::to_string(s.args.size()));
     for (const Operand& a : s.args)
       if (a.is_imm())
-        fail(s, "warp atom " + w.id + " takes fragments, not the immediate " + a.str());
-    check_fragment(s, w.id, "A", s.args[0].name, s.args[0].index, w.a_values);
-    check_fragment(s, w.id, "B", s.args[1].name, s.args[1].index, w.b_values);
+        fail(s, "warp atom " + w.id + " takes fragments or shared tiles, not the immediate " +
+                    a.str());
+    if (w.a_shared) check_shared_operand(s, w, "A", s.args[0], w.a_type);
+    else check_fragment(s, w.id, "A", s.args[0].name, s.args[0].index, w.a_values);
+    if (w.b_shared) check_shared_operand(s, w, "B", s.args[1], w.b_type);
+    else check_fragment(s, w.id, "B", s.args[1].name, s.args[1].index, w.b_values);
     check_fragment(s, w.id, "C/D", s.dst, s.dst_index, w.c_values);
+  }
+
+  // A wgmma operand read from shared memory (stmt.h): the shared tensor and
+  // {origin, row stride, column stride}. Codegen encodes the strides into the matrix
+  // descriptor at compile time, so they must be constants; the origin may move.
+  void check_shared_operand(const Stmt& s, const WarpAtom& w, const char* role,
+                            const Operand& o, DType type) const {
+    const std::string what = std::string(role) + " operand of " + w.id;
+    if (!p_.has_tensor(o.name) || p_.tensor(o.name).role != TensorRole::Shared)
+      fail(s, what + " is read from shared memory (WarpAtom::" +
+                  (role[0] == 'A' ? "a_shared" : "b_shared") + "), but `" + o.name +
+                  "` is not a shared tensor; name the shared tile it reads");
+    if (o.index.size() != 3)
+      fail(s, what + " names " + std::to_string(o.index.size()) + " expressions; a shared "
+                  "operand is `" + o.name + "[origin, row_stride, col_stride]` (3)");
+    if (!o.index[1].is_const() || !o.index[2].is_const())
+      fail(s, what + " has strides " + o.index[1].str() + ", " + o.index[2].str() +
+                  "; the matrix descriptor fixes them at compile time, so they must be constants");
+    check_expr(s, o.index[0], "shared operand origin");
+    const DType held = p_.tensor(o.name).dtype;
+    // The descriptor addresses bytes: tf32 operands read f32 storage, 16-bit ones b16.
+    if (dtype_bytes(held) != dtype_bytes(type))
+      fail(s, what + " reads " + dtype_name(type) + " elements but `" + o.name + "` holds " +
+                  dtype_name(held) + "; stage the operand in the atom's input type");
   }
 
   // A one-thread atom (fma_f32) names single elements. A register array named by fewer
@@ -664,6 +713,11 @@ class BodyChecker {
       case StmtKind::Stage: check_stage(s); break;
       case StmtKind::Barrier:
         require_level(s, Level::Kernel, "Barrier");
+        if (arm_)
+          fail(s, "barrier (bar.sync 0) inside an arm of `" + first_line(*arm_) + "`: it waits "
+                      "for every thread of the block, but the other arms never reach it, so the "
+                      "block deadlocks; hand buffers between arms through mbarriers "
+                      "(mbar.arrive / mbar.wait)");
         require_converged(s, "barrier");
         break;
       case StmtKind::AsyncCopy: check_async_copy(s); break;
@@ -678,6 +732,106 @@ class BodyChecker {
       case StmtKind::FenceMbarInit:
       case StmtKind::MbarArriveExpectTx:
       case StmtKind::MbarWait: check_tma(s); break;
+      case StmtKind::MbarArrive:
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+      case StmtKind::WgmmaWait:
+      case StmtKind::FenceProxyAsync:
+      case StmtKind::SetMaxNReg:
+      case StmtKind::TmaStore:
+      case StmtKind::BulkCommit:
+      case StmtKind::BulkWait: check_hopper(s); break;
+      case StmtKind::Specialize: check_specialize(s); break;
+    }
+  }
+
+  // The arms run concurrently (stmt.h), each an If that selects its warps. Inside an arm
+  // a bar.sync 0 waits for threads of the other arms, which never come; a nested
+  // specialize would split an arm the interpreter schedules as one task.
+  void check_specialize(const Stmt& s) {
+    require_level(s, Level::Tile, "specialize");
+    if (arm_)
+      fail(s, "specialize inside an arm of `" + first_line(*arm_) + "`: arms do not nest; "
+                  "give each role its own arm of the outer specialize");
+    if (s.body.empty()) fail(s, "specialize has no arms");
+    for (size_t i = 0; i < s.body.size(); ++i) {
+      const Stmt& arm = s.body[i];
+      if (arm.kind != StmtKind::If)
+        fail(s, "arm " + std::to_string(i) + " is `" + first_line(arm) + "`, not an If; every "
+                    "arm of a specialize is an If whose condition selects the warps that run it "
+                    "(e.g. threadIdx.x / 128 == 0)");
+    }
+    arm_ = &s;
+    for (const Stmt& arm : s.body) check_stmt(arm);
+    arm_ = nullptr;
+  }
+
+  // Warpgroup-collective statements need the block to consist of whole warpgroups.
+  void require_warpgroups(const Stmt& s, const char* what) const {
+    if (kernel_ && kernel_->block_threads % kWarpgroup != 0)
+      fail(s, std::string(what) + " runs on whole warpgroups of 128 threads but the block has " +
+                  std::to_string(kernel_->block_threads) +
+                  " threads; make block_threads a multiple of 128");
+  }
+
+  // sm_90 statements: Kernel IR only (PTX ISA 9.7.15 wgmma, 9.7.9.25 cp.async.bulk,
+  // 9.7.12.15 mbarrier, 9.7.19.5 setmaxnreg).
+  void check_hopper(const Stmt& s) {
+    const std::string line = first_line(s);
+    require_level(s, Level::Kernel, line.substr(0, line.find(' ')).c_str());
+    auto whole_count = [&](const char* what) {
+      if (s.imm < 0 || s.imm != double(int64_t(s.imm)))
+        fail(s, std::string(what) + " keeps a non-negative whole number of groups pending, not " +
+                    Operand::constant(s.imm).str());
+    };
+    switch (s.kind) {
+      case StmtKind::MbarArrive: check_expr(s, s.value, "mbarrier slot"); break;
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit: require_warpgroups(s, line.c_str()); break;
+      case StmtKind::WgmmaWait:
+        require_warpgroups(s, "wgmma.wait");
+        whole_count("wgmma.wait");
+        break;
+      case StmtKind::BulkWait: whole_count("bulk.wait.read"); break;
+      case StmtKind::FenceProxyAsync:
+      case StmtKind::BulkCommit: break;
+      case StmtKind::SetMaxNReg:
+        require_warpgroups(s, "setmaxnreg");
+        if (s.mode != "inc" && s.mode != "dec")
+          fail(s, "setmaxnreg mode `" + s.mode + "` is neither inc nor dec");
+        // PTX ISA: the register count is a multiple of 8 in [24, 256].
+        if (s.imm < 24 || s.imm > 256 || s.imm != double(int64_t(s.imm)) ||
+            int64_t(s.imm) % 8 != 0)
+          fail(s, "setmaxnreg takes a multiple of 8 registers in [24, 256], not " +
+                      Operand::constant(s.imm).str());
+        break;
+      case StmtKind::TmaStore: {
+        if (!p_.has_tensor(s.tensor))
+          fail(s, "tma.store from undeclared tensor `" + s.tensor + "`");
+        if (!p_.has_tensor(s.src)) fail(s, "tma.store into undeclared tensor `" + s.src + "`");
+        const TensorDecl& from = p_.tensor(s.tensor);
+        const TensorDecl& to = p_.tensor(s.src);
+        if (from.role != TensorRole::Shared)
+          fail(s, "tma.store reads shared memory; `" + s.tensor + "` is not a shared tensor");
+        if (to.role == TensorRole::Shared)
+          fail(s, "tma.store writes global memory; `" + s.src + "` is a shared tensor");
+        if (to.role == TensorRole::Input)
+          fail(s, "tma.store writes input tensor `" + s.src + "`; inputs are read-only");
+        if (from.dtype != to.dtype)
+          fail(s, std::string("tma.store copies bytes, it cannot convert ") +
+                      dtype_name(from.dtype) + " to " + dtype_name(to.dtype));
+        if (s.index.size() != 1) fail(s, "tma.store takes one flat box origin in shared memory");
+        if (s.src_index.size() != to.shape.size())
+          fail(s, "tma.store names a box corner of " + std::to_string(s.src_index.size()) +
+                      " coordinates in `" + s.src + "` of rank " + std::to_string(to.shape.size()));
+        if (s.dst.empty()) fail(s, "tma.store names no tensor map");
+        check_expr(s, s.index[0], "tma.store box origin");
+        for (const Expr& e : s.src_index) check_expr(s, e, "tma.store box corner");
+        written_.insert(s.src);
+        used_.insert(s.src);
+        break;
+      }
+      default: LOOM_CHECK(false, "check_hopper on another statement");
     }
   }
 
@@ -690,6 +844,7 @@ class BodyChecker {
   std::vector<std::map<std::string, ScalarDef>> scalars_;  // one map per open block
   Tier deepest_tier_ = Tier::None;
   const Stmt* divergent_ = nullptr;  // innermost-first thread-dependent If or For, if any
+  const Stmt* arm_ = nullptr;        // the specialize whose arm is being checked, if any
   std::set<std::string> written_, used_;
 };
 

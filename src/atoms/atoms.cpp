@@ -171,6 +171,58 @@ AtomDef ldmatrix_b32(int count) {
   return a;
 }
 
+// ---- wgmma (one warpgroup, sm_90a) ------------------------------------------------------
+// PTX ISA 9.7.15.5.1.1 "Register Fragments" (wgmma.mma_async .m64nNk16 / .m64nNk8): warp
+// w = t / 32 of the warpgroup owns rows 16w..16w+15 of A (register variant) and of D, and
+// within those rows each warp holds exactly the mma.sync fragment of the same type:
+// m16n8k16 A (f16/bf16), m16n8k8 A (tf32), and the m16n8 C layout once per 8 columns,
+// values 4j..4j+3 in column block j (CUTLASS's CLayout_64xN / ALayout_64x16 /
+// ALayout_64x8 say the same). N/2 f32 accumulator values per thread.
+
+constexpr int kWarpgroup = 128;
+
+// A 16-row warp layout lifted to the warpgroup: warp w's rows moved down by 16w.
+OperandLayout warpgroup_rows(OperandLayout warp) {
+  auto map = warp.map;
+  warp.rows = 64;
+  warp.map = [map](int t, int v) {
+    const Coord c = map(t % 32, v);
+    return Coord{c.first + 16 * (t / 32), c.second};
+  };
+  return warp;
+}
+
+OperandLayout wgmma_c(int n) {
+  const OperandLayout c = m16n8_c();
+  return {"C", 64, n, n / 2, [c](int t, int v) {
+            const Coord e = c.map(t % 32, v % 4);
+            return Coord{e.first + 16 * (t / 32), e.second + 8 * (v / 4)};
+          }};
+}
+
+AtomDef wgmma(DType in, int n) {
+  const bool tf32 = in == DType::TF32;
+  const std::string type = dtype_name(in);
+  AtomDef a;
+  a.kind = AtomKind::Compute;
+  a.m = 64, a.n = n, a.k = tf32 ? 8 : 16;
+  const std::string shape =
+      "m64n" + std::to_string(n) + "k" + std::to_string(a.k);
+  a.id = "wgmma_" + shape + "_f32_" + type;
+  a.ptx = "wgmma.mma_async.sync.aligned." + shape + ".f32." + type + "." + type;
+  a.ptx_section = "9.7.15.5 Asynchronous Warpgroup Level Matrix Multiply-Accumulate: "
+                  "wgmma.mma_async; 9.7.15.5.1.1 Register Fragments";
+  // Two wrappers per entry, generated per kernel (src/codegen/wgmma_wrappers.h): this
+  // name with _ss (A from shared memory) or _rs (A from registers).
+  a.wrapper = "loom::" + a.id;
+  a.min_sm = 90;
+  a.needs_arch_specific = true;
+  a.threads = kWarpgroup;
+  a.a_type = in, a.b_type = in, a.acc_type = DType::F32;
+  a.layouts = {warpgroup_rows(tf32 ? m16n8k8_tf32_a() : m16n8k16_a()), wgmma_c(n)};
+  return a;
+}
+
 }  // namespace
 
 const std::vector<AtomDef>& atom_table() {
@@ -215,7 +267,13 @@ const std::vector<AtomDef>& atom_table() {
       ldmatrix_b32(4),
       ldmatrix_b32(2),
   };
-  return table;
+  static const std::vector<AtomDef> with_wgmma = [] {
+    std::vector<AtomDef> t = table;
+    for (DType in : {DType::F16, DType::BF16, DType::TF32})
+      for (int n = 8; n <= 256; n += 8) t.push_back(wgmma(in, n));
+    return t;
+  }();
+  return with_wgmma;
 }
 
 const AtomDef* find_atom(const std::string& id) {
@@ -244,7 +302,8 @@ WarpAtom warp_atom(const AtomDef& a) {
     throw Error("atom '" + a.id + "' is not a warp-collective compute atom (it has " +
                 std::to_string(a.threads) + " threads" +
                 (a.kind == AtomKind::Copy ? " and is a copy" : "") +
-                "); only mma atoms of 32 lanes have a Kernel IR warp-atom description");
+                "); only mma atoms of 32 lanes have a Kernel IR warp-atom description" +
+                (a.threads == kWarpgroup ? " (wgmma: warpgroup_atom)" : ""));
   WarpAtom w;
   w.id = a.id;
   w.m = a.m, w.n = a.n, w.k = a.k;
@@ -256,6 +315,50 @@ WarpAtom warp_atom(const AtomDef& a) {
   };
   sample(operand_layout(a, "A"), w.a, w.a_values);
   sample(operand_layout(a, "B"), w.b, w.b_values);
+  sample(operand_layout(a, "C"), w.c, w.c_values);
+  return w;
+}
+
+const AtomDef* wgmma_atom(DType in, int n) {
+  if (n < 8 || n > 256 || n % 8 != 0) return nullptr;
+  for (const AtomDef& a : atom_table())
+    if (a.kind == AtomKind::Compute && a.threads == kWarpgroup && a.a_type == in && a.n == n)
+      return &a;
+  return nullptr;
+}
+
+std::string wgmma_variant_id(const AtomDef& a, bool a_in_registers) {
+  return a.id + (a_in_registers ? "_rs" : "_ss");
+}
+
+const AtomDef* wgmma_variant(const std::string& id, bool* a_in_registers) {
+  if (id.size() < 3) return nullptr;
+  const std::string suffix = id.substr(id.size() - 3);
+  if (suffix != "_ss" && suffix != "_rs") return nullptr;
+  const AtomDef* a = find_atom(id.substr(0, id.size() - 3));
+  if (!a || a->threads != kWarpgroup) return nullptr;
+  if (a_in_registers) *a_in_registers = suffix == "_rs";
+  return a;
+}
+
+WarpAtom warpgroup_atom(const AtomDef& a, bool a_in_registers) {
+  if (a.kind != AtomKind::Compute || a.threads != kWarpgroup)
+    throw Error("atom '" + a.id + "' is not a warpgroup (wgmma) atom: it has " +
+                std::to_string(a.threads) + " threads; only the wgmma entries of the table "
+                "(128 threads) have a warpgroup-atom description (mma.sync: warp_atom)");
+  WarpAtom w;
+  w.id = wgmma_variant_id(a, a_in_registers);
+  w.threads = kWarpgroup;
+  w.m = a.m, w.n = a.n, w.k = a.k;
+  w.a_type = a.a_type, w.b_type = a.b_type, w.acc_type = a.acc_type;
+  w.a_shared = !a_in_registers;
+  w.b_shared = true;
+  auto sample = [](const OperandLayout& l, std::vector<Coord>& map, int& values) {
+    values = l.values_per_thread;
+    for (int t = 0; t < kWarpgroup; ++t)
+      for (int v = 0; v < values; ++v) map.push_back(l.map(t, v));
+  };
+  if (a_in_registers) sample(operand_layout(a, "A"), w.a, w.a_values);
   sample(operand_layout(a, "C"), w.c, w.c_values);
   return w;
 }

@@ -72,8 +72,34 @@ const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
 // types and the A, B, C layouts sampled lane by lane into tables. A pass that emits an
 // Atom statement for `a` adds this to the kernel's warp_atoms, so that the verifier and
 // the CPU interpreter (in loom_ir, below this table) can check and run it. Throws
-// loom::Error for an atom that is not a 32-thread compute atom.
+// loom::Error for an atom that is not a 32-thread compute atom (wgmma: warpgroup_atom).
 WarpAtom warp_atom(const AtomDef& a);
+
+// ---- wgmma (one warpgroup of 128 threads, sm_90a) --------------------------------------
+// wgmma.mma_async m64nNk16 (f16, bf16) and m64nNk8 (tf32), f32 accumulate, N = 8..256 in
+// steps of 8: ids "wgmma_m64n<N>k<K>_f32_<type>". B is always read from shared memory
+// through a matrix descriptor (src/atoms/wgmma_desc.h), so an entry has no B layout;
+// A comes from shared memory too ("ss") or from registers ("rs"), whose fragment is the
+// entry's "A" layout. "C" is the accumulator over all 128 threads: warp w = t / 32 holds
+// rows 16w..16w+15 in the mma.sync m16n8 C layout, repeated over the N/8 column blocks.
+
+// The table's wgmma entry multiplying `in` operands (F16, BF16, TF32) with N = `n`;
+// nullptr when there is none (another type, or n not a multiple of 8 in 8..256).
+const AtomDef* wgmma_atom(DType in, int n);
+
+// The Kernel IR description of a wgmma variant: threads = 128, B from shared memory, A
+// from registers when `a_in_registers` (the "A" layout sampled per thread) or from shared
+// memory (a_shared, empty map); C sampled over the 128 threads. Its id is
+// wgmma_variant_id(a, a_in_registers) — the name of the wrapper codegen calls
+// (src/codegen/wgmma_wrappers.h) — so one kernel may use both variants of one shape.
+// Throws loom::Error for an atom that is not a wgmma entry.
+WarpAtom warpgroup_atom(const AtomDef& a, bool a_in_registers);
+
+// "<table id>_ss" (A and B from shared memory) or "<table id>_rs" (A from registers).
+std::string wgmma_variant_id(const AtomDef& a, bool a_in_registers);
+// The table entry of a variant id (and, through `a_in_registers`, which variant it is);
+// nullptr when `id` names no wgmma variant.
+const AtomDef* wgmma_variant(const std::string& id, bool* a_in_registers = nullptr);
 
 // A warp operand layout in affine form: value v of lane l holds element
 //   row = row_g * (l / 4) + row_t * (l % 4) + offset[v].first

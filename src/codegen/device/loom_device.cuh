@@ -340,6 +340,197 @@ __device__ __forceinline__ void require_smem_aligned_1024(const void* p) {
   if (smem_addr(p) & 1023u) __trap();
 }
 
+// ---- TMA stores, multicast loads and mbarrier arrivals (sm_90+) ---------------------
+#if __CUDA_ARCH__ >= 900
+
+// PTX ISA 9.7.13.15 mbarrier, mbarrier.arrive: the calling thread arrives once on `bar`
+// (release, CTA scope) — how a consumer hands a ring slot back to the producer.
+__device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// PTX ISA 9.7.13.15 mbarrier, mbarrier.arrive on a .shared::cluster address; Data
+// Movement, mapa: `bar` is this CTA's mbarrier, mapa names the same slot in the shared memory of
+// CTA `cta` of the cluster (a consumer releasing a slot that a multicast filled in every
+// CTA of the cluster arrives on each of them).
+__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned long long* bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      "  .reg .b32 remote;\n"
+      "  mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cta)
+      : "memory");
+}
+
+// PTX ISA 9.7.13.4 membar/fence, fence.proxy.async.shared::cta: the thread's ordinary
+// writes to shared memory become visible to the async proxy (wgmma operands, TMA stores)
+// — between an epilogue's st.shared and the TMA store reading the tile, or after threads
+// fill a wgmma operand themselves.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// PTX ISA 9.7.9.25 cp.async.bulk.tensor, .global.shared::cta.tile.bulk_group: the copy
+// engine stores the box of `map` at coordinates c0 (innermost) .. from shared memory
+// `src` (128-byte aligned, swizzled as the map says); out-of-range elements are not
+// written. Completion is tracked by bulk groups (bulk_commit_group / bulk_wait_group_read).
+__device__ __forceinline__ void tma_store_2d(const loom_tensor_map* map, const void* src, int c0,
+                                             int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const loom_tensor_map* map, const void* src, int c0,
+                                             int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          map),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// PTX ISA 9.7.9.25 cp.async.bulk.commit_group: close the bulk group of the TMA stores
+// issued so far by this thread.
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// PTX ISA 9.7.9.25 cp.async.bulk.wait_group.read N: until at most N bulk groups of this
+// thread still read their shared source — the staging tile may then be overwritten
+// (the global writes may still be in flight).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// PTX ISA 9.7.9.25 cp.async.bulk.tensor .multicast::cluster: one TMA load delivers the box
+// to the same shared offset `dst` in every CTA of the cluster whose bit is set in
+// `cta_mask`, completing on the mbarrier at offset `bar` in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const loom_tensor_map* map,
+                                                      unsigned long long* bar,
+                                                      unsigned short cta_mask, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// ---- thread-block clusters (sm_90+) ------------------------------------------------------
+
+// PTX ISA 9.7.13.2 barrier.cluster, .arrive.relaxed: arrive without ordering this thread's
+// memory accesses (for a cluster barrier that only says "I have started", e.g. before the
+// first multicast lands in a peer's shared memory).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+// PTX ISA 9.7.13.2 barrier.cluster, .arrive (release semantics): arrive, ordering the
+// thread's prior memory accesses before the wait of every thread of the cluster.
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
+}
+// PTX ISA 9.7.13.2 barrier.cluster, .wait (acquire semantics): until every thread of the
+// cluster has arrived.
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+// PTX ISA Special Registers, %cluster_ctarank: this CTA's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// PTX ISA 9.7.14.5.16 stmatrix .m8n8 .x4 .b16: the inverse of ldmatrix_x4 — register i of
+// lane l holds two b16 of matrix i (row l/4, columns 2(l%4), 2(l%4)+1), and lane l
+// supplies the address of row l%8 of matrix l/8 (16 bytes, 16-byte aligned); .trans
+// stores each matrix transposed. The epilogue's registers -> shared step before a TMA store.
+__device__ __forceinline__ void stmatrix_x4(void* smem_ptr, const unsigned src[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   smem_addr(smem_ptr)),
+               "r"(src[0]), "r"(src[1]), "r"(src[2]), "r"(src[3])
+               : "memory");
+}
+__device__ __forceinline__ void stmatrix_x4_trans(void* smem_ptr, const unsigned src[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   smem_addr(smem_ptr)),
+               "r"(src[0]), "r"(src[1]), "r"(src[2]), "r"(src[3])
+               : "memory");
+}
+#endif
+
+// ---- wgmma ordering and matrix descriptors (sm_90a) -----------------------------------
+// The wgmma.mma_async wrappers themselves (one per shape, type and A source) are
+// generated per kernel: src/codegen/wgmma_wrappers.h.
+
+// PTX ISA 9.7.15.5.1.2 Shared Memory Matrix Layout, "Matrix Descriptor": the 64-bit
+// description of a shared operand tile. Bits 0-13 start address >> 4 (18-bit
+// shared-window address), 16-29 leading dimension byte offset >> 4, 32-45 stride
+// dimension byte offset >> 4, 49-51 base offset (0: Loom's operands start their swizzle
+// pattern on its repeat, 1024 B for 128B), 62-63 swizzle mode (0 none, 1 128B, 2 64B,
+// 3 32B). Which LBO/SBO a layout needs:
+// src/atoms/wgmma_desc.h. Plain arithmetic, so ptxas folds the constant fields.
+__device__ __forceinline__ unsigned long long wgmma_desc(const void* smem, unsigned lbo,
+                                                         unsigned sbo, int swizzle_mode) {
+  return static_cast<unsigned long long>((smem_addr(smem) & 0x3FFFFu) >> 4) |
+         static_cast<unsigned long long>((lbo & 0x3FFFFu) >> 4) << 16 |
+         static_cast<unsigned long long>((sbo & 0x3FFFFu) >> 4) << 32 |
+         static_cast<unsigned long long>(swizzle_mode & 3) << 62;
+}
+// The same descriptor moved `bytes` (a multiple of 16) further: the next K-step of a
+// K-major row (32 B) or the next ring slot. The start field never carries into LBO for
+// shared addresses below 256 KiB.
+__device__ __forceinline__ unsigned long long wgmma_desc_advance(unsigned long long desc,
+                                                                 unsigned bytes) {
+  return desc + (bytes >> 4);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// PTX ISA 9.7.15.7 Asynchronous wgmma Proxy Operations, wgmma.fence: orders this
+// warpgroup's prior register accesses of the accumulators (and the A fragment) before the
+// next wgmma.mma_async reads them. Needed before the first wgmma of a chain and whenever
+// the registers were touched in between.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+// PTX ISA 9.7.15.7 wgmma.commit_group: close the group of wgmma.mma_async issued so far.
+__device__ __forceinline__ void wgmma_commit_group() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// PTX ISA 9.7.15.7 wgmma.wait_group N: until at most N committed groups are pending; the
+// accumulators of the retired groups may then be read, their shared operands reused.
+template <int N>
+__device__ __forceinline__ void wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// No instruction: tells the compiler each accumulator register may change here, so it
+// neither reads one before a wgmma_wait_group nor moves a write past a wgmma_fence (the
+// asm of a wgmma names the registers, but the hardware writes them later, asynchronously).
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operand(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// PTX ISA Miscellaneous Instructions, setmaxnreg.inc / .dec: raise or lower this warp's
+// register budget to Regs per thread (24..256, a multiple of 8) — producers give
+// registers up, consumers take them, so the warpgroup that holds the accumulators gets
+// most of the file.
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg: 24..256, step 8");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+}
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg: 24..256, step 8");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+}
+#endif
+
 // ---- shared-memory layouts -----------------------------------------------------------
 
 // Swizzle<B, M, S> of an element offset: bits [M, M+B) ^= bits [M+S, M+S+B).

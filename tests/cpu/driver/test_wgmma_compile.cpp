@@ -1,0 +1,169 @@
+// NVRTC (sm_90a, no GPU needed) compiles every Hopper wrapper of the device header, the
+// generated wgmma wrappers of the atom table, and every case kernel of the GPU wgmma test,
+// so a GPU run is left with the numerics alone. It lives here because loom_driver links
+// both codegen (the generator) and the runtime (NVRTC).
+#include <gtest/gtest.h>
+
+#include "codegen/cuda.h"
+#include "codegen/wgmma_wrappers.h"
+#include "ir/error.h"
+#include "runtime/nvrtc.h"
+
+#include "../../gpu/wgmma_cases.h"
+
+namespace loom {
+namespace {
+
+CompileResult nvrtc(const std::string& source, const std::string& arch = "sm_90a") {
+  CompileRequest req;
+  req.name = "test_wgmma_compile.cu";
+  req.source = source;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = arch;
+  return compile(req, nullptr);
+}
+
+// Calls every Hopper wrapper of loom_device.cuh once (a cluster launch is not needed to
+// compile cluster instructions).
+const char* kHeaderWrappers = R"(#include "loom_device.cuh"
+extern "C" __global__ void __launch_bounds__(256) hopper_wrappers(
+    const __grid_constant__ loom_tensor_map map, float* out, int c0, int c1) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem + 8192);
+  if (threadIdx.x >= 128) {
+    loom::setmaxnreg_dec<40>();
+    if (threadIdx.x == 128) {
+      loom::tma_load_2d_multicast(smem, &map, bar, 0x3, c0, c1);
+      loom::tma_store_2d(&map, smem, c0, c1);
+      loom::tma_store_3d(&map, smem, c0, c1, 0);
+      loom::bulk_commit_group();
+      loom::bulk_wait_group_read<0>();
+    }
+    return;
+  }
+  loom::setmaxnreg_inc<232>();
+  unsigned r[4] = {threadIdx.x, 1u, 2u, 3u};
+  loom::stmatrix_x4(smem + 16 * (threadIdx.x % 32), r);
+  loom::stmatrix_x4_trans(smem + 4096 + 16 * (threadIdx.x % 32), r);
+  loom::fence_proxy_async_shared();
+  loom::mbarrier_arrive(bar);
+  loom::mbarrier_arrive_cluster(bar, loom::cluster_ctarank() ^ 1u);
+  loom::cluster_arrive_relaxed();
+  loom::cluster_wait();
+  loom::cluster_arrive();
+  loom::cluster_wait();
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  unsigned long long desc = loom::wgmma_desc(smem, 16, 1024, 1);
+  desc = loom::wgmma_desc_advance(desc, 32);
+  loom::wgmma_fence_operand(d);
+  loom::wgmma_fence();
+  loom::wgmma_commit_group();
+  loom::wgmma_wait_group<1>();
+  loom::wgmma_wait_group<0>();
+  loom::wgmma_fence_operand(d);
+  out[threadIdx.x] = d[0] + float(desc & 0xffff);
+}
+)";
+
+TEST(WgmmaCompile, EveryHopperHeaderWrapperCompilesForSm90a) {
+  EXPECT_GT(nvrtc(kHeaderWrappers).cubin.size(), 0u);
+}
+
+TEST(WgmmaCompile, GeneratedWrappersCompileForSm90a) {
+  std::string src = "#include \"loom_device.cuh\"\n";
+  std::string kernels;
+  int i = 0;
+  for (DType t : {DType::F16, DType::BF16, DType::TF32})
+    for (int n : {8, 64, 128, 256})
+      for (bool rs : {false, true}) {
+        const AtomDef& a = *wgmma_atom(t, n);
+        const std::string name = wgmma_variant_id(a, rs);
+        src += wgmma_wrapper_source(a, rs);
+        const std::string tmpl = t == DType::TF32 ? "" : rs ? "<1>" : "<0, 1>";
+        kernels += "extern \"C\" __global__ void k" + std::to_string(i++) +
+                   "(float* out, unsigned long long da, unsigned long long db, const unsigned* "
+                   "af) {\n  float d[" + std::to_string(n / 2) + "] = {};\n" +
+                   (rs ? "  unsigned a[4] = {af[0], af[1], af[2], af[3]};\n" : "") +
+                   "  loom::wgmma_fence();\n  loom::" + name + tmpl + "(d, " +
+                   (rs ? "a" : "da") + ", db, 1);\n  loom::wgmma_commit_group();\n"
+                   "  loom::wgmma_wait_group<0>();\n  loom::wgmma_fence_operand(d);\n"
+                   "  for (int j = 0; j < " + std::to_string(n / 2) +
+                   "; ++j) out[j * 128 + threadIdx.x] = d[j];\n}\n";
+      }
+  CompileResult r = nvrtc(src + kernels);
+  EXPECT_GT(r.cubin.size(), 0u);
+  if (r.log.find("ptxas info") == std::string::npos)
+    GTEST_SKIP() << "NVRTC's cache skipped ptxas' report (set CUDA_CACHE_DISABLE=1)";
+  for (int k = 0; k < i; ++k) {
+    const std::string name = "k" + std::to_string(k);
+    ASSERT_TRUE(r.resources.count(name)) << r.log;
+    EXPECT_EQ(r.resources.at(name).spill_store_bytes, 0) << name;
+  }
+}
+
+TEST(WgmmaCompile, EveryGpuTestCaseCompilesForSm90a) {
+  const auto cases = wgmma_test::cases();
+  CompileResult r = nvrtc(wgmma_test::kernel_source(cases));
+  EXPECT_GT(r.cubin.size(), 0u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const wgmma_test::Layout l = wgmma_test::layout_of(cases[i]);
+    // Shared memory an H100/H200 block can opt in to, and descriptor starts inside it.
+    EXPECT_LE(l.bytes, 227 * 1024);
+    for (int kk = 0; kk < l.ksteps; ++kk) {
+      EXPECT_EQ(l.a_start(kk) % 16, 0);
+      EXPECT_EQ(l.b_start(kk) % 16, 0);
+      EXPECT_LT(l.b_start(kk), l.bytes);
+    }
+  }
+}
+
+TEST(WgmmaCompile, AWgmmaWrapperOutsideSm90aIsAFrontEndErrorNamingIt) {
+  // Plain sm_90 has no wgmma: the guard makes that a compile error with the wrapper's
+  // name instead of a ptxas failure.
+  const AtomDef& a = *wgmma_atom(DType::BF16, 64);
+  const std::string src = std::string("#include \"loom_device.cuh\"\n") +
+                          wgmma_wrapper_source(a, false) +
+                          "extern \"C\" __global__ void k(float* o, unsigned long long d) {\n"
+                          "  float acc[32] = {};\n"
+                          "  loom::wgmma_m64n64k16_f32_bf16_ss<0, 0>(acc, d, d, 0);\n"
+                          "  o[threadIdx.x] = acc[0];\n}\n";
+  try {
+    nvrtc(src, "sm_90");
+    FAIL() << "wgmma needs sm_90a";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wgmma_m64n64k16_f32_bf16_ss"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(WgmmaWrappers, SourceSpellsTheInstructionAndItsOperands) {
+  const std::string ss = wgmma_wrapper_source(*wgmma_atom(DType::BF16, 128), false);
+  EXPECT_NE(ss.find("template <int TransA, int TransB>"), std::string::npos) << ss;
+  EXPECT_NE(ss.find("void wgmma_m64n128k16_f32_bf16_ss(float (&d)[64], unsigned long long "
+                    "desc_a, unsigned long long desc_b, int scale_d)"),
+            std::string::npos)
+      << ss;
+  EXPECT_NE(ss.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), std::string::npos);
+  // 64 accumulators, then desc_a %64, desc_b %65, scale_d %66, the two immediates.
+  EXPECT_NE(ss.find("%64, %65, p, 1, 1, %67, %68;"), std::string::npos) << ss;
+  EXPECT_NE(ss.find("setp.ne.b32 p, %66, 0;"), std::string::npos) << ss;
+  EXPECT_NE(ss.find("\"+f\"(d[63])"), std::string::npos);
+  EXPECT_EQ(ss.find("\"+f\"(d[64])"), std::string::npos);
+
+  const std::string rs = wgmma_wrapper_source(*wgmma_atom(DType::F16, 8), true);
+  EXPECT_NE(rs.find("template <int TransB>"), std::string::npos) << rs;
+  EXPECT_NE(rs.find("wgmma_m64n8k16_f32_f16_rs(float (&d)[4], const unsigned (&a)[4]"),
+            std::string::npos)
+      << rs;
+  EXPECT_NE(rs.find("{%4, %5, %6, %7}, %8, p, 1, 1, %10;"), std::string::npos) << rs;
+
+  const std::string tf = wgmma_wrapper_source(*wgmma_atom(DType::TF32, 256), false);
+  EXPECT_EQ(tf.find("template"), std::string::npos) << "tf32 has no transpose immediates";
+  EXPECT_NE(tf.find("%128, %129, p, 1, 1;"), std::string::npos) << tf;
+
+  EXPECT_THROW(wgmma_wrapper_source(atom("mma_m16n8k16_f32_f16"), false), Error);
+}
+
+}  // namespace
+}  // namespace loom

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "atoms/atoms.h"
+#include "atoms/wgmma_desc.h"
+#include "codegen/wgmma_wrappers.h"
 #include "ir/error.h"
 #include "passes/analysis.h"
 
@@ -200,6 +202,20 @@ class Renderer {
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
 
+  // The unswizzled address of flat offset `offset` of a shared tensor, for the copy engine
+  // and wgmma descriptors, which apply the swizzle themselves (to address bits: the
+  // tensor is 1024-byte aligned). Rows stored in chunks (TensorDecl::row_chunk) are
+  // permuted here, as TensorDecl::chunked does.
+  std::string shared_address(const std::string& tensor, const Expr& offset) const {
+    const TensorDecl& t = p_.tensor(tensor);
+    if (t.row_chunk <= 0) return "&" + tensor + "[" + offset.str() + "]";
+    const int64_t L = t.shape.back().const_value(), C = t.row_chunk;
+    const int64_t R = t.shape.size() >= 2 ? t.shape[t.shape.size() - 2].const_value() : 1;
+    const Expr o = offset;
+    const Expr physical = o / (R * L) * (R * L) + o % L / C * (R * C) + o % (R * L) / L * C + o % C;
+    return "&" + tensor + "[" + distribute_constants(physical).str() + "]";
+  }
+
   // An operand as an f32 expression: an immediate, an element of an f32 register array,
   // or a value of a packed 16-bit accumulator, widened from its half of its register.
   std::string operand(const Operand& o) const {
@@ -284,6 +300,12 @@ class Renderer {
         line(d, dst(s) + " += " + operand(s.args.at(0)) + ";");
         break;
       case StmtKind::Atom: {
+        if (const AtomDef* wg = wgmma_variant(s.atom)) {
+          const WarpAtom* w = find_warp_atom(*k_, s.atom);
+          LOOM_CHECK(w, "kernel declares the wgmma it issues");
+          warpgroup_atom(s, *wg, *w, d);
+          break;
+        }
         const AtomDef& a = atom(s.atom);
         if (const WarpAtom* w = find_warp_atom(*k_, s.atom)) {
           warp_atom(s, a, *w, d);
@@ -370,8 +392,8 @@ class Renderer {
       case StmtKind::TmaLoad: {
         // Coordinates go innermost first, as the tensor map orders dimensions.
         std::string call = "loom::cp_async_bulk_tensor_" + std::to_string(s.src_index.size()) +
-                           "d_global_to_shared(&" + s.tensor + "[" + s.index.at(0).str() +
-                           "], &" + s.dst + ", " + mbar(s);
+                           "d_global_to_shared(" + shared_address(s.tensor, s.index.at(0)) +
+                           ", &" + s.dst + ", " + mbar(s);
         for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
         line(d, call + ");");
         break;
@@ -389,6 +411,43 @@ class Renderer {
         break;
       case StmtKind::MbarWait:
         line(d, "loom::mbarrier_wait_parity_shared_b64(" + mbar(s) + ", " + s.cond.str() + ");");
+        break;
+      case StmtKind::MbarArrive:
+        line(d, "loom::mbarrier_arrive(" + mbar(s) + ");");
+        break;
+      case StmtKind::WgmmaFence:
+        line(d, "loom::wgmma_fence();");
+        break;
+      case StmtKind::WgmmaCommit:
+        line(d, "loom::wgmma_commit_group();");
+        break;
+      case StmtKind::WgmmaWait:
+        line(d, "loom::wgmma_wait_group<" + std::to_string(int(s.imm)) + ">();");
+        break;
+      case StmtKind::FenceProxyAsync:
+        line(d, "loom::fence_proxy_async_shared();");
+        break;
+      case StmtKind::SetMaxNReg:
+        line(d, "loom::setmaxnreg_" + s.mode + "<" + std::to_string(int(s.imm)) + ">();");
+        break;
+      case StmtKind::TmaStore: {
+        std::string call = "loom::tma_store_" + std::to_string(s.src_index.size()) + "d(&" + s.dst +
+                           ", " + shared_address(s.tensor, s.index.at(0));
+        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
+        line(d, call + ");");
+        break;
+      }
+      case StmtKind::BulkCommit:
+        line(d, "loom::bulk_commit_group();");
+        break;
+      case StmtKind::BulkWait:
+        line(d, "loom::bulk_wait_group_read<" + std::to_string(int(s.imm)) + ">();");
+        break;
+      case StmtKind::Specialize:
+        // The arms' conditions split the block by warp: each warp takes its arm, and the
+        // arms run at the same time, handing buffers over through mbarriers.
+        line(d, "// ---- warp specialization: " + std::to_string(s.body.size()) + " roles ----");
+        block(s.body, d);
         break;
       case StmtKind::Stage:
         throw Error("codegen: a Stage bundle reached codegen; k:015_lower_stages must lower it");
@@ -409,6 +468,7 @@ class Renderer {
     walk(k.body, [&](const Stmt& s) {
       if (s.kind != StmtKind::Atom) return;
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
+        if (w->threads != WarpAtom::kLanes) return;  // wgmma: shared operands, f32 accumulators
         if (dtype_bytes(w->a_type) == 2)
           for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
         if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
@@ -595,6 +655,44 @@ class Renderer {
     line(d, "}");
   }
 
+  // A warpgroup atom (wgmma): the accumulator fragment is the register array's trailing
+  // dimension (N/2 f32 values, bound by reference), A and B shared tiles become matrix
+  // descriptors (wgmma_operand_desc), and scale-d 1 accumulates (the zeroing is explicit).
+  void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
+    if (!w.a_shared || !w.b_shared)
+      throw Error("codegen: " + a.id + " with A from registers is not generated yet (k:026 "
+                  "emits shared A and B)");
+    const WgmmaOperandDesc da = wgmma_operand_desc(s.args.at(0), true, a);
+    const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false, a);
+    line(d, "loom::" + w.id +
+                (w.a_type == DType::TF32 ? std::string()
+                                          : "<" + std::to_string(da.transpose) + ", " +
+                                                std::to_string(db.transpose) + ">") +
+                "(" + element(s.dst, s.dst_index) + ", " + da.text + ", " + db.text +
+                ", 1);  // " + a.ptx);
+  }
+
+  struct WgmmaOperandDesc {
+    std::string text;   // the descriptor expression
+    int transpose = 0;  // imm-trans: 1 when the tile is MN-major
+  };
+
+  WgmmaOperandDesc wgmma_operand_desc(const Operand& o, bool is_a, const AtomDef& a) const {
+    const TensorDecl& t = p_.tensor(o.name);
+    LOOM_CHECK(o.index.size() == 3 && o.index[1].is_const() && o.index[2].is_const(),
+               "a wgmma shared operand is {origin, row stride, col stride}");
+    const WgmmaDescFields f =
+        wgmma_desc_for(t, is_a ? WgmmaOperand::A : WgmmaOperand::B, o.index[1].const_value(),
+                       o.index[2].const_value());
+    WgmmaOperandDesc out;
+    out.transpose = f.transposed ? 1 : 0;
+    out.text = "loom::wgmma_desc(" + shared_address(o.name, o.index[0]) + ", " +
+               std::to_string(f.lbo_bytes) + ", " + std::to_string(f.sbo_bytes) + ", " +
+               std::to_string(f.swizzle_mode) + ")";
+    (void)a;
+    return out;
+  }
+
   const KernelProgram& p_;
   const KernelOp* k_ = nullptr;
   // Values per packed .b32 register: two 16-bit halves.
@@ -626,6 +724,17 @@ std::string render_cuda(const KernelProgram& p, const RenderOptions& opt) {
   out << "// Generated by Loom.";
   if (!opt.header_comment.empty()) out << " " << opt.header_comment;
   out << "\n#include \"" << kDeviceHeaderName << "\"\n";
+  // wgmma wrappers have one variant per N (N/2 accumulator registers in the asm operand
+  // list), so the ones a kernel uses are generated here rather than stored in the header.
+  std::set<std::string> wgmma;
+  for (const auto& k : p.kernels)
+    for (const WarpAtom& w : k.warp_atoms)
+      if (w.threads != WarpAtom::kLanes && wgmma.insert(w.id).second) {
+        bool rs = false;
+        const AtomDef* a = wgmma_variant(w.id, &rs);
+        LOOM_CHECK(a, "a warpgroup atom names a wgmma variant");
+        out << "\n" << wgmma_wrapper_source(*a, rs);
+      }
   for (const auto& k : p.kernels) {
     out << "\n";
     Renderer(p, out).kernel(k);

@@ -55,6 +55,23 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
   };
 }
 
+// Issue 6's Hopper progression: wgmma on TMA slabs, then the organization around it.
+// Every rung reads 128-byte swizzled 64-deep slabs through a 4-deep ring.
+void hopper_steps(Ladder& l, const std::string& dtype, const std::string& tile) {
+  const std::string base = "ATOM=wgmma_" + dtype + ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4," +
+                           "GROUP_M=8,EPILOGUE=direct";
+  l.steps = {
+      {"1 TMA + wgmma", base + ",WM=2,WN=1,BN=128",
+       "2 warpgroups x one m64n128k16 each; thread 0 issues TMA, everyone waits, bar.sync per slab"},
+      {"2 + warp specialization", base + ",WM=1,WN=1,BN=128,WARP_SPECIALIZE=1",
+       "a producer warpgroup feeds the ring (full/empty mbarriers), 1 consumer, setmaxnreg"},
+      {"3 + 2 consumer warpgroups", base + ",WM=2,WN=1," + tile + ",WARP_SPECIALIZE=1",
+       "two consumer warpgroups share each slab: 128-row blocks"},
+      {"4 + persistent", base + ",WM=2,WN=1," + tile + ",WARP_SPECIALIZE=1,PERSISTENT=1",
+       "one CTA per SM walks the tiles; the producer runs ahead into the next tile"},
+  };
+}
+
 // The TF32 article's progression (mma.sync m16n8k8 on f32 inputs rounded to tf32), as
 // knob sets: 128x128x16 blocks of 2x4 warps of 4x4 atoms, two blocks per SM on aligned
 // shapes (the article's __launch_bounds__(256, 2); the bounds guards of ragged shapes
@@ -82,15 +99,24 @@ void tf32_steps(Ladder& l, bool aligned) {
 
 }  // namespace
 
-std::vector<std::string> ladder_names() { return {"sgemm", "splitk", "swizzle", "hgemm", "tf32"}; }
+std::vector<std::string> ladder_names() {
+  return {"sgemm", "splitk", "swizzle", "hgemm", "tf32", "hopper"};
+}
 
 Ladder make_ladder(const std::string& name, const std::string& shape, const std::string& dtype) {
   Ladder l;
   l.name = name;
-  if (!dtype.empty() && name != "hgemm")
-    throw Error("--dtype applies to `loom ladder hgemm` (f16 or bf16); the " + name +
-                " ladder's type is fixed");
-  if (name == "hgemm") {
+  if (!dtype.empty() && name != "hgemm" && name != "hopper")
+    throw Error("--dtype applies to `loom ladder hgemm` and `loom ladder hopper` (f16 or bf16); "
+                "the " + name + " ladder's type is fixed");
+  if (name == "hopper") {
+    const std::string dt = dtype.empty() ? "bf16" : dtype;
+    if (dt != "f16" && dt != "bf16")
+      throw Error("--dtype for the hopper ladder must be f16 or bf16 (got '" + dt + "')");
+    l.name = "hopper (" + dt + ")";
+    l.expression = gemm_expr(parse_shape(shape.empty() ? "4096x4096x4096" : shape), dt);
+    hopper_steps(l, dt, "BN=128");
+  } else if (name == "hgemm") {
     const std::string dt = dtype.empty() ? "f16" : dtype;
     if (dt != "f16" && dt != "bf16")
       throw Error("--dtype for the hgemm ladder must be f16 or bf16 (got '" + dt + "')");

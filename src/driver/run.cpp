@@ -47,12 +47,13 @@ Graph contraction_only(const Graph& g) {
   return c;
 }
 
-// ATOM=mma_tf32 on f32 tensors multiplies at tf32 precision by request: the answer is
-// judged by tf32's threshold, and cuBLAS is timed in its TF32 mode for the same work.
+// ATOM=mma_tf32 / wgmma_tf32 on f32 tensors multiplies at tf32 precision by request: the
+// answer is judged by tf32's threshold, and cuBLAS is timed in its TF32 mode for the same
+// work.
 bool computes_tf32(const Graph& g, const CompileState& s) {
   const Node& mm = g.node(contraction_node(g));
   return g.node(mm.inputs[0]).dtype == DType::F32 && s.used_knobs.count("ATOM") &&
-         s.used_knobs.at("ATOM") == "mma_tf32";
+         (s.used_knobs.at("ATOM") == "mma_tf32" || s.used_knobs.at("ATOM") == "wgmma_tf32");
 }
 
 std::string join_knobs(const CompileState& s) {

@@ -522,7 +522,7 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
       }
       // Out-of-range box elements are the tensor map's OOB fill: zeros.
       double v = inside ? src.host->data[size_t(from)] : 0.0;
-      shared_.tma_element(dst.shared, origin + e, v, slot, t, s);
+      shared_.tma_element(dst.shared, origin + box_offset(dst, point), v, slot, t, s);
       for (size_t d = rank; d-- > 0;) {
         if (++point[d] < n.box[d]) break;
         point[d] = 0;
@@ -530,6 +530,17 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
     }
     shared_.tma_complete_tx(slot, bytes, t, s);
   }
+}
+
+// The shared tensor's (logical) offset of box point `point` from the box's origin: the
+// box covers the tensor's last dimensions. Dense boxes step by one element; the boxes of
+// a slab stored in chunks (TensorDecl::row_chunk) are one chunk wide, so their rows step
+// by the whole row, and physical() then lays each chunk out contiguously.
+int64_t Machine::box_offset(const TensorSlot& shared, const std::vector<int64_t>& point) {
+  const size_t np = shared.strides.size() - point.size();
+  int64_t off = 0;
+  for (size_t d = 0; d < point.size(); ++d) off += point[d] * shared.strides[np + d];
+  return off;
 }
 
 void Machine::exec_mbarrier(const Node& n, const std::vector<int>& active) {

@@ -41,6 +41,13 @@ std::string pred_suffix(const Stmt& s) {
   return s.pred.is_const() && s.pred.const_value() == 1 ? "" : " if " + s.pred.str();
 }
 
+// A cluster mask on a TMA load or an arrive: the CTAs it reaches.
+std::string multicast_suffix(const Stmt& s) {
+  return s.multicast.is_const() && s.multicast.const_value() == 0
+             ? ""
+             : "  multicast " + s.multicast.str();
+}
+
 std::string copy_line(const StageCopy& c) {
   std::string box;
   for (size_t i = 0; i < c.vars.size(); ++i)
@@ -90,14 +97,14 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::TmaLoad:
       return "tma.load " + s.tensor + "[" + join_exprs(s.index) + "] <- " + s.src + "[" +
              join_exprs(s.src_index) + "] via " + s.dst + " mbar[" + s.value.str() + "] " +
-             Operand::constant(s.imm).str() + "B";
+             Operand::constant(s.imm).str() + "B" + multicast_suffix(s);
     case StmtKind::MbarInit:
       return "mbar.init [" + s.value.str() + "] arrivals=" + Operand::constant(s.imm).str();
     case StmtKind::FenceMbarInit: return "fence.mbarrier_init";
     case StmtKind::MbarArriveExpectTx:
       return "mbar.arrive.expect_tx [" + s.value.str() + "] " + Operand::constant(s.imm).str() + "B";
     case StmtKind::MbarWait: return "mbar.wait [" + s.value.str() + "] parity=" + s.cond.str();
-    case StmtKind::MbarArrive: return "mbar.arrive [" + s.value.str() + "]";
+    case StmtKind::MbarArrive: return "mbar.arrive [" + s.value.str() + "]" + multicast_suffix(s);
     case StmtKind::WgmmaFence: return "wgmma.fence";
     case StmtKind::WgmmaCommit: return "wgmma.commit";
     case StmtKind::WgmmaWait: return "wgmma.wait " + std::to_string(int(s.imm));
@@ -109,6 +116,7 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::BulkCommit: return "bulk.commit";
     case StmtKind::BulkWait: return "bulk.wait.read " + std::to_string(int(s.imm));
     case StmtKind::Specialize: return "specialize:";
+    case StmtKind::ClusterSync: return "cluster.sync";
   }
   return "?";
 }

@@ -143,6 +143,10 @@ struct KernelOp {
   std::vector<std::string> params;   // tensors (pointers) then symbols (ints), in order
   Expr grid[3] = {Expr(1), Expr(1), Expr(1)};  // blockIdx.x/y/z extents
   int block_threads = 1;             // threadIdx.x extent (1-D blocks)
+  // CTAs per thread-block cluster along blockIdx x/y/z (sm_90; {1,1,1}: no clusters).
+  // The grid is a whole number of clusters; the CTAs of one cluster are resident together,
+  // their rank is blockIdx.x % cluster[0] (1-D clusters along x, which is all Loom makes).
+  int cluster[3] = {1, 1, 1};
   int min_blocks_per_sm = 0;         // __launch_bounds__ second argument when > 0
   std::vector<TmaDescriptor> tma;    // tensor-map parameters, after `params`
   int mbarriers = 0;                 // 8-byte mbarriers in shared memory, slots 0..n-1

@@ -348,6 +348,12 @@ Stmt Stmt::Specialize(std::vector<Stmt> arms) {
   return s;
 }
 
+Stmt Stmt::ClusterSync() {
+  Stmt s;
+  s.kind = StmtKind::ClusterSync;
+  return s;
+}
+
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
   auto sub_all = [&](std::vector<Expr>& v) {
     for (Expr& e : v) e = e.substitute(repl);
@@ -357,6 +363,7 @@ void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
     s.cond = s.cond.substitute(repl);
     s.value = s.value.substitute(repl);
     s.pred = s.pred.substitute(repl);
+    s.multicast = s.multicast.substitute(repl);
     sub_all(s.index);
     sub_all(s.dst_index);
     sub_all(s.src_index);

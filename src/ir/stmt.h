@@ -64,6 +64,10 @@ enum class StmtKind {
   // arm and a consumer arm hand shared buffers to each other through mbarriers, so each
   // may wait for the other. Tile IR and Kernel IR both admit it.
   Specialize,          // body: the arms (If), disjoint thread sets
+  // Thread-block clusters (sm_90, KernelOp::cluster): the CTAs of a cluster run at the
+  // same time and may write each other's shared memory (a multicast TmaLoad) and arrive
+  // on each other's mbarriers (MbarArrive with a `multicast` mask).
+  ClusterSync,         // barrier.cluster.arrive + wait: every thread of every CTA of the cluster
 };
 
 enum class LoopKind { Parallel, Reduce };
@@ -168,6 +172,11 @@ struct Stmt {
   Expr pred = Expr(1);
   // Write: atomically add the value instead of storing it (split-K's atomic combine).
   bool atomic_add = false;
+  // TmaLoad / MbarArrive in a cluster: the CTAs (bit r = cluster rank r) that receive the
+  // box at the same shared offset, each counting its bytes on its own mbarrier `value`
+  // (cp.async.bulk.tensor .multicast::cluster), or on whose mbarrier `value` the thread
+  // arrives (mapa + mbarrier.arrive.shared::cluster). 0: this CTA only.
+  Expr multicast = Expr(0);
   // AsyncCopy source.
   std::string src;
   std::vector<Expr> src_index;
@@ -222,6 +231,7 @@ struct Stmt {
   static Stmt BulkCommit();
   static Stmt BulkWait(int keep_reading);
   static Stmt Specialize(std::vector<Stmt> arms);
+  static Stmt ClusterSync();
 };
 
 using Block = std::vector<Stmt>;

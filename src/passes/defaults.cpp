@@ -110,10 +110,20 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   return k;
 }
 
+// wgmma (sm_90a): two consumer warpgroups of one 64 x 128 atom each, TMA slabs of one
+// 128-byte swizzle span of K (64 16-bit or 32 tf32 elements) in a 4-deep ring, grouped
+// rasterization. The starting point issue 6's ladder measures from (bench/NOTES.md).
+static Knobs wgmma_defaults_for(const Gemm& s) {
+  const bool tf32 = s.f32_operands;
+  return Knobs::parse(std::string("WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,STAGES=4,") +
+                      (tf32 ? "BK=32" : "BK=64") + ",GROUP_M=8,EPILOGUE=direct");
+}
+
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);
+  c.wgmma = wgmma_defaults_for(s);
   if (!s.known) {
     // Symbolic sizes: a medium tile with guards; passes fill in the rest.
     c.shape_class = "symbolic";

@@ -11,6 +11,7 @@ namespace loom {
 struct DefaultChoice {
   Knobs knobs;              // the SIMT schedule of the shape's class
   Knobs mma;                // what an explicit ATOM=mma_* gets instead
+  Knobs wgmma;              // what an explicit ATOM=wgmma_* gets instead (sm_90a)
   std::string shape_class;  // "large", "medium", "small", "split-k", "symbolic"
 };
 

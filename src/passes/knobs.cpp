@@ -24,9 +24,12 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
       KnobDef{"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64}
           .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
-      {"ATOM", "compute atom of the contraction: fma (SIMT) or mma.sync m16n8k16 f16/bf16, "
-       "m16n8k8 tf32 (accumulator type: ACC; FM/FN then count atoms per warp)",
-       "t:010_partition_loops", 0, 0, false, {"fma", "mma_f16", "mma_bf16", "mma_tf32"}},
+      {"ATOM", "compute atom of the contraction: fma (SIMT), mma.sync m16n8k16 f16/bf16, "
+       "m16n8k8 tf32 (accumulator type: ACC; FM/FN then count atoms per warp), or wgmma "
+       "m64nNk16 f16/bf16, m64nNk8 tf32 (sm_90a; WM/WN count warpgroups, FM/FN atoms per "
+       "warpgroup, N = BN/(WN*FN))",
+       "t:010_partition_loops", 0, 0, false,
+       {"fma", "mma_f16", "mma_bf16", "mma_tf32", "wgmma_f16", "wgmma_bf16", "wgmma_tf32"}},
       {"ACC", "accumulator type of the mma atoms: f32, or f16 (ATOM=mma_f16 only: "
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
@@ -107,6 +110,18 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
        "k:060_launch_bounds", 0, 32}
           .searched(SearchGroup::tiling, {{"fma", {"0", "2"}}}),
+      KnobDef{"WARP_SPECIALIZE", "a producer warpgroup issues the TMA ring while the consumer "
+       "warpgroups only compute, handing slots over through full/empty mbarriers (0/1; "
+       "STAGE=tma, ATOM=wgmma_*)",
+       "k:030_warp_specialize", 0, 1}
+          .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
+      {"PRODUCER_REGS", "registers per thread the producer warpgroup keeps (setmaxnreg.dec; "
+       "WARP_SPECIALIZE=1)", "k:030_warp_specialize", 24, 256},
+      {"CONSUMER_REGS", "registers per thread the consumer warpgroups take (setmaxnreg.inc; 0 = "
+       "no register reallocation)", "k:030_warp_specialize", 0, 256},
+      KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles instead of one "
+       "CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
+          .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),
@@ -117,7 +132,8 @@ const std::vector<KnobDef>& knob_registry() {
 bool KnobSearch::applies(const std::string& atom, int cc) const {
   if (cc < min_cc) return false;
   if (atoms.empty() || atoms == atom) return true;
-  return atoms == "mma" && atom.rfind("mma_", 0) == 0;
+  return (atoms == "mma" && atom.rfind("mma_", 0) == 0) ||
+         (atoms == "wgmma" && atom.rfind("wgmma_", 0) == 0);
 }
 
 KnobDef KnobDef::searched(SearchGroup g, std::vector<KnobSearch> s) const {

@@ -18,4 +18,10 @@ namespace loom {
 // s.used_knobs (ACC for mma kernels only).
 const AtomDef* chosen_mma(CompileState& s);
 
+// ATOM=wgmma_f16 | wgmma_bf16 | wgmma_tf32 (sm_90a): the warpgroup atom m64nNk16 (k8 for
+// tf32) with N the columns one warpgroup covers in one atom, N = BN / (WN * FN) (BN
+// defaults to 128, WN and FN to 1: wgmma's N runs up to 256, so one atom per warpgroup
+// along n is the natural tiling). chosen_mma returns it too; this names the rules.
+bool is_wgmma(const AtomDef* a);
+
 }  // namespace loom

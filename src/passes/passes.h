@@ -11,6 +11,7 @@ Pass pass_split_k();           // loop/020_split_k.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
 Pass pass_rasterize();         // tile/025_rasterize.cpp
+Pass pass_persistent();       // tile/027_persistent.cpp
 Pass pass_register_tile();     // tile/030_register_tile.cpp
 Pass pass_stage_inputs();      // tile/040_stage_inputs.cpp
 Pass pass_pad_smem();          // tile/045_pad_smem.cpp
@@ -20,7 +21,9 @@ Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_lower_mma();         // kernel/025_lower_mma.cpp
+Pass pass_lower_wgmma();       // kernel/026_lower_wgmma.cpp
 Pass pass_frag_buffers();      // kernel/027_frag_buffers.cpp
+Pass pass_warp_specialize();   // kernel/030_warp_specialize.cpp
 Pass pass_stage_epilogue();    // kernel/054_stage_epilogue.cpp
 Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp

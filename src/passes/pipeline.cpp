@@ -27,6 +27,9 @@ const std::vector<Pass>& pipeline() {
       // Rasterize after t:020 has proven guards from the m_b/n_b loop ranges (a Let
       // states none) and before the passes below, which only look inside the tiles.
       pass_rasterize(),
+      // Persistence wraps the rasterized tile loop's cell, after the tile order exists
+      // and before staging, so the slab ring (t:050) sees the tile loop it turns across.
+      pass_persistent(),
       // Outer-product accumulation once the cell grid and its guards are final: the
       // guards become load predicates here.
       pass_register_tile(),
@@ -52,10 +55,17 @@ const std::vector<Pass>& pipeline() {
       // the lanes by the fragment layouts, once threads (lane) and flat offsets exist and
       // before the vectorizer looks at the per-lane fragment loads and epilogue stores.
       pass_lower_mma(),
+      // The warpgroup atoms (wgmma) the same way, on the same ATOM nests: their operands
+      // stay in shared memory, so only C is spread over threads.
+      pass_lower_wgmma(),
       // Fragment double buffering right after the fragments exist, on the step loop as
       // k:025 shaped it (allocs, fills, mmas), before k:050 hoists the allocs it adds
       // out of the slab loop and k:055 unrolls the steps so `k_i % 2` is a constant.
       pass_frag_buffers(),
+      // Roles once the mainloop is final in form (the TMA issue of k:015, the wgmma
+      // group and its wait of k:026), before the vectorizer and k:050, which leaves a
+      // specialized loop alone: the producer runs ahead by the ring on its own.
+      pass_warp_specialize(),
       // Vector loads once accesses are flat offsets, where alignment can be proven.
       pass_vectorize(),
       // Pipelining reorders whole copy loops; it runs on their final (vector) form.

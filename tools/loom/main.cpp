@@ -43,7 +43,7 @@ const char* kUsage =
     "          [--device N]   (CUDA ordinal; default 0)\n"
     "          compile and run take the tuning database's knobs for the shape on this GPU\n"
     "          when it has a record (--no-db: never); explicit knobs still win\n"
-    "  ladder  sgemm|splitk|swizzle|hgemm|tf32 [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
+    "  ladder  sgemm|splitk|swizzle|hgemm|tf32|hopper [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"

@@ -14,7 +14,9 @@
 //     WARP loops with no THREAD loop under them (ATOM=mma_*: a warp computes its atoms
 //     together) get the warp's 32 lanes as the fastest digit, `let lane = threadIdx.x
 //     % 32`; their ATOM loops stay loops, which every lane runs whole until k:025 splits
-//     them among the lanes by the fragment layouts.
+//     them among the lanes by the fragment layouts. WARPGROUP loops (ATOM=wgmma_*) get
+//     the warpgroup's 128 threads the same way, `let wg_thread = threadIdx.x % 128`, and
+//     k:026 splits their ATOM loops by the wgmma C layout.
 //  3. Every Load/Write index becomes the row-major offset of the tensor's storage.
 //  4. Params: the tensors the kernel touches (inputs, then the output), then symbols.
 #include <map>
@@ -61,11 +63,15 @@ Nest peel(const Block& body) {
   descend(Tier::Grid, n.grid, true);
   // WARP loops (t:010 with WM/WN) sit above the lane loops; together they are one
   // mixed-radix decomposition of threadIdx.x, so warp w = threadIdx.x / 32.
+  descend(Tier::Warpgroup, n.threads, false);
   descend(Tier::Warp, n.threads, false);
   descend(Tier::Thread, n.threads, false);
   n.rest = b;
   return n;
 }
+
+// A warpgroup: four consecutive warps, the unit wgmma runs on (PTX ISA 9.7.15).
+constexpr int64_t kWarpgroupThreads = 128;
 
 // CUDA's launch limits: blockIdx.x up to 2^31-1, y and z up to 65535.
 constexpr int64_t kGridLimit[3] = {(int64_t(1) << 31) - 1, 65535, 65535};
@@ -138,6 +144,11 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
     ext.push_back(WarpAtom::kLanes);
     names.push_back("lane");
     total *= WarpAtom::kLanes;
+  }
+  if (!threads.empty() && threads.back()->tier == Tier::Warpgroup) {
+    ext.push_back(kWarpgroupThreads);
+    names.push_back("wg_thread");
+    total *= kWarpgroupThreads;
   }
   Expr tid = Expr::var("threadIdx.x");
   int64_t inner = 1;

@@ -104,11 +104,15 @@ class Lowerer {
   //     is refilled only after every thread has finished reading it.
   Block lower_tma(const Stmt& st, const std::vector<const Stmt*>& loops) {
     require_tma_target();
-    if (loops.size() != 1)
+    // The k_o loop, possibly inside a persistent tile loop (t:027), whose ring count
+    // the slot carries.
+    bool nested_ok = !loops.empty();
+    for (size_t i = 0; i + 1 < loops.size(); ++i) nested_ok &= loops[i]->axis == "persistent";
+    if (!nested_ok)
       throw Error("k:015_lower_stages: STAGE=tma needs its stage directly inside one loop (the "
                   "k_o loop whose iteration picks the mbarrier phase); this one is inside " +
                   std::to_string(loops.size()) + " loops: use STAGE=cp_async");
-    const Stmt& loop = *loops[0];
+    const Stmt& loop = *loops.back();
     Expr ko = Expr::var(loop.var);
     const StageCopy& first = st.copies.at(0);
     int64_t S = 1;
@@ -129,10 +133,15 @@ class Lowerer {
 
     Block issue;
     int64_t total = 0;
-    for (const StageCopy& c : st.copies) issue.push_back(tma_copy(c, mbar, total));
+    for (const StageCopy& c : st.copies)
+      for (Stmt& load : tma_copy(c, mbar, total)) issue.push_back(std::move(load));
     issue.insert(issue.begin(), Stmt::MbarArriveExpectTx(mbar, total));
 
-    Block out = {Stmt::If(elected(), issue), Stmt::MbarWait(mbar, ko / S % 2)};
+    // The fill count of the ring: slot = count % S (t:050; count = k_o, or with a
+    // persistent tile loop t_i * KO + k_o), fill number count / S, its phase parity.
+    Expr count = ko;
+    if (slot.kind() == Expr::Kind::Mod && slot.rhs().is_const()) count = slot.lhs();
+    Block out = {Stmt::If(elected(), issue), Stmt::MbarWait(mbar, count / S % 2)};
     for (const auto& s : st.body) out.push_back(s);
     out.push_back(Stmt::Barrier());
     return out;
@@ -151,8 +160,10 @@ class Lowerer {
   }
 
   // One slab as one TMA box: checks what the copy engine and the tensor map require,
-  // declares the descriptor, returns the load; adds the box's bytes to `total`.
-  Stmt tma_copy(const StageCopy& c, const Expr& mbar, int64_t& total) {
+  // declares the descriptor, returns the load; adds the box's bytes to `total`. A slab
+  // whose rows are stored in chunks (TensorDecl::row_chunk: rows wider than the swizzle
+  // span) is one box per chunk, each a column strip one span wide, side by side.
+  Block tma_copy(const StageCopy& c, const Expr& mbar, int64_t& total) {
     const TensorDecl& src = p_.tensor(c.src);
     const TensorDecl& dst = p_.tensor(c.shared);
     const size_t rank = c.vars.size(), np = c.shared_prefix.size();
@@ -202,6 +213,13 @@ class Lowerer {
       throw Error("STAGE=tma needs rows of " + c.src + " to be a multiple of 16 bytes; " + c.src +
                   "'s rows are " + std::to_string(row.const_value() * eb) +
                   " B: use STAGE=cp_async");
+    const int64_t chunk = dst.row_chunk > 0 ? dst.row_chunk : ext[rank - 1];
+    if (ext[rank - 1] % chunk != 0)
+      throw Error("k:015_lower_stages: " + c.shared + "'s rows of " +
+                  std::to_string(ext[rank - 1]) + " are not whole chunks of " +
+                  std::to_string(chunk));
+    const int64_t chunks = ext[rank - 1] / chunk;
+    ext[rank - 1] = chunk;
     int64_t inner = ext[rank - 1] * eb;
     if (inner % 16 != 0)
       throw Error("STAGE=tma needs the inner box dimension of " + what +
@@ -246,12 +264,21 @@ class Lowerer {
     for (size_t j = rank; j-- > 0;) d.box.push_back(ext[j]);
     d.swizzle_bytes = swizzle;
     k_.tma.push_back(d);
-    total += elems * eb;
+    total += chunks * elems * eb;
 
     Expr origin = 0;
     auto strides = dst.strides();
     for (size_t i = 0; i < np; ++i) origin = origin + c.shared_prefix[i] * strides[i];
-    return Stmt::TmaLoad(c.shared, origin, c.src, corner, d.name, mbar, elems * eb);
+    // Chunk j: the strip of columns j*chunk.. of every row, at logical offset origin +
+    // j*chunk (TensorDecl::physical places it after the j earlier strips).
+    Block loads;
+    for (int64_t j = 0; j < chunks; ++j) {
+      std::vector<Expr> at = corner;
+      at[rank - 1] = at[rank - 1] + Expr(j * chunk);
+      loads.push_back(Stmt::TmaLoad(c.shared, origin + Expr(j * chunk), c.src, at, d.name, mbar,
+                                    elems * eb));
+    }
+    return loads;
   }
 
   // One thread initializes every barrier for one arrival per phase (its own

@@ -370,6 +370,7 @@ Pass pass_lower_mma() {
               {"ATOM", "ACC", "LDMATRIX"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
+                if (is_wgmma(a)) return;  // k:026 lowers warpgroup atoms
                 // Recorded for mma kernels only: SIMT kernels have no fragments.
                 const bool ldmatrix = a && s.knob("LDMATRIX", 1) != 0;
                 for (auto& k : s.kernel.kernels) {

@@ -27,6 +27,8 @@
 // fragment layouts: k:025 decides which lane holds which). BM = WM*FM*AM and
 // BN = WN*FN*AN follow from the others (an explicit BM/BN must agree), and the checks
 // that only an mma needs (input types, sm_80+, no split-K) are made here, once.
+// ATOM=wgmma_* (sm_90a) tiles the same way with WARPGROUP loops m_w n_w (4 warps each)
+// and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e.
 #include "ir/error.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
@@ -91,6 +93,10 @@ void check_mma(const AtomDef& a, const LoopOp& op, const Block& cell, CompileSta
   if (s.target.compute_capability() < a.min_sm)
     throw Error(knob + " needs sm_" + str(a.min_sm) + " or newer (" + a.ptx + "); the target is " +
                 s.target.arch + " (use ATOM=fma there)");
+  if (a.needs_arch_specific && s.target.arch != "sm_" + str(a.min_sm) + "a")
+    throw Error(knob + " (" + a.ptx + ") exists only on the arch-specific target sm_" +
+                str(a.min_sm) + "a; the target is " + s.target.arch +
+                " (compile with --target sm_90a, or use ATOM=mma_*)");
   if (s.knobs.get_int("SPLITK", 1) > 1)
     throw Error(knob + " with SPLITK=" + s.knobs.get_str("SPLITK", "1") +
                 ": split-K is not built for mma tiles yet; use SPLITK=1");
@@ -114,14 +120,16 @@ struct MmaTiling {
 MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
   MmaTiling t;
   t.AM = a.m, t.AN = a.n;
+  const bool wg = is_wgmma(&a);
   bool wm = s.knobs.has("WM"), wn = s.knobs.has("WN");
-  if (wm != wn)
+  if (wm != wn && !wg)
     throw Error("WM and WN go together (warps per block along m and n); set both or neither");
-  t.WM = s.knob("WM", 2), t.WN = s.knob("WN", 2);
+  // wgmma: two consumer warpgroups of one 64 x N atom each (128 x N blocks) by default.
+  t.WM = s.knob("WM", wg ? 2 : 2), t.WN = s.knob("WN", wg ? 1 : 2);
   if (t.WM < 1 || t.WN < 1)
     throw Error("ATOM=" + s.knobs.get_str("ATOM", "fma") + " tiles by warps: WM and WN must be "
                 "at least 1 (WM=" + str(t.WM) + ",WN=" + str(t.WN) + ")");
-  t.FM = s.knob("FM", 2), t.FN = s.knob("FN", 4);
+  t.FM = s.knob("FM", wg ? 1 : 2), t.FN = s.knob("FN", wg ? 1 : 4);
   t.BM = s.knob("BM", t.WM * t.FM * t.AM), t.BN = s.knob("BN", t.WN * t.FN * t.AN);
   auto agree = [&](const char* b, int64_t got, const char* w, int64_t wv, const char* f,
                    int64_t fv, int64_t av) {
@@ -133,8 +141,8 @@ MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
   };
   agree("BM", t.BM, "WM", t.WM, "FM", t.FM, t.AM);
   agree("BN", t.BN, "WN", t.WN, "FN", t.FN, t.AN);
-  if (t.WM * t.WN * 32 > s.target.max_threads_per_block)
-    throw Error("WM=" + str(t.WM) + ",WN=" + str(t.WN) + " is " + str(t.WM * t.WN * 32) +
+  if (t.WM * t.WN * a.threads > s.target.max_threads_per_block)
+    throw Error("WM=" + str(t.WM) + ",WN=" + str(t.WN) + " is " + str(t.WM * t.WN * a.threads) +
                 " threads per block; the limit is " + str(s.target.max_threads_per_block) +
                 " (use fewer warps, more atoms per warp: FM/FN)");
   return t;
@@ -159,8 +167,10 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   wrap(m + "_e", t.AM, Tier::Atom, m);
   wrap(n + "_a", t.FN, Tier::Register, n);
   wrap(m + "_a", t.FM, Tier::Register, m);
-  wrap(n + "_w", t.WN, Tier::Warp, n);
-  wrap(m + "_w", t.WM, Tier::Warp, m);
+  // wgmma: a warpgroup (4 warps, 128 threads) computes each atom together.
+  const Tier group = is_wgmma(&a) ? Tier::Warpgroup : Tier::Warp;
+  wrap(n + "_w", t.WN, group, n);
+  wrap(m + "_w", t.WM, group, m);
   wrap(n + "_b", ceil_div(ln.extent, t.BN), Tier::Grid, n);
   wrap(m + "_b", ceil_div(lm.extent, t.BM), Tier::Grid, m);
   for (int i = int(loops.size()) - 3; i >= 0; --i)

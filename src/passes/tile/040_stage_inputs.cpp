@@ -74,7 +74,12 @@ class Stager {
     mode_ = s_.knobs.get_str("STAGE", "sync");
     s_.used_knobs["STAGE"] = mode_;
     mma_ = chosen_mma(s_);
-    if (mma_ && mode_ != "sync" && mode_ != "cp_async")
+    if (is_wgmma(mma_) && mode_ != "tma")
+      throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=" + mode_ +
+                  ": wgmma reads its operands from shared slabs the copy engine fills in its "
+                  "swizzle layout; use STAGE=tma (operand rows must be multiples of 16 bytes; "
+                  "other shapes take ATOM=mma_*)");
+    if (mma_ && !is_wgmma(mma_) && mode_ != "sync" && mode_ != "cp_async")
       throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=" + mode_ +
                   ": mma fragments are read from shared slabs filled by STAGE=sync or "
                   "STAGE=cp_async (tma is not built for mma yet); set one of those");
@@ -107,7 +112,7 @@ class Stager {
       }
       auto r = st.extent.bounds(ranges);
       if (r) ranges[st.var] = {0, r->hi - 1};
-      bool local = st.tier == Tier::Warp || st.tier == Tier::Thread ||
+      bool local = st.tier == Tier::Warpgroup || st.tier == Tier::Warp || st.tier == Tier::Thread ||
                    st.tier == Tier::Register || st.tier == Tier::Atom;
       if (local) locals.insert(st.var);
       visit(st.body, ranges, locals);

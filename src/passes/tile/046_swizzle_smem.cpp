@@ -39,6 +39,9 @@
 //     inner dimension may not exceed its swizzle span). When PAD_KOUTER is given, the
 //     slabs with the reduction dimension outer take that pad instead (t:045) and are
 //     skipped: a swizzle of 16-byte chunks cannot spread 4-byte reads down their columns.
+//     With ATOM=wgmma_* a wider row is stored as span-wide chunks instead
+//     (TensorDecl::row_chunk), one TMA box per chunk: wgmma reads such MN-major slabs
+//     through descriptors whose leading byte offset steps from chunk to chunk.
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
 #include <algorithm>
@@ -57,7 +60,10 @@ int log2_exact(int64_t v) {
   return l;
 }
 
-void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool tma) {
+// `chunk_rows`: rows wider than the span may be stored as span-wide chunks (row_chunk),
+// one TMA box each — what wgmma's MN-major operands read; thread loads never see them.
+void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool tma,
+                    bool chunk_rows) {
   const int64_t eb = dtype_bytes(t.dtype);
   const Expr& last = t.shape.back();
   if (!last.is_const())
@@ -70,7 +76,9 @@ void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool t
                 std::to_string(row) + " B (" + std::to_string(last.const_value()) + " " +
                 dtype_name(t.dtype) +
                 "): use a smaller SWIZZLE, SWIZZLE=none, or a tile whose row spans it (BK/BN)");
-  if (tma && row != span)
+  if (tma && row != span && chunk_rows) {
+    t.row_chunk = span / eb;
+  } else if (tma && row != span)
     throw Error("SWIZZLE=" + mode + " with STAGE=tma: " + t.name + " has rows of " +
                 std::to_string(row) + " B, and a TMA box's inner dimension may not exceed its " +
                 std::to_string(span) + "-byte swizzle span: use SWIZZLE=" +
@@ -119,6 +127,7 @@ Pass pass_swizzle_smem() {
                               " both remove bank conflicts and do not compose (the pad moves "
                               "rows off the swizzle's span): choose one");
                 bool tma = s.knobs.get_str("STAGE", "sync") == "tma";
+                const bool wgmma = s.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0;
                 // With PAD_KOUTER, slabs whose reduction dimension is outer take its pad
                 // (t:045) and stay unswizzled.
                 std::map<std::string, bool> k_inner;
@@ -129,7 +138,8 @@ Pass pass_swizzle_smem() {
                   if (mode == "xor")
                     swizzle_tensor_by_row(t, tma);
                   else
-                    swizzle_tensor(t, mode, std::stoll(mode.substr(0, mode.size() - 1)), tma);
+                    swizzle_tensor(t, mode, std::stoll(mode.substr(0, mode.size() - 1)), tma,
+                                   wgmma);
                 }
               }};
 }

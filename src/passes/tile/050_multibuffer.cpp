@@ -6,17 +6,21 @@
 // this pass only makes the storage and indices ready, so the sequential Tile IR
 // semantics are unchanged). Steps: prepend a dimension S to each staged shared tensor,
 // set the copy's ring slot to `k_o % S` (k_o = the loop around the stage), and prepend
-// the same slot to every load of that tensor in the stage's body.
+// the same slot to every load of that tensor in the stage's body. Under a persistent
+// tile loop (t:027) the ring runs on across tiles: slot = (t_i * KO + k_o) % S.
 #include "ir/error.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
 
-void ring(Block& b, TileProgram& p, int64_t S, const std::string& outer) {
+// `outer`: the loop around the stage (k_o); `count`: the number of stages issued before
+// this iteration of the loops above k_o (a persistent tile loop's t_i times the stages
+// per tile), so the ring keeps turning across tiles: slot = (count + k_o) % S.
+void ring(Block& b, TileProgram& p, int64_t S, const std::string& outer, const Expr& count) {
   for (auto& st : b) {
     if (st.kind == StmtKind::Stage) {
-      Expr slot = Expr::var(outer) % S;
+      Expr slot = (count + Expr::var(outer)) % S;
       for (auto& c : st.copies) {
         TensorDecl& t = p.tensor(c.shared);
         t.shape.insert(t.shape.begin(), Expr(S));
@@ -27,8 +31,19 @@ void ring(Block& b, TileProgram& p, int64_t S, const std::string& outer) {
       }
       continue;
     }
+    if (st.kind == StmtKind::For && st.axis == "persistent") {
+      // The stage loop inside: its extent is the stages per tile.
+      Expr per_tile = 0;
+      walk(st.body, [&](const Stmt& x) {
+        if (x.kind == StmtKind::For)
+          for (const Stmt& y : x.body)
+            if (y.kind == StmtKind::Stage) per_tile = x.extent;
+      });
+      ring(st.body, p, S, st.var, count + Expr::var(st.var) * per_tile);
+      continue;
+    }
     if (st.kind == StmtKind::For || st.kind == StmtKind::If)
-      ring(st.body, p, S, st.kind == StmtKind::For ? st.var : outer);
+      ring(st.body, p, S, st.kind == StmtKind::For ? st.var : outer, count);
   }
 }
 
@@ -46,7 +61,7 @@ Pass pass_multibuffer() {
                               " needs STAGE=cp_async or STAGE=tma: STAGE=sync double-buffers "
                               "through registers, so at most 2 buffers");
                 if (S <= 1 || mode == "direct") return;
-                for (auto& op : s.tile.ops) ring(op.body, s.tile, S, "");
+                for (auto& op : s.tile.ops) ring(op.body, s.tile, S, "", Expr(0));
               }};
 }
 

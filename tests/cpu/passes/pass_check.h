@@ -78,12 +78,13 @@ inline CompileState check_every_pass(
     const std::string& expr, const Knobs& knobs, uint64_t seed,
     const std::map<std::string, int64_t>& sizes = {},
     const std::function<void(const LoopProgram&, Bindings&)>& prepare = {},
-    const std::optional<ContractChange>& change = std::nullopt) {
+    const std::optional<ContractChange>& change = std::nullopt,
+    const Target& target = Target::for_arch("sm_90a")) {
   SCOPED_TRACE(expr + " knobs=" + knobs.str());
   CompileState s;
   s.graph = parse_expression(expr);
   s.knobs = knobs;
-  s.target = Target::for_arch("sm_90a");
+  s.target = target;
   Bindings inputs;
   inputs.symbols = sizes;
   HostTensor reference;

@@ -1,0 +1,387 @@
+// k:026_lower_wgmma — ATOM nests become wgmma.mma_async on shared tiles (ATOM=wgmma_*).
+//
+// Until here every thread of a warpgroup runs each ATOM nest whole, like the warps of the
+// mma.sync path before k:025: accumulators acc[FM, FN, 64, N] and operand tiles
+// in0[FM, 64, AK], in1[FN, AK, N] are replicated in all 128 threads, the operand tiles
+// loaded from the shared slabs t:040 staged. wgmma instead reads A and B straight from
+// shared memory through matrix descriptors and spreads C over the warpgroup's 128
+// threads by the atom table's C layout, which is affine in the thread's warp w = t / 32,
+// groupID g = t % 32 / 4 and threadID_in_group q = t % 4 plus a constant per value
+// (checked against the table on every thread and value).
+// Steps, for each ATOM nest (found by its loops' axes m, n, k):
+//  1. (m, k) / (k, n): the nest is one unpredicated load of a shared slab into the A
+//     (B) operand tile. It disappears; its load index is remembered per register array:
+//     the flat offset of cell (r, c) is origin + r * row_stride + c * col_stride, both
+//     strides constant (a slab without that affine shape is an error naming it).
+//  2. (m, n, k): `acc[.., m_e, n_e] <- fma_f32(in0[.., m_e, k_e], in1[.., k_e, n_e])`
+//     -> `acc[..] <- wgmma(A_s{origin, rs, cs}, B_s{origin, rs, cs})`, the operands the
+//     shared tiles of step 1 with the MAC's register indices substituted and the cells
+//     at 0 (stmt.h: a warpgroup atom's shared operand).
+//  3. (m, n): the accumulators' zeroing or the epilogue -> one copy per C value (scalars
+//     the body defines get a `_v<v>` suffix so the copies stay single-assignment).
+//  4. The accumulator array loses its two cell dimensions for the atom's N/2 values; the
+//     operand arrays and their now empty register loops go away.
+//  5. Ordering (the instruction is asynchronous): in the outermost reduce loop holding
+//     wgmma, `wgmma.fence` before the first statement that issues one (the zeroing or the
+//     last iteration's accumulation wrote the registers), `wgmma.commit` and
+//     `wgmma.wait 0` after the last — the slab is read and the accumulators written
+//     before the loop's closing barrier lets the next copy overwrite the slot.
+// The kernel declares the atom (KernelOp::warp_atoms, threads = 128, shared A and B).
+#include <optional>
+#include <set>
+
+#include "ir/error.h"
+#include "passes/analysis.h"
+#include "passes/mma_choice.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+constexpr int kThreads = 128;
+
+// Value v of thread t covers row = w_*(t/32) + g_*(t%32/4) + q_*(t%4) + offset[v].first,
+// and likewise col: the C layout of every wgmma shape.
+struct WarpgroupForm {
+  int row_w = 0, row_g = 0, row_q = 0, col_w = 0, col_g = 0, col_q = 0;
+  std::vector<std::pair<int, int>> offset;
+};
+
+WarpgroupForm warpgroup_form(const AtomDef& a) {
+  const OperandLayout& c = operand_layout(a, "C");
+  WarpgroupForm f;
+  auto at = [&](int t, int v) { return c.map(t, v); };
+  const auto base = at(0, 0);
+  f.row_w = at(32, 0).first - base.first, f.col_w = at(32, 0).second - base.second;
+  f.row_g = at(4, 0).first - base.first, f.col_g = at(4, 0).second - base.second;
+  f.row_q = at(1, 0).first - base.first, f.col_q = at(1, 0).second - base.second;
+  for (int v = 0; v < c.values_per_thread; ++v) f.offset.push_back(at(0, v));
+  for (int t = 0; t < kThreads; ++t)
+    for (int v = 0; v < c.values_per_thread; ++v) {
+      const int w = t / 32, g = t % 32 / 4, q = t % 4;
+      const std::pair<int, int> want = at(t, v);
+      const std::pair<int, int> got = {f.row_w * w + f.row_g * g + f.row_q * q + f.offset[v].first,
+                                       f.col_w * w + f.col_g * g + f.col_q * q + f.offset[v].second};
+      if (got != want)
+        throw Error("k:026_lower_wgmma: the C layout of " + a.id + " is not affine in the "
+                    "thread's warp, groupID and threadID_in_group (thread " + std::to_string(t) +
+                    ", value " + std::to_string(v) + ")");
+    }
+  return f;
+}
+
+struct Cells {
+  std::string m, n, k;
+  std::map<std::string, int64_t> extent;
+};
+
+// A shared operand tile as step 1 found it: the load's index over the array's indices.
+struct SharedTile {
+  std::string tensor;
+  Expr index;
+  std::vector<std::string> array_vars;  // the load's dst_index variables, in order
+};
+
+class WgmmaLowering {
+ public:
+  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k)
+      : atom_(a), id_(wgmma_variant_id(a, false)), p_(p), c_(warpgroup_form(a)), k_(k) {}
+
+  void run() {
+    bool bound = false;
+    for (const Stmt& s : k_.body) bound |= s.kind == StmtKind::Let && s.var == "wg_thread";
+    lower(k_.body, bound);
+    if (!used_) return;
+    shrink_arrays(k_.body);
+    order_async(k_.body);
+    if (!find_warp_atom(k_, id_)) k_.warp_atoms.push_back(warpgroup_atom(atom_, false));
+  }
+
+ private:
+  void lower(Block& b, bool bound) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      Stmt& s = b[i];
+      if (s.kind == StmtKind::For && s.tier == Tier::Atom) {
+        if (!bound)
+          throw Error("k:026_lower_wgmma: kernel '" + k_.name + "' has ATOM loops but no "
+                      "`wg_thread` (k:010_bind_hardware binds it for warpgroup tiers)");
+        Block out = lower_nest(s);
+        b.erase(b.begin() + long(i));
+        b.insert(b.begin() + long(i), out.begin(), out.end());
+        i = i + out.size() - 1;
+      } else if (s.kind == StmtKind::For || s.kind == StmtKind::If) {
+        lower(s.body, bound);
+      }
+    }
+  }
+
+  Block lower_nest(const Stmt& top) {
+    Cells c;
+    const Stmt* s = &top;
+    for (;;) {
+      std::string* slot = s->axis == "m" ? &c.m : s->axis == "n" ? &c.n : s->axis == "k" ? &c.k
+                                                                                        : nullptr;
+      if (!slot || !slot->empty() || !s->extent.is_const())
+        throw Error("k:026_lower_wgmma: ATOM loop `" + s->var + "` (axis " + s->axis +
+                    ") is not one of an atom's m, n, k cell loops with a constant extent");
+      *slot = s->var;
+      c.extent[s->var] = s->extent.const_value();
+      if (s->body.size() == 1 && s->body[0].kind == StmtKind::For && s->body[0].tier == Tier::Atom)
+        s = &s->body[0];
+      else
+        break;
+    }
+    expect_extent(c, c.m, atom_.m);
+    expect_extent(c, c.n, atom_.n);
+    expect_extent(c, c.k, atom_.k);
+    const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
+    if (m && n && k) return {product(s->body, c)};
+    if (m && k && !n) return remember_tile(s->body, c.m, c.k, "A");
+    if (k && n && !m) return remember_tile(s->body, c.k, c.n, "B");
+    if (m && n && !k) return per_value(s->body, c);
+    throw Error("k:026_lower_wgmma: an ATOM nest over " + std::string(m ? "m " : "") +
+                (n ? "n " : "") + (k ? "k " : "") +
+                "is none of a wgmma's operands (m k: A, k n: B, m n: C, m n k: the product)");
+  }
+
+  void expect_extent(const Cells& c, const std::string& var, int want) const {
+    if (!var.empty() && c.extent.at(var) != want)
+      throw Error("k:026_lower_wgmma: ATOM loop `" + var + "` runs " +
+                  std::to_string(c.extent.at(var)) + " cells, " + atom_.id + " has " +
+                  std::to_string(want));
+  }
+
+  static bool ends_in(const std::vector<Expr>& index, const std::string& row,
+                      const std::string& col) {
+    return index.size() >= 2 && index.end()[-2].is_var() && index.back().is_var() &&
+           index.end()[-2].var_name() == row && index.back().var_name() == col;
+  }
+
+  // Step 1.
+  Block remember_tile(const Block& body, const std::string& row, const std::string& col,
+                      const char* operand) {
+    if (body.size() != 1 || body[0].kind != StmtKind::Load || body[0].width != 1 ||
+        body[0].index.size() != 1 || !ends_in(body[0].dst_index, row, col))
+      throw Error(std::string("k:026_lower_wgmma: wgmma reads its ") + operand + " operand from "
+                  "shared memory, so its ATOM nest must be one load of a shared slab into the "
+                  "operand tile; found `" + print_block(body) + "`");
+    const Stmt& ld = body[0];
+    if (p_.tensor(ld.tensor).role != TensorRole::Shared)
+      throw Error(std::string("k:026_lower_wgmma: wgmma's ") + operand + " operand comes from " +
+                  ld.tensor + ", which is not a shared slab (ATOM=wgmma_* needs STAGE=tma or "
+                  "cp_async)");
+    if (!ld.pred.is_const() || ld.pred.const_value() != 1)
+      throw Error(std::string("k:026_lower_wgmma: the load of wgmma's ") + operand +
+                  " operand is predicated (" + ld.pred.str() + "); the staged slab must hold the "
+                  "whole tile (zero-filled at the edges) for wgmma to read it");
+    SharedTile t{ld.tensor, ld.index[0], {}};
+    for (const Expr& e : ld.dst_index) {
+      if (!e.is_var())
+        throw Error("k:026_lower_wgmma: operand array `" + ld.dst + "` is indexed by " + e.str() +
+                    "; t:030 indexes operand tiles by loop variables");
+      t.array_vars.push_back(e.var_name());
+    }
+    tiles_[ld.dst] = t;
+    dead_arrays_.insert(ld.dst);
+    return {};
+  }
+
+  // The operand `o` of the MAC (an element of a remembered tile) as a shared operand.
+  Operand shared_operand(const Operand& o, const std::string& row, const std::string& col,
+                         const char* operand) const {
+    auto it = tiles_.find(o.name);
+    if (it == tiles_.end())
+      throw Error(std::string("k:026_lower_wgmma: the ") + operand + " operand `" + o.name +
+                  "` of the product was not loaded from a shared slab in the same reduction step");
+    const SharedTile& t = it->second;
+    if (o.index.size() != t.array_vars.size())
+      throw Error("k:026_lower_wgmma: `" + o.name + "` is indexed with " +
+                  std::to_string(o.index.size()) + " indices but loaded with " +
+                  std::to_string(t.array_vars.size()));
+    // The load's own variables: register indices -> the MAC's, cells -> (r, c).
+    std::map<std::string, Expr> at_cell;
+    const size_t n = t.array_vars.size();
+    for (size_t i = 0; i + 2 < n; ++i) at_cell[t.array_vars[i]] = o.index[i];
+    auto offset = [&](int64_t r, int64_t c) {
+      std::map<std::string, Expr> s = at_cell;
+      s[t.array_vars[n - 2]] = Expr(r);
+      s[t.array_vars[n - 1]] = Expr(c);
+      return distribute_constants(t.index.substitute(s));
+    };
+    const Expr origin = offset(0, 0);
+    // The step along a tile dimension, evaluated at a few points of the other variables
+    // (the index is a flat offset of sums and products: a constant difference where the
+    // tile is affine, which the symbolic simplifier does not always see).
+    std::set<std::string> vars;
+    t.index.collect_vars(vars);
+    for (const Expr& e : o.index) e.collect_vars(vars);
+    auto stride = [&](int64_t r, int64_t c, const char* along) {
+      const Expr step = offset(r, c);
+      std::optional<int64_t> d;
+      for (int64_t sample : {0, 1, 3, 7}) {
+        Expr::Env env;
+        for (const std::string& v : vars) env[v] = sample;
+        int64_t here = 0;
+        try {
+          here = step.eval(env) - origin.eval(env);
+        } catch (const Error&) {
+          continue;  // a symbol the sample cannot bind (sizes): other samples decide
+        }
+        if (d && *d != here)
+          throw Error(std::string("k:026_lower_wgmma: the ") + operand + " tile in " + t.tensor +
+                      " does not step by a constant along its " + along + " (" +
+                      (step - origin).str() + "); wgmma descriptors need an affine tile");
+        d = here;
+      }
+      if (!d)
+        throw Error(std::string("k:026_lower_wgmma: cannot evaluate the ") + operand +
+                    " tile's step in " + t.tensor);
+      return Expr(*d);
+    };
+    // Row/col of the operand tile as the atom orders it (A: m x k, B: k x n).
+    (void)row, (void)col;
+    return Operand::value(t.tensor, {origin, stride(1, 0, "rows"), stride(0, 1, "columns")});
+  }
+
+  // Step 2.
+  Stmt product(const Block& body, const Cells& c) {
+    if (body.size() != 1 || body[0].kind != StmtKind::Atom || body[0].atom != "fma_f32" ||
+        body[0].args.size() != 2)
+      throw Error("k:026_lower_wgmma: the m n k ATOM nest must hold one fma_f32 (k:020 makes it "
+                  "from multiply + accumulate); found `" + print_block(body) + "`");
+    const Stmt& fma = body[0];
+    const Operand* a = nullptr;
+    const Operand* b = nullptr;
+    for (const Operand& o : fma.args) {
+      if (ends_in(o.index, c.m, c.k)) a = &o;
+      else if (ends_in(o.index, c.k, c.n)) b = &o;
+    }
+    if (!a || !b || !ends_in(fma.dst_index, c.m, c.n))
+      throw Error("k:026_lower_wgmma: `" + print_block(body) + "` does not multiply an A tile [.., " +
+                  c.m + ", " + c.k + "] by a B tile [.., " + c.k + ", " + c.n + "] into [.., " +
+                  c.m + ", " + c.n + "]");
+    Stmt out = Stmt::Atom(id_, fma.dst,
+                          {shared_operand(*a, c.m, c.k, "A"), shared_operand(*b, c.k, c.n, "B")});
+    out.dst_index.assign(fma.dst_index.begin(), fma.dst_index.end() - 2);
+    accumulators_.insert(fma.dst);
+    used_ = true;
+    return out;
+  }
+
+  // Step 3: one copy of `body` per C value.
+  Block per_value(const Block& body, const Cells& c) {
+    const Expr t = Expr::var("wg_thread"), w = t / 32, g = t % 32 / 4, q = t % 4;
+    Block out;
+    for (size_t v = 0; v < c_.offset.size(); ++v) {
+      Block copy = body;
+      walk(copy, [&](Stmt& s) {
+        auto cell = [&](std::vector<Expr>& index, const std::string& array) {
+          if (array.empty() || !ends_in(index, c.m, c.n)) return;
+          index.resize(index.size() - 2);
+          index.push_back(Expr(int64_t(v)));
+        };
+        cell(s.dst_index, s.dst);
+        for (auto& a : s.args) cell(a.index, a.name);
+      });
+      const auto [r0, c0] = c_.offset[v];
+      substitute_block(copy, {{c.m, w * c_.row_w + g * c_.row_g + q * c_.row_q + r0},
+                              {c.n, w * c_.col_w + g * c_.col_g + q * c_.col_q + c0}});
+      rename(copy, "_v" + std::to_string(v));
+      out.insert(out.end(), copy.begin(), copy.end());
+    }
+    return out;
+  }
+
+  static void rename(Block& b, const std::string& suffix) {
+    std::set<std::string> defined;
+    walk(b, [&](const Stmt& s) {
+      if ((s.kind == StmtKind::Load || s.kind == StmtKind::Compute || s.kind == StmtKind::Init) &&
+          s.dst_index.empty())
+        defined.insert(s.dst);
+    });
+    walk(b, [&](Stmt& s) {
+      if (defined.count(s.dst) && s.dst_index.empty()) s.dst += suffix;
+      for (auto& a : s.args)
+        if (defined.count(a.name)) a.name += suffix;
+    });
+  }
+
+  // Step 4: accumulators keep one fragment of N/2 values per atom; the operand arrays
+  // and the loops they leave empty go.
+  void shrink_arrays(Block& b) {
+    const int64_t values = int64_t(c_.offset.size());
+    for (size_t i = 0; i < b.size();) {
+      Stmt& s = b[i];
+      if (s.kind == StmtKind::Alloc && dead_arrays_.count(s.dst)) {
+        b.erase(b.begin() + long(i));
+        continue;
+      }
+      if (s.kind == StmtKind::Alloc && accumulators_.count(s.dst)) {
+        if (s.index.size() < 2 || !s.index.back().is_const() || !s.index.end()[-2].is_const() ||
+            s.index.end()[-2].const_value() * s.index.back().const_value() != values * kThreads)
+          throw Error("k:026_lower_wgmma: accumulator array `" + s.dst + "` does not end in one "
+                      "atom's 64 x N tile");
+        s.index.resize(s.index.size() - 2);
+        s.index.push_back(Expr(values));
+      }
+      if (s.kind == StmtKind::For || s.kind == StmtKind::If) {
+        shrink_arrays(s.body);
+        if (s.body.empty()) {
+          b.erase(b.begin() + long(i));
+          continue;
+        }
+      }
+      ++i;
+    }
+  }
+
+  static bool issues_wgmma(const Stmt& s, const std::string& id) {
+    bool found = false;
+    walk(Block{s}, [&](const Stmt& x) { found |= x.kind == StmtKind::Atom && x.atom == id; });
+    return found;
+  }
+
+  // Step 5, in the outermost reduce loop that issues wgmma.
+  void order_async(Block& b) {
+    for (Stmt& s : b) {
+      if (s.kind != StmtKind::For && s.kind != StmtKind::If) continue;
+      if (!issues_wgmma(s, id_)) continue;
+      if (s.kind == StmtKind::For && s.loop_kind == LoopKind::Reduce) {
+        Block& body = s.body;
+        size_t first = body.size(), last = 0;
+        for (size_t i = 0; i < body.size(); ++i)
+          if (issues_wgmma(body[i], id_)) first = std::min(first, i), last = i;
+        body.insert(body.begin() + long(last) + 1, {Stmt::WgmmaCommit(), Stmt::WgmmaWait(0)});
+        body.insert(body.begin() + long(first), Stmt::WgmmaFence());
+        return;
+      }
+      order_async(s.body);
+      return;
+    }
+  }
+
+  const AtomDef& atom_;
+  const std::string id_;  // the shared-A variant: the Atom statements' `atom`
+  const ProgramBase& p_;
+  const WarpgroupForm c_;
+  KernelOp& k_;
+  std::map<std::string, SharedTile> tiles_;
+  std::set<std::string> dead_arrays_, accumulators_;
+  bool used_ = false;
+};
+
+}  // namespace
+
+Pass pass_lower_wgmma() {
+  return Pass{"k:026_lower_wgmma", Level::Kernel, Level::Kernel,
+              "no ATOM loops under warpgroups: each atom is one wgmma.mma_async reading its "
+              "A and B tiles from shared memory, its accumulators spread by the C layout",
+              {"ATOM"},
+              [](CompileState& s) {
+                const AtomDef* a = chosen_mma(s);
+                if (!is_wgmma(a)) return;
+                for (auto& k : s.kernel.kernels) WgmmaLowering(*a, s.kernel, k).run();
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,273 @@
+// k:030_warp_specialize — a producer warpgroup feeds the TMA ring; the others only
+// compute (WARP_SPECIALIZE=1, sm_90 STAGE=tma kernels).
+//
+// After k:015 every thread of a TMA kernel runs the same loop: thread 0 issues the
+// slot's boxes, everyone waits on the slot's "full" mbarrier, computes, and a block-wide
+// barrier keeps the slot from being refilled while anyone still reads it. The copy and
+// the math share the warps' issue slots, and that barrier stalls the whole block once per
+// slab. Specialized, the roles split (the seeds' "warp specialization": a producer warp
+// does nothing but issue copies, consumers nothing but compute, decoupled through a ring):
+//
+//   specialize:
+//     if threadIdx.x >= C*128:                 producer: one extra warpgroup
+//       setmaxnreg.dec PRODUCER_REGS           (hands its registers to the consumers)
+//       if threadIdx.x == C*128:               one thread issues, every slab in order
+//         for ...k_o: mbar.wait empty[slot] parity=(k_o/S + 1) % 2     (the slot is free:
+//                     a fresh barrier passes parity 1 at once, so the first S do not wait)
+//                     expect_tx + tma.load into slot, completing full[slot]
+//     if threadIdx.x < C*128:                  the C consumer warpgroups, unchanged but:
+//       setmaxnreg.inc CONSUMER_REGS
+//       for ...k_o: mbar.wait full[slot]; fence; wgmma...; commit
+//                   wgmma.wait 1       (the group of k_o may run on; k_o-1's is done)
+//                   if wg_thread == 0 and k_o > 0: mbar.arrive empty[(k_o-1) % S]
+//       wgmma.wait 0; if wg_thread == 0: mbar.arrive empty[(KO-1) % S]; epilogue
+//
+// The producer is the last warpgroup, so the consumers' thread indices (k:010's lets)
+// are unchanged. Each consumer warpgroup arrives once per slab: empty barriers expect C
+// arrivals. The block-wide barrier inside the loop goes: the producer never reaches it.
+// The producer arm keeps the loops and Lets around the issue (a persistent tile loop
+// included) and nothing else. Knobs: WARP_SPECIALIZE, PRODUCER_REGS, CONSUMER_REGS
+// (0: no setmaxnreg).
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+constexpr int kWarpgroup = 128;
+
+bool is_tma_issue(const Stmt& s) {
+  if (s.kind != StmtKind::If) return false;
+  for (const Stmt& b : s.body)
+    if (b.kind == StmtKind::MbarArriveExpectTx) return true;
+  return false;
+}
+
+bool contains(const Stmt& s, const std::function<bool(const Stmt&)>& pred) {
+  bool found = false;
+  walk(Block{s}, [&](const Stmt& x) { found |= pred(x); });
+  return found;
+}
+
+bool has_issue(const Stmt& s) { return contains(s, is_tma_issue); }
+
+class Specializer {
+ public:
+  Specializer(CompileState& s, KernelOp& k) : s_(s), k_(k) {}
+
+  void run() {
+    consumers_ = k_.block_threads / kWarpgroup;
+    if (k_.block_threads % kWarpgroup != 0 || consumers_ < 1)
+      throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " has " +
+                  std::to_string(k_.block_threads) + " threads; specialization hands whole "
+                  "warpgroups (128 threads) their roles: use ATOM=wgmma_*");
+    // The slab loop and its slot count, as k:015 left them.
+    Block& body = k_.body;
+    size_t main = body.size();
+    for (size_t i = 0; i < body.size(); ++i)
+      if (has_issue(body[i])) {
+        if (main != body.size())
+          throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " issues TMA copies in two "
+                      "places; the producer role takes one staged loop");
+        main = i;
+      }
+    if (main == body.size())
+      throw Error("WARP_SPECIALIZE=1 needs STAGE=tma: kernel " + k_.name +
+                  " has no TMA copies for a producer to issue");
+    ring_ = k_.mbarriers;  // full barriers 0..S-1 (k:015); empty ones follow
+    if (ring_ < 1) throw Error("k:030_warp_specialize: kernel " + k_.name + " has no mbarriers");
+    empty_base_ = k_.mbarriers;
+    k_.mbarriers += int(ring_);
+
+    // Everything from the mbarrier setup's barrier on is the consumers' work.
+    size_t start = 0;
+    while (start < main && !(body[start].kind == StmtKind::Barrier)) ++start;
+    if (start == main)
+      throw Error("k:030_warp_specialize: kernel " + k_.name + " has no barrier after its "
+                  "mbarrier initialization (k:015 puts one there)");
+    init_empty_barriers(body, start);
+    Block consumer(body.begin() + long(start) + 1, body.end());
+    Block producer_loop = producer(body[main]);
+    Block consumer_arm = consume(consumer);
+
+    const int64_t c_threads = consumers_ * kWarpgroup;
+    const Expr tid = Expr::var("threadIdx.x");
+    Block p_arm, c_arm;
+    const int64_t p_regs = s_.knob("PRODUCER_REGS", 40), c_regs = s_.knob("CONSUMER_REGS", 232);
+    check_regs(p_regs, c_regs);
+    if (c_regs > 0) p_arm.push_back(Stmt::SetMaxNReg(false, int(p_regs)));
+    p_arm.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), producer_loop));
+    if (c_regs > 0) c_arm.push_back(Stmt::SetMaxNReg(true, int(c_regs)));
+    c_arm.insert(c_arm.end(), consumer_arm.begin(), consumer_arm.end());
+    Block out(body.begin(), body.begin() + long(start) + 1);
+    out.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, p_arm),
+                                    Stmt::If(tid < Expr(c_threads), c_arm)}));
+    k_.body = std::move(out);
+    k_.block_threads += kWarpgroup;
+  }
+
+ private:
+  // setmaxnreg moves registers between warpgroups of one block: the counts are multiples
+  // of 8 in [24, 256], and the block's total must fit the register file.
+  void check_regs(int64_t p, int64_t c) const {
+    if (c == 0) return;
+    for (auto [name, v] : {std::pair{"PRODUCER_REGS", p}, std::pair{"CONSUMER_REGS", c}})
+      if (v < 24 || v > 256 || v % 8 != 0)
+        throw Error(std::string(name) + "=" + std::to_string(v) + ": setmaxnreg takes a multiple "
+                    "of 8 from 24 to 256 registers per thread (0 for CONSUMER_REGS: no setmaxnreg)");
+    const int64_t total = p * kWarpgroup + c * consumers_ * kWarpgroup;
+    if (total > 65536)
+      throw Error("PRODUCER_REGS=" + std::to_string(p) + ",CONSUMER_REGS=" + std::to_string(c) +
+                  " with " + std::to_string(consumers_) + " consumer warpgroups needs " +
+                  std::to_string(total) + " registers; an SM has 65536 (lower CONSUMER_REGS)");
+  }
+
+  void init_empty_barriers(Block& body, size_t barrier_at) {
+    // k:015's setup `if threadIdx.x == 0: mbar.init...; fence` sits before the barrier.
+    for (size_t i = barrier_at; i-- > 0;) {
+      Stmt& s = body[i];
+      if (s.kind != StmtKind::If) continue;
+      for (size_t j = 0; j < s.body.size(); ++j)
+        if (s.body[j].kind == StmtKind::FenceMbarInit) {
+          Block inits;
+          for (int64_t e = 0; e < ring_; ++e)
+            inits.push_back(Stmt::MbarInit(Expr(empty_base_ + e), int(consumers_)));
+          s.body.insert(s.body.begin() + long(j), inits.begin(), inits.end());
+          return;
+        }
+    }
+    throw Error("k:030_warp_specialize: kernel " + k_.name + " has no mbarrier initialization");
+  }
+
+  // The producer: the loops and Lets leading to the issue, the issue preceded by the wait
+  // for its slot to be empty.
+  Block producer(const Stmt& s) {
+    if (is_tma_issue(s)) {
+      const Stmt& expect = s.body.front();
+      LOOM_CHECK(expect.kind == StmtKind::MbarArriveExpectTx, "k:015 issues expect_tx first");
+      const Expr slot = expect.value;  // full barrier = slot (k:015's base is 0)
+      Block b = {Stmt::MbarWait(Expr(empty_base_) + slot, empty_parity(slot))};
+      b.insert(b.end(), s.body.begin(), s.body.end());
+      return b;
+    }
+    if (s.kind == StmtKind::For) {
+      Block inner;
+      for (const Stmt& c : s.body) {
+        if (c.kind == StmtKind::Let) inner.push_back(c);
+        else if (has_issue(c)) {
+          Block p = producer(c);
+          inner.insert(inner.end(), p.begin(), p.end());
+        }
+      }
+      return {Stmt::For(s.var, s.extent, s.loop_kind, s.axis, inner, s.tier)};
+    }
+    if (s.kind == StmtKind::If) {
+      Block inner;
+      for (const Stmt& c : s.body)
+        if (has_issue(c)) {
+          Block p = producer(c);
+          inner.insert(inner.end(), p.begin(), p.end());
+        }
+      return {Stmt::If(s.cond, inner)};
+    }
+    throw Error("k:030_warp_specialize: the TMA issue of kernel " + k_.name +
+                " sits under a `" + print_block(Block{s}).substr(0, 40) + "`");
+  }
+
+  // The parity the producer waits for before its fill number j = count / S of `slot`
+  // (slot = count % S): the consumers' release j - 1 completed phase j - 1, so parity
+  // (j + 1) % 2; a fresh barrier is in phase 0 and passes parity 1 at once (j = 0).
+  Expr empty_parity(const Expr& slot) {
+    if (slot.kind() == Expr::Kind::Mod && slot.rhs().is_const())
+      return (slot.lhs() / slot.rhs() + 1) % 2;
+    throw Error("k:030_warp_specialize: ring slot " + slot.str() + " is not `count % S` "
+                "(STAGES=1 has no ring to hand over: use STAGES>=2)");
+  }
+
+  // The consumers: the issue removed, the slab loop's trailing block barrier replaced by
+  // the release of the previous slab, and a final wait before the epilogue.
+  Block consume(Block b) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      Stmt& s = b[i];
+      if (is_tma_issue(s)) {
+        b.erase(b.begin() + long(i));
+        --i;
+        continue;
+      }
+      if (s.kind == StmtKind::For && has_issue(s) && loop_has_direct_issue(s)) {
+        const Expr last = release_in(s);
+        // The loop's last slab: retired, then released, so a persistent CTA's producer
+        // can refill its slot for the next tile.
+        const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
+        b.insert(b.begin() + long(i) + 1,
+                 {Stmt::WgmmaWait(0),
+                  Stmt::If(first_thread, {Stmt::MbarArrive(Expr(empty_base_) + last)})});
+        i += 2;
+        continue;
+      }
+      if ((s.kind == StmtKind::For || s.kind == StmtKind::If) && has_issue(s)) s.body = consume(s.body);
+    }
+    return b;
+  }
+
+  static bool loop_has_direct_issue(const Stmt& loop) {
+    for (const Stmt& c : loop.body)
+      if (is_tma_issue(c)) return true;
+    return false;
+  }
+
+  // Returns the slot of the loop's last iteration.
+  Expr release_in(Stmt& loop) {
+    Block out;
+    Expr slot;
+    bool waited = false;
+    for (const Stmt& c : loop.body) {
+      if (is_tma_issue(c)) {
+        slot = c.body.front().value;
+        continue;
+      }
+      if (c.kind == StmtKind::Barrier) continue;  // the producer never arrives at it
+      if (c.kind == StmtKind::WgmmaWait) {
+        // One group (this slab's) may stay in flight; the previous slab is read.
+        out.push_back(Stmt::WgmmaWait(1));
+        waited = true;
+        continue;
+      }
+      out.push_back(c);
+    }
+    if (!waited)
+      throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + "'s slab loop has no wgmma.wait; "
+                  "the consumers release a slot once the wgmma reading it retired "
+                  "(ATOM=wgmma_*)");
+    const Expr ko = Expr::var(loop.var);
+    const Expr prev = slot.substitute({{loop.var, ko - 1}});
+    const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
+    out.push_back(
+        Stmt::If(first_thread && Expr(0) < ko, {Stmt::MbarArrive(Expr(empty_base_) + prev)}));
+    loop.body = out;
+    return slot.substitute({{loop.var, loop.extent - 1}});
+  }
+
+  CompileState& s_;
+  KernelOp& k_;
+  int64_t consumers_ = 0, ring_ = 0, empty_base_ = 0;
+};
+
+}  // namespace
+
+Pass pass_warp_specialize() {
+  return Pass{"k:030_warp_specialize", Level::Kernel, Level::Kernel,
+              "with WARP_SPECIALIZE=1 a producer warpgroup issues the TMA ring and the "
+              "consumer warpgroups only wait, compute and release slots (full/empty mbarriers, "
+              "setmaxnreg)",
+              {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS"},
+              [](CompileState& s) {
+                if (s.knob("WARP_SPECIALIZE", 0) == 0) return;
+                s.used_knobs["PRODUCER_REGS"] = std::to_string(s.knob("PRODUCER_REGS", 40));
+                s.used_knobs["CONSUMER_REGS"] = std::to_string(s.knob("CONSUMER_REGS", 232));
+                for (auto& k : s.kernel.kernels)
+                  if (k.mbarriers > 0 || !k.tma.empty()) Specializer(s, k).run();
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,93 @@
+// t:027_persistent — persistent CTAs walk the output tiles (PERSISTENT=1).
+//
+// One CTA per output tile launches T CTAs; each pays its prologue (barrier setup, the
+// first slabs' latency, the ring's fill) and the last wave runs partly empty. A
+// persistent grid launches P = min(T, SMs) CTAs that stay resident and take tiles
+// cta, cta + P, cta + 2P, ...: the prologue is paid once per SM, a tile's epilogue
+// overlaps the next tile's first loads (the producer of a warp-specialized kernel runs
+// ahead into the next tile), and the ring turns on across tiles (t:050).
+//
+// Steps, on an op whose grid nest ends in the rasterized `tile` loop (t:025; with
+// GROUP_M=1 this pass first fuses the m_b, n_b loops into one, row-major):
+//  1. The tile loop becomes `for cta in 0..P grid` (axis "tile", so k:010 binds it to
+//     blockIdx.x).
+//  2. Below the thread-tier loops (warpgroups, warps, threads: they stay outermost, one
+//     set of threads serves every tile) the cell body is wrapped in
+//     `for t_i in 0..(T - cta + P - 1) / P  # persistent` with `let tile = cta + t_i * P`
+//     and the tile's coordinate Lets moved in after it.
+// Needs constant tile counts (the grid is sized by the SM count at compile time).
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+void make_persistent(TileOp& op, int64_t sms) {
+  // The grid nest; the last grid loop is the tiles.
+  std::vector<Block*> holders;
+  for (Block* b = &op.body; b->size() == 1 && (*b)[0].kind == StmtKind::For &&
+                            (*b)[0].tier == Tier::Grid;
+       b = &(*b)[0].body)
+    holders.push_back(b);
+  if (holders.empty()) throw Error("PERSISTENT=1: op '" + op.name + "' has no grid loops");
+  Block& holder = *holders.back();
+  Stmt tile_loop = holder[0];
+  if (tile_loop.axis != "tile") {
+    // GROUP_M=1: fuse m_b, n_b row-major.
+    if (holders.size() < 2)
+      throw Error("PERSISTENT=1: op '" + op.name + "' has one grid loop that is not the tiles");
+    Block& outer = *holders[holders.size() - 2];
+    const Stmt lm = outer[0];
+    const Stmt& ln = lm.body[0];
+    const Expr t = Expr::var("tile");
+    Block body = {Stmt::Let(lm.var, t / ln.extent), Stmt::Let(ln.var, t % ln.extent)};
+    body.insert(body.end(), ln.body.begin(), ln.body.end());
+    outer = {Stmt::For("tile", lm.extent * ln.extent, LoopKind::Parallel, "tile", body,
+                       Tier::Grid)};
+    make_persistent(op, sms);
+    return;
+  }
+  if (!tile_loop.extent.is_const())
+    throw Error("PERSISTENT=1 needs a constant number of output tiles (the grid is the SM "
+                "count, sized when compiling); " + op.name + " has " + tile_loop.extent.str() +
+                ": bind the sizes (--dims) or use PERSISTENT=0");
+  const int64_t T = tile_loop.extent.const_value();
+  const int64_t P = std::min(T, sms);
+  // The tile's Lets come first under the tile loop, then the thread tiers.
+  Block lets, rest = tile_loop.body;
+  while (!rest.empty() && rest.front().kind == StmtKind::Let) {
+    lets.push_back(rest.front());
+    rest.erase(rest.begin());
+  }
+  // Descend the thread tiers to the cell.
+  Block* cell = &rest;
+  while (cell->size() == 1 && (*cell)[0].kind == StmtKind::For &&
+         ((*cell)[0].tier == Tier::Warpgroup || (*cell)[0].tier == Tier::Warp ||
+          (*cell)[0].tier == Tier::Thread))
+    cell = &(*cell)[0].body;
+  const Expr cta = Expr::var("cta"), ti = Expr::var("t_i");
+  Block inner = {Stmt::Let(tile_loop.var, cta + ti * P)};
+  inner.insert(inner.end(), lets.begin(), lets.end());
+  inner.insert(inner.end(), cell->begin(), cell->end());
+  *cell = {Stmt::For("t_i", (Expr(T) - cta + Expr(P - 1)) / P, LoopKind::Parallel, "persistent",
+                     inner)};
+  holder = {Stmt::For("cta", Expr(P), LoopKind::Parallel, "tile", rest, Tier::Grid)};
+}
+
+}  // namespace
+
+Pass pass_persistent() {
+  return Pass{"t:027_persistent", Level::Tile, Level::Tile,
+              "with PERSISTENT=1 the grid is min(tiles, SMs) CTAs, each looping over tiles "
+              "cta, cta + P, ... below its thread tiers",
+              {"PERSISTENT"},
+              [](CompileState& s) {
+                if (s.knob("PERSISTENT", 0) == 0) return;
+                if (s.target.sm_count < 1)
+                  throw Error("PERSISTENT=1 sizes the grid by the GPU's SM count, and the target "
+                              "has none (compile for a probed GPU, or --target with an SM count)");
+                for (auto& op : s.tile.ops) make_persistent(op, s.target.sm_count);
+              }};
+}
+
+}  // namespace loom

@@ -139,6 +139,9 @@ std::string format_kernels(const std::vector<KernelReport>& kernels) {
       occ = printf_str("%.0f%%", *k.occupancy * 100);
     else if (k.blocks_per_sm)
       occ = std::to_string(*k.blocks_per_sm) + "/SM";
+    if (k.cluster_size && k.active_clusters)
+      occ += ", " + std::to_string(*k.active_clusters) + " clusters of " +
+             std::to_string(*k.cluster_size);
     t.add_row({k.name, k.us ? format_us(*k.us) : "-", grid_str(k.grid),
                std::to_string(k.block_threads), format_bytes(k.smem_bytes), std::to_string(k.regs),
                occ, k.spill_bytes ? format_bytes(k.spill_bytes) : "0",

@@ -57,6 +57,8 @@ struct KernelReport {
   int regs = 0;                           // per thread
   std::optional<int> blocks_per_sm;       // resident blocks per SM (occupancy query)
   std::optional<double> occupancy;        // resident warps / max warps per SM, 0..1
+  std::optional<int> cluster_size;        // CTAs per cluster (thread-block clusters)
+  std::optional<int> active_clusters;     // clusters resident at once (occupancy query)
   int64_t spill_bytes = 0;                // spill stores + loads (ptxas)
   std::string knobs;                      // "BM=128,BN=128,..."
 };

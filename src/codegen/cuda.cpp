@@ -53,7 +53,13 @@ class Renderer {
     k_ = &k;
     out_ << "extern \"C\" __global__ void __launch_bounds__(" << k.block_threads;
     if (k.min_blocks_per_sm > 0) out_ << ", " << k.min_blocks_per_sm;
-    out_ << ")\n" << k.name << "(";
+    out_ << ")";
+    // Compile-time cluster dims: the kernel launches as any other (the grid is a whole
+    // number of clusters), and the CTAs of a cluster are co-scheduled on one GPC.
+    if (k.cluster[0] * k.cluster[1] * k.cluster[2] > 1)
+      out_ << " __cluster_dims__(" << k.cluster[0] << ", " << k.cluster[1] << ", " << k.cluster[2]
+           << ")";
+    out_ << "\n" << k.name << "(";
     for (size_t i = 0; i < k.params.size(); ++i) {
       const std::string& name = k.params[i];
       out_ << (i ? ",\n    " : "");
@@ -243,6 +249,13 @@ class Renderer {
     return "";
   }
   static std::string mbar(const Stmt& s) { return "&loom_mbar[" + s.value.str() + "]"; }
+  static bool always_zero(const Expr& e) { return e.is_const() && e.const_value() == 0; }
+  // A multicast mask: constant (the passes emit all-CTA masks).
+  static int64_t cluster_mask(const Stmt& s) {
+    if (!s.multicast.is_const())
+      throw Error("codegen: multicast mask " + s.multicast.str() + " is not a constant");
+    return s.multicast.const_value();
+  }
   std::string dst(const Stmt& s) { return element(s.dst, s.dst_index); }
   // A scalar definition declares a const; an array element is assigned.
   std::string def(const Stmt& s) { return s.dst_index.empty() ? "const float " + s.dst : dst(s); }
@@ -394,6 +407,13 @@ class Renderer {
         std::string call = "loom::cp_async_bulk_tensor_" + std::to_string(s.src_index.size()) +
                            "d_global_to_shared(" + shared_address(s.tensor, s.index.at(0)) +
                            ", &" + s.dst + ", " + mbar(s);
+        if (!always_zero(s.multicast)) {
+          if (s.src_index.size() != 2)
+            throw Error("codegen: a multicast TMA load of " + std::to_string(s.src_index.size()) +
+                        " dimensions (Loom's multicast wrapper is 2-D: clusters take 2-D GEMMs)");
+          call = "loom::tma_load_2d_multicast(" + shared_address(s.tensor, s.index.at(0)) + ", &" +
+                 s.dst + ", " + mbar(s) + ", (unsigned short)" + std::to_string(cluster_mask(s));
+        }
         for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
         line(d, call + ");");
         break;
@@ -413,7 +433,18 @@ class Renderer {
         line(d, "loom::mbarrier_wait_parity_shared_b64(" + mbar(s) + ", " + s.cond.str() + ");");
         break;
       case StmtKind::MbarArrive:
-        line(d, "loom::mbarrier_arrive(" + mbar(s) + ");");
+        if (always_zero(s.multicast)) {
+          line(d, "loom::mbarrier_arrive(" + mbar(s) + ");");
+          break;
+        }
+        // One arrival on the barrier of each CTA in the mask (mapa + shared::cluster).
+        for (int r = 0; r < 16; ++r)
+          if (cluster_mask(s) >> r & 1)
+            line(d, "loom::mbarrier_arrive_cluster(" + mbar(s) + ", " + std::to_string(r) + "u);");
+        break;
+      case StmtKind::ClusterSync:
+        line(d, "loom::cluster_arrive();");
+        line(d, "loom::cluster_wait();");
         break;
       case StmtKind::WgmmaFence:
         line(d, "loom::wgmma_fence();");

@@ -18,10 +18,12 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
     s.knobs = resolve_knobs(*opt.tuned, opt.knobs, *opt.tuned);
     out.knob_source = opt.tuned_source.empty() ? "tuned" : opt.tuned_source;
   } else {
-    const bool wgmma = atom.rfind("wgmma_", 0) == 0;
+    // The schedule of the atom that will run: the explicit one, else the class default's.
+    const std::string effective = atom.empty() ? d.knobs.get_str("ATOM", "fma") : atom;
+    const bool wgmma = effective.rfind("wgmma_", 0) == 0;
     s.knobs = resolve_knobs(d.knobs, opt.knobs, wgmma ? d.wgmma : d.mma);
     out.knob_source = "default: class " + d.shape_class +
-                      (atom.empty() || atom == "fma" ? "" : wgmma ? ", wgmma schedule" : ", mma schedule");
+                      (effective == "fma" ? "" : wgmma ? ", wgmma schedule" : ", mma schedule");
     if (opt.tuned)
       out.knob_source += " (the tuned record, for ATOM=" + opt.tuned->get_str("ATOM", "fma") +
                          ", yields to the explicit ATOM=" + atom + ")";

@@ -57,18 +57,20 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
 
 // Issue 6's Hopper progression: wgmma on TMA slabs, then the organization around it.
 // Every rung reads 128-byte swizzled 64-deep slabs through a 4-deep ring.
-void hopper_steps(Ladder& l, const std::string& dtype, const std::string& tile) {
+void hopper_steps(Ladder& l, const std::string& dtype) {
   const std::string base = "ATOM=wgmma_" + dtype + ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4," +
                            "GROUP_M=8,EPILOGUE=direct";
   l.steps = {
-      {"1 TMA + wgmma", base + ",WM=2,WN=1,BN=128",
-       "2 warpgroups x one m64n128k16 each; thread 0 issues TMA, everyone waits, bar.sync per slab"},
-      {"2 + warp specialization", base + ",WM=1,WN=1,BN=128,WARP_SPECIALIZE=1",
-       "a producer warpgroup feeds the ring (full/empty mbarriers), 1 consumer, setmaxnreg"},
-      {"3 + 2 consumer warpgroups", base + ",WM=2,WN=1," + tile + ",WARP_SPECIALIZE=1",
-       "two consumer warpgroups share each slab: 128-row blocks"},
-      {"4 + persistent", base + ",WM=2,WN=1," + tile + ",WARP_SPECIALIZE=1,PERSISTENT=1",
+      {"1 TMA + wgmma", base + ",WM=1,WN=1,BN=256",
+       "one warpgroup, m64n256k16; thread 0 issues the TMA ring, everyone waits, bar.sync per slab"},
+      {"2 + warp specialization", base + ",WM=1,WN=1,BN=256,WARP_SPECIALIZE=1",
+       "a producer warpgroup feeds the ring (full/empty mbarriers, setmaxnreg); wgmma.wait 1"},
+      {"3 + 2 consumer warpgroups", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1",
+       "two consumer warpgroups share each slab: 128x256 blocks"},
+      {"4 + persistent", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1",
        "one CTA per SM walks the tiles; the producer runs ahead into the next tile"},
+      {"5 + cluster multicast", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2",
+       "2-CTA clusters along M: each producer loads half of B for both (TMA multicast)"},
   };
 }
 
@@ -115,7 +117,7 @@ Ladder make_ladder(const std::string& name, const std::string& shape, const std:
       throw Error("--dtype for the hopper ladder must be f16 or bf16 (got '" + dt + "')");
     l.name = "hopper (" + dt + ")";
     l.expression = gemm_expr(parse_shape(shape.empty() ? "4096x4096x4096" : shape), dt);
-    hopper_steps(l, dt, "BN=128");
+    hopper_steps(l, dt);
   } else if (name == "hgemm") {
     const std::string dt = dtype.empty() ? "f16" : dtype;
     if (dt != "f16" && dt != "bf16")

@@ -240,6 +240,10 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
       kr.blocks_per_sm = blocks;
       int warps_per_block = (k.block_threads + 31) / 32;
       kr.occupancy = double(blocks * warps_per_block) / double(dev->max_threads_per_sm / 32);
+      if (k.cluster[0] > 1) {
+        kr.cluster_size = k.cluster[0];
+        kr.active_clusters = max_active_clusters(plan.fn, plan.cfg, k.cluster[0]);
+      }
       auto res = r.nvrtc.resources.find(k.name);
       if (res != r.nvrtc.resources.end())
         kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;

@@ -118,4 +118,25 @@ std::map<std::string, bool> shared_k_innermost(const TileProgram& p) {
   return out;
 }
 
+std::optional<int64_t> constant_difference(const Expr& a, const Expr& b) {
+  std::vector<Expr> ta = sum_terms(distribute_constants(a)), tb = sum_terms(distribute_constants(b));
+  int64_t diff = 0;
+  std::vector<bool> used(ta.size(), false);
+  for (const Expr& t : tb) {
+    if (t.is_const()) {
+      diff += t.const_value();
+      continue;
+    }
+    bool matched = false;
+    for (size_t i = 0; i < ta.size() && !matched; ++i)
+      if (!used[i] && !ta[i].is_const() && ta[i].same_as(t)) used[i] = matched = true;
+    if (!matched) return std::nullopt;
+  }
+  for (size_t i = 0; i < ta.size(); ++i) {
+    if (ta[i].is_const()) diff -= ta[i].const_value();
+    else if (!used[i]) return std::nullopt;
+  }
+  return diff;
+}
+
 }  // namespace loom

@@ -1,6 +1,7 @@
 // Small analyses over index expressions shared by several passes.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ std::vector<Expr> conjuncts(const Expr& e);
 // so that sum_terms sees each loop variable in a term of its own: t:040 splits indices
 // into block and local parts after substituting a sum for a loop variable.
 Expr distribute_constants(const Expr& e);
+
+// b - a when it is a constant that the two sums show term by term (after
+// distribute_constants, equal terms cancel and constants add up); nullopt otherwise —
+// including differences that are constant for reasons the terms do not show.
+std::optional<int64_t> constant_difference(const Expr& a, const Expr& b);
 
 // True when `e` is a multiple of `w` for every value of its variables: constants
 // divisible by w, products with such a constant factor, sums of such terms.

@@ -110,20 +110,34 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   return k;
 }
 
-// wgmma (sm_90a): two consumer warpgroups of one 64 x 128 atom each, TMA slabs of one
-// 128-byte swizzle span of K (64 16-bit or 32 tf32 elements) in a 4-deep ring, grouped
-// rasterization. The starting point issue 6's ladder measures from (bench/NOTES.md).
-static Knobs wgmma_defaults_for(const Gemm& s) {
+// Whether a known GEMM has a full wave of 128x256 wgmma tiles that TMA can load: every
+// operand row a multiple of 16 bytes (M, N, K multiples of 8), no batch.
+static bool wgmma_large(const Gemm& s, int sm_count) {
+  return s.known && s.batch == 1 && s.M % 8 == 0 && s.N % 8 == 0 && s.K % 8 == 0 &&
+         ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
+}
+
+// wgmma (sm_90a). Large grids: the persistent warp-specialized schedule — two consumer
+// warpgroups of one m64n256k16 atom each (128x256 blocks), a producer warpgroup feeding a
+// 4-deep TMA ring of 64-deep slabs in 128-byte swizzle spans, min(tiles, SMs) CTAs. 0.89x
+// cuBLAS at 4096^3 bf16 on H100 (194-196 us; the mma.sync schedule: 0.52x), the hopper
+// ladder's rung 4 (bench/NOTES.md, session 6). Otherwise (an explicit ATOM=wgmma_* on a
+// smaller grid): two warpgroups of one m64n128k16 atom each, every thread waiting on the
+// ring (0.68x at 4096^3: rung 1 of the first ladder).
+static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.f32_operands;
-  return Knobs::parse(std::string("WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,STAGES=4,") +
-                      (tf32 ? "BK=32" : "BK=64") + ",GROUP_M=8,EPILOGUE=direct");
+  const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
+  if (!tf32 && wgmma_large(s, sm_count))
+    return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
+                        ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
+  return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab + ",GROUP_M=8,EPILOGUE=direct");
 }
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);
-  c.wgmma = wgmma_defaults_for(s);
+  c.wgmma = wgmma_defaults_for(s, t.sm_count);
   if (!s.known) {
     // Symbolic sizes: a medium tile with guards; passes fill in the rest.
     c.shape_class = "symbolic";
@@ -189,6 +203,9 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   }
   if (!c.shape_class.empty()) {
     if (tensor_cores) c.knobs.set("ATOM", mma_atom);
+    // On sm_90a a large aligned 16-bit GEMM takes wgmma (its schedule: c.wgmma).
+    if (tensor_cores && t.arch == "sm_90a" && wgmma_large(s, t.sm_count))
+      c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     return c;
   }
   c.shape_class = "small";  // partition's own defaults shrink the tile to the shape

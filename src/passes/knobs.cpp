@@ -119,9 +119,15 @@ const std::vector<KnobDef>& knob_registry() {
        "WARP_SPECIALIZE=1)", "k:030_warp_specialize", 24, 256},
       {"CONSUMER_REGS", "registers per thread the consumer warpgroups take (setmaxnreg.inc; 0 = "
        "no register reallocation)", "k:030_warp_specialize", 0, 256},
+      KnobDef{"CLUSTER_M", "CTAs per thread-block cluster along M: they share each B slab, every "
+       "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
+       "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
+          .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
       KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles instead of one "
        "CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
+      {"PERSISTENT_CTAS", "CTAs of a persistent grid (0 = the SM count; a multiple of "
+       "CLUSTER_M)", "t:027_persistent", 0, 1024},
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),

@@ -45,6 +45,7 @@ DriverApi load_driver() {
   LOOM_RESOLVE(cuFuncGetAttribute);
   LOOM_RESOLVE(cuFuncSetAttribute);
   LOOM_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  LOOM_RESOLVE(cuOccupancyMaxActiveClusters);
   LOOM_RESOLVE(cuTensorMapEncodeTiled);
   LOOM_RESOLVE(cuGetErrorName);
   LOOM_RESOLVE(cuGetErrorString);

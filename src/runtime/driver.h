@@ -17,6 +17,7 @@ struct DriverApi {
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute;
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor)
       cuOccupancyMaxActiveBlocksPerMultiprocessor;
+  decltype(&::cuOccupancyMaxActiveClusters) cuOccupancyMaxActiveClusters;
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
   decltype(&::cuGetErrorName) cuGetErrorName;
   decltype(&::cuGetErrorString) cuGetErrorString;

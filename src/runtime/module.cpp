@@ -105,6 +105,23 @@ int occupancy_blocks_per_sm(CUfunction f, int block_threads, int dynamic_smem) {
   return blocks;
 }
 
+int max_active_clusters(CUfunction f, const LaunchConfig& cfg, int cluster_x) {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = unsigned(cluster_x);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig c{};
+  c.gridDimX = cfg.grid[0], c.gridDimY = cfg.grid[1], c.gridDimZ = cfg.grid[2];
+  c.blockDimX = cfg.block[0], c.blockDimY = cfg.block[1], c.blockDimZ = cfg.block[2];
+  c.sharedMemBytes = cfg.dynamic_smem;
+  c.attrs = &attr;
+  c.numAttrs = 1;
+  int clusters = 0;
+  check_cu(driver().cuOccupancyMaxActiveClusters(&clusters, f, &c),
+           "cuOccupancyMaxActiveClusters");
+  return clusters;
+}
+
 void launch(CUfunction f, const LaunchConfig& cfg, void** args) {
   check_launch_shape(cfg);
   ensure_context();

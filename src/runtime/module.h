@@ -50,6 +50,11 @@ struct LaunchConfig {
 
 // Checks the grid and block against the hardware limits first, so a bad tile choice
 // reads as "grid.y = 70000 exceeds 65535" rather than CUDA_ERROR_INVALID_VALUE.
+// Clusters of `cluster_x` CTAs (along x) of `f` that can be resident on the GPU at once
+// with this launch's block and shared memory (cuOccupancyMaxActiveClusters): how many a
+// persistent grid may count on.
+int max_active_clusters(CUfunction f, const LaunchConfig& cfg, int cluster_x);
+
 void launch(CUfunction f, const LaunchConfig& cfg, void** args);
 
 }  // namespace loom

@@ -64,6 +64,13 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"matmul(A[2000,512]:f16, B[512,1496]:f16)", kF16 + ",WM=2,BN=256" + kPersistent},
         HopperCase{"matmul(A[256,2048]:bf16, B[2048,256]:bf16)", kBf16 + ",WM=2,BN=128" + kPersistent},
         HopperCase{"matmul(A[512,512]:bf16, B[512,512]:bf16, out=f32)", kBf16 + ",WM=2,BN=128" + kPersistent},
+        // 2-CTA clusters along M sharing B by TMA multicast: N-major B split by chunks,
+        // K-major B split by rows, persistent and not, a cluster half past M.
+        HopperCase{"matmul(A[4096,1024]:bf16, B[1024,4096]:bf16)",
+                   kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPersistent},
+        HopperCase{"matmul(A[2048,512]:f16, B[2048,512]:f16.T)", kF16 + ",WM=2,BN=128,CLUSTER_M=2" + kWs},
+        HopperCase{"matmul(A[800,512]:bf16, B[512,1000]:bf16)",
+                   kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPersistent},
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));

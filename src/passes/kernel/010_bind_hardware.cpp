@@ -9,6 +9,8 @@
 //     by div/mod Lets; a constant count over CUDA's limit (y, z: 65535) is an error.
 //     Tile IR Lets among the grid loops (the rasterized tile coordinates) follow the
 //     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
+//     A CLUSTER loop (CLUSTER_M) below them is the CTA's rank in a 1-D cluster along x:
+//     blockIdx.x = tile * CM + rank, `let m_cta = blockIdx.x % CM`, KernelOp::cluster = CM.
 //  2. The WARP and THREAD loops below them (constant extents) map to one threadIdx.x,
 //     the last loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
 //     WARP loops with no THREAD loop under them (ATOM=mma_*: a warp computes its atoms
@@ -40,7 +42,7 @@ void flatten_accesses(Block& b, const ProgramBase& p) {
 
 // The grid and thread nests at the top of an op, with the Tile IR Lets found among them.
 struct Nest {
-  std::vector<const Stmt*> grid, threads;
+  std::vector<const Stmt*> grid, cluster, threads;
   Block grid_lets;    // Lets before the first thread loop (rasterized tile coordinates)
   Block thread_lets;  // Lets among the thread loops
   const Block* rest = nullptr;
@@ -61,6 +63,8 @@ Nest peel(const Block& body) {
     }
   };
   descend(Tier::Grid, n.grid, true);
+  // A CLUSTER loop (CLUSTER_M): the CTA's rank in its cluster, blockIdx.x % CM.
+  descend(Tier::Cluster, n.cluster, true);
   // WARP loops (t:010 with WM/WN) sit above the lane loops; together they are one
   // mixed-radix decomposition of threadIdx.x, so warp w = threadIdx.x / 32.
   descend(Tier::Warpgroup, n.threads, false);
@@ -118,6 +122,19 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   std::vector<const Stmt*> leading(grid.begin(), grid.end() - long(tiles));
   std::map<const Stmt*, Expr> value;
   fold({grid.back()}, 0, k, value);
+  Block cluster_lets;
+  if (!nest.cluster.empty()) {
+    // blockIdx.x = tile * CM + rank: the CM CTAs of a cluster are consecutive along x.
+    const Stmt& c = *nest.cluster[0];
+    if (nest.cluster.size() != 1 || !c.extent.is_const())
+      throw Error("k:010_bind_hardware: kernel '" + k.name + "' has a cluster nest Loom does not "
+                  "map (one constant CLUSTER loop)");
+    const int64_t C = c.extent.const_value();
+    value[grid.back()] = Expr::var("blockIdx.x") / C;
+    k.grid[0] = k.grid[0] * C;
+    k.cluster[0] = int(C);
+    cluster_lets.push_back(Stmt::Let(c.var, Expr::var("blockIdx.x") % C));
+  }
   if (!rasterized) fold({grid[grid.size() - 2]}, 1, k, value);
   if (rasterized && leading.size() >= 2) {
     // y is free: the innermost leading loop takes it, so z holds a smaller product.
@@ -127,6 +144,7 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   if (!leading.empty()) fold(leading, 2, k, value);
   Block body;
   for (const Stmt* g : grid) body.push_back(Stmt::Let(g->var, value.at(g)));
+  body.insert(body.end(), cluster_lets.begin(), cluster_lets.end());
   body.insert(body.end(), nest.grid_lets.begin(), nest.grid_lets.end());
 
   // 2: thread loops.

@@ -30,6 +30,7 @@ class Lowerer {
   Lowerer(CompileState& s, KernelProgram& p, KernelOp& k) : s_(s), p_(p), k_(k) {}
 
   void run() {
+    find_cluster_rank();
     Ranges r = kernel_builtin_ranges(k_);
     std::vector<const Stmt*> loops;
     lower(k_.body, r, loops);
@@ -159,6 +160,18 @@ class Lowerer {
                   ": use STAGE=cp_async");
   }
 
+  // A cluster kernel's rank Let (k:010: `let m_cta = blockIdx.x % CM`).
+  void find_cluster_rank() {
+    if (k_.cluster[0] <= 1) return;
+    for (const Stmt& s : k_.body)
+      if (s.kind == StmtKind::Let && s.value.kind() == Expr::Kind::Mod &&
+          s.value.lhs().is_var() && s.value.lhs().var_name() == "blockIdx.x" &&
+          s.value.rhs().is_const() && s.value.rhs().const_value() == k_.cluster[0])
+        rank_ = s.var;
+    if (rank_.empty())
+      throw Error("k:015_lower_stages: cluster kernel " + k_.name + " has no rank Let");
+  }
+
   // One slab as one TMA box: checks what the copy engine and the tensor map require,
   // declares the descriptor, returns the load; adds the box's bytes to `total`. A slab
   // whose rows are stored in chunks (TensorDecl::row_chunk: rows wider than the swizzle
@@ -257,6 +270,29 @@ class Lowerer {
                   "the copy engine: use a tile whose slab is a multiple of " +
                   std::to_string(align) + " B");
 
+    total += chunks * elems * eb;  // what lands in this CTA, from its loads or its peers'
+    // In a cluster, a slab the CTAs share (its source index does not name the rank: B
+    // under CLUSTER_M) is split among them: rank r loads 1/C of it and multicasts that
+    // part to every CTA, so each CTA's L2 reads of B drop by C. The split takes whole
+    // chunks when the slab has C or more, else whole rows.
+    const int64_t C = k_.cluster[0];
+    bool shared_by_cluster = C > 1;
+    for (const Expr& e : c.src_index) shared_by_cluster &= !e.uses(rank_);
+    int64_t split_chunks = 1, split_rows = 1;
+    if (shared_by_cluster) {
+      if (chunks % C == 0) split_chunks = C;
+      else if (rank >= 2 && ext[rank - 2] % C == 0 && (ext[rank - 2] / C) % 8 == 0) split_rows = C;
+      else
+        throw Error("CLUSTER_M=" + std::to_string(C) + ": slab " + c.shared + " (" +
+                    std::to_string(chunks) + " chunks of " + std::to_string(ext[rank - 2]) +
+                    " rows) does not split into " + std::to_string(C) +
+                    " parts of whole chunks or 8-row groups: choose BN (or BK) so it does");
+    }
+    if (split_rows > 1) {
+      ext[rank - 2] /= split_rows;
+      elems /= split_rows;
+    }
+
     TmaDescriptor d;
     d.name = c.shared + "_tmap";
     d.tensor = c.src;
@@ -264,19 +300,34 @@ class Lowerer {
     for (size_t j = rank; j-- > 0;) d.box.push_back(ext[j]);
     d.swizzle_bytes = swizzle;
     k_.tma.push_back(d);
-    total += chunks * elems * eb;
 
     Expr origin = 0;
     auto strides = dst.strides();
     for (size_t i = 0; i < np; ++i) origin = origin + c.shared_prefix[i] * strides[i];
-    // Chunk j: the strip of columns j*chunk.. of every row, at logical offset origin +
-    // j*chunk (TensorDecl::physical places it after the j earlier strips).
-    Block loads;
-    for (int64_t j = 0; j < chunks; ++j) {
+    const Expr r = shared_by_cluster ? Expr::var(rank_) : Expr(0);
+    const Expr all = shared_by_cluster ? Expr((int64_t(1) << C) - 1) : Expr(0);
+    if (split_rows > 1) {
+      // Rank r's rows r*R/C.. of the slab.
+      const Expr row0 = r * ext[rank - 2];
       std::vector<Expr> at = corner;
-      at[rank - 1] = at[rank - 1] + Expr(j * chunk);
-      loads.push_back(Stmt::TmaLoad(c.shared, origin + Expr(j * chunk), c.src, at, d.name, mbar,
-                                    elems * eb));
+      at[rank - 2] = at[rank - 2] + row0;
+      Stmt load = Stmt::TmaLoad(c.shared, origin + row0 * strides[np + rank - 2], c.src, at,
+                                d.name, mbar, elems * eb);
+      load.multicast = all;
+      return {load};
+    }
+    // Chunk j: the strip of columns j*chunk.. of every row, at logical offset origin +
+    // j*chunk (TensorDecl::physical places it after the j earlier strips); in a cluster,
+    // rank r issues chunks r*chunks/C ...
+    Block loads;
+    const int64_t mine = chunks / split_chunks;
+    for (int64_t jj = 0; jj < mine; ++jj) {
+      const Expr j = r * mine + Expr(jj);
+      std::vector<Expr> at = corner;
+      at[rank - 1] = at[rank - 1] + j * chunk;
+      Stmt load = Stmt::TmaLoad(c.shared, origin + j * chunk, c.src, at, d.name, mbar, elems * eb);
+      load.multicast = all;
+      loads.push_back(load);
     }
     return loads;
   }
@@ -290,7 +341,10 @@ class Lowerer {
     init.push_back(Stmt::FenceMbarInit());
     size_t at = 0;
     while (at < k_.body.size() && k_.body[at].kind == StmtKind::Let) ++at;
-    Block setup = {Stmt::If(elected(), init), Stmt::Barrier()};
+    // In a cluster the peers' multicasts and arrivals may reach this CTA's barriers as
+    // soon as they run: a cluster-wide sync publishes the inits to them first.
+    Block setup = {Stmt::If(elected(), init),
+                   k_.cluster[0] > 1 ? Stmt::ClusterSync() : Stmt::Barrier()};
     k_.body.insert(k_.body.begin() + long(at), setup.begin(), setup.end());
   }
 
@@ -432,6 +486,7 @@ class Lowerer {
   CompileState& s_;
   KernelProgram& p_;
   KernelOp& k_;
+  std::string rank_;  // the cluster rank Let of a cluster kernel
 };
 
 // The dynamic buffer starts 1024-byte aligned (codegen asks for it when a kernel has

@@ -28,6 +28,9 @@
 // The producer arm keeps the loops and Lets around the issue (a persistent tile loop
 // included) and nothing else. Knobs: WARP_SPECIALIZE, PRODUCER_REGS, CONSUMER_REGS
 // (0: no setmaxnreg).
+// In a cluster (CLUSTER_M) each CTA's slot is filled partly by its peers' producers, so
+// the empty barriers count the consumers of every CTA, each release arrives on every
+// CTA's barrier (a multicast arrive), and a cluster sync closes the kernel.
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -57,6 +60,7 @@ class Specializer {
 
   void run() {
     consumers_ = k_.block_threads / kWarpgroup;
+    cluster_ = k_.cluster[0];
     if (k_.block_threads % kWarpgroup != 0 || consumers_ < 1)
       throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " has " +
                   std::to_string(k_.block_threads) + " threads; specialization hands whole "
@@ -81,7 +85,9 @@ class Specializer {
 
     // Everything from the mbarrier setup's barrier on is the consumers' work.
     size_t start = 0;
-    while (start < main && !(body[start].kind == StmtKind::Barrier)) ++start;
+    while (start < main && body[start].kind != StmtKind::Barrier &&
+           body[start].kind != StmtKind::ClusterSync)
+      ++start;
     if (start == main)
       throw Error("k:030_warp_specialize: kernel " + k_.name + " has no barrier after its "
                   "mbarrier initialization (k:015 puts one there)");
@@ -102,6 +108,9 @@ class Specializer {
     Block out(body.begin(), body.begin() + long(start) + 1);
     out.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, p_arm),
                                     Stmt::If(tid < Expr(c_threads), c_arm)}));
+    // A CTA of a cluster may not exit while its peers can still multicast into its shared
+    // memory or arrive on its barriers: the whole cluster leaves together.
+    if (cluster_ > 1) out.push_back(Stmt::ClusterSync());
     k_.body = std::move(out);
     k_.block_threads += kWarpgroup;
   }
@@ -131,7 +140,7 @@ class Specializer {
         if (s.body[j].kind == StmtKind::FenceMbarInit) {
           Block inits;
           for (int64_t e = 0; e < ring_; ++e)
-            inits.push_back(Stmt::MbarInit(Expr(empty_base_ + e), int(consumers_)));
+            inits.push_back(Stmt::MbarInit(Expr(empty_base_ + e), int(consumers_ * cluster_)));
           s.body.insert(s.body.begin() + long(j), inits.begin(), inits.end());
           return;
         }
@@ -200,14 +209,21 @@ class Specializer {
         // can refill its slot for the next tile.
         const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
         b.insert(b.begin() + long(i) + 1,
-                 {Stmt::WgmmaWait(0),
-                  Stmt::If(first_thread, {Stmt::MbarArrive(Expr(empty_base_) + last)})});
+                 {Stmt::WgmmaWait(0), Stmt::If(first_thread, {release(Expr(empty_base_) + last)})});
         i += 2;
         continue;
       }
       if ((s.kind == StmtKind::For || s.kind == StmtKind::If) && has_issue(s)) s.body = consume(s.body);
     }
     return b;
+  }
+
+  // A consumer warpgroup hands slot `empty` back: in a cluster to every CTA's producer,
+  // since each of them refills part of this CTA's slot (k:015's multicast).
+  Stmt release(const Expr& empty) const {
+    Stmt a = Stmt::MbarArrive(empty);
+    if (cluster_ > 1) a.multicast = Expr((int64_t(1) << cluster_) - 1);
+    return a;
   }
 
   static bool loop_has_direct_issue(const Stmt& loop) {
@@ -242,15 +258,14 @@ class Specializer {
     const Expr ko = Expr::var(loop.var);
     const Expr prev = slot.substitute({{loop.var, ko - 1}});
     const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
-    out.push_back(
-        Stmt::If(first_thread && Expr(0) < ko, {Stmt::MbarArrive(Expr(empty_base_) + prev)}));
+    out.push_back(Stmt::If(first_thread && Expr(0) < ko, {release(Expr(empty_base_) + prev)}));
     loop.body = out;
     return slot.substitute({{loop.var, loop.extent - 1}});
   }
 
   CompileState& s_;
   KernelOp& k_;
-  int64_t consumers_ = 0, ring_ = 0, empty_base_ = 0;
+  int64_t consumers_ = 0, ring_ = 0, empty_base_ = 0, cluster_ = 1;
 };
 
 }  // namespace

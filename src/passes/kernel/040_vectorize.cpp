@@ -40,7 +40,8 @@ class Vectorizer {
 
   void run(Block& b) {
     for (auto& st : b) {
-      if (st.kind == StmtKind::For || st.kind == StmtKind::If) run(st.body);
+      if (st.kind == StmtKind::For || st.kind == StmtKind::If || st.kind == StmtKind::Specialize)
+        run(st.body);
       if (st.kind == StmtKind::For && st.tier == Tier::Register) try_loop(st);
     }
     fold_writes(b);
@@ -133,13 +134,12 @@ class Vectorizer {
       if (w.kind != StmtKind::Write || w.tensor != first.tensor || w.atomic_add != first.atomic_add ||
           w.args[0].name != first.args[0].name || w.args[0].index.size() != first.args[0].index.size())
         return false;
-      Expr want = first.index[0] + j;
-      if (!w.index[0].same_as(want)) return false;
+      if (constant_difference(first.index[0], w.index[0]) != j) return false;
       const auto& a = first.args[0].index;
       const auto& c = w.args[0].index;
       for (size_t d = 0; d + 1 < a.size(); ++d)
         if (!a[d].same_as(c[d])) return false;
-      if (!c.back().same_as(a.back() + j)) return false;
+      if (constant_difference(a.back(), c.back()) != j) return false;
     }
     return true;
   }

@@ -28,7 +28,9 @@
 // BN = WN*FN*AN follow from the others (an explicit BM/BN must agree), and the checks
 // that only an mma needs (input types, sm_80+, no split-K) are made here, once.
 // ATOM=wgmma_* (sm_90a) tiles the same way with WARPGROUP loops m_w n_w (4 warps each)
-// and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e.
+// and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e. With CLUSTER_M = CM > 1 a
+// CLUSTER loop m_cta sits between the grid and the warpgroups: m = m_b*(BM*CM) + m_cta*BM + ..
+// (the CTAs of one cluster take CM consecutive block rows of the same columns).
 #include "ir/error.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
@@ -148,14 +150,35 @@ MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
   return t;
 }
 
+// CLUSTER_M: CTAs per thread-block cluster along M (sm_90, wgmma with warp specialization:
+// the CTAs of a cluster share the B slab, each loading part of it for all — k:015).
+int64_t cluster_m(const AtomDef& a, CompileState& s) {
+  const int64_t CM = s.knob("CLUSTER_M", 1);
+  if (CM == 1) return 1;
+  if (CM != 2 && CM != 4)
+    throw Error("CLUSTER_M=" + str(CM) + ": Loom builds clusters of 2 or 4 CTAs along M (the "
+                "portable cluster sizes that split a B slab evenly)");
+  if (!is_wgmma(&a))
+    throw Error("CLUSTER_M=" + str(CM) + " shares TMA slabs between the CTAs of a cluster: it "
+                "needs ATOM=wgmma_* with STAGE=tma (the target is " + s.target.arch + ")");
+  if (s.knobs.get_int("WARP_SPECIALIZE", 0) == 0)
+    throw Error("CLUSTER_M=" + str(CM) + " needs WARP_SPECIALIZE=1: a CTA's slot is refilled by "
+                "its peers' producers too, so it is released through mbarriers that every CTA's "
+                "consumers arrive on, not by a block barrier");
+  return CM;
+}
+
 TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
                      const std::vector<const Stmt*>& loops, const Block& inner,
                      const AtomDef& a, CompileState& s) {
   check_mma(a, op, inner, s);
   const MmaTiling t = mma_tiling(a, s);
+  const int64_t CM = cluster_m(a, s);
   const std::string m = lm.var, n = ln.var;
   auto v = [](const std::string& name) { return Expr::var(name); };
-  Expr m_of = v(m + "_b") * t.BM + v(m + "_w") * (t.FM * t.AM) + v(m + "_a") * t.AM + v(m + "_e");
+  // With CLUSTER_M > 1 a grid step covers CM block rows, one per CTA of the cluster.
+  Expr m_of = (CM > 1 ? v(m + "_b") * (t.BM * CM) + v(m + "_cta") * t.BM : v(m + "_b") * t.BM) +
+              v(m + "_w") * (t.FM * t.AM) + v(m + "_a") * t.AM + v(m + "_e");
   Expr n_of = v(n + "_b") * t.BN + v(n + "_w") * (t.FN * t.AN) + v(n + "_a") * t.AN + v(n + "_e");
   Block cell = inner;
   substitute_block(cell, {{m, m_of}, {n, n_of}});
@@ -171,8 +194,9 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   const Tier group = is_wgmma(&a) ? Tier::Warpgroup : Tier::Warp;
   wrap(n + "_w", t.WN, group, n);
   wrap(m + "_w", t.WM, group, m);
+  if (CM > 1) wrap(m + "_cta", CM, Tier::Cluster, m);
   wrap(n + "_b", ceil_div(ln.extent, t.BN), Tier::Grid, n);
-  wrap(m + "_b", ceil_div(lm.extent, t.BM), Tier::Grid, m);
+  wrap(m + "_b", ceil_div(lm.extent, t.BM * CM), Tier::Grid, m);
   for (int i = int(loops.size()) - 3; i >= 0; --i)
     wrap(loops[size_t(i)]->var, loops[size_t(i)]->extent, Tier::Grid, loops[size_t(i)]->axis);
   return TileOp{op.name, op.inputs, op.output, std::move(body)};
@@ -281,7 +305,7 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE"},
+              {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE", "CLUSTER_M"},
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;

@@ -62,8 +62,8 @@ void make_persistent(TileOp& op, int64_t sms) {
   // Descend the thread tiers to the cell.
   Block* cell = &rest;
   while (cell->size() == 1 && (*cell)[0].kind == StmtKind::For &&
-         ((*cell)[0].tier == Tier::Warpgroup || (*cell)[0].tier == Tier::Warp ||
-          (*cell)[0].tier == Tier::Thread))
+         ((*cell)[0].tier == Tier::Cluster || (*cell)[0].tier == Tier::Warpgroup ||
+          (*cell)[0].tier == Tier::Warp || (*cell)[0].tier == Tier::Thread))
     cell = &(*cell)[0].body;
   const Expr cta = Expr::var("cta"), ti = Expr::var("t_i");
   Block inner = {Stmt::Let(tile_loop.var, cta + ti * P)};
@@ -80,13 +80,22 @@ Pass pass_persistent() {
   return Pass{"t:027_persistent", Level::Tile, Level::Tile,
               "with PERSISTENT=1 the grid is min(tiles, SMs) CTAs, each looping over tiles "
               "cta, cta + P, ... below its thread tiers",
-              {"PERSISTENT"},
+              {"PERSISTENT", "PERSISTENT_CTAS"},
               [](CompileState& s) {
                 if (s.knob("PERSISTENT", 0) == 0) return;
                 if (s.target.sm_count < 1)
                   throw Error("PERSISTENT=1 sizes the grid by the GPU's SM count, and the target "
                               "has none (compile for a probed GPU, or --target with an SM count)");
-                for (auto& op : s.tile.ops) make_persistent(op, s.target.sm_count);
+                // A cluster occupies CLUSTER_M SMs: that many fewer persistent steps.
+                // PERSISTENT_CTAS caps the CTAs resident at once below the SM count (a GPC
+                // whose free SMs do not pair up holds fewer clusters than SMs / 2).
+                const int64_t per = std::max<int64_t>(1, s.knobs.get_int("CLUSTER_M", 1));
+                int64_t ctas = s.knob("PERSISTENT_CTAS", 0);
+                if (ctas == 0) ctas = s.target.sm_count;
+                if (ctas < per || ctas % per != 0)
+                  throw Error("PERSISTENT_CTAS=" + std::to_string(ctas) + " must be a positive "
+                              "multiple of CLUSTER_M=" + std::to_string(per));
+                for (auto& op : s.tile.ops) make_persistent(op, ctas / per);
               }};
 }
 

@@ -298,7 +298,9 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
     DefaultChoice d = default_knobs(g, Target::for_arch(arch));
     return resolve_knobs(d.knobs, Knobs::parse(knobs), d.mma);
   };
-  const std::string bf16 = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+  // 4096^3 is a large aligned grid, wgmma's on sm_90a (SixteenBitLargeGridsTakeWgmmaOnSm90a);
+  // 2048^3 has fewer 128x256 tiles than SMs and keeps the mma.sync schedule.
+  const std::string bf16 = "matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)";
   Knobs k = resolved(bf16, "");
   EXPECT_EQ(k.get_str("ATOM", ""), "mma_bf16");
   EXPECT_EQ(k.get_int("FN", 0), 8);
@@ -323,6 +325,34 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
   EXPECT_EQ(staged.get_int("STAGES", 0), 3);
   EXPECT_EQ(staged.get_int("FN", 0), 8);
 }
+TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
+  auto resolved = [](const std::string& e, const std::string& knobs, const char* arch) {
+    Graph g = parse_expression(e);
+    DefaultChoice d = default_knobs(g, Target::for_arch(arch));
+    const std::string atom = Knobs::parse(knobs).get_str("ATOM", d.knobs.get_str("ATOM", "fma"));
+    return resolve_knobs(d.knobs, Knobs::parse(knobs),
+                         atom.rfind("wgmma_", 0) == 0 ? d.wgmma : d.mma);
+  };
+  const std::string big = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+  Knobs k = resolved(big, "", "sm_90a");
+  EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(k.get_int("BN", 0), 256);
+  EXPECT_EQ(k.get_int("WARP_SPECIALIZE", 0), 1);
+  EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
+  EXPECT_EQ(resolved("linear(X[8192,4096]:f16, W[1024,4096]:f16)", "", "sm_90a").get_str("ATOM", ""),
+            "wgmma_f16");
+  // sm_80 has no wgmma; rows TMA cannot load (K = 4095) and batches keep mma.sync; an
+  // explicit ATOM=mma_bf16 gets the mma schedule.
+  EXPECT_EQ(resolved(big, "", "sm_80").get_str("ATOM", ""), "mma_bf16");
+  EXPECT_EQ(resolved("matmul(A[4096,4095]:bf16, B[4095,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
+            "mma_bf16");
+  EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
+            "mma_bf16");
+  Knobs mma = resolved(big, "ATOM=mma_bf16", "sm_90a");
+  EXPECT_EQ(mma.get_int("FN", 0), 8);
+  EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));
+}
+
 TEST(MmaTiling, ShapeClassRulesFromTheTuningSuite) {
   // The defaults `loom tune` measured better on H100 (bench/NOTES.md, session 5).
   auto resolved = [](const std::string& e) {

@@ -220,7 +220,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // GROUP_M and EPILOGUE too: the defaults pick them for the default tile (the staged
       // epilogue's shared tile overlays that tile's slabs; GROUP_M=8 was measured with
       // it), and they leaked 4 B of spills into explicit ragged tiles on sm_80.
-      {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE"},
+      // The Hopper organization knobs shape the block too (its warpgroups, its grid): an
+      // explicit tile starts from none of them (the ladder's rung 1 inherited the default's
+      // warp specialization and persistence before they joined the group).
+      {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and

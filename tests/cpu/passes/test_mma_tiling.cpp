@@ -348,6 +348,11 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
             "mma_bf16");
   EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "mma_bf16");
+  // An explicit wgmma tile starts from none of the default's organization knobs.
+  Knobs tile = resolved(big, "ATOM=wgmma_bf16,WM=1,BN=256", "sm_90a");
+  EXPECT_FALSE(tile.has("WARP_SPECIALIZE"));
+  EXPECT_FALSE(tile.has("PERSISTENT"));
+  EXPECT_EQ(resolved(big, "STAGES=3", "sm_90a").get_int("PERSISTENT", 0), 1);
   Knobs mma = resolved(big, "ATOM=mma_bf16", "sm_90a");
   EXPECT_EQ(mma.get_int("FN", 0), 8);
   EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));

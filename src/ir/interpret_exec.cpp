@@ -28,7 +28,7 @@ struct OperandSlots {
 
 void Machine::fail(const Stmt& s, const std::string& msg, int thread) const {
   throw Error("interpreter: " + where_ +
-              (kernel_ && thread >= 0 ? " thread " + std::to_string(thread) : "") + ": `" +
+              (kernel_ && thread >= 0 ? " " + shared_.who(thread) : "") + ": `" +
               first_line(s) + "`: " + msg);
 }
 
@@ -114,9 +114,9 @@ void Machine::run_block(const std::vector<Node>& nodes, const std::vector<int>& 
 
 void Machine::require_all_threads(const Node& n, const std::vector<int>& active,
                                   const char* what) {
-  if (int(active.size()) == threads_) return;
+  if (int(active.size()) == cta_threads_) return;
   fail(*n.s, std::string(what) + " reached by " + std::to_string(active.size()) + " of the " +
-                 std::to_string(threads_) +
+                 std::to_string(cta_threads_) +
                  " threads of the block (it sits under a thread-dependent If): every thread "
                  "must reach it, or the block deadlocks; hoist it out of the If");
 }
@@ -155,12 +155,12 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
       break;
     case StmtKind::Stage: exec_stage(n, active, depth); break;
     case StmtKind::Barrier:
-      if (sched_)
+      if (arm_)
         fail(s, "bar.sync 0 inside an arm of a specialize: it waits for every thread of the "
                 "block, but the other arms never reach it, so the block deadlocks; hand buffers "
                 "between arms through mbarriers (mbar.arrive / mbar.wait)");
       require_all_threads(n, active, "barrier");
-      shared_.barrier();
+      shared_.barrier(cta_);
       break;
     case StmtKind::AsyncCopy: exec_async_copy(n, active); break;
     case StmtKind::AsyncCommit:
@@ -186,6 +186,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::BulkCommit:
     case StmtKind::BulkWait: exec_bulk(n, active); break;
     case StmtKind::Specialize: exec_specialize(n, active, depth); break;
+    case StmtKind::ClusterSync: exec_cluster_sync(n, active); break;
   }
 }
 
@@ -205,9 +206,10 @@ void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t dep
                  "(guard the body with an If instead)",
              t);
     }
-  int64_t* row = &ints_[size_t(n.var) * size_t(threads_)];
+  // Only the running CTA's threads: a peer CTA may be paused inside the same loop.
+  int64_t* row = &ints_[size_t(n.var) * size_t(threads_) + size_t(cta_ * cta_threads_)];
   for (int64_t i = 0; i < extent; ++i) {
-    std::fill(row, row + threads_, i);
+    std::fill(row, row + cta_threads_, i);
     run_block(n.body, active, depth);
   }
 }
@@ -428,7 +430,7 @@ void Machine::exec_stage(const Node& n, const std::vector<int>& active, size_t d
   if (kernel_) require_all_threads(n, active, "stage");
   const size_t T = size_t(threads_);
   const int t0 = active[0];  // resolution checked that the slabs do not depend on it
-  shared_.barrier();
+  shared_.barrier(cta_);
   for (const CopyNode& c : n.copies) {
     const size_t rank = c.vars.size(), np = c.prefix.size();
     // The prefix picks the buffer of a multi-buffered slab.
@@ -465,13 +467,13 @@ void Machine::exec_stage(const Node& n, const std::vector<int>& active, size_t d
         inside = inside && i >= 0 && i < c.src->shape[d];
         src += i * c.src->strides[d];
       }
-      shared_.fill(c.shared->shared, dst, inside ? c.src->host->data[size_t(src)] : 0.0, s);
+      shared_.fill(c.shared->shared, dst, inside ? c.src->host->data[size_t(src)] : 0.0, s, cta_);
       size_t d = rank;
       while (d > 0 && ++point[d - 1] == extent[d - 1]) point[--d] = 0;
       if (d == 0) break;
     }
   }
-  shared_.barrier();
+  shared_.barrier(cta_);
   run_block(n.body, active, depth);
 }
 
@@ -493,7 +495,9 @@ void Machine::exec_async_copy(const Node& n, const std::vector<int>& active) {
 }
 
 // Each issuing thread reads its whole box now (global inputs do not change during a
-// kernel); the elements land when a wait observes the phase the load completes.
+// kernel); the elements land when a wait observes the phase the load completes. A
+// multicast load lands at the same offset in every CTA of its mask and counts its bytes
+// on each one's mbarrier `value`.
 void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   const TensorSlot& dst = *n.access.tensor;
@@ -507,6 +511,8 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
                 std::to_string(elems) + " " + dtype_name(dst.decl->dtype) + " holds " +
                 std::to_string(bytes));
   std::vector<int64_t> corner(rank), point(rank);
+  std::vector<double> box(static_cast<size_t>(elems));
+  std::vector<int64_t> at(static_cast<size_t>(elems));
   for (int t : active) {
     int64_t origin = offset(n, n.access, t, int(elems), true);
     int slot = int(eval(n.value, t));
@@ -521,14 +527,18 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
         from += i * src.strides[d];
       }
       // Out-of-range box elements are the tensor map's OOB fill: zeros.
-      double v = inside ? src.host->data[size_t(from)] : 0.0;
-      shared_.tma_element(dst.shared, origin + box_offset(dst, point), v, slot, t, s);
+      box[size_t(e)] = inside ? src.host->data[size_t(from)] : 0.0;
+      at[size_t(e)] = origin + box_offset(dst, point);
       for (size_t d = rank; d-- > 0;) {
         if (++point[d] < n.box[d]) break;
         point[d] = 0;
       }
     }
-    shared_.tma_complete_tx(slot, bytes, t, s);
+    for (int cta : targets(n, t)) {
+      for (int64_t e = 0; e < elems; ++e)
+        shared_.tma_element(dst.shared, at[size_t(e)], box[size_t(e)], slot, t, s, cta);
+      shared_.tma_complete_tx(slot, bytes, t, s, cta);
+    }
   }
 }
 

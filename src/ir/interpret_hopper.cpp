@@ -283,9 +283,14 @@ void Machine::exec_tma_store(const Node& n, const std::vector<int>& active) {
 void Machine::exec_bulk(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   for (int t : active) switch (s.kind) {
-      case StmtKind::MbarArrive:
-        shared_.mbar_arrive(int(eval(n.value, t)), t, s);
+      case StmtKind::MbarArrive: {
+        const int slot = int(eval(n.value, t));
+        for (int cta : targets(n, t)) {
+          if (cta != cta_) remote_[size_t(cta)] = RemoteArrival{cluster_gen_, t, slot, &s};
+          shared_.mbar_arrive(slot, t, s, cta);
+        }
         break;
+      }
       case StmtKind::FenceProxyAsync:
         shared_.fence_proxy_async(t);
         break;

@@ -10,6 +10,11 @@
 // thread per arm, of which exactly one runs at a time, switching only when the running
 // arm blocks in an mbarrier wait or finishes, so execution stays deterministic and the
 // machine's state needs no locks. Each task has its own stack of narrowed thread lists.
+//
+// A kernel with thread-block clusters (KernelOp::cluster) runs one cluster at a time
+// (interpret_cluster.cpp): its C CTAs are tasks of one scheduler, their threads numbered
+// across the cluster (CTA r's thread i is r * block_threads + i, so per-thread state
+// needs nothing new), and a CTA's Specialize spawns its arms into the same scheduler.
 #pragma once
 #include <deque>
 #include <functional>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "ir/interpret_expr.h"
+#include "ir/interpret_scheduler.h"
 #include "ir/interpret_shared.h"
 #include "ir/interpreter.h"
 
@@ -78,6 +84,7 @@ struct Node {
   const WarpCopy* copy = nullptr;  // a warp copy (ldmatrix): dst a fragment, access the row
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
+  IntExpr mask;                 // TmaLoad/MbarArrive: the multicast mask (Stmt::multicast)
   std::vector<IntExpr> corner;  // TmaLoad/TmaStore: box corner per global dimension
   std::vector<int64_t> box;     // TmaLoad/TmaStore: box extents, outermost first
   // A warpgroup atom's A and B read from shared memory ({origin, row stride, col
@@ -85,8 +92,6 @@ struct Node {
   Access tiles[2];
   std::vector<Node> body;
 };
-
-class Scheduler;
 
 class Machine {
  public:
@@ -163,6 +168,18 @@ class Machine {
   void exec_specialize(const Node& n, const std::vector<int>& active, size_t depth);
   // An mbarrier wait inside a task: blocks the task until every thread's phase is complete.
   void wait_in_task(const Node& n, const std::vector<int>& active);
+  // The running task's view of the machine comes back after another task ran.
+  void resume(size_t task);
+
+  // ---- thread-block clusters (interpret_cluster.cpp) -----------------------------
+  // CTAs per cluster of `k` (checked: 1-D along x, dividing the grid).
+  int cluster_size(const KernelOp& k) const;
+  void run_cluster(const std::vector<Node>& nodes);
+  void exec_cluster_sync(const Node& n, const std::vector<int>& active);
+  // The CTAs that thread `t`'s TmaLoad / MbarArrive `n` reaches (its mask; 0: its own),
+  // checked against the cluster and against CTAs that already exited.
+  std::vector<int> targets(const Node& n, int t);
+  void cta_exit(int cta);
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);
   }
@@ -215,9 +232,30 @@ class Machine {
   std::vector<int32_t> acc_writer_;  // per vals_ entry: 1 + the wgmma writing it, 0: none
   size_t wgmma_in_flight_ = 0;
 
-  Scheduler* sched_ = nullptr;  // set while a Specialize runs its arms
-  int task_ = -1;               // the running arm
-  std::deque<std::deque<std::vector<int>>> task_pools_;  // each arm's narrowed thread lists
+  Scheduler* sched_ = nullptr;  // set while a Specialize runs its arms, or a cluster its CTAs
+  // Per scheduler task: its narrowed thread lists, its CTA, whether it is an arm.
+  struct TaskContext {
+    std::deque<std::vector<int>> pool;
+    int cta = 0;
+    bool arm = false;
+  };
+  std::deque<TaskContext> contexts_;  // indexed by scheduler task id
+  int task_ = -1;                     // the running task
+  bool arm_ = false;                  // the running task is an arm of a Specialize
+
+  // Clusters: CTAs per cluster and threads per CTA; the running task's CTA.
+  int ctas_ = 1, cta_threads_ = 1, cta_ = 0;
+  int64_t cluster_gen_ = 0;  // cluster.syncs completed in this cluster
+  int cluster_arrived_ = 0;  // CTAs waiting in the current cluster.sync
+  std::vector<bool> exited_;
+  // Per CTA: the latest arrival a peer made on its mbarriers, and in which cluster.sync
+  // generation (a CTA may only exit after a cluster.sync that follows it).
+  struct RemoteArrival {
+    int64_t gen = -1;
+    int thread = -1, slot = -1;
+    const Stmt* stmt = nullptr;
+  };
+  std::vector<RemoteArrival> remote_;
 };
 
 }  // namespace loom::interp

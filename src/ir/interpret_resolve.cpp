@@ -383,6 +383,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
         fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
       n.box.assign(d->box.rbegin(), d->box.rend());
       n.value = compile(s, s.value);
+      n.mask = compile(s, s.multicast);
       break;
     }
     case StmtKind::MbarInit:
@@ -393,7 +394,11 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.value = compile(s, s.value);
       n.cond = compile(s, s.cond);
       break;
-    case StmtKind::MbarArrive: n.value = compile(s, s.value); break;
+    case StmtKind::MbarArrive:
+      n.value = compile(s, s.value);
+      n.mask = compile(s, s.multicast);
+      break;
+    case StmtKind::ClusterSync:
     case StmtKind::FenceMbarInit:
     case StmtKind::FenceProxyAsync:
     case StmtKind::BulkCommit: break;

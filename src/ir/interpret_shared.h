@@ -35,6 +35,16 @@
 // between issue and the wait that retires them (wgmma.wait, bulk.wait.read): a write to
 // such an element meanwhile is a race. They read through the async proxy, so elements
 // that threads wrote must be fenced (fence.proxy.async by the writing thread) first.
+//
+// Thread-block clusters (sm_90): one SharedMemory holds the C CTAs of a cluster, each
+// with its own copy of every shared tensor and mbarrier; threads are numbered across the
+// cluster (CTA r's thread i is r * block_threads + i), and a thread accesses its own
+// CTA's copy unless a call names another (a multicast TMA load, a remote arrive). A
+// bar.sync orders the accesses of its own CTA only; a cluster barrier (barrier.cluster)
+// orders every CTA's, and between CTAs only it and happens-before through mbarriers
+// order anything. Epochs are therefore stamps of one counter that every barrier bumps,
+// and an access is ordered before a later one by a barrier when the later thread's
+// CTA barrier (same CTA) or the cluster barrier (another CTA) came after it.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -57,43 +67,51 @@ class SharedMemory {
   int add(const TensorDecl& decl, int64_t footprint);
   const TensorDecl& decl(int id) const { return *tensors_[size_t(id)].decl; }
 
-  // A fresh block: every element unwritten, no copies in flight, `mbarriers`
-  // uninitialized mbarriers. `where` prefixes errors.
-  void begin_block(std::string where, int threads, int mbarriers = 0);
+  // A fresh block (or cluster of `ctas` blocks of threads / ctas threads each): every
+  // element unwritten, no copies in flight, `mbarriers` uninitialized mbarriers per CTA.
+  // `where` prefixes errors.
+  void begin_block(std::string where, int threads, int mbarriers = 0, int ctas = 1);
   // Throws when copies are still in flight (a kernel may not exit with them).
   void end_block() const;
-  void barrier();
+  void barrier(int cta = 0);  // bar.sync of CTA `cta`
+  void cluster_barrier();     // barrier.cluster: every CTA's threads
+  int ctas() const { return ctas_; }
+  int cta_of(int thread) const { return thread / cta_threads_; }
+  // "thread 5", or "CTA 1 thread 5" in a cluster (thread = the cluster-wide number).
+  std::string who(int thread) const;
 
   // Accesses by `thread` through statement `s` at a logical (padded, flat) offset; the
   // physical element is TensorDecl::physical(offset). Values are rounded to the dtype.
   double read(int id, int64_t offset, int thread, const Stmt& s);
   void write(int id, int64_t offset, double v, int thread, const Stmt& s);
   void atomic_add(int id, int64_t offset, double v, int thread, const Stmt& s);
-  void fill(int id, int64_t offset, double v, const Stmt& s);  // a Stage copy
+  void fill(int id, int64_t offset, double v, const Stmt& s, int cta = 0);  // a Stage copy
 
   // cp.async of one element: `v` was read from global memory at issue.
   void async_copy(int id, int64_t offset, double v, int thread, const Stmt& s);
   void async_commit(int thread);
   void async_wait(int thread, int keep_in_flight);
 
-  // mbarriers by slot; `s` names the statement in errors.
+  // mbarriers by slot of the thread's own CTA; `s` names the statement in errors.
   void mbar_init(int slot, int arrivals, int thread, const Stmt& s);
   void mbar_arrive_expect_tx(int slot, int64_t bytes, int thread, const Stmt& s);
   // Throws when the phase of `parity` is not complete (a deadlock on the GPU).
   void mbar_wait(int slot, int parity, int thread, const Stmt& s);
-  // One element of a TMA box (read from global memory at issue), then the load's
-  // complete_tx of its whole box.
-  void tma_element(int id, int64_t offset, double v, int slot, int thread, const Stmt& s);
-  void tma_complete_tx(int slot, int64_t bytes, int thread, const Stmt& s);
-  int mbarriers() const { return int(mbars_.size()); }
-  // mbarrier.arrive of one thread (no transaction bytes).
-  void mbar_arrive(int slot, int thread, const Stmt& s);
+  // One element of a TMA box (read from global memory at issue) landing in CTA `cta`'s
+  // copy of the tensor, then the load's complete_tx of its whole box on `cta`'s slot.
+  void tma_element(int id, int64_t offset, double v, int slot, int thread, const Stmt& s,
+                   int cta);
+  void tma_complete_tx(int slot, int64_t bytes, int thread, const Stmt& s, int cta);
+  // mbarrier.arrive of one thread (no transaction bytes) on slot `slot` of CTA `cta`.
+  void mbar_arrive(int slot, int thread, const Stmt& s, int cta);
   // Whether the phase of `parity` has completed (a wait would pass now).
   bool mbar_ready(int slot, int parity, int thread, const Stmt& s);
   // "phase 2 of mbarrier slot 1 (3 of 128 arrivals, 0 bytes outstanding)", for messages.
-  std::string mbar_state(int slot) const;
+  std::string mbar_state(int slot, int cta = 0) const;
 
-  // The arms of a Specialize (Kernel IR): `threads` become one task until end_task.
+  // The arms of a Specialize, and the CTAs of a cluster (Kernel IR): `threads` become one
+  // task until end_task, which gives them back to the task they were in (an arm's CTA).
+  // A task starts knowing nothing of its parent: its threads were not ordered by a barrier.
   int begin_task(const std::vector<int>& threads);
   void end_task(const std::vector<int>& threads);
 
@@ -131,7 +149,8 @@ class SharedMemory {
   };
   struct Tensor {
     const TensorDecl* decl = nullptr;
-    std::vector<Cell> cells;  // indexed by physical offset
+    int64_t footprint = 0;
+    std::vector<Cell> cells;  // CTA r's at r * footprint + physical offset
     int lost_to = -1;         // the tensor whose overlay part took its bytes in this block
   };
   // The part in possession of the union and its latest access (for the messages).
@@ -142,7 +161,7 @@ class SharedMemory {
     const Stmt* stmt = nullptr;
   };
   struct Copy {
-    int id;
+    int id, cta;
     int64_t offset;
     double value;
     int thread;
@@ -175,46 +194,60 @@ class SharedMemory {
   };
 
   // Every access goes through here: the tensor's part takes the union over if needed.
-  void claim(int id, int thread, const Stmt& s);
-  Cell& cell(int id, int64_t offset);
+  void claim(int id, int cta, int thread, const Stmt& s);
+  Cell& cell(int id, int64_t offset, int cta);
   bool written(const Cell& c) const { return c.write_epoch >= block_start_; }
-  std::string where(int id, int64_t offset) const;  // "shared tensor As offset 37"
+  // "shared tensor As offset 37" (+ " of CTA 1" in a cluster)
+  std::string where(int id, int64_t offset, int cta) const;
+  // Whether an access to CTA `cta`'s memory stamped with epoch `e` shares an epoch with
+  // the current access by `thread` (no barrier orders them).
+  bool concurrent(int64_t e, int cta, int thread) const;
   // Race check of a write by `thread`; `what` names the write in the message.
-  void check_write(const Cell& c, int id, int64_t offset, int thread, const Stmt& s,
+  void check_write(const Cell& c, int id, int64_t offset, int cta, int thread, const Stmt& s,
                    bool atomic) const;
-  void check_settled(const Cell& c, int id, int64_t offset, const char* access,
+  void check_settled(const Cell& c, int id, int64_t offset, int cta, const char* access,
                      const Stmt& s) const;
-  void check_initialized(const Cell& c, int id, int64_t offset, int thread, const Stmt& s) const;
+  void check_initialized(const Cell& c, int id, int64_t offset, int cta, int thread,
+                         const Stmt& s) const;
   // A write while an asynchronous reader (wgmma, TMA store) still reads the element.
-  void check_not_being_read(const Cell& c, int id, int64_t offset, const std::string& write,
-                            const Stmt& s) const;
+  void check_not_being_read(const Cell& c, int id, int64_t offset, int cta,
+                            const std::string& write, const Stmt& s) const;
   Stamp stamp(int thread) const;
+  void forget_tasks();  // no task is live: their clocks no longer order anything
   // Whether an access stamped `a` happens-before the next access by `thread` through
   // mbarriers between Specialize arms.
   bool ordered(const Stamp& a, int thread) const;
   void join(std::vector<int64_t>& into, const std::vector<int64_t>& from) const;
-  void record_write(Cell& c, int thread, const Stmt& s, bool atomic);
-  void record_read(Cell& c, int thread, const Stmt& s);
+  void record_write(Cell& c, int cta, int thread, const Stmt& s, bool atomic);
+  void record_read(Cell& c, int cta, int thread, const Stmt& s);
   [[noreturn]] void race(const std::string& msg) const;
-  Mbarrier& mbar(int slot, int thread, const Stmt& s, bool initializing = false);
+  Mbarrier& mbar(int slot, int cta, int thread, const Stmt& s, bool initializing = false);
+  std::string slot_name(int slot, int cta) const;  // "mbarrier slot 2" (+ " of CTA 1")
   void maybe_complete(Mbarrier& m, int slot, const Stmt& s);
+  void arrive(int slot, int cta, int64_t bytes, int thread, const Stmt& s);
   // The copy's value lands; the landing is stamped as `by`'s (the waiting thread).
   void retire(size_t copy, int writer, int by = -1);
 
   std::vector<Tensor> tensors_;
   std::string where_;
+  int ctas_ = 1, cta_threads_ = 1, mbars_per_cta_ = 0;
+  // Barrier epochs: every barrier bumps epoch_; level_[r] is its value at CTA r's latest
+  // barrier (bar.sync or cluster), cluster_level_ at the latest cluster barrier.
   int64_t epoch_ = 0;
+  std::vector<int64_t> level_;
+  int64_t cluster_level_ = 0;
   // Cells written before this epoch belong to earlier blocks: a block starts unwritten
   // without clearing every cell.
   int64_t block_start_ = 0;
   std::vector<Copy> copies_;
   std::vector<Thread> threads_;
   size_t in_flight_ = 0;
-  std::vector<Mbarrier> mbars_;
-  Owner owner_;
+  std::vector<Mbarrier> mbars_;  // CTA r's slot s at r * mbars_per_cta_ + s
+  std::vector<Owner> owners_;    // per CTA
   std::vector<int> task_of_;                  // per thread: its Specialize task, or -1
   std::vector<std::vector<int64_t>> clocks_;  // clocks_[a][b]: b's time as a knows it
   int live_tasks_ = 0;
+  std::vector<int> parent_;  // per task: the task its threads were in before, or -1
   std::vector<Reader> readers_;
   size_t readers_open_ = 0;
   std::vector<int64_t> fences_;  // per thread: fence.proxy.async executed

@@ -106,6 +106,8 @@ Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
 
 void Machine::run_op(const std::string& where, const Block& body) {
   where_ = where;
+  ctas_ = cta_threads_ = 1;
+  cta_ = 0;
   begin_resolution(1, {});
   std::vector<Node> nodes = resolve_block(body);
   ints_.assign(int_dependent_.size(), 0);
@@ -123,16 +125,24 @@ void Machine::run_kernel(const KernelOp& k) {
   if (k.block_threads < 1)
     throw Error("interpreter: " + where_ + " has " + std::to_string(k.block_threads) +
                 " threads per block");
+  const int C = cluster_size(k);
   const size_t T = size_t(k.block_threads);
   const char* builtins[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x"};
   begin_resolution(int(T), {builtins, builtins + 4});
   kernel_op_ = &k;
   std::vector<Node> nodes = resolve_block(k.body);
 
-  ints_.assign(int_dependent_.size() * T, 0);
-  auto row = [&](const std::string& name) { return &ints_[size_t(int_scopes_[0].at(name)) * T]; };
-  for (const auto& [name, value] : symbols_) std::fill(row(name), row(name) + T, value);
-  std::iota(row("threadIdx.x"), row("threadIdx.x") + T, 0);
+  // A cluster's threads side by side: CTA r's thread i is r * T + i. blockIdx stays
+  // uniform in resolution's sense: no statement runs threads of two CTAs together.
+  const size_t N = T * size_t(C);
+  threads_ = int(N);
+  ctas_ = C;
+  cta_threads_ = int(T);
+  cta_ = 0;
+  ints_.assign(int_dependent_.size() * N, 0);
+  auto row = [&](const std::string& name) { return &ints_[size_t(int_scopes_[0].at(name)) * N]; };
+  for (const auto& [name, value] : symbols_) std::fill(row(name), row(name) + N, value);
+  for (size_t t = 0; t < N; ++t) row("threadIdx.x")[t] = int64_t(t % T);
   int64_t* block[3] = {row("blockIdx.x"), row("blockIdx.y"), row("blockIdx.z")};
   int64_t g[3];
   for (int d = 0; d < 3; ++d) g[d] = k.grid[d].eval(symbols_);
@@ -141,15 +151,22 @@ void Machine::run_kernel(const KernelOp& k) {
   std::iota(all.begin(), all.end(), 0);
   for (int64_t z = 0; z < g[2]; ++z)
     for (int64_t y = 0; y < g[1]; ++y)
-      for (int64_t x = 0; x < g[0]; ++x) {
-        const int64_t id[3] = {x, y, z};
-        for (int d = 0; d < 3; ++d) std::fill(block[d], block[d] + T, id[d]);
-        where_ = "kernel " + k.name + " block (" + std::to_string(x) + ", " + std::to_string(y) +
-                 ", " + std::to_string(z) + ")";
-        vals_.assign(size_t(num_values_) * T, kNaN);
-        shared_.begin_block(where_, int(T), k.mbarriers);
+      for (int64_t x = 0; x < g[0]; x += C) {
+        for (size_t t = 0; t < N; ++t) block[0][t] = x + int64_t(t / T);
+        std::fill(block[1], block[1] + N, y);
+        std::fill(block[2], block[2] + N, z);
+        const std::string yz = ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+        where_ = "kernel " + k.name +
+                 (C == 1 ? " block (" + std::to_string(x) + yz
+                         : " cluster of blocks (" + std::to_string(x) + ".." +
+                               std::to_string(x + C - 1) + yz);
+        vals_.assign(size_t(num_values_) * N, kNaN);
+        shared_.begin_block(where_, int(N), k.mbarriers, C);
         begin_hopper_block();
-        run_block(nodes, all, 0);
+        if (C == 1)
+          run_block(nodes, all, 0);
+        else
+          run_cluster(nodes);
         end_hopper_block();
         shared_.end_block();
       }

@@ -14,6 +14,11 @@
 // RaceError). Kernel IR loops must have the same extent in every thread; an If narrows
 // the threads that run its body.
 //
+// A kernel with thread-block clusters (KernelOp::cluster) runs cluster by cluster: the
+// CTAs of one cluster run concurrently as cooperative tasks (each block in lockstep), so
+// multicast TMA loads, arrivals on a peer's mbarriers and cluster.sync work as on the
+// GPU, and races and deadlocks across CTAs are reported like those within a block.
+//
 // Register arrays (Alloc) start as NaN, shared tensors start unwritten per block (a
 // read of an unwritten element throws), and every access is bounds-checked.
 #pragma once

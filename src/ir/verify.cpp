@@ -197,6 +197,24 @@ void verify_tma(const ProgramBase& p, const KernelOp& k, const std::string& pre,
   });
 }
 
+// Thread-block clusters (sm_90): Loom makes 1-D clusters along x, the CTAs blockIdx.x =
+// c*C .. c*C+C-1; the launch needs a grid of whole clusters.
+void verify_cluster(const KernelOp& k, const std::string& pre) {
+  const std::string dims = "cluster {" + std::to_string(k.cluster[0]) + ", " +
+                           std::to_string(k.cluster[1]) + ", " + std::to_string(k.cluster[2]) + "}";
+  for (int c : k.cluster)
+    if (c < 1) throw Error(pre + dims + ": CTAs per cluster are at least 1 in every dimension");
+  if (k.cluster[1] != 1 || k.cluster[2] != 1)
+    throw Error(pre + dims + ": clusters are 1-D along x (rank = blockIdx.x % cluster[0]); "
+                "y and z must be 1");
+  // sm_90 schedules at most 16 CTAs as one cluster (8 without the non-portable opt-in).
+  if (k.cluster[0] > 16)
+    throw Error(pre + dims + ": sm_90 allows at most 16 CTAs per cluster (8 portably)");
+  if (k.grid[0].is_const() && k.grid[0].const_value() % k.cluster[0] != 0)
+    throw Error(pre + "grid.x = " + k.grid[0].str() + " is not a multiple of the " + dims +
+                "; a grid is a whole number of clusters");
+}
+
 }  // namespace
 
 void verify(const LoopProgram& p) { verify_ops(p, p.ops, Level::Loop); }
@@ -214,6 +232,7 @@ void verify(const KernelProgram& p) {
       throw Error(pre + "block of " + std::to_string(k.block_threads) +
                   " threads; CUDA allows 1 to 1024");
     if (k.min_blocks_per_sm < 0) throw Error(pre + "min_blocks_per_sm is negative");
+    verify_cluster(k, pre);
     for (const Expr& g : k.grid) {
       std::set<std::string> vars;
       g.collect_vars(vars);

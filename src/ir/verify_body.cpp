@@ -614,6 +614,7 @@ class BodyChecker {
 
   void check_stmt(const Stmt& s) {
     check_features(s);
+    if (!(s.multicast.is_const() && s.multicast.const_value() == 0)) check_multicast(s);
     switch (s.kind) {
       case StmtKind::For: {
         check_tier(s);
@@ -742,7 +743,44 @@ class BodyChecker {
       case StmtKind::BulkCommit:
       case StmtKind::BulkWait: check_hopper(s); break;
       case StmtKind::Specialize: check_specialize(s); break;
+      case StmtKind::ClusterSync: check_cluster_sync(s); break;
     }
+  }
+
+  int cluster_ctas() const { return kernel_ ? kernel_->cluster[0] : 1; }
+
+  // A multicast mask names CTAs of the kernel's cluster (bit r = rank r): a TMA load that
+  // lands in each of them, or an arrival on each one's mbarrier (stmt.h).
+  void check_multicast(const Stmt& s) const {
+    if (s.kind != StmtKind::TmaLoad && s.kind != StmtKind::MbarArrive)
+      fail(s, "a multicast mask on a statement that is not tma.load or mbar.arrive; only those "
+              "reach other CTAs of a cluster");
+    require_level(s, Level::Kernel, "a multicast mask");
+    const int ctas = cluster_ctas();
+    if (ctas == 1)
+      fail(s, "multicast mask " + s.multicast.str() + " in a kernel without clusters "
+              "(KernelOp::cluster is {1, 1, 1}); drop the mask or launch clusters");
+    if (s.multicast.is_const()) {
+      const int64_t m = s.multicast.const_value();
+      if (m < 0 || (m >> ctas) != 0)
+        fail(s, "multicast mask " + s.multicast.str() + " names a CTA beyond the cluster's " +
+                    std::to_string(ctas) + " (bits 0.." + std::to_string(ctas - 1) + ")");
+    }
+    check_expr(s, s.multicast, "multicast mask");
+  }
+
+  // barrier.cluster waits for every thread of every CTA of the cluster: like bar.sync it
+  // may not sit under a thread-dependent branch, nor in one arm of a specialize.
+  void check_cluster_sync(const Stmt& s) const {
+    require_level(s, Level::Kernel, "cluster.sync");
+    if (cluster_ctas() == 1)
+      fail(s, "cluster.sync in a kernel without clusters (KernelOp::cluster is {1, 1, 1}); "
+              "use a barrier, or launch clusters");
+    if (arm_)
+      fail(s, "cluster.sync inside an arm of `" + first_line(*arm_) + "`: every thread of every "
+                  "CTA of the cluster must reach it, but the other arms never do; put it before "
+                  "or after the specialize");
+    require_converged(s, "cluster.sync");
   }
 
   // The arms run concurrently (stmt.h), each an If that selects its warps. Inside an arm

@@ -208,6 +208,8 @@ std::string print(const KernelProgram& p) {
        << ", " << k.grid[2].str() << "), block(" << k.block_threads << ")>>>("
        << join_names(k.params) << ")";
     if (k.min_blocks_per_sm > 0) os << " min_blocks=" << k.min_blocks_per_sm;
+    if (k.cluster[0] * k.cluster[1] * k.cluster[2] > 1)
+      os << " cluster(" << k.cluster[0] << ", " << k.cluster[1] << ", " << k.cluster[2] << ")";
     if (k.mbarriers > 0) os << " mbarriers=" << k.mbarriers;
     os << "\n";
     for (const TmaDescriptor& d : k.tma) {

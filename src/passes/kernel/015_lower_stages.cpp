@@ -144,7 +144,10 @@ class Lowerer {
     if (slot.kind() == Expr::Kind::Mod && slot.rhs().is_const()) count = slot.lhs();
     Block out = {Stmt::If(elected(), issue), Stmt::MbarWait(mbar, count / S % 2)};
     for (const auto& s : st.body) out.push_back(s);
-    out.push_back(Stmt::Barrier());
+    // In a cluster the next fill of this slot is partly a peer's multicast: every CTA must
+    // be done reading it, so the slab ends in a cluster-wide sync (k:030, which clusters
+    // require, replaces it with mbarrier hand-offs).
+    out.push_back(k_.cluster[0] > 1 ? Stmt::ClusterSync() : Stmt::Barrier());
     return out;
   }
 

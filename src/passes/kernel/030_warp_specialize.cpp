@@ -242,7 +242,9 @@ class Specializer {
         slot = c.body.front().value;
         continue;
       }
-      if (c.kind == StmtKind::Barrier) continue;  // the producer never arrives at it
+      // The slab's closing barrier (a cluster sync in a cluster): the producer never
+      // reaches it; the empty barriers take its place.
+      if (c.kind == StmtKind::Barrier || c.kind == StmtKind::ClusterSync) continue;
       if (c.kind == StmtKind::WgmmaWait) {
         // One group (this slab's) may stay in flight; the previous slab is read.
         out.push_back(Stmt::WgmmaWait(1));

@@ -99,6 +99,27 @@ TEST(Wgmma, PersistentWarpSpecializedEveryPassMatches) {
   EXPECT_EQ(out.kernel.kernels.at(0).grid[0].const_value(), 4);
 }
 
+TEST(Wgmma, ClusterMulticastEveryPassMatches) {
+  // 2-CTA clusters along M share B: each producer loads half of its chunks for both; a
+  // persistent grid of 2 clusters on a 4-SM target takes 3 cluster tiles.
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 4;
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[384,128]:bf16, B[128,256]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2"),
+      17, {}, {}, std::nullopt, t);
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(k.grid[0].const_value(), 4);
+  EXPECT_EQ(count(k.body, StmtKind::ClusterSync), 2);
+  int multicast = 0;
+  walk(k.body, [&](const Stmt& x) {
+    multicast += x.kind == StmtKind::TmaLoad && !(x.multicast.is_const() && x.multicast.const_value() == 0);
+  });
+  EXPECT_EQ(multicast, 1);  // B: 2 chunks, one per CTA
+}
+
 TEST(Wgmma, KernelIrHasTheAsyncProtocol) {
   CompileState s = compile("matmul(A[256,256]:bf16, B[256,256]:bf16.T)", kSmall16);
   const KernelOp& k = s.kernel.kernels.at(0);

@@ -110,11 +110,14 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   return k;
 }
 
-// Whether a known GEMM has a full wave of 128x256 wgmma tiles that TMA can load: every
-// operand row a multiple of 16 bytes (M, N, K multiples of 8), no batch.
+// Whether a known GEMM has at least half a wave of 128x256 wgmma tiles that TMA can
+// load: every operand row a multiple of 16 bytes (M, N, K multiples of 8), no batch.
+// Half a wave: 2048^3 (128 tiles on 132 SMs) ran 0.80x cuBLAS with it on H100 against
+// 0.57-0.58x for the tuned mma.sync schedule (bench/NOTES.md, session 6); 1024^3 (32
+// tiles) keeps mma.sync.
 static bool wgmma_large(const Gemm& s, int sm_count) {
   return s.known && s.batch == 1 && s.M % 8 == 0 && s.N % 8 == 0 && s.K % 8 == 0 &&
-         ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
+         2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
 // wgmma (sm_90a). Large grids: the persistent warp-specialized schedule — two consumer

@@ -298,10 +298,10 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
     DefaultChoice d = default_knobs(g, Target::for_arch(arch));
     return resolve_knobs(d.knobs, Knobs::parse(knobs), d.mma);
   };
-  // 4096^3 is a large aligned grid, wgmma's on sm_90a (SixteenBitLargeGridsTakeWgmmaOnSm90a);
-  // 2048^3 has fewer 128x256 tiles than SMs and keeps the mma.sync schedule.
-  const std::string bf16 = "matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)";
-  Knobs k = resolved(bf16, "");
+  // On sm_90a a large aligned grid is wgmma's (SixteenBitLargeGridsTakeWgmmaOnSm90a); the
+  // mma.sync schedule is checked on sm_80.
+  const std::string bf16 = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+  Knobs k = resolved(bf16, "", "sm_80");
   EXPECT_EQ(k.get_str("ATOM", ""), "mma_bf16");
   EXPECT_EQ(k.get_int("FN", 0), 8);
   EXPECT_EQ(k.get_str("EPILOGUE", ""), "smem");
@@ -312,15 +312,15 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
   EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "").get_str("ATOM", "fma"), "fma");
   EXPECT_EQ(resolved("matmul(A[8,8]:f16, B[8,8]:f16)", "").get_str("ATOM", "fma"), "fma");
   // Knobs written for the SIMT schedule keep it: an explicit tile or split count, or ATOM=fma.
-  Knobs simt = resolved(bf16, "BM=64,BN=64");
+  Knobs simt = resolved(bf16, "BM=64,BN=64", "sm_80");
   EXPECT_EQ(simt.get_str("ATOM", "fma"), "fma");
   EXPECT_EQ(simt.get_str("STAGE", ""), "sync");
-  EXPECT_EQ(resolved(bf16, "SPLITK=2").get_str("ATOM", "fma"), "fma");
-  Knobs fma = resolved(bf16, "ATOM=fma");
+  EXPECT_EQ(resolved(bf16, "SPLITK=2", "sm_80").get_str("ATOM", "fma"), "fma");
+  Knobs fma = resolved(bf16, "ATOM=fma", "sm_80");
   EXPECT_EQ(fma.get_int("BM", 0), 128);
   EXPECT_EQ(fma.get_int("FN", 0), 8);
   // A staging knob alone keeps the default atom and its tile.
-  Knobs staged = resolved(bf16, "STAGES=3");
+  Knobs staged = resolved(bf16, "STAGES=3", "sm_80");
   EXPECT_EQ(staged.get_str("ATOM", ""), "mma_bf16");
   EXPECT_EQ(staged.get_int("STAGES", 0), 3);
   EXPECT_EQ(staged.get_int("FN", 0), 8);
@@ -341,6 +341,11 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
   EXPECT_EQ(resolved("linear(X[8192,4096]:f16, W[1024,4096]:f16)", "", "sm_90a").get_str("ATOM", ""),
             "wgmma_f16");
+  // Half a wave of 128x256 tiles is enough (2048^3: 128 tiles); 1024^3 keeps mma.sync.
+  EXPECT_EQ(resolved("matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)", "", "sm_90a").get_str("ATOM", ""),
+            "wgmma_bf16");
+  EXPECT_EQ(resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "", "sm_90a").get_str("ATOM", ""),
+            "mma_bf16");
   // sm_80 has no wgmma; rows TMA cannot load (K = 4095) and batches keep mma.sync; an
   // explicit ATOM=mma_bf16 gets the mma schedule.
   EXPECT_EQ(resolved(big, "", "sm_80").get_str("ATOM", ""), "mma_bf16");

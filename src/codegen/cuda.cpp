@@ -693,8 +693,8 @@ class Renderer {
     if (!w.a_shared || !w.b_shared)
       throw Error("codegen: " + a.id + " with A from registers is not generated yet (k:026 "
                   "emits shared A and B)");
-    const WgmmaOperandDesc da = wgmma_operand_desc(s.args.at(0), true, a);
-    const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false, a);
+    const WgmmaOperandDesc da = wgmma_operand_desc(s.args.at(0), true);
+    const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
     line(d, "loom::" + w.id +
                 (w.a_type == DType::TF32 ? std::string()
                                           : "<" + std::to_string(da.transpose) + ", " +
@@ -708,7 +708,7 @@ class Renderer {
     int transpose = 0;  // imm-trans: 1 when the tile is MN-major
   };
 
-  WgmmaOperandDesc wgmma_operand_desc(const Operand& o, bool is_a, const AtomDef& a) const {
+  WgmmaOperandDesc wgmma_operand_desc(const Operand& o, bool is_a) const {
     const TensorDecl& t = p_.tensor(o.name);
     LOOM_CHECK(o.index.size() == 3 && o.index[1].is_const() && o.index[2].is_const(),
                "a wgmma shared operand is {origin, row stride, col stride}");
@@ -720,7 +720,6 @@ class Renderer {
     out.text = "loom::wgmma_desc(" + shared_address(o.name, o.index[0]) + ", " +
                std::to_string(f.lbo_bytes) + ", " + std::to_string(f.sbo_bytes) + ", " +
                std::to_string(f.swizzle_mode) + ")";
-    (void)a;
     return out;
   }
 

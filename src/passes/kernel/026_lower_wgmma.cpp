@@ -187,8 +187,7 @@ class WgmmaLowering {
   }
 
   // The operand `o` of the MAC (an element of a remembered tile) as a shared operand.
-  Operand shared_operand(const Operand& o, const std::string& row, const std::string& col,
-                         const char* operand) const {
+  Operand shared_operand(const Operand& o, const char* operand) const {
     auto it = tiles_.find(o.name);
     if (it == tiles_.end())
       throw Error(std::string("k:026_lower_wgmma: the ") + operand + " operand `" + o.name +
@@ -238,8 +237,7 @@ class WgmmaLowering {
                     " tile's step in " + t.tensor);
       return Expr(*d);
     };
-    // Row/col of the operand tile as the atom orders it (A: m x k, B: k x n).
-    (void)row, (void)col;
+    // Rows and columns as the atom orders the tile (A: m x k, B: k x n).
     return Operand::value(t.tensor, {origin, stride(1, 0, "rows"), stride(0, 1, "columns")});
   }
 
@@ -261,7 +259,7 @@ class WgmmaLowering {
                   c.m + ", " + c.k + "] by a B tile [.., " + c.k + ", " + c.n + "] into [.., " +
                   c.m + ", " + c.n + "]");
     Stmt out = Stmt::Atom(id_, fma.dst,
-                          {shared_operand(*a, c.m, c.k, "A"), shared_operand(*b, c.k, c.n, "B")});
+                          {shared_operand(*a, "A"), shared_operand(*b, "B")});
     out.dst_index.assign(fma.dst_index.begin(), fma.dst_index.end() - 2);
     accumulators_.insert(fma.dst);
     used_ = true;

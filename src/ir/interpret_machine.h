@@ -126,6 +126,7 @@ class Machine {
   Access access(const Stmt& s, const std::string& tensor, const std::vector<Expr>& index,
                 bool flat);
   TensorSlot& tensor(const Stmt& s, const std::string& name);
+  void resolve_tma_box(const Stmt& s, Node& n, const char* what);
 
   // ---- execution (interpret_exec.cpp) -------------------------------------------
   void run_block(const std::vector<Node>& nodes, const std::vector<int>& active, size_t depth);

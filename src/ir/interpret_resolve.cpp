@@ -177,6 +177,24 @@ std::vector<Node> Machine::resolve_block(const Block& b) {
   return out;
 }
 
+// A TMA load's or store's global corner and box: one coordinate per dimension of the
+// global tensor (n.src), the box from the tensor map the statement names.
+void Machine::resolve_tma_box(const Stmt& s, Node& n, const char* what) {
+  if (s.src_index.size() != n.src.tensor->shape.size())
+    fail(s, std::string(what) + " names " + std::to_string(s.src_index.size()) +
+                " coordinates of " + s.src + " of shape " + n.src.tensor->shape_str);
+  for (const Expr& e : s.src_index) n.corner.push_back(compile(s, e));
+  const TmaDescriptor* d = nullptr;
+  if (kernel_op_)
+    for (const TmaDescriptor& x : kernel_op_->tma)
+      if (x.name == s.dst) d = &x;
+  if (!d)
+    fail(s, std::string(what) + " uses tensor map " + s.dst + ", which the kernel does not declare");
+  if (d->box.size() != s.src_index.size())
+    fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
+  n.box.assign(d->box.rbegin(), d->box.rend());
+}
+
 Node Machine::resolve_stmt(const Stmt& s) {
   Node n;
   n.s = &s;
@@ -370,18 +388,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.src.tensor = &tensor(s, s.src);
       if (n.src.tensor->shared >= 0)
         fail(s, "tma.load source " + s.src + " is a shared tensor; TMA loads read global memory");
-      if (s.src_index.size() != n.src.tensor->shape.size())
-        fail(s, "tma.load names " + std::to_string(s.src_index.size()) + " coordinates of " +
-                    s.src + " of shape " + n.src.tensor->shape_str);
-      for (const Expr& e : s.src_index) n.corner.push_back(compile(s, e));
-      const TmaDescriptor* d = nullptr;
-      if (kernel_op_)
-        for (const TmaDescriptor& x : kernel_op_->tma)
-          if (x.name == s.dst) d = &x;
-      if (!d) fail(s, "tma.load uses tensor map " + s.dst + ", which the kernel does not declare");
-      if (d->box.size() != s.src_index.size())
-        fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
-      n.box.assign(d->box.rbegin(), d->box.rend());
+      resolve_tma_box(s, n, "tma.load");
       n.value = compile(s, s.value);
       n.mask = compile(s, s.multicast);
       break;
@@ -421,18 +428,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
       if (n.src.tensor->shared >= 0)
         fail(s, "tma.store destination " + s.src + " is a shared tensor; TMA stores write "
                     "global memory");
-      if (s.src_index.size() != n.src.tensor->shape.size())
-        fail(s, "tma.store names " + std::to_string(s.src_index.size()) + " coordinates of " +
-                    s.src + " of shape " + n.src.tensor->shape_str);
-      for (const Expr& e : s.src_index) n.corner.push_back(compile(s, e));
-      const TmaDescriptor* d = nullptr;
-      if (kernel_op_)
-        for (const TmaDescriptor& x : kernel_op_->tma)
-          if (x.name == s.dst) d = &x;
-      if (!d) fail(s, "tma.store uses tensor map " + s.dst + ", which the kernel does not declare");
-      if (d->box.size() != s.src_index.size())
-        fail(s, "tensor map " + s.dst + " has a box of rank " + std::to_string(d->box.size()));
-      n.box.assign(d->box.rbegin(), d->box.rend());
+      resolve_tma_box(s, n, "tma.store");
       break;
     }
     case StmtKind::Specialize:

@@ -42,16 +42,12 @@
 
 #include "ir/error.h"
 #include "passes/analysis.h"
+#include "passes/atom_nest.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
-
-struct Cells {
-  std::string m, n, k;  // the nest's ATOM variables by axis ("" = absent)
-  std::map<std::string, int64_t> extent;
-};
 
 // An operand's nest as the rewrite needs it: its two cell variables (row, col of the
 // operand tile) and the lane-affine expressions of each value's row and column.
@@ -113,27 +109,8 @@ class MmaLowering {
   }
 
   Block lower_nest(const Stmt& top) {
-    Cells c;
-    const Stmt* s = &top;
-    for (;;) {
-      std::string* slot = s->axis == "m"   ? &c.m
-                          : s->axis == "n" ? &c.n
-                          : s->axis == "k" ? &c.k
-                                           : nullptr;
-      if (!slot || !slot->empty() || !s->extent.is_const())
-        throw Error("k:025_lower_mma: ATOM loop `" + s->var + "` (axis " + s->axis +
-                    ") is not one of an atom's m, n, k cell loops with a constant extent");
-      *slot = s->var;
-      c.extent[s->var] = s->extent.const_value();
-      if (s->body.size() == 1 && s->body[0].kind == StmtKind::For && s->body[0].tier == Tier::Atom)
-        s = &s->body[0];
-      else
-        break;
-    }
-    const Block& body = s->body;
-    expect_extent(c, c.m, atom_.m);
-    expect_extent(c, c.n, atom_.n);
-    expect_extent(c, c.k, atom_.k);
+    const AtomCells c = atom_cells(top, "k:025_lower_mma", atom_.id, atom_.m, atom_.n, atom_.k);
+    const Block& body = *c.body;
     const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
     if (m && n && k) return {mma(body, c)};
     if (m && k && !n) return fragment_load(body, {c.m, c.k, &a_}, operand_layout(atom_, "A"));
@@ -142,13 +119,6 @@ class MmaLowering {
     throw Error("k:025_lower_mma: an ATOM nest over " + std::string(m ? "m " : "") +
                 (n ? "n " : "") + (k ? "k " : "") +
                 "is none of an mma's operands (m k: A, k n: B, m n: C, m n k: the product)");
-  }
-
-  void expect_extent(const Cells& c, const std::string& var, int want) const {
-    if (!var.empty() && c.extent.at(var) != want)
-      throw Error("k:025_lower_mma: ATOM loop `" + var + "` runs " +
-                  std::to_string(c.extent.at(var)) + " cells, " + atom_.id + " has " +
-                  std::to_string(want));
   }
 
   // Whether `index` ends in the operand's two cell variables (in either order).
@@ -274,26 +244,11 @@ class MmaLowering {
       const auto [r0, c0] = f.form->offset[size_t(v)];
       substitute_block(copy, {{f.row, g * f.form->row_g + t * f.form->row_t + r0},
                               {f.col, g * f.form->col_g + t * f.form->col_t + c0}});
-      if (rename_scalars) rename(copy, "_v" + std::to_string(v));
+      if (rename_scalars) suffix_defined_scalars(copy, "_v" + std::to_string(v));
       check_no_cells(copy, f);
       out.insert(out.end(), copy.begin(), copy.end());
     }
     return out;
-  }
-
-  // Scalars defined in a copy (epilogue values) take a per-value suffix, with their uses.
-  static void rename(Block& b, const std::string& suffix) {
-    std::set<std::string> defined;
-    walk(b, [&](const Stmt& s) {
-      if ((s.kind == StmtKind::Load || s.kind == StmtKind::Compute || s.kind == StmtKind::Init) &&
-          s.dst_index.empty())
-        defined.insert(s.dst);
-    });
-    walk(b, [&](Stmt& s) {
-      if (defined.count(s.dst) && s.dst_index.empty()) s.dst += suffix;
-      for (auto& a : s.args)
-        if (defined.count(a.name)) a.name += suffix;
-    });
   }
 
   // A cell variable left in a register index would be a lane-dependent (non-constant)
@@ -312,7 +267,7 @@ class MmaLowering {
   }
 
   // Step 3: the product nest holds exactly one fma_f32 on the three operands' cells.
-  Stmt mma(const Block& body, const Cells& c) {
+  Stmt mma(const Block& body, const AtomCells& c) {
     const OperandForm fa{c.m, c.k, &a_}, fb{c.k, c.n, &b_}, fc{c.m, c.n, &c_};
     if (body.size() != 1 || body[0].kind != StmtKind::Atom || body[0].atom != "fma_f32" ||
         body[0].args.size() != 2)

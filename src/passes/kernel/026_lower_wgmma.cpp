@@ -32,6 +32,7 @@
 
 #include "ir/error.h"
 #include "passes/analysis.h"
+#include "passes/atom_nest.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
 
@@ -69,11 +70,6 @@ WarpgroupForm warpgroup_form(const AtomDef& a) {
     }
   return f;
 }
-
-struct Cells {
-  std::string m, n, k;
-  std::map<std::string, int64_t> extent;
-};
 
 // A shared operand tile as step 1 found it: the load's index over the array's indices.
 struct SharedTile {
@@ -116,39 +112,16 @@ class WgmmaLowering {
   }
 
   Block lower_nest(const Stmt& top) {
-    Cells c;
-    const Stmt* s = &top;
-    for (;;) {
-      std::string* slot = s->axis == "m" ? &c.m : s->axis == "n" ? &c.n : s->axis == "k" ? &c.k
-                                                                                        : nullptr;
-      if (!slot || !slot->empty() || !s->extent.is_const())
-        throw Error("k:026_lower_wgmma: ATOM loop `" + s->var + "` (axis " + s->axis +
-                    ") is not one of an atom's m, n, k cell loops with a constant extent");
-      *slot = s->var;
-      c.extent[s->var] = s->extent.const_value();
-      if (s->body.size() == 1 && s->body[0].kind == StmtKind::For && s->body[0].tier == Tier::Atom)
-        s = &s->body[0];
-      else
-        break;
-    }
-    expect_extent(c, c.m, atom_.m);
-    expect_extent(c, c.n, atom_.n);
-    expect_extent(c, c.k, atom_.k);
+    const AtomCells c = atom_cells(top, "k:026_lower_wgmma", atom_.id, atom_.m, atom_.n, atom_.k);
+    const Block& body = *c.body;
     const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
-    if (m && n && k) return {product(s->body, c)};
-    if (m && k && !n) return remember_tile(s->body, c.m, c.k, "A");
-    if (k && n && !m) return remember_tile(s->body, c.k, c.n, "B");
-    if (m && n && !k) return per_value(s->body, c);
+    if (m && n && k) return {product(body, c)};
+    if (m && k && !n) return remember_tile(body, c.m, c.k, "A");
+    if (k && n && !m) return remember_tile(body, c.k, c.n, "B");
+    if (m && n && !k) return per_value(body, c);
     throw Error("k:026_lower_wgmma: an ATOM nest over " + std::string(m ? "m " : "") +
                 (n ? "n " : "") + (k ? "k " : "") +
                 "is none of a wgmma's operands (m k: A, k n: B, m n: C, m n k: the product)");
-  }
-
-  void expect_extent(const Cells& c, const std::string& var, int want) const {
-    if (!var.empty() && c.extent.at(var) != want)
-      throw Error("k:026_lower_wgmma: ATOM loop `" + var + "` runs " +
-                  std::to_string(c.extent.at(var)) + " cells, " + atom_.id + " has " +
-                  std::to_string(want));
   }
 
   static bool ends_in(const std::vector<Expr>& index, const std::string& row,
@@ -242,7 +215,7 @@ class WgmmaLowering {
   }
 
   // Step 2.
-  Stmt product(const Block& body, const Cells& c) {
+  Stmt product(const Block& body, const AtomCells& c) {
     if (body.size() != 1 || body[0].kind != StmtKind::Atom || body[0].atom != "fma_f32" ||
         body[0].args.size() != 2)
       throw Error("k:026_lower_wgmma: the m n k ATOM nest must hold one fma_f32 (k:020 makes it "
@@ -267,7 +240,7 @@ class WgmmaLowering {
   }
 
   // Step 3: one copy of `body` per C value.
-  Block per_value(const Block& body, const Cells& c) {
+  Block per_value(const Block& body, const AtomCells& c) {
     const Expr t = Expr::var("wg_thread"), w = t / 32, g = t % 32 / 4, q = t % 4;
     Block out;
     for (size_t v = 0; v < c_.offset.size(); ++v) {
@@ -284,24 +257,10 @@ class WgmmaLowering {
       const auto [r0, c0] = c_.offset[v];
       substitute_block(copy, {{c.m, w * c_.row_w + g * c_.row_g + q * c_.row_q + r0},
                               {c.n, w * c_.col_w + g * c_.col_g + q * c_.col_q + c0}});
-      rename(copy, "_v" + std::to_string(v));
+      suffix_defined_scalars(copy, "_v" + std::to_string(v));
       out.insert(out.end(), copy.begin(), copy.end());
     }
     return out;
-  }
-
-  static void rename(Block& b, const std::string& suffix) {
-    std::set<std::string> defined;
-    walk(b, [&](const Stmt& s) {
-      if ((s.kind == StmtKind::Load || s.kind == StmtKind::Compute || s.kind == StmtKind::Init) &&
-          s.dst_index.empty())
-        defined.insert(s.dst);
-    });
-    walk(b, [&](Stmt& s) {
-      if (defined.count(s.dst) && s.dst_index.empty()) s.dst += suffix;
-      for (auto& a : s.args)
-        if (defined.count(a.name)) a.name += suffix;
-    });
   }
 
   // Step 4: accumulators keep one fragment of N/2 values per atom; the operand arrays

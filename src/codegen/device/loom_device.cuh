@@ -353,12 +353,18 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
 // Movement, mapa: `bar` is this CTA's mbarrier, mapa names the same slot in the shared memory of
 // CTA `cta` of the cluster (a consumer releasing a slot that a multicast filled in every
 // CTA of the cluster arrives on each of them).
+// The arrival keeps the default .release.cta semantics, as a local arrive does: the
+// hand-off only orders this warpgroup's finished wgmma reads (wgmma.wait_group already
+// retired them) before the peer's TMA overwrite, and the async proxy's write waits on
+// the barrier itself. `.release.cluster` would compile to MEMBAR.ALL.GPU before every
+// arrival — waiting for the previous tile's epilogue stores to reach L2 on every k-step,
+// which made 2-CTA clusters 2x slower than no cluster (bench/NOTES.md, session 7).
 __device__ __forceinline__ void mbarrier_arrive_cluster(unsigned long long* bar, unsigned cta) {
   asm volatile(
       "{\n"
       "  .reg .b32 remote;\n"
       "  mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "  mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(smem_addr(bar)),
       "r"(cta)
       : "memory");

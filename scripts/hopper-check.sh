@@ -2,7 +2,8 @@
 # Issue 6 on the GPU in one call: build, the wgmma atom and Hopper GEMM GPU tests, the
 # Hopper ladder and the SASS of its last rung. Logs under $OUT; a short table last.
 # Environment: SHAPE (ladder shape, default 4096x4096x4096), DTYPE (bf16), LADDER=0, BENCH
-# ("EXPR@KNOBS|..." extra loom run --bench cases), SKIP_TESTS=1.
+# ("EXPR@KNOBS|..." extra loom run --bench cases), BENCH_FILE (the same, one case per line),
+# SKIP_TESTS=1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/loom-device}
@@ -28,6 +29,7 @@ if [ "${LADDER:-1}" = 1 ]; then
   note "ladder hopper: rc=$?"
 fi
 IFS='|' read -ra cases <<< "${BENCH:-}"
+if [ -n "${BENCH_FILE:-}" ]; then mapfile -t more < "$BENCH_FILE"; cases+=("${more[@]}"); fi
 for c in "${cases[@]}"; do
   e=${c%%@*}; k=""; [ "$e" != "$c" ] && k=${c#*@}
   "$BUILD/loom" run -c "$e" --bench --knobs "$k" >> "$OUT/bench.txt" 2>&1

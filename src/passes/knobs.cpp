@@ -19,11 +19,16 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::tiling, {{"fma", {"64", "128", "256"}}}),
       KnobDef{"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops",
               1, 1024}
-          .searched(SearchGroup::tiling, {{"fma", {"64", "128", "256"}}}),
+          .searched(SearchGroup::tiling,
+                    {{"fma", {"64", "128", "256"}}, {"wgmma", {"128", "256"}, 90}}),
       KnobDef{"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64}
-          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
+          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}},
+                                          {"mma", {"2", "4", "8"}},
+                                          {"wgmma", {"1"}, 90}}),
       KnobDef{"FN", "columns of C per thread (register tile width)", "t:010_partition_loops", 1, 64}
-          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}}, {"mma", {"2", "4", "8"}}}),
+          .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}},
+                                          {"mma", {"2", "4", "8"}},
+                                          {"wgmma", {"1"}, 90}}),
       {"ATOM", "compute atom of the contraction: fma (SIMT), mma.sync m16n8k16 f16/bf16, "
        "m16n8k8 tf32 (accumulator type: ACC; FM/FN then count atoms per warp), or wgmma "
        "m64nNk16 f16/bf16, m64nNk8 tf32 (sm_90a; WM/WN count warpgroups, FM/FN atoms per "
@@ -46,16 +51,23 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other, {{"", {"8", "1"}}}),
       KnobDef{"WM", "warps along m per block (0 = threads laid out without a warp tier)",
        "t:010_partition_loops", 0, 32}
-          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}}),
+          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}, {"wgmma", {"2", "1"}, 90}}),
       KnobDef{"WN", "warps along n per block (0 = threads laid out without a warp tier)",
        "t:010_partition_loops", 0, 32}
-          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}}),
+          .searched(SearchGroup::tiling, {{"mma", {"1", "2", "4"}}, {"wgmma", {"1"}, 90}}),
       KnobDef{"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256}
-          .searched(SearchGroup::staging, {{"fma", {"8", "16", "32"}}, {"mma", {"32", "64"}}}),
+          .searched(SearchGroup::staging, {{"fma", {"8", "16", "32"}},
+                                           {"mma", {"32", "64"}},
+                                           {"wgmma_f16", {"64"}, 90},
+                                           {"wgmma_bf16", {"64"}, 90},
+                                           {"wgmma_tf32", {"32"}, 90}}),
       KnobDef{"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0,
               false, {"direct", "sync", "cp_async", "tma"}}
           .searched(SearchGroup::staging,
-                    {{"fma", {"sync", "cp_async"}}, {"fma", {"tma"}, 90}, {"mma", {"cp_async"}}}),
+                    {{"fma", {"sync", "cp_async"}},
+                     {"fma", {"tma"}, 90},
+                     {"mma", {"cp_async"}},
+                     {"wgmma", {"tma"}, 90}}),
       {"SLAB_KOUTER", "staged slabs keep the reduction dimension outermost, [BK][BM] for A: "
        "the transposed-A layout of SIMT kernels (default 1 for STAGE=sync, 0 for cp_async "
        "and tma; with cp_async the transposing copy moves 4-byte elements)",
@@ -69,7 +81,9 @@ const std::vector<KnobDef>& knob_registry() {
        "is transposed by 4-byte cp.async copies, or through registers with STAGE=sync), "
        "kouter = [BK][BN]", "t:040_stage_inputs", 0, 0, false, {"kinner", "kouter"}},
       KnobDef{"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8}
-          .searched(SearchGroup::staging, {{"", {"2", "3", "4"}}}),
+          .searched(SearchGroup::staging, {{"fma", {"2", "3", "4"}},
+                                           {"mma", {"2", "3", "4"}},
+                                           {"wgmma", {"3", "4", "5", "6"}, 90}}),
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
       KnobDef{"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks "
@@ -86,7 +100,7 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"SWIZZLE", "XOR swizzle of shared tiles: a TMA pattern, or xor = Swizzle<B,M,S> "
        "derived from each tile's row length (excludes PAD_SMEM)",
        "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}}
-          .searched(SearchGroup::staging, {{"mma", {"none", "xor"}}}),
+          .searched(SearchGroup::staging, {{"mma", {"none", "xor"}}, {"wgmma", {"128B"}, 90}}),
       KnobDef{"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
        "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
        "k:052_interleave_loads", 0, 1}
@@ -104,7 +118,9 @@ const std::vector<KnobDef>& knob_registry() {
        "mainloop's bytes, then row-contiguous stores of up to 16 bytes)",
        "k:054_stage_epilogue", 0, 0, false, {"direct", "smem"}}
           .searched(SearchGroup::other,
-                    {{"mma", {"smem", "direct"}}, {"fma", {"direct", "smem"}}}),
+                    {{"mma", {"smem", "direct"}},
+                     {"fma", {"direct", "smem"}},
+                     {"wgmma", {"direct"}, 90}}),
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

@@ -16,6 +16,26 @@ constexpr double kSmemBytesPerClk = 128;  // 32 banks x 4 B
 constexpr double kLaunchUs = 3;           // launch + the tail of an empty GPU
 constexpr double kBarrierClk = 40;        // per slab: barrier, loop and address overhead
 
+// wgmma schedules (calibrated on the hopper ladder, 4096^3 bf16 on H100, bench/NOTES.md
+// sessions 6-7: per-tile cycles of 67k / 53k / 76k for rungs 1 / 2 / 3-4).
+// Share of the tensor cores' peak that consumer warpgroups keep busy: one warpgroup
+// leaves gaps between its dependent wgmma groups that a second one fills.
+constexpr double kOneWarpgroupBusy = 0.68;
+constexpr double kTwoWarpgroupsBusy = 0.93;
+// Per slab: without a producer warpgroup every thread waits on the full barrier and
+// meets at bar.sync (rung 1 vs 2: ~290 cycles a slab); with one, the consumers only test
+// a barrier that is usually complete and hand the slot back.
+constexpr double kSlabSyncClk = 290;
+constexpr double kSlabHandoffClk = 30;
+// L2 -> SM bytes per clock per SM that TMA sustains: ~48 KB per 1100-cycle k-step at
+// 128x256x64 is not the bound (clusters did not speed up 4096^3), so above that.
+constexpr double kTmaL2BytesPerClk = 56;
+// Register -> global bytes per clock per SM of the direct epilogue (its stores are not
+// overlapped with math: the tensor cores wait).
+constexpr double kDirectStoreBytesPerClk = 24;
+// A CTA's start: launch, barrier init, and the first slab's TMA round trip.
+constexpr double kCtaStartClk = 1500;
+
 struct Rates {
   double clk_hz, dram_bytes_per_s;
 };
@@ -36,7 +56,14 @@ Rates rates_of(const DeviceInfo& dev) {
 int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
                        const TuneProblem& p) {
   double regs = 0;
-  if (a.mma()) {
+  if (a.wgmma()) {
+    // Warp-specialized kernels launch with the register file split evenly (setmaxnreg then
+    // moves registers from the producer to the consumers); otherwise accumulators,
+    // descriptors and addresses.
+    if (b.warp_specialized && b.threads > 0)
+      return std::min<int>(255, int(65536 / b.threads / 8 * 8));
+    regs = double(b.accumulators) + 40;
+  } else if (a.mma()) {
     // Per atom step: A fragment m*k/32 values, B n*k/32, packed two per register for 16-
     // bit operands; FRAG_BUFFERS sets of them. Measured: 234 at 4x8 f16 atoms (bench/NOTES.md).
     const int per_reg = dtype_bytes(a.atom->a_type) == 2 ? 2 : 1;
@@ -60,6 +87,7 @@ int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
 double peak_flop_per_clk(const AtomChoice& atom, int cc) {
   if (!atom.mma()) return cc == 80 ? 128 : 256;  // FP32 lanes: 64 per SM on A100, 128 after
   const bool tf32 = atom.atom->a_type == DType::TF32;
+  if (atom.wgmma()) return tf32 ? 2048 : 4096;  // dense wgmma on sm_90 (BENCHMARK.md)
   // A100: 1024 dense f16 FMA per clock per SM, tf32 half. H100: mma.sync reaches about
   // 64% of wgmma's 4096 FLOP/clk (bench/NOTES.md, session 4), tf32 half of that.
   const double f16 = cc >= 90 ? 2620 : 2048;
@@ -138,7 +166,27 @@ CostEstimate predict(const TuneProblem& p, const AtomChoice& atom, const Knobs& 
   const double row_bytes = double(b.BK) * elem;
   const double l2_factor = row_bytes < 128 ? 1.0 + 0.25 * (128 / row_bytes - 1) : 1.0;
 
+  // wgmma: the slabs arrive by TMA, decoupled from the math (a producer warpgroup, or a
+  // ring the whole block waits on): the tile takes the larger of math and L2 time, plus
+  // the per-slab synchronization, the epilogue (not overlapped) and the CTA's start.
+  auto wgmma_tile_cycles = [&]() {
+    const double busy = b.consumer_warpgroups >= 2 ? kTwoWarpgroupsBusy : kOneWarpgroupBusy;
+    const double math = flops_tile / peak_flop_per_clk(atom, cc) / busy;
+    // A cluster's CTAs share each B slab: each reads 1/CLUSTER_M of it from L2.
+    const double l2_bytes =
+        (double(b.BM) + double(b.BN) / double(std::max<int64_t>(1, b.cluster_m))) * k_slice * elem;
+    const double l2 = l2_bytes / kTmaL2BytesPerClk;
+    e.limiter = l2 > math ? "l2" : "math";
+    double t = std::max(math, l2);
+    t += k_steps * (b.warp_specialized ? kSlabHandoffClk : kSlabSyncClk);
+    t += double(b.BM) * double(b.BN) * dtype_bytes(p.out) / kDirectStoreBytesPerClk;
+    // A persistent CTA starts once and its producer runs ahead into the next tile.
+    if (!b.persistent) t += kCtaStartClk;
+    return t;
+  };
+
   auto tile_cycles = [&](double resident) {
+    if (atom.wgmma()) return wgmma_tile_cycles();
     const double w = resident * warps / 4;  // warps per scheduler
     const double hide = w / (w + 0.5);
     std::vector<std::pair<double, std::string>> bounds = {

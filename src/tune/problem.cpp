@@ -31,20 +31,24 @@ TuneProblem tune_problem(const Graph& g) {
   throw Error("the tuner searches contractions: the expression has no matmul/bmm/linear");
 }
 
-std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc) {
+std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc, bool arch_accelerated) {
   std::vector<AtomChoice> out;
   for (const auto& v : find_knob("ATOM")->choices) {
     if (v == "fma") {
       out.push_back({v, &atom("fma_f32")});
       continue;
     }
-    // wgmma's space (warpgroups, N per atom, warp specialization, persistence) has its own
-    // cost model still to write; until then the tuner searches SIMT and mma.sync schedules.
-    if (v.rfind("wgmma_", 0) == 0) continue;
+    const bool warpgroup = v.rfind("wgmma_", 0) == 0;
+    if (warpgroup && !arch_accelerated) continue;
     auto type = parse_dtype(v.substr(v.find('_') + 1));
     if (!type) continue;
     const bool operands_fit = *type == p.in || (*type == DType::TF32 && p.in == DType::F32);
     if (!operands_fit) continue;
+    if (warpgroup) {
+      const AtomDef* a = wgmma_atom(*type, 256);
+      if (a && a->min_sm <= cc) out.push_back({v, a});
+      continue;
+    }
     for (const AtomDef& a : atom_table())
       if (a.kind == AtomKind::Compute && a.threads == WarpAtom::kLanes && a.a_type == *type &&
           a.acc_type == DType::F32 && a.min_sm <= cc) {
@@ -55,6 +59,9 @@ std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc) {
   return out;
 }
 
+// Threads of a warpgroup: four warps issue one wgmma together.
+constexpr int64_t kWarpgroupThreads = 128;
+
 BlockShape block_shape(const Knobs& k, const AtomChoice& a) {
   BlockShape b;
   b.FM = k.get_int("FM", 4);
@@ -64,7 +71,24 @@ BlockShape block_shape(const Knobs& k, const AtomChoice& a) {
   b.split_k = k.get_int("SPLITK", 1);
   b.pad = k.get_int("PAD_SMEM", 0);
   b.swizzle = k.get_str("SWIZZLE", "none");
-  if (a.mma()) {
+  b.persistent = k.get_int("PERSISTENT", 0) == 1;
+  if (a.wgmma()) {
+    // Warpgroups of m64nNk atoms: WM x WN consumer warpgroups, FM x FN atoms each.
+    b.FM = k.get_int("FM", 1);
+    b.FN = k.get_int("FN", 1);
+    b.WM = k.get_int("WM", 1);
+    b.WN = k.get_int("WN", 1);
+    b.BM = b.WM * b.FM * a.atom->m;
+    b.BN = k.get_int("BN", 128);
+    b.BK = k.get_int("BK", 64);
+    b.atom_n = b.WN * b.FN > 0 ? b.BN / (b.WN * b.FN) : 0;
+    b.consumer_warpgroups = b.WM * b.WN;
+    b.warp_specialized = k.get_int("WARP_SPECIALIZE", 0) == 1;
+    b.cluster_m = k.get_int("CLUSTER_M", 1);
+    b.threads = (b.consumer_warpgroups + (b.warp_specialized ? 1 : 0)) * kWarpgroupThreads;
+    // An m64nN f32 accumulator is 64 x N / 128 registers per thread of the warpgroup.
+    b.accumulators = b.FM * b.FN * a.atom->m * b.atom_n / kWarpgroupThreads;
+  } else if (a.mma()) {
     b.WM = k.get_int("WM", 2);
     b.WN = k.get_int("WN", 2);
     b.BM = b.WM * b.FM * a.atom->m;

@@ -27,24 +27,34 @@ TuneProblem tune_problem(const Graph& g);
 
 // One value of the ATOM knob and the atom-table entry it selects.
 struct AtomChoice {
-  std::string knob;  // "fma", "mma_bf16", ...
+  std::string knob;  // "fma", "mma_bf16", "wgmma_bf16", ...
+  // The table entry: for wgmma the m64n256 one of the operand type (its n is the widest
+  // an atom may be; a candidate's own n is BN / (WN x FN)).
   const AtomDef* atom = nullptr;
-  bool mma() const { return knob != "fma"; }
+  bool mma() const { return knob != "fma"; }  // mma.sync or wgmma: tensor-core atoms
+  bool wgmma() const { return knob.rfind("wgmma_", 0) == 0; }
 };
 
 // The ATOM values that can run `p` on compute capability `cc` (x10), read from the
 // registry's ATOM choices and the atom table: fma always; an mma_<type> choice when the
 // table has a 32-lane atom of that operand type with f32 accumulation (ACC=f16 changes
 // the numeric contract, so the tuner never picks it) that the target has, and the
-// operands are of that type (f32 operands also run as tf32: the multiply rounds them).
-std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc);
+// operands are of that type (f32 operands also run as tf32: the multiply rounds them);
+// a wgmma_<type> choice likewise from the 128-thread (warpgroup) atoms, on sm_90a targets
+// (`arch_accelerated`: wgmma and setmaxnreg exist only there).
+std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc, bool arch_accelerated = true);
 
 // What a knob set makes of one thread block. Knobs left unset take the values the
 // passes would (docs/knobs.md); the space only builds candidates that set them all.
 struct BlockShape {
   int64_t BM = 0, BN = 0, BK = 0;  // block tile and slab depth
-  int64_t FM = 0, FN = 0;          // cells per thread (fma) or atoms per warp (mma)
-  int64_t WM = 0, WN = 0;          // warps (mma; fma: 0 = no warp tier)
+  int64_t FM = 0, FN = 0;          // cells per thread (fma), atoms per warp (mma) or warpgroup
+  int64_t WM = 0, WN = 0;          // warps (mma), warpgroups (wgmma); fma: 0 = no warp tier
+  int64_t atom_n = 0;              // wgmma: N of each atom, BN / (WN x FN)
+  int64_t consumer_warpgroups = 0;  // wgmma: WM x WN (the producer warpgroup comes on top)
+  bool warp_specialized = false;    // wgmma: WARP_SPECIALIZE=1
+  int64_t cluster_m = 1;            // wgmma: CLUSTER_M
+  bool persistent = false;          // PERSISTENT=1
   int64_t threads = 0;
   int64_t stages = 1;
   std::string stage;  // direct | sync | cp_async | tma

@@ -22,7 +22,16 @@ bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
   const BlockShape b = block_shape(k, a);
-  if (a.mma()) {
+  if (a.wgmma()) {
+    if (b.WN * b.FN <= 0 || b.BN % (b.WN * b.FN) != 0 || b.atom_n % 8 != 0 || b.atom_n < 8 ||
+        b.atom_n > 256)
+      return "BN=" + str(b.BN) + " over WN x FN = " + str(b.WN * b.FN) +
+             " warpgroup atoms is not a wgmma N (a multiple of 8 from 8 to 256)";
+    if (b.BM > 256 || b.BN > 256)
+      return "block tile " + str(b.BM) + "x" + str(b.BN) +
+             " (WM x FM x 64 rows) is over 256 on a side: its accumulators alone fill the "
+             "consumer warpgroups' registers";
+  } else if (a.mma()) {
     if (b.BM > 256 || b.BN > 256)
       return "block tile " + str(b.BM) + "x" + str(b.BN) +
              " (WM x FM x 16, WN x FN x 8) is over 256 on a side: its accumulators alone fill "
@@ -44,7 +53,9 @@ std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Kn
   if (b.accumulators > 128)
     return str(b.accumulators) + " accumulator registers per thread (" + str(b.FM) + " x " +
            str(b.FN) +
-           (a.mma() ? " atoms of " + str(a.atom->m * a.atom->n / 32) + ")" : " cells)") +
+           (a.wgmma() ? " warpgroup atoms of " + str(a.atom->m * b.atom_n / 128) + ")"
+            : a.mma() ? " atoms of " + str(a.atom->m * a.atom->n / 32) + ")"
+                      : " cells)") +
            ": with fragments they exceed the 255 registers a thread has";
   // __launch_bounds__(threads, MIN_BLOCKS) caps registers at regs_per_sm / (MIN_BLOCKS x
   // threads); a tile that needs more spills (256x256 f32 cells at MIN_BLOCKS=2: 32
@@ -75,6 +86,9 @@ std::string staging_violation(const TuneProblem& p, const AtomChoice& a, const K
   const int64_t elem = dtype_bytes(p.in);
   if (b.BK > std::max<int64_t>(32, pow2_at_least(p.K)))
     return "BK=" + str(b.BK) + " is deeper than K=" + str(p.K) + " rounded up to a power of two";
+  if (a.wgmma() && b.stage != "tma")
+    return "ATOM=" + a.knob + " with STAGE=" + b.stage +
+           ": wgmma reads its operands from the 128B-swizzled slabs that TMA writes (STAGE=tma)";
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);
   if (b.split_k > 1 && p.K / b.split_k < 2 * b.BK)

@@ -173,7 +173,9 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
   const Target target = target_for(t, dev);
   const int cc = target.compute_capability();
   std::vector<AtomChoice> atoms;
-  for (const auto& a : atom_choices(p, cc))
+  // wgmma and setmaxnreg exist on the arch-specific targets only (sm_90a, not sm_90).
+  const bool accelerated = !target.arch.empty() && target.arch.back() == 'a';
+  for (const auto& a : atom_choices(p, cc, accelerated))
     if (opt.atoms.empty() || std::count(opt.atoms.begin(), opt.atoms.end(), a.knob))
       atoms.push_back(a);
   if (atoms.empty())
@@ -201,9 +203,9 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
     try {
       Knobs full = full_set(compile_graph(g, copt).state);
       const AtomChoice* a = choice_of(atoms, full);
-      // A default whose atom the search does not enumerate (wgmma on sm_90a: its space and
-      // cost model are not built yet) is still measured against the searched candidates,
-      // unmodelled: predicted 0 puts it first, and the measurement decides.
+      // A default whose atom the search does not enumerate (an --atoms list that leaves it
+      // out) is still measured against the searched candidates, unmodelled: predicted 0
+      // puts it first, and the measurement decides.
       if (seen.insert(full.str()).second)
         kept.push_back({full, a ? predict(p, *a, full, dev).us : 0.0, true, req.values().empty()});
     } catch (const Error& e) {

@@ -70,18 +70,33 @@ TEST(Space, F32At4096) {
   expect_sound_space(g, {"", "ATOM=mma_tf32"});
 }
 
-TEST(Space, Bf16At4096RanksMmaFirst) {
+TEST(Space, Bf16At4096RanksWgmmaFirst) {
   Graph g = gemm(4096, 4096, 4096, "bf16");
-  expect_sound_space(g, {"", "ATOM=mma_bf16"});
+  expect_sound_space(g, {"", "ATOM=mma_bf16", "ATOM=wgmma_bf16"});
   SpaceOptions opt;
   opt.max_candidates = 8;
   Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
-  // The plain default there is the wgmma schedule, kept unmodelled at the front; the
-  // searched candidates after it are ranked mma first.
+  // On sm_90a wgmma is searched and modelled: its candidates lead the ranking, the
+  // default among them, and the best is warp-specialized with two consumer warpgroups.
   ASSERT_GE(s.kept.size(), 2u);
   EXPECT_EQ(s.kept.front().knobs.get_str("ATOM", ""), "wgmma_bf16");
-  EXPECT_EQ(s.kept.front().predicted_us, 0.0);
-  EXPECT_EQ(s.kept[1].knobs.get_str("ATOM", ""), "mma_bf16");
+  EXPECT_GT(s.kept.front().predicted_us, 0.0);
+  EXPECT_EQ(s.kept.front().knobs.get_str("WARP_SPECIALIZE", ""), "1");
+  EXPECT_EQ(s.kept.front().knobs.get_str("WM", ""), "2");
+  for (const auto& c : s.kept)
+    if (c.plain_default) EXPECT_EQ(c.knobs.get_str("ATOM", ""), "wgmma_bf16");
+}
+
+TEST(Space, Sm90WithoutTheArchSuffixSearchesNoWgmma) {
+  // Plain sm_90 has neither wgmma nor setmaxnreg: its space is SIMT and mma.sync.
+  Graph g = gemm(4096, 4096, 4096, "bf16");
+  SpaceOptions opt;
+  opt.build_kernels = false;
+  Space s = generate_space(g, h100(), Target::for_arch("sm_90"), opt);
+  ASSERT_FALSE(s.kept.empty());
+  for (const auto& c : s.kept)
+    EXPECT_EQ(c.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0), std::string::npos)
+        << c.knobs.str();
 }
 
 TEST(Space, EverySearchedKnobIsExplored) {

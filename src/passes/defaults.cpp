@@ -121,18 +121,25 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
 }
 
 // wgmma (sm_90a). Large grids: the persistent warp-specialized schedule — two consumer
-// warpgroups of one m64n256k16 atom each (128x256 blocks), a producer warpgroup feeding a
-// 4-deep TMA ring of 64-deep slabs in 128-byte swizzle spans, min(tiles, SMs) CTAs. 0.89x
-// cuBLAS at 4096^3 bf16 on H100 (194-196 us; the mma.sync schedule: 0.52x), the hopper
-// ladder's rung 4 (bench/NOTES.md, session 6). Otherwise (an explicit ATOM=wgmma_* on a
-// smaller grid): two warpgroups of one m64n128k16 atom each, every thread waiting on the
-// ring (0.68x at 4096^3: rung 1 of the first ladder).
+// warpgroups of one m64n256 atom each (128x256 blocks), a producer warpgroup feeding a
+// 4-deep TMA ring of 64-deep slabs (tf32: 32) in 128-byte swizzle spans, min(tiles, SMs)
+// CTAs. 0.89x cuBLAS at 4096^3 bf16 on H100 (194-196 us; the mma.sync schedule: 0.52x),
+// the hopper ladder's rung 4 (bench/NOTES.md, session 6); tf32 0.96x. With two waves of
+// tiles or more, 2-CTA clusters share each B slab by TMA multicast: 4096x14336x4096 went
+// from 0.89x to 0.96x, the other large shapes stayed within 1%, and 2048^3 (one wave)
+// lost 4% (bench/NOTES.md, session 7). Otherwise (an explicit ATOM=wgmma_* on a smaller
+// grid): two warpgroups of one m64n128 atom each, every thread waiting on the ring
+// (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.f32_operands;
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
-  if (!tf32 && wgmma_large(s, sm_count))
-    return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
-                        ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
+  if (wgmma_large(s, sm_count)) {
+    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
+                           ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
+    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 255) / 256);
+    if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
+    return k;
+  }
   return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab + ",GROUP_M=8,EPILOGUE=direct");
 }
 

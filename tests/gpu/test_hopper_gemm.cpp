@@ -71,6 +71,14 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"matmul(A[2048,512]:f16, B[2048,512]:f16.T)", kF16 + ",WM=2,BN=128,CLUSTER_M=2" + kWs},
         HopperCase{"matmul(A[800,512]:bf16, B[512,1000]:bf16)",
                    kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPersistent},
+        // Fused epilogues over the persistent warp-specialized schedule: residual and
+        // scaling, gelu over a bias, an f16 output of bf16 operands, batched silu.
+        HopperCase{"mul(add(matmul(A[1000,512]:bf16, B[512,1000]:bf16), R[1000,1000]:bf16), 0.5)",
+                   kBf16 + ",WM=2,BN=128" + kPersistent},
+        HopperCase{"gelu(add(matmul(A[777,256]:f16, B[256,520]:f16), bias[520]:f16))",
+                   kF16 + ",WM=2,BN=256,CLUSTER_M=2" + kPersistent},
+        HopperCase{"matmul(A[512,512]:bf16, B[512,512]:bf16, out=f16)", kBf16 + ",WM=2,BN=128" + kPersistent},
+        HopperCase{"silu(bmm(A[3,300,256]:bf16, B[3,256,200]:bf16))", kBf16 + ",WM=1,BN=128" + kWs},
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));

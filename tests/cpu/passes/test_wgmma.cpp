@@ -99,6 +99,21 @@ TEST(Wgmma, PersistentWarpSpecializedEveryPassMatches) {
   EXPECT_EQ(out.kernel.kernels.at(0).grid[0].const_value(), 4);
 }
 
+TEST(Wgmma, PersistentResidualScalingAndF16OutputEveryPassMatches) {
+  // The fused epilogues of the GPU cases over the persistent warp-specialized schedule:
+  // residual + scaling (bf16), and bf16 operands written as f16.
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 4;
+  const std::string knobs =
+      "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,GROUP_M=2,"
+      "PERSISTENT=1,WARP_SPECIALIZE=1";
+  passcheck::check_every_pass(
+      "mul(add(matmul(A[150,128]:bf16, B[128,136]:bf16), R[150,136]:bf16), 0.5)",
+      Knobs::parse(knobs), 19, {}, {}, std::nullopt, t);
+  passcheck::check_every_pass("matmul(A[128,128]:bf16, B[128,192]:bf16, out=f16)",
+                              Knobs::parse(knobs), 23, {}, {}, std::nullopt, t);
+}
+
 TEST(Wgmma, ClusterMulticastEveryPassMatches) {
   // 2-CTA clusters along M share B: each producer loads half of its chunks for both; a
   // persistent grid of 2 clusters on a 4-SM target takes 3 cluster tiles.

@@ -90,8 +90,10 @@ WgmmaDescFields wgmma_desc_fields(WgmmaOperand op, WgmmaMajor major, int span, i
                                     " elements), they are " + std::to_string(chunk_bytes) +
                                     " B"));
     if (major == WgmmaMajor::K) {
-      if (slab.row_chunk && slab.row_chunk != slab.row_elems)
-        throw Error(what + "a K-major slab is stored in whole rows (no row_chunk)");
+      // Rows wider than the span are stored as span-wide chunks (row_chunk = span, the
+      // boxes of a BK deeper than one span): each chunk is a K-major slab of its own,
+      // rows one span apart, and a K-step's 32 bytes never leave the chunk its start
+      // address lies in — the same fields describe every chunk.
       f.lbo_bytes = kUnit;
       f.sbo_bytes = 8 * span;
     } else {

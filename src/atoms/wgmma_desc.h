@@ -49,8 +49,10 @@ struct WgmmaDescFields {
 
 // The descriptor fields of an operand stored in `slab` with the given majorness, swizzle
 // span and element width. Loom's layouts:
-//   K-major, span S > 0: rows of exactly S bytes, the TMA pattern of S; SBO = 8 rows =
-//     8*S (the next 8-row swizzle atom), LBO unused (16, the ISA's "assumed 1").
+//   K-major, span S > 0: rows of exactly S bytes, the TMA pattern of S, or longer rows
+//     stored as S-byte column chunks (row_chunk = S: one TMA box per chunk, a K-step
+//     reads inside one); SBO = 8 rows = 8*S (the next 8-row swizzle atom), LBO unused
+//     (16, the ISA's "assumed 1").
 //   K-major, no swizzle: rows stored as 16-byte column chunks (row_chunk = 16 B), i.e.
 //     8x16 B core matrices: SBO = 128 (next 8 rows), LBO = rows*16 (next 16 B of K).
 //   MN-major, span S > 0: rows (along K) stored as S-byte column chunks (row_chunk = S,

@@ -10,6 +10,8 @@ struct Gemm {
   bool known = false, epilogue = false;
   DType in = DType::F32, out = DType::F32;  // set for known shapes only
   bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
+  // Every operand's storage rows are whole 16-byte units: what a TMA tensor map needs.
+  bool tma_rows = false;
 };
 
 Gemm gemm_of(const Graph& g) {
@@ -30,6 +32,11 @@ Gemm gemm_of(const Graph& g) {
     s.epilogue = g.result() != n.id;
     s.in = a.dtype;
     s.out = n.dtype;
+    s.tma_rows = true;
+    for (int in : n.inputs) {
+      const Dim row = g.node(in).storage_shape().back();
+      s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
+    }
   }
   return s;
 }
@@ -120,6 +127,30 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
          2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
+// Decode on sm_90a: a few rows (M <= 64) against a weight of N >= 1024 columns, operands
+// TMA can load. wgmma's M is 64 rows per warpgroup, so the GEMM runs swapped (SWAP_AB,
+// l:015): C^T = B^T A^T puts the weight's N on wgmma's M and the small M on its N.
+static bool wgmma_decode(const Gemm& s) {
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M <= 64 && s.N >= 1024;
+}
+
+// The swapped decode schedule. Streaming the weight (N*K*2 bytes, read once) is the whole
+// cost, so: 64-row CTAs of one consumer warpgroup (N/64 CTAs: 64 at N = 4096, the most a
+// 64-row atom gives without split-K), one m64nBNk16 atom with BN = M rounded up to the
+// atom's step of 8 (no idle columns but the ragged edge), BK = 128 (two 128-byte swizzle
+// spans per row: fewer, larger TMA boxes per mbarrier round trip) and the deepest ring
+// that fits in about 200 KiB of shared memory (8 stages at M = 16: 160 KiB in flight per
+// SM, what ~50 GB/s per SM needs at a few microseconds of DRAM latency under load), fed by
+// a producer warpgroup. Predicted, not yet measured: see bench/NOTES.md once it is.
+static Knobs wgmma_decode_defaults(const Gemm& s) {
+  const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 128;
+  const int64_t stage_bytes = (BM + BN) * BK * 2;
+  const int64_t stages = std::min<int64_t>(8, 200 * 1024 / stage_bytes);
+  return Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
+                      ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +
+                      ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+}
+
 // wgmma (sm_90a). Large grids: the persistent warp-specialized schedule — two consumer
 // warpgroups of one m64n256 atom each (128x256 blocks), a producer warpgroup feeding a
 // 4-deep TMA ring of 64-deep slabs (tf32: 32) in 128-byte swizzle spans, min(tiles, SMs)
@@ -132,6 +163,7 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.f32_operands;
+  if (wgmma_decode(s)) return wgmma_decode_defaults(s);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
@@ -164,10 +196,13 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   const bool tensor_cores =
       (s.in == DType::F16 || s.in == DType::BF16) && t.compute_capability() >= 80;
   const char* mma_atom = s.in == DType::F16 ? "mma_f16" : "mma_bf16";
-  if (tensor_cores && decode_shape(s.M, s.N, s.K)) {
+  // On sm_90a decode runs swapped on wgmma (its schedule: c.wgmma, wgmma_decode_defaults).
+  const bool swapped_decode = tensor_cores && t.arch == "sm_90a" && wgmma_decode(s);
+  if (tensor_cores && (decode_shape(s.M, s.N, s.K) || swapped_decode)) {
     c.shape_class = "decode";  // the mma tile is mma_defaults_decode
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
-    c.knobs.set("ATOM", mma_atom);
+    c.knobs.set("ATOM", swapped_decode ? (s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16")
+                                       : mma_atom);
     return c;
   }
   if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
@@ -233,8 +268,10 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // The Hopper organization knobs shape the block too (its warpgroups, its grid): an
       // explicit tile starts from none of them (the ladder's rung 1 inherited the default's
       // warp specialization and persistence before they joined the group).
+      // SWAP_AB too: it changes what BM and BN tile (N and M), so an explicit tile keeps
+      // the orientation it was written for.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
-       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M"},
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "SWAP_AB"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and

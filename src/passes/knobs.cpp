@@ -39,6 +39,10 @@ const std::vector<KnobDef>& knob_registry() {
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
        "k:025_lower_mma", 0, 0, false, {"f32", "f16"}},
+      {"SWAP_AB", "compute C^T = B^T A^T (0/1): the tile knobs then describe the swapped GEMM "
+       "(BM, WM, FM and wgmma's M tile N; BN tiles M), so a small M becomes wgmma's N "
+       "(decode shapes on sm_90a)",
+       "l:015_swap_operands", 0, 1},
       KnobDef{"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)",
               "l:020_split_k", 1, 256}
           .searched(SearchGroup::split_k,

@@ -7,6 +7,7 @@ namespace loom {
 
 Pass pass_lower_graph();       // loop/000_lower_graph.cpp
 Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
+Pass pass_swap_operands();     // loop/015_swap_operands.cpp
 Pass pass_split_k();           // loop/020_split_k.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp

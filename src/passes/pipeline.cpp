@@ -15,6 +15,10 @@ const std::vector<Pass>& pipeline() {
       // Fuse before tiling, so bias/activation/scaling ride in the GEMM's epilogue
       // and the intermediate never reaches memory.
       pass_fuse_epilogue(),
+      // Swap after fusion, so the epilogue (a bias indexed by the output column) is renamed
+      // with the rest of the cell, and before split-K and tiling, which then see an
+      // ordinary GEMM whose rows are the output's columns.
+      pass_swap_operands(),
       // Split K after fusion, so the epilogue it moves into splitk_reduce is whole, and
       // before partitioning, which tiles `s` as a grid tier like a batch loop.
       pass_split_k(),

@@ -6,7 +6,7 @@
 // poisoned with NaN, fp64 reference, relative error under the dtype's threshold. Skips
 // with the reason on a GPU-less machine (every case still compiles for sm_90a first).
 // TMA needs every global row to be a multiple of 16 bytes: the odd shapes are odd in tile
-// counts and edges, not in row pitch.
+// counts and edges, not in row pitch. SWAP_AB runs decode shapes as C^T = B^T A^T.
 #include <gtest/gtest.h>
 
 #include "compile_first.h"
@@ -82,6 +82,33 @@ INSTANTIATE_TEST_SUITE_P(
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));
+
+// SWAP_AB (decode): C^T = B^T A^T, the weight's N on wgmma's M, the small M on its N;
+// the transposed direct store. BM/WM tile N, BN tiles M.
+const std::string kSwap = ",SWAP_AB=1,WN=1,FM=1,FN=1";
+
+INSTANTIATE_TEST_SUITE_P(
+    SwapAb, GpuHopperGemm,
+    ::testing::Values(
+        // The sm_90a decode defaults (SWAP_AB=1, 64 x M atoms, BK=128, a deep ring).
+        HopperCase{"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", ""},
+        HopperCase{"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", ""},
+        HopperCase{"matmul(A[16,4096]:bf16, B[4096,4096]:bf16)", ""},
+        HopperCase{"matmul(A[1,4096]:f16, B[4096,2048]:f16, out=f32)", ""},
+        // Ragged M over the atom's N (16 of 24 columns in the second tile; 20 of 24),
+        // ragged N and K, every thread waiting on the ring and warp specialized.
+        HopperCase{"matmul(A[24,1024]:f16, B[1024,2048]:f16)", kF16 + kSwap + ",WM=1,BN=16"},
+        HopperCase{"matmul(A[20,520]:bf16, B[520,1096]:bf16)", kBf16 + kSwap + ",WM=1,BN=24" + kWs},
+        // A bias indexed by the output column (the swapped GEMM's row).
+        HopperCase{"relu(linear(X[24,2048]:bf16, W[3000,2048]:bf16, bias[3000]:bf16))",
+                   kBf16 + kSwap + ",WM=1,BN=24" + kWs},
+        // Two consumer warpgroups (BM=128: M-major A in two chunks), BK=128 (K chunks).
+        HopperCase{"matmul(A[32,2048]:bf16, B[2048,4096]:bf16)",
+                   "ATOM=wgmma_bf16,STAGE=tma,SWIZZLE=128B,BK=128,STAGES=4" + kSwap +
+                       ",WM=2,BN=32" + kWs},
+        HopperCase{"linear(X[48,4096]:f16, W[1024,4096]:f16)",
+                   "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=128B,BK=128,STAGES=6" + kSwap +
+                       ",WM=1,BN=48" + kWs}));
 
 }  // namespace
 }  // namespace loom

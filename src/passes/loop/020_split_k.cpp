@@ -186,7 +186,8 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c
     LoopOp zero;
     zero.name = "zero_fill";
     zero.output = op.output;
-    zero.body = parallel_nest(c.loops, {Stmt::Write(op.output, var_index(c.loops),
+    // At the cell's own write index: after l:015 (SWAP_AB) it is out[n, m], not the loops'.
+    zero.body = parallel_nest(c.loops, {Stmt::Write(op.output, c.cell.back().index,
                                                     Operand::constant(0.0))});
     cell.insert(cell.end(), c.cell.begin() + 2, c.cell.end());
     cell.back().atomic_add = true;

@@ -110,6 +110,31 @@ TEST(WgmmaDesc, KMajorBGivenTransposed) {
       }
 }
 
+TEST(WgmmaDesc, KMajorRowsOfSeveralSpansInChunks) {
+  // BK deeper than one span (a swapped decode GEMM's BK=128): [rows][BK] stored as
+  // span-wide K chunks, one TMA box each. Every K-step lies in one chunk, read with the
+  // fields of a one-span slab from that chunk's start.
+  for (DType dt : k16)
+    for (int span : {64, 128})
+      for (int chunks : {2, 4})
+        for (WgmmaOperand op : {WgmmaOperand::A, WgmmaOperand::B}) {
+          const int64_t chunk = span / 2, BK = chunks * chunk, rows = op == WgmmaOperand::A ? 64 : 24;
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " span " + std::to_string(span) + " BK " +
+                       std::to_string(BK) + (op == WgmmaOperand::A ? " A" : " B"));
+          const TensorDecl t = slab(dt, 2, rows, BK, span, chunk);
+          const bool a = op == WgmmaOperand::A;
+          const WgmmaDescFields f = wgmma_desc_for(t, op, a ? BK : 1, a ? 1 : BK);
+          EXPECT_EQ(f.major, WgmmaMajor::K);
+          EXPECT_EQ(f.sbo_bytes, 8 * span);
+          for (int stage : {0, 1})
+            for (int64_t kk = 0; kk < BK / 16; ++kk) {
+              const int64_t origin = stage * rows * BK + kk * 16;
+              if (a) expect_bridge(t, op, BK, 1, origin, 64, 16);
+              else expect_bridge(t, op, 1, BK, origin, 16, int(rows));
+            }
+        }
+}
+
 TEST(WgmmaDesc, NMajorBInOneTwoAndFourChunks) {
   // B as [K, N] row-major: slab [BK][BN], rows of BN elements stored as span-wide chunks.
   for (DType dt : k16)

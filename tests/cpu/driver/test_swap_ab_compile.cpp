@@ -1,0 +1,112 @@
+// SWAP_AB on sm_90a without a GPU: the decode defaults choose the swapped wgmma schedule,
+// and every swapped kernel of the GPU test (tests/gpu/test_hopper_gemm.cpp, suite SwapAb)
+// compiles with NVRTC for sm_90a without spills, so the GPU run is left with the numerics.
+#include <gtest/gtest.h>
+
+#include "codegen/cuda.h"
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "passes/defaults.h"
+#include "runtime/nvrtc.h"
+
+namespace loom {
+namespace {
+
+CompileResult nvrtc(const CompiledProgram& c) {
+  CompileRequest req;
+  req.source = c.cuda;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = "sm_90a";
+  return compile(req, nullptr);
+}
+
+Knobs resolved(const std::string& expr, const std::string& arch = "sm_90a") {
+  CompileOptions opt;
+  opt.target = Target::for_arch(arch);
+  opt.stop_after = "l:000_lower_graph";
+  return compile_expression(expr, opt).state.knobs;
+}
+
+TEST(SwapAbDefaults, DecodeOnSm90aRunsSwappedOnWgmma) {
+  // 16 x 4096 x 4096: one m64n16k16 atom per 64-row CTA (64 CTAs), BK = 128, 8 stages.
+  Knobs d16 = resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)");
+  EXPECT_EQ(d16.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(d16.get_int("SWAP_AB", 0), 1);
+  EXPECT_EQ(d16.get_int("BN", 0), 16);
+  EXPECT_EQ(d16.get_int("WM", 0), 1);
+  EXPECT_EQ(d16.get_int("BK", 0), 128);
+  EXPECT_EQ(d16.get_int("STAGES", 0), 8);
+  EXPECT_EQ(d16.get_int("WARP_SPECIALIZE", 0), 1);
+  // M = 64 fills a 64 x 64 atom; its 32 KiB stages fit 6 deep.
+  Knobs d64 = resolved("linear(X[64,4096]:bf16, W[4096,4096]:bf16)");
+  EXPECT_EQ(d64.get_int("BN", 0), 64);
+  EXPECT_EQ(d64.get_int("STAGES", 0), 6);
+  // A ragged M rounds up to the atom's step of 8; f16 takes wgmma_f16.
+  Knobs d20 = resolved("matmul(A[20,4096]:f16, B[4096,2048]:f16)");
+  EXPECT_EQ(d20.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(d20.get_int("BN", 0), 24);
+}
+
+TEST(SwapAbDefaults, OtherShapesAndTargetsDoNotSwap) {
+  // sm_80 has no wgmma: its decode schedule stays mma.sync.
+  Knobs sm80 = resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "sm_80");
+  EXPECT_EQ(sm80.get_str("ATOM", ""), "mma_bf16");
+  EXPECT_EQ(sm80.get_int("SWAP_AB", 0), 0);
+  // A transposed A whose 20-element rows TMA cannot load (40 B), more than 64 rows, a
+  // narrow weight, f32 operands: no swap.
+  for (const char* e : {"matmul(A[4096,20]:bf16.T, B[4096,4096]:bf16)",
+                        "matmul(A[128,4096]:bf16, B[4096,4096]:bf16)",
+                        "matmul(A[16,4096]:bf16, B[4096,512]:bf16)",
+                        "matmul(A[16,4096]:f32, B[4096,4096]:f32)"}) {
+    SCOPED_TRACE(e);
+    EXPECT_EQ(resolved(e).get_int("SWAP_AB", 0), 0);
+  }
+  // An explicit tile was written for the unswapped GEMM: the default swap yields to it.
+  CompileOptions opt;
+  opt.knobs = Knobs::parse("ATOM=wgmma_bf16,BN=128,WM=2");
+  opt.stop_after = "l:000_lower_graph";
+  EXPECT_FALSE(compile_expression("linear(X[16,4096]:bf16, W[4096,4096]:bf16)", opt)
+                   .state.knobs.has("SWAP_AB"));
+}
+
+// The swapped cases of the GPU test, plus the decode defaults at the suite's shapes.
+TEST(SwapAbCompile, SwappedKernelsCompileForSm90aWithoutSpills) {
+  const std::string tma = "STAGE=tma,SWIZZLE=128B,";
+  const std::string swap = ",SWAP_AB=1,WN=1,FM=1,FN=1";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", ""},
+      {"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", ""},
+      {"matmul(A[16,4096]:bf16, B[4096,4096]:bf16)", ""},
+      {"matmul(A[1,4096]:f16, B[4096,2048]:f16, out=f32)", ""},
+      {"matmul(A[24,1024]:f16, B[1024,2048]:f16)",
+       "ATOM=wgmma_f16," + tma + "BK=64,STAGES=4" + swap + ",WM=1,BN=16"},
+      {"matmul(A[20,520]:bf16, B[520,1096]:bf16)",
+       "ATOM=wgmma_bf16," + tma + "BK=64,STAGES=4" + swap + ",WM=1,BN=24,WARP_SPECIALIZE=1"},
+      {"relu(linear(X[24,2048]:bf16, W[3000,2048]:bf16, bias[3000]:bf16))",
+       "ATOM=wgmma_bf16," + tma + "BK=64,STAGES=4" + swap + ",WM=1,BN=24,WARP_SPECIALIZE=1"},
+      {"matmul(A[32,2048]:bf16, B[2048,4096]:bf16)",
+       "ATOM=wgmma_bf16," + tma + "BK=128,STAGES=4" + swap + ",WM=2,BN=32,WARP_SPECIALIZE=1"},
+      {"linear(X[48,4096]:f16, W[1024,4096]:f16)",
+       "ATOM=wgmma_f16," + tma + "BK=128,STAGES=6" + swap + ",WM=1,BN=48,WARP_SPECIALIZE=1"},
+  };
+  for (const auto& [expr, knobs] : cases) {
+    SCOPED_TRACE(expr + " knobs " + knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(knobs);
+    opt.target = Target::for_arch("sm_90a");
+    CompiledProgram c = compile_expression(expr, opt);
+    EXPECT_EQ(c.state.used_knobs.at("SWAP_AB"), "1");
+    ASSERT_NE(c.cuda.find("wgmma_m64n"), std::string::npos);
+    CompileResult r = nvrtc(c);
+    EXPECT_GT(r.cubin.size(), 0u);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+      EXPECT_EQ(rep.stack_frame_bytes, 0) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom

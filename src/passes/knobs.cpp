@@ -20,7 +20,8 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"BN", "columns of C per thread block (block tile width)", "t:010_partition_loops",
               1, 1024}
           .searched(SearchGroup::tiling,
-                    {{"fma", {"64", "128", "256"}}, {"wgmma", {"128", "256"}, 90}}),
+                    {{"fma", {"64", "128", "256"}},
+                     {"wgmma", {"128", "256", "64", "32", "16"}, 90}}),
       KnobDef{"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64}
           .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}},
                                           {"mma", {"2", "4", "8"}},
@@ -39,10 +40,11 @@ const std::vector<KnobDef>& knob_registry() {
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
        "k:025_lower_mma", 0, 0, false, {"f32", "f16"}},
-      {"SWAP_AB", "compute C^T = B^T A^T (0/1): the tile knobs then describe the swapped GEMM "
+      KnobDef{"SWAP_AB", "compute C^T = B^T A^T (0/1): the tile knobs then describe the swapped GEMM "
        "(BM, WM, FM and wgmma's M tile N; BN tiles M), so a small M becomes wgmma's N "
        "(decode shapes on sm_90a)",
-       "l:015_swap_operands", 0, 1},
+       "l:015_swap_operands", 0, 1}
+          .searched(SearchGroup::tiling, {{"wgmma", {"0", "1"}, 90}}),
       KnobDef{"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)",
               "l:020_split_k", 1, 256}
           .searched(SearchGroup::split_k,
@@ -62,8 +64,8 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"BK", "reduction depth of one staged slab", "t:040_stage_inputs", 1, 256}
           .searched(SearchGroup::staging, {{"fma", {"8", "16", "32"}},
                                            {"mma", {"32", "64"}},
-                                           {"wgmma_f16", {"64"}, 90},
-                                           {"wgmma_bf16", {"64"}, 90},
+                                           {"wgmma_f16", {"64", "128"}, 90},
+                                           {"wgmma_bf16", {"64", "128"}, 90},
                                            {"wgmma_tf32", {"32"}, 90}}),
       KnobDef{"STAGE", "how operand slabs reach shared memory", "t:040_stage_inputs", 0, 0,
               false, {"direct", "sync", "cp_async", "tma"}}
@@ -87,7 +89,7 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8}
           .searched(SearchGroup::staging, {{"fma", {"2", "3", "4"}},
                                            {"mma", {"2", "3", "4"}},
-                                           {"wgmma", {"3", "4", "5", "6"}, 90}}),
+                                           {"wgmma", {"3", "4", "5", "6", "8"}, 90}}),
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
       KnobDef{"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks "

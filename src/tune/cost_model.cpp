@@ -94,8 +94,9 @@ double peak_flop_per_clk(const AtomChoice& atom, int cc) {
   return tf32 ? f16 / 2 : f16;
 }
 
-CostEstimate predict(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Knobs& k,
                      const DeviceInfo& dev, const SmemFactors& smem) {
+  const TuneProblem p = as_computed(given, k);
   CostEstimate e;
   const BlockShape b = block_shape(k, atom);
   const Rates r = rates_of(dev);

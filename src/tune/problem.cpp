@@ -31,6 +31,12 @@ TuneProblem tune_problem(const Graph& g) {
   throw Error("the tuner searches contractions: the expression has no matmul/bmm/linear");
 }
 
+TuneProblem as_computed(const TuneProblem& p, const Knobs& k) {
+  TuneProblem q = p;
+  if (k.get_int("SWAP_AB", 0) == 1) std::swap(q.M, q.N);
+  return q;
+}
+
 std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc, bool arch_accelerated) {
   std::vector<AtomChoice> out;
   for (const auto& v : find_knob("ATOM")->choices) {

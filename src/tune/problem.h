@@ -44,6 +44,10 @@ struct AtomChoice {
 // (`arch_accelerated`: wgmma and setmaxnreg exist only there).
 std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc, bool arch_accelerated = true);
 
+// The GEMM the kernel computes: `p`, or with SWAP_AB=1 its transpose C^T = B^T A^T (M and
+// N exchanged: BM then tiles N and BN tiles M). Rules and the cost model read this one.
+TuneProblem as_computed(const TuneProblem& p, const Knobs& k);
+
 // What a knob set makes of one thread block. Knobs left unset take the values the
 // passes would (docs/knobs.md); the space only builds candidates that set them all.
 struct BlockShape {

@@ -20,8 +20,14 @@ bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
+std::string tiling_violation(const TuneProblem& given, const AtomChoice& a, const Knobs& k) {
+  const TuneProblem p = as_computed(given, k);
   const BlockShape b = block_shape(k, a);
+  // The swap pays where a small M would waste most of wgmma's 64 rows (decode); on a
+  // square-ish GEMM it is the same work transposed, not worth a measurement.
+  if (k.get_int("SWAP_AB", 0) == 1 && (given.M > 128 || given.M >= given.N))
+    return "SWAP_AB=1 with M=" + str(given.M) + ", N=" + str(given.N) +
+           ": the swap is for a small M against a wide N (M <= 128, M < N)";
   if (a.wgmma()) {
     if (b.WN * b.FN <= 0 || b.BN % (b.WN * b.FN) != 0 || b.atom_n % 8 != 0 || b.atom_n < 8 ||
         b.atom_n > 256)
@@ -79,8 +85,9 @@ std::string tiling_violation(const TuneProblem& p, const AtomChoice& a, const Kn
   return "";
 }
 
-std::string staging_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k,
+std::string staging_violation(const TuneProblem& given, const AtomChoice& a, const Knobs& k,
                               const DeviceInfo& dev) {
+  const TuneProblem p = as_computed(given, k);
   const BlockShape b = block_shape(k, a);
   const int cc = dev.cc_major * 10 + dev.cc_minor;
   const int64_t elem = dtype_bytes(p.in);
@@ -128,8 +135,9 @@ std::string staging_violation(const TuneProblem& p, const AtomChoice& a, const K
   return "";
 }
 
-std::string split_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k,
+std::string split_violation(const TuneProblem& given, const AtomChoice& a, const Knobs& k,
                             const DeviceInfo& dev) {
+  const TuneProblem p = as_computed(given, k);
   const BlockShape b = block_shape(k, a);
   if (b.split_k <= 1) return "";
   const int64_t tiles = p.batch * ((p.M + b.BM - 1) / b.BM) * ((p.N + b.BN - 1) / b.BN);

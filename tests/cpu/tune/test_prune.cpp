@@ -28,6 +28,28 @@ std::string why(const Case& c, const std::string& knobs, const DeviceInfo& dev =
   return knob_rule_violation(c.p, c.atom, Knobs::parse(knobs), dev);
 }
 
+TEST(Prune, WgmmaRulesSeeTheSwappedGemm) {
+  const std::string w = "ATOM=wgmma_bf16,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,";
+  // Decode: swapped, BN tiles M = 16 and BM = 64 tiles N = 4096; unswapped the 64-row
+  // atom is 4x the problem's 16 rows, but tiles of 64 stay legal on small problems.
+  Case d = problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_EQ(why(d, w + "SWAP_AB=1,WM=1,BN=16"), "");
+  EXPECT_NE(why(d, w + "SWAP_AB=1,WM=1,BN=128").find("larger than the problem's 4096x16"),
+            std::string::npos)
+      << why(d, w + "SWAP_AB=1,WM=1,BN=128");
+  // A square GEMM is not swapped; an atom N that is not a multiple of 8 is no wgmma.
+  Case sq = problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(sq, w + "SWAP_AB=1,WM=2,BN=256").find("the swap is for a small M"),
+            std::string::npos);
+  EXPECT_EQ(why(sq, w + "WM=2,BN=256"), "");
+  EXPECT_NE(why(sq, "ATOM=wgmma_bf16,WM=2,WN=2,FM=1,FN=1,BN=20,STAGE=tma,SWIZZLE=128B,BK=64")
+                .find("is not a wgmma N"),
+            std::string::npos);
+  EXPECT_NE(why(sq, "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=cp_async,BK=64")
+                .find("STAGE=tma"),
+            std::string::npos);
+}
+
 TEST(Prune, SharedMemoryOverTheOptInLimitNamesBytesAndLimit) {
   Case c = problem(gemm(4096, 4096, 4096, "f32"), "fma");
   std::string r = why(c, "BM=256,BN=256,FM=16,FN=8,BK=32,STAGE=cp_async,STAGES=4");

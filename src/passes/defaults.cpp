@@ -227,7 +227,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // explicit tile starts from none of them (the ladder's rung 1 inherited the default's
       // warp specialization and persistence before they joined the group).
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
-       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M"},
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M",
+       "CONSUMERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and

@@ -69,6 +69,8 @@ void hopper_steps(Ladder& l, const std::string& dtype) {
        "two consumer warpgroups share each slab: 128x256 blocks"},
       {"4 + persistent", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1",
        "one CTA per SM walks the tiles; the producer runs ahead into the next tile"},
+      {"4b + ping-pong consumers", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong",
+       "each consumer warpgroup owns every other 64x256 tile; mainloops take turns, epilogues overlap the other's math"},
       {"5 + cluster multicast", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2",
        "2-CTA clusters along M: each producer loads half of B for both (TMA multicast)"},
   };

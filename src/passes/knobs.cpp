@@ -145,6 +145,11 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
           .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
+      {"CONSUMERS", "how the WM=2 consumer warpgroups of a warp-specialized persistent kernel "
+       "share the work: cooperative (both split each tile, BM = WM*FM*64) or pingpong (each "
+       "owns whole tiles of BM = FM*64 rows, alternately, their mainloops in turn so one's "
+       "epilogue runs under the other's math; WARP_SPECIALIZE=1, PERSISTENT=1, WN=1)",
+       "k:030_warp_specialize", 0, 0, false, {"cooperative", "pingpong"}},
       KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles instead of one "
        "CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),

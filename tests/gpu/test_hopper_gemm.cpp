@@ -1,10 +1,11 @@
 // GPU correctness of the Hopper GEMM path (issue 6): ATOM=wgmma_* on TMA slabs in
 // 128-byte swizzle spans (K-major A and B, N-major B in 64-column chunks), with and
-// without warp specialization (producer warpgroup, full/empty mbarriers, setmaxnreg) and
-// persistent tiles, over square and odd shapes, both majornesses, batch, fused epilogues
-// and f16 / bf16 / tf32. Each case runs through run_expression: seeded inputs, output
-// poisoned with NaN, fp64 reference, relative error under the dtype's threshold. Skips
-// with the reason on a GPU-less machine (every case still compiles for sm_90a first).
+// without warp specialization (producer warpgroup, full/empty mbarriers, setmaxnreg),
+// persistent tiles, cooperative and ping-pong consumer warpgroups, over square and odd
+// shapes, both majornesses, batch, fused epilogues and f16 / bf16 / tf32. Each case runs
+// through run_expression: seeded inputs, output poisoned with NaN, fp64 reference,
+// relative error under the dtype's threshold. Skips with the reason on a GPU-less machine
+// (every case still compiles for sm_90a first).
 // TMA needs every global row to be a multiple of 16 bytes: the odd shapes are odd in tile
 // counts and edges, not in row pitch. SWAP_AB runs decode shapes as C^T = B^T A^T.
 #include <gtest/gtest.h>
@@ -43,6 +44,7 @@ const std::string kBf16 = "ATOM=wgmma_bf16," + kTma;
 const std::string kF16 = "ATOM=wgmma_f16," + kTma;
 const std::string kWs = ",WARP_SPECIALIZE=1";
 const std::string kPersistent = ",WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=8";
+const std::string kPingPong = kPersistent + ",CONSUMERS=pingpong";
 
 INSTANTIATE_TEST_SUITE_P(
     Hopper, GpuHopperGemm,
@@ -79,6 +81,18 @@ INSTANTIATE_TEST_SUITE_P(
                    kF16 + ",WM=2,BN=256,CLUSTER_M=2" + kPersistent},
         HopperCase{"matmul(A[512,512]:bf16, B[512,512]:bf16, out=f16)", kBf16 + ",WM=2,BN=128" + kPersistent},
         HopperCase{"silu(bmm(A[3,300,256]:bf16, B[3,256,200]:bf16))", kBf16 + ",WM=1,BN=128" + kWs},
+        // Ping-pong consumers: each warpgroup takes every other 64x256 or 128x128 tile
+        // (CTAs with 7 and 8, or 1 and 2 tiles), ragged edges, a fused epilogue, fewer
+        // tiles than SMs (warpgroup 1 idle), and 2-CTA clusters.
+        HopperCase{"matmul(A[4096,1024]:bf16, B[1024,4096]:bf16)", kBf16 + ",WM=2,BN=256" + kPingPong},
+        HopperCase{"matmul(A[2000,512]:f16, B[512,1496]:f16)", kF16 + ",WM=2,FM=2,BN=128" + kPingPong},
+        HopperCase{"relu(linear(X[1000,512]:bf16, W[3000,512]:bf16, bias[3000]:bf16))",
+                   kBf16 + ",WM=2,FM=2,BN=128" + kPingPong},
+        HopperCase{"matmul(A[256,2048]:bf16, B[2048,256]:bf16)", kBf16 + ",WM=2,BN=256" + kPingPong},
+        HopperCase{"matmul(A[800,512]:bf16, B[512,1000]:bf16)",
+                   kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPingPong},
+        HopperCase{"matmul(A[8192,1024]:f16, B[1024,8192]:f16)",
+                   kF16 + ",WM=2,FM=2,BN=128,CLUSTER_M=2" + kPingPong},
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));

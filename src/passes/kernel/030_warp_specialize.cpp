@@ -31,6 +31,26 @@
 // In a cluster (CLUSTER_M) each CTA's slot is filled partly by its peers' producers, so
 // the empty barriers count the consumers of every CTA, each release arrives on every
 // CTA's barrier (a multicast arrive), and a cluster sync closes the kernel.
+//
+// Ping-pong consumers (CONSUMERS=pingpong; t:010 tiled for one warpgroup, and t:027 made
+// the kernel persistent): two consumer warpgroups run that one-warpgroup kernel, each on
+// every other tile of the CTA's tile loop, and their mainloops take turns, so one
+// warpgroup's epilogue runs under the other's math. Warpgroup w = 0, 1 is an arm of its
+// own (its waits differ from the other's; an arm's threads go together):
+//     if w*128 <= threadIdx.x < (w+1)*128:
+//       for t_w in 0..(n + 1 - w) / 2  # persistent       its tiles t_i = t_w * 2 + w
+//         let t_i = t_w * 2 + w; ...
+//         mbar.wait turn[w] parity=(t_w + (w + 1) % 2) % 2   (the other's mainloop is done)
+//         for ...k_o: (as above)
+//         if wg_thread == 0: mbar.arrive turn[1 - w]         (the other's turn)
+//         wgmma.wait 0; release; epilogue
+// The producer is the cooperative one: it fills the ring in tile order. A slot is read by
+// one warpgroup, so the empty barriers expect one arrival per CTA. The turns are not only
+// for speed: a consumer waits on a slot's full barrier by parity, which cannot tell fill
+// f from fill f + 2, so a warpgroup may start waiting on the slots of its tile only once
+// the other has passed its waits on the fills before them. Warpgroup 0 goes first: a
+// fresh barrier passes parity 1 at once. The thread Lets of k:010 (one warpgroup's
+// block) become each warpgroup's own: threadIdx.x % 128 in place of threadIdx.x.
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -54,9 +74,23 @@ bool contains(const Stmt& s, const std::function<bool(const Stmt&)>& pred) {
 
 bool has_issue(const Stmt& s) { return contains(s, is_tma_issue); }
 
+// With ping-pong consumers, warpgroup w's loop over the persistent tile loop's tiles
+// w, w + 2, ...: `for t_w in 0..(n + 1 - w) / 2: let t_i = t_w * 2 + w; ...`.
+void own_tiles(Block& b, int64_t w) {
+  for (Stmt& s : b) {
+    if (s.kind == StmtKind::For && s.axis == "persistent") {
+      Block body = {Stmt::Let(s.var, Expr::var("t_w") * 2 + Expr(w))};
+      body.insert(body.end(), s.body.begin(), s.body.end());
+      s = Stmt::For("t_w", (s.extent + Expr(1 - w)) / 2, s.loop_kind, s.axis, body, s.tier);
+      return;
+    }
+    if (s.kind == StmtKind::For || s.kind == StmtKind::If) own_tiles(s.body, w);
+  }
+}
+
 class Specializer {
  public:
-  Specializer(CompileState& s, KernelOp& k) : s_(s), k_(k) {}
+  Specializer(CompileState& s, KernelOp& k, bool pingpong) : s_(s), k_(k), pingpong_(pingpong) {}
 
   void run() {
     consumers_ = k_.block_threads / kWarpgroup;
@@ -65,6 +99,17 @@ class Specializer {
       throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " has " +
                   std::to_string(k_.block_threads) + " threads; specialization hands whole "
                   "warpgroups (128 threads) their roles: use ATOM=wgmma_*");
+    if (pingpong_) {
+      bool persistent = false;
+      walk(k_.body, [&](const Stmt& x) {
+        persistent |= x.kind == StmtKind::For && x.axis == "persistent";
+      });
+      if (k_.block_threads != kWarpgroup || !persistent)
+        throw Error("CONSUMERS=pingpong: kernel " + k_.name + " is not one warpgroup's "
+                    "persistent kernel (t:010 tiles for one warpgroup with WM=2, t:027 loops "
+                    "over tiles with PERSISTENT=1)");
+      consumers_ = 2;
+    }
     // The slab loop and its slot count, as k:015 left them.
     Block& body = k_.body;
     size_t main = body.size();
@@ -82,6 +127,10 @@ class Specializer {
     if (ring_ < 1) throw Error("k:030_warp_specialize: kernel " + k_.name + " has no mbarriers");
     empty_base_ = k_.mbarriers;
     k_.mbarriers += int(ring_);
+    if (pingpong_) {
+      order_base_ = k_.mbarriers;
+      k_.mbarriers += int(consumers_);
+    }
 
     // Everything from the mbarrier setup's barrier on is the consumers' work.
     size_t start = 0;
@@ -95,6 +144,7 @@ class Specializer {
     Block consumer(body.begin() + long(start) + 1, body.end());
     Block producer_loop = producer(body[main]);
     Block consumer_arm = consume(consumer);
+    if (pingpong_) own_warpgroup(body, start, consumer_arm);
 
     const int64_t c_threads = consumers_ * kWarpgroup;
     const Expr tid = Expr::var("threadIdx.x");
@@ -106,13 +156,23 @@ class Specializer {
     if (c_regs > 0) c_arm.push_back(Stmt::SetMaxNReg(true, int(c_regs)));
     c_arm.insert(c_arm.end(), consumer_arm.begin(), consumer_arm.end());
     Block out(body.begin(), body.begin() + long(start) + 1);
-    out.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, p_arm),
-                                    Stmt::If(tid < Expr(c_threads), c_arm)}));
+    std::vector<Stmt> arms = {Stmt::If(Expr(c_threads) <= tid, p_arm)};
+    if (!pingpong_) arms.push_back(Stmt::If(tid < Expr(c_threads), c_arm));
+    // Ping-pong: the consumer warpgroups wait at different times, so each is an arm of
+    // its own (an arm's threads go together), its c_wg a constant.
+    for (int64_t w = 0; pingpong_ && w < consumers_; ++w) {
+      Block arm = c_arm;
+      own_tiles(arm, w);
+      substitute_block(arm, {{"c_wg", Expr(w)}});
+      const Expr below = tid < Expr((w + 1) * kWarpgroup);
+      arms.push_back(Stmt::If(w == 0 ? below : (Expr(w * kWarpgroup) <= tid && below), arm));
+    }
+    out.push_back(Stmt::Specialize(arms));
     // A CTA of a cluster may not exit while its peers can still multicast into its shared
     // memory or arrive on its barriers: the whole cluster leaves together.
     if (cluster_ > 1) out.push_back(Stmt::ClusterSync());
     k_.body = std::move(out);
-    k_.block_threads += kWarpgroup;
+    k_.block_threads = int(c_threads) + kWarpgroup;
   }
 
  private:
@@ -138,9 +198,14 @@ class Specializer {
       if (s.kind != StmtKind::If) continue;
       for (size_t j = 0; j < s.body.size(); ++j)
         if (s.body[j].kind == StmtKind::FenceMbarInit) {
+          // A slot's readers: every consumer warpgroup of every CTA, or with ping-pong
+          // consumers one warpgroup per CTA.
+          const int64_t readers = (pingpong_ ? 1 : consumers_) * cluster_;
           Block inits;
           for (int64_t e = 0; e < ring_; ++e)
-            inits.push_back(Stmt::MbarInit(Expr(empty_base_ + e), int(consumers_ * cluster_)));
+            inits.push_back(Stmt::MbarInit(Expr(empty_base_ + e), int(readers)));
+          for (int64_t w = 0; pingpong_ && w < consumers_; ++w)
+            inits.push_back(Stmt::MbarInit(Expr(order_base_ + w), 1));
           s.body.insert(s.body.begin() + long(j), inits.begin(), inits.end());
           return;
         }
@@ -205,17 +270,49 @@ class Specializer {
       }
       if (s.kind == StmtKind::For && has_issue(s) && loop_has_direct_issue(s)) {
         const Expr last = release_in(s);
+        const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
+        Block after;
+        if (pingpong_) {
+          // This warpgroup has passed its last full-barrier wait: the other's turn. c_wg is
+          // the arm's warpgroup and t_w its tile count (run() and own_tiles bind them).
+          const Expr c = Expr::var("c_wg");
+          after.push_back(Stmt::If(first_thread, {Stmt::MbarArrive(Expr(order_base_ + 1) - c)}));
+          const Expr parity = (Expr::var("t_w") + (c + 1) % 2) % 2;
+          b.insert(b.begin() + long(i), Stmt::MbarWait(Expr(order_base_) + c, parity));
+          ++i;
+        }
         // The loop's last slab: retired, then released, so a persistent CTA's producer
         // can refill its slot for the next tile.
-        const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
-        b.insert(b.begin() + long(i) + 1,
-                 {Stmt::WgmmaWait(0), Stmt::If(first_thread, {release(Expr(empty_base_) + last)})});
-        i += 2;
+        after.push_back(Stmt::WgmmaWait(0));
+        after.push_back(Stmt::If(first_thread, {release(Expr(empty_base_) + last)}));
+        b.insert(b.begin() + long(i) + 1, after.begin(), after.end());
+        i += after.size();
         continue;
       }
       if ((s.kind == StmtKind::For || s.kind == StmtKind::If) && has_issue(s)) s.body = consume(s.body);
     }
     return b;
+  }
+
+  // Ping-pong: the block k:010 bound is one warpgroup, which each consumer warpgroup now
+  // is: its thread Lets (before the mbarrier setup's barrier at `start`) and the consumer
+  // arm read the thread's index in its warpgroup.
+  void own_warpgroup(Block& body, size_t start, Block& consumer_arm) const {
+    const Expr tid = Expr::var("threadIdx.x");
+    const std::map<std::string, Expr> in_group = {{"threadIdx.x", tid % kWarpgroup}};
+    // Readable Lets: `threadIdx.x % 128 / 128` is 0, `threadIdx.x % 128 % 128` the inner mod.
+    const std::map<std::string, Expr::Range> block = {{"threadIdx.x", {0, 1023}}};
+    auto tidy = [&](Expr v) {
+      if (auto r = v.bounds(block); r && r->lo == r->hi) return Expr(r->lo);
+      if (v.kind() == Expr::Kind::Mod && v.lhs().kind() == Expr::Kind::Mod &&
+          v.rhs().is_const() && v.lhs().rhs().is_const() &&
+          v.lhs().rhs().const_value() % v.rhs().const_value() == 0)
+        return v.lhs().lhs() % v.rhs();
+      return v;
+    };
+    for (size_t i = 0; i < start; ++i)
+      if (body[i].kind == StmtKind::Let) body[i].value = tidy(body[i].value.substitute(in_group));
+    substitute_block(consumer_arm, in_group);
   }
 
   // A consumer warpgroup hands slot `empty` back: in a cluster to every CTA's producer,
@@ -268,6 +365,8 @@ class Specializer {
   CompileState& s_;
   KernelOp& k_;
   int64_t consumers_ = 0, ring_ = 0, empty_base_ = 0, cluster_ = 1;
+  bool pingpong_ = false;
+  int64_t order_base_ = 0;  // ping-pong: one "your turn" barrier per consumer warpgroup
 };
 
 }  // namespace
@@ -276,14 +375,18 @@ Pass pass_warp_specialize() {
   return Pass{"k:030_warp_specialize", Level::Kernel, Level::Kernel,
               "with WARP_SPECIALIZE=1 a producer warpgroup issues the TMA ring and the "
               "consumer warpgroups only wait, compute and release slots (full/empty mbarriers, "
-              "setmaxnreg)",
-              {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS"},
+              "setmaxnreg); with CONSUMERS=pingpong each of two consumer warpgroups takes every "
+              "other tile, their mainloops in turn",
+              {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS", "CONSUMERS"},
               [](CompileState& s) {
                 if (s.knob("WARP_SPECIALIZE", 0) == 0) return;
                 s.used_knobs["PRODUCER_REGS"] = std::to_string(s.knob("PRODUCER_REGS", 40));
                 s.used_knobs["CONSUMER_REGS"] = std::to_string(s.knob("CONSUMER_REGS", 232));
+                const std::string consumers = s.knobs.get_str("CONSUMERS", "cooperative");
+                s.used_knobs["CONSUMERS"] = consumers;
                 for (auto& k : s.kernel.kernels)
-                  if (k.mbarriers > 0 || !k.tma.empty()) Specializer(s, k).run();
+                  if (k.mbarriers > 0 || !k.tma.empty())
+                    Specializer(s, k, consumers == "pingpong").run();
               }};
 }
 

@@ -31,6 +31,8 @@
 // and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e. With CLUSTER_M = CM > 1 a
 // CLUSTER loop m_cta sits between the grid and the warpgroups: m = m_b*(BM*CM) + m_cta*BM + ..
 // (the CTAs of one cluster take CM consecutive block rows of the same columns).
+// CONSUMERS=pingpong (WM=2): the tile is one warpgroup's, BM = FM*64, one WARPGROUP loop
+// of extent 1; k:030 alternates the persistent tiles between two consumer warpgroups.
 #include "ir/error.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
@@ -132,6 +134,21 @@ MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
     throw Error("ATOM=" + s.knobs.get_str("ATOM", "fma") + " tiles by warps: WM and WN must be "
                 "at least 1 (WM=" + str(t.WM) + ",WN=" + str(t.WN) + ")");
   t.FM = s.knob("FM", wg ? 1 : 2), t.FN = s.knob("FN", wg ? 1 : 4);
+  if (s.knobs.get_str("CONSUMERS", "cooperative") == "pingpong") {
+    // Each of the two consumer warpgroups owns whole tiles of a persistent CTA's tile
+    // loop (k:030 hands them out): the tile is one warpgroup's.
+    if (!wg)
+      throw Error("CONSUMERS=pingpong alternates wgmma warpgroups over whole tiles: it needs "
+                  "ATOM=wgmma_* (the atom is " + s.knobs.get_str("ATOM", "fma") + ")");
+    if (s.knobs.get_int("PERSISTENT", 0) == 0 || s.knobs.get_int("WARP_SPECIALIZE", 0) == 0)
+      throw Error("CONSUMERS=pingpong hands a persistent CTA's tiles to its consumer "
+                  "warpgroups in turn: it needs PERSISTENT=1 and WARP_SPECIALIZE=1");
+    if (t.WM != 2 || t.WN != 1)
+      throw Error("CONSUMERS=pingpong has two consumer warpgroups each owning whole tiles of "
+                  "BM = FM*64 rows: WM=2,WN=1 (got WM=" + str(t.WM) + ",WN=" + str(t.WN) +
+                  "; a taller tile per warpgroup is FM=2)");
+    t.WM = 1;
+  }
   t.BM = s.knob("BM", t.WM * t.FM * t.AM), t.BN = s.knob("BN", t.WN * t.FN * t.AN);
   auto agree = [&](const char* b, int64_t got, const char* w, int64_t wv, const char* f,
                    int64_t fv, int64_t av) {

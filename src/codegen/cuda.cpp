@@ -442,6 +442,16 @@ class Renderer {
           if (cluster_mask(s) >> r & 1)
             line(d, "loom::mbarrier_arrive_cluster(" + mbar(s) + ", " + std::to_string(r) + "u);");
         break;
+      case StmtKind::TileArrive: {
+        const int64_t threads = s.value.const_value();
+        const std::string arrivals = std::to_string(int64_t(s.imm)) + ".0f";
+        line(d, "const " + idx_ + " " + s.var + " = " +
+                    (threads == k_->block_threads
+                         ? "loom::tile_arrive_block(" + address(s) + ", " + arrivals + ");"
+                         : "loom::tile_arrive_first(" + address(s) + ", " + arrivals + ", " +
+                               std::to_string(threads) + "u);"));
+        break;
+      }
       case StmtKind::ClusterSync:
         line(d, "loom::cluster_arrive();");
         line(d, "loom::cluster_wait();");

@@ -101,12 +101,13 @@ void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
                     " bytes of data but its shape needs " + std::to_string(bytes));
       LOOM_CUDA_RT(cudaMemcpy(d, raw.data(), bytes, cudaMemcpyHostToDevice));
     }
+    if (t.zero_init) LOOM_CUDA_RT(cudaMemset(d, 0, bytes));
   }
 }
 
 void DeviceTensors::poison_outputs(const ProgramBase& p, cudaStream_t stream) {
   for (const auto& t : p.tensors)
-    if (t.role != TensorRole::Input)
+    if (t.role != TensorRole::Input && !t.zero_init)
       LOOM_CUDA_RT(cudaMemsetAsync(ptrs_.at(t.name), 0xFF, bytes_.at(t.name), stream));
 }
 

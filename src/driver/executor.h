@@ -25,7 +25,9 @@ class DeviceTensors {
 
   // Inputs are uploaded from `host` (storage layout, rounded to dtype); Outputs and
   // Temps are allocated and poisoned with NaN (all-ones bytes are NaN in f32/f16/bf16),
-  // so an element a kernel fails to write fails verification. With `inputs_from`, Inputs
+  // so an element a kernel fails to write fails verification; zero_init Temps (split-K's
+  // workspace and tile counters) are cleared once here and left to the kernels, which
+  // leave them zero again, so repeated launches need no memset. With `inputs_from`, Inputs
   // use that object's buffers instead (it must hold them and outlive this one): the
   // tuner uploads a problem's inputs once for all its candidates.
   void allocate(const ProgramBase& p, const Bindings& host,

@@ -2,7 +2,9 @@
 // runs for every active thread before the next one starts (interpreter.h has the
 // semantics, interpret_machine.h the state layout).
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
@@ -187,7 +189,43 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::BulkWait: exec_bulk(n, active); break;
     case StmtKind::Specialize: exec_specialize(n, active, depth); break;
     case StmtKind::ClusterSync: exec_cluster_sync(n, active); break;
+    case StmtKind::TileArrive: exec_tile_arrive(n, active); break;
   }
+}
+
+// Blocks run one after another here, so an arrival sees every earlier block's writes;
+// what the interpreter checks is who arrives (exactly the statement's threads, all at
+// once, as the named barrier in front of the atomic requires) and that the counter
+// logic, not the block order, picks the CTA that finishes the tile (run_kernel runs
+// the blocks of a kernel with arrivals in reverse order).
+void Machine::exec_tile_arrive(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  if (arm_)
+    fail(s, "tile.arrive inside an arm of a specialize: its threads wait for each other, and "
+            "the other arms never reach it");
+  const int64_t threads = eval(n.value, active[0]);
+  bool first_threads = int64_t(active.size()) == threads;
+  for (size_t i = 0; first_threads && i < active.size(); ++i)
+    first_threads = active[i] % cta_threads_ == int(i);
+  if (!first_threads)
+    fail(s, "reached by " + std::to_string(active.size()) + " threads, not by exactly the "
+            "first " + std::to_string(threads) + " threads of the block that wait for each "
+            "other in it: the others would hang, or arrive with partial sums still unwritten");
+  const int64_t off = offset(n, n.access, active[0], 1, true);
+  for (int t : active)
+    if (offset(n, n.access, t, 1, true) != off)
+      fail(s, "threads of one block arrive on different counters", t);
+  double& counter = n.access.tensor->host->data[size_t(off)];
+  if (std::isnan(counter) || counter < 0 || counter >= s.imm)
+    fail(s, "counter " + s.tensor + "[" + std::to_string(off) + "] holds " +
+            std::to_string(counter) + " before an arrival, outside [0, " +
+            Operand::constant(s.imm).str() + "): it was not cleared, or a tile has more CTAs "
+            "arriving than the statement expects");
+  counter += 1;
+  const bool last = counter == s.imm;
+  if (last) counter = 0;
+  int64_t* row = &ints_[size_t(n.var) * size_t(threads_)];
+  for (int t : active) row[t] = last ? 1 : 0;
 }
 
 void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t depth) {
@@ -251,10 +289,22 @@ void Machine::exec_write(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   const TensorSlot& ts = *n.access.tensor;
   const int w = s.width;
+  // Copies of one warp-wide cell (Node::in_atom_nest) add once; they must agree.
+  std::map<int64_t, double> added;
+  const bool once = s.atomic_add && n.in_atom_nest;
   for (int t : active) {
     int64_t off = offset(n, n.access, t, w, kernel_);
     for (int i = 0; i < w; ++i) {
       double v = operand(n, 0, t, i);
+      if (once) {
+        auto [it, first] = added.emplace(off + i, v);
+        if (!first) {
+          if (it->second != v && !(std::isnan(v) && std::isnan(it->second)))
+            fail(s, "lanes running one ATOM nest add different values to element " +
+                        std::to_string(off + i) + " of " + ts.decl->name, t);
+          continue;
+        }
+      }
       if (ts.shared >= 0) {
         if (s.atomic_add) shared_.atomic_add(ts.shared, off + i, v, t, s);
         else shared_.write(ts.shared, off + i, v, t, s);

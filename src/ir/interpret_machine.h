@@ -90,6 +90,10 @@ struct Node {
   // A warpgroup atom's A and B read from shared memory ({origin, row stride, col
   // stride}); tensor null where the operand is a fragment (args).
   Access tiles[2];
+  // Kernel IR Write inside an ATOM-tier loop: before k:025/k:026 hand the atom's cells to
+  // the lanes, every lane of the warp (warpgroup) runs the nest whole, each holding a copy
+  // of the same cells, so an atomic add of a cell is made once, not once per copy.
+  bool in_atom_nest = false;
   std::vector<Node> body;
 };
 
@@ -132,6 +136,7 @@ class Machine {
   void run_block(const std::vector<Node>& nodes, const std::vector<int>& active, size_t depth);
   void exec(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_for(const Node& n, const std::vector<int>& active, size_t depth);
+  void exec_tile_arrive(const Node& n, const std::vector<int>& active);
   void exec_if(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_load(const Node& n, const std::vector<int>& active);
   void exec_write(const Node& n, const std::vector<int>& active);
@@ -243,6 +248,7 @@ class Machine {
   std::deque<TaskContext> contexts_;  // indexed by scheduler task id
   int task_ = -1;                     // the running task
   bool arm_ = false;                  // the running task is an arm of a Specialize
+  int atom_loops_ = 0;                // ATOM-tier loops around the statement being resolved
 
   // Clusters: CTAs per cluster and threads per CTA; the running task's CTA.
   int ctas_ = 1, cta_threads_ = 1, cta_ = 0;

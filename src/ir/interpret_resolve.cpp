@@ -217,7 +217,9 @@ Node Machine::resolve_stmt(const Stmt& s) {
       // A loop runs the same iterations in every thread (checked when it runs), so its
       // variable is uniform even when the extent mentions threadIdx.
       n.var = bind_int(s.var, false);
+      atom_loops_ += s.tier == Tier::Atom;
       n.body = resolve_block(s.body);
+      atom_loops_ -= s.tier == Tier::Atom;
       int_scopes_.pop_back();
       break;
     case StmtKind::If:
@@ -237,6 +239,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
       if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
       n.access = access(s, s.tensor, s.index, kernel_);
       operands();
+      n.in_atom_nest = kernel_ && atom_loops_ > 0;
       if (s.width > 1 && n.args[0].extents.empty())
         fail(s, "a vector store of width " + std::to_string(s.width) +
                     " reads consecutive elements of a register array; its operand is not one");
@@ -431,6 +434,13 @@ Node Machine::resolve_stmt(const Stmt& s) {
       resolve_tma_box(s, n, "tma.store");
       break;
     }
+    case StmtKind::TileArrive:
+      n.access = access(s, s.tensor, s.index, true);
+      if (n.access.tensor->shared >= 0)
+        fail(s, "tile.arrive counts in global memory; " + s.tensor + " is a shared tensor");
+      n.value = compile(s, s.value);
+      n.var = bind_int(s.var, false);
+      break;
     case StmtKind::Specialize:
       for (const Stmt& arm : s.body) {
         if (arm.kind != StmtKind::If) {

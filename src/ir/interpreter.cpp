@@ -82,7 +82,7 @@ Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
       if (t.role == TensorRole::Input)
         throw Error("interpreter: input tensor " + t.name +
                     " has no data in Bindings::tensors (make_random_inputs fills inputs)");
-      it = b.tensors.emplace(t.name, make_tensor(t.dtype, slot.shape, kNaN)).first;
+      it = b.tensors.emplace(t.name, make_tensor(t.dtype, slot.shape, t.zero_init ? 0.0 : kNaN)).first;
     }
     HostTensor& h = it->second;
     if (h.shape != slot.shape)
@@ -149,9 +149,15 @@ void Machine::run_kernel(const KernelOp& k) {
 
   std::vector<int> all(T);
   std::iota(all.begin(), all.end(), 0);
-  for (int64_t z = 0; z < g[2]; ++z)
-    for (int64_t y = 0; y < g[1]; ++y)
-      for (int64_t x = 0; x < g[0]; x += C) {
+  // Tile arrivals pick the CTA that finishes a tile by counting; running the blocks last
+  // to first makes a kernel that assumed the last split (or any fixed one) finishes fail.
+  bool arrives = false;
+  walk(k.body, [&](const Stmt& s) { arrives |= s.kind == StmtKind::TileArrive; });
+  auto at = [&](int64_t i, int d) { return arrives ? g[d] - 1 - i : i; };
+  for (int64_t zi = 0; zi < g[2]; ++zi)
+    for (int64_t yi = 0; yi < g[1]; ++yi)
+      for (int64_t xi = 0; xi < g[0]; xi += C) {
+        const int64_t z = at(zi, 2), y = at(yi, 1), x = arrives ? g[0] - C - xi : xi;
         for (size_t t = 0; t < N; ++t) block[0][t] = x + int64_t(t / T);
         std::fill(block[1], block[1] + N, y);
         std::fill(block[2], block[2] + N, z);
@@ -185,7 +191,7 @@ void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed) {
   const Expr::Env symbols = symbol_env(p, b);
   for (const TensorDecl& t : p.tensors) {
     if (t.role == TensorRole::Shared) continue;
-    HostTensor h = make_tensor(t.dtype, eval_shape(t, symbols), kNaN);
+    HostTensor h = make_tensor(t.dtype, eval_shape(t, symbols), t.zero_init ? 0.0 : kNaN);
     if (t.role == TensorRole::Input)
       for (double& v : h.data) {
         // 53 random bits to [0, 1) by hand: std::uniform_real_distribution differs

@@ -117,6 +117,9 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::BulkWait: return "bulk.wait.read " + std::to_string(int(s.imm));
     case StmtKind::Specialize: return "specialize:";
     case StmtKind::ClusterSync: return "cluster.sync";
+    case StmtKind::TileArrive:
+      return "let " + s.var + " = tile.arrive " + s.tensor + "[" + join_exprs(s.index) + "] of " +
+             Operand::constant(s.imm).str() + " (threads 0.." + s.value.str() + ")";
   }
   return "?";
 }
@@ -168,6 +171,7 @@ void print_header(std::ostringstream& os, const ProgramBase& p) {
   {
     os << "  " << t.name << ": " << dtype_name(t.dtype) << "[" << join_exprs(t.shape) << "] "
        << role_name(t.role);
+    if (t.zero_init) os << " zeroed";
     if (t.pad) os << " pad=" << t.pad;
     if (t.swizzle.bits)
       os << " swizzle<" << t.swizzle.bits << "," << t.swizzle.base << "," << t.swizzle.shift << ">";

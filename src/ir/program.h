@@ -54,6 +54,11 @@ struct TensorDecl {
   // — the layout that TMA boxes one swizzle span wide, side by side, produce for a slab
   // whose rows are wider than the span (an N-major B operand of wgmma). Needs pad 0.
   int64_t row_chunk = 0;
+  // Temps only: the tensor starts all zeros and every program run leaves it all zeros
+  // again (split-K's fixup workspace and tile counters, which the kernel that uses them
+  // resets). The runtime clears it once when it allocates it and never poisons it; the
+  // interpreter creates it zeroed.
+  bool zero_init = false;
   std::vector<Expr> strides() const;  // row-major strides of `shape`, padding included
   Expr numel() const;                 // elements of the shape (padding excluded)
   Expr footprint() const;             // elements of storage (padding included)

@@ -354,6 +354,18 @@ Stmt Stmt::ClusterSync() {
   return s;
 }
 
+Stmt Stmt::TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,
+                      int threads) {
+  Stmt s;
+  s.kind = StmtKind::TileArrive;
+  s.var = std::move(var);
+  s.tensor = std::move(counter);
+  s.index = {std::move(offset)};
+  s.imm = double(arrivals);
+  s.value = Expr(threads);
+  return s;
+}
+
 void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
   auto sub_all = [&](std::vector<Expr>& v) {
     for (Expr& e : v) e = e.substitute(repl);

@@ -68,6 +68,16 @@ enum class StmtKind {
   // same time and may write each other's shared memory (a multicast TmaLoad) and arrive
   // on each other's mbarriers (MbarArrive with a `multicast` mask).
   ClusterSync,         // barrier.cluster.arrive + wait: every thread of every CTA of the cluster
+  // Split-K's in-kernel combine: the CTAs of one output tile count their arrivals on a
+  // global counter, and the last one to arrive finishes the tile. The first `value`
+  // threads of the block (a constant; all of them, or the consumer warpgroups of a
+  // specialized kernel) execute it together: they wait for each other (so every partial
+  // sum they wrote is ordered before the arrival), one adds 1 to the f32 counter
+  // `tensor[index]` (atom.add.acq_rel.gpu: it releases this CTA's writes and acquires
+  // those of the CTAs that arrived before), and each binds the integer `var` to 1 when
+  // that made `imm` arrivals, else 0. The last arrival resets the counter to 0, so the
+  // next launch finds it cleared.
+  TileArrive,
 };
 
 enum class LoopKind { Parallel, Reduce };
@@ -232,6 +242,10 @@ struct Stmt {
   static Stmt BulkWait(int keep_reading);
   static Stmt Specialize(std::vector<Stmt> arms);
   static Stmt ClusterSync();
+  // `var` = 1 in the last of `arrivals` CTAs to arrive on counter[offset], else 0; the
+  // first `threads` threads of the block arrive together.
+  static Stmt TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,
+                         int threads);
 };
 
 using Block = std::vector<Stmt>;

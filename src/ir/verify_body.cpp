@@ -744,7 +744,32 @@ class BodyChecker {
       case StmtKind::BulkWait: check_hopper(s); break;
       case StmtKind::Specialize: check_specialize(s); break;
       case StmtKind::ClusterSync: check_cluster_sync(s); break;
+      case StmtKind::TileArrive: check_tile_arrive(s); break;
     }
+  }
+
+  // Its threads wait for each other (a named barrier over the first `value` threads), so
+  // they must not be split across the arms of a specialize; the counter is global f32.
+  void check_tile_arrive(const Stmt& s) {
+    require_level(s, Level::Kernel, "tile.arrive");
+    if (arm_)
+      fail(s, "tile.arrive inside an arm of `" + first_line(*arm_) + "`: its threads wait for "
+                  "each other, so it belongs after the specialize, where the arms have joined");
+    check_access(s);
+    const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.role != TensorRole::Temp || t.dtype != DType::F32 || !t.zero_init)
+      fail(s, "the arrival counter `" + s.tensor + "` must be a zeroed f32 temp (TensorDecl::"
+                  "zero_init): the runtime clears it once and the last arrival resets it");
+    if (!s.value.is_const() || s.value.const_value() < 1 ||
+        (kernel_ && s.value.const_value() > kernel_->block_threads))
+      fail(s, "tile.arrive's thread count " + s.value.str() + " is not a constant between 1 and "
+                  "the block's threads");
+    if (s.imm < 1 || s.imm != double(int64_t(s.imm)))
+      fail(s, "tile.arrive waits for a positive whole number of arrivals");
+    if (thread_dependent(s.index[0]))
+      fail(s, "the counter offset " + s.index[0].str() + " depends on threadIdx; one counter "
+                  "serves the whole tile");
+    bind_int(s, s.var, "tile.arrive variable", false);
   }
 
   int cluster_ctas() const { return kernel_ ? kernel_->cluster[0] : 1; }

@@ -151,6 +151,13 @@ static Knobs wgmma_decode_defaults(const Gemm& s) {
                       ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
 }
 
+// Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
+// has too few 128x128 tiles to fill half the SMs and a long K: split-K on wgmma tiles.
+static bool wgmma_split_k(const Gemm& s, int sm_count) {
+  return s.known && s.batch == 1 && !s.f32_operands && s.M % 8 == 0 && s.N % 8 == 0 &&
+         s.K % 8 == 0 && 2 * ((s.M + 127) / 128) * ((s.N + 127) / 128) < sm_count && s.K >= 4096;
+}
+
 // wgmma (sm_90a). Large grids: the persistent warp-specialized schedule — two consumer
 // warpgroups of one m64n256 atom each (128x256 blocks), a producer warpgroup feeding a
 // 4-deep TMA ring of 64-deep slabs (tf32: 32) in 128-byte swizzle spans, min(tiles, SMs)
@@ -172,6 +179,21 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
     if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
     return k;
   }
+  // Few tiles, long K (128x128x16384: one tile): the warp-specialized 128x128 schedule
+  // with K split S ways, S the largest power of two that keeps the grid (tiles * S) within
+  // half the SMs and every split 4 slabs deep (the ring's depth) — 64 for one tile on
+  // H100. Half the SMs: each CTA streams its chunk at up to ~85 GB/s (4 x 32 KiB slabs in
+  // flight, ~1.5 us latency), so 64 CTAs can pull more than HBM gives, and S = 128 would
+  // double the atomic traffic (S x 64 KiB per tile) for no more bandwidth. Fixup combine:
+  // one kernel, any epilogue and output type (SPLITK_MODE in docs/knobs.md).
+  if (wgmma_split_k(s, sm_count)) {
+    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 127) / 128);
+    int64_t S = 2;
+    while (tiles * S * 4 <= sm_count && s.K / (S * 2) >= 256) S *= 2;
+    return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab +
+                        ",EPILOGUE=direct,WARP_SPECIALIZE=1,SPLITK=" + std::to_string(S) +
+                        ",SPLITK_MODE=fixup");
+  }
   return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab + ",GROUP_M=8,EPILOGUE=direct");
 }
 
@@ -190,9 +212,9 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   // 16-bit operands on sm_80+ get the tensor cores in the decode, large and medium
   // classes: at 4096^3 f16 on H100 the mma schedule runs 0.53x cuBLAS where the SIMT one
   // (which converts every element to f32 and issues FFMA) cannot pass the fp32 FMA rate,
-  // a sixth of the mma.sync rate. Split-K and small shapes keep their SIMT schedules: the
-  // mma path has no split-K yet. c.knobs keeps the class's SIMT schedule for a person
-  // who sets ATOM=fma or a SIMT tile.
+  // a sixth of the mma.sync rate. Split-K and small shapes keep their SIMT schedules
+  // (split-K on sm_90a: wgmma, below). c.knobs keeps the class's SIMT schedule for a
+  // person who sets ATOM=fma or a SIMT tile.
   const bool tensor_cores =
       (s.in == DType::F16 || s.in == DType::BF16) && t.compute_capability() >= 80;
   const char* mma_atom = s.in == DType::F16 ? "mma_f16" : "mma_bf16";
@@ -219,6 +241,9 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     std::string mode = (!s.epilogue && s.out == DType::F32) ? "atomic" : "reduce";
     c.knobs = Knobs::parse("BM=64,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4,SPLITK=" +
                            std::to_string(S) + ",SPLITK_MODE=" + mode);
+    // On sm_90a a 16-bit one takes wgmma with split-K (its schedule: c.wgmma).
+    if (tensor_cores && t.arch == "sm_90a" && wgmma_split_k(s, t.sm_count))
+      c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     return c;
   }
   if (tiles128 >= t.sm_count) {
@@ -248,8 +273,10 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   }
   if (!c.shape_class.empty()) {
     if (tensor_cores) c.knobs.set("ATOM", mma_atom);
-    // On sm_90a a large aligned 16-bit GEMM takes wgmma (its schedule: c.wgmma).
-    if (tensor_cores && t.arch == "sm_90a" && wgmma_large(s, t.sm_count))
+    // On sm_90a a large aligned 16-bit GEMM takes wgmma, and so does one with few tiles
+    // and a long K, split (its schedule: c.wgmma).
+    if (tensor_cores && t.arch == "sm_90a" &&
+        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     return c;
   }
@@ -276,14 +303,14 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
-  // staging defaults and no split-K yet (mma_defaults_for, which says why and what they
-  // measured): 2x2 warps of 4x8 atoms, cp.async slabs; a knob of a group given
+  // staging defaults, and split-K only where its schedule says (mma_defaults_for and
+  // wgmma_defaults_for say why and what they measured); a knob of a group given
   // explicitly drops the rest of that group's defaults.
   Knobs out;
-  // A default mma atom (16-bit operands) yields to an explicit tile or split-K: FM and FN
-  // count thread cells under fma and atoms under mma, and the mma path has no split-K,
-  // so knobs written for the SIMT schedule keep meaning what they meant.
-  bool simt_explicit = explicit_knobs.has("SPLITK");
+  // A default mma atom (16-bit operands) yields to an explicit tile: FM and FN count
+  // thread cells under fma and atoms under mma, so knobs written for the SIMT schedule
+  // keep meaning what they meant. A split count means the same on both paths.
+  bool simt_explicit = false;
   for (const char* k : {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"})
     simt_explicit |= explicit_knobs.has(k);
   const std::string default_atom = simt_explicit ? "fma" : defaults.get_str("ATOM", "fma");
@@ -299,6 +326,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
     if (!touched) out.set(name, value);
   }
   out.merge(explicit_knobs);
+  // Split-K's atomic and fixup combines add partial sums into global memory, which the
+  // staged epilogue (a copy of finished values) cannot do: a default EPILOGUE=smem yields.
+  if (out.get_int("SPLITK", 1) > 1 && out.get_str("SPLITK_MODE", "reduce") != "reduce" &&
+      out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
+    out.set("EPILOGUE", "direct");
   return out;
 }
 

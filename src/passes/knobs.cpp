@@ -50,7 +50,7 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::split_k,
                     {{"fma", {"1", "2", "4", "8", "16", "32", "64", "128"}}}),
       KnobDef{"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
-       {"reduce", "atomic"}}
+       {"reduce", "atomic", "fixup"}}
           .searched(SearchGroup::split_k, {{"fma", {"reduce", "atomic"}}}),
       KnobDef{"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
        "t:025_rasterize", 1, 64}

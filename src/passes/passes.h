@@ -30,6 +30,7 @@ Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp
 Pass pass_pipeline();          // kernel/050_pipeline.cpp
 Pass pass_interleave_loads();  // kernel/052_interleave_loads.cpp
+Pass pass_splitk_fixup();      // kernel/058_splitk_fixup.cpp
 Pass pass_launch_bounds();     // kernel/060_launch_bounds.cpp
 
 }  // namespace loom

@@ -82,6 +82,9 @@ const std::vector<Pass>& pipeline() {
       pass_stage_epilogue(),
       // Unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
+      // Split-K's fixup joins the split kernel once both are final in form (nothing after
+      // it must understand the fused kernel), before the launch bounds of the result.
+      pass_splitk_fixup(),
       // Occupancy request last: a property of the finished kernel.
       pass_launch_bounds(),
   };

@@ -133,6 +133,53 @@ __device__ __forceinline__ void red_add_v4_f32(float* p, const float* v) {
 }
 #endif
 
+// Split-K's tile arrival (Kernel IR TileArrive): returns 1 in every participating thread
+// of the CTA whose arrival is the `arrivals`-th on `counter`, else 0, and resets the
+// counter in that CTA. The barrier in front orders every participating thread's partial
+// sums before thread 0's fence and atom (PTX ISA 9.7.13.4 atom and 9.7.12.4 membar/fence,
+// .acq_rel.gpu: a release of what the barrier ordered before it, and an acquire of the
+// earlier arrivals' releases); the barrier reduction behind it (9.7.13.1 bar.red.or)
+// hands the answer to the others, ordered after the acquire. The counter is f32 so that it lives
+// with the f32 workspace: counts stay exact far beyond any split count.
+__device__ __forceinline__ int tile_arrive_thread0(float* counter, float arrivals) {
+  int last = 0;
+  if (threadIdx.x == 0) {
+    float old;
+    // The fence first, as CUTLASS's split-K semaphore does: it makes the release cover the
+    // other threads' reductions (ordered before it by the barrier) without relying on the
+    // atom's own cumulativity.
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    asm volatile("atom.add.acq_rel.gpu.global.f32 %0, [%1], 1.0;" : "=f"(old) : "l"(counter)
+                 : "memory");
+    last = old == arrivals - 1.0f;
+    // No other CTA touches the counter again in this launch: the next one finds it 0.
+    if (last) *counter = 0.0f;
+  }
+  return last;
+}
+// Every thread of the block arrives (bar.sync 0 and bar.red 0).
+__device__ __forceinline__ int tile_arrive_block(float* counter, float arrivals) {
+  __syncthreads();
+  return __syncthreads_or(tile_arrive_thread0(counter, arrivals));
+}
+// The first `threads` threads (a multiple of 32) arrive, on named barrier 1: the consumer
+// warpgroups of a specialized kernel, whose producer has stopped at a lower register
+// budget (setmaxnreg.dec) and must not run this code.
+__device__ __forceinline__ int tile_arrive_first(float* counter, float arrivals, unsigned threads) {
+  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
+  const int mine = tile_arrive_thread0(counter, arrivals);
+  int last;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p, q;\n"
+      "  setp.ne.s32 p, %1, 0;\n"
+      "  bar.red.or.pred q, 1, %2, p;\n"
+      "  selp.s32 %0, 1, 0, q;\n"
+      "}\n"
+      : "=r"(last) : "r"(mine), "r"(threads) : "memory");
+  return last;
+}
+
 // Narrow element types: one 4/8/16-byte access, each element widened to f32 (loads) or
 // narrowed from f32 (stores; exact when the value came from the same type).
 template <int W> struct loom_bytes_of;

@@ -19,6 +19,12 @@
 //     atomic mode: op `zero_fill` clears `out`, and the split op's final write becomes an
 //     atomic add. Legal only when the epilogue is linear in the accumulator (none, or
 //     scaling by constants) and `out` is f32 (atomicAdd on f32 is what codegen emits).
+//     fixup mode: the split op adds its accumulator atomically into an f32 `workspace`
+//     [..out] that starts zeroed (TensorDecl::zero_init); op `splitk_fixup` reads each sum,
+//     clears the workspace element for the next run, and runs the epilogue and the store.
+//     Any epilogue and output type. As Loop IR it is two ops that run one after the other;
+//     k:058_splitk_fixup makes them one kernel, where the last CTA of a tile to arrive on
+//     a counter runs splitk_fixup's part for that tile (no second launch).
 // SPLITK=1 leaves the program unchanged.
 #include <algorithm>
 #include <set>
@@ -164,9 +170,48 @@ std::vector<std::string> inputs_read(const LoopOp& orig, const Block& body) {
   return in;
 }
 
+// Renames value `from` to `to` where the statements read it.
+void rename_operands(Block& b, const std::string& from, const std::string& to) {
+  walk(b, [&](Stmt& st) {
+    for (Operand& o : st.args)
+      if (o.name == from) o.name = to;
+  });
+}
+
+// 3 (fixup): `part` adds its accumulator into workspace[..out]; splitk_fixup takes the sum,
+// clears the element and finishes it.
+std::vector<LoopOp> fixup_ops(LoopProgram& p, const LoopOp& op, const Contraction& c,
+                              std::vector<LoopHead> split_loops, Block cell,
+                              std::set<std::string>& taken) {
+  TensorDecl ws;
+  ws.name = fresh_name("workspace", taken);
+  ws.dtype = DType::F32;
+  ws.role = TensorRole::Temp;
+  ws.zero_init = true;
+  for (const auto& l : c.loops) ws.shape.push_back(l.extent);
+  p.tensors.push_back(ws);
+  const std::vector<Expr> idx = var_index(c.loops);
+  const std::string acc = c.cell[0].dst;
+  cell.push_back(Stmt::Write(ws.name, idx, Operand::value(acc)));
+  cell.back().atomic_add = true;
+  LoopOp part{op.name, {}, ws.name, parallel_nest(split_loops, std::move(cell))};
+  part.inputs = inputs_read(op, part.body);
+
+  const std::string sum = fresh_name(acc + "_sum", taken);
+  Block epilogue(c.cell.begin() + 2, c.cell.end());
+  rename_operands(epilogue, acc, sum);
+  Block fcell = {Stmt::Load(sum, ws.name, idx), Stmt::Write(ws.name, idx, Operand::constant(0.0))};
+  fcell.insert(fcell.end(), epilogue.begin(), epilogue.end());
+  LoopOp fix{"splitk_fixup", {}, op.output, parallel_nest(c.loops, std::move(fcell))};
+  fix.inputs = inputs_read(op, fix.body);
+  fix.inputs.insert(fix.inputs.begin(), ws.name);
+  return {std::move(part), std::move(fix)};
+}
+
 // Steps 2-3 for one op; returns the ops that replace it.
 std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c,
-                          int64_t S, int64_t granule, bool atomic) {
+                          int64_t S, int64_t granule, const std::string& mode) {
+  const bool atomic = mode == "atomic";
   std::set<std::string> taken = names_in(p);
   const std::string s_var = fresh_name("s", taken);
   const Stmt& red = c.cell[1];
@@ -181,6 +226,7 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c
   split_loops.insert(split_loops.begin(), LoopHead{s_var, ch.splits, "s"});
   const std::string acc = c.cell[0].dst;
 
+  if (mode == "fixup") return fixup_ops(p, op, c, split_loops, std::move(cell), taken);
   std::vector<LoopOp> out;
   if (atomic) {
     LoopOp zero;
@@ -235,14 +281,19 @@ int64_t chunk_granule(const CompileState& s) {
 Pass pass_split_k() {
   return Pass{"l:020_split_k", Level::Loop, Level::Loop,
               "with SPLITK > 1 every contraction reduces one chunk of K per `s`; its partial "
-              "sums are combined by splitk_reduce (reduce) or atomically after zero_fill "
-              "(atomic)",
+              "sums are combined by splitk_reduce (reduce), atomically after zero_fill "
+              "(atomic), or atomically into a zeroed workspace that splitk_fixup finishes "
+              "(fixup)",
               {"SPLITK", "SPLITK_MODE"},
               [](CompileState& s) {
                 int64_t S = s.knob("SPLITK", 1);
                 std::string mode = s.knobs.get_str("SPLITK_MODE", "reduce");
                 s.used_knobs["SPLITK_MODE"] = mode;
                 if (S == 1) return;
+                if (mode != "reduce" && mode != "atomic" && mode != "fixup")
+                  throw Error("SPLITK_MODE=" + mode + ": the split-K combines are reduce (a "
+                              "second kernel sums the partials), atomic (f32 adds into the "
+                              "output) and fixup (one kernel: the last CTA of a tile finishes it)");
                 bool atomic = mode == "atomic";
                 std::vector<LoopOp> ops;
                 bool any = false;
@@ -254,7 +305,7 @@ Pass pass_split_k() {
                   }
                   any = true;
                   if (atomic) check_atomic_legal(s.loop, op, *c);
-                  auto repl = split(s.loop, op, *c, S, chunk_granule(s), atomic);
+                  auto repl = split(s.loop, op, *c, S, chunk_granule(s), mode);
                   ops.insert(ops.end(), repl.begin(), repl.end());
                 }
                 if (!any)

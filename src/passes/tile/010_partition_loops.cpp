@@ -26,13 +26,16 @@
 // ATOM m_e n_e (one atom's tile, whose cells the warp's 32 lanes share through the
 // fragment layouts: k:025 decides which lane holds which). BM = WM*FM*AM and
 // BN = WN*FN*AN follow from the others (an explicit BM/BN must agree), and the checks
-// that only an mma needs (input types, sm_80+, no split-K) are made here, once.
+// that only an mma needs (input types, sm_80+) are made here, once.
 // ATOM=wgmma_* (sm_90a) tiles the same way with WARPGROUP loops m_w n_w (4 warps each)
 // and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e. With CLUSTER_M = CM > 1 a
 // CLUSTER loop m_cta sits between the grid and the warpgroups: m = m_b*(BM*CM) + m_cta*BM + ..
 // (the CTAs of one cluster take CM consecutive block rows of the same columns).
 // CONSUMERS=pingpong (WM=2): the tile is one warpgroup's, BM = FM*64, one WARPGROUP loop
 // of extent 1; k:030 alternates the persistent tiles between two consumer warpgroups.
+// Split-K's splitk_fixup op (SPLITK_MODE=fixup) is tiled like the contraction before it,
+// one BM x BN tile per block on at most its threads, and gets the per-tile arrival
+// counters: k:058 runs it inside the split kernel, in the CTA that finishes a tile.
 #include "ir/error.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
@@ -101,9 +104,6 @@ void check_mma(const AtomDef& a, const LoopOp& op, const Block& cell, CompileSta
     throw Error(knob + " (" + a.ptx + ") exists only on the arch-specific target sm_" +
                 str(a.min_sm) + "a; the target is " + s.target.arch +
                 " (compile with --target sm_90a, or use ATOM=mma_*)");
-  if (s.knobs.get_int("SPLITK", 1) > 1)
-    throw Error(knob + " with SPLITK=" + s.knobs.get_str("SPLITK", "1") +
-                ": split-K is not built for mma tiles yet; use SPLITK=1");
   const Stmt* red = reduce_loop(cell);
   if (!red) throw Error("t:010_partition_loops: " + knob + ": op '" + op.name + "' has no reduction");
   walk(red->body, [&](const Stmt& st) {
@@ -185,12 +185,21 @@ int64_t cluster_m(const AtomDef& a, CompileState& s) {
   return CM;
 }
 
+// A contraction's block tile and the threads that compute it (a specialized kernel's
+// producer warpgroup, added by k:030, not counted): split-K's fixup op is partitioned to
+// match it, so that k:058 can hand the tile to those threads.
+struct BlockTile {
+  int64_t BM = 0, BN = 0, threads = 0, cluster_m = 1;
+};
+
 TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
                      const std::vector<const Stmt*>& loops, const Block& inner,
-                     const AtomDef& a, CompileState& s) {
+                     const AtomDef& a, CompileState& s, BlockTile& tile) {
   check_mma(a, op, inner, s);
   const MmaTiling t = mma_tiling(a, s);
+  tile = {t.BM, t.BN, t.WM * t.WN * a.threads};
   const int64_t CM = cluster_m(a, s);
+  tile.cluster_m = CM;
   const std::string m = lm.var, n = ln.var;
   auto v = [](const std::string& name) { return Expr::var(name); };
   // With CLUSTER_M > 1 a grid step covers CM block rows, one per CTA of the cluster.
@@ -219,7 +228,21 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   return TileOp{op.name, op.inputs, op.output, std::move(body)};
 }
 
-TileOp partition(const LoopOp& op, CompileState& s) {
+int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
+
+// splitk_fixup's tiling: the contraction's BM x BN block tile on at most its threads, at
+// most BN/V of them along a row (V = 4, 2 or 1 dividing BN: a few columns each) and the
+// rest along the rows, so one block of the fixup op is exactly one tile of the split op.
+struct FixupTiling { int64_t BM, BN, FM, FN; };
+FixupTiling fixup_tiling(const BlockTile& c) {
+  int64_t V = 4;
+  while (c.BN % V != 0) V /= 2;
+  const int64_t TN = gcd(c.BN / V, c.threads);
+  const int64_t TM = gcd(c.threads / TN, c.BM);
+  return {c.BM, c.BN, c.BM / TM, c.BN / TN};
+}
+
+TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   // Collect the output nest.
   std::vector<const Stmt*> loops;
   const Block* inner = &op.body;
@@ -242,11 +265,16 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   // whatever tile the GEMM uses (a 128x128 reduce grid was one block: 829 us).
   bool contraction = op.name.rfind("matmul", 0) == 0;
   if (contraction)
-    if (const AtomDef* a = chosen_mma(s)) return partition_mma(op, lm, ln, loops, *inner, *a, s);
+    if (const AtomDef* a = chosen_mma(s))
+      return partition_mma(op, lm, ln, loops, *inner, *a, s, tile);
   int64_t FM, FN, BM, BN;
   if (contraction) {
     FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
     BM = s.knob("BM", std::max(dm.b, FM)), BN = s.knob("BN", std::max(dn.b, FN));
+  } else if (op.name == "splitk_fixup") {
+    LOOM_CHECK(tile.threads > 0, "l:020 puts splitk_fixup after the contraction it finishes");
+    const FixupTiling f = fixup_tiling(tile);
+    BM = f.BM, BN = f.BN, FM = f.FM, FN = f.FN;
   } else {
     FM = 1, FN = std::min<int64_t>(4, dn.f);
     BM = std::min<int64_t>(16, dm.b), BN = std::min<int64_t>(64, std::max(dn.b, FN));
@@ -254,6 +282,7 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   check_tiling("BM", BM, "FM", FM);
   check_tiling("BN", BN, "FN", FN);
   int64_t TM = BM / FM, TN = BN / FN;
+  if (contraction) tile = {BM, BN, TM * TN};
   if (TM * TN > s.target.max_threads_per_block)
     throw Error("BM=" + std::to_string(BM) + ",BN=" + std::to_string(BN) + ",FM=" +
                 std::to_string(FM) + ",FN=" + std::to_string(FN) + " needs (BM/FM)*(BN/FN) = " +
@@ -265,6 +294,10 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   Expr mb = Expr::var(m + "_b"), mt = Expr::var(m + "_t"), mr = Expr::var(m + "_r");
   int64_t V = s.knob("VECTORIZE", 4);
   while (V > 1 && FN % V != 0) V /= 2;
+  // splitk_fixup's loads and stores stay scalar (k:040 folds register-array loads only):
+  // V = 1 puts consecutive threads on consecutive columns, one 128-byte line per warp
+  // access instead of four lines at a 16-byte stride.
+  if (op.name == "splitk_fixup") V = 1;
   Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t");
   Expr ng = Expr::var(n + "_g"), nv = Expr::var(n + "_v"), nr = Expr::var(n + "_r");
   Expr m_of = mb * BM + mt * FM + mr;
@@ -316,6 +349,30 @@ TileOp partition(const LoopOp& op, CompileState& s) {
   return TileOp{op.name, op.inputs, op.output, std::move(body)};
 }
 
+// The arrival counters k:058_splitk_fixup fuses splitk_fixup with: one per block tile of
+// the split op ([batch.., m tiles, n tiles], a cluster's CTAs past M included), zeroed
+// by the runtime and left zeroed by the kernel (TensorDecl::zero_init).
+TensorDecl tile_counters(const LoopOp& fixup, const BlockTile& tile, const ProgramBase& p) {
+  TensorDecl c;
+  c.name = "splitk_count";
+  for (int i = 0; p.has_tensor(c.name); ++i) c.name = "splitk_count" + std::to_string(i);
+  c.dtype = DType::F32;
+  c.role = TensorRole::Temp;
+  c.zero_init = true;
+  std::vector<Expr> extents;
+  for (const Block* b = &fixup.body; b->size() == 1 && (*b)[0].kind == StmtKind::For;
+       b = &(*b)[0].body)
+    extents.push_back((*b)[0].extent);
+  LOOM_CHECK(extents.size() >= 2, "splitk_fixup has (batch..,) m, n loops");
+  const Expr M = extents[extents.size() - 2], N = extents.back();
+  extents.pop_back();
+  extents.pop_back();
+  extents.push_back(ceil_div(M, tile.BM * tile.cluster_m) * tile.cluster_m);
+  extents.push_back(ceil_div(N, tile.BN));
+  c.shape = extents;
+  return c;
+}
+
 }  // namespace
 
 Pass pass_partition_loops() {
@@ -326,7 +383,11 @@ Pass pass_partition_loops() {
               [](CompileState& s) {
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;
-                for (const auto& op : s.loop.ops) t.ops.push_back(partition(op, s));
+                BlockTile tile;
+                for (const auto& op : s.loop.ops) {
+                  t.ops.push_back(partition(op, s, tile));
+                  if (op.name == "splitk_fixup") t.tensors.push_back(tile_counters(op, tile, t));
+                }
                 s.tile = std::move(t);
                 s.level = Level::Tile;
               }};

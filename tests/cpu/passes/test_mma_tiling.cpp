@@ -256,7 +256,7 @@ TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
   has(error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,BK=12"),
       "BK=12 is not a multiple of the depth 8 of mma_m16n8k8_f32_tf32 (ATOM=mma_tf32): a slab "
       "holds whole atoms; use BK=16");
-  has(error_of(f16, "ATOM=mma_f16,SPLITK=2"), "SPLITK=2: split-K is not built for mma tiles yet; use SPLITK=1");
+  EXPECT_EQ(error_of(f16, "ATOM=mma_f16,SPLITK=2"), "");  // tests/cpu/passes/test_split_k_mma.cpp
   has(error_of(f16, "ATOM=mma_f16,WM=2"), "WM and WN go together");
   has(error_of(f16, "ATOM=mma_f16,WM=8,WN=8"), "2048 threads per block; the limit is 1024");
   has(error_of(f16, "ATOM=mma_f16", "sm_75"), "ATOM=mma_f16 needs sm_80 or newer");
@@ -306,16 +306,23 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
   EXPECT_EQ(k.get_int("FN", 0), 8);
   EXPECT_EQ(k.get_str("EPILOGUE", ""), "smem");
   EXPECT_EQ(resolved("matmul(A[100,200]:f16, B[200,300]:f16)", "").get_str("ATOM", ""), "mma_f16");
-  // f32 keeps fp32 arithmetic (tf32 would change the numeric contract); split-K and tiny
-  // shapes keep their SIMT schedules; sm_75 has no m16n8k16.
+  // f32 keeps fp32 arithmetic (tf32 would change the numeric contract); split-K (before
+  // sm_90a, which takes wgmma for it) and tiny shapes keep their SIMT schedules; sm_75 has
+  // no m16n8k16.
   EXPECT_EQ(resolved("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "").get_str("ATOM", "fma"), "fma");
-  EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "").get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "").get_str("ATOM", "fma"),
+            "wgmma_bf16");
   EXPECT_EQ(resolved("matmul(A[8,8]:f16, B[8,8]:f16)", "").get_str("ATOM", "fma"), "fma");
-  // Knobs written for the SIMT schedule keep it: an explicit tile or split count, or ATOM=fma.
+  // Knobs written for the SIMT schedule keep it: an explicit tile, or ATOM=fma. A split
+  // count keeps the tensor cores (split-K works on mma tiles), and its atomic combine the
+  // direct epilogue (the staged one copies finished values).
   Knobs simt = resolved(bf16, "BM=64,BN=64", "sm_80");
   EXPECT_EQ(simt.get_str("ATOM", "fma"), "fma");
   EXPECT_EQ(simt.get_str("STAGE", ""), "sync");
-  EXPECT_EQ(resolved(bf16, "SPLITK=2", "sm_80").get_str("ATOM", "fma"), "fma");
+  EXPECT_EQ(resolved(bf16, "SPLITK=2", "sm_80").get_str("ATOM", "fma"), "mma_bf16");
+  EXPECT_EQ(resolved(bf16, "SPLITK=2", "sm_80").get_str("EPILOGUE", ""), "smem");
+  EXPECT_EQ(resolved(bf16, "SPLITK=2,SPLITK_MODE=fixup", "sm_80").get_str("EPILOGUE", ""), "direct");
   Knobs fma = resolved(bf16, "ATOM=fma", "sm_80");
   EXPECT_EQ(fma.get_int("BM", 0), 128);
   EXPECT_EQ(fma.get_int("FN", 0), 8);
@@ -361,6 +368,22 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   Knobs mma = resolved(big, "ATOM=mma_bf16", "sm_90a");
   EXPECT_EQ(mma.get_int("FN", 0), 8);
   EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));
+  // Few 128x128 tiles (fewer than half the SMs) and K >= 4096: wgmma, split S ways with
+  // the one-kernel fixup, S the largest power of two keeping tiles * S within half the SMs
+  // and 4 slabs per split. One tile: S = 64 on the 132-SM target; 4 tiles: 16.
+  Knobs skinny = resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_90a");
+  EXPECT_EQ(skinny.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(skinny.get_int("SPLITK", 0), 64);
+  EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "fixup");
+  EXPECT_EQ(skinny.get_int("WARP_SPECIALIZE", 0), 1);
+  EXPECT_EQ(skinny.get_int("BN", 0), 128);
+  EXPECT_FALSE(skinny.has("PERSISTENT"));
+  Knobs four = resolved("relu(linear(X[256,4096]:f16, W[256,4096]:f16, bias[256]:f16))", "",
+                        "sm_90a");
+  EXPECT_EQ(four.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(four.get_int("SPLITK", 0), 16);
+  EXPECT_EQ(resolved("matmul(A[256,2048]:bf16, B[2048,256]:bf16)", "", "sm_90a").get_int("SPLITK", 1), 1);
+  EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", ""), "");
 }
 
 TEST(MmaTiling, ShapeClassRulesFromTheTuningSuite) {

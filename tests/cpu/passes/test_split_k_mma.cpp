@@ -1,0 +1,188 @@
+// Split-K on tensor-core tiles (l:020 with ATOM=mma_* and wgmma_*) and the fixup combine
+// in one kernel (SPLITK_MODE=fixup, k:058). After every pass the program runs on the CPU
+// interpreter and is compared with the unsplit Loop IR: mma.sync and wgmma tiles, warp
+// specialization and clusters, all three combines, a K no chunk size divides, f32 and
+// bf16 outputs, a bias that must be added once and not once per split. Plus the fused
+// kernel's shape, its counters and workspace left zeroed after a run (so a second launch
+// is right too), the arrival check the interpreter makes, and the errors.
+#include <gtest/gtest.h>
+
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "passes/pipeline.h"
+#include "pass_check.h"
+
+namespace loom {
+namespace {
+
+CompileState compile(const std::string& expr, const std::string& knobs,
+                     const Target& t = Target::for_arch("sm_90a")) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = t;
+  run_pipeline(s);
+  return s;
+}
+
+int count(const Block& b, StmtKind kind) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
+  return n;
+}
+
+// One 64 x 64 wgmma atom per warpgroup, one 128-byte span per slab: small for the CPU.
+const std::string kWgmma = "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2";
+const std::string kMma = "ATOM=mma_bf16,WM=2,WN=2,FM=1,FN=2,BK=64,STAGE=cp_async,STAGES=2";
+
+// K = 328 in 3 splits: chunks of 2 slabs (128) leave a last chunk of 72, a ragged slab
+// included; 72 x 40 leaves partial tiles. Atomic mode needs an f32 output.
+std::string ragged_k(const std::string& mode) {
+  return std::string("matmul(A[72,328]:bf16, B[328,40]:bf16") +
+         (mode == "atomic" ? ", out=f32)" : ")");
+}
+const char* kBias = "linear(X[64,256]:bf16, W[64,256]:bf16, bias[64]:bf16)";
+
+TEST(SplitKMma, MmaSyncEveryPassMatchesAllCombines) {
+  for (std::string mode : {"reduce", "atomic", "fixup"}) {
+    passcheck::check_every_pass(ragged_k(mode), Knobs::parse(kMma + ",SPLITK=3,SPLITK_MODE=" + mode), 41);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(SplitKMma, WgmmaEveryPassMatchesReduce) {
+  passcheck::check_every_pass(ragged_k("reduce"), Knobs::parse(kWgmma + ",SPLITK=3"), 43);
+}
+TEST(SplitKMma, WgmmaEveryPassMatchesAtomic) {
+  passcheck::check_every_pass(ragged_k("atomic"),
+                              Knobs::parse(kWgmma + ",SPLITK=3,SPLITK_MODE=atomic"), 43);
+}
+TEST(SplitKMma, WgmmaEveryPassMatchesFixup) {
+  passcheck::check_every_pass(ragged_k("fixup"),
+                              Knobs::parse(kWgmma + ",SPLITK=3,SPLITK_MODE=fixup"), 43);
+}
+
+TEST(SplitKMma, WarpSpecializedFixupAddsTheBiasOnce) {
+  // bf16 and f32 outputs; the bias runs in splitk_fixup, once per element.
+  for (std::string expr : {std::string(kBias), std::string("relu(linear(X[64,256]:bf16, "
+                                               "W[64,256]:bf16, bias[64]:bf16, out=f32))")}) {
+    CompileState s = passcheck::check_every_pass(
+        expr, Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup"), 47);
+    if (HasFailure()) return;
+    ASSERT_EQ(s.kernel.kernels.size(), 1u);
+    const KernelOp& k = s.kernel.kernels[0];
+    EXPECT_EQ(count(k.body, StmtKind::TileArrive), 1);
+    EXPECT_EQ(count(k.body, StmtKind::Specialize), 1);
+  }
+}
+
+TEST(SplitKMma, WarpSpecializedReduceAndTwoWarpgroups) {
+  passcheck::check_every_pass(
+      kBias, Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,"
+                          "STAGES=2,WARP_SPECIALIZE=1,SPLITK=2"),
+      53);
+}
+
+TEST(SplitKMma, ClusterFixupCountsPerCta) {
+  // 2-CTA clusters along M: 160 rows make the second cluster's upper CTA empty; it still
+  // arrives on its own counter.
+  passcheck::check_every_pass(
+      "matmul(A[160,256]:bf16, B[256,64]:bf16)",
+      Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,CLUSTER_M=2,SPLITK=2,SPLITK_MODE=fixup"), 59);
+}
+
+TEST(SplitKMma, PersistentReduceWorksAndFixupIsRefused) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 4;
+  passcheck::check_every_pass(
+      "matmul(A[128,256]:bf16, B[256,128]:bf16)",
+      Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=2,SPLITK=2"), 61, {}, {},
+      std::nullopt, t);
+  try {
+    compile("matmul(A[128,512]:bf16, B[512,128]:bf16)",
+            kWgmma + ",WARP_SPECIALIZE=1,PERSISTENT=1,SPLITK=2,SPLITK_MODE=fixup", t);
+    ADD_FAILURE() << "fixup with PERSISTENT=1 compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("PERSISTENT=0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SplitKMma, FixupLeavesCountersAndWorkspaceZeroedForTheNextLaunch) {
+  CompileState s = compile(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
+  ASSERT_EQ(s.kernel.kernels.size(), 1u);
+  EXPECT_TRUE(s.kernel.tensor("workspace").zero_init);
+  EXPECT_TRUE(s.kernel.tensor("splitk_count").zero_init);
+  Bindings b;
+  make_random_inputs(s.loop, b, 71);
+  Bindings ref = b;
+  interpret(s.loop, ref);
+  for (int launch = 0; launch < 2; ++launch) {
+    b.tensors.at("out").data.assign(b.tensors.at("out").data.size(), std::nan(""));
+    interpret(s.kernel, b);
+    passcheck::expect_close(b.tensors.at("out"), ref.tensors.at("out"), DType::BF16,
+                            "launch " + std::to_string(launch));
+    for (const char* t : {"workspace", "splitk_count"})
+      for (double v : b.tensors.at(t).data) ASSERT_EQ(v, 0.0) << t << " after launch " << launch;
+  }
+}
+
+TEST(SplitKMma, InterpreterChecksTheArrivals) {
+  CompileState s = compile(kBias, kMma + ",SPLITK=4,SPLITK_MODE=fixup");
+  ASSERT_EQ(s.kernel.kernels.size(), 1u);
+  Bindings b;
+  make_random_inputs(s.loop, b, 73);
+  Bindings ref = b;
+  interpret(s.loop, ref);
+  // Expecting one arrival fewer than there are splits: each tile is finished before its
+  // last partial sum is in, and the late split leaves the counter at 1 for the next launch.
+  KernelProgram early = s.kernel;
+  walk(early.kernels[0].body, [](Stmt& st) {
+    if (st.kind == StmtKind::TileArrive) st.imm -= 1;
+  });
+  Bindings b1 = b;
+  interpret(early, b1);
+  double worst = 0;
+  for (size_t i = 0; i < ref.tensors.at("out").data.size(); ++i)
+    worst = std::max(worst, std::fabs(b1.tensors.at("out").data[i] - ref.tensors.at("out").data[i]));
+  EXPECT_GT(worst, 0.1);
+  int left = 0;
+  for (double v : b1.tensors.at("splitk_count").data) left += v != 0;
+  EXPECT_GT(left, 0);
+  // Arriving from fewer threads than the statement names: the others would hang.
+  KernelProgram narrow = s.kernel;
+  Block& body = narrow.kernels[0].body;
+  auto at = std::find_if(body.begin(), body.end(),
+                         [](const Stmt& st) { return st.kind == StmtKind::TileArrive; });
+  ASSERT_NE(at, body.end());
+  *at = Stmt::If(Expr::var("threadIdx.x") < Expr(32), {Stmt(*at)});
+  Bindings b2 = b;
+  EXPECT_THROW(interpret(narrow, b2), Error);
+}
+
+TEST(SplitKMma, FixupKernelIrShape) {
+  CompileState s = compile(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
+  const std::string ir = print(s.kernel);
+  // The consumer warpgroup (128 threads) arrives; the producer (the last warpgroup) does not.
+  EXPECT_NE(ir.find("if threadIdx.x < 128:\n    let splitk_last = tile.arrive splitk_count["),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("of 4 (threads 0..128)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("workspace["), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("k_splitk_fixup"), std::string::npos) << ir;
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.block_threads, 256);
+  EXPECT_NE(std::find(k.params.begin(), k.params.end(), "splitk_count"), k.params.end());
+  EXPECT_NE(std::find(k.params.begin(), k.params.end(), "bias"), k.params.end());
+}
+
+TEST(SplitKMma, UnknownModeIsAnError) {
+  try {
+    compile(kBias, kMma + ",SPLITK=2,SPLITK_MODE=serial");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fixup"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loom

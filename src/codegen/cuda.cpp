@@ -386,7 +386,10 @@ class Renderer {
         break;
       }
       case StmtKind::Barrier:
-        line(d, "__syncthreads();");
+        if (s.named_barrier())
+          line(d, "loom::bar_sync(" + s.value.str() + ", " + std::to_string(int64_t(s.imm)) + ");");
+        else
+          line(d, "__syncthreads();");
         break;
       case StmtKind::AsyncCopy: {
         int bytes = s.width * dtype_bytes(p_.tensor(s.tensor).dtype);

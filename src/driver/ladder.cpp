@@ -56,10 +56,14 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
 }
 
 // Issue 6's Hopper progression: wgmma on TMA slabs, then the organization around it.
-// Every rung reads 128-byte swizzled 64-deep slabs through a 4-deep ring.
+// Every rung reads 128-byte swizzled 64-deep slabs through a 4-deep ring (3-deep on rung
+// 6, whose output tile needs the room).
 void hopper_steps(Ladder& l, const std::string& dtype) {
-  const std::string base = "ATOM=wgmma_" + dtype + ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4," +
-                           "GROUP_M=8,EPILOGUE=direct";
+  auto base_stages = [&](int stages, const std::string& epilogue) {
+    return "ATOM=wgmma_" + dtype + ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" +
+           std::to_string(stages) + ",GROUP_M=8," + epilogue;
+  };
+  const std::string base = base_stages(4, "EPILOGUE=direct");
   l.steps = {
       {"1 TMA + wgmma", base + ",WM=1,WN=1,BN=256",
        "one warpgroup, m64n256k16; thread 0 issues the TMA ring, everyone waits, bar.sync per slab"},
@@ -73,6 +77,12 @@ void hopper_steps(Ladder& l, const std::string& dtype) {
        "each consumer warpgroup owns every other 64x256 tile; mainloops take turns, epilogues overlap the other's math"},
       {"5 + cluster multicast", base + ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2",
        "2-CTA clusters along M: each producer loads half of B for both (TMA multicast)"},
+      // The 64 KB output tile takes the fourth stage's room (k:053's header says why).
+      {"6 + TMA-store epilogue",
+       base_stages(3, "EPILOGUE=tma_store") +
+           ",WM=2,WN=1,BN=256,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2",
+       "each consumer warpgroup writes its half of C to a swizzled shared tile, one thread "
+       "TMA-stores it while the next tile's mainloop runs; STAGES=3"},
   };
 }
 

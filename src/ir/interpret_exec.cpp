@@ -157,6 +157,10 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
       break;
     case StmtKind::Stage: exec_stage(n, active, depth); break;
     case StmtKind::Barrier:
+      if (s.named_barrier()) {
+        exec_named_barrier(n, active);
+        break;
+      }
       if (arm_)
         fail(s, "bar.sync 0 inside an arm of a specialize: it waits for every thread of the "
                 "block, but the other arms never reach it, so the block deadlocks; hand buffers "

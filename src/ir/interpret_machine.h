@@ -31,6 +31,8 @@ namespace loom::interp {
 
 // Atoms the interpreter can execute; `dst` is the accumulator, read and written.
 constexpr size_t kMaxAtomOperands = 8;
+// Hardware barriers per CTA (bar.sync ids 0..15, PTX ISA 9.7.13.1).
+constexpr size_t kNamedBarriers = 16;
 struct AtomImpl {
   const char* id;
   size_t arity;
@@ -170,6 +172,9 @@ class Machine {
   void retire_wgmma(size_t op);
   int64_t tile_offset(const Node& n, const Access& a, int t, int64_t r, int64_t c);
 
+  // ---- named barriers (interpret_named_barrier.cpp) ------------------------------
+  void exec_named_barrier(const Node& n, const std::vector<int>& active);
+
   // ---- warp specialization (interpret_specialize.cpp) ----------------------------
   void exec_specialize(const Node& n, const std::vector<int>& active, size_t depth);
   // An mbarrier wait inside a task: blocks the task until every thread's phase is complete.
@@ -263,6 +268,16 @@ class Machine {
     const Stmt* stmt = nullptr;
   };
   std::vector<RemoteArrival> remote_;
+
+  // Named barriers of the running block or cluster, CTA r's id i at r * 16 + i: the
+  // threads waiting there (whole warps), the count they expect, how often it completed.
+  struct NamedBarrier {
+    std::vector<int> waiting;
+    int64_t count = 0;
+    int64_t completed = 0;
+    const Stmt* stmt = nullptr;
+  };
+  std::vector<NamedBarrier> named_;
 };
 
 }  // namespace loom::interp

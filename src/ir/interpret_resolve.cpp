@@ -371,6 +371,8 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.body = resolve_block(s.body);
       break;
     case StmtKind::Barrier:
+      if (s.named_barrier()) n.value = compile(s, s.value);
+      break;
     case StmtKind::AsyncCommit: break;
     case StmtKind::AsyncWait:
       if (s.imm < 0) fail(s, "cp.async.wait keeps a negative number of groups in flight");

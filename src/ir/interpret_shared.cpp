@@ -59,6 +59,7 @@ void SharedMemory::begin_block(std::string where, int threads, int mbarriers, in
   readers_.clear();
   readers_open_ = 0;
   fences_.assign(size_t(threads), 0);
+  sync_.clear();
 }
 
 // A barrier orders everything before it; task clocks only matter within one epoch. In a
@@ -67,6 +68,16 @@ void SharedMemory::begin_block(std::string where, int threads, int mbarriers, in
 void SharedMemory::barrier(int cta) {
   level_[size_t(cta)] = ++epoch_;
   if (live_tasks_ == 0 && ctas_ == 1) forget_tasks();
+}
+
+void SharedMemory::named_barrier(const std::vector<int>& threads) {
+  const int64_t e = ++epoch_;
+  const size_t n = threads_.size();
+  if (sync_.empty()) sync_.assign(n, std::vector<int64_t>(n, 0));
+  std::vector<int64_t> joined(n, 0);
+  for (int t : threads) join(joined, sync_[size_t(t)]);
+  for (int t : threads) joined[size_t(t)] = e;
+  for (int t : threads) sync_[size_t(t)] = joined;
 }
 
 void SharedMemory::cluster_barrier() {
@@ -505,12 +516,21 @@ void SharedMemory::end_task(const std::vector<int>& threads) {
 
 SharedMemory::Stamp SharedMemory::stamp(int thread) const {
   if (thread < 0) return Stamp{};
-  const int a = task_of_[size_t(thread)];
-  return a < 0 ? Stamp{} : Stamp{a, clocks_[size_t(a)][size_t(a)]};
+  Stamp st;
+  st.thread = thread;
+  st.epoch = epoch_;
+  if (const int a = task_of_[size_t(thread)]; a >= 0) {
+    st.task = a;
+    st.time = clocks_[size_t(a)][size_t(a)];
+  }
+  return st;
 }
 
 bool SharedMemory::ordered(const Stamp& a, int thread) const {
-  if (a.task < 0 || thread < 0) return false;
+  if (thread < 0) return false;
+  if (a.thread >= 0 && !sync_.empty() && sync_[size_t(thread)][size_t(a.thread)] > a.epoch)
+    return true;
+  if (a.task < 0) return false;
   const int b = task_of_[size_t(thread)];
   // Threads of one arm run in lockstep but only a barrier orders them (none in an arm).
   if (b < 0 || b == a.task || size_t(a.task) >= clocks_.size()) return false;

@@ -36,6 +36,11 @@
 // such an element meanwhile is a race. They read through the async proxy, so elements
 // that threads wrote must be fenced (fence.proxy.async by the writing thread) first.
 //
+// Named barriers (bar.sync id, count) order the accesses of exactly the threads that met
+// there: each thread keeps, per other thread, the epoch before which that thread's
+// accesses happen-before its own (a vector clock over threads, joined at every named
+// barrier it passes, so orderings chain through several barriers).
+//
 // Thread-block clusters (sm_90): one SharedMemory holds the C CTAs of a cluster, each
 // with its own copy of every shared tensor and mbarrier; threads are numbered across the
 // cluster (CTA r's thread i is r * block_threads + i), and a thread accesses its own
@@ -74,6 +79,9 @@ class SharedMemory {
   // Throws when copies are still in flight (a kernel may not exit with them).
   void end_block() const;
   void barrier(int cta = 0);  // bar.sync of CTA `cta`
+  // A named barrier completed by `threads` (all of one CTA): their earlier accesses
+  // happen-before their later ones, and nobody else's.
+  void named_barrier(const std::vector<int>& threads);
   void cluster_barrier();     // barrier.cluster: every CTA's threads
   int ctas() const { return ctas_; }
   int cta_of(int thread) const { return thread / cta_threads_; }
@@ -133,6 +141,8 @@ class SharedMemory {
   struct Stamp {
     int task = -1;
     int64_t time = 0;
+    int thread = -1;    // the accessing thread (-1: a block-wide or TMA write)
+    int64_t epoch = 0;  // epoch_ at the access, for the named-barrier clocks
   };
   struct Cell {
     double value = 0;
@@ -215,7 +225,7 @@ class SharedMemory {
   Stamp stamp(int thread) const;
   void forget_tasks();  // no task is live: their clocks no longer order anything
   // Whether an access stamped `a` happens-before the next access by `thread` through
-  // mbarriers between Specialize arms.
+  // mbarriers between Specialize arms, or through named barriers.
   bool ordered(const Stamp& a, int thread) const;
   void join(std::vector<int64_t>& into, const std::vector<int64_t>& from) const;
   void record_write(Cell& c, int cta, int thread, const Stmt& s, bool atomic);
@@ -251,6 +261,9 @@ class SharedMemory {
   std::vector<Reader> readers_;
   size_t readers_open_ = 0;
   std::vector<int64_t> fences_;  // per thread: fence.proxy.async executed
+  // sync_[b][a]: accesses by thread a stamped with an epoch below it happen-before b's
+  // next accesses through named barriers. Empty until the block's first named barrier.
+  std::vector<std::vector<int64_t>> sync_;
 };
 
 }  // namespace loom::interp

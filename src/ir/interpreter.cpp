@@ -168,6 +168,7 @@ void Machine::run_kernel(const KernelOp& k) {
                                std::to_string(x + C - 1) + yz);
         vals_.assign(size_t(num_values_) * N, kNaN);
         shared_.begin_block(where_, int(N), k.mbarriers, C);
+        named_.assign(size_t(C) * kNamedBarriers, NamedBarrier{});
         begin_hopper_block();
         if (C == 1)
           run_block(nodes, all, 0);

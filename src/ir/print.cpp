@@ -88,7 +88,9 @@ std::string stmt_line(const Stmt& s) {
       return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
     case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
     case StmtKind::Stage: return "stage " + s.mode + ":";
-    case StmtKind::Barrier: return "barrier";
+    case StmtKind::Barrier:
+      return s.named_barrier() ? "bar.sync " + s.value.str() + ", " + std::to_string(int64_t(s.imm))
+                               : "barrier";
     case StmtKind::AsyncCopy:
       return "cp.async " + s.tensor + "[" + join_exprs(s.index) + "] <- " + s.src + "[" +
              join_exprs(s.src_index) + "] x" + std::to_string(s.width) + pred_suffix(s);

@@ -206,6 +206,14 @@ Stmt Stmt::Barrier() {
   return s;
 }
 
+Stmt Stmt::NamedBarrier(Expr id, int threads) {
+  Stmt s;
+  s.kind = StmtKind::Barrier;
+  s.value = std::move(id);
+  s.imm = threads;
+  return s;
+}
+
 Stmt Stmt::AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
                      int width, Expr pred) {
   Stmt s;

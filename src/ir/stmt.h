@@ -33,7 +33,9 @@ enum class StmtKind {
   For, If, Let, Load, Compute, Init, Accum, Write, Atom,
   Alloc,        // register array `dst[index...]` (index = constant extents)
   Stage,        // Tile IR: copy slabs into shared tensors, then run body
-  Barrier,      // all threads of the block (bar.sync 0)
+  Barrier,      // all threads of the block (bar.sync 0), or a named barrier: `imm` threads
+                // (a multiple of 32, imm > 0) meet at barrier `value` (1..15), the others
+                // run on; per-warpgroup hand-offs inside a specialize arm use these
   AsyncCopy,    // cp.async: tensor[index] <- src[src_index], `width` elements, 0 when !pred
   AsyncCommit,  // cp.async.commit_group: close the group of copies issued so far
   AsyncWait,    // cp.async.wait_group imm: wait until at most `imm` groups are in flight
@@ -138,6 +140,7 @@ struct Stmt {
 
   // If: `if cond:` body.  Let: `var = value` (an integer binding, Kernel IR).
   // Mbar*/TmaLoad: `value` is the mbarrier slot, MbarWait's `cond` the phase parity.
+  // Barrier: `value` is the barrier id and `imm` the thread count of a named barrier.
   Expr cond;
   Expr value;
 
@@ -214,6 +217,11 @@ struct Stmt {
   static Stmt Alloc(std::string name, std::vector<Expr> extents);
   static Stmt Stage(std::string mode, std::vector<StageCopy> copies, std::vector<Stmt> body);
   static Stmt Barrier();
+  // bar.sync id, threads: the `threads` threads (whole warps) that execute it with this
+  // id wait for each other; threads of other warps are not held. `id` may depend on the
+  // thread (e.g. 1 + threadIdx.x / 128: each warpgroup its own barrier).
+  static Stmt NamedBarrier(Expr id, int threads);
+  bool named_barrier() const { return kind == StmtKind::Barrier && imm > 0; }
   static Stmt AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
                         int width, Expr pred);
   static Stmt AsyncCommit();

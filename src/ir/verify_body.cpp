@@ -714,6 +714,10 @@ class BodyChecker {
       case StmtKind::Stage: check_stage(s); break;
       case StmtKind::Barrier:
         require_level(s, Level::Kernel, "Barrier");
+        if (s.named_barrier()) {
+          check_named_barrier(s);
+          break;
+        }
         if (arm_)
           fail(s, "barrier (bar.sync 0) inside an arm of `" + first_line(*arm_) + "`: it waits "
                       "for every thread of the block, but the other arms never reach it, so the "
@@ -792,6 +796,31 @@ class BodyChecker {
                     std::to_string(ctas) + " (bits 0.." + std::to_string(ctas - 1) + ")");
     }
     check_expr(s, s.multicast, "multicast mask");
+  }
+
+  // bar.sync id, count (PTX ISA 9.7.13.1): the hardware counts arrivals per warp, so the
+  // count is whole warps; ids 1..15 (0 is __syncthreads' block-wide barrier, 16 per CTA).
+  // Unlike bar.sync 0 it may sit in an arm or under a thread-dependent branch: only its
+  // named threads meet there. That exactly `count` threads reach it with each id (and no
+  // more) is a property of the run, which the interpreter checks.
+  void check_named_barrier(const Stmt& s) const {
+    const double n = s.imm;
+    if (n != double(int64_t(n)) || int64_t(n) % 32 != 0)
+      fail(s, "a named barrier counts whole warps: its thread count " +
+                  Operand::constant(n).str() + " is not a multiple of 32");
+    if (kernel_ && int64_t(n) > kernel_->block_threads)
+      fail(s, "a named barrier for " + std::to_string(int64_t(n)) + " threads in a block of " +
+                  std::to_string(kernel_->block_threads) + ": it could never complete");
+    check_expr(s, s.value, "barrier id");
+    std::optional<Expr::Range> r;
+    if (kernel_) r = s.value.bounds({{"threadIdx.x", {0, kernel_->block_threads - 1}}});
+    if (s.value.is_const() || r) {
+      const int64_t lo = s.value.is_const() ? s.value.const_value() : r->lo;
+      const int64_t hi = s.value.is_const() ? s.value.const_value() : r->hi;
+      if (lo < 1 || hi > 15)
+        fail(s, "named barrier id " + s.value.str() + " may lie outside 1..15 (a CTA has 16 "
+                    "barriers and id 0 is the block-wide one of bar.sync 0 / __syncthreads)");
+    }
   }
 
   // barrier.cluster waits for every thread of every CTA of the cluster: like bar.sync it

@@ -59,10 +59,15 @@ SwizzleSplit split_for_swizzle(const Expr& offset, const Swizzle& s) {
   const int64_t period = int64_t(1) << (s.base + s.shift + s.bits);
   SwizzleSplit out{Expr(0), Expr(0)};
   for (const Expr& t : sum_terms(distribute_constants(offset))) {
-    if (provably_divisible(t, period))
+    if (provably_divisible(t, period)) {
       out.outer = out.outer + t;
-    else
+    } else if (t.is_const() && t.const_value() > period) {
+      // A constant's whole periods are additive too (an epilogue's row + 8 is 512 + 8).
+      out.outer = out.outer + (t.const_value() - t.const_value() % period);
+      out.inner = out.inner + t.const_value() % period;
+    } else {
       out.inner = out.inner + t;
+    }
   }
   return out;
 }

@@ -120,9 +120,11 @@ const std::vector<KnobDef>& knob_registry() {
        "k:027_frag_buffers", 1, 2}
           .searched(SearchGroup::other, {{"mma", {"1", "2"}}}),
       KnobDef{"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
-       "stores its own cells) or smem (staged through a shared tile that reuses the "
-       "mainloop's bytes, then row-contiguous stores of up to 16 bytes)",
-       "k:054_stage_epilogue", 0, 0, false, {"direct", "smem"}}
+       "stores its own cells), smem (staged through a shared tile that reuses the "
+       "mainloop's bytes, then row-contiguous stores of up to 16 bytes; k:054) or tma_store "
+       "(wgmma kernels: a swizzled shared tile per consumer warpgroup, stored by TMA while "
+       "the next tile's mainloop runs; k:053)",
+       "k:054_stage_epilogue", 0, 0, false, {"direct", "smem", "tma_store"}}
           .searched(SearchGroup::other,
                     {{"mma", {"smem", "direct"}},
                      {"fma", {"direct", "smem"}},

@@ -76,6 +76,10 @@ const std::vector<Pass>& pipeline() {
       pass_pipeline(),
       // On the final (vector) fragment loads; k:055 then marks the loops it left rolled.
       pass_interleave_loads(),
+      // The TMA-store epilogue of wgmma kernels once the mainloop and the roles are final
+      // (k:030's consumer arm and tile loop hold it) and k:040 has paired the stores,
+      // which then go to shared memory two values at a time.
+      pass_tma_store_epilogue(),
       // The staged epilogue once the mainloop is final (k:050's drain wait, k:052's
       // order): it must know what the mainloop leaves in flight and in shared memory.
       // Before k:055, which unrolls its register loops with everyone else's.

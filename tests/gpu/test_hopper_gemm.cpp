@@ -8,10 +8,13 @@
 // (every case still compiles for sm_90a first).
 // TMA needs every global row to be a multiple of 16 bytes: the odd shapes are odd in tile
 // counts and edges, not in row pitch. SWAP_AB runs decode shapes as C^T = B^T A^T.
+// The TMA-store epilogue's cases (EPILOGUE=tma_store: named barriers, stores overlapping
+// the next tile, boxes clipped at the edges) are in tma_store_cases.h.
 #include <gtest/gtest.h>
 
 #include "compile_first.h"
 #include "driver/run.h"
+#include "tma_store_cases.h"
 #include "runtime/device.h"
 
 namespace loom {
@@ -123,6 +126,24 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"linear(X[48,4096]:f16, W[1024,4096]:f16)",
                    "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=128B,BK=128,STAGES=6" + kSwap +
                        ",WM=1,BN=48" + kWs}));
+
+class GpuTmaStoreEpilogue : public ::testing::TestWithParam<tma_store_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuTmaStoreEpilogue, MatchesFp64Reference) {
+  const tma_store_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 23;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_NE(r.program.cuda.find("tma_store_2d"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(TmaStore, GpuTmaStoreEpilogue,
+                         ::testing::ValuesIn(tma_store_test::cases()));
 
 }  // namespace
 }  // namespace loom

@@ -445,6 +445,14 @@ __device__ __forceinline__ void tma_store_3d(const loom_tensor_map* map, const v
       : "memory");
 }
 
+// PTX ISA 9.7.13.1 bar.sync a, b: the warps that execute barrier `id` wait until `threads`
+// threads (a multiple of 32) arrived at it; other warps are not held — a named barrier
+// among the warps that share a buffer, where __syncthreads (barrier 0, every thread)
+// would wait for a producer warpgroup that never comes.
+__device__ __forceinline__ void bar_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // PTX ISA 9.7.9.25 cp.async.bulk.commit_group: close the bulk group of the TMA stores
 // issued so far by this thread.
 __device__ __forceinline__ void bulk_commit_group() {

@@ -1,14 +1,17 @@
 // NVRTC (sm_90a, no GPU needed) compiles every Hopper wrapper of the device header, the
-// generated wgmma wrappers of the atom table, and every case kernel of the GPU wgmma test,
-// so a GPU run is left with the numerics alone. It lives here because loom_driver links
+// generated wgmma wrappers of the atom table, every case kernel of the GPU wgmma test and
+// every case of the GPU TMA-store epilogue test (without spills), so a GPU run is left
+// with the numerics alone. It lives here because loom_driver links
 // both codegen (the generator) and the runtime (NVRTC).
 #include <gtest/gtest.h>
 
 #include "codegen/cuda.h"
 #include "codegen/wgmma_wrappers.h"
+#include "driver/compile.h"
 #include "ir/error.h"
 #include "runtime/nvrtc.h"
 
+#include "../../gpu/tma_store_cases.h"
 #include "../../gpu/wgmma_cases.h"
 
 namespace loom {
@@ -46,6 +49,7 @@ extern "C" __global__ void __launch_bounds__(256) hopper_wrappers(
   loom::stmatrix_x4(smem + 16 * (threadIdx.x % 32), r);
   loom::stmatrix_x4_trans(smem + 4096 + 16 * (threadIdx.x % 32), r);
   loom::fence_proxy_async_shared();
+  loom::bar_sync(1 + threadIdx.x / 128, 128);
   loom::mbarrier_arrive(bar);
   loom::mbarrier_arrive_cluster(bar, loom::cluster_ctarank() ^ 1u);
   loom::cluster_arrive_relaxed();
@@ -114,6 +118,28 @@ TEST(WgmmaCompile, EveryGpuTestCaseCompilesForSm90a) {
       EXPECT_EQ(l.a_start(kk) % 16, 0);
       EXPECT_EQ(l.b_start(kk) % 16, 0);
       EXPECT_LT(l.b_start(kk), l.bytes);
+    }
+  }
+}
+
+// The TMA-store epilogue's GPU cases (rung 6 of the hopper ladder among them: the sm_90a
+// defaults with EPILOGUE=tma_store and STAGES=3) compile without spills and store through
+// the tensor map between named barriers.
+TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
+  for (const tma_store_test::Case& c : tma_store_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_NE(p.cuda.find("loom::tma_store_2d(&out_s_tmap"), std::string::npos);
+    EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
+    EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
     }
   }
 }

@@ -1,0 +1,159 @@
+// Named barriers (bar.sync id, count) on the verifier and the interpreter: they order the
+// shared-memory accesses of exactly the threads that meet there, per warpgroup inside a
+// block or across the arms of a specialize, and a count that does not match the threads
+// that arrive is reported (a deadlock or an overflow), never hung on.
+#include "hopper_kernels.h"
+
+namespace loom {
+namespace {
+
+using namespace hopper;
+
+// 256 threads, two warpgroups. Each thread writes its own cell of Ts[256]; after the
+// barrier thread t reads the cell of thread `partner(t)` and copies it to O[t].
+struct Exchange {
+  Stmt barrier = Stmt::NamedBarrier(Expr(1) + tid() / 128, 128);
+  Expr partner = tid() / 128 * 128 + (tid() + 1) % 128;  // a neighbour in its warpgroup
+  std::optional<Expr> barrier_under;                     // an If around the barrier
+};
+
+KernelProgram exchange_kernel(const Exchange& o) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {256}, TensorRole::Input),
+               decl("O", DType::F32, {256}, TensorRole::Output),
+               decl("Ts", DType::F32, {256}, TensorRole::Shared)};
+  KernelOp k;
+  k.name = "k_exchange";
+  k.params = {"X", "O"};
+  k.block_threads = 256;
+  k.body = {Stmt::Load("x", "X", {tid()}), Stmt::Write("Ts", {tid()}, Operand::value("x"))};
+  k.body.push_back(o.barrier_under ? Stmt::If(*o.barrier_under, {o.barrier}) : o.barrier);
+  k.body.push_back(Stmt::Load("y", "Ts", {o.partner}));
+  k.body.push_back(Stmt::Write("O", {tid()}, Operand::value("y")));
+  p.kernels.push_back(std::move(k));
+  return p;
+}
+
+TEST(NamedBarrier, OrdersTheThreadsOfEachWarpgroup) {
+  const Exchange o;
+  KernelProgram p = exchange_kernel(o);
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 1);
+  interpret(p, b);
+  const std::vector<double>& X = b.tensors.at("X").data;
+  const std::vector<double>& O = b.tensors.at("O").data;
+  for (int t = 0; t < 256; ++t) EXPECT_EQ(O[size_t(t)], X[size_t(t / 128 * 128 + (t + 1) % 128)]);
+  EXPECT_EQ(print_block({o.barrier}), "bar.sync threadIdx.x / 128 + 1, 128\n");
+}
+
+TEST(NamedBarrier, DoesNotOrderThreadsOfAnotherId) {
+  // Thread t reads a cell of the other warpgroup, which waited at the other barrier.
+  KernelProgram p = exchange_kernel(Exchange{.partner = (tid() + 128) % 256});
+  Bindings b;
+  make_random_inputs(p, b, 2);
+  try {
+    interpret(p, b);
+    FAIL() << "expected a RaceError";
+  } catch (const RaceError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "read-after-write");
+  }
+}
+
+TEST(NamedBarrier, OneIdForTheBlockOrdersEveryone) {
+  KernelProgram p = exchange_kernel(
+      Exchange{.barrier = Stmt::NamedBarrier(Expr(3), 256), .partner = (tid() + 128) % 256});
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 3);
+  interpret(p, b);
+  EXPECT_EQ(b.tensors.at("O").data[5], b.tensors.at("X").data[133]);
+}
+
+TEST(NamedBarrier, TooFewThreadsIsADeadlock) {
+  // Only warpgroup 0 reaches `bar.sync 1, 256`: on the GPU it waits forever.
+  KernelProgram p = exchange_kernel(
+      Exchange{.barrier = Stmt::NamedBarrier(Expr(1), 256), .barrier_under = tid() < 128});
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 4);
+  const std::string msg = error_of([&] { interpret(p, b); });
+  EXPECT_CONTAINS(msg, "deadlock: bar.sync 1, 256");
+  EXPECT_CONTAINS(msg, "128 of its 256 threads");
+}
+
+TEST(NamedBarrier, TooManyThreadsIsReported) {
+  KernelProgram p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(Expr(1), 128)});
+  Bindings b;
+  make_random_inputs(p, b, 5);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }),
+                  "256 threads arrive at barrier 1, more than the 128 it counts");
+}
+
+TEST(NamedBarrier, HalfAWarpIsReported) {
+  KernelProgram p = exchange_kernel(
+      Exchange{.barrier = Stmt::NamedBarrier(Expr(1), 256), .barrier_under = tid() % 32 < 16});
+  Bindings b;
+  make_random_inputs(p, b, 6);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }), "the hardware counts whole warps");
+}
+
+TEST(NamedBarrier, VerifierChecksCountAndId) {
+  KernelProgram p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(Expr(1), 100)});
+  EXPECT_CONTAINS(error_of([&] { verify(p); }), "is not a multiple of 32");
+  p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(Expr(16), 128)});
+  EXPECT_CONTAINS(error_of([&] { verify(p); }), "outside 1..15");
+  p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(tid() / 128 * 15, 128)});
+  EXPECT_CONTAINS(error_of([&] { verify(p); }), "outside 1..15");
+  p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(Expr(1), 512)});
+  EXPECT_CONTAINS(error_of([&] { verify(p); }), "could never complete");
+  // Unlike bar.sync 0 it may sit under a thread-dependent If.
+  p = exchange_kernel(Exchange{.barrier = Stmt::NamedBarrier(Expr(2), 128),
+                               .partner = (tid() + 1) % 128,
+                               .barrier_under = tid() < 128});
+  verify(p);
+}
+
+// Two arms of a specialize, 128 threads each, meet at a barrier of both: what the first
+// arm wrote before it, the second reads after it.
+KernelProgram arms_kernel(int count) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {128}, TensorRole::Input),
+               decl("O", DType::F32, {128}, TensorRole::Output),
+               decl("Ts", DType::F32, {128}, TensorRole::Shared)};
+  KernelOp k;
+  k.name = "k_arms";
+  k.params = {"X", "O"};
+  k.block_threads = 256;
+  const Stmt bar = Stmt::NamedBarrier(Expr(2), count);
+  Block writer = {Stmt::Load("x", "X", {tid() - 128}), Stmt::Write("Ts", {tid() - 128}, Operand::value("x")),
+                  bar};
+  Block reader = {bar, Stmt::Load("y", "Ts", {(tid() + 5) % 128}),
+                  Stmt::Write("O", {tid()}, Operand::value("y"))};
+  k.body = {Stmt::Specialize({Stmt::If(Expr(128) <= tid(), writer), Stmt::If(tid() < 128, reader)})};
+  p.kernels.push_back(std::move(k));
+  return p;
+}
+
+TEST(NamedBarrier, JoinsTheArmsOfASpecialize) {
+  KernelProgram p = arms_kernel(256);
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 7);
+  interpret(p, b);
+  EXPECT_EQ(b.tensors.at("O").data[3], b.tensors.at("X").data[8]);
+}
+
+TEST(NamedBarrier, ACountNoArmCanCompleteIsADeadlock) {
+  // 384 threads never meet in a block of 256 (the verifier would say so first): both
+  // arms block, and the scheduler reports it.
+  KernelProgram p = arms_kernel(384);
+  Bindings b;
+  make_random_inputs(p, b, 8);
+  const std::string msg = error_of([&] { interpret(p, b); });
+  EXPECT_CONTAINS(msg, "deadlock");
+  EXPECT_CONTAINS(msg, "bar.sync 2, 384");
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,140 @@
+// k:053_tma_store_epilogue on the CPU: after every pass the program runs on the
+// interpreter — which checks the named barriers, the proxy fence before each TMA store,
+// that no thread rewrites the tile while a store still reads it (bulk.wait.read), and
+// that the stores are retired before the block exits — and is compared with the naive
+// Loop IR. Ragged M and N (the tensor map clips the boxes), fused bias + relu, an f32
+// output, a persistent warp-specialized kernel whose stores overlap the next tile, a
+// 2-CTA cluster; plus the IR's shape and the errors of impossible knob sets.
+#include <gtest/gtest.h>
+
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "passes/pipeline.h"
+#include "pass_check.h"
+
+namespace loom {
+namespace {
+
+CompileState compile(const std::string& expr, const std::string& knobs) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch("sm_90a");
+  run_pipeline(s);
+  return s;
+}
+
+int count(const Block& b, const std::function<bool(const Stmt&)>& pred) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += pred(s); });
+  return n;
+}
+int count(const Block& b, StmtKind kind) {
+  return count(b, [&](const Stmt& s) { return s.kind == kind; });
+}
+
+Target four_sms() {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 4;
+  return t;
+}
+
+const std::string kSmall = "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                           "EPILOGUE=tma_store";
+
+TEST(TmaStoreEpilogue, OneWarpgroupRaggedMAndN) {
+  // 100 x 72 of 64 x 64 tiles: the last tiles' boxes hang over both edges.
+  CompileState s = passcheck::check_every_pass("matmul(A[M,K]:bf16, B[N,K]:bf16.T)",
+                                               Knobs::parse(kSmall), 3,
+                                               {{"M", 100}, {"N", 72}, {"K", 192}});
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 1);
+  EXPECT_EQ(count(k.body, [](const Stmt& x) { return x.named_barrier(); }), 2);
+  const TensorDecl& tile = s.kernel.tensor("out_s");
+  EXPECT_EQ(tile.shape.size(), 3u);
+  EXPECT_EQ(tile.swizzle.bits, 3);  // a 64-column bf16 strip is one 128-byte span
+  ASSERT_EQ(k.tma.size(), 3u);
+  EXPECT_EQ(k.tma[2].box, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(k.tma[2].swizzle_bytes, 128);
+  // No store guards are left: the tensor map clips.
+  EXPECT_EQ(count(k.body, [](const Stmt& x) { return x.kind == StmtKind::Write; }),
+            count(k.body, [](const Stmt& x) { return x.kind == StmtKind::Write && x.tensor == "out_s"; }));
+}
+
+TEST(TmaStoreEpilogue, WarpSpecializedPersistentBiasReluRagged) {
+  // 200 x 136 in 128 x 64 tiles: 2 x 3 tiles on 4 SMs, so two CTAs store a second tile
+  // while their first tile's stores may still be reading. Each consumer warpgroup owns its
+  // 64 x 64 half: its own barrier id and storing thread.
+  CompileState s = passcheck::check_every_pass(
+      "relu(linear(X[200,128]:bf16, W[136,128]:bf16, bias[136]:bf16))",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store"),
+      7, {}, {}, std::nullopt, four_sms());
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 2);  // one box per warpgroup
+  int per_warpgroup = 0;
+  walk(k.body, [&](const Stmt& x) {
+    per_warpgroup += x.named_barrier() && x.imm == 128 && x.value.uses("threadIdx.x");
+  });
+  EXPECT_EQ(per_warpgroup, 2);
+  EXPECT_EQ(count(k.body, StmtKind::BulkWait), 2);  // before reuse, and after the tile loop
+  EXPECT_EQ(count(k.body, StmtKind::Barrier), 3);   // + the mbarrier setup's bar.sync 0
+}
+
+TEST(TmaStoreEpilogue, F32OutputInTwoStripsPerWarpgroup) {
+  // An f32 row of 128 bytes is 32 columns: each 64-wide warpgroup tile is two boxes.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:bf16, B[K,N]:bf16, out=f32)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,EPILOGUE=tma_store"),
+      11, {{"M", 160}, {"N", 100}, {"K", 128}});
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 4);
+  EXPECT_EQ(k.tma.back().box, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(s.kernel.tensor("out_s").dtype, DType::F32);
+}
+
+TEST(TmaStoreEpilogue, NarrowTileTakesANarrowerSwizzle) {
+  // BN=32 bf16 is 64 bytes per row: 64-byte swizzle strips; two warpgroups, bias + relu.
+  CompileState s = passcheck::check_every_pass(
+      "relu(linear(X[M,K]:bf16, W[N,K]:bf16, bias[N]:bf16))",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,"
+                   "EPILOGUE=tma_store"),
+      13, {{"M", 150}, {"N", 40}, {"K", 128}});
+  EXPECT_EQ(s.kernel.kernels.at(0).tma.back().swizzle_bytes, 64);
+}
+
+TEST(TmaStoreEpilogue, ClusterOfTwo) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[384,128]:bf16, B[128,256]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,EPILOGUE=tma_store"),
+      17, {}, {}, std::nullopt, four_sms());
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 2);
+}
+
+TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
+  auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
+    try {
+      compile(expr, knobs);
+      ADD_FAILURE() << "no error for " << knobs;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  const std::string big = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+  const std::string hopper = "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,"
+                             "BK=64,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store";
+  // 4 x 48 KB of slabs + the 64 KB tile.
+  fails(big, hopper + ",STAGES=4", "this GPU allows 232448 B per block");
+  compile(big, hopper + ",STAGES=3");
+  fails(big, "ATOM=mma_bf16,EPILOGUE=tma_store", "ATOM=wgmma_");
+  // Rows of 100 x bf16 = 200 B: a tensor map's row stride is a multiple of 16 B.
+  fails("matmul(A[256,64]:bf16, B[100,64]:bf16.T)", kSmall, "multiple of 16 B");
+  fails("bmm(A[2,64,64]:bf16, B[2,64,64]:bf16)", kSmall, "EPILOGUE=tma_store cannot take");
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,50 @@
+// The GPU cases of the TMA-store epilogue (EPILOGUE=tma_store, k:053), shared by the GPU
+// test (tests/gpu/test_hopper_gemm.cpp) and the CPU test that compiles each for sm_90a
+// and checks ptxas' spills (tests/cpu/driver/test_wgmma_compile.cpp). Every output row is
+// a multiple of 16 bytes (the tensor map's row stride); M and N are ragged against the
+// tile so boxes hang over both edges, where the tensor map clips them.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace loom::tma_store_test {
+
+struct Case {
+  std::string expr;
+  std::string knobs;
+};
+
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
+
+// Rung 6 of `loom ladder hopper`: 128 x 256 tiles, 2 consumer warpgroups, persistent,
+// warp-specialized; STAGES=3 leaves room for the 64 KB output tile.
+inline std::string rung6(const std::string& dtype) {
+  return "ATOM=wgmma_" + dtype + ",WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
+         "STAGES=3,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store";
+}
+
+inline std::vector<Case> cases() {
+  const std::string tma = "STAGE=tma,SWIZZLE=128B,BK=64,EPILOGUE=tma_store";
+  return {
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", rung6("bf16")},
+      {"matmul(A[2048,1024]:f16, B[1024,2048]:f16)", rung6("f16")},
+      // Ragged M with a fused bias + relu: the bias loads past N are predicated off.
+      {"relu(linear(X[1000,512]:bf16, W[3000,512]:bf16, bias[3000]:bf16))", rung6("bf16")},
+      // Ragged N, and a residual read through the same predicates.
+      {"matmul(A[2000,512]:f16, B[512,1496]:f16)", rung6("f16")},
+      {"add(matmul(A[1000,256]:bf16, B[256,1000]:bf16), R[1000,1000]:bf16)", rung6("bf16")},
+      // f32 output: 32-column strips, two boxes per 64 columns.
+      {"matmul(A[512,512]:bf16, B[512,512]:bf16, out=f32)",
+       "ATOM=wgmma_bf16,WM=2,BN=128,STAGES=4,WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=8," + tma},
+      // 2-CTA clusters (multicast B), a cluster half past M.
+      {"matmul(A[800,512]:bf16, B[512,1000]:bf16)", rung6("bf16") + ",CLUSTER_M=2"},
+      {"matmul(A[4096,1024]:bf16, B[1024,4096]:bf16)", rung6("bf16") + ",CLUSTER_M=2"},
+      // Not persistent; not specialized (everyone waits on the ring, one warpgroup).
+      {"matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)",
+       "ATOM=wgmma_bf16,WM=1,BN=128,STAGES=4,WARP_SPECIALIZE=1," + tma},
+      {"matmul(A[333,200]:bf16, B[200,520]:bf16)", "ATOM=wgmma_bf16,WM=1,BN=64,STAGES=4," + tma},
+  };
+}
+
+}  // namespace loom::tma_store_test

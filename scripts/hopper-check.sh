@@ -3,7 +3,8 @@
 # Hopper ladder and the SASS of its last rung. Logs under $OUT; a short table last.
 # Environment: SHAPE (ladder shape, default 4096x4096x4096), DTYPE (bf16), LADDER=0, BENCH
 # ("EXPR@KNOBS|..." extra loom run --bench cases), BENCH_FILE (the same, one case per line),
-# SKIP_TESTS=1.
+# SKIP_TESTS=1, TESTS (GPU test binaries to run; default the wgmma atom and Hopper GEMM ones),
+# RUN_FLAGS (extra `loom run` flags for the BENCH cases, e.g. --no-db).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/loom-device}
@@ -19,7 +20,7 @@ if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 fi
 note "build: ok"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  for t in gpu_test_wgmma_atoms gpu_test_hopper_gemm; do
+  for t in ${TESTS:-gpu_test_wgmma_atoms gpu_test_hopper_gemm}; do
     timeout 300 "$BUILD/$t" > "$OUT/$t.log" 2>&1
     note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/$t.log" | tr '\n' ' ')"
   done
@@ -32,7 +33,8 @@ IFS='|' read -ra cases <<< "${BENCH:-}"
 if [ -n "${BENCH_FILE:-}" ]; then mapfile -t more < "$BENCH_FILE"; cases+=("${more[@]}"); fi
 for c in "${cases[@]}"; do
   e=${c%%@*}; k=""; [ "$e" != "$c" ] && k=${c#*@}
-  "$BUILD/loom" run -c "$e" --bench --knobs "$k" >> "$OUT/bench.txt" 2>&1
+  # shellcheck disable=SC2086
+  "$BUILD/loom" run -c "$e" --bench --knobs "$k" ${RUN_FLAGS:-} >> "$OUT/bench.txt" 2>&1
   note "bench (rc=$?): $c -> $(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $2" us "$NF}')"
 done
 last=$(grep -E '^ *[0-9]' "$OUT/ladder.txt" | tail -1)

@@ -48,10 +48,12 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"SPLITK", "CTAs sharing one output tile's K reduction (1 = no split)",
               "l:020_split_k", 1, 256}
           .searched(SearchGroup::split_k,
-                    {{"fma", {"1", "2", "4", "8", "16", "32", "64", "128"}}}),
+                    {{"fma", {"1", "2", "4", "8", "16", "32", "64", "128"}},
+                     {"wgmma", {"1", "4", "16", "64"}, 90}}),
       KnobDef{"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
        {"reduce", "atomic", "fixup"}}
-          .searched(SearchGroup::split_k, {{"fma", {"reduce", "atomic"}}}),
+          .searched(SearchGroup::split_k,
+                    {{"fma", {"reduce", "atomic"}}, {"wgmma", {"reduce", "fixup"}, 90}}),
       KnobDef{"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
        "t:025_rasterize", 1, 64}
           .searched(SearchGroup::other, {{"", {"8", "1"}}}),
@@ -128,7 +130,7 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other,
                     {{"mma", {"smem", "direct"}},
                      {"fma", {"direct", "smem"}},
-                     {"wgmma", {"direct"}, 90}}),
+                     {"wgmma", {"direct", "tma_store"}, 90}}),
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
@@ -147,11 +149,12 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
           .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
-      {"CONSUMERS", "how the WM=2 consumer warpgroups of a warp-specialized persistent kernel "
+      KnobDef{"CONSUMERS", "how the WM=2 consumer warpgroups of a warp-specialized persistent kernel "
        "share the work: cooperative (both split each tile, BM = WM*FM*64) or pingpong (each "
        "owns whole tiles of BM = FM*64 rows, alternately, their mainloops in turn so one's "
        "epilogue runs under the other's math; WARP_SPECIALIZE=1, PERSISTENT=1, WN=1)",
-       "k:030_warp_specialize", 0, 0, false, {"cooperative", "pingpong"}},
+       "k:030_warp_specialize", 0, 0, false, {"cooperative", "pingpong"}}
+          .searched(SearchGroup::other, {{"wgmma", {"cooperative", "pingpong"}, 90}}),
       KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles instead of one "
        "CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),

@@ -94,6 +94,13 @@ void fuse(CompileState& st, size_t fix_index) {
   if (!s_loop.extent.is_const())
     throw Error("k:058_splitk_fixup: the split count " + s_loop.extent.str() + " is not a constant");
   const int64_t S = s_loop.extent.const_value();
+  // In a cluster the CTAs of one (m_b, n_b) tile hold different rows (m_cta), so they
+  // cannot share its counter and workspace tile; the GPU showed wrong sums (H100, session
+  // 7) where the interpreter's one-cluster-at-a-time schedule did not.
+  if (split.cluster[0] > 1)
+    throw Error("SPLITK_MODE=fixup with CLUSTER_M=" + std::to_string(split.cluster[0]) +
+                ": the fixup counts arrivals per cluster tile, whose CTAs hold different rows; "
+                "use CLUSTER_M=1, or SPLITK_MODE=reduce");
   const std::string m_b = loops[loops.size() - 2] + "_b", n_b = loops.back() + "_b";
   if (!top_let(split, m_b) || !top_let(split, n_b))
     throw Error("SPLITK_MODE=fixup finishes each output tile in the CTA that arrives last, "

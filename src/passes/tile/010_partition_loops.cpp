@@ -112,7 +112,9 @@ void check_mma(const AtomDef& a, const LoopOp& op, const Block& cell, CompileSta
     if (!atom_accepts(a.a_type, t))
       throw Error(knob + " multiplies " + dtype_name(a.a_type) + " operands (" + a.ptx +
                   ") but input " + st.tensor + " is " + dtype_name(t) + "; use the ATOM of " +
-                  "its type (mma_f16, mma_bf16, mma_tf32 for f32/tf32) or ATOM=fma");
+                  "its type (" + std::string(a.threads == 128 ? "wgmma_f16, wgmma_bf16, wgmma_tf32"
+                                                                  : "mma_f16, mma_bf16, mma_tf32") +
+                  " for f32/tf32) or ATOM=fma");
   });
 }
 

@@ -369,12 +369,13 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(mma.get_int("FN", 0), 8);
   EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));
   // Few 128x128 tiles (fewer than half the SMs) and K >= 4096: wgmma, split S ways with
-  // the one-kernel fixup, S the largest power of two keeping tiles * S within half the SMs
-  // and 4 slabs per split. One tile: S = 64 on the 132-SM target; 4 tiles: 16.
+  // the two-kernel reduce (faster than fixup on H100), S the largest power of two keeping
+  // tiles * S within half the SMs and 4 slabs per split. One tile: S = 64 on the 132-SM
+  // target; 4 tiles: 16.
   Knobs skinny = resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_90a");
   EXPECT_EQ(skinny.get_str("ATOM", ""), "wgmma_bf16");
   EXPECT_EQ(skinny.get_int("SPLITK", 0), 64);
-  EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "fixup");
+  EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "reduce");
   EXPECT_EQ(skinny.get_int("WARP_SPECIALIZE", 0), 1);
   EXPECT_EQ(skinny.get_int("BN", 0), 128);
   EXPECT_FALSE(skinny.has("PERSISTENT"));

@@ -81,6 +81,8 @@ TEST(DbCli, NoDatabaseIsAClearMessage) {
   auto shipped = loom_cmd("", "db list --shipped");
   EXPECT_EQ(shipped.rc, 0) << shipped.out;
   EXPECT_TRUE(has(shipped.out, "tune/shipped/h100.db: ")) << shipped.out;
+  // Every shipped file verifies (a hand edit that drops records must fix the end count).
+  EXPECT_FALSE(has(shipped.out, "does not verify")) << shipped.out;
   auto unknown = loom_cmd("", "db frobnicate");
   EXPECT_EQ(unknown.rc, 1);
   EXPECT_TRUE(has(unknown.out, "unknown db command 'frobnicate'")) << unknown.out;

@@ -163,9 +163,10 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // 4-deep TMA ring of 64-deep slabs (tf32: 32) in 128-byte swizzle spans, min(tiles, SMs)
 // CTAs. 0.89x cuBLAS at 4096^3 bf16 on H100 (194-196 us; the mma.sync schedule: 0.52x),
 // the hopper ladder's rung 4 (bench/NOTES.md, session 6); tf32 0.96x. With two waves of
-// tiles or more, 2-CTA clusters share each B slab by TMA multicast: 4096x14336x4096 went
-// from 0.89x to 0.96x, the other large shapes stayed within 1%, and 2048^3 (one wave)
-// lost 4% (bench/NOTES.md, session 7). Otherwise (an explicit ATOM=wgmma_* on a smaller
+// tiles or more, 2-CTA clusters share each B slab by TMA multicast (what cuBLAS's kernel
+// does): within 1% at 4096^3, 8192^3, 4096x14336x4096 and K = 16384 on H100, where the
+// kernel is not L2-bound, and -4% at 2048^3 (one wave), so only from two waves (bench/
+// NOTES.md, session 7); it halves the B traffic the tuner's model charges. Otherwise (an explicit ATOM=wgmma_* on a smaller
 // grid): two warpgroups of one m64n128 atom each, every thread waiting on the ring
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {

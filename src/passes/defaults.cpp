@@ -183,8 +183,9 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
     // tile's mainloop, at the price of the fourth stage (its 64 KB C tile). H100 bf16,
     // session 7: 8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x -> 0.94x, 4096^3 0.89x ->
     // 0.92x (also `loom tune`'s winner there); with K >= 8192 the fourth stage weighs
-    // more (8192^3 0.97x -> 0.94x), so long K keeps the direct store.
-    if (s.K <= 4096) {
+    // more (8192^3 0.97x -> 0.94x), so long K keeps the direct store. A 4-byte output's
+    // 128 KB tile does not fit beside the ring: f32 outputs (tf32 too) store directly.
+    if (s.K <= 4096 && dtype_bytes(s.out) == 2) {
       k.set("EPILOGUE", "tma_store");
       k.set("STAGES", "3");
     }

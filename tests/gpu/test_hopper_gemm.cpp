@@ -96,6 +96,12 @@ INSTANTIATE_TEST_SUITE_P(
                    kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPingPong},
         HopperCase{"matmul(A[8192,1024]:f16, B[1024,8192]:f16)",
                    kF16 + ",WM=2,FM=2,BN=128,CLUSTER_M=2" + kPingPong},
+        // The 64B and 32B swizzle modes' descriptors (K-major rows in chunks along K,
+        // N-major B in narrower column chunks).
+        HopperCase{"matmul(A[1000,512]:bf16, B[776,512]:bf16.T)",
+                   "ATOM=wgmma_bf16,STAGE=tma,SWIZZLE=64B,BK=64,STAGES=4,WM=2,BN=128" + kWs},
+        HopperCase{"matmul(A[777,256]:f16, B[256,1000]:f16)",
+                   "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=32B,BK=32,STAGES=4,WM=2,BN=128" + kWs},
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));

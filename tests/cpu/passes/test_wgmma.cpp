@@ -74,6 +74,19 @@ TEST(Wgmma, EveryPassMatchesTheReferenceTf32) {
       });
 }
 
+TEST(Wgmma, EveryPassMatchesTheReferenceWith64BAnd32BSwizzles) {
+  // The descriptors of the narrower TMA swizzles: 64B spans with BK=64 (K-major rows of
+  // two spans, stored as chunks along K) and N-major B chunks of 32 columns; 32B spans.
+  passcheck::check_every_pass(
+      "matmul(A[M,K]:bf16, B[N,K]:bf16.T)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=64B,BK=64,STAGES=2"), 29,
+      {{"M", 70}, {"N", 72}, {"K", 192}});
+  passcheck::check_every_pass(
+      "matmul(A[M,K]:f16, B[K,N]:f16)",
+      Knobs::parse("ATOM=wgmma_f16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=32B,BK=32,STAGES=2"), 31,
+      {{"M", 64}, {"N", 80}, {"K", 96}});
+}
+
 TEST(Wgmma, WarpSpecializedEveryPassMatches) {
   CompileState s = passcheck::check_every_pass(
       "matmul(A[M,K]:bf16, B[N,K]:bf16.T)", Knobs::parse(kSmall16 + ",WARP_SPECIALIZE=1"), 11,

@@ -12,7 +12,7 @@
 // input("B", {N, K}, F16, true), the logical [K,N] operand stored row-major as [N,K].
 //
 // Rules (each broken rule is a loom::Error naming the operands and the fix):
-// one contraction (matmul, bmm or linear) per graph; its operands are inputs; every
+// one contraction (matmul, bmm or linear) or one attention per graph; its operands are inputs; every
 // elementwise op applies to the contraction's result (a chain), with an input tensor
 // that broadcasts numpy-style to that result without growing it, or a number.
 #pragma once
@@ -25,6 +25,14 @@
 namespace loom {
 
 inline Dim dim(int64_t value) { return Dim{value, {}}; }
+// attention's options (docs/attention.md): the mask, the scale of Q Kᵀ (default
+// 1/sqrt(D), which needs a numeric D), and whether the op also returns the LSE.
+struct AttentionOptions {
+  Causal causal = Causal::None;
+  std::optional<double> scale;
+  bool lse = false;
+};
+
 inline Dim dim(std::string symbol) { return Dim{0, std::move(symbol)}; }
 
 // A value made by one GraphBuilder; meaningless to any other.
@@ -49,6 +57,12 @@ class GraphBuilder {
   // with W used transposed, then an add of the bias; both nodes have origin "linear".
   TensorRef linear(TensorRef x, TensorRef w, std::optional<TensorRef> bias = {},
                    std::optional<DType> out = {});
+
+  // softmax(scale · Q Kᵀ, masked) V for Q [B,Hq,Sq,D], K and V [B,Hkv,Sk,D], f16 or bf16
+  // (f32 accumulation), Hq a multiple of Hkv. The result is O [B,Hq,Sq,D] in Q's dtype;
+  // with opt.lse the program also writes `lse` [B,Hq,Sq] f32. Attention is a graph of
+  // its own: its operands are inputs and nothing is applied to its result.
+  TensorRef attention(TensorRef q, TensorRef k, TensorRef v, const AttentionOptions& opt = {});
 
   TensorRef relu(TensorRef x);
   TensorRef gelu(TensorRef x);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "bench/broadcast.h"
+#include "bench/reference_attention.h"
 #include "bench/reference_matmul.h"
 #include "ir/error.h"
 
@@ -126,6 +127,16 @@ Value eval_elementwise(const Node& n, const std::vector<Value>& vals) {
   return out;
 }
 
+Value eval_attention(const Node& n, const std::vector<Value>& vals) {
+  const Value &q = vals.at(n.inputs.at(0)), &k = vals.at(n.inputs.at(1));
+  AttentionShape sh{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
+  Value out;
+  out.shape = q.shape;
+  out.data = reference_attention(sh, n.attention, q.data, k.data,
+                                 vals.at(n.inputs.at(2)).data).out;
+  return out;
+}
+
 }  // namespace
 
 HostTensor reference_eval(const Graph& g, const std::map<std::string, HostTensor>& inputs,
@@ -156,6 +167,7 @@ HostTensor reference_eval(const Graph& g, const std::map<std::string, HostTensor
         break;
       case OpKind::Unary:
       case OpKind::Binary: vals[id] = eval_elementwise(n, vals); break;
+      case OpKind::Attention: vals[id] = eval_attention(n, vals); break;
     }
     // The frontend's shape inference and this evaluation must agree.
     LOOM_CHECK(vals[id].shape == resolve(n.shape, syms),

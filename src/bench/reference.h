@@ -16,7 +16,8 @@ namespace loom {
 // given inputs). Dimension symbols are bound from the input shapes. Matmuls of more than
 // kGpuReferenceMacs multiply-adds run as cuBLAS DGEMM when `use_gpu` and a GPU is
 // present; everything else runs on the host. Returns an F64 tensor with the result's
-// logical shape. Throws loom::Error on a missing input or a shape that does not match.
+// logical shape (attention: its output O; reference_attention gives the LSE too).
+// Throws loom::Error on a missing input or a shape that does not match.
 HostTensor reference_eval(const Graph& g, const std::map<std::string, HostTensor>& inputs,
                           bool use_gpu);
 

@@ -245,6 +245,9 @@ class Renderer {
       case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
       case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
       case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
+      case ScalarOp::Exp: return "expf(" + a(0) + ")";
+      case ScalarOp::Exp2: return "exp2f(" + a(0) + ")";
+      case ScalarOp::Log: return "logf(" + a(0) + ")";
     }
     return "";
   }
@@ -310,7 +313,14 @@ class Renderer {
         line(d, (s.dst_index.empty() ? "float " + s.dst : dst(s)) + " = " + float_literal(s.imm) + ";");
         break;
       case StmtKind::Accum:
-        line(d, dst(s) + " += " + operand(s.args.at(0)) + ";");
+        if (s.op == ScalarOp::Add) {
+          line(d, dst(s) + " += " + operand(s.args.at(0)) + ";");
+          break;
+        }
+        line(d, dst(s) + " = " +
+                    compute_expr(Stmt::Compute(
+                        "", s.op, {Operand::value(s.dst, s.dst_index), s.args.at(0)})) +
+                    ";");
         break;
       case StmtKind::Atom: {
         if (const AtomDef* wg = wgmma_variant(s.atom)) {

@@ -31,6 +31,14 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
+// The online-softmax kernel writes O once, from its final rescale; an epilogue on it
+// has no lowering yet, so refuse it here rather than mis-lower it later.
+void no_epilogue_on_attention(const Node& n, const std::string& op) {
+  if (n.kind == OpKind::Attention)
+    throw Error(op + ": its operand is the result of attention; attention takes no "
+                     "elementwise epilogue yet (compute it in a second expression)");
+}
+
 const char* const kOneContraction =
     "Loom lowers one contraction (matmul, bmm or linear) per expression, with "
     "elementwise ops applied to its result";
@@ -215,8 +223,76 @@ TensorRef GraphBuilder::linear(TensorRef x, TensorRef w, std::optional<TensorRef
   return y;
 }
 
+TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
+                                  const AttentionOptions& opt) {
+  const char* op = "attention";
+  const Node* n[3] = {&node(q, op), &node(k, op), &node(v, op)};
+  const char* role[3] = {"Q", "K", "V"};
+  for (int i = 0; i < 3; ++i) {
+    if (n[i]->kind != OpKind::Input)
+      throw Error(std::string("attention: operand ") + role[i] + " is " + operand_text(*n[i]) +
+                  ", but the operands of attention must be input tensors");
+    if (n[i]->transposed)
+      throw Error(std::string("attention: ") + role[i] + " is " + operand_text(*n[i]) +
+                  "; attention reads Q, K and V as stored, [B,H,S,D] row-major (drop .T)");
+    if (n[i]->shape.size() != 4)
+      throw Error(std::string("attention: ") + role[i] + " must be rank 4 [B,H,S,D], got " +
+                  operand_text(*n[i]) + " of rank " + std::to_string(n[i]->shape.size()));
+  }
+  const Node &nq = *n[0], &nk = *n[1], &nv = *n[2];
+  for (const Node* o : {&nk, &nv}) {
+    if (o->dtype != nq.dtype)
+      throw Error("attention: dtype mismatch: " + nq.name + " is " + dtype_name(nq.dtype) +
+                  " but " + o->name + " is " + dtype_name(o->dtype) +
+                  " (Q, K and V must have the same dtype)");
+  }
+  if (nq.dtype != DType::F16 && nq.dtype != DType::BF16)
+    throw Error(std::string("attention: Q, K and V are ") + dtype_name(nq.dtype) +
+                "; attention takes f16 or bf16 (it multiplies with 16-bit tensor-core "
+                "atoms and accumulates in f32)");
+  auto differ = [&](const Node& a, const Node& b, int d, const char* what) {
+    if (a.shape[d] == b.shape[d]) return;
+    throw Error(std::string("attention: ") + what + " differ: " + operand_text(a) + " has " +
+                a.shape[d].str() + " but " + operand_text(b) + " has " + b.shape[d].str());
+  };
+  differ(nq, nk, 0, "batch sizes (B of Q vs K)");
+  differ(nq, nk, 3, "head dims (D of Q vs K)");
+  differ(nk, nv, 1, "key/value heads (Hkv of K vs V)");
+  differ(nk, nv, 2, "key lengths (Sk of K vs V)");
+  differ(nk, nv, 3, "head dims (D of K vs V)");
+  if (!attention_kv_group(nq.shape[1], nk.shape[1]))
+    throw Error("attention: Q's heads Hq=" + nq.shape[1].str() + " (" + operand_text(nq) +
+                ") are not a multiple of K's Hkv=" + nk.shape[1].str() + " (" +
+                operand_text(nk) + "); GQA needs Hq = g * Hkv, with numbers, equal symbols "
+                "or Hkv = 1");
+  AttentionAttrs attrs;
+  attrs.causal = opt.causal;
+  attrs.lse = opt.lse;
+  if (opt.scale) {
+    if (!std::isfinite(*opt.scale) || *opt.scale <= 0.0)
+      throw Error("attention: scale must be a positive finite number, got " +
+                  std::to_string(*opt.scale));
+    attrs.scale = *opt.scale;
+  } else {
+    const Dim& d = nq.shape[3];
+    if (d.is_sym())
+      throw Error("attention: the default scale is 1/sqrt(D), but D is the symbol " + d.sym +
+                  "; give the head dim as a number or pass scale=");
+    attrs.scale = 1.0 / std::sqrt(double(d.value));
+  }
+  Node out;
+  out.kind = OpKind::Attention;
+  out.name = out.origin = op;
+  out.dtype = nq.dtype;
+  out.shape = nq.shape;
+  out.inputs = {q.id, k.id, v.id};
+  out.attention = attrs;
+  return push(std::move(out));
+}
+
 TensorRef GraphBuilder::unary(const char* name, ScalarOp op, TensorRef x) {
   const Node& nx = node(x, name);
+  no_epilogue_on_attention(nx, name);
   if (nx.kind == OpKind::Input) {
     throw Error(std::string(name) + ": its operand " + operand_text(nx) +
                 " is an input tensor, not computed by a contraction; " + kOneContraction);
@@ -236,6 +312,8 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, Tenso
   std::string label = origin == name ? std::string(name) : origin;
   const Node* nx = &node(x, label);
   const Node* ny = &node(y, label);
+  no_epilogue_on_attention(*nx, label);
+  no_epilogue_on_attention(*ny, label);
   bool x_chain = nx->kind != OpKind::Input, y_chain = ny->kind != OpKind::Input;
   if (x_chain && y_chain) {
     throw Error(label + ": both operands are computed by a contraction (" + operand_text(*nx) +
@@ -283,6 +361,7 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, Tenso
 
 TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, double y) {
   const Node& nx = node(x, name);
+  no_epilogue_on_attention(nx, name);
   if (nx.kind == OpKind::Input) {
     throw Error(std::string(name) + ": its operand " + operand_text(nx) +
                 " is an input tensor, not computed by a contraction; " + kOneContraction);
@@ -341,13 +420,13 @@ Graph GraphBuilder::build(TensorRef result) const {
     n.id = int(g.nodes.size());
     for (int& in : n.inputs) in = new_id[in];
     new_id[old] = n.id;
-    contractions += n.kind == OpKind::Matmul;
+    contractions += n.kind == OpKind::Matmul || n.kind == OpKind::Attention;
     g.nodes.push_back(std::move(n));
   };
   visit(result.id);
   // The elementwise ops refuse a second contraction as they are built, so only a bug
   // could break this.
-  LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction");
+  LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction or attention");
   g.verify();
   return g;
 }

@@ -14,7 +14,7 @@ namespace loom {
 namespace {
 
 const char* const kFunctions =
-    "matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max";
+    "matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max, attention";
 const char* const kDtypes = "f32, tf32, f16, bf16";
 constexpr int kMaxDepth = 256;
 
@@ -25,6 +25,13 @@ bool is_unary(const std::string& f) { return f == "relu" || f == "gelu" || f == 
 bool is_binary(const std::string& f) {
   return f == "add" || f == "sub" || f == "mul" || f == "max";
 }
+
+// The keyword arguments of one call, each checked where it is written.
+struct Keywords {
+  std::optional<DType> out;         // matmul, bmm, linear
+  AttentionOptions attention;       // attention: causal=, scale=, lse=
+  std::vector<std::string> given;   // names seen, for "given twice"
+};
 
 // A parsed argument: a tensor-valued expression or a number, with where it starts.
 struct Value {
@@ -171,7 +178,7 @@ class Parser {
   Value call() {
     const Token& name = next();
     const std::string& f = name.text;
-    if (!is_contraction(f) && !is_unary(f) && !is_binary(f)) {
+    if (!is_contraction(f) && f != "attention" && !is_unary(f) && !is_binary(f)) {
       fail(name, "unknown function '" + f + "'; known functions: " + kFunctions);
     }
     // Bounds the recursion so hostile input fails with a message, not a stack overflow;
@@ -181,12 +188,16 @@ class Parser {
     }
     next();  // '('
     std::vector<Value> args;
-    std::optional<DType> out;
+    Keywords kw;
     if (peek().kind != TokenKind::RParen) {
       while (true) {
         if (peek().kind == TokenKind::Ident && peek(1).kind == TokenKind::Equals) {
-          out = keyword(f, out.has_value());
+          keyword(f, kw);
         } else {
+          if (!kw.given.empty()) {
+            fail(peek(), "operand after a keyword argument in the call to " + f +
+                             "; write the operands first, then the keywords");
+          }
           args.push_back(expr());
         }
         const Token& t = next();
@@ -200,22 +211,25 @@ class Parser {
     }
     Value v;
     v.column = name.column;
-    v.tensor = with_column(name.column, [&] { return build(name, args, out); });
+    v.tensor = with_column(name.column, [&] { return build(name, args, kw); });
     --depth_;
     return v;
   }
 
-  DType keyword(const std::string& f, bool seen_out) {
+  void keyword(const std::string& f, Keywords& kw) {
     const Token& key = next();
     next();  // '='
+    if (f == "attention") return attention_keyword(key, kw);
     if (!is_contraction(f)) {
-      fail(key, f + " takes no keyword arguments (out= is for matmul, bmm and linear)");
+      fail(key, f + " takes no keyword arguments (out= is for matmul, bmm and linear; "
+                    "causal=, scale= and lse= for attention)");
     }
     if (key.text != "out") {
       fail(key, "unknown keyword argument '" + key.text + "' for " + f +
                     "; the only one is out=<dtype>");
     }
-    if (seen_out) fail(key, "out= is given twice in the call to " + f);
+    if (kw.out) fail(key, "out= is given twice in the call to " + f);
+    kw.given.push_back(key.text);
     const Token& value = next();
     if (value.kind != TokenKind::Ident) {
       fail(value, "expected a dtype after out= (f32, f16 or bf16), found " + describe(value));
@@ -226,7 +240,45 @@ class Parser {
       fail(value, f + ": out=tf32 is not allowed: tf32 is an input-only type (its values "
                       "are stored as f32); use out=f32");
     }
-    return d;
+    kw.out = d;
+  }
+
+  void attention_keyword(const Token& key, Keywords& kw) {
+    const std::string& k = key.text;
+    if (k != "causal" && k != "scale" && k != "lse") {
+      fail(key, "unknown keyword argument '" + k + "' for attention; its keywords are "
+                "causal=false|true|top_left, scale=<number> and lse=false|true");
+    }
+    if (std::find(kw.given.begin(), kw.given.end(), k) != kw.given.end())
+      fail(key, k + "= is given twice in the call to attention");
+    kw.given.push_back(k);
+    const Token& value = next();
+    AttentionOptions& o = kw.attention;
+    if (k == "scale") {
+      double v = value.kind == TokenKind::Number ? std::strtod(value.text.c_str(), nullptr) : 0;
+      if (value.kind != TokenKind::Number || !std::isfinite(v) || v <= 0) {
+        fail(value, "scale= takes a positive number (the factor of Q K^T; the default is "
+                    "1/sqrt(D)), found " + describe(value));
+      }
+      o.scale = v;
+      return;
+    }
+    bool is_true = value.kind == TokenKind::Ident && value.text == "true";
+    bool is_false = value.kind == TokenKind::Ident && value.text == "false";
+    if (k == "lse") {
+      if (!is_true && !is_false)
+        fail(value, "lse= takes true or false (whether attention also writes the row "
+                    "log-sum-exp), found " + describe(value));
+      o.lse = is_true;
+      return;
+    }
+    bool top_left = value.kind == TokenKind::Ident && value.text == "top_left";
+    if (!is_true && !is_false && !top_left) {
+      fail(value, "causal= takes false, true (the mask aligned bottom-right, as "
+                  "FlashAttention) or top_left (PyTorch's is_causal), found " +
+                      describe(value));
+    }
+    o.causal = is_true ? Causal::BottomRight : top_left ? Causal::TopLeft : Causal::None;
   }
 
   TensorRef tensor_arg(const std::string& f, const Value& v, const char* role) {
@@ -235,9 +287,9 @@ class Parser {
     return *v.tensor;
   }
 
-  TensorRef build(const Token& name, const std::vector<Value>& args,
-                  std::optional<DType> out) {
+  TensorRef build(const Token& name, const std::vector<Value>& args, const Keywords& kw) {
     const std::string& f = name.text;
+    const std::optional<DType>& out = kw.out;
     auto arity = [&](size_t lo, size_t hi, const char* usage) {
       if (args.size() < lo || args.size() > hi) {
         fail(name, f + " takes " + usage + ", got " + std::to_string(args.size()) +
@@ -255,6 +307,12 @@ class Parser {
       std::optional<TensorRef> bias;
       if (args.size() == 3) bias = tensor_arg(f, args[2], "bias");
       return builder_.linear(x, w, bias, out);
+    }
+    if (f == "attention") {
+      arity(3, 3, "three tensors (Q, K, V) and optional causal=, scale=, lse=");
+      TensorRef q = tensor_arg(f, args[0], "Q"), k = tensor_arg(f, args[1], "K"),
+                v = tensor_arg(f, args[2], "V");
+      return builder_.attention(q, k, v, kw.attention);
     }
     if (is_unary(f)) {
       arity(1, 1, "one operand");

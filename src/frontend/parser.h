@@ -3,14 +3,16 @@
 //
 //   expr   := call | tensor | number
 //   call   := IDENT '(' arg (',' arg)* ')'
-//   arg    := expr | IDENT '=' IDENT            keyword argument: out=<dtype>
+//   arg    := expr | IDENT '=' (IDENT | NUMBER)  keyword argument, after the operands
 //   tensor := IDENT '[' dim (',' dim)* ']' ':' DTYPE ['.T']
 //   dim    := INT | IDENT                       a positive size or a symbol (M, K, ...)
 //
 // e.g. `relu(linear(X[M,K]:bf16, W[N,K]:bf16, bias[N]:bf16))`,
-//      `matmul(A[M,K]:f16, B[N,K]:f16.T, out=f32)`.
+//      `matmul(A[M,K]:f16, B[N,K]:f16.T, out=f32)`,
+//      `attention(Q[B,32,S,128]:bf16, K[B,8,S,128]:bf16, V[B,8,S,128]:bf16, causal=true)`.
 //
 // Functions: matmul(A, B[, out=]) bmm(A, B[, out=]) linear(X, W[, bias][, out=])
+// attention(Q, K, V[, causal=false|true|top_left][, scale=<number>][, lse=false|true])
 // relu(x) gelu(x) silu(x) add(x, y) sub(x, y) mul(x, y) max(x, y); dtypes f32, tf32,
 // f16, bf16. The rules on shapes, dtypes and the one-contraction structure are
 // GraphBuilder's (include/loom/builder.h).

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "ir/error.h"
@@ -46,6 +48,31 @@ bool is_input_dtype(DType t) {
 
 }  // namespace
 
+std::optional<Expr> attention_kv_group(const Dim& hq, const Dim& hkv) {
+  if (hq == hkv) return Expr(1);
+  if (!hq.is_sym() && !hkv.is_sym()) {
+    if (hq.value % hkv.value != 0) return std::nullopt;
+    return Expr(hq.value / hkv.value);
+  }
+  if (!hkv.is_sym() && hkv.value == 1) return hq.expr();
+  return std::nullopt;
+}
+
+const char* causal_name(Causal c) {
+  switch (c) {
+    case Causal::None: return "false";
+    case Causal::BottomRight: return "true";
+    case Causal::TopLeft: return "top_left";
+  }
+  return "?";
+}
+
+const Node* Graph::attention() const {
+  for (const Node& n : nodes)
+    if (n.kind == OpKind::Attention) return &n;
+  return nullptr;
+}
+
 std::vector<Dim> Node::storage_shape() const {
   std::vector<Dim> s = shape;
   if (transposed && s.size() >= 2) std::swap(s[s.size() - 2], s.back());
@@ -77,7 +104,15 @@ std::string Graph::str() const {
         s += (i ? ", %" : "%") + std::to_string(n.inputs[i]);
       }
       if (n.scalar) s += ", " + number_str(*n.scalar);
+      if (n.kind == OpKind::Attention) {
+        s += std::string(", causal=") + causal_name(n.attention.causal) +
+             ", scale=" + number_str(n.attention.scale) + (n.attention.lse ? ", lse=true" : "");
+      }
       s += std::string("): ") + dtype_name(n.dtype) + shape_str(n.shape);
+      if (n.kind == OpKind::Attention && n.attention.lse) {
+        std::vector<Dim> rows(n.shape.begin(), n.shape.end() - 1);
+        s += " + lse: f32" + shape_str(rows);
+      }
       if (!n.origin.empty() && n.origin != n.name) s += "  (from " + n.origin + ")";
     }
     s += "\n";
@@ -149,6 +184,31 @@ void Graph::verify() const {
           fail(std::string("output dtype ") + dtype_name(n.dtype) +
                " is not one of f32, f16, bf16");
         }
+        break;
+      }
+      case OpKind::Attention: {
+        if (n.inputs.size() != 3 || n.scalar) fail("attention takes three operands (Q, K, V)");
+        const Node& q = operand(0);
+        const Node& k = operand(1);
+        const Node& v = operand(2);
+        if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
+          fail("operands must be rank 4 [B,H,S,D]");
+        if (q.dtype != k.dtype || q.dtype != v.dtype) fail("operand dtypes differ");
+        if (q.dtype != DType::F16 && q.dtype != DType::BF16)
+          fail(std::string("operand dtype ") + dtype_name(q.dtype) + " is not f16 or bf16");
+        if (!(k.shape == v.shape)) fail("K " + shape_str(k.shape) + " and V " +
+                                        shape_str(v.shape) + " differ");
+        if (!(q.shape[0] == k.shape[0])) fail("Q and K have different batch sizes");
+        if (!(q.shape[3] == k.shape[3])) fail("Q and K have different head dims");
+        if (!attention_kv_group(q.shape[1], k.shape[1]))
+          fail("Q's heads " + q.shape[1].str() + " are not a known multiple of K's " +
+               k.shape[1].str());
+        if (n.shape != q.shape) fail("shape " + shape_str(n.shape) + " should be Q's " +
+                                     shape_str(q.shape));
+        if (n.dtype != q.dtype) fail("output dtype differs from Q's");
+        if (!(n.attention.scale > 0.0) || !std::isfinite(n.attention.scale))
+          fail("scale " + number_str(n.attention.scale) + " is not a positive finite number");
+        if (n.id != result()) fail("attention must be the graph's result (no epilogue yet)");
         break;
       }
       case OpKind::Unary:

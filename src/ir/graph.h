@@ -4,6 +4,7 @@
 // matmul(X, Wᵀ) followed by add(·, b) with b broadcast over rows, as torch computes it;
 // `bmm` is a matmul with a leading batch dimension. Shapes follow numpy broadcasting
 // for elementwise operands (a bias [N] against [M,N], a residual [M,N] against [M,N]).
+// `attention(Q, K, V)` is one op (docs/attention.md): softmax(scale · Q Kᵀ, masked) V.
 #pragma once
 #include <optional>
 #include <string>
@@ -25,7 +26,33 @@ struct Dim {
   bool operator==(const Dim& o) const { return sym == o.sym && (is_sym() || value == o.value); }
 };
 
-enum class OpKind { Input, Matmul, Unary, Binary };
+enum class OpKind { Input, Matmul, Unary, Binary, Attention };
+
+// Which keys a query row of attention sees. For Sq = Sk both causal masks keep keys
+// j <= i; they differ when Sq != Sk:
+//   BottomRight (FlashAttention's causal=True): the last query row sees every key, so
+//     row i keeps j <= i + Sk - Sq; with Sq > Sk the first Sq - Sk rows keep no key.
+//   TopLeft (PyTorch's is_causal=True): row i keeps j <= i.
+enum class Causal { None, BottomRight, TopLeft };
+const char* causal_name(Causal c);  // "false", "true" (bottom-right), "top_left"
+
+// Hq / Hkv as an index divisor (query head h reads key/value head h / group): 1 when
+// the dims are equal, Hq when Hkv is 1 (MQA), the quotient of two constants. nullopt
+// when it is not known to divide: two different symbols, or constants that do not.
+std::optional<Expr> attention_kv_group(const Dim& hq, const Dim& hkv);
+
+// Attention's attributes. Q [B,Hq,Sq,D], K and V [B,Hkv,Sk,D]; Hq is a multiple of Hkv
+// and query head h reads key/value head h / (Hq / Hkv) (GQA; MQA is Hkv = 1). The
+// output O [B,Hq,Sq,D] has Q's dtype. With `lse`, the op has a second result: the
+// log-sum-exp of each row's scaled, masked scores, [B,Hq,Sq] f32 (what a backward pass
+// or a split-KV combine needs). It is part of the same node, not a node of its own,
+// because one kernel computes both from the same running max and sum; the programs
+// name it `lse` beside `out`. A row that keeps no key has O = 0 and LSE = -inf.
+struct AttentionAttrs {
+  Causal causal = Causal::None;
+  double scale = 0.0;  // multiplies Q Kᵀ; the builder resolves the default 1/sqrt(D)
+  bool lse = false;
+};
 
 struct Node {
   int id = -1;
@@ -40,11 +67,13 @@ struct Node {
   std::vector<Dim> storage_shape() const;
 
   // Matmul: inputs[0] = A [..,M,K], inputs[1] = B [..,K,N] (logical shapes).
+  // Attention: inputs = {Q, K, V}, attributes in `attention`.
   // Unary: op in {Relu, Gelu, Silu}; Binary: op in {Add, Mul, Sub, Max, ...}, whose
   // second operand is either inputs[1] or the immediate `scalar`.
   ScalarOp op = ScalarOp::Add;
   std::vector<int> inputs;
   std::optional<double> scalar;
+  AttentionAttrs attention;
 
   std::string origin;  // the user's op, e.g. "linear" for the matmul and add it became
   int column = 0;      // column in the expression text (1-based), for error messages
@@ -55,6 +84,8 @@ struct Graph {
   int result() const { return int(nodes.size()) - 1; }
   const Node& node(int id) const { return nodes.at(id); }
   std::vector<std::string> symbols() const;  // distinct dim symbols, first-use order
+  // The attention node, or nullptr when the graph has none.
+  const Node* attention() const;
   std::string str() const;                   // printer, one node per line
   void verify() const;                       // throws loom::Error on a broken invariant
 };

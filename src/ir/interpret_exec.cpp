@@ -344,7 +344,9 @@ void Machine::exec_scalar(const Node& n, const std::vector<int>& active) {
         dst = eval_scalar_op(s.op, arg(0, t), n.args.size() > 1 ? arg(1, t) : 0.0);
         break;
       case StmtKind::Init: dst = s.imm; break;
-      case StmtKind::Accum: dst += arg(0, t); break;
+      case StmtKind::Accum:
+        dst = s.op == ScalarOp::Add ? dst + arg(0, t) : eval_scalar_op(s.op, dst, arg(0, t));
+        break;
       case StmtKind::Atom: {
         double a[kMaxAtomOperands];  // resolution checked the count against the atom
         for (size_t i = 0; i < n.args.size(); ++i) a[i] = arg(i, t);

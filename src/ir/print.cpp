@@ -76,7 +76,8 @@ std::string stmt_line(const Stmt& s) {
       return dst_of(s) + " = " + scalar_op_name(s.op) + "(" + join_operands(s.args) + ")";
     case StmtKind::Init: return dst_of(s) + " = " + Operand::constant(s.imm).str();
     case StmtKind::Accum:
-      return dst_of(s) + " <- add(" + dst_of(s) + ", " + join_operands(s.args) + ")";
+      return dst_of(s) + " <- " + scalar_op_name(s.op) + "(" + dst_of(s) + ", " +
+             join_operands(s.args) + ")";
     case StmtKind::Write:
       return (s.width > 1 ? "store" + width_suffix(s) + " " : std::string()) + s.tensor + "[" +
              join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +

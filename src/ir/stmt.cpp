@@ -39,6 +39,9 @@ const char* scalar_op_name(ScalarOp op) {
     case ScalarOp::Relu: return "relu";
     case ScalarOp::Gelu: return "gelu";
     case ScalarOp::Silu: return "silu";
+    case ScalarOp::Exp: return "exp";
+    case ScalarOp::Exp2: return "exp2";
+    case ScalarOp::Log: return "log";
   }
   return "?";
 }
@@ -48,9 +51,17 @@ int scalar_op_arity(ScalarOp op) {
     case ScalarOp::Neg:
     case ScalarOp::Relu:
     case ScalarOp::Gelu:
-    case ScalarOp::Silu: return 1;
+    case ScalarOp::Silu:
+    case ScalarOp::Exp:
+    case ScalarOp::Exp2:
+    case ScalarOp::Log: return 1;
     default: return 2;
   }
+}
+
+bool is_accumulate_op(ScalarOp op) {
+  return op == ScalarOp::Add || op == ScalarOp::Max || op == ScalarOp::Min ||
+         op == ScalarOp::Mul;
 }
 
 // NaN propagates through max/min/relu as torch.maximum / torch.relu do; std::max would
@@ -69,6 +80,11 @@ double eval_scalar_op(ScalarOp op, double a, double b) {
     // torch.nn.functional.gelu's default (approximate='none') is the exact erf form.
     case ScalarOp::Gelu: return 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0)));
     case ScalarOp::Silu: return a / (1.0 + std::exp(-a));
+    // exp(-inf) = 0 and log(0) = -inf: a masked score and an empty row's sum come out
+    // as the softmax defines them, with no special case.
+    case ScalarOp::Exp: return std::exp(a);
+    case ScalarOp::Exp2: return std::exp2(a);
+    case ScalarOp::Log: return std::log(a);
   }
   return nan;
 }
@@ -142,11 +158,11 @@ Stmt Stmt::Init(std::string acc, double value) {
   return s;
 }
 
-Stmt Stmt::Accum(std::string acc, Operand value) {
+Stmt Stmt::Accum(std::string acc, Operand value, ScalarOp op) {
   Stmt s;
   s.kind = StmtKind::Accum;
   s.dst = std::move(acc);
-  s.op = ScalarOp::Add;
+  s.op = op;
   s.args = {std::move(value)};
   return s;
 }

@@ -92,9 +92,14 @@ const char* tier_name(Tier t);        // "grid", "thread", ...
 const char* loop_kind_name(LoopKind k);  // "parallel", "reduce"
 
 // Elementwise scalar operations (the epilogue vocabulary; more join as ops need them).
-enum class ScalarOp { Add, Sub, Mul, Div, Max, Min, Neg, Relu, Gelu, Silu };
+// Exp, Exp2 and Log are attention's softmax: exp2 because the GPU has it as one
+// instruction (ex2.approx), so the online-softmax form folds log2(e) into the scale.
+enum class ScalarOp { Add, Sub, Mul, Div, Max, Min, Neg, Relu, Gelu, Silu, Exp, Exp2, Log };
 const char* scalar_op_name(ScalarOp op);  // "add", "multiply", "relu", ...
 int scalar_op_arity(ScalarOp op);
+// The ops an Accum may combine with: associative and commutative, so a reduce loop may
+// be split or reordered (add, max, min, multiply).
+bool is_accumulate_op(ScalarOp op);
 double eval_scalar_op(ScalarOp op, double a, double b = 0.0);  // reference semantics
 
 // A scalar operand: a named value (an element of a register array when `index` is
@@ -145,7 +150,10 @@ struct Stmt {
   Expr value;
 
   // Load `dst = load tensor[index]`; Write `tensor[index] = args[0]`.
-  // Compute `dst = op(args)`; Init `dst = imm`; Accum `dst <- add(dst, args[0])`.
+  // Compute `dst = op(args)`; Init `dst = imm`; Accum `dst <- op(dst, args[0])` with op
+  // add (every contraction), max (a row max) or multiply (online softmax's rescale of
+  // a running sum by exp(m_old - m_new)) — a loop-carried update of a value defined
+  // outside the loop, where a Compute would define a new value in the loop's scope.
   // Atom `atom(dst; args)`: an instruction from the atom table (src/atoms), e.g. the FMA
   // atom `dst <- fma(args[0], args[1], dst)`.
   // A warp atom (one the kernel declares in KernelOp::warp_atoms: mma.sync) computes
@@ -207,7 +215,8 @@ struct Stmt {
   static Stmt Load(std::string dst, std::string tensor, std::vector<Expr> index);
   static Stmt Compute(std::string dst, ScalarOp op, std::vector<Operand> args);
   static Stmt Init(std::string acc, double value);
-  static Stmt Accum(std::string acc, Operand value);
+  // `acc <- op(acc, value)`; op is Add, Max, Min or Mul (accumulate_ops_ok).
+  static Stmt Accum(std::string acc, Operand value, ScalarOp op = ScalarOp::Add);
   static Stmt Write(std::string tensor, std::vector<Expr> index, Operand value);
   static Stmt Atom(std::string atom, std::string dst, std::vector<Operand> args);
   // A warp copy atom: fragment `dst`[dst_prefix] <- `atom`(shared[row_offset]), with

@@ -655,6 +655,9 @@ class BodyChecker {
         break;
       case StmtKind::Accum: {
         if (s.args.size() != 1) fail(s, "accumulate takes exactly one operand");
+        if (!is_accumulate_op(s.op))
+          fail(s, std::string("accumulate combines with add, max, min or multiply, not ") +
+                      scalar_op_name(s.op) + " (an order-dependent update is a Compute)");
         use_operands(s);
         if (!s.dst_index.empty()) {
           check_value_ref(s, s.dst, s.dst_index, "accumulator");

@@ -163,6 +163,10 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),
+      {"BLOCK_M", "attention: query rows per block of the online softmax (a CTA's rows; "
+       "the causal key bound is per query block)", "l:005_online_softmax", 1, 256},
+      {"BLOCK_N", "attention: keys per block of the online softmax (one rescale of the "
+       "running max, sum and output per block)", "l:005_online_softmax", 1, 256},
   };
   return defs;
 }

@@ -6,6 +6,7 @@
 namespace loom {
 
 Pass pass_lower_graph();       // loop/000_lower_graph.cpp
+Pass pass_online_softmax();    // loop/005_online_softmax.cpp
 Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
 Pass pass_swap_operands();     // loop/015_swap_operands.cpp
 Pass pass_split_k();           // loop/020_split_k.cpp

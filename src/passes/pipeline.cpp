@@ -12,6 +12,10 @@ const std::vector<Pass>& pipeline() {
   static const std::vector<Pass> passes = {
       // Graph -> Loop IR: every op as loops over its output, nothing decided yet.
       pass_lower_graph(),
+      // Attention's two contractions and softmax become one online-softmax op first, so
+      // the GEMM passes below (epilogue fusion, SWAP_AB, split-K), which look for
+      // contractions, never take its pieces for GEMMs.
+      pass_online_softmax(),
       // Fuse before tiling, so bias/activation/scaling ride in the GEMM's epilogue
       // and the intermediate never reaches memory.
       pass_fuse_epilogue(),

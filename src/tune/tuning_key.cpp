@@ -62,6 +62,8 @@ struct Signer {
         std::string rhs = n.inputs.size() > 1 ? broadcast_operand(g.node(n.inputs[1]), n) : "scalar";
         return n.name + "(" + node(g.node(n.inputs[0])) + ", " + rhs + ")" + dt;
       }
+      case OpKind::Attention:
+        break;  // never reached: contraction() refuses a graph without a matmul first
     }
     LOOM_CHECK(false, "unknown op kind");
   }

@@ -27,7 +27,8 @@ void select(Block& b, const AtomDef& fma) {
     if (mul.args[0].is_imm() || mul.args[1].is_imm() || uses(b, mul.dst) != 1) continue;
     for (size_t j = i + 1; j < b.size(); ++j) {
       Stmt& acc = b[j];
-      if (acc.kind != StmtKind::Accum || acc.args[0].name != mul.dst) continue;
+      if (acc.kind != StmtKind::Accum || acc.op != ScalarOp::Add || acc.args[0].name != mul.dst)
+        continue;
       std::vector<Expr> idx = acc.dst_index;
       acc = Stmt::Atom(fma.id, acc.dst, {mul.args[0], mul.args[1]});
       acc.dst_index = idx;

@@ -9,10 +9,13 @@
 //     dimensions index 0) and applies one scalar op.
 //  3. Results between ops are Temp tensors of the accumulator type (f32), so fusing them
 //     away later removes no rounding the user asked for; the last op writes `out`.
+//  4. Attention becomes three ops, two contractions with a softmax between
+//     (attention_loops.h); l:005 fuses them into the online-softmax form.
 #include <algorithm>
 #include <set>
 
 #include "ir/error.h"
+#include "passes/attention_loops.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -70,6 +73,7 @@ class Lowering {
   explicit Lowering(const Graph& g) : g_(g) {}
 
   LoopProgram run() {
+    p_.symbols = g_.symbols();
     for (const auto& n : g_.nodes)
       if (n.kind == OpKind::Input) declare_input(n);
     for (const auto& n : g_.nodes) {
@@ -81,9 +85,12 @@ class Lowering {
       out.role = n.id == g_.result() ? TensorRole::Output : TensorRole::Temp;
       tensor_of_[n.id] = out.name;
       p_.tensors.push_back(out);
+      if (n.kind == OpKind::Attention) {
+        lower_attention(AttentionLoops(g_), p_);
+        continue;
+      }
       p_.ops.push_back(n.kind == OpKind::Matmul ? contraction(n) : elementwise(n));
     }
-    p_.symbols = g_.symbols();
     return std::move(p_);
   }
 

@@ -112,4 +112,58 @@ inline CompileState check_every_pass(
   return s;
 }
 
+// Every output tensor of the program (`out`, and attention's `lse`): like expect_close,
+// with an infinity required to be the same infinity (an empty attention row's LSE).
+inline void expect_outputs_close(const ProgramBase& p, const Bindings& got,
+                                 const Bindings& want, DType out_dtype, const std::string& ctx) {
+  for (const TensorDecl& t : p.tensors) {
+    if (t.role != TensorRole::Output) continue;
+    const HostTensor& g = got.tensors.at(t.name);
+    const HostTensor& w = want.tensors.at(t.name);
+    ASSERT_EQ(g.data.size(), w.data.size()) << ctx << ": " << t.name;
+    double tol = tolerance(t.name == "out" ? out_dtype : t.dtype);
+    for (size_t i = 0; i < g.data.size(); ++i) {
+      ASSERT_FALSE(std::isnan(g.data[i])) << ctx << ": " << t.name << "[" << i << "] never written";
+      if (std::isinf(w.data[i])) {
+        ASSERT_EQ(g.data[i], w.data[i]) << ctx << ": " << t.name << "[" << i << "]";
+        continue;
+      }
+      ASSERT_NEAR(g.data[i], w.data[i], tol * std::max(1.0, std::fabs(w.data[i])))
+          << ctx << ": " << t.name << "[" << i << "]";
+    }
+  }
+}
+
+// check_every_pass for programs whose lowering stops at Loop IR (attention, until its
+// Tile lowering exists): runs the Loop-level passes only, and compares every output
+// tensor of each with the naive Loop IR's. Returns the state after the last loop pass.
+inline CompileState check_loop_passes(const std::string& expr, const Knobs& knobs,
+                                      uint64_t seed,
+                                      const std::map<std::string, int64_t>& sizes = {}) {
+  SCOPED_TRACE(expr + " knobs=" + knobs.str());
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = knobs;
+  s.target = Target::for_arch("sm_90a");
+  Bindings inputs, reference;
+  inputs.symbols = sizes;
+  for (const auto& p : pipeline()) {
+    if (p.from != Level::Graph && p.to != Level::Loop) break;
+    p.run(s);
+    verify_level(s, p.to);
+    if (reference.tensors.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      reference = inputs;
+      interpret(s.loop, reference);
+      continue;
+    }
+    Bindings got = inputs;
+    interpret(s.loop, got);
+    expect_outputs_close(s.loop, got, reference, s.graph.node(s.graph.result()).dtype,
+                         "after " + p.id);
+    if (::testing::Test::HasFailure()) break;
+  }
+  return s;
+}
+
 }  // namespace loom::passcheck

@@ -1,0 +1,33 @@
+// The attention reference: softmax(scale · Q Kᵀ, masked) V and the row log-sum-exp, in
+// double on the host, one query row at a time (max-subtracted, so no exp overflows).
+// It is the yardstick for Loom's loop forms on the CPU interpreter and for the GPU
+// kernel; docs/attention.md states the semantics it implements.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace loom {
+
+struct AttentionShape {
+  int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Sk = 1, D = 1;
+};
+
+struct AttentionResult {
+  std::vector<double> out;  // [B, Hq, Sq, D]
+  std::vector<double> lse;  // [B, Hq, Sq]: log Σ_j exp(s_ij) over kept keys; -inf if none
+};
+
+// Whether query row i keeps key j under `causal` (graph.h: bottom-right is FlashAttention's
+// alignment, top-left PyTorch's is_causal).
+bool attention_keeps(Causal causal, int64_t i, int64_t j, int64_t Sq, int64_t Sk);
+
+// q [B,Hq,Sq,D], k and v [B,Hkv,Sk,D], row-major. Query head h reads key/value head
+// h / (Hq / Hkv). A row that keeps no key gets O = 0 and LSE = -inf (as FlashAttention
+// writes them). Throws loom::Error when the sizes do not fit the shape.
+AttentionResult reference_attention(const AttentionShape& shape, const AttentionAttrs& attrs,
+                                    const std::vector<double>& q, const std::vector<double>& k,
+                                    const std::vector<double>& v);
+
+}  // namespace loom

@@ -1,0 +1,56 @@
+// Attention's loop forms (docs/attention.md): the index conditions of its masks and
+// heads, shared by l:000 (the unfused form: two contractions with a softmax between)
+// and l:005 (the tiled online-softmax form that replaces it).
+//
+// Every condition is an integer index expression, so the masks, the rows that keep no
+// key and the causal loop bounds are all decided by indices, never by comparing values:
+// the interpreter runs the forms without NaN from -inf - -inf, and the GPU kernel can
+// skip whole tiles by the same arithmetic.
+#pragma once
+#include <string>
+
+#include "ir/graph.h"
+#include "ir/program.h"
+
+namespace loom {
+
+struct AttentionLoops {
+  const Node* node = nullptr;
+  std::string q, k, v;               // input tensors
+  Expr B, Hq, Sq, Sk, D;             // sizes (constants or symbols)
+  Expr group;                        // Hq / Hkv: query head h reads head h / group
+  Causal causal = Causal::None;
+  double scale = 0.0;
+  bool lse = false;
+
+  explicit AttentionLoops(const Graph& g);  // the graph's attention node; throws if none
+
+  Expr kv_head(const Expr& h) const { return h / group; }
+  // Row i keeps key j (constant 1 without a mask); `drops` is its complement.
+  Expr keeps(const Expr& i, const Expr& j) const;
+  Expr drops(const Expr& i, const Expr& j) const;
+  // Row i keeps at least one key (constant 1 unless the mask is bottom-right: with
+  // Sq > Sk its first Sq - Sk rows keep none); `empty_row` is its complement.
+  Expr has_keys(const Expr& i) const;
+  Expr empty_row(const Expr& i) const;
+  // Keys [0, n) that rows [0, rows_end) keep between them: the causal bound of a
+  // query block's key loop.
+  Expr keys_for_rows(const Expr& rows_end) const;
+};
+
+// Names of the tensors the attention forms add. The output O is `out` like every
+// result; the optional log-sum-exp is `lse`.
+inline constexpr const char* kLseTensor = "lse";
+
+// `body` under `cond`, without an If when the condition is the constant 1, and nothing
+// when it is the constant 0.
+Block guarded(const Expr& cond, Block body);
+
+// A name not yet used by a tensor or a symbol of `p`.
+std::string fresh_tensor_name(const ProgramBase& p, const std::string& base);
+
+// l:000's part: declares the temps (and `lse`) and appends the three ops of the unfused
+// form, scores -> softmax -> pv, to `p` (whose `out` and inputs are declared).
+void lower_attention(const AttentionLoops& a, LoopProgram& p);
+
+}  // namespace loom

@@ -1,0 +1,177 @@
+// l:005_online_softmax — attention's three ops become one tiled online-softmax op
+// (BLOCK_M, BLOCK_N).
+//
+// l:000 lowers attention as the textbook does: S = scale·Q Kᵀ for the whole row, then
+// P = softmax(S), then O = P V — S and P are Sq x Sk each, which is what a GPU kernel
+// must never write to memory. The online softmax (Milakov & Gimelshein; FlashAttention)
+// walks the keys in blocks of BLOCK_N and keeps per query row a running max m, a running
+// sum l and an unnormalized output O; a block whose max raises m rescales l and O by
+// exp(m_old - m_new) first, so the result is exact after the last block. Steps:
+//  1. Query rows in blocks of BLOCK_M (`qb`, then row `r` of the block; rows past Sq are
+//     guarded). A GPU CTA owns one query block, so the block is the unit the causal
+//     bound is computed for.
+//  2. Key blocks `kb` up to ceil(keys_for_rows / BLOCK_N): with a causal mask the blocks
+//     entirely above the query block's diagonal are never visited, and keys masked
+//     inside a visited block (the diagonal block, the ragged last one) are excluded by
+//     index guards.
+//  3. Per block: S tile = Q Kᵀ · scale·log2(e) into `attn_s` (the row's BLOCK_N scores:
+//     registers on the GPU), m_blk its max; m_new = max(m, m_blk), alpha =
+//     exp2(m - m_new); l and O are rescaled by alpha; P = exp2(S - m_new) overwrites
+//     the tile (as P overwrites S in the mma fragments); l += Σ P; O += P V. Scores
+//     are in log2 units, so the softmax is exp2, one instruction on the GPU.
+//  4. O / l to `out`; LSE = m·ln(2) + log(l) to `lse`. A row that keeps no key (the
+//     first Sq - Sk rows of a bottom-right mask) never enters the key loop: it writes 0
+//     and -inf directly, so no -inf - -inf is ever formed.
+// A program with no attention op is left unchanged.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+#include "passes/attention_loops.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+Operand val(const std::string& name) { return Operand::value(name); }
+
+Stmt loop(const std::string& var, Expr extent, Block body, LoopKind kind = LoopKind::Parallel) {
+  return Stmt::For(var, std::move(extent), kind, var, std::move(body));
+}
+
+LoopOp online_softmax(const AttentionLoops& a, LoopProgram& p, int64_t BM, int64_t BN) {
+  const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), r = Expr::var("r"),
+             kb = Expr::var("kb"), c = Expr::var("c"), d = Expr::var("d");
+  const Expr i = qb * BM + r, j = kb * BN + c, hk = a.kv_head(h);
+
+  TensorDecl tile;  // [B, Hq, Sq, BLOCK_N]: each row's S, then P, tile
+  tile.name = fresh_tensor_name(p, "attn_s");
+  tile.dtype = DType::F32;
+  tile.shape = {a.B, a.Hq, a.Sq, Expr(BN)};
+  tile.role = TensorRole::Temp;
+  p.tensors.push_back(tile);
+  TensorDecl acc = tile;  // [B, Hq, Sq, D]: the unnormalized O
+  acc.name = fresh_tensor_name(p, "attn_o");
+  acc.shape = {a.B, a.Hq, a.Sq, a.D};
+  p.tensors.push_back(acc);
+  const std::vector<Expr> tij = {b, h, i, c}, oid = {b, h, i, d};
+  const Expr key = j < a.Sk && a.keeps(i, j);
+
+  // 3. The block's scores and their max.
+  Block dot = {
+      Stmt::Load("q", a.q, {b, h, i, d}),
+      Stmt::Load("k", a.k, {b, hk, j, d}),
+      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
+      Stmt::Accum("qk_acc", val("qk")),
+  };
+  Block score = guarded(key, {
+      Stmt::Init("qk_acc", 0.0),
+      loop("d", a.D, std::move(dot), LoopKind::Reduce),
+      Stmt::Compute("s", ScalarOp::Mul, {val("qk_acc"), Operand::constant(a.scale * M_LOG2E)}),
+      Stmt::Write(tile.name, tij, val("s")),
+      Stmt::Accum("m_blk", val("s"), ScalarOp::Max),
+  });
+  Block prob = guarded(key, {
+      Stmt::Load("s", tile.name, tij),
+      Stmt::Compute("e", ScalarOp::Sub, {val("s"), val("m_new")}),
+      Stmt::Compute("p", ScalarOp::Exp2, {val("e")}),
+      Stmt::Write(tile.name, tij, val("p")),
+      Stmt::Accum("l", val("p")),
+  });
+  Block pv = guarded(key, {
+      Stmt::Load("p", tile.name, tij),
+      Stmt::Load("v", a.v, {b, hk, j, d}),
+      Stmt::Compute("pv_c", ScalarOp::Mul, {val("p"), val("v")}),
+      Stmt::Accum("pv", val("pv_c")),
+  });
+  Block rescale = {
+      Stmt::Load("o", acc.name, oid),
+      Stmt::Compute("o_scaled", ScalarOp::Mul, {val("o"), val("alpha")}),
+      Stmt::Init("pv", 0.0),
+      loop("c", Expr(BN), std::move(pv), LoopKind::Reduce),
+      Stmt::Compute("o_new", ScalarOp::Add, {val("o_scaled"), val("pv")}),
+      Stmt::Write(acc.name, oid, val("o_new")),
+  };
+  Block block = {
+      Stmt::Init("m_blk", kNegInf),
+      loop("c", Expr(BN), std::move(score), LoopKind::Reduce),
+      Stmt::Compute("m_new", ScalarOp::Max, {val("m"), val("m_blk")}),
+      Stmt::Compute("m_diff", ScalarOp::Sub, {val("m"), val("m_new")}),
+      Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff")}),
+      Stmt::Accum("m", val("m_blk"), ScalarOp::Max),
+      Stmt::Accum("l", val("alpha"), ScalarOp::Mul),
+      loop("c", Expr(BN), std::move(prob), LoopKind::Reduce),
+      loop("d", a.D, std::move(rescale)),
+  };
+
+  // 2. The key blocks this query block needs.
+  const Expr rows_end = min(a.Sq, (qb + 1) * BM);
+  const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
+  // 4. Normalize and write.
+  Block finish = {
+      Stmt::Load("o", acc.name, oid),
+      Stmt::Compute("y", ScalarOp::Div, {val("o"), val("l")}),
+      Stmt::Write("out", oid, val("y")),
+  };
+  Block row = {
+      Stmt::Init("m", kNegInf),
+      Stmt::Init("l", 0.0),
+      loop("d", a.D, {Stmt::Write(acc.name, oid, Operand::constant(0.0))}),
+      loop("kb", key_blocks, std::move(block), LoopKind::Reduce),
+      loop("d", a.D, std::move(finish)),
+  };
+  Block empty = {loop("d", a.D, {Stmt::Write("out", oid, Operand::constant(0.0))})};
+  if (a.lse) {
+    row.push_back(Stmt::Compute("m_ln", ScalarOp::Mul, {val("m"), Operand::constant(M_LN2)}));
+    row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
+    row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m_ln"), val("log_l")}));
+    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
+    empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
+  }
+  Block cell = guarded(a.has_keys(i), std::move(row));
+  Block none = guarded(a.empty_row(i), std::move(empty));
+  cell.insert(cell.end(), none.begin(), none.end());
+
+  // 1. Query blocks and their rows.
+  Block rows = {loop("r", Expr(BM), guarded(i < a.Sq, std::move(cell)))};
+  LoopOp op;
+  op.name = "attention";
+  op.inputs = {a.q, a.k, a.v};
+  op.output = "out";
+  op.body = {loop("b", a.B, {loop("h", a.Hq, {loop("qb", ceil_div(a.Sq, Expr(BM)), rows)})})};
+  return op;
+}
+
+bool is_unfused_attention(const LoopOp& op) {
+  return op.name == "attention_scores" || op.name == "attention_softmax" ||
+         op.name == "attention_pv";
+}
+
+}  // namespace
+
+Pass pass_online_softmax() {
+  return Pass{"l:005_online_softmax", Level::Loop, Level::Loop,
+              "attention is one op over query blocks of BLOCK_M rows and key blocks of "
+              "BLOCK_N: running max and sum, O rescaled by exp2(m_old - m_new), no Sq x Sk "
+              "temp; causal key blocks past the query block's diagonal are not visited",
+              {"BLOCK_M", "BLOCK_N"},
+              [](CompileState& s) {
+                if (!s.graph.attention()) return;
+                const int64_t BM = s.knob("BLOCK_M", 64), BN = s.knob("BLOCK_N", 64);
+                AttentionLoops a(s.graph);
+                LoopProgram& p = s.loop;
+                std::vector<std::string> temps;
+                for (const LoopOp& op : p.ops)
+                  if (is_unfused_attention(op) && op.output != "out") temps.push_back(op.output);
+                std::erase_if(p.ops, is_unfused_attention);
+                std::erase_if(p.tensors, [&](const TensorDecl& t) {
+                  return std::find(temps.begin(), temps.end(), t.name) != temps.end();
+                });
+                p.ops.push_back(online_softmax(a, p, BM, BN));
+              }};
+}
+
+}  // namespace loom

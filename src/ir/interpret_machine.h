@@ -190,6 +190,9 @@ class Machine {
   // The CTAs that thread `t`'s TmaLoad / MbarArrive `n` reaches (its mask; 0: its own),
   // checked against the cluster and against CTAs that already exited.
   std::vector<int> targets(const Node& n, int t);
+  // The CTA whose shared memory a remote Load of thread t reads (Stmt::remote), checked
+  // against the cluster and the CTAs that exited; recorded for cta_exit.
+  int remote_source(const Node& n, int t);
   void cta_exit(int cta);
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);
@@ -260,8 +263,9 @@ class Machine {
   int64_t cluster_gen_ = 0;  // cluster.syncs completed in this cluster
   int cluster_arrived_ = 0;  // CTAs waiting in the current cluster.sync
   std::vector<bool> exited_;
-  // Per CTA: the latest arrival a peer made on its mbarriers, and in which cluster.sync
-  // generation (a CTA may only exit after a cluster.sync that follows it).
+  // Per CTA: the latest arrival a peer made on its mbarriers (or read of its shared
+  // memory: slot -1), and in which cluster.sync generation (a CTA may only exit after a
+  // cluster.sync that follows it).
   struct RemoteArrival {
     int64_t gen = -1;
     int thread = -1, slot = -1;

@@ -263,7 +263,10 @@ void SharedMemory::record_read(Cell& c, int cta, int thread, const Stmt& s) {
 }
 
 double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s) {
-  const int cta = cta_of(thread);
+  return read(id, offset, thread, s, cta_of(thread));
+}
+
+double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s, int cta) {
   claim(id, cta, thread, s);
   Cell& c = cell(id, offset, cta);
   check_settled(c, id, offset, cta, "read", s);

@@ -144,4 +144,36 @@ std::optional<int64_t> constant_difference(const Expr& a, const Expr& b) {
   return diff;
 }
 
+std::set<std::string> bound_names(const Block& b) {
+  std::set<std::string> n;
+  walk(b, [&](const Stmt& s) {
+    if (!s.var.empty()) n.insert(s.var);
+    if (!s.dst.empty() && s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore)
+      n.insert(s.dst);
+  });
+  return n;
+}
+
+void rename_clashes(Block& body, const std::set<std::string>& taken, const std::string& suffix) {
+  std::map<std::string, std::string> to;
+  for (const std::string& n : bound_names(body)) {
+    if (!taken.count(n)) continue;
+    std::string fresh = n + suffix;
+    for (int i = 0; taken.count(fresh); ++i) fresh = n + suffix + std::to_string(i);
+    to[n] = fresh;
+  }
+  std::map<std::string, Expr> ints;
+  for (const auto& [from, fresh] : to) ints[from] = Expr::var(fresh);
+  substitute_block(body, ints);
+  auto rn = [&](std::string& name) {
+    auto it = to.find(name);
+    if (it != to.end()) name = it->second;
+  };
+  walk(body, [&](Stmt& s) {
+    rn(s.var);
+    if (s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore) rn(s.dst);
+    for (Operand& o : s.args) rn(o.name);
+  });
+}
+
 }  // namespace loom

@@ -2,6 +2,7 @@
 #pragma once
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,11 @@ bool provably_less(const Expr& e, const Expr& bound, const Ranges& r);
 // for the M- or N-contiguous [BK][BM] and [BK][BN] ones. t:045 and t:046 pick padding
 // and swizzle by it.
 std::map<std::string, bool> shared_k_innermost(const TileProgram& p);
+
+// Every name a Kernel IR body binds (loop and Let variables, register values and arrays).
+std::set<std::string> bound_names(const Block& b);
+// Renames the names `body` binds that `taken` holds to name + `suffix` (+ a number where
+// that is taken too): a body moved into another kernel (k:057, k:058) keeps its own values.
+void rename_clashes(Block& body, const std::set<std::string>& taken, const std::string& suffix);
 
 }  // namespace loom

@@ -142,13 +142,25 @@ static bool wgmma_decode(const Gemm& s) {
 // that fits in about 200 KiB of shared memory (8 stages at M = 16: 160 KiB in flight per
 // SM, what ~50 GB/s per SM needs at a few microseconds of DRAM latency under load), fed by
 // a producer warpgroup. Predicted, not yet measured: see bench/NOTES.md once it is.
-static Knobs wgmma_decode_defaults(const Gemm& s) {
+// Too few CTAs pull the weight, though: 64 of them streamed 4096x4096 at ~1.55 TB/s, 46%
+// of H100's HBM (20.7 us at M = 16, 24.5 us at M = 64; session 7), and split-K through
+// atomics made it worse. So each weight tile is split among the CTAs of a cluster
+// (CLUSTER_K, the largest power of two up to 8 that keeps every CTA on its own SM): 128
+// CTAs at N = 4096, each streaming half a tile's K, their 64 x M partial tiles added
+// through distributed shared memory — no atomics, no second launch. Predicted (not yet
+// measured): ~2.7 TB/s, 32 MB in ~12 us + ~1 us of tile exchange and epilogue.
+static Knobs wgmma_decode_defaults(const Gemm& s, int sm_count) {
   const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 128;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
   const int64_t stages = std::min<int64_t>(8, 200 * 1024 / stage_bytes);
-  return Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
-                      ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +
-                      ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+  Knobs k = Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
+                         ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +
+                         ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+  const int64_t tiles = (s.N + BM - 1) / BM;
+  int64_t c = 1;
+  while (c < 8 && tiles * c * 2 <= sm_count && s.K / (c * 2) >= 2 * BK) c *= 2;
+  if (c > 1) k.set("CLUSTER_K", std::to_string(c));
+  return k;
 }
 
 // Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
@@ -171,7 +183,7 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.f32_operands;
-  if (wgmma_decode(s)) return wgmma_decode_defaults(s);
+  if (wgmma_decode(s)) return wgmma_decode_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
@@ -192,20 +204,28 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
     return k;
   }
   // Few tiles, long K (128x128x16384: one tile): the warp-specialized 128x128 schedule
-  // with K split S ways, S the largest power of two that keeps the grid (tiles * S) within
-  // half the SMs and every split 4 slabs deep (the ring's depth) — 64 for one tile on
-  // H100. Half the SMs: each CTA streams its chunk at up to ~85 GB/s (4 x 32 KiB slabs in
-  // flight, ~1.5 us latency), so 64 CTAs can pull more than HBM gives, and S = 128 would
-  // double the traffic (S x 64 KiB per tile) for no more bandwidth. The two-kernel reduce
-  // combine: at 128x128x16384 bf16 on H100 (session 7) it ran 17.6 us against 25.8 us for
-  // the one-kernel fixup, whose S-way atomic adds on the same 64 KiB serialize in L2.
+  // with K split among c CTAs of a cluster (CLUSTER_K: partials added through distributed
+  // shared memory, l:022/k:057) and S such clusters (SPLITK, the two-kernel reduce), c
+  // and S the largest powers of two (c up to 8) that keep every CTA on its own SM and every
+  // CTA two slabs deep — 8 x 16 = 128 CTAs for one tile on H100. Before (session 7): S = 64
+  // CTAs with the reduce, 17.6 us, 64 CTAs pulling the 8 MB of operands at about half of
+  // HBM and 64 partial tiles (4 MB) through L2 and a second kernel; the one-kernel fixup
+  // was 25.8 us, its 64-way atomic adds on one 64 KiB tile serialized in L2. Now 16
+  // partial tiles (1 MB) reach global memory. Predicted (not yet measured): ~3 us to
+  // stream 8 MB with 128 CTAs, ~1 us of DSMEM exchange, plus the reduce kernel (~2 us with
+  // its launch): ~9 us.
   if (wgmma_split_k(s, sm_count)) {
     const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 127) / 128);
-    int64_t S = 2;
-    while (tiles * S * 4 <= sm_count && s.K / (S * 2) >= 256) S *= 2;
-    return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab +
-                        ",EPILOGUE=direct,WARP_SPECIALIZE=1,SPLITK=" + std::to_string(S) +
-                        ",SPLITK_MODE=reduce");
+    int64_t c = 1, S = 1;
+    while (c < 8 && tiles * c * 2 <= sm_count && s.K / (c * 2) >= 128) c *= 2;
+    while (tiles * c * S * 2 <= sm_count && s.K / (c * S * 2) >= 128) S *= 2;
+    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab +
+                           ",EPILOGUE=direct,WARP_SPECIALIZE=1,CLUSTER_K=" + std::to_string(c));
+    if (S > 1) {
+      k.set("SPLITK", std::to_string(S));
+      k.set("SPLITK_MODE", "reduce");
+    }
+    return k;
   }
   return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab + ",GROUP_M=8,EPILOGUE=direct");
 }
@@ -314,7 +334,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
        "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "SWAP_AB",
        "CONSUMERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
-      {"SPLITK", "SPLITK_MODE"}};
+      {"SPLITK", "SPLITK_MODE", "CLUSTER_K"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
   // staging defaults, and split-K only where its schedule says (mma_defaults_for and
   // wgmma_defaults_for say why and what they measured); a knob of a group given

@@ -149,6 +149,11 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
           .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
+      {"CLUSTER_K", "CTAs of a thread-block cluster splitting one output tile's K: each "
+       "reduces 1/CLUSTER_K of it, then they add their f32 partial tiles through distributed "
+       "shared memory, each finishing 1/CLUSTER_K of the rows (1 = no split; 2..8; "
+       "ATOM=wgmma_*, PERSISTENT=0, CLUSTER_M=1; composes with SPLITK)",
+       "l:022_cluster_k", 1, 16},
       KnobDef{"CONSUMERS", "how the WM=2 consumer warpgroups of a warp-specialized persistent kernel "
        "share the work: cooperative (both split each tile, BM = WM*FM*64) or pingpong (each "
        "owns whole tiles of BM = FM*64 rows, alternately, their mainloops in turn so one's "

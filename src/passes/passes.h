@@ -10,6 +10,7 @@ Pass pass_online_softmax();    // loop/005_online_softmax.cpp
 Pass pass_fuse_epilogue();     // loop/010_fuse_epilogue.cpp
 Pass pass_swap_operands();     // loop/015_swap_operands.cpp
 Pass pass_split_k();           // loop/020_split_k.cpp
+Pass pass_cluster_k();         // loop/022_cluster_k.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
 Pass pass_rasterize();         // tile/025_rasterize.cpp
@@ -32,6 +33,7 @@ Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp
 Pass pass_pipeline();          // kernel/050_pipeline.cpp
 Pass pass_interleave_loads();  // kernel/052_interleave_loads.cpp
+Pass pass_cluster_reduce();    // kernel/057_cluster_reduce.cpp
 Pass pass_splitk_fixup();      // kernel/058_splitk_fixup.cpp
 Pass pass_launch_bounds();     // kernel/060_launch_bounds.cpp
 

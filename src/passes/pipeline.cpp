@@ -26,6 +26,10 @@ const std::vector<Pass>& pipeline() {
       // Split K after fusion, so the epilogue it moves into splitk_reduce is whole, and
       // before partitioning, which tiles `s` as a grid tier like a batch loop.
       pass_split_k(),
+      // The cluster's split of K after l:020's, so it splits the chunk each split-K CTA
+      // owns (S clusters of c CTAs), and before partitioning, which puts q on the CLUSTER
+      // tier.
+      pass_cluster_k(),
       // Loop -> Tile IR: choose the grid/thread/register factorization (BM BN FM FN);
       // guards make every shape correct from here on.
       pass_partition_loops(),
@@ -92,6 +96,9 @@ const std::vector<Pass>& pipeline() {
       pass_unroll_registers(),
       // Split-K's fixup joins the split kernel once both are final in form (nothing after
       // it must understand the fused kernel), before the launch bounds of the result.
+      // The cluster's DSMEM reduction joins the split kernel once both are final in form,
+      // like the fixup below, and before it: the fixup finishes what the clusters summed.
+      pass_cluster_reduce(),
       pass_splitk_fixup(),
       // Occupancy request last: a property of the finished kernel.
       pass_launch_bounds(),

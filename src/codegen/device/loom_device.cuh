@@ -498,6 +498,27 @@ __device__ __forceinline__ void cluster_arrive() {
 __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 }
+// PTX ISA Data Movement, mapa.shared::cluster: the address of shared byte `addr` (this
+// CTA's) in the shared memory of CTA `cta` of the cluster. A pure function of its
+// operands (no volatile, no clobber), so the compiler computes it once per tile and peer,
+// and the loads below address from it with immediates.
+__device__ __forceinline__ unsigned mapa_shared_cluster(unsigned addr, unsigned cta) {
+  unsigned remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(cta));
+  return remote;
+}
+// PTX ISA 9.7.9.8 ld, .shared::cluster: element `i` of the f32 array `base` as CTA `cta`
+// of the cluster holds it (distributed shared memory). Ordered after the peer's writes
+// only by a cluster barrier (arrive.release / wait.acquire) between.
+__device__ __forceinline__ float ld_shared_cluster_f32(const float* base, unsigned i,
+                                                       unsigned cta) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
+               : "=f"(v)
+               : "r"(mapa_shared_cluster(smem_addr(base), cta) + 4u * i)
+               : "memory");
+  return v;
+}
 // PTX ISA Special Registers, %cluster_ctarank: this CTA's rank in its cluster.
 __device__ __forceinline__ unsigned cluster_ctarank() {
   unsigned r;

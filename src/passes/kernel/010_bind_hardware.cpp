@@ -10,7 +10,8 @@
 //     Tile IR Lets among the grid loops (the rasterized tile coordinates) follow the
 //     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
 //     A CLUSTER loop (CLUSTER_M) below them is the CTA's rank in a 1-D cluster along x:
-//     blockIdx.x = tile * CM + rank, `let m_cta = blockIdx.x % CM`, KernelOp::cluster = CM.
+//     blockIdx.x = tile * CM + rank, `let m_cta = blockIdx.x % CM`, KernelOp::cluster = CM
+//     (CLUSTER_K's loop the same way, but KernelOp::cluster is k:057's to set).
 //  2. The WARP and THREAD loops below them (constant extents) map to one threadIdx.x,
 //     the last loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
 //     WARP loops with no THREAD loop under them (ATOM=mma_*: a warp computes its atoms
@@ -132,7 +133,10 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
     const int64_t C = c.extent.const_value();
     value[grid.back()] = Expr::var("blockIdx.x") / C;
     k.grid[0] = k.grid[0] * C;
-    k.cluster[0] = int(C);
+    // CLUSTER_K's CTAs (axis "cluster_k") work alone until k:057 adds the reduction that
+    // joins them and launches them as clusters: the mainloop passes see no cluster (no
+    // multicast, no cluster-wide slot release).
+    if (c.axis != "cluster_k") k.cluster[0] = int(C);
     cluster_lets.push_back(Stmt::Let(c.var, Expr::var("blockIdx.x") % C));
   }
   if (!rasterized) fold({grid[grid.size() - 2]}, 1, k, value);

@@ -29,44 +29,11 @@
 #include <set>
 
 #include "ir/error.h"
+#include "passes/analysis.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
-
-// Every name a kernel body binds (loop and Let variables, register values and arrays).
-std::set<std::string> bound_names(const Block& b) {
-  std::set<std::string> n;
-  walk(b, [&](const Stmt& s) {
-    if (!s.var.empty()) n.insert(s.var);
-    if (!s.dst.empty() && s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore)
-      n.insert(s.dst);
-  });
-  return n;
-}
-
-// Renames the names `body` binds that `taken` holds, with a suffix no name there has.
-void rename_clashes(Block& body, const std::set<std::string>& taken) {
-  std::map<std::string, std::string> to;
-  for (const std::string& n : bound_names(body)) {
-    if (!taken.count(n)) continue;
-    std::string fresh = n + "_fx";
-    for (int i = 0; taken.count(fresh); ++i) fresh = n + "_fx" + std::to_string(i);
-    to[n] = fresh;
-  }
-  std::map<std::string, Expr> ints;
-  for (const auto& [from, fresh] : to) ints[from] = Expr::var(fresh);
-  substitute_block(body, ints);
-  auto rn = [&](std::string& name) {
-    auto it = to.find(name);
-    if (it != to.end()) name = it->second;
-  };
-  walk(body, [&](Stmt& s) {
-    rn(s.var);
-    if (s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore) rn(s.dst);
-    for (Operand& o : s.args) rn(o.name);
-  });
-}
 
 // The split kernel's top-level Let of `var`, or nullptr (a persistent kernel binds its
 // tile coordinates inside the tile loop).
@@ -124,7 +91,7 @@ void fuse(CompileState& st, size_t fix_index) {
   const std::string m_cta = loops[loops.size() - 2] + "_cta";
   const int CM = split.cluster[0];
   if (CM > 1) substitute_block(body, {{m_b, Expr::var(m_b) * CM + Expr::var(m_cta)}});
-  rename_clashes(body, bound_names(split.body));
+  rename_clashes(body, bound_names(split.body), "_fx");
 
   // 2: the arrival and the fixup of the last CTA.
   bool specialized = false;

@@ -33,9 +33,18 @@
 // (the CTAs of one cluster take CM consecutive block rows of the same columns).
 // CONSUMERS=pingpong (WM=2): the tile is one warpgroup's, BM = FM*64, one WARPGROUP loop
 // of extent 1; k:030 alternates the persistent tiles between two consumer warpgroups.
+// CLUSTER_K (l:022): the contraction's leading `q` loop (axis "cluster_k") becomes the
+// CLUSTER loop instead of a grid loop (the c CTAs of a cluster take the c slices of K of
+// one tile), and its cluster_partial is stored tile by tile, [q, lead.., m_b, n_b, BM rows,
+// BN + 8 columns] — the layout of the shared tile k:057 puts it in (8 columns of padding
+// keep the wgmma layout's stores of 8 rows at once off one bank), so k:057 maps a global
+// offset to the shared one by dropping the tile terms. clusterk_reduce is tiled like the
+// contraction but BM/c rows tall (the 1/c of a tile each CTA of the cluster finishes).
 // Split-K's splitk_fixup op (SPLITK_MODE=fixup) is tiled like the contraction before it,
 // one BM x BN tile per block on at most its threads, and gets the per-tile arrival
 // counters: k:058 runs it inside the split kernel, in the CTA that finishes a tile.
+#include <functional>
+
 #include "ir/error.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
@@ -194,6 +203,56 @@ struct BlockTile {
   int64_t BM = 0, BN = 0, threads = 0, cluster_m = 1;
 };
 
+// The leading loop l:022 adds for CLUSTER_K, or nullptr.
+const Stmt* cluster_k_loop(const std::vector<const Stmt*>& loops) {
+  return !loops.empty() && loops[0]->axis == "cluster_k" ? loops[0] : nullptr;
+}
+
+void check_cluster_k(const AtomDef& a, int64_t CM, int64_t BM, CompileState& s) {
+  const std::string knob = "CLUSTER_K=" + std::to_string(s.knobs.get_int("CLUSTER_K", 1));
+  if (!is_wgmma(&a))
+    throw Error(knob + " reduces a tile's K slices through the distributed shared memory of "
+                "an sm_90 cluster: it needs ATOM=wgmma_* (the atom is " +
+                s.knobs.get_str("ATOM", "fma") + ")");
+  if (CM > 1)
+    throw Error(knob + " with CLUSTER_M=" + std::to_string(CM) + ": Loom's clusters are 1-D, "
+                "either along M (shared B slabs) or along K; use one of them");
+  if (s.knobs.get_int("PERSISTENT", 0) != 0)
+    throw Error(knob + " ends each CTA with the cluster's reduction of its one tile; "
+                "PERSISTENT=1 walks many tiles per CTA: use PERSISTENT=0");
+  if (s.knobs.get_str("EPILOGUE", "direct") != "direct")
+    throw Error(knob + " keeps the partial tile in shared memory for the cluster's reduction, "
+                "which then stores the output directly; EPILOGUE=" +
+                s.knobs.get_str("EPILOGUE", "direct") + " does not compose with it: use "
+                "EPILOGUE=direct");
+  const int64_t c = s.knobs.get_int("CLUSTER_K", 1);
+  if (BM % c != 0)
+    throw Error(knob + ": each CTA of the cluster finishes BM/" + std::to_string(c) +
+                " rows of the tile, and BM=" + std::to_string(BM) + " is not a multiple of " +
+                std::to_string(c) + " (choose CLUSTER_K dividing BM)");
+}
+
+// Columns of padding per row of a CLUSTER_K partial tile (see the header comment).
+constexpr int64_t kClusterPartialPad = 8;
+
+// Accesses of CLUSTER_K's partial, `tensor[lead.., m, n]` after the output loops became
+// tiers, move to the tile-by-tile layout: [lead.., tile row, tile column, row in tile,
+// column in tile]. `m_tile(m)` gives (tile row, row in tile) of a row index.
+void block_partial(Block& cell, const std::string& tensor, const std::string& n_b,
+                   const std::function<std::pair<Expr, Expr>(const Expr&)>& m_tile) {
+  walk(cell, [&](Stmt& st) {
+    if ((st.kind != StmtKind::Load && st.kind != StmtKind::Write) || st.tensor != tensor) return;
+    const Expr m = st.index[st.index.size() - 2], n = st.index.back();
+    st.index.pop_back();
+    st.index.pop_back();
+    const auto [mt, mi] = m_tile(m);
+    st.index.push_back(mt);
+    st.index.push_back(Expr::var(n_b));
+    st.index.push_back(mi);
+    st.index.push_back(n.substitute({{n_b, Expr(0)}}));
+  });
+}
+
 TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
                      const std::vector<const Stmt*>& loops, const Block& inner,
                      const AtomDef& a, CompileState& s, BlockTile& tile) {
@@ -202,6 +261,8 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   tile = {t.BM, t.BN, t.WM * t.WN * a.threads};
   const int64_t CM = cluster_m(a, s);
   tile.cluster_m = CM;
+  const Stmt* ck = cluster_k_loop(loops);
+  if (ck) check_cluster_k(a, CM, t.BM, s);
   const std::string m = lm.var, n = ln.var;
   auto v = [](const std::string& name) { return Expr::var(name); };
   // With CLUSTER_M > 1 a grid step covers CM block rows, one per CTA of the cluster.
@@ -210,6 +271,10 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   Expr n_of = v(n + "_b") * t.BN + v(n + "_w") * (t.FN * t.AN) + v(n + "_a") * t.AN + v(n + "_e");
   Block cell = inner;
   substitute_block(cell, {{m, m_of}, {n, n_of}});
+  if (ck)
+    block_partial(cell, op.output, n + "_b", [&](const Expr& row) {
+      return std::pair{v(m + "_b"), row.substitute({{m + "_b", Expr(0)}})};
+    });
   Block body = {Stmt::If((m_of < lm.extent) && (n_of < ln.extent), std::move(cell))};
   auto wrap = [&](const std::string& var, Expr extent, Tier tier, const std::string& axis) {
     body = {Stmt::For(var, extent, LoopKind::Parallel, axis, std::move(body), tier)};
@@ -223,9 +288,10 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   wrap(n + "_w", t.WN, group, n);
   wrap(m + "_w", t.WM, group, m);
   if (CM > 1) wrap(m + "_cta", CM, Tier::Cluster, m);
+  if (ck) wrap(ck->var, ck->extent, Tier::Cluster, ck->axis);
   wrap(n + "_b", ceil_div(ln.extent, t.BN), Tier::Grid, n);
   wrap(m + "_b", ceil_div(lm.extent, t.BM * CM), Tier::Grid, m);
-  for (int i = int(loops.size()) - 3; i >= 0; --i)
+  for (int i = int(loops.size()) - 3; i >= (ck ? 1 : 0); --i)
     wrap(loops[size_t(i)]->var, loops[size_t(i)]->extent, Tier::Grid, loops[size_t(i)]->axis);
   return TileOp{op.name, op.inputs, op.output, std::move(body)};
 }
@@ -269,13 +335,21 @@ TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   if (contraction)
     if (const AtomDef* a = chosen_mma(s))
       return partition_mma(op, lm, ln, loops, *inner, *a, s, tile);
+  if (cluster_k_loop(loops))
+    throw Error("CLUSTER_K=" + std::to_string(s.knobs.get_int("CLUSTER_K", 1)) +
+                " reduces a tile's K slices through the distributed shared memory of an sm_90 "
+                "cluster: it needs ATOM=wgmma_* (the atom is " + s.knobs.get_str("ATOM", "fma") + ")");
+  const bool cluster_reduce = op.name == "clusterk_reduce";
+  const int64_t c = cluster_reduce ? s.knobs.get_int("CLUSTER_K", 1) : 1;
   int64_t FM, FN, BM, BN;
   if (contraction) {
     FM = s.knob("FM", dm.f), FN = s.knob("FN", dn.f);
     BM = s.knob("BM", std::max(dm.b, FM)), BN = s.knob("BN", std::max(dn.b, FN));
-  } else if (op.name == "splitk_fixup") {
-    LOOM_CHECK(tile.threads > 0, "l:020 puts splitk_fixup after the contraction it finishes");
-    const FixupTiling f = fixup_tiling(tile);
+  } else if (op.name == "splitk_fixup" || cluster_reduce) {
+    LOOM_CHECK(tile.threads > 0, "the combine op follows the contraction it finishes");
+    BlockTile part = tile;
+    part.BM /= c;  // t:010 checked that c divides BM (check_cluster_k)
+    const FixupTiling f = fixup_tiling(part);
     BM = f.BM, BN = f.BN, FM = f.FM, FN = f.FN;
   } else {
     FM = 1, FN = std::min<int64_t>(4, dn.f);
@@ -299,7 +373,7 @@ TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   // splitk_fixup's loads and stores stay scalar (k:040 folds register-array loads only):
   // V = 1 puts consecutive threads on consecutive columns, one 128-byte line per warp
   // access instead of four lines at a 16-byte stride.
-  if (op.name == "splitk_fixup") V = 1;
+  if (op.name == "splitk_fixup" || cluster_reduce) V = 1;
   Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t");
   Expr ng = Expr::var(n + "_g"), nv = Expr::var(n + "_v"), nr = Expr::var(n + "_r");
   Expr m_of = mb * BM + mt * FM + mr;
@@ -308,6 +382,10 @@ TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   // 4: guarded cell.
   Block cell = *inner;
   substitute_block(cell, {{m, m_of}, {n, n_of}});
+  if (cluster_reduce)  // block row m_b is row m_b % c of the contraction's tile m_b / c
+    block_partial(cell, op.inputs.at(0), n + "_b", [&](const Expr& row) {
+      return std::pair{mb / c, (mb % c) * BM + row.substitute({{m + "_b", Expr(0)}})};
+    });
   Block body = {Stmt::If((m_of < lm.extent) && (n_of < ln.extent), std::move(cell))};
 
   // 1-3: the tiers, innermost first.
@@ -375,6 +453,18 @@ TensorDecl tile_counters(const LoopOp& fixup, const BlockTile& tile, const Progr
   return c;
 }
 
+// CLUSTER_K's partial [c, lead.., M, N] stored tile by tile (block_partial).
+void block_partial_shape(TensorDecl& partial, const BlockTile& tile) {
+  std::vector<Expr>& sh = partial.shape;
+  const Expr M = sh[sh.size() - 2], N = sh.back();
+  sh.pop_back();
+  sh.pop_back();
+  sh.push_back(ceil_div(M, tile.BM));
+  sh.push_back(ceil_div(N, tile.BN));
+  sh.push_back(tile.BM);
+  sh.push_back(tile.BN + kClusterPartialPad);
+}
+
 }  // namespace
 
 Pass pass_partition_loops() {
@@ -396,6 +486,8 @@ Pass pass_partition_loops() {
                 for (const auto& op : s.loop.ops) {
                   t.ops.push_back(partition(op, s, tile));
                   if (op.name == "splitk_fixup") t.tensors.push_back(tile_counters(op, tile, t));
+                  if (op.name == "clusterk_reduce")
+                    block_partial_shape(t.tensor(op.inputs.at(0)), tile);
                 }
                 s.tile = std::move(t);
                 s.level = Level::Tile;

@@ -1,0 +1,241 @@
+// k:057_cluster_reduce — CLUSTER_K's combine inside the cluster, through distributed
+// shared memory (DSMEM).
+//
+// l:022 left two kernels: the split kernel, whose c CTAs along x (rank q = blockIdx.x % c)
+// each reduce one slice of K and write the f32 tile to cluster_partial (stored tile by
+// tile by t:010), and clusterk_reduce, tiled BM/c rows tall, which sums the c slices and
+// runs the epilogue. Here the second becomes the end of the first, and the partial never
+// leaves the SM:
+//  1. The split kernel writes its tile to a shared f32 tile [BM, BN] (8 columns of row
+//     padding, as t:010 laid the partial out) instead: its global offset minus the tile
+//     terms (q, the leading grid loops, m_b, n_b all 0) is the shared offset.
+//  2. A cluster barrier (barrier.cluster.arrive, release / wait, acquire) orders every
+//     CTA's tile before its peers' reads.
+//  3. clusterk_reduce's body, without its grid Lets: its block row is row q of the
+//     cluster's tile (m_b -> m_b * c + q), each of its loads of slice `peer` a load of
+//     that CTA's shared tile (mapa + ld.shared::cluster) at the same shared offset. It
+//     runs on the threads that computed the tile (a specialized kernel's producer
+//     warpgroup, the last, kept few registers).
+//  4. A second cluster barrier: a CTA's shared memory may go away when it exits, so none
+//     exits while a peer may still read it.
+//  5. The kernel launches as clusters of c along x (KernelOp::cluster), takes
+//     clusterk_reduce's parameters, and the partial tensor and clusterk_reduce are dropped.
+// Why no atomics: c CTAs' partial tiles are added where they are, by c CTAs each reading
+// 1/c of every peer's tile (SM-to-SM traffic of (c-1)/c of a tile per CTA); the L2 atomic
+// fixup serialized 64 partial tiles on one tile's addresses (bench/NOTES.md, session 7).
+// Placed after k:055, so both bodies are final, and before k:058: with SPLITK_MODE=fixup
+// the reduction's write is the atomic add into the workspace that the fixup finishes.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ir/error.h"
+#include "passes/analysis.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+// `e` with floor divisions and remainders by a constant folded where `r` bounds their
+// dividend to [0, divisor): the tile row (m_b * c + q) / c of a peer's element becomes
+// the cluster's own once m_b is 0.
+Expr fold_bounded(const Expr& e, const Ranges& r) {
+  if (e.is_const() || e.is_var()) return e;
+  const Expr a = fold_bounded(e.lhs(), r), b = fold_bounded(e.rhs(), r);
+  const bool div = e.kind() == Expr::Kind::FloorDiv, mod = e.kind() == Expr::Kind::Mod;
+  if ((div || mod) && b.is_const() && b.const_value() > 0) {
+    const auto range = a.bounds(r);
+    if (range && range->lo >= 0 && range->hi < b.const_value()) return div ? Expr(0) : a;
+  }
+  return Expr::make(e.kind(), a, b);
+}
+
+// The Lets at the top of a kernel that read blockIdx, and those built from them (they
+// come first): the tile a CTA works on.
+std::set<std::string> grid_lets(const Block& body) {
+  std::set<std::string> vars;
+  for (const Stmt& s : body) {
+    if (s.kind != StmtKind::Let) break;
+    bool grid = false;
+    for (const char* b : {"blockIdx.x", "blockIdx.y", "blockIdx.z"}) grid |= s.value.uses(b);
+    for (const auto& g : vars) grid |= s.value.uses(g);
+    if (grid) vars.insert(s.var);
+  }
+  return vars;
+}
+
+std::map<std::string, Expr> zeros(const std::set<std::string>& vars) {
+  std::map<std::string, Expr> z;
+  for (const auto& v : vars) z[v] = Expr(0);
+  return z;
+}
+
+struct Plan {
+  int64_t c = 1;
+  std::string rank;                   // the split kernel's `let q = blockIdx.x % c`
+  std::string partial;                // cluster_partial
+  std::vector<std::string> loops;     // clusterk_reduce's output loops (lead.., m, n)
+  int64_t BM = 0, BN = 0, pad = 0;    // the tile as t:010 laid the partial out
+  Expr M;                             // clusterk_reduce's m extent
+};
+
+Plan plan(const CompileState& st, size_t at) {
+  const LoopOp& split_op = st.loop.ops[at - 1];
+  const LoopOp& red_op = st.loop.ops[at];
+  Plan p;
+  const Stmt& q = split_op.body.at(0);
+  LOOM_CHECK(q.kind == StmtKind::For && q.axis == "cluster_k" && q.extent.is_const(),
+             "l:022 puts clusterk_reduce after the op it split, whose outer loop is q");
+  p.c = q.extent.const_value();
+  p.rank = q.var;
+  p.partial = split_op.output;
+  std::vector<Expr> extents;
+  for (const Block* b = &red_op.body; b->size() == 1 && (*b)[0].kind == StmtKind::For &&
+                                      (*b)[0].loop_kind == LoopKind::Parallel;
+       b = &(*b)[0].body) {
+    p.loops.push_back((*b)[0].var);
+    extents.push_back((*b)[0].extent);
+  }
+  LOOM_CHECK(extents.size() >= 2, "clusterk_reduce has (lead..,) m, n loops");
+  p.M = extents[extents.size() - 2];
+  const std::vector<Expr>& sh = st.kernel.tensor(p.partial).shape;
+  LOOM_CHECK(sh.size() >= 4 && sh.back().is_const() && sh[sh.size() - 2].is_const(),
+             "t:010 stores cluster_partial tile by tile");
+  p.BM = sh[sh.size() - 2].const_value();
+  p.pad = 8;
+  p.BN = sh.back().const_value() - p.pad;
+  return p;
+}
+
+void fuse(CompileState& st, size_t at) {
+  KernelProgram& prog = st.kernel;
+  const Plan pl = plan(st, at);
+  KernelOp& split = prog.kernels[at - 1];
+  KernelOp red = prog.kernels[at];
+  const std::string where = "CLUSTER_K=" + std::to_string(pl.c);
+
+  // The shared tile.
+  TensorDecl tile;
+  tile.name = "cluster_tile";
+  for (int i = 0; prog.has_tensor(tile.name); ++i) tile.name = "cluster_tile" + std::to_string(i);
+  tile.dtype = DType::F32;
+  tile.role = TensorRole::Shared;
+  tile.shape = {pl.BM, pl.BN};
+  tile.pad = pl.pad;
+  prog.tensors.push_back(tile);
+
+  // 1: the split kernel's writes of the partial go to the tile.
+  std::set<std::string> tile_vars = grid_lets(split.body);
+  const std::map<std::string, Expr> to_local = zeros(tile_vars);
+  int writes = 0;
+  walk(split.body, [&](Stmt& s) {
+    if (s.kind == StmtKind::Load && s.tensor == pl.partial)
+      throw Error("k:057_cluster_reduce: kernel " + split.name + " reads " + pl.partial);
+    if (s.kind != StmtKind::Write || s.tensor != pl.partial) return;
+    s.tensor = tile.name;
+    s.index = {s.index.at(0).substitute(to_local)};
+    ++writes;
+  });
+  if (writes == 0)
+    throw Error("k:057_cluster_reduce: kernel " + split.name + " writes no " + pl.partial +
+                " (a staged or TMA-store epilogue took its stores?); " + where +
+                " needs EPILOGUE=direct");
+
+  // 3: the reduction in the split kernel's tile coordinates.
+  const std::string m_b = pl.loops[pl.loops.size() - 2] + "_b";
+  const std::set<std::string> red_grid = grid_lets(red.body);
+  Block body;
+  for (const Stmt& s : red.body)
+    if (!(s.kind == StmtKind::Let && red_grid.count(s.var))) body.push_back(s);
+  substitute_block(body, {{m_b, Expr::var(m_b) * pl.c + Expr::var(pl.rank)}});
+  rename_clashes(body, bound_names(split.body), "_ck");
+  std::string peer;
+  walk(body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::For && s.axis == "cluster_k") peer = s.var;
+  });
+  LOOM_CHECK(!peer.empty(), "clusterk_reduce sums over its cluster_k loop");
+  std::set<std::string> red_tile = tile_vars;
+  red_tile.erase(pl.rank);
+  red_tile.insert(peer);
+  const std::map<std::string, Expr> red_local = zeros(red_tile);
+  const Ranges rank_range = {{pl.rank, Expr::Range{0, pl.c - 1}}};
+  walk(body, [&](Stmt& s) {
+    if (s.kind == StmtKind::Write && s.tensor == pl.partial)
+      throw Error("k:057_cluster_reduce: clusterk_reduce writes " + pl.partial);
+    if (s.kind != StmtKind::Load || s.tensor != pl.partial) return;
+    if (s.width != 1)
+      throw Error("k:057_cluster_reduce: a vector load of " + pl.partial + " (width " +
+                  std::to_string(s.width) + "); the DSMEM reduction loads one f32 at a time");
+    Stmt l = Stmt::LoadRemote(s.dst, tile.name,
+                              fold_bounded(s.index.at(0).substitute(red_local), rank_range),
+                              Expr::var(peer));
+    l.dst_index = s.dst_index;
+    l.pred = s.pred;
+    s = std::move(l);
+  });
+
+  bool specialized = false;
+  walk(split.body, [&](const Stmt& s) { specialized |= s.kind == StmtKind::Specialize; });
+  const int writers = split.block_threads - (specialized ? 128 : 0);
+  if (red.block_threads > writers)
+    throw Error("k:057_cluster_reduce: the reduction of a tile slice needs " +
+                std::to_string(red.block_threads) + " threads; kernel " + split.name + " has " +
+                std::to_string(writers) + " that computed the tile");
+  // clusterk_reduce's grid had ceil(M / (BM/c)) block rows and t:020 dropped the row
+  // guards that proves; the cluster's c slices of its last tile may reach past them.
+  Expr run = Expr::var(m_b) * pl.c + Expr::var(pl.rank) < ceil_div(pl.M, pl.BM / pl.c);
+  if (red.block_threads < split.block_threads)
+    run = run && Expr::var("threadIdx.x") < Expr(red.block_threads);
+  body = {Stmt::If(run, std::move(body))};
+
+  // 2, 4: the barriers around it.
+  split.body.push_back(Stmt::ClusterSync());
+  split.body.insert(split.body.end(), body.begin(), body.end());
+  split.body.push_back(Stmt::ClusterSync());
+  split.cluster[0] = int(pl.c);
+
+  const SharedLayout layout = shared_layout(prog, split);
+  const int64_t bytes = kernel_smem_bytes(layout, split);
+  if (bytes > st.target.smem_per_block)
+    throw Error(where + " keeps the " + std::to_string(pl.BM) + "x" + std::to_string(pl.BN) +
+                " f32 partial tile (" + std::to_string(pl.BM * (pl.BN + pl.pad) * 4) +
+                " B with its row padding) in shared memory beside the mainloop's buffers: " +
+                std::to_string(bytes) + " B per block; this GPU allows " +
+                std::to_string(st.target.smem_per_block) + " B (lower STAGES or BN)");
+
+  // 5: parameters (tensors, then symbols in the program's order); the partial goes.
+  std::vector<std::string> tensors, symbols;
+  std::set<std::string> seen = {pl.partial};
+  auto add = [&](const std::string& n) {
+    if (!seen.insert(n).second) return;
+    (prog.has_tensor(n) ? tensors : symbols).push_back(n);
+  };
+  for (const auto& n : split.params) add(n);
+  for (const auto& n : red.params) add(n);
+  split.params = tensors;
+  for (const auto& sym : prog.symbols)
+    if (std::find(symbols.begin(), symbols.end(), sym) != symbols.end()) split.params.push_back(sym);
+  prog.kernels.erase(prog.kernels.begin() + long(at));
+  std::erase_if(prog.tensors, [&](const TensorDecl& t) { return t.name == pl.partial; });
+}
+
+}  // namespace
+
+Pass pass_cluster_reduce() {
+  return Pass{"k:057_cluster_reduce", Level::Kernel, Level::Kernel,
+              "CLUSTER_K: the split kernel keeps its partial tile in shared memory, and after a "
+              "cluster barrier each CTA sums its 1/c of the rows from every peer's tile "
+              "(DSMEM) and runs the epilogue; no clusterk_reduce kernel is left",
+              {},
+              [](CompileState& s) {
+                for (size_t i = 1; i < s.loop.ops.size(); ++i)
+                  if (s.loop.ops[i].name == "clusterk_reduce") {
+                    LOOM_CHECK(s.kernel.kernels.size() == s.loop.ops.size(),
+                               "one kernel per Loop IR op before k:057");
+                    fuse(s, i);
+                    return;
+                  }
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,184 @@
+// l:022_cluster_k — split a contraction's K among the CTAs of a thread-block cluster
+// (CLUSTER_K), whose partial sums are then added through distributed shared memory.
+//
+// Split-K across CTAs (l:020) combines its partials through global memory: a second
+// launch or L2 atomics, which at 128x128x16384 cost more than the mainloop (bench/NOTES.md,
+// session 7). The c CTAs of a cluster can instead read each other's shared memory: each
+// keeps its f32 partial tile there and sums a 1/c slice of the rows from all c of them.
+// As Loop IR that is a split of K into c slices with the combine as a second op, the same
+// program l:020's reduce mode makes, so every pass up to the fusion runs it unchanged:
+//  1. The contraction op (l:020's split op when SPLITK > 1: its `k` already covers one
+//     chunk) gets a new outermost parallel loop `q` over the c slices, axis "cluster_k";
+//     `k` covers slice q, `for k in 0..max(min(C, E - q*C), 0)` with E k's old extent and
+//     C = ceil(E/c) rounded up to whole BK slabs, and every use of k reads `q*C + k`.
+//     Unlike l:020 the count stays c even when K leaves trailing slices empty: the cluster
+//     has c CTAs, and an empty slice contributes zeros (ragged K).
+//  2. The op writes its accumulator to a Temp `cluster_partial[q, ..out loops]`, f32.
+//  3. A new op `clusterk_reduce` sums it over q (a reduce loop) and runs the epilogue and
+//     the write the contraction had (the output, or l:020's partial / workspace: SPLITK
+//     then combines the clusters' sums as before).
+// t:010 puts q on the CLUSTER tier (the rank of a 1-D cluster along x) and stores the
+// partial tile by tile; k:057 turns the partial into shared memory and clusterk_reduce
+// into the DSMEM reduction at the end of the same kernel. CLUSTER_K=1 changes nothing.
+#include <set>
+
+#include "ir/error.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+struct Parallel { std::string var; Expr extent; std::string axis; };
+
+std::string fresh(const std::string& base, const std::set<std::string>& taken) {
+  std::string n = base;
+  for (int i = 0; taken.count(n); ++i) n = base + std::to_string(i);
+  return n;
+}
+
+std::set<std::string> names_in(const LoopProgram& p) {
+  std::set<std::string> n(p.symbols.begin(), p.symbols.end());
+  for (const auto& t : p.tensors) n.insert(t.name);
+  for (const auto& op : p.ops)
+    walk(op.body, [&](const Stmt& s) {
+      if (!s.var.empty()) n.insert(s.var);
+      if (!s.dst.empty()) n.insert(s.dst);
+    });
+  return n;
+}
+
+Block nest(const std::vector<Parallel>& loops, Block body) {
+  for (int i = int(loops.size()) - 1; i >= 0; --i)
+    body = {Stmt::For(loops[size_t(i)].var, loops[size_t(i)].extent, LoopKind::Parallel,
+                      loops[size_t(i)].axis, std::move(body))};
+  return body;
+}
+
+std::vector<std::string> inputs_read(const LoopOp& orig, const Block& body) {
+  std::set<std::string> read;
+  walk(body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::Load) read.insert(s.tensor);
+  });
+  std::vector<std::string> in;
+  for (const auto& t : orig.inputs)
+    if (read.count(t)) in.push_back(t);
+  return in;
+}
+
+// An upper bound of the reduce loop's extent that is an Expr of the problem sizes: the
+// extent itself, or l:020's chunk size C when the extent is its min(C, K - s*C) (wrapped
+// in max(.., 0) for a symbolic K).
+Expr extent_bound(const Expr& e) {
+  Expr x = e;
+  if (x.kind() == Expr::Kind::Max) x = x.lhs();
+  if (x.kind() == Expr::Kind::Min) return x.lhs();
+  return e;
+}
+
+std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, int64_t c, int64_t granule) {
+  std::vector<Parallel> loops;
+  const Block* b = &op.body;
+  while (b->size() == 1 && (*b)[0].kind == StmtKind::For && (*b)[0].loop_kind == LoopKind::Parallel) {
+    loops.push_back({(*b)[0].var, (*b)[0].extent, (*b)[0].axis});
+    b = &(*b)[0].body;
+  }
+  const Block& cell = *b;
+  if (loops.size() < 2 || cell.size() < 3 || cell[0].kind != StmtKind::Init ||
+      cell[1].kind != StmtKind::For || cell[1].loop_kind != LoopKind::Reduce ||
+      cell.back().kind != StmtKind::Write)
+    throw Error("l:022_cluster_k: op '" + op.name + "' is not `acc = 0; for k reduce {...}; "
+                "epilogue; write` inside its output loops, so CLUSTER_K cannot split it "
+                "(use CLUSTER_K=1)");
+  std::set<std::string> taken = names_in(p);
+  const std::string q = fresh("q", taken);
+  const Stmt& red = cell[1];
+
+  // 1: slice q of the reduction.
+  const Expr bound = extent_bound(red.extent);
+  Expr C = ceil_div(ceil_div(bound, c), granule) * granule;
+  Expr extent = max(min(C, red.extent - Expr::var(q) * C), Expr(0));
+  if (C.is_const() && red.extent.is_const() && red.extent.const_value() == c * C.const_value())
+    extent = C;
+  Block kbody = red.body;
+  substitute_block(kbody, {{red.var, Expr::var(q) * C + Expr::var(red.var)}});
+  Block part_cell = {cell[0], Stmt::For(red.var, extent, LoopKind::Reduce, red.axis, kbody)};
+
+  // 2: the partial, f32 like the accumulator, so the slices' sum rounds only where the
+  // unsplit sum did.
+  TensorDecl partial;
+  partial.name = fresh("cluster_partial", taken);
+  partial.dtype = DType::F32;
+  partial.role = TensorRole::Temp;
+  partial.shape = {Expr(c)};
+  std::vector<Expr> idx = {Expr::var(q)};
+  for (const auto& l : loops) {
+    partial.shape.push_back(l.extent);
+    idx.push_back(Expr::var(l.var));
+  }
+  p.tensors.push_back(partial);
+  const std::string acc = cell[0].dst;
+  part_cell.push_back(Stmt::Write(partial.name, idx, Operand::value(acc)));
+  std::vector<Parallel> split_loops = loops;
+  split_loops.insert(split_loops.begin(), Parallel{q, Expr(c), "cluster_k"});
+  LoopOp part{op.name, {}, partial.name, nest(split_loops, std::move(part_cell))};
+  part.inputs = inputs_read(op, part.body);
+
+  // 3: the combine, with the contraction's epilogue and write.
+  const std::string peer = fresh("peer", taken), v = fresh(acc + "_q", taken);
+  std::vector<Expr> pidx = idx;
+  pidx[0] = Expr::var(peer);
+  Block sum = {Stmt::Load(v, partial.name, pidx), Stmt::Accum(acc, Operand::value(v))};
+  Block rcell = {cell[0], Stmt::For(peer, Expr(c), LoopKind::Reduce, "cluster_k", std::move(sum))};
+  rcell.insert(rcell.end(), cell.begin() + 2, cell.end());
+  LoopOp reduce{"clusterk_reduce", {}, op.output, nest(loops, std::move(rcell))};
+  reduce.inputs = inputs_read(op, reduce.body);
+  reduce.inputs.insert(reduce.inputs.begin(), partial.name);
+  return {std::move(part), std::move(reduce)};
+}
+
+}  // namespace
+
+Pass pass_cluster_k() {
+  return Pass{"l:022_cluster_k", Level::Loop, Level::Loop,
+              "with CLUSTER_K = c > 1 the contraction reduces one of c slices of K per `q` "
+              "(the CTAs of a cluster) into cluster_partial, which clusterk_reduce sums "
+              "before the epilogue",
+              {"CLUSTER_K"},
+              [](CompileState& s) {
+                const int64_t c = s.knob("CLUSTER_K", 1);
+                if (c == 1) return;
+                if (c < 2 || c > 8)
+                  throw Error("CLUSTER_K=" + std::to_string(c) + ": a cluster holds 2 to 8 CTAs "
+                              "(8 is sm_90's portable cluster size limit)");
+                if (s.knobs.get_int("SPLITK", 1) > 1 &&
+                    s.knobs.get_str("SPLITK_MODE", "reduce") == "fixup")
+                  throw Error("CLUSTER_K=" + std::to_string(c) + " with SPLITK_MODE=fixup: the "
+                              "fixup's last-arriving CTA does not compose with the cluster's "
+                              "reduction yet; use SPLITK_MODE=reduce (or atomic, f32 output)");
+                const int64_t granule =
+                    s.knobs.get_str("STAGE", "sync") == "direct" ? 1 : s.knobs.get_int("BK", 16);
+                std::vector<LoopOp> ops;
+                bool done = false;
+                for (const auto& op : s.loop.ops) {
+                  // The contraction: the op with a reduction that no combine op made.
+                  bool reduces = false;
+                  walk(op.body, [&](const Stmt& st) {
+                    reduces |= st.kind == StmtKind::For && st.loop_kind == LoopKind::Reduce;
+                  });
+                  if (done || !reduces || op.name == "splitk_reduce" || op.name == "splitk_fixup") {
+                    ops.push_back(op);
+                    continue;
+                  }
+                  auto repl = split(s.loop, op, c, granule);
+                  ops.insert(ops.end(), repl.begin(), repl.end());
+                  done = true;
+                }
+                if (!done)
+                  throw Error("CLUSTER_K=" + std::to_string(c) + " splits a reduction among the "
+                              "CTAs of a cluster, and this program has none (matmul, bmm, linear "
+                              "have one); use CLUSTER_K=1");
+                s.loop.ops = std::move(ops);
+              }};
+}
+
+}  // namespace loom

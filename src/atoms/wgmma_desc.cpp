@@ -60,7 +60,8 @@ WgmmaDescFields wgmma_desc_fields(WgmmaOperand op, WgmmaMajor major, int span, i
     throw Error(what + "wgmma reads 16-bit (f16, bf16) or 32-bit (tf32) elements");
   if (major == WgmmaMajor::MN && bytes != 2)
     throw Error(what + "the PTX ISA allows imm-trans (an M- or N-major operand) for 16-bit "
-                "types only; store a tf32 operand K-major (K contiguous)");
+                "types only; store a tf32 operand K-major (K contiguous), or let A come from "
+                "registers (WGMMA_A=regs; an N-major B becomes an M-major A with SWAP_AB=1)");
   if (slab.rows <= 0 || slab.row_elems <= 0 || slab.row_chunk < 0)
     throw Error(what + "the slab needs a positive shape");
 

@@ -530,7 +530,12 @@ class Renderer {
     walk(k.body, [&](const Stmt& s) {
       if (s.kind != StmtKind::Atom) return;
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
-        if (w->threads != WarpAtom::kLanes) return;  // wgmma: shared operands, f32 accumulators
+        if (w->threads != WarpAtom::kLanes) {
+          // wgmma: f32 accumulators; a register A of 16-bit values is packed like mma.sync's.
+          if (!w->a_shared && dtype_bytes(w->a_type) == 2)
+            packed_.emplace(s.args.at(0).name, Packed{w->a_type});
+          return;
+        }
         if (dtype_bytes(w->a_type) == 2)
           for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
         if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
@@ -720,12 +725,35 @@ class Renderer {
   // A warpgroup atom (wgmma): the accumulator fragment is the register array's trailing
   // dimension (N/2 f32 values, bound by reference), A and B shared tiles become matrix
   // descriptors (wgmma_operand_desc), and scale-d 1 accumulates (the zeroing is explicit).
+  // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
+  // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
   void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
-    if (!w.a_shared || !w.b_shared)
-      throw Error("codegen: " + a.id + " with A from registers is not generated yet (k:026 "
-                  "emits shared A and B)");
-    const WgmmaOperandDesc da = wgmma_operand_desc(s.args.at(0), true);
+    if (!w.b_shared)
+      throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
+    if (!w.a_shared) {
+      const Operand& fa = s.args.at(0);
+      const std::string call = "loom::" + w.id +
+                               (w.a_type == DType::TF32 ? std::string()
+                                                         : "<" + std::to_string(db.transpose) + ">") +
+                               "(" + element(s.dst, s.dst_index) + ", ";
+      if (w.a_type != DType::TF32) {
+        line(d, call + element(fa.name, fa.index) + ", " + db.text + ", 1);  // " + a.ptx);
+        return;
+      }
+      std::string regs;
+      for (int v = 0; v < w.a_values; ++v) {
+        std::vector<Expr> idx = fa.index;
+        idx.push_back(Expr(v));
+        regs += std::string(v ? ", " : "") + "loom::cvt_rna_tf32(" + element(fa.name, idx) + ")";
+      }
+      line(d, "{  // " + a.ptx);
+      line(d + 1, "const unsigned a_[" + std::to_string(w.a_values) + "] = {" + regs + "};");
+      line(d + 1, call + "a_, " + db.text + ", 1);");
+      line(d, "}");
+      return;
+    }
+    const WgmmaOperandDesc da = wgmma_operand_desc(s.args.at(0), true);
     line(d, "loom::" + w.id +
                 (w.a_type == DType::TF32 ? std::string()
                                           : "<" + std::to_string(da.transpose) + ", " +

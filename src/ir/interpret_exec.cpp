@@ -127,6 +127,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
   if (wgmma_in_flight_ > 0) check_accumulators(n, active);
+  if (rs_wgmma_) note_register_writes(n, active);
   switch (s.kind) {
     case StmtKind::For: exec_for(n, active, depth); break;
     case StmtKind::If: exec_if(n, active, depth); break;

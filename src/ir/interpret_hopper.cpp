@@ -32,9 +32,15 @@ void Machine::begin_hopper_block() {
   warpgroups_.assign(size_t(threads_ / kWarpgroup + 1), Warpgroup{});
   wgmma_in_flight_ = 0;
   bool wgmma = false;
+  rs_wgmma_ = false;
   if (kernel_op_)
-    for (const WarpAtom& w : kernel_op_->warp_atoms) wgmma = wgmma || w.threads > WarpAtom::kLanes;
+    for (const WarpAtom& w : kernel_op_->warp_atoms) {
+      wgmma = wgmma || w.threads > WarpAtom::kLanes;
+      rs_wgmma_ = rs_wgmma_ || (w.threads > WarpAtom::kLanes && !w.a_shared);
+    }
   acc_writer_.assign(wgmma ? vals_.size() : 0, 0);
+  fences_.assign(rs_wgmma_ ? size_t(threads_) : 0, 0);
+  written_after_.assign(rs_wgmma_ ? vals_.size() : 0, 0);
 }
 
 void Machine::end_hopper_block() {
@@ -113,10 +119,22 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
   };
   for_each_group(n, active, G, "warpgroup atom " + w.id, [&](int group) {
     const int reader = w.a_shared || w.b_shared ? shared_.open_reader(group * G, s) : -1;
-    if (w.a_shared)
+    if (w.a_shared) {
       read_tile(a, w.m, w.k, n.tiles[0], w.a_type, group, reader);
-    else
+    } else {
+      for (int lane = 0; lane < G; ++lane) {
+        const int t = group * G + lane;
+        const int64_t first = fragment_slot(n, n.args[0], t, w.a_values);
+        for (int v = 0; v < w.a_values; ++v)
+          if (written_after_[size_t(first + v) * T + size_t(t)] == fences_[size_t(t)] + 1)
+            fail(s,
+                 "A fragment " + n.args[0].name + " was written after this warpgroup's last "
+                 "wgmma.fence: issue wgmma.fence between the fill of a register A operand and "
+                 "the wgmma that reads it",
+                 t);
+      }
       gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, group);
+    }
     if (w.b_shared)
       read_tile(b, w.k, w.n, n.tiles[1], w.b_type, group, reader);
     else
@@ -130,6 +148,17 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
       }
     const size_t op = wgmmas_.size();
     Wgmma issued{&s, reader, {}};
+    // A register A is read asynchronously until the group retires, like the accumulators
+    // are written: nothing may touch it before then.
+    for (int lane = 0; !w.a_shared && lane < G; ++lane) {
+      const int t = group * G + lane;
+      const int64_t first = fragment_slot(n, n.args[0], t, w.a_values);
+      for (int v = 0; v < w.a_values; ++v) {
+        const size_t at = size_t(first + v) * T + size_t(t);
+        acc_writer_[at] = int32_t(op + 1);
+        issued.regs.push_back(at);
+      }
+    }
     for (int lane = 0; lane < G; ++lane) {
       const int t = group * G + lane;
       const int64_t first = fragment_slot(n, n.dst, t, w.c_values);
@@ -168,6 +197,9 @@ void Machine::exec_wgmma_sync(const Node& n, const std::vector<int>& active) {
       // The fence orders register accesses before the next wgmma; lockstep execution
       // already does, and setmaxnreg only moves the register budget between warpgroups.
       case StmtKind::WgmmaFence:
+        for (int t = group * kWarpgroup; rs_wgmma_ && t < (group + 1) * kWarpgroup; ++t)
+          ++fences_[size_t(t)];
+        break;
       case StmtKind::SetMaxNReg:
         break;
       case StmtKind::WgmmaCommit:
@@ -194,9 +226,17 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
     for (int64_t i = 0; i < count; ++i) {
       const int32_t op = acc_writer_[size_t(first + i) * T + size_t(t)];
       if (op == 0) continue;
+      const Stmt& w = *wgmmas_[size_t(op - 1)].stmt;
+      if (w.args.at(0).name == name)
+        fail(s,
+             "wgmma register A operand touched before wgmma.wait: register array " + name +
+                 " is being read by `" + first_line(w) + "`, which is still in flight; "
+                 "retire its group (wgmma.wait) before refilling the fragment, or fill "
+                 "another one",
+             t);
       fail(s,
            "wgmma accumulators read before wgmma.wait: register array " + name +
-               " is being written by `" + first_line(*wgmmas_[size_t(op - 1)].stmt) +
+               " is being written by `" + first_line(w) +
                "`, which is still in flight; commit it and retire its group (wgmma.wait) "
                "before touching its accumulators",
            t);
@@ -238,6 +278,33 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
           element(n.dst, t, 1);
           for (const ValueRef& r : n.args) element(r, t, 1);
         }
+        break;
+      default:
+        return;
+    }
+}
+
+void Machine::note_register_writes(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const size_t T = size_t(threads_);
+  auto stamp = [&](int t, int64_t first, int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+      written_after_[size_t(first + i) * T + size_t(t)] = fences_[size_t(t)] + 1;
+  };
+  for (int t : active) switch (s.kind) {
+      case StmtKind::Load:
+        if (n.dst.base >= 0) stamp(t, slot(n, n.dst, t, s.width), s.width);
+        break;
+      case StmtKind::Compute:
+      case StmtKind::Init:
+      case StmtKind::Accum:
+        if (n.dst.base >= 0) stamp(t, slot(n, n.dst, t, 1), 1);
+        break;
+      case StmtKind::Atom:
+        if (n.copy)
+          stamp(t, fragment_slot(n, n.dst, t, n.copy->values), n.copy->values);
+        else if (!n.warp && n.dst.base >= 0)
+          stamp(t, slot(n, n.dst, t, 1), 1);
         break;
       default:
         return;

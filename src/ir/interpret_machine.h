@@ -167,8 +167,13 @@ class Machine {
   void exec_wgmma_sync(const Node& n, const std::vector<int>& active);  // fence/commit/wait
   void exec_tma_store(const Node& n, const std::vector<int>& active);
   void exec_bulk(const Node& n, const std::vector<int>& active);  // arrive, fences, bulk groups
-  // Fails when `n` touches registers an in-flight wgmma is still writing.
+  // Fails when `n` touches registers an in-flight wgmma is still writing (its
+  // accumulators) or reading (a register A fragment).
   void check_accumulators(const Node& n, const std::vector<int>& active);
+  // Kernels with register-A wgmma: stamps the registers `n` writes with the writing
+  // thread's wgmma.fence count, so that a wgmma reading an A fragment written since the
+  // warpgroup's last fence fails (the fence orders those writes before the wgmma).
+  void note_register_writes(const Node& n, const std::vector<int>& active);
   void retire_wgmma(size_t op);
   int64_t tile_offset(const Node& n, const Access& a, int t, int64_t r, int64_t c);
 
@@ -243,8 +248,14 @@ class Machine {
   };
   std::vector<Wgmma> wgmmas_;
   std::vector<Warpgroup> warpgroups_;
-  std::vector<int32_t> acc_writer_;  // per vals_ entry: 1 + the wgmma writing it, 0: none
+  // Per vals_ entry: 1 + the in-flight wgmma writing it (accumulator) or reading it (a
+  // register A fragment, which it reads asynchronously too); 0: none.
+  std::vector<int32_t> acc_writer_;
   size_t wgmma_in_flight_ = 0;
+  // Register-A wgmma: per thread, the wgmma.fences it executed; per vals_ entry, 1 + the
+  // writer's fence count at the write (0: never written).
+  bool rs_wgmma_ = false;
+  std::vector<int32_t> fences_, written_after_;
 
   Scheduler* sched_ = nullptr;  // set while a Specialize runs its arms, or a cluster its CTAs
   // Per scheduler task: its narrowed thread lists, its CTA, whether it is an arm.

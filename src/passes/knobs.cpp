@@ -36,6 +36,10 @@ const std::vector<KnobDef>& knob_registry() {
        "warpgroup, N = BN/(WN*FN))",
        "t:010_partition_loops", 0, 0, false,
        {"fma", "mma_f16", "mma_bf16", "mma_tf32", "wgmma_f16", "wgmma_bf16", "wgmma_tf32"}},
+      {"WGMMA_A", "where wgmma reads its A operand: smem (a matrix descriptor on the staged "
+       "slab) or regs (each warpgroup loads A fragments from the slab with ldmatrix or "
+       "ld.shared, then issues the register-A form; tf32 with an M-major A needs it)",
+       "k:026_lower_wgmma", 0, 0, false, {"smem", "regs"}},
       {"ACC", "accumulator type of the mma atoms: f32, or f16 (ATOM=mma_f16 only: "
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",

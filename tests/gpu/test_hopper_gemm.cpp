@@ -15,6 +15,7 @@
 #include "compile_first.h"
 #include "driver/run.h"
 #include "tma_store_cases.h"
+#include "wgmma_rs_cases.h"
 #include "runtime/device.h"
 
 namespace loom {
@@ -105,6 +106,24 @@ INSTANTIATE_TEST_SUITE_P(
         // tf32: K-major B only (B given transposed).
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));
+
+// wgmma with A from registers (WGMMA_A=regs): tests/gpu/wgmma_rs_cases.h.
+class GpuHopperGemmRegsA : public ::testing::TestWithParam<wgmma_rs_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuHopperGemmRegsA, MatchesFp64Reference) {
+  const wgmma_rs_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 29;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_NE(r.program.cuda.find("_rs"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hopper, GpuHopperGemmRegsA, ::testing::ValuesIn(wgmma_rs_test::cases()));
 
 // SWAP_AB (decode): C^T = B^T A^T, the weight's N on wgmma's M, the small M on its N;
 // the transposed direct store. BM/WM tile N, BN tiles M.

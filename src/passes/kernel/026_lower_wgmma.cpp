@@ -26,7 +26,15 @@
 //     last iteration's accumulation wrote the registers), `wgmma.commit` and
 //     `wgmma.wait 0` after the last — the slab is read and the accumulators written
 //     before the loop's closing barrier lets the next copy overwrite the slot.
-// The kernel declares the atom (KernelOp::warp_atoms, threads = 128, shared A and B).
+// With WGMMA_A=regs (the `_rs` variant) step 1 keeps the A nest as the fill of a register
+// fragment in the atom's A layout (step 1r: ldmatrix or element loads from the slab,
+// src/passes/wgmma_fragment.h), the product reads that fragment, and step 5 becomes 5r:
+// one fragment and one commit group per atom step, a wait before each fill (wgmma reads A
+// registers asynchronously) and a fence between fill and wgmma. tf32 shared operands must
+// be K-major (no descriptor transpose for 32-bit types): an M-major shared A or an
+// N-major B is an error naming the orientation that works.
+// The kernel declares the atom (KernelOp::warp_atoms, threads = 128, shared B, and A
+// shared or from registers) and the ldmatrix entries the fills use.
 #include <optional>
 #include <set>
 
@@ -35,6 +43,7 @@
 #include "passes/atom_nest.h"
 #include "passes/mma_choice.h"
 #include "passes/passes.h"
+#include "passes/wgmma_fragment.h"
 
 namespace loom {
 namespace {
@@ -80,8 +89,9 @@ struct SharedTile {
 
 class WgmmaLowering {
  public:
-  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k)
-      : atom_(a), id_(wgmma_variant_id(a, false)), p_(p), c_(warpgroup_form(a)), k_(k) {}
+  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs)
+      : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), p_(p), c_(warpgroup_form(a)),
+        k_(k) {}
 
   void run() {
     bool bound = false;
@@ -89,8 +99,13 @@ class WgmmaLowering {
     lower(k_.body, bound);
     if (!used_) return;
     shrink_arrays(k_.body);
-    order_async(k_.body);
-    if (!find_warp_atom(k_, id_)) k_.warp_atoms.push_back(warpgroup_atom(atom_, false));
+    if (regs_)
+      order_async_rs(k_.body);
+    else
+      order_async(k_.body);
+    if (!find_warp_atom(k_, id_)) k_.warp_atoms.push_back(warpgroup_atom(atom_, regs_));
+    for (const std::string& id : copies_used_)
+      if (!find_warp_copy(k_, id)) k_.warp_copies.push_back(warp_copy(atom(id)));
   }
 
  private:
@@ -116,7 +131,7 @@ class WgmmaLowering {
     const Block& body = *c.body;
     const bool m = !c.m.empty(), n = !c.n.empty(), k = !c.k.empty();
     if (m && n && k) return {product(body, c)};
-    if (m && k && !n) return remember_tile(body, c.m, c.k, "A");
+    if (m && k && !n) return regs_ ? a_fragment(body, c) : remember_tile(body, c.m, c.k, "A");
     if (k && n && !m) return remember_tile(body, c.k, c.n, "B");
     if (m && n && !k) return per_value(body, c);
     throw Error("k:026_lower_wgmma: an ATOM nest over " + std::string(m ? "m " : "") +
@@ -130,9 +145,10 @@ class WgmmaLowering {
            index.end()[-2].var_name() == row && index.back().var_name() == col;
   }
 
-  // Step 1.
-  Block remember_tile(const Block& body, const std::string& row, const std::string& col,
-                      const char* operand) {
+  // The nest's one unpredicated load of a shared slab into the operand tile (the form
+  // t:040 leaves), checked.
+  const Stmt& slab_load(const Block& body, const std::string& row, const std::string& col,
+                        const char* operand) const {
     if (body.size() != 1 || body[0].kind != StmtKind::Load || body[0].width != 1 ||
         body[0].index.size() != 1 || !ends_in(body[0].dst_index, row, col))
       throw Error(std::string("k:026_lower_wgmma: wgmma reads its ") + operand + " operand from "
@@ -147,6 +163,13 @@ class WgmmaLowering {
       throw Error(std::string("k:026_lower_wgmma: the load of wgmma's ") + operand +
                   " operand is predicated (" + ld.pred.str() + "); the staged slab must hold the "
                   "whole tile (zero-filled at the edges) for wgmma to read it");
+    return ld;
+  }
+
+  // Step 1.
+  Block remember_tile(const Block& body, const std::string& row, const std::string& col,
+                      const char* operand) {
+    const Stmt& ld = slab_load(body, row, col, operand);
     SharedTile t{ld.tensor, ld.index[0], {}};
     for (const Expr& e : ld.dst_index) {
       if (!e.is_var())
@@ -157,6 +180,16 @@ class WgmmaLowering {
     tiles_[ld.dst] = t;
     dead_arrays_.insert(ld.dst);
     return {};
+  }
+
+  // Step 1r (WGMMA_A=regs): the A nest becomes the fill of the register fragment
+  // frag[.., v] (src/passes/wgmma_fragment.h: ldmatrix, or one load per value).
+  Block a_fragment(const Block& body, const AtomCells& c) {
+    const Stmt& ld = slab_load(body, c.m, c.k, "A");
+    FragmentFill f = wgmma_a_fragment_fill(atom_, p_, ld, c.m, c.k, Expr::var("wg_thread"));
+    if (!f.copy_id.empty()) copies_used_.insert(f.copy_id);
+    a_frags_.insert(ld.dst);
+    return f.stmts;
   }
 
   // The operand `o` of the MAC (an element of a remembered tile) as a shared operand.
@@ -231,8 +264,33 @@ class WgmmaLowering {
       throw Error("k:026_lower_wgmma: `" + print_block(body) + "` does not multiply an A tile [.., " +
                   c.m + ", " + c.k + "] by a B tile [.., " + c.k + ", " + c.n + "] into [.., " +
                   c.m + ", " + c.n + "]");
-    Stmt out = Stmt::Atom(id_, fma.dst,
-                          {shared_operand(*a, "A"), shared_operand(*b, "B")});
+    Operand a_operand;
+    if (regs_) {
+      if (!a_frags_.count(a->name))
+        throw Error("k:026_lower_wgmma: the A operand `" + a->name + "` of the product was not "
+                    "filled from a shared slab in the same reduction step");
+      a_operand = Operand::value(a->name, {a->index.begin(), a->index.end() - 2});
+    } else {
+      a_operand = shared_operand(*a, "A");
+    }
+    const Operand b_operand = shared_operand(*b, "B");
+    // The descriptor's transpose (imm-trans) exists for 16-bit types only: a tf32 tile in
+    // shared memory must step by one element along K (A's columns, B's rows).
+    if (atom_.a_type == DType::TF32) {
+      auto unit = [](const Expr& e) { return e.is_const() && e.const_value() == 1; };
+      if (!regs_ && !unit(a_operand.index[2]))
+        throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads A from " +
+                    a_operand.name + " M-major, and wgmma reads tf32 shared operands K-major only "
+                    "(the descriptor transposes 16-bit types alone): load A into registers "
+                    "(WGMMA_A=regs), or give A K-major");
+      if (!unit(b_operand.index[1]))
+        throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads B from " + b_operand.name +
+                    " N-major, and wgmma reads tf32 shared operands K-major only (the descriptor "
+                    "transposes 16-bit types alone): give B K-major (B.T), or run the GEMM "
+                    "swapped with A from registers (SWAP_AB=1,WGMMA_A=regs: B^T becomes an A "
+                    "that registers may hold M-major)");
+    }
+    Stmt out = Stmt::Atom(id_, fma.dst, {a_operand, b_operand});
     out.dst_index.assign(fma.dst_index.begin(), fma.dst_index.end() - 2);
     accumulators_.insert(fma.dst);
     used_ = true;
@@ -272,6 +330,15 @@ class WgmmaLowering {
       if (s.kind == StmtKind::Alloc && dead_arrays_.count(s.dst)) {
         b.erase(b.begin() + long(i));
         continue;
+      }
+      if (s.kind == StmtKind::Alloc && a_frags_.count(s.dst)) {
+        const int64_t a_values = operand_layout(atom_, "A").values_per_thread;
+        if (s.index.size() < 2 || !s.index.back().is_const() || !s.index.end()[-2].is_const() ||
+            s.index.end()[-2].const_value() * s.index.back().const_value() != a_values * kThreads)
+          throw Error("k:026_lower_wgmma: A operand array `" + s.dst + "` does not end in one "
+                      "atom's 64 x K tile");
+        s.index.resize(s.index.size() - 2);
+        s.index.push_back(Expr(a_values));
       }
       if (s.kind == StmtKind::Alloc && accumulators_.count(s.dst)) {
         if (s.index.size() < 2 || !s.index.back().is_const() || !s.index.end()[-2].is_const() ||
@@ -317,13 +384,126 @@ class WgmmaLowering {
     }
   }
 
+  // Whether `s` writes one of the A fragments (a fill).
+  bool fills_fragment(const Stmt& s) const {
+    bool found = false;
+    walk(Block{s}, [&](const Stmt& x) {
+      found |= x.kind != StmtKind::Alloc && !x.dst.empty() && a_frags_.count(x.dst) &&
+               !(x.kind == StmtKind::Atom && x.atom == id_);
+    });
+    return found;
+  }
+
+  // Moves the A fragments' allocations out of `b` (at any depth) into `out`.
+  void take_fragment_allocs(Block& b, Block& out) const {
+    for (size_t i = 0; i < b.size();) {
+      if (b[i].kind == StmtKind::Alloc && a_frags_.count(b[i].dst)) {
+        out.push_back(b[i]);
+        b.erase(b.begin() + long(i));
+        continue;
+      }
+      if (b[i].kind == StmtKind::For || b[i].kind == StmtKind::If) take_fragment_allocs(b[i].body, out);
+      ++i;
+    }
+  }
+
+  // Step 5r, in the outermost reduce loop that issues wgmma (WGMMA_A=regs): the slab
+  // loop. wgmma reads its A registers asynchronously, like its shared operands: no
+  // instruction may write (or read) them until a wait retires the group that reads them,
+  // and the writes that fill them are ordered before the wgmma by wgmma.fence (PTX ISA
+  // 9.7.15.5.2 wgmma.mma_async, 9.7.15.6.1 wgmma.fence). So:
+  //   alloc frag[E, ..]                       one fragment per atom step of a slab
+  //   for k_o (slab):
+  //     for k_i in 0..E unroll:               the step loop (absent when E = 1)
+  //       wgmma.wait E-1                      the group that read frag[k_i] a slab ago is done
+  //       frag[k_i, ..] <- fill (ldmatrix)    issued while step k_i-1's wgmma runs
+  //       wgmma.fence
+  //       acc <- wgmma(frag[k_i, ..], B_s)
+  //       wgmma.commit                        one group per step
+  //     wgmma.wait 0                          (k:030: wait 1, then release the previous slot)
+  // The wait before a fill only holds anything up where the previous slab's last group
+  // still runs, which is what k:030's wait 1 leaves in flight; the allocation leaves the
+  // slab loop so that it does not reset registers a wgmma still reads.
+  void order_async_rs(Block& b) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      Stmt& s = b[i];
+      if (s.kind != StmtKind::For && s.kind != StmtKind::If) continue;
+      if (!issues_wgmma(s, id_)) continue;
+      if (s.kind != StmtKind::For || s.loop_kind != LoopKind::Reduce) {
+        order_async_rs(s.body);
+        return;
+      }
+      Block& body = s.body;
+      Block allocs;
+      take_fragment_allocs(body, allocs);
+      size_t last = 0, step_at = body.size();
+      for (size_t j = 0; j < body.size(); ++j) {
+        if (!issues_wgmma(body[j], id_)) continue;
+        last = j;
+        if (body[j].kind == StmtKind::For && body[j].loop_kind == LoopKind::Reduce) {
+          if (step_at != body.size())
+            throw Error("k:026_lower_wgmma: WGMMA_A=regs: the slab loop `" + s.var + "` holds "
+                        "two reduce loops of wgmma; one loop over the slab's atom steps expected");
+          step_at = j;
+        }
+      }
+      body.insert(body.begin() + long(last) + 1, Stmt::WgmmaWait(0));
+      Stmt* step = step_at < body.size() - 1 ? &body[step_at] : nullptr;
+      int64_t steps = 1;
+      if (step) {
+        if (!step->extent.is_const())
+          throw Error("k:026_lower_wgmma: WGMMA_A=regs: the atom-step loop `" + step->var +
+                      "` has no constant extent (BK / the atom's k); each step needs its own "
+                      "fragment registers");
+        steps = step->extent.const_value();
+        step->unroll = true;  // frag[k_i] is a register array only with k_i constant
+      }
+      if (step)
+        for (Stmt& a : allocs) a.index.insert(a.index.begin(), Expr(steps));
+      if (step) {
+        const Expr ki = Expr::var(step->var);
+        walk(step->body, [&](Stmt& x) {
+          if (x.kind != StmtKind::Alloc && a_frags_.count(x.dst))
+            x.dst_index.insert(x.dst_index.begin(), ki);
+          for (Operand& o : x.args)
+            if (a_frags_.count(o.name)) o.index.insert(o.index.begin(), ki);
+        });
+      }
+      order_step(step ? step->body : body, steps);
+      b.insert(b.begin() + long(i), allocs.begin(), allocs.end());
+      return;
+    }
+  }
+
+  // Step 5r within one atom step: wait, fills, fence, wgmma, commit.
+  void order_step(Block& b, int64_t steps) {
+    size_t fill = b.size(), first = b.size(), last = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (fills_fragment(b[i])) fill = std::min(fill, i);
+      if (issues_wgmma(b[i], id_)) first = std::min(first, i), last = i;
+    }
+    if (fill == b.size() || first == b.size() || fill > first)
+      throw Error("k:026_lower_wgmma: WGMMA_A=regs: an atom step must fill its A fragments "
+                  "before its wgmma; found `" + print_block(b) + "`");
+    for (size_t i = first; i < b.size(); ++i)
+      if (fills_fragment(b[i]))
+        throw Error("k:026_lower_wgmma: WGMMA_A=regs: an A fragment is filled after the first "
+                    "wgmma of its step: `" + print_block(Block{b[i]}) + "`");
+    b.insert(b.begin() + long(last) + 1, Stmt::WgmmaCommit());
+    b.insert(b.begin() + long(first), Stmt::WgmmaFence());
+    b.insert(b.begin() + long(fill), Stmt::WgmmaWait(int(steps - 1)));
+  }
+
   const AtomDef& atom_;
-  const std::string id_;  // the shared-A variant: the Atom statements' `atom`
+  const std::string id_;  // the variant: the Atom statements' `atom`
+  const bool regs_;       // WGMMA_A=regs: A from register fragments
   const ProgramBase& p_;
   const WarpgroupForm c_;
   KernelOp& k_;
   std::map<std::string, SharedTile> tiles_;
   std::set<std::string> dead_arrays_, accumulators_;
+  std::set<std::string> a_frags_;      // WGMMA_A=regs: the A fragment arrays
+  std::set<std::string> copies_used_;  // the ldmatrix entries their fills use
   bool used_ = false;
 };
 
@@ -333,11 +513,17 @@ Pass pass_lower_wgmma() {
   return Pass{"k:026_lower_wgmma", Level::Kernel, Level::Kernel,
               "no ATOM loops under warpgroups: each atom is one wgmma.mma_async reading its "
               "A and B tiles from shared memory, its accumulators spread by the C layout",
-              {"ATOM"},
+              {"ATOM", "WGMMA_A"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
                 if (!is_wgmma(a)) return;
-                for (auto& k : s.kernel.kernels) WgmmaLowering(*a, s.kernel, k).run();
+                const std::string from = s.knobs.get_str("WGMMA_A", "smem");
+                if (from != "smem" && from != "regs")
+                  throw Error("WGMMA_A=" + from + ": wgmma takes A from shared memory (smem) "
+                              "or from registers (regs)");
+                s.used_knobs["WGMMA_A"] = from;
+                for (auto& k : s.kernel.kernels)
+                  WgmmaLowering(*a, s.kernel, k, from == "regs").run();
               }};
 }
 

@@ -334,6 +334,11 @@ class Specializer {
     Block out;
     Expr slot;
     bool waited = false;
+    // The slab's closing wait, after its last wgmma: an earlier one (WGMMA_A=regs waits
+    // before refilling a fragment an in-flight group reads) keeps its count.
+    size_t closing = loop.body.size();
+    for (size_t i = 0; i < loop.body.size(); ++i)
+      if (loop.body[i].kind == StmtKind::WgmmaWait) closing = i;
     for (const Stmt& c : loop.body) {
       if (is_tma_issue(c)) {
         slot = c.body.front().value;
@@ -342,7 +347,7 @@ class Specializer {
       // The slab's closing barrier (a cluster sync in a cluster): the producer never
       // reaches it; the empty barriers take its place.
       if (c.kind == StmtKind::Barrier || c.kind == StmtKind::ClusterSync) continue;
-      if (c.kind == StmtKind::WgmmaWait) {
+      if (&c == &loop.body[closing]) {
         // One group (this slab's) may stay in flight; the previous slab is read.
         out.push_back(Stmt::WgmmaWait(1));
         waited = true;

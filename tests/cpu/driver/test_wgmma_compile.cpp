@@ -13,6 +13,7 @@
 
 #include "../../gpu/tma_store_cases.h"
 #include "../../gpu/wgmma_cases.h"
+#include "../../gpu/wgmma_rs_cases.h"
 
 namespace loom {
 namespace {
@@ -135,6 +136,25 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     EXPECT_NE(p.cuda.find("loom::tma_store_2d(&out_s_tmap"), std::string::npos);
     EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
     EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The register-A GPU cases compile without spills (their accumulators, A fragments and
+// addresses fit the consumers' registers) and issue the _rs wrapper.
+TEST(WgmmaCompile, RegisterACasesCompileWithoutSpills) {
+  for (const wgmma_rs_test::Case& c : wgmma_rs_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_NE(p.cuda.find("_rs"), std::string::npos);
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

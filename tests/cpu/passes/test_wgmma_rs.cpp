@@ -1,0 +1,258 @@
+// wgmma with A from registers (WGMMA_A=regs, k:026): each consumer warpgroup fills its A
+// fragments from the staged slab (ldmatrix .x4 / .x4.trans / the b32 view, or 32-bit
+// ld.shared) and issues the register-A form. Every pass interpreted against the naive
+// Loop IR — the interpreter holds the fragment registers "being read" until the wgmma's
+// group retires and checks the wgmma.fence between fill and wgmma — over ragged shapes,
+// both majornesses, tf32 with a row-major B (run swapped), epilogues and the warp-
+// specialized, persistent and cluster schedules. Plus the IR's shape, the defaults' tf32
+// rule and the errors of impossible knob sets.
+#include <gtest/gtest.h>
+
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "passes/defaults.h"
+#include "passes/pipeline.h"
+#include "pass_check.h"
+
+namespace loom {
+namespace {
+
+CompileState compile(const std::string& expr, const std::string& knobs) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch("sm_90a");
+  run_pipeline(s);
+  return s;
+}
+
+int count(const Block& b, StmtKind kind) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
+  return n;
+}
+
+int count_atoms(const Block& b, const std::string& id) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += s.kind == StmtKind::Atom && s.atom == id; });
+  return n;
+}
+
+bool declares_copy(const KernelOp& k, const std::string& id) { return find_warp_copy(k, id); }
+
+// tf32 inputs rounded, so that the reference and the tensor cores see the same values.
+void round_tf32(const LoopProgram&, Bindings& b) {
+  for (auto& [name, t] : b.tensors)
+    if (name != "out")
+      for (double& v : t.data) v = round_to_tf32(float(v));
+}
+
+const std::string kSmall16 =
+    "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,WGMMA_A=regs";
+
+TEST(WgmmaRs, Bf16KMajorAEveryPassMatches) {
+  CompileState s = passcheck::check_every_pass("matmul(A[M,K]:bf16, B[N,K]:bf16.T)",
+                                               Knobs::parse(kSmall16), 41,
+                                               {{"M", 100}, {"N", 70}, {"K", 192}});
+  const KernelOp& k = s.kernel.kernels.at(0);
+  ASSERT_EQ(k.warp_atoms.size(), 1u);
+  EXPECT_EQ(k.warp_atoms[0].id, "wgmma_m64n64k16_f32_bf16_rs");
+  EXPECT_FALSE(k.warp_atoms[0].a_shared);
+  EXPECT_TRUE(declares_copy(k, "ldmatrix_x4"));  // K-major: the plain ldmatrix
+  // BK=64 is 4 atom steps: one fill, fence, wgmma and commit each (unrolled).
+  EXPECT_EQ(count_atoms(k.body, "ldmatrix_x4"), 1);
+  EXPECT_EQ(count(k.body, StmtKind::WgmmaFence), 1);
+  EXPECT_EQ(count(k.body, StmtKind::WgmmaCommit), 1);
+  EXPECT_EQ(count(k.body, StmtKind::WgmmaWait), 2);  // before each fill, closing the slab
+  EXPECT_EQ(s.used_knobs.at("WGMMA_A"), "regs");
+}
+
+TEST(WgmmaRs, F16MMajorAThroughTransposedLdmatrixEveryPassMatches) {
+  // SWAP_AB with B [K, N] row-major: the swapped problem's A is B^T, M-major (N
+  // contiguous), which ldmatrix .trans turns into the A fragment.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f16, B[K,N]:f16)",
+      Knobs::parse("ATOM=wgmma_f16,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "SWAP_AB=1,WGMMA_A=regs"),
+      43, {{"M", 40}, {"N", 130}, {"K", 80}});
+  EXPECT_TRUE(declares_copy(s.kernel.kernels.at(0), "ldmatrix_x4_trans"));
+}
+
+TEST(WgmmaRs, Tf32KMajorAThroughB32LdmatrixEveryPassMatches) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f32, B[N,K]:f32.T)",
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,"
+                   "WGMMA_A=regs"),
+      47, {{"M", 64}, {"N", 32}, {"K", 96}}, round_tf32);
+  EXPECT_TRUE(declares_copy(s.kernel.kernels.at(0), "ldmatrix_x4_b32"));
+}
+
+// tf32 with B [K, N] row-major: wgmma's tf32 shared operands must be K-major, so the GEMM
+// runs swapped (B^T becomes A, M-major, loaded into registers with 32-bit ld.shared
+// through the 128-byte swizzle; A^T becomes a K-major B). Ragged M, N, K; f32 out.
+const std::string kTf32Swap =
+    "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,SWAP_AB=1,"
+    "WGMMA_A=regs";
+
+TEST(WgmmaRs, Tf32RowMajorBSwappedEveryPassMatches) {
+  CompileState s = passcheck::check_every_pass("matmul(A[M,K]:f32, B[K,N]:f32)",
+                                               Knobs::parse(kTf32Swap), 53,
+                                               {{"M", 36}, {"N", 100}, {"K", 72}}, round_tf32);
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_TRUE(k.warp_copies.empty());  // no ldmatrix view of M-major 32-bit words
+  int shared_loads = 0;
+  walk(k.body, [&](const Stmt& x) {
+    shared_loads += x.kind == StmtKind::Load && s.kernel.tensor(x.tensor).role == TensorRole::Shared;
+  });
+  EXPECT_EQ(shared_loads, 4);  // the 4 tf32 values of the A fragment
+}
+
+TEST(WgmmaRs, Tf32RowMajorBWithBiasEveryPassMatches) {
+  passcheck::check_every_pass("relu(add(matmul(A[M,K]:f32, B[K,N]:f32), bias[N]:f32))",
+                              Knobs::parse(kTf32Swap), 59, {{"M", 50}, {"N", 72}, {"K", 40}},
+                              round_tf32);
+}
+
+TEST(WgmmaRs, Tf32RowMajorBWarpSpecializedEveryPassMatches) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f32, B[K,N]:f32)",
+      Knobs::parse(kTf32Swap + ",STAGES=3,WARP_SPECIALIZE=1"), 61,
+      {{"M", 30}, {"N", 130}, {"K", 200}}, round_tf32);
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::Specialize), 1);
+  // The slab closes with wait 1 (one group in flight, the previous slab released); the
+  // wait before each fill keeps E - 1 = 3 groups.
+  std::vector<int64_t> waits;
+  walk(k.body, [&](const Stmt& x) {
+    if (x.kind == StmtKind::WgmmaWait) waits.push_back(int64_t(x.imm));
+  });
+  EXPECT_EQ(waits, (std::vector<int64_t>{3, 1, 0}));
+}
+
+TEST(WgmmaRs, PersistentClusterWarpSpecializedEveryPassMatches) {
+  // 4 tiles on 2 SMs: one 2-CTA cluster, each CTA two tiles, the ring running on.
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 2;
+  passcheck::check_every_pass(
+      "matmul(A[256,128]:bf16, B[128,128]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,WGMMA_A=regs"),
+      67, {}, {}, std::nullopt, t);
+  passcheck::check_every_pass(
+      "matmul(A[70,64]:f32, B[64,260]:f32)",
+      Knobs::parse(kTf32Swap + ",WM=2,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=2"), 71,
+      {}, round_tf32, std::nullopt, t);
+}
+
+TEST(WgmmaRs, PingPongConsumersEveryPassMatch) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 2;
+  passcheck::check_every_pass(
+      "matmul(A[256,128]:bf16, B[128,64]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong,WGMMA_A=regs"),
+      73, {}, {}, std::nullopt, t);
+}
+
+TEST(WgmmaRs, OneAtomStepPerSlabWaitsBeforeEachFill) {
+  // BK = the atom's k: no step loop; the fill of the next slab waits for the group that
+  // read the fragment (wait 0) while the slab's closing wait keeps one in flight.
+  passcheck::check_every_pass(
+      "matmul(A[M,K]:bf16, B[N,K]:bf16.T)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=32B,BK=16,STAGES=3,"
+                   "WARP_SPECIALIZE=1,WGMMA_A=regs"),
+      79, {{"M", 64}, {"N", 32}, {"K", 80}});
+}
+
+// The interpreter holds the programs k:026 emits to the PTX rules they rely on: removing
+// a wait or a fence from a correct program is an error, not a silent pass.
+TEST(WgmmaRs, InterpreterCatchesAMissingWaitOrFence) {
+  CompileState s = compile("matmul(A[64,256]:bf16, B[64,256]:bf16.T)",
+                           kSmall16 + ",STAGES=3,WARP_SPECIALIZE=1");
+  Bindings in;
+  make_random_inputs(s.loop, in, 83);
+  auto run_without = [&](StmtKind kind, int imm) {
+    KernelProgram p = s.kernel;
+    for (KernelOp& k : p.kernels) {
+      std::function<void(Block&)> drop = [&](Block& b) {
+        for (size_t i = 0; i < b.size();) {
+          if (b[i].kind == kind && int(b[i].imm) == imm) {
+            b.erase(b.begin() + long(i));
+            continue;
+          }
+          drop(b[i].body);
+          ++i;
+        }
+      };
+      drop(k.body);
+    }
+    Bindings b = in;
+    try {
+      interpret(p, b);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {
+    Bindings b = in;
+    EXPECT_NO_THROW(interpret(s.kernel, b));
+  }
+  EXPECT_NE(run_without(StmtKind::WgmmaWait, 3).find("register A operand touched before "
+                                                     "wgmma.wait"),
+            std::string::npos);
+  EXPECT_NE(run_without(StmtKind::WgmmaFence, 0).find("after this warpgroup's last wgmma.fence"),
+            std::string::npos);
+}
+
+// The knobs the driver resolves for an explicit ATOM (src/driver/compile.cpp), compiled.
+std::map<std::string, std::string> default_knobs_of(const std::string& expr,
+                                                    const std::string& atom) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.target = Target::for_arch("sm_90a");
+  const DefaultChoice d = default_knobs(s.graph, s.target);
+  s.knobs = resolve_knobs(d.knobs, Knobs::parse("ATOM=" + atom), d.wgmma);
+  run_pipeline(s);
+  return s.used_knobs;
+}
+
+TEST(WgmmaRs, DefaultsSwapATf32GemmWithRowMajorB) {
+  auto row_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "wgmma_tf32");
+  EXPECT_EQ(row_major.at("SWAP_AB"), "1");
+  EXPECT_EQ(row_major.at("WGMMA_A"), "regs");
+  EXPECT_EQ(row_major.at("WARP_SPECIALIZE"), "1");  // the large schedule, swapped
+  auto k_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32");
+  EXPECT_EQ(k_major.at("SWAP_AB"), "0");
+  EXPECT_EQ(k_major.at("WGMMA_A"), "smem");
+  // An M-major A with a K-major B: registers, unswapped.
+  auto a_m = default_knobs_of("matmul(A[200,300]:f32.T, B[100,200]:f32.T)", "wgmma_tf32");
+  EXPECT_EQ(a_m.at("SWAP_AB"), "0");
+  EXPECT_EQ(a_m.at("WGMMA_A"), "regs");
+  // 16-bit operands take the descriptor's transpose: nothing changes for them.
+  auto bf16 = default_knobs_of("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "wgmma_bf16");
+  EXPECT_EQ(bf16.at("WGMMA_A"), "smem");
+}
+
+TEST(WgmmaRs, ImpossibleCombinationsNameTheReason) {
+  auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
+    try {
+      compile(expr, knobs);
+      ADD_FAILURE() << "no error for " << expr << " " << knobs;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  const std::string tf32 = "ATOM=wgmma_tf32,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=32";
+  // Row-major B kept as wgmma's shared B, or swapped into a shared A: tf32 is K-major only.
+  fails("matmul(A[256,256]:f32, B[256,256]:f32)", tf32 + ",SWAP_AB=0", "SWAP_AB=1,WGMMA_A=regs");
+  fails("matmul(A[256,256]:f32, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=smem",
+        "WGMMA_A=regs");
+  // Both operands M-/N-major: no orientation puts a K-major tile in wgmma's B.
+  fails("matmul(A[256,256]:f32.T, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=regs", "N-major");
+  fails("matmul(A[256,256]:bf16, B[256,256]:bf16)", kSmall16 + ",WGMMA_A=tmem", "WGMMA_A");
+}
+
+}  // namespace
+}  // namespace loom

@@ -238,20 +238,17 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   }
   // Few tiles, long K (128x128x16384: one tile): the warp-specialized 128x128 schedule
   // with K split among c CTAs of a cluster (CLUSTER_K: partials added through distributed
-  // shared memory, l:022/k:057) and S such clusters (SPLITK, the two-kernel reduce), c
-  // and S the largest powers of two (c up to 8) that keep every CTA on its own SM and every
-  // CTA two slabs deep — 8 x 16 = 128 CTAs for one tile on H100. Before (session 7): S = 64
-  // CTAs with the reduce, 17.6 us, 64 CTAs pulling the 8 MB of operands at about half of
-  // HBM and 64 partial tiles (4 MB) through L2 and a second kernel; the one-kernel fixup
-  // was 25.8 us, its 64-way atomic adds on one 64 KiB tile serialized in L2. Now 16
-  // partial tiles (1 MB) reach global memory. Predicted (not yet measured): ~3 us to
-  // stream 8 MB with 128 CTAs, ~1 us of DSMEM exchange, plus the reduce kernel (~2 us with
-  // its launch): ~9 us.
+  // shared memory, l:022/k:057) and S such clusters (SPLITK, the two-kernel reduce), c the
+  // largest power of two up to 8 with every CTA two slabs deep, and S such that the
+  // clusters fill at most half the SMs. Half, not all: an H100 holds only 15 clusters of
+  // 8 CTAs of this size at once (clusters do not straddle GPCs), so 16 clusters ran in two
+  // waves — 25.1 us at 8 x 16 against 16.9 us at 8 x 8 and 17.8 us at 8 x 4 (H100,
+  // session 8; session 7's S = 64 without clusters: 17.6 us; cuBLAS 12.7 us).
   if (wgmma_split_k(s, sm_count)) {
     const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 127) / 128);
     int64_t c = 1, S = 1;
     while (c < 8 && tiles * c * 2 <= sm_count && s.K / (c * 2) >= 128) c *= 2;
-    while (tiles * c * S * 2 <= sm_count && s.K / (c * S * 2) >= 128) S *= 2;
+    while (tiles * c * S * 4 <= sm_count && s.K / (c * S * 2) >= 128) S *= 2;
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab +
                            ",EPILOGUE=direct,WARP_SPECIALIZE=1,CLUSTER_K=" + std::to_string(c));
     if (S > 1) {

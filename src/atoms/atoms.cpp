@@ -171,6 +171,30 @@ AtomDef ldmatrix_b32(int count) {
   return a;
 }
 
+// ---- stmatrix (one warp, registers -> shared, sm_90+) ------------------------------------
+// PTX ISA 9.7.14.5.16 "Warp-level matrix store instruction: stmatrix": the inverse of
+// ldmatrix — register i of each lane holds two b16 of matrix i (row l/4, columns 2(l%4),
+// 2(l%4)+1; with .trans column l/4 of rows 2(l%4), 2(l%4)+1 as stored), and lane l gives
+// the address of stacked row l (row l%8 of matrix l/8). Only .x4: an epilogue always has
+// 8 values per lane to store, and one instruction moves them all. Layouts: "src" the
+// registers ((lane, value) -> stacked (row, col), ldmatrix's "dst"), "dst" the row a lane
+// addresses (ldmatrix's "src").
+AtomDef stmatrix_x4(bool trans) {
+  AtomDef a = ldmatrix(4, trans);
+  a.id = std::string("stmatrix_x4") + (trans ? "_trans" : "");
+  a.ptx = std::string("stmatrix.sync.aligned.m8n8.x4") + (trans ? ".trans" : "") + ".shared.b16";
+  a.ptx_section = "9.7.14.5.16 Warp-level matrix store instruction: stmatrix";
+  a.wrapper = "loom::" + a.id;
+  a.min_sm = 90;
+  a.src = MemSpace::Register;
+  a.dst = MemSpace::Shared;
+  OperandLayout rows = a.layouts[0], regs = a.layouts[1];
+  rows.name = "dst";
+  regs.name = "src";
+  a.layouts = {std::move(regs), std::move(rows)};
+  return a;
+}
+
 // ---- wgmma (one warpgroup, sm_90a) ------------------------------------------------------
 // PTX ISA 9.7.15.5.1.1 "Register Fragments" (wgmma.mma_async .m64nNk16 / .m64nNk8): warp
 // w = t / 32 of the warpgroup owns rows 16w..16w+15 of A (register variant) and of D, and
@@ -266,6 +290,8 @@ const std::vector<AtomDef>& atom_table() {
       ldmatrix(2, true),
       ldmatrix_b32(4),
       ldmatrix_b32(2),
+      stmatrix_x4(false),
+      stmatrix_x4(true),
   };
   static const std::vector<AtomDef> with_wgmma = [] {
     std::vector<AtomDef> t = table;
@@ -447,13 +473,18 @@ std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldm,
 }
 
 WarpCopy warp_copy(const AtomDef& a) {
-  if (a.kind != AtomKind::Copy || a.threads != WarpAtom::kLanes || a.src != MemSpace::Shared)
-    throw Error("atom '" + a.id + "' is not a warp-collective copy from shared memory; only "
-                "ldmatrix entries have a Kernel IR warp-copy description");
-  const OperandLayout& src = operand_layout(a, "src");
-  const OperandLayout& dst = operand_layout(a, "dst");
+  const bool load = a.src == MemSpace::Shared && a.dst == MemSpace::Register;
+  const bool store = a.src == MemSpace::Register && a.dst == MemSpace::Shared;
+  if (a.kind != AtomKind::Copy || a.threads != WarpAtom::kLanes || !(load || store))
+    throw Error("atom '" + a.id + "' is not a warp-collective copy between registers and "
+                "shared memory; only ldmatrix and stmatrix entries have a Kernel IR warp-copy "
+                "description");
+  // `src`: the rows the lanes address; `dst`: the lanes' values in the stacked tile.
+  const OperandLayout& src = operand_layout(a, load ? "src" : "dst");
+  const OperandLayout& dst = operand_layout(a, load ? "dst" : "src");
   WarpCopy w;
   w.id = a.id;
+  w.to_shared = store;
   w.rows = dst.rows, w.cols = dst.cols;
   w.element_bytes = a.element_bytes;
   w.values = dst.values_per_thread;

@@ -154,7 +154,9 @@ std::vector<std::pair<int, int>> ldmatrix_row_starts(const AtomDef& ldmatrix,
 // The Kernel IR description of an ldmatrix entry (a warp-collective shared -> register
 // copy): its stacked tile and element width, the lane whose address each stacked row is
 // read from (the "src" layout) and the (lane, value) -> (row, col) "dst" map. A pass
-// that emits the copy adds this to the kernel's warp_copies. Throws loom::Error for any other atom.
+// that emits the copy adds this to the kernel's warp_copies. A stmatrix entry (registers
+// -> shared: "src" the values, "dst" the rows) gives the same description with
+// to_shared set. Throws loom::Error for any other atom.
 WarpCopy warp_copy(const AtomDef& a);
 
 // A per-lane integer table (32 entries, e.g. one coordinate of ldmatrix_row_starts) as an

@@ -342,6 +342,23 @@ class Renderer {
           warp_atom(s, a, *w, d);
           break;
         }
+        if (const WarpCopy* c = find_warp_copy(*k_, s.atom); c && c->to_shared) {
+          // stmatrix stores .b32 registers of two 16-bit values each (value 2i in the low
+          // half of register i): the f32 values are rounded to the tile's type in pairs.
+          const DType dt = p_.tensor(s.tensor).dtype;
+          if (dt != DType::F16 && dt != DType::BF16)
+            throw Error("codegen: " + s.atom + " stores 16-bit values; `" + s.tensor + "` holds " +
+                        dtype_name(dt));
+          const std::string pack = dt == DType::F16 ? "loom::pack_f16x2(" : "loom::pack_bf16x2(";
+          std::string regs;
+          for (size_t i = 0; i + 1 < s.args.size(); i += 2)
+            regs += (i ? ", " : "") + pack + operand(s.args[i]) + ", " + operand(s.args[i + 1]) + ")";
+          line(d, "{");
+          line(d + 1, "const unsigned st_r[" + std::to_string(s.args.size() / 2) + "] = {" + regs + "};");
+          line(d + 1, a.wrapper + "(" + address_of(s.tensor, s.index.at(0), true) + ", st_r);  // " + a.ptx);
+          line(d, "}");
+          break;
+        }
         if (find_warp_copy(*k_, s.atom)) {
           // ldmatrix fills the fragment's registers (packed b16 pairs, or the raw words of
           // a tf32 fragment's f32 array); this lane gives its row. The instruction takes
@@ -539,7 +556,8 @@ class Renderer {
         if (dtype_bytes(w->a_type) == 2)
           for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
         if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
-      } else if (const WarpCopy* c = find_warp_copy(k, s.atom); c && c->element_bytes == 2) {
+      } else if (const WarpCopy* c = find_warp_copy(k, s.atom);
+                 c && c->element_bytes == 2 && !c->to_shared) {
         packed_.emplace(s.dst, Packed{p_.tensor(s.tensor).dtype});
       }
     });

@@ -439,7 +439,7 @@ void Machine::for_each_group(const Node& n, const std::vector<int>& active, int 
   }
 }
 
-// ldmatrix, one warp at a time: every lane's row address is evaluated and checked (the
+// ldmatrix (stmatrix), one warp at a time: every lane's row address is evaluated and checked (the
 // hardware needs each in bounds and 16-byte aligned, and reads the row as 16 contiguous
 // bytes, so a swizzle may not permute inside it); stacked row r comes from the address
 // of lane row_lane[r], and each lane receives its values by the dst map. The reads are
@@ -471,6 +471,19 @@ void Machine::exec_warp_copy(const Node& n, const std::vector<int>& active) {
                    " reads the row as 16 contiguous bytes",
                t);
       start[lane] = off;
+    }
+    if (w.to_shared) {
+      // stmatrix: value v of each lane lands at its place of the stacked tile, in the row
+      // whose address lane row_lane[row] gave; the writes are the giving lane's.
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const int t = warp * kLanes + lane;
+        for (int v = 0; v < w.values; ++v) {
+          const auto [row, col] = w.dst[size_t(lane * w.values + v)];
+          const int64_t off = start[w.row_lane[size_t(row)]] + col;
+          shared_.write(ts.shared, off, operand(n, size_t(v), t), t, *n.s);
+        }
+      }
+      return;
     }
     for (int lane = 0; lane < kLanes; ++lane) {
       const int t = warp * kLanes + lane;

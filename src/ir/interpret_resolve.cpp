@@ -263,10 +263,17 @@ Node Machine::resolve_stmt(const Stmt& s) {
         if (threads_ % WarpAtom::kLanes != 0)
           fail(s, "warp copy " + s.atom + " runs on whole warps of 32 lanes but the block has " +
                       std::to_string(threads_) + " threads");
-        if (!s.args.empty()) fail(s, "warp copy " + s.atom + " takes no operands");
         n.access = access(s, s.tensor, s.index, true);
         if (n.access.tensor->shared < 0)
-          fail(s, "warp copy " + s.atom + " reads shared memory; " + s.tensor + " is not shared");
+          fail(s, "warp copy " + s.atom + " accesses shared memory; " + s.tensor + " is not shared");
+        if (n.copy->to_shared) {
+          if (int(s.args.size()) != n.copy->values)
+            fail(s, "warp copy " + s.atom + " stores " + std::to_string(n.copy->values) +
+                        " operands per lane, not " + std::to_string(s.args.size()));
+          operands();
+          break;
+        }
+        if (!s.args.empty()) fail(s, "warp copy " + s.atom + " takes no operands");
         n.dst = fragment(s, s.dst, s.dst_index, n.copy->values, "dst");
         break;
       }

@@ -84,7 +84,11 @@ std::string stmt_line(const Stmt& s) {
              join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +
              join_operands(s.args) + (s.atomic_add ? "  atomic" : "");
     case StmtKind::Atom:
-      // A copy atom reads a shared tensor at the lane's row instead of operands.
+      // A copy atom reads a shared tensor at the lane's row instead of operands; a storing
+      // one (no dst) writes its operands there.
+      if (!s.tensor.empty() && s.dst.empty())
+        return s.tensor + "[" + join_exprs(s.index) + "] <- " + s.atom + "(" +
+               join_operands(s.args) + ")";
       if (!s.tensor.empty())
         return dst_of(s) + " <- " + s.atom + "(" + s.tensor + "[" + join_exprs(s.index) + "])";
       return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
@@ -155,8 +159,9 @@ std::string warp_atom_line(const WarpAtom& w) {
 
 std::string warp_copy_line(const WarpCopy& w) {
   return "warp copy " + w.id + ": b" + std::to_string(8 * w.element_bytes) + "[" +
-         std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] from shared, one row per "
-         "lane, " + std::to_string(w.values) + "/lane";
+         std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] " +
+         (w.to_shared ? "to" : "from") + " shared, one row per lane, " +
+         std::to_string(w.values) + "/lane";
 }
 
 const char* role_name(TensorRole r) {

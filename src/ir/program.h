@@ -129,7 +129,9 @@ struct WarpAtom {
 // supplies the address of one row (the Atom statement's flat `index`, evaluated per lane)
 // and receives `values` elements of the tile into its fragment. Like WarpAtom it travels
 // as data (loom_ir sits below the atom table); warp_copy() in src/atoms/atoms.h builds
-// one from a table entry.
+// one from a table entry. `to_shared` is the reverse direction (stmatrix): each lane
+// gives `values` elements (the statement's operands) and the rows are stored; `dst` then
+// says where each given value lands in the stacked tile.
 struct WarpCopy {
   std::string id;          // the Atom statement's `atom`, e.g. "ldmatrix_x4"
   int rows = 0, cols = 0;  // the stacked tile: 8 * matrices rows of 8 elements
@@ -141,6 +143,7 @@ struct WarpCopy {
   // holds every element of the tile exactly once.
   std::vector<std::pair<int, int>> dst;
   int values = 0;
+  bool to_shared = false;  // stmatrix: registers -> shared
 };
 
 struct KernelOp {
@@ -159,7 +162,7 @@ struct KernelOp {
   // that emits mma into one kernel declares them there, and codegen, the verifier and
   // the interpreter each read one KernelOp (a split-K zero-fill or reduce kernel has none).
   std::vector<WarpAtom> warp_atoms;
-  std::vector<WarpCopy> warp_copies;  // the warp copy atoms (ldmatrix) it uses, likewise
+  std::vector<WarpCopy> warp_copies;  // the warp copy atoms (ldmatrix, stmatrix) it uses, likewise
   Block body;
 };
 

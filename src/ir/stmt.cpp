@@ -204,6 +204,17 @@ Stmt Stmt::CopyAtom(std::string atom, std::string dst, std::vector<Expr> dst_pre
   return s;
 }
 
+Stmt Stmt::StoreCopyAtom(std::string atom, std::string shared, Expr row_offset,
+                         std::vector<Operand> values) {
+  Stmt s;
+  s.kind = StmtKind::Atom;
+  s.atom = std::move(atom);
+  s.tensor = std::move(shared);
+  s.index = {std::move(row_offset)};
+  s.args = std::move(values);
+  return s;
+}
+
 // Every statement is rewritten, loop variables of nested Fors included: the passes that
 // call this replace a loop variable by its factored form throughout the loop it names.
 Stmt Stmt::Alloc(std::string name, std::vector<Expr> extents) {

@@ -174,6 +174,9 @@ struct Stmt {
   // `index` holds one flat offset, evaluated per lane like a Load's: the start of the
   // 16-byte row this lane supplies. Which lane's row becomes which stacked row, and which
   // element each lane receives, is the declaration's business (WarpCopy).
+  // A storing warp copy (stmatrix, WarpCopy::to_shared) is the reverse: `dst` is empty and
+  // `args` are the lane's values, one scalar operand each, in the atom's value order; the
+  // lane's row address is `index` as above.
   std::string dst;
   std::string tensor;
   std::vector<Expr> index;
@@ -229,6 +232,10 @@ struct Stmt {
   // row_offset the flat offset of the row the executing lane supplies.
   static Stmt CopyAtom(std::string atom, std::string dst, std::vector<Expr> dst_prefix,
                        std::string shared, Expr row_offset);
+  // A storing warp copy atom: `atom`(values) -> shared[row_offset], row_offset the flat
+  // offset of the row the executing lane addresses.
+  static Stmt StoreCopyAtom(std::string atom, std::string shared, Expr row_offset,
+                            std::vector<Operand> values);
   static Stmt Alloc(std::string name, std::vector<Expr> extents);
   static Stmt Stage(std::string mode, std::vector<StageCopy> copies, std::vector<Stmt> body);
   static Stmt Barrier();

@@ -174,12 +174,22 @@ class BodyChecker {
       fail(s, "warp copy " + w.id + " runs on whole warps of 32 lanes but the block has " +
                   std::to_string(kernel_->block_threads) +
                   " threads; make block_threads a multiple of 32");
-    if (!s.args.empty())
+    const std::string verb = w.to_shared ? " writes" : " reads";
+    if (w.to_shared) {
+      if (!s.dst.empty() || int(s.args.size()) != w.values)
+        fail(s, "warp copy " + w.id + " stores " + std::to_string(w.values) +
+                    " operands per lane and defines nothing; it has " +
+                    std::to_string(s.args.size()) + (s.dst.empty() ? "" : " and a dst"));
+      for (const Operand& a : s.args)
+        if (!a.is_imm()) check_not_fragment(s, a.name, a.index);
+      use_operands(s);
+    } else if (!s.args.empty()) {
       fail(s, "warp copy " + w.id + " reads shared memory at the lane's row, not operands");
+    }
     if (!p_.has_tensor(s.tensor)) fail(s, "tensor `" + s.tensor + "` is not declared");
     const TensorDecl& t = p_.tensor(s.tensor);
     if (t.role != TensorRole::Shared)
-      fail(s, "warp copy " + w.id + " reads shared memory, but `" + s.tensor +
+      fail(s, "warp copy " + w.id + verb + " shared memory, but `" + s.tensor +
                   "` is not a shared tensor");
     if (dtype_bytes(t.dtype) != w.element_bytes)
       fail(s, "warp copy " + w.id + " moves " + std::to_string(w.element_bytes) +
@@ -188,7 +198,8 @@ class BodyChecker {
       fail(s, "warp copy " + w.id + " takes one flat offset (the lane's row start), not " +
                   std::to_string(s.index.size()));
     check_expr(s, s.index[0], "index");
-    check_fragment(s, w.id, "dst", s.dst, s.dst_index, w.values);
+    if (w.to_shared) written_.insert(s.tensor);
+    else check_fragment(s, w.id, "dst", s.dst, s.dst_index, w.values);
   }
 
   // A warp atom's operand is a fragment (stmt.h): a register array and a prefix of its

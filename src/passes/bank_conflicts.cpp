@@ -95,7 +95,7 @@ class Model {
     r.stmt = print_block({st});
     while (!r.stmt.empty() && r.stmt.back() == '\n') r.stmt.pop_back();
     r.tensor = st.tensor;
-    r.op = copy                        ? "ldmatrix"
+    r.op = copy                        ? (copy->to_shared ? "stmatrix" : "ldmatrix")
            : st.kind == StmtKind::Load  ? "load"
            : st.kind == StmtKind::Write ? "store"
                                         : "cp.async";

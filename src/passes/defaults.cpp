@@ -223,16 +223,17 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
     const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 255) / 256);
     if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
-    // Short reductions (K <= 4096: 64 slabs or fewer per tile) spend a large share of each
-    // tile in the epilogue: the TMA-store epilogue (k:053) overlaps it with the next
-    // tile's mainloop, at the price of the fourth stage (its 64 KB C tile). H100 bf16,
-    // session 7: 8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x -> 0.94x, 4096^3 0.89x ->
-    // 0.92x (also `loom tune`'s winner there); with K >= 8192 the fourth stage weighs
-    // more (8192^3 0.97x -> 0.94x), so long K keeps the direct store. A 4-byte output's
-    // 128 KB tile does not fit beside the ring: f32 outputs (tf32 too) store directly.
-    if (s.K <= 4096 && dtype_bytes(s.out) == 2) {
+    // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
+    // mainloop. Session 7 kept the whole 64 KB C tile in shared memory, which cost the
+    // fourth stage: +3 to +20% for K <= 4096 (8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x
+    // -> 0.94x on H100 bf16) but -3% at 8192^3 (0.97x -> 0.94x), and a 4-byte output's
+    // 128 KB tile did not fit at all. Streamed through 2 strip buffers per consumer
+    // warpgroup (EPI_BUFFERS=2, 32 KB for any output type) it keeps STAGES=4 for every K
+    // and f32 outputs; 16-bit strips are written with stmatrix. To be confirmed on the GPU.
+    // k:053 takes 2-D outputs whose rows are whole 16-byte units (a tensor map's stride).
+    if (s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) {
       k.set("EPILOGUE", "tma_store");
-      k.set("STAGES", "3");
+      k.set("EPI_BUFFERS", "2");
     }
     return k;
   }

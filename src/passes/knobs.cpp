@@ -135,6 +135,14 @@ const std::vector<KnobDef>& knob_registry() {
                     {{"mma", {"smem", "direct"}},
                      {"fma", {"direct", "smem"}},
                      {"wgmma", {"direct", "tma_store"}, 90}}),
+      {"EPI_BUFFERS", "EPILOGUE=tma_store: 0 keeps the whole output tile in shared memory; "
+       "N > 0 streams it through N strip buffers per consumer warpgroup (64 columns of a "
+       "16-bit output, 32 of f32; 2 x 16 KB for a 128x256 tile, so STAGES=4 still fits), "
+       "each strip stored by TMA while the next is written (k:053)",
+       "k:053_tma_store_epilogue", 0, 8},
+      {"STMATRIX", "EPILOGUE=tma_store with EPI_BUFFERS > 0: write 16-bit output strips with "
+       "stmatrix.x4 (8 values per lane per instruction) where the fragment allows (0/1; "
+       "default 1)", "k:053_tma_store_epilogue", 0, 1},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

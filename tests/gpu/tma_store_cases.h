@@ -24,9 +24,38 @@ inline std::string rung6(const std::string& dtype) {
          "STAGES=3,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store";
 }
 
+// Rung 6 since session 8: the tile streamed through 2 strip buffers per consumer
+// warpgroup (EPI_BUFFERS=2, 32 KB, stmatrix for 16-bit outputs), which keeps STAGES=4.
+inline std::string rung6_strips(const std::string& dtype) {
+  return "ATOM=wgmma_" + dtype + ",WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
+         "STAGES=4,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2";
+}
+
+// The strip-buffered epilogue: the new large-wgmma defaults' shapes and every epilogue
+// and output type it composes with.
+inline std::vector<Case> strip_cases() {
+  return {
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", rung6_strips("bf16") + ",CLUSTER_M=2"},
+      {"matmul(A[2048,1024]:f16, B[1024,2048]:f16)", rung6_strips("f16")},
+      {"relu(linear(X[1000,512]:bf16, W[3000,512]:bf16, bias[3000]:bf16))", rung6_strips("bf16")},
+      {"add(matmul(A[1000,256]:bf16, B[256,1000]:bf16), R[1000,1000]:bf16)", rung6_strips("bf16")},
+      {"mul(matmul(A[1000,256]:bf16, B[256,1000]:bf16), 0.5)", rung6_strips("bf16")},
+      // f32 outputs: 32-column strips, plain stores, still STAGES=4.
+      {"matmul(A[1000,512]:bf16, B[512,1000]:bf16, out=f32)", rung6_strips("bf16")},
+      {"matmul(A[1000,512]:f32, B[1000,512]:f32.T)",
+       "ATOM=wgmma_tf32,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,"
+       "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2"},
+      {"matmul(A[800,512]:bf16, B[512,1000]:bf16)", rung6_strips("bf16") + ",CLUSTER_M=2"},
+      // Not specialized, one warpgroup of two m64n64 atoms.
+      {"matmul(A[333,200]:bf16, B[200,520]:bf16)",
+       "ATOM=wgmma_bf16,WM=1,FN=2,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+       "EPILOGUE=tma_store,EPI_BUFFERS=2"},
+  };
+}
+
 inline std::vector<Case> cases() {
   const std::string tma = "STAGE=tma,SWIZZLE=128B,BK=64,EPILOGUE=tma_store";
-  return {
+  std::vector<Case> out = {
       {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", rung6("bf16")},
       {"matmul(A[2048,1024]:f16, B[1024,2048]:f16)", rung6("f16")},
       // Ragged M with a fused bias + relu: the bias loads past N are predicated off.
@@ -45,6 +74,8 @@ inline std::vector<Case> cases() {
        "ATOM=wgmma_bf16,WM=1,BN=128,STAGES=4,WARP_SPECIALIZE=1," + tma},
       {"matmul(A[333,200]:bf16, B[200,520]:bf16)", "ATOM=wgmma_bf16,WM=1,BN=64,STAGES=4," + tma},
   };
+  for (const Case& c : strip_cases()) out.push_back(c);
+  return out;
 }
 
 }  // namespace loom::tma_store_test

@@ -32,21 +32,31 @@
 //     `bar.sync`, `if storing: tma.store boxes; bulk.commit`. After the tile loop (or the
 //     epilogue, without one) the storing threads wait for their last reads before exit.
 //
-// Design choice: the whole tile stays in shared memory, not sub-tiles. A 128 x 256 bf16
-// tile is 64 KB, so STAGES=4 x 48 KB slabs no longer fit 227 KB (a clear error says so)
-// and rung 6 of `loom ladder hopper` runs STAGES=3 (208 KB). What it buys: no store is
-// waited for inside the epilogue — the only wait, for the previous tile's reads, comes a
-// whole mainloop later — two named barriers per tile, and no reordering of the fused
-// epilogue's statements (which come in fragment order, not strip order). Sub-tiles
-// (2 x 64 x 64 per warpgroup, 32 KB, keeping STAGES=4) would wait for strip j's reads
-// before writing strip j+2 and need the epilogue sorted by strip; session 6 measured
-// STAGES=3 as fast as 4 on the persistent kernel, so that is the next step only if the
-// GPU says the fourth stage matters. The stores are plain st.shared (2 x bf16 after
-// k:040); stmatrix would issue 4x fewer store instructions for 16-bit outputs.
+// EPI_BUFFERS=N > 0 (the large-wgmma default, N = 2): the tile is streamed instead. A
+// 128 x 256 bf16 tile is 64 KB, and kept whole it cost the fourth ring stage (STAGES=4 x
+// 48 KB slabs no longer fit 227 KB): on H100 (session 7) K = 8192 lost 3% for it (0.97x
+// -> 0.94x), and a 4-byte output's 128 KB tile did not fit at all, so the whole tile was
+// only worth it for K <= 4096. cuBLAS's kernel keeps 4 stages plus ~40 KB of epilogue
+// staging. Streamed: each owner writes its columns strip by strip (S columns, its rows)
+// into N buffers `<out>_s[N, R, S]` (2 x 128 x 64 x 2 B = 32 KB, any output type):
+//   if storing: bulk.wait.read N-1   (the store that last read this buffer, strip j - N,
+//                                     perhaps of the previous tile, has finished reading)
+//   bar.sync (owner); strip j's statements; fence.proxy.async; bar.sync (owner)
+//   if storing: tma.store strip j; bulk.commit
+// so the strip's stores overlap the next strips' fused epilogue and the next tile's
+// mainloop. The epilogue's register loops are unrolled and its statements sorted by strip
+// (a thread's m64nN accumulator holds columns in groups of 8, values 4j..4j+3 for columns
+// 8j..8j+7, so strip s is the contiguous run of values 32s..32s+31 of an n256 atom).
+// 16-bit strips are written with stmatrix.x4 (STMATRIX=1): 8 values per instruction instead
+// of 4 st.shared.b32; the 128-byte swizzle that makes the TMA box keeps each 16-byte row
+// whole and puts a matrix's 8 rows in 8 distinct bank groups (conflict-free). The costs:
+// 2 named barriers per strip instead of per tile, and a wait for strip j - N's reads.
+// Owners must be stacked along M (WN=1): their strips then share the buffers' layout.
 #include <algorithm>
 #include <random>
 #include <set>
 
+#include "atoms/atoms.h"
 #include "ir/error.h"
 #include "passes/analysis.h"
 #include "passes/passes.h"
@@ -69,6 +79,7 @@ struct Site {
   std::vector<std::pair<std::string, int64_t>> loops;  // epilogue loops, outermost first
   Expr row, col;                                       // the cell's part
   Expr row_block, col_block;                           // the block's part
+  int64_t strip = -1;  // EPI_BUFFERS: the column strip its cells lie in
 };
 
 // Where the tile goes: an owner's threads and its rectangle of the block tile.
@@ -79,13 +90,17 @@ struct Owner {
 
 class TmaStoreEpilogue {
  public:
-  TmaStoreEpilogue(CompileState& s, KernelOp& k) : s_(s), p_(s.kernel), k_(k) {}
+  TmaStoreEpilogue(CompileState& s, KernelOp& k)
+      : s_(s), p_(s.kernel), k_(k), buffers_(s.knob("EPI_BUFFERS", 0)),
+        stmatrix_(s.knob("STMATRIX", 1) != 0) {}
 
   void run() {
     locate(k_.body);
     if (!epi_) refuse("its global stores do not follow the wgmma mainloop in one block");
+    if (buffers_ > 0) unroll_epilogue();
     decompose();
     enumerate();
+    if (buffers_ > 0) plan_strips();
     rewrite();
     check_resources();
   }
@@ -167,6 +182,62 @@ class TmaStoreEpilogue {
     for (const auto& v : epilogue_vars_)
       if (f.uses(v)) return true;
     return false;
+  }
+
+  // ---- step 1b (EPI_BUFFERS) ----
+
+  // Strips are written one after the other, but one register-loop iteration's statements
+  // span several strips (an m64n256 atom's 128 values per thread cover 4 of them): the
+  // epilogue's register loops (constant extents, which codegen unrolls anyway) are
+  // unrolled here, so that each statement belongs to one strip. Every copy of a body with
+  // more than one iteration gets its own names for the values it defines (SSA per scope).
+  void unroll_epilogue() {
+    Block& b = *epi_;
+    Block out;
+    for (size_t i = e0_; i < e1_; ++i) unroll_into(std::move(b[i]), out);
+    b.erase(b.begin() + long(e0_), b.begin() + long(e1_));
+    b.insert(b.begin() + long(e0_), std::make_move_iterator(out.begin()),
+             std::make_move_iterator(out.end()));
+    e1_ = e0_ + out.size();
+  }
+
+  void unroll_into(Stmt s, Block& out) {
+    if (s.kind == StmtKind::If) {
+      Block body;
+      for (Stmt& c : s.body) unroll_into(std::move(c), body);
+      s.body = std::move(body);
+    }
+    if (s.kind != StmtKind::For) {
+      out.push_back(std::move(s));
+      return;
+    }
+    if (s.tier != Tier::Register || !s.extent.is_const())
+      refuse("EPI_BUFFERS sorts the epilogue by column strip, and its loop `" + s.var +
+             "` is not a constant register loop; use EPI_BUFFERS=0");
+    std::set<std::string> values, ints;
+    walk(s.body, [&](const Stmt& x) {
+      if (x.kind == StmtKind::Let) ints.insert(x.var);
+      else if (!x.dst.empty() && x.dst_index.empty()) values.insert(x.dst);
+      else if (x.kind == StmtKind::Alloc) values.insert(x.dst);
+    });
+    const int64_t n = s.extent.const_value();
+    for (int64_t i = 0; i < n; ++i) {
+      Block body = s.body;
+      substitute_block(body, {{s.var, Expr(i)}});
+      if (n > 1) {
+        const std::string suffix = "_u" + std::to_string(i);
+        std::map<std::string, Expr> renamed;
+        for (const std::string& v : ints) renamed[v] = Expr::var(v + suffix);
+        if (!renamed.empty()) substitute_block(body, renamed);
+        walk(body, [&](Stmt& x) {
+          if (x.kind == StmtKind::Let && ints.count(x.var)) x.var += suffix;
+          if (values.count(x.dst)) x.dst += suffix;
+          for (Operand& a : x.args)
+            if (values.count(a.name)) a.name += suffix;
+        });
+      }
+      for (Stmt& c : body) unroll_into(std::move(c), out);
+    }
   }
 
   // ---- step 2 ----
@@ -254,10 +325,19 @@ class TmaStoreEpilogue {
     f.collect_vars(vars);
     g.collect_vars(vars);
     std::mt19937_64 rng(53);
-    for (int trial = 0; trial < 16; ++trial) {
+    for (int trial = 0, tried = 0; tried < 16 && trial < 64; ++trial) {
       Expr::Env env;
       for (const std::string& v : vars) env[v] = int64_t(rng() % 1000) + 1;
-      if (f.eval(env) != g.eval(env))
+      // Random values may zero a divisor (a GROUP_M raster's last group): draw again.
+      int64_t fv = 0, gv = 0;
+      try {
+        fv = f.eval(env);
+        gv = g.eval(env);
+      } catch (const Error&) {
+        continue;
+      }
+      ++tried;
+      if (fv != gv)
         refuse("its store offset " + offset.str() + " does not split into a block origin and a "
                "cell");
     }
@@ -355,11 +435,36 @@ class TmaStoreEpilogue {
     }
   }
 
+  // EPI_BUFFERS: every owner spans the tile's columns (owners stacked along M), so the
+  // strips are the tile's and each store's cells lie in one of them.
+  void plan_strips() {
+    for (const Owner& o : owners_)
+      if (o.c0 != 0 || o.cols != cols_)
+        refuse("EPI_BUFFERS streams column strips through buffers shared by warpgroups "
+               "stacked along M, and this kernel's warpgroups split the tile's columns "
+               "(WN > 1); use WN=1 or EPI_BUFFERS=0");
+    strips_ = cols_ / strip_;
+    nbuf_ = std::min<int64_t>(buffers_, strips_);
+    for (Site& site : sites_) {
+      const Expr col = full(site.col);
+      for_each_point(site, [&](int64_t, Expr::Env& env) {
+        const int64_t c = col.eval(env);
+        const int64_t first = c / strip_, last = (c + site.store->width - 1) / strip_;
+        if (site.strip < 0) site.strip = first;
+        if (first != site.strip || last != site.strip)
+          refuse("EPI_BUFFERS: the store `" + print_block({*site.store}).substr(0, 60) +
+                 "` writes cells of column strips " + std::to_string(site.strip) + " and " +
+                 std::to_string(first != site.strip ? first : last) +
+                 " (one statement per strip is needed); use EPI_BUFFERS=0");
+      });
+    }
+  }
+
   // ---- steps 4 and 5 ----
 
   // The tile's offset of cell (r, c): strip c / S, row r, column c % S. Terms of c that
   // are multiples of S go to the strip whole, so the XOR sees only the lane's part.
-  Expr tile_offset(const Expr& r, const Expr& c) const {
+  std::pair<Expr, Expr> tile_offset_parts(const Expr& r, const Expr& c) const {
     Expr strip = 0, within = 0;
     for (const Expr& t : sum_terms(distribute_constants(c))) {
       if (t.is_const()) {
@@ -371,21 +476,26 @@ class TmaStoreEpilogue {
         within = within + t;
       }
     }
-    return strip * (rows_ * strip_) + r * strip_ + within;
+    return {strip, r * strip_ + within};
   }
 
-  // The split of tile_offset must hold for every cell; else the plain / and % form.
+  // The split of tile_offset_parts must hold for every cell; else the plain / and % form.
+  // With EPI_BUFFERS the strip is the site's constant one, stored in buffer strip % N.
   Expr checked_tile_offset(const Site& site) const {
-    const Expr fast = tile_offset(site.row, site.col);
+    const auto [strip, rest] = tile_offset_parts(site.row, site.col);
+    const int64_t slab = rows_ * strip_;
+    const Expr fast = nbuf_ ? Expr(site.strip % nbuf_ * slab) + rest : strip * slab + rest;
     const Expr ff = full(fast), fr = full(site.row), fc = full(site.col);
     bool ok = true;
     for_each_point(site, [&](int64_t, Expr::Env& env) {
       const int64_t r = fr.eval(env), c = fc.eval(env);
-      ok &= ff.eval(env) == c / strip_ * rows_ * strip_ + r * strip_ + c % strip_ &&
+      const int64_t at = nbuf_ ? c / strip_ % nbuf_ : c / strip_;
+      ok &= ff.eval(env) == at * slab + r * strip_ + c % strip_ &&
             c % strip_ + site.store->width <= strip_;
     });
     if (ok) return fast;
-    return site.col / strip_ * (rows_ * strip_) + site.row * strip_ + site.col % strip_;
+    if (nbuf_) return Expr(site.strip % nbuf_ * slab) + site.row * strip_ + site.col % strip_;
+    return site.col / strip_ * slab + site.row * strip_ + site.col % strip_;
   }
 
   // `if cond: body` around a store becomes body, its loads predicated by cond: past the
@@ -430,7 +540,7 @@ class TmaStoreEpilogue {
     for (int i = 2; p_.has_tensor(tile.name); ++i) tile.name = out_->name + "_s" + std::to_string(i);
     tile.dtype = out_->dtype;
     tile.role = TensorRole::Shared;
-    tile.shape = {Expr(cols_ / strip_), Expr(rows_), Expr(strip_)};
+    tile.shape = {Expr(nbuf_ ? nbuf_ : cols_ / strip_), Expr(rows_), Expr(strip_)};
     const int64_t span = strip_ * eb;
     const int swizzle = span >= 32 ? int(span) : 0;
     if (swizzle) {
@@ -445,8 +555,9 @@ class TmaStoreEpilogue {
       site.store->index = {at};
     }
     Block& b = *epi_;
+    const std::vector<int64_t> strip_of = nbuf_ ? statement_strips() : std::vector<int64_t>{};
     Block epilogue(b.begin() + long(e0_), b.begin() + long(e1_));
-    unguard(epilogue, Expr(1));
+    if (!nbuf_) unguard(epilogue, Expr(1));
 
     const bool per_wg = owners_.size() > 1 || owners_[0].threads == kWarpgroup;
     const Expr tid = Expr::var("threadIdx.x");
@@ -462,23 +573,46 @@ class TmaStoreEpilogue {
     d.swizzle_bytes = swizzle;
     k_.tma.push_back(d);
 
-    Block head = {Stmt::If(storing, {Stmt::BulkWait(0)}), sync};
-    Block tail = {Stmt::FenceProxyAsync(), sync};
     const Expr row0 = sites_[0].row_block, col0 = sites_[0].col_block;
-    for (const Owner& o : owners_) {
+    // Owner o's stores of its strips [j0, j1), strip j from tile slab `slot(j)`.
+    auto store_strips = [&](const Owner& o, int64_t j0, int64_t j1, int64_t buffers) {
       Block stores;
-      for (int64_t j = 0; j < o.cols / strip_; ++j) {
-        const int64_t strip = o.c0 / strip_ + j;
-        stores.push_back(Stmt::TmaStore(tile.name, Expr(strip * rows_ * strip_ + o.r0 * strip_),
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t slab = buffers ? j % buffers : o.c0 / strip_ + j;
+        stores.push_back(Stmt::TmaStore(tile.name, Expr(slab * rows_ * strip_ + o.r0 * strip_),
                                         out_->name, {row0 + o.r0, col0 + (o.c0 + j * strip_)},
                                         d.name));
       }
       stores.push_back(Stmt::BulkCommit());
-      tail.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(o.first_thread)), stores));
+      return Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(o.first_thread)), stores);
+    };
+    Block rewritten;
+    if (nbuf_) {
+      // Per strip: the storing thread waits until the store that last read this buffer
+      // (strip j - N, maybe of the previous tile) is done, the owner meets, writes the
+      // strip, fences it for the copy engine, meets again, and the strip is stored.
+      std::vector<Block> groups;
+      groups.resize(size_t(strips_));
+      for (size_t i = 0; i < epilogue.size(); ++i)
+        groups[size_t(strip_of[i])].push_back(std::move(epilogue[i]));
+      for (int64_t j = 0; j < strips_; ++j) {
+        Block& g = groups[size_t(j)];
+        unguard(g, Expr(1));
+        if (stmatrix_ && eb == 2) use_stmatrix(g, tile);
+        rewritten.push_back(Stmt::If(storing, {Stmt::BulkWait(int(nbuf_ - 1))}));
+        rewritten.push_back(sync);
+        rewritten.insert(rewritten.end(), g.begin(), g.end());
+        rewritten.push_back(Stmt::FenceProxyAsync());
+        rewritten.push_back(sync);
+        for (const Owner& o : owners_) rewritten.push_back(store_strips(o, j, j + 1, nbuf_));
+      }
+    } else {
+      rewritten = {Stmt::If(storing, {Stmt::BulkWait(0)}), sync};
+      rewritten.insert(rewritten.end(), epilogue.begin(), epilogue.end());
+      rewritten.push_back(Stmt::FenceProxyAsync());
+      rewritten.push_back(sync);
+      for (const Owner& o : owners_) rewritten.push_back(store_strips(o, 0, o.cols / strip_, 0));
     }
-    Block rewritten = head;
-    rewritten.insert(rewritten.end(), epilogue.begin(), epilogue.end());
-    rewritten.insert(rewritten.end(), tail.begin(), tail.end());
     b.erase(b.begin() + long(e0_), b.begin() + long(e1_));
     b.insert(b.begin() + long(e0_), rewritten.begin(), rewritten.end());
     // The last stores must finish reading the tile before the CTA's shared memory goes.
@@ -493,17 +627,166 @@ class TmaStoreEpilogue {
     tile_ = tile.name;
   }
 
+  // EPI_BUFFERS: the strip of each epilogue statement (top level, e0_..e1_): a store's
+  // own, and for the statements feeding it (loads, fused ops), that of the next store.
+  // Checked: nothing a strip uses is defined by a later strip's statements.
+  std::vector<int64_t> statement_strips() const {
+    std::map<const Stmt*, int64_t> site_strip;
+    for (const Site& site : sites_) site_strip[site.store] = site.strip;
+    const Block& b = *epi_;
+    const size_t n = e1_ - e0_;
+    std::vector<int64_t> strip(n, -1);
+    std::function<void(const Stmt&, std::set<int64_t>&)> strips_in = [&](const Stmt& x,
+                                                                           std::set<int64_t>& out) {
+      if (auto it = site_strip.find(&x); it != site_strip.end()) out.insert(it->second);
+      for (const Stmt& c : x.body) strips_in(c, out);
+    };
+    for (size_t i = 0; i < n; ++i) {
+      std::set<int64_t> in;
+      strips_in(b[e0_ + i], in);
+      if (in.size() > 1)
+        refuse("EPI_BUFFERS: one epilogue statement stores into column strips " +
+               std::to_string(*in.begin()) + " and " + std::to_string(*in.rbegin()) +
+               "; use EPI_BUFFERS=0");
+      if (in.size() == 1) strip[i] = *in.begin();
+    }
+    int64_t next = strips_ - 1;
+    for (size_t i = n; i-- > 0;) {
+      if (strip[i] < 0) strip[i] = next;
+      next = strip[i];
+    }
+    std::map<std::string, int64_t> defined_in;
+    for (size_t i = 0; i < n; ++i)
+      walk(Block{b[e0_ + i]}, [&](const Stmt& x) {
+        if (!x.dst.empty()) defined_in[x.dst] = std::max(defined_in[x.dst], strip[i]);
+      });
+    for (size_t i = 0; i < n; ++i)
+      walk(Block{b[e0_ + i]}, [&](const Stmt& x) {
+        for (const Operand& a : x.args)
+          if (auto it = defined_in.find(a.name); it != defined_in.end() && it->second > strip[i])
+            refuse("EPI_BUFFERS: the epilogue's value `" + a.name + "`, used for column strip " +
+                   std::to_string(strip[i]) + ", is computed with strip " +
+                   std::to_string(it->second) + "'s statements; use EPI_BUFFERS=0");
+      });
+    return strip;
+  }
+
+  // stmatrix.x4 for a strip's 16-bit cells: every 8 consecutive values a thread stores
+  // (4 registers of 2) must be one lane's part of 4 8x8 matrices, each stacked row 16
+  // contiguous bytes of the swizzled tile — the wgmma accumulator's layout, 2 column blocks
+  // of 8 by 16 rows per warp (plain form; a transposed output would take .trans). Then one
+  // instruction replaces 4 st.shared.b32 (or 8 of b16), at the last of its stores. Where
+  // a strip's stores do not line up so, they stay plain stores.
+  void use_stmatrix(Block& g, const TensorDecl& tile) {
+    struct Elem {
+      size_t stmt;
+      Operand value;
+      Expr offset;
+    };
+    std::vector<Elem> elems;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const Stmt& x = g[i];
+      if (x.kind != StmtKind::Write || x.tensor != tile.name) continue;
+      for (int k = 0; k < x.width; ++k) {
+        Operand v = x.args.at(0);
+        if (k > 0) {
+          if (v.index.empty()) return;
+          v.index.back() = v.index.back() + k;
+        }
+        elems.push_back({i, v, x.index.at(0) + k});
+      }
+    }
+    if (elems.empty() || elems.size() % 8 != 0) return;
+    std::vector<std::pair<std::string, Expr>> chunks;  // atom, this lane's row offset
+    for (size_t c = 0; c < elems.size(); c += 8) {
+      // A chunk starts and ends on whole stores.
+      if ((c > 0 && elems[c].stmt == elems[c - 1].stmt) ||
+          (c + 8 < elems.size() && elems[c + 7].stmt == elems[c + 8].stmt))
+        return;
+      std::vector<Expr> offs;
+      for (size_t v = 0; v < 8; ++v) offs.push_back(elems[c + v].offset);
+      std::optional<std::pair<std::string, Expr>> pick;
+      for (const char* id : {"stmatrix_x4", "stmatrix_x4_trans"})
+        if (auto row = stmatrix_row(offs, warp_copy(atom(id)), tile)) {
+          pick = std::pair{std::string(id), *row};
+          break;
+        }
+      if (!pick) return;
+      chunks.push_back(*pick);
+    }
+    Block out;
+    size_t next = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const bool tile_write = g[i].kind == StmtKind::Write && g[i].tensor == tile.name;
+      if (!tile_write) {
+        out.push_back(std::move(g[i]));
+        continue;
+      }
+      const size_t last = 8 * next + 7;
+      if (elems[last].stmt != i) continue;
+      std::vector<Operand> values;
+      for (size_t v = 0; v < 8; ++v) values.push_back(elems[8 * next + v].value);
+      const auto& [id, row] = chunks[next++];
+      if (!find_warp_copy(k_, id)) k_.warp_copies.push_back(warp_copy(atom(id)));
+      out.push_back(Stmt::StoreCopyAtom(id, tile.name, row, values));
+    }
+    g = std::move(out);
+  }
+
+  // The row offset each lane gives `w` to store value v of every lane at offs[v], as
+  // offs[0] plus a term of the lane; nullopt where no such addressing exists.
+  std::optional<Expr> stmatrix_row(const std::vector<Expr>& offs, const WarpCopy& w,
+                                   const TensorDecl& tile) const {
+    constexpr int kLanes = WarpAtom::kLanes;
+    std::vector<Expr> f;
+    for (const Expr& e : offs) f.push_back(full(e));
+    std::vector<int> delta(kLanes, 0);
+    Expr::Env env;
+    for (int64_t warp = 0; warp < consumers_ / kLanes; ++warp) {
+      std::vector<int64_t> start(size_t(w.rows), -1), first(kLanes);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        env["threadIdx.x"] = warp * kLanes + lane;
+        for (int v = 0; v < w.values; ++v) {
+          const auto [row, col] = w.dst[size_t(lane * w.values + v)];
+          const int64_t at = f[size_t(v)].eval(env) - col;
+          if (v == 0) first[size_t(lane)] = f[0].eval(env);
+          int64_t& s = start[size_t(row)];
+          if (s >= 0 && s != at) return std::nullopt;
+          s = at;
+        }
+      }
+      for (int r = 0; r < w.rows; ++r) {
+        const int64_t s = start[size_t(r)];
+        // One aligned 16-byte row, which the swizzle keeps whole.
+        if (w.row_lane[size_t(r)] != r || s < 0 || s % w.cols != 0) return std::nullopt;
+        for (int c = 1; c < w.cols; ++c)
+          if (tile.physical(s + c) != tile.physical(s) + c) return std::nullopt;
+        const int64_t d = s - first[size_t(r)];
+        if (warp == 0) delta[size_t(r)] = int(d);
+        else if (d != delta[size_t(r)]) return std::nullopt;
+      }
+    }
+    try {
+      return offs[0] + lane_bits_expr(delta, Expr::var("threadIdx.x") % kLanes);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+
   void check_resources() const {
     const SharedLayout l = shared_layout(p_, k_);
     const int64_t bytes = kernel_smem_bytes(l, k_);
-    const int64_t tile = rows_ * cols_ * dtype_bytes(out_->dtype);
+    const int64_t tile = (nbuf_ ? nbuf_ * strip_ : cols_) * rows_ * dtype_bytes(out_->dtype);
     if (bytes > s_.target.smem_per_block)
       throw Error("EPILOGUE=tma_store: kernel " + k_.name + " needs " + std::to_string(bytes) +
                   " B of shared memory, " + std::to_string(tile) + " B of them for its " +
-                  std::to_string(rows_) + " x " + std::to_string(cols_) + " output tile " + tile_ +
-                  " (knobs " + s_.knobs.str() + "); this GPU allows " +
+                  (nbuf_ ? std::to_string(nbuf_) + " strip buffers of " + std::to_string(rows_) +
+                               " x " + std::to_string(strip_)
+                         : std::to_string(rows_) + " x " + std::to_string(cols_) + " output tile") +
+                  " " + tile_ + " (knobs " + s_.knobs.str() + "); this GPU allows " +
                   std::to_string(s_.target.smem_per_block) +
-                  " B per block: lower STAGES (e.g. STAGES=3), BN or BM, or use EPILOGUE=direct");
+                  " B per block: lower STAGES (e.g. STAGES=3), BN or BM, use EPI_BUFFERS=2 "
+                  "(strip buffers instead of the whole tile), or use EPILOGUE=direct");
     // The copy engine reads a swizzled box from the swizzle's repeat (8 rows of its span).
     const int64_t align = swizzle_bytes_ ? 8 * swizzle_bytes_ : 128;
     if (l.offset_bytes.at(tile_) % align != 0)
@@ -525,6 +808,9 @@ class TmaStoreEpilogue {
   std::vector<Site> sites_;
   const TensorDecl* out_ = nullptr;
   int64_t consumers_ = 0, rows_ = 0, cols_ = 0, strip_ = 0;
+  const int64_t buffers_;  // EPI_BUFFERS
+  const bool stmatrix_;
+  int64_t strips_ = 0, nbuf_ = 0;  // with EPI_BUFFERS: the tile's strips, buffers used
   int swizzle_bytes_ = 0;
   std::vector<Owner> owners_;
   std::string tile_;
@@ -537,7 +823,7 @@ Pass pass_tma_store_epilogue() {
               "with EPILOGUE=tma_store every wgmma kernel writes its output tile into a swizzled "
               "shared tile (per consumer warpgroup, named barriers), and one thread per owner "
               "stores it with TMA; the store overlaps the next tile's mainloop",
-              {"EPILOGUE"},
+              {"EPILOGUE", "EPI_BUFFERS", "STMATRIX"},
               [](CompileState& s) {
                 if (s.knobs.get_str("EPILOGUE", "direct") != "tma_store") return;
                 bool any = false;

@@ -123,9 +123,9 @@ TEST(WgmmaCompile, EveryGpuTestCaseCompilesForSm90a) {
   }
 }
 
-// The TMA-store epilogue's GPU cases (rung 6 of the hopper ladder among them: the sm_90a
-// defaults with EPILOGUE=tma_store and STAGES=3) compile without spills and store through
-// the tensor map between named barriers.
+// The TMA-store epilogue's GPU cases (rung 6 of the hopper ladder among them, whole-tile
+// and strip-buffered) compile without spills and store through the tensor map between
+// named barriers.
 TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
   for (const tma_store_test::Case& c : tma_store_test::cases()) {
     SCOPED_TRACE(c.expr + " knobs " + c.knobs);
@@ -135,7 +135,32 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     const CompiledProgram p = compile_expression(c.expr, opt);
     EXPECT_NE(p.cuda.find("loom::tma_store_2d(&out_s_tmap"), std::string::npos);
     EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
-    EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
+    EXPECT_NE(p.cuda.find(c.knobs.find("EPI_BUFFERS=2") == std::string::npos
+                              ? "loom::bulk_wait_group_read<0>()"
+                              : "loom::bulk_wait_group_read<1>()"),
+              std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The large-wgmma defaults stream the output tile through strip buffers: 16-bit strips
+// leave through stmatrix, no spills, 4 stages of ring beside the 32 KB of buffers.
+TEST(WgmmaCompile, StripBufferedDefaultsUseStmatrixWithoutSpills) {
+  for (const char* expr : {"matmul(A[8192,8192]:bf16, B[8192,8192]:bf16)",
+                           "matmul(A[4096,4096]:f16, B[4096,4096]:f16)",
+                           "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16, out=f32)"}) {
+    SCOPED_TRACE(expr);
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(expr, opt);
+    const bool b16 = std::string(expr).find("f32") == std::string::npos;
+    EXPECT_EQ(p.cuda.find("loom::stmatrix_x4(") != std::string::npos, b16);
+    EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<1>()"), std::string::npos);
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

@@ -389,9 +389,9 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", ""), "");
 }
 
-// The Hopper defaults build to Kernel IR (shared memory fits): the TMA-store epilogue of
-// short-K 16-bit outputs, and the direct store of 4-byte outputs, whose 128 KB C tile would
-// not fit beside the ring (tf32 4096^3 failed so on H100 before the rule said so).
+// The Hopper defaults build to Kernel IR (shared memory fits): the TMA-store epilogue
+// through 2 strip buffers (32 KB) beside the 4-stage ring for every K and output type (the
+// whole-tile form's 128 KB f32 tile did not fit: tf32 4096^3 failed so on H100).
 TEST(MmaTiling, HopperDefaultsFitSharedMemory) {
   struct C {
     const char* expr;
@@ -399,9 +399,9 @@ TEST(MmaTiling, HopperDefaultsFitSharedMemory) {
     const char* epilogue;
   };
   for (const C& c : {C{"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", "", "tma_store"},
-                     C{"matmul(A[8192,8192]:bf16, B[8192,8192]:bf16)", "", "direct"},
-                     C{"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16, out=f32)", "", "direct"},
-                     C{"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "ATOM=wgmma_tf32", "direct"}}) {
+                     C{"matmul(A[8192,8192]:bf16, B[8192,8192]:bf16)", "", "tma_store"},
+                     C{"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16, out=f32)", "", "tma_store"},
+                     C{"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "ATOM=wgmma_tf32", "tma_store"}}) {
     SCOPED_TRACE(c.expr);
     CompileState s;
     s.graph = parse_expression(c.expr);
@@ -413,6 +413,8 @@ TEST(MmaTiling, HopperDefaultsFitSharedMemory) {
     s.target = Target::for_arch("sm_90a");
     EXPECT_NO_THROW(run_pipeline(s));
     EXPECT_EQ(s.used_knobs["EPILOGUE"], c.epilogue);
+    EXPECT_EQ(s.used_knobs["EPI_BUFFERS"], "2");
+    EXPECT_EQ(s.used_knobs["STAGES"], "4");
   }
 }
 

@@ -33,11 +33,12 @@ int count(const Block& b, StmtKind kind) {
   return count(b, [&](const Stmt& s) { return s.kind == kind; });
 }
 
-Target four_sms() {
+Target sms(int n) {
   Target t = Target::for_arch("sm_90a");
-  t.sm_count = 4;
+  t.sm_count = n;
   return t;
 }
+Target four_sms() { return sms(4); }
 
 const std::string kSmall = "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
                            "EPILOGUE=tma_store";
@@ -115,6 +116,96 @@ TEST(TmaStoreEpilogue, ClusterOfTwo) {
   EXPECT_EQ(count(k.body, StmtKind::TmaStore), 2);
 }
 
+// ---- EPI_BUFFERS: the tile streamed through strip buffers ------------------------------
+
+int stmatrix_count(const KernelOp& k) {
+  return count(k.body, [](const Stmt& x) {
+    return x.kind == StmtKind::Atom && x.atom.rfind("stmatrix_x4", 0) == 0;
+  });
+}
+
+const std::string kWsPersistent = "ATOM=wgmma_bf16,WM=2,WN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                                  "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,"
+                                  "EPI_BUFFERS=2";
+
+TEST(TmaStoreEpilogue, StripBuffersBiasReluRaggedWithStmatrix) {
+  // 200 x 296 in 128 x 256 tiles on 2 SMs: 2 x 2 tiles, so each CTA starts a second tile
+  // while the first tile's last strips may still be read; each tile is 4 strips of 64
+  // columns per warpgroup through 2 buffers, and strip j + 2 reuses strip j's buffer.
+  CompileState s = passcheck::check_every_pass(
+      "relu(linear(X[200,64]:bf16, W[296,64]:bf16, bias[296]:bf16))",
+      Knobs::parse(kWsPersistent + ",BN=256"), 23, {}, {}, std::nullopt, sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  const TensorDecl& tile = s.kernel.tensor("out_s");
+  EXPECT_EQ(tile.shape.at(0).const_value(), 2);  // buffers, rows, strip
+  EXPECT_EQ(tile.shape.at(1).const_value(), 128);
+  EXPECT_EQ(tile.shape.at(2).const_value(), 64);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 8);      // 4 strips x 2 warpgroups
+  EXPECT_EQ(count(k.body, StmtKind::BulkCommit), 8);    // one group per strip and owner
+  EXPECT_EQ(count(k.body, StmtKind::FenceProxyAsync), 4);
+  int keep_one = 0;
+  walk(k.body, [&](const Stmt& x) { keep_one += x.kind == StmtKind::BulkWait && x.imm == 1; });
+  EXPECT_EQ(keep_one, 4);  // before each strip: the buffer's previous store has read it
+  // 64 x 64 per warpgroup and strip, 16 rows x 16 columns per warp and stmatrix.x4: a
+  // thread's 32 values of a strip are 4 of them (the statements serve both warpgroups).
+  EXPECT_EQ(stmatrix_count(k), 4 * 4);
+  EXPECT_EQ(count(k.body, [](const Stmt& x) { return x.kind == StmtKind::Write && x.tensor == "out_s"; }), 0);
+  ASSERT_NE(find_warp_copy(k, "stmatrix_x4"), nullptr);
+  EXPECT_TRUE(find_warp_copy(k, "stmatrix_x4")->to_shared);
+}
+
+TEST(TmaStoreEpilogue, StripBuffersWithoutStmatrixKeepPlainStores) {
+  // The plain stores of the buffered path run on the interpreter in the f32 test below.
+  CompileState s = compile("matmul(A[136,64]:f16, B[64,200]:f16)",
+                           kWsPersistent + ",ATOM=wgmma_f16,BN=128,STMATRIX=0");
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(stmatrix_count(k), 0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 4);  // 2 strips x 2 warpgroups
+  EXPECT_GT(count(k.body, [](const Stmt& x) { return x.kind == StmtKind::Write && x.tensor == "out_s"; }), 0);
+}
+
+TEST(TmaStoreEpilogue, StripBuffersF16) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[136,64]:f16, B[64,200]:f16)", Knobs::parse(kWsPersistent + ",ATOM=wgmma_f16,BN=128"), 31,
+      {}, {}, std::nullopt, sms(2));
+  EXPECT_EQ(stmatrix_count(s.kernel.kernels.at(0)), 2 * 4);
+}
+
+TEST(TmaStoreEpilogue, StripBuffersF32OutputInStripsOf32) {
+  // f32: a 128-byte strip is 32 columns, so 128 columns are 4 strips per warpgroup; no
+  // stmatrix (it stores 16-bit values).
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[160,64]:bf16, B[64,136]:bf16, out=f32)", Knobs::parse(kWsPersistent + ",BN=128"), 37,
+      {}, {}, std::nullopt, sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 8);
+  EXPECT_EQ(stmatrix_count(k), 0);
+  const TensorDecl& tile = s.kernel.tensor("out_s");
+  EXPECT_EQ(tile.shape.at(0).const_value(), 2);
+  EXPECT_EQ(tile.shape.at(2).const_value(), 32);
+}
+
+TEST(TmaStoreEpilogue, StripBuffersClusterOfTwo) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[384,64]:bf16, B[64,128]:bf16)",
+      Knobs::parse(kWsPersistent + ",BN=128,CLUSTER_M=2"), 41, {}, {}, std::nullopt, sms(2));
+  EXPECT_EQ(s.kernel.kernels.at(0).cluster[0], 2);
+  EXPECT_GT(stmatrix_count(s.kernel.kernels.at(0)), 0);
+}
+
+TEST(TmaStoreEpilogue, StripBuffersOneWarpgroupTwoAtoms) {
+  // Not specialized, one warpgroup of two m64n64 atoms (FN=2): the register loop over
+  // the atoms is unrolled so that each strip's statements come together.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:bf16, B[N,K]:bf16.T)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,FN=2,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "EPILOGUE=tma_store,EPI_BUFFERS=2"),
+      43, {{"M", 100}, {"N", 136}, {"K", 64}});
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 2);
+  EXPECT_EQ(stmatrix_count(k), 2 * 4);
+}
+
 TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
   auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
     try {
@@ -130,6 +221,10 @@ TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
   // 4 x 48 KB of slabs + the 64 KB tile.
   fails(big, hopper + ",STAGES=4", "this GPU allows 232448 B per block");
   compile(big, hopper + ",STAGES=3");
+  // 2 strip buffers of 128 x 64 (32 KB) leave room for the fourth stage.
+  compile(big, hopper + ",STAGES=4,EPI_BUFFERS=2");
+  fails(big, "ATOM=wgmma_bf16,WM=1,WN=2,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+             "EPILOGUE=tma_store,EPI_BUFFERS=2", "WN > 1");
   fails(big, "ATOM=mma_bf16,EPILOGUE=tma_store", "ATOM=wgmma_");
   // Rows of 100 x bf16 = 200 B: a tensor map's row stride is a multiple of 16 B.
   fails("matmul(A[256,64]:bf16, B[100,64]:bf16.T)", kSmall, "multiple of 16 B");

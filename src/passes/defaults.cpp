@@ -203,6 +203,10 @@ static Knobs wgmma_tf32_orientation(const Gemm& s, int sm_count) {
   Knobs k = wgmma_defaults_for(swapped, sm_count);
   k.set("SWAP_AB", "1");
   k.set("WGMMA_A", "regs");
+  // Swapped, the kernel's tile is a tile of C^T: its consumer warpgroups, stacked along
+  // the swapped M, own column bands of C, which k:053's strips (rows of C) cannot follow.
+  k.set("EPILOGUE", "direct");
+  k.set("EPI_BUFFERS", "0");
   return k;
 }
 

@@ -12,9 +12,6 @@ struct Gemm {
   bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
   // Every operand's storage rows are whole 16-byte units: what a TMA tensor map needs.
   bool tma_rows = false;
-  // Which dimension of each operand is contiguous: A [M,K] given transposed is M-major,
-  // B [K,N] given as is N-major (B.T: K-major).
-  bool a_m_major = false, b_n_major = false;
 };
 
 Gemm gemm_of(const Graph& g) {
@@ -24,8 +21,6 @@ Gemm gemm_of(const Graph& g) {
     const Node& a = g.node(n.inputs[0]);
     size_t r = n.shape.size();
     s.f32_operands = a.dtype == DType::F32 || a.dtype == DType::TF32;
-    s.a_m_major = a.transposed;
-    s.b_n_major = !g.node(n.inputs[1]).transposed;
     s.known = true;
     for (const auto& d : n.shape) s.known &= !d.is_sym();
     s.known &= !a.shape.back().is_sym();
@@ -188,38 +183,8 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count);
 
-// tf32 wgmma reads shared operands K-major only (the descriptor's transpose is for 16-bit
-// types), while an A operand loaded into registers may lie either way. So a B given
-// N-major (B [K,N] as is) runs swapped — C^T = B^T A^T: B^T is wgmma's A, M-major, loaded
-// into registers (WGMMA_A=regs), and A^T its B, K-major when A is — with the tile rules of
-// the swapped problem (N rows, M columns); an M-major A with a K-major B needs registers
-// alone. When both operands lie M-/N-major no orientation works: the defaults leave it to
-// k:026's error. Prediction for 4096^3 with B row-major (not yet measured): ~0.90x cuBLAS
-// TF32, against 0.97x K-major (docs/atoms.md, "wgmma with A from registers").
-static Knobs wgmma_tf32_orientation(const Gemm& s, int sm_count) {
-  Gemm swapped = s;
-  std::swap(swapped.M, swapped.N);
-  swapped.b_n_major = false;  // A^T as B: K-major (checked by the caller)
-  Knobs k = wgmma_defaults_for(swapped, sm_count);
-  k.set("SWAP_AB", "1");
-  k.set("WGMMA_A", "regs");
-  // Swapped, the kernel's tile is a tile of C^T: its consumer warpgroups, stacked along
-  // the swapped M, own column bands of C, which k:053's strips (rows of C) cannot follow.
-  k.set("EPILOGUE", "direct");
-  k.set("EPI_BUFFERS", "0");
-  return k;
-}
-
 static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   const bool tf32 = s.f32_operands;
-  if (tf32 && s.known && s.b_n_major && !s.a_m_major) return wgmma_tf32_orientation(s, sm_count);
-  if (tf32 && s.known && s.a_m_major && !s.b_n_major) {
-    Gemm k_major = s;
-    k_major.a_m_major = false;
-    Knobs k = wgmma_defaults_for(k_major, sm_count);
-    k.set("WGMMA_A", "regs");
-    return k;
-  }
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {

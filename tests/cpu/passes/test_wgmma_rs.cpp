@@ -68,17 +68,6 @@ TEST(WgmmaRs, Bf16KMajorAEveryPassMatches) {
   EXPECT_EQ(s.used_knobs.at("WGMMA_A"), "regs");
 }
 
-TEST(WgmmaRs, F16MMajorAThroughTransposedLdmatrixEveryPassMatches) {
-  // SWAP_AB with B [K, N] row-major: the swapped problem's A is B^T, M-major (N
-  // contiguous), which ldmatrix .trans turns into the A fragment.
-  CompileState s = passcheck::check_every_pass(
-      "matmul(A[M,K]:f16, B[K,N]:f16)",
-      Knobs::parse("ATOM=wgmma_f16,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
-                   "SWAP_AB=1,WGMMA_A=regs"),
-      43, {{"M", 40}, {"N", 130}, {"K", 80}});
-  EXPECT_TRUE(declares_copy(s.kernel.kernels.at(0), "ldmatrix_x4_trans"));
-}
-
 TEST(WgmmaRs, Tf32KMajorAThroughB32LdmatrixEveryPassMatches) {
   CompileState s = passcheck::check_every_pass(
       "matmul(A[M,K]:f32, B[N,K]:f32.T)",
@@ -86,48 +75,6 @@ TEST(WgmmaRs, Tf32KMajorAThroughB32LdmatrixEveryPassMatches) {
                    "WGMMA_A=regs"),
       47, {{"M", 64}, {"N", 32}, {"K", 96}}, round_tf32);
   EXPECT_TRUE(declares_copy(s.kernel.kernels.at(0), "ldmatrix_x4_b32"));
-}
-
-// tf32 with B [K, N] row-major: wgmma's tf32 shared operands must be K-major, so the GEMM
-// runs swapped (B^T becomes A, M-major, loaded into registers with 32-bit ld.shared
-// through the 128-byte swizzle; A^T becomes a K-major B). Ragged M, N, K; f32 out.
-const std::string kTf32Swap =
-    "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,SWAP_AB=1,"
-    "WGMMA_A=regs";
-
-TEST(WgmmaRs, Tf32RowMajorBSwappedEveryPassMatches) {
-  CompileState s = passcheck::check_every_pass("matmul(A[M,K]:f32, B[K,N]:f32)",
-                                               Knobs::parse(kTf32Swap), 53,
-                                               {{"M", 36}, {"N", 100}, {"K", 72}}, round_tf32);
-  const KernelOp& k = s.kernel.kernels.at(0);
-  EXPECT_TRUE(k.warp_copies.empty());  // no ldmatrix view of M-major 32-bit words
-  int shared_loads = 0;
-  walk(k.body, [&](const Stmt& x) {
-    shared_loads += x.kind == StmtKind::Load && s.kernel.tensor(x.tensor).role == TensorRole::Shared;
-  });
-  EXPECT_EQ(shared_loads, 4);  // the 4 tf32 values of the A fragment
-}
-
-TEST(WgmmaRs, Tf32RowMajorBWithBiasEveryPassMatches) {
-  passcheck::check_every_pass("relu(add(matmul(A[M,K]:f32, B[K,N]:f32), bias[N]:f32))",
-                              Knobs::parse(kTf32Swap), 59, {{"M", 50}, {"N", 72}, {"K", 40}},
-                              round_tf32);
-}
-
-TEST(WgmmaRs, Tf32RowMajorBWarpSpecializedEveryPassMatches) {
-  CompileState s = passcheck::check_every_pass(
-      "matmul(A[M,K]:f32, B[K,N]:f32)",
-      Knobs::parse(kTf32Swap + ",STAGES=3,WARP_SPECIALIZE=1"), 61,
-      {{"M", 30}, {"N", 130}, {"K", 200}}, round_tf32);
-  const KernelOp& k = s.kernel.kernels.at(0);
-  EXPECT_EQ(count(k.body, StmtKind::Specialize), 1);
-  // The slab closes with wait 1 (one group in flight, the previous slab released); the
-  // wait before each fill keeps E - 1 = 3 groups.
-  std::vector<int64_t> waits;
-  walk(k.body, [&](const Stmt& x) {
-    if (x.kind == StmtKind::WgmmaWait) waits.push_back(int64_t(x.imm));
-  });
-  EXPECT_EQ(waits, (std::vector<int64_t>{3, 1, 0}));
 }
 
 TEST(WgmmaRs, PersistentClusterWarpSpecializedEveryPassMatches) {
@@ -139,10 +86,29 @@ TEST(WgmmaRs, PersistentClusterWarpSpecializedEveryPassMatches) {
       Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
                    "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,WGMMA_A=regs"),
       67, {}, {}, std::nullopt, t);
-  passcheck::check_every_pass(
-      "matmul(A[70,64]:f32, B[64,260]:f32)",
-      Knobs::parse(kTf32Swap + ",WM=2,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=2"), 71,
-      {}, round_tf32, std::nullopt, t);
+}
+
+// An M-major A in its slab (a swapped row-major B, or A given transposed) is refused:
+// its register fills passed the interpreter but computed wrong products on H100
+// (session 8), so the pass names the limit instead of compiling them.
+TEST(WgmmaRs, MMajorARefusedUntilVerifiedOnTheGpu) {
+  for (const auto& [expr, knobs] : std::vector<std::pair<std::string, std::string>>{
+           {"matmul(A[40,80]:f16, B[80,136]:f16)",
+            "ATOM=wgmma_f16,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,SWAP_AB=1,"
+            "WGMMA_A=regs"},
+           {"matmul(A[36,72]:f32, B[72,100]:f32)",
+            "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,SWAP_AB=1,"
+            "WGMMA_A=regs"},
+           {"matmul(A[72,64]:f32.T, B[32,72]:f32.T)",
+            "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,WGMMA_A=regs"}}) {
+    try {
+      compile(expr, knobs);
+      ADD_FAILURE() << "no error for " << expr;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("M-major in its shared slab"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(WgmmaRs, PingPongConsumersEveryPassMatch) {
@@ -218,18 +184,13 @@ std::map<std::string, std::string> default_knobs_of(const std::string& expr,
   return s.used_knobs;
 }
 
-TEST(WgmmaRs, DefaultsSwapATf32GemmWithRowMajorB) {
-  auto row_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "wgmma_tf32");
-  EXPECT_EQ(row_major.at("SWAP_AB"), "1");
-  EXPECT_EQ(row_major.at("WGMMA_A"), "regs");
-  EXPECT_EQ(row_major.at("WARP_SPECIALIZE"), "1");  // the large schedule, swapped
+TEST(WgmmaRs, DefaultsKeepAInSharedMemory) {
+  // A row-major B stays a clear error for tf32 (see MMajorARefusedUntilVerifiedOnTheGpu).
+  EXPECT_THROW(default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "wgmma_tf32"),
+               Error);
   auto k_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32");
   EXPECT_EQ(k_major.at("SWAP_AB"), "0");
   EXPECT_EQ(k_major.at("WGMMA_A"), "smem");
-  // An M-major A with a K-major B: registers, unswapped.
-  auto a_m = default_knobs_of("matmul(A[200,300]:f32.T, B[100,200]:f32.T)", "wgmma_tf32");
-  EXPECT_EQ(a_m.at("SWAP_AB"), "0");
-  EXPECT_EQ(a_m.at("WGMMA_A"), "regs");
   // 16-bit operands take the descriptor's transpose: nothing changes for them.
   auto bf16 = default_knobs_of("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "wgmma_bf16");
   EXPECT_EQ(bf16.at("WGMMA_A"), "smem");
@@ -246,11 +207,11 @@ TEST(WgmmaRs, ImpossibleCombinationsNameTheReason) {
   };
   const std::string tf32 = "ATOM=wgmma_tf32,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=32";
   // Row-major B kept as wgmma's shared B, or swapped into a shared A: tf32 is K-major only.
-  fails("matmul(A[256,256]:f32, B[256,256]:f32)", tf32 + ",SWAP_AB=0", "SWAP_AB=1,WGMMA_A=regs");
+  fails("matmul(A[256,256]:f32, B[256,256]:f32)", tf32 + ",SWAP_AB=0", "give B K-major (B.T)");
   fails("matmul(A[256,256]:f32, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=smem",
-        "WGMMA_A=regs");
+        "give A K-major");
   // Both operands M-/N-major: no orientation puts a K-major tile in wgmma's B.
-  fails("matmul(A[256,256]:f32.T, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=regs", "N-major");
+  fails("matmul(A[256,256]:f32.T, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=regs", "M-major");
   fails("matmul(A[256,256]:bf16, B[256,256]:bf16)", kSmall16 + ",WGMMA_A=tmem", "WGMMA_A");
 }
 

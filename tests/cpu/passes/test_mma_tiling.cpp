@@ -369,13 +369,13 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(mma.get_int("FN", 0), 8);
   EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));
   // Few 128x128 tiles (fewer than half the SMs) and K >= 4096: wgmma, K split among the
-  // c CTAs of a cluster (DSMEM) and S clusters (the two-kernel reduce), c and S the largest
-  // powers of two keeping tiles * c * S within the SMs and 2 slabs per CTA. One tile:
-  // 8 x 16 on the 132-SM target; 4 tiles: 8 x 4.
+  // c CTAs of a cluster (DSMEM) and S clusters (the two-kernel reduce), c the largest power
+  // of two up to 8 with 2 slabs per CTA, S keeping tiles * c * S within half the SMs (15
+  // clusters of 8 fit an H100 at once). One tile: 8 x 8 on the 132-SM target; 4 tiles: 8 x 2.
   Knobs skinny = resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_90a");
   EXPECT_EQ(skinny.get_str("ATOM", ""), "wgmma_bf16");
   EXPECT_EQ(skinny.get_int("CLUSTER_K", 0), 8);
-  EXPECT_EQ(skinny.get_int("SPLITK", 0), 16);
+  EXPECT_EQ(skinny.get_int("SPLITK", 0), 8);
   EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "reduce");
   EXPECT_EQ(skinny.get_int("WARP_SPECIALIZE", 0), 1);
   EXPECT_EQ(skinny.get_int("BN", 0), 128);
@@ -384,7 +384,7 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
                         "sm_90a");
   EXPECT_EQ(four.get_str("ATOM", ""), "wgmma_f16");
   EXPECT_EQ(four.get_int("CLUSTER_K", 0), 8);
-  EXPECT_EQ(four.get_int("SPLITK", 0), 4);
+  EXPECT_EQ(four.get_int("SPLITK", 0), 2);
   EXPECT_EQ(resolved("matmul(A[256,2048]:bf16, B[2048,256]:bf16)", "", "sm_90a").get_int("SPLITK", 1), 1);
   EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", ""), "");
 }

@@ -30,21 +30,13 @@
 #include <set>
 
 #include "ir/error.h"
+#include "passes/loop_rewrite.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
 
-struct LoopHead { std::string var; Expr extent; std::string axis; };
-
-Block parallel_nest(const std::vector<LoopHead>& loops, Block body) {
-  for (int i = int(loops.size()) - 1; i >= 0; --i)
-    body = {Stmt::For(loops[i].var, loops[i].extent, LoopKind::Parallel, loops[i].axis,
-                      std::move(body))};
-  return body;
-}
-
-std::vector<Expr> var_index(const std::vector<LoopHead>& loops) {
+std::vector<Expr> var_index(const std::vector<ParallelLoop>& loops) {
   std::vector<Expr> idx;
   for (const auto& l : loops) idx.push_back(Expr::var(l.var));
   return idx;
@@ -52,7 +44,7 @@ std::vector<Expr> var_index(const std::vector<LoopHead>& loops) {
 
 // The output nest and cell of a contraction, or nullopt for an op with no reduction.
 struct Contraction {
-  std::vector<LoopHead> loops;
+  std::vector<ParallelLoop> loops;
   Block cell;  // [Init acc, For k reduce, epilogue..., Write]
 };
 
@@ -77,24 +69,6 @@ std::optional<Contraction> match(const LoopOp& op) {
                 "loops, so SPLITK cannot split it (use SPLITK=1)");
   c.cell = cell;
   return c;
-}
-
-std::string fresh_name(const std::string& base, const std::set<std::string>& taken) {
-  std::string n = base;
-  for (int i = 0; taken.count(n); ++i) n = base + std::to_string(i);
-  return n;
-}
-
-// Names a new loop variable, value or tensor must avoid.
-std::set<std::string> names_in(const LoopProgram& p) {
-  std::set<std::string> n(p.symbols.begin(), p.symbols.end());
-  for (const auto& t : p.tensors) n.insert(t.name);
-  for (const auto& op : p.ops)
-    walk(op.body, [&](const Stmt& s) {
-      if (!s.var.empty()) n.insert(s.var);
-      if (!s.dst.empty()) n.insert(s.dst);
-    });
-  return n;
 }
 
 struct Chunks {
@@ -159,17 +133,6 @@ void check_atomic_legal(const LoopProgram& p, const LoopOp& op, const Contractio
                 "SPLITK_MODE=reduce");
 }
 
-std::vector<std::string> inputs_read(const LoopOp& orig, const Block& body) {
-  std::set<std::string> read;
-  walk(body, [&](const Stmt& s) {
-    if (s.kind == StmtKind::Load) read.insert(s.tensor);
-  });
-  std::vector<std::string> in;
-  for (const auto& t : orig.inputs)
-    if (read.count(t)) in.push_back(t);
-  return in;
-}
-
 // Renames value `from` to `to` where the statements read it.
 void rename_operands(Block& b, const std::string& from, const std::string& to) {
   walk(b, [&](Stmt& st) {
@@ -181,7 +144,7 @@ void rename_operands(Block& b, const std::string& from, const std::string& to) {
 // 3 (fixup): `part` adds its accumulator into workspace[..out]; splitk_fixup takes the sum,
 // clears the element and finishes it.
 std::vector<LoopOp> fixup_ops(LoopProgram& p, const LoopOp& op, const Contraction& c,
-                              std::vector<LoopHead> split_loops, Block cell,
+                              std::vector<ParallelLoop> split_loops, Block cell,
                               std::set<std::string>& taken) {
   TensorDecl ws;
   ws.name = fresh_name("workspace", taken);
@@ -212,7 +175,7 @@ std::vector<LoopOp> fixup_ops(LoopProgram& p, const LoopOp& op, const Contractio
 std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c,
                           int64_t S, int64_t granule, const std::string& mode) {
   const bool atomic = mode == "atomic";
-  std::set<std::string> taken = names_in(p);
+  std::set<std::string> taken = loop_program_names(p);
   const std::string s_var = fresh_name("s", taken);
   const Stmt& red = c.cell[1];
   Chunks ch = plan(red.extent, S, granule, Expr::var(s_var));
@@ -222,8 +185,8 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c
   Block kbody = red.body;
   substitute_block(kbody, {{red.var, Expr::var(s_var) * ch.size + Expr::var(red.var)}});
   Block cell = {c.cell[0], Stmt::For(red.var, ch.extent, LoopKind::Reduce, red.axis, kbody)};
-  std::vector<LoopHead> split_loops = c.loops;
-  split_loops.insert(split_loops.begin(), LoopHead{s_var, ch.splits, "s"});
+  std::vector<ParallelLoop> split_loops = c.loops;
+  split_loops.insert(split_loops.begin(), ParallelLoop{s_var, ch.splits, "s"});
   const std::string acc = c.cell[0].dst;
 
   if (mode == "fixup") return fixup_ops(p, op, c, split_loops, std::move(cell), taken);

@@ -23,47 +23,11 @@
 #include <set>
 
 #include "ir/error.h"
+#include "passes/loop_rewrite.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
-
-struct Parallel { std::string var; Expr extent; std::string axis; };
-
-std::string fresh(const std::string& base, const std::set<std::string>& taken) {
-  std::string n = base;
-  for (int i = 0; taken.count(n); ++i) n = base + std::to_string(i);
-  return n;
-}
-
-std::set<std::string> names_in(const LoopProgram& p) {
-  std::set<std::string> n(p.symbols.begin(), p.symbols.end());
-  for (const auto& t : p.tensors) n.insert(t.name);
-  for (const auto& op : p.ops)
-    walk(op.body, [&](const Stmt& s) {
-      if (!s.var.empty()) n.insert(s.var);
-      if (!s.dst.empty()) n.insert(s.dst);
-    });
-  return n;
-}
-
-Block nest(const std::vector<Parallel>& loops, Block body) {
-  for (int i = int(loops.size()) - 1; i >= 0; --i)
-    body = {Stmt::For(loops[size_t(i)].var, loops[size_t(i)].extent, LoopKind::Parallel,
-                      loops[size_t(i)].axis, std::move(body))};
-  return body;
-}
-
-std::vector<std::string> inputs_read(const LoopOp& orig, const Block& body) {
-  std::set<std::string> read;
-  walk(body, [&](const Stmt& s) {
-    if (s.kind == StmtKind::Load) read.insert(s.tensor);
-  });
-  std::vector<std::string> in;
-  for (const auto& t : orig.inputs)
-    if (read.count(t)) in.push_back(t);
-  return in;
-}
 
 // An upper bound of the reduce loop's extent that is an Expr of the problem sizes: the
 // extent itself, or l:020's chunk size C when the extent is its min(C, K - s*C) (wrapped
@@ -76,7 +40,7 @@ Expr extent_bound(const Expr& e) {
 }
 
 std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, int64_t c, int64_t granule) {
-  std::vector<Parallel> loops;
+  std::vector<ParallelLoop> loops;
   const Block* b = &op.body;
   while (b->size() == 1 && (*b)[0].kind == StmtKind::For && (*b)[0].loop_kind == LoopKind::Parallel) {
     loops.push_back({(*b)[0].var, (*b)[0].extent, (*b)[0].axis});
@@ -89,8 +53,8 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, int64_t c, int64_t g
     throw Error("l:022_cluster_k: op '" + op.name + "' is not `acc = 0; for k reduce {...}; "
                 "epilogue; write` inside its output loops, so CLUSTER_K cannot split it "
                 "(use CLUSTER_K=1)");
-  std::set<std::string> taken = names_in(p);
-  const std::string q = fresh("q", taken);
+  std::set<std::string> taken = loop_program_names(p);
+  const std::string q = fresh_name("q", taken);
   const Stmt& red = cell[1];
 
   // 1: slice q of the reduction.
@@ -106,7 +70,7 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, int64_t c, int64_t g
   // 2: the partial, f32 like the accumulator, so the slices' sum rounds only where the
   // unsplit sum did.
   TensorDecl partial;
-  partial.name = fresh("cluster_partial", taken);
+  partial.name = fresh_name("cluster_partial", taken);
   partial.dtype = DType::F32;
   partial.role = TensorRole::Temp;
   partial.shape = {Expr(c)};
@@ -118,19 +82,19 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, int64_t c, int64_t g
   p.tensors.push_back(partial);
   const std::string acc = cell[0].dst;
   part_cell.push_back(Stmt::Write(partial.name, idx, Operand::value(acc)));
-  std::vector<Parallel> split_loops = loops;
-  split_loops.insert(split_loops.begin(), Parallel{q, Expr(c), "cluster_k"});
-  LoopOp part{op.name, {}, partial.name, nest(split_loops, std::move(part_cell))};
+  std::vector<ParallelLoop> split_loops = loops;
+  split_loops.insert(split_loops.begin(), ParallelLoop{q, Expr(c), "cluster_k"});
+  LoopOp part{op.name, {}, partial.name, parallel_nest(split_loops, std::move(part_cell))};
   part.inputs = inputs_read(op, part.body);
 
   // 3: the combine, with the contraction's epilogue and write.
-  const std::string peer = fresh("peer", taken), v = fresh(acc + "_q", taken);
+  const std::string peer = fresh_name("peer", taken), v = fresh_name(acc + "_q", taken);
   std::vector<Expr> pidx = idx;
   pidx[0] = Expr::var(peer);
   Block sum = {Stmt::Load(v, partial.name, pidx), Stmt::Accum(acc, Operand::value(v))};
   Block rcell = {cell[0], Stmt::For(peer, Expr(c), LoopKind::Reduce, "cluster_k", std::move(sum))};
   rcell.insert(rcell.end(), cell.begin() + 2, cell.end());
-  LoopOp reduce{"clusterk_reduce", {}, op.output, nest(loops, std::move(rcell))};
+  LoopOp reduce{"clusterk_reduce", {}, op.output, parallel_nest(loops, std::move(rcell))};
   reduce.inputs = inputs_read(op, reduce.body);
   reduce.inputs.insert(reduce.inputs.begin(), partial.name);
   return {std::move(part), std::move(reduce)};

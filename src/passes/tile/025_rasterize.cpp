@@ -17,16 +17,11 @@
 // t:020 (which proves guards from m_b/n_b loop ranges a Let no longer states).
 #include <set>
 
+#include "passes/loop_rewrite.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
-
-std::string fresh_name(const std::string& base, const std::set<std::string>& taken) {
-  std::string n = base;
-  for (int i = 0; taken.count(n); ++i) n = base + std::to_string(i);
-  return n;
-}
 
 void rasterize(TileOp& op, int64_t group, const std::vector<std::string>& symbols) {
   std::vector<Block*> holders;  // holders[i] holds grid loop i, alone

@@ -3,24 +3,14 @@
 // its peers' shared memory through mapa + ld.shared::cluster.
 #include <gtest/gtest.h>
 
-#include "codegen/cuda.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_check.h"
 
 #include "../../gpu/cluster_k_cases.h"
 
 namespace loom {
 namespace {
-
-CompileResult nvrtc(const std::string& source) {
-  CompileRequest req;
-  req.name = "test_cluster_k_compile.cu";
-  req.source = source;
-  req.headers = {{kDeviceHeaderName, device_header()}};
-  req.arch = "sm_90a";
-  return compile(req, nullptr);
-}
 
 TEST(ClusterKCompile, EveryGpuCaseCompilesWithoutSpills) {
   for (const auto& c : cluster_k::cases()) {
@@ -29,14 +19,10 @@ TEST(ClusterKCompile, EveryGpuCaseCompilesWithoutSpills) {
     opt.knobs = Knobs::parse(c.knobs);
     opt.target = Target::for_arch("sm_90a");
     CompiledProgram p = compile_expression(c.expr, opt);
-    CompileResult r = nvrtc(p.cuda);
+    CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a", "test_cluster_k_compile.cu");
     ASSERT_GT(r.cubin.size(), 0u) << r.log;
     if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
-    for (const auto& k : p.state.kernel.kernels) {
-      ASSERT_TRUE(r.resources.count(k.name)) << r.log;
-      EXPECT_EQ(r.resources.at(k.name).spill_store_bytes, 0) << k.name;
-      EXPECT_EQ(r.resources.at(k.name).spill_load_bytes, 0) << k.name;
-    }
+    nvrtc_check::expect_no_spills(p, r);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "codegen/cuda.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
+#include "nvrtc_check.h"
 #include "runtime/nvrtc.h"
 
 #include "../../gpu/splitk_mma_cases.h"
@@ -15,12 +16,7 @@ namespace loom {
 namespace {
 
 CompileResult nvrtc(const std::string& source, const std::string& arch) {
-  CompileRequest req;
-  req.name = "test_splitk_compile.cu";
-  req.source = source;
-  req.headers = {{kDeviceHeaderName, device_header()}};
-  req.arch = arch;
-  return compile(req, nullptr);
+  return nvrtc_check::compile_source(source, arch, "test_splitk_compile.cu");
 }
 
 TEST(SplitKCompile, EveryGpuCaseCompilesWithoutSpills) {
@@ -35,11 +31,7 @@ TEST(SplitKCompile, EveryGpuCaseCompilesWithoutSpills) {
       CompileResult r = nvrtc(p.cuda, arch);
       ASSERT_GT(r.cubin.size(), 0u) << r.log;
       if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
-      for (const auto& k : p.state.kernel.kernels) {
-        ASSERT_TRUE(r.resources.count(k.name)) << r.log;
-        EXPECT_EQ(r.resources.at(k.name).spill_store_bytes, 0) << k.name;
-        EXPECT_EQ(r.resources.at(k.name).spill_load_bytes, 0) << k.name;
-      }
+      nvrtc_check::expect_no_spills(p, r);
     }
 }
 

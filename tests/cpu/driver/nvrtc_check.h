@@ -1,0 +1,34 @@
+// What the driver tests that compile generated kernels with NVRTC (no GPU needed) share:
+// the compile itself, and the check that ptxas spilled nothing in any kernel of a program.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/cuda.h"
+#include "driver/compile.h"
+#include "runtime/nvrtc.h"
+
+namespace loom::nvrtc_check {
+
+inline CompileResult compile_source(const std::string& source, const std::string& arch,
+                                    const std::string& name = "generated.cu") {
+  CompileRequest req;
+  req.name = name;
+  req.source = source;
+  req.headers = {{kDeviceHeaderName, device_header()}};
+  req.arch = arch;
+  return compile(req, nullptr);
+}
+
+// Every kernel of `p` has a ptxas report in `r`, without spill stores or loads. The caller
+// skips first where NVRTC's cache left no report (r.resources empty).
+inline void expect_no_spills(const CompiledProgram& p, const CompileResult& r) {
+  for (const auto& k : p.state.kernel.kernels) {
+    ASSERT_TRUE(r.resources.count(k.name)) << r.log;
+    EXPECT_EQ(r.resources.at(k.name).spill_store_bytes, 0) << k.name;
+    EXPECT_EQ(r.resources.at(k.name).spill_load_bytes, 0) << k.name;
+  }
+}
+
+}  // namespace loom::nvrtc_check

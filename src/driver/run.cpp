@@ -12,6 +12,7 @@
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
 #include "runtime/nvrtc.h"
+#include "runtime/watchdog.h"
 
 namespace loom {
 namespace {
@@ -159,7 +160,10 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   ProgramLauncher launcher(kp, module, dev_tensors, host.symbols);
   dev_tensors.poison_outputs(kp, stream);
   launcher.launch_all(stream);
-  LOOM_CUDA_RT(cudaStreamSynchronize(stream));
+  std::string launched = "the checked launch of `" + expression + "` (knobs";
+  for (const auto& [k, v] : r.program.state.used_knobs) launched += " " + k + "=" + v;
+  launched += ")";
+  sync_with_timeout(stream, kernel_timeout_s(), launched);
 
   std::map<std::string, HostTensor> inputs;
   for (const auto& t : kp.tensors)
@@ -219,7 +223,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
     // state behind, so the program runs once more first).
     dev_tensors.poison_outputs(kp, stream);
     launcher.launch_all(stream);
-    LOOM_CUDA_RT(cudaStreamSynchronize(stream));
+    sync_with_timeout(stream, kernel_timeout_s(), launched);
     HostTensor again = dev_tensors.download(kp, "out", host.symbols);
     VerifyResult v2 = verify_output(again, ref, threshold);
     if (!v2.passed) r.verify = v2;

@@ -9,6 +9,7 @@
 #include "runtime/driver.h"
 #include "runtime/module.h"
 #include "runtime/nvrtc.h"
+#include "runtime/watchdog.h"
 
 namespace loom {
 namespace {
@@ -140,6 +141,44 @@ TEST_F(GpuRuntime, ModulesMoveWithoutDoubleUnload) {
   Module c = Module::load(r.cubin);
   c = std::move(b);
   EXPECT_NE(c.function("nop"), nullptr);
+}
+
+TEST_F(GpuRuntime, HungKernelBecomesAnErrorNotAHang) {
+  // The kernel spins until the host releases it through mapped host memory: a hang the
+  // test can end, so the context stays usable after the watchdog has fired.
+  CompileRequest req;
+  req.arch = dev_->arch();
+  req.source =
+      "extern \"C\" __global__ void spin(volatile int* release) {\n"
+      "  while (*release == 0) asm volatile(\"nanosleep.u32 1000;\");\n"
+      "}\n";
+  CompileResult r = compile(req, nullptr);
+  Module mod = Module::load(r.cubin);
+  int* host_flag = nullptr;
+  check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&host_flag), sizeof(int), cudaHostAllocMapped),
+             "cudaHostAlloc");
+  *static_cast<volatile int*>(host_flag) = 0;
+  int* dev_flag = nullptr;
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0),
+             "cudaHostGetDevicePointer");
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  LaunchConfig cfg;
+  cfg.stream = stream;
+  void* args[] = {&dev_flag};
+  launch(mod.function("spin"), cfg, args);
+  try {
+    sync_with_timeout(stream, 0.5, "the spin kernel");
+    FAIL() << "a kernel that never ends must time out";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the spin kernel did not finish within 0.5 s"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("hung"), std::string::npos) << e.what();
+  }
+  *static_cast<volatile int*>(host_flag) = 1;
+  sync_with_timeout(stream, 30, "the released spin kernel");  // ends once released
+  check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  check_cuda(cudaFreeHost(host_flag), "cudaFreeHost");
 }
 
 }  // namespace

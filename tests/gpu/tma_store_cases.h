@@ -46,6 +46,11 @@ inline std::vector<Case> strip_cases() {
        "ATOM=wgmma_tf32,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,"
        "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2"},
       {"matmul(A[800,512]:bf16, B[512,1000]:bf16)", rung6_strips("bf16") + ",CLUSTER_M=2"},
+      // BN=192 in a cluster of 2: B's three 64-column chunks split by rows among the ranks,
+      // and three strips through two buffers (hung at 8192x8192x1024 before the fix).
+      {"matmul(A[1024,1024]:bf16, B[1024,1000]:bf16)",
+       "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=192,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+       "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2,CLUSTER_M=2"},
       // Not specialized, one warpgroup of two m64n64 atoms.
       {"matmul(A[333,200]:bf16, B[200,520]:bf16)",
        "ATOM=wgmma_bf16,WM=1,FN=2,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"

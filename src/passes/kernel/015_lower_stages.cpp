@@ -310,14 +310,20 @@ class Lowerer {
     const Expr r = shared_by_cluster ? Expr::var(rank_) : Expr(0);
     const Expr all = shared_by_cluster ? Expr((int64_t(1) << C) - 1) : Expr(0);
     if (split_rows > 1) {
-      // Rank r's rows r*R/C.. of the slab.
+      // Rank r's rows r*R/C.. of the slab, in every chunk: a slab of several chunks (BN=192:
+      // three 64-column strips) is split by rows within each strip, one box per strip.
       const Expr row0 = r * ext[rank - 2];
-      std::vector<Expr> at = corner;
-      at[rank - 2] = at[rank - 2] + row0;
-      Stmt load = Stmt::TmaLoad(c.shared, origin + row0 * strides[np + rank - 2], c.src, at,
-                                d.name, mbar, elems * eb);
-      load.multicast = all;
-      return {load};
+      Block loads;
+      for (int64_t j = 0; j < chunks; ++j) {
+        std::vector<Expr> at = corner;
+        at[rank - 2] = at[rank - 2] + row0;
+        at[rank - 1] = at[rank - 1] + Expr(j * chunk);
+        Stmt load = Stmt::TmaLoad(c.shared, origin + row0 * strides[np + rank - 2] + Expr(j * chunk),
+                                  c.src, at, d.name, mbar, elems * eb);
+        load.multicast = all;
+        loads.push_back(load);
+      }
+      return loads;
     }
     // Chunk j: the strip of columns j*chunk.. of every row, at logical offset origin +
     // j*chunk (TensorDecl::physical places it after the j earlier strips); in a cluster,

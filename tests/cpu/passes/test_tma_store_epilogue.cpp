@@ -232,4 +232,22 @@ TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
 }
 
 }  // namespace
+TEST(TmaStoreEpilogue, StripBuffersOddStripCountInAClusterOfTwo) {
+  // BN=192 hung on H100 (8192x8192x1024, session 9), two bugs the interpreter shows:
+  //  - CLUSTER_M=2 splits B's slab of three 64-column chunks by rows, and k:015 loaded the
+  //    rank's rows of chunk 0 only (the mbarrier waited for bytes that never came);
+  //  - three strips through two buffers: the next tile's strip 0 reuses the buffer of this
+  //    tile's last strip, so waiting for all but one store was not enough.
+  // 256 x 200 on 2 SMs: one cluster, two tiles per CTA (192 columns, then 8).
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+      Knobs::parse(kWsPersistent + ",BN=192,CLUSTER_M=2"), 43, {}, {}, std::nullopt, sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 6);  // 3 strips x 2 warpgroups
+  EXPECT_EQ(count(k.body, StmtKind::TmaLoad), 1 + 3);  // A's box; B's rows of each chunk
+  int wait_all = 0;
+  walk(k.body, [&](const Stmt& x) { wait_all += x.kind == StmtKind::BulkWait && x.imm == 0; });
+  EXPECT_EQ(wait_all, 2);  // before strip 0, and the drain
+}
+
 }  // namespace loom

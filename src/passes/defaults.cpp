@@ -318,9 +318,11 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
 }
 
 bool is_group_leader(const std::string& knob) {
+  // What the rest of a group was chosen for: the tile's shape, how slabs move, how many
+  // ways K is split (SPLITK across launches' CTAs, CLUSTER_K within a cluster).
   static const std::vector<std::string> leaders = {"BM", "BN",      "FM",    "FN",
                                                    "WM", "WN",      "SWAP_AB", "STAGE",
-                                                   "SPLITK"};
+                                                   "SPLITK", "CLUSTER_K"};
   return std::find(leaders.begin(), leaders.end(), knob) != leaders.end();
 }
 

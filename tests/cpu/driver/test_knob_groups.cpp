@@ -67,12 +67,15 @@ TEST(KnobGroups, LeadersStillDropTheirGroup) {
   EXPECT_EQ(k.get_int("STAGES", 0), 1);
   // drop, the default, is the old rule: any knob of a group drops it.
   EXPECT_FALSE(resolve_knobs(large, Knobs::parse("STAGES=1")).has("STAGE"));
+  // Both split counts lead the split-K group; the combine mode does not.
   Knobs split = Knobs::parse("SPLITK=8,SPLITK_MODE=reduce,CLUSTER_K=8");
-  EXPECT_EQ(resolve_knobs(split, Knobs::parse("CLUSTER_K=2"), Knobs(), GroupMerge::keep)
-                .get_int("SPLITK", 0),
-            8);
+  EXPECT_FALSE(
+      resolve_knobs(split, Knobs::parse("CLUSTER_K=2"), Knobs(), GroupMerge::keep).has("SPLITK"));
   EXPECT_FALSE(
       resolve_knobs(split, Knobs::parse("SPLITK=4"), Knobs(), GroupMerge::keep).has("CLUSTER_K"));
+  EXPECT_EQ(resolve_knobs(split, Knobs::parse("SPLITK_MODE=atomic"), Knobs(), GroupMerge::keep)
+                .get_int("CLUSTER_K", 0),
+            8);
 }
 
 TEST(KnobGroups, FallsBackToDroppingTheGroupWhenKeepingDoesNotBuild) {

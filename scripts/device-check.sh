@@ -47,7 +47,7 @@ for arg in "${exprs[@]}"; do
   rc=$?
   cat "$OUT/bench-$i.txt" >> "$OUT/bench.txt"
   rm "$OUT/bench-$i.txt"
-  ratio=$(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $NF}')
+  ratio=$(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $4 (NF >= 6 ? " (graph " $6 ")" : "")}')
   note "bench $i (rc=$rc): $arg -> Loom vs cuBLAS ${ratio:-n/a}"
 done
 

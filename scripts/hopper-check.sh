@@ -36,7 +36,7 @@ for c in "${cases[@]}"; do
   e=${c%%@*}; k=""; [ "$e" != "$c" ] && k=${c#*@}
   # shellcheck disable=SC2086
   "$BUILD/loom" run -c "$e" --bench --knobs "$k" ${RUN_FLAGS:-} >> "$OUT/bench.txt" 2>&1
-  note "bench (rc=$?): $c -> $(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $2" us "$NF}')"
+  note "bench (rc=$?): $c -> $(grep -E '^Loom ' "$OUT/bench.txt" | tail -1 | awk '{print $2" us "$4 (NF >= 6 ? " (graph "$5" us "$6")" : "")}')"
 done
 last=$(grep -E '^ *[0-9]' "$OUT/ladder.txt" | tail -1)
 if "$BUILD/loom" compile -c "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)" \

@@ -9,4 +9,4 @@ mapfile -t cases < bench/cases/issue6-defaults.txt
 SKIP_CPU=1 LADDERS="${LADDERS-hopper}" bash scripts/device-check.sh "${cases[@]}" > "$OUT/device-check.txt" 2>&1
 grep -A40 '^==== summary' "$OUT/device-check.txt" | cut -c1-200
 echo "---- defaults vs cuBLAS"
-awk '/^expression:/{e=$2" "$3} /^Loom /{print e, $2" us", $NF}' "$OUT/bench.txt"
+awk '/^expression:/{e=$2" "$3} /^Loom /{print e, $2" us", $4, (NF >= 6 ? "graph "$5" us "$6 : "")}' "$OUT/bench.txt"

@@ -107,15 +107,23 @@ std::string format_backends(const std::vector<BackendResult>& rows, double flops
                                          {"vs " + (rows.empty() ? std::string("reference")
                                                                 : rows[reference].name),
                                           Align::Right}};
-  if (any_graph) cols.push_back({"graph µs", Align::Right});
+  if (any_graph) {
+    cols.push_back({"graph µs", Align::Right});
+    cols.push_back({"graph vs " + rows[reference].name, Align::Right});
+  }
   TextTable t(cols);
+  const std::optional<double> ref_graph = rows.empty() ? std::nullopt
+                                                       : rows[reference].timing.graph_median_us;
   for (const BackendResult& r : rows) {
     const double us = r.timing.median_us;
     std::vector<std::string> cells = {
         r.name, format_us(us), format_tflops(flops / (us * 1e-6) / 1e12),
         format_ratio(rows[reference].timing.median_us / us)};
-    if (any_graph)
-      cells.push_back(r.timing.graph_median_us ? format_us(*r.timing.graph_median_us) : "-");
+    if (any_graph) {
+      const std::optional<double> g = r.timing.graph_median_us;
+      cells.push_back(g ? format_us(*g) : "-");
+      cells.push_back(g && ref_graph ? format_ratio(*ref_graph / *g) : "-");
+    }
     t.add_row(std::move(cells));
   }
   return t.str();
@@ -163,7 +171,12 @@ BenchHeader make_bench_header(const DeviceInfo& dev, uint64_t seed, const Timing
   h.mem_clock_mhz = dev.mem_clock_khz / 1000;
   h.date = utc_now();
   h.seed = seed;
-  h.l2_flush = opt.flush_l2;
+  L2Plan plan;
+  plan.method = opt.l2;
+  plan.sets = opt.input_sets;
+  plan.set_bytes = opt.input_set_bytes;
+  plan.l2_bytes = dev.l2_bytes;
+  h.l2 = describe_l2(plan);
   h.reps = opt.reps;
   h.warmup = opt.warmup;
   h.command = std::move(command);
@@ -181,7 +194,9 @@ std::string format_header(const BenchHeader& h) {
       {"date", h.date},
       {"seed", std::to_string(h.seed)},
       {"timing", "median of " + std::to_string(h.reps) + " reps after " + std::to_string(h.warmup) +
-                     " warm-up, interleaved, L2 flush " + (h.l2_flush ? "on" : "off")},
+                     " warm-up, interleaved; graph replay under " +
+                     format_us(kGraphReplayBelowUs) + " µs"},
+      {"L2", h.l2},
   };
   if (!h.command.empty()) kv.push_back({"command", h.command});
   size_t w = 0;

@@ -42,9 +42,12 @@ struct BackendResult {
   Timing timing;
 };
 
-// Backend | µs | TFLOP/s | vs <reference> (+ graph µs when any row has a graph
-// replay). `flops` is one launch's work (GEMM: 2·M·N·K); the ratio is throughput
-// relative to rows[reference], i.e. reference µs / row µs.
+// Backend | µs | TFLOP/s | vs <reference>, and when any row has a graph replay (a launch
+// under kGraphReplayBelowUs) also graph µs | graph vs <reference>: event timings of short
+// launches carry several µs of launch and event overhead that both libraries pay, which
+// pulls their ratio toward 1; the graph ratio is the kernels'. `flops` is one launch's
+// work (GEMM: 2·M·N·K); a ratio is throughput relative to rows[reference], i.e.
+// reference µs / row µs.
 std::string format_backends(const std::vector<BackendResult>& rows, double flops,
                             size_t reference = 0);
 
@@ -77,14 +80,15 @@ struct BenchHeader {
   int mem_clock_mhz = 0;
   std::string date;            // "2026-11-21 23:10:04 UTC"
   uint64_t seed = 0;
-  bool l2_flush = true;
+  std::string l2 = "flush";    // how each timed launch met a cold L2 (describe_l2)
   int reps = 0;
   int warmup = 0;
   std::string command;         // the exact command line, when known
 };
 
+// Dated now; the L2 line from opt (rotation's set count and bytes, or the flush method).
 BenchHeader make_bench_header(const DeviceInfo& dev, uint64_t seed, const TimingOptions& opt,
-                              std::string command);  // dated now
+                              std::string command);
 std::string format_header(const BenchHeader& h);
 
 }  // namespace loom

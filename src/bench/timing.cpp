@@ -4,19 +4,20 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "bench/cuda_call.h"
 #include "ir/error.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/module.h"
+#include "runtime/nvrtc.h"
 
 namespace loom {
 namespace {
 
-// Back-to-back launches captured into one graph, and graph replays timed, for the
-// short-launch measurement: 20 launches amortize the graph launch itself, and 10
-// replays give a stable median without costing much.
-constexpr int kLaunchesPerGraph = 20;
+// Graph replays timed: 10 give a stable median without costing much.
 constexpr int kGraphReplays = 10;
 // The protocol's floor: a median of fewer samples says little.
 constexpr int kMinReps = 5;
@@ -41,17 +42,50 @@ struct EventPair {
   }
 };
 
-// Writing a buffer twice the L2 size evicts whatever the previous launch left there,
-// so every timed launch reads its operands from HBM as a cold call in a real model would.
+// Reads every 16 bytes of the buffer through L2 (ld.global.cg: L1 bypassed, the line
+// allocated in L2 as a normal load would). The XOR keeps the loads alive; the buffer is
+// zero, so the store never happens.
+constexpr const char* kReadFlushSource = R"(
+extern "C" __global__ void loom_l2_read_flush(const uint4* __restrict__ p, unsigned long long n,
+                                              unsigned* sink) {
+  unsigned acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    uint4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+)";
+
+// Evicts whatever the previous launch left in L2 by moving a buffer of twice its size
+// through it: written (flush) or read (read). See timing_plan.h for what each leaves.
 class L2Flusher {
  public:
-  explicit L2Flusher(bool enabled) {
-    if (!enabled) return;
-    int dev = 0, l2 = 0;
+  explicit L2Flusher(L2Method method) : method_(method) {
+    if (method != L2Method::flush && method != L2Method::read) return;
+    int dev = 0, l2 = 0, major = 0, minor = 0;
     LOOM_CUDA_RT(cudaGetDevice(&dev));
     LOOM_CUDA_RT(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     bytes_ = size_t(std::max(l2, 1 << 20)) * 2;
-    LOOM_CUDA_RT(cudaMalloc(&buf_, bytes_));
+    LOOM_CUDA_RT(cudaMalloc(&buf_, bytes_ + 16));
+    LOOM_CUDA_RT(cudaMemset(buf_, 0, bytes_ + 16));
+    if (method != L2Method::read) return;
+    LOOM_CUDA_RT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    LOOM_CUDA_RT(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    LOOM_CUDA_RT(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+    CompileRequest req;
+    req.source = l2_read_flush_source();
+    req.name = "loom_l2_read_flush.cu";
+    req.arch = "sm_" + std::to_string(major * 10 + minor);
+    try {
+      CubinCache cache;
+      module_.emplace(Module::load(compile(req, &cache).cubin));
+    } catch (const Error& e) {
+      throw Error(std::string("the L2 read flush kernel did not build: ") + e.what() +
+                  "; time with --l2 flush (or rotate) instead");
+    }
+    fn_ = module_->function("loom_l2_read_flush");
   }
   ~L2Flusher() {
     if (buf_) cudaFree(buf_);
@@ -60,14 +94,30 @@ class L2Flusher {
   L2Flusher& operator=(const L2Flusher&) = delete;
   void flush(cudaStream_t s) {
     if (!buf_) return;
-    // A changing byte value keeps the writes from being recognized as redundant.
-    LOOM_CUDA_RT(cudaMemsetAsync(buf_, (++count_) & 0xff, bytes_, s));
+    if (method_ == L2Method::flush) {
+      // A changing byte value keeps the writes from being recognized as redundant.
+      LOOM_CUDA_RT(cudaMemsetAsync(buf_, (++count_) & 0xff, bytes_, s));
+      return;
+    }
+    const void* p = buf_;
+    unsigned long long n = bytes_ / 16;
+    void* sink = static_cast<char*>(buf_) + bytes_;
+    void* args[] = {&p, &n, &sink};
+    LaunchConfig cfg;
+    cfg.grid[0] = unsigned(std::max(1, sms_) * 4);  // 4 x 256 threads per SM: enough loads in flight
+    cfg.block[0] = 256;
+    cfg.stream = s;
+    launch(fn_, cfg, args);
   }
 
  private:
+  L2Method method_;
   void* buf_ = nullptr;
   size_t bytes_ = 0;
   int count_ = 0;
+  int sms_ = 0;
+  std::optional<Module> module_;
+  CUfunction fn_ = nullptr;
 };
 
 struct GraphDeleter {
@@ -79,9 +129,10 @@ struct GraphExecDeleter {
 using GraphPtr = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
 using GraphExecPtr = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
 
-GraphExecPtr capture(const std::function<void(cudaStream_t)>& fn, cudaStream_t s) {
+GraphExecPtr capture(const TimedLaunch& fn, int sets, cudaStream_t s) {
   LOOM_CUDA_RT(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kLaunchesPerGraph; ++i) fn(s);
+  const int launches = graph_launches(sets);
+  for (int i = 0; i < launches; ++i) fn(s, i % sets);
   cudaGraph_t raw = nullptr;
   cudaError_t e = cudaStreamEndCapture(s, &raw);
   GraphPtr graph(raw);
@@ -117,18 +168,21 @@ class CaptureStream {
   bool owned_ = false;
 };
 
-void time_graph_replays(const std::vector<std::function<void(cudaStream_t)>>& fns,
-                        cudaStream_t stream, L2Flusher& flusher, std::vector<Timing>& out) {
+void time_graph_replays(const std::vector<TimedLaunch>& fns, int sets, cudaStream_t stream,
+                        L2Flusher& flusher, std::vector<Timing>& out) {
   std::vector<size_t> idx;
   for (size_t i = 0; i < fns.size(); ++i)
     if (out[i].median_us < kGraphReplayBelowUs) idx.push_back(i);
   if (idx.empty()) return;
   CaptureStream cs(stream);
   std::vector<GraphExecPtr> graphs;
-  for (size_t i : idx) graphs.push_back(capture(fns[i], cs.get()));
+  for (size_t i : idx) graphs.push_back(capture(fns[i], sets, cs.get()));
   for (auto& g : graphs) LOOM_CUDA_RT(cudaGraphLaunch(g.get(), cs.get()));  // upload, warm
   LOOM_CUDA_RT(cudaStreamSynchronize(cs.get()));
 
+  // A replay ends on set sets-1 and the next one (of any candidate) starts on set 0,
+  // last read `sets` launches before: rotation needs no flush between replays.
+  const int launches = graph_launches(sets);
   std::vector<std::vector<double>> per_launch(idx.size());
   std::vector<EventPair> ev(idx.size());
   for (int r = 0; r < kGraphReplays; ++r) {
@@ -139,7 +193,7 @@ void time_graph_replays(const std::vector<std::function<void(cudaStream_t)>>& fn
       LOOM_CUDA_RT(cudaEventRecord(ev[j].stop, cs.get()));
     }
     for (size_t j = 0; j < idx.size(); ++j)
-      per_launch[j].push_back(ev[j].elapsed_us() / kLaunchesPerGraph);
+      per_launch[j].push_back(ev[j].elapsed_us() / launches);
   }
   for (size_t j = 0; j < idx.size(); ++j)
     out[idx[j]].graph_median_us = summarize_samples(per_launch[j]).median_us;
@@ -166,19 +220,33 @@ Timing summarize_samples(std::vector<double> s) {
   return t;
 }
 
-std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaStream_t)>>& fns,
-                                     cudaStream_t stream, const TimingOptions& opt) {
+const char* l2_read_flush_source() { return kReadFlushSource; }
+
+int graph_launches(int sets) {
+  sets = std::max(1, sets);
+  return (kLaunchesPerGraph + sets - 1) / sets * sets;
+}
+
+std::vector<Timing> time_candidates(const std::vector<TimedLaunch>& fns, cudaStream_t stream,
+                                    const TimingOptions& opt) {
   if (fns.empty()) return {};
   if (opt.reps < 1 || opt.warmup < 0)
     throw Error("timing needs reps >= 1 and warmup >= 0 (got reps=" + std::to_string(opt.reps) +
                 ", warmup=" + std::to_string(opt.warmup) + ")");
+  const bool rotate = opt.l2 == L2Method::rotate;
+  if (rotate && opt.input_sets < 2)
+    throw Error("L2 rotation needs at least 2 input sets (got " + std::to_string(opt.input_sets) +
+                "); plan them with plan_l2 or time with L2Method::flush");
+  const int sets = rotate ? opt.input_sets : 1;
   const size_t n = fns.size();
-  L2Flusher flusher(opt.flush_l2);
+  L2Flusher flusher(opt.l2);
+  int64_t launch_count = 0;
+  auto next_set = [&] { return int(launch_count++ % sets); };
 
   for (int w = 0; w < opt.warmup; ++w)
     for (auto& fn : fns) {
       flusher.flush(stream);
-      fn(stream);
+      fn(stream, next_set());
     }
   LOOM_CUDA_RT(cudaStreamSynchronize(stream));
   LOOM_CUDA_RT(cudaGetLastError());
@@ -196,8 +264,9 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaSt
   while (r < opt.reps) {
     for (size_t i = 0; i < n; ++i) {
       flusher.flush(stream);
+      const int set = next_set();
       LOOM_CUDA_RT(cudaEventRecord(ev[r % 2][i].start, stream));
-      fns[i](stream);
+      fns[i](stream, set);
       LOOM_CUDA_RT(cudaEventRecord(ev[r % 2][i].stop, stream));
     }
     if (r > 0) collect(r - 1);
@@ -210,8 +279,17 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaSt
 
   std::vector<Timing> out;
   for (auto& s : samples) out.push_back(summarize_samples(s));
-  if (opt.graph_replay_if_short) time_graph_replays(fns, stream, flusher, out);
+  if (opt.graph_replay_if_short) time_graph_replays(fns, sets, stream, flusher, out);
   return out;
+}
+
+std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaStream_t)>>& fns,
+                                     cudaStream_t stream, const TimingOptions& opt) {
+  if (opt.l2 == L2Method::rotate)
+    throw Error("L2 rotation needs candidates that take an input set: use time_candidates");
+  std::vector<TimedLaunch> one_set;
+  for (const auto& fn : fns) one_set.push_back([fn](cudaStream_t s, int) { fn(s); });
+  return time_candidates(one_set, stream, opt);
 }
 
 }  // namespace loom

@@ -74,15 +74,17 @@ DeviceTensors::~DeviceTensors() {
 }
 
 void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
-                             const DeviceTensors* inputs_from) {
+                             const DeviceTensors* inputs_from, const DeviceTensors* outputs_from) {
   for (const auto& t : p.tensors) {
     size_t n = size_t(eval_size(t.numel(), host.symbols));
     size_t bytes = n * size_t(dtype_bytes(t.dtype));
-    if (inputs_from && t.role == TensorRole::Input) {
-      auto it = inputs_from->bytes_.find(t.name);
-      if (it == inputs_from->bytes_.end() || it->second != bytes)
-        throw Error("shared input " + t.name + " is missing or has another size");
-      ptrs_[t.name] = inputs_from->ptrs_.at(t.name);
+    const bool input = t.role == TensorRole::Input;
+    if (const DeviceTensors* from = input ? inputs_from : outputs_from) {
+      auto it = from->bytes_.find(t.name);
+      if (it == from->bytes_.end() || it->second != bytes)
+        throw Error(std::string("shared ") + (input ? "input " : "output or temporary ") + t.name +
+                    " is missing or has another size");
+      ptrs_[t.name] = from->ptrs_.at(t.name);
       bytes_[t.name] = bytes;
       owned_[t.name] = false;
       continue;

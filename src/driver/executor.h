@@ -29,9 +29,12 @@ class DeviceTensors {
   // workspace and tile counters) are cleared once here and left to the kernels, which
   // leave them zero again, so repeated launches need no memset. With `inputs_from`, Inputs
   // use that object's buffers instead (it must hold them and outlive this one): the
-  // tuner uploads a problem's inputs once for all its candidates.
+  // tuner uploads a problem's inputs once for all its candidates. With `outputs_from`,
+  // Outputs and Temps do: the timing's rotated input sets (bench/timing_plan.h) share
+  // one output and workspace, since their launches run one after another on one stream.
   void allocate(const ProgramBase& p, const Bindings& host,
-                const DeviceTensors* inputs_from = nullptr);
+                const DeviceTensors* inputs_from = nullptr,
+                const DeviceTensors* outputs_from = nullptr);
   void poison_outputs(const ProgramBase& p, cudaStream_t stream);
   void* ptr(const std::string& tensor) const;
   HostTensor download(const ProgramBase& p, const std::string& tensor,

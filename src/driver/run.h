@@ -22,7 +22,8 @@ struct RunOptions {
   uint64_t seed = 1;
   int device = 0;                        // CUDA ordinal the run compiles for and runs on
   bool bench = false;                    // time against cuBLAS (after verification)
-  TimingOptions timing;
+  TimingOptions timing;                  // its l2 fields are set from `l2` (below)
+  L2Request l2 = L2Request::automatic;   // how timed launches meet a cold L2 (--l2)
   std::string command_line;              // recorded in the bench header
   bool use_cache = true;
   // Called with the bound graph and the GPU before compiling: sets CompileOptions::tuned

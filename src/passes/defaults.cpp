@@ -317,8 +317,17 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   return c;
 }
 
+bool is_group_leader(const std::string& knob) {
+  // What the rest of a group was chosen for: the tile's shape, how slabs move, how many
+  // ways K is split (SPLITK across launches' CTAs, CLUSTER_K within a cluster).
+  static const std::vector<std::string> leaders = {"BM", "BN",      "FM",    "FN",
+                                                   "WM", "WN",      "SWAP_AB", "STAGE",
+                                                   "SPLITK", "CLUSTER_K"};
+  return std::find(leaders.begin(), leaders.end(), knob) != leaders.end();
+}
+
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
-                    const Knobs& mma_defaults) {
+                    const Knobs& mma_defaults, GroupMerge merge) {
   static const std::vector<std::vector<std::string>> groups = {
       // MIN_BLOCKS caps registers for the default tile: a bigger explicit tile under the
       // same cap spilled 3.5 KiB (128x256, bench/NOTES.md), so it goes with the tiling.
@@ -355,7 +364,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
     bool touched = false;
     for (const auto& g : groups)
       if (std::find(g.begin(), g.end(), name) != g.end())
-        for (const auto& k : g) touched |= explicit_knobs.has(k);
+        for (const auto& k : g)
+          touched |= explicit_knobs.has(k) && (merge == GroupMerge::drop || is_group_leader(k));
     if (!touched) out.set(name, value);
   }
   out.merge(explicit_knobs);

@@ -30,7 +30,19 @@ DefaultChoice default_knobs(const Graph& g, const Target& t);
 // (SPLITK SPLITK_MODE) groups.
 // With an explicit ATOM other than fma, `mma_defaults` replace `defaults` (SIMT
 // schedules) the same way.
+//
+// GroupMerge::keep narrows that: an explicit knob drops its group's defaults only when
+// it is one of the group's leaders — the tile's shape (BM BN FM FN WM WN SWAP_AB), how
+// slabs move (STAGE), the split counts (SPLITK CLUSTER_K) — which the rest of the group
+// was chosen for; any other knob replaces just itself (STAGES=3 on the wgmma default keeps
+// STAGE=tma, BK and SWIZZLE). compile_graph tries keep first and falls back to drop
+// when the kept defaults do not build with the explicit knob.
+enum class GroupMerge { drop, keep };
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
-                    const Knobs& mma_defaults = mma_defaults_aligned());
+                    const Knobs& mma_defaults = mma_defaults_aligned(),
+                    GroupMerge merge = GroupMerge::drop);
+
+// Whether an explicit `knob` drops its group's defaults under GroupMerge::keep.
+bool is_group_leader(const std::string& knob);
 
 }  // namespace loom

@@ -36,10 +36,11 @@ const std::vector<KnobDef>& knob_registry() {
        "warpgroup, N = BN/(WN*FN))",
        "t:010_partition_loops", 0, 0, false,
        {"fma", "mma_f16", "mma_bf16", "mma_tf32", "wgmma_f16", "wgmma_bf16", "wgmma_tf32"}},
-      {"WGMMA_A", "where wgmma reads its A operand: smem (a matrix descriptor on the staged "
+      KnobDef{"WGMMA_A", "where wgmma reads its A operand: smem (a matrix descriptor on the staged "
        "slab) or regs (each warpgroup loads A fragments from the slab with ldmatrix or "
        "ld.shared, then issues the register-A form; tf32 with an M-major A needs it)",
-       "k:026_lower_wgmma", 0, 0, false, {"smem", "regs"}},
+       "k:026_lower_wgmma", 0, 0, false, {"smem", "regs"}}
+          .searched(SearchGroup::other, {{"wgmma", {"smem", "regs"}, 90}}),
       {"ACC", "accumulator type of the mma atoms: f32, or f16 (ATOM=mma_f16 only: "
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
@@ -134,12 +135,14 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other,
                     {{"mma", {"smem", "direct"}},
                      {"fma", {"direct", "smem"}},
-                     {"wgmma", {"direct", "tma_store"}, 90}}),
-      {"EPI_BUFFERS", "EPILOGUE=tma_store: 0 keeps the whole output tile in shared memory; "
+                     {"wgmma", {"tma_store", "direct"}, 90}}),
+      // Searched only where EPILOGUE=tma_store (src/tune/space.cpp: dependent knobs).
+      KnobDef{"EPI_BUFFERS", "EPILOGUE=tma_store: 0 keeps the whole output tile in shared memory; "
        "N > 0 streams it through N strip buffers per consumer warpgroup (64 columns of a "
        "16-bit output, 32 of f32; 2 x 16 KB for a 128x256 tile, so STAGES=4 still fits), "
        "each strip stored by TMA while the next is written (k:053)",
-       "k:053_tma_store_epilogue", 0, 8},
+       "k:053_tma_store_epilogue", 0, 8}
+          .searched(SearchGroup::other, {{"wgmma", {"2", "0"}, 90}}),
       {"STMATRIX", "EPILOGUE=tma_store with EPI_BUFFERS > 0: write 16-bit output strips with "
        "stmatrix.x4 (8 values per lane per instruction) where the fragment allows (0/1; "
        "default 1)", "k:053_tma_store_epilogue", 0, 1},
@@ -161,11 +164,12 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
           .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
-      {"CLUSTER_K", "CTAs of a thread-block cluster splitting one output tile's K: each "
+      KnobDef{"CLUSTER_K", "CTAs of a thread-block cluster splitting one output tile's K: each "
        "reduces 1/CLUSTER_K of it, then they add their f32 partial tiles through distributed "
        "shared memory, each finishing 1/CLUSTER_K of the rows (1 = no split; 2..8; "
        "ATOM=wgmma_*, PERSISTENT=0, CLUSTER_M=1; composes with SPLITK)",
-       "l:022_cluster_k", 1, 16},
+       "l:022_cluster_k", 1, 16}
+          .searched(SearchGroup::split_k, {{"wgmma", {"1", "2", "4", "8"}, 90}}),
       KnobDef{"CONSUMERS", "how the WM=2 consumer warpgroups of a warp-specialized persistent kernel "
        "share the work: cooperative (both split each tile, BM = WM*FM*64) or pingpong (each "
        "owns whole tiles of BM = FM*64 rows, alternately, their mainloops in turn so one's "

@@ -35,6 +35,16 @@ constexpr double kTmaL2BytesPerClk = 56;
 constexpr double kDirectStoreBytesPerClk = 24;
 // A CTA's start: launch, barrier init, and the first slab's TMA round trip.
 constexpr double kCtaStartClk = 1500;
+// EPILOGUE=tma_store: the tile goes to shared memory (stmatrix, 128 B/clk) and a TMA store
+// takes it from there; in a persistent kernel the store runs under the next tile's
+// mainloop (the epilogue cost 8% at 4096^3 before it: 0.91x -> 0.99x, bench/NOTES.md
+// session 8), otherwise the CTA waits for it at exit at about TMA's load rate.
+constexpr double kTmaStoreBytesPerClk = 56;
+// CLUSTER_K: each CTA writes its f32 partial tile to shared memory, and after a cluster
+// barrier sums its 1/c of the rows from every peer's tile over DSMEM (remote loads, about
+// a quarter of local shared-memory bandwidth) before a second barrier.
+constexpr double kDsmemBytesPerClk = 32;
+constexpr double kClusterSyncClk = 400;
 
 struct Rates {
   double clk_hz, dram_bytes_per_s;
@@ -102,8 +112,10 @@ CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Kno
   const Rates r = rates_of(dev);
   const int cc = dev.cc_major * 10 + dev.cc_minor;
   const double elem = dtype_bytes(p.in);
+  // SPLITK and CLUSTER_K both cut K: S x c CTAs per output tile.
   const int64_t S = std::max<int64_t>(1, b.split_k);
-  const double k_slice = std::ceil(double(p.K) / double(S));
+  const int64_t c = std::max<int64_t>(1, b.cluster_k);
+  const double k_slice = std::ceil(double(p.K) / double(S * c));
   const double k_steps = std::max(1.0, std::ceil(k_slice / double(b.BK)));
   const double warps = double(b.threads) / WarpAtom::kLanes;
 
@@ -180,7 +192,21 @@ CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Kno
     e.limiter = l2 > math ? "l2" : "math";
     double t = std::max(math, l2);
     t += k_steps * (b.warp_specialized ? kSlabHandoffClk : kSlabSyncClk);
-    t += double(b.BM) * double(b.BN) * dtype_bytes(p.out) / kDirectStoreBytesPerClk;
+    // WGMMA_A=regs: the consumers load A's slab into registers (ldmatrix) before issuing,
+    // about half of it exposed.
+    if (b.a_regs) t += 0.5 * double(b.BM) * k_slice * elem / kSmemBytesPerClk;
+    const double tile_bytes = double(b.BM) * double(b.BN) * dtype_bytes(p.out);
+    if (c > 1) {
+      // The partial tile through shared memory and DSMEM; each CTA stores 1/c of the rows.
+      const double partial = double(b.BM) * double(b.BN) * 4;
+      t += partial / kSmemBytesPerClk + partial / kDsmemBytesPerClk + 2 * kClusterSyncClk;
+      t += tile_bytes / double(c) / kDirectStoreBytesPerClk;
+    } else if (b.epilogue == "tma_store") {
+      t += tile_bytes / kSmemBytesPerClk;
+      if (!b.persistent) t += tile_bytes / kTmaStoreBytesPerClk;
+    } else {
+      t += tile_bytes / kDirectStoreBytesPerClk;
+    }
     // A persistent CTA starts once and its producer runs ahead into the next tile.
     if (!b.persistent) t += kCtaStartClk;
     return t;
@@ -212,7 +238,7 @@ CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Kno
   };
 
   const double tiles = double(p.batch) * std::ceil(double(p.M) / double(b.BM)) *
-                       std::ceil(double(p.N) / double(b.BN)) * double(S);
+                       std::ceil(double(p.N) / double(b.BN)) * double(S * c);
   const double slots = double(e.blocks_per_sm) * dev.sm_count;
   const double full_waves = std::floor(tiles / slots);
   const double rest = tiles - full_waves * slots;

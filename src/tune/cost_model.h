@@ -13,7 +13,11 @@
 //  - residency from estimated registers (accumulators, fragments, prefetch), shared bytes,
 //    threads and MIN_BLOCKS; waves of tiles over the SMs, the last wave quantized;
 //  - DRAM: A, B and C once (1.3x without GROUP_M when they overflow L2), split-K's combine
-//    traffic and extra launches, and a fixed launch cost.
+//    traffic and extra launches, and a fixed launch cost;
+//  - wgmma tiles: the larger of math and L2 (TMA), per-slab hand-off, the CTA's start
+//    unless persistent, and the epilogue: direct stores, the TMA store (overlapped in a
+//    persistent kernel) or CLUSTER_K's DSMEM reduction of the partial tile; SPLITK and
+//    CLUSTER_K both divide K.
 #pragma once
 #include <string>
 

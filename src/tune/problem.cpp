@@ -26,6 +26,8 @@ TuneProblem tune_problem(const Graph& g) {
     p.in = a.dtype;
     p.out = g.node(g.result()).dtype;
     p.epilogue = g.result() != n.id;
+    p.a_transposed = a.transposed;
+    p.b_transposed = g.node(n.inputs[1]).transposed;
     return p;
   }
   throw Error("the tuner searches contractions: the expression has no matmul/bmm/linear");
@@ -78,6 +80,8 @@ BlockShape block_shape(const Knobs& k, const AtomChoice& a) {
   b.pad = k.get_int("PAD_SMEM", 0);
   b.swizzle = k.get_str("SWIZZLE", "none");
   b.persistent = k.get_int("PERSISTENT", 0) == 1;
+  b.epilogue = k.get_str("EPILOGUE", "direct");
+  b.epi_buffers = k.get_int("EPI_BUFFERS", 0);
   if (a.wgmma()) {
     // Warpgroups of m64nNk atoms: WM x WN consumer warpgroups, FM x FN atoms each.
     b.FM = k.get_int("FM", 1);
@@ -91,6 +95,8 @@ BlockShape block_shape(const Knobs& k, const AtomChoice& a) {
     b.consumer_warpgroups = b.WM * b.WN;
     b.warp_specialized = k.get_int("WARP_SPECIALIZE", 0) == 1;
     b.cluster_m = k.get_int("CLUSTER_M", 1);
+    b.cluster_k = k.get_int("CLUSTER_K", 1);
+    b.a_regs = k.get_str("WGMMA_A", "smem") == "regs";
     b.threads = (b.consumer_warpgroups + (b.warp_specialized ? 1 : 0)) * kWarpgroupThreads;
     // An m64nN f32 accumulator is 64 x N / 128 registers per thread of the warpgroup.
     b.accumulators = b.FM * b.FN * a.atom->m * b.atom_n / kWarpgroupThreads;
@@ -126,7 +132,19 @@ int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Kno
   int64_t ring = b.stages * (align(b.BM * row * elem) + align(b.BN * row * elem));
   int64_t epi =
       k.get_str("EPILOGUE", "direct") == "smem" ? align(b.BM * b.BN * dtype_bytes(p.out)) : 0;
-  return std::max(ring, epi);
+  return std::max(ring, epi) + epilogue_smem_bytes(b, p);
+}
+
+int64_t epilogue_smem_bytes(const BlockShape& b, const TuneProblem& p) {
+  int64_t bytes = 0;
+  if (b.epilogue == "tma_store") {
+    const int64_t row = b.BN * dtype_bytes(p.out);
+    const int64_t strips = std::max<int64_t>(1, row / kEpiStripBytes);
+    bytes += b.epi_buffers > 0 ? std::min(b.epi_buffers, strips) * kEpiStripBytes * b.BM
+                               : b.BM * row;
+  }
+  if (b.cluster_k > 1) bytes += b.BM * (b.BN + kClusterPartialPad) * 4;
+  return bytes;
 }
 
 }  // namespace loom::tune

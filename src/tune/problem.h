@@ -18,6 +18,7 @@ struct TuneProblem {
   DType in = DType::F32;   // A's element type
   DType out = DType::F32;  // the result's element type
   bool epilogue = false;   // elementwise ops fused after the contraction
+  bool a_transposed = false, b_transposed = false;  // given as A.T / B.T (graph.h)
   double flops() const { return 2.0 * double(batch) * double(M) * double(N) * double(K); }
 };
 
@@ -58,6 +59,10 @@ struct BlockShape {
   int64_t consumer_warpgroups = 0;  // wgmma: WM x WN (the producer warpgroup comes on top)
   bool warp_specialized = false;    // wgmma: WARP_SPECIALIZE=1
   int64_t cluster_m = 1;            // wgmma: CLUSTER_M
+  int64_t cluster_k = 1;            // wgmma: CLUSTER_K (CTAs of a cluster splitting K)
+  bool a_regs = false;              // wgmma: WGMMA_A=regs
+  std::string epilogue = "direct";  // EPILOGUE
+  int64_t epi_buffers = 0;          // EPI_BUFFERS (EPILOGUE=tma_store)
   bool persistent = false;          // PERSISTENT=1
   int64_t threads = 0;
   int64_t stages = 1;
@@ -73,7 +78,17 @@ BlockShape block_shape(const Knobs& k, const AtomChoice& a);
 
 // Shared bytes of the mainloop's ring (both slabs, STAGES deep, padded rows), or of the
 // staged epilogue tile when EPILOGUE=smem needs more: what t:050 and k:054 allocate, up
-// to the 128-byte alignment of each piece.
+// to the 128-byte alignment of each piece; plus epilogue_smem_bytes.
 int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Knobs& k);
+
+// Shared bytes beside the ring: EPILOGUE=tma_store's output tile or strip buffers (k:053)
+// and CLUSTER_K's f32 partial tile (k:057).
+int64_t epilogue_smem_bytes(const BlockShape& b, const TuneProblem& p);
+
+// A TMA-store strip is a 128-byte slice of each tile row (64 columns of a 16-bit output,
+// 32 of f32), as k:053 cuts them; EPI_BUFFERS=N holds N strips.
+constexpr int64_t kEpiStripBytes = 128;
+// Columns of padding per row of CLUSTER_K's partial tile (k:057).
+constexpr int64_t kClusterPartialPad = 8;
 
 }  // namespace loom::tune

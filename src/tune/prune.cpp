@@ -18,6 +18,11 @@ int64_t pow2_at_least(int64_t v) {
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+// The share of a GPU's SMs that clusters of 4 or 8 CTAs can occupy at once: clusters do
+// not straddle GPCs, and GPCs of 16-18 SMs leave the odd ones out (H100: 15 of 8 = 120 of
+// 132 SMs, measured).
+constexpr double kClusterSmShare = 0.92;
+
 }  // namespace
 
 std::string tiling_violation(const TuneProblem& given, const AtomChoice& a, const Knobs& k) {
@@ -98,9 +103,10 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
            ": wgmma reads its operands from the 128B-swizzled slabs that TMA writes (STAGE=tma)";
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);
-  if (b.split_k > 1 && p.K / b.split_k < 2 * b.BK)
-    return "SPLITK=" + str(b.split_k) + " leaves " + str(p.K / b.split_k) +
-           " of K per split, under two BK=" + str(b.BK) + " slabs";
+  if (b.split_k * b.cluster_k > 1 && p.K / (b.split_k * b.cluster_k) < 2 * b.BK)
+    return "SPLITK=" + str(b.split_k) + " x CLUSTER_K=" + str(b.cluster_k) + " leaves " +
+           str(p.K / (b.split_k * b.cluster_k)) + " of K per CTA, under two BK=" + str(b.BK) +
+           " slabs";
   if (b.stage == "sync" && b.stages > 2)
     return "STAGE=sync with STAGES=" + str(b.stages) +
            ": register double buffering uses 1 or 2 stages; deeper rings need cp_async or tma";
@@ -126,10 +132,16 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     return "SWIZZLE=xor needs slab rows of a power of two of at least 32 bytes; BK=" + str(b.BK) +
            " makes " + str(b.BK * elem) + " B";
   const int64_t smem = mainloop_smem_bytes(b, p, k);
+  const int64_t beside = epilogue_smem_bytes(b, p);
   if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin)
     return "needs about " + str(smem) + " B of shared memory (" + str(b.stages) + " stages x (" +
            str(b.BM) + " + " + str(b.BN) + ") rows x " + str(b.BK + b.pad) + " x " + str(elem) +
            " B" + (k.get_str("EPILOGUE", "direct") == "smem" ? ", or the staged epilogue" : "") +
+           (beside > 0 ? ", plus " + str(beside) + " B for " +
+                             (b.cluster_k > 1 ? std::string("CLUSTER_K's f32 partial tile")
+                              : b.epi_buffers > 0 ? "the TMA-store strip buffers"
+                                                  : "the TMA-store output tile")
+                       : std::string()) +
            "); " + (dev.name.empty() ? std::string("the device") : dev.name) + " allows " +
            str(dev.smem_per_block_optin) + " B per block";
   return "";
@@ -139,18 +151,89 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
                             const DeviceInfo& dev) {
   const TuneProblem p = as_computed(given, k);
   const BlockShape b = block_shape(k, a);
-  if (b.split_k <= 1) return "";
+  const int64_t S = b.split_k, c = b.cluster_k;
+  if (S <= 1 && c <= 1) return "";
+  const std::string split =
+      c > 1 ? "SPLITK=" + str(S) + " x CLUSTER_K=" + str(c) : "SPLITK=" + str(S);
   const int64_t tiles = p.batch * ((p.M + b.BM - 1) / b.BM) * ((p.N + b.BN - 1) / b.BN);
   if (tiles >= dev.sm_count)
-    return "SPLITK=" + str(b.split_k) + " with " + str(tiles) +
+    return split + " with " + str(tiles) +
            " output tiles: the grid already "
            "fills the " +
            str(dev.sm_count) + " SMs without splitting K";
-  if (tiles * b.split_k > 8 * int64_t(dev.sm_count))
-    return "SPLITK=" + str(b.split_k) + " makes " + str(tiles * b.split_k) +
-           " blocks, over 8 per SM";
+  if (c > 1) {
+    if (!a.wgmma())
+      return "CLUSTER_K=" + str(c) + " reduces through an sm_90 cluster's shared memory: it "
+             "needs ATOM=wgmma_*";
+    if (c > 8) return "CLUSTER_K=" + str(c) + ": a cluster holds 2 to 8 CTAs";
+    if (b.BM % c != 0)
+      return "CLUSTER_K=" + str(c) + ": each CTA finishes BM/" + str(c) + " rows, and BM=" +
+             str(b.BM) + " does not divide";
+    if (S > 1 && k.get_str("SPLITK_MODE", "reduce") == "fixup")
+      return "CLUSTER_K=" + str(c) + " with SPLITK_MODE=fixup: the fixup does not compose with "
+             "the cluster's reduction (l:022)";
+    // Clusters live within a GPC (16-18 SMs on H100), so clusters of 4 or 8 leave some
+    // SMs out: an H100 held only 15 clusters of 8 such CTAs, and 16 ran in two waves,
+    // 25.1 us against 16.9 us for 8 (bench/NOTES.md, session 8).
+    const int64_t usable = c > 2 ? int64_t(kClusterSmShare * double(dev.sm_count)) : dev.sm_count;
+    const int64_t resident = usable / c;
+    if (tiles * S > resident)
+      return split + " over " + str(tiles) + " tiles makes " + str(tiles * S) +
+             " clusters of " + str(c) + "; about " + str(resident) + " fit on the " +
+             str(dev.sm_count) + " SMs at once, so they would run in waves";
+  }
+  if (tiles * S > 8 * int64_t(dev.sm_count))
+    return "SPLITK=" + str(S) + " makes " + str(tiles * S) + " blocks, over 8 per SM";
   if (k.get_str("SPLITK_MODE", "reduce") == "atomic" && (p.out != DType::F32 || p.epilogue))
     return "SPLITK_MODE=atomic needs an f32 output without a fused epilogue";
+  return "";
+}
+
+std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
+  const BlockShape b = block_shape(k, a);
+  const bool swapped = k.get_int("SWAP_AB", 0) == 1;
+  if (b.cluster_k > 1) {
+    const std::string ck = "CLUSTER_K=" + str(b.cluster_k);
+    if (b.cluster_m > 1)
+      return ck + " with CLUSTER_M=" + str(b.cluster_m) +
+             ": Loom's clusters are 1-D, along M or along K";
+    if (b.persistent)
+      return ck + " ends each CTA with its cluster's reduction of one tile: PERSISTENT=1 walks "
+             "many";
+    if (b.epilogue != "direct")
+      return ck + " stores the reduced tile directly; EPILOGUE=" + b.epilogue +
+             " does not compose with it";
+  }
+  if (b.epilogue == "tma_store") {
+    if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
+    if (p.batch != 1) return "EPILOGUE=tma_store takes a 2-D output; this one is batched";
+    if (swapped)
+      return "EPILOGUE=tma_store with SWAP_AB=1: the swapped kernel stores a transposed tile, "
+             "which k:053 does not take";
+    if (p.N * dtype_bytes(p.out) % 16 != 0)
+      return "EPILOGUE=tma_store: output rows of " + str(p.N * dtype_bytes(p.out)) +
+             " B are not a multiple of 16 B (a tensor map's stride)";
+    if (b.split_k > 1)
+      return "EPILOGUE=tma_store with SPLITK=" + str(b.split_k) +
+             ": the split kernel stores partial sums (into a workspace, or by atomic adds), "
+             "not the output tile";
+    if (k.get_str("CONSUMERS", "cooperative") == "pingpong")
+      return "EPILOGUE=tma_store with CONSUMERS=pingpong: k:053 takes the epilogue of "
+             "consumer arms `threadIdx.x < C`, and ping-pong's second warpgroup owns whole "
+             "tiles of its own";
+    if (b.epi_buffers > 0 && b.WN > 1)
+      return "EPI_BUFFERS=" + str(b.epi_buffers) + " with WN=" + str(b.WN) +
+             ": strip buffers belong to one warpgroup column (use WN=1 or EPI_BUFFERS=0)";
+  }
+  if (b.a_regs) {
+    // The computed A is B^T under the swap: K-major when B was given transposed.
+    const bool k_major = swapped ? p.b_transposed : !p.a_transposed;
+    if (!k_major)
+      return std::string("WGMMA_A=regs needs A K-major in its slab; ") +
+             (swapped ? "SWAP_AB=1 makes A the row-major B, transposed (M-major)"
+                      : "A is given transposed (M-major)") +
+             ": M-major register fills are refused until verified on the GPU";
+  }
   return "";
 }
 
@@ -159,6 +242,7 @@ std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, co
   std::string why = tiling_violation(p, atom, k);
   if (why.empty()) why = staging_violation(p, atom, k, dev);
   if (why.empty()) why = split_violation(p, atom, k, dev);
+  if (why.empty()) why = other_violation(p, atom, k);
   return why;
 }
 

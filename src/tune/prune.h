@@ -21,12 +21,20 @@
 namespace loom::tune {
 
 // Stage 1, group by group (the space checks a tiling once, before its stagings), and all
-// three. Each is empty when the knobs pass its rules; else why they do not.
+// four. Each is empty when the knobs pass its rules; else why they do not.
 std::string tiling_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k);
 std::string staging_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
                               const DeviceInfo& dev);
 std::string split_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
                             const DeviceInfo& dev);
+// The "other" knobs against each other and the tile (the refusals of the passes that read
+// them): CLUSTER_K's cluster is 1-D, one tile per CTA, a direct epilogue (t:010);
+// EPILOGUE=tma_store takes a plain 2-D output tile written once (k:053), EPI_BUFFERS one
+// warpgroup column (k:053), WGMMA_A=regs a K-major A (k:026). The space picks each base's
+// values to pass these, and prunes the variants that do not. (CLUSTER_N, when it comes,
+// belongs here: its cluster against CLUSTER_M and CLUSTER_K.)
+std::string other_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k);
+
 std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
                                 const DeviceInfo& dev);
 

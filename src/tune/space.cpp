@@ -42,6 +42,34 @@ void product(const Dims& dims, size_t i, Knobs cur, const std::function<void(con
   }
 }
 
+// Knobs that mean something only under another knob's value: searched where it holds,
+// left unset elsewhere (a pass that does not run records no value for them).
+struct Dependent {
+  const char* knob;
+  const char* on;
+  const char* value;
+};
+constexpr Dependent kDependents[] = {{"EPI_BUFFERS", "EPILOGUE", "tma_store"}};
+
+bool dependent_on(const std::string& knob) {
+  for (const auto& d : kDependents)
+    if (knob == d.knob) return true;
+  return false;
+}
+
+// `k` with each dependent knob (at its own value, else its first) where its condition
+// holds, and without it elsewhere.
+Knobs with_dependents(const Knobs& k, const Dims& dependents) {
+  Knobs out;
+  for (const auto& [name, value] : k.values())
+    if (!dependent_on(name)) out.set(name, value);
+  for (const auto& [name, values] : dependents)
+    for (const auto& d : kDependents)
+      if (name == d.knob && k.get_str(d.on, "") == d.value)
+        out.set(name, k.has(name) ? k.get_str(name, "") : values[0]);
+  return out;
+}
+
 struct Builder {
   const TuneProblem& p;
   const DeviceInfo& dev;
@@ -65,11 +93,11 @@ struct Builder {
   void splits(const AtomChoice& a, const Knobs& tiling) {
     const Dims split = searched(SearchGroup::split_k, a.knob, cc);
     product(split, 0, tiling, [&](const Knobs& k) {
-      // Without a split the other split knobs change nothing: one candidate, at their
-      // first values.
+      // Without SPLITK's split its combine mode changes nothing: one candidate, at the
+      // first mode (CLUSTER_K splits K on its own, reduced in the cluster).
       if (k.get_int("SPLITK", 1) == 1)
         for (const auto& [name, values] : split)
-          if (name != "SPLITK" && k.get_str(name, "") != values[0]) return;
+          if (name == "SPLITK_MODE" && k.get_str(name, "") != values[0]) return;
       ++space.enumerated;
       if (auto why = split_violation(p, a, k, dev); !why.empty()) return prune(k, why);
       stagings(a, k);
@@ -85,15 +113,54 @@ struct Builder {
     });
   }
 
-  void bases(const AtomChoice& a, Knobs base, const Dims& others) {
-    for (const auto& [name, values] : others) base.set(name, values[0]);
-    add(a, base);
-    for (const auto& [name, values] : others)
-      for (size_t i = 1; i < values.size(); ++i) {
-        Knobs v = base;
-        v.set(name, values[i]);
-        add(a, v);
+  // The base gives each other knob its first value that passes the other-knob rules with
+  // the knobs chosen before it (CLUSTER_K's tile gets PERSISTENT=0, CLUSTER_M=1 and the
+  // direct epilogue); each variant fixes one knob at another value and chooses the rest
+  // the same way (ping-pong consumers get the direct epilogue), or is pruned with the
+  // reason when nothing passes. A dependent knob is set only where its condition holds,
+  // and varies there.
+  void bases(const AtomChoice& a, const Knobs& staged, const Dims& all_others) {
+    Dims others, dependents;
+    for (const auto& d : all_others) (dependent_on(d.first) ? dependents : others).push_back(d);
+    auto complete = [&](Knobs k, const std::string& fixed) {
+      for (const auto& [name, values] : others) {
+        if (name == fixed) continue;
+        k.set(name, values[0]);
+        for (const auto& v : values) {
+          Knobs trial = k;
+          trial.set(name, v);
+          if (other_violation(p, a, with_dependents(trial, dependents)).empty()) {
+            k = trial;
+            break;
+          }
+        }
       }
+      return with_dependents(k, dependents);
+    };
+    const Knobs base = complete(staged, "");
+    add_checked(a, base);
+    for (const auto& [name, values] : others)
+      for (const auto& v : values) {
+        if (v == base.get_str(name, "")) continue;
+        Knobs k = staged;
+        k.set(name, v);
+        add_checked(a, complete(k, name));
+      }
+    for (const auto& [name, values] : dependents) {
+      if (!base.has(name)) continue;
+      for (const auto& v : values) {
+        if (v == base.get_str(name, "")) continue;
+        Knobs k = base;
+        k.set(name, v);
+        add_checked(a, k);
+      }
+    }
+  }
+
+  void add_checked(const AtomChoice& a, const Knobs& k) {
+    ++space.enumerated;
+    if (auto why = other_violation(p, a, k); !why.empty()) return prune(k, why);
+    add(a, k);
   }
 
   void add(const AtomChoice& a, const Knobs& k) {

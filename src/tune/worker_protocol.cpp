@@ -118,7 +118,7 @@ Message job_message(const MeasureJob& job) {
                {"warmup", std::to_string(job.timing.warmup)},
                {"reps", std::to_string(job.timing.reps)},
                {"max_seconds", exact(job.timing.max_seconds)},
-               {"flush_l2", job.timing.flush_l2 ? "1" : "0"},
+               {"l2", l2_method_name(job.timing.l2)},
                {"graph_replay_if_short", job.timing.graph_replay_if_short ? "1" : "0"}};
   for (const auto& [k, v] : job.sizes) m.emplace_back(kSizePrefix + k, std::to_string(v));
   if (!job.cuda_override.empty()) m.emplace_back("cuda_override", job.cuda_override);
@@ -134,7 +134,7 @@ MeasureJob job_from_message(const Message& m) {
   j.timing.warmup = int(parse_int("warmup", required(m, "warmup")));
   j.timing.reps = int(parse_int("reps", required(m, "reps")));
   j.timing.max_seconds = parse_double("max_seconds", required(m, "max_seconds"));
-  j.timing.flush_l2 = required(m, "flush_l2") == "1";
+  j.timing.l2 = l2_method_from_name(required(m, "l2"));
   j.timing.graph_replay_if_short = required(m, "graph_replay_if_short") == "1";
   const std::string prefix = kSizePrefix;
   for (const auto& [k, v] : m)

@@ -3,6 +3,7 @@
 //   loom compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]
 //                [--target sm_90a|sm_80|..] [--dims M=..,N=..] [-o FILE]
 //   loom run -c EXPR [--check] [--bench] [--knobs ..] [--seed N] [--dims ..] [--reps N]
+//            [--l2 auto|rotate|read|flush|off]
 //   loom demo          what `make run` shows: pipeline, tile IR, CUDA, resources, run
 //   loom passes        the pipeline, with each pass's invariant and knobs
 //   loom knobs         every knob, its range and the pass that reads it
@@ -41,9 +42,12 @@ const char* kUsage =
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
     "  run     -c EXPR [--check] [--bench] [--knobs K=V,..] [--seed N] [--dims ..] [--reps N]\n"
     "          [--device N]   (CUDA ordinal; default 0)\n"
+    "          [--l2 auto|rotate|read|flush|off]   (cold L2 per timed launch: rotated input\n"
+    "          sets, or a read or write flush before each; auto rotates inputs under L2, else reads)\n"
     "          compile and run take the tuning database's knobs for the shape on this GPU\n"
     "          when it has a record (--no-db: never); explicit knobs still win\n"
     "  ladder  sgemm|splitk|swizzle|hgemm|tf32|hopper [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
+    "          [--l2 ..]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
@@ -59,6 +63,7 @@ constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)
 struct Args {
   std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
   std::string ladder, shape, dtype;
+  L2Request l2 = L2Request::automatic;
   int verbose = 0;
   bool check = false, bench = false, no_db = false;
   uint64_t seed = 1;
@@ -109,6 +114,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
     else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
     else if (f == "--device" && a.command == "run") a.device = int(parse_count(f, value(), 0));
+    else if (f == "--l2") a.l2 = parse_l2_request(value());
     else if (f == "--shape") a.shape = value();
     else if (f == "--dtype") a.dtype = value();
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
@@ -242,6 +248,7 @@ int cmd_run(const Args& a) {
   opt.device = a.device;
   opt.bench = a.bench;
   opt.timing.reps = a.reps;
+  opt.l2 = a.l2;
   opt.command_line = a.command_line;
   opt.choose_tuned = tune::tuning_db_lookup(!a.no_db);
   RunReport r = run_expression(a.expr, opt);
@@ -286,6 +293,7 @@ int cmd_ladder(const Args& a) {
   RunOptions opt;
   opt.seed = a.seed;
   opt.timing.reps = a.reps;
+  opt.l2 = a.l2;
   opt.command_line = a.command_line;
   std::cout << "ladder " << l.name << ": " << l.expression << " (" << l.steps.size()
             << " steps, each verified, then timed interleaved with cuBLAS)\n" << std::flush;

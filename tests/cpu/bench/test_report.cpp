@@ -57,15 +57,29 @@ TEST(FormatBackends, GoldenText) {
             "Loom      80.0    214.7      1.25x\n");
 }
 
-TEST(FormatBackends, GraphReplayColumnAppearsWhenMeasured) {
+TEST(FormatBackends, GraphReplayColumnsShowTimeAndRatio) {
+  // The session-8 decode case: events say 1.06x, the graphs 1.11x (H200).
+  Timing cublas = timing(18.0), loom = timing(17.0);
+  cublas.graph_median_us = 9.7;
+  loom.graph_median_us = 8.7;
+  std::string s = format_backends({{"cuBLAS", cublas}, {"Loom", loom}}, 1e6);
+  EXPECT_EQ(s,
+            "Backend    µs  TFLOP/s  vs cuBLAS  graph µs  graph vs cuBLAS\n"
+            "-------  ----  -------  ---------  --------  ---------------\n"
+            "cuBLAS   18.0      0.1      1.00x       9.7            1.00x\n"
+            "Loom     17.0      0.1      1.06x       8.7            1.11x\n");
+}
+
+TEST(FormatBackends, GraphRatioNeedsTheReferencesGraph) {
+  // Only one launch under the graph threshold: its graph time shows, no ratio does.
   Timing loom = timing(10.0);
   loom.graph_median_us = 6.25;
-  std::string s = format_backends({{"cuBLAS", timing(12.0)}, {"Loom", loom}}, 1e6);
+  std::string s = format_backends({{"cuBLAS", timing(22.0)}, {"Loom", loom}}, 1e6);
   EXPECT_EQ(s,
-            "Backend    µs  TFLOP/s  vs cuBLAS  graph µs\n"
-            "-------  ----  -------  ---------  --------\n"
-            "cuBLAS   12.0      0.1      1.00x         -\n"
-            "Loom     10.0      0.1      1.20x       6.2\n");
+            "Backend    µs  TFLOP/s  vs cuBLAS  graph µs  graph vs cuBLAS\n"
+            "-------  ----  -------  ---------  --------  ---------------\n"
+            "cuBLAS   22.0      0.0      1.00x         -                -\n"
+            "Loom     10.0      0.1      2.20x       6.2                -\n");
 }
 
 TEST(FormatKernels, GoldenText) {
@@ -104,7 +118,8 @@ TEST(FormatHeader, GoldenText) {
   h.mem_clock_mhz = 3201;
   h.date = "2026-11-21 23:10:04 UTC";
   h.seed = 42;
-  h.l2_flush = true;
+  h.l2 = "rotate over 4 input sets of 32.1 MiB (128.5 MiB = 2.1x L2), no flush (auto: inputs "
+         "under L2)";
   h.reps = 50;
   h.warmup = 5;
   h.command = "loom run 'C = A @ B' --bench";
@@ -114,7 +129,9 @@ TEST(FormatHeader, GoldenText) {
             "clocks:  SM 1980 MHz max, memory 3201 MHz max\n"
             "date:    2026-11-21 23:10:04 UTC\n"
             "seed:    42\n"
-            "timing:  median of 50 reps after 5 warm-up, interleaved, L2 flush on\n"
+            "timing:  median of 50 reps after 5 warm-up, interleaved; graph replay under 20.0 µs\n"
+            "L2:      rotate over 4 input sets of 32.1 MiB (128.5 MiB = 2.1x L2), no flush (auto: "
+            "inputs under L2)\n"
             "command: loom run 'C = A @ B' --bench\n");
 }
 
@@ -125,16 +142,19 @@ TEST(MakeBenchHeader, CopiesDeviceFactsAndDatesIt) {
   d.sm_count = 7;
   d.clock_khz = 1500000;
   TimingOptions opt;
-  opt.flush_l2 = false;
+  opt.l2 = L2Method::rotate;
+  opt.input_sets = 4;
+  opt.input_set_bytes = 32 << 20;
   opt.reps = 9;
+  d.l2_bytes = 50 << 20;
   BenchHeader h = make_bench_header(d, 5, opt, "cmd");
   EXPECT_EQ(h.gpu, "Test GPU");
   EXPECT_EQ(h.sms, 7);
   EXPECT_EQ(h.sm_clock_mhz, 1500);
-  EXPECT_FALSE(h.l2_flush);
+  EXPECT_EQ(h.l2, "rotate over 4 input sets of 32.0 MiB (128.0 MiB = 2.6x L2), no flush");
   EXPECT_EQ(h.reps, 9);
   EXPECT_EQ(h.date.size(), std::string("2026-11-21 23:10:04 UTC").size());
-  EXPECT_NE(format_header(h).find("L2 flush off"), std::string::npos);
+  EXPECT_NE(format_header(h).find("\nL2:      rotate over 4"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
+#include "runtime/nvrtc.h"
 
 namespace loom {
 namespace {
@@ -26,6 +27,35 @@ TEST(SummarizeSamples, SingleSampleAndEmpty) {
   EXPECT_DOUBLE_EQ(t.p10_us, 7);
   EXPECT_DOUBLE_EQ(t.p90_us, 7);
   EXPECT_THROW(summarize_samples({}), Error);
+}
+
+// Rotation is refused before anything touches the GPU: candidates without a set
+// parameter cannot rotate, and one set is no rotation.
+TEST(TimeCandidates, RotationNeedsSetsAndSetAwareCandidates) {
+  TimingOptions opt;
+  opt.l2 = L2Method::rotate;
+  opt.input_sets = 2;
+  EXPECT_THROW(time_interleaved({[](cudaStream_t) {}}, nullptr, opt), Error);
+  opt.input_sets = 1;
+  try {
+    time_candidates({[](cudaStream_t, int) {}}, nullptr, opt);
+    FAIL() << "one input set cannot rotate";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 2 input sets"), std::string::npos);
+  }
+}
+
+// The read flush's kernel builds for the GPUs Loom times on (NVRTC needs no GPU).
+TEST(ReadFlushKernel, CompilesForHopperAndAmpere) {
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    CompileRequest req;
+    req.source = l2_read_flush_source();
+    req.arch = arch;
+    CompileResult r = compile(req, nullptr);
+    EXPECT_FALSE(r.cubin.empty()) << arch;
+    ASSERT_TRUE(r.resources.count("loom_l2_read_flush")) << arch;
+    EXPECT_EQ(r.resources.at("loom_l2_read_flush").spill_store_bytes, 0) << arch;
+  }
 }
 
 }  // namespace

@@ -177,5 +177,77 @@ TEST(Prune, ResourceReportRules) {
   EXPECT_NE(r.find("no block can be resident"), std::string::npos) << r;
 }
 
+// The Hopper knobs the passes refuse in combination (t:010, l:022, k:053, k:026), pruned
+// before anything is built, each naming the fix.
+constexpr const char* kWgmma128 =
+    "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+    "WARP_SPECIALIZE=1,";
+
+TEST(Prune, ClusterKNeedsItsOwnClusterOneTilePerCtaAndTheDirectEpilogue) {
+  Case c = problem(gemm(128, 128, 16384, "bf16"), "wgmma_bf16");
+  const std::string ck = std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=8,SPLITK_MODE=reduce,";
+  EXPECT_EQ(why(c, ck + "PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct"), "");
+  auto has = [&](const std::string& knobs, const std::string& part) {
+    const std::string r = why(c, knobs);
+    EXPECT_NE(r.find(part), std::string::npos) << knobs << ": " << r;
+  };
+  has(ck + "PERSISTENT=1,CLUSTER_M=1,EPILOGUE=direct", "PERSISTENT=1");
+  has(ck + "PERSISTENT=0,CLUSTER_M=2,EPILOGUE=direct", "1-D");
+  EXPECT_NE(other_violation(c.p, c.atom, Knobs::parse(ck + "EPILOGUE=tma_store"))
+                .find("EPILOGUE=tma_store does not compose"),
+            std::string::npos);
+  // The partial tile takes shared memory beside the ring: 4 stages of 128x128x64 (128 KiB)
+  // and 128 x 136 x 4 B fit, 5 stages do not.
+  has(ck + "PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct,STAGES=5", "CLUSTER_K's f32 partial tile");
+  // 16 clusters of 8 CTAs: an H100 holds 15 at once (they ran in two waves).
+  has(std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=16,PERSISTENT=0", "about 15 fit");
+  EXPECT_EQ(why(c, std::string(kWgmma128) + "CLUSTER_K=2,SPLITK=64,PERSISTENT=0"), "");
+  has(std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=8,SPLITK_MODE=fixup,PERSISTENT=0",
+      "SPLITK_MODE=fixup");
+  // Each CTA of the split keeps two BK slabs: 16384 / (64 x 8) = 32 < 128.
+  has(std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=64,PERSISTENT=0", "of K per CTA");
+  // A grid that fills the SMs needs no split.
+  Case big = problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(big, std::string(kWgmma128) + "CLUSTER_K=2,PERSISTENT=0").find("already fills"),
+            std::string::npos);
+}
+
+TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {
+  Case sq = problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16");
+  const std::string big = std::string(kWgmma128) + "PERSISTENT=1,EPILOGUE=tma_store,";
+  EXPECT_EQ(why(sq, big + "EPI_BUFFERS=2"), "");
+  EXPECT_EQ(why(sq, big + "EPI_BUFFERS=0"), "");
+  EXPECT_NE(why(sq, "ATOM=wgmma_bf16,WM=1,WN=2,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
+                    "EPILOGUE=tma_store,EPI_BUFFERS=2")
+                .find("WN=1 or EPI_BUFFERS=0"),
+            std::string::npos);
+  EXPECT_NE(why(sq, big + "EPI_BUFFERS=2,CONSUMERS=pingpong").find("CONSUMERS=pingpong"),
+            std::string::npos);
+  Case split = problem(gemm(128, 128, 16384, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(split, big + "SPLITK=8,PERSISTENT=0").find("partial sums"), std::string::npos);
+  Case d = problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(d, "ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,"
+                   "SWIZZLE=128B,BK=128,STAGES=8,EPILOGUE=tma_store")
+                .find("transposed tile"),
+            std::string::npos);
+}
+
+TEST(Prune, RegisterAWantsAKMajorA) {
+  const std::string regs = std::string(kWgmma128) + "WGMMA_A=regs";
+  EXPECT_EQ(why(problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16"), regs), "");
+  Case at = problem(parse_expression("matmul(A[4096,4096]:bf16.T, B[4096,4096]:bf16)"),
+                    "wgmma_bf16");
+  EXPECT_NE(why(at, regs).find("A is given transposed"), std::string::npos) << why(at, regs);
+  // Swapped, A is B^T: M-major for a row-major B, K-major for B given transposed.
+  const std::string swapped =
+      "ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,SWIZZLE=128B,BK=64,"
+      "WGMMA_A=regs";
+  EXPECT_NE(why(problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16"), swapped).find("SWAP_AB=1"),
+            std::string::npos);
+  Case bt = problem(parse_expression("matmul(A[16,4096]:bf16, B[4096,4096]:bf16.T)"),
+                    "wgmma_bf16");
+  EXPECT_EQ(why(bt, swapped), "");
+}
+
 }  // namespace
 }  // namespace loom::tune

@@ -9,6 +9,7 @@
 #include "h100.h"
 #include "ir/error.h"
 #include "tune/problem.h"
+#include "tune/prune.h"
 #include "tune/space.h"
 
 namespace loom::tune {
@@ -157,6 +158,72 @@ TEST(Space, AtomsAreRestrictable) {
   opt.atoms = {"mma_tf32"};
   EXPECT_THROW(generate_space(gemm(64, 64, 64, "bf16"), h100(), Target::for_arch("sm_90a"), opt),
                Error);
+}
+
+// Stage 2 (the pipeline) must not be where the Hopper knobs' refusals are found: the
+// stage-1 rules (prune.h) mirror them, so no build, let alone a trial, is spent on them.
+// A pruned candidate the stage-1 rules pass was pruned by the pipeline.
+void expect_no_hopper_refusals_in_stage_2(const Graph& g, const Space& s) {
+  const TuneProblem p = tune_problem(g);
+  const auto atoms = atom_choices(p, 90);
+  for (const auto& c : s.pruned) {
+    bool hopper = false;
+    for (const char* knob : {"CLUSTER_K", "EPILOGUE=tma_store", "EPI_BUFFERS", "WGMMA_A"})
+      hopper |= c.reason.find(knob) != std::string::npos;
+    if (!hopper) continue;
+    for (const auto& a : atoms)
+      if (a.knob == c.knobs.get_str("ATOM", "fma"))
+        EXPECT_NE(knob_rule_violation(p, a, c.knobs, h100()), "")
+            << "the pipeline refused " << c.knobs.str() << ": " << c.reason;
+  }
+}
+
+TEST(Space, SplitKShapeSearchesClusterK) {
+  Graph g = gemm(128, 128, 16384, "bf16");
+  expect_sound_space(g, {"", "ATOM=wgmma_bf16"});
+  SpaceOptions opt;
+  opt.max_candidates = 24;
+  Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  expect_no_hopper_refusals_in_stage_2(g, s);
+  bool cluster_k = false;
+  for (const auto& c : s.kept) {
+    if (c.knobs.get_int("CLUSTER_K", 1) <= 1) continue;
+    cluster_k = true;
+    // Its base was made legal for it, not pruned for the defaults of the other knobs.
+    EXPECT_EQ(c.knobs.get_str("PERSISTENT", ""), "0") << c.knobs.str();
+    EXPECT_EQ(c.knobs.get_str("CLUSTER_M", ""), "1") << c.knobs.str();
+    EXPECT_EQ(c.knobs.get_str("EPILOGUE", ""), "direct") << c.knobs.str();
+  }
+  EXPECT_TRUE(cluster_k) << "no CLUSTER_K candidate kept";
+}
+
+TEST(Space, LargeBf16SearchesTheTmaStoreEpilogueAndItsBuffers) {
+  Graph g = gemm(4096, 4096, 4096, "bf16");
+  SpaceOptions opt;
+  opt.max_candidates = 24;
+  opt.atoms = {"wgmma_bf16"};
+  Space s = generate_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  expect_no_hopper_refusals_in_stage_2(g, s);
+  std::set<std::string> buffers;
+  for (const auto& c : s.kept) {
+    const bool tma_store = c.knobs.get_str("EPILOGUE", "") == "tma_store";
+    // A dependent knob: set exactly where its condition holds.
+    EXPECT_EQ(c.knobs.has("EPI_BUFFERS"), tma_store) << c.knobs.str();
+    if (tma_store) buffers.insert(c.knobs.get_str("EPI_BUFFERS", ""));
+  }
+  EXPECT_TRUE(buffers.count("2")) << "the strip-buffered default is not among the kept";
+  // The best-ranked candidate stores through TMA (the model's epilogue term).
+  EXPECT_EQ(s.kept.front().knobs.get_str("EPILOGUE", ""), "tma_store") << s.kept.front().knobs.str();
+  // EPI_BUFFERS=0 and WGMMA_A=regs were enumerated (kept or pruned).
+  bool whole = false, regs = false;
+  auto note = [&](const Knobs& k) {
+    whole |= k.get_str("EPI_BUFFERS", "") == "0";
+    regs |= k.get_str("WGMMA_A", "") == "regs";
+  };
+  for (const auto& c : s.kept) note(c.knobs);
+  for (const auto& c : s.pruned) note(c.knobs);
+  EXPECT_TRUE(whole);
+  EXPECT_TRUE(regs);
 }
 
 TEST(Space, SymbolicSizesAreRefused) {

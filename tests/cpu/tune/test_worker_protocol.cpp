@@ -17,7 +17,7 @@ MeasureJob sample_job() {
   j.timing.reps = 17;
   j.timing.warmup = 2;
   j.timing.max_seconds = 2.5;
-  j.timing.flush_l2 = false;
+  j.timing.l2 = L2Method::read;
   j.seed = 99;
   j.cuda_override = "extern \"C\" __global__ void k() {\n}\nend\nsize 12\n";
   return j;
@@ -37,7 +37,7 @@ TEST(WorkerProtocol, JobRoundTrips) {
   EXPECT_EQ(j.timing.reps, 17);
   EXPECT_EQ(j.timing.warmup, 2);
   EXPECT_EQ(j.timing.max_seconds, 2.5);
-  EXPECT_FALSE(j.timing.flush_l2);
+  EXPECT_EQ(j.timing.l2, L2Method::read);
   EXPECT_EQ(j.seed, 99u);
   EXPECT_EQ(j.cuda_override, e.cuda_override);
   EXPECT_FALSE(d.next());

@@ -1,0 +1,119 @@
+// Explicit knobs over the defaults, group by group (passes/defaults.h, GroupMerge): a
+// knob that is not its group's leader replaces only itself where the rest of the group
+// still builds, falls back to dropping the group's defaults where it does not, and the
+// error names both attempts where neither builds.
+#include <gtest/gtest.h>
+
+#include "driver/compile.h"
+#include "ir/error.h"
+#include "passes/defaults.h"
+
+namespace loom {
+namespace {
+
+const char* kBf16 = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
+const char* kF32 = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
+
+CompiledProgram build(const std::string& expr, const std::string& knobs,
+                      const std::string& arch = "sm_90a") {
+  CompileOptions opt;
+  opt.knobs = Knobs::parse(knobs);
+  opt.target = Target::for_arch(arch);
+  return compile_expression(expr, opt);
+}
+
+std::string used(const CompiledProgram& c, const std::string& knob) {
+  auto it = c.state.used_knobs.find(knob);
+  return it == c.state.used_knobs.end() ? "<unused>" : it->second;
+}
+
+TEST(KnobGroups, StagesAloneKeepsTheWgmmaStaging) {
+  // The brief's case: STAGES=3 on the sm_90a default dropped STAGE=tma with the group,
+  // and wgmma refused the kernel.
+  CompiledProgram c = build(kBf16, "STAGES=3");
+  EXPECT_EQ(used(c, "ATOM"), "wgmma_bf16");
+  EXPECT_EQ(used(c, "STAGES"), "3");
+  EXPECT_EQ(used(c, "STAGE"), "tma");
+  EXPECT_EQ(used(c, "SWIZZLE"), "128B");
+  EXPECT_EQ(used(c, "BK"), "64");
+  EXPECT_EQ(used(c, "BN"), "256");  // the tiling group untouched
+  EXPECT_FALSE(c.cuda.empty());
+  EXPECT_EQ(c.knob_source.find("dropped"), std::string::npos) << c.knob_source;
+}
+
+TEST(KnobGroups, ATilingKnobThatIsNoLeaderKeepsTheTile) {
+  CompiledProgram c = build(kBf16, "EPILOGUE=direct");
+  EXPECT_EQ(used(c, "EPILOGUE"), "direct");
+  EXPECT_EQ(used(c, "WARP_SPECIALIZE"), "1");
+  EXPECT_EQ(used(c, "PERSISTENT"), "1");
+  EXPECT_EQ(used(c, "BN"), "256");
+}
+
+TEST(KnobGroups, LeadersStillDropTheirGroup) {
+  // Pure resolution: an explicit tile starts from none of the default tiling (MIN_BLOCKS
+  // capped registers for the default tile), and STAGE from none of the staging.
+  Knobs large = Knobs::parse(
+      "BM=128,BN=128,FM=8,FN=8,MIN_BLOCKS=2,GROUP_M=8,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4");
+  Knobs t = resolve_knobs(large, Knobs::parse("BM=64"), Knobs(), GroupMerge::keep);
+  EXPECT_FALSE(t.has("MIN_BLOCKS"));
+  EXPECT_FALSE(t.has("FM"));
+  EXPECT_EQ(t.get_int("STAGES", 0), 2);
+  Knobs s = resolve_knobs(large, Knobs::parse("STAGE=cp_async"), Knobs(), GroupMerge::keep);
+  EXPECT_FALSE(s.has("PAD_SMEM"));
+  EXPECT_FALSE(s.has("BK"));
+  Knobs k = resolve_knobs(large, Knobs::parse("STAGES=1"), Knobs(), GroupMerge::keep);
+  EXPECT_EQ(k.get_str("STAGE", ""), "sync");
+  EXPECT_EQ(k.get_int("PAD_SMEM", 0), 4);
+  EXPECT_EQ(k.get_int("STAGES", 0), 1);
+  // drop, the default, is the old rule: any knob of a group drops it.
+  EXPECT_FALSE(resolve_knobs(large, Knobs::parse("STAGES=1")).has("STAGE"));
+  // Both split counts lead the split-K group; the combine mode does not.
+  Knobs split = Knobs::parse("SPLITK=8,SPLITK_MODE=reduce,CLUSTER_K=8");
+  EXPECT_FALSE(
+      resolve_knobs(split, Knobs::parse("CLUSTER_K=2"), Knobs(), GroupMerge::keep).has("SPLITK"));
+  EXPECT_FALSE(
+      resolve_knobs(split, Knobs::parse("SPLITK=4"), Knobs(), GroupMerge::keep).has("CLUSTER_K"));
+  EXPECT_EQ(resolve_knobs(split, Knobs::parse("SPLITK_MODE=atomic"), Knobs(), GroupMerge::keep)
+                .get_int("CLUSTER_K", 0),
+            8);
+}
+
+TEST(KnobGroups, FallsBackToDroppingTheGroupWhenKeepingDoesNotBuild) {
+  // The split-K default is CLUSTER_K=8 x SPLITK=8 (reduce) with the direct epilogue;
+  // SPLITK_MODE=fixup does not compose with CLUSTER_K, so the group's defaults go and
+  // the fixup runs without the cluster, as before this rule.
+  const char* split = "matmul(A[128,16384]:bf16, B[16384,128]:bf16)";
+  CompiledProgram c = build(split, "SPLITK_MODE=fixup");
+  EXPECT_EQ(used(c, "SPLITK_MODE"), "fixup") << c.summary;
+  EXPECT_EQ(used(c, "SPLITK"), "1") << c.summary;
+  EXPECT_EQ(used(c, "CLUSTER_K"), "1") << c.summary;
+  EXPECT_NE(c.knob_source.find("were dropped"), std::string::npos) << c.knob_source;
+  EXPECT_NE(c.knob_source.find("CLUSTER_K=8"), std::string::npos) << c.knob_source;
+}
+
+TEST(KnobGroups, NeitherBuildingNamesBothReasons) {
+  // BK=128 with the default 4 stages of 128x256 slabs needs 384 KiB of shared memory;
+  // without the staging defaults wgmma has no TMA slabs.
+  try {
+    build(kBf16, "BK=128");
+    FAIL() << "BK=128 at 4 stages of 128x256 cannot fit";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("defaults (STAGE=tma"), std::string::npos) << m;
+    EXPECT_NE(m.find("kept: "), std::string::npos) << m;
+    EXPECT_NE(m.find("with those defaults dropped: "), std::string::npos) << m;
+  }
+  // Fitting knobs compile: BK=128 at 2 stages is 192 KiB + 32 KiB of strips.
+  CompiledProgram ok = build(kBf16, "BK=128,STAGES=2");
+  EXPECT_EQ(used(ok, "STAGE"), "tma");
+}
+
+TEST(KnobGroups, SimtStagingKnobsKeepTheRestOfTheGroup) {
+  CompiledProgram c = build(kF32, "BK=32", "sm_80");
+  EXPECT_EQ(used(c, "BK"), "32");
+  EXPECT_EQ(used(c, "STAGE"), "sync");
+  EXPECT_EQ(used(c, "PAD_SMEM"), "4");
+}
+
+}  // namespace
+}  // namespace loom

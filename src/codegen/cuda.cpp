@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -80,6 +83,11 @@ class Renderer {
     }
     out_ << ") {\n";
     find_packed(k);
+    // A warp-specialized kernel's roles and warpgroup indices are warp-uniform values that
+    // ptxas cannot prove uniform from threadIdx.x; every warp is whole.
+    warp_uniform_ = false;
+    walk(k.body, [&](const Stmt& x) { warp_uniform_ |= x.kind == StmtKind::Specialize; });
+    warp_uniform_ &= k.block_threads % kWarp == 0;
     SharedLayout smem = shared_layout(p_, k);
     const int64_t bytes = kernel_smem_bytes(smem, k);
     if (bytes > 0) {
@@ -106,6 +114,37 @@ class Renderer {
   }
 
  private:
+  static constexpr int64_t kWarp = 32;
+  // `threadIdx.x / c`, c a multiple of the warp size: the same in every lane of a warp.
+  static bool warp_index(const Expr& e) {
+    return e.kind() == Expr::Kind::FloorDiv && e.lhs().is_var() &&
+           e.lhs().var_name() == "threadIdx.x" && e.rhs().is_const() &&
+           e.rhs().const_value() > 0 && e.rhs().const_value() % kWarp == 0;
+  }
+  // A condition made of `threadIdx.x < c` / `c <= threadIdx.x` (c a multiple of the warp
+  // size) joined by &&: it holds for all of a warp's threads or none, and stays exact with
+  // threadIdx.x replaced by 32 * (the warp's index).
+  static bool whole_warps(const Expr& e) {
+    const auto tid = [](const Expr& x) { return x.is_var() && x.var_name() == "threadIdx.x"; };
+    const auto bound = [](const Expr& x) { return x.is_const() && x.const_value() % kWarp == 0; };
+    switch (e.kind()) {
+      case Expr::Kind::And: return whole_warps(e.lhs()) && whole_warps(e.rhs());
+      case Expr::Kind::Lt: return tid(e.lhs()) && bound(e.rhs());
+      case Expr::Kind::Le: return bound(e.lhs()) && tid(e.rhs());
+      default: return false;
+    }
+  }
+
+  // whole_warps' condition over the warp's index, as a value ptxas knows to be uniform.
+  static Expr by_warp(const Expr& e) {
+    const Expr warp = Expr::var("loom::warp_uniform(threadIdx.x / 32)");
+    switch (e.kind()) {
+      case Expr::Kind::And: return by_warp(e.lhs()) && by_warp(e.rhs());
+      case Expr::Kind::Lt: return warp < Expr(e.rhs().const_value() / kWarp);
+      default: return Expr::make(Expr::Kind::Le, Expr(e.lhs().const_value() / kWarp), warp);
+    }
+  }
+
   void line(int depth, const std::string& s) { out_ << std::string(size_t(depth) * 2, ' ') << s << "\n"; }
 
   static std::string builtin_free(const Expr& e) { return e.str(); }
@@ -213,13 +252,64 @@ class Renderer {
   // tensor is 1024-byte aligned). Rows stored in chunks (TensorDecl::row_chunk) are
   // permuted here, as TensorDecl::chunked does.
   std::string shared_address(const std::string& tensor, const Expr& offset) const {
+    return "&" + tensor + "[" + shared_offset(tensor, offset).str() + "]";
+  }
+  // The element offset behind shared_address.
+  Expr shared_offset(const std::string& tensor, const Expr& offset) const {
     const TensorDecl& t = p_.tensor(tensor);
-    if (t.row_chunk <= 0) return "&" + tensor + "[" + offset.str() + "]";
+    if (t.row_chunk <= 0) return offset;
     const int64_t L = t.shape.back().const_value(), C = t.row_chunk;
     const int64_t R = t.shape.size() >= 2 ? t.shape[t.shape.size() - 2].const_value() : 1;
     const Expr o = offset;
     const Expr physical = o / (R * L) * (R * L) + o % L / C * (R * C) + o % (R * L) / L * C + o % C;
-    return "&" + tensor + "[" + distribute_constants(physical).str() + "]";
+    return distribute_constants(physical);
+  }
+
+  // A number every value of `e` is a multiple of (its variables being any non-negative
+  // integers): 1 when nothing better is known, 0 for the constant 0.
+  static int64_t known_multiple(const Expr& e) {
+    switch (e.kind()) {
+      case Expr::Kind::Const: return e.const_value() < 0 ? -e.const_value() : e.const_value();
+      case Expr::Kind::Add:
+      case Expr::Kind::Sub:
+      case Expr::Kind::Min:
+      case Expr::Kind::Max: return std::gcd(known_multiple(e.lhs()), known_multiple(e.rhs()));
+      case Expr::Kind::Mul: return known_multiple(e.lhs()) * known_multiple(e.rhs());
+      case Expr::Kind::Mod:
+        return e.rhs().is_const() ? std::gcd(known_multiple(e.lhs()), e.rhs().const_value()) : 1;
+      default: return 1;
+    }
+  }
+  // `offset` (elements of `bytes` each) in 16-byte units, divided term by term so that
+  // ptxas sees each term's own scale (k_i * 2, not (... + k_i * 16) * 2 >> 4), or nullopt
+  // where a term is not a known multiple of 16 bytes. A term `x % m` with m dividing every
+  // value of x is 0 (the chunked layout's column remainder of a chunk-aligned origin).
+  static std::optional<Expr> in_16_bytes(const Expr& offset, int64_t bytes) {
+    std::vector<Expr> terms;
+    std::function<void(const Expr&)> flatten = [&](const Expr& e) {
+      if (e.kind() == Expr::Kind::Add) {
+        flatten(e.lhs());
+        flatten(e.rhs());
+      } else {
+        terms.push_back(e);
+      }
+    };
+    flatten(offset);
+    Expr units = 0;
+    for (const Expr& t : terms) {
+      if (t.kind() == Expr::Kind::Mod && t.rhs().is_const() &&
+          known_multiple(t.lhs()) % t.rhs().const_value() == 0)
+        continue;
+      if (t.is_const() && t.const_value() * bytes % 16 == 0) {
+        units = units + Expr(t.const_value() * bytes / 16);
+        continue;
+      }
+      if (t.kind() != Expr::Kind::Mul || !t.rhs().is_const()) return std::nullopt;
+      const int64_t scaled = t.rhs().const_value() * bytes;
+      if (scaled % 16 != 0) return std::nullopt;
+      units = units + t.lhs() * Expr(scaled / 16);
+    }
+    return units;
   }
 
   // An operand as an f32 expression: an immediate, an element of an f32 register array,
@@ -281,6 +371,12 @@ class Renderer {
         line(d, "}");
         break;
       case StmtKind::Let:
+        // A warp's index (threadIdx.x / a multiple of 32) bound where every thread of the
+        // block passes: read from lane 0, ptxas knows it is the same across the warp.
+        if (warp_uniform_ && d == 1 && warp_index(s.value)) {
+          line(d, "const " + idx_ + " " + s.var + " = loom::warp_uniform(" + s.value.str() + ");");
+          break;
+        }
         line(d, "const " + idx_ + " " + s.var + " = " + s.value.str() + ";");
         break;
       case StmtKind::Load: {
@@ -526,7 +622,18 @@ class Renderer {
         // The arms' conditions split the block by warp: each warp takes its arm, and the
         // arms run at the same time, handing buffers over through mbarriers.
         line(d, "// ---- warp specialization: " + std::to_string(s.body.size()) + " roles ----");
-        block(s.body, d);
+        for (const Stmt& arm : s.body) {
+          if (arm.kind != StmtKind::If || !warp_uniform_ || !whole_warps(arm.cond)) {
+            stmt(arm, d);
+            continue;
+          }
+          // The same split by the warp's index, which ptxas knows to be warp-uniform (a
+          // shfl from lane 0): the branch is uniform, so the arm's own warp-uniform values
+          // (loop counters, ring slots, wgmma descriptors) live in uniform registers.
+          line(d, "if (" + by_warp(arm.cond).str() + ") {");
+          block(arm.body, d + 1);
+          line(d, "}");
+        }
         break;
       case StmtKind::Stage:
         throw Error("codegen: a Stage bundle reached codegen; k:015_lower_stages must lower it");
@@ -794,9 +901,18 @@ class Renderer {
                        o.index[2].const_value());
     WgmmaOperandDesc out;
     out.transpose = f.transposed ? 1 : 0;
-    out.text = "loom::wgmma_desc(" + shared_address(o.name, o.index[0]) + ", " +
-               std::to_string(f.lbo_bytes) + ", " + std::to_string(f.sbo_bytes) + ", " +
-               std::to_string(f.swizzle_mode) + ")";
+    // The base descriptor does not depend on the loop variables, so ptxas computes it once;
+    // each wgmma then pays one add of its byte offset (wgmma_desc_advance), not the
+    // address's encoding (mask, shift, or) for both operands.
+    const std::string base = "loom::wgmma_desc(" + o.name + ", " + std::to_string(f.lbo_bytes) +
+                             ", " + std::to_string(f.sbo_bytes) + ", " +
+                             std::to_string(f.swizzle_mode) + ")";
+    const Expr offset = shared_offset(o.name, o.index[0]);
+    if (std::optional<Expr> units = in_16_bytes(offset, dtype_bytes(t.dtype)))
+      out.text = "loom::wgmma_desc_add(" + base + ", unsigned(" + units->str() + "))";
+    else
+      out.text = "loom::wgmma_desc_advance(" + base + ", unsigned(" + offset.str() + ") * " +
+                 std::to_string(dtype_bytes(t.dtype)) + "u)";
     return out;
   }
 
@@ -813,6 +929,7 @@ class Renderer {
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;
+  bool warp_uniform_ = false;  // the kernel is warp-specialized (whole warps)
   int reduce_depth_ = 0;  // reduce loops enclosing the statement being rendered
 };
 

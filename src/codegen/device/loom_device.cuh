@@ -562,12 +562,29 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* smem, unsig
          static_cast<unsigned long long>((sbo & 0x3FFFFu) >> 4) << 32 |
          static_cast<unsigned long long>(swizzle_mode & 3) << 62;
 }
-// The same descriptor moved `bytes` (a multiple of 16) further: the next K-step of a
-// K-major row (32 B) or the next ring slot. The start field never carries into LBO for
-// shared addresses below 256 KiB.
+// `v` as lane 0 has it: for a value that is the same in every lane of the warp (a warp or
+// warpgroup index, threadIdx.x / 32k), which ptxas cannot prove from threadIdx.x. Marked
+// uniform, it and what is computed from it (branches, wgmma descriptors) may use the
+// uniform datapath instead of vector registers copied over with R2UR before each wgmma.
+// Every lane of the warp must execute it.
+__device__ __forceinline__ int warp_uniform(unsigned v) {
+  return __shfl_sync(0xffffffffu, static_cast<int>(v), 0);
+}
+
+// The same descriptor moved `units16` 16-byte units (or `bytes`, a multiple of 16)
+// further: the next K-step of a K-major row (32 B) or the next ring slot. The start field
+// never carries into LBO for shared addresses below 256 KiB, so the add touches the low
+// word only. Codegen builds every descriptor this way, the tensor's base descriptor
+// (loop-invariant, computed once) plus the operand's offset: one add per operand per
+// wgmma, where encoding the address afresh costs a mask, a shift and an or on top.
+__device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long desc,
+                                                             unsigned units16) {
+  const unsigned lo = static_cast<unsigned>(desc) + units16;
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
 __device__ __forceinline__ unsigned long long wgmma_desc_advance(unsigned long long desc,
                                                                  unsigned bytes) {
-  return desc + (bytes >> 4);
+  return wgmma_desc_add(desc, bytes >> 4);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

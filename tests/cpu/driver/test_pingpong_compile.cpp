@@ -44,8 +44,11 @@ TEST(PingPongCompile, KernelsCompileForSm90aWithoutSpills) {
     opt.knobs = Knobs::parse(c.knobs);
     CompiledProgram p = compile_expression(c.expr, opt);
     EXPECT_NE(p.cuda.find(c.atom), std::string::npos);
-    EXPECT_NE(p.cuda.find("if (threadIdx.x < 128) {"), std::string::npos);
-    EXPECT_NE(p.cuda.find("if (128 <= threadIdx.x && threadIdx.x < 256) {"), std::string::npos);
+    // The arms split by warp index, read warp-uniformly (codegen, test_mainloop_diet).
+    EXPECT_NE(p.cuda.find("if (loom::warp_uniform(threadIdx.x / 32) < 4) {"), std::string::npos);
+    EXPECT_NE(p.cuda.find("if (4 <= loom::warp_uniform(threadIdx.x / 32) && "
+                          "loom::warp_uniform(threadIdx.x / 32) < 8) {"),
+              std::string::npos);
     EXPECT_EQ(p.state.kernel.kernels.at(0).block_threads, 384);
     CompileResult r = nvrtc(p);
     ASSERT_GT(r.cubin.size(), 0u) << r.log;

@@ -331,7 +331,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // SWAP_AB too: it changes what BM and BN tile (N and M), so an explicit tile keeps
       // the orientation it was written for.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
-       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "SWAP_AB",
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "CLUSTER_N",
+       "SWAP_AB",
        "CONSUMERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE", "CLUSTER_K"}};
@@ -364,6 +365,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   if (out.get_int("SPLITK", 1) > 1 && out.get_str("SPLITK_MODE", "reduce") != "reduce" &&
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
+  // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
+  // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
+  if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&
+      (explicit_knobs.get_int("CLUSTER_M", 1) > 1 || explicit_knobs.get_int("CLUSTER_N", 1) > 1))
+    out.set("CLUSTER_K", "1");
   return out;
 }
 

@@ -76,7 +76,7 @@ void fuse(CompileState& st, size_t fix_index) {
     throw Error("SPLITK_MODE=fixup with a cluster of " + std::to_string(split.cluster[0]) +
                 " CTAs (CLUSTER_M, CLUSTER_N): its atomic combine summed wrong on the GPU with "
                 "clusters though the interpreter passed it; use CLUSTER_M=1 and CLUSTER_N=1, "
-                "or SPLITK_MODE=partials (plain partial-tile stores) or reduce");
+                "SPLITK_MODE=partials (plain partial-tile stores), or SPLITK_MODE=reduce");
   const std::string m_b = loops[loops.size() - 2] + "_b", n_b = loops.back() + "_b";
   if (!top_let(split, m_b) || !top_let(split, n_b))
     throw Error("SPLITK_MODE=" + std::string(partials ? "partials" : "fixup") +

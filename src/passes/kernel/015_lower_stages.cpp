@@ -608,8 +608,9 @@ Pass pass_lower_stages() {
                     throw Error("shared memory: kernel " + k.name + " needs " +
                                 std::to_string(bytes) + " B (knobs " + s.knobs.str() +
                                 "); this GPU allows " + std::to_string(s.target.smem_per_block) +
-                                " B (" + std::to_string(s.target.smem_per_block / 1024) +
-                                " KB) per block — lower BM, BN, BK or STAGES");
+                                " B per block (" +
+                                std::to_string(s.target.smem_per_block / 1024) +
+                                " KB) — lower BM, BN, BK or STAGES");
                 }
               }};
 }

@@ -343,7 +343,7 @@ class Renderer {
   }
   static std::string mbar(const Stmt& s) { return "&loom_mbar[" + s.value.str() + "]"; }
   static bool always_zero(const Expr& e) { return e.is_const() && e.const_value() == 0; }
-  // A multicast mask: constant (the passes emit all-CTA masks).
+  // A constant multicast mask (the slot releases of k:030 go to every CTA of the cluster).
   static int64_t cluster_mask(const Stmt& s) {
     if (!s.multicast.is_const())
       throw Error("codegen: multicast mask " + s.multicast.str() + " is not a constant");
@@ -545,8 +545,12 @@ class Renderer {
           if (s.src_index.size() != 2)
             throw Error("codegen: a multicast TMA load of " + std::to_string(s.src_index.size()) +
                         " dimensions (Loom's multicast wrapper is 2-D: clusters take 2-D GEMMs)");
+          // A 2-D cluster's mask depends on the CTA's rank digits (k:015: A's cluster row,
+          // B's column): an expression, evaluated once per issue.
+          const std::string mask = s.multicast.is_const() ? std::to_string(cluster_mask(s))
+                                                          : "(" + s.multicast.str() + ")";
           call = "loom::tma_load_2d_multicast(" + shared_address(s.tensor, s.index.at(0)) + ", &" +
-                 s.dst + ", " + mbar(s) + ", (unsigned short)" + std::to_string(cluster_mask(s));
+                 s.dst + ", " + mbar(s) + ", (unsigned short)" + mask;
         }
         for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
         line(d, call + ");");

@@ -148,8 +148,24 @@ static bool wgmma_decode(const Gemm& s) {
 // (CLUSTER_K, the largest power of two up to 8 that keeps every CTA on its own SM): 128
 // CTAs at N = 4096, each streaming half a tile's K, their 64 x M partial tiles added
 // through distributed shared memory — no atomics, no second launch. Predicted (not yet
-// measured): ~2.7 TB/s, 32 MB in ~12 us + ~1 us of tile exchange and epilogue.
+// measured): ~2.7 TB/s, 32 MB in ~12 us + ~1 us of tile exchange and epilogue. That is
+// the M <= 32 schedule (16x4096x4096: 8.7 us vs cuBLAS 9.7 in graph replay on H200);
+// M > 32 takes cuBLAS's 2-CTA weight-sharing clusters (below).
 static Knobs wgmma_decode_defaults(const Gemm& s, int sm_count) {
+  // M > 32: cuBLAS's decode organization (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on
+  // H200: 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which
+  // stalled 38% at a CTA barrier): the small dimension in two halves of BN = M/2 columns,
+  // the two CTAs of a cluster (CLUSTER_N=2) sharing each 64-row weight slab by multicast,
+  // 64-deep slabs in a 16-deep ring (12 KB stages). 128 CTAs at N = 4096 each load half a
+  // weight slab and read it whole; no partial tiles to add. Predicted ~12 us under ncu
+  // (32 MB at ~2.7 TB/s): to be confirmed on the GPU before it stays.
+  if (s.M > 32) {
+    const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8, bk = 64;
+    const int64_t depth = std::min<int64_t>(16, 200 * 1024 / ((64 + half) * bk * 2));
+    return Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(half) +
+                        ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(depth) +
+                        ",EPILOGUE=direct,WARP_SPECIALIZE=1,CLUSTER_N=2");
+  }
   const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 128;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
   const int64_t stages = std::min<int64_t>(8, 200 * 1024 / stage_bytes);
@@ -206,24 +222,38 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
     }
     return k;
   }
-  // Few tiles, long K (128x128x16384: one tile): the warp-specialized 128x128 schedule
-  // with K split among c CTAs of a cluster (CLUSTER_K: partials added through distributed
-  // shared memory, l:022/k:057) and S such clusters (SPLITK, the two-kernel reduce), c the
+  // Few tiles, long K (128x128x16384: one tile). Session 8's schedule was the
+  // warp-specialized 128x128 one with K split among c CTAs of a cluster (CLUSTER_K:
+  // partials added through distributed shared memory, l:022/k:057) and S such clusters
+  // (SPLITK, the two-kernel reduce), c the
   // largest power of two up to 8 with every CTA two slabs deep, and S such that the
   // clusters fill at most half the SMs. Half, not all: an H100 holds only 15 clusters of
   // 8 CTAs of this size at once (clusters do not straddle GPCs), so 16 clusters ran in two
   // waves — 25.1 us at 8 x 16 against 16.9 us at 8 x 8 and 17.8 us at 8 x 4 (H100,
   // session 8; session 7's S = 64 without clusters: 17.6 us; cuBLAS 12.7 us).
+  // cuBLAS's organization instead (nvjet_sm90_tst_64x32_64x16_2x4_h_bz_splitK, 6.98 us at
+  // 128x128x16384 on H200 against our 9.3 us): 64x32 tiles of one consumer warpgroup in
+  // 2x4 clusters over M and N (A multicast along a cluster row, B along a column: each CTA
+  // loads a quarter of A's slab and half of B's), 64-deep slabs in an 8-deep ring (96 KB,
+  // so two CTAs fit an SM and the 8-CTA clusters place easily), and K split S ways with the
+  // partial tiles summed by the last CTA of each tile in the same launch (SPLITK_MODE=
+  // partials: 11 x 8 KB to read, no atomics). S: as many clusters as about two thirds of
+  // SMs / 8 (11 on 132 SMs, cuBLAS's count; 16 clusters of 8 did not fit an H100 at once,
+  // session 8), each split at least 4 slabs deep. Predicted ~7 us: to be confirmed on the
+  // GPU before it stays.
   if (wgmma_split_k(s, sm_count)) {
-    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 127) / 128);
-    int64_t c = 1, S = 1;
-    while (c < 8 && tiles * c * 2 <= sm_count && s.K / (c * 2) >= 128) c *= 2;
-    while (tiles * c * S * 4 <= sm_count && s.K / (c * S * 2) >= 128) S *= 2;
-    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab +
-                           ",EPILOGUE=direct,WARP_SPECIALIZE=1,CLUSTER_K=" + std::to_string(c));
+    const int64_t mt = (s.M + 63) / 64, nt = (s.N + 31) / 32;
+    const int64_t cm = mt >= 2 ? 2 : 1, cn = nt >= 4 ? 4 : nt >= 2 ? 2 : 1;
+    const int64_t clusters = ((mt + cm - 1) / cm) * ((nt + cn - 1) / cn);
+    const int64_t budget = std::max<int64_t>(1, 2 * sm_count / (3 * cm * cn));
+    const int64_t S = std::max<int64_t>(1, std::min(budget / clusters, s.K / (4 * 64)));
+    Knobs k = Knobs::parse("WM=1,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=8,"
+                           "EPILOGUE=direct,WARP_SPECIALIZE=1");
+    if (cm > 1) k.set("CLUSTER_M", std::to_string(cm));
+    if (cn > 1) k.set("CLUSTER_N", std::to_string(cn));
     if (S > 1) {
       k.set("SPLITK", std::to_string(S));
-      k.set("SPLITK_MODE", "reduce");
+      k.set("SPLITK_MODE", "partials");
     }
     return k;
   }
@@ -340,7 +370,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // SWAP_AB too: it changes what BM and BN tile (N and M), so an explicit tile keeps
       // the orientation it was written for.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
-       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "SWAP_AB",
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "CLUSTER_N",
+       "SWAP_AB",
        "CONSUMERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE", "CLUSTER_K"}};
@@ -374,6 +405,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   if (out.get_int("SPLITK", 1) > 1 && out.get_str("SPLITK_MODE", "reduce") != "reduce" &&
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
+  // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
+  // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
+  if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&
+      (explicit_knobs.get_int("CLUSTER_M", 1) > 1 || explicit_knobs.get_int("CLUSTER_N", 1) > 1))
+    out.set("CLUSTER_K", "1");
   return out;
 }
 

@@ -55,8 +55,11 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::split_k,
                     {{"fma", {"1", "2", "4", "8", "16", "32", "64", "128"}},
                      {"wgmma", {"1", "4", "16", "64"}, 90}}),
-      KnobDef{"SPLITK_MODE", "how split-K partial sums combine", "l:020_split_k", 0, 0, false,
-       {"reduce", "atomic", "fixup"}}
+      KnobDef{"SPLITK_MODE", "how split-K partial sums combine: reduce (a second kernel sums "
+       "the partial tiles), atomic (f32 adds into the output), fixup (f32 adds into a "
+       "workspace, the last CTA of a tile finishes it) or partials (plain partial-tile stores, "
+       "the last CTA of a tile sums them; one launch, no atomics, composes with clusters)",
+       "l:020_split_k", 0, 0, false, {"reduce", "atomic", "fixup", "partials"}}
           .searched(SearchGroup::split_k,
                     {{"fma", {"reduce", "atomic"}}, {"wgmma", {"reduce", "fixup"}, 90}}),
       KnobDef{"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
@@ -93,7 +96,9 @@ const std::vector<KnobDef>& knob_registry() {
        "[BN][BK] (K contiguous: the transposed B that tf32 ldmatrix reads; a row-major B "
        "is transposed by 4-byte cp.async copies, or through registers with STAGE=sync), "
        "kouter = [BK][BN]", "t:040_stage_inputs", 0, 0, false, {"kinner", "kouter"}},
-      KnobDef{"STAGES", "shared buffers per staged slab (a ring)", "t:050_multibuffer", 1, 8}
+      KnobDef{"STAGES", "shared buffers per staged slab (a ring; up to 16 where shared memory "
+              "allows: small tiles stream a decode weight through deep rings)",
+              "t:050_multibuffer", 1, 16}
           .searched(SearchGroup::staging, {{"fma", {"2", "3", "4"}},
                                            {"mma", {"2", "3", "4"}},
                                            {"wgmma", {"3", "4", "5", "6", "8"}, 90}}),
@@ -164,6 +169,11 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}
           .searched(SearchGroup::other, {{"wgmma", {"2", "1"}, 90}}),
+      KnobDef{"CLUSTER_N", "CTAs per thread-block cluster along N: they share each A slab, every "
+       "CTA's producer loading 1/CLUSTER_N of it for all by TMA multicast (1, 2, 4 or 8; with "
+       "CLUSTER_M a 2-D cluster of CLUSTER_M x CLUSTER_N CTAs, at most 8, A multicast along "
+       "N and B along M; after SWAP_AB, N is the original M; ATOM=wgmma_*, WARP_SPECIALIZE=1)",
+       "t:010_partition_loops", 1, 8},
       KnobDef{"CLUSTER_K", "CTAs of a thread-block cluster splitting one output tile's K: each "
        "reduces 1/CLUSTER_K of it, then they add their f32 partial tiles through distributed "
        "shared memory, each finishing 1/CLUSTER_K of the rows (1 = no split; 2..8; "

@@ -11,7 +11,9 @@
 //     blockIdx Lets they depend on; those among the thread loops follow threadIdx's.
 //     A CLUSTER loop (CLUSTER_M) below them is the CTA's rank in a 1-D cluster along x:
 //     blockIdx.x = tile * CM + rank, `let m_cta = blockIdx.x % CM`, KernelOp::cluster = CM
-//     (CLUSTER_K's loop the same way, but KernelOp::cluster is k:057's to set).
+//     (CLUSTER_K's loop the same way, but KernelOp::cluster is k:057's to set). Two of
+//     them (CLUSTER_M x CLUSTER_N) are the digits of one 1-D rank: `let m_cta = blockIdx.x
+//     % (CM*CN) / CN`, `let n_cta = blockIdx.x % CN`, KernelOp::cluster = CM*CN.
 //  2. The WARP and THREAD loops below them (constant extents) map to one threadIdx.x,
 //     the last loop fastest: `let m_t = threadIdx.x / TN`, `let n_t = threadIdx.x % TN`.
 //     WARP loops with no THREAD loop under them (ATOM=mma_*: a warp computes its atoms
@@ -64,7 +66,7 @@ Nest peel(const Block& body) {
     }
   };
   descend(Tier::Grid, n.grid, true);
-  // A CLUSTER loop (CLUSTER_M): the CTA's rank in its cluster, blockIdx.x % CM.
+  // CLUSTER loops (CLUSTER_M, CLUSTER_N, CLUSTER_K): the CTA's rank in its cluster.
   descend(Tier::Cluster, n.cluster, true);
   // WARP loops (t:010 with WM/WN) sit above the lane loops; together they are one
   // mixed-radix decomposition of threadIdx.x, so warp w = threadIdx.x / 32.
@@ -125,19 +127,32 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   fold({grid.back()}, 0, k, value);
   Block cluster_lets;
   if (!nest.cluster.empty()) {
-    // blockIdx.x = tile * CM + rank: the CM CTAs of a cluster are consecutive along x.
-    const Stmt& c = *nest.cluster[0];
-    if (nest.cluster.size() != 1 || !c.extent.is_const())
-      throw Error("k:010_bind_hardware: kernel '" + k.name + "' has a cluster nest Loom does not "
-                  "map (one constant CLUSTER loop)");
-    const int64_t C = c.extent.const_value();
+    // blockIdx.x = tile * C + rank: the C CTAs of a cluster are consecutive along x. Two
+    // CLUSTER loops (CLUSTER_M x CLUSTER_N) are the digits of the rank, the last fastest:
+    // rank = m_cta * CN + n_cta. The hardware cluster stays 1-D (C, 1, 1): its rank is
+    // all the multicast masks need, and the grid keeps its x/y/z roles.
+    int64_t C = 1;
+    for (const Stmt* c : nest.cluster) {
+      if (!c->extent.is_const() || nest.cluster.size() > 2 ||
+          (nest.cluster.size() > 1 && c->axis == "cluster_k"))
+        throw Error("k:010_bind_hardware: kernel '" + k.name + "' has a cluster nest Loom does "
+                    "not map (one or two constant CLUSTER loops over M and N, or CLUSTER_K's)");
+      C *= c->extent.const_value();
+    }
     value[grid.back()] = Expr::var("blockIdx.x") / C;
     k.grid[0] = k.grid[0] * C;
     // CLUSTER_K's CTAs (axis "cluster_k") work alone until k:057 adds the reduction that
     // joins them and launches them as clusters: the mainloop passes see no cluster (no
     // multicast, no cluster-wide slot release).
-    if (c.axis != "cluster_k") k.cluster[0] = int(C);
-    cluster_lets.push_back(Stmt::Let(c.var, Expr::var("blockIdx.x") % C));
+    if (nest.cluster[0]->axis != "cluster_k") k.cluster[0] = int(C);
+    int64_t inner = 1;
+    for (size_t i = nest.cluster.size(); i-- > 0;) {
+      const Stmt& c = *nest.cluster[i];
+      const int64_t e = c.extent.const_value();
+      cluster_lets.insert(cluster_lets.begin(),
+                          Stmt::Let(c.var, Expr::var("blockIdx.x") % (e * inner) / inner));
+      inner *= e;
+    }
   }
   if (!rasterized) fold({grid[grid.size() - 2]}, 1, k, value);
   if (rasterized && leading.size() >= 2) {

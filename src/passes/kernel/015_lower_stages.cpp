@@ -14,6 +14,7 @@
 // tma (sm_90) replaces steps 1-4 (lower_tma below): the copy engine moves each slab as
 // one box, so one elected thread issues one TMA load per slab, all completing on the
 // ring slot's mbarrier; every thread waits on that barrier's phase instead of a bar.sync.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -163,16 +164,92 @@ class Lowerer {
                   ": use STAGE=cp_async");
   }
 
-  // A cluster kernel's rank Let (k:010: `let m_cta = blockIdx.x % CM`).
+  // A cluster kernel's rank Lets (k:010): `let m_cta = blockIdx.x % CM` for a 1-D cluster,
+  // or the digits of a 2-D one, `let m_cta = blockIdx.x % C / CN`, `let n_cta = blockIdx.x
+  // % CN`: each a (var, stride, extent) of rank = sum of var * stride.
   void find_cluster_rank() {
-    if (k_.cluster[0] <= 1) return;
-    for (const Stmt& s : k_.body)
-      if (s.kind == StmtKind::Let && s.value.kind() == Expr::Kind::Mod &&
-          s.value.lhs().is_var() && s.value.lhs().var_name() == "blockIdx.x" &&
-          s.value.rhs().is_const() && s.value.rhs().const_value() == k_.cluster[0])
-        rank_ = s.var;
-    if (rank_.empty())
-      throw Error("k:015_lower_stages: cluster kernel " + k_.name + " has no rank Let");
+    const int64_t C = k_.cluster[0];
+    if (C <= 1) return;
+    auto is_rank_mod = [&](const Expr& e) {
+      return e.kind() == Expr::Kind::Mod && e.lhs().is_var() &&
+             e.lhs().var_name() == "blockIdx.x" && e.rhs().is_const() &&
+             C % e.rhs().const_value() == 0;
+    };
+    int64_t covered = 1;
+    for (const Stmt& s : k_.body) {
+      if (s.kind != StmtKind::Let) continue;
+      const Expr& v = s.value;
+      if (is_rank_mod(v)) {
+        digits_.push_back({s.var, 1, v.rhs().const_value()});
+      } else if (v.kind() == Expr::Kind::FloorDiv && is_rank_mod(v.lhs()) && v.rhs().is_const() &&
+                 v.lhs().rhs().const_value() % v.rhs().const_value() == 0) {
+        const int64_t d = v.rhs().const_value();
+        digits_.push_back({s.var, d, v.lhs().rhs().const_value() / d});
+      } else {
+        continue;
+      }
+      covered *= digits_.back().extent;
+    }
+    if (digits_.empty() || covered != C)
+      throw Error("k:015_lower_stages: cluster kernel " + k_.name + " has no rank Lets covering "
+                  "its " + std::to_string(C) + " CTAs");
+  }
+
+  // The CTAs of the cluster that agree with this one on every rank digit `src_index`
+  // uses (they read the same slab): their count, this CTA's place among them, and the
+  // mask of their ranks (for a 2-D cluster an expression of the used digits: A's row
+  // of CTAs, B's column; Eq terms because the IR has no shifts).
+  struct Sharers {
+    int64_t count = 1;
+    Expr place = 0, mask = 0;
+  };
+  Sharers sharers(const std::vector<Expr>& src_index) const {
+    Sharers sh;
+    std::vector<const ClusterDigit*> used, free;
+    for (const ClusterDigit& d : digits_) {
+      bool u = false;
+      for (const Expr& e : src_index) u |= e.uses(d.var);
+      (u ? used : free).push_back(&d);
+    }
+    // place: the free digits as one mixed-radix number, in rank order (the smaller
+    // stride faster).
+    int64_t radix = 1;
+    std::vector<const ClusterDigit*> by_stride = free;
+    std::sort(by_stride.begin(), by_stride.end(),
+              [](const ClusterDigit* a, const ClusterDigit* b) { return a->stride < b->stride; });
+    for (const ClusterDigit* d : by_stride) {
+      sh.place = sh.place + Expr::var(d->var) * radix;
+      radix *= d->extent;
+    }
+    sh.count = radix;
+    // The ranks whose used digits are 0: every value of the free digits.
+    int64_t base = 0;
+    const int64_t C = k_.cluster[0];
+    for (int64_t r = 0; r < C; ++r) {
+      bool zero = true;
+      for (const ClusterDigit* d : used) zero &= r / d->stride % d->extent == 0;
+      if (zero) base |= int64_t(1) << r;
+    }
+    if (used.empty()) {
+      sh.mask = base;
+      return sh;
+    }
+    // Shifted by this CTA's used digits: one term per combination of their values.
+    std::vector<int64_t> val(used.size(), 0);
+    for (;;) {
+      int64_t shift = 0;
+      Expr when = 1;
+      for (size_t i = 0; i < used.size(); ++i) {
+        shift += val[i] * used[i]->stride;
+        Expr eq = Expr::make(Expr::Kind::Eq, Expr::var(used[i]->var), Expr(val[i]));
+        when = i == 0 ? eq : (when && eq);
+      }
+      sh.mask = sh.mask + when * (base << shift);
+      size_t i = 0;
+      while (i < used.size() && ++val[i] == used[i]->extent) val[i++] = 0;
+      if (i == used.size()) break;
+    }
+    return sh;
   }
 
   // One slab as one TMA box: checks what the copy engine and the tensor map require,
@@ -274,22 +351,24 @@ class Lowerer {
                   std::to_string(align) + " B");
 
     total += chunks * elems * eb;  // what lands in this CTA, from its loads or its peers'
-    // In a cluster, a slab the CTAs share (its source index does not name the rank: B
-    // under CLUSTER_M) is split among them: rank r loads 1/C of it and multicasts that
-    // part to every CTA, so each CTA's L2 reads of B drop by C. The split takes whole
-    // chunks when the slab has C or more, else whole rows.
-    const int64_t C = k_.cluster[0];
-    bool shared_by_cluster = C > 1;
-    for (const Expr& e : c.src_index) shared_by_cluster &= !e.uses(rank_);
+    // In a cluster, a slab several CTAs share (its source index does not name a rank
+    // digit: B under CLUSTER_M, A under CLUSTER_N) is split among them: each loads 1/C of
+    // it and multicasts that part to every sharer, so each CTA's L2 reads of it drop by C.
+    // The split takes whole chunks when the slab has C or more, else whole rows.
+    const Sharers sh = sharers(c.src_index);
+    const int64_t C = sh.count;
+    const bool shared_by_cluster = C > 1;
     int64_t split_chunks = 1, split_rows = 1;
     if (shared_by_cluster) {
       if (chunks % C == 0) split_chunks = C;
       else if (rank >= 2 && ext[rank - 2] % C == 0 && (ext[rank - 2] / C) % 8 == 0) split_rows = C;
       else
-        throw Error("CLUSTER_M=" + std::to_string(C) + ": slab " + c.shared + " (" +
-                    std::to_string(chunks) + " chunks of " + std::to_string(ext[rank - 2]) +
-                    " rows) does not split into " + std::to_string(C) +
-                    " parts of whole chunks or 8-row groups: choose BN (or BK) so it does");
+        throw Error("a cluster of " + std::to_string(k_.cluster[0]) + " CTAs shares slab " +
+                    c.shared + " among " + std::to_string(C) + " of them (CLUSTER_M, "
+                    "CLUSTER_N), but its " + std::to_string(chunks) + " chunks of " +
+                    std::to_string(ext[rank - 2]) + " rows do not split into " +
+                    std::to_string(C) + " parts of whole chunks or 8-row groups: choose BM, "
+                    "BN (or BK) so they do, or a smaller cluster");
     }
     if (split_rows > 1) {
       ext[rank - 2] /= split_rows;
@@ -307,8 +386,8 @@ class Lowerer {
     Expr origin = 0;
     auto strides = dst.strides();
     for (size_t i = 0; i < np; ++i) origin = origin + c.shared_prefix[i] * strides[i];
-    const Expr r = shared_by_cluster ? Expr::var(rank_) : Expr(0);
-    const Expr all = shared_by_cluster ? Expr((int64_t(1) << C) - 1) : Expr(0);
+    const Expr r = shared_by_cluster ? sh.place : Expr(0);
+    const Expr all = shared_by_cluster ? sh.mask : Expr(0);
     if (split_rows > 1) {
       // Rank r's rows r*R/C.. of the slab, in every chunk: a slab of several chunks (BN=192:
       // three 64-column strips) is split by rows within each strip, one box per strip.
@@ -495,7 +574,12 @@ class Lowerer {
   CompileState& s_;
   KernelProgram& p_;
   KernelOp& k_;
-  std::string rank_;  // the cluster rank Let of a cluster kernel
+  // A digit of a cluster kernel's rank: rank = sum of var * stride, var < extent.
+  struct ClusterDigit {
+    std::string var;
+    int64_t stride, extent;
+  };
+  std::vector<ClusterDigit> digits_;
 };
 
 // The dynamic buffer starts 1024-byte aligned (codegen asks for it when a kernel has
@@ -530,7 +614,9 @@ Pass pass_lower_stages() {
                     throw Error("shared memory: kernel " + k.name + " needs " +
                                 std::to_string(bytes) + " B (knobs " + s.knobs.str() +
                                 "); this GPU allows " + std::to_string(s.target.smem_per_block) +
-                                " B per block — lower BM, BN, BK or STAGES");
+                                " B per block (" +
+                                std::to_string(s.target.smem_per_block / 1024) +
+                                " KB) — lower BM, BN, BK or STAGES");
                 }
               }};
 }

@@ -28,9 +28,12 @@
 // The producer arm keeps the loops and Lets around the issue (a persistent tile loop
 // included) and nothing else. Knobs: WARP_SPECIALIZE, PRODUCER_REGS, CONSUMER_REGS
 // (0: no setmaxnreg).
-// In a cluster (CLUSTER_M) each CTA's slot is filled partly by its peers' producers, so
-// the empty barriers count the consumers of every CTA, each release arrives on every
-// CTA's barrier (a multicast arrive), and a cluster sync closes the kernel.
+// In a cluster (CLUSTER_M, CLUSTER_N) each CTA's slot is filled partly by its peers'
+// producers, so the empty barriers count the consumers of every CTA, each release arrives
+// on every CTA's barrier (a multicast arrive), and a cluster sync closes the kernel. In a
+// 2-D cluster only the CTA's row (A) and column (B) refill its slot; releasing to all C
+// CTAs costs C - (CM + CN - 1) extra remote arrivals per slab but keeps the counts and the
+// mask constant.
 //
 // Ping-pong consumers (CONSUMERS=pingpong; t:010 tiled for one warpgroup, and t:027 made
 // the kernel persistent): two consumer warpgroups run that one-warpgroup kernel, each on

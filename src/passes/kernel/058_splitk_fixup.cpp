@@ -8,7 +8,8 @@
 // and no pass over the tiles nobody is waiting for:
 //  1. The fixup kernel's grid Lets go (its tile is the split kernel's: the same m_b, n_b
 //     and batch names, which t:010 derived from the same Loop IR loops; with CLUSTER_M
-//     its block row is m_b * CM + m_cta), and the names it defines that the split kernel
+//     its block row is m_b * CM + m_cta, with CLUSTER_N its block column n_b * CN +
+//     n_cta), and the names it defines that the split kernel
 //     also defines get a suffix.
 //  2. After the split kernel's body, the threads that wrote partial sums (all of them,
 //     or the consumer warpgroups of a specialized kernel: k:030's producer is the last
@@ -17,10 +18,13 @@
 //     first threads of the block.
 //  3. The fused kernel takes the fixup kernel's parameters and the counters; the fixup
 //     kernel is dropped.
-// Why atomics into one workspace and not S partial tiles summed by the last CTA: that
-// CTA would read S * BM * BN * 4 bytes alone (2 MB for a 128 x 128 tile at S = 32: tens
-// of microseconds on one SM), while the atomic adds spread the combine over every CTA
-// and the L2, and leave the last CTA one tile to read.
+// Why atomics into one workspace (fixup) and not S partial tiles summed by the last CTA
+// (partials): that CTA would read S * BM * BN * 4 bytes alone (2 MB for a 128 x 128 tile
+// at S = 32: tens of microseconds on one SM), while the atomic adds spread the combine
+// over every CTA and the L2, and leave the last CTA one tile to read. For small tiles the
+// balance turns (88 KB for 11 splits of 64 x 32), and partials' plain stores are what
+// clusters compose with: SPLITK_MODE=partials (l:020) hands this pass a splitk_fixup op
+// that sums the partial tiles, fused the same way.
 // Placed after k:055 so the split kernel's mainloop and epilogue and the fixup body are
 // final (vectorized, unrolled) and no pass has to understand the fused form, and before
 // k:060, which sets the fused kernel's launch bounds.
@@ -61,16 +65,22 @@ void fuse(CompileState& st, size_t fix_index) {
   if (!s_loop.extent.is_const())
     throw Error("k:058_splitk_fixup: the split count " + s_loop.extent.str() + " is not a constant");
   const int64_t S = s_loop.extent.const_value();
-  // In a cluster the CTAs of one (m_b, n_b) tile hold different rows (m_cta), so they
-  // cannot share its counter and workspace tile; the GPU showed wrong sums (H100, session
-  // 7) where the interpreter's one-cluster-at-a-time schedule did not.
-  if (split.cluster[0] > 1)
-    throw Error("SPLITK_MODE=fixup with CLUSTER_M=" + std::to_string(split.cluster[0]) +
-                ": the fixup counts arrivals per cluster tile, whose CTAs hold different rows; "
-                "use CLUSTER_M=1, or SPLITK_MODE=reduce");
+  // In a cluster each CTA arrives on its own block's counter (m_block, n_block below), yet
+  // the atomic fixup summed wrong on the GPU with CLUSTER_M=2 (H100, session 7) where the
+  // interpreter's one-cluster-at-a-time schedule did not, cause not found: refused. The
+  // partials mode stores plain partial tiles and sums them after the counter's acquire,
+  // the ordering the unclustered fixup already relies on: allowed (GPU cases in
+  // tests/gpu/small_tile_cases.h).
+  const bool partials = st.knobs.get_str("SPLITK_MODE", "reduce") == "partials";
+  if (split.cluster[0] > 1 && !partials)
+    throw Error("SPLITK_MODE=fixup with a cluster of " + std::to_string(split.cluster[0]) +
+                " CTAs (CLUSTER_M, CLUSTER_N): its atomic combine summed wrong on the GPU with "
+                "clusters though the interpreter passed it; use CLUSTER_M=1 and CLUSTER_N=1, "
+                "SPLITK_MODE=partials (plain partial-tile stores), or SPLITK_MODE=reduce");
   const std::string m_b = loops[loops.size() - 2] + "_b", n_b = loops.back() + "_b";
   if (!top_let(split, m_b) || !top_let(split, n_b))
-    throw Error("SPLITK_MODE=fixup finishes each output tile in the CTA that arrives last, "
+    throw Error("SPLITK_MODE=" + std::string(partials ? "partials" : "fixup") +
+                " finishes each output tile in the CTA that arrives last, "
                 "after its mainloop; kernel " + split.name + " binds no tile of its own at the "
                 "top (PERSISTENT=1 walks many tiles per CTA): use PERSISTENT=0, or "
                 "SPLITK_MODE=reduce");
@@ -88,9 +98,14 @@ void fuse(CompileState& st, size_t fix_index) {
     if (grid) grid_vars.insert(s.var);
     else body.push_back(s);
   }
-  const std::string m_cta = loops[loops.size() - 2] + "_cta";
-  const int CM = split.cluster[0];
-  if (CM > 1) substitute_block(body, {{m_b, Expr::var(m_b) * CM + Expr::var(m_cta)}});
+  // In a cluster the split kernel's m_b (n_b) counts clusters of CM (CN) block rows
+  // (columns); the CTA's own block is m_b * CM + m_cta (n_b * CN + n_cta).
+  const int64_t CM = st.knobs.get_int("CLUSTER_M", 1), CN = st.knobs.get_int("CLUSTER_N", 1);
+  const Expr m_block = CM > 1 ? Expr::var(m_b) * CM + Expr::var(loops[loops.size() - 2] + "_cta")
+                              : Expr::var(m_b);
+  const Expr n_block = CN > 1 ? Expr::var(n_b) * CN + Expr::var(loops.back() + "_cta")
+                              : Expr::var(n_b);
+  substitute_block(body, {{m_b, m_block}, {n_b, n_block}});
   rename_clashes(body, bound_names(split.body), "_fx");
 
   // 2: the arrival and the fixup of the last CTA.
@@ -107,8 +122,8 @@ void fuse(CompileState& st, size_t fix_index) {
   LOOM_CHECK(counter, "t:010 declares the tile counters with splitk_fixup");
   std::vector<Expr> at;
   for (size_t i = 0; i + 2 < loops.size(); ++i) at.push_back(Expr::var(loops[i]));
-  at.push_back(CM > 1 ? Expr::var(m_b) * CM + Expr::var(m_cta) : Expr::var(m_b));
-  at.push_back(Expr::var(n_b));
+  at.push_back(m_block);
+  at.push_back(n_block);
   const std::vector<Expr> strides = counter->strides();
   Expr offset = 0;
   for (size_t i = 0; i < at.size(); ++i) offset = offset + at[i] * strides[i];

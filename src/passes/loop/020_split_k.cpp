@@ -25,6 +25,14 @@
 //     Any epilogue and output type. As Loop IR it is two ops that run one after the other;
 //     k:058_splitk_fixup makes them one kernel, where the last CTA of a tile to arrive on
 //     a counter runs splitk_fixup's part for that tile (no second launch).
+//     partials mode: reduce mode's ops, but the summing op is splitk_fixup, so k:058 fuses
+//     it the same way: each split stores its f32 partial tile with plain stores (no
+//     atomics), and the CTA that arrives last on the tile's counter sums the S partials
+//     and runs the epilogue. The last CTA reads S tiles alone (S * BM * BN * 4 bytes: 88 KB
+//     for 11 splits of a 64x32 tile, well under a microsecond from L2), where fixup's
+//     atomics contend S ways on every element and a serialized turnstile would pay S - 1
+//     flag hand-offs (~1 us each through L2) one after another, since all splits finish
+//     their equal mainloops at about the same time.
 // SPLITK=1 leaves the program unchanged.
 #include <algorithm>
 #include <set>
@@ -225,7 +233,8 @@ std::vector<LoopOp> split(LoopProgram& p, const LoopOp& op, const Contraction& c
   Block sum = {Stmt::Load(v, partial.name, pidx), Stmt::Accum(acc, Operand::value(v))};
   Block rcell = {c.cell[0], Stmt::For(s_var, ch.splits, LoopKind::Reduce, "s", std::move(sum))};
   rcell.insert(rcell.end(), c.cell.begin() + 2, c.cell.end());
-  LoopOp reduce{"splitk_reduce", {}, op.output, parallel_nest(c.loops, std::move(rcell))};
+  LoopOp reduce{mode == "partials" ? "splitk_fixup" : "splitk_reduce", {}, op.output,
+                parallel_nest(c.loops, std::move(rcell))};
   reduce.inputs = inputs_read(op, reduce.body);
   reduce.inputs.insert(reduce.inputs.begin(), partial.name);
   out.push_back(std::move(part));
@@ -245,18 +254,20 @@ Pass pass_split_k() {
   return Pass{"l:020_split_k", Level::Loop, Level::Loop,
               "with SPLITK > 1 every contraction reduces one chunk of K per `s`; its partial "
               "sums are combined by splitk_reduce (reduce), atomically after zero_fill "
-              "(atomic), or atomically into a zeroed workspace that splitk_fixup finishes "
-              "(fixup)",
+              "(atomic), atomically into a zeroed workspace that splitk_fixup finishes "
+              "(fixup), or by splitk_fixup summing the partial tiles (partials)",
               {"SPLITK", "SPLITK_MODE"},
               [](CompileState& s) {
                 int64_t S = s.knob("SPLITK", 1);
                 std::string mode = s.knobs.get_str("SPLITK_MODE", "reduce");
                 s.used_knobs["SPLITK_MODE"] = mode;
                 if (S == 1) return;
-                if (mode != "reduce" && mode != "atomic" && mode != "fixup")
+                if (mode != "reduce" && mode != "atomic" && mode != "fixup" && mode != "partials")
                   throw Error("SPLITK_MODE=" + mode + ": the split-K combines are reduce (a "
                               "second kernel sums the partials), atomic (f32 adds into the "
-                              "output) and fixup (one kernel: the last CTA of a tile finishes it)");
+                              "output), fixup (one kernel: the last CTA of a tile finishes the "
+                              "atomic sums) and partials (one kernel: the last CTA of a tile "
+                              "sums the partial tiles)");
                 bool atomic = mode == "atomic";
                 std::vector<LoopOp> ops;
                 bool any = false;

@@ -114,9 +114,10 @@ Pass pass_cluster_k() {
                 if (c < 2 || c > 8)
                   throw Error("CLUSTER_K=" + std::to_string(c) + ": a cluster holds 2 to 8 CTAs "
                               "(8 is sm_90's portable cluster size limit)");
-                if (s.knobs.get_int("SPLITK", 1) > 1 &&
-                    s.knobs.get_str("SPLITK_MODE", "reduce") == "fixup")
-                  throw Error("CLUSTER_K=" + std::to_string(c) + " with SPLITK_MODE=fixup: the "
+                const std::string mode = s.knobs.get_str("SPLITK_MODE", "reduce");
+                if (s.knobs.get_int("SPLITK", 1) > 1 && (mode == "fixup" || mode == "partials"))
+                  throw Error("CLUSTER_K=" + std::to_string(c) + " with SPLITK_MODE=" + mode +
+                              ": the "
                               "fixup's last-arriving CTA does not compose with the cluster's "
                               "reduction yet; use SPLITK_MODE=reduce (or atomic, f32 output)");
                 const int64_t granule =

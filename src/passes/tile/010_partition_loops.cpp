@@ -30,7 +30,10 @@
 // ATOM=wgmma_* (sm_90a) tiles the same way with WARPGROUP loops m_w n_w (4 warps each)
 // and 64 x N atoms: m = m_b*BM + m_w*(FM*64) + m_a*64 + m_e. With CLUSTER_M = CM > 1 a
 // CLUSTER loop m_cta sits between the grid and the warpgroups: m = m_b*(BM*CM) + m_cta*BM + ..
-// (the CTAs of one cluster take CM consecutive block rows of the same columns).
+// (the CTAs of one cluster take CM consecutive block rows of the same columns); CLUSTER_N
+// = CN > 1 the same along n (n_cta, CN consecutive block columns), and both together make
+// a 2-D cluster of CM x CN tiles: loops m_cta > n_cta, A shared along a cluster row, B
+// along a cluster column.
 // CONSUMERS=pingpong (WM=2): the tile is one warpgroup's, BM = FM*64, one WARPGROUP loop
 // of extent 1; k:030 alternates the persistent tiles between two consumer warpgroups.
 // CLUSTER_K (l:022): the contraction's leading `q` loop (axis "cluster_k") becomes the
@@ -178,29 +181,44 @@ MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
   return t;
 }
 
-// CLUSTER_M: CTAs per thread-block cluster along M (sm_90, wgmma with warp specialization:
-// the CTAs of a cluster share the B slab, each loading part of it for all — k:015).
-int64_t cluster_m(const AtomDef& a, CompileState& s) {
-  const int64_t CM = s.knob("CLUSTER_M", 1);
-  if (CM == 1) return 1;
-  if (CM != 2 && CM != 4)
-    throw Error("CLUSTER_M=" + str(CM) + ": Loom builds clusters of 2 or 4 CTAs along M (the "
-                "portable cluster sizes that split a B slab evenly)");
+// CLUSTER_M x CLUSTER_N: CTAs per thread-block cluster along M and N (sm_90, wgmma with
+// warp specialization: the CTAs of a cluster column share B slabs, those of a cluster row
+// A slabs, each loading part of a shared slab for all — k:015).
+struct ClusterShape {
+  int64_t m = 1, n = 1;
+};
+
+// Portable cluster sizes: a cluster of up to 8 CTAs launches on any sm_90 GPU; 16 needs
+// cudaFuncAttributeNonPortableClusterSizeAllowed, which Loom's launcher does not set.
+constexpr int64_t kMaxPortableCluster = 8;
+
+ClusterShape cluster_shape(const AtomDef& a, CompileState& s) {
+  const ClusterShape c{s.knob("CLUSTER_M", 1), s.knob("CLUSTER_N", 1)};
+  if (c.m == 1 && c.n == 1) return c;
+  const std::string knob = "CLUSTER_M=" + str(c.m) + ",CLUSTER_N=" + str(c.n);
+  auto pow2 = [](int64_t v) { return v >= 1 && (v & (v - 1)) == 0; };
+  if (!pow2(c.m) || !pow2(c.n) || c.m > 4)
+    throw Error(knob + ": Loom builds clusters of 1, 2 or 4 CTAs along M and 1, 2, 4 or 8 "
+                "along N (powers of two, so each shared slab splits evenly among them)");
+  if (c.m * c.n > kMaxPortableCluster)
+    throw Error(knob + " is a cluster of " + str(c.m * c.n) + " CTAs; the portable limit is " +
+                str(kMaxPortableCluster) + " (16 needs the non-portable cluster attribute, "
+                "which Loom's launcher does not set): lower CLUSTER_M or CLUSTER_N");
   if (!is_wgmma(&a))
-    throw Error("CLUSTER_M=" + str(CM) + " shares TMA slabs between the CTAs of a cluster: it "
-                "needs ATOM=wgmma_* with STAGE=tma (the target is " + s.target.arch + ")");
+    throw Error(knob + " shares TMA slabs between the CTAs of a cluster: it needs "
+                "ATOM=wgmma_* with STAGE=tma (the target is " + s.target.arch + ")");
   if (s.knobs.get_int("WARP_SPECIALIZE", 0) == 0)
-    throw Error("CLUSTER_M=" + str(CM) + " needs WARP_SPECIALIZE=1: a CTA's slot is refilled by "
-                "its peers' producers too, so it is released through mbarriers that every CTA's "
+    throw Error(knob + " needs WARP_SPECIALIZE=1: a CTA's slot is refilled by its peers' "
+                "producers too, so it is released through mbarriers that every CTA's "
                 "consumers arrive on, not by a block barrier");
-  return CM;
+  return c;
 }
 
 // A contraction's block tile and the threads that compute it (a specialized kernel's
 // producer warpgroup, added by k:030, not counted): split-K's fixup op is partitioned to
 // match it, so that k:058 can hand the tile to those threads.
 struct BlockTile {
-  int64_t BM = 0, BN = 0, threads = 0, cluster_m = 1;
+  int64_t BM = 0, BN = 0, threads = 0, cluster_m = 1, cluster_n = 1;
 };
 
 // The leading loop l:022 adds for CLUSTER_K, or nullptr.
@@ -208,15 +226,16 @@ const Stmt* cluster_k_loop(const std::vector<const Stmt*>& loops) {
   return !loops.empty() && loops[0]->axis == "cluster_k" ? loops[0] : nullptr;
 }
 
-void check_cluster_k(const AtomDef& a, int64_t CM, int64_t BM, CompileState& s) {
+void check_cluster_k(const AtomDef& a, ClusterShape cs, int64_t BM, CompileState& s) {
   const std::string knob = "CLUSTER_K=" + std::to_string(s.knobs.get_int("CLUSTER_K", 1));
   if (!is_wgmma(&a))
     throw Error(knob + " reduces a tile's K slices through the distributed shared memory of "
                 "an sm_90 cluster: it needs ATOM=wgmma_* (the atom is " +
                 s.knobs.get_str("ATOM", "fma") + ")");
-  if (CM > 1)
-    throw Error(knob + " with CLUSTER_M=" + std::to_string(CM) + ": Loom's clusters are 1-D, "
-                "either along M (shared B slabs) or along K; use one of them");
+  if (cs.m * cs.n > 1)
+    throw Error(knob + " with CLUSTER_M=" + std::to_string(cs.m) + ",CLUSTER_N=" +
+                std::to_string(cs.n) + ": a cluster spans either the output tiles (M and N: "
+                "shared A and B slabs) or K; use one of them");
   if (s.knobs.get_int("PERSISTENT", 0) != 0)
     throw Error(knob + " ends each CTA with the cluster's reduction of its one tile; "
                 "PERSISTENT=1 walks many tiles per CTA: use PERSISTENT=0");
@@ -259,16 +278,20 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   check_mma(a, op, inner, s);
   const MmaTiling t = mma_tiling(a, s);
   tile = {t.BM, t.BN, t.WM * t.WN * a.threads};
-  const int64_t CM = cluster_m(a, s);
+  const ClusterShape cs = cluster_shape(a, s);
+  const int64_t CM = cs.m, CN = cs.n;
   tile.cluster_m = CM;
+  tile.cluster_n = CN;
   const Stmt* ck = cluster_k_loop(loops);
-  if (ck) check_cluster_k(a, CM, t.BM, s);
+  if (ck) check_cluster_k(a, cs, t.BM, s);
   const std::string m = lm.var, n = ln.var;
   auto v = [](const std::string& name) { return Expr::var(name); };
-  // With CLUSTER_M > 1 a grid step covers CM block rows, one per CTA of the cluster.
+  // With CLUSTER_M (CLUSTER_N) > 1 a grid step covers CM block rows (CN block columns),
+  // one per CTA of the cluster.
   Expr m_of = (CM > 1 ? v(m + "_b") * (t.BM * CM) + v(m + "_cta") * t.BM : v(m + "_b") * t.BM) +
               v(m + "_w") * (t.FM * t.AM) + v(m + "_a") * t.AM + v(m + "_e");
-  Expr n_of = v(n + "_b") * t.BN + v(n + "_w") * (t.FN * t.AN) + v(n + "_a") * t.AN + v(n + "_e");
+  Expr n_of = (CN > 1 ? v(n + "_b") * (t.BN * CN) + v(n + "_cta") * t.BN : v(n + "_b") * t.BN) +
+              v(n + "_w") * (t.FN * t.AN) + v(n + "_a") * t.AN + v(n + "_e");
   Block cell = inner;
   substitute_block(cell, {{m, m_of}, {n, n_of}});
   if (ck)
@@ -287,9 +310,11 @@ TileOp partition_mma(const LoopOp& op, const Stmt& lm, const Stmt& ln,
   const Tier group = is_wgmma(&a) ? Tier::Warpgroup : Tier::Warp;
   wrap(n + "_w", t.WN, group, n);
   wrap(m + "_w", t.WM, group, m);
+  // Two CLUSTER loops (M outer): k:010 numbers the cluster's CTAs rank = m_cta * CN + n_cta.
+  if (CN > 1) wrap(n + "_cta", CN, Tier::Cluster, n);
   if (CM > 1) wrap(m + "_cta", CM, Tier::Cluster, m);
   if (ck) wrap(ck->var, ck->extent, Tier::Cluster, ck->axis);
-  wrap(n + "_b", ceil_div(ln.extent, t.BN), Tier::Grid, n);
+  wrap(n + "_b", ceil_div(ln.extent, t.BN * CN), Tier::Grid, n);
   wrap(m + "_b", ceil_div(lm.extent, t.BM * CM), Tier::Grid, m);
   for (int i = int(loops.size()) - 3; i >= (ck ? 1 : 0); --i)
     wrap(loops[size_t(i)]->var, loops[size_t(i)]->extent, Tier::Grid, loops[size_t(i)]->axis);
@@ -448,7 +473,7 @@ TensorDecl tile_counters(const LoopOp& fixup, const BlockTile& tile, const Progr
   extents.pop_back();
   extents.pop_back();
   extents.push_back(ceil_div(M, tile.BM * tile.cluster_m) * tile.cluster_m);
-  extents.push_back(ceil_div(N, tile.BN));
+  extents.push_back(ceil_div(N, tile.BN * tile.cluster_n) * tile.cluster_n);
   c.shape = extents;
   return c;
 }
@@ -471,7 +496,8 @@ Pass pass_partition_loops() {
   return Pass{"t:010_partition_loops", Level::Loop, Level::Tile,
               "output loops factored GRID > THREAD > REGISTER; every cell guarded by its "
               "bounds",
-              {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE", "CLUSTER_M"},
+              {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE", "CLUSTER_M",
+               "CLUSTER_N"},
               [](CompileState& s) {
                 // Attention's loop form is not a GEMM nest; its own Tile lowering (the
                 // mma.sync kernel of docs/attention.md) replaces this refusal.

@@ -86,15 +86,19 @@ Pass pass_persistent() {
                 if (s.target.sm_count < 1)
                   throw Error("PERSISTENT=1 sizes the grid by the GPU's SM count, and the target "
                               "has none (compile for a probed GPU, or --target with an SM count)");
-                // A cluster occupies CLUSTER_M SMs: that many fewer persistent steps.
+                // A cluster occupies CLUSTER_M x CLUSTER_N SMs: that many fewer persistent
+                // steps, and the SMs left over by whole clusters stay idle (132 SMs hold
+                // 16 clusters of 8).
                 // PERSISTENT_CTAS caps the CTAs resident at once below the SM count (a GPC
                 // whose free SMs do not pair up holds fewer clusters than SMs / 2).
-                const int64_t per = std::max<int64_t>(1, s.knobs.get_int("CLUSTER_M", 1));
+                const int64_t per = std::max<int64_t>(1, s.knobs.get_int("CLUSTER_M", 1)) *
+                                    std::max<int64_t>(1, s.knobs.get_int("CLUSTER_N", 1));
                 int64_t ctas = s.knob("PERSISTENT_CTAS", 0);
-                if (ctas == 0) ctas = s.target.sm_count;
+                if (ctas == 0) ctas = std::max<int64_t>(per, s.target.sm_count / per * per);
                 if (ctas < per || ctas % per != 0)
                   throw Error("PERSISTENT_CTAS=" + std::to_string(ctas) + " must be a positive "
-                              "multiple of CLUSTER_M=" + std::to_string(per));
+                              "multiple of the cluster's CLUSTER_M x CLUSTER_N = " +
+                              std::to_string(per) + " CTAs");
                 for (auto& op : s.tile.ops) make_persistent(op, ctas / per);
               }};
 }

@@ -41,7 +41,9 @@
 //     skipped: a swizzle of 16-byte chunks cannot spread 4-byte reads down their columns.
 //     With ATOM=wgmma_* a wider row is stored as span-wide chunks instead
 //     (TensorDecl::row_chunk), one TMA box per chunk: wgmma reads such MN-major slabs
-//     through descriptors whose leading byte offset steps from chunk to chunk.
+//     through descriptors whose leading byte offset steps from chunk to chunk; a
+//     narrower row of 32 or 64 bytes (a 16- or 32-wide 16-bit B tile) takes the pattern
+//     of its own width (operand_span).
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
 #include <algorithm>
@@ -87,6 +89,24 @@ void swizzle_tensor(TensorDecl& t, const std::string& mode, int64_t span, bool t
   t.swizzle.bits = log2_exact(span / 16);
   t.swizzle.base = 4 - log2_exact(eb);
   t.swizzle.shift = 3;
+}
+
+// A wgmma operand slab narrower than the SWIZZLE span takes the TMA pattern of its own
+// row instead (SWIZZLE is the widest span, per operand): a 32-wide bf16 B slab has 64-byte
+// rows, whose 64B pattern the TMA box and the wgmma descriptor both support, while the A
+// slab beside it keeps 128B. Rows under 32 bytes have no swizzle pattern at all.
+int64_t operand_span(const TensorDecl& t, const std::string& mode, int64_t span) {
+  const Expr& last = t.shape.back();
+  if (!last.is_const()) return span;
+  const int64_t row = last.const_value() * dtype_bytes(t.dtype);
+  if (row >= span) return span;
+  if (row != 32 && row != 64)
+    throw Error("SWIZZLE=" + mode + " with STAGE=tma: " + t.name + " has rows of " +
+                std::to_string(row) + " B (" + std::to_string(last.const_value()) + " " +
+                dtype_name(t.dtype) + "), and the TMA swizzle patterns span 32, 64 or 128 "
+                "bytes: widen the tile along that row (BN or BK: 16 bf16 columns make 32 B) or "
+                "use SWIZZLE=none");
+  return row;
 }
 
 // SWIZZLE=xor: the pattern derived from the row length (see the header).
@@ -135,11 +155,13 @@ Pass pass_swizzle_smem() {
                 for (TensorDecl& t : s.tile.tensors) {
                   if (t.role != TensorRole::Shared || t.shape.size() < 2) continue;
                   if (k_inner.count(t.name) && !k_inner.at(t.name)) continue;
-                  if (mode == "xor")
+                  if (mode == "xor") {
                     swizzle_tensor_by_row(t, tma);
-                  else
-                    swizzle_tensor(t, mode, std::stoll(mode.substr(0, mode.size() - 1)), tma,
-                                   wgmma);
+                    continue;
+                  }
+                  int64_t span = std::stoll(mode.substr(0, mode.size() - 1));
+                  if (tma && wgmma) span = operand_span(t, mode, span);
+                  swizzle_tensor(t, mode, span, tma, wgmma);
                 }
               }};
 }

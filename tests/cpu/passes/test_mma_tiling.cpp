@@ -368,22 +368,25 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   Knobs mma = resolved(big, "ATOM=mma_bf16", "sm_90a");
   EXPECT_EQ(mma.get_int("FN", 0), 8);
   EXPECT_FALSE(mma.has("WARP_SPECIALIZE"));
-  // Few 128x128 tiles (fewer than half the SMs) and K >= 4096: wgmma, K split among the
-  // c CTAs of a cluster (DSMEM) and S clusters (the two-kernel reduce), c the largest power
-  // of two up to 8 with 2 slabs per CTA, S keeping tiles * c * S within half the SMs (15
-  // clusters of 8 fit an H100 at once). One tile: 8 x 8 on the 132-SM target; 4 tiles: 8 x 2.
+  // Few 128x128 tiles (fewer than half the SMs) and K >= 4096: wgmma in cuBLAS's
+  // organization, 64x32 tiles in 2x4 clusters over M and N, K split S ways with the partial
+  // tiles summed in the same launch, S clusters filling about two thirds of SMs / 8 (11 on
+  // the 132-SM target: 88 CTAs). Four times the tiles: 4 clusters, 2 splits.
   Knobs skinny = resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_90a");
   EXPECT_EQ(skinny.get_str("ATOM", ""), "wgmma_bf16");
-  EXPECT_EQ(skinny.get_int("CLUSTER_K", 0), 8);
-  EXPECT_EQ(skinny.get_int("SPLITK", 0), 8);
-  EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "reduce");
+  EXPECT_EQ(skinny.get_int("CLUSTER_M", 0), 2);
+  EXPECT_EQ(skinny.get_int("CLUSTER_N", 0), 4);
+  EXPECT_EQ(skinny.get_int("SPLITK", 0), 11);
+  EXPECT_EQ(skinny.get_str("SPLITK_MODE", ""), "partials");
   EXPECT_EQ(skinny.get_int("WARP_SPECIALIZE", 0), 1);
-  EXPECT_EQ(skinny.get_int("BN", 0), 128);
+  EXPECT_EQ(skinny.get_int("BN", 0), 32);
+  EXPECT_EQ(skinny.get_int("WM", 0), 1);
   EXPECT_FALSE(skinny.has("PERSISTENT"));
+  EXPECT_FALSE(skinny.has("CLUSTER_K"));
   Knobs four = resolved("relu(linear(X[256,4096]:f16, W[256,4096]:f16, bias[256]:f16))", "",
                         "sm_90a");
   EXPECT_EQ(four.get_str("ATOM", ""), "wgmma_f16");
-  EXPECT_EQ(four.get_int("CLUSTER_K", 0), 8);
+  EXPECT_EQ(four.get_int("CLUSTER_N", 0), 4);
   EXPECT_EQ(four.get_int("SPLITK", 0), 2);
   EXPECT_EQ(resolved("matmul(A[256,2048]:bf16, B[2048,256]:bf16)", "", "sm_90a").get_int("SPLITK", 1), 1);
   EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", ""), "");

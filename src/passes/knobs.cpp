@@ -184,6 +184,10 @@ const std::vector<KnobDef>& knob_registry() {
        "the causal key bound is per query block)", "l:005_online_softmax", 1, 256},
       {"BLOCK_N", "attention: keys per block of the online softmax (one rescale of the "
        "running max, sum and output per block)", "l:005_online_softmax", 1, 256},
+      {"WARPS", "attention: warps per CTA, each owning BLOCK_M/WARPS query rows (a multiple "
+       "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
+      {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
+       "loaded per block)", "k:008_lower_attention", 1, 2},
   };
   return defs;
 }

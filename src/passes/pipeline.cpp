@@ -7,9 +7,34 @@
 
 namespace loom {
 
+namespace {
+
+// Attention has its own tile and kernel lowering (t:012, k:008); the other tile and kernel
+// passes are the GEMM's, whose patterns (contraction nests, slabs, epilogues) it does not
+// have. Of those, the ones that only finish a kernel apply to it as well.
+bool gemm_only(const Pass& p) {
+  if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
+  return p.id != "k:008_lower_attention" && p.id != "k:055_unroll_registers" &&
+         p.id != "k:060_launch_bounds";
+}
+
+// The GEMM-only passes do nothing to a program with attention (its t:012 and k:008 run
+// in their place), in run_pipeline and wherever a test runs the passes one by one.
+std::vector<Pass> for_attention_or_gemm(std::vector<Pass> passes) {
+  for (Pass& p : passes) {
+    if (!gemm_only(p)) continue;
+    p.run = [run = std::move(p.run)](CompileState& s) {
+      if (!s.graph.attention()) run(s);
+    };
+  }
+  return passes;
+}
+
+}  // namespace
+
 // The whole compiler, in order. Each line says why the pass sits where it does.
 const std::vector<Pass>& pipeline() {
-  static const std::vector<Pass> passes = {
+  static const std::vector<Pass> gated = for_attention_or_gemm({
       // Graph -> Loop IR: every op as loops over its output, nothing decided yet.
       pass_lower_graph(),
       // Attention's two contractions and softmax become one online-softmax op first, so
@@ -30,6 +55,9 @@ const std::vector<Pass>& pipeline() {
       // owns (S clusters of c CTAs), and before partitioning, which puts q on the CLUSTER
       // tier.
       pass_cluster_k(),
+      // Attention's Loop -> Tile IR (its own kernel shape: CTA per query block, warps of
+      // m16 rows); before t:010, which then finds the program already tiled.
+      pass_partition_attention(),
       // Loop -> Tile IR: choose the grid/thread/register factorization (BM BN FM FN);
       // guards make every shape correct from here on.
       pass_partition_loops(),
@@ -56,6 +84,9 @@ const std::vector<Pass>& pipeline() {
       pass_swizzle_smem(),
       // Rings after the slabs exist and before flattening fixes their strides.
       pass_multibuffer(),
+      // Attention's Tile -> Kernel IR, where the GEMM's is: the whole mma.sync kernel (its
+      // copies, fragments and softmax), which the GEMM passes below leave alone.
+      pass_lower_attention(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.
       pass_bind_hardware(),
       // Stages become cooperative copies once threads are explicit (threadIdx splits
@@ -102,8 +133,8 @@ const std::vector<Pass>& pipeline() {
       pass_splitk_fixup(),
       // Occupancy request last: a property of the finished kernel.
       pass_launch_bounds(),
-  };
-  return passes;
+  });
+  return gated;
 }
 
 const Pass* find_pass(const std::string& id) {

@@ -1,0 +1,64 @@
+// Every kernel of the GPU attention cases (tests/gpu/attention_cases.h) and the brief's
+// headline shape compile with NVRTC for sm_80 and sm_90a, and ptxas spills nothing: the
+// register budget attention_tiles() checks (O, S/P and Q fragments) holds in practice.
+// The kernel's source carries its parts: ldmatrix.x4 for Q and K, .trans for V, the quad
+// shuffles, ex2.approx, and P packed from its f32 accumulators at the P·V mma.
+#include <gtest/gtest.h>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "nvrtc_check.h"
+
+#include "../../gpu/attention_cases.h"
+
+namespace loom {
+namespace {
+
+CompiledProgram compile_for(const std::string& expr, const std::string& knobs,
+                            const std::string& arch) {
+  CompileOptions opt;
+  opt.knobs = Knobs::parse(knobs);
+  opt.target = Target::for_arch(arch);
+  return compile_expression(expr, opt);
+}
+
+void expect_compiles(const std::string& expr, const std::string& knobs, const std::string& arch) {
+  SCOPED_TRACE(expr + " knobs " + knobs + " " + arch);
+  CompiledProgram p = compile_for(expr, knobs, arch);
+  CompileResult r = nvrtc_check::compile_source(p.cuda, arch, "attention.cu");
+  ASSERT_TRUE(r.ok) << r.log << "\n" << p.cuda;
+  if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache left no ptxas report";
+  nvrtc_check::expect_no_spills(p, r);
+}
+
+const char* const kHeadline =
+    "attention(Q[2,8,1000,128]:bf16, K[2,2,1000,128]:bf16, V[2,2,1000,128]:bf16, causal=true)";
+
+TEST(AttentionCompile, HeadlineShapeSource) {
+  CompiledProgram p = compile_for(kHeadline, "", "sm_90a");
+  const std::string& cu = p.cuda;
+  for (const char* part : {"loom::ldmatrix_x4(", "loom::ldmatrix_x4_trans(",
+                           "loom::lane_reduce_max<4>(", "loom::lane_reduce_add<4>(",
+                           "loom::ex2_approx_ftz(", "loom::pack_bf16x2(s_acc[",
+                           "loom::mma_m16n8k16_f32_bf16(", "loom::cp_async"})
+    EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
+}
+
+TEST(AttentionCompile, HeadlineShapeBothArchs) {
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (const char* knobs : {"", "BLOCK_M=128,WARPS=8", "BLOCK_M=128,BLOCK_N=32,WARPS=4"})
+      expect_compiles(kHeadline, knobs, arch);
+}
+
+TEST(AttentionCompile, HeadDim256) {
+  const std::string e = attention_test::expr(1, 4, 4, 1000, 1000, 256, "true", "bf16", true);
+  for (const char* arch : {"sm_80", "sm_90a"}) expect_compiles(e, "BLOCK_N=32", arch);
+}
+
+TEST(AttentionCompile, GpuCasesBothArchs) {
+  for (const auto& c : attention_test::cases())
+    for (const char* arch : {"sm_80", "sm_90a"}) expect_compiles(c.expr, c.knobs, arch);
+}
+
+}  // namespace
+}  // namespace loom

@@ -11,11 +11,11 @@ namespace {
 
 // Attention has its own tile and kernel lowering (t:012, k:008); the other tile and kernel
 // passes are the GEMM's, whose patterns (contraction nests, slabs, epilogues) it does not
-// have. Of those, the ones that only finish a kernel apply to it as well.
+// have. Of those, k:055 (unrolling) finishes any kernel and applies to it as well; k:008
+// makes its own launch bounds (MIN_BLOCKS).
 bool gemm_only(const Pass& p) {
   if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
-  return p.id != "k:008_lower_attention" && p.id != "k:055_unroll_registers" &&
-         p.id != "k:060_launch_bounds";
+  return p.id != "k:008_lower_attention" && p.id != "k:055_unroll_registers";
 }
 
 // The GEMM-only passes do nothing to a program with attention (its t:012 and k:008 run
@@ -158,7 +158,9 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
   if (!last_id.empty() && !find_pass(last_id))
     throw Error("unknown pass '" + last_id + "' (loom passes lists them)");
   for (const auto& p : pipeline()) {
-    std::string before = observer ? print_level(s, p.from) : "";
+    // A lowering whose level another pass already produced (t:010 and k:010 after
+    // attention's t:012 and k:008) is shown against that level, where it changes nothing.
+    std::string before = observer ? print_level(s, s.level >= p.to ? p.to : p.from) : "";
     p.run(s);
     try {
       // LOOM_VERIFY=0 skips the verifiers: a debugging aid for pass authors only.

@@ -23,7 +23,12 @@
 //     pairs with cvt.rn.*x2.f32 at the mma).
 //  7. O · (1/l) stored by each lane as bf16/f16 pairs (4-byte stores); LSE by lane t = 0 of
 //     each quad for its two rows.
-// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1).
+// Shared tiles: Q_s, K_s, V_s, rows of D 16-bit elements. With SWIZZLE=xor (the default for a power-of-two D)
+// each row's 16-byte chunk c is stored at c ^ (row % 8) (Swizzle<B,3,log2(D)-3>): the 8
+// rows one ldmatrix matrix reads then sit in 8 different bank groups instead of one
+// (rows of 128 or 256 bytes all start at bank 0: 8-way conflicts with SWIZZLE=none).
+// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1), SWIZZLE (none, xor), MIN_BLOCKS.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -67,7 +72,8 @@ struct Lowering {
   std::string q_s, k_s, v_s;
   Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
        lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"), kb = Expr::var("kb");
-  int64_t D, BM, BN, W, RA, RW;
+  int64_t D, BM, BN, W, RA, RW, min_blocks = 1;
+  bool swizzle = true;
 
   Lowering(const AttentionLoops& a_, const AttentionTiles& t_, KernelProgram& p_)
       : a(a_), t(t_), p(p_) {
@@ -82,6 +88,16 @@ struct Lowering {
     s.dtype = dt;
     s.shape = {Expr(rows), Expr(D)};
     s.role = TensorRole::Shared;
+    if (swizzle) {
+      int row_bits = 0;
+      while ((int64_t(1) << row_bits) < D) ++row_bits;
+      if ((int64_t(1) << row_bits) != D)
+        throw Error("SWIZZLE=xor permutes the 16-byte chunks of a row by the row's low bits and "
+                    "needs a power-of-two head dim; D = " + std::to_string(D) +
+                    " takes SWIZZLE=none");
+      // Chunk bits [3, 3 + B) of the element offset XOR the row's low B bits.
+      s.swizzle = Swizzle{std::min(3, row_bits - 3), 3, row_bits - 3};
+    }
     p.tensors.push_back(s);
     return s.name;
   }
@@ -284,6 +300,10 @@ struct Lowering {
     k.grid[1] = a.Hq;
     k.grid[2] = a.B;
     k.block_threads = int(kLanes * W);
+    // __launch_bounds__(threads, MIN_BLOCKS), at least 1: without a minimum, NVRTC's ptxas
+    // (13.0) aimed a 128-thread D = 64 kernel at 128 registers and spilled 12 B in the key
+    // loop; with (128, 1) it took 148 and spilled nothing (nvcc's default took 137).
+    k.min_blocks_per_sm = int(min_blocks);
     k.warp_atoms = {warp_atom(mma_def)};
     k.warp_copies = {warp_copy(atom("ldmatrix_x4")), warp_copy(atom("ldmatrix_x4_trans"))};
     k.body = build(k.warp_atoms[0]);
@@ -301,7 +321,7 @@ Pass pass_lower_attention() {
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited",
-              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES"},
+              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "SWIZZLE", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 if (s.target.compute_capability() < 80)
@@ -311,7 +331,16 @@ Pass pass_lower_attention() {
                 const AttentionTiles t = attention_tiles(s, a);
                 KernelProgram kp;
                 static_cast<ProgramBase&>(kp) = s.tile;
-                kp.kernels.push_back(Lowering(a, t, kp).run());
+                Lowering lower(a, t, kp);
+                lower.min_blocks = std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1));
+                const bool pow2 = (t.head_dim & (t.head_dim - 1)) == 0;
+                const std::string sw = s.knobs.get_str("SWIZZLE", pow2 ? "xor" : "none");
+                s.used_knobs["SWIZZLE"] = sw;
+                if (sw != "xor" && sw != "none")
+                  throw Error("SWIZZLE=" + sw + ": attention's K, V and Q tiles take none or "
+                              "xor (the TMA patterns are for TMA-staged slabs)");
+                lower.swizzle = sw == "xor";
+                kp.kernels.push_back(lower.run());
                 s.kernel = std::move(kp);
                 s.level = Level::Kernel;
               }};

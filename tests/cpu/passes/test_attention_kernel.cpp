@@ -95,6 +95,15 @@ TEST(AttentionKernel, BlockShapesAndSm80) {
   }
 }
 
+// The unswizzled base (SWIZZLE=none) and a head dim that is no power of two (48: three
+// k-steps, no swizzle by default) compute the same.
+TEST(AttentionKernel, SwizzleNoneAndHeadDim48) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(2, 1, 33, 17, 64, causal), "SWIZZLE=none,BLOCK_M=32,BLOCK_N=16", 35);
+    check_attention(attention(2, 2, 17, 33, 48, causal, "f16"), "BLOCK_M=32,BLOCK_N=32", 36);
+  }
+}
+
 TEST(AttentionKernel, SymbolicLengths) {
   const std::string e = "attention(Q[B,4,S,16]:bf16, K[B,2,T,16]:bf16, V[B,2,T,16]:bf16, causal=";
   for (const char* causal : kMasks)
@@ -126,6 +135,9 @@ TEST(AttentionKernel, KernelShape) {
   EXPECT_NE(ir.find("l_q = lane_reduce.add.x4(l_i[m_a, r2])"), std::string::npos) << ir;
   EXPECT_NE(ir.find("o_acc[m_a, dn2, hf] <- mma_m16n8k16_f32_bf16(s_acc[m_a, kk], v_frag[hf])"),
             std::string::npos) << ir;
+  // Swizzled tiles (rows of 256 bytes: Swizzle<3,3,4>), launch bounds with a minimum.
+  EXPECT_NE(ir.find("K_s: bf16[64, 128] shared swizzle<3,3,4>"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("(Q, K, V, out, lse) min_blocks=1"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_s"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_o"), std::string::npos) << ir;
   // Causal: the key loop stops at the query block's diagonal.
@@ -160,6 +172,8 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
                  "registers of fragments per thread");
   expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
   expect_refused(e128, "KV_STAGES=2", "KV_STAGES=2");
+  expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
+  expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
 }
 
 }  // namespace

@@ -30,9 +30,10 @@ const HostTensor& input(const std::map<std::string, HostTensor>& in, const std::
   return it->second;
 }
 
-// The 16-bit pipeline: P = exp(s - m) rounded to `dt` before it multiplies V, the row sum
-// of the unrounded P (as the kernels keep it in f32), O rounded to `dt`.
-std::vector<double> reference_16bit(const AttentionShape& sh, const AttentionAttrs& attrs,
+}  // namespace
+
+// The row sum is of the unrounded P, as the kernels keep it in f32.
+std::vector<double> reference_attention_16bit(const AttentionShape& sh, const AttentionAttrs& attrs,
                                     const std::vector<double>& q, const std::vector<double>& k,
                                     const std::vector<double>& v, DType dt) {
   const int64_t group = sh.Hq / sh.Hkv, D = sh.D;
@@ -67,6 +68,8 @@ std::vector<double> reference_16bit(const AttentionShape& sh, const AttentionAtt
     }
   return out;
 }
+
+namespace {
 
 // -inf where the reference has -inf (and only there), then the finite entries as usual.
 VerifyResult verify_lse(const HostTensor& got, const std::vector<double>& want) {
@@ -109,7 +112,7 @@ AttentionVerify verify_attention(const Graph& g, const std::map<std::string, Hos
   ref_out.dtype = DType::F64;
   ref_out.data = ref.out;
   HostTensor lowp = ref_out;
-  lowp.data = reference_16bit(sh, a->attention, q.data, k.data, v.data, q.dtype);
+  lowp.data = reference_attention_16bit(sh, a->attention, q.data, k.data, v.data, q.dtype);
   AttentionVerify r;
   const VerifyResult pipeline = verify_output(lowp, ref_out, 1.0);
   r.pipeline_error = pipeline.rel_fro_error;

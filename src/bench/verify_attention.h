@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/reference_attention.h"
 #include "bench/verify.h"
 #include "ir/graph.h"
 
@@ -34,6 +35,14 @@ struct AttentionVerify {
 // values); `out` the kernel's O and `lse` its LSE when the op has one.
 AttentionVerify verify_attention(const Graph& g, const std::map<std::string, HostTensor>& inputs,
                                  const HostTensor& out, const HostTensor* lse);
+
+// The 16-bit pipeline's O: P = exp(s - m) rounded to `dt` before it multiplies V, O
+// rounded to `dt`; everything else in double. Same arguments as reference_attention.
+std::vector<double> reference_attention_16bit(const AttentionShape& shape,
+                                              const AttentionAttrs& attrs,
+                                              const std::vector<double>& q,
+                                              const std::vector<double>& k,
+                                              const std::vector<double>& v, DType dt);
 
 // A threshold as above: 2 x the pipeline's error, floored at 2⁻²⁰ (f32 accumulation
 // noise, where the 16-bit pipeline happens to be exact).

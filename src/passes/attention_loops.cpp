@@ -225,14 +225,22 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   p.ops.push_back(std::move(op3));
 }
 
+// D = 256 keeps 128 registers of O and 64 of Q per thread: 64 keys per block would add 32
+// more and pass the 255 a thread has; 16 keys leave room (254 used, no spill, sm_90a).
+int64_t default_block_n(const AttentionLoops& a) {
+  return a.D.is_const() && a.D.const_value() > 128 ? 16 : 64;
+}
+
 // Registers: per thread and m16 atom of rows, O holds D/2 f32 (D/8 tiles of 4), S/P
-// BLOCK_N/2, Q's A fragments D/4 (D/16 k-steps of 4 .b32); plus ~40 for addresses, the
-// row statistics, the K/V fragments in flight and the loop. Past 255 ptxas spills, which
-// on this kernel means local-memory traffic inside the key loop.
+// BLOCK_N/2, Q's A fragments D/4 (D/16 k-steps of 4 .b32); plus ~48 for addresses (the
+// swizzle's included), the row statistics, the K/V fragments in flight and the loop —
+// calibrated on D = 256, where BLOCK_N = 32 (estimate 256) spilled 60 B with the
+// swizzle and BLOCK_N = 16 (248) did not. Past 255 ptxas spills, which on this kernel
+// means local-memory traffic inside the key loop.
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   AttentionTiles t;
   t.block_m = s.knob("BLOCK_M", 64);
-  t.block_n = s.knob("BLOCK_N", 64);
+  t.block_n = s.knob("BLOCK_N", default_block_n(a));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 1);
   if (!a.D.is_const())
@@ -263,11 +271,11 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                 s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
                 " B per block");
   t.fragment_regs = t.row_atoms * (t.head_dim / 2 + t.block_n / 2 + t.head_dim / 4);
-  if (t.fragment_regs + 40 > s.target.regs_per_thread)
+  if (t.fragment_regs + 48 > s.target.regs_per_thread)
     throw Error("BLOCK_M=" + std::to_string(t.block_m) + ",BLOCK_N=" +
                 std::to_string(t.block_n) + ",WARPS=" + std::to_string(t.warps) + " with D=" +
                 std::to_string(t.head_dim) + " keeps ~" + std::to_string(t.fragment_regs) +
-                " registers of fragments per thread (O, S/P, Q) plus ~40 more; a thread has " +
+                " registers of fragments per thread (O, S/P, Q) plus ~48 more; a thread has " +
                 std::to_string(s.target.regs_per_thread) +
                 ": use more WARPS per BLOCK_M or a smaller BLOCK_N");
   return t;

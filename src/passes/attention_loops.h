@@ -51,6 +51,8 @@ struct AttentionTiles {
 };
 struct CompileState;
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a);
+// BLOCK_N's default: 64, or 16 for head dims above 128 (the registers D = 256 needs).
+int64_t default_block_n(const AttentionLoops& a);
 
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.

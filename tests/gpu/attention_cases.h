@@ -1,6 +1,6 @@
 // The attention cases of tests/gpu/test_attention.cpp: odd lengths (1, 17, 1000, 4097),
 // Sq != Sk both ways, GQA 32/8 and MQA, bf16 and f16, causal (bottom-right), top-left and
-// none, head dims 64 and 128, with and without LSE, default and non-default block
+// none, head dims 64, 128 and 256, with and without LSE, default and non-default block
 // shapes. Shared with tests/cpu/driver/test_attention_compile.cpp, which compiles every
 // case's kernel with NVRTC for sm_80 and sm_90a and checks ptxas spilled nothing, so only
 // the numerics are left to the GPU.
@@ -46,6 +46,8 @@ inline std::vector<Case> cases() {
     v.push_back({expr(2, 8, 2, 1000, 1000, 64, causal, "bf16", true),
                  "BLOCK_M=128,BLOCK_N=32,WARPS=4"});
     v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), "BLOCK_M=64,BLOCK_N=32"});
+    // Head dim 256 (BLOCK_N = 16 by default: the registers O and Q take).
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), ""});
   }
   return v;
 }

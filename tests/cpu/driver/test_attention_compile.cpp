@@ -1,5 +1,5 @@
-// Every kernel of the GPU attention cases (tests/gpu/attention_cases.h) and the brief's
-// headline shape compile with NVRTC for sm_80 and sm_90a, and ptxas spills nothing: the
+// Every kernel of the GPU attention cases (tests/gpu/attention_cases.h), the brief's
+// headline shape and head dim 256 compile with NVRTC for sm_80 and sm_90a, and ptxas spills nothing: the
 // register budget attention_tiles() checks (O, S/P and Q fragments) holds in practice.
 // The kernel's source carries its parts: ldmatrix.x4 for Q and K, .trans for V, the quad
 // shuffles, ex2.approx, and P packed from its f32 accumulators at the P·V mma.
@@ -64,7 +64,10 @@ TEST(AttentionCompile, HeadlineShapeBothArchs) {
 
 TEST(AttentionCompile, HeadDim256) {
   const std::string e = attention_test::expr(1, 4, 4, 1000, 1000, 256, "true", "bf16", true);
-  for (const char* arch : {"sm_80", "sm_90a"}) expect_compiles(e, "BLOCK_N=32", arch);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    expect_compiles(e, "", arch);  // BLOCK_N = 16, the default at D = 256
+    expect_compiles(e, "SWIZZLE=none,BLOCK_N=16", arch);
+  }
 }
 
 TEST(AttentionCompile, GpuCasesBothArchs) {

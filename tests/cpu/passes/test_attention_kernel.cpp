@@ -168,8 +168,9 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
   expect_refused(e128, "BLOCK_N=24", "BLOCK_N=24 must be a multiple of 16");
   expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=256,BLOCK_N=256,WARPS=16",
                  "B of shared memory");
-  expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=64,BLOCK_N=64,WARPS=4",
+  expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=64,BLOCK_N=32,WARPS=4",
                  "registers of fragments per thread");
+  EXPECT_NO_THROW(kernel_ir(attention(2, 2, 128, 128, 256, "false"), ""));  // BLOCK_N = 16
   expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
   expect_refused(e128, "KV_STAGES=2", "KV_STAGES=2");
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");

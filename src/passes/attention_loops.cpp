@@ -242,7 +242,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   t.block_m = s.knob("BLOCK_M", 64);
   t.block_n = s.knob("BLOCK_N", default_block_n(a));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
-  t.kv_stages = s.knob("KV_STAGES", 1);
+  t.kv_stages = s.knob("KV_STAGES", 2);
   if (!a.D.is_const())
     throw Error("attention's GPU kernel needs a numeric head dim D (the O and Q fragments "
                 "are register arrays sized by it); D is " + a.D.str());
@@ -258,9 +258,10 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   if (t.block_n % 16 != 0)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " must be a multiple of 16 (P's "
                 "m16n8 tiles pair up into the k16 A fragments of O += P V)");
-  if (t.kv_stages != 1)
-    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": only 1 (K and V buffered "
-                "once, loaded together per key block) is built so far");
+  if (t.kv_stages != 1 && t.kv_stages != 2)
+    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": attention buffers K and V "
+                "once (1: loaded at each key block) or twice (2: the next block's loads "
+                "issued eagerly, under this block's math)");
   t.row_atoms = t.block_m / (16 * t.warps);
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * t.head_dim * 2;
   if (t.smem_bytes > s.target.smem_per_block)

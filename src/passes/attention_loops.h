@@ -43,7 +43,7 @@ struct AttentionLoops {
 // KV_STAGES K/V buffers. Throws loom::Error naming the knob and the limit it breaks
 // (the tile shape, shared memory, or the registers a thread would need).
 struct AttentionTiles {
-  int64_t block_m = 64, block_n = 64, warps = 4, kv_stages = 1;
+  int64_t block_m = 64, block_n = 64, warps = 4, kv_stages = 2;
   int64_t head_dim = 0;          // D, a constant multiple of 16
   int64_t row_atoms = 1;         // m16 atoms per warp: BLOCK_M / (16 WARPS)
   int64_t smem_bytes = 0;        // Q + KV_STAGES (K + V) blocks, 16-bit

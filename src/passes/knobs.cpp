@@ -187,7 +187,8 @@ const std::vector<KnobDef>& knob_registry() {
       {"WARPS", "attention: warps per CTA, each owning BLOCK_M/WARPS query rows (a multiple "
        "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
       {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
-       "loaded per block)", "k:008_lower_attention", 1, 2},
+       "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
+       "block's math)", "k:008_lower_attention", 1, 2},
   };
   return defs;
 }

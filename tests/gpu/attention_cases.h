@@ -46,6 +46,9 @@ inline std::vector<Case> cases() {
     v.push_back({expr(2, 8, 2, 1000, 1000, 64, causal, "bf16", true),
                  "BLOCK_M=128,BLOCK_N=32,WARPS=4"});
     v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), "BLOCK_M=64,BLOCK_N=32"});
+    // The single-buffered K/V of KV_STAGES=1 (the default is 2, eager loads).
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), "KV_STAGES=1"});
+    v.push_back({expr(2, 8, 1, 4097, 1000, 64, causal, "f16", true), "KV_STAGES=1,BLOCK_N=32"});
     // Head dim 256 (BLOCK_N = 16 by default: the registers O and Q take).
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), ""});
   }

@@ -82,11 +82,13 @@ struct Lowering {
     RW = BM / W;
   }
 
-  std::string shared(const std::string& base, int64_t rows) {
+  // [rows, D], or [stages, rows, D]: a ring of K or V blocks.
+  std::string shared(const std::string& base, int64_t rows, int64_t stages = 0) {
     TensorDecl s;
     s.name = fresh_tensor_name(p, base);
     s.dtype = dt;
     s.shape = {Expr(rows), Expr(D)};
+    if (stages > 0) s.shape.insert(s.shape.begin(), Expr(stages));
     s.role = TensorRole::Shared;
     if (swizzle) {
       int row_bits = 0;
@@ -105,11 +107,12 @@ struct Lowering {
   // rows x D of `src` (rows from `row0` of head `head`) into `dst` by 16-byte cp.async,
   // the block's threads taking consecutive chunks; rows at or past `limit` zero-filled.
   Block copy_block(const std::string& dst, const std::string& src, const Expr& head,
-                   const Expr& row0, int64_t rows, const Expr& limit, const std::string& tag) {
+                   const Expr& row0, int64_t rows, const Expr& limit, const std::string& tag,
+                   const Expr& base = Expr(0)) {
     const int64_t chunks = rows * D / kChunk, threads = kLanes * W;
     const Expr c = Expr::var(tag + "_c"), e = Expr::var(tag + "_e");
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
-    Block one = {Stmt::AsyncCopy(dst, row * D + col, src,
+    Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src,
                                  flat(p.tensor(src), {b, head, row0 + row, col}), int(kChunk),
                                  row0 + row < limit)};
     Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
@@ -158,12 +161,39 @@ struct Lowering {
     // 3. The key loop.
     const Expr rows_end = min(a.Sq, (qb + 1) * BM);
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
-    Block step = {Stmt::Barrier()};  // every warp is done with the previous K and V
+    // KV_STAGES=1: every block waits for its own K (V overlaps S only). KV_STAGES=2 (the
+    // articles' eager loads): K_{kb+1} is issued into the other buffer right after
+    // S_kb = Q K_kbᵀ, V_{kb+1} right after O += P_kb V_kb, so each load runs under a
+    // whole phase of math. One commit group per copy, empty past the last block, keeps
+    // the count the waits rely on: at the top of block kb the groups in flight are K_kb
+    // then V_kb (wait 1: K_kb landed); before P·V, V_kb then K_{kb+1} (wait 1: V_kb).
+    const bool eager = t.kv_stages == 2;
+    const Expr slot = eager ? kb % 2 * (BN * D) : Expr(0);
+    const Expr next_slot = (kb + 1) % 2 * (BN * D);
+    auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
+      Block issue = {Stmt::If(kb + 1 < key_blocks,
+                              copy_block(dst, src, hk, (kb + 1) * BN, BN, a.Sk, tag, next_slot))};
+      issue.push_back(Stmt::AsyncCommit());
+      return issue;
+    };
+    if (eager) {  // the prologue: block 0's K and V
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, Expr(0), BN, a.Sk, "k"))});
+      append({Stmt::AsyncCommit()});
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, Expr(0), BN, a.Sk, "v"))});
+      append({Stmt::AsyncCommit()});
+    }
+    Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
-    add(copy_block(k_s, a.k, hk, kb * BN, BN, a.Sk, "k"));
-    add({Stmt::AsyncCommit()});
-    add(copy_block(v_s, a.v, hk, kb * BN, BN, a.Sk, "v"));
-    add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
+    if (eager) {
+      // In flight here: K_kb, V_kb (and nothing older): wait until only V_kb may be.
+      add({Stmt::AsyncWait(1), Stmt::Barrier()});
+    } else {
+      add({Stmt::Barrier()});  // every warp is done with the previous K and V
+      add(copy_block(k_s, a.k, hk, kb * BN, BN, a.Sk, "k"));
+      add({Stmt::AsyncCommit()});
+      add(copy_block(v_s, a.v, hk, kb * BN, BN, a.Sk, "v"));
+      add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
+    }
     // S = Q Kᵀ (unscaled; the scale rides in the exponent).
     add({Stmt::Alloc("s_acc", {Expr(RA), Expr(BN / 16), Expr(2), Expr(4)}),
          reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
@@ -172,8 +202,8 @@ struct Lowering {
                    {reg_loop("n2", BN / 16, {
                        Stmt::Alloc("k_frag", {Expr(2), Expr(4)}),
                        Stmt::CopyAtom("ldmatrix_x4", "k_frag", {}, k_s,
-                                      (n2 * 16 + lane / 16 * 8 + lane % 8) * D + d_k * 16 +
-                                          lane / 8 % 2 * 8),
+                                      slot + (n2 * 16 + lane / 16 * 8 + lane % 8) * D +
+                                          d_k * 16 + lane / 8 % 2 * 8),
                        reg_loop("m_a", RA, {reg_loop("hf", 2, {
                            [&] {
                              Stmt s = Stmt::Atom(mma.id, "s_acc",
@@ -182,6 +212,9 @@ struct Lowering {
                              return s;
                            }()})})})},
                    Tier::Register)});
+    // K_{kb+1} goes to the other slot, which every warp finished reading (S_{kb-1})
+    // before this iteration's barrier.
+    if (eager) add(next(k_s, a.k, "k"));
     // 4. Masks: only where the block reaches past Sk or past the first row's last key.
     {
       const Expr i = row_of(m_a, e / 2);
@@ -229,12 +262,14 @@ struct Lowering {
       add({reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(row_max))})});
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
-    add({Stmt::AsyncWait(0), Stmt::Barrier(),
+    // V_kb landed: eager, only K_{kb+1} may still be in flight.
+    add({Stmt::AsyncWait(eager ? 1 : 0), Stmt::Barrier(),
          Stmt::For("kk", Expr(BN / 16), LoopKind::Reduce, "kk",
                    {reg_loop("dn2", D / 16, {
                        Stmt::Alloc("v_frag", {Expr(2), Expr(4)}),
                        Stmt::CopyAtom("ldmatrix_x4_trans", "v_frag", {}, v_s,
-                                      (kk * 16 + lane % 16) * D + dn2 * 16 + lane / 16 * 8),
+                                      slot + (kk * 16 + lane % 16) * D + dn2 * 16 +
+                                          lane / 16 * 8),
                        reg_loop("m_a", RA, {reg_loop("hf", 2, {
                            [&] {
                              Stmt s = Stmt::Atom(mma.id, "o_acc",
@@ -243,7 +278,10 @@ struct Lowering {
                              return s;
                            }()})})})},
                    Tier::Register)});
+    // V_{kb+1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
+    if (eager) add(next(v_s, a.v, "v"));
     append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+    if (eager) append({Stmt::AsyncWait(0)});  // no copy outlives the kernel's shared memory
 
     // 7. Normalize and store.
     {
@@ -290,8 +328,8 @@ struct Lowering {
 
   KernelOp run() {
     q_s = shared("Q_s", BM);
-    k_s = shared("K_s", BN);
-    v_s = shared("V_s", BN);
+    k_s = shared("K_s", BN, t.kv_stages == 2 ? 2 : 0);
+    v_s = shared("V_s", BN, t.kv_stages == 2 ? 2 : 0);
     const AtomDef& mma_def = atom(dt == DType::F16 ? "mma_m16n8k16_f32_f16" : "mma_m16n8k16_f32_bf16");
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
     KernelOp k;

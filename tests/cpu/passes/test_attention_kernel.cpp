@@ -104,6 +104,20 @@ TEST(AttentionKernel, SwizzleNoneAndHeadDim48) {
   }
 }
 
+// KV_STAGES=2 (the default): K and V rings of two, the next block's copies issued under
+// this block's math; KV_STAGES=1: one buffer each, loaded at each block. The interpreter's
+// cp.async group tracking and race checks see every hand-over of either.
+TEST(AttentionKernel, KvStagesOneAndTwo) {
+  for (const char* stages : {"KV_STAGES=1,", "KV_STAGES=2,"})
+    for (const char* causal : kMasks) {
+      const std::string k = stages;
+      check_attention(attention(4, 2, 33, 17, 16, causal), k + "BLOCK_M=32,BLOCK_N=16,WARPS=2", 51);
+      check_attention(attention(4, 2, 17, 33, 16, causal), k + "BLOCK_M=32,BLOCK_N=16,WARPS=2", 52);
+      check_attention(attention(2, 1, 33, 33, 64, causal, "f16"), k + "BLOCK_N=16", 53);
+    }
+  check_attention(attention(2, 2, 1, 1, 16, "true"), "KV_STAGES=2,BLOCK_M=16,BLOCK_N=16,WARPS=1", 54);
+}
+
 TEST(AttentionKernel, SymbolicLengths) {
   const std::string e = "attention(Q[B,4,S,16]:bf16, K[B,2,T,16]:bf16, V[B,2,T,16]:bf16, causal=";
   for (const char* causal : kMasks)
@@ -135,8 +149,9 @@ TEST(AttentionKernel, KernelShape) {
   EXPECT_NE(ir.find("l_q = lane_reduce.add.x4(l_i[m_a, r2])"), std::string::npos) << ir;
   EXPECT_NE(ir.find("o_acc[m_a, dn2, hf] <- mma_m16n8k16_f32_bf16(s_acc[m_a, kk], v_frag[hf])"),
             std::string::npos) << ir;
-  // Swizzled tiles (rows of 256 bytes: Swizzle<3,3,4>), launch bounds with a minimum.
-  EXPECT_NE(ir.find("K_s: bf16[64, 128] shared swizzle<3,3,4>"), std::string::npos) << ir;
+  // Swizzled rings of two K/V tiles (rows of 256 bytes: Swizzle<3,3,4>), launch bounds
+  // with a minimum.
+  EXPECT_NE(ir.find("K_s: bf16[2, 64, 128] shared swizzle<3,3,4>"), std::string::npos) << ir;
   EXPECT_NE(ir.find("(Q, K, V, out, lse) min_blocks=1"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_s"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_o"), std::string::npos) << ir;
@@ -172,7 +187,7 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
                  "registers of fragments per thread");
   EXPECT_NO_THROW(kernel_ir(attention(2, 2, 128, 128, 256, "false"), ""));  // BLOCK_N = 16
   expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
-  expect_refused(e128, "KV_STAGES=2", "KV_STAGES=2");
+  expect_refused(e128, "KV_STAGES=3", "KV_STAGES");
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
   expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
 }

@@ -27,14 +27,20 @@ struct AttentionVerify {
   std::optional<VerifyResult> lse;
   double pipeline_error = 0;      // the 16-bit pipeline's relative Frobenius error on O
   double pipeline_max_error = 0;  // and its largest |O - ref|
+  int64_t rows_checked = 0, rows_total = 0;  // query rows compared (all, or a sample)
   bool passed() const { return out.passed && (!lse || lse->passed); }
   std::string message() const;  // "O: PASS ...; LSE: PASS ..."
 };
 
 // `g` is an attention graph with its sizes bound; `inputs` its Q, K, V by name (storage
 // values); `out` the kernel's O and `lse` its LSE when the op has one.
+// Up to `full_check_macs` of reference work (B·Hq·Sq·Sk·D multiply-adds) every query row
+// is checked; above, the first, middle and last 64 rows of three (batch, head) pairs (the
+// host reference in fp64 takes seconds per 1e9 multiply-adds).
+constexpr double kAttentionFullCheckMacs = 1e9;
 AttentionVerify verify_attention(const Graph& g, const std::map<std::string, HostTensor>& inputs,
-                                 const HostTensor& out, const HostTensor* lse);
+                                 const HostTensor& out, const HostTensor* lse,
+                                 double full_check_macs = kAttentionFullCheckMacs);
 
 // The 16-bit pipeline's O: P = exp(s - m) rounded to `dt` before it multiplies V, O
 // rounded to `dt`; everything else in double. Same arguments as reference_attention.

@@ -1,7 +1,8 @@
-// Attention's verification (bench/verify_attention.h): the 16-bit pipeline's own output
-// and the rounded reference pass; an error three times the pipeline's fails (both the
-// relative Frobenius and the max rule), as do a NaN, an LSE of -inf where the row keeps
-// keys and a finite LSE where it keeps none.
+// Attention's verification (bench/verify_attention.h): its fp64 rows are the reference's;
+// the 16-bit pipeline's own output and the rounded reference pass; an error three times
+// the pipeline's fails (both the relative Frobenius and the max rule), as do a NaN, an
+// LSE of -inf where the row keeps keys and a finite LSE where it keeps none; above the
+// full-check size it checks a sample of rows, in which an error is still found.
 #include "bench/verify_attention.h"
 
 #include <gtest/gtest.h>
@@ -22,17 +23,18 @@ const char* const kExpr =
     "attention(Q[1,2,9,16]:bf16, K[1,1,6,16]:bf16, V[1,1,6,16]:bf16, causal=true, lse=true)";
 
 struct Problem {
-  Graph g = parse_expression(kExpr);
+  Graph g;
   std::map<std::string, HostTensor> inputs;
-  AttentionShape sh{1, 2, 1, 9, 6, 16};
+  AttentionShape sh;
   AttentionResult ref;
   HostTensor out, lse;
-  Problem() {
+  explicit Problem(const char* expr = kExpr, AttentionShape shape = {1, 2, 1, 9, 6, 16})
+      : g(parse_expression(expr)), sh(shape) {
     uint64_t seed = 3;
-    for (auto [name, h, s] : {std::tuple{"Q", 2, 9}, {"K", 1, 6}, {"V", 1, 6}}) {
+    for (auto [name, h, s] : {std::tuple{"Q", sh.Hq, sh.Sq}, {"K", sh.Hkv, sh.Sk}, {"V", sh.Hkv, sh.Sk}}) {
       HostTensor t;
       t.dtype = DType::BF16;
-      t.shape = {1, h, s, 16};
+      t.shape = {sh.B, h, s, sh.D};
       for (int64_t i = 0; i < t.numel(); ++i) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         t.data.push_back(round_to_dtype(DType::BF16, double(seed >> 11) / double(1ull << 53) * 2 - 1));
@@ -42,17 +44,45 @@ struct Problem {
     ref = reference_attention(sh, g.attention()->attention, inputs["Q"].data, inputs["K"].data,
                               inputs["V"].data);
     out.dtype = DType::BF16;
-    out.shape = {1, 2, 9, 16};
+    out.shape = {sh.B, sh.Hq, sh.Sq, sh.D};
     lse.dtype = DType::F32;
-    lse.shape = {1, 2, 9};
+    lse.shape = {sh.B, sh.Hq, sh.Sq};
     lse.data = ref.lse;
   }
   std::vector<double> pipeline() const {
     return reference_attention_16bit(sh, g.attention()->attention, inputs.at("Q").data,
                                      inputs.at("K").data, inputs.at("V").data, DType::BF16);
   }
-  AttentionVerify check() const { return verify_attention(g, inputs, out, &lse); }
+  AttentionVerify check(double full_check_macs = kAttentionFullCheckMacs) const {
+    return verify_attention(g, inputs, out, &lse, full_check_macs);
+  }
 };
+
+// The rows verify_attention computes are reference_attention's, to the last bit or so.
+TEST(VerifyAttention, ItsRowsAreTheReferences) {
+  Problem p;
+  p.out.data = p.ref.out;
+  AttentionVerify v = p.check();
+  EXPECT_TRUE(v.passed()) << v.message();
+  EXPECT_LT(v.out.rel_fro_error, 1e-14);
+  EXPECT_EQ(v.rows_checked, 18);
+}
+
+// Past the full-check size: 3 heads x (first, middle, last 64 rows) of 200 — a wrong row
+// in the sample fails, and the message says rows were sampled.
+TEST(VerifyAttention, LargeProblemsCheckASample) {
+  Problem p("attention(Q[1,4,200,16]:bf16, K[1,2,50,16]:bf16, V[1,2,50,16]:bf16, causal=true, lse=true)",
+            {1, 4, 2, 200, 50, 16});
+  p.out.data = p.pipeline();
+  AttentionVerify v = p.check(0);
+  EXPECT_TRUE(v.passed()) << v.message();
+  EXPECT_EQ(v.rows_checked, 3 * 192);
+  EXPECT_EQ(v.rows_total, 800);
+  EXPECT_NE(v.message().find("rows sampled: 576 of 800"), std::string::npos) << v.message();
+  // Row 199 (the last) of head 3 (the last pair) is in the sample.
+  p.out.data[size_t((3 * 200 + 199) * 16 + 5)] += 0.25;
+  EXPECT_FALSE(p.check(0).passed());
+}
 
 TEST(VerifyAttention, PipelineAndRoundedReferencePass) {
   Problem p;

@@ -207,7 +207,8 @@ void Machine::exec_lane_reduce(const Node& n, const std::vector<int>& active) {
   const int lanes = int(n.s->imm);
   for_each_warp(n, active, "lane_reduce", [&](int warp) {
     double in[WarpAtom::kLanes];
-    for (int lane = 0; lane < WarpAtom::kLanes; ++lane) in[lane] = operand(n, 0, warp * WarpAtom::kLanes + lane);
+    for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
+      in[lane] = operand(n, 0, warp * WarpAtom::kLanes + lane);
     for (int lane = 0; lane < WarpAtom::kLanes; ++lane) {
       const int first = lane / lanes * lanes;
       double r = in[first];

@@ -1,14 +1,16 @@
 // k:008_lower_attention — attention's tiled Tile IR (t:012) becomes the mma.sync kernel of
-// FlashAttention-2 (docs/attention.md, "Plan"): per CTA one query block, per warp whole
-// m16 atoms of rows, every product on the table's m16n8k16 atom.
+// FlashAttention-2 (docs/attention.md, "The mma.sync kernel"): per CTA one query block,
+// per warp whole m16 atoms of rows, every product on the table's m16n8k16 atom.
 //  1. Bind: blockIdx (qb, h, b), warp w = threadIdx.x / 32, lane = threadIdx.x % 32.
 //  2. Q resident in registers: the block's [BLOCK_M, D] is copied to shared memory by
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
 //     A fragments for all D/16 k-steps, kept for the whole key loop.
-//  3. Key loop over the query block's causal bound: K and V blocks by cp.async in two
-//     commit groups (rows past Sk zero-filled), so S = Q Kᵀ starts when K has landed
-//     while V is still in flight. K [key][d] is the "B stored N x K" operand: plain
-//     ldmatrix.x4 (two n8 tiles per load); V [key][d] is B stored K x N: ldmatrix.x4.trans.
+//  3. Key loop over the query block's causal bound: K and V blocks by cp.async, one commit
+//     group each (rows past Sk zero-filled). KV_STAGES=2: rings of two, block kb+1's K
+//     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
+//     KV_STAGES=1: each block loads its own K and V at its top (V overlaps S only).
+//     K [key][d] is the "B stored N x K" operand: plain ldmatrix.x4 (two n8 tiles per
+//     load); V [key][d] is B stored K x N: ldmatrix.x4.trans.
 //  4. Masks per element only in blocks the mask or the ragged end reaches (a CTA-uniform
 //     test on the block's last key and the block's first row): s = -inf there. A row that
 //     keeps no key (bottom-right mask, Sq > Sk) is given every key < Sk instead, so its
@@ -23,11 +25,12 @@
 //     pairs with cvt.rn.*x2.f32 at the mma).
 //  7. O · (1/l) stored by each lane as bf16/f16 pairs (4-byte stores); LSE by lane t = 0 of
 //     each quad for its two rows.
-// Shared tiles: Q_s, K_s, V_s, rows of D 16-bit elements. With SWIZZLE=xor (the default for a power-of-two D)
-// each row's 16-byte chunk c is stored at c ^ (row % 8) (Swizzle<B,3,log2(D)-3>): the 8
-// rows one ldmatrix matrix reads then sit in 8 different bank groups instead of one
-// (rows of 128 or 256 bytes all start at bank 0: 8-way conflicts with SWIZZLE=none).
-// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1), SWIZZLE (none, xor), MIN_BLOCKS.
+// Shared tiles: Q_s, K_s, V_s, rows of D 16-bit elements. With SWIZZLE=xor (the default
+// for a power-of-two D) each row's 16-byte chunk c is stored at c ^ (row % 8)
+// (Swizzle<B,3,log2(D)-3>): the 8 rows one ldmatrix matrix reads then sit in 8 different
+// bank groups instead of one (rows of 128 or 256 bytes all start at bank 0: 8-way
+// conflicts with SWIZZLE=none).
+// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1, 2), SWIZZLE (none, xor), MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -307,7 +310,8 @@ struct Lowering {
           }()})})}));
       if (a.lse) {
         Block lse = {
-            Stmt::Compute("m_s", ScalarOp::Mul, {val("m_i", {m_a, r2}), Operand::constant(a.scale)}),
+            Stmt::Compute("m_s", ScalarOp::Mul,
+                          {val("m_i", {m_a, r2}), Operand::constant(a.scale)}),
             Stmt::Compute("log_l", ScalarOp::Log, {val("l_q")}),
             with_dst(Stmt::Compute("lse_v", ScalarOp::Add, {val("m_s"), val("log_l")}), {m_a, r2}),
         };
@@ -330,7 +334,8 @@ struct Lowering {
     q_s = shared("Q_s", BM);
     k_s = shared("K_s", BN, t.kv_stages == 2 ? 2 : 0);
     v_s = shared("V_s", BN, t.kv_stages == 2 ? 2 : 0);
-    const AtomDef& mma_def = atom(dt == DType::F16 ? "mma_m16n8k16_f32_f16" : "mma_m16n8k16_f32_bf16");
+    const AtomDef& mma_def =
+        atom(dt == DType::F16 ? "mma_m16n8k16_f32_f16" : "mma_m16n8k16_f32_bf16");
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
     KernelOp k;
     k.name = "k_attention";

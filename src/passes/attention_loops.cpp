@@ -232,10 +232,12 @@ int64_t default_block_n(const AttentionLoops& a) {
 }
 
 // Registers: per thread and m16 atom of rows, O holds D/2 f32 (D/8 tiles of 4), S/P
-// BLOCK_N/2, Q's A fragments D/4 (D/16 k-steps of 4 .b32); plus ~48 for addresses (the
-// swizzle's included), the row statistics, the K/V fragments in flight and the loop —
-// calibrated on D = 256, where BLOCK_N = 32 (estimate 256) spilled 60 B with the
-// swizzle and BLOCK_N = 16 (248) did not. Past 255 ptxas spills, which on this kernel
+// BLOCK_N/2, Q's A fragments D/4 (D/16 k-steps of 4 .b32; one k-step's 4 with
+// Q_IN_REGS=0); plus 40 + 8 per row atom for addresses (the swizzle's included), the
+// row statistics, the K/V fragments in flight and the loop — calibrated with NVRTC 13.0
+// for sm_90a: D = 256 with BLOCK_N = 32 (estimate 256) spilled 60 B and BLOCK_N = 16
+// (248) did not; two row atoms at D = 128, Q_IN_REGS=0, spilled 140 B with BLOCK_N = 64
+// (256) and not with 32 (224; 255 used). Past 255 ptxas spills, which on this kernel
 // means local-memory traffic inside the key loop.
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   AttentionTiles t;
@@ -243,6 +245,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   t.block_n = s.knob("BLOCK_N", default_block_n(a));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);
+  t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;
   if (!a.D.is_const())
     throw Error("attention's GPU kernel needs a numeric head dim D (the O and Q fragments "
                 "are register arrays sized by it); D is " + a.D.str());
@@ -271,14 +274,17 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                 std::to_string(t.smem_bytes) + " B of shared memory (Q + K + V blocks); " +
                 s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
                 " B per block");
-  t.fragment_regs = t.row_atoms * (t.head_dim / 2 + t.block_n / 2 + t.head_dim / 4);
-  if (t.fragment_regs + 48 > s.target.regs_per_thread)
+  t.fragment_regs =
+      t.row_atoms * (t.head_dim / 2 + t.block_n / 2 + (t.q_in_regs ? t.head_dim / 4 : 4));
+  const int64_t overhead = 40 + 8 * t.row_atoms;
+  if (t.fragment_regs + overhead > s.target.regs_per_thread)
     throw Error("BLOCK_M=" + std::to_string(t.block_m) + ",BLOCK_N=" +
                 std::to_string(t.block_n) + ",WARPS=" + std::to_string(t.warps) + " with D=" +
                 std::to_string(t.head_dim) + " keeps ~" + std::to_string(t.fragment_regs) +
-                " registers of fragments per thread (O, S/P, Q) plus ~48 more; a thread has " +
+                " registers of fragments per thread (O, S/P, Q) plus ~" + std::to_string(overhead) +
+                " more; a thread has " +
                 std::to_string(s.target.regs_per_thread) +
-                ": use more WARPS per BLOCK_M or a smaller BLOCK_N");
+                ": use more WARPS per BLOCK_M, a smaller BLOCK_N or Q_IN_REGS=0");
   return t;
 }
 

@@ -49,6 +49,10 @@ inline std::vector<Case> cases() {
     // The single-buffered K/V of KV_STAGES=1 (the default is 2, eager loads).
     v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), "KV_STAGES=1"});
     v.push_back({expr(2, 8, 1, 4097, 1000, 64, causal, "f16", true), "KV_STAGES=1,BLOCK_N=32"});
+    // Two m16 atoms per warp with Q's fragments re-read from shared memory.
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true),
+                 "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true), "Q_IN_REGS=0,BLOCK_M=128,WARPS=4"});
     // Head dim 256 (BLOCK_N = 16 by default: the registers O and Q take).
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), ""});
   }

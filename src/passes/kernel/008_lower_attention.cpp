@@ -4,7 +4,8 @@
 //  1. Bind: blockIdx (qb, h, b), warp w = threadIdx.x / 32, lane = threadIdx.x % 32.
 //  2. Q resident in registers: the block's [BLOCK_M, D] is copied to shared memory by
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
-//     A fragments for all D/16 k-steps, kept for the whole key loop.
+//     A fragments for all D/16 k-steps, kept for the whole key loop (Q_IN_REGS=0: loaded
+//     again at each k-step of S, the registers going to more rows per warp).
 //  3. Key loop over the query block's causal bound: K and V blocks by cp.async, one commit
 //     group each (rows past Sk zero-filled). KV_STAGES=2: rings of two, block kb+1's K
 //     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
@@ -30,7 +31,8 @@
 // (Swizzle<B,3,log2(D)-3>): the 8 rows one ldmatrix matrix reads then sit in 8 different
 // bank groups instead of one (rows of 128 or 256 bytes all start at bank 0: 8-way
 // conflicts with SWIZZLE=none).
-// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1, 2), SWIZZLE (none, xor), MIN_BLOCKS.
+// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1, 2), Q_IN_REGS, SWIZZLE (none, xor),
+// MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -145,13 +147,15 @@ struct Lowering {
 
     // 2. Q.
     append(copy_block(q_s, a.q, h, qb * BM, BM, a.Sq, "q"));
-    append({Stmt::AsyncCommit(), Stmt::AsyncWait(0), Stmt::Barrier(),
-            Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
-            reg_loop("m_a", RA,
-                     {reg_loop("d_k", D / 16,
-                               {Stmt::CopyAtom("ldmatrix_x4", "q_frag", {m_a, d_k}, q_s,
-                                               (w * RW + m_a * 16 + lane % 16) * D + d_k * 16 +
-                                                   lane / 16 * 8)})})});
+    // Q's A fragment of row atom m_a and k-step d_k, from its staging.
+    auto q_load = [&](std::vector<Expr> prefix) {
+      return Stmt::CopyAtom("ldmatrix_x4", "q_frag", std::move(prefix), q_s,
+                            (w * RW + m_a * 16 + lane % 16) * D + d_k * 16 + lane / 16 * 8);
+    };
+    append({Stmt::AsyncCommit(), Stmt::AsyncWait(0), Stmt::Barrier()});
+    if (t.q_in_regs)
+      append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
+              reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load({m_a, d_k})})})});
     // Accumulators and row statistics (value index e of a C tile; r2 = row g or g + 8).
     append({Stmt::Alloc("o_acc", {Expr(RA), Expr(D / 16), Expr(2), Expr(4)}),
             reg_loop("m_a", RA, {reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
@@ -197,23 +201,28 @@ struct Lowering {
       add(copy_block(v_s, a.v, hk, kb * BN, BN, a.Sk, "v"));
       add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
     }
-    // S = Q Kᵀ (unscaled; the scale rides in the exponent).
+    // S = Q Kᵀ (unscaled; the scale rides in the exponent). Q_IN_REGS=0: each k-step's Q
+    // fragments come from Q_s again, freeing D/4 registers per row atom for two atoms per
+    // warp, whose K fragments then serve both (half the ldmatrix bytes per mma).
+    const Operand q_frag = t.q_in_regs ? val("q_frag", {m_a, d_k}) : val("q_frag", {m_a});
+    Block s_step;
+    if (!t.q_in_regs)
+      s_step = {Stmt::Alloc("q_frag", {Expr(RA), Expr(8)}),
+                reg_loop("m_a", RA, {q_load({m_a})})};
+    s_step.push_back(reg_loop("n2", BN / 16, {
+        Stmt::Alloc("k_frag", {Expr(2), Expr(4)}),
+        Stmt::CopyAtom("ldmatrix_x4", "k_frag", {}, k_s,
+                       slot + (n2 * 16 + lane / 16 * 8 + lane % 8) * D + d_k * 16 +
+                           lane / 8 % 2 * 8),
+        reg_loop("m_a", RA, {reg_loop("hf", 2, {[&] {
+          Stmt s = Stmt::Atom(mma.id, "s_acc", {q_frag, val("k_frag", {hf})});
+          s.dst_index = {m_a, n2, hf};
+          return s;
+        }()})})}));
     add({Stmt::Alloc("s_acc", {Expr(RA), Expr(BN / 16), Expr(2), Expr(4)}),
          reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
              with_dst(Stmt::Init("s_acc", 0.0), {m_a, n2, hf, e})})})})}),
-         Stmt::For("d_k", Expr(D / 16), LoopKind::Reduce, "d_k",
-                   {reg_loop("n2", BN / 16, {
-                       Stmt::Alloc("k_frag", {Expr(2), Expr(4)}),
-                       Stmt::CopyAtom("ldmatrix_x4", "k_frag", {}, k_s,
-                                      slot + (n2 * 16 + lane / 16 * 8 + lane % 8) * D +
-                                          d_k * 16 + lane / 8 % 2 * 8),
-                       reg_loop("m_a", RA, {reg_loop("hf", 2, {
-                           [&] {
-                             Stmt s = Stmt::Atom(mma.id, "s_acc",
-                                                 {val("q_frag", {m_a, d_k}), val("k_frag", {hf})});
-                             s.dst_index = {m_a, n2, hf};
-                             return s;
-                           }()})})})},
+         Stmt::For("d_k", Expr(D / 16), LoopKind::Reduce, "d_k", std::move(s_step),
                    Tier::Register)});
     // K_{kb+1} goes to the other slot, which every warp finished reading (S_{kb-1})
     // before this iteration's barrier.
@@ -364,7 +373,7 @@ Pass pass_lower_attention() {
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited",
-              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "SWIZZLE", "MIN_BLOCKS"},
+              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 if (s.target.compute_capability() < 80)

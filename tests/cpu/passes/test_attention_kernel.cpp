@@ -95,6 +95,21 @@ TEST(AttentionKernel, BlockShapesAndSm80) {
   }
 }
 
+std::string kernel_ir(const std::string& expr, const std::string& knobs);
+
+// Q_IN_REGS=0: Q's fragments re-read from Q_s at each k-step, two m16 atoms per warp.
+TEST(AttentionKernel, QFragmentsFromSharedMemory) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(4, 2, 33, 17, 32, causal), "Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", 61);
+    check_attention(attention(2, 1, 17, 33, 64, causal, "f16"), "Q_IN_REGS=0,BLOCK_M=32,BLOCK_N=32,WARPS=1", 62);
+  }
+  const std::string ir = kernel_ir(attention(2, 2, 128, 128, 128, "false"),
+                                   "Q_IN_REGS=0,BLOCK_M=128,WARPS=4");
+  EXPECT_NE(ir.find("alloc q_frag[2, 8]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("s_acc[m_a, n2, hf] <- mma_m16n8k16_f32_bf16(q_frag[m_a], k_frag[hf])"),
+            std::string::npos) << ir;
+}
+
 // The unswizzled base (SWIZZLE=none) and a head dim that is no power of two (48: three
 // k-steps, no swizzle by default) compute the same.
 TEST(AttentionKernel, SwizzleNoneAndHeadDim48) {
@@ -186,6 +201,8 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
   expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=64,BLOCK_N=32,WARPS=4",
                  "registers of fragments per thread");
   EXPECT_NO_THROW(kernel_ir(attention(2, 2, 128, 128, 256, "false"), ""));  // BLOCK_N = 16
+  expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4", "registers of fragments per thread");
+  EXPECT_NO_THROW(kernel_ir(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32"));
   expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
   expect_refused(e128, "KV_STAGES=3", "KV_STAGES");
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");

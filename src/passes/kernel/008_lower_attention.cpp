@@ -1,7 +1,8 @@
 // k:008_lower_attention — attention's tiled Tile IR (t:012) becomes the mma.sync kernel of
 // FlashAttention-2 (docs/attention.md, "The mma.sync kernel"): per CTA one query block,
 // per warp whole m16 atoms of rows, every product on the table's m16n8k16 atom.
-//  1. Bind: blockIdx (qb, h, b), warp w = threadIdx.x / 32, lane = threadIdx.x % 32.
+//  1. Bind: blockIdx (qb, h, b), warp w = threadIdx.x / 32, lane = threadIdx.x % 32; with
+//     a causal mask the query blocks run longest first (qb = last - blockIdx.x).
 //  2. Q resident in registers: the block's [BLOCK_M, D] is copied to shared memory by
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
 //     A fragments for all D/16 k-steps, kept for the whole key loop (Q_IN_REGS=0: loaded
@@ -132,6 +133,15 @@ struct Lowering {
     return qb * BM + w * RW + m_a * 16 + lane / 4 + half * 8;
   }
 
+  // Under a causal mask the last query blocks have the most key blocks: they take the
+  // lowest blockIdx.x, which the GPU schedules first, so the short ones fill the tail
+  // (FlashAttention-2's order) instead of the longest starting last.
+  Expr query_block() const {
+    const Expr x = Expr::var("blockIdx.x");
+    if (a.causal == Causal::None) return x;
+    return ceil_div(a.Sq, Expr(BM)) - 1 - x;
+  }
+
   Block build(const WarpAtom& mma) {
     const Expr m_a = Expr::var("m_a"), d_k = Expr::var("d_k"), n2 = Expr::var("n2"),
                hf = Expr::var("hf"), e = Expr::var("e"), r2 = Expr::var("r2"),
@@ -139,7 +149,7 @@ struct Lowering {
     const double c = a.scale * M_LOG2E;
     const Expr hk = a.kv_head(h);
     Block body = {
-        Stmt::Let("qb", Expr::var("blockIdx.x")), Stmt::Let("h", Expr::var("blockIdx.y")),
+        Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
         Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / kLanes),
         Stmt::Let("lane", tid % kLanes),
     };

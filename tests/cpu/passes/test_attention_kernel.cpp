@@ -170,7 +170,8 @@ TEST(AttentionKernel, KernelShape) {
   EXPECT_NE(ir.find("(Q, K, V, out, lse) min_blocks=1"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_s"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("attn_o"), std::string::npos) << ir;
-  // Causal: the key loop stops at the query block's diagonal.
+  // Causal: the longest query blocks first, and the key loop stops at the diagonal.
+  EXPECT_NE(ir.find("let qb = 15 - blockIdx.x"), std::string::npos) << ir;
   EXPECT_NE(ir.find("for kb in 0..(min(1000, (qb + 1) * 64) + 63) / 64 reduce"),
             std::string::npos) << ir;
 }

@@ -38,7 +38,7 @@ struct AttentionLoops {
   Expr keys_for_rows(const Expr& rows_end) const;
 };
 
-// The tiling of attention's mma.sync kernel (t:012, k:008), from the knobs, checked:
+// The tiling of attention's mma.sync kernel (t:012, k:012), from the knobs, checked:
 // BLOCK_M query rows per CTA in WARPS warps of whole m16 atoms, BLOCK_N keys per step,
 // KV_STAGES K/V buffers, Q_IN_REGS. Throws loom::Error naming the knob and the limit it breaks
 // (the tile shape, shared memory, or the registers a thread would need).

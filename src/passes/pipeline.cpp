@@ -9,16 +9,16 @@ namespace loom {
 
 namespace {
 
-// Attention has its own tile and kernel lowering (t:012, k:008); the other tile and kernel
+// Attention has its own tile and kernel lowering (t:012, k:012); the other tile and kernel
 // passes are the GEMM's, whose patterns (contraction nests, slabs, epilogues) it does not
-// have. Of those, k:055 (unrolling) finishes any kernel and applies to it as well; k:008
+// have. Of those, k:055 (unrolling) finishes any kernel and applies to it as well; k:012
 // makes its own launch bounds (MIN_BLOCKS).
 bool gemm_only(const Pass& p) {
   if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
-  return p.id != "k:008_lower_attention" && p.id != "k:055_unroll_registers";
+  return p.id != "k:012_lower_attention" && p.id != "k:055_unroll_registers";
 }
 
-// The GEMM-only passes do nothing to a program with attention (its t:012 and k:008 run
+// The GEMM-only passes do nothing to a program with attention (its t:012 and k:012 run
 // in their place), in run_pipeline and wherever a test runs the passes one by one.
 std::vector<Pass> for_attention_or_gemm(std::vector<Pass> passes) {
   for (Pass& p : passes) {
@@ -55,12 +55,12 @@ const std::vector<Pass>& pipeline() {
       // owns (S clusters of c CTAs), and before partitioning, which puts q on the CLUSTER
       // tier.
       pass_cluster_k(),
-      // Attention's Loop -> Tile IR (its own kernel shape: CTA per query block, warps of
-      // m16 rows); before t:010, which then finds the program already tiled.
-      pass_partition_attention(),
       // Loop -> Tile IR: choose the grid/thread/register factorization (BM BN FM FN);
       // guards make every shape correct from here on.
       pass_partition_loops(),
+      // Attention's Loop -> Tile IR (its own kernel shape: CTA per query block, warps of
+      // m16 rows), where t:010 left it alone.
+      pass_partition_attention(),
       // Right after partitioning, while loop ranges are still explicit: drop the
       // guards the ranges prove.
       pass_simplify_guards(),
@@ -84,11 +84,12 @@ const std::vector<Pass>& pipeline() {
       pass_swizzle_smem(),
       // Rings after the slabs exist and before flattening fixes their strides.
       pass_multibuffer(),
-      // Attention's Tile -> Kernel IR, where the GEMM's is: the whole mma.sync kernel (its
-      // copies, fragments and softmax), which the GEMM passes below leave alone.
-      pass_lower_attention(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.
       pass_bind_hardware(),
+      // Attention's Tile -> Kernel IR, right after the GEMM's (which left it alone): the
+      // whole mma.sync kernel (its copies, fragments and softmax), which the GEMM passes
+      // below leave alone too.
+      pass_lower_attention(),
       // Stages become cooperative copies once threads are explicit (threadIdx splits
       // the slab among the block).
       pass_lower_stages(),
@@ -158,8 +159,8 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
   if (!last_id.empty() && !find_pass(last_id))
     throw Error("unknown pass '" + last_id + "' (loom passes lists them)");
   for (const auto& p : pipeline()) {
-    // A lowering whose level another pass already produced (t:010 and k:010 after
-    // attention's t:012 and k:008) is shown against that level, where it changes nothing.
+    // A lowering whose level another pass already produced (t:012 and k:012 after a
+    // GEMM's t:010 and k:010) is shown against that level, where it changes nothing.
     std::string before = observer ? print_level(s, s.level >= p.to ? p.to : p.from) : "";
     p.run(s);
     try {
@@ -173,7 +174,9 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
                                                  : "";
       throw Error("after pass " + p.id + ": " + e.what() + ir);
     }
-    if (observer) observer(p, before, print_level(s, p.to));
+    // A lowering that left the program alone without reaching its level (t:010 and k:010
+    // on attention) is shown unchanged too.
+    if (observer) observer(p, before, s.level >= p.to ? print_level(s, p.to) : before);
     if (p.id == last_id) break;
   }
 }

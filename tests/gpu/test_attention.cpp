@@ -1,4 +1,4 @@
-// GPU correctness of attention's mma.sync kernel (t:012 + k:008, docs/attention.md): every
+// GPU correctness of attention's mma.sync kernel (t:012 + k:012, docs/attention.md): every
 // case of attention_cases.h runs through run_expression — seeded inputs, O and LSE
 // poisoned with NaN, O and LSE checked against the fp64 reference, O within twice the
 // error of the 16-bit pipeline (P rounded to the input dtype, O stored in it) on the same

@@ -10,7 +10,7 @@
 //  3. REGISTER: the warp's rows r. The loop form's per-row temps become register arrays:
 //     `s_row[BLOCK_N]` (the row's S, then P, tile) and `o_row[D]` (the unnormalized O);
 //     attn_s / attn_o, which stood in for them in memory, are gone.
-// The arithmetic is the loop form's, statement for statement (k:008 maps it onto
+// The arithmetic is the loop form's, statement for statement (k:012 maps it onto
 // fragments), so this level still runs one row at a time on the CPU interpreter.
 // A program without attention is left to t:010.
 #include <cmath>

@@ -1,6 +1,6 @@
 // Attention's P repack (c_to_a_pairs): two m16n8 accumulator tiles side by side are the
 // A fragment of one m16n8k16 step, value for value, for the f16 and bf16 atoms — read
-// off the table's maps, so k:008 may use the S accumulators as O += P V's A operand in
+// off the table's maps, so k:012 may use the S accumulators as O += P V's A operand in
 // place. Atoms whose layouts do not pair that way are refused with the reason.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // attention end to end on a machine without a GPU: both loop forms (l:000's unfused one
 // and l:005's online softmax) run on the interpreter and match the fp64 reference, O and
-// LSE; so does the mma.sync kernel (k:008), judged by the rule `loom run` applies on the
+// LSE; so does the mma.sync kernel (k:012), judged by the rule `loom run` applies on the
 // GPU (bench/verify_attention.h); `loom compile` prints the fused form at --ir loop and
 // the kernel's passes with -vv.
 #include <gtest/gtest.h>
@@ -131,7 +131,7 @@ TEST(AttentionCli, CompileShowsTheKernelPasses) {
     Result r = loom_cmd(std::string("compile ") + kExpr + target + " --ir cuda -vv");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(has(r.out, ">>> t:012_partition_attention")) << r.out;
-    EXPECT_TRUE(has(r.out, ">>> k:008_lower_attention")) << r.out;
+    EXPECT_TRUE(has(r.out, ">>> k:012_lower_attention")) << r.out;
     // The GEMM lowerings leave the program alone, and -vv shows them unchanged.
     EXPECT_FALSE(has(r.out, ">>> t:010_partition_loops")) << r.out;
     EXPECT_FALSE(has(r.out, ">>> k:010_bind_hardware")) << r.out;
@@ -158,7 +158,7 @@ TEST(AttentionCli, PassesAndKnobsListTheFusion) {
   Result r = loom_cmd("passes");
   EXPECT_TRUE(has(r.out, "l:005_online_softmax")) << r.out;
   EXPECT_TRUE(has(r.out, "t:012_partition_attention")) << r.out;
-  EXPECT_TRUE(has(r.out, "k:008_lower_attention")) << r.out;
+  EXPECT_TRUE(has(r.out, "k:012_lower_attention")) << r.out;
   r = loom_cmd("knobs");
   EXPECT_TRUE(has(r.out, "BLOCK_M")) << r.out;
   EXPECT_TRUE(has(r.out, "BLOCK_N")) << r.out;

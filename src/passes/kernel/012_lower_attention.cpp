@@ -1,4 +1,4 @@
-// k:008_lower_attention — attention's tiled Tile IR (t:012) becomes the mma.sync kernel of
+// k:012_lower_attention — attention's tiled Tile IR (t:012) becomes the mma.sync kernel of
 // FlashAttention-2 (docs/attention.md, "The mma.sync kernel"): per CTA one query block,
 // per warp whole m16 atoms of rows, every product on the table's m16n8k16 atom.
 //  1. Bind: blockIdx (qb, h, b), warp w = threadIdx.x / 32, lane = threadIdx.x % 32; with
@@ -379,7 +379,7 @@ struct Lowering {
 }  // namespace
 
 Pass pass_lower_attention() {
-  return Pass{"k:008_lower_attention", Level::Tile, Level::Kernel,
+  return Pass{"k:012_lower_attention", Level::Tile, Level::Kernel,
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited",

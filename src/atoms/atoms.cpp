@@ -528,4 +528,29 @@ Expr lane_bits_expr(const std::vector<int>& per_lane, const Expr& lane) {
   return e;
 }
 
+void c_to_a_pairs(const AtomDef& mma) {
+  if (mma.threads != 32 || mma.k != 2 * mma.n)
+    throw Error("the C -> A repack pairs two m" + std::to_string(mma.m) + "n" +
+                std::to_string(mma.n) + " accumulator tiles into one k" +
+                std::to_string(2 * mma.n) + " A fragment; " + mma.id + " is not a warp atom with k = 2n");
+  const OperandLayout& A = operand_layout(mma, "A");
+  const OperandLayout& C = operand_layout(mma, "C");
+  if (A.values_per_thread != 2 * C.values_per_thread)
+    throw Error("the C -> A repack needs A to hold two C fragments' values per lane; " +
+                mma.id + " has " + std::to_string(A.values_per_thread) + " A and " +
+                std::to_string(C.values_per_thread) + " C values");
+  for (int lane = 0; lane < 32; ++lane)
+    for (int v = 0; v < A.values_per_thread; ++v) {
+      const int tile = v / C.values_per_thread;
+      const auto [ra, ca] = A.map(lane, v);
+      const auto [rc, cc] = C.map(lane, v % C.values_per_thread);
+      if (ra != rc || ca != cc + tile * mma.n)
+        throw Error(mma.id + ": A value " + std::to_string(v) + " of lane " + std::to_string(lane) +
+                    " is element (" + std::to_string(ra) + ", " + std::to_string(ca) +
+                    ") but C tile " + std::to_string(tile) + " holds (" + std::to_string(rc) +
+                    ", " + std::to_string(cc + tile * mma.n) +
+                    ") there: the accumulators cannot be read as the A fragment in place");
+    }
+}
+
 }  // namespace loom

@@ -75,6 +75,14 @@ const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
 // loom::Error for an atom that is not a 32-thread compute atom (wgmma: warpgroup_atom).
 WarpAtom warp_atom(const AtomDef& a);
 
+// Attention's P repack (docs/attention.md): two m16n8 C/D fragments side by side along
+// N (columns 0..n-1 and n..2n-1) are, value for value, the A fragment of one k = 2n step
+// when value v of A is value v % c_values of C tile v / c_values on every lane — so the
+// S accumulators feed O += P V with no shuffle and no shared memory. Checks that against
+// the atom's maps and throws loom::Error naming the first (lane, value) where it fails
+// (or an atom whose shape has no such pairing).
+void c_to_a_pairs(const AtomDef& mma);
+
 // ---- wgmma (one warpgroup of 128 threads, sm_90a) --------------------------------------
 // wgmma.mma_async m64nNk16 (f16, bf16) and m64nNk8 (tf32), f32 accumulate, N = 8..256 in
 // steps of 8: ids "wgmma_m64n<N>k<K>_f32_<type>". B is always read from shared memory

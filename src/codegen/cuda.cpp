@@ -336,7 +336,8 @@ class Renderer {
       case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
       case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
       case ScalarOp::Exp: return "expf(" + a(0) + ")";
-      case ScalarOp::Exp2: return "exp2f(" + a(0) + ")";
+      // ex2.approx: the one instruction the online softmax's exponent is in log2 units for.
+      case ScalarOp::Exp2: return "loom::ex2_approx_ftz(" + a(0) + ")";
       case ScalarOp::Log: return "logf(" + a(0) + ")";
     }
     return "";
@@ -580,6 +581,14 @@ class Renderer {
           if (cluster_mask(s) >> r & 1)
             line(d, "loom::mbarrier_arrive_cluster(" + mbar(s) + ", " + std::to_string(r) + "u);");
         break;
+      case StmtKind::LaneReduce: {
+        const char* fn = s.op == ScalarOp::Max ? "loom::lane_reduce_max<"
+                         : s.op == ScalarOp::Min ? "loom::lane_reduce_min<"
+                                                 : "loom::lane_reduce_add<";
+        line(d, (s.dst_index.empty() ? "float " + s.dst : dst(s)) + " = " + fn +
+                    std::to_string(int(s.imm)) + ">(" + operand(s.args.at(0)) + ");");
+        break;
+      }
       case StmtKind::TileArrive: {
         const int64_t threads = s.value.const_value();
         const std::string arrivals = std::to_string(int64_t(s.imm)) + ".0f";
@@ -653,8 +662,24 @@ class Renderer {
   // written by element-wise loads (which insert halves); accumulators by their zeroing
   // (Init, likewise) and read, value by value, by the epilogue. Anything else that
   // touches one is an error here rather than a silent reinterpretation.
+  // The exception: an A operand that is itself an f32 accumulator of a warp atom
+  // (attention's P = the S accumulators, docs/attention.md's C -> A repack) stays f32 and
+  // is packed at each mma that reads it (cvt.rn.*x2.f32, one per register).
   void find_packed(const KernelOp& k) {
     packed_.clear();
+    std::set<std::string> accumulators;
+    alloc_extents_.clear();
+    walk(k.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Alloc) {
+        std::vector<int64_t>& e = alloc_extents_[s.dst];
+        e.clear();
+        for (const Expr& x : s.index) e.push_back(x.is_const() ? x.const_value() : 0);
+      }
+      if (s.kind != StmtKind::Atom) return;
+      const WarpAtom* w = find_warp_atom(k, s.atom);
+      if (w && w->threads == WarpAtom::kLanes && dtype_bytes(w->acc_type) == 4)
+        accumulators.insert(s.dst);
+    });
     walk(k.body, [&](const Stmt& s) {
       if (s.kind != StmtKind::Atom) return;
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
@@ -665,7 +690,8 @@ class Renderer {
           return;
         }
         if (dtype_bytes(w->a_type) == 2)
-          for (const Operand& o : s.args) packed_.emplace(o.name, Packed{w->a_type});
+          for (const Operand& o : s.args)
+            if (!accumulators.count(o.name)) packed_.emplace(o.name, Packed{w->a_type});
         if (dtype_bytes(w->acc_type) == 2) packed_.emplace(s.dst, Packed{w->acc_type, false, true});
       } else if (const WarpCopy* c = find_warp_copy(k, s.atom);
                  c && c->element_bytes == 2 && !c->to_shared) {
@@ -780,8 +806,12 @@ class Renderer {
   }
 
   // `&name[prefix..][0]`: the first register of a packed fragment.
-  static std::string fragment_regs(const std::string& name, std::vector<Expr> prefix) {
-    prefix.push_back(Expr(0));
+  // The first register of fragment name[prefix..]: zeros for every trailing dimension (a
+  // fragment may span several, e.g. two m16n8 tiles that one ldmatrix.x4 fills).
+  std::string fragment_regs(const std::string& name, std::vector<Expr> prefix) const {
+    auto it = alloc_extents_.find(name);
+    const size_t rank = it == alloc_extents_.end() ? prefix.size() + 1 : it->second.size();
+    while (prefix.size() < rank) prefix.push_back(Expr(0));
     return "&" + element(name, prefix);
   }
 
@@ -821,9 +851,22 @@ class Renderer {
       const std::string fn = w.a_type == DType::F16    ? "loom::pack_f16x2"
                              : w.a_type == DType::BF16 ? "loom::pack_bf16x2"
                                                        : "loom::cvt_rna_tf32";
+      // Value v of the fragment: the v-th element, row-major, of the array's trailing
+      // dimensions after the operand's prefix (one dimension, or several: stmt.h).
       auto value = [&](int v) {
         std::vector<Expr> idx = o.index;
-        idx.push_back(Expr(v));
+        auto it = alloc_extents_.find(o.name);
+        if (it == alloc_extents_.end() || it->second.size() <= idx.size() + 1) {
+          idx.push_back(Expr(v));
+          return element(o.name, idx);
+        }
+        const std::vector<int64_t>& ext = it->second;
+        std::vector<Expr> tail;
+        for (size_t i = ext.size(); i-- > idx.size();) {
+          tail.insert(tail.begin(), Expr(v % ext[i]));
+          v /= int(ext[i]);
+        }
+        idx.insert(idx.end(), tail.begin(), tail.end());
         return element(o.name, idx);
       };
       for (int r = 0; r < (half ? values / 2 : values); ++r)
@@ -835,6 +878,17 @@ class Renderer {
                "a 16-bit accumulator fragment is declared packed (find_packed)");
     std::vector<Expr> c = s.dst_index;
     c.push_back(Expr(0));
+    if (half && !packed_.count(s.args.at(0).name)) {
+      // An f32 accumulator read as the A fragment (find_packed): its values pair up into
+      // the .b32 registers here; B is packed as usual.
+      line(d, "{  // " + a.ptx);
+      line(d + 1, "unsigned a_[" + std::to_string(w.a_values / 2) + "];");
+      for (const auto& l : pack(s.args.at(0), w.a_values, "a_")) line(d + 1, l);
+      line(d + 1, a.wrapper + "(&" + element(s.dst, c) + ", a_, " +
+                      fragment_regs(s.args.at(1).name, s.args.at(1).index) + ");");
+      line(d, "}");
+      return;
+    }
     if (half) {
       // Packed operands (find_packed): the registers go to the wrapper as they are.
       line(d, a.wrapper + "(&" + element(s.dst, c) + ", " +
@@ -930,6 +984,7 @@ class Renderer {
     bool accumulator = false;  // an mma's C/D fragment (ACC=f16)
   };
   std::map<std::string, Packed> packed_;  // packed fragment arrays (find_packed)
+  std::map<std::string, std::vector<int64_t>> alloc_extents_;  // register arrays (find_packed)
   std::ostringstream& out_;
   std::string idx_;
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;

@@ -1,12 +1,16 @@
 #include "driver/run.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <tuple>
 #include <sstream>
 
 #include "bench/cublas_ref.h"
 #include "bench/cuda_call.h"
 #include "bench/reference.h"
+#include "bench/reference_attention.h"
+#include "bench/verify_attention.h"
 #include "codegen/cuda.h"
 #include "driver/executor.h"
 #include "frontend/parser.h"
@@ -65,6 +69,76 @@ std::string join_knobs(const CompileState& s) {
     if (it != s.used_knobs.end()) k += (k.empty() ? "" : ",") + d.name + "=" + it->second;
   }
   return k;
+}
+
+// Attention's FLOPs: 4·D per kept (query, key) pair of each (batch, head) — QKᵀ and PV,
+// a multiply and an add each; a causal mask keeps about half the pairs.
+double attention_flops(const Graph& g) {
+  const Node& a = *g.attention();
+  const Node& q = g.node(a.inputs[0]);
+  const Node& k = g.node(a.inputs[1]);
+  const int64_t Sq = q.shape[2].value, Sk = k.shape[2].value;
+  double pairs = 0;
+  for (int64_t i = 0; i < Sq; ++i) {
+    int64_t kept = Sk;
+    if (a.attention.causal == Causal::TopLeft) kept = std::min(Sk, i + 1);
+    if (a.attention.causal == Causal::BottomRight) kept = std::clamp<int64_t>(i + 1 + Sk - Sq, 0, Sk);
+    pairs += double(kept);
+  }
+  return 4.0 * double(q.shape[0].value * q.shape[1].value) * double(q.shape[3].value) * pairs;
+}
+
+// The attention half of run_expression: O (and LSE) against the fp64 reference with the
+// 16-bit pipeline's threshold (bench/verify_attention.h); with --bench, Loom timed alone
+// (PyTorch's SDPA is the comparison, run by bench/attention_vs_torch.py on the GPU machine).
+void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, const Bindings& host,
+                      DeviceTensors& dev_tensors, const ProgramLauncher& launcher,
+                      cudaStream_t stream, const RunOptions& opt, const DeviceInfo& dev) {
+  std::map<std::string, HostTensor> inputs;
+  for (const auto& t : kp.tensors)
+    if (t.role == TensorRole::Input) inputs[t.name] = host.tensors.at(t.name);
+  const bool has_lse = kp.has_tensor("lse");
+  auto check = [&] {
+    HostTensor out = dev_tensors.download(kp, "out", host.symbols);
+    std::optional<HostTensor> lse;
+    if (has_lse) lse = dev_tensors.download(kp, "lse", host.symbols);
+    AttentionVerify av = verify_attention(g, inputs, out, lse ? &*lse : nullptr);
+    VerifyResult v = av.out;
+    v.passed = av.passed();
+    v.message = (v.passed ? "PASS " : "FAIL ") + av.message();
+    return std::pair{v, av.lse};
+  };
+  std::tie(r.verify, r.lse_verify) = check();
+  r.flops = attention_flops(g);
+  r.header = format_header(make_bench_header(dev, opt.seed, opt.timing, opt.command_line));
+  if (!opt.bench || !r.verify.passed) return;
+  std::vector<std::function<void(cudaStream_t)>> fns = {
+      [&](cudaStream_t s) { launcher.launch_all(s); }};
+  auto times = time_interleaved(fns, stream, opt.timing);
+  r.backends = {{"Loom", times[0]}};
+  dev_tensors.poison_outputs(kp, stream);
+  launcher.launch_all(stream);
+  LOOM_CUDA_RT(cudaStreamSynchronize(stream));
+  auto again = check();
+  if (!again.first.passed) std::tie(r.verify, r.lse_verify) = again;
+  const KernelOp& k = kp.kernels.at(0);
+  const LaunchPlan& plan = launcher.plan(0);
+  KernelReport kr;
+  kr.name = k.name;
+  kr.us = times[0].median_us;
+  kr.grid = {plan.cfg.grid[0], plan.cfg.grid[1], plan.cfg.grid[2]};
+  kr.block_threads = k.block_threads;
+  FuncAttributes fa = func_attributes(plan.fn);
+  kr.regs = fa.registers;
+  kr.smem_bytes = fa.static_smem_bytes + plan.cfg.dynamic_smem;
+  int blocks = occupancy_blocks_per_sm(plan.fn, k.block_threads, int(plan.cfg.dynamic_smem));
+  kr.blocks_per_sm = blocks;
+  kr.occupancy = double(blocks * ((k.block_threads + 31) / 32)) / double(dev.max_threads_per_sm / 32);
+  auto res = r.nvrtc.resources.find(k.name);
+  if (res != r.nvrtc.resources.end())
+    kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
+  kr.knobs = join_knobs(r.program.state);
+  r.kernels.push_back(kr);
 }
 
 }  // namespace
@@ -165,6 +239,12 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   for (const auto& [k, v] : r.program.state.used_knobs) launched += " " + k + "=" + v;
   launched += ")";
   sync_with_timeout(stream, kernel_timeout_s(), launched);
+
+  if (g.attention()) {
+    finish_attention(r, g, kp, host, dev_tensors, launcher, stream, opt, *dev);
+    LOOM_CUDA_RT(cudaStreamDestroy(stream));
+    return r;
+  }
 
   std::map<std::string, HostTensor> inputs;
   for (const auto& t : kp.tensors)

@@ -37,6 +37,7 @@ struct RunReport {
   CompiledProgram program;
   CompileResult nvrtc;
   VerifyResult verify;                      // Loom's output vs the fp64 reference
+  std::optional<VerifyResult> lse_verify;   // attention with lse=true: its LSE, likewise
   std::optional<VerifyResult> cublas_verify;  // cuBLAS's output vs the same reference
   bool cublas_has_epilogue = false;         // cuBLAS timed the GEMM only
   double flops = 0;

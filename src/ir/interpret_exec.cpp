@@ -195,7 +195,28 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Specialize: exec_specialize(n, active, depth); break;
     case StmtKind::ClusterSync: exec_cluster_sync(n, active); break;
     case StmtKind::TileArrive: exec_tile_arrive(n, active); break;
+    case StmtKind::LaneReduce: exec_lane_reduce(n, active); break;
   }
+}
+
+// shfl.sync.bfly over groups of `imm` lanes: every lane of a group gets the group's
+// combined value. The operands are all read before any result is written, as the
+// shuffles exchange the values the lanes held before the statement.
+void Machine::exec_lane_reduce(const Node& n, const std::vector<int>& active) {
+  const size_t T = size_t(threads_);
+  const int lanes = int(n.s->imm);
+  for_each_warp(n, active, "lane_reduce", [&](int warp) {
+    double in[WarpAtom::kLanes];
+    for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
+      in[lane] = operand(n, 0, warp * WarpAtom::kLanes + lane);
+    for (int lane = 0; lane < WarpAtom::kLanes; ++lane) {
+      const int first = lane / lanes * lanes;
+      double r = in[first];
+      for (int l = first + 1; l < first + lanes; ++l) r = eval_scalar_op(n.s->op, r, in[l]);
+      const int t = warp * WarpAtom::kLanes + lane;
+      vals_[size_t(slot(n, n.dst, t, 1)) * T + size_t(t)] = r;
+    }
+  });
 }
 
 // Blocks run one after another here, so an arrival sees every earlier block's writes;

@@ -139,6 +139,7 @@ class Machine {
   void exec(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_for(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_tile_arrive(const Node& n, const std::vector<int>& active);
+  void exec_lane_reduce(const Node& n, const std::vector<int>& active);
   void exec_if(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_load(const Node& n, const std::vector<int>& active);
   void exec_write(const Node& n, const std::vector<int>& active);

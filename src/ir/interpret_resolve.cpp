@@ -252,6 +252,10 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.dst = destination(s, true);
       break;
     case StmtKind::Init: n.dst = destination(s, true); break;
+    case StmtKind::LaneReduce:
+      operands();
+      n.dst = destination(s, true);
+      break;
     case StmtKind::Accum:
       if (s.args.size() != 1) fail(s, "accumulate takes exactly one operand");
       operands();

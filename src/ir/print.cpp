@@ -128,6 +128,9 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::TileArrive:
       return "let " + s.var + " = tile.arrive " + s.tensor + "[" + join_exprs(s.index) + "] of " +
              Operand::constant(s.imm).str() + " (threads 0.." + s.value.str() + ")";
+    case StmtKind::LaneReduce:
+      return dst_of(s) + " = lane_reduce." + scalar_op_name(s.op) + ".x" +
+             std::to_string(int(s.imm)) + "(" + join_operands(s.args) + ")";
   }
   return "?";
 }

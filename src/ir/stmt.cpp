@@ -445,3 +445,17 @@ void walk(const Block& b, const std::function<void(const Stmt&)>& fn) {
 }
 
 }  // namespace loom
+
+namespace loom {
+
+Stmt Stmt::LaneReduce(std::string dst, ScalarOp op, Operand value, int lanes) {
+  Stmt s;
+  s.kind = StmtKind::LaneReduce;
+  s.dst = std::move(dst);
+  s.op = op;
+  s.args = {std::move(value)};
+  s.imm = lanes;
+  return s;
+}
+
+}  // namespace loom

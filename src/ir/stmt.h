@@ -80,6 +80,12 @@ enum class StmtKind {
   // that made `imm` arrivals, else 0. The last arrival resets the counter to 0, so the
   // next launch finds it cleared.
   TileArrive,
+  // Warp shuffle reduction (shfl.sync.bfly): `dst = op over the lanes of arg`, among the
+  // groups of `imm` consecutive lanes (a power of two, 2..32) of each warp; every lane of
+  // a group receives the group's result. Attention's row max and row sum: an m16n8 C
+  // fragment spreads a row over the 4 lanes of a quad (imm = 4). Warp-collective: the
+  // whole warp executes it (never under a lane-dependent If).
+  LaneReduce,
 };
 
 enum class LoopKind { Parallel, Reduce };
@@ -276,6 +282,8 @@ struct Stmt {
   // first `threads` threads of the block arrive together.
   static Stmt TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,
                          int threads);
+  // `dst` = op (Add, Max or Min) of `value` over each group of `lanes` consecutive lanes.
+  static Stmt LaneReduce(std::string dst, ScalarOp op, Operand value, int lanes);
 };
 
 using Block = std::vector<Stmt>;

@@ -409,7 +409,7 @@ class BodyChecker {
     if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
     bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
                    s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
-                   s.kind == StmtKind::Atom;
+                   s.kind == StmtKind::Atom || s.kind == StmtKind::LaneReduce;
     if (!s.dst_index.empty() && !defines)
       fail(s, "this statement writes no value, so it has no register element (dst_index)");
   }
@@ -780,7 +780,23 @@ class BodyChecker {
       case StmtKind::Specialize: check_specialize(s); break;
       case StmtKind::ClusterSync: check_cluster_sync(s); break;
       case StmtKind::TileArrive: check_tile_arrive(s); break;
+      case StmtKind::LaneReduce: check_lane_reduce(s); break;
     }
+  }
+
+  // A shuffle exchanges registers between the lanes of a warp, which only Kernel IR has.
+  void check_lane_reduce(const Stmt& s) {
+    require_level(s, Level::Kernel, "lane_reduce");
+    const int lanes = int(s.imm);
+    if (lanes < 2 || lanes > 32 || (lanes & (lanes - 1)) != 0 || double(lanes) != s.imm)
+      fail(s, "lane_reduce combines groups of 2, 4, 8, 16 or 32 lanes (shfl.sync.bfly), not " +
+                  Operand::constant(s.imm).str());
+    if (s.op != ScalarOp::Add && s.op != ScalarOp::Max && s.op != ScalarOp::Min)
+      fail(s, std::string("lane_reduce combines with add, max or min, not ") +
+                  scalar_op_name(s.op));
+    if (s.args.size() != 1) fail(s, "lane_reduce takes exactly one operand");
+    use_operands(s);
+    define(s, false);
   }
 
   // Its threads wait for each other (a named barrier over the first `value` threads), so

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "passes/pass.h"
 
 namespace loom {
 namespace {
@@ -222,6 +223,69 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   p.ops.push_back(std::move(op1));
   p.ops.push_back(std::move(op2));
   p.ops.push_back(std::move(op3));
+}
+
+// D = 256 keeps 128 registers of O and 64 of Q per thread: 64 keys per block would add 32
+// more and pass the 255 a thread has; 16 keys leave room (254 used, no spill, sm_90a).
+int64_t default_block_n(const AttentionLoops& a) {
+  return a.D.is_const() && a.D.const_value() > 128 ? 16 : 64;
+}
+
+// Registers: per thread and m16 atom of rows, O holds D/2 f32 (D/8 tiles of 4), S/P
+// BLOCK_N/2, Q's A fragments D/4 (D/16 k-steps of 4 .b32; one k-step's 4 with
+// Q_IN_REGS=0); plus 40 + 8 per row atom for addresses (the swizzle's included), the
+// row statistics, the K/V fragments in flight and the loop — calibrated with NVRTC 13.0
+// for sm_90a: D = 256 with BLOCK_N = 32 (estimate 256) spilled 60 B and BLOCK_N = 16
+// (248) did not; two row atoms at D = 128, Q_IN_REGS=0, spilled 140 B with BLOCK_N = 64
+// (256) and not with 32 (224; 255 used). Past 255 ptxas spills, which on this kernel
+// means local-memory traffic inside the key loop.
+AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
+  AttentionTiles t;
+  t.block_m = s.knob("BLOCK_M", 64);
+  t.block_n = s.knob("BLOCK_N", default_block_n(a));
+  t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
+  t.kv_stages = s.knob("KV_STAGES", 2);
+  t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;
+  if (!a.D.is_const())
+    throw Error("attention's GPU kernel needs a numeric head dim D (the O and Q fragments "
+                "are register arrays sized by it); D is " + a.D.str());
+  t.head_dim = a.D.const_value();
+  if (t.head_dim % 16 != 0 || t.head_dim > 256)
+    throw Error("attention's mma.sync kernel takes head dims that are multiples of 16 up to "
+                "256 (m16n8k16 k-steps over D); D = " + std::to_string(t.head_dim));
+  if (t.warps < 1 || t.warps > 16)
+    throw Error("WARPS=" + std::to_string(t.warps) + ": a CTA has 1 to 16 warps here");
+  if (t.block_m % (16 * t.warps) != 0)
+    throw Error("BLOCK_M=" + std::to_string(t.block_m) + " must be a multiple of 16*WARPS = " +
+                std::to_string(16 * t.warps) + " (each warp owns whole m16 atoms of rows)");
+  if (t.block_n % 16 != 0)
+    throw Error("BLOCK_N=" + std::to_string(t.block_n) + " must be a multiple of 16 (P's "
+                "m16n8 tiles pair up into the k16 A fragments of O += P V)");
+  if (t.kv_stages != 1 && t.kv_stages != 2)
+    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": attention buffers K and V "
+                "once (1: loaded at each key block) or twice (2: the next block's loads "
+                "issued eagerly, under this block's math)");
+  t.row_atoms = t.block_m / (16 * t.warps);
+  t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * t.head_dim * 2;
+  if (t.smem_bytes > s.target.smem_per_block)
+    throw Error("BLOCK_M=" + std::to_string(t.block_m) + ",BLOCK_N=" +
+                std::to_string(t.block_n) + ",KV_STAGES=" + std::to_string(t.kv_stages) +
+                " with D=" + std::to_string(t.head_dim) + " needs " +
+                std::to_string(t.smem_bytes) + " B of shared memory (Q + K + V blocks); " +
+                s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
+                " B per block");
+  t.fragment_regs =
+      t.row_atoms * (t.head_dim / 2 + t.block_n / 2 + (t.q_in_regs ? t.head_dim / 4 : 4));
+  const int64_t overhead = 40 + 8 * t.row_atoms;
+  if (t.fragment_regs + overhead > s.target.regs_per_thread)
+    throw Error("BLOCK_M=" + std::to_string(t.block_m) + ",BLOCK_N=" +
+                std::to_string(t.block_n) + ",WARPS=" + std::to_string(t.warps) + " with D=" +
+                std::to_string(t.head_dim) + " keeps ~" + std::to_string(t.fragment_regs) +
+                " registers of fragments per thread (O, S/P, Q) plus ~" + std::to_string(overhead) +
+                " more; a thread has " +
+                std::to_string(s.target.regs_per_thread) +
+                ": use more WARPS per BLOCK_M, a smaller BLOCK_N or Q_IN_REGS=0");
+  return t;
 }
 
 }  // namespace loom

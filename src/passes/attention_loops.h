@@ -38,6 +38,23 @@ struct AttentionLoops {
   Expr keys_for_rows(const Expr& rows_end) const;
 };
 
+// The tiling of attention's mma.sync kernel (t:012, k:012), from the knobs, checked:
+// BLOCK_M query rows per CTA in WARPS warps of whole m16 atoms, BLOCK_N keys per step,
+// KV_STAGES K/V buffers, Q_IN_REGS. Throws loom::Error naming the knob and the limit it breaks
+// (the tile shape, shared memory, or the registers a thread would need).
+struct AttentionTiles {
+  int64_t block_m = 64, block_n = 64, warps = 4, kv_stages = 2;
+  bool q_in_regs = true;         // Q's fragments loaded once (1) or per k-step from Q_s (0)
+  int64_t head_dim = 0;          // D, a constant multiple of 16
+  int64_t row_atoms = 1;         // m16 atoms per warp: BLOCK_M / (16 WARPS)
+  int64_t smem_bytes = 0;        // Q + KV_STAGES (K + V) blocks, 16-bit
+  int64_t fragment_regs = 0;     // estimated 32-bit registers of live fragments per thread
+};
+struct CompileState;
+AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a);
+// BLOCK_N's default: 64, or 16 for head dims above 128 (the registers D = 256 needs).
+int64_t default_block_n(const AttentionLoops& a);
+
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.
 inline constexpr const char* kLseTensor = "lse";

@@ -198,6 +198,14 @@ const std::vector<KnobDef>& knob_registry() {
        "the causal key bound is per query block)", "l:005_online_softmax", 1, 256},
       {"BLOCK_N", "attention: keys per block of the online softmax (one rescale of the "
        "running max, sum and output per block)", "l:005_online_softmax", 1, 256},
+      {"WARPS", "attention: warps per CTA, each owning BLOCK_M/WARPS query rows (a multiple "
+       "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
+      {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
+       "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
+       "block's math)", "k:012_lower_attention", 1, 2},
+      {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
+       "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
+       "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},
   };
   return defs;
 }

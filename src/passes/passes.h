@@ -12,6 +12,7 @@ Pass pass_swap_operands();     // loop/015_swap_operands.cpp
 Pass pass_split_k();           // loop/020_split_k.cpp
 Pass pass_cluster_k();         // loop/022_cluster_k.cpp
 Pass pass_partition_loops();   // tile/010_partition_loops.cpp
+Pass pass_partition_attention();  // tile/012_partition_attention.cpp
 Pass pass_simplify_guards();   // tile/020_simplify_guards.cpp
 Pass pass_rasterize();         // tile/025_rasterize.cpp
 Pass pass_persistent();       // tile/027_persistent.cpp
@@ -22,6 +23,7 @@ Pass pass_swizzle_smem();      // tile/046_swizzle_smem.cpp
 Pass pass_multibuffer();       // tile/050_multibuffer.cpp
 Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
+Pass pass_lower_attention();   // kernel/012_lower_attention.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_lower_mma();         // kernel/025_lower_mma.cpp
 Pass pass_lower_wgmma();       // kernel/026_lower_wgmma.cpp

@@ -7,9 +7,34 @@
 
 namespace loom {
 
+namespace {
+
+// Attention has its own tile and kernel lowering (t:012, k:012); the other tile and kernel
+// passes are the GEMM's, whose patterns (contraction nests, slabs, epilogues) it does not
+// have. Of those, k:055 (unrolling) finishes any kernel and applies to it as well; k:012
+// makes its own launch bounds (MIN_BLOCKS).
+bool gemm_only(const Pass& p) {
+  if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
+  return p.id != "k:012_lower_attention" && p.id != "k:055_unroll_registers";
+}
+
+// The GEMM-only passes do nothing to a program with attention (its t:012 and k:012 run
+// in their place), in run_pipeline and wherever a test runs the passes one by one.
+std::vector<Pass> for_attention_or_gemm(std::vector<Pass> passes) {
+  for (Pass& p : passes) {
+    if (!gemm_only(p)) continue;
+    p.run = [run = std::move(p.run)](CompileState& s) {
+      if (!s.graph.attention()) run(s);
+    };
+  }
+  return passes;
+}
+
+}  // namespace
+
 // The whole compiler, in order. Each line says why the pass sits where it does.
 const std::vector<Pass>& pipeline() {
-  static const std::vector<Pass> passes = {
+  static const std::vector<Pass> gated = for_attention_or_gemm({
       // Graph -> Loop IR: every op as loops over its output, nothing decided yet.
       pass_lower_graph(),
       // Attention's two contractions and softmax become one online-softmax op first, so
@@ -33,6 +58,9 @@ const std::vector<Pass>& pipeline() {
       // Loop -> Tile IR: choose the grid/thread/register factorization (BM BN FM FN);
       // guards make every shape correct from here on.
       pass_partition_loops(),
+      // Attention's Loop -> Tile IR (its own kernel shape: CTA per query block, warps of
+      // m16 rows), where t:010 left it alone.
+      pass_partition_attention(),
       // Right after partitioning, while loop ranges are still explicit: drop the
       // guards the ranges prove.
       pass_simplify_guards(),
@@ -58,6 +86,10 @@ const std::vector<Pass>& pipeline() {
       pass_multibuffer(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.
       pass_bind_hardware(),
+      // Attention's Tile -> Kernel IR, right after the GEMM's (which left it alone): the
+      // whole mma.sync kernel (its copies, fragments and softmax), which the GEMM passes
+      // below leave alone too.
+      pass_lower_attention(),
       // Stages become cooperative copies once threads are explicit (threadIdx splits
       // the slab among the block).
       pass_lower_stages(),
@@ -102,8 +134,8 @@ const std::vector<Pass>& pipeline() {
       pass_splitk_fixup(),
       // Occupancy request last: a property of the finished kernel.
       pass_launch_bounds(),
-  };
-  return passes;
+  });
+  return gated;
 }
 
 const Pass* find_pass(const std::string& id) {
@@ -127,7 +159,9 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
   if (!last_id.empty() && !find_pass(last_id))
     throw Error("unknown pass '" + last_id + "' (loom passes lists them)");
   for (const auto& p : pipeline()) {
-    std::string before = observer ? print_level(s, p.from) : "";
+    // A lowering whose level another pass already produced (t:012 and k:012 after a
+    // GEMM's t:010 and k:010) is shown against that level, where it changes nothing.
+    std::string before = observer ? print_level(s, s.level >= p.to ? p.to : p.from) : "";
     p.run(s);
     try {
       // LOOM_VERIFY=0 skips the verifiers: a debugging aid for pass authors only.
@@ -140,7 +174,9 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
                                                  : "";
       throw Error("after pass " + p.id + ": " + e.what() + ir);
     }
-    if (observer) observer(p, before, print_level(s, p.to));
+    // A lowering that left the program alone without reaching its level (t:010 and k:010
+    // on attention) is shown unchanged too.
+    if (observer) observer(p, before, s.level >= p.to ? print_level(s, p.to) : before);
     if (p.id == last_id) break;
   }
 }

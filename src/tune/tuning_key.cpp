@@ -101,6 +101,10 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
                      "=<size>): tuning records are per shape";
         return std::nullopt;
       }
+  if (g.attention()) {
+    if (why_not) *why_not = "attention has no tuning records yet (its knobs: BLOCK_M, BLOCK_N, WARPS)";
+    return std::nullopt;
+  }
   const Node& mm = contraction(g);
   std::vector<std::string> roles = result_roles(mm);
   std::string shape;

@@ -178,12 +178,6 @@ int cmd_compile(const Args& a) {
   };
   Graph g = parse_expression(a.expr);
   if (!opt.sizes.empty()) g = bind_sizes(g, opt.sizes);
-  // Attention's lowering ends at Loop IR for now (docs/attention.md): `--ir loop` stops
-  // after the last loop pass instead of running into t:010's refusal.
-  if (a.ir == "loop" && g.attention()) {
-    for (const Pass& p : pipeline())
-      if (p.to == Level::Loop) opt.stop_after = p.id;
-  }
   // The database is keyed by GPU: without one (or compiling for another arch than the
   // GPU's) there is no key to look up.
   if (a.no_db) {

@@ -806,4 +806,43 @@ __device__ __forceinline__ void ldmatrix_x2_b32(float dst[2], const void* smem_p
 }
 #endif
 
+// ---- attention's softmax -------------------------------------------------------------
+
+// PTX ISA 9.7.4.8 ex2: 2^x in one MUFU instruction (.approx, flush-to-zero: 2^-inf = 0
+// and subnormal results become 0, which a probability that small does not miss). Not
+// volatile: the compiler may schedule and merge it like arithmetic.
+__device__ __forceinline__ float ex2_approx_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// PTX ISA 9.7.9.14 shfl.sync: the value of lane (this lane ^ mask), all 32 lanes taking part.
+__device__ __forceinline__ float shfl_bfly_f32(float v, int mask) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+  return r;
+}
+
+// The butterfly reduction over each group of kLanes consecutive lanes (lane_reduce in
+// Kernel IR): log2(kLanes) shuffles, after which every lane of the group holds the result.
+template <int kLanes>
+__device__ __forceinline__ float lane_reduce_add(float v) {
+#pragma unroll
+  for (int m = kLanes / 2; m > 0; m /= 2) v += shfl_bfly_f32(v, m);
+  return v;
+}
+template <int kLanes>
+__device__ __forceinline__ float lane_reduce_max(float v) {
+#pragma unroll
+  for (int m = kLanes / 2; m > 0; m /= 2) v = fmaxf(v, shfl_bfly_f32(v, m));
+  return v;
+}
+template <int kLanes>
+__device__ __forceinline__ float lane_reduce_min(float v) {
+#pragma unroll
+  for (int m = kLanes / 2; m > 0; m /= 2) v = fminf(v, shfl_bfly_f32(v, m));
+  return v;
+}
+
 }  // namespace loom

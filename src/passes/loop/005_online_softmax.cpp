@@ -160,8 +160,9 @@ Pass pass_online_softmax() {
               {"BLOCK_M", "BLOCK_N"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
-                const int64_t BM = s.knob("BLOCK_M", 64), BN = s.knob("BLOCK_N", 64);
                 AttentionLoops a(s.graph);
+                const int64_t BM = s.knob("BLOCK_M", 64);
+                const int64_t BN = s.knob("BLOCK_N", default_block_n(a));
                 LoopProgram& p = s.loop;
                 std::vector<std::string> temps;
                 for (const LoopOp& op : p.ops)

@@ -499,13 +499,7 @@ Pass pass_partition_loops() {
               {"ATOM", "ACC", "BM", "BN", "FM", "FN", "WM", "WN", "VECTORIZE", "CLUSTER_M",
                "CLUSTER_N"},
               [](CompileState& s) {
-                // Attention's loop form is not a GEMM nest; its own Tile lowering (the
-                // mma.sync kernel of docs/attention.md) replaces this refusal.
-                if (s.graph.attention())
-                  throw Error("attention has no GPU kernel lowering yet: Loop IR (the "
-                              "online-softmax form, `--ir loop`) is as far as it goes; the "
-                              "Tile/Kernel lowering to an mma.sync kernel is the next step "
-                              "of issue 7 (docs/attention.md)");
+                LOOM_CHECK(!s.graph.attention(), "t:012 lowers attention; the pipeline skips t:010");
                 TileProgram t;
                 static_cast<ProgramBase&>(t) = s.loop;
                 BlockTile tile;

@@ -1,0 +1,221 @@
+#include "bench/verify_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+AttentionShape shape_of(const Graph& g) {
+  const Node* a = g.attention();
+  if (!a) throw Error("verify_attention: the graph has no attention op");
+  const Node& q = g.node(a->inputs[0]);
+  const Node& k = g.node(a->inputs[1]);
+  AttentionShape s;
+  s.B = q.shape[0].value;
+  s.Hq = q.shape[1].value;
+  s.Sq = q.shape[2].value;
+  s.D = q.shape[3].value;
+  s.Hkv = k.shape[1].value;
+  s.Sk = k.shape[2].value;
+  return s;
+}
+
+const HostTensor& input(const std::map<std::string, HostTensor>& in, const std::string& name) {
+  auto it = in.find(name);
+  if (it == in.end()) throw Error("verify_attention: no data for input " + name);
+  return it->second;
+}
+
+// One query row (b, h, i): O in fp64, O of the 16-bit pipeline, LSE. The fp64 part is
+// reference_attention's row, line for line (tests/cpu/bench/test_verify_attention.cpp
+// compares the two); the pipeline rounds P = exp(s - m) to `dt` before it multiplies V
+// (the row sum stays unrounded, as the kernels keep it in f32) and O to `dt`.
+struct Row {
+  std::vector<double> o64, o16;
+  double lse = kNegInf;
+};
+
+Row attention_row(const AttentionShape& sh, const AttentionAttrs& attrs,
+                  const std::vector<double>& q, const std::vector<double>& k,
+                  const std::vector<double>& v, DType dt, int64_t b, int64_t h, int64_t i) {
+  const int64_t D = sh.D, hk = h / (sh.Hq / sh.Hkv);
+  const double* Q = &q[size_t(((b * sh.Hq + h) * sh.Sq + i) * D)];
+  const double* K = &k[size_t(((b * sh.Hkv + hk) * sh.Sk) * D)];
+  const double* V = &v[size_t(((b * sh.Hkv + hk) * sh.Sk) * D)];
+  Row r;
+  r.o64.assign(size_t(D), 0.0);
+  r.o16.assign(size_t(D), 0.0);
+  std::vector<double> s(size_t(sh.Sk));
+  double m = kNegInf;
+  for (int64_t j = 0; j < sh.Sk; ++j) {
+    if (!attention_keeps(attrs.causal, i, j, sh.Sq, sh.Sk)) continue;
+    double dot = 0.0;
+    for (int64_t d = 0; d < D; ++d) dot += Q[d] * K[j * D + d];
+    s[size_t(j)] = attrs.scale * dot;
+    m = std::max(m, s[size_t(j)]);
+  }
+  if (std::isinf(m)) return r;  // no kept key: O = 0, LSE = -inf
+  double l = 0.0;
+  for (int64_t j = 0; j < sh.Sk; ++j) {
+    if (!attention_keeps(attrs.causal, i, j, sh.Sq, sh.Sk)) continue;
+    const double p = std::exp(s[size_t(j)] - m), p16 = round_to_dtype(dt, p);
+    l += p;
+    for (int64_t d = 0; d < D; ++d) {
+      r.o64[size_t(d)] += p * V[j * D + d];
+      r.o16[size_t(d)] += p16 * V[j * D + d];
+    }
+  }
+  for (int64_t d = 0; d < D; ++d) {
+    r.o64[size_t(d)] /= l;
+    r.o16[size_t(d)] = round_to_dtype(dt, r.o16[size_t(d)] / l);
+  }
+  r.lse = m + std::log(l);
+  return r;
+}
+
+// The rows verified: all of them up to kFullCheckMacs of reference work; beyond, the
+// first, middle and last 64 rows of three heads (first, middle, last (batch, head)):
+// the causal diagonal's both ends, ragged query blocks and GQA groups all show up there,
+// and the host reference stays within seconds at 16k keys.
+struct RowId {
+  int64_t b, h, i;
+};
+std::vector<RowId> rows_to_check(const AttentionShape& sh, double full_check_macs) {
+  std::vector<RowId> rows;
+  const double macs = double(sh.B * sh.Hq) * double(sh.Sq) * double(sh.Sk) * double(sh.D);
+  if (macs <= full_check_macs) {
+    for (int64_t b = 0; b < sh.B; ++b)
+      for (int64_t h = 0; h < sh.Hq; ++h)
+        for (int64_t i = 0; i < sh.Sq; ++i) rows.push_back({b, h, i});
+    return rows;
+  }
+  const int64_t heads = sh.B * sh.Hq;
+  std::vector<int64_t> picked = {0, heads / 2, heads - 1};
+  for (size_t n = 0; n < picked.size(); ++n) {
+    if (n > 0 && picked[n] == picked[n - 1]) continue;
+    const int64_t b = picked[n] / sh.Hq, h = picked[n] % sh.Hq;
+    std::vector<bool> take(size_t(sh.Sq), false);
+    for (int64_t start : {int64_t(0), sh.Sq / 2 - 32, sh.Sq - 64})
+      for (int64_t i = std::max<int64_t>(0, start); i < std::min(sh.Sq, start + 64); ++i)
+        take[size_t(i)] = true;
+    for (int64_t i = 0; i < sh.Sq; ++i)
+      if (take[size_t(i)]) rows.push_back({b, h, i});
+  }
+  return rows;
+}
+
+// -inf where the reference has -inf (and only there), then the finite entries as usual.
+VerifyResult verify_lse(const HostTensor& got, const std::vector<double>& want) {
+  HostTensor g = got, w = got;
+  w.dtype = DType::F64;
+  w.data = want;
+  int64_t mismatched = -1;
+  for (size_t i = 0; i < want.size() && i < g.data.size(); ++i) {
+    const bool wi = std::isinf(want[i]), gi = std::isinf(g.data[i]) && g.data[i] < 0;
+    if (wi != gi && mismatched < 0) mismatched = int64_t(i);
+    if (wi && gi) g.data[i] = w.data[i] = 0.0;
+  }
+  VerifyResult r = verify_output(g, w, verify_threshold(DType::F32, DType::F32));
+  if (mismatched >= 0) {
+    r.passed = false;
+    r.worst_index = mismatched;
+    r.message = "FAIL lse[" + std::to_string(mismatched) + "] = " +
+                std::to_string(got.data[size_t(mismatched)]) + " where the reference has " +
+                std::to_string(want[size_t(mismatched)]) + " (a row that keeps no key is -inf, "
+                "and only such a row)";
+  }
+  return r;
+}
+
+HostTensor tensor(DType dt, std::vector<int64_t> shape, std::vector<double> data) {
+  HostTensor t;
+  t.dtype = dt;
+  t.shape = std::move(shape);
+  t.data = std::move(data);
+  return t;
+}
+
+}  // namespace
+
+std::vector<double> reference_attention_16bit(const AttentionShape& sh,
+                                              const AttentionAttrs& attrs,
+                                              const std::vector<double>& q,
+                                              const std::vector<double>& k,
+                                              const std::vector<double>& v, DType dt) {
+  std::vector<double> out;
+  out.reserve(size_t(sh.B * sh.Hq * sh.Sq * sh.D));
+  for (const RowId& r : rows_to_check(sh, std::numeric_limits<double>::infinity())) {
+    const Row row = attention_row(sh, attrs, q, k, v, dt, r.b, r.h, r.i);
+    out.insert(out.end(), row.o16.begin(), row.o16.end());
+  }
+  return out;
+}
+
+double attention_threshold(double pipeline_error) {
+  return std::max(2.0 * pipeline_error, std::ldexp(1.0, -20));
+}
+
+AttentionVerify verify_attention(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                 const HostTensor& out, const HostTensor* lse,
+                                 double full_check_macs) {
+  const Node* a = g.attention();
+  const AttentionShape sh = shape_of(g);
+  const HostTensor& q = input(inputs, g.node(a->inputs[0]).name);
+  const HostTensor& k = input(inputs, g.node(a->inputs[1]).name);
+  const HostTensor& v = input(inputs, g.node(a->inputs[2]).name);
+  if (out.data.size() != size_t(sh.B * sh.Hq * sh.Sq * sh.D) ||
+      (lse && lse->data.size() != size_t(sh.B * sh.Hq * sh.Sq)))
+    throw Error("verify_attention: the outputs do not have the attention's shape");
+  // The checked rows gathered side by side: got, fp64, the 16-bit pipeline; LSE likewise.
+  const std::vector<RowId> rows = rows_to_check(sh, full_check_macs);
+  std::vector<double> got, ref, lowp, lse_got, lse_ref;
+  for (const RowId& r : rows) {
+    const Row row = attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype, r.b, r.h, r.i);
+    const size_t at = size_t((r.b * sh.Hq + r.h) * sh.Sq + r.i);
+    got.insert(got.end(), out.data.begin() + ptrdiff_t(at * size_t(sh.D)),
+               out.data.begin() + ptrdiff_t((at + 1) * size_t(sh.D)));
+    ref.insert(ref.end(), row.o64.begin(), row.o64.end());
+    lowp.insert(lowp.end(), row.o16.begin(), row.o16.end());
+    if (lse) {
+      lse_got.push_back(lse->data[at]);
+      lse_ref.push_back(row.lse);
+    }
+  }
+  const int64_t n = int64_t(rows.size());
+  const HostTensor got_t = tensor(out.dtype, {n, sh.D}, std::move(got));
+  const HostTensor ref_t = tensor(DType::F64, {n, sh.D}, std::move(ref));
+  const HostTensor lowp_t = tensor(DType::F64, {n, sh.D}, std::move(lowp));
+  AttentionVerify r;
+  r.rows_checked = n;
+  r.rows_total = sh.B * sh.Hq * sh.Sq;
+  const VerifyResult pipeline = verify_output(lowp_t, ref_t, 1.0);
+  r.pipeline_error = pipeline.rel_fro_error;
+  r.pipeline_max_error = pipeline.max_abs_error;
+  r.out = verify_output(got_t, ref_t, attention_threshold(r.pipeline_error));
+  const double max_allowed = attention_threshold(r.pipeline_max_error);
+  if (r.out.passed && r.out.max_abs_error > max_allowed) {
+    r.out.passed = false;
+    r.out.message = "FAIL max |O - ref| = " + std::to_string(r.out.max_abs_error) +
+                    " exceeds 2 x the 16-bit pipeline's " + std::to_string(r.pipeline_max_error);
+  }
+  if (lse) r.lse = verify_lse(tensor(DType::F32, {n}, std::move(lse_got)), lse_ref);
+  return r;
+}
+
+std::string AttentionVerify::message() const {
+  std::string m = "O: " + out.message + " (thresholds: 2 x the 16-bit pipeline's errors, " +
+                  std::to_string(pipeline_error) + " relative, " +
+                  std::to_string(pipeline_max_error) + " max)";
+  if (rows_checked < rows_total)
+    m += " [rows sampled: " + std::to_string(rows_checked) + " of " + std::to_string(rows_total) +
+         "]";
+  if (lse) m += "; LSE: " + lse->message;
+  return m;
+}
+
+}  // namespace loom

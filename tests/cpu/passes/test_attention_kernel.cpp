@@ -1,0 +1,215 @@
+// t:012_partition_attention and k:012_lower_attention: every pass of an attention program,
+// run on the CPU interpreter, computes what the naive loop form of l:000 computes — O and
+// LSE — for odd lengths (1, 17, 33), Sq != Sk, GQA 4/2 and MQA, the three masks, f16 and
+// bf16, head dims 16 and 64, several block shapes (one key block, several with a ragged
+// last one, two m16 atoms per warp). The kernel level runs per lane: its ldmatrix, mma
+// fragments, lane_reduce shuffles, cp.async zero fill and barriers are all interpreted, so
+// a wrong fragment map, a missing mask or a race fails here, on a machine with no GPU.
+// tests/cpu/driver/test_attention.cpp compares the loop forms with the fp64 reference.
+#include <gtest/gtest.h>
+
+#include "atoms/atoms.h"
+#include "pass_check.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+std::string attention(int hq, int hkv, int sq, int sk, int d, const std::string& causal,
+                      const char* dtype = "bf16", bool lse = true, int batch = 1) {
+  auto t = [&](const char* n, int h, int s) {
+    return std::string(n) + "[" + std::to_string(batch) + "," + std::to_string(h) + "," +
+           std::to_string(s) + "," + std::to_string(d) + "]:" + dtype;
+  };
+  return "attention(" + t("Q", hq, sq) + ", " + t("K", hkv, sk) + ", " + t("V", hkv, sk) +
+         ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
+}
+
+const char* const kMasks[] = {"false", "true", "top_left"};
+
+// Runs the pipeline pass by pass; after each pass that changed the IR (from l:005 on),
+// interprets it and compares every output with the naive loop form's. Returns the state.
+CompileState check_attention(const std::string& expr, const std::string& knobs, uint64_t seed,
+                             const std::string& arch = "sm_90a",
+                             const std::map<std::string, int64_t>& sizes = {}) {
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
+  Bindings inputs, reference;
+  inputs.symbols = sizes;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (const auto& p : pipeline()) {
+    // A lowering that did nothing (t:010 and k:010 on attention) prints as before.
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (reference.tensors.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      reference = inputs;
+      interpret(s.loop, reference);
+      continue;
+    }
+    if (print_level(s, p.to) == before) continue;
+    Bindings got = inputs;
+    switch (p.to) {
+      case Level::Loop: interpret(s.loop, got); break;
+      case Level::Tile: interpret(s.tile, got); break;
+      case Level::Kernel: interpret(s.kernel, got); break;
+      case Level::Graph: break;
+    }
+    passcheck::expect_outputs_close(p.to == Level::Kernel ? static_cast<const ProgramBase&>(s.kernel)
+                                                          : static_cast<const ProgramBase&>(s.loop),
+                                    got, reference, out, "after " + p.id);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_EQ(s.level, Level::Kernel);
+  return s;
+}
+
+TEST(AttentionKernel, LengthsAndMasks) {
+  const int lengths[][2] = {{1, 1}, {17, 17}, {33, 17}, {17, 33}, {1, 33}, {33, 1}};
+  uint64_t seed = 1;
+  for (const char* causal : kMasks)
+    for (auto [sq, sk] : lengths)
+      check_attention(attention(4, 2, sq, sk, 16, causal), "BLOCK_M=32,BLOCK_N=16,WARPS=2",
+                      seed++);
+}
+
+TEST(AttentionKernel, HeadDim64GqaMqaF16) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(4, 1, 17, 33, 64, causal), "", 21);
+    check_attention(attention(4, 2, 33, 17, 64, causal, "f16"), "BLOCK_M=32,BLOCK_N=32", 22);
+    check_attention(attention(2, 2, 33, 33, 64, causal, "bf16", false, 2),
+                    "BLOCK_M=16,BLOCK_N=16,WARPS=1", 23);
+  }
+}
+
+// Two m16 atoms per warp (BLOCK_M = 32 WARPS), a single key block longer than Sk, and the
+// sm_80 target (the same kernel: mma.sync and cp.async are sm_80 instructions).
+TEST(AttentionKernel, BlockShapesAndSm80) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(2, 1, 33, 17, 16, causal), "BLOCK_M=64,BLOCK_N=16,WARPS=2", 31);
+    check_attention(attention(2, 2, 17, 33, 32, causal, "f16"), "BLOCK_M=16,BLOCK_N=64,WARPS=1",
+                    32, "sm_80");
+  }
+}
+
+std::string kernel_ir(const std::string& expr, const std::string& knobs);
+
+// Q_IN_REGS=0: Q's fragments re-read from Q_s at each k-step, two m16 atoms per warp.
+TEST(AttentionKernel, QFragmentsFromSharedMemory) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(4, 2, 33, 17, 32, causal), "Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", 61);
+    check_attention(attention(2, 1, 17, 33, 64, causal, "f16"), "Q_IN_REGS=0,BLOCK_M=32,BLOCK_N=32,WARPS=1", 62);
+  }
+  const std::string ir = kernel_ir(attention(2, 2, 128, 128, 128, "false"),
+                                   "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32");
+  EXPECT_NE(ir.find("alloc q_frag[2, 8]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("s_acc[m_a, n2, hf] <- mma_m16n8k16_f32_bf16(q_frag[m_a], k_frag[hf])"),
+            std::string::npos) << ir;
+}
+
+// The unswizzled base (SWIZZLE=none) and a head dim that is no power of two (48: three
+// k-steps, no swizzle by default) compute the same.
+TEST(AttentionKernel, SwizzleNoneAndHeadDim48) {
+  for (const char* causal : kMasks) {
+    check_attention(attention(2, 1, 33, 17, 64, causal), "SWIZZLE=none,BLOCK_M=32,BLOCK_N=16", 35);
+    check_attention(attention(2, 2, 17, 33, 48, causal, "f16"), "BLOCK_M=32,BLOCK_N=32", 36);
+  }
+}
+
+// KV_STAGES=2 (the default): K and V rings of two, the next block's copies issued under
+// this block's math; KV_STAGES=1: one buffer each, loaded at each block. The interpreter's
+// cp.async group tracking and race checks see every hand-over of either.
+TEST(AttentionKernel, KvStagesOneAndTwo) {
+  for (const char* stages : {"KV_STAGES=1,", "KV_STAGES=2,"})
+    for (const char* causal : kMasks) {
+      const std::string k = stages;
+      check_attention(attention(4, 2, 33, 17, 16, causal), k + "BLOCK_M=32,BLOCK_N=16,WARPS=2", 51);
+      check_attention(attention(4, 2, 17, 33, 16, causal), k + "BLOCK_M=32,BLOCK_N=16,WARPS=2", 52);
+      check_attention(attention(2, 1, 33, 33, 64, causal, "f16"), k + "BLOCK_N=16", 53);
+    }
+  check_attention(attention(2, 2, 1, 1, 16, "true"), "KV_STAGES=2,BLOCK_M=16,BLOCK_N=16,WARPS=1", 54);
+}
+
+TEST(AttentionKernel, SymbolicLengths) {
+  const std::string e = "attention(Q[B,4,S,16]:bf16, K[B,2,T,16]:bf16, V[B,2,T,16]:bf16, causal=";
+  for (const char* causal : kMasks)
+    for (auto [sq, sk] : {std::pair{17, 33}, {33, 17}})
+      check_attention(e + causal + ", lse=true)", "BLOCK_M=32,BLOCK_N=16,WARPS=2", 41, "sm_90a",
+                      {{"B", 1}, {"S", sq}, {"T", sk}});
+}
+
+std::string kernel_ir(const std::string& expr, const std::string& knobs) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  run_pipeline(s);
+  return print(s.kernel);
+}
+
+// The kernel of the plan: one CTA per (query block, head, batch), Q by ldmatrix.x4 from
+// its staging, K by ldmatrix.x4 and V by .trans, the quad reductions, P read in place as
+// the A fragment (s_acc[m_a, kk]), no memory stand-ins for the registers.
+TEST(AttentionKernel, KernelShape) {
+  const std::string ir =
+      kernel_ir(attention(8, 2, 1000, 1000, 128, "true", "bf16"), "BLOCK_M=64,BLOCK_N=64");
+  EXPECT_NE(ir.find("kernel k_attention<<<grid(16, 8, 1), block(128)>>>(Q, K, V, out, lse)"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("q_frag[m_a, d_k] <- ldmatrix_x4(Q_s["), std::string::npos) << ir;
+  EXPECT_NE(ir.find("k_frag <- ldmatrix_x4(K_s["), std::string::npos) << ir;
+  EXPECT_NE(ir.find("v_frag <- ldmatrix_x4_trans(V_s["), std::string::npos) << ir;
+  EXPECT_NE(ir.find("m_q = lane_reduce.max.x4(m_t)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("l_q = lane_reduce.add.x4(l_i[m_a, r2])"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("o_acc[m_a, dn2, hf] <- mma_m16n8k16_f32_bf16(s_acc[m_a, kk], v_frag[hf])"),
+            std::string::npos) << ir;
+  // Swizzled rings of two K/V tiles (rows of 256 bytes: Swizzle<3,3,4>), launch bounds
+  // with a minimum.
+  EXPECT_NE(ir.find("K_s: bf16[2, 64, 128] shared swizzle<3,3,4>"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("(Q, K, V, out, lse) min_blocks=1"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("attn_s"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("attn_o"), std::string::npos) << ir;
+  // Causal: the longest query blocks first, and the key loop stops at the diagonal.
+  EXPECT_NE(ir.find("let qb = 15 - blockIdx.x"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("for kb in 0..(min(1000, (qb + 1) * 64) + 63) / 64 reduce"),
+            std::string::npos) << ir;
+}
+
+// Without a mask and with Sk a multiple of BLOCK_N no element is masked: no predicate.
+TEST(AttentionKernel, NoMaskWhereNothingIsMasked) {
+  const std::string ir = kernel_ir(attention(2, 2, 128, 128, 64, "false"), "");
+  EXPECT_EQ(ir.find("s_acc[m_a, n2, hf, e] = -inf"), std::string::npos) << ir;
+  const std::string ragged = kernel_ir(attention(2, 2, 128, 100, 64, "false"), "");
+  EXPECT_NE(ragged.find("s_acc[m_a, n2, hf, e] = -inf"), std::string::npos) << ragged;
+}
+
+void expect_refused(const std::string& expr, const std::string& knobs, const std::string& what) {
+  try {
+    kernel_ir(expr, knobs);
+    ADD_FAILURE() << "no error for " << knobs;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionKernel, KnobLimitsAreNamed) {
+  const std::string e128 = attention(2, 2, 128, 128, 128, "false");
+  expect_refused(e128, "BLOCK_M=64,WARPS=8", "BLOCK_M=64 must be a multiple of 16*WARPS = 128");
+  expect_refused(e128, "BLOCK_N=24", "BLOCK_N=24 must be a multiple of 16");
+  expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=256,BLOCK_N=256,WARPS=16",
+                 "B of shared memory");
+  expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_M=64,BLOCK_N=32,WARPS=4",
+                 "registers of fragments per thread");
+  EXPECT_NO_THROW(kernel_ir(attention(2, 2, 128, 128, 256, "false"), ""));  // BLOCK_N = 16
+  expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4", "registers of fragments per thread");
+  EXPECT_NO_THROW(kernel_ir(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32"));
+  expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
+  expect_refused(e128, "KV_STAGES=3", "KV_STAGES");
+  expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
+  expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
+}
+
+}  // namespace
+}  // namespace loom

@@ -152,19 +152,20 @@ static bool wgmma_decode(const Gemm& s) {
 // the M <= 32 schedule (16x4096x4096: 8.7 us vs cuBLAS 9.7 in graph replay on H200);
 // M > 32 takes cuBLAS's 2-CTA weight-sharing clusters (below).
 static Knobs wgmma_decode_defaults(const Gemm& s, int sm_count) {
-  // M > 32: cuBLAS's decode organization (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on
-  // H200: 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which
-  // stalled 38% at a CTA barrier): the small dimension in two halves of BN = M/2 columns,
-  // the two CTAs of a cluster (CLUSTER_N=2) sharing each 64-row weight slab by multicast,
-  // 64-deep slabs in a 16-deep ring (12 KB stages). 128 CTAs at N = 4096 each load half a
-  // weight slab and read it whole; no partial tiles to add. Predicted ~12 us under ncu
-  // (32 MB at ~2.7 TB/s): to be confirmed on the GPU before it stays.
+  // M > 32: cuBLAS's decode tiling (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on H200:
+  // 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which stalled
+  // 38% at a CTA barrier): the small dimension in two halves of BN = M/2 columns, 64-deep
+  // slabs in a 16-deep ring (12 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
+  // cuBLAS also pairs the two CTAs of each weight slab in a cluster (CLUSTER_N=2, the slab
+  // multicast); on H100 that measured slower than two independent CTAs reading the slab
+  // twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; session 9,
+  // bench/NOTES.md), so the default leaves the cluster out.
   if (s.M > 32) {
     const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8, bk = 64;
     const int64_t depth = std::min<int64_t>(16, 200 * 1024 / ((64 + half) * bk * 2));
     return Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(half) +
                         ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(depth) +
-                        ",EPILOGUE=direct,WARP_SPECIALIZE=1,CLUSTER_N=2");
+                        ",EPILOGUE=direct,WARP_SPECIALIZE=1");
   }
   const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 128;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
@@ -236,11 +237,12 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   // 2x4 clusters over M and N (A multicast along a cluster row, B along a column: each CTA
   // loads a quarter of A's slab and half of B's), 64-deep slabs in an 8-deep ring (96 KB,
   // so two CTAs fit an SM and the 8-CTA clusters place easily), and K split S ways with the
-  // partial tiles summed by the last CTA of each tile in the same launch (SPLITK_MODE=
-  // partials: 11 x 8 KB to read, no atomics). S: as many clusters as about two thirds of
-  // SMs / 8 (11 on 132 SMs, cuBLAS's count; 16 clusters of 8 did not fit an H100 at once,
-  // session 8), each split at least 4 slabs deep. Predicted ~7 us: to be confirmed on the
-  // GPU before it stays.
+  // partial tiles summed by the last CTA of each tile in the same launch). S: as many
+  // clusters as about two thirds of SMs / 8 (11 on 132 SMs, cuBLAS's count; 16 clusters of
+  // 8 did not fit an H100 at once, session 8), each split at least 4 slabs deep. We sum the
+  // partials with the two-kernel reduce (SPLITK_MODE=reduce): on H100 it measured 10.0 us in
+  // graph replay against 12.7 us for the one-launch last-CTA sum (SPLITK_MODE=partials) and
+  // cuBLAS's 8.2 (session 9, bench/NOTES.md).
   if (wgmma_split_k(s, sm_count)) {
     const int64_t mt = (s.M + 63) / 64, nt = (s.N + 31) / 32;
     const int64_t cm = mt >= 2 ? 2 : 1, cn = nt >= 4 ? 4 : nt >= 2 ? 2 : 1;
@@ -253,7 +255,7 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
     if (cn > 1) k.set("CLUSTER_N", std::to_string(cn));
     if (S > 1) {
       k.set("SPLITK", std::to_string(S));
-      k.set("SPLITK_MODE", "partials");
+      k.set("SPLITK_MODE", "reduce");
     }
     return k;
   }

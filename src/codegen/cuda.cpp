@@ -82,6 +82,11 @@ class Renderer {
       first = false;
     }
     out_ << ") {\n";
+    // Programmatic dependent launch (k:065): this grid may be scheduled while the previous
+    // one drains, so nothing may touch memory before the wait; and letting the next grid
+    // launch as soon as every CTA of this one runs costs one instruction at the top.
+    if (k.wait_prior_grid) line(1, "asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+    if (k.trigger_dependents) line(1, "asm volatile(\"griddepcontrol.launch_dependents;\");");
     find_packed(k);
     // A warp-specialized kernel's roles and warpgroup indices are warp-uniform values that
     // ptxas cannot prove uniform from threadIdx.x; every warp is whole.

@@ -144,6 +144,7 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
     plan.cfg.block[0] = unsigned(k.block_threads);
     int64_t smem = kernel_smem_bytes(shared_layout(p, k), k);
     plan.cfg.dynamic_smem = unsigned(smem);
+    plan.cfg.programmatic_dependent = k.wait_prior_grid;
     // Above 48 KiB a kernel must opt in to dynamic shared memory.
     if (smem > 48 * 1024) set_dynamic_smem(plan.fn, int(smem));
     std::vector<Arg> args;

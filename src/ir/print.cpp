@@ -224,6 +224,8 @@ std::string print(const KernelProgram& p) {
        << ", " << k.grid[2].str() << "), block(" << k.block_threads << ")>>>("
        << join_names(k.params) << ")";
     if (k.min_blocks_per_sm > 0) os << " min_blocks=" << k.min_blocks_per_sm;
+    if (k.trigger_dependents) os << " triggers_dependents";
+    if (k.wait_prior_grid) os << " waits_prior_grid";
     if (k.cluster[0] * k.cluster[1] * k.cluster[2] > 1)
       os << " cluster(" << k.cluster[0] << ", " << k.cluster[1] << ", " << k.cluster[2] << ")";
     if (k.mbarriers > 0) os << " mbarriers=" << k.mbarriers;

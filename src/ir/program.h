@@ -156,6 +156,14 @@ struct KernelOp {
   // their rank is blockIdx.x % cluster[0] (1-D clusters along x, which is all Loom makes).
   int cluster[3] = {1, 1, 1};
   int min_blocks_per_sm = 0;         // __launch_bounds__ second argument when > 0
+  // Programmatic dependent launch (sm_90): a kernel that waits for the grid launched before
+  // it in the program starts with `griddepcontrol.wait` and is launched with the
+  // programmatic-serialization attribute, so its CTAs are scheduled while the previous
+  // grid drains instead of after it (the launch latency overlaps); a kernel with
+  // `trigger_dependents` lets the next grid launch as soon as all its CTAs are running.
+  // The wait still sees every write of the previous grid (k:065_dependent_launch).
+  bool wait_prior_grid = false;
+  bool trigger_dependents = false;
   std::vector<TmaDescriptor> tma;    // tensor-map parameters, after `params`
   int mbarriers = 0;                 // 8-byte mbarriers in shared memory, slots 0..n-1
   // The warp atoms its Atom statements use. Per kernel, like its tensor maps: a pass

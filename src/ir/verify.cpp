@@ -234,6 +234,11 @@ void verify(const KernelProgram& p) {
       throw Error(pre + "block of " + std::to_string(k.block_threads) +
                   " threads; CUDA allows 1 to 1024");
     if (k.min_blocks_per_sm < 0) throw Error(pre + "min_blocks_per_sm is negative");
+    // Programmatic dependent launch orders kernels of one program only: the first kernel
+    // follows whatever the caller launched before, which it must not overlap.
+    if (k.wait_prior_grid && &k == &p.kernels.front())
+      throw Error(pre + "waits for a prior grid but is the program's first kernel; only a "
+                        "later kernel of the same program may (k:065_dependent_launch)");
     verify_cluster(k, pre);
     for (const Expr& g : k.grid) {
       std::set<std::string> vars;

@@ -233,26 +233,23 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   // waves — 25.1 us at 8 x 16 against 16.9 us at 8 x 8 and 17.8 us at 8 x 4 (H100,
   // session 8; session 7's S = 64 without clusters: 17.6 us; cuBLAS 12.7 us).
   // cuBLAS's organization instead (nvjet_sm90_tst_64x32_64x16_2x4_h_bz_splitK, 6.98 us at
-  // 128x128x16384 on H200 against our 9.3 us): 64x32 tiles of one consumer warpgroup in
-  // 2x4 clusters over M and N (A multicast along a cluster row, B along a column: each CTA
-  // loads a quarter of A's slab and half of B's), 64-deep slabs in an 8-deep ring (96 KB,
-  // so two CTAs fit an SM and the 8-CTA clusters place easily), and K split S ways with the
-  // partial tiles summed by the last CTA of each tile in the same launch). S: as many
-  // clusters as about two thirds of SMs / 8 (11 on 132 SMs, cuBLAS's count; 16 clusters of
-  // 8 did not fit an H100 at once, session 8), each split at least 4 slabs deep. We sum the
-  // partials with the two-kernel reduce (SPLITK_MODE=reduce): on H100 it measured 10.0 us in
-  // graph replay against 12.7 us for the one-launch last-CTA sum (SPLITK_MODE=partials) and
-  // cuBLAS's 8.2 (session 9, bench/NOTES.md).
+  // 128x128x16384 on H200 against our 9.3 us): 64x32 tiles of one consumer warpgroup,
+  // 64-deep slabs in an 8-deep ring (96 KB: two CTAs fit an SM), K split S ways, the S
+  // partial tiles summed by the reduce kernel (SPLITK_MODE=reduce), launched as the split
+  // kernel's programmatic dependent (k:065). S: about two thirds of the SMs' worth of CTAs
+  // (11 at 128x128 on 132 SMs: 88 CTAs, cuBLAS's count), each split at least 4 slabs deep.
+  // cuBLAS also clusters the CTAs 2x4 over M and N (each slab multicast along a cluster row
+  // and column); on H100 that measured slower than independent CTAs reading their slabs
+  // through L2: 9.6 us in graph replay with the 2x4 clusters against 7.2-7.4 without
+  // (cuBLAS 8.2; S = 11 or 12; S = 16: 8.2), and the one-launch last-CTA sum
+  // (SPLITK_MODE=partials) 12.0-12.7 (sessions 9 and 10, bench/NOTES.md). So no clusters.
   if (wgmma_split_k(s, sm_count)) {
-    const int64_t mt = (s.M + 63) / 64, nt = (s.N + 31) / 32;
-    const int64_t cm = mt >= 2 ? 2 : 1, cn = nt >= 4 ? 4 : nt >= 2 ? 2 : 1;
-    const int64_t clusters = ((mt + cm - 1) / cm) * ((nt + cn - 1) / cn);
-    const int64_t budget = std::max<int64_t>(1, 2 * sm_count / (3 * cm * cn));
-    const int64_t S = std::max<int64_t>(1, std::min(budget / clusters, s.K / (4 * 64)));
+    const int64_t tiles = ((s.M + 63) / 64) * ((s.N + 31) / 32);
+    const int64_t budget = std::max<int64_t>(1, (2 * sm_count + 1) / 3);
+    const int64_t S = std::max<int64_t>(
+        1, std::min((budget + tiles / 2) / tiles, s.K / (4 * 64)));
     Knobs k = Knobs::parse("WM=1,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=8,"
                            "EPILOGUE=direct,WARP_SPECIALIZE=1");
-    if (cm > 1) k.set("CLUSTER_M", std::to_string(cm));
-    if (cn > 1) k.set("CLUSTER_N", std::to_string(cn));
     if (S > 1) {
       k.set("SPLITK", std::to_string(S));
       k.set("SPLITK_MODE", "reduce");

@@ -156,6 +156,10 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
        "k:060_launch_bounds", 0, 32}
           .searched(SearchGroup::tiling, {{"fma", {"0", "2"}}}),
+      {"DEPENDENT_LAUNCH", "programs of several kernels (split-K reduce, zero-fill): each later "
+       "kernel is launched as the previous one's programmatic dependent and waits for it with "
+       "griddepcontrol.wait, so its launch overlaps the previous grid's tail (0/1; default 1; "
+       "sm_90+)", "k:065_dependent_launch", 0, 1},
       KnobDef{"WARP_SPECIALIZE", "a producer warpgroup issues the TMA ring while the consumer "
        "warpgroups only compute, handing slots over through full/empty mbarriers (0/1; "
        "STAGE=tma, ATOM=wgmma_*)",

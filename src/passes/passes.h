@@ -38,5 +38,6 @@ Pass pass_interleave_loads();  // kernel/052_interleave_loads.cpp
 Pass pass_cluster_reduce();    // kernel/057_cluster_reduce.cpp
 Pass pass_splitk_fixup();      // kernel/058_splitk_fixup.cpp
 Pass pass_launch_bounds();     // kernel/060_launch_bounds.cpp
+Pass pass_dependent_launch();  // kernel/065_dependent_launch.cpp
 
 }  // namespace loom

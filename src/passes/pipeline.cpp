@@ -11,11 +11,13 @@ namespace {
 
 // Attention has its own tile and kernel lowering (t:012, k:012); the other tile and kernel
 // passes are the GEMM's, whose patterns (contraction nests, slabs, epilogues) it does not
-// have. Of those, k:055 (unrolling) finishes any kernel and applies to it as well; k:012
-// makes its own launch bounds (MIN_BLOCKS).
+// have. Of those, k:055 (unrolling) and k:065 (launch order of a program's kernels)
+// finish any program and apply to it as well; k:012 makes its own launch bounds
+// (MIN_BLOCKS).
 bool gemm_only(const Pass& p) {
   if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
-  return p.id != "k:012_lower_attention" && p.id != "k:055_unroll_registers";
+  return p.id != "k:012_lower_attention" && p.id != "k:055_unroll_registers" &&
+         p.id != "k:065_dependent_launch";
 }
 
 // The GEMM-only passes do nothing to a program with attention (its t:012 and k:012 run
@@ -132,8 +134,10 @@ const std::vector<Pass>& pipeline() {
       // like the fixup below, and before it: the fixup finishes what the clusters summed.
       pass_cluster_reduce(),
       pass_splitk_fixup(),
-      // Occupancy request last: a property of the finished kernel.
+      // Occupancy request: a property of the finished kernel.
       pass_launch_bounds(),
+      // How the finished kernels follow one another: only their number and order matter.
+      pass_dependent_launch(),
   });
   return gated;
 }

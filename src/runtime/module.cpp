@@ -125,9 +125,24 @@ int max_active_clusters(CUfunction f, const LaunchConfig& cfg, int cluster_x) {
 void launch(CUfunction f, const LaunchConfig& cfg, void** args) {
   check_launch_shape(cfg);
   ensure_context();
-  CUresult r = driver().cuLaunchKernel(f, cfg.grid[0], cfg.grid[1], cfg.grid[2], cfg.block[0],
-                                       cfg.block[1], cfg.block[2], cfg.dynamic_smem,
-                                       cfg.stream, args, nullptr);
+  CUresult r;
+  if (cfg.programmatic_dependent) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c{};
+    c.gridDimX = cfg.grid[0], c.gridDimY = cfg.grid[1], c.gridDimZ = cfg.grid[2];
+    c.blockDimX = cfg.block[0], c.blockDimY = cfg.block[1], c.blockDimZ = cfg.block[2];
+    c.sharedMemBytes = cfg.dynamic_smem;
+    c.hStream = cfg.stream;
+    c.attrs = &attr;
+    c.numAttrs = 1;
+    r = driver().cuLaunchKernelEx(&c, f, args, nullptr);
+  } else {
+    r = driver().cuLaunchKernel(f, cfg.grid[0], cfg.grid[1], cfg.grid[2], cfg.block[0],
+                                cfg.block[1], cfg.block[2], cfg.dynamic_smem, cfg.stream, args,
+                                nullptr);
+  }
   if (r == CUDA_SUCCESS) return;
   std::string what = "cuLaunchKernel(grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
                      ", " + std::to_string(cfg.dynamic_smem) + " B dynamic smem)";

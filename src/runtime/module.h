@@ -46,6 +46,9 @@ struct LaunchConfig {
   unsigned block[3] = {1, 1, 1};
   unsigned dynamic_smem = 0;
   CUstream stream = nullptr;
+  // Launch as the programmatic dependent of the grid before it on the stream (sm_90): the
+  // kernel must begin with griddepcontrol.wait (KernelOp::wait_prior_grid).
+  bool programmatic_dependent = false;
 };
 
 // Checks the grid and block against the hardware limits first, so a bad tile choice

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "frontend/parser.h"
 #include "passes/pass.h"
@@ -164,6 +165,28 @@ inline CompileState check_loop_passes(const std::string& expr, const Knobs& knob
     if (::testing::Test::HasFailure()) break;
   }
   return s;
+}
+
+// The whole pipeline (up to `last`, when given) for sm_90a, without the interpreter: for
+// tests of the IR's shape and of the passes' errors.
+inline CompileState compile_sm90a(const std::string& expr, const std::string& knobs,
+                                  const std::string& last = "") {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch("sm_90a");
+  run_pipeline(s, last);
+  return s;
+}
+
+// The message of the loom::Error compiling `expr` with `knobs` throws; "" when it builds.
+inline std::string error_of(const std::string& expr, const std::string& knobs) {
+  try {
+    compile_sm90a(expr, knobs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace loom::passcheck

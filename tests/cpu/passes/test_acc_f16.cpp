@@ -192,37 +192,25 @@ TEST(AccF16, LowerMmaDeclaresTheF16AccumulatingAtom) {
   EXPECT_FALSE(compile_until("matmul(A[64,64]:f32, B[64,64]:f32)", "", "k:025_lower_mma").used_knobs.count("ACC"));
 }
 
-std::string error_of(const std::string& expr, const std::string& knobs) {
-  try {
-    CompileState s;
-    s.graph = parse_expression(expr);
-    s.knobs = Knobs::parse(knobs);
-    run_pipeline(s);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(AccF16, KnobErrorsNameTheLimitAndTheFix) {
   auto has = [](const std::string& msg, const std::string& part) {
     EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg;
   };
-  has(error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_bf16,ACC=f16"),
+  has(passcheck::error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_bf16,ACC=f16"),
       "ACC=f16 with ATOM=mma_bf16: PTX's bf16 mma.sync "
       "(mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32) accumulates in f32 only");
-  has(error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,ACC=f16"),
+  has(passcheck::error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,ACC=f16"),
       "ACC=f16 with ATOM=mma_tf32: PTX's tf32 mma.sync");
-  has(error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,ACC=f16"),
+  has(passcheck::error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,ACC=f16"),
       "use ACC=f32, or ATOM=mma_f16 on f16 inputs");
-  has(error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ACC=f16"),
+  has(passcheck::error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ACC=f16"),
       "ACC=f16 with ATOM=fma: the SIMT path accumulates in f32");
-  has(error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ATOM=fma,ACC=f16"), "set ATOM=mma_f16");
+  has(passcheck::error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ATOM=fma,ACC=f16"), "set ATOM=mma_f16");
   // f16 accumulation does not change what the atom multiplies.
-  has(error_of("matmul(A[64,64]:f32, B[64,64]:f32)", "ATOM=mma_f16,ACC=f16"),
+  has(passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)", "ATOM=mma_f16,ACC=f16"),
       "ATOM=mma_f16 multiplies f16 operands");
-  EXPECT_EQ(error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ATOM=mma_f16,ACC=f16"), "");
-  EXPECT_EQ(error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_bf16,ACC=f32"), "");
+  EXPECT_EQ(passcheck::error_of("matmul(A[64,64]:f16, B[64,64]:f16)", "ATOM=mma_f16,ACC=f16"), "");
+  EXPECT_EQ(passcheck::error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_bf16,ACC=f32"), "");
   EXPECT_THROW(Knobs::parse("ACC=bf16"), Error);
 }
 

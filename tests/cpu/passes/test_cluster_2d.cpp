@@ -15,24 +15,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s);
-  return s;
-}
-
-std::string error_of(const std::string& expr, const std::string& knobs) {
-  try {
-    compile(expr, knobs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // One consumer warpgroup of one m64n32k16 atom, 64-deep slabs, a producer warpgroup.
 // (The interpreter runs every CTA's threads: the shapes are as small as the feature allows.)
 const std::string kTile32 =
@@ -128,10 +110,10 @@ TEST(Cluster2d, SwappedDecodeClusterAcrossTheSmallDimension) {
 TEST(Cluster2d, NarrowBSlabTakesItsOwnSwizzleSpan) {
   // B [K, N] row-major, BN = 32 bf16: 64-byte rows take the 64B pattern under
   // SWIZZLE=128B, while A's 128-byte rows keep 128B.
-  CompileState s = compile("matmul(A[128,256]:bf16, B[256,128]:bf16)", kTile32);
+  CompileState s = passcheck::compile_sm90a("matmul(A[128,256]:bf16, B[256,128]:bf16)", kTile32);
   EXPECT_EQ(s.kernel.tensor("B_s").swizzle.bits, 2);
   EXPECT_EQ(s.kernel.tensor("A_s").swizzle.bits, 3);
-  const std::string e = error_of("matmul(A[128,256]:bf16, B[256,128]:bf16)",
+  const std::string e = passcheck::error_of("matmul(A[128,256]:bf16, B[256,128]:bf16)",
                                  "ATOM=wgmma_bf16,WM=1,WN=1,BN=8,STAGE=tma,SWIZZLE=128B,BK=64");
   EXPECT_NE(e.find("rows of 16 B"), std::string::npos) << e;
   EXPECT_NE(e.find("SWIZZLE=none"), std::string::npos) << e;
@@ -139,16 +121,16 @@ TEST(Cluster2d, NarrowBSlabTakesItsOwnSwizzleSpan) {
 
 TEST(Cluster2d, ImpossibleKnobSetsAreNamed) {
   const std::string mm = "matmul(A[512,512]:bf16, B[512,512]:bf16)";
-  std::string e = error_of(mm, kTile32 + ",CLUSTER_M=4,CLUSTER_N=4");
+  std::string e = passcheck::error_of(mm, kTile32 + ",CLUSTER_M=4,CLUSTER_N=4");
   EXPECT_NE(e.find("portable limit is 8"), std::string::npos) << e;
-  e = error_of(mm, "ATOM=wgmma_bf16,WM=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,CLUSTER_N=2");
+  e = passcheck::error_of(mm, "ATOM=wgmma_bf16,WM=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,CLUSTER_N=2");
   EXPECT_NE(e.find("WARP_SPECIALIZE=1"), std::string::npos) << e;
-  e = error_of(mm, kTile32 + ",CLUSTER_N=3");
+  e = passcheck::error_of(mm, kTile32 + ",CLUSTER_N=3");
   EXPECT_NE(e.find("powers of two"), std::string::npos) << e;
-  e = error_of(mm, k2x4 + ",SPLITK=2,SPLITK_MODE=fixup");
+  e = passcheck::error_of(mm, k2x4 + ",SPLITK=2,SPLITK_MODE=fixup");
   EXPECT_NE(e.find("SPLITK_MODE=partials"), std::string::npos) << e;
   // 16 stages of 64x64 + 64x256 bf16 slabs: 640 KB.
-  e = error_of(mm, "ATOM=wgmma_bf16,WM=1,WN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=16,"
+  e = passcheck::error_of(mm, "ATOM=wgmma_bf16,WM=1,WN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=16,"
                    "WARP_SPECIALIZE=1");
   EXPECT_NE(e.find("227 KB"), std::string::npos) << e;
   EXPECT_THROW(Knobs::parse("STAGES=17"), Error);

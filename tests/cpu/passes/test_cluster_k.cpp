@@ -19,24 +19,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s);
-  return s;
-}
-
-std::string error_of(const std::string& expr, const std::string& knobs) {
-  try {
-    compile(expr, knobs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 int count(const Block& b, StmtKind kind) {
   int n = 0;
   walk(b, [&](const Stmt& s) { n += s.kind == kind; });
@@ -123,7 +105,7 @@ TEST(ClusterK, SwapAbDecodeEveryPassMatches) {
 // peer's tile is read before it is written (a race across CTAs), without the last a CTA
 // exits while its peers still read its shared memory.
 TEST(ClusterK, InterpreterReportsEachMissingClusterBarrier) {
-  const CompileState s = compile("matmul(A[64,256]:bf16, B[256,64]:bf16)", kSmall + ",CLUSTER_K=2");
+  const CompileState s = passcheck::compile_sm90a("matmul(A[64,256]:bf16, B[256,64]:bf16)", kSmall + ",CLUSTER_K=2");
   Bindings in;
   make_random_inputs(s.loop, in, 71);
   EXPECT_NO_THROW(passcheck::run_level(s, Level::Kernel, in));
@@ -151,22 +133,22 @@ TEST(ClusterK, InterpreterReportsEachMissingClusterBarrier) {
 
 TEST(ClusterK, ErrorsNameTheLimit) {
   const std::string mm = "matmul(A[128,1024]:bf16, B[1024,128]:bf16)";
-  EXPECT_NE(error_of(mm, kSmall + ",CLUSTER_K=16").find("portable cluster size limit"),
+  EXPECT_NE(passcheck::error_of(mm, kSmall + ",CLUSTER_K=16").find("portable cluster size limit"),
             std::string::npos);
-  EXPECT_NE(error_of(mm, "ATOM=mma_bf16,CLUSTER_K=2").find("needs ATOM=wgmma_*"), std::string::npos);
-  EXPECT_NE(error_of(mm, kWs + ",CLUSTER_K=2,PERSISTENT=1").find("use PERSISTENT=0"),
+  EXPECT_NE(passcheck::error_of(mm, "ATOM=mma_bf16,CLUSTER_K=2").find("needs ATOM=wgmma_*"), std::string::npos);
+  EXPECT_NE(passcheck::error_of(mm, kWs + ",CLUSTER_K=2,PERSISTENT=1").find("use PERSISTENT=0"),
             std::string::npos);
-  EXPECT_NE(error_of(mm, kWs + ",CLUSTER_K=2,CLUSTER_M=2").find("either the output tiles"),
+  EXPECT_NE(passcheck::error_of(mm, kWs + ",CLUSTER_K=2,CLUSTER_M=2").find("either the output tiles"),
             std::string::npos);
-  EXPECT_NE(error_of(mm, kWs + ",CLUSTER_K=2,SPLITK=2,SPLITK_MODE=fixup").find("SPLITK_MODE=reduce"),
+  EXPECT_NE(passcheck::error_of(mm, kWs + ",CLUSTER_K=2,SPLITK=2,SPLITK_MODE=fixup").find("SPLITK_MODE=reduce"),
             std::string::npos);
-  EXPECT_NE(error_of(mm, kWs + ",CLUSTER_K=2,EPILOGUE=tma_store").find("EPILOGUE=direct"),
+  EXPECT_NE(passcheck::error_of(mm, kWs + ",CLUSTER_K=2,EPILOGUE=tma_store").find("EPILOGUE=direct"),
             std::string::npos);
-  EXPECT_NE(error_of(mm, kSmall + ",CLUSTER_K=3").find("dividing BM"), std::string::npos);
+  EXPECT_NE(passcheck::error_of(mm, kSmall + ",CLUSTER_K=3").find("dividing BM"), std::string::npos);
   // 128 x 256 tile: 4 stages of 48 KB slabs and the 136 KB f32 tile do not fit 227 KB.
   const std::string big = "ATOM=wgmma_bf16,WM=2,WN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
                           "STAGES=4,WARP_SPECIALIZE=1,CLUSTER_K=2";
-  const std::string e = error_of("matmul(A[128,8192]:bf16, B[8192,256]:bf16)", big);
+  const std::string e = passcheck::error_of("matmul(A[128,8192]:bf16, B[8192,256]:bf16)", big);
   EXPECT_NE(e.find("this GPU allows 232448 B"), std::string::npos) << e;
 }
 

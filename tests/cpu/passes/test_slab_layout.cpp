@@ -13,15 +13,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s);
-  return s;
-}
-
 const Expr& shape_of(const CompileState& s, const std::string& t, size_t d) {
   return s.kernel.tensor(t).shape.at(d);
 }
@@ -39,14 +30,14 @@ std::map<std::string, int> async_widths(const CompileState& s) {
 const char* kGemm = "matmul(A[64,64]:f32, B[64,64]:f32)";
 
 TEST(SlabLayout, SyncDefaultsToReductionOutermost) {
-  CompileState s = compile(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,STAGES=1");
+  CompileState s = passcheck::compile_sm90a(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,STAGES=1");
   EXPECT_EQ(shape_of(s, "A_s", 0).const_value(), 8);   // [BK][BM]
   EXPECT_EQ(shape_of(s, "A_s", 1).const_value(), 32);
   EXPECT_EQ(s.used_knobs.at("SLAB_KOUTER"), "1");
 }
 
 TEST(SlabLayout, CpAsyncDefaultsToStorageOrderWith16ByteCopies) {
-  CompileState s = compile(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=cp_async,STAGES=1");
+  CompileState s = passcheck::compile_sm90a(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=cp_async,STAGES=1");
   EXPECT_EQ(shape_of(s, "A_s", 0).const_value(), 32);  // [BM][BK]
   EXPECT_EQ(shape_of(s, "A_s", 1).const_value(), 8);
   EXPECT_EQ(async_widths(s).at("A_s"), 4);
@@ -54,7 +45,7 @@ TEST(SlabLayout, CpAsyncDefaultsToStorageOrderWith16ByteCopies) {
 
 TEST(SlabLayout, CpAsyncTransposesWithFourByteCopies) {
   CompileState s =
-      compile(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=cp_async,STAGES=3,SLAB_KOUTER=1");
+      passcheck::compile_sm90a(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=cp_async,STAGES=3,SLAB_KOUTER=1");
   EXPECT_EQ(shape_of(s, "A_s", 1).const_value(), 8);   // ring, then [BK][BM]
   EXPECT_EQ(shape_of(s, "A_s", 2).const_value(), 32);
   auto w = async_widths(s);
@@ -88,7 +79,7 @@ TEST(SlabLayout, TransposedCpAsyncComputesTheSameAnswer) {
 
 TEST(SlabLayout, TmaCannotTranspose) {
   try {
-    compile(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=tma,SLAB_KOUTER=1");
+    passcheck::compile_sm90a(kGemm, "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=tma,SLAB_KOUTER=1");
     FAIL() << "expected an error";
   } catch (const Error& e) {
     std::string m = e.what();

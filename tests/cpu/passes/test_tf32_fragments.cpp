@@ -112,16 +112,6 @@ TEST(Tf32Fragments, FallsBackToElementLoads) {
   check_case({"matmul(A[37,29]:tf32, B[45,29]:tf32.T)", "ATOM=mma_tf32,LDMATRIX=0,WM=1,WN=1,FM=1,FN=2,BK=16,STAGE=sync", {}}, 1401);
 }
 
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s, last);
-  return s;
-}
-
 const char* kGemm = "matmul(A[64,64]:tf32, B[64,64]:tf32)";
 const char* kKnobs = "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=2,BK=16,STAGE=sync";
 
@@ -129,7 +119,7 @@ const char* kKnobs = "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=2,BK=16,STAGE=sync";
 // addresses row l%16 at word 4(l/16) — the article's As addressing — and B's (stored
 // [N][K]) row l%8 at word 4((l/8)%2).
 TEST(Tf32Fragments, LowerMmaAddressesRowsFromTheTable) {
-  CompileState s = compile(kGemm, std::string(kKnobs) + ",SLAB_B=kinner", "k:025_lower_mma");
+  CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SLAB_B=kinner", "k:025_lower_mma");
   const std::string ir = print(s.kernel);
   EXPECT_NE(ir.find("in0[m_a] <- ldmatrix_x4_b32(A_s[(m_w * 32 + m_a * 16 + lane % 16) * 16 + "
                     "k_i * 8 + lane / 16 * 4])  warp"),
@@ -146,7 +136,7 @@ TEST(Tf32Fragments, LowerMmaAddressesRowsFromTheTable) {
 // name the other layout; the knobs are recorded only when given.
 TEST(Tf32Fragments, SlabKnobsChooseTheLayout) {
   {
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",STAGE=cp_async,SLAB_B=kinner");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",STAGE=cp_async,SLAB_B=kinner");
     const TensorDecl& b = s.kernel.tensor("B_s");
     EXPECT_EQ(b.shape.at(0).const_value(), 32);  // [BN][BK]
     EXPECT_EQ(b.shape.at(1).const_value(), 16);
@@ -159,14 +149,14 @@ TEST(Tf32Fragments, SlabKnobsChooseTheLayout) {
     EXPECT_EQ(s.used_knobs.count("SLAB_A"), 0u);
   }
   {
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",SLAB_A=kouter");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SLAB_A=kouter");
     EXPECT_EQ(s.kernel.tensor("A_s").shape.at(0).const_value(), 16);  // [BK][BM]
     EXPECT_EQ(s.kernel.tensor("B_s").shape.at(0).const_value(), 16);  // storage [BK][BN]
     EXPECT_EQ(copy_ids(s.kernel), std::set<std::string>{});  // neither is K-contiguous
   }
   {
     // SLAB_B overrides SLAB_KOUTER for B; A follows SLAB_KOUTER.
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",SLAB_KOUTER=1,SLAB_B=kinner");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SLAB_KOUTER=1,SLAB_B=kinner");
     EXPECT_EQ(s.kernel.tensor("A_s").shape.at(0).const_value(), 16);
     EXPECT_EQ(s.kernel.tensor("B_s").shape.at(0).const_value(), 32);
     EXPECT_EQ(copy_ids(s.kernel), std::set<std::string>{"ldmatrix_x2_b32"});
@@ -177,13 +167,13 @@ TEST(Tf32Fragments, SlabKnobsChooseTheLayout) {
 // With SWIZZLE the former stay unswizzled (their pad is their layout).
 TEST(Tf32Fragments, PadKouterPadsTheNContiguousSlab) {
   {
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",PAD_SMEM=4,PAD_KOUTER=8", "t:046_swizzle_smem");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",PAD_SMEM=4,PAD_KOUTER=8", "t:046_swizzle_smem");
     EXPECT_EQ(s.tile.tensor("A_s").pad, 4);
     EXPECT_EQ(s.tile.tensor("B_s").pad, 8);
     EXPECT_EQ(s.used_knobs.at("PAD_KOUTER"), "8");
   }
   {
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",SWIZZLE=64B,PAD_KOUTER=8", "t:046_swizzle_smem");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SWIZZLE=64B,PAD_KOUTER=8", "t:046_swizzle_smem");
     EXPECT_EQ(s.tile.tensor("A_s").pad, 0);
     EXPECT_GT(s.tile.tensor("A_s").swizzle.bits, 0);
     EXPECT_EQ(s.tile.tensor("B_s").pad, 8);
@@ -191,12 +181,12 @@ TEST(Tf32Fragments, PadKouterPadsTheNContiguousSlab) {
   }
   {
     // The transposed B slab is K-contiguous: PAD_SMEM's.
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",SLAB_B=kinner,PAD_SMEM=4,PAD_KOUTER=8", "t:046_swizzle_smem");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SLAB_B=kinner,PAD_SMEM=4,PAD_KOUTER=8", "t:046_swizzle_smem");
     EXPECT_EQ(s.tile.tensor("B_s").pad, 4);
   }
   {
     // Without PAD_KOUTER every slab takes PAD_SMEM, and the knob is not recorded.
-    CompileState s = compile(kGemm, std::string(kKnobs) + ",PAD_SMEM=8", "t:046_swizzle_smem");
+    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",PAD_SMEM=8", "t:046_swizzle_smem");
     EXPECT_EQ(s.tile.tensor("A_s").pad, 8);
     EXPECT_EQ(s.tile.tensor("B_s").pad, 8);
     EXPECT_EQ(s.used_knobs.count("PAD_KOUTER"), 0u);
@@ -323,7 +313,7 @@ TEST(Tf32Fragments, BankModelOfTheArticlesRungs) {
 // The verifier and the interpreter take the b32 view as data: 16-byte rows of 4 words
 // (another width is refused), each row address 4-word aligned.
 TEST(Tf32Fragments, VerifierAndInterpreterCheckTheB32View) {
-  const CompileState s = compile(kGemm, std::string(kKnobs) + ",SLAB_B=kinner");
+  const CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",SLAB_B=kinner");
   {
     KernelProgram p = s.kernel;
     p.kernels[0].warp_copies[0].cols = 8;
@@ -350,24 +340,15 @@ TEST(Tf32Fragments, VerifierAndInterpreterCheckTheB32View) {
   }
 }
 
-std::string error_of(const std::string& expr, const std::string& knobs) {
-  try {
-    compile(expr, knobs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Tf32Fragments, ErrorsNameTheKnob) {
-  const std::string tma = error_of("matmul(A[64,64]:f32, B[64,64]:f32)",
+  const std::string tma = passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)",
                                    "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=tma,SLAB_B=kinner");
   EXPECT_NE(tma.find("SLAB_B=kinner with STAGE=tma"), std::string::npos) << tma;
   EXPECT_NE(tma.find("STAGE=cp_async"), std::string::npos) << tma;
-  const std::string pad = error_of("matmul(A[64,64]:f32, B[64,64]:f32)",
+  const std::string pad = passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)",
                                    "BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=tma,PAD_KOUTER=8");
   EXPECT_NE(pad.find("PAD_KOUTER=8 with STAGE=tma"), std::string::npos) << pad;
-  EXPECT_NE(error_of(kGemm, std::string(kKnobs) + ",SLAB_B=nk").find("SLAB_B=nk is not one of: kinner, kouter"),
+  EXPECT_NE(passcheck::error_of(kGemm, std::string(kKnobs) + ",SLAB_B=nk").find("SLAB_B=nk is not one of: kinner, kouter"),
             std::string::npos);
 }
 

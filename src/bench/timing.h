@@ -29,8 +29,9 @@ struct TimingOptions {
 struct Timing {
   double median_us = 0, min_us = 0, p10_us = 0, p90_us = 0;
   int reps = 0;
-  // CUDA-graph replay time per launch, measured only when the median is under
-  // kGraphReplayBelowUs: there launch overhead is a visible share of an event timing.
+  // CUDA-graph replay time per launch, measured for every launch of a comparison when
+  // any of their medians is under kGraphReplayBelowUs: there launch overhead is a
+  // visible share of an event timing.
   // With rotation the graph cycles through the input sets (cold L2 every launch);
   // otherwise its launches after the first reuse warm inputs.
   std::optional<double> graph_median_us;

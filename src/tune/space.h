@@ -30,6 +30,9 @@ struct Candidate {
   double predicted_us = 0;  // the cost model's time: a rank, not a promise
   bool shipped_default = false;
   bool plain_default = false;  // what `loom run` compiles with no knobs at all
+  // A shipped default that is also a point the enumeration reached and stage 1 passed:
+  // the search can find it (and its neighbours) without being handed it.
+  bool in_search = false;
 };
 
 struct PrunedCandidate {
@@ -41,6 +44,8 @@ struct Space {
   std::vector<Candidate> kept;  // best-predicted first
   std::vector<PrunedCandidate> pruned;
   size_t enumerated = 0;  // knob sets the rules were asked about
+  size_t searched = 0;    // of those, the points that passed stage 1 (ranked for the cap)
+  size_t refusal_probes = 0;  // pipeline runs to t:010 for the passes' cluster refusals
 };
 
 struct SpaceOptions {

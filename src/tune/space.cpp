@@ -319,6 +319,7 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
   Builder b{p, dev, cc, space, refusals, seeds, {}};
   for (const auto& a : atoms) b.atom(a);
   space.searched = b.ranked.size();
+  for (const auto& a : atoms) space.atoms.push_back(a.knob);
   space.refusal_probes = refusals.probes();
   // Ties (knobs the model does not see) keep enumeration order: a base before its variants.
   std::stable_sort(b.ranked.begin(), b.ranked.end(), [](const Candidate& x, const Candidate& y) {

@@ -46,6 +46,7 @@ struct Space {
   size_t enumerated = 0;  // knob sets the rules were asked about
   size_t searched = 0;    // of those, the points that passed stage 1 (ranked for the cap)
   size_t refusal_probes = 0;  // pipeline runs to t:010 for the passes' cluster refusals
+  std::vector<std::string> atoms;  // the ATOM values enumerated
 };
 
 struct SpaceOptions {

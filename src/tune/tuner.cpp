@@ -73,6 +73,7 @@ void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneO
     ro.sizes = opt.sizes;
     ro.seed = opt.seed;
     ro.bench = true;
+    ro.l2 = opt.l2;  // the search's L2 method, so the two times compare
     RunReport r = run_expression(expression, ro);
     if (!r.verify.passed) {
       out.confirm_note = "confirmation run failed verification: " + r.verify.message;
@@ -124,7 +125,11 @@ Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOp
   out.enumerated = space.enumerated;
   out.searched = space.searched;
   for (const auto& c : space.kept)
-    if (c.plain_default) out.default_in_search = c.in_search;
+    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(),
+                                        c.knobs.get_str("ATOM", "fma"))) {
+      ++out.defaults_searchable;
+      out.defaults_in_search += c.in_search;
+    }
   auto count = [&](const std::string& reason, const Knobs& knobs) {
     TuneOutcome::PrunedKind& kind = out.pruned_by_reason[reason_kind(reason)];
     if (kind.count++ == 0) kind.example_reason = reason, kind.example_knobs = knobs.str();
@@ -293,9 +298,9 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
       o << "  " << r.candidates << " candidates, " << r.pruned << " pruned, "
         << std::setprecision(1) << r.seconds << " s (no GPU measured: cost-model ranking)\n"
         << "  space    " << r.enumerated << " knob sets enumerated, " << r.searched
-        << " passed the rules; the default is "
-        << (r.default_in_search ? "one of them" : "outside them (kept as a candidate anyway)")
-        << "\n";
+        << " passed the rules; of the shipped defaults of the atoms searched, "
+        << r.defaults_in_search << " of " << r.defaults_searchable << " are among them"
+        << " (all are candidates)\n";
       for (size_t i = 0; i < r.ranked.size() && i < 12; ++i)
         o << "  " << std::setw(3) << i + 1 << ". " << std::setprecision(1) << std::setw(9)
           << r.ranked[i].second << " us (predicted)  " << r.ranked[i].first

@@ -79,7 +79,9 @@ struct TuneOutcome {
   size_t pruned = 0;               // by the space's rules, the pipeline or ptxas
   size_t enumerated = 0;           // knob sets the space's rules were asked about
   size_t searched = 0;             // of those, points that passed stage 1 (before the cap)
-  bool default_in_search = false;  // the plain default is one of those points (space.h)
+  // The shipped defaults whose atom the space enumerates, and how many of them are
+  // points of it (space.h: Candidate::in_search).
+  int defaults_searchable = 0, defaults_in_search = 0;
   std::vector<std::pair<std::string, double>> ranked;  // knobs, predicted us (best first)
   struct PrunedKind {
     int count = 0;

@@ -2,7 +2,8 @@
 // sentence a person can act on. Three stages, cheapest first:
 //  1. knob rules, before anything is built: divisibility, threads per block, accumulator
 //     registers, tile against problem size, staging legality, estimated shared memory
-//     against the device's opt-in limit, TMA box limits, split-K where the grid is full;
+//     against the device's opt-in limit, TMA box limits, split-K where the grid is full,
+//     and the cluster knobs as the passes themselves refuse them (PassRefusals);
 //  2. the Kernel IR the pipeline built: exact shared memory, and the bank-conflict model
 //     (fragment reads at max_read_conflict or worse are pruned; milder conflicts only
 //     raise the cost model's shared-memory time — SmemFactors);

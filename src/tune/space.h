@@ -3,12 +3,16 @@
 // tuner's result), ranked by the cost model, and the candidates pruned on the way with
 // the reason.
 //
-// Generated structurally from the knob registry's search lists (passes/knobs.h) and the
-// atom table, per atom: the tiling group's product under the tiling rules, then for each
+// Generated structurally from the knob registry's search lists (passes/knobs.h), joined
+// by the values the shape's shipped default uses (so that the defaults are points of the
+// space, reachable by the search: Candidate::in_search), and the atom table, per atom:
+// the tiling group's product under the tiling rules, then for each
 // surviving tiling the split-K values where its grid leaves SMs idle, then the staging
 // group's product under the staging rules; each such base takes every other searched
-// knob at its first value, and one variant per other value of one such knob. Rules that need
-// nothing built prune first (prune.h, stage 1); the best-ranked candidates are then built
+// knob at its first value (the default's, where it has one), and one variant per other value
+// of one such knob. Rules that need nothing built, and the passes' own refusals of cluster
+// knobs (the pipeline run to t:010: PassRefusals), prune first (prune.h, stage 1); the
+// best-ranked candidates are then built
 // to Kernel IR, which prunes what the pipeline rejects and reads the bank-conflict model
 // into the ranking (stage 2). The cap keeps at most max_candidates / 8 (at least 2)
 // candidates of one tile (ATOM, tiling and split-K knobs) before any tile's next ones, so

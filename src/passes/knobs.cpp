@@ -21,7 +21,7 @@ const std::vector<KnobDef>& knob_registry() {
               1, 1024}
           .searched(SearchGroup::tiling,
                     {{"fma", {"64", "128", "256"}},
-                     {"wgmma", {"128", "256", "64", "32", "16"}, 90}}),
+                     {"wgmma", {"128", "256", "64", "32", "16", "8"}, 90}}),
       KnobDef{"FM", "rows of C per thread (register tile height)", "t:010_partition_loops", 1, 64}
           .searched(SearchGroup::tiling, {{"fma", {"4", "8", "16"}},
                                           {"mma", {"2", "4", "8"}},
@@ -61,7 +61,7 @@ const std::vector<KnobDef>& knob_registry() {
        "the last CTA of a tile sums them; one launch, no atomics, composes with clusters)",
        "l:020_split_k", 0, 0, false, {"reduce", "atomic", "fixup", "partials"}}
           .searched(SearchGroup::split_k,
-                    {{"fma", {"reduce", "atomic"}}, {"wgmma", {"reduce", "fixup"}, 90}}),
+                    {{"fma", {"reduce", "atomic"}}, {"wgmma", {"reduce", "partials"}, 90}}),
       KnobDef{"GROUP_M", "M tiles a CTA group walks before stepping along N (1 = row-major)",
        "t:025_rasterize", 1, 64}
           .searched(SearchGroup::other, {{"", {"8", "1"}}}),
@@ -101,7 +101,7 @@ const std::vector<KnobDef>& knob_registry() {
               "t:050_multibuffer", 1, 16}
           .searched(SearchGroup::staging, {{"fma", {"2", "3", "4"}},
                                            {"mma", {"2", "3", "4"}},
-                                           {"wgmma", {"3", "4", "5", "6", "8"}, 90}}),
+                                           {"wgmma", {"3", "4", "5", "6", "8", "12", "16"}, 90}}),
       {"PIPELINE", "issue the next slab's copy before the current slab's math (0/1)",
        "k:050_pipeline", 0, 1},
       KnobDef{"PAD_SMEM", "elements of padding per shared-tile row (0 = none; breaks "
@@ -177,7 +177,8 @@ const std::vector<KnobDef>& knob_registry() {
        "CTA's producer loading 1/CLUSTER_N of it for all by TMA multicast (1, 2, 4 or 8; with "
        "CLUSTER_M a 2-D cluster of CLUSTER_M x CLUSTER_N CTAs, at most 8, A multicast along "
        "N and B along M; after SWAP_AB, N is the original M; ATOM=wgmma_*, WARP_SPECIALIZE=1)",
-       "t:010_partition_loops", 1, 8},
+       "t:010_partition_loops", 1, 8}
+          .searched(SearchGroup::other, {{"wgmma", {"1", "2", "4"}, 90}}),
       KnobDef{"CLUSTER_K", "CTAs of a thread-block cluster splitting one output tile's K: each "
        "reduces 1/CLUSTER_K of it, then they add their f32 partial tiles through distributed "
        "shared memory, each finishing 1/CLUSTER_K of the rows (1 = no split; 2..8; "

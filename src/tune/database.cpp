@@ -115,7 +115,7 @@ TuningDb::Outcome merge_into(std::vector<DbEntry>& entries, const DbEntry& e, bo
       old.rec = e.rec;
       return TuningDb::Outcome::replaced;
     }
-    if (e.rec.median_us < old.rec.median_us) {
+    if (prefer_record(e.rec, old.rec)) {
       old.rec = e.rec;
       return TuningDb::Outcome::improved;
     }

@@ -17,8 +17,10 @@ const char* const kDbUsage =
     "                        its key that matches exactly one record\n"
     "  clear --yes           remove every record\n"
     "  export FILE           write the records to FILE (the database's own format)\n"
-    "  import FILE           merge FILE's records (the faster one per key wins); every line\n"
-    "                        is checked and each rejected line reported\n"
+    "  import FILE           merge FILE's records (per key, the faster of two timed the\n"
+    "                        same way wins; a record with its L2 method recorded wins over\n"
+    "                        an older flushed one); every line is checked and each\n"
+    "                        rejected line reported\n"
     "  path                  print the database's path\n";
 
 namespace {
@@ -31,13 +33,16 @@ std::string vs_cublas(const TuningRecord& r) {
 
 std::string listing(const std::vector<DbEntry>& entries) {
   TextTable t({{"#", Align::Right}, {"us", Align::Right}, {"vs cuBLAS", Align::Right},
-               {"trials", Align::Right}, {"date"}, {"key"}});
+               {"trials", Align::Right}, {"L2"}, {"date"}, {"key"}});
   for (size_t i = 0; i < entries.size(); ++i) {
     const TuningRecord& r = entries[i].rec;
     t.add_row({std::to_string(i + 1), format_us(r.median_us), vs_cublas(r), std::to_string(r.trials),
-               r.date, entries[i].key.str()});
+               r.l2.empty() ? "flush*" : r.l2, r.date, entries[i].key.str()});
   }
-  return t.str();
+  // An old record's method was not written down: every tune before session 10 flushed.
+  bool legacy = false;
+  for (const auto& e : entries) legacy = legacy || e.rec.l2.empty();
+  return t.str() + (legacy ? "flush*: timed before the L2 method was recorded (the write flush)\n" : "");
 }
 
 std::string details(const DbEntry& e) {
@@ -49,7 +54,9 @@ std::string details(const DbEntry& e) {
          "shape:     " + k.shape + "\n" + "knobs:     " + r.knobs + "\n" +
          "median:    " + format_us(r.median_us) + " us\n" +
          "cuBLAS:    " + (r.cublas_us > 0 ? format_us(r.cublas_us) + " us (Loom " + vs_cublas(r) + ")" : "unknown") + "\n" +
-         "trials:    " + std::to_string(r.trials) + "\n" + "date:      " + r.date + "\n" +
+         "trials:    " + std::to_string(r.trials) + "\n" +
+         "L2:        " + (r.l2.empty() ? "flush (not recorded: timed before session 10)" : r.l2) +
+         "\n" + "date:      " + r.date + "\n" +
          "revision:  " + (r.revision.empty() ? "unknown" : r.revision) + "\n" +
          (r.note.empty() ? "" : "note:      " + r.note + "\n");
 }

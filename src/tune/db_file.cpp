@@ -55,6 +55,8 @@ std::string checksum(std::string_view body) { return sha256_hex(body).substr(0, 
 
 const char* const kFields[] = {"gpu", "sms",   "cuda",      "driver", "op",   "shape", "knobs",
                                "us",  "cublas_us", "trials", "date", "rev",   "note"};
+// Fields a line may lack: records written before they existed.
+const char* const kOptionalFields[] = {"l2"};
 
 // One line -> entry; false with the reason on any defect.
 bool parse_line(std::string_view line, DbEntry& e, std::string& why) {
@@ -83,7 +85,18 @@ bool parse_line(std::string_view line, DbEntry& e, std::string& why) {
   }
   for (const char* name : kFields)
     if (!f.count(name)) { why = std::string("missing field '") + name + "'"; return false; }
-  if (f.size() != std::size(kFields)) { why = "unknown field (a newer format?)"; return false; }
+  size_t optional = 0;
+  for (const char* name : kOptionalFields) optional += f.count(name);
+  if (f.size() != std::size(kFields) + optional) {
+    why = "unknown field (a newer format?)";
+    return false;
+  }
+  e.rec.l2 = f.count("l2") ? f["l2"] : "";
+  if (!e.rec.l2.empty() && e.rec.l2 != "rotate" && e.rec.l2 != "read" && e.rec.l2 != "flush" &&
+      e.rec.l2 != "off") {
+    why = "l2 is not one of rotate, read, flush, off";
+    return false;
+  }
   e.key.gpu = f["gpu"];
   e.key.op = f["op"];
   e.key.shape = f["shape"];
@@ -114,6 +127,9 @@ std::string format_entry(const DbEntry& e) {
   std::string line;
   for (size_t i = 0; i < std::size(kFields); ++i)
     line += (i ? "\t" : "") + std::string(kFields[i]) + "=" + escape(values[i]);
+  // An unrecorded method stays unwritten, so an old line round-trips byte for byte (its
+  // checksum with it).
+  if (!e.rec.l2.empty()) line += "\tl2=" + escape(e.rec.l2);
   return line + "\tsum=" + checksum(line);
 }
 
@@ -159,6 +175,16 @@ ParsedDb parse_db(std::string_view text) {
   }
   if (!ended) problem(0, "no end line (the file was cut short)");
   return p;
+}
+
+std::string timing_method(const TuningRecord& r) { return r.l2.empty() ? "flush" : r.l2; }
+
+bool prefer_record(const TuningRecord& candidate, const TuningRecord& current) {
+  if (timing_method(candidate) == timing_method(current))
+    return candidate.median_us < current.median_us;
+  if (current.l2.empty()) return true;
+  if (candidate.l2.empty()) return false;
+  return candidate.date > current.date;  // ISO 8601 UTC sorts by time
 }
 
 std::string utc_now_iso() {

@@ -5,8 +5,14 @@
 //   loom-tuning-db v1
 //   gpu=NVIDIA H100 80GB HBM3<TAB>sms=132<TAB>cuda=13000<TAB>driver=13000<TAB>op=...<TAB>
 //     shape=M=4096,N=4096,K=4096<TAB>knobs=BM=128,...<TAB>us=812.5<TAB>cublas_us=790.1<TAB>
-//     trials=64<TAB>date=2026-11-22T05:47:48Z<TAB>rev=ea7c7b5<TAB>note=...<TAB>sum=<16 hex>
+//     trials=64<TAB>date=2026-11-22T05:47:48Z<TAB>rev=ea7c7b5<TAB>note=...<TAB>l2=rotate<TAB>
+//     sum=<16 hex>
 //   end 1
+//
+// `l2` (how the timing kept the L2 cold: rotate, read, flush, off; bench/timing_plan.h)
+// came in session 10. Lines without it are read as before and stand for the write flush
+// that every earlier tune used: their knobs are as valid as ever, but their times do not
+// compare with times taken another way (prefer_record below).
 //
 // One record per line (wrapped above). `sum` is the first 16 hex digits of the SHA-256 of
 // the line before it, so a flipped byte anywhere in a record is caught; the `end N` line
@@ -30,7 +36,19 @@ struct TuningRecord {
   std::string date;       // UTC, ISO 8601: 2026-11-22T05:47:48Z
   std::string revision;   // loom's git revision when it was built, if known
   std::string note;       // free text (e.g. "loom tune --budget 120")
+  std::string l2;         // the timing's L2 method; "" = not recorded (an older record: flush)
 };
+
+// The method a record's time was taken with: its `l2`, or "flush" for older records.
+std::string timing_method(const TuningRecord& r);
+
+// Whether `candidate` should take the place of `current` under one key. Times compare
+// only when taken the same way; otherwise the record timed as the benchmark times now
+// (any recorded method) wins over an older write-flushed one, whatever the numbers — a
+// write flush charges the timed launch for writing back dirty lines, so its times run
+// high and would lose to nothing fairly — and between two different recorded methods
+// the newer record (by date) wins.
+bool prefer_record(const TuningRecord& candidate, const TuningRecord& current);
 
 struct DbEntry {
   TuningKey key;

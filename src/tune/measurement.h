@@ -16,7 +16,11 @@ struct MeasureJob {
   std::string expression;
   std::map<std::string, int64_t> sizes;  // values of the symbolic dims
   std::string knobs;                     // the candidate: a full knob string
-  TimingOptions timing;                  // reps, warm-up, L2 flush (BENCHMARK.md)
+  TimingOptions timing;                  // reps, warm-up (BENCHMARK.md)
+  // How the timed launches meet a cold L2: the worker plans it for the problem as
+  // `loom run --bench` does (trial_timing.h) and overrides timing.l2 / input_sets; auto
+  // unless a test asks for a method.
+  L2Request l2 = L2Request::automatic;
   uint64_t seed = 1;
   // Test hook only: CUDA source that replaces the generated kernel source (same kernel
   // names and signatures), so tests can plant a faulting or hanging kernel. The tuner
@@ -47,6 +51,11 @@ struct Measurement {
   // repetition, against its fixed part (compile, load, checked run, verify), so the
   // strategy can plan rounds with more repetitions. 0 when not timed.
   double timing_seconds = 0;
+  // The L2 method the timing used ("rotate", "read", ...; l2_method_name) and the input
+  // sets it rotated over: recorded with a winner, since times taken by different methods
+  // do not compare (database.h). Empty when not timed.
+  std::string l2;
+  int input_sets = 0;
 };
 
 inline Measurement failed_measurement(TrialStatus s, std::string reason) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "driver/compile.h"
+#include "ir/error.h"
 #include "passes/bank_conflicts.h"
 
 namespace loom::tune {
@@ -161,17 +163,9 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
            " output tiles: the grid already "
            "fills the " +
            str(dev.sm_count) + " SMs without splitting K";
+  // CLUSTER_K's own legality (atom, cluster size, BM, combine mode) is the passes' to
+  // refuse (PassRefusals); what is here is whether the split pays on this GPU.
   if (c > 1) {
-    if (!a.wgmma())
-      return "CLUSTER_K=" + str(c) + " reduces through an sm_90 cluster's shared memory: it "
-             "needs ATOM=wgmma_*";
-    if (c > 8) return "CLUSTER_K=" + str(c) + ": a cluster holds 2 to 8 CTAs";
-    if (b.BM % c != 0)
-      return "CLUSTER_K=" + str(c) + ": each CTA finishes BM/" + str(c) + " rows, and BM=" +
-             str(b.BM) + " does not divide";
-    if (S > 1 && k.get_str("SPLITK_MODE", "reduce") == "fixup")
-      return "CLUSTER_K=" + str(c) + " with SPLITK_MODE=fixup: the fixup does not compose with "
-             "the cluster's reduction (l:022)";
     // Clusters live within a GPC (16-18 SMs on H100), so clusters of 4 or 8 leave some
     // SMs out: an H100 held only 15 clusters of 8 such CTAs, and 16 ran in two waves,
     // 25.1 us against 16.9 us for 8 (bench/NOTES.md, session 8).
@@ -192,18 +186,6 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
 std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
   const BlockShape b = block_shape(k, a);
   const bool swapped = k.get_int("SWAP_AB", 0) == 1;
-  if (b.cluster_k > 1) {
-    const std::string ck = "CLUSTER_K=" + str(b.cluster_k);
-    if (b.cluster_m > 1)
-      return ck + " with CLUSTER_M=" + str(b.cluster_m) +
-             ": Loom's clusters are 1-D, along M or along K";
-    if (b.persistent)
-      return ck + " ends each CTA with its cluster's reduction of one tile: PERSISTENT=1 walks "
-             "many";
-    if (b.epilogue != "direct")
-      return ck + " stores the reduced tile directly; EPILOGUE=" + b.epilogue +
-             " does not compose with it";
-  }
   if (b.epilogue == "tma_store") {
     if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
     if (p.batch != 1) return "EPILOGUE=tma_store takes a 2-D output; this one is batched";
@@ -243,6 +225,34 @@ std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, co
   if (why.empty()) why = staging_violation(p, atom, k, dev);
   if (why.empty()) why = split_violation(p, atom, k, dev);
   if (why.empty()) why = other_violation(p, atom, k);
+  return why;
+}
+
+bool has_cluster(const Knobs& k) {
+  return k.get_int("CLUSTER_M", 1) > 1 || k.get_int("CLUSTER_N", 1) > 1 ||
+         k.get_int("CLUSTER_K", 1) > 1;
+}
+
+std::string PassRefusals::operator()(const Knobs& k) {
+  if (!has_cluster(k)) return "";
+  auto [it, fresh] = cache_.try_emplace(k.str());
+  if (!fresh) return it->second;
+  CompileOptions opt;
+  opt.knobs = k;
+  opt.target = target_;
+  opt.stop_after = "t:010_partition_loops";
+  try {
+    compile_graph(g_, opt);
+  } catch (const Error& e) {
+    it->second = e.what();
+  }
+  return it->second;
+}
+
+std::string stage1_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
+                             const DeviceInfo& dev, PassRefusals& refusals) {
+  std::string why = knob_rule_violation(p, atom, k, dev);
+  if (why.empty()) why = refusals(k);
   return why;
 }
 

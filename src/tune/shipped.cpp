@@ -1,6 +1,12 @@
 #include "tune/shipped.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+
+#include "ir/error.h"
 
 namespace loom::tune {
 
@@ -29,7 +35,7 @@ std::optional<ShippedHit> lookup_shipped(const TuningKey& key, const std::vector
       if (!e.key.same_problem(key)) continue;
       bool exact = e.key == key;
       bool better = !best || (exact && !best_exact) ||
-                    (exact == best_exact && e.rec.median_us < best->rec.median_us);
+                    (exact == best_exact && prefer_record(e.rec, best->rec));
       if (better) {
         best = ShippedHit{e.rec, db.file};
         best_exact = exact;
@@ -37,6 +43,61 @@ std::optional<ShippedHit> lookup_shipped(const TuningKey& key, const std::vector
     }
   }
   return best;
+}
+
+ShippedExport export_shipped(const std::string& path, const std::vector<ShippedUpdate>& updates) {
+  std::vector<DbEntry> entries;
+  if (std::ifstream in{path, std::ios::binary}) {
+    std::stringstream text;
+    text << in.rdbuf();
+    ParsedDb parsed = parse_db(text.str());
+    if (!parsed.problems.empty())
+      throw Error("the shipped defaults file " + path + " does not verify (" +
+                  (parsed.problems[0].line ? "line " + std::to_string(parsed.problems[0].line) + ": "
+                                           : std::string()) +
+                  parsed.problems[0].what + "): fix or restore it (git checkout) before exporting");
+    entries = std::move(parsed.entries);
+  }
+  ShippedExport r;
+  for (const ShippedUpdate& u : updates) {
+    const std::string what = u.entry.key.op + " " + u.entry.key.shape + ": ";
+    auto old = std::find_if(entries.begin(), entries.end(),
+                            [&](const DbEntry& e) { return e.key.same_problem(u.entry.key); });
+    if (u.default_won) {
+      if (old != entries.end()) {
+        entries.erase(old);
+        ++r.removed;
+        r.lines.push_back(what + "the default won; its old record removed");
+      } else {
+        ++r.skipped;
+        r.lines.push_back(what + "the default won; no record needed");
+      }
+      continue;
+    }
+    if (old == entries.end()) {
+      entries.push_back(u.entry);
+      ++r.added;
+      r.lines.push_back(what + "added");
+    } else if (prefer_record(u.entry.rec, old->rec)) {
+      *old = u.entry;
+      ++r.replaced;
+      r.lines.push_back(what + "replaced the older record");
+    } else {
+      ++r.kept;
+      r.lines.push_back(what + "kept the shipped record (faster, timed the same way)");
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const DbEntry& a, const DbEntry& b) { return a.key < b.key; });
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << format_db(entries);
+    if (!out.flush()) throw Error("cannot write " + tmp + " (the shipped defaults export)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error("cannot rename " + tmp + " to " + path + " (the shipped defaults export)");
+  return r;
 }
 
 }  // namespace loom::tune

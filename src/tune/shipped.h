@@ -38,4 +38,25 @@ const std::vector<ShippedDb>& shipped_dbs();
 std::optional<ShippedHit> lookup_shipped(const TuningKey& key,
                                          const std::vector<ShippedDb>& dbs = shipped_dbs());
 
+// From a tuning run on the GPU to the shipped file, in one step (`loom tune
+// --export-shipped tune/shipped/h100.db`): each winner is merged into the file, which is
+// then committed and embedded by the next build. Per problem (GPU model, op, shape: the
+// shipped lookup's match) the winner takes the place of an older record when
+// prefer_record says so (db_file.h: a record timed the benchmark's way beats an older
+// flushed one; of two timed alike, the faster). A winner that is the shape's default
+// (`default_won`) needs no record, since `loom run` compiles it without one; a record the
+// default beat is removed, because it would pin that shape to slower knobs.
+struct ShippedUpdate {
+  DbEntry entry;
+  bool default_won = false;
+};
+struct ShippedExport {
+  int added = 0, replaced = 0, kept = 0, removed = 0, skipped = 0;
+  std::vector<std::string> lines;  // one per update: what happened to it
+};
+// Throws loom::Error when the file exists but does not verify (a hand edit: fix it
+// first; records are never dropped silently) or cannot be written. A missing file is
+// created. The file is rewritten whole (temporary file + rename).
+ShippedExport export_shipped(const std::string& path, const std::vector<ShippedUpdate>& updates);
+
 }  // namespace loom::tune

@@ -18,13 +18,29 @@ namespace {
 
 using Dims = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-// The registry's searched knobs of `group` for `atom`, with their values.
-Dims searched(SearchGroup group, const std::string& atom, int cc) {
+// The registry's searched knobs of `group` for `atom`, with their values, joined by the
+// shipped default's value for the atom (`seed`, a full knob set; empty for none) where the
+// registry's list lacks it — SPLITK=11 of the split-K schedule, a decode ring's depth —
+// so that the organizations the defaults use are points of the space, whatever values
+// the defaults compute. An "other" knob takes the default's value first: each base is
+// then the default's organization where it is legal, and the variants step away from it
+// one knob at a time.
+Dims searched(SearchGroup group, const std::string& atom, int cc, const Knobs& seed) {
   Dims out;
   for (const auto& d : knob_registry())
     if (d.group == group) {
       auto v = d.search_values(atom, cc);
-      if (!v.empty()) out.push_back({d.name, std::move(v)});
+      if (v.empty()) continue;
+      if (seed.has(d.name)) {
+        // Elsewhere the order stays: a split's first SPLITK_MODE is the one tried without
+        // a split, and the values' order is the enumeration's.
+        const std::string dv = seed.get_str(d.name, "");
+        auto at = std::find(v.begin(), v.end(), dv);
+        if (group == SearchGroup::other && at != v.end()) v.erase(at);
+        if (group == SearchGroup::other) v.insert(v.begin(), dv);
+        else if (at == v.end()) v.push_back(dv);
+      }
+      out.push_back({d.name, std::move(v)});
     }
   return out;
 }
@@ -75,15 +91,29 @@ struct Builder {
   const DeviceInfo& dev;
   int cc;
   Space& space;
+  PassRefusals& refusals;
+  std::map<std::string, Knobs> seeds;  // ATOM value -> the shipped default's full set
   std::vector<Candidate> ranked;
 
   void prune(const Knobs& k, const std::string& why) { space.pruned.push_back({k, why}); }
+
+  Dims values(SearchGroup group, const AtomChoice& a) {
+    auto it = seeds.find(a.knob);
+    return searched(group, a.knob, cc, it == seeds.end() ? Knobs() : it->second);
+  }
+
+  // The "other" rules, then the passes' own verdict on a cluster (prune.h).
+  std::string other_refusal(const AtomChoice& a, const Knobs& k) {
+    std::string why = other_violation(p, a, k);
+    if (why.empty()) why = refusals(k);
+    return why;
+  }
 
   // Tiling, then split-K (its rules read the tile count), then staging per split.
   void atom(const AtomChoice& a) {
     Knobs atom_knobs;
     atom_knobs.set("ATOM", a.knob);
-    product(searched(SearchGroup::tiling, a.knob, cc), 0, atom_knobs, [&](const Knobs& tiling) {
+    product(values(SearchGroup::tiling, a), 0, atom_knobs, [&](const Knobs& tiling) {
       ++space.enumerated;
       if (auto why = tiling_violation(p, a, tiling); !why.empty()) return prune(tiling, why);
       splits(a, tiling);
@@ -91,7 +121,7 @@ struct Builder {
   }
 
   void splits(const AtomChoice& a, const Knobs& tiling) {
-    const Dims split = searched(SearchGroup::split_k, a.knob, cc);
+    const Dims split = values(SearchGroup::split_k, a);
     product(split, 0, tiling, [&](const Knobs& k) {
       // Without SPLITK's split its combine mode changes nothing: one candidate, at the
       // first mode (CLUSTER_K splits K on its own, reduced in the cluster).
@@ -105,8 +135,8 @@ struct Builder {
   }
 
   void stagings(const AtomChoice& a, const Knobs& split) {
-    const Dims others = searched(SearchGroup::other, a.knob, cc);
-    product(searched(SearchGroup::staging, a.knob, cc), 0, split, [&](const Knobs& staged) {
+    const Dims others = values(SearchGroup::other, a);
+    product(values(SearchGroup::staging, a), 0, split, [&](const Knobs& staged) {
       ++space.enumerated;
       if (auto why = staging_violation(p, a, staged, dev); !why.empty()) return prune(staged, why);
       bases(a, staged, others);
@@ -129,7 +159,7 @@ struct Builder {
         for (const auto& v : values) {
           Knobs trial = k;
           trial.set(name, v);
-          if (other_violation(p, a, with_dependents(trial, dependents)).empty()) {
+          if (other_refusal(a, with_dependents(trial, dependents)).empty()) {
             k = trial;
             break;
           }
@@ -159,7 +189,7 @@ struct Builder {
 
   void add_checked(const AtomChoice& a, const Knobs& k) {
     ++space.enumerated;
-    if (auto why = other_violation(p, a, k); !why.empty()) return prune(k, why);
+    if (auto why = other_refusal(a, k); !why.empty()) return prune(k, why);
     add(a, k);
   }
 
@@ -184,6 +214,15 @@ const AtomChoice* choice_of(const std::vector<AtomChoice>& atoms, const Knobs& k
   for (const auto& a : atoms)
     if (a.knob == v) return &a;
   return nullptr;
+}
+
+// Whether the enumerated point `point` is the full knob set `full`: every knob it sets
+// has that value there. A knob `full` lacks was read by no pass (SPLITK_MODE without a
+// split, EPI_BUFFERS without the TMA-store epilogue) and changes nothing.
+bool covers(const Knobs& point, const Knobs& full) {
+  for (const auto& [name, value] : point.values())
+    if (full.has(name) && full.get_str(name, "") != value) return false;
+  return true;
 }
 
 // The tile a candidate belongs to: its ATOM, tiling and split-K knobs.
@@ -250,19 +289,14 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
                 std::string(dtype_name(p.in)) + " operands on " + target.arch);
 
   Space space;
-  Builder b{p, dev, cc, space, {}};
-  for (const auto& a : atoms) b.atom(a);
-  // Ties (knobs the model does not see) keep enumeration order: a base before its variants.
-  std::stable_sort(b.ranked.begin(), b.ranked.end(), [](const Candidate& x, const Candidate& y) {
-    return x.predicted_us < y.predicted_us;
-  });
-
-  // The shipped defaults, built first: they are kept whatever the model thinks of them.
+  // The shipped defaults, built first: they are kept whatever the model thinks of them,
+  // and seed the search values (searched() above).
   std::vector<Candidate> kept;
   std::set<std::string> seen;
   std::vector<Knobs> default_requests = {Knobs()};
   for (const auto& a : atoms)
     if (a.mma()) default_requests.push_back(Knobs::parse("ATOM=" + a.knob));
+  std::map<std::string, Knobs> seeds;
   for (const auto& req : default_requests) {
     CompileOptions copt;
     copt.knobs = req;
@@ -270,6 +304,7 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
     try {
       Knobs full = full_set(compile_graph(g, copt).state);
       const AtomChoice* a = choice_of(atoms, full);
+      seeds.try_emplace(full.get_str("ATOM", "fma"), full);
       // A default whose atom the search does not enumerate (an --atoms list that leaves it
       // out) is still measured against the searched candidates, unmodelled: predicted 0
       // puts it first, and the measurement decides.
@@ -279,6 +314,23 @@ Space generate_space(const Graph& g, const DeviceInfo& dev, const Target& t,
       space.pruned.push_back({req, std::string("the shipped default does not build: ") + e.what()});
     }
   }
+
+  PassRefusals refusals(g, target);
+  Builder b{p, dev, cc, space, refusals, seeds, {}};
+  for (const auto& a : atoms) b.atom(a);
+  space.searched = b.ranked.size();
+  for (const auto& a : atoms) space.atoms.push_back(a.knob);
+  space.refusal_probes = refusals.probes();
+  // Ties (knobs the model does not see) keep enumeration order: a base before its variants.
+  std::stable_sort(b.ranked.begin(), b.ranked.end(), [](const Candidate& x, const Candidate& y) {
+    return x.predicted_us < y.predicted_us;
+  });
+  for (auto& d : kept)
+    for (const auto& c : b.ranked)
+      if (covers(c.knobs, d.knobs)) {
+        d.in_search = true;
+        break;
+      }
   const size_t cap = size_t(std::max(0, opt.max_candidates)) + kept.size();
 
   // Down the ranking in batches (built in parallel) until the cap is full. The model ties

@@ -3,12 +3,16 @@
 // tuner's result), ranked by the cost model, and the candidates pruned on the way with
 // the reason.
 //
-// Generated structurally from the knob registry's search lists (passes/knobs.h) and the
-// atom table, per atom: the tiling group's product under the tiling rules, then for each
+// Generated structurally from the knob registry's search lists (passes/knobs.h), joined
+// by the values the shape's shipped default uses (so that the defaults are points of the
+// space, reachable by the search: Candidate::in_search), and the atom table, per atom:
+// the tiling group's product under the tiling rules, then for each
 // surviving tiling the split-K values where its grid leaves SMs idle, then the staging
 // group's product under the staging rules; each such base takes every other searched
-// knob at its first value, and one variant per other value of one such knob. Rules that need
-// nothing built prune first (prune.h, stage 1); the best-ranked candidates are then built
+// knob at its first value (the default's, where it has one), and one variant per other value
+// of one such knob. Rules that need nothing built, and the passes' own refusals of cluster
+// knobs (the pipeline run to t:010: PassRefusals), prune first (prune.h, stage 1); the
+// best-ranked candidates are then built
 // to Kernel IR, which prunes what the pipeline rejects and reads the bank-conflict model
 // into the ranking (stage 2). The cap keeps at most max_candidates / 8 (at least 2)
 // candidates of one tile (ATOM, tiling and split-K knobs) before any tile's next ones, so
@@ -30,6 +34,9 @@ struct Candidate {
   double predicted_us = 0;  // the cost model's time: a rank, not a promise
   bool shipped_default = false;
   bool plain_default = false;  // what `loom run` compiles with no knobs at all
+  // A shipped default that is also a point the enumeration reached and stage 1 passed:
+  // the search can find it (and its neighbours) without being handed it.
+  bool in_search = false;
 };
 
 struct PrunedCandidate {
@@ -41,6 +48,9 @@ struct Space {
   std::vector<Candidate> kept;  // best-predicted first
   std::vector<PrunedCandidate> pruned;
   size_t enumerated = 0;  // knob sets the rules were asked about
+  size_t searched = 0;    // of those, the points that passed stage 1 (ranked for the cap)
+  size_t refusal_probes = 0;  // pipeline runs to t:010 for the passes' cluster refusals
+  std::vector<std::string> atoms;  // the ATOM values enumerated
 };
 
 struct SpaceOptions {

@@ -13,6 +13,7 @@
 #include "runtime/driver.h"
 #include "runtime/module.h"
 #include "runtime/nvrtc.h"
+#include "tune/trial_timing.h"
 
 namespace loom::tune {
 
@@ -21,6 +22,12 @@ struct TrialRunner::Problem {
   Bindings host;         // the inputs (storage layout) and the symbol values
   DeviceTensors inputs;  // the same inputs on the GPU, shared by every candidate
   HostTensor reference;  // fp64
+  // The L2 plan, made once per problem as `loom run --bench` makes it (trial_timing.h),
+  // and rotation's input sets 1..R-1 (set 0 is `inputs`): fresh inputs from the seeds
+  // after the problem's, as `loom run` draws them. Candidates' launches read them in
+  // turn, so each finds its inputs out of L2.
+  TrialTiming timing;
+  std::vector<std::unique_ptr<DeviceTensors>> more_inputs;
 };
 
 namespace {
@@ -37,7 +44,8 @@ ProgramBase inputs_of(const KernelProgram& kp) {
 }
 
 std::string problem_key(const MeasureJob& job, const ProgramBase& inputs) {
-  std::string k = job.expression + "|seed " + std::to_string(job.seed);
+  std::string k = job.expression + "|seed " + std::to_string(job.seed) + "|l2 " +
+                  l2_request_name(job.l2);
   for (const auto& [s, v] : job.sizes) k += "|" + s + "=" + std::to_string(v);
   for (const auto& t : inputs.tensors) {
     k += "|" + t.name + ":" + dtype_name(t.dtype);
@@ -121,6 +129,19 @@ Measurement TrialRunner::run(const MeasureJob& job,
       make_random_inputs(inputs, p->host, job.seed);
       p->inputs.allocate(inputs, p->host);
       p->reference = reference_eval(g, p->host.tensors, /*use_gpu=*/true);
+      int64_t input_bytes = 0;
+      for (const auto& t : inputs.tensors)
+        input_bytes += p->host.tensors.at(t.name).numel() * int64_t(dtype_bytes(t.dtype));
+      size_t free_bytes = 0, total_bytes = 0;
+      check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+      p->timing = plan_trial_timing(job.timing, job.l2, input_bytes, dev_->l2_bytes,
+                                    int64_t(free_bytes));
+      for (int set = 1; set < p->timing.timing.input_sets; ++set) {
+        Bindings h;
+        make_random_inputs(inputs, h, job.seed + uint64_t(set));
+        p->more_inputs.push_back(std::make_unique<DeviceTensors>());
+        p->more_inputs.back()->allocate(inputs, h);
+      }
       problem_ = std::move(p);
     }
   } catch (const Error& e) {
@@ -153,15 +174,33 @@ Measurement TrialRunner::run(const MeasureJob& job,
 
     phase("time");
     stage = "timing";
-    std::vector<std::function<void(cudaStream_t)>> fns = {
-        [&](cudaStream_t s) { launcher.launch_all(s); }};
+    // Rotation's sets share this candidate's output and workspace (their launches run
+    // one after another on one stream), each with its own launcher (pointers, tensor maps).
+    std::vector<std::unique_ptr<DeviceTensors>> set_tensors;
+    std::vector<std::unique_ptr<ProgramLauncher>> set_launchers;
+    for (const auto& in : problem_->more_inputs) {
+      set_tensors.push_back(std::make_unique<DeviceTensors>());
+      set_tensors.back()->allocate(kp, shapes, in.get(), &tensors);
+      set_launchers.push_back(
+          std::make_unique<ProgramLauncher>(kp, module, *set_tensors.back(), shapes.symbols));
+    }
+    TimingOptions timing = problem_->timing.timing;
+    timing.warmup = job.timing.warmup;
+    timing.reps = job.timing.reps;
+    timing.max_seconds = job.timing.max_seconds;
+    timing.graph_replay_if_short = job.timing.graph_replay_if_short;
+    std::vector<TimedLaunch> fns = {[&](cudaStream_t s, int set) {
+      (set == 0 ? launcher : *set_launchers[size_t(set - 1)]).launch_all(s);
+    }};
     auto t0 = std::chrono::steady_clock::now();
-    Timing t = time_interleaved(fns, stream_, job.timing)[0];
+    Timing t = time_candidates(fns, stream_, timing)[0];
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (timing)");
     m.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.status = TrialStatus::ok;
     m.median_us = t.median_us;
     m.reps = t.reps;
+    m.l2 = l2_method_name(timing.l2);
+    m.input_sets = timing.input_sets;
     return m;
   } catch (const Error& e) {
     return on_error(e.what(), TrialStatus::compile_error);

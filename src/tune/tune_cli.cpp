@@ -5,6 +5,7 @@
 
 #include "driver/run.h"
 #include "ir/error.h"
+#include "tune/shipped.h"
 
 namespace loom::tune {
 
@@ -20,6 +21,10 @@ const char* const kTuneUsage =
     "  --timeout SECONDS  per worker phase; past it a candidate is killed (default 20)\n"
     "  --db PATH          tuning database to record into (default: $LOOM_TUNE_DB, ...)\n"
     "  --no-record        do not write the database\n"
+    "  --export-shipped F also merge each winner into the shipped defaults file F\n"
+    "                     (tune/shipped/h100.db on an H100; commit it, rebuild to embed)\n"
+    "  --l2 auto|rotate|read|flush|off  how trials keep the L2 cold (default auto: as\n"
+    "                     `loom run --bench` times; the database records the method)\n"
     "  --no-confirm       skip the closing `loom run --bench` of the winner\n"
     "  --seed N           input data seed (default 1)\n"
     "  --dry-run          build, compile, prune and rank the space; measure nothing (no GPU\n"
@@ -78,6 +83,8 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     else if (f == "--seed") c.options.seed = uint64_t(parse_int(f, value(), 0));
     else if (f == "--db") c.options.db_path = value();
     else if (f == "--no-record") c.options.record = false;
+    else if (f == "--export-shipped") c.options.export_shipped = value();
+    else if (f == "--l2") c.options.l2 = parse_l2_request(value());
     else if (f == "--no-confirm") c.options.confirm = false;
     else if (f == "--dry-run") c.options.dry_run = true;
     else if (f == "--gpu") c.options.profile = value();
@@ -112,6 +119,17 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
         << " s each, on " << c.devices.size() << " device(s)\n";
   std::vector<TuneOutcome> outcomes = tune_suite(c.expressions, c.devices, c.options);
   out << format_tune_report(outcomes);
+  if (!c.options.export_shipped.empty() && !c.options.dry_run) {
+    std::vector<ShippedUpdate> updates;
+    for (const auto& o : outcomes)
+      if (o.error.empty() && o.entry)
+        updates.push_back({*o.entry, !o.default_knobs.empty() && o.best_knobs == o.default_knobs});
+    ShippedExport r = export_shipped(c.options.export_shipped, updates);
+    out << "shipped defaults " << c.options.export_shipped << ": " << r.added << " added, "
+        << r.replaced << " replaced, " << r.kept << " kept, " << r.removed << " removed, "
+        << r.skipped << " not needed (the default won)\n";
+    for (const auto& line : r.lines) out << "  " << line << "\n";
+  }
   for (const auto& o : outcomes)
     if (!o.error.empty()) return 1;
   return 0;

@@ -29,15 +29,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Records the winner; the database keeps the faster record per key, so a short tune
-// never overwrites a better one from a longer tune.
-std::string record_winner(const Graph& g, const DeviceInfo& dev, const TuneOutcome& out,
-                          const TuneOptions& opt) {
-  std::string why;
+// The winner as a database entry; nullopt (why in `why`) when the graph has no key.
+std::optional<DbEntry> winner_entry(const Graph& g, const DeviceInfo& dev, const TuneOutcome& out,
+                                    const TuneOptions& opt, std::string& why) {
   std::optional<TuningKey> key = key_for(g, dev, &why);
-  if (!key) return "not recorded: " + why;
-  TuningDb db = opt.db_path.empty() ? TuningDb::open_default() : TuningDb::open(opt.db_path);
-  if (!db.enabled()) return "not recorded: " + db.disabled_reason();
+  if (!key) return std::nullopt;
   TuningRecord rec;
   rec.knobs = out.best_knobs;
   rec.median_us = out.best_us;
@@ -45,10 +41,19 @@ std::string record_winner(const Graph& g, const DeviceInfo& dev, const TuneOutco
   rec.trials = int(out.search.trials.size());
   rec.date = utc_now_iso();
   rec.revision = build_revision();
+  rec.l2 = out.best_l2;
   std::ostringstream note;
   note << "loom tune --budget " << opt.budget.seconds;
   rec.note = note.str();
-  switch (db.record(*key, rec)) {
+  return DbEntry{*key, rec};
+}
+
+// Records the winner; the database keeps the faster record per key (of those timed the
+// same way), so a short tune never overwrites a better one from a longer tune.
+std::string record_winner(const DbEntry& e, const TuneOptions& opt) {
+  TuningDb db = opt.db_path.empty() ? TuningDb::open_default() : TuningDb::open(opt.db_path);
+  if (!db.enabled()) return "not recorded: " + db.disabled_reason();
+  switch (db.record(e.key, e.rec)) {
     case TuningDb::Outcome::added: return "added to " + db.path();
     case TuningDb::Outcome::improved: return "improved in " + db.path();
     case TuningDb::Outcome::replaced: return "replaced in " + db.path();
@@ -68,6 +73,7 @@ void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneO
     ro.sizes = opt.sizes;
     ro.seed = opt.seed;
     ro.bench = true;
+    ro.l2 = opt.l2;  // the search's L2 method, so the two times compare
     RunReport r = run_expression(expression, ro);
     if (!r.verify.passed) {
       out.confirm_note = "confirmation run failed verification: " + r.verify.message;
@@ -116,6 +122,14 @@ Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOp
   if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
   Space space = generate_space(g, dev, target, so);
   out.pruned = space.pruned.size();
+  out.enumerated = space.enumerated;
+  out.searched = space.searched;
+  for (const auto& c : space.kept)
+    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(),
+                                        c.knobs.get_str("ATOM", "fma"))) {
+      ++out.defaults_searchable;
+      out.defaults_in_search += c.in_search;
+    }
   auto count = [&](const std::string& reason, const Knobs& knobs) {
     TuneOutcome::PrunedKind& kind = out.pruned_by_reason[reason_kind(reason)];
     if (kind.count++ == 0) kind.example_reason = reason, kind.example_knobs = knobs.str();
@@ -185,6 +199,7 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
         job.seed = opt.seed;
         job.timing.reps = reps;
         job.timing.warmup = std::min(reps, 5);
+        job.l2 = opt.l2;
         return worker.measure(job, opt.trial_timeout_s);
       };
       Budget left = opt.budget;
@@ -194,6 +209,9 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       out.search = successive_halving(ranked, measure, left, bar ? &*bar : nullptr);
       out.best_knobs = out.search.winner_knobs;
       out.best_us = out.search.winner_us;
+      for (const Trial& t : out.search.trials)
+        if (t.knobs == out.best_knobs && t.result.status == TrialStatus::ok)
+          out.best_l2 = t.result.l2;
       // The default at the winner's repetitions, unless the search already measured it
       // there (or it won): the tuned/default ratio compares like with like, and says how
       // far the shape-class heuristics are from the tuned result.
@@ -208,7 +226,9 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       }
     }  // the worker exits before the confirmation run takes the GPU
     if (opt.confirm) confirm_winner(expression, out, opt);
-    if (opt.record) out.recorded = record_winner(g, *dev, out, opt);
+    std::string no_key;
+    out.entry = winner_entry(g, *dev, out, opt, no_key);
+    if (opt.record) out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;
   } catch (const Error& e) {
     out.error = e.what();
   }
@@ -276,7 +296,11 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
     }
     if (r.best_knobs.empty()) {  // a dry run: the ranking and the pruning
       o << "  " << r.candidates << " candidates, " << r.pruned << " pruned, "
-        << std::setprecision(1) << r.seconds << " s (no GPU measured: cost-model ranking)\n";
+        << std::setprecision(1) << r.seconds << " s (no GPU measured: cost-model ranking)\n"
+        << "  space    " << r.enumerated << " knob sets enumerated, " << r.searched
+        << " passed the rules; of the shipped defaults of the atoms searched, "
+        << r.defaults_in_search << " of " << r.defaults_searchable << " are among them"
+        << " (all are candidates)\n";
       for (size_t i = 0; i < r.ranked.size() && i < 12; ++i)
         o << "  " << std::setw(3) << i + 1 << ". " << std::setprecision(1) << std::setw(9)
           << r.ranked[i].second << " us (predicted)  " << r.ranked[i].first
@@ -293,7 +317,9 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
       continue;
     }
     o << std::setprecision(1) << "  best     " << r.best_us << " us  " << std::setprecision(1)
-      << r.flops / r.best_us * 1e-6 << " TFLOP/s  " << r.best_knobs << "\n";
+      << r.flops / r.best_us * 1e-6 << " TFLOP/s  " << r.best_knobs << "\n"
+      << "  timing   L2 " << (r.best_l2.empty() ? std::string("(not reported)") : r.best_l2)
+      << " (as `loom run --bench` times; recorded with the winner)\n";
     if (r.default_us)
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
         << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";

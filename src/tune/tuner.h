@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "tune/db_file.h"
 #include "tune/measurement.h"
 #include "tune/strategy.h"
 
@@ -51,6 +52,12 @@ struct TuneOptions {
   bool dry_run = false;
   bool show_pruned = false;  // the report gives one example (reason and knobs) per kind
   std::string profile;  // empty: the GPU present, else h100
+  // Measure with this L2 method (tests, comparisons); auto = the plan `loom run --bench`
+  // makes for the problem (trial_timing.h), which is what the database records.
+  L2Request l2 = L2Request::automatic;
+  // A shipped defaults file (tune/shipped/h100.db): every winner is also merged into it
+  // (export_shipped, shipped.h), so one tuning run on the GPU produces the file to commit.
+  std::string export_shipped;
 };
 
 struct TuneOutcome {
@@ -60,6 +67,7 @@ struct TuneOutcome {
   std::string error;               // non-empty: this expression could not be tuned (why)
   std::string best_knobs;
   double best_us = 0;
+  std::string best_l2;             // the L2 method the winner was timed with ("rotate", ...)
   std::optional<double> default_us;  // the default (no knobs) at the winner's repetitions
   std::string default_knobs;         // what `loom run` compiles without knobs or a record
   std::string default_note;          // why the default has no time (it failed: how)
@@ -69,6 +77,11 @@ struct TuneOutcome {
   double flops = 0;
   size_t candidates = 0;           // measured-eligible after compilation
   size_t pruned = 0;               // by the space's rules, the pipeline or ptxas
+  size_t enumerated = 0;           // knob sets the space's rules were asked about
+  size_t searched = 0;             // of those, points that passed stage 1 (before the cap)
+  // The shipped defaults whose atom the space enumerates, and how many of them are
+  // points of it (space.h: Candidate::in_search).
+  int defaults_searchable = 0, defaults_in_search = 0;
   std::vector<std::pair<std::string, double>> ranked;  // knobs, predicted us (best first)
   struct PrunedKind {
     int count = 0;
@@ -79,6 +92,10 @@ struct TuneOutcome {
   StrategyResult search;           // every trial
   double seconds = 0;              // wall time of the whole tune
   std::string recorded;            // "added to <db>", "kept: <db> has a faster record", ...
+  // The winner as a database entry (key and record), when its key could be made: what
+  // the database and the shipped export take.
+  std::optional<DbEntry> entry;
+  std::string shipped;             // "added to tune/shipped/h100.db", or why not
 };
 
 // Tunes one expression on one device. Never throws for a candidate's failure; returns an

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "ir/error.h"
+#include "tune/trial_timing.h"
 
 namespace loom::tune {
 namespace {
@@ -118,7 +119,7 @@ Message job_message(const MeasureJob& job) {
                {"warmup", std::to_string(job.timing.warmup)},
                {"reps", std::to_string(job.timing.reps)},
                {"max_seconds", exact(job.timing.max_seconds)},
-               {"l2", l2_method_name(job.timing.l2)},
+               {"l2", l2_request_name(job.l2)},
                {"graph_replay_if_short", job.timing.graph_replay_if_short ? "1" : "0"}};
   for (const auto& [k, v] : job.sizes) m.emplace_back(kSizePrefix + k, std::to_string(v));
   if (!job.cuda_override.empty()) m.emplace_back("cuda_override", job.cuda_override);
@@ -134,7 +135,7 @@ MeasureJob job_from_message(const Message& m) {
   j.timing.warmup = int(parse_int("warmup", required(m, "warmup")));
   j.timing.reps = int(parse_int("reps", required(m, "reps")));
   j.timing.max_seconds = parse_double("max_seconds", required(m, "max_seconds"));
-  j.timing.l2 = l2_method_from_name(required(m, "l2"));
+  j.l2 = parse_l2_request(required(m, "l2"));
   j.timing.graph_replay_if_short = required(m, "graph_replay_if_short") == "1";
   const std::string prefix = kSizePrefix;
   for (const auto& [k, v] : m)
@@ -154,7 +155,9 @@ Message result_message(const Measurement& r) {
           {"reps", std::to_string(r.reps)},
           {"rel_error", exact(r.rel_error)},
           {"threshold", exact(r.threshold)},
-          {"timing_seconds", exact(r.timing_seconds)}};
+          {"timing_seconds", exact(r.timing_seconds)},
+          {"l2", r.l2},
+          {"input_sets", std::to_string(r.input_sets)}};
 }
 
 Measurement result_from_message(const Message& m) {
@@ -168,6 +171,9 @@ Measurement result_from_message(const Message& m) {
   r.rel_error = parse_double("rel_error", required(m, "rel_error"));
   r.threshold = parse_double("threshold", required(m, "threshold"));
   r.timing_seconds = parse_double("timing_seconds", required(m, "timing_seconds"));
+  // Optional: a worker that does not time (a test's stand-in) need not say how.
+  r.l2 = field(m, "l2").value_or("");
+  r.input_sets = int(parse_int("input_sets", field(m, "input_sets").value_or("0")));
   return r;
 }
 

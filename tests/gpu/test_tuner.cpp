@@ -44,6 +44,10 @@ TEST(GpuTuner, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
   ASSERT_EQ(d.entries().size(), 1u);
   EXPECT_EQ(d.entries()[0].rec.knobs, o.best_knobs);
   EXPECT_GT(d.entries()[0].rec.cublas_us, 0);
+  // Timed as `loom run --bench` times: 4 MiB of inputs rotate through input sets (2x the
+  // L2), and the record says so.
+  EXPECT_EQ(o.best_l2, "rotate");
+  EXPECT_EQ(d.entries()[0].rec.l2, "rotate");
 
   // `loom run` takes the record as its knobs.
   RunOptions ro;

@@ -104,6 +104,49 @@ TEST(TuningDb, KeepsTheFasterRecordUnlessToldToReplace) {
   EXPECT_TRUE(TuningDb::open(db.path()).entries().empty());
 }
 
+// Session 10 records how each time was taken (the L2 method). An old line (no `l2`)
+// still reads, keeps its checksum through a rewrite, and stands for the write flush.
+TEST(DbFile, TheL2MethodIsRecordedAndOldLinesStillRead) {
+  TuningRecord now = rec(10);
+  now.l2 = "rotate";
+  const DbEntry old{key(0), rec(12)};
+  const std::string text = format_db({old, {key(1), now}});
+  EXPECT_EQ(format_entry(old).find("l2="), std::string::npos);
+  EXPECT_NE(format_entry({key(1), now}).find("\tl2=rotate\tsum="), std::string::npos);
+  ParsedDb p = parse_db(text);
+  ASSERT_TRUE(p.problems.empty()) << p.problems[0].what;
+  EXPECT_EQ(p.entries[0].rec.l2, "");
+  EXPECT_EQ(timing_method(p.entries[0].rec), "flush");
+  EXPECT_EQ(p.entries[1].rec.l2, "rotate");
+  EXPECT_EQ(format_db(p.entries), text);
+  // A method that is not one is a defect of its line.
+  TuningRecord wrong = now;
+  wrong.l2 = "sideways";
+  EXPECT_FALSE(parse_db(format_db({{key(1), wrong}})).problems.empty());
+}
+
+// Times compare only when taken the same way: a record timed as the benchmark now times
+// replaces an older flushed one whatever the numbers, never the other way round.
+TEST(TuningDb, ARecordTimedTheBenchmarksWayReplacesAFlushedOne) {
+  TuningDb db = TuningDb::open(dbtest::scratch_dir() + "/tuning.db");
+  db.record(key(0), rec(100, "BM=64"));  // an old record: no method
+  TuningRecord rotated = rec(110, "BM=128");
+  rotated.l2 = "rotate";
+  EXPECT_EQ(db.record(key(0), rotated), TuningDb::Outcome::improved);
+  EXPECT_EQ(db.lookup(key(0))->knobs, "BM=128");
+  EXPECT_EQ(db.record(key(0), rec(50, "BM=16")), TuningDb::Outcome::kept);
+  EXPECT_EQ(db.lookup(key(0))->knobs, "BM=128");
+  TuningRecord faster = rotated;
+  faster.median_us = 105;
+  faster.knobs = "BM=256";
+  EXPECT_EQ(db.record(key(0), faster), TuningDb::Outcome::improved);
+  TuningRecord slower = faster;
+  slower.median_us = 106;
+  slower.knobs = "BM=32";
+  EXPECT_EQ(db.record(key(0), slower), TuningDb::Outcome::kept);
+  EXPECT_EQ(TuningDb::open(db.path()).lookup(key(0))->l2, "rotate");
+}
+
 // 8 processes record 50 keys each at the same time: every read-modify-write must see
 // the others' records (flock), and the file must verify at every moment (rename).
 TEST(TuningDb, ConcurrentWritersLoseNothing) {

@@ -4,6 +4,7 @@
 #include "driver/compile.h"
 #include "h100.h"
 #include "tune/prune.h"
+#include "tune/space.h"
 
 namespace loom::tune {
 namespace {
@@ -23,6 +24,8 @@ Case problem(const Graph& g, const std::string& atom, int cc = 90) {
   EXPECT_NE(c.atom.atom, nullptr) << atom;
   return c;
 }
+
+Target target_for_h100() { return target_for(Target::for_arch("sm_90a"), h100()); }
 
 std::string why(const Case& c, const std::string& knobs, const DeviceInfo& dev = h100()) {
   return knob_rule_violation(c.p, c.atom, Knobs::parse(knobs), dev);
@@ -184,24 +187,32 @@ constexpr const char* kWgmma128 =
     "WARP_SPECIALIZE=1,";
 
 TEST(Prune, ClusterKNeedsItsOwnClusterOneTilePerCtaAndTheDirectEpilogue) {
-  Case c = problem(gemm(128, 128, 16384, "bf16"), "wgmma_bf16");
+  const Graph g = gemm(128, 128, 16384, "bf16");
+  Case c = problem(g, "wgmma_bf16");
+  // The passes' own refusals (l:022, t:010), asked through the pipeline: stage 1 in full.
+  PassRefusals refusals(g, target_for_h100());
+  auto full = [&](const std::string& knobs) {
+    return stage1_violation(c.p, c.atom, Knobs::parse(knobs), h100(), refusals);
+  };
   const std::string ck = std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=8,SPLITK_MODE=reduce,";
-  EXPECT_EQ(why(c, ck + "PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct"), "");
+  EXPECT_EQ(full(ck + "PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct"), "");
   auto has = [&](const std::string& knobs, const std::string& part) {
-    const std::string r = why(c, knobs);
+    const std::string r = full(knobs);
     EXPECT_NE(r.find(part), std::string::npos) << knobs << ": " << r;
   };
-  has(ck + "PERSISTENT=1,CLUSTER_M=1,EPILOGUE=direct", "PERSISTENT=1");
-  has(ck + "PERSISTENT=0,CLUSTER_M=2,EPILOGUE=direct", "1-D");
-  EXPECT_NE(other_violation(c.p, c.atom, Knobs::parse(ck + "EPILOGUE=tma_store"))
-                .find("EPILOGUE=tma_store does not compose"),
-            std::string::npos);
+  has(ck + "PERSISTENT=1,CLUSTER_M=1,EPILOGUE=direct", "use PERSISTENT=0");
+  has(ck + "PERSISTENT=0,CLUSTER_M=2,EPILOGUE=direct", "either the output tiles (M and N");
+  has(ck + "PERSISTENT=0,CLUSTER_N=2,EPILOGUE=direct", "either the output tiles (M and N");
+  has(ck + "PERSISTENT=0,EPILOGUE=smem", "use EPILOGUE=direct");
+  // The rules alone no longer hold a copy of these limits: they pass, and the pass
+  // decides.
+  EXPECT_EQ(why(c, ck + "PERSISTENT=1,CLUSTER_M=2,EPILOGUE=direct"), "");
   // The partial tile takes shared memory beside the ring: 4 stages of 128x128x64 (128 KiB)
   // and 128 x 136 x 4 B fit, 5 stages do not.
   has(ck + "PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct,STAGES=5", "CLUSTER_K's f32 partial tile");
   // 16 clusters of 8 CTAs: an H100 holds 15 at once (they ran in two waves).
   has(std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=16,PERSISTENT=0", "about 15 fit");
-  EXPECT_EQ(why(c, std::string(kWgmma128) + "CLUSTER_K=2,SPLITK=64,PERSISTENT=0"), "");
+  EXPECT_EQ(full(std::string(kWgmma128) + "CLUSTER_K=2,SPLITK=64,PERSISTENT=0"), "");
   has(std::string(kWgmma128) + "CLUSTER_K=8,SPLITK=8,SPLITK_MODE=fixup,PERSISTENT=0",
       "SPLITK_MODE=fixup");
   // Each CTA of the split keeps two BK slabs: 16384 / (64 x 8) = 32 < 128.
@@ -210,6 +221,31 @@ TEST(Prune, ClusterKNeedsItsOwnClusterOneTilePerCtaAndTheDirectEpilogue) {
   Case big = problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16");
   EXPECT_NE(why(big, std::string(kWgmma128) + "CLUSTER_K=2,PERSISTENT=0").find("already fills"),
             std::string::npos);
+}
+
+// 2-D clusters: t:010 takes CLUSTER_M x CLUSTER_N up to the portable 8 CTAs, with warp
+// specialization; the tuner's stage 1 says what t:010 says, in its words.
+TEST(Prune, ClusterShapesAreThePassesVerdict) {
+  const Graph g = gemm(128, 128, 16384, "bf16");
+  Case c = problem(g, "wgmma_bf16");
+  PassRefusals refusals(g, target_for_h100());
+  const std::string t =
+      "ATOM=wgmma_bf16,WM=1,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=8,"
+      "EPILOGUE=direct,SPLITK=11,SPLITK_MODE=reduce,";
+  auto full = [&](const std::string& knobs) {
+    return stage1_violation(c.p, c.atom, Knobs::parse(knobs), h100(), refusals);
+  };
+  EXPECT_EQ(full(t + "WARP_SPECIALIZE=1,CLUSTER_M=2,CLUSTER_N=4"), "");
+  EXPECT_NE(full(t + "WARP_SPECIALIZE=1,CLUSTER_M=2,CLUSTER_N=8").find("portable limit is 8"),
+            std::string::npos)
+      << full(t + "WARP_SPECIALIZE=1,CLUSTER_M=2,CLUSTER_N=8");
+  EXPECT_NE(full(t + "WARP_SPECIALIZE=0,CLUSTER_M=1,CLUSTER_N=2").find("needs WARP_SPECIALIZE=1"),
+            std::string::npos);
+  // Asked once per knob set; a set without a cluster is not asked at all.
+  const size_t asked = refusals.probes();
+  full(t + "WARP_SPECIALIZE=1,CLUSTER_M=2,CLUSTER_N=4");
+  EXPECT_EQ(full(t + "WARP_SPECIALIZE=1"), "");
+  EXPECT_EQ(refusals.probes(), asked);
 }
 
 TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {

@@ -3,6 +3,7 @@
 // without the tuner naming it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 
 #include "driver/compile.h"
@@ -160,12 +161,14 @@ TEST(Space, AtomsAreRestrictable) {
                Error);
 }
 
-// Stage 2 (the pipeline) must not be where the Hopper knobs' refusals are found: the
-// stage-1 rules (prune.h) mirror them, so no build, let alone a trial, is spent on them.
+// Stage 2 (the full pipeline) must not be where the Hopper knobs' refusals are found:
+// stage 1 (the rules, and the passes' cluster refusals through t:010: prune.h) finds
+// them, so no build, let alone a trial, is spent on them.
 // A pruned candidate the stage-1 rules pass was pruned by the pipeline.
 void expect_no_hopper_refusals_in_stage_2(const Graph& g, const Space& s) {
   const TuneProblem p = tune_problem(g);
   const auto atoms = atom_choices(p, 90);
+  PassRefusals refusals(g, target_for(Target::for_arch("sm_90a"), h100()));
   for (const auto& c : s.pruned) {
     bool hopper = false;
     for (const char* knob : {"CLUSTER_K", "EPILOGUE=tma_store", "EPI_BUFFERS", "WGMMA_A"})
@@ -173,7 +176,7 @@ void expect_no_hopper_refusals_in_stage_2(const Graph& g, const Space& s) {
     if (!hopper) continue;
     for (const auto& a : atoms)
       if (a.knob == c.knobs.get_str("ATOM", "fma"))
-        EXPECT_NE(knob_rule_violation(p, a, c.knobs, h100()), "")
+        EXPECT_NE(stage1_violation(p, a, c.knobs, h100(), refusals), "")
             << "the pipeline refused " << c.knobs.str() << ": " << c.reason;
   }
 }
@@ -224,6 +227,85 @@ TEST(Space, LargeBf16SearchesTheTmaStoreEpilogueAndItsBuffers) {
   for (const auto& c : s.pruned) note(c.knobs);
   EXPECT_TRUE(whole);
   EXPECT_TRUE(regs);
+}
+
+// Issue 6: the tuner's space covers the organizations the sm_90a defaults use. For each
+// shape of the issue's bars, the shipped default (what `loom run` compiles) must be a
+// point the enumeration reaches and stage 1 passes — not only a candidate handed to the
+// search on top — so that the search can find it, and its neighbours, on its own. The
+// sizes (enumerated, passed) are what docs/tuning.md reports.
+struct Issue6Shape {
+  std::string expr;
+  std::string atom;
+};
+
+// bench/suites/issue6.txt, expression for expression (the suite the lead tunes).
+std::vector<Issue6Shape> issue6_shapes() {
+  std::vector<Issue6Shape> out;
+  for (const char* d : {"bf16", "f16"}) {
+    const std::string t = d;
+    for (const char* s : {"A[2048,2048]:T, B[2048,2048]:T", "A[4096,4096]:T, B[4096,4096]:T",
+                          "A[8192,8192]:T, B[8192,8192]:T", "A[4096,4096]:T, B[4096,14336]:T",
+                          "A[8192,1024]:T, B[1024,8192]:T", "A[4096,16384]:T, B[16384,4096]:T"}) {
+      std::string e = s;
+      for (size_t at; (at = e.find(":T")) != std::string::npos;) e.replace(at, 2, ":" + t);
+      out.push_back({"matmul(" + e + ")", "wgmma_" + t});
+    }
+  }
+  // tf32 reads a K-major B (B given transposed), on an explicit ATOM.
+  out.push_back({"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32"});
+  out.push_back({"matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "wgmma_bf16"});
+  out.push_back({"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});
+  out.push_back({"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});
+  return out;
+}
+
+TEST(Space, Issue6DefaultsArePointsOfTheSpace) {
+  for (const auto& shape : issue6_shapes()) {
+    SCOPED_TRACE(shape.expr);
+    SpaceOptions opt;
+    opt.max_candidates = 8;
+    opt.build_kernels = false;
+    opt.atoms = {shape.atom};
+    Space s = generate_space(parse_expression(shape.expr), h100(), Target::for_arch("sm_90a"), opt);
+    const Candidate* def = nullptr;
+    for (const auto& c : s.kept)
+      if (c.shipped_default && c.knobs.get_str("ATOM", "") == shape.atom) def = &c;
+    ASSERT_NE(def, nullptr) << "no " << shape.atom << " default";
+    std::string near;  // what stage 1 said about the default's point, if it saw it
+    for (const auto& c : s.pruned) {
+      bool same = true;
+      for (const auto& [name, value] : c.knobs.values())
+        same = same && (!def->knobs.has(name) || def->knobs.get_str(name, "") == value);
+      if (same && near.size() < 2000) near += "\n  pruned: " + c.knobs.str() + ": " + c.reason;
+    }
+    EXPECT_TRUE(def->in_search) << "the default is not a point of the space: "
+                                << def->knobs.str() << near;
+    std::printf("space %-48s enumerated %6zu  passed %5zu  probes %5zu  default %s\n",
+                shape.expr.c_str(), s.enumerated, s.searched, s.refusal_probes,
+                def->knobs.str().c_str());
+  }
+}
+
+// What makes the split-K default a point: the registry searches SPLITK in 1, 4, 16, 64,
+// and the default's 11 (clusters over two thirds of the SMs) joins the values because the
+// default uses it — for that shape only. The enumerated points are counted, not the
+// default handed to the search.
+TEST(Space, TheDefaultsValuesJoinTheSearch) {
+  SpaceOptions opt;
+  opt.max_candidates = 4;
+  opt.build_kernels = false;
+  opt.atoms = {"wgmma_bf16"};
+  Space split = generate_space(gemm(128, 128, 16384, "bf16"), h100(), Target::for_arch("sm_90a"), opt);
+  Space square = generate_space(gemm(4096, 4096, 4096, "bf16"), h100(), Target::for_arch("sm_90a"), opt);
+  auto splits = [](const Space& s, const std::string& v) {
+    size_t n = 0;
+    for (const auto& c : s.pruned) n += c.knobs.get_str("SPLITK", "") == v;
+    for (const auto& c : s.kept) n += !c.shipped_default && c.knobs.get_str("SPLITK", "") == v;
+    return n;
+  };
+  EXPECT_GT(splits(split, "11"), 0u);
+  EXPECT_EQ(splits(square, "11"), 0u);
 }
 
 TEST(Space, SymbolicSizesAreRefused) {

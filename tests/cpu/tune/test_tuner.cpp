@@ -72,6 +72,14 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
   EXPECT_NE(err({"--budget", "5"}).find("needs -c EXPR or --suite FILE"), std::string::npos);
   EXPECT_NE(err({"-c"}).find("option -c needs a value"), std::string::npos);
   EXPECT_NE(err({"-c", "x", "--devices", "a"}).find("--devices needs an integer"), std::string::npos);
+  // Trials time as `loom run --bench` unless told; the shipped export is asked for by path.
+  EXPECT_EQ(c.options.l2, L2Request::automatic);
+  EXPECT_EQ(c.options.export_shipped, "");
+  TuneCommand s = parse_tune_args({"-c", "x", "--l2", "flush", "--export-shipped",
+                                   "tune/shipped/h100.db"});
+  EXPECT_EQ(s.options.l2, L2Request::flush);
+  EXPECT_EQ(s.options.export_shipped, "tune/shipped/h100.db");
+  EXPECT_NE(err({"-c", "x", "--l2", "cold"}).find("--l2 cold"), std::string::npos);
 }
 
 TEST(Tuner, ReasonKindsGroupByWordsNotNumbers) {
@@ -101,6 +109,12 @@ TEST(Tuner, DryRunRanksACompiledSpaceWithoutAGpu) {
   std::string report = format_tune_report({o});
   EXPECT_NE(report.find("[default]"), std::string::npos) << report;
   EXPECT_NE(report.find("pruned"), std::string::npos) << report;
+  // The space's size and whether the defaults are points of it.
+  EXPECT_GT(o.enumerated, o.searched);
+  EXPECT_GE(o.searched, o.candidates);
+  EXPECT_GE(o.defaults_searchable, 1);
+  EXPECT_EQ(o.defaults_in_search, o.defaults_searchable);
+  EXPECT_NE(report.find("knob sets enumerated"), std::string::npos) << report;
 }
 
 TEST(Tuner, F32KeepsFp32ArithmeticUnlessTf32IsAskedFor) {

@@ -206,11 +206,28 @@ TEST(MeasureWorker, AnswerThenHangThenFreshChildAnswers) {
   Measurement a = w.measure(small_job(), 5);
   EXPECT_EQ(a.status, TrialStatus::ok) << a.reason;
   EXPECT_EQ(a.median_us, 123.5);
+  EXPECT_EQ(a.l2, "");  // a stand-in that does not say how it timed
   Measurement b = w.measure(small_job(), 0.3);
   EXPECT_EQ(b.status, TrialStatus::timeout) << b.reason;
   Measurement c = w.measure(small_job(), 5);
   EXPECT_EQ(c.status, TrialStatus::ok) << c.reason;
   EXPECT_EQ(w.spawn_count(), 2);
+}
+
+// How the worker kept the L2 cold reaches the tuner with the time: the winner's record
+// carries it (database.h).
+TEST(MeasureWorker, TheTimingsL2MethodComesBackWithTheTime) {
+  Measurement ok;
+  ok.status = TrialStatus::ok;
+  ok.median_us = 17.5;
+  ok.reps = 5;
+  ok.l2 = "rotate";
+  ok.input_sets = 4;
+  MeasureWorker w(answers_once(ok));
+  Measurement a = w.measure(small_job(), 5);
+  ASSERT_EQ(a.status, TrialStatus::ok) << a.reason;
+  EXPECT_EQ(a.l2, "rotate");
+  EXPECT_EQ(a.input_sets, 4);
 }
 
 TEST(MeasureWorker, ReportedFaultRetiresTheChild) {

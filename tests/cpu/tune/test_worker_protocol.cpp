@@ -17,7 +17,7 @@ MeasureJob sample_job() {
   j.timing.reps = 17;
   j.timing.warmup = 2;
   j.timing.max_seconds = 2.5;
-  j.timing.l2 = L2Method::read;
+  j.l2 = L2Request::read;
   j.seed = 99;
   j.cuda_override = "extern \"C\" __global__ void k() {\n}\nend\nsize 12\n";
   return j;
@@ -37,7 +37,7 @@ TEST(WorkerProtocol, JobRoundTrips) {
   EXPECT_EQ(j.timing.reps, 17);
   EXPECT_EQ(j.timing.warmup, 2);
   EXPECT_EQ(j.timing.max_seconds, 2.5);
-  EXPECT_EQ(j.timing.l2, L2Method::read);
+  EXPECT_EQ(j.l2, L2Request::read);
   EXPECT_EQ(j.seed, 99u);
   EXPECT_EQ(j.cuda_override, e.cuda_override);
   EXPECT_FALSE(d.next());
@@ -53,6 +53,8 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   r.rel_error = 0.1 / 3;
   r.threshold = 1e-5;
   r.timing_seconds = 0.123456789;
+  r.l2 = "rotate";
+  r.input_sets = 7;
   MessageDecoder d;
   std::string bytes = encode_message(result_message(r));
   d.feed(bytes.data(), bytes.size());
@@ -64,6 +66,31 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   EXPECT_EQ(back.rel_error, r.rel_error);
   EXPECT_EQ(back.threshold, r.threshold);
   EXPECT_EQ(back.timing_seconds, r.timing_seconds);
+  EXPECT_EQ(back.l2, "rotate");
+  EXPECT_EQ(back.input_sets, 7);
+}
+
+// The tuner's jobs ask for the benchmark's automatic plan unless told otherwise: a job
+// built with defaults must carry "auto", not the old write flush.
+TEST(WorkerProtocol, JobsDefaultToTheBenchmarksL2Plan) {
+  MeasureJob plain;
+  plain.expression = "matmul(A[M,K]:bf16, B[K,N]:bf16)";
+  MessageDecoder d;
+  std::string bytes = encode_message(job_message(plain));
+  d.feed(bytes.data(), bytes.size());
+  EXPECT_EQ(job_from_message(*d.next()).l2, L2Request::automatic);
+}
+
+// A result without the L2 fields (a worker that never timed) still decodes.
+TEST(WorkerProtocol, ResultWithoutL2FieldsDecodes) {
+  Message m = result_message(failed_measurement(TrialStatus::fault, "boom"));
+  Message trimmed;
+  for (const auto& f : m)
+    if (f.first != "l2" && f.first != "input_sets") trimmed.push_back(f);
+  Measurement back = result_from_message(trimmed);
+  EXPECT_EQ(back.status, TrialStatus::fault);
+  EXPECT_EQ(back.l2, "");
+  EXPECT_EQ(back.input_sets, 0);
 }
 
 TEST(WorkerProtocol, DecodesMessagesSplitAnywhere) {

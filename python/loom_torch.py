@@ -18,8 +18,11 @@ import sys
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("LOOM_PY_PATH", os.path.join(_REPO, "build")))
 
-import loom_py  # noqa: E402
+# torch first: the module shares libcublas.so.13 and libnvrtc.so.13 by soname with
+# whichever copy is loaded first, and torch's (its wheels', possibly newer) must win, or
+# torch could call into an older system copy.
 import torch  # noqa: E402
+import loom_py  # noqa: E402
 
 # The f32 references must be f32 products, not TF32's 10-bit mantissas.
 torch.backends.cuda.matmul.allow_tf32 = False

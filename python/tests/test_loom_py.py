@@ -17,18 +17,19 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, os.environ.get("LOOM_PY_PATH", os.path.join(_REPO, "build")))
 sys.path.insert(0, os.path.join(_REPO, "python"))
 
-try:
-    import loom_py
-except ImportError as e:  # pragma: no cover - depends on the build
-    pytest.skip("loom_py is not built (configure with nanobind, ninja loom_py): %s" % e,
-                allow_module_level=True)
-
+# torch before loom_py, as python/loom_torch.py says why.
 try:
     import torch
     HAVE_CUDA = torch.cuda.is_available()
     WHY = "" if HAVE_CUDA else "torch sees no CUDA GPU"
 except ImportError:
     torch, HAVE_CUDA, WHY = None, False, "torch is not installed"
+
+try:
+    import loom_py
+except ImportError as e:  # pragma: no cover - depends on the build
+    pytest.skip("loom_py is not built (configure with nanobind, ninja loom_py): %s" % e,
+                allow_module_level=True)
 
 gpu = pytest.mark.skipif(not HAVE_CUDA, reason=WHY)
 

@@ -138,6 +138,8 @@ struct RungCase {
   std::string arch;
 };
 
+void PrintTo(const RungCase& c, std::ostream* os) { *os << "rung " << c.step + 1 << " " << c.arch; }
+
 class FlashRung : public ::testing::TestWithParam<RungCase> {};
 
 TEST_P(FlashRung, CompilesWithItsKnobsRead) {

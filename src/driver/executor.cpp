@@ -107,6 +107,28 @@ void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
   }
 }
 
+void DeviceTensors::adopt(const ProgramBase& p, const std::map<std::string, void*>& external,
+                          const std::map<std::string, int64_t>& symbols) {
+  for (const auto& t : p.tensors) {
+    size_t bytes = size_t(eval_size(t.numel(), symbols)) * size_t(dtype_bytes(t.dtype));
+    bytes_[t.name] = bytes;
+    auto it = external.find(t.name);
+    if (it != external.end()) {
+      ptrs_[t.name] = it->second;
+      owned_[t.name] = false;
+      continue;
+    }
+    if (t.role == TensorRole::Input || t.role == TensorRole::Output)
+      throw Error("no buffer given for " + std::string(t.role == TensorRole::Input ? "input " : "output ") +
+                  t.name + ": pass a pointer for every input and output");
+    void* d = nullptr;
+    LOOM_CUDA_RT(cudaMalloc(&d, std::max<size_t>(bytes, 16)));
+    ptrs_[t.name] = d;
+    owned_[t.name] = true;
+    if (t.zero_init) LOOM_CUDA_RT(cudaMemset(d, 0, bytes));
+  }
+}
+
 void DeviceTensors::poison_outputs(const ProgramBase& p, cudaStream_t stream) {
   for (const auto& t : p.tensors)
     if (t.role != TensorRole::Input && !t.zero_init)

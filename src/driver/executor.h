@@ -35,6 +35,11 @@ class DeviceTensors {
   void allocate(const ProgramBase& p, const Bindings& host,
                 const DeviceTensors* inputs_from = nullptr,
                 const DeviceTensors* outputs_from = nullptr);
+  // The caller's buffers for the tensors in `external` (not freed here; each must hold
+  // its tensor's bytes): a PyTorch tensor's storage (driver/external.h). Every other
+  // tensor must be a Temp, allocated (and zeroed when zero_init) as allocate() does.
+  void adopt(const ProgramBase& p, const std::map<std::string, void*>& external,
+             const std::map<std::string, int64_t>& symbols);
   void poison_outputs(const ProgramBase& p, cudaStream_t stream);
   void* ptr(const std::string& tensor) const;
   HostTensor download(const ProgramBase& p, const std::string& tensor,

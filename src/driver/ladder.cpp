@@ -111,19 +111,83 @@ void tf32_steps(Ladder& l, bool aligned) {
   };
 }
 
+// FlashAttention's forward as the articles build it (shared/seeds 003/004), one knob per
+// rung on one tile: 64 query rows over 4 warps (one m16 atom each, Q resident) and
+// BLOCK_N keys per block. The base rung loads a whole K (then V) block's fragments before
+// its mmas (INTERLEAVE_LOADS=0): BLOCK_N·D/64 more registers per thread, which past
+// D = 64 only fits the 255-register budget with 32-key blocks (D = 128, 64 keys: ~300).
+// Every rung names all five ladder knobs, so no default of a later rung leaks into an
+// earlier one; the last rung is Loom's own choice, tile included.
+void flash_steps(Ladder& l, int64_t head_dim) {
+  const std::string tile = "BLOCK_M=64,WARPS=4,BLOCK_N=" +
+                           std::to_string(head_dim <= 64 ? 64 : head_dim <= 128 ? 32 : 16) + ",";
+  auto rung = [&](const std::string& swizzle, int kv_stages, int interleave, int frag_buffers,
+                  const std::string& softmax) {
+    return tile + "SWIZZLE=" + swizzle + ",KV_STAGES=" + std::to_string(kv_stages) +
+           ",INTERLEAVE_LOADS=" + std::to_string(interleave) +
+           ",FRAG_BUFFERS=" + std::to_string(frag_buffers) + ",SOFTMAX=" + softmax;
+  };
+  l.steps = {
+      {"1 base", rung("none", 1, 0, 1, "exp"),
+       "Q in registers, K/V of one key block at a time in unswizzled shared memory, exp softmax"},
+      {"2 + swizzle", rung("xor", 1, 0, 1, "exp"),
+       "16-byte chunk c of row r at c ^ (r % 8): conflict-free cp.async stores and ldmatrix"},
+      {"3 + eager K/V", rung("xor", 2, 0, 1, "exp"),
+       "K/V rings of 2: K(j+1) issued after S = QK(j)^T, V(j+1) after O += PV(j)"},
+      {"4 + fragment interleaving", rung("xor", 2, 1, 1, "exp"),
+       "each K/V fragment loaded right before the mmas of its k-step, not all up front"},
+      {"5 + SMEM->RF double buffering", rung("xor", 2, 1, 2, "exp"),
+       "the next k-step's K/V fragments load while the current k-step's mmas run"},
+      {"6 + exp2/FMA softmax", rung("xor", 2, 1, 2, "exp2"),
+       "scale*log2(e) folded into one FFMA before ex2.approx instead of a multiply and exp"},
+      {"7 tuned", "",
+       "Loom's own knob set for the shape (the defaults; see knobs used)"},
+  };
+}
+
+// "BxHxSxD" -> attention over Q, K, V of that shape; `head_dim` gets D.
+std::string flash_expr(const std::string& shape, const std::string& dtype, bool causal,
+                       int64_t& head_dim) {
+  long long b = 0, h = 0, s = 0, d = 0;
+  char tail = 0;
+  if (std::sscanf(shape.c_str(), "%lldx%lldx%lldx%lld%c", &b, &h, &s, &d, &tail) != 4 || b < 1 ||
+      h < 1 || s < 1 || d < 1)
+    throw Error("--shape for the flash ladder must be BxHxSxD with positive sizes (batch, "
+                "heads, sequence length, head dim), e.g. 4x16x4096x128 (got '" + shape + "')");
+  const std::string t = "[" + std::to_string(b) + "," + std::to_string(h) + "," +
+                        std::to_string(s) + "," + std::to_string(d) + "]:" + dtype;
+  head_dim = d;
+  return "attention(Q" + t + ", K" + t + ", V" + t + ", causal=" + (causal ? "true" : "false") +
+         ")";
+}
+
 }  // namespace
 
 std::vector<std::string> ladder_names() {
-  return {"sgemm", "splitk", "swizzle", "hgemm", "tf32", "hopper"};
+  return {"sgemm", "splitk", "swizzle", "hgemm", "tf32", "hopper", "flash"};
 }
 
-Ladder make_ladder(const std::string& name, const std::string& shape, const std::string& dtype) {
+Ladder make_ladder(const std::string& name, const std::string& shape, const std::string& dtype,
+                   bool causal) {
   Ladder l;
   l.name = name;
-  if (!dtype.empty() && name != "hgemm" && name != "hopper")
-    throw Error("--dtype applies to `loom ladder hgemm` and `loom ladder hopper` (f16 or bf16); "
+  if (!dtype.empty() && name != "hgemm" && name != "hopper" && name != "flash")
+    throw Error("--dtype applies to `loom ladder hgemm`, `hopper` and `flash` (f16 or bf16); "
                 "the " + name + " ladder's type is fixed");
-  if (name == "hopper") {
+  if (causal && name != "flash")
+    throw Error("--causal applies to `loom ladder flash` only (attention's mask); the " + name +
+                " ladder is a GEMM");
+  if (name == "flash") {
+    // BENCHMARK.md's attention table at seqlen 4096: 16k tokens, 2048 / D heads.
+    const std::string dt = dtype.empty() ? "bf16" : dtype;
+    if (dt != "f16" && dt != "bf16")
+      throw Error("--dtype for the flash ladder must be bf16 or f16 (got '" + dt + "')");
+    l.name = std::string("flash (") + dt + (causal ? ", causal" : "") + ")";
+    int64_t head_dim = 0;
+    l.expression = flash_expr(shape.empty() ? "4x16x4096x128" : shape, dt, causal, head_dim);
+    l.reference = "";
+    flash_steps(l, head_dim);
+  } else if (name == "hopper") {
     const std::string dt = dtype.empty() ? "bf16" : dtype;
     if (dt != "f16" && dt != "bf16")
       throw Error("--dtype for the hopper ladder must be f16 or bf16 (got '" + dt + "')");
@@ -207,13 +271,19 @@ std::vector<LadderRow> run_ladder(const Ladder& l, const RunOptions& base,
       opt.bench = true;
       opt.knobs = Knobs::parse(step.knobs);
       RunReport r = run_expression(l.expression, opt);
+      if (!r.kernels.empty()) row.knobs_used = r.kernels[0].knobs;
+      // Loom is the last backend; a ladder with a reference has it first.
+      const size_t expected = l.reference.empty() ? 1 : 2;
       if (!r.verify.passed) {
         row.error = "verification failed: " + r.verify.message;
-      } else if (r.backends.size() == 2) {
+      } else if (r.backends.size() == expected) {
         row.ok = true;
-        row.cublas_us = r.backends[0].timing.median_us;
-        row.us = r.backends[1].timing.median_us;
+        if (expected == 2) row.cublas_us = r.backends[0].timing.median_us;
+        row.us = r.backends.back().timing.median_us;
         row.tflops = r.flops / (row.us * 1e6);
+      } else {
+        row.error = "the run timed " + std::to_string(r.backends.size()) + " backends, expected " +
+                    std::to_string(expected);
       }
     } catch (const Error& e) {
       row.error = e.what();
@@ -225,24 +295,37 @@ std::vector<LadderRow> run_ladder(const Ladder& l, const RunOptions& base,
 }
 
 std::string format_ladder(const Ladder& l, const std::vector<LadderRow>& rows) {
-  TextTable t({{"step"}, {"µs", Align::Right}, {"TFLOP/s", Align::Right},
-               {"vs cuBLAS", Align::Right}, {"gain", Align::Right}, {"what it bought"}});
+  const bool ref = !l.reference.empty();
+  std::vector<TextTable::Column> cols = {{"step"}, {"µs", Align::Right}, {"TFLOP/s", Align::Right}};
+  if (ref) cols.push_back({"vs " + l.reference, Align::Right});
+  cols.push_back({"gain", Align::Right});
+  cols.push_back({"what it bought"});
+  TextTable t(cols);
   double prev = 0;
   for (const auto& r : rows) {
+    std::vector<std::string> cells = {r.step.name};
     if (!r.ok) {
-      std::string why = r.error.substr(0, r.error.find('\n'));
-      t.add_row({r.step.name, "-", "-", "-", "-", "not run: " + why});
-      continue;
+      cells.insert(cells.end(), ref ? 4 : 3, "-");
+      cells.push_back("not run: " + r.error.substr(0, r.error.find('\n')));
+    } else {
+      cells.push_back(format_us(r.us));
+      cells.push_back(format_tflops(r.tflops));
+      if (ref) cells.push_back(format_ratio(r.cublas_us / r.us));
+      // The gain over the last step that ran: a step that did not run is no baseline.
+      cells.push_back(prev > 0 ? format_ratio(prev / r.us) : "");
+      cells.push_back(r.step.what);
+      prev = r.us;
     }
-    t.add_row({r.step.name, format_us(r.us), format_tflops(r.tflops),
-               format_ratio(r.cublas_us / r.us), prev > 0 ? format_ratio(prev / r.us) : "",
-               r.step.what});
-    prev = r.us;
+    t.add_row(cells);
   }
   std::ostringstream o;
   o << "ladder " << l.name << ": " << l.expression << "\n" << t.str();
   o << "knobs per step:\n";
-  for (const auto& r : rows) o << "  " << r.step.name << ": " << r.step.knobs << "\n";
+  for (const auto& r : rows) {
+    o << "  " << r.step.name << ": " << (r.step.knobs.empty() ? "(defaults)" : r.step.knobs);
+    if (!r.knobs_used.empty()) o << "\n      used: " << r.knobs_used;
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -88,12 +88,90 @@ double attention_flops(const Graph& g) {
   return 4.0 * double(q.shape[0].value * q.shape[1].value) * double(q.shape[3].value) * pairs;
 }
 
+// One kernel's row of the report: geometry and resources from the launch plan and the
+// occupancy queries, spills from ptxas, `us` when the kernel was timed on its own.
+KernelReport kernel_report(const KernelOp& k, const LaunchPlan& plan, std::optional<double> us,
+                           const RunReport& r, const DeviceInfo& dev) {
+  KernelReport kr;
+  kr.name = k.name;
+  kr.us = us;
+  kr.grid = {plan.cfg.grid[0], plan.cfg.grid[1], plan.cfg.grid[2]};
+  kr.block_threads = k.block_threads;
+  FuncAttributes fa = func_attributes(plan.fn);
+  kr.regs = fa.registers;
+  kr.smem_bytes = fa.static_smem_bytes + plan.cfg.dynamic_smem;
+  int blocks = occupancy_blocks_per_sm(plan.fn, k.block_threads, int(plan.cfg.dynamic_smem));
+  kr.blocks_per_sm = blocks;
+  int warps_per_block = (k.block_threads + 31) / 32;
+  kr.occupancy = double(blocks * warps_per_block) / double(dev.max_threads_per_sm / 32);
+  if (k.cluster[0] > 1) {
+    kr.cluster_size = k.cluster[0];
+    kr.active_clusters = max_active_clusters(plan.fn, plan.cfg, k.cluster[0]);
+  }
+  auto res = r.nvrtc.resources.find(k.name);
+  if (res != r.nvrtc.resources.end())
+    kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
+  kr.knobs = join_knobs(r.program.state);
+  return kr;
+}
+
+// How the timed launches meet a cold L2 (timing_plan.h), for the program's input bytes:
+// rotation wants input sets totalling 2x L2 within half the free memory (the rest is the
+// program's and the reference's). Sets r.header from it.
+TimingOptions plan_timing(RunReport& r, const KernelProgram& kp, const Bindings& host,
+                          const RunOptions& opt, const DeviceInfo& dev) {
+  int64_t input_bytes = 0;
+  for (const auto& t : kp.tensors)
+    if (t.role == TensorRole::Input)
+      input_bytes += host.tensors.at(t.name).numel() * int64_t(dtype_bytes(t.dtype));
+  size_t free_bytes = 0, total_bytes = 0;
+  LOOM_CUDA_RT(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const L2Plan l2 = plan_l2(opt.l2, input_bytes, dev.l2_bytes, int64_t(free_bytes / 2));
+  TimingOptions timing = opt.timing;
+  timing.l2 = l2.method;
+  timing.input_sets = l2.sets;
+  timing.input_set_bytes = input_bytes;
+  BenchHeader header = make_bench_header(dev, opt.seed, timing, opt.command_line);
+  header.l2 = describe_l2(l2);
+  r.header = format_header(header);
+  return timing;
+}
+
+// Rotation's input sets 1..R-1: fresh inputs from seeds after the verified set 0's,
+// sharing its output and workspace; each with its own launcher (pointers, tensor maps).
+class InputSets {
+ public:
+  InputSets(const KernelProgram& kp, const Module& module, const DeviceTensors& first,
+            const ProgramLauncher& first_launcher, const Bindings& host, uint64_t seed, int sets)
+      : first_(first), first_launcher_(first_launcher) {
+    for (int set = 1; set < sets; ++set) {
+      Bindings h;
+      make_random_inputs(kp, h, seed + uint64_t(set));
+      more_.push_back(std::make_unique<DeviceTensors>());
+      more_.back()->allocate(kp, h, nullptr, &first);
+      launchers_.push_back(std::make_unique<ProgramLauncher>(kp, module, *more_.back(), host.symbols));
+    }
+  }
+  const DeviceTensors& tensors(int set) const { return set == 0 ? first_ : *more_[size_t(set - 1)]; }
+  const ProgramLauncher& launcher(int set) const {
+    return set == 0 ? first_launcher_ : *launchers_[size_t(set - 1)];
+  }
+
+ private:
+  const DeviceTensors& first_;
+  const ProgramLauncher& first_launcher_;
+  std::vector<std::unique_ptr<DeviceTensors>> more_;
+  std::vector<std::unique_ptr<ProgramLauncher>> launchers_;
+};
+
 // The attention half of run_expression: O (and LSE) against the fp64 reference with the
 // 16-bit pipeline's threshold (bench/verify_attention.h); with --bench, Loom timed alone
-// (PyTorch's SDPA is the comparison, run by bench/attention_vs_torch.py on the GPU machine).
-void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, const Bindings& host,
-                      DeviceTensors& dev_tensors, const ProgramLauncher& launcher,
-                      cudaStream_t stream, const RunOptions& opt, const DeviceInfo& dev) {
+// with the same cold-L2 plan as a GEMM (PyTorch's SDPA is the comparison, run in one
+// process with Loom by scripts/attention_bench.py on the GPU machine).
+void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, const Module& module,
+                      const Bindings& host, DeviceTensors& dev_tensors,
+                      const ProgramLauncher& launcher, cudaStream_t stream, const RunOptions& opt,
+                      const DeviceInfo& dev) {
   std::map<std::string, HostTensor> inputs;
   for (const auto& t : kp.tensors)
     if (t.role == TensorRole::Input) inputs[t.name] = host.tensors.at(t.name);
@@ -109,36 +187,24 @@ void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, con
     return std::pair{v, av.lse};
   };
   std::tie(r.verify, r.lse_verify) = check();
-  r.flops = attention_flops(g);
-  r.header = format_header(make_bench_header(dev, opt.seed, opt.timing, opt.command_line));
+  r.flops = expression_flops(g);
+  const TimingOptions timing = plan_timing(r, kp, host, opt, dev);
   if (!opt.bench || !r.verify.passed) return;
-  std::vector<std::function<void(cudaStream_t)>> fns = {
-      [&](cudaStream_t s) { launcher.launch_all(s); }};
-  auto times = time_interleaved(fns, stream, opt.timing);
+  InputSets sets(kp, module, dev_tensors, launcher, host, opt.seed, timing.input_sets);
+  std::vector<TimedLaunch> fns = {
+      [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
+  auto times = time_candidates(fns, stream, timing);
   r.backends = {{"Loom", times[0]}};
   dev_tensors.poison_outputs(kp, stream);
   launcher.launch_all(stream);
   LOOM_CUDA_RT(cudaStreamSynchronize(stream));
   auto again = check();
   if (!again.first.passed) std::tie(r.verify, r.lse_verify) = again;
-  const KernelOp& k = kp.kernels.at(0);
-  const LaunchPlan& plan = launcher.plan(0);
-  KernelReport kr;
-  kr.name = k.name;
-  kr.us = times[0].median_us;
-  kr.grid = {plan.cfg.grid[0], plan.cfg.grid[1], plan.cfg.grid[2]};
-  kr.block_threads = k.block_threads;
-  FuncAttributes fa = func_attributes(plan.fn);
-  kr.regs = fa.registers;
-  kr.smem_bytes = fa.static_smem_bytes + plan.cfg.dynamic_smem;
-  int blocks = occupancy_blocks_per_sm(plan.fn, k.block_threads, int(plan.cfg.dynamic_smem));
-  kr.blocks_per_sm = blocks;
-  kr.occupancy = double(blocks * ((k.block_threads + 31) / 32)) / double(dev.max_threads_per_sm / 32);
-  auto res = r.nvrtc.resources.find(k.name);
-  if (res != r.nvrtc.resources.end())
-    kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
-  kr.knobs = join_knobs(r.program.state);
-  r.kernels.push_back(kr);
+  for (size_t i = 0; i < kp.kernels.size(); ++i)
+    r.kernels.push_back(kernel_report(kp.kernels[i], launcher.plan(i),
+                                      kp.kernels.size() == 1 ? std::optional(times[0].median_us)
+                                                             : std::nullopt,
+                                      r, dev));
 }
 
 }  // namespace
@@ -156,6 +222,12 @@ CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch) {
   req.headers = {{kDeviceHeaderName, device_header()}};
   req.arch = arch;
   return req;
+}
+
+double expression_flops(const Graph& g) {
+  if (g.attention()) return attention_flops(g);
+  const GemmProblem p = gemm_problem(g);
+  return 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
 }
 
 double run_verify_threshold(const Graph& g, const CompileState& s) {
@@ -241,7 +313,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   sync_with_timeout(stream, kernel_timeout_s(), launched);
 
   if (g.attention()) {
-    finish_attention(r, g, kp, host, dev_tensors, launcher, stream, opt, *dev);
+    finish_attention(r, g, kp, module, host, dev_tensors, launcher, stream, opt, *dev);
     LOOM_CUDA_RT(cudaStreamDestroy(stream));
     return r;
   }
@@ -259,43 +331,11 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   r.verify = verify_output(out, ref, threshold);
 
   if (tf32_compute) gp.in = DType::TF32;
-  r.flops = 2.0 * double(gp.batch) * double(gp.M) * double(gp.N) * double(gp.K);
-  // How the timed launches meet a cold L2: rotation wants input sets totalling 2x L2,
-  // within half the free memory (the rest is the program's and cuBLAS's).
-  int64_t input_bytes = 0;
-  for (const auto& t : kp.tensors)
-    if (t.role == TensorRole::Input)
-      input_bytes += host.tensors.at(t.name).numel() * int64_t(dtype_bytes(t.dtype));
-  size_t free_bytes = 0, total_bytes = 0;
-  LOOM_CUDA_RT(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const L2Plan l2 = plan_l2(opt.l2, input_bytes, dev->l2_bytes, int64_t(free_bytes / 2));
-  TimingOptions timing = opt.timing;
-  timing.l2 = l2.method;
-  timing.input_sets = l2.sets;
-  timing.input_set_bytes = input_bytes;
-  BenchHeader header = make_bench_header(*dev, opt.seed, timing, opt.command_line);
-  header.l2 = describe_l2(l2);
-  r.header = format_header(header);
+  r.flops = expression_flops(g);
+  const TimingOptions timing = plan_timing(r, kp, host, opt, *dev);
 
   if (opt.bench && r.verify.passed) {
-    // Rotation's sets 1..R-1: fresh inputs from seeds after the verified set 0's, sharing
-    // its output and workspace; each with its own launcher (pointers, tensor maps).
-    std::vector<std::unique_ptr<DeviceTensors>> more_sets;
-    std::vector<std::unique_ptr<ProgramLauncher>> more_launchers;
-    for (int set = 1; set < timing.input_sets; ++set) {
-      Bindings h;
-      make_random_inputs(kp, h, opt.seed + uint64_t(set));
-      more_sets.push_back(std::make_unique<DeviceTensors>());
-      more_sets.back()->allocate(kp, h, nullptr, &dev_tensors);
-      more_launchers.push_back(
-          std::make_unique<ProgramLauncher>(kp, module, *more_sets.back(), host.symbols));
-    }
-    auto tensors_of = [&](int set) -> const DeviceTensors& {
-      return set == 0 ? dev_tensors : *more_sets[size_t(set - 1)];
-    };
-    auto launcher_of = [&](int set) -> const ProgramLauncher& {
-      return set == 0 ? launcher : *more_launchers[size_t(set - 1)];
-    };
+    InputSets sets(kp, module, dev_tensors, launcher, host, opt.seed, timing.input_sets);
 
     // cuBLAS computes the contraction into its own output buffer; verify it too, so the
     // reference we compare against is known to be right on these inputs.
@@ -305,8 +345,8 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
     LOOM_CUDA_RT(cudaMalloc(&c_ref, c_bytes));
     std::vector<const void*> A, B;
     for (int set = 0; set < timing.input_sets; ++set) {
-      A.push_back(tensors_of(set).ptr(g.node(mm.inputs[0]).name));
-      B.push_back(tensors_of(set).ptr(g.node(mm.inputs[1]).name));
+      A.push_back(sets.tensors(set).ptr(g.node(mm.inputs[0]).name));
+      B.push_back(sets.tensors(set).ptr(g.node(mm.inputs[1]).name));
     }
     cublas.run(A[0], B[0], c_ref, stream);
     LOOM_CUDA_RT(cudaStreamSynchronize(stream));
@@ -321,7 +361,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
 
     std::vector<TimedLaunch> fns = {
         [&](cudaStream_t s, int set) { cublas.run(A[size_t(set)], B[size_t(set)], c_ref, s); },
-        [&](cudaStream_t s, int set) { launcher_of(set).launch_all(s); }};
+        [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
     auto times = time_candidates(fns, stream, timing);
     r.backends = {{r.cublas_has_epilogue ? "cuBLAS (GEMM only)" : "cuBLAS", times[0]},
                   {"Loom", times[1]}};
@@ -332,7 +372,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
     } else {
       std::vector<TimedLaunch> each;
       for (size_t i = 0; i < launcher.size(); ++i)
-        each.push_back([&, i](cudaStream_t s, int set) { launcher_of(set).launch_one(i, s); });
+        each.push_back([&, i](cudaStream_t s, int set) { sets.launcher(set).launch_one(i, s); });
       auto kt = time_candidates(each, stream, timing);
       for (size_t i = 0; i < kt.size(); ++i) per_kernel[i] = kt[i].median_us;
     }
@@ -347,31 +387,8 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
     if (!v2.passed) r.verify = v2;
     LOOM_CUDA_RT(cudaFree(c_ref));
 
-    for (size_t i = 0; i < kp.kernels.size(); ++i) {
-      const KernelOp& k = kp.kernels[i];
-      const LaunchPlan& plan = launcher.plan(i);
-      KernelReport kr;
-      kr.name = k.name;
-      kr.us = per_kernel[i];
-      kr.grid = {plan.cfg.grid[0], plan.cfg.grid[1], plan.cfg.grid[2]};
-      kr.block_threads = k.block_threads;
-      FuncAttributes fa = func_attributes(plan.fn);
-      kr.regs = fa.registers;
-      kr.smem_bytes = fa.static_smem_bytes + plan.cfg.dynamic_smem;
-      int blocks = occupancy_blocks_per_sm(plan.fn, k.block_threads, int(plan.cfg.dynamic_smem));
-      kr.blocks_per_sm = blocks;
-      int warps_per_block = (k.block_threads + 31) / 32;
-      kr.occupancy = double(blocks * warps_per_block) / double(dev->max_threads_per_sm / 32);
-      if (k.cluster[0] > 1) {
-        kr.cluster_size = k.cluster[0];
-        kr.active_clusters = max_active_clusters(plan.fn, plan.cfg, k.cluster[0]);
-      }
-      auto res = r.nvrtc.resources.find(k.name);
-      if (res != r.nvrtc.resources.end())
-        kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
-      kr.knobs = join_knobs(r.program.state);
-      r.kernels.push_back(kr);
-    }
+    for (size_t i = 0; i < kp.kernels.size(); ++i)
+      r.kernels.push_back(kernel_report(kp.kernels[i], launcher.plan(i), per_kernel[i], r, *dev));
   }
   LOOM_CUDA_RT(cudaStreamDestroy(stream));
   return r;

@@ -65,6 +65,11 @@ CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch);
 // atom accumulates in f16 (docs/verification.md). `g` has its sizes bound.
 double run_verify_threshold(const Graph& g, const CompileState& s);
 
+// The FLOPs a run of `g` (sizes bound) is credited with (shared/BENCHMARK.md item 7):
+// 2·batch·M·N·K for its contraction, or for attention 4·D per (query, key) pair the mask
+// keeps — about half of them when causal.
+double expression_flops(const Graph& g);
+
 // Throws loom::Error when there is no GPU (with the reason), when the result fails
 // verification is *not* an error: check report.verify.passed.
 RunReport run_expression(const std::string& expression, const RunOptions& opt);

@@ -49,6 +49,9 @@ const char* kUsage =
     "  ladder  sgemm|splitk|swizzle|hgemm|tf32|hopper [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
     "          [--l2 ..]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
+    "  ladder  flash [--shape BxHxSxD] [--dtype bf16|f16] [--causal] [--seed N] [--reps N] [--l2 ..]\n"
+    "          the flash-attention articles' progression, verified and timed (FA2 ratio:\n"
+    "          scripts/attention_bench.py --ladder flash)\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"
     "  passes  list the pipeline\n"
     "  knobs   list the knobs\n"
@@ -65,7 +68,7 @@ struct Args {
   std::string ladder, shape, dtype;
   L2Request l2 = L2Request::automatic;
   int verbose = 0;
-  bool check = false, bench = false, no_db = false;
+  bool check = false, bench = false, no_db = false, causal = false;
   uint64_t seed = 1;
   int reps = 50;
   int device = 0;
@@ -117,6 +120,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--l2") a.l2 = parse_l2_request(value());
     else if (f == "--shape") a.shape = value();
     else if (f == "--dtype") a.dtype = value();
+    else if (f == "--causal" && a.command == "ladder") a.causal = true;
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
     else if (a.command == "ladder" && a.ladder.empty() && f[0] != '-') a.ladder = f;
     else usage_error("unknown option '" + f + "'");
@@ -282,20 +286,24 @@ int cmd_demo(const Args& a) {
 }
 
 int cmd_ladder(const Args& a) {
-  if (a.ladder.empty()) usage_error("ladder needs a name: sgemm, splitk, swizzle, hgemm or tf32");
-  Ladder l = make_ladder(a.ladder, a.shape, a.dtype);
+  if (a.ladder.empty())
+    usage_error("ladder needs a name: sgemm, splitk, swizzle, hgemm, tf32, hopper or flash");
+  Ladder l = make_ladder(a.ladder, a.shape, a.dtype, a.causal);
   RunOptions opt;
   opt.seed = a.seed;
   opt.timing.reps = a.reps;
   opt.l2 = a.l2;
   opt.command_line = a.command_line;
   std::cout << "ladder " << l.name << ": " << l.expression << " (" << l.steps.size()
-            << " steps, each verified, then timed interleaved with cuBLAS)\n" << std::flush;
-  auto rows = run_ladder(l, opt, [](const LadderRow& r) {
+            << " steps, each verified, then timed"
+            << (l.reference.empty() ? "" : " interleaved with " + l.reference) << ")\n"
+            << std::flush;
+  auto rows = run_ladder(l, opt, [&](const LadderRow& r) {
+    std::string timed = format_us(r.us) + " us";
+    if (!l.reference.empty()) timed += ", " + format_ratio(r.cublas_us / r.us) + " " + l.reference;
     std::cout << "  " << r.step.name << ": "
-              << (r.ok ? format_us(r.us) + " us, " + format_ratio(r.cublas_us / r.us) + " cuBLAS"
-                       : "not run: " + r.error.substr(0, r.error.find('\n')))
-              << "\n" << std::flush;
+              << (r.ok ? timed : "not run: " + r.error.substr(0, r.error.find('\n'))) << "\n"
+              << std::flush;
   });
   std::cout << "\n" << format_ladder(l, rows);
   return 0;

@@ -1,0 +1,177 @@
+// loom_py: Loom's pipeline from Python, on PyTorch's tensors and stream, so that Loom and
+// PyTorch's attention backends are timed in one process (scripts/attention_bench.py).
+// A thin layer over driver/external.h (compile, bind caller pointers, launch), the
+// ladders (driver/ladder.h) and `loom run` (driver/run.h); every loom::Error arrives in
+// Python as a RuntimeError with Loom's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "driver/external.h"
+#include "driver/ladder.h"
+#include "driver/run.h"
+#include "passes/knobs.h"
+#include "tune/tuned_knobs.h"
+
+namespace nb = nanobind;
+using namespace loom;
+
+namespace {
+
+nb::dict tensor_dict(const ExternalTensor& t) {
+  nb::dict d;
+  d["name"] = t.name;
+  d["role"] = t.role == TensorRole::Input ? "input" : "output";
+  d["dtype"] = dtype_name(t.dtype);
+  d["shape"] = t.shape;
+  d["bytes"] = t.bytes;
+  return d;
+}
+
+nb::list tensor_list(const ExternalProgram& p) {
+  nb::list l;
+  for (const auto& t : p.tensors) l.append(tensor_dict(t));
+  return l;
+}
+
+// The GPU a Kernel runs on: its DeviceInfo, made current (primary context).
+DeviceInfo current_device(int ordinal) {
+  std::string why;
+  auto dev = probe_device(ordinal, &why);
+  if (!dev) throw Error("loom_py needs a GPU for this: " + why);
+  make_device_current(ordinal);
+  return *dev;
+}
+
+// compile(expr, knobs, target, dims): the CPU half, for a named target (no GPU).
+ExternalProgram compile_for_target(const std::string& expr, const std::string& knobs,
+                                   const std::string& target, const std::string& dims) {
+  return compile_external(expr, Knobs::parse(knobs), Target::for_arch(target), parse_dims(dims));
+}
+
+// A Kernel: compiled for GPU `device` (its SM count and shared memory, and the tuning
+// database's record when use_db) and loaded there.
+class Kernel {
+ public:
+  Kernel(const std::string& expr, const std::string& knobs, int device, bool use_db,
+         const std::string& dims) {
+    DeviceInfo dev = current_device(device);
+    ExternalProgram p = compile_external(expr, Knobs::parse(knobs), target_for_device(dev),
+                                         parse_dims(dims), tune::tuning_db_lookup(use_db), &dev);
+    runner_ = std::make_unique<ExternalRunner>(std::move(p), device);
+  }
+  // ptrs: tensor name -> device address (torch.Tensor.data_ptr()); stream: a cudaStream_t
+  // as an integer (torch.cuda.current_stream().cuda_stream; 0 is the legacy stream).
+  void launch(const std::map<std::string, uintptr_t>& ptrs, uintptr_t stream) {
+    runner_->launch(ptrs, reinterpret_cast<cudaStream_t>(stream));
+  }
+  const ExternalProgram& program() const { return runner_->program(); }
+
+ private:
+  std::unique_ptr<ExternalRunner> runner_;
+};
+
+nb::dict ladder_dict(const Ladder& l) {
+  nb::dict d;
+  d["name"] = l.name;
+  d["expression"] = l.expression;
+  d["reference"] = l.reference;
+  nb::list steps;
+  for (const auto& s : l.steps) {
+    nb::dict step;
+    step["name"] = s.name;
+    step["knobs"] = s.knobs;
+    step["what"] = s.what;
+    steps.append(step);
+  }
+  d["steps"] = steps;
+  return d;
+}
+
+// `loom run [--bench]` on Loom's own seeded inputs: verification against the fp64
+// reference (and Loom's own timing with --bench), as a dict.
+nb::dict run(const std::string& expr, const std::string& knobs, bool bench, int reps,
+             const std::string& l2, uint64_t seed, int device, bool use_db) {
+  RunOptions opt;
+  opt.knobs = Knobs::parse(knobs);
+  opt.bench = bench;
+  opt.timing.reps = reps;
+  opt.l2 = parse_l2_request(l2);
+  opt.seed = seed;
+  opt.device = device;
+  opt.command_line = "loom_py.run";
+  opt.choose_tuned = tune::tuning_db_lookup(use_db);
+  RunReport r = run_expression(expr, opt);
+  nb::dict d;
+  d["passed"] = r.verify.passed;
+  d["verify"] = r.verify.message;
+  d["flops"] = r.flops;
+  d["knobs"] = r.kernels.empty() ? std::string() : r.kernels[0].knobs;
+  d["report"] = format_run_report(r);
+  nb::dict us;
+  for (const auto& b : r.backends) us[b.name.c_str()] = b.timing.median_us;
+  d["median_us"] = us;
+  return d;
+}
+
+}  // namespace
+
+NB_MODULE(loom_py, m) {
+  m.doc() = "Loom's compiler pipeline on PyTorch's tensors (python/README.md)";
+
+  nb::class_<ExternalProgram>(m, "Program")
+      .def_ro("expression", &ExternalProgram::expression)
+      .def_ro("flops", &ExternalProgram::flops)
+      .def_ro("knobs", &ExternalProgram::knobs)
+      .def_prop_ro("tensors", &tensor_list)
+      .def_prop_ro("cuda", [](const ExternalProgram& p) { return p.program.cuda; })
+      .def_prop_ro("summary", [](const ExternalProgram& p) { return p.program.summary; })
+      .def_prop_ro("knob_source", [](const ExternalProgram& p) { return p.program.knob_source; })
+      .def("check_pointers", &check_external_pointers, nb::arg("ptrs"),
+           "Raises unless ptrs names every input and output with a non-null address");
+
+  m.def("compile", &compile_for_target, nb::arg("expression"), nb::arg("knobs") = "",
+        nb::arg("target") = "sm_90a", nb::arg("dims") = "",
+        "Compile through the pipeline for a named target (no GPU needed)");
+
+  nb::class_<Kernel>(m, "Kernel")
+      .def(nb::init<const std::string&, const std::string&, int, bool, const std::string&>(),
+           nb::arg("expression"), nb::arg("knobs") = "", nb::arg("device") = 0,
+           nb::arg("use_db") = true, nb::arg("dims") = "",
+           "Compile for the GPU and load the kernels (knobs over the defaults or the tuned record)")
+      .def("launch", &Kernel::launch, nb::arg("ptrs"), nb::arg("stream") = 0,
+           "Enqueue the program on the caller's device pointers and stream (no sync)")
+      .def_prop_ro("program", &Kernel::program, nb::rv_policy::reference_internal);
+
+  m.def("ladder", [](const std::string& name, const std::string& shape, const std::string& dtype,
+                     bool causal) { return ladder_dict(make_ladder(name, shape, dtype, causal)); },
+        nb::arg("name"), nb::arg("shape") = "", nb::arg("dtype") = "", nb::arg("causal") = false,
+        "A ladder's expression and steps, as `loom ladder` defines them");
+  m.def("ladder_names", &ladder_names);
+  m.def("knob_names", [] {
+    std::vector<std::string> names;
+    for (const auto& d : knob_registry()) names.push_back(d.name);
+    return names;
+  });
+  m.def("run", &run, nb::arg("expression"), nb::arg("knobs") = "", nb::arg("bench") = false,
+        nb::arg("reps") = 50, nb::arg("l2") = "auto", nb::arg("seed") = 1, nb::arg("device") = 0,
+        nb::arg("use_db") = true, "`loom run [--bench]`: verify against fp64 (and time)");
+  m.def("device", [](int ordinal) -> nb::object {
+    std::string why;
+    auto dev = probe_device(ordinal, &why);
+    if (!dev) return nb::none();
+    nb::dict d;
+    d["name"] = dev->name;
+    d["arch"] = dev->arch();
+    d["sm_count"] = dev->sm_count;
+    d["l2_bytes"] = dev->l2_bytes;
+    d["driver_version"] = dev->driver_version;
+    d["runtime_version"] = dev->runtime_version;
+    return d;
+  }, nb::arg("ordinal") = 0, "The GPU as Loom's cudart sees it, or None without one");
+  m.def("no_device_reason", [](int ordinal) {
+    std::string why;
+    return probe_device(ordinal, &why) ? std::string() : why;
+  }, nb::arg("ordinal") = 0);
+}

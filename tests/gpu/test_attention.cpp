@@ -34,7 +34,10 @@ TEST_P(GpuAttention, MatchesFp64Reference) {
   if (r.lse_verify) EXPECT_TRUE(r.lse_verify->passed) << r.lse_verify->message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention, ::testing::ValuesIn(attention_test::cases()));
+INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention, ::testing::ValuesIn(attention_test::cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
 
 }  // namespace
 }  // namespace loom

@@ -51,7 +51,7 @@ struct AttentionTiles {
   int64_t frag_buffers = 1;      // FRAG_BUFFERS: 2 loads k-step s+1's fragments before s's mmas
   bool softmax_exp2 = true;      // SOFTMAX=exp2 (scale folded into one FFMA) or exp
   bool zero_init_mma = true;     // ZERO_INIT=mma: S's first k-step takes a zero C operand
-  bool stage_output = true;      // STAGE_OUTPUT: O through Q_s, 16-byte row stores
+  bool stage_output = false;     // STAGE_OUTPUT=1: O through Q_s, 16-byte row stores
   int64_t head_dim = 0;          // D, a constant multiple of 16
   int64_t row_atoms = 1;         // m16 atoms per warp: BLOCK_M / (16 WARPS)
   int64_t smem_bytes = 0;        // Q + KV_STAGES (K + V) blocks, 16-bit

@@ -213,10 +213,12 @@ const std::vector<KnobDef>& knob_registry() {
        "before ex2) or exp (the plain form: scores scaled by one FMUL each, then expf)",
        "k:012_lower_attention", 0, 0, false, {"exp2", "exp"}},
       {"ZERO_INIT", "attention: S's accumulators zeroed through the first k-step's mma (mma: a "
-       "zero C operand) or by a loop of register moves before it (init)",
+       "zero C operand; the default) or by a loop of register moves before it (init; the "
+       "default above D = 128 and with Q_IN_REGS=0, where mma's peeled k-step spilled)",
        "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
-       "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0)",
+       "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
+       "default)",
        "k:012_lower_attention", 0, 1},
   };
   return defs;

@@ -15,8 +15,6 @@ namespace {
 
 using attention_test::Case;
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
-
 class GpuAttention : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }

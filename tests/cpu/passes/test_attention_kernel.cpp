@@ -137,12 +137,11 @@ TEST(AttentionKernel, KvStagesOneAndTwo) {
 // The articles' ladder as knobs (docs/attention.md): the whole key block's K/V fragments
 // first (INTERLEAVE_LOADS=0), k-step s+1's fragments loaded before s's mmas
 // (FRAG_BUFFERS=2, with Q re-read too under Q_IN_REGS=0), the plain exp softmax, S zeroed
-// by an Init loop instead of the mma's zero C, and O stored from the fragments instead of
-// through Q_s — each against the naive form over the masks, odd and unequal lengths,
+// by an Init loop instead of the mma's zero C, and O staged through Q_s — each against the naive form over the masks, odd and unequal lengths,
 // GQA and MQA, f16 and bf16, head dims 16 to 64, one and two row atoms per warp.
 TEST(AttentionKernel, LadderKnobs) {
   const char* const sets[] = {
-      "INTERLEAVE_LOADS=0", "FRAG_BUFFERS=2", "SOFTMAX=exp", "ZERO_INIT=init", "STAGE_OUTPUT=0",
+      "INTERLEAVE_LOADS=0", "FRAG_BUFFERS=2", "SOFTMAX=exp", "ZERO_INIT=init", "STAGE_OUTPUT=1",
       // The articles' base kernel, every step off.
       "SWIZZLE=none,KV_STAGES=1,INTERLEAVE_LOADS=0,SOFTMAX=exp,ZERO_INIT=init,STAGE_OUTPUT=0",
   };
@@ -156,10 +155,12 @@ TEST(AttentionKernel, LadderKnobs) {
   // buffered with K; one key block with D = 16 (a single k-step: nothing to prefetch).
   for (const char* causal : kMasks) {
     check_attention(attention(2, 2, 33, 33, 32, causal, "bf16", true, 2),
-                    "FRAG_BUFFERS=2,Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=32,WARPS=2", seed++);
+                    "FRAG_BUFFERS=2,Q_IN_REGS=0,STAGE_OUTPUT=1,BLOCK_M=64,BLOCK_N=32,WARPS=2", seed++);
     check_attention(attention(2, 1, 17, 33, 32, causal, "f16"),
                     "INTERLEAVE_LOADS=0,Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", seed++);
     check_attention(attention(2, 1, 17, 9, 16, causal), "FRAG_BUFFERS=2,SOFTMAX=exp,BLOCK_M=16,WARPS=1", seed++);
+    // The zero-C mma with Q re-read (where ZERO_INIT defaults to init).
+    check_attention(attention(4, 2, 33, 17, 32, causal), "ZERO_INIT=mma,Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", seed++);
   }
 }
 
@@ -172,11 +173,13 @@ TEST(AttentionKernel, LadderKnobsShape) {
             std::string::npos) << def;
   EXPECT_NE(def.find("for d_k in 0..7 register reduce"), std::string::npos) << def;
   EXPECT_EQ(def.find("s_acc[m_a, n2, hf, e] = 0"), std::string::npos) << def;
-  // STAGE_OUTPUT=1: O into Q_s, a barrier, 16-byte stores of whole rows.
-  EXPECT_NE(def.find("store.v2 Q_s["), std::string::npos) << def;
-  EXPECT_NE(def.find("store.v8 out["), std::string::npos) << def;
-  EXPECT_EQ(def.find("store.v2 out["), std::string::npos) << def;
   EXPECT_NE(def.find("exp2("), std::string::npos) << def;
+  EXPECT_NE(def.find("store.v2 out["), std::string::npos) << def;
+  // STAGE_OUTPUT=1: O into Q_s, a barrier, 16-byte stores of whole rows.
+  const std::string staged = kernel_ir(e, "STAGE_OUTPUT=1");
+  EXPECT_NE(staged.find("store.v2 Q_s["), std::string::npos) << staged;
+  EXPECT_NE(staged.find("store.v8 out["), std::string::npos) << staged;
+  EXPECT_EQ(staged.find("store.v2 out["), std::string::npos) << staged;
 
   const std::string base = kernel_ir(e, "INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init,STAGE_OUTPUT=0");
   EXPECT_NE(base.find("alloc k_all[8, 2, 2, 4]"), std::string::npos) << base;
@@ -186,6 +189,10 @@ TEST(AttentionKernel, LadderKnobsShape) {
   EXPECT_NE(base.find("store.v2 out["), std::string::npos) << base;
   EXPECT_EQ(base.find("exp2("), std::string::npos) << base;
   EXPECT_NE(base.find("exp("), std::string::npos) << base;
+
+  // ZERO_INIT's default is init where the kernel is at the register limit.
+  EXPECT_EQ(kernel_ir(e, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32").find("zero C"), std::string::npos);
+  EXPECT_EQ(kernel_ir(attention(2, 2, 128, 128, 256, "false"), "").find("zero C"), std::string::npos);
 
   const std::string fb = kernel_ir(e, "FRAG_BUFFERS=2");
   EXPECT_NE(fb.find("alloc k_buf[2, 4, 2, 4]"), std::string::npos) << fb;
@@ -269,6 +276,8 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
   expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
   expect_refused(e128, "INTERLEAVE_LOADS=0,FRAG_BUFFERS=2", "FRAG_BUFFERS=2 with INTERLEAVE_LOADS=0");
+  expect_refused(e128, "FRAG_BUFFERS=2,Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32",
+                 "registers of fragments per thread");
   expect_refused(e128, "SOFTMAX=exp3", "SOFTMAX");
 }
 

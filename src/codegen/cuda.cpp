@@ -444,6 +444,10 @@ class Renderer {
           warp_atom(s, a, *w, d);
           break;
         }
+        if (s.zero_acc) {
+          throw Error("codegen: " + s.atom + " with a zero C operand: only mma.sync atoms "
+                      "take one");
+        }
         if (const WarpCopy* c = find_warp_copy(*k_, s.atom); c && c->to_shared) {
           // stmatrix stores .b32 registers of two 16-bit values each (value 2i in the low
           // half of register i): the f32 values are rounded to the tile's type in pairs.
@@ -850,6 +854,13 @@ class Renderer {
   // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
   // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
+    // A zero C operand (Stmt::zero_acc) is a wrapper of its own: its C registers are
+    // constant zeros, and D is written without being read first.
+    const bool zero_c_ok = a.id == "mma_m16n8k16_f32_f16" || a.id == "mma_m16n8k16_f32_bf16";
+    if (s.zero_acc && !zero_c_ok)
+      throw Error("codegen: a zero C operand is built for the f32-accumulating m16n8k16 "
+                  "mma.sync atoms, not " + a.id + "; zero its accumulator with an Init");
+    const std::string wrapper = s.zero_acc ? a.wrapper + "_zero_c" : a.wrapper;
     const bool half = w.a_type == DType::F16 || w.a_type == DType::BF16;
     auto pack = [&](const Operand& o, int values, const char* reg) {
       std::vector<std::string> lines;
@@ -889,14 +900,14 @@ class Renderer {
       line(d, "{  // " + a.ptx);
       line(d + 1, "unsigned a_[" + std::to_string(w.a_values / 2) + "];");
       for (const auto& l : pack(s.args.at(0), w.a_values, "a_")) line(d + 1, l);
-      line(d + 1, a.wrapper + "(&" + element(s.dst, c) + ", a_, " +
+      line(d + 1, wrapper + "(&" + element(s.dst, c) + ", a_, " +
                       fragment_regs(s.args.at(1).name, s.args.at(1).index) + ");");
       line(d, "}");
       return;
     }
     if (half) {
       // Packed operands (find_packed): the registers go to the wrapper as they are.
-      line(d, a.wrapper + "(&" + element(s.dst, c) + ", " +
+      line(d, wrapper + "(&" + element(s.dst, c) + ", " +
                   fragment_regs(s.args.at(0).name, s.args.at(0).index) + ", " +
                   fragment_regs(s.args.at(1).name, s.args.at(1).index) + ");  // " + a.ptx);
       return;
@@ -906,7 +917,7 @@ class Renderer {
     line(d + 1, "unsigned a_[" + std::to_string(a_regs) + "], b_[" + std::to_string(b_regs) + "];");
     for (const auto& l : pack(s.args.at(0), w.a_values, "a_")) line(d + 1, l);
     for (const auto& l : pack(s.args.at(1), w.b_values, "b_")) line(d + 1, l);
-    line(d + 1, a.wrapper + "(&" + element(s.dst, c) + ", a_, b_);");
+    line(d + 1, wrapper + "(&" + element(s.dst, c) + ", a_, b_);");
     line(d, "}");
   }
 
@@ -916,6 +927,9 @@ class Renderer {
   // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
   // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
   void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
+    if (s.zero_acc)
+      throw Error("codegen: " + a.id + " with a zero C operand: wgmma zeroes through its "
+                  "scale-d operand, which Loom does not emit; zero the accumulator with an Init");
     if (!w.b_shared)
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);

@@ -91,7 +91,8 @@ std::string stmt_line(const Stmt& s) {
                join_operands(s.args) + ")";
       if (!s.tensor.empty())
         return dst_of(s) + " <- " + s.atom + "(" + s.tensor + "[" + join_exprs(s.index) + "])";
-      return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")";
+      return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")" +
+             (s.zero_acc ? "  zero C" : "");
     case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
     case StmtKind::Stage: return "stage " + s.mode + ":";
     case StmtKind::Barrier:

@@ -202,6 +202,10 @@ struct Stmt {
   Expr pred = Expr(1);
   // Write: atomically add the value instead of storing it (split-K's atomic combine).
   bool atomic_add = false;
+  // Atom of a warp atom (mma.sync): C = 0 instead of `dst`'s values, D = A·B — the first
+  // k-step of an accumulation, which then needs no zeroing of `dst` before it (codegen
+  // passes zero C registers; `dst`'s old values are neither read nor required).
+  bool zero_acc = false;
   // TmaLoad / MbarArrive in a cluster: the CTAs (bit r = cluster rank r) that receive the
   // box at the same shared offset, each counting its bytes on its own mbarrier `value`
   // (cp.async.bulk.tensor .multicast::cluster), or on whose mbarrier `value` the thread

@@ -407,6 +407,8 @@ class BodyChecker {
       fail(s, "only loads and cp.async take a predicate");
     if (predicated) check_expr(s, s.pred, "predicate");
     if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
+    if (s.zero_acc && (s.kind != StmtKind::Atom || !s.tensor.empty()))
+      fail(s, "only an mma atom takes a zero C operand");
     bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
                    s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
                    s.kind == StmtKind::Atom || s.kind == StmtKind::LaneReduce;

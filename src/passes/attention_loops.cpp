@@ -1,6 +1,7 @@
 #include "passes/attention_loops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ir/error.h"
@@ -120,6 +121,24 @@ Expr AttentionLoops::keys_for_rows(const Expr& rows_end) const {
 Block guarded(const Expr& cond, Block body) {
   if (cond.is_const()) return cond.const_value() != 0 ? body : Block{};
   return {Stmt::If(cond, std::move(body))};
+}
+
+Block finish_row(const AttentionLoops& a, Block row, const Expr& b, const Expr& h,
+                 const Expr& i) {
+  const Expr d = Expr::var("d");
+  Block empty = {Stmt::For("d", a.D, LoopKind::Parallel, "d",
+                           {Stmt::Write("out", {b, h, i, d}, Operand::constant(0.0))})};
+  if (a.lse) {
+    row.push_back(Stmt::Compute("m_ln", ScalarOp::Mul, {val("m"), Operand::constant(M_LN2)}));
+    row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
+    row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m_ln"), val("log_l")}));
+    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
+    empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
+  }
+  Block cell = guarded(a.has_keys(i), std::move(row));
+  Block none = guarded(a.empty_row(i), std::move(empty));
+  cell.insert(cell.end(), none.begin(), none.end());
+  return cell;
 }
 
 std::string fresh_tensor_name(const ProgramBase& p, const std::string& base) {
@@ -246,10 +265,33 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);
   t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;
+  t.interleave_loads = s.knob("INTERLEAVE_LOADS", 1) != 0;
+  t.frag_buffers = s.knob("FRAG_BUFFERS", 1);
+  // STAGE_OUTPUT defaults to 0: the fragments' 4-byte stores fill each 32-byte sector in
+  // two instructions that L2 merges, and the staged copy costs ~40 instructions per
+  // 16-byte chunk (codegen's 16-bit loads and stores go through f32), ~300 per thread
+  // and CTA (sm_90a SASS, D = 128) against 690 per key block: a wash at 1k+ keys, a small
+  // loss at 512. The H100 A/B decides (docs/attention.md).
+  t.stage_output = s.knob("STAGE_OUTPUT", 0) != 0;
+  const std::string softmax = s.knobs.get_str("SOFTMAX", "exp2");
+  s.used_knobs["SOFTMAX"] = softmax;
+  t.softmax_exp2 = softmax == "exp2";
+  if (!t.interleave_loads && t.frag_buffers == 2)
+    throw Error("FRAG_BUFFERS=2 with INTERLEAVE_LOADS=0: the whole block's K/V fragments are "
+                "already in registers before the mmas, so there is no next k-step to load "
+                "under them; use INTERLEAVE_LOADS=1 or FRAG_BUFFERS=1");
   if (!a.D.is_const())
     throw Error("attention's GPU kernel needs a numeric head dim D (the O and Q fragments "
                 "are register arrays sized by it); D is " + a.D.str());
   t.head_dim = a.D.const_value();
+  // ZERO_INIT defaults to mma, except where the kernel sits at 255 registers — above
+  // D = 128, and with Q re-read per k-step (Q_IN_REGS=0, two row atoms) — where the peeled
+  // first k-step tipped ptxas into spills and the Init loop did not (sm_90a: D = 256 with
+  // BLOCK_N = 16, 40 B; D = 128, Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32, 24-40 B).
+  const bool tight = t.head_dim > 128 || !t.q_in_regs;
+  const std::string zero = s.knobs.get_str("ZERO_INIT", tight ? "init" : "mma");
+  s.used_knobs["ZERO_INIT"] = zero;
+  t.zero_init_mma = zero == "mma";
   if (t.head_dim % 16 != 0 || t.head_dim > 256)
     throw Error("attention's mma.sync kernel takes head dims that are multiples of 16 up to "
                 "256 (m16n8k16 k-steps over D); D = " + std::to_string(t.head_dim));
@@ -276,6 +318,14 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                 " B per block");
   t.fragment_regs =
       t.row_atoms * (t.head_dim / 2 + t.block_n / 2 + (t.q_in_regs ? t.head_dim / 4 : 4));
+  // INTERLEAVE_LOADS=0 and FRAG_BUFFERS=2 add nothing here: in the unrolled key loop
+  // ptxas schedules the ldmatrix where it likes, whatever order the IR gives. Measured
+  // (NVRTC 13.0, sm_90a, D = 128, 64x64 blocks): 232 registers by default, 236 with the
+  // whole K and V blocks' fragments loaded first (estimate +128), 232 with FRAG_BUFFERS=2.
+  // The exception is FRAG_BUFFERS=2 with Q_IN_REGS=0, where Q's fragments are double
+  // buffered too and ptxas keeps K's next set across the Q reloads: two m16 atoms at
+  // D = 128 with BLOCK_N = 32 (255 registers without it) spilled 20 B (sm_90a, causal).
+  if (t.frag_buffers == 2 && !t.q_in_regs) t.fragment_regs += 8 * t.row_atoms + t.block_n / 2;
   const int64_t overhead = 40 + 8 * t.row_atoms;
   if (t.fragment_regs + overhead > s.target.regs_per_thread)
     throw Error("BLOCK_M=" + std::to_string(t.block_m) + ",BLOCK_N=" +

@@ -45,6 +45,13 @@ struct AttentionLoops {
 struct AttentionTiles {
   int64_t block_m = 64, block_n = 64, warps = 4, kv_stages = 2;
   bool q_in_regs = true;         // Q's fragments loaded once (1) or per k-step from Q_s (0)
+  // The articles' ladder (docs/attention.md, "The mma.sync kernel"):
+  bool interleave_loads = true;  // INTERLEAVE_LOADS: K/V fragments per k-step (1) or the
+                                 // whole block's first (0)
+  int64_t frag_buffers = 1;      // FRAG_BUFFERS: 2 loads k-step s+1's fragments before s's mmas
+  bool softmax_exp2 = true;      // SOFTMAX=exp2 (scale folded into one FFMA) or exp
+  bool zero_init_mma = true;     // ZERO_INIT=mma: S's first k-step takes a zero C operand
+  bool stage_output = false;     // STAGE_OUTPUT=1: O through Q_s, 16-byte row stores
   int64_t head_dim = 0;          // D, a constant multiple of 16
   int64_t row_atoms = 1;         // m16 atoms per warp: BLOCK_M / (16 WARPS)
   int64_t smem_bytes = 0;        // Q + KV_STAGES (K + V) blocks, 16-bit
@@ -62,6 +69,13 @@ inline constexpr const char* kLseTensor = "lse";
 // `body` under `cond`, without an If when the condition is the constant 1, and nothing
 // when it is the constant 0.
 Block guarded(const Expr& cond, Block body);
+
+// The end of one query row of the online-softmax forms (l:005, t:012), over the row's
+// statistics m (log2 units) and l: `row` (the key loop and O's write) followed, with
+// `lse`, by LSE = m·ln 2 + log l; a row that keeps no key writes O = 0 and LSE = -inf
+// instead. Returns both branches under their index conditions (has_keys / empty_row).
+Block finish_row(const AttentionLoops& a, Block row, const Expr& b, const Expr& h,
+                 const Expr& i);
 
 // A name not yet used by a tensor or a symbol of `p`.
 std::string fresh_tensor_name(const ProgramBase& p, const std::string& base);

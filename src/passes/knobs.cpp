@@ -120,7 +120,9 @@ const std::vector<KnobDef>& knob_registry() {
        "t:046_swizzle_smem", 0, 0, false, {"none", "32B", "64B", "128B", "xor"}}
           .searched(SearchGroup::staging, {{"mma", {"none", "xor"}}, {"wgmma", {"128B"}, 90}}),
       KnobDef{"INTERLEAVE_LOADS", "issue each fragment load right before its first FMA, as "
-       "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs)",
+       "handwritten SGEMMs do (0/1; 0 = all loads of a k step, then all FMAs); attention "
+       "(k:012): K/V fragments per k-step right before their mmas (1) or the whole key "
+       "block's first (0)",
        "k:052_interleave_loads", 0, 1}
           .searched(SearchGroup::other, {{"fma", {"0", "1"}}}),
       {"LDMATRIX", "load mma fragments from shared memory with ldmatrix (0/1; default 1: "
@@ -128,7 +130,8 @@ const std::vector<KnobDef>& knob_registry() {
        "slab: A [BM][BK], B [BN][BK])",
        "k:025_lower_mma", 0, 1},
       KnobDef{"FRAG_BUFFERS", "mma fragment register sets per slab: 2 loads the next atom "
-       "step's fragments before the current step's mmas (1 = load, then multiply)",
+       "step's fragments before the current step's mmas (1 = load, then multiply); attention "
+       "(k:012) likewise for K/V's k-steps (2 needs INTERLEAVE_LOADS=1)",
        "k:027_frag_buffers", 1, 2}
           .searched(SearchGroup::other, {{"mma", {"1", "2"}}}),
       KnobDef{"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
@@ -211,6 +214,17 @@ const std::vector<KnobDef>& knob_registry() {
       {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
        "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
        "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},
+      {"SOFTMAX", "attention: exp2 (scores unscaled, scale·log2(e) folded into one FFMA "
+       "before ex2) or exp (the plain form: scores scaled by one FMUL each, then expf)",
+       "k:012_lower_attention", 0, 0, false, {"exp2", "exp"}},
+      {"ZERO_INIT", "attention: S's accumulators zeroed through the first k-step's mma (mma: a "
+       "zero C operand; the default) or by a loop of register moves before it (init; the "
+       "default above D = 128 and with Q_IN_REGS=0, where mma's peeled k-step spilled)",
+       "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
+      {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
+       "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
+       "default)",
+       "k:012_lower_attention", 0, 1},
   };
   return defs;
 }

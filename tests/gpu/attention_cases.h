@@ -5,6 +5,8 @@
 // case's kernel with NVRTC for sm_80 and sm_90a and checks ptxas spilled nothing, so only
 // the numerics are left to the GPU.
 #pragma once
+#include <cctype>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,9 @@ struct Case {
   std::string knobs;
 };
 
+// gtest prints a case by this (found by ADL in the case's namespace) instead of its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
+
 inline std::string expr(int b, int hq, int hkv, int sq, int sk, int d, const std::string& causal,
                         const std::string& dtype, bool lse) {
   auto t = [&](const char* n, int h, int s) {
@@ -23,6 +28,33 @@ inline std::string expr(int b, int hq, int hkv, int sq, int sk, int d, const std
   };
   return "attention(" + t("Q", hq, sq) + ", " + t("K", hkv, sk) + ", " + t("V", hkv, sk) +
          ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
+}
+
+// A test name gtest accepts (letters, digits, underscores) that says what the case is:
+// index, Q's [B,Hq,Sq,D], K's heads and length, dtype, mask, LSE, knobs — e.g.
+// "7_q2x4x17x64_k4x1000_bf16_causal_true_lse" or "40_..._lse_KV_STAGES_1".
+inline std::string name(const Case& c, size_t index) {
+  auto dims = [&](char tensor) {
+    const size_t open = c.expr.find(std::string(1, tensor) + "[") + 2;
+    return c.expr.substr(open, c.expr.find(']', open) - open);
+  };
+  std::string q = dims('Q'), k = dims('K');
+  // K's [B,Hkv,Sk,D] -> Hkv,Sk; dims joined by x.
+  const size_t k1 = k.find(',') + 1, k3 = k.rfind(',');
+  k = k.substr(k1, k3 - k1);
+  for (std::string* d : {&q, &k})
+    for (char& ch : *d)
+      if (ch == ',') ch = 'x';
+  const size_t dt = c.expr.find("]:") + 2;
+  const size_t causal = c.expr.find("causal=") + 7;
+  std::string out = std::to_string(index) + "_q" + q + "_k" + k + "_" +
+                    c.expr.substr(dt, c.expr.find(',', dt) - dt) + "_causal_" +
+                    c.expr.substr(causal, c.expr.find_first_of(",)", causal) - causal);
+  if (c.expr.find("lse=true") != std::string::npos) out += "_lse";
+  if (!c.knobs.empty()) out += "_" + c.knobs;
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return out;
 }
 
 inline std::vector<Case> cases() {
@@ -36,6 +68,9 @@ inline std::vector<Case> cases() {
         // Sq != Sk both ways (bottom-right with Sq > Sk empties the first rows).
         v.push_back({expr(2, 4, 4, 17, 1000, d, causal, dt, true), ""});
         v.push_back({expr(2, 4, 4, 1000, 17, d, causal, dt, true), ""});
+        // The ladder's knobs off their defaults on every mask, dtype and head dim.
+        v.push_back({expr(2, 4, 2, 1000, 777, d, causal, dt, true),
+                     "FRAG_BUFFERS=2,SOFTMAX=exp,ZERO_INIT=init,STAGE_OUTPUT=1"});
       }
   // Longer rows, GQA 32/8 and MQA, no LSE, other block shapes (two m16 atoms per warp;
   // one warp per 16 rows with 8 warps).
@@ -53,6 +88,22 @@ inline std::vector<Case> cases() {
     v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true),
                  "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32"});
     v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true), "Q_IN_REGS=0,BLOCK_M=128,WARPS=4"});
+    // The articles' ladder as knobs: the whole key block's fragments first, SMEM->RF double
+    // buffering (with Q re-read and two row atoms too), the plain exp softmax, S zeroed by
+    // register moves, O staged through Q_s (STAGE_OUTPUT=0 is the default: predicted a
+    // wash, docs/attention.md), and the base kernel with every step off.
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), "INTERLEAVE_LOADS=0,BLOCK_N=32"});
+    v.push_back({expr(2, 8, 1, 4097, 1000, 64, causal, "f16", true), "INTERLEAVE_LOADS=0"});
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), "FRAG_BUFFERS=2"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true),
+                 "FRAG_BUFFERS=2,Q_IN_REGS=0,BLOCK_M=128,WARPS=4"});
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), "SOFTMAX=exp"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 64, causal, "f16", true), "SOFTMAX=exp"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), "ZERO_INIT=init,STAGE_OUTPUT=1"});
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), "STAGE_OUTPUT=1"});
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true),
+                 "SWIZZLE=none,KV_STAGES=1,INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init,"
+                 "STAGE_OUTPUT=0"});
     // Head dim 256 (BLOCK_N = 16 by default: the registers O and Q take).
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), ""});
   }

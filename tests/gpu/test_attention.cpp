@@ -15,8 +15,6 @@ namespace {
 
 using attention_test::Case;
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
-
 class GpuAttention : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
@@ -34,7 +32,10 @@ TEST_P(GpuAttention, MatchesFp64Reference) {
   if (r.lse_verify) EXPECT_TRUE(r.lse_verify->passed) << r.lse_verify->message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention, ::testing::ValuesIn(attention_test::cases()));
+INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention, ::testing::ValuesIn(attention_test::cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
 
 }  // namespace
 }  // namespace loom

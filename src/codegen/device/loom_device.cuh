@@ -686,6 +686,26 @@ __device__ __forceinline__ void mma_m16n8k16_f32_bf16(float d[4], const unsigned
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// The two above with C = 0 (Stmt::zero_acc): the first k-step of an accumulation. d is
+// output only, so no zeroing of its registers precedes the mma; C is the constant 0,
+// which ptxas encodes as RZ.
+__device__ __forceinline__ void mma_m16n8k16_f32_f16_zero_c(float d[4], const unsigned a[4],
+                                                            const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+}
+__device__ __forceinline__ void mma_m16n8k16_f32_bf16_zero_c(float d[4], const unsigned a[4],
+                                                             const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+}
+
 // PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f16.f16.f16.f16
 // (f16 accumulate: half the accumulator registers, sums rounded to f16); fragments per
 // 9.7.14.5.8. c: c0,c1 and c2,c3 as two f16x2 registers.

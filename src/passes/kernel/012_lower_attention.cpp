@@ -12,7 +12,10 @@
 //     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
 //     KV_STAGES=1: each block loads its own K and V at its top (V overlaps S only).
 //     K [key][d] is the "B stored N x K" operand: plain ldmatrix.x4 (two n8 tiles per
-//     load); V [key][d] is B stored K x N: ldmatrix.x4.trans.
+//     load); V [key][d] is B stored K x N: ldmatrix.x4.trans. Fragment schedule
+//     (s_product, pv_product): each fragment right before its mmas (INTERLEAVE_LOADS=1),
+//     the whole block's first (0), or k-step s+1's before s's mmas (FRAG_BUFFERS=2).
+//     S's first k-step takes a zero C operand (ZERO_INIT=mma) instead of zeroed registers.
 //  4. Masks per element only in blocks the mask or the ragged end reaches (a CTA-uniform
 //     test on the block's last key and the block's first row): s = -inf there. A row that
 //     keeps no key (bottom-right mask, Sq > Sk) is given every key < Sk instead, so its
@@ -20,22 +23,26 @@
 //     and -inf at the store (index conditions, as in the loop form).
 //  5. Online softmax on the fragments: row max over the thread's values, then over the
 //     quad (lane_reduce.max.x4: the 4 lanes of an m16n8 C row); alpha = exp2((m - m_new) c),
-//     p = exp2(s c - m_new c) with c = scale·log2(e) (one FFMA + ex2); the row sum stays
-//     per thread until the end (FlashAttention-2), then one lane_reduce.add.x4.
+//     p = exp2(s c - m_new c) with c = scale·log2(e) (one FFMA + ex2; SOFTMAX=exp: S
+//     scaled first, p = exp(s - m_new)); the row sum stays per thread until the end
+//     (FlashAttention-2), then one lane_reduce.add.x4.
 //  6. O += P V with P in registers: two adjacent S accumulator tiles are the A fragment of
 //     one k16 step (c_to_a_pairs proves it from the atom's maps; codegen packs the f32
 //     pairs with cvt.rn.*x2.f32 at the mma).
-//  7. O · (1/l) stored by each lane as bf16/f16 pairs (4-byte stores); LSE by lane t = 0 of
-//     each quad for its two rows.
+//  7. O · (1/l) as bf16/f16 pairs into Q_s, then a barrier and 16-byte row stores
+//     (STAGE_OUTPUT=1), or straight from the fragments as 4-byte stores (0); LSE by lane
+//     t = 0 of each quad for its two rows.
 // Shared tiles: Q_s, K_s, V_s, rows of D 16-bit elements. With SWIZZLE=xor (the default
 // for a power-of-two D) each row's 16-byte chunk c is stored at c ^ (row % 8)
 // (Swizzle<B,3,log2(D)-3>): the 8 rows one ldmatrix matrix reads then sit in 8 different
 // bank groups instead of one (rows of 128 or 256 bytes all start at bank 0: 8-way
 // conflicts with SWIZZLE=none).
 // Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1, 2), Q_IN_REGS, SWIZZLE (none, xor),
-// MIN_BLOCKS.
+// MIN_BLOCKS, INTERLEAVE_LOADS, FRAG_BUFFERS, SOFTMAX (exp2, exp), ZERO_INIT (mma, init),
+// STAGE_OUTPUT.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -142,6 +149,157 @@ struct Lowering {
     return ceil_div(a.Sq, Expr(BM)) - 1 - x;
   }
 
+  // Q's A fragment of row atom m_a (the variable) and k-step `ks`, from its staging.
+  Stmt q_load(const std::string& dst, std::vector<Expr> prefix, const Expr& ks) const {
+    const Expr m_a = Expr::var("m_a");
+    return Stmt::CopyAtom("ldmatrix_x4", dst, std::move(prefix), q_s,
+                          (w * RW + m_a * 16 + lane % 16) * D + ks * 16 + lane / 16 * 8);
+  }
+
+  // The mma D += A·B of row atom m_a and n8 half hf into `acc`[m_a, col, hf]; `zero`:
+  // C = 0 (the first k-step of S under ZERO_INIT=mma).
+  static Stmt mma_into(const WarpAtom& mma, const std::string& acc, const Expr& col,
+                       Operand a_frag, Operand b_frag, bool zero) {
+    Stmt s = Stmt::Atom(mma.id, acc, {std::move(a_frag), std::move(b_frag)});
+    s.dst_index = {Expr::var("m_a"), col, Expr::var("hf")};
+    s.zero_acc = zero;
+    return s;
+  }
+
+  // A product's k-steps: `step(ks, first)` for ks = 0 .. steps-1. With a zero C operand
+  // on the first, that one is peeled off (the flag is per statement), the rest loop.
+  static Block k_steps(const std::string& var, int64_t steps, bool peel_first,
+                       const std::function<Block(const Expr&, bool)>& step) {
+    const Expr v = Expr::var(var);
+    if (!peel_first)
+      return {Stmt::For(var, Expr(steps), LoopKind::Reduce, var, step(v, false), Tier::Register)};
+    Block out = step(Expr(0), true);
+    if (steps > 1)
+      out.push_back(Stmt::For(var, Expr(steps - 1), LoopKind::Reduce, var, step(v + 1, false),
+                              Tier::Register));
+    return out;
+  }
+
+  // S = Q K_kbᵀ into s_acc[RA, BN/16, 2, 4], over D/16 k-steps of BN/16 K fragments
+  // (ldmatrix.x4: two n8 tiles of one k16 step each). The fragment schedule:
+  //  INTERLEAVE_LOADS=1, FRAG_BUFFERS=1: each K fragment right before its mmas.
+  //  INTERLEAVE_LOADS=0: the whole block's K fragments (D/16 x BN/16) first, then the
+  //    mmas (the articles' kernel before fragment interleaving).
+  //  FRAG_BUFFERS=2: two sets of one k-step's fragments; k-step s+1's loaded before
+  //    k-step s's mmas, so ldmatrix latency hides under them (SMEM->RF double buffering).
+  // Q_IN_REGS=0 loads Q's fragments of each k-step from Q_s the same way.
+  Block s_product(const WarpAtom& mma, const Expr& slot) const {
+    const Expr m_a = Expr::var("m_a"), n2 = Expr::var("n2"), hf = Expr::var("hf");
+    const int64_t steps = D / 16, tiles = BN / 16;
+    const bool whole = !t.interleave_loads, twice = t.frag_buffers == 2;
+    auto k_addr = [&](const Expr& ks) {
+      return slot + (n2 * 16 + lane / 16 * 8 + lane % 8) * D + ks * 16 + lane / 8 % 2 * 8;
+    };
+    auto k_load = [&](const std::string& dst, std::vector<Expr> prefix, const Expr& ks) {
+      return Stmt::CopyAtom("ldmatrix_x4", dst, std::move(prefix), k_s, k_addr(ks));
+    };
+    // One k-step's K (and re-read Q) fragments into set `set` of the double buffer.
+    auto load_set = [&](const Expr& ks, const Expr& set) {
+      Block b = {reg_loop("n2", tiles, {k_load("k_buf", {set, n2}, ks)})};
+      if (!t.q_in_regs) b.push_back(reg_loop("m_a", RA, {q_load("q_buf", {set, m_a}, ks)}));
+      return b;
+    };
+    auto q_op = [&](const Expr& ks) {
+      if (t.q_in_regs) return val("q_frag", {m_a, ks});
+      return twice ? val("q_buf", {ks % 2, m_a}) : val("q_frag", {m_a});
+    };
+    auto mmas = [&](const Expr& ks, bool first, const Operand& k_frag_of_hf_prefix) {
+      Operand kf = k_frag_of_hf_prefix;
+      kf.index.push_back(hf);
+      return reg_loop("m_a", RA, {reg_loop("hf", 2, {mma_into(mma, "s_acc", n2, q_op(ks), kf, first)})});
+    };
+    Block out;
+    if (!t.q_in_regs && !twice) out.push_back(Stmt::Alloc("q_frag", {Expr(RA), Expr(8)}));
+    if (whole) {
+      out.push_back(Stmt::Alloc("k_all", {Expr(steps), Expr(tiles), Expr(2), Expr(4)}));
+      out.push_back(reg_loop("d_k", steps, {reg_loop("n2", tiles, {
+          k_load("k_all", {Expr::var("d_k"), n2}, Expr::var("d_k"))})}));
+    }
+    if (twice) {
+      out.push_back(Stmt::Alloc("k_buf", {Expr(2), Expr(tiles), Expr(2), Expr(4)}));
+      if (!t.q_in_regs) out.push_back(Stmt::Alloc("q_buf", {Expr(2), Expr(RA), Expr(8)}));
+      Block first = load_set(Expr(0), Expr(0));
+      out.insert(out.end(), first.begin(), first.end());
+    }
+    auto step = [&](const Expr& ks, bool first) {
+      Block b;
+      if (!t.q_in_regs && !twice) b.push_back(reg_loop("m_a", RA, {q_load("q_frag", {m_a}, ks)}));
+      if (twice) {
+        b = guarded(ks + 1 < Expr(steps), load_set(ks + 1, (ks + 1) % 2));
+        b.push_back(reg_loop("n2", tiles, {mmas(ks, first, val("k_buf", {ks % 2, n2}))}));
+      } else if (whole) {
+        b.push_back(reg_loop("n2", tiles, {mmas(ks, first, val("k_all", {ks, n2}))}));
+      } else {
+        b.push_back(reg_loop("n2", tiles, {
+            Stmt::Alloc("k_frag", {Expr(2), Expr(4)}), k_load("k_frag", {}, ks),
+            mmas(ks, first, val("k_frag"))}));
+      }
+      return b;
+    };
+    out.insert(out.begin(), Stmt::Alloc("s_acc", {Expr(RA), Expr(tiles), Expr(2), Expr(4)}));
+    if (!t.zero_init_mma) {
+      const Expr e = Expr::var("e");
+      out.insert(out.begin() + 1,
+                 reg_loop("m_a", RA, {reg_loop("n2", tiles, {reg_loop("hf", 2, {reg_loop("e", 4, {
+                     with_dst(Stmt::Init("s_acc", 0.0), {m_a, n2, hf, e})})})})}));
+    }
+    Block ks = k_steps("d_k", steps, t.zero_init_mma, step);
+    out.insert(out.end(), ks.begin(), ks.end());
+    return out;
+  }
+
+  // O += P V_kb over BN/16 k-steps (P's S tiles (kk, 0) and (kk, 1) are the A fragment
+  // of k-step kk), D/16 V fragments each (ldmatrix.x4.trans: two n8 tiles of O); the
+  // fragment schedules of s_product. O is not zeroed through the mma: its first product
+  // is in key block 0, after the rescale by alpha that reads it, and peeling block 0 off
+  // the key loop would double the kernel for D/2 register moves per CTA.
+  Block pv_product(const WarpAtom& mma, const Expr& slot) const {
+    const Expr m_a = Expr::var("m_a"), dn2 = Expr::var("dn2"), hf = Expr::var("hf");
+    const int64_t steps = BN / 16, tiles = D / 16;
+    const bool whole = !t.interleave_loads, twice = t.frag_buffers == 2;
+    auto v_load = [&](const std::string& dst, std::vector<Expr> prefix, const Expr& ks) {
+      return Stmt::CopyAtom("ldmatrix_x4_trans", dst, std::move(prefix), v_s,
+                            slot + (ks * 16 + lane % 16) * D + dn2 * 16 + lane / 16 * 8);
+    };
+    auto mmas = [&](const Expr& ks, Operand v_frag) {
+      v_frag.index.push_back(hf);
+      return reg_loop("m_a", RA, {reg_loop("hf", 2, {
+          mma_into(mma, "o_acc", dn2, val("s_acc", {m_a, ks}), v_frag, false)})});
+    };
+    Block out;
+    if (whole) {
+      out.push_back(Stmt::Alloc("v_all", {Expr(steps), Expr(tiles), Expr(2), Expr(4)}));
+      out.push_back(reg_loop("kk", steps, {reg_loop("dn2", tiles, {
+          v_load("v_all", {Expr::var("kk"), dn2}, Expr::var("kk"))})}));
+    }
+    if (twice) {
+      out.push_back(Stmt::Alloc("v_buf", {Expr(2), Expr(tiles), Expr(2), Expr(4)}));
+      out.push_back(reg_loop("dn2", tiles, {v_load("v_buf", {Expr(0), dn2}, Expr(0))}));
+    }
+    auto step = [&](const Expr& ks, bool) {
+      Block b;
+      if (twice) {
+        b = guarded(ks + 1 < Expr(steps),
+                    {reg_loop("dn2", tiles, {v_load("v_buf", {(ks + 1) % 2, dn2}, ks + 1)})});
+        b.push_back(reg_loop("dn2", tiles, {mmas(ks, val("v_buf", {ks % 2, dn2}))}));
+      } else if (whole) {
+        b.push_back(reg_loop("dn2", tiles, {mmas(ks, val("v_all", {ks, dn2}))}));
+      } else {
+        b.push_back(reg_loop("dn2", tiles, {Stmt::Alloc("v_frag", {Expr(2), Expr(4)}),
+                                            v_load("v_frag", {}, ks), mmas(ks, val("v_frag"))}));
+      }
+      return b;
+    };
+    Block ks = k_steps("kk", steps, false, step);
+    out.insert(out.end(), ks.begin(), ks.end());
+    return out;
+  }
+
   Block build(const WarpAtom& mma) {
     const Expr m_a = Expr::var("m_a"), d_k = Expr::var("d_k"), n2 = Expr::var("n2"),
                hf = Expr::var("hf"), e = Expr::var("e"), r2 = Expr::var("r2"),
@@ -157,15 +315,10 @@ struct Lowering {
 
     // 2. Q.
     append(copy_block(q_s, a.q, h, qb * BM, BM, a.Sq, "q"));
-    // Q's A fragment of row atom m_a and k-step d_k, from its staging.
-    auto q_load = [&](std::vector<Expr> prefix) {
-      return Stmt::CopyAtom("ldmatrix_x4", "q_frag", std::move(prefix), q_s,
-                            (w * RW + m_a * 16 + lane % 16) * D + d_k * 16 + lane / 16 * 8);
-    };
     append({Stmt::AsyncCommit(), Stmt::AsyncWait(0), Stmt::Barrier()});
     if (t.q_in_regs)
       append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
-              reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load({m_a, d_k})})})});
+              reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load("q_frag", {m_a, d_k}, d_k)})})});
     // Accumulators and row statistics (value index e of a C tile; r2 = row g or g + 8).
     append({Stmt::Alloc("o_acc", {Expr(RA), Expr(D / 16), Expr(2), Expr(4)}),
             reg_loop("m_a", RA, {reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
@@ -211,29 +364,8 @@ struct Lowering {
       add(copy_block(v_s, a.v, hk, kb * BN, BN, a.Sk, "v"));
       add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
     }
-    // S = Q Kᵀ (unscaled; the scale rides in the exponent). Q_IN_REGS=0: each k-step's Q
-    // fragments come from Q_s again, freeing D/4 registers per row atom for two atoms per
-    // warp, whose K fragments then serve both (half the ldmatrix bytes per mma).
-    const Operand q_frag = t.q_in_regs ? val("q_frag", {m_a, d_k}) : val("q_frag", {m_a});
-    Block s_step;
-    if (!t.q_in_regs)
-      s_step = {Stmt::Alloc("q_frag", {Expr(RA), Expr(8)}),
-                reg_loop("m_a", RA, {q_load({m_a})})};
-    s_step.push_back(reg_loop("n2", BN / 16, {
-        Stmt::Alloc("k_frag", {Expr(2), Expr(4)}),
-        Stmt::CopyAtom("ldmatrix_x4", "k_frag", {}, k_s,
-                       slot + (n2 * 16 + lane / 16 * 8 + lane % 8) * D + d_k * 16 +
-                           lane / 8 % 2 * 8),
-        reg_loop("m_a", RA, {reg_loop("hf", 2, {[&] {
-          Stmt s = Stmt::Atom(mma.id, "s_acc", {q_frag, val("k_frag", {hf})});
-          s.dst_index = {m_a, n2, hf};
-          return s;
-        }()})})}));
-    add({Stmt::Alloc("s_acc", {Expr(RA), Expr(BN / 16), Expr(2), Expr(4)}),
-         reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
-             with_dst(Stmt::Init("s_acc", 0.0), {m_a, n2, hf, e})})})})}),
-         Stmt::For("d_k", Expr(D / 16), LoopKind::Reduce, "d_k", std::move(s_step),
-                   Tier::Register)});
+    // S = Q Kᵀ (unscaled; the scale rides in the exponent), over D/16 k-steps.
+    add(s_product(mma, slot));
     // K_{kb+1} goes to the other slot, which every warp finished reading (S_{kb-1})
     // before this iteration's barrier.
     if (eager) add(next(k_s, a.k, "k"));
@@ -255,51 +387,61 @@ struct Lowering {
                 {reg_loop("e", 4, guarded(drop, {with_dst(Stmt::Init("s_acc", kNegInf),
                                                            {m_a, n2, hf, e})}))})})})}));
     }
-    // 5. Online softmax, per row half r2 (row g or g + 8 of the atom).
+    // 5. Online softmax, per row half r2 (row g or g + 8 of the atom). SOFTMAX=exp2: S
+    // stays unscaled and c = scale·log2(e) rides in the exponent, p = exp2(s c - m c)
+    // (nvcc contracts the multiply and subtract into one FFMA, then ex2). SOFTMAX=exp
+    // (the articles' plain form): S is scaled first (one FMUL per score), m is in those
+    // units, p = exp(s - m) (expf).
     {
+      const bool e2 = t.softmax_exp2;
+      const ScalarOp ex = e2 ? ScalarOp::Exp2 : ScalarOp::Exp;
       const Expr v = r2 * 2 + e;  // values 2 r2, 2 r2 + 1 of a C tile hold row r2
       const Operand s_v = val("s_acc", {m_a, n2, hf, v});
-      Block row_max = {
+      auto each_score = [&](Block b) {
+        return reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, std::move(b))})});
+      };
+      Block row_max;
+      if (!e2)
+        row_max.push_back(each_score({with_dst(
+            Stmt::Compute("s_acc", ScalarOp::Mul, {s_v, Operand::constant(a.scale)}),
+            {m_a, n2, hf, v})}));
+      Block stats = {
           Stmt::Init("m_t", kNegInf),
-          reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
-              Stmt::Accum("m_t", s_v, ScalarOp::Max)})})}),
+          each_score({Stmt::Accum("m_t", s_v, ScalarOp::Max)}),
           Stmt::LaneReduce("m_q", ScalarOp::Max, val("m_t"), 4),
           Stmt::Compute("m_new", ScalarOp::Max, {val("m_i", {m_a, r2}), val("m_q")}),
           Stmt::Compute("m_diff", ScalarOp::Sub, {val("m_i", {m_a, r2}), val("m_new")}),
-          Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}),
-          Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}),
-          with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {m_a, r2}), val("m_q")}),
-                   {m_a, r2}),
-          with_dst(Stmt::Accum("l_i", val("alpha"), ScalarOp::Mul), {m_a, r2}),
-          Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}),
-          reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
-              Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
-              Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
-              with_dst(Stmt::Compute("s_acc", ScalarOp::Exp2, {val("s_m")}), {m_a, n2, hf, v}),
-              with_dst(Stmt::Accum("l_i", s_v), {m_a, r2})})})}),
-          reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
-              with_dst(Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul),
-                       {m_a, dn2, hf, v})})})}),
       };
+      row_max.insert(row_max.end(), stats.begin(), stats.end());
+      if (e2) {
+        row_max.push_back(
+            Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}));
+        row_max.push_back(Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}));
+      } else {
+        row_max.push_back(Stmt::Compute("alpha", ScalarOp::Exp, {val("m_diff")}));
+      }
+      row_max.push_back(with_dst(
+          Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {m_a, r2}), val("m_q")}), {m_a, r2}));
+      row_max.push_back(with_dst(Stmt::Accum("l_i", val("alpha"), ScalarOp::Mul), {m_a, r2}));
+      Block p_of_s;
+      if (e2) {
+        row_max.push_back(Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}));
+        p_of_s = {Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
+                  Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")})};
+      } else {
+        p_of_s = {Stmt::Compute("s_m", ScalarOp::Sub, {s_v, val("m_new")})};
+      }
+      p_of_s.push_back(with_dst(Stmt::Compute("s_acc", ex, {val("s_m")}), {m_a, n2, hf, v}));
+      p_of_s.push_back(with_dst(Stmt::Accum("l_i", s_v), {m_a, r2}));
+      row_max.push_back(each_score(std::move(p_of_s)));
+      row_max.push_back(reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
+          with_dst(Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {m_a, dn2, hf, v})})})}));
       add({reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(row_max))})});
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
     // V_kb landed: eager, only K_{kb+1} may still be in flight.
-    add({Stmt::AsyncWait(eager ? 1 : 0), Stmt::Barrier(),
-         Stmt::For("kk", Expr(BN / 16), LoopKind::Reduce, "kk",
-                   {reg_loop("dn2", D / 16, {
-                       Stmt::Alloc("v_frag", {Expr(2), Expr(4)}),
-                       Stmt::CopyAtom("ldmatrix_x4_trans", "v_frag", {}, v_s,
-                                      slot + (kk * 16 + lane % 16) * D + dn2 * 16 +
-                                          lane / 16 * 8),
-                       reg_loop("m_a", RA, {reg_loop("hf", 2, {
-                           [&] {
-                             Stmt s = Stmt::Atom(mma.id, "o_acc",
-                                                 {val("s_acc", {m_a, kk}), val("v_frag", {hf})});
-                             s.dst_index = {m_a, dn2, hf};
-                             return s;
-                           }()})})})},
-                   Tier::Register)});
+    add({Stmt::AsyncWait(eager ? 1 : 0), Stmt::Barrier()});
+    add(pv_product(mma, slot));
     // V_{kb+1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
     if (eager) add(next(v_s, a.v, "v"));
     append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
@@ -322,15 +464,23 @@ struct Lowering {
                                                    {val("o_acc", {m_a, dn2, hf, r2 * 2 + e}),
                                                     val("inv_l", {m_a, r2})}),
                                      {e})}),
-          Stmt::If(i < a.Sq, {[&] {
-            Stmt s = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
+          [&] {
+            // STAGE_OUTPUT=1: into the row's place in Q_s (this warp's own rows, which
+            // only this warp ever read); rows past Sq too, the copy out skips them.
+            Stmt s = t.stage_output
+                         ? Stmt::Write(q_s, {(w * RW + m_a * 16 + lane / 4 + r2 * 8) * D + d},
+                                       val("y", {Expr(0)}))
+                         : Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})},
+                                       val("y", {Expr(0)}));
             s.width = 2;
-            return s;
-          }()})})}));
+            return t.stage_output ? s : Stmt::If(i < a.Sq, {s});
+          }()})}));
       if (a.lse) {
+        // m is in S's units: unscaled (SOFTMAX=exp2) or scaled (exp).
         Block lse = {
             Stmt::Compute("m_s", ScalarOp::Mul,
-                          {val("m_i", {m_a, r2}), Operand::constant(a.scale)}),
+                          {val("m_i", {m_a, r2}),
+                           Operand::constant(t.softmax_exp2 ? a.scale : 1.0)}),
             Stmt::Compute("log_l", ScalarOp::Log, {val("l_q")}),
             with_dst(Stmt::Compute("lse_v", ScalarOp::Add, {val("m_s"), val("log_l")}), {m_a, r2}),
         };
@@ -345,8 +495,33 @@ struct Lowering {
       if (a.lse) tail.push_back(Stmt::Alloc("lse_v", {Expr(RA), Expr(2)}));
       tail.push_back(reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(fin))}));
       append(std::move(tail));
+      if (t.stage_output) append(copy_out());
     }
     return body;
+  }
+
+  // STAGE_OUTPUT=1: after a barrier (every warp's O rows in Q_s), the block's [BLOCK_M, D]
+  // leaves by 16-byte row-contiguous loads and stores, consecutive threads taking
+  // consecutive chunks of a row (whole 32-byte sectors per pair of lanes, where the
+  // fragments' 4-byte stores fill half-sectors), rows past Sq skipped.
+  Block copy_out() const {
+    const int64_t chunks = BM * D / kChunk, threads = kLanes * W;
+    const Expr cv = Expr::var("o_c"), e = Expr::var("o_e");
+    const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
+    Stmt ld = Stmt::Load("o_v", q_s, {row * D + col});
+    ld.dst_index = {Expr(0)};
+    ld.width = int(kChunk);
+    Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, qb * BM + row, col})},
+                          val("o_v", {Expr(0)}));
+    st.width = int(kChunk);
+    // `row < Sq - qb·BM`: one loop-invariant bound (k:054 found the other form spilling).
+    Expr keep = row < a.Sq - qb * BM;
+    if (chunks % threads != 0) keep = e < chunks && keep;
+    Block move = {Stmt::Let("o_e", cv * threads + tid), Stmt::Alloc("o_v", {Expr(kChunk)})};
+    move.push_back(Stmt::If(keep, {ld, st}));
+    return {Stmt::Barrier(),
+            Stmt::For("o_c", Expr((chunks + threads - 1) / threads), LoopKind::Parallel, "o_c",
+                      std::move(move))};
   }
 
   KernelOp run() {
@@ -383,7 +558,8 @@ Pass pass_lower_attention() {
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited",
-              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS"},
+              {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
+               "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 if (s.target.compute_capability() < 80)

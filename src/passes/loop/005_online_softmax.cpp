@@ -123,17 +123,7 @@ LoopOp online_softmax(const AttentionLoops& a, LoopProgram& p, int64_t BM, int64
       loop("kb", key_blocks, std::move(block), LoopKind::Reduce),
       loop("d", a.D, std::move(finish)),
   };
-  Block empty = {loop("d", a.D, {Stmt::Write("out", oid, Operand::constant(0.0))})};
-  if (a.lse) {
-    row.push_back(Stmt::Compute("m_ln", ScalarOp::Mul, {val("m"), Operand::constant(M_LN2)}));
-    row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
-    row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m_ln"), val("log_l")}));
-    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
-    empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
-  }
-  Block cell = guarded(a.has_keys(i), std::move(row));
-  Block none = guarded(a.empty_row(i), std::move(empty));
-  cell.insert(cell.end(), none.begin(), none.end());
+  Block cell = finish_row(a, std::move(row), b, h, i);
 
   // 1. Query blocks and their rows.
   Block rows = {loop("r", Expr(BM), guarded(i < a.Sq, std::move(cell)))};

@@ -62,6 +62,35 @@ TEST(AttentionCompile, HeadlineShapeBothArchs) {
       expect_compiles(kHeadline, knobs, arch);
 }
 
+// The ladder's knob sets (docs/attention.md, "The articles' ladder as knobs") on the
+// benchmark's shapes, D = 64 and 128, causal and not: what `loom ladder flash` and the
+// A/B runs compile.
+TEST(AttentionCompile, LadderKnobSets) {
+  const char* const sets[] = {
+      "SWIZZLE=none,KV_STAGES=1,INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init",
+      "KV_STAGES=1,INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init",
+      "INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init",
+      "SOFTMAX=exp,ZERO_INIT=init",
+      "FRAG_BUFFERS=2,SOFTMAX=exp,ZERO_INIT=init",
+      "FRAG_BUFFERS=2",
+      "SOFTMAX=exp",
+      "ZERO_INIT=init",
+      "STAGE_OUTPUT=1",
+      "INTERLEAVE_LOADS=0,BLOCK_N=32",
+  };
+  for (int d : {64, 128})
+    for (const char* causal : {"false", "true"})
+      for (const char* knobs : sets)
+        for (const char* arch : {"sm_80", "sm_90a"})
+          expect_compiles(attention_test::expr(1, 16, 16, 4096, 4096, d, causal, "bf16", false),
+                          knobs, arch);
+  // Q re-read and double-buffered with K, two row atoms per warp (refused at D = 128 with
+  // BLOCK_N = 32: attention_tiles() counts the second Q set, which spilled there).
+  for (const char* arch : {"sm_80", "sm_90a"})
+    expect_compiles(attention_test::expr(1, 16, 16, 4096, 4096, 64, "true", "bf16", false),
+                    "FRAG_BUFFERS=2,Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32", arch);
+}
+
 TEST(AttentionCompile, HeadDim256) {
   const std::string e = attention_test::expr(1, 4, 4, 1000, 1000, 256, "true", "bf16", true);
   for (const char* arch : {"sm_80", "sm_90a"}) {

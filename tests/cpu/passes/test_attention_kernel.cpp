@@ -134,6 +134,72 @@ TEST(AttentionKernel, KvStagesOneAndTwo) {
   check_attention(attention(2, 2, 1, 1, 16, "true"), "KV_STAGES=2,BLOCK_M=16,BLOCK_N=16,WARPS=1", 54);
 }
 
+// The articles' ladder as knobs (docs/attention.md): the whole key block's K/V fragments
+// first (INTERLEAVE_LOADS=0), k-step s+1's fragments loaded before s's mmas
+// (FRAG_BUFFERS=2, with Q re-read too under Q_IN_REGS=0), the plain exp softmax, S zeroed
+// by an Init loop instead of the mma's zero C, and O staged through Q_s — each against the naive form over the masks, odd and unequal lengths,
+// GQA and MQA, f16 and bf16, head dims 16 to 64, one and two row atoms per warp.
+TEST(AttentionKernel, LadderKnobs) {
+  const char* const sets[] = {
+      "INTERLEAVE_LOADS=0", "FRAG_BUFFERS=2", "SOFTMAX=exp", "ZERO_INIT=init", "STAGE_OUTPUT=1",
+      // The articles' base kernel, every step off.
+      "SWIZZLE=none,KV_STAGES=1,INTERLEAVE_LOADS=0,SOFTMAX=exp,ZERO_INIT=init,STAGE_OUTPUT=0",
+  };
+  uint64_t seed = 70;
+  for (const std::string k : sets)
+    for (const char* causal : kMasks) {
+      check_attention(attention(4, 2, 33, 17, 32, causal), k + ",BLOCK_M=32,BLOCK_N=16,WARPS=2", seed++);
+      check_attention(attention(2, 1, 17, 33, 64, causal, "f16"), k + ",BLOCK_M=32,BLOCK_N=32", seed++);
+    }
+  // Two row atoms per warp sharing each K/V fragment, Q re-read per k-step and double
+  // buffered with K; one key block with D = 16 (a single k-step: nothing to prefetch).
+  for (const char* causal : kMasks) {
+    check_attention(attention(2, 2, 33, 33, 32, causal, "bf16", true, 2),
+                    "FRAG_BUFFERS=2,Q_IN_REGS=0,STAGE_OUTPUT=1,BLOCK_M=64,BLOCK_N=32,WARPS=2", seed++);
+    check_attention(attention(2, 1, 17, 33, 32, causal, "f16"),
+                    "INTERLEAVE_LOADS=0,Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", seed++);
+    check_attention(attention(2, 1, 17, 9, 16, causal), "FRAG_BUFFERS=2,SOFTMAX=exp,BLOCK_M=16,WARPS=1", seed++);
+    // The zero-C mma with Q re-read (where ZERO_INIT defaults to init).
+    check_attention(attention(4, 2, 33, 17, 32, causal), "ZERO_INIT=mma,Q_IN_REGS=0,BLOCK_M=64,BLOCK_N=16,WARPS=2", seed++);
+  }
+}
+
+// What the ladder knobs put in the Kernel IR.
+TEST(AttentionKernel, LadderKnobsShape) {
+  const std::string e = attention(2, 2, 128, 128, 128, "false");
+  const std::string def = kernel_ir(e, "");
+  // ZERO_INIT=mma: the first k-step peeled, its mmas with a zero C; no zeroing of s_acc.
+  EXPECT_NE(def.find("s_acc[m_a, n2, hf] <- mma_m16n8k16_f32_bf16(q_frag[m_a, 0], k_frag[hf])  zero C"),
+            std::string::npos) << def;
+  EXPECT_NE(def.find("for d_k in 0..7 register reduce"), std::string::npos) << def;
+  EXPECT_EQ(def.find("s_acc[m_a, n2, hf, e] = 0"), std::string::npos) << def;
+  EXPECT_NE(def.find("exp2("), std::string::npos) << def;
+  EXPECT_NE(def.find("store.v2 out["), std::string::npos) << def;
+  // STAGE_OUTPUT=1: O into Q_s, a barrier, 16-byte stores of whole rows.
+  const std::string staged = kernel_ir(e, "STAGE_OUTPUT=1");
+  EXPECT_NE(staged.find("store.v2 Q_s["), std::string::npos) << staged;
+  EXPECT_NE(staged.find("store.v8 out["), std::string::npos) << staged;
+  EXPECT_EQ(staged.find("store.v2 out["), std::string::npos) << staged;
+
+  const std::string base = kernel_ir(e, "INTERLEAVE_LOADS=0,BLOCK_N=32,SOFTMAX=exp,ZERO_INIT=init,STAGE_OUTPUT=0");
+  EXPECT_NE(base.find("alloc k_all[8, 2, 2, 4]"), std::string::npos) << base;
+  EXPECT_NE(base.find("alloc v_all[2, 8, 2, 4]"), std::string::npos) << base;
+  EXPECT_NE(base.find("s_acc[m_a, n2, hf, e] = 0"), std::string::npos) << base;
+  EXPECT_EQ(base.find("zero C"), std::string::npos) << base;
+  EXPECT_NE(base.find("store.v2 out["), std::string::npos) << base;
+  EXPECT_EQ(base.find("exp2("), std::string::npos) << base;
+  EXPECT_NE(base.find("exp("), std::string::npos) << base;
+
+  // ZERO_INIT's default is init where the kernel is at the register limit.
+  EXPECT_EQ(kernel_ir(e, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32").find("zero C"), std::string::npos);
+  EXPECT_EQ(kernel_ir(attention(2, 2, 128, 128, 256, "false"), "").find("zero C"), std::string::npos);
+
+  const std::string fb = kernel_ir(e, "FRAG_BUFFERS=2");
+  EXPECT_NE(fb.find("alloc k_buf[2, 4, 2, 4]"), std::string::npos) << fb;
+  EXPECT_NE(fb.find("alloc v_buf[2, 8, 2, 4]"), std::string::npos) << fb;
+  EXPECT_NE(fb.find("k_buf[(d_k + 2) % 2, n2] <- ldmatrix_x4(K_s["), std::string::npos) << fb;
+}
+
 TEST(AttentionKernel, SymbolicLengths) {
   const std::string e = "attention(Q[B,4,S,16]:bf16, K[B,2,T,16]:bf16, V[B,2,T,16]:bf16, causal=";
   for (const char* causal : kMasks)
@@ -209,6 +275,10 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
   expect_refused(e128, "KV_STAGES=3", "KV_STAGES");
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
   expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
+  expect_refused(e128, "INTERLEAVE_LOADS=0,FRAG_BUFFERS=2", "FRAG_BUFFERS=2 with INTERLEAVE_LOADS=0");
+  expect_refused(e128, "FRAG_BUFFERS=2,Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32",
+                 "registers of fragments per thread");
+  expect_refused(e128, "SOFTMAX=exp3", "SOFTMAX");
 }
 
 }  // namespace

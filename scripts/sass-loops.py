@@ -5,6 +5,9 @@ Usage: loom compile -c EXPR --cubin F.cubin; cuobjdump --dump-sass F.cubin > F.s
        scripts/sass-loops.py F.sass
 A loop is a backward branch and the instructions from its target to it. The consumer
 k-loop is the innermost loop holding HGMMA, the producer's the innermost holding UTMALDG.
+The consumer's tile transition is the persistent tile loop (the innermost loop around the
+k-loop) less the k-loop: the epilogue, the next tile's setup and the zeroing, all of which
+run while the warpgroup's tensor pipe idles (BAR = named barriers, CS2R = zeroings).
 "all" counts every instruction of the loop body once; "path" leaves out the blocks that
 a forward branch inside the loop skips (the one-thread release arrivals), i.e. what most
 warps issue per iteration. The opcode histogram is over "all".
@@ -75,10 +78,27 @@ def report(name, instrs, loop, unit_op):
     print("   " + ", ".join(f"{k} {v}" for k, v in hist.most_common()))
 
 
+def report_transition(instrs, ls, kloop):
+    outer = [(lo, hi) for lo, hi in ls if lo <= kloop[0] and kloop[1] <= hi and (lo, hi) != kloop]
+    if not outer:
+        print("transition: no tile loop around the consumer loop (not persistent)")
+        return
+    lo, hi = min(outer, key=lambda x: x[1] - x[0])
+    b = [(a, t) for a, t in body(instrs, lo, hi) if not kloop[0] <= a <= kloop[1]]
+    hist = collections.Counter(opcode(t).split(".")[0] for _, t in b)
+    path = path_count(instrs, lo, hi) - path_count(instrs, *kloop)
+    print(f"transition (tile loop {lo:#x}..{hi:#x} less the consumer loop): all {len(b)}, "
+          f"path {path}, BAR {hist['BAR']}, CS2R {hist['CS2R']}, HGMMA {hist['HGMMA']}")
+    print("   " + ", ".join(f"{k} {v}" for k, v in hist.most_common()))
+
+
 def main():
     instrs = parse(sys.argv[1])
     ls = loops(instrs)
-    report("consumer", instrs, innermost(instrs, ls, "HGMMA"), "HGMMA")
+    kloop = innermost(instrs, ls, "HGMMA")
+    report("consumer", instrs, kloop, "HGMMA")
+    if kloop:
+        report_transition(instrs, ls, kloop)
     report("producer", instrs, innermost(instrs, ls, "UTMALDG"), "UTMALDG")
     total = collections.Counter(opcode(t).split(".")[0] for _, t in instrs)
     print(f"kernel: {len(instrs)} instructions, HGMMA {total['HGMMA']}, "

@@ -923,7 +923,9 @@ class Renderer {
 
   // A warpgroup atom (wgmma): the accumulator fragment is the register array's trailing
   // dimension (N/2 f32 values, bound by reference), A and B shared tiles become matrix
-  // descriptors (wgmma_operand_desc), and scale-d 1 accumulates (the zeroing is explicit).
+  // descriptors (wgmma_operand_desc), and scale-d is the statement's: 1 accumulates, and
+  // `0 < k_o` on a slab's first atom step makes the tile's first k-step D = A·B, which
+  // replaces the zeroing (the wrapper turns it into the predicate operand with setp).
   // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
   // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
   void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
@@ -933,6 +935,7 @@ class Renderer {
     if (!w.b_shared)
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
+    const std::string scale_d = always(s.scale_d) ? "1" : "int(" + s.scale_d.str() + ")";
     if (!w.a_shared) {
       const Operand& fa = s.args.at(0);
       const std::string call = "loom::" + w.id +
@@ -940,7 +943,8 @@ class Renderer {
                                                          : "<" + std::to_string(db.transpose) + ">") +
                                "(" + element(s.dst, s.dst_index) + ", ";
       if (w.a_type != DType::TF32) {
-        line(d, call + element(fa.name, fa.index) + ", " + db.text + ", 1);  // " + a.ptx);
+        line(d, call + element(fa.name, fa.index) + ", " + db.text + ", " + scale_d + ");  // " +
+                    a.ptx);
         return;
       }
       std::string regs;
@@ -951,7 +955,7 @@ class Renderer {
       }
       line(d, "{  // " + a.ptx);
       line(d + 1, "const unsigned a_[" + std::to_string(w.a_values) + "] = {" + regs + "};");
-      line(d + 1, call + "a_, " + db.text + ", 1);");
+      line(d + 1, call + "a_, " + db.text + ", " + scale_d + ");");
       line(d, "}");
       return;
     }
@@ -960,8 +964,8 @@ class Renderer {
                 (w.a_type == DType::TF32 ? std::string()
                                           : "<" + std::to_string(da.transpose) + ", " +
                                                 std::to_string(db.transpose) + ">") +
-                "(" + element(s.dst, s.dst_index) + ", " + da.text + ", " + db.text +
-                ", 1);  // " + a.ptx);
+                "(" + element(s.dst, s.dst_index) + ", " + da.text + ", " + db.text + ", " +
+                scale_d + ");  // " + a.ptx);
   }
 
   struct WgmmaOperandDesc {

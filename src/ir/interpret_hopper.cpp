@@ -6,6 +6,8 @@
 // a wgmma.wait retires its group: its shared operands are "being read" (a write to them is
 // a race) and its accumulator registers are "being written" (any other statement touching
 // them is an error). That is the window in which the hardware really does the work.
+#include <algorithm>
+
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
 
@@ -139,7 +141,20 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
       read_tile(b, w.k, w.n, n.tiles[1], w.b_type, group, reader);
     else
       gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, group);
-    gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, group);
+    // scale-d 0: D = A·B, the accumulators not read (they may hold anything, e.g. the
+    // NaN of a fresh alloc). One predicate for the warpgroup: it must agree.
+    const int t0 = group * G;
+    const int64_t accumulate = eval(n.scale_d, t0);
+    for (int lane = 1; !n.scale_d.uniform() && lane < G; ++lane)
+      if ((eval(n.scale_d, t0 + lane) != 0) != (accumulate != 0))
+        fail(s,
+             "scale_d " + s.scale_d.str() + " differs between threads of warpgroup " +
+                 std::to_string(group) + "; wgmma takes one scale-d predicate per warpgroup",
+             t0 + lane);
+    if (accumulate != 0)
+      gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, group);
+    else
+      std::fill(c.begin(), c.end(), 0.0);
     for (int row = 0; row < w.m; ++row)
       for (int col = 0; col < w.n; ++col) {
         double& d = c[size_t(row * w.n + col)];

@@ -78,6 +78,7 @@ struct Node {
   const Stmt* s = nullptr;
   int var = -1;  // For, Let: integer slot
   IntExpr extent, cond, value, pred;
+  IntExpr scale_d;  // a warpgroup atom's scale-d (Stmt::scale_d)
   ValueRef dst;
   std::vector<ValueRef> args;
   Access access, src;  // Load/Write/AsyncCopy tensor; AsyncCopy source

@@ -310,6 +310,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
           n.args.emplace_back();
         }
         n.dst = fragment(s, s.dst, s.dst_index, n.warp->c_values, "C/D");
+        n.scale_d = compile(s, s.scale_d);
         break;
       }
       n.atom = find_atom(s.atom);

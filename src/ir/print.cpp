@@ -92,7 +92,10 @@ std::string stmt_line(const Stmt& s) {
       if (!s.tensor.empty())
         return dst_of(s) + " <- " + s.atom + "(" + s.tensor + "[" + join_exprs(s.index) + "])";
       return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")" +
-             (s.zero_acc ? "  zero C" : "");
+             (s.zero_acc ? "  zero C" : "") +
+             (s.scale_d.is_const() && s.scale_d.const_value() == 1
+                  ? std::string()
+                  : " scale_d " + s.scale_d.str());
     case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
     case StmtKind::Stage: return "stage " + s.mode + ":";
     case StmtKind::Barrier:

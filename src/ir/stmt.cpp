@@ -417,6 +417,7 @@ void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
     s.cond = s.cond.substitute(repl);
     s.value = s.value.substitute(repl);
     s.pred = s.pred.substitute(repl);
+    s.scale_d = s.scale_d.substitute(repl);
     s.multicast = s.multicast.substitute(repl);
     sub_all(s.index);
     sub_all(s.dst_index);

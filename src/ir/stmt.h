@@ -206,6 +206,12 @@ struct Stmt {
   // k-step of an accumulation, which then needs no zeroing of `dst` before it (codegen
   // passes zero C registers; `dst`'s old values are neither read nor required).
   bool zero_acc = false;
+  // A warpgroup atom (wgmma): its scale-d predicate. Where it evaluates to non-zero the
+  // atom accumulates (D = A·B + D); where 0 it computes D = A·B, the accumulators' old
+  // contents neither read nor added — the first k-step of a tile zeroes its accumulators
+  // this way instead of an explicit zeroing (k:026). Uniform over the warpgroup (one
+  // predicate register per wgmma). Every other statement leaves it 1.
+  Expr scale_d = Expr(1);
   // TmaLoad / MbarArrive in a cluster: the CTAs (bit r = cluster rank r) that receive the
   // box at the same shared offset, each counting its bytes on its own mbarrier `value`
   // (cp.async.bulk.tensor .multicast::cluster), or on whose mbarrier `value` the thread

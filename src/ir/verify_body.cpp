@@ -406,6 +406,16 @@ class BodyChecker {
     if (predicated && s.kind != StmtKind::Load && s.kind != StmtKind::AsyncCopy)
       fail(s, "only loads and cp.async take a predicate");
     if (predicated) check_expr(s, s.pred, "predicate");
+    if (!(s.scale_d.is_const() && s.scale_d.const_value() == 1)) {
+      // scale-d is wgmma's operand (mma.sync and the scalar atoms always accumulate).
+      const WarpAtom* w =
+          kernel_ && s.kind == StmtKind::Atom ? find_warp_atom(*kernel_, s.atom) : nullptr;
+      if (!w || w->threads != kWarpgroup)
+        fail(s, "only a warpgroup atom (wgmma) takes scale_d; zero the accumulators of " +
+                    (s.atom.empty() ? std::string("this statement") : s.atom) +
+                    " explicitly instead");
+      check_expr(s, s.scale_d, "scale_d");
+    }
     if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
     if (s.zero_acc && (s.kind != StmtKind::Atom || !s.tensor.empty()))
       fail(s, "only an mma atom takes a zero C operand");

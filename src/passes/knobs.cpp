@@ -41,6 +41,10 @@ const std::vector<KnobDef>& knob_registry() {
        "ld.shared, then issues the register-A form; tf32 with an M-major A needs it)",
        "k:026_lower_wgmma", 0, 0, false, {"smem", "regs"}}
           .searched(SearchGroup::other, {{"wgmma", {"smem", "regs"}, 90}}),
+      {"WGMMA_ZERO", "how wgmma kernels zero a tile's accumulators: scale_d (the tile's first "
+       "k-step issues wgmma with scale-d 0, D = A*B, so no zeroing instructions run between "
+       "tiles; default) or explicit (a zeroing loop before the k loop)",
+       "k:026_lower_wgmma", 0, 0, false, {"scale_d", "explicit"}},
       {"ACC", "accumulator type of the mma atoms: f32, or f16 (ATOM=mma_f16 only: "
        "m16n8k16 .f16 accumulate, half the accumulator registers, each mma's sums rounded "
        "to f16)",
@@ -154,6 +158,10 @@ const std::vector<KnobDef>& knob_registry() {
       {"STMATRIX", "EPILOGUE=tma_store with EPI_BUFFERS > 0: write 16-bit output strips with "
        "stmatrix.x4 (8 values per lane per instruction) where the fragment allows (0/1; "
        "default 1)", "k:053_tma_store_epilogue", 0, 1},
+      {"EPI_SYNC", "EPILOGUE=tma_store with EPI_BUFFERS >= 2 dividing the strips: named "
+       "barriers per strip, 1 (default: the storing thread's wait for the buffer moves in "
+       "front of the barrier that hands the strip to TMA) or 2 (a barrier before the strip's "
+       "writes as well)", "k:053_tma_store_epilogue", 1, 2},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

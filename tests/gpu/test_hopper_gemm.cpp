@@ -170,5 +170,23 @@ TEST_P(GpuTmaStoreEpilogue, MatchesFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(TmaStore, GpuTmaStoreEpilogue,
                          ::testing::ValuesIn(tma_store_test::cases()));
 
+// WGMMA_ZERO's old form and scale-d under split-K (tma_store_cases.h).
+class GpuTileTransition : public ::testing::TestWithParam<tma_store_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuTileTransition, MatchesFp64Reference) {
+  const tma_store_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 29;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(TileTransition, GpuTileTransition,
+                         ::testing::ValuesIn(tma_store_test::transition_gemm_cases()));
+
 }  // namespace
 }  // namespace loom

@@ -58,6 +58,46 @@ inline std::vector<Case> strip_cases() {
   };
 }
 
+// The tile transition (session 10): WGMMA_ZERO=scale_d (no zeroing loop; the tile's
+// first k-step issues wgmma with scale-d 0) and EPI_SYNC=1 (one named barrier per strip)
+// are the defaults every case above runs; these add the old forms for A/B and the edges
+// of the new ones: a tile of one k-slab (scale-d 0 on its only slab's first step), four
+// strip buffers (bulk.wait.read 2), 32-column f32 strips, register A (split-K and
+// ping-pong: tests/gpu/test_hopper_gemm.cpp).
+inline std::vector<Case> transition_cases() {
+  return {
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",
+       rung6_strips("bf16") + ",CLUSTER_M=2,WGMMA_ZERO=explicit,EPI_SYNC=2"},
+      {"matmul(A[2048,1024]:f16, B[1024,2048]:f16)", rung6_strips("f16") + ",EPI_SYNC=2"},
+      {"matmul(A[2048,1024]:f16, B[1024,2048]:f16)", rung6_strips("f16") + ",WGMMA_ZERO=explicit"},
+      {"matmul(A[1000,64]:bf16, B[64,1000]:bf16)", rung6_strips("bf16")},
+      {"matmul(A[1000,512]:bf16, B[512,1000]:bf16)",
+       "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,"
+       "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=4"},
+      {"matmul(A[1000,512]:bf16, B[512,1000]:bf16, out=f32)", rung6_strips("bf16") + ",CLUSTER_M=2"},
+      {"matmul(A[1000,512]:bf16, B[512,1000]:bf16)",
+       "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+       "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2,WGMMA_A=regs"},
+  };
+}
+
+// The same knobs without the TMA-store epilogue (run by tests/gpu/test_hopper_gemm.cpp's
+// GpuTileTransition): the old zeroing loop under ping-pong and cooperative consumers,
+// and scale-d under split-K (each split's slab loop starts at 0).
+inline std::vector<Case> transition_gemm_cases() {
+  const std::string bf16 = "ATOM=wgmma_bf16,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,WM=2,BN=256";
+  const std::string persistent = ",WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=8";
+  return {
+      {"matmul(A[4096,1024]:bf16, B[1024,4096]:bf16)",
+       bf16 + persistent + ",CONSUMERS=pingpong,WGMMA_ZERO=explicit"},
+      {"matmul(A[2000,512]:f16, B[512,1496]:f16)",
+       "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,WM=2,BN=256" + persistent +
+           ",WGMMA_ZERO=explicit"},
+      {"matmul(A[256,4096]:bf16, B[4096,512]:bf16)",
+       bf16 + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=reduce"},
+  };
+}
+
 inline std::vector<Case> cases() {
   const std::string tma = "STAGE=tma,SWIZZLE=128B,BK=64,EPILOGUE=tma_store";
   std::vector<Case> out = {
@@ -80,6 +120,7 @@ inline std::vector<Case> cases() {
       {"matmul(A[333,200]:bf16, B[200,520]:bf16)", "ATOM=wgmma_bf16,WM=1,BN=64,STAGES=4," + tma},
   };
   for (const Case& c : strip_cases()) out.push_back(c);
+  for (const Case& c : transition_cases()) out.push_back(c);
   return out;
 }
 

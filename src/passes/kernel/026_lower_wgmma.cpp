@@ -33,6 +33,17 @@
 // registers asynchronously) and a fence between fill and wgmma. tf32 shared operands must
 // be K-major (no descriptor transpose for 32-bit types): an M-major shared A or an
 // N-major B is an error naming the orientation that works.
+// Step 6 (WGMMA_ZERO=scale_d, the default): the zeroing of the accumulators right before
+// that reduce loop goes, and each wgmma in the loop takes scale-d `0 < k_o || 0 < k_i`
+// (over the reduce loops from the slab loop down to it): the tile's first atom step
+// computes D = A·B without reading its accumulators (PTX ISA 9.7.15.5.2: scale-d false
+// ignores D's input), every later one accumulates. Between two tiles of a persistent
+// kernel that saves the zeroing (N/2 registers per atom: 64 CS2R for m64n256) while the
+// tensor pipes idle. Safe where (a) the loop runs at least once (a constant extent >= 1:
+// otherwise nothing would zero the tile), (b) each accumulator array is written by one
+// wgmma statement of the loop, whose first issue per fragment is at all-zero reduce
+// variables, and (c) the zeroing covers the whole array and nothing between it and the
+// loop touches the accumulators; otherwise the explicit zeroing stays.
 // The kernel declares the atom (KernelOp::warp_atoms, threads = 128, shared B, and A
 // shared or from registers) and the ldmatrix entries the fills use.
 #include <optional>
@@ -89,9 +100,9 @@ struct SharedTile {
 
 class WgmmaLowering {
  public:
-  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs)
-      : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), p_(p), c_(warpgroup_form(a)),
-        k_(k) {}
+  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs, bool scale_d)
+      : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), scale_d_(scale_d), p_(p),
+        c_(warpgroup_form(a)), k_(k) {}
 
   void run() {
     bool bound = false;
@@ -103,6 +114,7 @@ class WgmmaLowering {
       order_async_rs(k_.body);
     else
       order_async(k_.body);
+    if (scale_d_) zero_by_scale_d(k_.body);
     if (!find_warp_atom(k_, id_)) k_.warp_atoms.push_back(warpgroup_atom(atom_, regs_));
     for (const std::string& id : copies_used_)
       if (!find_warp_copy(k_, id)) k_.warp_copies.push_back(warp_copy(atom(id)));
@@ -491,9 +503,94 @@ class WgmmaLowering {
     b.insert(b.begin() + long(fill), Stmt::WgmmaWait(int(steps - 1)));
   }
 
+  // Whether `s` (at any depth) reads or writes an accumulator array.
+  bool touches_accumulators(const Stmt& s) const {
+    bool found = false;
+    walk(Block{s}, [&](const Stmt& x) {
+      found |= accumulators_.count(x.dst) > 0;
+      for (const Operand& o : x.args) found |= accumulators_.count(o.name) > 0;
+    });
+    return found;
+  }
+
+  // The number of accumulator elements of `array` the nest `s` zeroes (each Init 0 times
+  // the extents of the register loops around it), or -1 when `s` is not a pure zeroing of
+  // accumulators (anything but register loops and `Init acc[..] = 0`).
+  int64_t zeroed_elements(const Stmt& s, const std::string& array) const {
+    if (s.kind == StmtKind::Init)
+      return accumulators_.count(s.dst) && s.imm == 0.0 ? (s.dst == array ? 1 : 0) : -1;
+    if (s.kind != StmtKind::For || s.tier != Tier::Register || !s.extent.is_const()) return -1;
+    int64_t inner = 0;
+    for (const Stmt& x : s.body) {
+      const int64_t n = zeroed_elements(x, array);
+      if (n < 0) return -1;
+      inner += n;
+    }
+    return inner * s.extent.const_value();
+  }
+
+  // Step 6, at the reduce loop step 5 ordered (the outermost that issues wgmma).
+  void zero_by_scale_d(Block& b) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      Stmt& s = b[i];
+      if (s.kind != StmtKind::For && s.kind != StmtKind::If) continue;
+      if (!issues_wgmma(s, id_)) continue;
+      if (s.kind != StmtKind::For || s.loop_kind != LoopKind::Reduce) {
+        zero_by_scale_d(s.body);
+        return;
+      }
+      if (!s.extent.is_const() || s.extent.const_value() < 1) return;  // (a)
+      // (b): one wgmma statement per accumulator array.
+      std::map<std::string, int> writers;
+      walk(s.body, [&](const Stmt& x) {
+        if (x.kind == StmtKind::Atom && x.atom == id_) ++writers[x.dst];
+      });
+      for (const auto& [array, count] : writers)
+        if (count != 1) return;
+      // (c): walking back from the loop, skip what does not touch the accumulators; the
+      // zeroing nests come next, and together they cover every element of each array.
+      size_t z = i;
+      while (z > 0 && !touches_accumulators(b[z - 1])) --z;
+      size_t first = z;
+      while (first > 0 && zeroed_elements(b[first - 1], "") == 0) --first;
+      if (first == z) return;
+      std::map<std::string, int64_t> sizes;
+      walk(b, [&](const Stmt& x) {
+        if (x.kind != StmtKind::Alloc || !accumulators_.count(x.dst)) return;
+        int64_t n = 1;
+        for (const Expr& e : x.index) n *= e.is_const() ? e.const_value() : -1;
+        sizes[x.dst] = n;
+      });
+      for (const auto& [array, count] : writers) {
+        int64_t zeroed = 0;
+        for (size_t j = first; j < z; ++j) zeroed += zeroed_elements(b[j], array);
+        if (!sizes.count(array) || zeroed != sizes[array]) return;
+      }
+      set_scale_d(s.body, Expr(0) < Expr::var(s.var));
+      b.erase(b.begin() + long(first), b.begin() + long(z));
+      return;
+    }
+  }
+
+  // Each wgmma under `b` accumulates unless every reduce variable down to it is 0:
+  // `accumulate` is `0 < k_o || 0 < k_i ..` over those around `b`, an or of one term per
+  // loop so that unrolling folds it (k_i = 1: 1; k_i = 0: `0 < k_o`).
+  void set_scale_d(Block& b, const Expr& accumulate) const {
+    for (Stmt& x : b) {
+      if (x.kind == StmtKind::Atom && x.atom == id_) x.scale_d = accumulate;
+      if (x.kind == StmtKind::For)
+        set_scale_d(x.body, x.loop_kind == LoopKind::Reduce
+                                ? Expr::make(Expr::Kind::Or, accumulate, Expr(0) < Expr::var(x.var))
+                                : accumulate);
+      else if (x.kind == StmtKind::If)
+        set_scale_d(x.body, accumulate);
+    }
+  }
+
   const AtomDef& atom_;
   const std::string id_;  // the variant: the Atom statements' `atom`
   const bool regs_;       // WGMMA_A=regs: A from register fragments
+  const bool scale_d_;    // WGMMA_ZERO=scale_d: step 6
   const ProgramBase& p_;
   const WarpgroupForm c_;
   KernelOp& k_;
@@ -510,7 +607,7 @@ Pass pass_lower_wgmma() {
   return Pass{"k:026_lower_wgmma", Level::Kernel, Level::Kernel,
               "no ATOM loops under warpgroups: each atom is one wgmma.mma_async reading its "
               "A and B tiles from shared memory, its accumulators spread by the C layout",
-              {"ATOM", "WGMMA_A"},
+              {"ATOM", "WGMMA_A", "WGMMA_ZERO"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
                 if (!is_wgmma(a)) return;
@@ -519,8 +616,14 @@ Pass pass_lower_wgmma() {
                   throw Error("WGMMA_A=" + from + ": wgmma takes A from shared memory (smem) "
                               "or from registers (regs)");
                 s.used_knobs["WGMMA_A"] = from;
+                const std::string zero = s.knobs.get_str("WGMMA_ZERO", "scale_d");
+                if (zero != "scale_d" && zero != "explicit")
+                  throw Error("WGMMA_ZERO=" + zero + ": wgmma kernels zero a tile's "
+                              "accumulators through wgmma's scale-d (scale_d) or with a "
+                              "zeroing loop (explicit)");
+                s.used_knobs["WGMMA_ZERO"] = zero;
                 for (auto& k : s.kernel.kernels)
-                  WgmmaLowering(*a, s.kernel, k, from == "regs").run();
+                  WgmmaLowering(*a, s.kernel, k, from == "regs", zero == "scale_d").run();
               }};
 }
 

@@ -50,8 +50,28 @@
 // 16-bit strips are written with stmatrix.x4 (STMATRIX=1): 8 values per instruction instead
 // of 4 st.shared.b32; the 128-byte swizzle that makes the TMA box keeps each 16-byte row
 // whole and puts a matrix's 8 rows in 8 distinct bank groups (conflict-free). The costs:
-// 2 named barriers per strip instead of per tile, and a wait for strip j - N's reads.
+// 2 named barriers per strip instead of per tile (EPI_SYNC=2; 1 with EPI_SYNC=1, below),
+// and a wait for strip j - N's reads.
 // Owners must be stacked along M (WN=1): their strips then share the buffers' layout.
+//
+// EPI_SYNC=1 (the default with N >= 2 buffers dividing the strips): one named barrier per
+// strip instead of two. The storing thread's wait moves in front of the barrier that
+// hands strip j to the copy engine, and waits one strip further (bulk.wait.read N-2):
+//   strip j's statements; fence.proxy.async
+//   if storing: bulk.wait.read N-2    (the stores before strip j issue except the newest
+//                                      N-2 have read their buffers: strip j+1-N's, the one
+//                                      strip j+1 writes next, is free)
+//   bar.sync (owner)
+//   if storing: tma.store strip j; bulk.commit
+// Every strip's buffer was last read by the store N strips earlier (N divides the strips,
+// so this holds across tiles: the next tile's strip 0 after this tile's strip S-N), and
+// that store was retired before the barrier the writers of strip j last passed, so the
+// barrier in front of each strip's writes (EPI_SYNC=2's first) orders nothing that is
+// not ordered already. The wait is as far behind its store as EPI_SYNC=2's: both come one
+// strip's writes after the store they wait for was issued. Between two tiles of the
+// 128x256 default that is 4 BAR.SYNC per consumer warpgroup instead of 8. With one
+// buffer, or N not dividing the strips (BN=192: strip 0 reuses the newest store's
+// buffer), EPI_SYNC=1 keeps the two barriers (the wait must follow the last store).
 #include <algorithm>
 #include <random>
 #include <set>
@@ -92,7 +112,7 @@ class TmaStoreEpilogue {
  public:
   TmaStoreEpilogue(CompileState& s, KernelOp& k)
       : s_(s), p_(s.kernel), k_(k), buffers_(s.knob("EPI_BUFFERS", 0)),
-        stmatrix_(s.knob("STMATRIX", 1) != 0) {}
+        stmatrix_(s.knob("STMATRIX", 1) != 0), sync_(s.knob("EPI_SYNC", 1)) {}
 
   void run() {
     locate(k_.body);
@@ -595,10 +615,19 @@ class TmaStoreEpilogue {
       groups.resize(size_t(strips_));
       for (size_t i = 0; i < epilogue.size(); ++i)
         groups[size_t(strip_of[i])].push_back(std::move(epilogue[i]));
+      const bool one_sync = sync_ == 1 && nbuf_ >= 2 && strips_ % nbuf_ == 0;
       for (int64_t j = 0; j < strips_; ++j) {
         Block& g = groups[size_t(j)];
         unguard(g, Expr(1));
         if (stmatrix_ && eb == 2) use_stmatrix(g, tile);
+        if (one_sync) {
+          rewritten.insert(rewritten.end(), g.begin(), g.end());
+          rewritten.push_back(Stmt::FenceProxyAsync());
+          rewritten.push_back(Stmt::If(storing, {Stmt::BulkWait(int(nbuf_ - 2))}));
+          rewritten.push_back(sync);
+          for (const Owner& o : owners_) rewritten.push_back(store_strips(o, j, j + 1, nbuf_));
+          continue;
+        }
         // Buffers are strip j % N within a tile; when N does not divide the strips (BN=192:
         // 3 strips, 2 buffers) the next tile's strip 0 reuses the buffer of this tile's
         // last strip, the newest store, so it waits for all of them. The previous tile's
@@ -814,6 +843,7 @@ class TmaStoreEpilogue {
   const TensorDecl* out_ = nullptr;
   int64_t consumers_ = 0, rows_ = 0, cols_ = 0, strip_ = 0;
   const int64_t buffers_;  // EPI_BUFFERS
+  const int64_t sync_;     // EPI_SYNC: named barriers per strip (1 or 2)
   const bool stmatrix_;
   int64_t strips_ = 0, nbuf_ = 0;  // with EPI_BUFFERS: the tile's strips, buffers used
   int swizzle_bytes_ = 0;
@@ -828,7 +858,7 @@ Pass pass_tma_store_epilogue() {
               "with EPILOGUE=tma_store every wgmma kernel writes its output tile into a swizzled "
               "shared tile (per consumer warpgroup, named barriers), and one thread per owner "
               "stores it with TMA; the store overlaps the next tile's mainloop",
-              {"EPILOGUE", "EPI_BUFFERS", "STMATRIX"},
+              {"EPILOGUE", "EPI_BUFFERS", "STMATRIX", "EPI_SYNC"},
               [](CompileState& s) {
                 if (s.knobs.get_str("EPILOGUE", "direct") != "tma_store") return;
                 bool any = false;

@@ -135,10 +135,35 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     const CompiledProgram p = compile_expression(c.expr, opt);
     EXPECT_NE(p.cuda.find("loom::tma_store_2d(&out_s_tmap"), std::string::npos);
     EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
-    EXPECT_NE(p.cuda.find(c.knobs.find("EPI_BUFFERS=2") == std::string::npos
-                              ? "loom::bulk_wait_group_read<0>()"
-                              : "loom::bulk_wait_group_read<1>()"),
-              std::string::npos);
+    // Two buffers wait for all but the newest store before a strip's writes (EPI_SYNC=2,
+    // or three strips through two buffers), or for all before the barrier that hands a
+    // strip to TMA (EPI_SYNC=1, the default).
+    auto has = [&](const char* k) { return c.knobs.find(k) != std::string::npos; };
+    const bool keep_one = has("EPI_BUFFERS=2") && (has("EPI_SYNC=2") || has("BN=192"));
+    EXPECT_EQ(p.cuda.find("loom::bulk_wait_group_read<1>()") != std::string::npos, keep_one);
+    EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
+    EXPECT_EQ(p.cuda.find("loom::bulk_wait_group_read<2>()") != std::string::npos,
+              has("EPI_BUFFERS=4"));
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The tile-transition GPU cases without the TMA-store epilogue (the old zeroing loop,
+// scale-d under split-K) compile without spills.
+TEST(WgmmaCompile, TileTransitionCasesCompileWithoutSpills) {
+  for (const tma_store_test::Case& c : tma_store_test::transition_gemm_cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    const bool zeroing = c.knobs.find("WGMMA_ZERO=explicit") != std::string::npos;
+    EXPECT_EQ(p.cuda.find("int(0 < k_o || 0 < k_i)") == std::string::npos, zeroing);
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {
@@ -160,7 +185,14 @@ TEST(WgmmaCompile, StripBufferedDefaultsUseStmatrixWithoutSpills) {
     const CompiledProgram p = compile_expression(expr, opt);
     const bool b16 = std::string(expr).find("f32") == std::string::npos;
     EXPECT_EQ(p.cuda.find("loom::stmatrix_x4(") != std::string::npos, b16);
-    EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<1>()"), std::string::npos);
+    // EPI_SYNC=1: one named barrier per strip (4 of 64 bf16 columns, 8 of 32 f32 ones),
+    // each after the storing thread's wait for the strip before.
+    EXPECT_EQ(p.cuda.find("loom::bulk_wait_group_read<1>()"), std::string::npos);
+    size_t bars = 0;
+    for (size_t at = p.cuda.find("loom::bar_sync("); at != std::string::npos;
+         at = p.cuda.find("loom::bar_sync(", at + 1))
+      ++bars;
+    EXPECT_EQ(bars, b16 ? 4u : 8u);
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

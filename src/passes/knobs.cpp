@@ -229,6 +229,11 @@ const std::vector<KnobDef>& knob_registry() {
        "zero C operand; the default) or by a loop of register moves before it (init; the "
        "default above D = 128 and with Q_IN_REGS=0, where mma's peeled k-step spilled)",
        "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
+      {"ATTN_MMA", "attention: the products' instructions: mma_sync (FlashAttention-2's "
+       "kernel, k:012; sm_80+) or wgmma (TMA tiles and warpgroup MMAs, P from registers, "
+       "k:013; sm_90a only)", "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
+      {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
+       "each (BLOCK_M = 64 ATTN_WG; default 2)", "k:013_lower_attention_wgmma", 1, 3},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

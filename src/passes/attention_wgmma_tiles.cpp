@@ -1,0 +1,87 @@
+#include "passes/attention_wgmma_tiles.h"
+
+#include "ir/error.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+bool attention_uses_wgmma(CompileState& s) {
+  const std::string mma = s.knobs.get_str("ATTN_MMA", "mma_sync");
+  s.used_knobs["ATTN_MMA"] = mma;
+  if (mma != "wgmma") return false;
+  if (s.target.arch != "sm_90a")
+    throw Error("ATTN_MMA=wgmma: wgmma.mma_async and setmaxnreg-era TMA need sm_90a; the target "
+                "is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --arch sm_90a)");
+  return true;
+}
+
+// Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
+// m64nN accumulator spreads 64 x N over 128 threads); P's bf16 pairs are packed from S
+// at each wgmma, the row statistics, addresses and the loop take ~50 more. 255 per thread
+// at most (ATTN_WG = 2 is 256 threads: 255 x 256 fits the 64k register file).
+AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a) {
+  AttentionWgmmaTiles t;
+  if (!a.D.is_const())
+    throw Error("attention's GPU kernel needs a numeric head dim D (the O accumulator is a "
+                "register array sized by it); D is " + a.D.str());
+  t.head_dim = a.D.const_value();
+  const int64_t D = t.head_dim;
+  if (D % 64 != 0 || D > 256)
+    throw Error("ATTN_MMA=wgmma takes head dims 64, 128, 192 or 256 (Q, K and V arrive as "
+                "TMA boxes of 64 columns, one 128-byte swizzle span each); D = " +
+                std::to_string(D) + ": use ATTN_MMA=mma_sync");
+  const bool has_m = s.knobs.has("BLOCK_M");
+  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64) : 2);
+  if (t.warpgroups < 1 || t.warpgroups > 3)
+    throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ": the wgmma kernel has 1 to 3 "
+                "consumer warpgroups (384 threads at most)");
+  t.block_m = 64 * t.warpgroups;
+  if (has_m && s.knobs.get_int("BLOCK_M", 0) != t.block_m)
+    throw Error("BLOCK_M=" + std::to_string(s.knobs.get_int("BLOCK_M", 0)) + " with ATTN_MMA=wgmma: "
+                "each warpgroup owns 64 query rows, so BLOCK_M = 64 x ATTN_WG = " +
+                std::to_string(t.block_m) + "; set BLOCK_M to a multiple of 64 up to 192 and "
+                "leave ATTN_WG out, or drop BLOCK_M");
+  s.used_knobs["BLOCK_M"] = std::to_string(t.block_m);
+  if (s.knobs.has("WARPS") && s.knobs.get_int("WARPS", 0) != 4 * t.warpgroups)
+    throw Error("WARPS=" + std::to_string(s.knobs.get_int("WARPS", 0)) + " with ATTN_MMA=wgmma: "
+                "the kernel has 4 warps per warpgroup, " + std::to_string(4 * t.warpgroups) +
+                " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS");
+  t.block_n = s.knob("BLOCK_N", D > 128 ? 64 : 128);
+  if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
+    throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
+                "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "
+                "16 from 16 to 256");
+  t.kv_stages = s.knob("KV_STAGES", 2);
+  if (t.kv_stages != 2)
+    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + " with ATTN_MMA=wgmma: the TMA "
+                "kernel keeps a ring of 2 K/V buffers (block kb+1 lands under block kb's math)");
+  t.acc_regs = t.block_n / 2 + D / 2;
+  if (t.acc_regs + 56 > 255)
+    throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
+                " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
+                "registers per thread (S: BLOCK_N/2, O: D/2) plus ~56 more, past 255: use BLOCK_N=" +
+                std::to_string(std::max<int64_t>(16, (255 - 56 - D / 2) * 2 / 16 * 16)) + " or less");
+  t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * D * 2;
+  if (t.smem_bytes + 64 > s.target.smem_per_block)
+    throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
+                " with D=" + std::to_string(D) + " and ATTN_MMA=wgmma needs " +
+                std::to_string(t.smem_bytes) + " B of shared memory (Q + 2 K + 2 V blocks); " +
+                s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
+                " B per block: lower BLOCK_N or ATTN_WG");
+  return t;
+}
+
+AttentionTiles attention_wgmma_partition(CompileState& s, const AttentionLoops& a) {
+  const AttentionWgmmaTiles w = attention_wgmma_tiles(s, a);
+  AttentionTiles t;
+  t.block_m = w.block_m;
+  t.block_n = w.block_n;
+  t.warps = 4 * w.warpgroups;
+  t.kv_stages = w.kv_stages;
+  t.head_dim = w.head_dim;
+  t.row_atoms = 1;
+  t.smem_bytes = w.smem_bytes;
+  return t;
+}
+
+}  // namespace loom

@@ -1,0 +1,367 @@
+// k:013_lower_attention_wgmma — attention's tiled form (t:012) becomes an sm_90a kernel on
+// wgmma and TMA (ATTN_MMA=wgmma; docs/attention.md, "The wgmma kernel"): the FlashAttention-3
+// mainloop without its producer warp, each consumer warpgroup owning 64 query rows.
+//  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
+//     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
+//  2. TMA: thread 0 initializes the mbarriers (0: Q; 1, 2: the K/V ring slots), then
+//     loads Q's block [BLOCK_M, D] and key block 0's K and V. Each is one box of 64
+//     columns per 128-byte swizzle span (TensorDecl::row_chunk for D > 64) over a 4-D
+//     tensor map [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the
+//     next head's rows.
+//  3. Key loop: a block barrier (every warpgroup retired its wgmmas on block kb-1, whose
+//     slot is refilled now), thread 0 issues block kb+1's K and V into the other slot,
+//     everyone waits for slot kb % 2's phase (kb / 2) % 2.
+//  4. S = Q K_kb^T: D/16 wgmma m64n{BLOCK_N}k16, A = Q (shared, K-major), B = K (shared,
+//     K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first k-step; commit, wait.
+//  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
+//     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
+//     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
+//     blocks the causal bound or the ragged end reaches, p = exp2(s c - m c).
+//  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
+//     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
+//     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
+//     the descriptor's transpose). O was rescaled by alpha before (no wgmma in flight).
+//  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq skipped), LSE by lane
+//     t = 0 of each quad. Rows that keep no key: O = 0, LSE = -inf (k:012's semantics).
+// Every shared operand's descriptor is checked against TensorDecl::physical() element by
+// element (check_descriptor), so the interpreter's reading of the tiles is the tensor
+// cores'.
+// Knobs: ATTN_MMA, ATTN_WG, BLOCK_N, KV_STAGES (2), MIN_BLOCKS.
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "atoms/atoms.h"
+#include "atoms/wgmma_desc.h"
+#include "ir/error.h"
+#include "passes/attention_loops.h"
+#include "passes/attention_wgmma_tiles.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr int64_t kSpan = 64;  // 16-bit elements per 128-byte swizzle span (one TMA box row)
+
+Operand val(const std::string& name, std::vector<Expr> idx = {}) {
+  return Operand::value(name, std::move(idx));
+}
+Stmt reg_loop(const std::string& var, int64_t extent, Block body,
+              LoopKind kind = LoopKind::Parallel) {
+  return Stmt::For(var, Expr(extent), kind, var, std::move(body), Tier::Register);
+}
+Stmt with_dst(Stmt s, std::vector<Expr> idx) {
+  s.dst_index = std::move(idx);
+  return s;
+}
+Expr operator||(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Or, a, b); }
+Expr flat(const TensorDecl& t, const std::vector<Expr>& idx) {
+  const std::vector<Expr> st = t.strides();
+  Expr off(0);
+  for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * st[i];
+  return off;
+}
+
+// P's repack for wgmma: value v (0..7) of the register A fragment of an m64n?k16 wgmma is,
+// on every thread, value v of the S accumulator's column tiles 2kk, 2kk + 1 (values
+// 8kk + v) shifted by 16kk columns. Throws naming the first thread and value where not.
+void check_p_repack(const AtomDef& s_atom, const AtomDef& pv_atom) {
+  const OperandLayout& c = operand_layout(s_atom, "C");
+  const OperandLayout& a = operand_layout(pv_atom, "A");
+  for (int t = 0; t < 128; ++t)
+    for (int v = 0; v < a.values_per_thread; ++v)
+      if (a.map(t, v) != c.map(t, v))
+        throw Error("k:013: value " + std::to_string(v) + " of thread " + std::to_string(t) +
+                    " of " + pv_atom.id + "'s A fragment is not value " + std::to_string(v) +
+                    " of " + s_atom.id + "'s accumulator; P cannot stay in registers");
+}
+
+// The descriptor codegen makes for the tile at origin (row stride rs, col stride cs) of
+// `t` addresses what physical() says, element by element.
+void check_descriptor(const TensorDecl& t, WgmmaOperand op, int64_t origin, int64_t rs,
+                      int64_t cs, int rows, int cols) {
+  const WgmmaDescFields f = wgmma_desc_for(t, op, rs, cs);
+  const int64_t start = wgmma_start_byte(t, origin), eb = dtype_bytes(t.dtype);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      if (wgmma_canonical_offset(f, op, start, r, c) != t.physical(origin + r * rs + c * cs) * eb)
+        throw Error("k:013: the wgmma descriptor of " + t.name + " at offset " +
+                    std::to_string(origin) + " reads element (" + std::to_string(r) + ", " +
+                    std::to_string(c) + ") from the wrong byte");
+}
+
+struct Lowering {
+  const AttentionLoops& a;
+  const AttentionWgmmaTiles& t;
+  KernelProgram& p;
+  KernelOp k;
+  DType dt;
+  std::string q_s, k_s, v_s;
+  const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
+             wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
+             kb = Expr::var("kb");
+  int64_t D, BM, BN;
+
+  Lowering(const AttentionLoops& a_, const AttentionWgmmaTiles& t_, KernelProgram& p_)
+      : a(a_), t(t_), p(p_) {
+    dt = p.tensor(a.q).dtype;
+    D = t.head_dim, BM = t.block_m, BN = t.block_n;
+  }
+
+  // [stages,] 1, 1, rows, D: the box covers the tensor map's four dimensions [B, H, S, D]
+  // (unit extents along B and H); rows of D > 64 stored as 64-column chunks, each one
+  // TMA box, the 128-byte swizzle (TMA's and wgmma's pattern) on every chunk.
+  std::string shared(const std::string& base, int64_t rows, int64_t stages = 0) {
+    TensorDecl s;
+    s.name = fresh_tensor_name(p, base);
+    s.dtype = dt;
+    s.shape = {Expr(1), Expr(1), Expr(rows), Expr(D)};
+    if (stages > 0) s.shape.insert(s.shape.begin(), Expr(stages));
+    s.role = TensorRole::Shared;
+    s.swizzle = Swizzle{3, 3, 3};
+    if (D > kSpan) s.row_chunk = kSpan;
+    p.tensors.push_back(s);
+    return s.name;
+  }
+
+  TmaDescriptor& descriptor(const std::string& sh, const std::string& src, int64_t rows) {
+    TmaDescriptor d;
+    d.name = sh + "_tmap";
+    d.tensor = src;
+    d.shared = sh;
+    d.box = {kSpan, rows, 1, 1};
+    d.swizzle_bytes = 128;
+    k.tma.push_back(d);
+    return k.tma.back();
+  }
+
+  // rows x D of head `head` from row `row0` of `src` into `dst` at `origin`: one box per
+  // 64-column chunk, completing on mbarrier `mbar`.
+  Block tma_block(const std::string& dst, const std::string& src, const Expr& head,
+                  const Expr& row0, int64_t rows, const Expr& origin, const Expr& mbar) const {
+    Block out;
+    for (int64_t j = 0; j < D / kSpan; ++j)
+      out.push_back(Stmt::TmaLoad(dst, origin + Expr(j * kSpan), src, {b, head, row0, Expr(j * kSpan)},
+                                  dst + "_tmap", mbar, rows * kSpan * 2));
+    return out;
+  }
+
+  Expr query_block() const {
+    const Expr x = Expr::var("blockIdx.x");
+    if (a.causal == Causal::None) return x;
+    return ceil_div(a.Sq, Expr(BM)) - 1 - x;
+  }
+
+  // Row of value r2 (0: row g, 1: g + 8) of this thread's accumulator fragments.
+  Expr row_of(const Expr& r2) const { return qb * BM + w * 16 + lane / 4 + r2 * 8; }
+
+  Block build(const WarpAtom& s_mma, const WarpAtom& pv_mma) {
+    const Expr n2 = Expr::var("n2"), hf = Expr::var("hf"), e = Expr::var("e"),
+               r2 = Expr::var("r2"), d_k = Expr::var("d_k"), kk = Expr::var("kk"),
+               dn = Expr::var("dn");
+    const double c = a.scale * M_LOG2E;
+    const Expr hk = a.kv_head(h);
+    const Expr elected = Expr::make(Expr::Kind::Eq, tid, Expr(0));
+    Block body = {
+        Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
+        Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / 32),
+        Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
+    };
+    auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
+    const int64_t kv_bytes = 2 * BN * D * 2, slot_elems = BN * D;
+
+    // 2. Barriers, Q and key block 0.
+    k.mbarriers = 3;
+    append({Stmt::If(elected, {Stmt::MbarInit(Expr(0), 1), Stmt::MbarInit(Expr(1), 1),
+                               Stmt::MbarInit(Expr(2), 1), Stmt::FenceMbarInit()}),
+            Stmt::Barrier()});
+    const Expr rows_end = min(a.Sq, (qb + 1) * BM);
+    const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
+    auto kv_issue = [&](const Expr& block, const Expr& slot) {
+      Block x = {Stmt::MbarArriveExpectTx(Expr(1) + slot, kv_bytes)};
+      for (Stmt& s : tma_block(k_s, a.k, hk, block * BN, BN, slot * slot_elems, Expr(1) + slot))
+        x.push_back(s);
+      for (Stmt& s : tma_block(v_s, a.v, hk, block * BN, BN, slot * slot_elems, Expr(1) + slot))
+        x.push_back(s);
+      return x;
+    };
+    {
+      Block first = {Stmt::MbarArriveExpectTx(Expr(0), BM * D * 2)};
+      for (Stmt& s : tma_block(q_s, a.q, h, qb * BM, BM, Expr(0), Expr(0))) first.push_back(s);
+      first.push_back(Stmt::If(Expr(0) < key_blocks, kv_issue(Expr(0), Expr(0))));
+      append({Stmt::If(elected, std::move(first))});
+    }
+    append({Stmt::Alloc("o_acc", {Expr(D / 8), Expr(4)}),
+            reg_loop("dn", D / 8, {reg_loop("e", 4, {with_dst(Stmt::Init("o_acc", 0.0), {dn, e})})}),
+            Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
+            reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
+                               with_dst(Stmt::Init("l_i", 0.0), {r2})}),
+            Stmt::MbarWait(Expr(0), Expr(0))});
+
+    // 3. The key loop.
+    Block step = {Stmt::Barrier()};
+    auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
+    add({Stmt::If(elected && kb + 1 < key_blocks, kv_issue(kb + 1, (kb + 1) % 2)),
+         Stmt::MbarWait(Expr(1) + kb % 2, kb / 2 % 2)});
+    const Expr slot = kb % 2 * slot_elems;
+    // 4. S = Q K^T.
+    {
+      Stmt mma = Stmt::Atom(s_mma.id, "s_acc",
+                            {val(q_s, {wg * (64 * D) + d_k * 16, Expr(D), Expr(1)}),
+                             val(k_s, {slot + d_k * 16, Expr(1), Expr(D)})});
+      mma.scale_d = Expr(0) < d_k;
+      add({Stmt::Alloc("s_acc", {Expr(BN / 16), Expr(2), Expr(4)}), Stmt::WgmmaFence(),
+           reg_loop("d_k", D / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit(),
+           Stmt::WgmmaWait(0)});
+    }
+    // 5a. Masks: only where the block reaches past Sk or past the first row's last key.
+    {
+      const Expr i = row_of(e / 2);
+      const Expr j = kb * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
+      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
+      const Expr last = kb * BN + (BN - 1);
+      const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+      std::map<std::string, Expr::Range> ranges;
+      if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
+      if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
+      const auto never = reaches.bounds(ranges);
+      if (!(never && never->hi == 0))
+        add(guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
+                guarded(drop, {with_dst(Stmt::Init("s_acc", kNegInf), {n2, hf, e})}))})})}));
+    }
+    // 5b. Online softmax per row half r2, k:012's exp2 form.
+    {
+      const Expr v = r2 * 2 + e;
+      const Operand s_v = val("s_acc", {n2, hf, v});
+      auto each_score = [&](Block x) {
+        return reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, std::move(x))})});
+      };
+      Block row = {
+          Stmt::Init("m_t", kNegInf),
+          each_score({Stmt::Accum("m_t", s_v, ScalarOp::Max)}),
+          Stmt::LaneReduce("m_q", ScalarOp::Max, val("m_t"), 4),
+          Stmt::Compute("m_new", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}),
+          Stmt::Compute("m_diff", ScalarOp::Sub, {val("m_i", {r2}), val("m_new")}),
+          Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}),
+          Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}),
+          with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}), {r2}),
+          with_dst(Stmt::Accum("l_i", val("alpha"), ScalarOp::Mul), {r2}),
+          Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}),
+          each_score({Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
+                      Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
+                      with_dst(Stmt::Compute("s_acc", ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
+                      with_dst(Stmt::Accum("l_i", s_v), {r2})}),
+          reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
+              Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {dn, v})})}),
+      };
+      add({reg_loop("r2", 2, std::move(row))});
+    }
+    // 6. O += P V.
+    {
+      Stmt mma = Stmt::Atom(pv_mma.id, "o_acc",
+                            {val("s_acc", {kk}), val(v_s, {slot + kk * (16 * D), Expr(D), Expr(1)})});
+      add({Stmt::WgmmaFence(), reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce),
+           Stmt::WgmmaCommit(), Stmt::WgmmaWait(0)});
+    }
+    append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+
+    // 7. Normalize and store.
+    {
+      const Expr i = row_of(r2);
+      const Expr d = dn * 8 + lane % 4 * 2;
+      Block fin = {
+          Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {r2}), 4),
+          with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}), {r2}),
+      };
+      Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {r2})});
+      fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
+      Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
+      st.width = 2;
+      fin.push_back(reg_loop("dn", D / 8, {
+          Stmt::Alloc("y", {Expr(2)}),
+          reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
+                                                   {val("o_acc", {dn, r2 * 2 + e}), val("inv_l", {r2})}),
+                                     {e})}),
+          Stmt::If(i < a.Sq, {st})}));
+      if (a.lse) {
+        Block lse = {
+            Stmt::Compute("m_s", ScalarOp::Mul, {val("m_i", {r2}), Operand::constant(a.scale)}),
+            Stmt::Compute("log_l", ScalarOp::Log, {val("l_q")}),
+            with_dst(Stmt::Compute("lse_v", ScalarOp::Add, {val("m_s"), val("log_l")}), {r2}),
+        };
+        Block none = guarded(a.empty_row(i), {with_dst(Stmt::Init("lse_v", kNegInf), {r2})});
+        lse.insert(lse.end(), none.begin(), none.end());
+        lse.push_back(Stmt::If(lane % 4 < 1 && i < a.Sq,
+                               {Stmt::Write(kLseTensor, {flat(p.tensor(kLseTensor), {b, h, i})},
+                                            val("lse_v", {r2}))}));
+        fin.insert(fin.end(), lse.begin(), lse.end());
+      }
+      Block tail = {Stmt::Alloc("inv_l", {Expr(2)})};
+      if (a.lse) tail.push_back(Stmt::Alloc("lse_v", {Expr(2)}));
+      tail.push_back(reg_loop("r2", 2, std::move(fin)));
+      append(std::move(tail));
+    }
+    return body;
+  }
+
+  KernelOp run(int64_t min_blocks) {
+    q_s = shared("Q_s", BM);
+    k_s = shared("K_s", BN, t.kv_stages);
+    v_s = shared("V_s", BN, t.kv_stages);
+    descriptor(q_s, a.q, BM);
+    descriptor(k_s, a.k, BN);
+    descriptor(v_s, a.v, BN);
+    const AtomDef* s_def = wgmma_atom(dt, int(BN));
+    const AtomDef* pv_def = wgmma_atom(dt, int(D));
+    LOOM_CHECK(s_def && pv_def, "the atom table has m64n{BLOCK_N}k16 and m64n{D}k16");
+    check_p_repack(*s_def, *pv_def);
+    // The descriptors of every tile the kernel reads: Q's k-steps for both warpgroups,
+    // K's and V's in both slots.
+    const TensorDecl &qt = p.tensor(q_s), &kt = p.tensor(k_s), &vt = p.tensor(v_s);
+    for (int64_t g = 0; g < t.warpgroups; ++g)
+      for (int64_t s = 0; s < D / 16; ++s)
+        check_descriptor(qt, WgmmaOperand::A, g * 64 * D + s * 16, D, 1, 64, 16);
+    for (int64_t slot = 0; slot < 2; ++slot) {
+      for (int64_t s = 0; s < D / 16; ++s)
+        check_descriptor(kt, WgmmaOperand::B, slot * BN * D + s * 16, 1, D, 16, int(BN));
+      for (int64_t s = 0; s < BN / 16; ++s)
+        check_descriptor(vt, WgmmaOperand::B, slot * BN * D + s * 16 * D, D, 1, 16, int(D));
+    }
+    k.name = "k_attention";
+    k.grid[0] = ceil_div(a.Sq, Expr(BM));
+    k.grid[1] = a.Hq;
+    k.grid[2] = a.B;
+    k.block_threads = int(128 * t.warpgroups);
+    k.min_blocks_per_sm = int(min_blocks);
+    k.warp_atoms = {warpgroup_atom(*s_def, false), warpgroup_atom(*pv_def, true)};
+    k.body = build(k.warp_atoms[0], k.warp_atoms[1]);
+    k.params = {a.q, a.k, a.v, "out"};
+    if (a.lse) k.params.push_back(kLseTensor);
+    for (const auto& sym : p.symbols) k.params.push_back(sym);
+    return std::move(k);
+  }
+};
+
+}  // namespace
+
+Pass pass_lower_attention_wgmma() {
+  return Pass{"k:013_lower_attention_wgmma", Level::Tile, Level::Kernel,
+              "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
+              "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
+              "softmax on the accumulators, one warpgroup per 64 query rows",
+              {"ATTN_MMA", "ATTN_WG", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+              [](CompileState& s) {
+                if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
+                AttentionLoops a(s.graph);
+                const AttentionWgmmaTiles t = attention_wgmma_tiles(s, a);
+                KernelProgram kp;
+                static_cast<ProgramBase&>(kp) = s.tile;
+                Lowering lower(a, t, kp);
+                kp.kernels.push_back(lower.run(std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1))));
+                s.kernel = std::move(kp);
+                s.level = Level::Kernel;
+              }};
+}
+
+}  // namespace loom

@@ -192,8 +192,10 @@ struct Lowering {
       first.push_back(Stmt::If(Expr(0) < key_blocks, kv_issue(Expr(0), Expr(0))));
       append({Stmt::If(elected, std::move(first))});
     }
-    append({Stmt::Alloc("o_acc", {Expr(D / 8), Expr(4)}),
-            reg_loop("dn", D / 8, {reg_loop("e", 4, {with_dst(Stmt::Init("o_acc", 0.0), {dn, e})})}),
+    // O: one flat array of the m64n{D} accumulator's D/2 values (value 4 dn + e: column
+    // tile dn, the m16n8 C value e).
+    append({Stmt::Alloc("o_acc", {Expr(D / 2)}),
+            reg_loop("dn", D / 8, {reg_loop("e", 4, {with_dst(Stmt::Init("o_acc", 0.0), {dn * 4 + e})})}),
             Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
             reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
@@ -253,7 +255,7 @@ struct Lowering {
                       with_dst(Stmt::Compute("s_acc", ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
                       with_dst(Stmt::Accum("l_i", s_v), {r2})}),
           reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
-              Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {dn, v})})}),
+              Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {dn * 4 + v})})}),
       };
       add({reg_loop("r2", 2, std::move(row))});
     }
@@ -281,7 +283,7 @@ struct Lowering {
       fin.push_back(reg_loop("dn", D / 8, {
           Stmt::Alloc("y", {Expr(2)}),
           reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
-                                                   {val("o_acc", {dn, r2 * 2 + e}), val("inv_l", {r2})}),
+                                                   {val("o_acc", {dn * 4 + r2 * 2 + e}), val("inv_l", {r2})}),
                                      {e})}),
           Stmt::If(i < a.Sq, {st})}));
       if (a.lse) {

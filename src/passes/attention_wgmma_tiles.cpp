@@ -52,22 +52,38 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "
                 "16 from 16 to 256");
   t.kv_stages = s.knob("KV_STAGES", 2);
-  if (t.kv_stages != 2)
+  if (t.kv_stages != 2 && t.kv_stages != 3)
     throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + " with ATTN_MMA=wgmma: the TMA "
-                "kernel keeps a ring of 2 K/V buffers (block kb+1 lands under block kb's math)");
+                "kernel keeps a ring of 2 or 3 K/V buffers (block kb+S-1 lands under block "
+                "kb's math)");
+  // ATTN_PRODUCER=0 by default: the kernel measured on the H100 (1.22-1.91x FA2); the
+  // producer warpgroup is the A/B candidate.
+  t.producer = s.knob("ATTN_PRODUCER", 0) != 0;
   t.acc_regs = t.block_n / 2 + D / 2;
   if (t.acc_regs + 56 > 255)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
                 " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
                 "registers per thread (S: BLOCK_N/2, O: D/2) plus ~56 more, past 255: use BLOCK_N=" +
                 std::to_string(std::max<int64_t>(16, (255 - 56 - D / 2) * 2 / 16 * 16)) + " or less");
+  if (t.producer) {
+    // The consumers' share of the register file once the producer dropped to 40: 232 for
+    // one or two warpgroups (k:030's), 152 for three.
+    t.consumer_regs = std::min<int64_t>(232, (65536 - kProducerRegs * 128) / (128 * t.warpgroups) / 8 * 8);
+    if (t.acc_regs + 56 > t.consumer_regs)
+      throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + " with ATTN_PRODUCER=1 leaves " +
+                  std::to_string(t.consumer_regs) + " registers per consumer thread, and BLOCK_N=" +
+                  std::to_string(t.block_n) + " with D=" + std::to_string(D) + " keeps " +
+                  std::to_string(t.acc_regs) + " f32 accumulator registers plus ~56 more: lower "
+                  "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
+  }
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * D * 2;
   if (t.smem_bytes + 64 > s.target.smem_per_block)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
+                ",KV_STAGES=" + std::to_string(t.kv_stages) +
                 " with D=" + std::to_string(D) + " and ATTN_MMA=wgmma needs " +
-                std::to_string(t.smem_bytes) + " B of shared memory (Q + 2 K + 2 V blocks); " +
+                std::to_string(t.smem_bytes) + " B of shared memory (Q + KV_STAGES K and V blocks); " +
                 s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
-                " B per block: lower BLOCK_N or ATTN_WG");
+                " B per block: lower BLOCK_N, KV_STAGES or ATTN_WG");
   return t;
 }
 

@@ -11,6 +11,9 @@ namespace loom {
 
 struct CompileState;
 
+// setmaxnreg of the producer warpgroup: one thread issues TMA loads (k:030's default).
+inline constexpr int64_t kProducerRegs = 40;
+
 // ATTN_MMA: "mma_sync" (t:012 + k:012, the default) or "wgmma" (t:012 + k:013). wgmma on
 // a target other than sm_90a is an error naming the arch.
 bool attention_uses_wgmma(CompileState& s);
@@ -21,7 +24,9 @@ struct AttentionWgmmaTiles {
   int64_t warpgroups = 2;   // ATTN_WG
   int64_t block_m = 128;    // 64 * warpgroups
   int64_t block_n = 128;    // BLOCK_N: the N of S's wgmma, the K of O += P V's
-  int64_t kv_stages = 2;
+  int64_t kv_stages = 2;        // KV_STAGES: 2 or 3 ring slots
+  bool producer = false;        // ATTN_PRODUCER: a producer warpgroup issues the TMA loads
+  int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   int64_t head_dim = 0;
   int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit
   int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2) + O (D/2)

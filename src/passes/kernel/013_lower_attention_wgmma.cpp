@@ -171,27 +171,54 @@ struct Lowering {
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
     const int64_t kv_bytes = 2 * BN * D * 2, slot_elems = BN * D;
 
-    // 2. Barriers, Q and key block 0.
-    k.mbarriers = 3;
-    append({Stmt::If(elected, {Stmt::MbarInit(Expr(0), 1), Stmt::MbarInit(Expr(1), 1),
-                               Stmt::MbarInit(Expr(2), 1), Stmt::FenceMbarInit()}),
-            Stmt::Barrier()});
+    // 2. Barriers. Mbarrier 0: Q; 1 + s: ring slot s's K; 1 + S + s: its V (S =
+    // KV_STAGES), so S = Q K^T waits for K alone; with the producer (ATTN_PRODUCER=1),
+    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup.
+    const int64_t S = t.kv_stages;
+    const bool producer = t.producer;
+    const int64_t c_threads = 128 * t.warpgroups;
+    k.mbarriers = int(1 + (producer ? 3 : 2) * S);
+    auto full_k = [&](const Expr& slot) { return Expr(1) + slot; };
+    auto full_v = [&](const Expr& slot) { return Expr(1 + S) + slot; };
+    auto empty = [&](const Expr& slot) { return Expr(1 + 2 * S) + slot; };
+    {
+      Block init;
+      for (int i = 0; i < k.mbarriers; ++i)
+        init.push_back(Stmt::MbarInit(Expr(i), i > 2 * S ? int(t.warpgroups) : 1));
+      init.push_back(Stmt::FenceMbarInit());
+      append({Stmt::If(elected, std::move(init)), Stmt::Barrier()});
+    }
     const Expr rows_end = min(a.Sq, (qb + 1) * BM);
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
     auto kv_issue = [&](const Expr& block, const Expr& slot) {
-      Block x = {Stmt::MbarArriveExpectTx(Expr(1) + slot, kv_bytes)};
-      for (Stmt& s : tma_block(k_s, a.k, hk, block * BN, BN, slot * slot_elems, Expr(1) + slot))
-        x.push_back(s);
-      for (Stmt& s : tma_block(v_s, a.v, hk, block * BN, BN, slot * slot_elems, Expr(1) + slot))
-        x.push_back(s);
+      Block x = {Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2)};
+      for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot * slot_elems, full_k(slot)))
+        x.push_back(st);
+      x.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
+      for (Stmt& st : tma_block(v_s, a.v, hk, block * BN, BN, slot * slot_elems, full_v(slot)))
+        x.push_back(st);
       return x;
     };
-    {
-      Block first = {Stmt::MbarArriveExpectTx(Expr(0), BM * D * 2)};
-      for (Stmt& s : tma_block(q_s, a.q, h, qb * BM, BM, Expr(0), Expr(0))) first.push_back(s);
-      first.push_back(Stmt::If(Expr(0) < key_blocks, kv_issue(Expr(0), Expr(0))));
+    Block q_issue = {Stmt::MbarArriveExpectTx(Expr(0), BM * D * 2)};
+    for (Stmt& st : tma_block(q_s, a.q, h, qb * BM, BM, Expr(0), Expr(0))) q_issue.push_back(st);
+    // ATTN_PRODUCER=1: the producer's loop (its first thread): block kb into slot kb % S
+    // once the consumers released the slot's previous block kb - S (phase kb / S - 1 of
+    // its empty barrier). ATTN_PRODUCER=0: thread 0 issues Q and blocks 0 .. S - 2 here.
+    Block producer_loop = q_issue;
+    if (producer) {
+      Block fill = {Stmt::If(Expr(S) <= kb, {Stmt::MbarWait(empty(kb % S), (kb / S + 1) % 2)})};
+      Block issue = kv_issue(kb, kb % S);
+      fill.insert(fill.end(), issue.begin(), issue.end());
+      producer_loop.push_back(Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(fill)));
+    } else {
+      Block first = q_issue;
+      for (int64_t j = 0; j + 1 < S; ++j)
+        first.push_back(Stmt::If(Expr(j) < key_blocks, kv_issue(Expr(j), Expr(j))));
       append({Stmt::If(elected, std::move(first))});
     }
+    // The consumers' part, from here to the epilogue; under ATTN_PRODUCER=1 it becomes the
+    // consumer arm.
+    const size_t consumer_from = body.size();
     // O: one flat array of the m64n{D} accumulator's D/2 values (value 4 dn + e: column
     // tile dn, the m16n8 C value e).
     append({Stmt::Alloc("o_acc", {Expr(D / 2)}),
@@ -201,12 +228,15 @@ struct Lowering {
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
             Stmt::MbarWait(Expr(0), Expr(0))});
 
-    // 3. The key loop.
-    Block step = {Stmt::Barrier()};
+    // 3. The key loop. ATTN_PRODUCER=0: block kb + S - 1 goes into the slot block kb - 1
+    // used, after a block barrier (every warpgroup retired its wgmmas on it).
+    const Expr ring = kb % S, next = kb + (S - 1);
+    Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
-    add({Stmt::If(elected && kb + 1 < key_blocks, kv_issue(kb + 1, (kb + 1) % 2)),
-         Stmt::MbarWait(Expr(1) + kb % 2, kb / 2 % 2)});
-    const Expr slot = kb % 2 * slot_elems;
+    if (!producer)
+      add({Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))});
+    add({Stmt::MbarWait(full_k(ring), kb / S % 2)});
+    const Expr slot = ring * slot_elems;
     // 4. S = Q K^T.
     {
       Stmt mma = Stmt::Atom(s_mma.id, "s_acc",
@@ -263,8 +293,12 @@ struct Lowering {
     {
       Stmt mma = Stmt::Atom(pv_mma.id, "o_acc",
                             {val("s_acc", {kk}), val(v_s, {slot + kk * (16 * D), Expr(D), Expr(1)})});
-      add({Stmt::WgmmaFence(), reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce),
-           Stmt::WgmmaCommit(), Stmt::WgmmaWait(0)});
+      add({Stmt::MbarWait(full_v(ring), kb / S % 2), Stmt::WgmmaFence(),
+           reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit(),
+           Stmt::WgmmaWait(0)});
+      // This warpgroup is done with the slot: its first thread releases it.
+      if (producer)
+        add({Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(ring))})});
     }
     append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
 
@@ -304,6 +338,17 @@ struct Lowering {
       tail.push_back(reg_loop("r2", 2, std::move(fin)));
       append(std::move(tail));
     }
+    if (!producer) return body;
+    // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
+    // registers to the consumers (setmaxnreg: 40 x 128 + consumer_regs x 128 ATTN_WG fits
+    // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
+    Block consumer(body.begin() + long(consumer_from), body.end());
+    body.resize(consumer_from);
+    consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
+    Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs)),
+                   Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
+    body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
+                                     Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
     return body;
   }
 
@@ -324,7 +369,7 @@ struct Lowering {
     for (int64_t g = 0; g < t.warpgroups; ++g)
       for (int64_t s = 0; s < D / 16; ++s)
         check_descriptor(qt, WgmmaOperand::A, g * 64 * D + s * 16, D, 1, 64, 16);
-    for (int64_t slot = 0; slot < 2; ++slot) {
+    for (int64_t slot = 0; slot < t.kv_stages; ++slot) {
       for (int64_t s = 0; s < D / 16; ++s)
         check_descriptor(kt, WgmmaOperand::B, slot * BN * D + s * 16, 1, D, 16, int(BN));
       for (int64_t s = 0; s < BN / 16; ++s)
@@ -334,7 +379,7 @@ struct Lowering {
     k.grid[0] = ceil_div(a.Sq, Expr(BM));
     k.grid[1] = a.Hq;
     k.grid[2] = a.B;
-    k.block_threads = int(128 * t.warpgroups);
+    k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
     k.min_blocks_per_sm = int(min_blocks);
     k.warp_atoms = {warpgroup_atom(*s_def, false), warpgroup_atom(*pv_def, true)};
     k.body = build(k.warp_atoms[0], k.warp_atoms[1]);
@@ -352,7 +397,7 @@ Pass pass_lower_attention_wgmma() {
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
               "softmax on the accumulators, one warpgroup per 64 query rows",
-              {"ATTN_MMA", "ATTN_WG", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

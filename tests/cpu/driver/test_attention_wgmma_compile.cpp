@@ -59,7 +59,8 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
     for (const char* causal : {"false", "true"})
       for (const char* knobs : {"ATTN_MMA=wgmma", "ATTN_MMA=wgmma,ATTN_WG=1",
                                 "ATTN_MMA=wgmma,ATTN_WG=3", "ATTN_MMA=wgmma,BLOCK_N=64",
-                                "ATTN_MMA=wgmma,BLOCK_N=176"})
+                                "ATTN_MMA=wgmma,BLOCK_N=176", "ATTN_MMA=wgmma,ATTN_PRODUCER=1",
+                                "ATTN_MMA=wgmma,KV_STAGES=3,BLOCK_N=112"})
         expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16",
                                              false),
                         knobs);

@@ -74,6 +74,20 @@ TEST(AttentionWgmma, SeveralKeyBlocksTwoWarpgroups) {
   }
 }
 
+// The K/V ring's variants: three slots (two blocks in flight), and slots handed back by
+// a block barrier instead of the empty mbarriers; several key blocks, so slots are reused
+// and every mbarrier's phase flips more than once.
+TEST(AttentionWgmma, RingVariants) {
+  uint64_t seed = 400;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 100, 300, 64, causal), "BLOCK_N=32,KV_STAGES=3", seed++);
+    check_wgmma(attention(2, 2, 150, 200, 64, causal, "f16"), "BLOCK_N=32,ATTN_PRODUCER=1",
+                seed++);
+  }
+  check_wgmma(attention(1, 1, 64, 333, 64, "false"), "ATTN_WG=1,BLOCK_N=16,KV_STAGES=3,ATTN_PRODUCER=1",
+              seed++);
+}
+
 TEST(AttentionWgmma, HeadDim128) {
   uint64_t seed = 300;
   for (const char* causal : kMasks)
@@ -102,6 +116,15 @@ TEST(AttentionWgmma, KernelShape) {
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tma.load K_s[(kb + 1) % 2 * 16384 + 64] <- K[b, h / 4, (kb + 1) * 128, 64]"),
             std::string::npos) << ir;
+  // ATTN_PRODUCER=1: a producer warpgroup; slot kb % 2 is refilled once both consumer
+  // warpgroups released it.
+  const std::string pr = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
+                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=1");
+  EXPECT_NE(pr.find("block(384)"), std::string::npos) << pr;
+  EXPECT_NE(pr.find("setmaxnreg.dec 40"), std::string::npos) << pr;
+  EXPECT_NE(pr.find("setmaxnreg.inc 232"), std::string::npos) << pr;
+  EXPECT_NE(pr.find("mbar.wait [kb % 2 + 5] parity=(kb / 2 + 1) % 2"), std::string::npos) << pr;
+  EXPECT_NE(pr.find("mbar.arrive [kb % 2 + 5]"), std::string::npos) << pr;
   EXPECT_NE(ir.find("s_acc <- wgmma_m64n128k16_f32_bf16_ss(Q_s[wg * 8192 + d_k * 16, 128, 1], "
                     "K_s[kb % 2 * 16384 + d_k * 16, 1, 128]) scale_d 0 < d_k"),
             std::string::npos) << ir;
@@ -138,7 +161,14 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_MMA=wgmma,BLOCK_M=64,ATTN_WG=2", "BLOCK_M = 64 x ATTN_WG = 128");
   expect_refused(e128, "ATTN_MMA=wgmma,WARPS=4", "4 warps per warpgroup, 8 for ATTN_WG=2");
   expect_refused(e128, "ATTN_MMA=wgmma,BLOCK_N=24", "a multiple of 16 from 16 to 256");
-  expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=1", "ring of 2");
+  expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=1", "ring of 2 or 3");
+  expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=3,ATTN_WG=3", "B of shared memory");
+  expect_refused(e128, "KV_STAGES=3", "KV_STAGES=3: attention buffers");  // mma.sync's
+  expect_refused(e128, "ATTN_MMA=wgmma,ATTN_PRODUCER=2", "ATTN_PRODUCER");
+  expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1",
+                 "leaves 152 registers per consumer thread");
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=64,ATTN_PRODUCER=1"));
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,ATTN_WG=3"));
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "ATTN_MMA=wgmma", "head dims 64, 128");
   expect_refused(attention(2, 2, 128, 128, 256, "false"), "ATTN_MMA=wgmma,BLOCK_N=256",
                  "f32 accumulator registers");

@@ -5,13 +5,21 @@
 
 namespace loom {
 
+// The default: wgmma wherever it applies — an sm_90a target and a head dim of 64, 128,
+// 192 or 256 — measured 1.2-1.9x FlashAttention-2 on the H100 where the mma.sync kernel
+// was 0.87-1.02x (docs/attention.md); mma_sync elsewhere.
 bool attention_uses_wgmma(CompileState& s) {
-  const std::string mma = s.knobs.get_str("ATTN_MMA", "mma_sync");
+  bool fits = false;
+  if (s.target.arch == "sm_90a" && s.graph.attention()) {
+    const AttentionLoops a(s.graph);
+    fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
+  }
+  const std::string mma = s.knobs.get_str("ATTN_MMA", fits ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
   if (s.target.arch != "sm_90a")
-    throw Error("ATTN_MMA=wgmma: wgmma.mma_async and setmaxnreg-era TMA need sm_90a; the target "
-                "is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --arch sm_90a)");
+    throw Error("ATTN_MMA=wgmma: wgmma.mma_async and the TMA loads it reads need sm_90a; the "
+                "target is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --target sm_90a)");
   return true;
 }
 
@@ -30,6 +38,13 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_MMA=wgmma takes head dims 64, 128, 192 or 256 (Q, K and V arrive as "
                 "TMA boxes of 64 columns, one 128-byte swizzle span each); D = " +
                 std::to_string(D) + ": use ATTN_MMA=mma_sync");
+  // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
+  for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
+                        "ZERO_INIT", "STAGE_OUTPUT"})
+    if (s.knobs.has(k))
+      throw Error(std::string(k) + " is a knob of attention's mma.sync kernel, and this one is "
+                  "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
+                  "ATTN_MMA=mma_sync, or drop " + k);
   const bool has_m = s.knobs.has("BLOCK_M");
   t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64) : 2);
   if (t.warpgroups < 1 || t.warpgroups > 3)
@@ -40,12 +55,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("BLOCK_M=" + std::to_string(s.knobs.get_int("BLOCK_M", 0)) + " with ATTN_MMA=wgmma: "
                 "each warpgroup owns 64 query rows, so BLOCK_M = 64 x ATTN_WG = " +
                 std::to_string(t.block_m) + "; set BLOCK_M to a multiple of 64 up to 192 and "
-                "leave ATTN_WG out, or drop BLOCK_M");
+                "leave ATTN_WG out, drop BLOCK_M, or use ATTN_MMA=mma_sync");
   s.used_knobs["BLOCK_M"] = std::to_string(t.block_m);
   if (s.knobs.has("WARPS") && s.knobs.get_int("WARPS", 0) != 4 * t.warpgroups)
     throw Error("WARPS=" + std::to_string(s.knobs.get_int("WARPS", 0)) + " with ATTN_MMA=wgmma: "
                 "the kernel has 4 warps per warpgroup, " + std::to_string(4 * t.warpgroups) +
-                " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS");
+                " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
   t.block_n = s.knob("BLOCK_N", D > 128 ? 64 : 128);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "

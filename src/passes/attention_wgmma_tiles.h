@@ -14,8 +14,9 @@ struct CompileState;
 // setmaxnreg of the producer warpgroup: one thread issues TMA loads (k:030's default).
 inline constexpr int64_t kProducerRegs = 40;
 
-// ATTN_MMA: "mma_sync" (t:012 + k:012, the default) or "wgmma" (t:012 + k:013). wgmma on
-// a target other than sm_90a is an error naming the arch.
+// ATTN_MMA: "wgmma" (t:012 + k:013; the default on sm_90a for head dims 64..256 in steps
+// of 64) or "mma_sync" (t:012 + k:012; the default elsewhere). wgmma on a target other than
+// sm_90a is an error naming the arch.
 bool attention_uses_wgmma(CompileState& s);
 
 // The wgmma kernel's tiling: ATTN_WG consumer warpgroups of 64 query rows each (BLOCK_M =

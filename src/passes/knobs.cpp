@@ -232,7 +232,8 @@ const std::vector<KnobDef>& knob_registry() {
        "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
       {"ATTN_MMA", "attention: the products' instructions: mma_sync (FlashAttention-2's "
        "kernel, k:012; sm_80+) or wgmma (TMA tiles and warpgroup MMAs, P from registers, "
-       "k:013; sm_90a only)", "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
+       "k:013; sm_90a only; the default there for D = 64, 128, 192, 256)",
+       "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
       {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
        "each (BLOCK_M = 64 ATTN_WG; default 2)", "k:013_lower_attention_wgmma", 1, 3},
       {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "

@@ -132,9 +132,13 @@ TEST(AttentionWgmma, KernelShape) {
             std::string::npos) << ir;
   EXPECT_NE(ir.find("let qb = 7 - blockIdx.x"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("ldmatrix"), std::string::npos) << ir;
-  // ATTN_MMA=mma_sync (the default) is k:012's kernel.
-  EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "").find("ldmatrix"),
-            std::string::npos);
+  // wgmma is the default on sm_90a for D = 64..256; mma_sync on sm_80, for other head dims,
+  // and when asked for.
+  const std::string e = attention(8, 2, 1000, 1000, 128, "true");
+  EXPECT_EQ(kernel_ir(e, ""), ir);
+  EXPECT_NE(kernel_ir(e, "ATTN_MMA=mma_sync").find("ldmatrix"), std::string::npos);
+  EXPECT_NE(kernel_ir(e, "", "sm_80").find("ldmatrix"), std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 64, 64, 48, "true"), "").find("ldmatrix"), std::string::npos);
 }
 
 TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
@@ -163,7 +167,7 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_MMA=wgmma,BLOCK_N=24", "a multiple of 16 from 16 to 256");
   expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=1", "ring of 2 or 3");
   expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=3,ATTN_WG=3", "B of shared memory");
-  expect_refused(e128, "KV_STAGES=3", "KV_STAGES=3: attention buffers");  // mma.sync's
+  expect_refused(e128, "ATTN_MMA=mma_sync,KV_STAGES=3", "KV_STAGES=3: attention buffers");
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_PRODUCER=2", "ATTN_PRODUCER");
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1",
                  "leaves 152 registers per consumer thread");
@@ -176,6 +180,11 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,BLOCK_M=192"));
   EXPECT_NO_THROW(kernel_ir(attention(2, 2, 128, 128, 256, "false"), "ATTN_MMA=wgmma"));
   expect_refused(e128, "ATTN_MMA=tcgen05", "ATTN_MMA");
+  // The mma.sync kernel's knobs under the default wgmma kernel: refused, naming the fix.
+  expect_refused(e128, "SOFTMAX=exp", "add ATTN_MMA=mma_sync");
+  expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32", "add ATTN_MMA=mma_sync");
+  expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
+  EXPECT_NE(kernel_ir(e128, "BLOCK_M=64").find("block(128)"), std::string::npos);  // ATTN_WG=1
 }
 
 }  // namespace

@@ -61,7 +61,13 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("WARPS=" + std::to_string(s.knobs.get_int("WARPS", 0)) + " with ATTN_MMA=wgmma: "
                 "the kernel has 4 warps per warpgroup, " + std::to_string(4 * t.warpgroups) +
                 " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
-  t.block_n = s.knob("BLOCK_N", D > 128 ? 64 : 128);
+  // ATTN_PRODUCER=0, ATTN_OVERLAP=0 by default: thread 0 issues the loads, each block's
+  // products in turn (measured on the H100: docs/attention.md).
+  t.producer = s.knob("ATTN_PRODUCER", 0) != 0;
+  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // BLOCK_N: 128 up to D = 128; above, 64 (32 with ATTN_OVERLAP's second S array), what
+  // the registers allow (below).
+  t.block_n = s.knob("BLOCK_N", D > 128 ? (t.overlap ? 32 : 64) : 128);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "
@@ -71,24 +77,30 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + " with ATTN_MMA=wgmma: the TMA "
                 "kernel keeps a ring of 2 or 3 K/V buffers (block kb+S-1 lands under block "
                 "kb's math)");
-  // ATTN_PRODUCER=0 by default: the kernel measured on the H100 (1.22-1.91x FA2); the
-  // producer warpgroup is the A/B candidate.
-  t.producer = s.knob("ATTN_PRODUCER", 0) != 0;
-  t.acc_regs = t.block_n / 2 + D / 2;
-  if (t.acc_regs + 56 > 255)
+  if (t.overlap && !t.producer)
+    throw Error("ATTN_OVERLAP=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads after "
+                "a block barrier, a slot is free only once the block after it was read, one "
+                "block too late for the next block's S; add ATTN_PRODUCER=1");
+  t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + D / 2;
+  // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
+  // up to D = 128 (NVRTC 13.0, sm_90a: 192 accumulators at D = 128 with ATTN_OVERLAP fit
+  // 240 without spilling), ~72 at D = 256 (192 accumulators there spilled 144 B, 176
+  // spilled 20 B, 160 none).
+  const int64_t overhead = D > 128 ? 72 : 40;
+  if (t.acc_regs + overhead > 255)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
                 " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
-                "registers per thread (S: BLOCK_N/2, O: D/2) plus ~56 more, past 255: use BLOCK_N=" +
-                std::to_string(std::max<int64_t>(16, (255 - 56 - D / 2) * 2 / 16 * 16)) + " or less");
+                "registers per thread (S: BLOCK_N/2, twice with ATTN_OVERLAP; O: D/2) plus ~" +
+                std::to_string(overhead) + " more, past 255: use a smaller BLOCK_N");
   if (t.producer) {
-    // The consumers' share of the register file once the producer dropped to 40: 232 for
-    // one or two warpgroups (k:030's), 152 for three.
-    t.consumer_regs = std::min<int64_t>(232, (65536 - kProducerRegs * 128) / (128 * t.warpgroups) / 8 * 8);
-    if (t.acc_regs + 56 > t.consumer_regs)
+    // The consumers' share of the register file once the producer dropped to 24: 240 for
+    // one or two warpgroups, 160 for three.
+    t.consumer_regs = std::min<int64_t>(240, (65536 - kProducerRegs * 128) / (128 * t.warpgroups) / 8 * 8);
+    if (t.acc_regs + overhead > t.consumer_regs)
       throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + " with ATTN_PRODUCER=1 leaves " +
                   std::to_string(t.consumer_regs) + " registers per consumer thread, and BLOCK_N=" +
                   std::to_string(t.block_n) + " with D=" + std::to_string(D) + " keeps " +
-                  std::to_string(t.acc_regs) + " f32 accumulator registers plus ~56 more: lower "
+                  std::to_string(t.acc_regs) + " f32 accumulator registers plus ~" + std::to_string(overhead) + " more: lower "
                   "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
   }
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * D * 2;

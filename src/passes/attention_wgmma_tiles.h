@@ -11,8 +11,8 @@ namespace loom {
 
 struct CompileState;
 
-// setmaxnreg of the producer warpgroup: one thread issues TMA loads (k:030's default).
-inline constexpr int64_t kProducerRegs = 40;
+// setmaxnreg of the producer warpgroup: one thread issues TMA loads (FlashAttention-3's 24).
+inline constexpr int64_t kProducerRegs = 24;
 
 // ATTN_MMA: "wgmma" (t:012 + k:013; the default on sm_90a for head dims 64..256 in steps
 // of 64) or "mma_sync" (t:012 + k:012; the default elsewhere). wgmma on a target other than
@@ -28,9 +28,11 @@ struct AttentionWgmmaTiles {
   int64_t kv_stages = 2;        // KV_STAGES: 2 or 3 ring slots
   bool producer = false;        // ATTN_PRODUCER: a producer warpgroup issues the TMA loads
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
+  bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
   int64_t head_dim = 0;
   int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit
-  int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2) + O (D/2)
+  int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2, twice
+                            // with ATTN_OVERLAP) + O (D/2)
 };
 AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a);
 

@@ -237,9 +237,13 @@ const std::vector<KnobDef>& knob_registry() {
       {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
        "each (BLOCK_M = 64 ATTN_WG; default 2)", "k:013_lower_attention_wgmma", 1, 3},
       {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "
-       "40) issues the TMA loads and the consumers hand each K/V slot back through an empty "
+       "24) issues the TMA loads and the consumers hand each K/V slot back through an empty "
        "mbarrier (FlashAttention-3); 0 = thread 0 issues them and a block barrier at the top "
        "of each key block frees the slot", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
+       "kb issued before O += P V of block kb-1, the softmax running while that product is in "
+       "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
+       "products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

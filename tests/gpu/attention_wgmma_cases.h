@@ -31,6 +31,14 @@ inline std::vector<Case> wgmma_cases() {
     v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true), wg + ",KV_STAGES=3"});
     v.push_back({expr(2, 4, 2, 1000, 777, 64, causal, "bf16", true),
                  wg + ",ATTN_PRODUCER=1,KV_STAGES=3,BLOCK_N=64"});
+    for (int d : {64, 128}) {
+      v.push_back({expr(2, 8, 2, 1000, 777, d, causal, "bf16", true),
+                   wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+      v.push_back({expr(1, 4, 4, 17, 1000, d, causal, "f16", true),
+                   wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+    }
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true),
+                 wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
     v.push_back({expr(2, 8, 2, 4097, 1000, 128, causal, "f16", true), wg + ",BLOCK_N=32"});
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), wg});  // BLOCK_N = 64
   }

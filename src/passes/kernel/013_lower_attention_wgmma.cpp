@@ -30,6 +30,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "atoms/atoms.h"
 #include "atoms/wgmma_desc.h"
@@ -228,44 +229,38 @@ struct Lowering {
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
             Stmt::MbarWait(Expr(0), Expr(0))});
 
-    // 3. The key loop. ATTN_PRODUCER=0: block kb + S - 1 goes into the slot block kb - 1
-    // used, after a block barrier (every warpgroup retired its wgmmas on it).
-    const Expr ring = kb % S, next = kb + (S - 1);
-    Block step;
-    auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
-    if (!producer)
-      add({Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))});
-    add({Stmt::MbarWait(full_k(ring), kb / S % 2)});
-    const Expr slot = ring * slot_elems;
-    // 4. S = Q K^T.
-    {
-      Stmt mma = Stmt::Atom(s_mma.id, "s_acc",
+    // 3-6, per key block `kbx` and the S/P register array `sa`, as pieces the two
+    // schedules below put in order.
+    // 4. S = Q K^T into `sa` (issued, committed; not waited for).
+    auto s_issue = [&](const Expr& kbx, const std::string& sa) {
+      Stmt mma = Stmt::Atom(s_mma.id, sa,
                             {val(q_s, {wg * (64 * D) + d_k * 16, Expr(D), Expr(1)}),
-                             val(k_s, {slot + d_k * 16, Expr(1), Expr(D)})});
+                             val(k_s, {kbx % S * slot_elems + d_k * 16, Expr(1), Expr(D)})});
       mma.scale_d = Expr(0) < d_k;
-      add({Stmt::Alloc("s_acc", {Expr(BN / 16), Expr(2), Expr(4)}), Stmt::WgmmaFence(),
-           reg_loop("d_k", D / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit(),
-           Stmt::WgmmaWait(0)});
-    }
-    // 5a. Masks: only where the block reaches past Sk or past the first row's last key.
-    {
-      const Expr i = row_of(e / 2);
-      const Expr j = kb * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
-      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
-      const Expr last = kb * BN + (BN - 1);
-      const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
-      std::map<std::string, Expr::Range> ranges;
-      if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
-      if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
-      const auto never = reaches.bounds(ranges);
-      if (!(never && never->hi == 0))
-        add(guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
-                guarded(drop, {with_dst(Stmt::Init("s_acc", kNegInf), {n2, hf, e})}))})})}));
-    }
-    // 5b. Online softmax per row half r2, k:012's exp2 form.
-    {
+      return Block{Stmt::MbarWait(full_k(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
+                   reg_loop("d_k", D / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+    };
+    // 5. Masks (only where the block reaches past Sk or past the first row's last key) and
+    // the online softmax per row half r2, k:012's exp2 form: m, l and `sa` become the
+    // block's P; alpha[r2] is O's rescale, applied here when `rescale`.
+    auto softmax = [&](const Expr& kbx, const std::string& sa, bool rescale) {
+      Block out;
+      {
+        const Expr i = row_of(e / 2);
+        const Expr j = kbx * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
+        const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
+        const Expr last = kbx * BN + (BN - 1);
+        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+        std::map<std::string, Expr::Range> ranges;
+        if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
+        if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
+        const auto never = kbx.uses("kb2") ? std::nullopt : reaches.bounds(ranges);
+        if (!(never && never->hi == 0))
+          out = guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
+                    guarded(drop, {with_dst(Stmt::Init(sa, kNegInf), {n2, hf, e})}))})})});
+      }
       const Expr v = r2 * 2 + e;
-      const Operand s_v = val("s_acc", {n2, hf, v});
+      const Operand s_v = val(sa, {n2, hf, v});
       auto each_score = [&](Block x) {
         return reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, std::move(x))})});
       };
@@ -276,31 +271,96 @@ struct Lowering {
           Stmt::Compute("m_new", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}),
           Stmt::Compute("m_diff", ScalarOp::Sub, {val("m_i", {r2}), val("m_new")}),
           Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}),
-          Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}),
+          with_dst(Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}), {r2}),
           with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}), {r2}),
-          with_dst(Stmt::Accum("l_i", val("alpha"), ScalarOp::Mul), {r2}),
+          with_dst(Stmt::Accum("l_i", val("alpha", {r2}), ScalarOp::Mul), {r2}),
           Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}),
           each_score({Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
                       Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
-                      with_dst(Stmt::Compute("s_acc", ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
+                      with_dst(Stmt::Compute(sa, ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
                       with_dst(Stmt::Accum("l_i", s_v), {r2})}),
-          reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
-              Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {dn * 4 + v})})}),
       };
-      add({reg_loop("r2", 2, std::move(row))});
-    }
-    // 6. O += P V.
-    {
+      if (rescale)
+        row.push_back(reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
+            Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + v})})}));
+      out.push_back(reg_loop("r2", 2, std::move(row)));
+      return out;
+    };
+    auto rescale_o = [&] {
+      return Block{reg_loop("r2", 2, {reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
+          Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + r2 * 2 + e})})})})};
+    };
+    // 6. O += P V with P = `sa` (issued, committed; not waited for).
+    auto pv_issue = [&](const Expr& kbx, const std::string& sa) {
       Stmt mma = Stmt::Atom(pv_mma.id, "o_acc",
-                            {val("s_acc", {kk}), val(v_s, {slot + kk * (16 * D), Expr(D), Expr(1)})});
-      add({Stmt::MbarWait(full_v(ring), kb / S % 2), Stmt::WgmmaFence(),
-           reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit(),
-           Stmt::WgmmaWait(0)});
-      // This warpgroup is done with the slot: its first thread releases it.
-      if (producer)
-        add({Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(ring))})});
+                            {val(sa, {kk}), val(v_s, {kbx % S * slot_elems + kk * (16 * D),
+                                                      Expr(D), Expr(1)})});
+      return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
+                   reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+    };
+    // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
+    auto release = [&](const Expr& kbx) {
+      return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(kbx % S))})} : Block{};
+    };
+    auto cat = [](Block x, const Block& y) {
+      x.insert(x.end(), y.begin(), y.end());
+      return x;
+    };
+    const std::string s_a = "s_acc", s_b = "s_next";
+    auto s_alloc = [&](const std::string& name) {
+      return Stmt::Alloc(name, {Expr(BN / 16), Expr(2), Expr(4)});
+    };
+    append({Stmt::Alloc("alpha", {Expr(2)})});
+    if (!t.overlap) {
+      // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
+      // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
+      // retired its wgmmas on it).
+      const Expr next = kb + (S - 1);
+      Block step;
+      if (!producer)
+        step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
+      step.push_back(s_alloc(s_a));
+      step = cat(step, s_issue(kb, s_a));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, softmax(kb, s_a, true));
+      step = cat(step, pv_issue(kb, s_a));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, release(kb));
+      append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+    } else {
+      // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
+      // issued before O += P V of block kb - 1, and its softmax runs while that product is
+      // in flight; O's rescale by block kb's alpha waits for it. P of kb - 1 is being read
+      // (register A) while the softmax writes P of kb, so the two live in two arrays that
+      // trade roles every block: the loop is unrolled by two (kb = 2 kb2 + 1, 2 kb2 + 2).
+      auto block = [&](const Expr& kbx, const std::string& cur, const std::string& nxt) {
+        Block x = s_issue(kbx, nxt);
+        x = cat(x, pv_issue(kbx - 1, cur));
+        x.push_back(Stmt::WgmmaWait(1));  // S of kbx retired; P V of kbx - 1 may run on
+        x = cat(x, softmax(kbx, nxt, false));
+        x.push_back(Stmt::WgmmaWait(0));
+        x = cat(x, release(kbx - 1));
+        return cat(x, rescale_o());
+      };
+      const Expr kb2 = Expr::var("kb2");
+      Block first = s_issue(Expr(0), s_a);
+      first.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
+      Block pair = block(kb2 * 2 + 1, s_a, s_b);
+      pair = cat(pair, guarded(kb2 * 2 + 2 < key_blocks, block(kb2 * 2 + 2, s_b, s_a)));
+      first.push_back(Stmt::For("kb2", key_blocks / 2, LoopKind::Reduce, "kb2",
+                                std::move(pair)));
+      // The last block's P is in s_a after an even number of blocks past the first.
+      const Expr last = key_blocks - 1;
+      for (int odd = 0; odd < 2; ++odd) {
+        const std::string sa = odd ? s_b : s_a;
+        Block tail = pv_issue(last, sa);
+        tail.push_back(Stmt::WgmmaWait(0));
+        tail = cat(tail, release(last));
+        first.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, last % 2, Expr(odd)), std::move(tail)));
+      }
+      append({s_alloc(s_a), s_alloc(s_b), Stmt::If(Expr(0) < key_blocks, std::move(first))});
     }
-    append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
 
     // 7. Normalize and store.
     {
@@ -397,7 +457,8 @@ Pass pass_lower_attention_wgmma() {
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
               "softmax on the accumulators, one warpgroup per 64 query rows",
-              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "BLOCK_N", "KV_STAGES",
+               "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

@@ -60,12 +60,15 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
       for (const char* knobs : {"ATTN_MMA=wgmma", "ATTN_MMA=wgmma,ATTN_WG=1",
                                 "ATTN_MMA=wgmma,ATTN_WG=3", "ATTN_MMA=wgmma,BLOCK_N=64",
                                 "ATTN_MMA=wgmma,BLOCK_N=176", "ATTN_MMA=wgmma,ATTN_PRODUCER=1",
-                                "ATTN_MMA=wgmma,KV_STAGES=3,BLOCK_N=112"})
+                                "ATTN_MMA=wgmma,KV_STAGES=3,BLOCK_N=112",
+                                "ATTN_PRODUCER=1,ATTN_OVERLAP=1",
+                                "ATTN_PRODUCER=1,ATTN_OVERLAP=1,KV_STAGES=3"})
         expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16",
                                              false),
                         knobs);
-  expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "true", "bf16", true),
-                  "ATTN_MMA=wgmma");
+  for (const char* knobs : {"ATTN_MMA=wgmma", "ATTN_PRODUCER=1",
+                            "ATTN_PRODUCER=1,ATTN_OVERLAP=1"})  // BLOCK_N 64, 64, 32
+    expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "true", "bf16", true), knobs);
 }
 
 TEST(AttentionWgmmaCompile, GpuCases) {

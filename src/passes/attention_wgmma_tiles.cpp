@@ -61,9 +61,11 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("WARPS=" + std::to_string(s.knobs.get_int("WARPS", 0)) + " with ATTN_MMA=wgmma: "
                 "the kernel has 4 warps per warpgroup, " + std::to_string(4 * t.warpgroups) +
                 " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
-  // ATTN_PRODUCER=0, ATTN_OVERLAP=0 by default: thread 0 issues the loads, each block's
-  // products in turn (measured on the H100: docs/attention.md).
-  t.producer = s.knob("ATTN_PRODUCER", 0) != 0;
+  // Defaults measured on the H100 (docs/attention.md): the producer warpgroup from D = 128
+  // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
+  // D = 64 (-6 to -15 %), nor with three consumer warpgroups (160 registers each would
+  // not hold D = 128's accumulators); ATTN_OVERLAP=0 (1 measured slower everywhere).
+  t.producer = s.knob("ATTN_PRODUCER", D >= 128 && t.warpgroups < 3 ? 1 : 0) != 0;
   t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
   // BLOCK_N: 128 up to D = 128; above, 64 (32 with ATTN_OVERLAP's second S array), what
   // the registers allow (below).

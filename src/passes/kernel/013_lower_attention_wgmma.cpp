@@ -1,18 +1,20 @@
 // k:013_lower_attention_wgmma — attention's tiled form (t:012) becomes an sm_90a kernel on
-// wgmma and TMA (ATTN_MMA=wgmma; docs/attention.md, "The wgmma kernel"): the FlashAttention-3
-// mainloop without its producer warp, each consumer warpgroup owning 64 query rows.
+// wgmma and TMA (ATTN_MMA=wgmma, the default on sm_90a for D = 64..256; docs/attention.md,
+// "The wgmma kernel"): FlashAttention-3's mainloop, each consumer warpgroup owning 64 query
+// rows.
 //  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
 //     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
-//  2. TMA: thread 0 initializes the mbarriers (0: Q; 1, 2: the K/V ring slots), then
-//     loads Q's block [BLOCK_M, D] and key block 0's K and V. Each is one box of 64
-//     columns per 128-byte swizzle span (TensorDecl::row_chunk for D > 64) over a 4-D
-//     tensor map [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the
-//     next head's rows.
-//  3. Key loop: a block barrier (every warpgroup retired its wgmmas on block kb-1, whose
-//     slot is refilled now), thread 0 issues block kb+1's K and V into the other slot,
-//     everyone waits for slot kb % 2's phase (kb / 2) % 2.
+//  2. TMA: thread 0 initializes the mbarriers (Q; per ring slot one for K, one for V, and
+//     with the producer one "empty"). Q's block and each K/V block are boxes of 64 columns
+//     per 128-byte swizzle span (TensorDecl::row_chunk for D > 64) over a 4-D tensor map
+//     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's.
+//  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
+//     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
+//     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
+//     issues block kb once the consumers released block kb-S's slot (one arrival per
+//     warpgroup on the slot's empty barrier); the consumers (setmaxnreg up) never meet.
 //  4. S = Q K_kb^T: D/16 wgmma m64n{BLOCK_N}k16, A = Q (shared, K-major), B = K (shared,
-//     K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first k-step; commit, wait.
+//     K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first k-step.
 //  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
 //     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
 //     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
@@ -20,13 +22,15 @@
 //  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
 //     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
 //     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
-//     the descriptor's transpose). O was rescaled by alpha before (no wgmma in flight).
+//     the descriptor's transpose). O is rescaled by alpha while no wgmma writes it.
+//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn. ATTN_OVERLAP=1: S of block kb
+//     issued before P V of kb-1, the softmax under that product (two S/P arrays).
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq skipped), LSE by lane
 //     t = 0 of each quad. Rows that keep no key: O = 0, LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
-// Knobs: ATTN_MMA, ATTN_WG, BLOCK_N, KV_STAGES (2), MIN_BLOCKS.
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -126,7 +130,8 @@ struct Lowering {
     return s.name;
   }
 
-  TmaDescriptor& descriptor(const std::string& sh, const std::string& src, int64_t rows) {
+  // The tensor map of `src`: boxes of 64 columns x `rows` rows of one (batch, head).
+  void descriptor(const std::string& sh, const std::string& src, int64_t rows) {
     TmaDescriptor d;
     d.name = sh + "_tmap";
     d.tensor = src;
@@ -134,7 +139,6 @@ struct Lowering {
     d.box = {kSpan, rows, 1, 1};
     d.swizzle_bytes = 128;
     k.tma.push_back(d);
-    return k.tma.back();
   }
 
   // rows x D of head `head` from row `row0` of `src` into `dst` at `origin`: one box per

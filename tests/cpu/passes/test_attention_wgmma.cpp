@@ -123,17 +123,20 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
 // blocks read the map's zero fill, never the next head), the ss wgmma for S with scale-d
 // off on its first k-step, the rs wgmma reading P straight from S's accumulator.
 TEST(AttentionWgmma, KernelShape) {
-  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma");
+  // ATTN_PRODUCER=0 (the default at D = 64): thread 0 issues block kb+1 at the top of kb.
+  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
+                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=0");
   EXPECT_NE(ir.find("kernel k_attention<<<grid(8, 8, 1), block(256)>>>(Q, K, V, out, lse)"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tma.load K_s[(kb + 1) % 2 * 16384 + 64] <- K[b, h / 4, (kb + 1) * 128, 64]"),
             std::string::npos) << ir;
-  // ATTN_PRODUCER=1: a producer warpgroup; slot kb % 2 is refilled once both consumer
-  // warpgroups released it.
-  const std::string pr = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
-                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=1");
+  // ATTN_PRODUCER=1 (the default from D = 128 on): a producer warpgroup; slot kb % 2 is
+  // refilled once both consumer warpgroups released it.
+  const std::string pr = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma");
+  EXPECT_NE(pr.find("tma.load K_s[kb % 2 * 16384 + 64] <- K[b, h / 4, kb * 128, 64]"),
+            std::string::npos) << pr;
   EXPECT_NE(pr.find("block(384)"), std::string::npos) << pr;
   EXPECT_NE(pr.find("setmaxnreg.dec 24"), std::string::npos) << pr;
   EXPECT_NE(pr.find("setmaxnreg.inc 240"), std::string::npos) << pr;
@@ -149,7 +152,9 @@ TEST(AttentionWgmma, KernelShape) {
   // wgmma is the default on sm_90a for D = 64..256; mma_sync on sm_80, for other head dims,
   // and when asked for.
   const std::string e = attention(8, 2, 1000, 1000, 128, "true");
-  EXPECT_EQ(kernel_ir(e, ""), ir);
+  EXPECT_EQ(kernel_ir(e, ""), pr);
+  EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 64, "true"), "").find("block(256)"),
+            std::string::npos);  // D = 64: no producer
   EXPECT_NE(kernel_ir(e, "ATTN_MMA=mma_sync").find("ldmatrix"), std::string::npos);
   EXPECT_NE(kernel_ir(e, "", "sm_80").find("ldmatrix"), std::string::npos);
   EXPECT_NE(kernel_ir(attention(2, 2, 64, 64, 48, "true"), "").find("ldmatrix"), std::string::npos);
@@ -183,7 +188,7 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_MMA=wgmma,KV_STAGES=3,ATTN_WG=3", "B of shared memory");
   expect_refused(e128, "ATTN_MMA=mma_sync,KV_STAGES=3", "KV_STAGES=3: attention buffers");
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_PRODUCER=2", "ATTN_PRODUCER");
-  expect_refused(e128, "ATTN_OVERLAP=1", "needs ATTN_PRODUCER=1");
+  expect_refused(e128, "ATTN_PRODUCER=0,ATTN_OVERLAP=1", "needs ATTN_PRODUCER=1");
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1",
                  "leaves 160 registers per consumer thread");
@@ -200,7 +205,8 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "SOFTMAX=exp", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
-  EXPECT_NE(kernel_ir(e128, "BLOCK_M=64").find("block(128)"), std::string::npos);  // ATTN_WG=1
+  EXPECT_NE(kernel_ir(e128, "BLOCK_M=64").find("block(256)"), std::string::npos);  // 1 + producer
+  EXPECT_NE(kernel_ir(e128, "BLOCK_M=192").find("block(384)"), std::string::npos);  // 3, none
 }
 
 }  // namespace

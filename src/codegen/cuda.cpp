@@ -849,11 +849,6 @@ class Renderer {
     line(d, "}");
   }
 
-  // A warp atom (mma.sync): Kernel IR fragments are register arrays (value v of a
-  // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
-  // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
-  // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
-  // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   // Value v of fragment operand `o`: the v-th element, row-major, of the array's trailing
   // dimensions after the operand's prefix (one dimension, or several: stmt.h).
   std::string fragment_value(const Operand& o, int v) const {
@@ -873,6 +868,11 @@ class Renderer {
     return element(o.name, idx);
   }
 
+  // A warp atom (mma.sync): Kernel IR fragments are register arrays (value v of a
+  // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
+  // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
+  // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
+  // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
     // A zero C operand (Stmt::zero_acc) is a wrapper of its own: its C registers are
     // constant zeros, and D is written without being read first.

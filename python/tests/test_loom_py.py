@@ -45,7 +45,7 @@ def test_flash_ladder_comes_from_cpp():
     l = loom_py.ladder("flash")
     assert l["reference"] == ""
     names = [s["name"] for s in l["steps"]]
-    assert names[0] == "1 base" and names[-1] == "7 tuned" and len(names) == 7
+    assert names[0] == "1 base" and names[-1] == "8 wgmma + TMA (sm_90)" and len(names) == 8
     assert "SOFTMAX=exp2" in l["steps"][5]["knobs"]
     assert "flash" in loom_py.ladder_names()
     l = loom_py.ladder("flash", "2x4x1000x64", "f16", True)

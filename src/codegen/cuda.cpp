@@ -686,15 +686,16 @@ class Renderer {
       }
       if (s.kind != StmtKind::Atom) return;
       const WarpAtom* w = find_warp_atom(k, s.atom);
-      if (w && w->threads == WarpAtom::kLanes && dtype_bytes(w->acc_type) == 4)
-        accumulators.insert(s.dst);
+      if (w && dtype_bytes(w->acc_type) == 4) accumulators.insert(s.dst);
     });
     walk(k.body, [&](const Stmt& s) {
       if (s.kind != StmtKind::Atom) return;
       if (const WarpAtom* w = find_warp_atom(k, s.atom)) {
         if (w->threads != WarpAtom::kLanes) {
           // wgmma: f32 accumulators; a register A of 16-bit values is packed like mma.sync's.
-          if (!w->a_shared && dtype_bytes(w->a_type) == 2)
+          // An f32 accumulator as A (attention's P, k:013) is packed at the wgmma instead.
+          if (!w->a_shared && dtype_bytes(w->a_type) == 2 &&
+              !accumulators.count(s.args.at(0).name))
             packed_.emplace(s.args.at(0).name, Packed{w->a_type});
           return;
         }
@@ -848,6 +849,25 @@ class Renderer {
     line(d, "}");
   }
 
+  // Value v of fragment operand `o`: the v-th element, row-major, of the array's trailing
+  // dimensions after the operand's prefix (one dimension, or several: stmt.h).
+  std::string fragment_value(const Operand& o, int v) const {
+    std::vector<Expr> idx = o.index;
+    auto it = alloc_extents_.find(o.name);
+    if (it == alloc_extents_.end() || it->second.size() <= idx.size() + 1) {
+      idx.push_back(Expr(v));
+      return element(o.name, idx);
+    }
+    const std::vector<int64_t>& ext = it->second;
+    std::vector<Expr> tail;
+    for (size_t i = ext.size(); i-- > idx.size();) {
+      tail.insert(tail.begin(), Expr(v % ext[i]));
+      v /= int(ext[i]);
+    }
+    idx.insert(idx.end(), tail.begin(), tail.end());
+    return element(o.name, idx);
+  }
+
   // A warp atom (mma.sync): Kernel IR fragments are register arrays (value v of a
   // fragment is element v of its trailing dimension); the wrapper takes .b32 registers,
   // two f16/bf16 values per register (lower-numbered value in the low half) or one tf32
@@ -867,24 +887,7 @@ class Renderer {
       const std::string fn = w.a_type == DType::F16    ? "loom::pack_f16x2"
                              : w.a_type == DType::BF16 ? "loom::pack_bf16x2"
                                                        : "loom::cvt_rna_tf32";
-      // Value v of the fragment: the v-th element, row-major, of the array's trailing
-      // dimensions after the operand's prefix (one dimension, or several: stmt.h).
-      auto value = [&](int v) {
-        std::vector<Expr> idx = o.index;
-        auto it = alloc_extents_.find(o.name);
-        if (it == alloc_extents_.end() || it->second.size() <= idx.size() + 1) {
-          idx.push_back(Expr(v));
-          return element(o.name, idx);
-        }
-        const std::vector<int64_t>& ext = it->second;
-        std::vector<Expr> tail;
-        for (size_t i = ext.size(); i-- > idx.size();) {
-          tail.insert(tail.begin(), Expr(v % ext[i]));
-          v /= int(ext[i]);
-        }
-        idx.insert(idx.end(), tail.begin(), tail.end());
-        return element(o.name, idx);
-      };
+      auto value = [&](int v) { return fragment_value(o, v); };
       for (int r = 0; r < (half ? values / 2 : values); ++r)
         lines.push_back(std::string(reg) + "[" + std::to_string(r) + "] = " + fn + "(" +
                         (half ? value(2 * r) + ", " + value(2 * r + 1) : value(r)) + ");");
@@ -936,25 +939,35 @@ class Renderer {
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
     const std::string scale_d = always(s.scale_d) ? "1" : "int(" + s.scale_d.str() + ")";
+    // The wrappers take the accumulator as one float[N/2]; an array that keeps more
+    // dimensions after the statement's prefix (attention's S, [N/16][2][4], whose k16
+    // slices are O += P V's A fragments) is the same registers in the same order.
+    std::string acc = element(s.dst, s.dst_index);
+    if (auto it = alloc_extents_.find(s.dst);
+        it != alloc_extents_.end() && it->second.size() > s.dst_index.size() + 1)
+      acc = "reinterpret_cast<float (&)[" + std::to_string(w.c_values) + "]>(" + acc + ")";
     if (!w.a_shared) {
       const Operand& fa = s.args.at(0);
       const std::string call = "loom::" + w.id +
                                (w.a_type == DType::TF32 ? std::string()
                                                          : "<" + std::to_string(db.transpose) + ">") +
-                               "(" + element(s.dst, s.dst_index) + ", ";
-      if (w.a_type != DType::TF32) {
+                               "(" + acc + ", ";
+      if (w.a_type != DType::TF32 && packed_.count(fa.name)) {
         line(d, call + element(fa.name, fa.index) + ", " + db.text + ", " + scale_d + ");  // " +
                     a.ptx);
         return;
       }
+      // tf32 (cvt.rna per value), or 16-bit A from f32 accumulator values (attention's P:
+      // cvt.rn.*x2.f32 per pair of values, value 2i in the low half of register i).
       std::string regs;
-      for (int v = 0; v < w.a_values; ++v) {
-        std::vector<Expr> idx = fa.index;
-        idx.push_back(Expr(v));
-        regs += std::string(v ? ", " : "") + "loom::cvt_rna_tf32(" + element(fa.name, idx) + ")";
-      }
+      const std::string pack = w.a_type == DType::F16 ? "loom::pack_f16x2(" : "loom::pack_bf16x2(";
+      const int per_reg = w.a_type == DType::TF32 ? 1 : 2;
+      for (int v = 0; v < w.a_values; v += per_reg)
+        regs += std::string(v ? ", " : "") +
+                (per_reg == 1 ? "loom::cvt_rna_tf32(" + fragment_value(fa, v) + ")"
+                              : pack + fragment_value(fa, v) + ", " + fragment_value(fa, v + 1) + ")");
       line(d, "{  // " + a.ptx);
-      line(d + 1, "const unsigned a_[" + std::to_string(w.a_values) + "] = {" + regs + "};");
+      line(d + 1, "const unsigned a_[" + std::to_string(w.a_values / per_reg) + "] = {" + regs + "};");
       line(d + 1, call + "a_, " + db.text + ", " + scale_d + ");");
       line(d, "}");
       return;
@@ -964,7 +977,7 @@ class Renderer {
                 (w.a_type == DType::TF32 ? std::string()
                                           : "<" + std::to_string(da.transpose) + ", " +
                                                 std::to_string(db.transpose) + ">") +
-                "(" + element(s.dst, s.dst_index) + ", " + da.text + ", " + db.text + ", " +
+                "(" + acc + ", " + da.text + ", " + db.text + ", " +
                 scale_d + ");  // " + a.ptx);
   }
 

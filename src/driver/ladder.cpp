@@ -117,9 +117,11 @@ void tf32_steps(Ladder& l, bool aligned) {
 // its mmas (INTERLEAVE_LOADS=0): BLOCK_N·D/64 more registers per thread, which past
 // D = 64 only fits the 255-register budget with 32-key blocks (D = 128, 64 keys: ~300).
 // Every rung names all five ladder knobs, so no default of a later rung leaks into an
-// earlier one; the last rung is Loom's own choice, tile included.
+// earlier one. Rungs 1-7 are the mma.sync kernel (ATTN_MMA=mma_sync: the articles'
+// instructions, sm_80+); rung 8 is Loom's default — on sm_90a the wgmma + TMA kernel
+// (k:013), elsewhere the mma.sync kernel again.
 void flash_steps(Ladder& l, int64_t head_dim) {
-  const std::string tile = "BLOCK_M=64,WARPS=4,BLOCK_N=" +
+  const std::string tile = "ATTN_MMA=mma_sync,BLOCK_M=64,WARPS=4,BLOCK_N=" +
                            std::to_string(head_dim <= 64 ? 64 : head_dim <= 128 ? 32 : 16) + ",";
   auto rung = [&](const std::string& swizzle, int kv_stages, int interleave, int frag_buffers,
                   const std::string& softmax) {
@@ -140,8 +142,11 @@ void flash_steps(Ladder& l, int64_t head_dim) {
        "the next k-step's K/V fragments load while the current k-step's mmas run"},
       {"6 + exp2/FMA softmax", rung("xor", 2, 1, 2, "exp2"),
        "scale*log2(e) folded into one FFMA before ex2.approx instead of a multiply and exp"},
-      {"7 tuned", "",
-       "Loom's own knob set for the shape (the defaults; see knobs used)"},
+      {"7 mma.sync default", "ATTN_MMA=mma_sync",
+       "Loom's own mma.sync knob set for the shape (its defaults; see knobs used)"},
+      {"8 wgmma + TMA (sm_90)", "",
+       "Loom's default: on sm_90a Q/K/V by TMA, S = QK^T and O += PV as warpgroup MMAs "
+       "(FlashAttention-3's instructions; elsewhere the mma.sync kernel of rung 7)"},
   };
 }
 

@@ -218,7 +218,8 @@ const std::vector<KnobDef>& knob_registry() {
        "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
       {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
        "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
-       "block's math)", "k:012_lower_attention", 1, 2},
+       "block's math; 3, ATTN_MMA=wgmma only: a ring of three, two blocks in flight)",
+       "k:012_lower_attention", 1, 3},
       {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
        "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
        "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},
@@ -229,6 +230,21 @@ const std::vector<KnobDef>& knob_registry() {
        "zero C operand; the default) or by a loop of register moves before it (init; the "
        "default above D = 128 and with Q_IN_REGS=0, where mma's peeled k-step spilled)",
        "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
+      {"ATTN_MMA", "attention: the products' instructions: mma_sync (FlashAttention-2's "
+       "kernel, k:012; sm_80+) or wgmma (TMA tiles and warpgroup MMAs, P from registers, "
+       "k:013; sm_90a only; the default there for D = 64, 128, 192, 256)",
+       "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
+      {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
+       "each (BLOCK_M = 64 ATTN_WG; default 2)", "k:013_lower_attention_wgmma", 1, 3},
+      {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "
+       "24) issues the TMA loads and the consumers hand each K/V slot back through an empty "
+       "mbarrier (FlashAttention-3; the default for D >= 128 with 1-2 warpgroups); 0 = thread 0 "
+       "issues them and a block barrier at the top of each key block frees the slot (the "
+       "default at D = 64)", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
+       "kb issued before O += P V of block kb-1, the softmax running while that product is in "
+       "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
+       "products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

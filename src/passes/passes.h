@@ -24,6 +24,7 @@ Pass pass_multibuffer();       // tile/050_multibuffer.cpp
 Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
 Pass pass_lower_attention();   // kernel/012_lower_attention.cpp
+Pass pass_lower_attention_wgmma();  // kernel/013_lower_attention_wgmma.cpp
 Pass pass_select_atoms();      // kernel/020_select_atoms.cpp
 Pass pass_lower_mma();         // kernel/025_lower_mma.cpp
 Pass pass_lower_wgmma();       // kernel/026_lower_wgmma.cpp

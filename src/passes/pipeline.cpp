@@ -16,7 +16,8 @@ namespace {
 // (MIN_BLOCKS).
 bool gemm_only(const Pass& p) {
   if (p.from == Level::Graph || p.from == Level::Loop) return p.id == "t:010_partition_loops";
-  return p.id != "k:012_lower_attention" && p.id != "k:055_unroll_registers" &&
+  return p.id != "k:012_lower_attention" && p.id != "k:013_lower_attention_wgmma" &&
+         p.id != "k:055_unroll_registers" &&
          p.id != "k:065_dependent_launch";
 }
 
@@ -92,6 +93,9 @@ const std::vector<Pass>& pipeline() {
       // whole mma.sync kernel (its copies, fragments and softmax), which the GEMM passes
       // below leave alone too.
       pass_lower_attention(),
+      // Its sm_90a alternative (ATTN_MMA=wgmma; k:012 then leaves the program alone): the
+      // same tiled form on TMA and warpgroup MMAs.
+      pass_lower_attention_wgmma(),
       // Stages become cooperative copies once threads are explicit (threadIdx splits
       // the slab among the block).
       pass_lower_stages(),

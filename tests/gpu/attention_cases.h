@@ -57,6 +57,12 @@ inline std::string name(const Case& c, size_t index) {
   return out;
 }
 
+// The cases pin k:012's mma.sync kernel: on sm_90a the default is the wgmma kernel
+// (attention_wgmma_cases.h runs the same matrix through it).
+inline std::string mma_sync(const std::string& knobs) {
+  return "ATTN_MMA=mma_sync" + (knobs.empty() ? std::string() : "," + knobs);
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> v;
   for (const char* dt : {"bf16", "f16"})

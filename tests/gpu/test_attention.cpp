@@ -17,13 +17,15 @@ using attention_test::Case;
 
 class GpuAttention : public ::testing::TestWithParam<Case> {
  protected:
-  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+  void SetUp() override {
+    compile_then_require_gpu(GetParam().expr, attention_test::mma_sync(GetParam().knobs));
+  }
 };
 
 TEST_P(GpuAttention, MatchesFp64Reference) {
   const Case& c = GetParam();
   RunOptions opt;
-  opt.knobs = Knobs::parse(c.knobs);
+  opt.knobs = Knobs::parse(attention_test::mma_sync(c.knobs));
   opt.seed = 7;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_NE(r.program.cuda.find("loom::mma_m16n8k16_f32_"), std::string::npos);

@@ -49,6 +49,7 @@
 #include "atoms/atoms.h"
 #include "ir/error.h"
 #include "passes/attention_loops.h"
+#include "passes/attention_wgmma_tiles.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -561,7 +562,7 @@ Pass pass_lower_attention() {
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
               [](CompileState& s) {
-                if (!s.graph.attention()) return;
+                if (!s.graph.attention() || attention_uses_wgmma(s)) return;  // k:013's
                 if (s.target.compute_capability() < 80)
                   throw Error("attention's kernel uses mma.sync m16n8k16 with bf16/f16 and "
                               "cp.async: sm_80 or newer, not " + s.target.arch);

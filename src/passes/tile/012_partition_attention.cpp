@@ -18,6 +18,7 @@
 
 #include "ir/error.h"
 #include "passes/attention_loops.h"
+#include "passes/attention_wgmma_tiles.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -128,7 +129,9 @@ Pass pass_partition_attention() {
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
-                const AttentionTiles t = attention_tiles(s, a);
+                // ATTN_MMA=wgmma: the partition of k:013's kernel (64 rows per warpgroup).
+                const AttentionTiles t = attention_uses_wgmma(s) ? attention_wgmma_partition(s, a)
+                                                                 : attention_tiles(s, a);
                 TileProgram tp;
                 static_cast<ProgramBase&>(tp) = s.loop;
                 // The loop form's stand-ins for registers are registers now.

@@ -87,23 +87,27 @@ TEST(AttentionLoops, OnlineSoftmaxFormMatchesTheReference) {
 }
 
 // The kernel on the interpreter (fragments, shuffles and all), O and LSE judged by the
-// GPU's rule: within twice the 16-bit pipeline's error of the fp64 reference.
+// GPU's rule: within twice the 16-bit pipeline's error of the fp64 reference. Both
+// kernels: mma.sync (k:012) and, for head dims it takes, wgmma (k:013).
 TEST(AttentionKernel, InterpretedKernelPassesTheGpuRule) {
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(expr(c));
-    CompileState s;
-    s.graph = parse_expression(expr(c));
-    s.knobs = Knobs::parse("BLOCK_M=32,BLOCK_N=16,WARPS=2");
-    run_pipeline(s);
-    ASSERT_EQ(s.level, Level::Kernel);
-    Bindings b;
-    make_random_inputs(s.kernel, b, uint64_t(c.sq * 7 + c.sk));
-    std::map<std::string, HostTensor> inputs;
-    for (const char* t : {"Q", "K", "V"}) inputs[t] = b.tensors.at(t);
-    interpret(s.kernel, b);
-    AttentionVerify v = verify_attention(s.graph, inputs, b.tensors.at("out"), &b.tensors.at("lse"));
-    EXPECT_TRUE(v.passed()) << v.message();
-  }
+  for (const Case& c : kCases)
+    for (const char* knobs : {"ATTN_MMA=mma_sync,BLOCK_M=32,BLOCK_N=16,WARPS=2",
+                              "ATTN_MMA=wgmma,ATTN_WG=1,BLOCK_N=16"}) {
+      if (c.d % 64 != 0 && std::string(knobs).find("wgmma") != std::string::npos) continue;
+      SCOPED_TRACE(expr(c) + " " + knobs);
+      CompileState s;
+      s.graph = parse_expression(expr(c));
+      s.knobs = Knobs::parse(knobs);
+      run_pipeline(s);
+      ASSERT_EQ(s.level, Level::Kernel);
+      Bindings b;
+      make_random_inputs(s.kernel, b, uint64_t(c.sq * 7 + c.sk));
+      std::map<std::string, HostTensor> inputs;
+      for (const char* t : {"Q", "K", "V"}) inputs[t] = b.tensors.at(t);
+      interpret(s.kernel, b);
+      AttentionVerify v = verify_attention(s.graph, inputs, b.tensors.at("out"), &b.tensors.at("lse"));
+      EXPECT_TRUE(v.passed()) << v.message();
+    }
 }
 
 struct Result {
@@ -127,11 +131,13 @@ const char* const kExpr =
     "-c 'attention(Q[1,8,256,64]:bf16, K[1,2,256,64]:bf16, V[1,2,256,64]:bf16, causal=true)'";
 
 TEST(AttentionCli, CompileShowsTheKernelPasses) {
+  // sm_90a: the wgmma kernel (k:013, the default there); sm_80: the mma.sync kernel.
   for (const char* target : {"", " --target sm_80"}) {
     Result r = loom_cmd(std::string("compile ") + kExpr + target + " --ir cuda -vv");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(has(r.out, ">>> t:012_partition_attention")) << r.out;
-    EXPECT_TRUE(has(r.out, ">>> k:012_lower_attention")) << r.out;
+    EXPECT_TRUE(has(r.out, *target ? ">>> k:012_lower_attention"
+                                   : ">>> k:013_lower_attention_wgmma")) << r.out;
     // The GEMM lowerings leave the program alone, and -vv shows them unchanged.
     EXPECT_FALSE(has(r.out, ">>> t:010_partition_loops")) << r.out;
     EXPECT_FALSE(has(r.out, ">>> k:010_bind_hardware")) << r.out;

@@ -20,7 +20,7 @@ namespace {
 CompiledProgram compile_for(const std::string& expr, const std::string& knobs,
                             const std::string& arch) {
   CompileOptions opt;
-  opt.knobs = Knobs::parse(knobs);
+  opt.knobs = Knobs::parse(attention_test::mma_sync(knobs));  // k:012's kernel
   opt.target = Target::for_arch(arch);
   return compile_expression(expr, opt);
 }

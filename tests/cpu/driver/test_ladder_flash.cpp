@@ -41,11 +41,12 @@ TEST(LadderFlash, RungsAreTheArticlesProgression) {
   EXPECT_EQ(l.expression,
             "attention(Q[4,16,4096,128]:bf16, K[4,16,4096,128]:bf16, V[4,16,4096,128]:bf16, "
             "causal=false)");
-  ASSERT_EQ(l.steps.size(), 7u);
+  ASSERT_EQ(l.steps.size(), 8u);
   // One tile for rungs 1-6: 32-key blocks at D = 128, where the base rung holds a whole K
   // block's fragments.
   EXPECT_EQ(knob_map(l.steps[0].knobs),
-            (std::map<std::string, std::string>{{"BLOCK_M", "64"}, {"WARPS", "4"},
+            (std::map<std::string, std::string>{{"ATTN_MMA", "mma_sync"},
+                                                {"BLOCK_M", "64"}, {"WARPS", "4"},
                                                 {"BLOCK_N", "32"}, {"SWIZZLE", "none"},
                                                 {"KV_STAGES", "1"}, {"INTERLEAVE_LOADS", "0"},
                                                 {"FRAG_BUFFERS", "1"}, {"SOFTMAX", "exp"}}));
@@ -66,12 +67,14 @@ TEST(LadderFlash, RungsAreTheArticlesProgression) {
       }
     EXPECT_EQ(changed, 1);
   }
-  EXPECT_EQ(l.steps.back().knobs, "") << "the tuned rung is Loom's own choice";
+  EXPECT_EQ(l.steps[6].knobs, "ATTN_MMA=mma_sync") << "the mma.sync kernel's own choice";
+  EXPECT_EQ(l.steps.back().knobs, "") << "the last rung is Loom's default (wgmma on sm_90a)";
   std::vector<std::string> names;
   for (const auto& s : l.steps) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{
                        "1 base", "2 + swizzle", "3 + eager K/V", "4 + fragment interleaving",
-                       "5 + SMEM->RF double buffering", "6 + exp2/FMA softmax", "7 tuned"}));
+                       "5 + SMEM->RF double buffering", "6 + exp2/FMA softmax",
+                       "7 mma.sync default", "8 wgmma + TMA (sm_90)"}));
 }
 
 TEST(LadderFlash, ShapeDtypeAndMaskOverride) {
@@ -79,7 +82,7 @@ TEST(LadderFlash, ShapeDtypeAndMaskOverride) {
   EXPECT_EQ(l.expression,
             "attention(Q[2,8,1000,64]:f16, K[2,8,1000,64]:f16, V[2,8,1000,64]:f16, causal=true)");
   EXPECT_EQ(l.name, "flash (f16, causal)");
-  EXPECT_EQ(l.steps.size(), 7u);
+  EXPECT_EQ(l.steps.size(), 8u);
   EXPECT_EQ(knob_map(l.steps[2].knobs).at("BLOCK_N"), "64") << "D = 64 keeps 64-key blocks";
   EXPECT_EQ(knob_map(make_ladder("flash", "1x1x512x256").steps[0].knobs).at("BLOCK_N"), "16");
 }
@@ -119,7 +122,7 @@ TEST(LadderFlash, TableHasNoReferenceColumn) {
   rows[0].knobs_used = "BLOCK_M=64,SWIZZLE=none";
   rows[1].step = l.steps[1];
   rows[1].error = "unknown knob 'SOFTMAX'\nmore";
-  rows[2].step = l.steps[6];
+  rows[2].step = l.steps[7];
   rows[2].ok = true;
   rows[2].us = 100;
   rows[2].tflops = 200;
@@ -127,9 +130,9 @@ TEST(LadderFlash, TableHasNoReferenceColumn) {
   EXPECT_EQ(t.find("vs "), std::string::npos) << t;
   EXPECT_NE(t.find("not run: unknown knob 'SOFTMAX'"), std::string::npos) << t;
   EXPECT_EQ(t.find("more"), std::string::npos) << "only the error's first line\n" << t;
-  EXPECT_NE(t.find("2.00"), std::string::npos) << "7 tuned gains 2x over 1 base\n" << t;
+  EXPECT_NE(t.find("2.00"), std::string::npos) << "rung 8 gains 2x over 1 base\n" << t;
   EXPECT_NE(t.find("used: BLOCK_M=64,SWIZZLE=none"), std::string::npos) << t;
-  EXPECT_NE(t.find("7 tuned: (defaults)"), std::string::npos) << t;
+  EXPECT_NE(t.find("8 wgmma + TMA (sm_90): (defaults)"), std::string::npos) << t;
 }
 
 // One test per rung and target, so a skipped rung shows by name in the test list.

@@ -35,7 +35,8 @@ CompileState check_attention(const std::string& expr, const std::string& knobs, 
   SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
   CompileState s;
   s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
+  // k:012's kernel (ATTN_MMA=wgmma, k:013, is the default on sm_90a for D = 64..256).
+  s.knobs = Knobs::parse("ATTN_MMA=mma_sync" + (knobs.empty() ? "" : "," + knobs));
   s.target = Target::for_arch(arch);
   Bindings inputs, reference;
   inputs.symbols = sizes;
@@ -211,7 +212,7 @@ TEST(AttentionKernel, SymbolicLengths) {
 std::string kernel_ir(const std::string& expr, const std::string& knobs) {
   CompileState s;
   s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
+  s.knobs = Knobs::parse("ATTN_MMA=mma_sync" + (knobs.empty() ? "" : "," + knobs));
   run_pipeline(s);
   return print(s.kernel);
 }

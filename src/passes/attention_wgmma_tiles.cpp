@@ -1,0 +1,132 @@
+#include "passes/attention_wgmma_tiles.h"
+
+#include "ir/error.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+// The default: wgmma wherever it applies — an sm_90a target and a head dim of 64, 128,
+// 192 or 256 — measured 1.2-1.9x FlashAttention-2 on the H100 where the mma.sync kernel
+// was 0.87-1.02x (docs/attention.md); mma_sync elsewhere.
+bool attention_uses_wgmma(CompileState& s) {
+  bool fits = false;
+  if (s.target.arch == "sm_90a" && s.graph.attention()) {
+    const AttentionLoops a(s.graph);
+    fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
+  }
+  const std::string mma = s.knobs.get_str("ATTN_MMA", fits ? "wgmma" : "mma_sync");
+  s.used_knobs["ATTN_MMA"] = mma;
+  if (mma != "wgmma") return false;
+  if (s.target.arch != "sm_90a")
+    throw Error("ATTN_MMA=wgmma: wgmma.mma_async and the TMA loads it reads need sm_90a; the "
+                "target is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --target sm_90a)");
+  return true;
+}
+
+// Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
+// m64nN accumulator spreads 64 x N over 128 threads); P's bf16 pairs are packed from S
+// at each wgmma, the row statistics, addresses and the loop take ~50 more. 255 per thread
+// at most (ATTN_WG = 2 is 256 threads: 255 x 256 fits the 64k register file).
+AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a) {
+  AttentionWgmmaTiles t;
+  if (!a.D.is_const())
+    throw Error("attention's GPU kernel needs a numeric head dim D (the O accumulator is a "
+                "register array sized by it); D is " + a.D.str());
+  t.head_dim = a.D.const_value();
+  const int64_t D = t.head_dim;
+  if (D % 64 != 0 || D > 256)
+    throw Error("ATTN_MMA=wgmma takes head dims 64, 128, 192 or 256 (Q, K and V arrive as "
+                "TMA boxes of 64 columns, one 128-byte swizzle span each); D = " +
+                std::to_string(D) + ": use ATTN_MMA=mma_sync");
+  // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
+  for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
+                        "ZERO_INIT", "STAGE_OUTPUT"})
+    if (s.knobs.has(k))
+      throw Error(std::string(k) + " is a knob of attention's mma.sync kernel, and this one is "
+                  "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
+                  "ATTN_MMA=mma_sync, or drop " + k);
+  const bool has_m = s.knobs.has("BLOCK_M");
+  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64) : 2);
+  if (t.warpgroups < 1 || t.warpgroups > 3)
+    throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ": the wgmma kernel has 1 to 3 "
+                "consumer warpgroups (384 threads at most)");
+  t.block_m = 64 * t.warpgroups;
+  if (has_m && s.knobs.get_int("BLOCK_M", 0) != t.block_m)
+    throw Error("BLOCK_M=" + std::to_string(s.knobs.get_int("BLOCK_M", 0)) + " with ATTN_MMA=wgmma: "
+                "each warpgroup owns 64 query rows, so BLOCK_M = 64 x ATTN_WG = " +
+                std::to_string(t.block_m) + "; set BLOCK_M to a multiple of 64 up to 192 and "
+                "leave ATTN_WG out, drop BLOCK_M, or use ATTN_MMA=mma_sync");
+  s.used_knobs["BLOCK_M"] = std::to_string(t.block_m);
+  if (s.knobs.has("WARPS") && s.knobs.get_int("WARPS", 0) != 4 * t.warpgroups)
+    throw Error("WARPS=" + std::to_string(s.knobs.get_int("WARPS", 0)) + " with ATTN_MMA=wgmma: "
+                "the kernel has 4 warps per warpgroup, " + std::to_string(4 * t.warpgroups) +
+                " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
+  // Defaults measured on the H100 (docs/attention.md): the producer warpgroup from D = 128
+  // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
+  // D = 64 (-6 to -15 %), nor with three consumer warpgroups (160 registers each would
+  // not hold D = 128's accumulators); ATTN_OVERLAP=0 (1 measured slower everywhere).
+  t.producer = s.knob("ATTN_PRODUCER", D >= 128 && t.warpgroups < 3 ? 1 : 0) != 0;
+  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // BLOCK_N: 128 up to D = 128; above, 64 (32 with ATTN_OVERLAP's second S array), what
+  // the registers allow (below).
+  t.block_n = s.knob("BLOCK_N", D > 128 ? (t.overlap ? 32 : 64) : 128);
+  if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
+    throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
+                "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "
+                "16 from 16 to 256");
+  t.kv_stages = s.knob("KV_STAGES", 2);
+  if (t.kv_stages != 2 && t.kv_stages != 3)
+    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + " with ATTN_MMA=wgmma: the TMA "
+                "kernel keeps a ring of 2 or 3 K/V buffers (block kb+S-1 lands under block "
+                "kb's math)");
+  if (t.overlap && !t.producer)
+    throw Error("ATTN_OVERLAP=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads after "
+                "a block barrier, a slot is free only once the block after it was read, one "
+                "block too late for the next block's S; add ATTN_PRODUCER=1");
+  t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + D / 2;
+  // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
+  // up to D = 128 (NVRTC 13.0, sm_90a: 192 accumulators at D = 128 with ATTN_OVERLAP fit
+  // 240 without spilling), ~72 at D = 256 (192 accumulators there spilled 144 B, 176
+  // spilled 20 B, 160 none).
+  const int64_t overhead = D > 128 ? 72 : 40;
+  if (t.acc_regs + overhead > 255)
+    throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
+                " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
+                "registers per thread (S: BLOCK_N/2, twice with ATTN_OVERLAP; O: D/2) plus ~" +
+                std::to_string(overhead) + " more, past 255: use a smaller BLOCK_N");
+  if (t.producer) {
+    // The consumers' share of the register file once the producer dropped to 24: 240 for
+    // one or two warpgroups, 160 for three.
+    t.consumer_regs = std::min<int64_t>(240, (65536 - kProducerRegs * 128) / (128 * t.warpgroups) / 8 * 8);
+    if (t.acc_regs + overhead > t.consumer_regs)
+      throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + " with ATTN_PRODUCER=1 leaves " +
+                  std::to_string(t.consumer_regs) + " registers per consumer thread, and BLOCK_N=" +
+                  std::to_string(t.block_n) + " with D=" + std::to_string(D) + " keeps " +
+                  std::to_string(t.acc_regs) + " f32 accumulator registers plus ~" + std::to_string(overhead) + " more: lower "
+                  "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
+  }
+  t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * D * 2;
+  if (t.smem_bytes + 64 > s.target.smem_per_block)
+    throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
+                ",KV_STAGES=" + std::to_string(t.kv_stages) +
+                " with D=" + std::to_string(D) + " and ATTN_MMA=wgmma needs " +
+                std::to_string(t.smem_bytes) + " B of shared memory (Q + KV_STAGES K and V blocks); " +
+                s.target.arch + " allows " + std::to_string(s.target.smem_per_block) +
+                " B per block: lower BLOCK_N, KV_STAGES or ATTN_WG");
+  return t;
+}
+
+AttentionTiles attention_wgmma_partition(CompileState& s, const AttentionLoops& a) {
+  const AttentionWgmmaTiles w = attention_wgmma_tiles(s, a);
+  AttentionTiles t;
+  t.block_m = w.block_m;
+  t.block_n = w.block_n;
+  t.warps = 4 * w.warpgroups;
+  t.kv_stages = w.kv_stages;
+  t.head_dim = w.head_dim;
+  t.row_atoms = 1;
+  t.smem_bytes = w.smem_bytes;
+  return t;
+}
+
+}  // namespace loom

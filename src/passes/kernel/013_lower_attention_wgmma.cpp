@@ -1,0 +1,479 @@
+// k:013_lower_attention_wgmma — attention's tiled form (t:012) becomes an sm_90a kernel on
+// wgmma and TMA (ATTN_MMA=wgmma, the default on sm_90a for D = 64..256; docs/attention.md,
+// "The wgmma kernel"): FlashAttention-3's mainloop, each consumer warpgroup owning 64 query
+// rows.
+//  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
+//     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
+//  2. TMA: thread 0 initializes the mbarriers (Q; per ring slot one for K, one for V, and
+//     with the producer one "empty"). Q's block and each K/V block are boxes of 64 columns
+//     per 128-byte swizzle span (TensorDecl::row_chunk for D > 64) over a 4-D tensor map
+//     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's.
+//  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
+//     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
+//     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
+//     issues block kb once the consumers released block kb-S's slot (one arrival per
+//     warpgroup on the slot's empty barrier); the consumers (setmaxnreg up) never meet.
+//  4. S = Q K_kb^T: D/16 wgmma m64n{BLOCK_N}k16, A = Q (shared, K-major), B = K (shared,
+//     K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first k-step.
+//  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
+//     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
+//     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
+//     blocks the causal bound or the ragged end reaches, p = exp2(s c - m c).
+//  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
+//     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
+//     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
+//     the descriptor's transpose). O is rescaled by alpha while no wgmma writes it.
+//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn. ATTN_OVERLAP=1: S of block kb
+//     issued before P V of kb-1, the softmax under that product (two S/P arrays).
+//  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq skipped), LSE by lane
+//     t = 0 of each quad. Rows that keep no key: O = 0, LSE = -inf (k:012's semantics).
+// Every shared operand's descriptor is checked against TensorDecl::physical() element by
+// element (check_descriptor), so the interpreter's reading of the tiles is the tensor
+// cores'.
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "atoms/atoms.h"
+#include "atoms/wgmma_desc.h"
+#include "ir/error.h"
+#include "passes/attention_loops.h"
+#include "passes/attention_wgmma_tiles.h"
+#include "passes/passes.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr int64_t kSpan = 64;  // 16-bit elements per 128-byte swizzle span (one TMA box row)
+
+Operand val(const std::string& name, std::vector<Expr> idx = {}) {
+  return Operand::value(name, std::move(idx));
+}
+Stmt reg_loop(const std::string& var, int64_t extent, Block body,
+              LoopKind kind = LoopKind::Parallel) {
+  return Stmt::For(var, Expr(extent), kind, var, std::move(body), Tier::Register);
+}
+Stmt with_dst(Stmt s, std::vector<Expr> idx) {
+  s.dst_index = std::move(idx);
+  return s;
+}
+Expr operator||(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Or, a, b); }
+Expr flat(const TensorDecl& t, const std::vector<Expr>& idx) {
+  const std::vector<Expr> st = t.strides();
+  Expr off(0);
+  for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * st[i];
+  return off;
+}
+
+// P's repack for wgmma: value v (0..7) of the register A fragment of an m64n?k16 wgmma is,
+// on every thread, value v of the S accumulator's column tiles 2kk, 2kk + 1 (values
+// 8kk + v) shifted by 16kk columns. Throws naming the first thread and value where not.
+void check_p_repack(const AtomDef& s_atom, const AtomDef& pv_atom) {
+  const OperandLayout& c = operand_layout(s_atom, "C");
+  const OperandLayout& a = operand_layout(pv_atom, "A");
+  for (int t = 0; t < 128; ++t)
+    for (int v = 0; v < a.values_per_thread; ++v)
+      if (a.map(t, v) != c.map(t, v))
+        throw Error("k:013: value " + std::to_string(v) + " of thread " + std::to_string(t) +
+                    " of " + pv_atom.id + "'s A fragment is not value " + std::to_string(v) +
+                    " of " + s_atom.id + "'s accumulator; P cannot stay in registers");
+}
+
+// The descriptor codegen makes for the tile at origin (row stride rs, col stride cs) of
+// `t` addresses what physical() says, element by element.
+void check_descriptor(const TensorDecl& t, WgmmaOperand op, int64_t origin, int64_t rs,
+                      int64_t cs, int rows, int cols) {
+  const WgmmaDescFields f = wgmma_desc_for(t, op, rs, cs);
+  const int64_t start = wgmma_start_byte(t, origin), eb = dtype_bytes(t.dtype);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      if (wgmma_canonical_offset(f, op, start, r, c) != t.physical(origin + r * rs + c * cs) * eb)
+        throw Error("k:013: the wgmma descriptor of " + t.name + " at offset " +
+                    std::to_string(origin) + " reads element (" + std::to_string(r) + ", " +
+                    std::to_string(c) + ") from the wrong byte");
+}
+
+struct Lowering {
+  const AttentionLoops& a;
+  const AttentionWgmmaTiles& t;
+  KernelProgram& p;
+  KernelOp k;
+  DType dt;
+  std::string q_s, k_s, v_s;
+  const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
+             wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
+             kb = Expr::var("kb");
+  int64_t D, BM, BN;
+
+  Lowering(const AttentionLoops& a_, const AttentionWgmmaTiles& t_, KernelProgram& p_)
+      : a(a_), t(t_), p(p_) {
+    dt = p.tensor(a.q).dtype;
+    D = t.head_dim, BM = t.block_m, BN = t.block_n;
+  }
+
+  // [stages,] 1, 1, rows, D: the box covers the tensor map's four dimensions [B, H, S, D]
+  // (unit extents along B and H); rows of D > 64 stored as 64-column chunks, each one
+  // TMA box, the 128-byte swizzle (TMA's and wgmma's pattern) on every chunk.
+  std::string shared(const std::string& base, int64_t rows, int64_t stages = 0) {
+    TensorDecl s;
+    s.name = fresh_tensor_name(p, base);
+    s.dtype = dt;
+    s.shape = {Expr(1), Expr(1), Expr(rows), Expr(D)};
+    if (stages > 0) s.shape.insert(s.shape.begin(), Expr(stages));
+    s.role = TensorRole::Shared;
+    s.swizzle = Swizzle{3, 3, 3};
+    if (D > kSpan) s.row_chunk = kSpan;
+    p.tensors.push_back(s);
+    return s.name;
+  }
+
+  // The tensor map of `src`: boxes of 64 columns x `rows` rows of one (batch, head).
+  void descriptor(const std::string& sh, const std::string& src, int64_t rows) {
+    TmaDescriptor d;
+    d.name = sh + "_tmap";
+    d.tensor = src;
+    d.shared = sh;
+    d.box = {kSpan, rows, 1, 1};
+    d.swizzle_bytes = 128;
+    k.tma.push_back(d);
+  }
+
+  // rows x D of head `head` from row `row0` of `src` into `dst` at `origin`: one box per
+  // 64-column chunk, completing on mbarrier `mbar`.
+  Block tma_block(const std::string& dst, const std::string& src, const Expr& head,
+                  const Expr& row0, int64_t rows, const Expr& origin, const Expr& mbar) const {
+    Block out;
+    for (int64_t j = 0; j < D / kSpan; ++j)
+      out.push_back(Stmt::TmaLoad(dst, origin + Expr(j * kSpan), src, {b, head, row0, Expr(j * kSpan)},
+                                  dst + "_tmap", mbar, rows * kSpan * 2));
+    return out;
+  }
+
+  Expr query_block() const {
+    const Expr x = Expr::var("blockIdx.x");
+    if (a.causal == Causal::None) return x;
+    return ceil_div(a.Sq, Expr(BM)) - 1 - x;
+  }
+
+  // Row of value r2 (0: row g, 1: g + 8) of this thread's accumulator fragments.
+  Expr row_of(const Expr& r2) const { return qb * BM + w * 16 + lane / 4 + r2 * 8; }
+
+  Block build(const WarpAtom& s_mma, const WarpAtom& pv_mma) {
+    const Expr n2 = Expr::var("n2"), hf = Expr::var("hf"), e = Expr::var("e"),
+               r2 = Expr::var("r2"), d_k = Expr::var("d_k"), kk = Expr::var("kk"),
+               dn = Expr::var("dn");
+    const double c = a.scale * M_LOG2E;
+    const Expr hk = a.kv_head(h);
+    const Expr elected = Expr::make(Expr::Kind::Eq, tid, Expr(0));
+    Block body = {
+        Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
+        Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / 32),
+        Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
+    };
+    auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
+    const int64_t kv_bytes = 2 * BN * D * 2, slot_elems = BN * D;
+
+    // 2. Barriers. Mbarrier 0: Q; 1 + s: ring slot s's K; 1 + S + s: its V (S =
+    // KV_STAGES), so S = Q K^T waits for K alone; with the producer (ATTN_PRODUCER=1),
+    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup.
+    const int64_t S = t.kv_stages;
+    const bool producer = t.producer;
+    const int64_t c_threads = 128 * t.warpgroups;
+    k.mbarriers = int(1 + (producer ? 3 : 2) * S);
+    auto full_k = [&](const Expr& slot) { return Expr(1) + slot; };
+    auto full_v = [&](const Expr& slot) { return Expr(1 + S) + slot; };
+    auto empty = [&](const Expr& slot) { return Expr(1 + 2 * S) + slot; };
+    {
+      Block init;
+      for (int i = 0; i < k.mbarriers; ++i)
+        init.push_back(Stmt::MbarInit(Expr(i), i > 2 * S ? int(t.warpgroups) : 1));
+      init.push_back(Stmt::FenceMbarInit());
+      append({Stmt::If(elected, std::move(init)), Stmt::Barrier()});
+    }
+    const Expr rows_end = min(a.Sq, (qb + 1) * BM);
+    const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
+    auto kv_issue = [&](const Expr& block, const Expr& slot) {
+      Block x = {Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2)};
+      for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot * slot_elems, full_k(slot)))
+        x.push_back(st);
+      x.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
+      for (Stmt& st : tma_block(v_s, a.v, hk, block * BN, BN, slot * slot_elems, full_v(slot)))
+        x.push_back(st);
+      return x;
+    };
+    Block q_issue = {Stmt::MbarArriveExpectTx(Expr(0), BM * D * 2)};
+    for (Stmt& st : tma_block(q_s, a.q, h, qb * BM, BM, Expr(0), Expr(0))) q_issue.push_back(st);
+    // ATTN_PRODUCER=1: the producer's loop (its first thread): block kb into slot kb % S
+    // once the consumers released the slot's previous block kb - S (phase kb / S - 1 of
+    // its empty barrier). ATTN_PRODUCER=0: thread 0 issues Q and blocks 0 .. S - 2 here.
+    Block producer_loop = q_issue;
+    if (producer) {
+      Block fill = {Stmt::If(Expr(S) <= kb, {Stmt::MbarWait(empty(kb % S), (kb / S + 1) % 2)})};
+      Block issue = kv_issue(kb, kb % S);
+      fill.insert(fill.end(), issue.begin(), issue.end());
+      producer_loop.push_back(Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(fill)));
+    } else {
+      Block first = q_issue;
+      for (int64_t j = 0; j + 1 < S; ++j)
+        first.push_back(Stmt::If(Expr(j) < key_blocks, kv_issue(Expr(j), Expr(j))));
+      append({Stmt::If(elected, std::move(first))});
+    }
+    // The consumers' part, from here to the epilogue; under ATTN_PRODUCER=1 it becomes the
+    // consumer arm.
+    const size_t consumer_from = body.size();
+    // O: one flat array of the m64n{D} accumulator's D/2 values (value 4 dn + e: column
+    // tile dn, the m16n8 C value e).
+    append({Stmt::Alloc("o_acc", {Expr(D / 2)}),
+            reg_loop("dn", D / 8, {reg_loop("e", 4, {with_dst(Stmt::Init("o_acc", 0.0), {dn * 4 + e})})}),
+            Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
+            reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
+                               with_dst(Stmt::Init("l_i", 0.0), {r2})}),
+            Stmt::MbarWait(Expr(0), Expr(0))});
+
+    // 3-6, per key block `kbx` and the S/P register array `sa`, as pieces the two
+    // schedules below put in order.
+    // 4. S = Q K^T into `sa` (issued, committed; not waited for).
+    auto s_issue = [&](const Expr& kbx, const std::string& sa) {
+      Stmt mma = Stmt::Atom(s_mma.id, sa,
+                            {val(q_s, {wg * (64 * D) + d_k * 16, Expr(D), Expr(1)}),
+                             val(k_s, {kbx % S * slot_elems + d_k * 16, Expr(1), Expr(D)})});
+      mma.scale_d = Expr(0) < d_k;
+      return Block{Stmt::MbarWait(full_k(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
+                   reg_loop("d_k", D / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+    };
+    // 5. Masks (only where the block reaches past Sk or past the first row's last key) and
+    // the online softmax per row half r2, k:012's exp2 form: m, l and `sa` become the
+    // block's P; alpha[r2] is O's rescale, applied here when `rescale`.
+    auto softmax = [&](const Expr& kbx, const std::string& sa, bool rescale) {
+      Block out;
+      {
+        const Expr i = row_of(e / 2);
+        const Expr j = kbx * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
+        const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
+        const Expr last = kbx * BN + (BN - 1);
+        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+        std::map<std::string, Expr::Range> ranges;
+        if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
+        if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
+        const auto never = kbx.uses("kb2") ? std::nullopt : reaches.bounds(ranges);
+        if (!(never && never->hi == 0))
+          out = guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
+                    guarded(drop, {with_dst(Stmt::Init(sa, kNegInf), {n2, hf, e})}))})})});
+      }
+      const Expr v = r2 * 2 + e;
+      const Operand s_v = val(sa, {n2, hf, v});
+      auto each_score = [&](Block x) {
+        return reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, std::move(x))})});
+      };
+      Block row = {
+          Stmt::Init("m_t", kNegInf),
+          each_score({Stmt::Accum("m_t", s_v, ScalarOp::Max)}),
+          Stmt::LaneReduce("m_q", ScalarOp::Max, val("m_t"), 4),
+          Stmt::Compute("m_new", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}),
+          Stmt::Compute("m_diff", ScalarOp::Sub, {val("m_i", {r2}), val("m_new")}),
+          Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}),
+          with_dst(Stmt::Compute("alpha", ScalarOp::Exp2, {val("m_diff_c")}), {r2}),
+          with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}), {r2}),
+          with_dst(Stmt::Accum("l_i", val("alpha", {r2}), ScalarOp::Mul), {r2}),
+          Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}),
+          each_score({Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
+                      Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
+                      with_dst(Stmt::Compute(sa, ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
+                      with_dst(Stmt::Accum("l_i", s_v), {r2})}),
+      };
+      if (rescale)
+        row.push_back(reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
+            Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + v})})}));
+      out.push_back(reg_loop("r2", 2, std::move(row)));
+      return out;
+    };
+    auto rescale_o = [&] {
+      return Block{reg_loop("r2", 2, {reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
+          Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + r2 * 2 + e})})})})};
+    };
+    // 6. O += P V with P = `sa` (issued, committed; not waited for).
+    auto pv_issue = [&](const Expr& kbx, const std::string& sa) {
+      Stmt mma = Stmt::Atom(pv_mma.id, "o_acc",
+                            {val(sa, {kk}), val(v_s, {kbx % S * slot_elems + kk * (16 * D),
+                                                      Expr(D), Expr(1)})});
+      return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
+                   reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+    };
+    // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
+    auto release = [&](const Expr& kbx) {
+      return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(kbx % S))})} : Block{};
+    };
+    auto cat = [](Block x, const Block& y) {
+      x.insert(x.end(), y.begin(), y.end());
+      return x;
+    };
+    const std::string s_a = "s_acc", s_b = "s_next";
+    auto s_alloc = [&](const std::string& name) {
+      return Stmt::Alloc(name, {Expr(BN / 16), Expr(2), Expr(4)});
+    };
+    append({Stmt::Alloc("alpha", {Expr(2)})});
+    if (!t.overlap) {
+      // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
+      // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
+      // retired its wgmmas on it).
+      const Expr next = kb + (S - 1);
+      Block step;
+      if (!producer)
+        step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
+      step.push_back(s_alloc(s_a));
+      step = cat(step, s_issue(kb, s_a));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, softmax(kb, s_a, true));
+      step = cat(step, pv_issue(kb, s_a));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, release(kb));
+      append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+    } else {
+      // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
+      // issued before O += P V of block kb - 1, and its softmax runs while that product is
+      // in flight; O's rescale by block kb's alpha waits for it. P of kb - 1 is being read
+      // (register A) while the softmax writes P of kb, so the two live in two arrays that
+      // trade roles every block: the loop is unrolled by two (kb = 2 kb2 + 1, 2 kb2 + 2).
+      auto block = [&](const Expr& kbx, const std::string& cur, const std::string& nxt) {
+        Block x = s_issue(kbx, nxt);
+        x = cat(x, pv_issue(kbx - 1, cur));
+        x.push_back(Stmt::WgmmaWait(1));  // S of kbx retired; P V of kbx - 1 may run on
+        x = cat(x, softmax(kbx, nxt, false));
+        x.push_back(Stmt::WgmmaWait(0));
+        x = cat(x, release(kbx - 1));
+        return cat(x, rescale_o());
+      };
+      const Expr kb2 = Expr::var("kb2");
+      Block first = s_issue(Expr(0), s_a);
+      first.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
+      Block pair = block(kb2 * 2 + 1, s_a, s_b);
+      pair = cat(pair, guarded(kb2 * 2 + 2 < key_blocks, block(kb2 * 2 + 2, s_b, s_a)));
+      first.push_back(Stmt::For("kb2", key_blocks / 2, LoopKind::Reduce, "kb2",
+                                std::move(pair)));
+      // The last block's P is in s_a after an even number of blocks past the first.
+      const Expr last = key_blocks - 1;
+      for (int odd = 0; odd < 2; ++odd) {
+        const std::string sa = odd ? s_b : s_a;
+        Block tail = pv_issue(last, sa);
+        tail.push_back(Stmt::WgmmaWait(0));
+        tail = cat(tail, release(last));
+        first.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, last % 2, Expr(odd)), std::move(tail)));
+      }
+      append({s_alloc(s_a), s_alloc(s_b), Stmt::If(Expr(0) < key_blocks, std::move(first))});
+    }
+
+    // 7. Normalize and store.
+    {
+      const Expr i = row_of(r2);
+      const Expr d = dn * 8 + lane % 4 * 2;
+      Block fin = {
+          Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {r2}), 4),
+          with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}), {r2}),
+      };
+      Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {r2})});
+      fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
+      Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
+      st.width = 2;
+      fin.push_back(reg_loop("dn", D / 8, {
+          Stmt::Alloc("y", {Expr(2)}),
+          reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
+                                                   {val("o_acc", {dn * 4 + r2 * 2 + e}), val("inv_l", {r2})}),
+                                     {e})}),
+          Stmt::If(i < a.Sq, {st})}));
+      if (a.lse) {
+        Block lse = {
+            Stmt::Compute("m_s", ScalarOp::Mul, {val("m_i", {r2}), Operand::constant(a.scale)}),
+            Stmt::Compute("log_l", ScalarOp::Log, {val("l_q")}),
+            with_dst(Stmt::Compute("lse_v", ScalarOp::Add, {val("m_s"), val("log_l")}), {r2}),
+        };
+        Block none = guarded(a.empty_row(i), {with_dst(Stmt::Init("lse_v", kNegInf), {r2})});
+        lse.insert(lse.end(), none.begin(), none.end());
+        lse.push_back(Stmt::If(lane % 4 < 1 && i < a.Sq,
+                               {Stmt::Write(kLseTensor, {flat(p.tensor(kLseTensor), {b, h, i})},
+                                            val("lse_v", {r2}))}));
+        fin.insert(fin.end(), lse.begin(), lse.end());
+      }
+      Block tail = {Stmt::Alloc("inv_l", {Expr(2)})};
+      if (a.lse) tail.push_back(Stmt::Alloc("lse_v", {Expr(2)}));
+      tail.push_back(reg_loop("r2", 2, std::move(fin)));
+      append(std::move(tail));
+    }
+    if (!producer) return body;
+    // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
+    // registers to the consumers (setmaxnreg: 40 x 128 + consumer_regs x 128 ATTN_WG fits
+    // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
+    Block consumer(body.begin() + long(consumer_from), body.end());
+    body.resize(consumer_from);
+    consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
+    Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs)),
+                   Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
+    body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
+                                     Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
+    return body;
+  }
+
+  KernelOp run(int64_t min_blocks) {
+    q_s = shared("Q_s", BM);
+    k_s = shared("K_s", BN, t.kv_stages);
+    v_s = shared("V_s", BN, t.kv_stages);
+    descriptor(q_s, a.q, BM);
+    descriptor(k_s, a.k, BN);
+    descriptor(v_s, a.v, BN);
+    const AtomDef* s_def = wgmma_atom(dt, int(BN));
+    const AtomDef* pv_def = wgmma_atom(dt, int(D));
+    LOOM_CHECK(s_def && pv_def, "the atom table has m64n{BLOCK_N}k16 and m64n{D}k16");
+    check_p_repack(*s_def, *pv_def);
+    // The descriptors of every tile the kernel reads: Q's k-steps for both warpgroups,
+    // K's and V's in both slots.
+    const TensorDecl &qt = p.tensor(q_s), &kt = p.tensor(k_s), &vt = p.tensor(v_s);
+    for (int64_t g = 0; g < t.warpgroups; ++g)
+      for (int64_t s = 0; s < D / 16; ++s)
+        check_descriptor(qt, WgmmaOperand::A, g * 64 * D + s * 16, D, 1, 64, 16);
+    for (int64_t slot = 0; slot < t.kv_stages; ++slot) {
+      for (int64_t s = 0; s < D / 16; ++s)
+        check_descriptor(kt, WgmmaOperand::B, slot * BN * D + s * 16, 1, D, 16, int(BN));
+      for (int64_t s = 0; s < BN / 16; ++s)
+        check_descriptor(vt, WgmmaOperand::B, slot * BN * D + s * 16 * D, D, 1, 16, int(D));
+    }
+    k.name = "k_attention";
+    k.grid[0] = ceil_div(a.Sq, Expr(BM));
+    k.grid[1] = a.Hq;
+    k.grid[2] = a.B;
+    k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
+    k.min_blocks_per_sm = int(min_blocks);
+    k.warp_atoms = {warpgroup_atom(*s_def, false), warpgroup_atom(*pv_def, true)};
+    k.body = build(k.warp_atoms[0], k.warp_atoms[1]);
+    k.params = {a.q, a.k, a.v, "out"};
+    if (a.lse) k.params.push_back(kLseTensor);
+    for (const auto& sym : p.symbols) k.params.push_back(sym);
+    return std::move(k);
+  }
+};
+
+}  // namespace
+
+Pass pass_lower_attention_wgmma() {
+  return Pass{"k:013_lower_attention_wgmma", Level::Tile, Level::Kernel,
+              "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
+              "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
+              "softmax on the accumulators, one warpgroup per 64 query rows",
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "BLOCK_N", "KV_STAGES",
+               "MIN_BLOCKS"},
+              [](CompileState& s) {
+                if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
+                AttentionLoops a(s.graph);
+                const AttentionWgmmaTiles t = attention_wgmma_tiles(s, a);
+                KernelProgram kp;
+                static_cast<ProgramBase&>(kp) = s.tile;
+                Lowering lower(a, t, kp);
+                kp.kernels.push_back(lower.run(std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1))));
+                s.kernel = std::move(kp);
+                s.level = Level::Kernel;
+              }};
+}
+
+}  // namespace loom

@@ -1,0 +1,48 @@
+// The cases of tests/gpu/test_attention_wgmma.cpp: attention's wgmma kernel
+// (ATTN_MMA=wgmma, k:013) over attention_cases.h's matrix — odd lengths (1, 17, 1000,
+// 4097), Sq != Sk both ways, GQA 32/8 and MQA, bf16 and f16, the three masks, head dims
+// 64, 128 and 256, with and without LSE — and its knobs (ATTN_WG 1..3, BLOCK_N). Shared
+// with tests/cpu/driver/test_attention_wgmma_compile.cpp, which compiles every case for
+// sm_90a with NVRTC and checks ptxas spilled nothing.
+#pragma once
+#include <vector>
+
+#include "attention_cases.h"
+
+namespace loom::attention_test {
+
+inline std::vector<Case> wgmma_cases() {
+  std::vector<Case> v;
+  const std::string wg = "ATTN_MMA=wgmma";
+  for (const char* dt : {"bf16", "f16"})
+    for (int d : {64, 128})
+      for (const char* causal : {"true", "false", "top_left"}) {
+        for (int s : {1, 17, 1000}) v.push_back({expr(1, 4, 2, s, s, d, causal, dt, true), wg});
+        v.push_back({expr(2, 4, 4, 17, 1000, d, causal, dt, true), wg});
+        v.push_back({expr(2, 4, 4, 1000, 17, d, causal, dt, true), wg});
+        v.push_back({expr(2, 4, 2, 1000, 777, d, causal, dt, true), wg + ",BLOCK_N=64"});
+      }
+  for (const char* causal : {"true", "false"}) {
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), wg});
+    v.push_back({expr(2, 8, 1, 1000, 1000, 64, causal, "f16", false), wg});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), wg + ",ATTN_WG=1"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "bf16", true), wg + ",ATTN_WG=3,BLOCK_N=64"});
+    v.push_back({expr(2, 8, 2, 1000, 1000, 128, causal, "bf16", true), wg + ",ATTN_PRODUCER=0"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true), wg + ",KV_STAGES=3"});
+    v.push_back({expr(2, 4, 2, 1000, 777, 64, causal, "bf16", true),
+                 wg + ",ATTN_PRODUCER=1,KV_STAGES=3,BLOCK_N=64"});
+    for (int d : {64, 128}) {
+      v.push_back({expr(2, 8, 2, 1000, 777, d, causal, "bf16", true),
+                   wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+      v.push_back({expr(1, 4, 4, 17, 1000, d, causal, "f16", true),
+                   wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+    }
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true),
+                 wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+    v.push_back({expr(2, 8, 2, 4097, 1000, 128, causal, "f16", true), wg + ",BLOCK_N=32"});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), wg});  // BLOCK_N = 64
+  }
+  return v;
+}
+
+}  // namespace loom::attention_test

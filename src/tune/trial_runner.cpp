@@ -198,6 +198,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
     m.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.status = TrialStatus::ok;
     m.median_us = t.median_us;
+    m.graph_us = t.graph_median_us.value_or(0);
     m.reps = t.reps;
     m.l2 = l2_method_name(timing.l2);
     m.input_sets = timing.input_sets;

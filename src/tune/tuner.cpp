@@ -19,6 +19,7 @@
 #include "tune/problem.h"
 #include "tune/prune.h"
 #include "tune/space.h"
+#include "tune/trial_timing.h"
 #include "tune/tuning_key.h"
 #include "tune/worker.h"
 
@@ -42,6 +43,7 @@ std::optional<DbEntry> winner_entry(const Graph& g, const DeviceInfo& dev, const
   rec.date = utc_now_iso();
   rec.revision = build_revision();
   rec.l2 = out.best_l2;
+  rec.timed = out.best_timed;
   std::ostringstream note;
   note << "loom tune --budget " << opt.budget.seconds;
   rec.note = note.str();
@@ -74,14 +76,21 @@ void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneO
     ro.seed = opt.seed;
     ro.bench = true;
     ro.l2 = opt.l2;  // the search's L2 method, so the two times compare
+    // Replayed under the trials' bound, for the same reason: a winner ranked by its replay
+    // time is confirmed by one (cuBLAS with it, in the same comparison).
+    ro.timing.graph_replay_below_us = kTrialGraphReplayBelowUs;
     RunReport r = run_expression(expression, ro);
     if (!r.verify.passed) {
       out.confirm_note = "confirmation run failed verification: " + r.verify.message;
       return;
     }
+    // Read as the search ranked the winner: its graph replay time when it was replayed.
+    const bool graph = out.best_timed == "graph";
     for (const BackendResult& b : r.backends) {
-      if (b.name == "Loom") out.confirm_us = b.timing.median_us;
-      if (b.name == "cuBLAS") out.cublas_us = b.timing.median_us;
+      const double us = graph && b.timing.graph_median_us ? *b.timing.graph_median_us
+                                                           : b.timing.median_us;
+      if (b.name == "Loom") out.confirm_us = us;
+      if (b.name == "cuBLAS") out.cublas_us = us;
     }
   } catch (const Error& e) {
     out.confirm_note = std::string("confirmation run failed: ") + e.what();
@@ -210,18 +219,20 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       out.best_knobs = out.search.winner_knobs;
       out.best_us = out.search.winner_us;
       for (const Trial& t : out.search.trials)
-        if (t.knobs == out.best_knobs && t.result.status == TrialStatus::ok)
+        if (t.knobs == out.best_knobs && t.result.status == TrialStatus::ok) {
           out.best_l2 = t.result.l2;
+          out.best_timed = trial_timed(t.result);
+        }
       // The default at the winner's repetitions, unless the search already measured it
       // there (or it won): the tuned/default ratio compares like with like, and says how
       // far the shape-class heuristics are from the tuned result.
       for (const Trial& t : out.search.trials)
         if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok &&
             t.reps >= out.search.winner_reps)
-          out.default_us = t.result.median_us;
+          out.default_us = trial_us(t.result);
       if (!out.default_us && !out.default_knobs.empty()) {
         Measurement m = measure({out.default_knobs, 0}, out.search.winner_reps);
-        if (m.status == TrialStatus::ok) out.default_us = m.median_us;
+        if (m.status == TrialStatus::ok) out.default_us = trial_us(m);
         else out.default_note = std::string(trial_status_name(m.status)) + ": " + m.reason;
       }
     }  // the worker exits before the confirmation run takes the GPU
@@ -319,6 +330,7 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
     o << std::setprecision(1) << "  best     " << r.best_us << " us  " << std::setprecision(1)
       << r.flops / r.best_us * 1e-6 << " TFLOP/s  " << r.best_knobs << "\n"
       << "  timing   L2 " << (r.best_l2.empty() ? std::string("(not reported)") : r.best_l2)
+      << (r.best_timed == "graph" ? ", CUDA-graph replay (a short launch)" : ", CUDA events")
       << " (as `loom run --bench` times; recorded with the winner)\n";
     if (r.default_us)
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "

@@ -68,6 +68,7 @@ struct TuneOutcome {
   std::string best_knobs;
   double best_us = 0;
   std::string best_l2;             // the L2 method the winner was timed with ("rotate", ...)
+  std::string best_timed;          // "graph" (replayed: a short launch) or "event" (trial_timing.h)
   std::optional<double> default_us;  // the default (no knobs) at the winner's repetitions
   std::string default_knobs;         // what `loom run` compiles without knobs or a record
   std::string default_note;          // why the default has no time (it failed: how)

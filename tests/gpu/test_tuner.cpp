@@ -10,6 +10,7 @@
 #include "planted_kernels.h"
 #include "tune/worker.h"
 #include "tune/database.h"
+#include "tune/trial_timing.h"
 #include "tune/tuned_knobs.h"
 #include "tune/tuner.h"
 
@@ -48,6 +49,19 @@ TEST(GpuTuner, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
   // L2), and the record says so.
   EXPECT_EQ(o.best_l2, "rotate");
   EXPECT_EQ(d.entries()[0].rec.l2, "rotate");
+  // A trial replays from a CUDA graph exactly when its event median is short, and the
+  // winner is ranked and recorded by how it was timed.
+  const Trial* last = nullptr;  // the winner's latest trial
+  for (const Trial& t : o.search.trials) {
+    if (t.result.status != TrialStatus::ok) continue;
+    EXPECT_EQ(t.result.graph_us > 0, t.result.median_us < kTrialGraphReplayBelowUs)
+        << t.knobs << ": event " << t.result.median_us << " us, graph " << t.result.graph_us;
+    if (t.knobs == o.best_knobs) last = &t;
+  }
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(o.best_us, trial_us(last->result));
+  EXPECT_EQ(o.best_timed, trial_timed(last->result));
+  EXPECT_EQ(d.entries()[0].rec.timed, o.best_timed);
 
   // `loom run` takes the record as its knobs.
   RunOptions ro;

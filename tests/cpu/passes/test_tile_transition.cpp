@@ -23,16 +23,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const Target& t = Target::for_arch("sm_90a")) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = t;
-  run_pipeline(s);
-  return s;
-}
-
 Target sms(int n) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = n;
@@ -44,7 +34,7 @@ Target sms(int n) {
 CompileState check_final(const std::string& expr, const std::string& knobs, uint64_t seed,
                          const Target& t) {
   SCOPED_TRACE(expr + " knobs=" + knobs);
-  CompileState s = compile(expr, knobs, t);
+  CompileState s = passcheck::compile_for(t, expr, knobs);
   Bindings in;
   make_random_inputs(s.loop, in, seed);
   passcheck::expect_close(passcheck::run_level(s, Level::Kernel, in),
@@ -75,14 +65,15 @@ const std::string kPersistent =
 
 TEST(WgmmaZero, ScaleDReplacesTheZeroingLoop) {
   const std::string expr = "matmul(A[192,256]:bf16, B[256,128]:bf16)";
-  const CompileState on = compile(expr, kPersistent, sms(2));
+  const CompileState on = passcheck::compile_for(sms(2), expr, kPersistent);
   const KernelOp& k = on.kernel.kernels.at(0);
   EXPECT_EQ(zeroing_inits(k.body), 0);
   // The slab loop k_o around the atom-step loop k_i (BK=64: 4 steps of k16, unrolled by
   // codegen, which folds the predicate to `0 < k_o` for k_i = 0 and 1 for the others).
   EXPECT_EQ(scale_ds(k.body), (std::vector<std::string>{"0 < k_o || 0 < k_i"}));
   EXPECT_EQ(on.used_knobs.at("WGMMA_ZERO"), "scale_d");
-  const CompileState off = compile(expr, kPersistent + ",WGMMA_ZERO=explicit", sms(2));
+  const CompileState off =
+      passcheck::compile_for(sms(2), expr, kPersistent + ",WGMMA_ZERO=explicit");
   EXPECT_EQ(zeroing_inits(off.kernel.kernels.at(0).body), 32);  // m64n64: 32 values a thread
   for (const std::string& s : scale_ds(off.kernel.kernels.at(0).body)) EXPECT_EQ(s, "1");
 }
@@ -122,8 +113,9 @@ TEST(WgmmaZero, RegisterAAndSplitKMatch) {
 TEST(WgmmaZero, InterpreterIgnoresTheAccumulatorsOnlyWhereScaleDIsZero) {
   // The same kernel with the first step's predicate forced to 1 reads the fresh alloc's
   // NaN poison: the interpreter must not pass it (so the tests above can fail).
-  CompileState s = compile("matmul(A[64,128]:bf16, B[128,64]:bf16)",
-                           "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[64,128]:bf16, B[128,64]:bf16)",
+      "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
   Bindings in;
   make_random_inputs(s.loop, in, 59);
   const HostTensor want = passcheck::run_level(s, Level::Loop, in);
@@ -138,8 +130,9 @@ TEST(WgmmaZero, InterpreterIgnoresTheAccumulatorsOnlyWhereScaleDIsZero) {
 }
 
 TEST(WgmmaZero, ScaleDMustAgreeAcrossTheWarpgroup) {
-  CompileState s = compile("matmul(A[64,128]:bf16, B[128,64]:bf16)",
-                           "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[64,128]:bf16, B[128,64]:bf16)",
+      "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
   walk(s.kernel.kernels.at(0).body, [](Stmt& x) {
     if (is_wgmma(x)) x.scale_d = Expr(0) < Expr::var("wg_thread");
   });
@@ -156,9 +149,10 @@ TEST(WgmmaZero, ScaleDMustAgreeAcrossTheWarpgroup) {
 
 TEST(WgmmaZero, OnlyWgmmaTakesScaleD) {
   // mma.sync has no scale-d: the verifier names the fix.
-  CompileState s = compile("matmul(A[64,64]:bf16, B[64,64]:bf16)",
-                           "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,"
-                           "STAGES=2");
+  CompileState s =
+      passcheck::compile_sm90a("matmul(A[64,64]:bf16, B[64,64]:bf16)",
+                               "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,"
+                               "STAGES=2");
   bool set = false;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {
     if (x.kind == StmtKind::Atom && !set && x.atom.rfind("mma_", 0) == 0) x.scale_d = Expr(0), set = true;
@@ -175,12 +169,12 @@ TEST(WgmmaZero, OnlyWgmmaTakesScaleD) {
 }
 
 TEST(WgmmaZero, UnknownValueIsAnError) {
-  try {
-    compile("matmul(A[64,64]:bf16, B[64,64]:bf16)",
-            "ATOM=wgmma_bf16,WM=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,WGMMA_ZERO=yes");
-    ADD_FAILURE() << "WGMMA_ZERO=yes compiled";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("WGMMA_ZERO=yes"), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(
+        "matmul(A[64,64]:bf16, B[64,64]:bf16)",
+        "ATOM=wgmma_bf16,WM=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,WGMMA_ZERO=yes");
+    ASSERT_NE(e, "") << "WGMMA_ZERO=yes compiled";
+    EXPECT_NE(e.find("WGMMA_ZERO=yes"), std::string::npos) << e;
   }
 }
 
@@ -232,19 +226,19 @@ TEST(EpiSync, OddStripsAndOneBufferKeepTwoBarriers) {
   // Three strips through two buffers: the next tile's strip 0 reuses the newest store's
   // buffer, so its wait must follow that store: EPI_SYNC=1 falls back to two barriers
   // (run on the interpreter, every pass, in test_tma_store_epilogue's BN=192 test).
-  const CompileState odd = compile("matmul(A[256,64]:bf16, B[64,200]:bf16)",
-                                   kStrips + ",BN=192,EPI_BUFFERS=2", sms(2));
+  const CompileState odd = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+                                                  kStrips + ",BN=192,EPI_BUFFERS=2");
   EXPECT_EQ(named_barriers(odd.kernel.kernels.at(0).body), 6);
-  const CompileState one = compile("matmul(A[256,64]:bf16, B[64,200]:bf16)",
-                                   kStrips + ",BN=128,EPI_BUFFERS=1", sms(2));
+  const CompileState one = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+                                                  kStrips + ",BN=128,EPI_BUFFERS=1");
   EXPECT_EQ(named_barriers(one.kernel.kernels.at(0).body), 4);  // 2 strips x 2
 }
 
 TEST(EpiSync, AWaitOneStoreShortIsARaceTheInterpreterReports) {
   // EPI_SYNC=1 waits for every store before strip j's barrier: keeping strip j-1's store
   // in flight (strip 1's wait) lets strip 2's writes hit the buffer it still reads.
-  CompileState s = compile("matmul(A[128,64]:bf16, B[64,256]:bf16)",
-                           kStrips + ",BN=256,EPI_BUFFERS=2", sms(1));
+  CompileState s = passcheck::compile_for(sms(1), "matmul(A[128,64]:bf16, B[64,256]:bf16)",
+                                          kStrips + ",BN=256,EPI_BUFFERS=2");
   int seen = 0;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {
     if (x.kind == StmtKind::BulkWait && seen++ == 1) x.imm = 1;

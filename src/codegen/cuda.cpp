@@ -854,13 +854,13 @@ class Renderer {
   // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
   // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
-    // A zero C operand (Stmt::zero_acc) is a wrapper of its own: its C registers are
-    // constant zeros, and D is written without being read first.
+    // A zero C operand (Stmt::zero_acc) is the wrapper's scale-d template argument 0: its
+    // C registers are constant zeros, and D is written without being read first.
     const bool zero_c_ok = a.id == "mma_m16n8k16_f32_f16" || a.id == "mma_m16n8k16_f32_bf16";
     if (s.zero_acc && !zero_c_ok)
       throw Error("codegen: a zero C operand is built for the f32-accumulating m16n8k16 "
                   "mma.sync atoms, not " + a.id + "; zero its accumulator with an Init");
-    const std::string wrapper = s.zero_acc ? a.wrapper + "_zero_c" : a.wrapper;
+    const std::string wrapper = s.zero_acc ? a.wrapper + "<0>" : a.wrapper;
     const bool half = w.a_type == DType::F16 || w.a_type == DType::BF16;
     auto pack = [&](const Operand& o, int values, const char* reg) {
       std::vector<std::string> lines;

@@ -50,6 +50,15 @@ std::optional<DbEntry> winner_entry(const Graph& g, const DeviceInfo& dev, const
   return DbEntry{*key, rec};
 }
 
+}  // namespace
+
+bool default_won(const TuneOutcome& o) {
+  if (o.default_knobs.empty()) return false;
+  return o.best_knobs == o.default_knobs || (o.default_us && *o.default_us <= o.best_us);
+}
+
+namespace {
+
 // Records the winner; the database keeps the faster record per key (of those timed the
 // same way), so a short tune never overwrites a better one from a longer tune.
 std::string record_winner(const DbEntry& e, const TuneOptions& opt) {
@@ -226,20 +235,35 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       // The default at the winner's repetitions, unless the search already measured it
       // there (or it won): the tuned/default ratio compares like with like, and says how
       // far the shape-class heuristics are from the tuned result.
+      std::optional<Measurement> at_default;
       for (const Trial& t : out.search.trials)
         if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok &&
             t.reps >= out.search.winner_reps)
-          out.default_us = trial_us(t.result);
-      if (!out.default_us && !out.default_knobs.empty()) {
+          at_default = t.result;
+      if (!at_default && !out.default_knobs.empty()) {
         Measurement m = measure({out.default_knobs, 0}, out.search.winner_reps);
-        if (m.status == TrialStatus::ok) out.default_us = trial_us(m);
+        if (m.status == TrialStatus::ok) at_default = m;
         else out.default_note = std::string(trial_status_name(m.status)) + ": " + m.reason;
+      }
+      if (at_default) out.default_us = trial_us(*at_default);
+      // A winner no faster than the default gives way to it (default_won).
+      if (default_won(out) && out.best_knobs != out.default_knobs) {
+        out.search_best_knobs = out.best_knobs;
+        out.search_best_us = out.best_us;
+        out.best_knobs = out.default_knobs;
+        out.best_us = *out.default_us;
+        out.best_l2 = at_default->l2;
+        out.best_timed = trial_timed(*at_default);
       }
     }  // the worker exits before the confirmation run takes the GPU
     if (opt.confirm) confirm_winner(expression, out, opt);
     std::string no_key;
     out.entry = winner_entry(g, *dev, out, opt, no_key);
-    if (opt.record) out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;
+    if (opt.record)
+      out.recorded = !out.entry      ? "not recorded: " + no_key
+                     : default_won(out) ? "not recorded: the default won (`loom run` compiles it "
+                                          "without a record)"
+                                        : record_winner(*out.entry, opt);
   } catch (const Error& e) {
     out.error = e.what();
   }
@@ -332,7 +356,10 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
       << "  timing   L2 " << (r.best_l2.empty() ? std::string("(not reported)") : r.best_l2)
       << (r.best_timed == "graph" ? ", CUDA-graph replay (a short launch)" : ", CUDA events")
       << " (as `loom run --bench` times; recorded with the winner)\n";
-    if (r.default_us)
+    if (!r.search_best_knobs.empty())
+      o << std::setprecision(1) << "  default  won: the search's best, " << r.search_best_us
+        << " us, was no faster  " << r.search_best_knobs << "\n";
+    else if (r.default_us)
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
         << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";
     else

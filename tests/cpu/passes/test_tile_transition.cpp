@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -147,25 +148,69 @@ TEST(WgmmaZero, ScaleDMustAgreeAcrossTheWarpgroup) {
   }
 }
 
-TEST(WgmmaZero, OnlyWgmmaTakesScaleD) {
-  // mma.sync has no scale-d: the verifier names the fix.
-  CompileState s =
-      passcheck::compile_sm90a("matmul(A[64,64]:bf16, B[64,64]:bf16)",
-                               "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,"
-                               "STAGES=2");
-  bool set = false;
+// mma.sync takes scale_d too (one field for "this atom's C is zero", stmt.h), but only as
+// the constant 0 or 1: its zero C is a form of the instruction, not an operand. The
+// verifier names the fix for anything else, and refuses scale_d off the mma atoms.
+TEST(WgmmaZero, MmaSyncTakesAConstantScaleDOnly) {
+  const std::string expr = "matmul(A[64,64]:bf16, B[64,64]:bf16)";
+  const std::string knobs = "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,STAGES=2";
+  auto with = [&](const std::function<bool(Stmt&)>& set_one) {
+    CompileState s = passcheck::compile_sm90a(expr, knobs);
+    bool set = false;
+    walk(s.kernel.kernels.at(0).body, [&](Stmt& x) { set = set || set_one(x); });
+    EXPECT_TRUE(set);
+    return s;
+  };
+  auto mma = [](const Expr& e) {
+    return [e](Stmt& x) {
+      if (x.kind != StmtKind::Atom || x.atom.rfind("mma_", 0) != 0) return false;
+      x.scale_d = e;
+      return true;
+    };
+  };
+  EXPECT_NO_THROW(verify(with(mma(Expr(0))).kernel));
+  EXPECT_NO_THROW(verify(with(mma(Expr(1))).kernel));
+  auto refusal = [&](const CompileState& s) -> std::string {
+    try {
+      verify(s.kernel);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string pred = refusal(with(mma(Expr(0) < Expr::var("k_o"))));
+  EXPECT_NE(pred.find("takes scale_d 0 or 1 only"), std::string::npos) << pred;
+  EXPECT_NE(pred.find("peel the k-step with scale_d 0 into its own statement"), std::string::npos)
+      << pred;
+  EXPECT_NE(refusal(with(mma(Expr(2)))).find("takes scale_d 0 or 1 only"), std::string::npos);
+  const std::string init = refusal(with([](Stmt& x) {
+    if (x.kind != StmtKind::Init) return false;
+    x.scale_d = Expr(0);
+    return true;
+  }));
+  EXPECT_NE(init.find("only an mma.sync or wgmma atom takes scale_d"), std::string::npos) << init;
+}
+
+// The interpreter honours an mma.sync's scale_d 0: D = A·B of that k-step alone. Every
+// mma of a GEMM with it keeps only the last k-step's product, so the result must differ
+// from the naive one (and match it with scale_d 1).
+TEST(WgmmaZero, InterpreterDropsTheMmaSyncAccumulatorAtScaleDZero) {
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[32,64]:bf16, B[64,32]:bf16)",
+      "ATOM=mma_bf16,BM=32,BN=32,FM=1,FN=2,WM=2,WN=2,STAGE=sync,BK=16");
+  Bindings in;
+  make_random_inputs(s.loop, in, 67);
+  const HostTensor want = passcheck::run_level(s, Level::Loop, in);
+  passcheck::expect_close(passcheck::run_level(s, Level::Kernel, in), want, DType::BF16, "scale_d 1");
+  int set = 0;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {
-    if (x.kind == StmtKind::Atom && !set && x.atom.rfind("mma_", 0) == 0) x.scale_d = Expr(0), set = true;
+    if (x.kind == StmtKind::Atom && x.atom.rfind("mma_", 0) == 0) x.scale_d = Expr(0), ++set;
   });
-  ASSERT_TRUE(set);
-  try {
-    verify(s.kernel);
-    ADD_FAILURE() << "scale_d on mma.sync verified";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("only a warpgroup atom (wgmma) takes scale_d"),
-              std::string::npos)
-        << e.what();
-  }
+  ASSERT_GT(set, 0);
+  const HostTensor last = passcheck::run_level(s, Level::Kernel, in);
+  double diff = 0;
+  for (size_t i = 0; i < last.data.size(); ++i) diff = std::max(diff, std::abs(last.data[i] - want.data[i]));
+  EXPECT_GT(diff, 0.1) << "scale_d 0 on every k-step left the full sum";
 }
 
 TEST(WgmmaZero, UnknownValueIsAnError) {

@@ -444,9 +444,9 @@ class Renderer {
           warp_atom(s, a, *w, d);
           break;
         }
-        if (s.zero_acc) {
-          throw Error("codegen: " + s.atom + " with a zero C operand: only mma.sync atoms "
-                      "take one");
+        if (!always(s.scale_d)) {
+          throw Error("codegen: " + s.atom + " with scale_d " + s.scale_d.str() +
+                      ": only mma.sync and wgmma atoms take one");
         }
         if (const WarpCopy* c = find_warp_copy(*k_, s.atom); c && c->to_shared) {
           // stmatrix stores .b32 registers of two 16-bit values each (value 2i in the low
@@ -874,13 +874,17 @@ class Renderer {
   // rounded with cvt.rna. The accumulator fragment is passed as is: float[4] for f32,
   // the packed unsigned[2] of find_packed for f16 (ACC=f16).
   void warp_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
-    // A zero C operand (Stmt::zero_acc) is a wrapper of its own: its C registers are
-    // constant zeros, and D is written without being read first.
+    // scale_d 0 (a zero C operand) is the wrapper's scale-d template argument: its C
+    // registers are constant zeros, and D is written without being read first.
+    const bool zero_c = !always(s.scale_d);
+    if (zero_c && !(s.scale_d.is_const() && s.scale_d.const_value() == 0))
+      throw Error("codegen: mma.sync " + a.id + " with scale_d " + s.scale_d.str() +
+                  ": mma.sync takes the constant 0 or 1");
     const bool zero_c_ok = a.id == "mma_m16n8k16_f32_f16" || a.id == "mma_m16n8k16_f32_bf16";
-    if (s.zero_acc && !zero_c_ok)
-      throw Error("codegen: a zero C operand is built for the f32-accumulating m16n8k16 "
-                  "mma.sync atoms, not " + a.id + "; zero its accumulator with an Init");
-    const std::string wrapper = s.zero_acc ? a.wrapper + "_zero_c" : a.wrapper;
+    if (zero_c && !zero_c_ok)
+      throw Error("codegen: scale_d 0 (a zero C operand) is built for the f32-accumulating "
+                  "m16n8k16 mma.sync atoms, not " + a.id + "; zero its accumulator with an Init");
+    const std::string wrapper = zero_c ? a.wrapper + "<0>" : a.wrapper;
     const bool half = w.a_type == DType::F16 || w.a_type == DType::BF16;
     auto pack = [&](const Operand& o, int values, const char* reg) {
       std::vector<std::string> lines;
@@ -932,9 +936,6 @@ class Renderer {
   // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
   // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
   void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
-    if (s.zero_acc)
-      throw Error("codegen: " + a.id + " with a zero C operand: wgmma zeroes through its "
-                  "scale-d operand, which Loom does not emit; zero the accumulator with an Init");
     if (!w.b_shared)
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);

@@ -13,6 +13,7 @@
 #include "bench/verify_attention.h"
 #include "codegen/cuda.h"
 #include "driver/executor.h"
+#include "driver/input_sets.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
@@ -137,33 +138,6 @@ TimingOptions plan_timing(RunReport& r, const KernelProgram& kp, const Bindings&
   return timing;
 }
 
-// Rotation's input sets 1..R-1: fresh inputs from seeds after the verified set 0's,
-// sharing its output and workspace; each with its own launcher (pointers, tensor maps).
-class InputSets {
- public:
-  InputSets(const KernelProgram& kp, const Module& module, const DeviceTensors& first,
-            const ProgramLauncher& first_launcher, const Bindings& host, uint64_t seed, int sets)
-      : first_(first), first_launcher_(first_launcher) {
-    for (int set = 1; set < sets; ++set) {
-      Bindings h;
-      make_random_inputs(kp, h, seed + uint64_t(set));
-      more_.push_back(std::make_unique<DeviceTensors>());
-      more_.back()->allocate(kp, h, nullptr, &first);
-      launchers_.push_back(std::make_unique<ProgramLauncher>(kp, module, *more_.back(), host.symbols));
-    }
-  }
-  const DeviceTensors& tensors(int set) const { return set == 0 ? first_ : *more_[size_t(set - 1)]; }
-  const ProgramLauncher& launcher(int set) const {
-    return set == 0 ? first_launcher_ : *launchers_[size_t(set - 1)];
-  }
-
- private:
-  const DeviceTensors& first_;
-  const ProgramLauncher& first_launcher_;
-  std::vector<std::unique_ptr<DeviceTensors>> more_;
-  std::vector<std::unique_ptr<ProgramLauncher>> launchers_;
-};
-
 // The attention half of run_expression: O (and LSE) against the fp64 reference with the
 // 16-bit pipeline's threshold (bench/verify_attention.h); with --bench, Loom timed alone
 // with the same cold-L2 plan as a GEMM (PyTorch's SDPA is the comparison, run in one
@@ -190,7 +164,8 @@ void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, con
   r.flops = expression_flops(g);
   const TimingOptions timing = plan_timing(r, kp, host, opt, dev);
   if (!opt.bench || !r.verify.passed) return;
-  InputSets sets(kp, module, dev_tensors, launcher, host, opt.seed, timing.input_sets);
+  const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+  const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
   std::vector<TimedLaunch> fns = {
       [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
   auto times = time_candidates(fns, stream, timing);
@@ -335,7 +310,8 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   const TimingOptions timing = plan_timing(r, kp, host, opt, *dev);
 
   if (opt.bench && r.verify.passed) {
-    InputSets sets(kp, module, dev_tensors, launcher, host, opt.seed, timing.input_sets);
+    const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+    const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
 
     // cuBLAS computes the contraction into its own output buffer; verify it too, so the
     // reference we compare against is known to be right on these inputs.

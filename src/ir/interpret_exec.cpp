@@ -147,8 +147,13 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Init:
     case StmtKind::Accum: exec_scalar(n, active); break;
     case StmtKind::Atom:
-      if (s.zero_acc && (n.copy || !n.warp || n.warp->threads > WarpAtom::kLanes))
-        fail(s, "a zero C operand is an mma.sync's (a warp atom of 32 lanes), not " + s.atom + "'s");
+      // scale-d (stmt.h): wgmma's predicate, or mma.sync's constant 0 or 1.
+      if (!(s.scale_d.is_const() && s.scale_d.const_value() == 1) &&
+          (n.copy || !n.warp ||
+           (n.warp->threads <= WarpAtom::kLanes &&
+            !(s.scale_d.is_const() && s.scale_d.const_value() == 0))))
+        fail(s, "scale_d " + s.scale_d.str() + " on " + s.atom +
+                    ": only wgmma takes a predicate, mma.sync a constant 0 or 1, other atoms none");
       n.copy                                         ? exec_warp_copy(n, active)
       : n.warp && n.warp->threads > WarpAtom::kLanes ? exec_wgmma(n, active)
       : n.warp                                       ? exec_warp_atom(n, active)
@@ -415,7 +420,8 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
   for_each_warp(n, active, "warp atom " + w.id, [&](int warp) {
     gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, warp);
     gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, warp);
-    if (n.s->zero_acc) std::fill(c.begin(), c.end(), 0.0);
+    if (n.s->scale_d.is_const() && n.s->scale_d.const_value() == 0)  // C = 0: D = A·B
+      std::fill(c.begin(), c.end(), 0.0);
     else gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, warp);
     for (int row = 0; row < w.m; ++row)
       for (int col = 0; col < w.n; ++col) {

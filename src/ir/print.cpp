@@ -92,7 +92,6 @@ std::string stmt_line(const Stmt& s) {
       if (!s.tensor.empty())
         return dst_of(s) + " <- " + s.atom + "(" + s.tensor + "[" + join_exprs(s.index) + "])";
       return dst_of(s) + " <- " + s.atom + "(" + join_operands(s.args) + ")" +
-             (s.zero_acc ? "  zero C" : "") +
              (s.scale_d.is_const() && s.scale_d.const_value() == 1
                   ? std::string()
                   : " scale_d " + s.scale_d.str());

@@ -202,15 +202,15 @@ struct Stmt {
   Expr pred = Expr(1);
   // Write: atomically add the value instead of storing it (split-K's atomic combine).
   bool atomic_add = false;
-  // Atom of a warp atom (mma.sync): C = 0 instead of `dst`'s values, D = A·B — the first
-  // k-step of an accumulation, which then needs no zeroing of `dst` before it (codegen
-  // passes zero C registers; `dst`'s old values are neither read nor required).
-  bool zero_acc = false;
-  // A warpgroup atom (wgmma): its scale-d predicate. Where it evaluates to non-zero the
-  // atom accumulates (D = A·B + D); where 0 it computes D = A·B, the accumulators' old
-  // contents neither read nor added — the first k-step of a tile zeroes its accumulators
-  // this way instead of an explicit zeroing (k:026). Uniform over the warpgroup (one
-  // predicate register per wgmma). Every other statement leaves it 1.
+  // A tensor-core atom's scale-d: where it is non-zero the atom accumulates (D = A·B + D);
+  // where 0 it computes D = A·B, the accumulators' old contents neither read nor required
+  // — the first k-step of an accumulation, which then needs no zeroing before it.
+  //  - warpgroup atom (wgmma): a predicate, uniform over the warpgroup (one predicate
+  //    register per wgmma); the tile's first k-step uses it instead of a zeroing (k:026).
+  //  - warp atom (mma.sync): the constant 0 or 1 only — mma.sync has no scale-d operand,
+  //    its zero C is another form of the instruction (constant-zero C registers), chosen
+  //    at compile time (attention's S under ZERO_INIT=mma, k:012).
+  // Every other statement leaves it 1.
   Expr scale_d = Expr(1);
   // TmaLoad / MbarArrive in a cluster: the CTAs (bit r = cluster rank r) that receive the
   // box at the same shared offset, each counting its bytes on its own mbarrier `value`

@@ -407,18 +407,23 @@ class BodyChecker {
       fail(s, "only loads and cp.async take a predicate");
     if (predicated) check_expr(s, s.pred, "predicate");
     if (!(s.scale_d.is_const() && s.scale_d.const_value() == 1)) {
-      // scale-d is wgmma's operand (mma.sync and the scalar atoms always accumulate).
-      const WarpAtom* w =
-          kernel_ && s.kind == StmtKind::Atom ? find_warp_atom(*kernel_, s.atom) : nullptr;
-      if (!w || w->threads != kWarpgroup)
-        fail(s, "only a warpgroup atom (wgmma) takes scale_d; zero the accumulators of " +
+      // scale-d is a tensor-core atom's (the scalar atoms always accumulate): wgmma's
+      // predicate operand, or mma.sync's zero-C form, fixed at compile time.
+      const WarpAtom* w = kernel_ && s.kind == StmtKind::Atom && s.tensor.empty()
+                              ? find_warp_atom(*kernel_, s.atom)
+                              : nullptr;
+      if (!w)
+        fail(s, "only an mma.sync or wgmma atom takes scale_d; zero the accumulators of " +
                     (s.atom.empty() ? std::string("this statement") : s.atom) +
                     " explicitly instead");
+      if (w->threads != kWarpgroup && !(s.scale_d.is_const() && s.scale_d.const_value() == 0))
+        fail(s, "mma.sync " + s.atom + " takes scale_d 0 or 1 only, not " + s.scale_d.str() +
+                    " (its zero C is a form of the instruction chosen at compile time): peel "
+                    "the k-step with scale_d 0 into its own statement, or zero the "
+                    "accumulators explicitly");
       check_expr(s, s.scale_d, "scale_d");
     }
     if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
-    if (s.zero_acc && (s.kind != StmtKind::Atom || !s.tensor.empty()))
-      fail(s, "only an mma atom takes a zero C operand");
     bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
                    s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
                    s.kind == StmtKind::Atom || s.kind == StmtKind::LaneReduce;

@@ -37,12 +37,16 @@ std::string listing(const std::vector<DbEntry>& entries) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const TuningRecord& r = entries[i].rec;
     t.add_row({std::to_string(i + 1), format_us(r.median_us), vs_cublas(r), std::to_string(r.trials),
-               r.l2.empty() ? "flush*" : r.l2, r.date, entries[i].key.str()});
+               (r.l2.empty() ? "flush*" : r.l2) + (r.timed == "graph" ? "+graph" : ""), r.date,
+               entries[i].key.str()});
   }
   // An old record's method was not written down: every tune before session 10 flushed.
   bool legacy = false;
   for (const auto& e : entries) legacy = legacy || e.rec.l2.empty();
-  return t.str() + (legacy ? "flush*: timed before the L2 method was recorded (the write flush)\n" : "");
+  bool graph = false;
+  for (const auto& e : entries) graph = graph || e.rec.timed == "graph";
+  return t.str() + (legacy ? "flush*: timed before the L2 method was recorded (the write flush)\n" : "") +
+         (graph ? "+graph: a short launch, timed by CUDA-graph replay\n" : "");
 }
 
 std::string details(const DbEntry& e) {
@@ -56,6 +60,8 @@ std::string details(const DbEntry& e) {
          "cuBLAS:    " + (r.cublas_us > 0 ? format_us(r.cublas_us) + " us (Loom " + vs_cublas(r) + ")" : "unknown") + "\n" +
          "trials:    " + std::to_string(r.trials) + "\n" +
          "L2:        " + (r.l2.empty() ? "flush (not recorded: timed before session 10)" : r.l2) +
+         "\n" + "timed:     " +
+         (r.timed == "graph" ? "CUDA-graph replay per launch (a short launch)" : "CUDA events") +
          "\n" + "date:      " + r.date + "\n" +
          "revision:  " + (r.revision.empty() ? "unknown" : r.revision) + "\n" +
          (r.note.empty() ? "" : "note:      " + r.note + "\n");

@@ -56,7 +56,7 @@ std::string checksum(std::string_view body) { return sha256_hex(body).substr(0, 
 const char* const kFields[] = {"gpu", "sms",   "cuda",      "driver", "op",   "shape", "knobs",
                                "us",  "cublas_us", "trials", "date", "rev",   "note"};
 // Fields a line may lack: records written before they existed.
-const char* const kOptionalFields[] = {"l2"};
+const char* const kOptionalFields[] = {"l2", "timed"};
 
 // One line -> entry; false with the reason on any defect.
 bool parse_line(std::string_view line, DbEntry& e, std::string& why) {
@@ -97,6 +97,11 @@ bool parse_line(std::string_view line, DbEntry& e, std::string& why) {
     why = "l2 is not one of rotate, read, flush, off";
     return false;
   }
+  e.rec.timed = f.count("timed") ? f["timed"] : "";
+  if (!e.rec.timed.empty() && e.rec.timed != "graph" && e.rec.timed != "event") {
+    why = "timed is not one of graph, event";
+    return false;
+  }
   e.key.gpu = f["gpu"];
   e.key.op = f["op"];
   e.key.shape = f["shape"];
@@ -130,6 +135,7 @@ std::string format_entry(const DbEntry& e) {
   // An unrecorded method stays unwritten, so an old line round-trips byte for byte (its
   // checksum with it).
   if (!e.rec.l2.empty()) line += "\tl2=" + escape(e.rec.l2);
+  if (!e.rec.timed.empty()) line += "\ttimed=" + escape(e.rec.timed);
   return line + "\tsum=" + checksum(line);
 }
 
@@ -177,7 +183,9 @@ ParsedDb parse_db(std::string_view text) {
   return p;
 }
 
-std::string timing_method(const TuningRecord& r) { return r.l2.empty() ? "flush" : r.l2; }
+std::string timing_method(const TuningRecord& r) {
+  return (r.l2.empty() ? "flush" : r.l2) + (r.timed == "graph" ? ", graph replay" : "");
+}
 
 bool prefer_record(const TuningRecord& candidate, const TuningRecord& current) {
   if (timing_method(candidate) == timing_method(current))

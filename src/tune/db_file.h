@@ -6,13 +6,17 @@
 //   gpu=NVIDIA H100 80GB HBM3<TAB>sms=132<TAB>cuda=13000<TAB>driver=13000<TAB>op=...<TAB>
 //     shape=M=4096,N=4096,K=4096<TAB>knobs=BM=128,...<TAB>us=812.5<TAB>cublas_us=790.1<TAB>
 //     trials=64<TAB>date=2026-11-22T05:47:48Z<TAB>rev=ea7c7b5<TAB>note=...<TAB>l2=rotate<TAB>
-//     sum=<16 hex>
+//     timed=graph<TAB>sum=<16 hex>
 //   end 1
 //
 // `l2` (how the timing kept the L2 cold: rotate, read, flush, off; bench/timing_plan.h)
 // came in session 10. Lines without it are read as before and stand for the write flush
 // that every earlier tune used: their knobs are as valid as ever, but their times do not
 // compare with times taken another way (prefer_record below).
+//
+// `timed` (graph: CUDA-graph replay per launch, as a short launch is ranked; event: CUDA
+// events around each launch; tune/trial_timing.h) came in session 11. Lines without it
+// were event-timed, as every tune before it was.
 //
 // One record per line (wrapped above). `sum` is the first 16 hex digits of the SHA-256 of
 // the line before it, so a flipped byte anywhere in a record is caught; the `end N` line
@@ -37,9 +41,11 @@ struct TuningRecord {
   std::string revision;   // loom's git revision when it was built, if known
   std::string note;       // free text (e.g. "loom tune --budget 120")
   std::string l2;         // the timing's L2 method; "" = not recorded (an older record: flush)
+  std::string timed;      // "graph" or "event"; "" = not recorded (an older record: event)
 };
 
-// The method a record's time was taken with: its `l2`, or "flush" for older records.
+// The method a record's time was taken with: its `l2` ("flush" for older records), and
+// ", graph replay" when it was replayed: "rotate", "rotate, graph replay".
 std::string timing_method(const TuningRecord& r);
 
 // Whether `candidate` should take the place of `current` under one key. Times compare

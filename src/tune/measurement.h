@@ -43,7 +43,11 @@ TrialStatus parse_trial_status(const std::string& name);  // throws loom::Error
 struct Measurement {
   TrialStatus status = TrialStatus::worker_error;
   std::string reason;    // empty when ok; else what failed, for the tuner's report
-  double median_us = 0;  // of the timed repetitions (ok only)
+  double median_us = 0;  // event-timed median of the timed repetitions (ok only)
+  // CUDA-graph replay time per launch (bench/timing.h), 0 when not replayed: a launch
+  // whose event median is short is replayed, and ranked by this (trial_us in
+  // trial_timing.h), since its event time is mostly host launch overhead.
+  double graph_us = 0;
   int reps = 0;          // repetitions actually timed
   double rel_error = 0;  // ‖out − ref‖_F / ‖ref‖_F of the checked run
   double threshold = 0;  // the verification threshold it was judged by

@@ -14,7 +14,8 @@
 // A candidate whose trial fails (any non-ok status) is recorded with its reason and
 // dropped: it is never measured again and never wins. The winner is a candidate whose
 // every trial was ok (verified): among those, the one that survived the most rounds, by
-// its latest median. A failing candidate costs one trial, not the search: only a
+// its latest time (trial_us: graph replay for a short launch, else the event median). A
+// failing candidate costs one trial, not the search: only a
 // worker that fails on kWorkerErrorStreak candidates in a row (no GPU, a broken
 // install) stops it, with that error.
 #pragma once
@@ -57,7 +58,7 @@ struct StrategyResult {
   std::vector<Trial> trials;  // in the order measured
   size_t winner = 0;          // index into the ranked list
   std::string winner_knobs;
-  double winner_us = 0;  // its latest median
+  double winner_us = 0;  // its latest time (trial_us)
   int winner_reps = 0;
   int rounds = 0;          // rounds started
   bool cut_short = false;  // the time budget or the trial cap ended the search early

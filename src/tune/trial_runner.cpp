@@ -7,6 +7,7 @@
 #include "bench/verify.h"
 #include "driver/compile.h"
 #include "driver/executor.h"
+#include "driver/input_sets.h"
 #include "driver/run.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -23,25 +24,13 @@ struct TrialRunner::Problem {
   DeviceTensors inputs;  // the same inputs on the GPU, shared by every candidate
   HostTensor reference;  // fp64
   // The L2 plan, made once per problem as `loom run --bench` makes it (trial_timing.h),
-  // and rotation's input sets 1..R-1 (set 0 is `inputs`): fresh inputs from the seeds
-  // after the problem's, as `loom run` draws them. Candidates' launches read them in
-  // turn, so each finds its inputs out of L2.
+  // and rotation's input sets 1..R-1 (set 0 is `inputs`; driver/input_sets.h), uploaded
+  // once and read by every candidate.
   TrialTiming timing;
-  std::vector<std::unique_ptr<DeviceTensors>> more_inputs;
+  RotationInputs rotation;
 };
 
 namespace {
-
-// The program's Input tensors alone: what a problem holds and what make_random_inputs
-// fills (it draws inputs in tensor order from one seeded stream, so these are exactly
-// the inputs `loom run --seed` uses).
-ProgramBase inputs_of(const KernelProgram& kp) {
-  ProgramBase p;
-  p.symbols = kp.symbols;
-  for (const auto& t : kp.tensors)
-    if (t.role == TensorRole::Input) p.tensors.push_back(t);
-  return p;
-}
 
 std::string problem_key(const MeasureJob& job, const ProgramBase& inputs) {
   std::string k = job.expression + "|seed " + std::to_string(job.seed) + "|l2 " +
@@ -136,12 +125,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
       check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
       p->timing = plan_trial_timing(job.timing, job.l2, input_bytes, dev_->l2_bytes,
                                     int64_t(free_bytes));
-      for (int set = 1; set < p->timing.timing.input_sets; ++set) {
-        Bindings h;
-        make_random_inputs(inputs, h, job.seed + uint64_t(set));
-        p->more_inputs.push_back(std::make_unique<DeviceTensors>());
-        p->more_inputs.back()->allocate(inputs, h);
-      }
+      p->rotation = RotationInputs(inputs, p->host.symbols, job.seed, p->timing.timing.input_sets);
       problem_ = std::move(p);
     }
   } catch (const Error& e) {
@@ -174,30 +158,21 @@ Measurement TrialRunner::run(const MeasureJob& job,
 
     phase("time");
     stage = "timing";
-    // Rotation's sets share this candidate's output and workspace (their launches run
-    // one after another on one stream), each with its own launcher (pointers, tensor maps).
-    std::vector<std::unique_ptr<DeviceTensors>> set_tensors;
-    std::vector<std::unique_ptr<ProgramLauncher>> set_launchers;
-    for (const auto& in : problem_->more_inputs) {
-      set_tensors.push_back(std::make_unique<DeviceTensors>());
-      set_tensors.back()->allocate(kp, shapes, in.get(), &tensors);
-      set_launchers.push_back(
-          std::make_unique<ProgramLauncher>(kp, module, *set_tensors.back(), shapes.symbols));
-    }
+    const InputSets sets(kp, module, tensors, launcher, shapes.symbols, problem_->rotation);
     TimingOptions timing = problem_->timing.timing;
     timing.warmup = job.timing.warmup;
     timing.reps = job.timing.reps;
     timing.max_seconds = job.timing.max_seconds;
     timing.graph_replay_if_short = job.timing.graph_replay_if_short;
-    std::vector<TimedLaunch> fns = {[&](cudaStream_t s, int set) {
-      (set == 0 ? launcher : *set_launchers[size_t(set - 1)]).launch_all(s);
-    }};
+    std::vector<TimedLaunch> fns = {
+        [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
     auto t0 = std::chrono::steady_clock::now();
     Timing t = time_candidates(fns, stream_, timing)[0];
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (timing)");
     m.timing_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.status = TrialStatus::ok;
     m.median_us = t.median_us;
+    m.graph_us = t.graph_median_us.value_or(0);
     m.reps = t.reps;
     m.l2 = l2_method_name(timing.l2);
     m.input_sets = timing.input_sets;

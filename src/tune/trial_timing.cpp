@@ -10,8 +10,13 @@ TrialTiming plan_trial_timing(const TimingOptions& requested, L2Request req,
   t.timing.l2 = t.plan.method;
   t.timing.input_sets = t.plan.method == L2Method::rotate ? t.plan.sets : 1;
   t.timing.input_set_bytes = input_bytes;
+  t.timing.graph_replay_below_us = kTrialGraphReplayBelowUs;
   return t;
 }
+
+double trial_us(const Measurement& m) { return m.graph_us > 0 ? m.graph_us : m.median_us; }
+
+const char* trial_timed(const Measurement& m) { return m.graph_us > 0 ? "graph" : "event"; }
 
 const char* l2_request_name(L2Request r) {
   switch (r) {

@@ -121,16 +121,10 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
   out << format_tune_report(outcomes);
   if (!c.options.export_shipped.empty() && !c.options.dry_run) {
     std::vector<ShippedUpdate> updates;
-    // The default also "wins" when re-measured at the winner's repetitions it was no
-    // slower: a record that does not beat it would pin the shape to other knobs for
-    // nothing (H100, 128x128x16384: a no-split winner at 11.81 us against the default's
-    // 11.7 was shipped before this rule).
+    // A default that won (default_won: the winner, or no slower re-measured) needs no
+    // record, and an old one for its shape is removed.
     for (const auto& o : outcomes)
-      if (o.error.empty() && o.entry) {
-        const bool same = !o.default_knobs.empty() && o.best_knobs == o.default_knobs;
-        const bool no_faster = o.default_us && *o.default_us <= o.best_us;
-        updates.push_back({*o.entry, same || no_faster});
-      }
+      if (o.error.empty() && o.entry) updates.push_back({*o.entry, default_won(o)});
     ShippedExport r = export_shipped(c.options.export_shipped, updates);
     out << "shipped defaults " << c.options.export_shipped << ": " << r.added << " added, "
         << r.replaced << " replaced, " << r.kept << " kept, " << r.removed << " removed, "

@@ -19,6 +19,7 @@
 #include "tune/problem.h"
 #include "tune/prune.h"
 #include "tune/space.h"
+#include "tune/trial_timing.h"
 #include "tune/tuning_key.h"
 #include "tune/worker.h"
 
@@ -42,11 +43,21 @@ std::optional<DbEntry> winner_entry(const Graph& g, const DeviceInfo& dev, const
   rec.date = utc_now_iso();
   rec.revision = build_revision();
   rec.l2 = out.best_l2;
+  rec.timed = out.best_timed;
   std::ostringstream note;
   note << "loom tune --budget " << opt.budget.seconds;
   rec.note = note.str();
   return DbEntry{*key, rec};
 }
+
+}  // namespace
+
+bool default_won(const TuneOutcome& o) {
+  if (o.default_knobs.empty()) return false;
+  return o.best_knobs == o.default_knobs || (o.default_us && *o.default_us <= o.best_us);
+}
+
+namespace {
 
 // Records the winner; the database keeps the faster record per key (of those timed the
 // same way), so a short tune never overwrites a better one from a longer tune.
@@ -74,14 +85,21 @@ void confirm_winner(const std::string& expression, TuneOutcome& out, const TuneO
     ro.seed = opt.seed;
     ro.bench = true;
     ro.l2 = opt.l2;  // the search's L2 method, so the two times compare
+    // Replayed under the trials' bound, for the same reason: a winner ranked by its replay
+    // time is confirmed by one (cuBLAS with it, in the same comparison).
+    ro.timing.graph_replay_below_us = kTrialGraphReplayBelowUs;
     RunReport r = run_expression(expression, ro);
     if (!r.verify.passed) {
       out.confirm_note = "confirmation run failed verification: " + r.verify.message;
       return;
     }
+    // Read as the search ranked the winner: its graph replay time when it was replayed.
+    const bool graph = out.best_timed == "graph";
     for (const BackendResult& b : r.backends) {
-      if (b.name == "Loom") out.confirm_us = b.timing.median_us;
-      if (b.name == "cuBLAS") out.cublas_us = b.timing.median_us;
+      const double us = graph && b.timing.graph_median_us ? *b.timing.graph_median_us
+                                                           : b.timing.median_us;
+      if (b.name == "Loom") out.confirm_us = us;
+      if (b.name == "cuBLAS") out.cublas_us = us;
     }
   } catch (const Error& e) {
     out.confirm_note = std::string("confirmation run failed: ") + e.what();
@@ -210,25 +228,42 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       out.best_knobs = out.search.winner_knobs;
       out.best_us = out.search.winner_us;
       for (const Trial& t : out.search.trials)
-        if (t.knobs == out.best_knobs && t.result.status == TrialStatus::ok)
+        if (t.knobs == out.best_knobs && t.result.status == TrialStatus::ok) {
           out.best_l2 = t.result.l2;
+          out.best_timed = trial_timed(t.result);
+        }
       // The default at the winner's repetitions, unless the search already measured it
       // there (or it won): the tuned/default ratio compares like with like, and says how
       // far the shape-class heuristics are from the tuned result.
+      std::optional<Measurement> at_default;
       for (const Trial& t : out.search.trials)
         if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok &&
             t.reps >= out.search.winner_reps)
-          out.default_us = t.result.median_us;
-      if (!out.default_us && !out.default_knobs.empty()) {
+          at_default = t.result;
+      if (!at_default && !out.default_knobs.empty()) {
         Measurement m = measure({out.default_knobs, 0}, out.search.winner_reps);
-        if (m.status == TrialStatus::ok) out.default_us = m.median_us;
+        if (m.status == TrialStatus::ok) at_default = m;
         else out.default_note = std::string(trial_status_name(m.status)) + ": " + m.reason;
+      }
+      if (at_default) out.default_us = trial_us(*at_default);
+      // A winner no faster than the default gives way to it (default_won).
+      if (default_won(out) && out.best_knobs != out.default_knobs) {
+        out.search_best_knobs = out.best_knobs;
+        out.search_best_us = out.best_us;
+        out.best_knobs = out.default_knobs;
+        out.best_us = *out.default_us;
+        out.best_l2 = at_default->l2;
+        out.best_timed = trial_timed(*at_default);
       }
     }  // the worker exits before the confirmation run takes the GPU
     if (opt.confirm) confirm_winner(expression, out, opt);
     std::string no_key;
     out.entry = winner_entry(g, *dev, out, opt, no_key);
-    if (opt.record) out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;
+    if (opt.record)
+      out.recorded = !out.entry      ? "not recorded: " + no_key
+                     : default_won(out) ? "not recorded: the default won (`loom run` compiles it "
+                                          "without a record)"
+                                        : record_winner(*out.entry, opt);
   } catch (const Error& e) {
     out.error = e.what();
   }
@@ -319,8 +354,12 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
     o << std::setprecision(1) << "  best     " << r.best_us << " us  " << std::setprecision(1)
       << r.flops / r.best_us * 1e-6 << " TFLOP/s  " << r.best_knobs << "\n"
       << "  timing   L2 " << (r.best_l2.empty() ? std::string("(not reported)") : r.best_l2)
+      << (r.best_timed == "graph" ? ", CUDA-graph replay (a short launch)" : ", CUDA events")
       << " (as `loom run --bench` times; recorded with the winner)\n";
-    if (r.default_us)
+    if (!r.search_best_knobs.empty())
+      o << std::setprecision(1) << "  default  won: the search's best, " << r.search_best_us
+        << " us, was no faster  " << r.search_best_knobs << "\n";
+    else if (r.default_us)
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
         << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";
     else

@@ -68,12 +68,17 @@ struct TuneOutcome {
   std::string best_knobs;
   double best_us = 0;
   std::string best_l2;             // the L2 method the winner was timed with ("rotate", ...)
+  std::string best_timed;          // "graph" (replayed: a short launch) or "event" (trial_timing.h)
   std::optional<double> default_us;  // the default (no knobs) at the winner's repetitions
   std::string default_knobs;         // what `loom run` compiles without knobs or a record
   std::string default_note;          // why the default has no time (it failed: how)
   std::optional<double> confirm_us;  // the winner under `loom run --bench` (confirm)
   std::optional<double> cublas_us;   // cuBLAS in the same confirmation run
   std::string confirm_note;          // why there was no confirmation, or what failed
+  // The search's own winner when the default took its place (default_won): its knobs
+  // and time, for the report. Empty when the search's winner stands.
+  std::string search_best_knobs;
+  double search_best_us = 0;
   double flops = 0;
   size_t candidates = 0;           // measured-eligible after compilation
   size_t pruned = 0;               // by the space's rules, the pipeline or ptxas
@@ -97,6 +102,13 @@ struct TuneOutcome {
   std::optional<DbEntry> entry;
   std::string shipped;             // "added to tune/shipped/h100.db", or why not
 };
+
+// Whether the default is the tune's result: the search's winner is the default, or the
+// default re-measured at the winner's repetitions was no slower. A record that does not
+// beat the default would pin the shape to other knobs for nothing (H100, 128x128x16384,
+// session 11: a split-16 winner at 7.7 us against the default's 7.2), so then nothing is
+// recorded or shipped and `loom run` keeps compiling the default.
+bool default_won(const TuneOutcome& o);
 
 // Tunes one expression on one device. Never throws for a candidate's failure; returns an
 // outcome with `error` set when the expression cannot be tuned (parse error, symbolic

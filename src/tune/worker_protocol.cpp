@@ -152,6 +152,7 @@ Message result_message(const Measurement& r) {
           {"status", trial_status_name(r.status)},
           {"reason", r.reason},
           {"median_us", exact(r.median_us)},
+          {"graph_us", exact(r.graph_us)},
           {"reps", std::to_string(r.reps)},
           {"rel_error", exact(r.rel_error)},
           {"threshold", exact(r.threshold)},
@@ -173,6 +174,7 @@ Measurement result_from_message(const Message& m) {
   r.timing_seconds = parse_double("timing_seconds", required(m, "timing_seconds"));
   // Optional: a worker that does not time (a test's stand-in) need not say how.
   r.l2 = field(m, "l2").value_or("");
+  r.graph_us = parse_double("graph_us", field(m, "graph_us").value_or("0"));
   r.input_sets = int(parse_int("input_sets", field(m, "input_sets").value_or("0")));
   return r;
 }

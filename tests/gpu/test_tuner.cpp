@@ -10,6 +10,7 @@
 #include "planted_kernels.h"
 #include "tune/worker.h"
 #include "tune/database.h"
+#include "tune/trial_timing.h"
 #include "tune/tuned_knobs.h"
 #include "tune/tuner.h"
 
@@ -38,6 +39,29 @@ TEST(GpuTuner, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
   ASSERT_TRUE(o.cublas_us.has_value());
   // The confirming run times the winner by the same protocol as the search's last round.
   EXPECT_NEAR(*o.confirm_us, o.best_us, 0.15 * o.best_us);
+  // A trial replays from a CUDA graph exactly when its event median is short, and the
+  // winner is ranked and recorded by how it was timed.
+  const Trial* last = nullptr;  // the search winner's latest trial
+  const std::string searched_best = o.search_best_knobs.empty() ? o.best_knobs : o.search_best_knobs;
+  for (const Trial& t : o.search.trials) {
+    if (t.result.status != TrialStatus::ok) continue;
+    EXPECT_EQ(t.result.graph_us > 0, t.result.median_us < kTrialGraphReplayBelowUs)
+        << t.knobs << ": event " << t.result.median_us << " us, graph " << t.result.graph_us;
+    if (t.knobs == searched_best) last = &t;
+  }
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(o.search_best_knobs.empty() ? o.best_us : o.search_best_us, trial_us(last->result));
+  if (o.search_best_knobs.empty()) {
+    EXPECT_EQ(o.best_timed, trial_timed(last->result));
+  }
+  // A winner no faster than the default gives way to it, and nothing is recorded.
+  if (default_won(o)) {
+    EXPECT_EQ(o.best_knobs, o.default_knobs);
+    EXPECT_NE(o.recorded.find("the default won"), std::string::npos) << o.recorded;
+    EXPECT_TRUE(TuningDb::open(db).entries().empty());
+    std::filesystem::remove(db);
+    return;
+  }
   EXPECT_NE(o.recorded.find("added"), std::string::npos) << o.recorded;
 
   TuningDb d = TuningDb::open(db);
@@ -48,6 +72,7 @@ TEST(GpuTuner, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
   // L2), and the record says so.
   EXPECT_EQ(o.best_l2, "rotate");
   EXPECT_EQ(d.entries()[0].rec.l2, "rotate");
+  EXPECT_EQ(d.entries()[0].rec.timed, o.best_timed);
 
   // `loom run` takes the record as its knobs.
   RunOptions ro;

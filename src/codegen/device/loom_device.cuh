@@ -666,44 +666,35 @@ __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 // PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f32.f16.f16.f32;
 // fragments per 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type".
 // d: c0..c3 (f32), a: a0..a7 (4 x f16x2), b: b0..b3 (2 x f16x2).
+// kScaleD is the atom's scale-d (Stmt::scale_d), as wgmma's: 1 accumulates, C = D; 0
+// makes C the constant 0, D = A * B — the first k-step of an accumulation, which then
+// needs no zeroing of d before it (ptxas encodes the zero C as RZ, and d is not read).
+template <int kScaleD = 1>
 __device__ __forceinline__ void mma_m16n8k16_f32_f16(float d[4], const unsigned a[4],
                                                      const unsigned b[2]) {
+  static_assert(kScaleD == 0 || kScaleD == 1, "mma.sync scale-d is 0 or 1");
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+        "f"(kScaleD ? d[0] : 0.0f), "f"(kScaleD ? d[1] : 0.0f), "f"(kScaleD ? d[2] : 0.0f),
+        "f"(kScaleD ? d[3] : 0.0f));
 }
 
 // PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f32.bf16.bf16.f32;
-// fragments as f16 (9.7.14.5.8), with bf16x2 registers.
+// fragments as f16 (9.7.14.5.8), with bf16x2 registers; kScaleD as above.
+template <int kScaleD = 1>
 __device__ __forceinline__ void mma_m16n8k16_f32_bf16(float d[4], const unsigned a[4],
                                                       const unsigned b[2]) {
+  static_assert(kScaleD == 0 || kScaleD == 1, "mma.sync scale-d is 0 or 1");
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// The two above with C = 0 (Stmt::zero_acc): the first k-step of an accumulation. d is
-// output only, so no zeroing of its registers precedes the mma; C is the constant 0,
-// which ptxas encodes as RZ.
-__device__ __forceinline__ void mma_m16n8k16_f32_f16_zero_c(float d[4], const unsigned a[4],
-                                                            const unsigned b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
-}
-__device__ __forceinline__ void mma_m16n8k16_f32_bf16_zero_c(float d[4], const unsigned a[4],
-                                                             const unsigned b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+        "f"(kScaleD ? d[0] : 0.0f), "f"(kScaleD ? d[1] : 0.0f), "f"(kScaleD ? d[2] : 0.0f),
+        "f"(kScaleD ? d[3] : 0.0f));
 }
 
 // PTX ISA "Multiply-and-Accumulate Instruction: mma", .m16n8k16.row.col.f16.f16.f16.f16

@@ -163,7 +163,7 @@ struct Lowering {
                        Operand a_frag, Operand b_frag, bool zero) {
     Stmt s = Stmt::Atom(mma.id, acc, {std::move(a_frag), std::move(b_frag)});
     s.dst_index = {Expr::var("m_a"), col, Expr::var("hf")};
-    s.zero_acc = zero;
+    s.scale_d = Expr(zero ? 0 : 1);
     return s;
   }
 

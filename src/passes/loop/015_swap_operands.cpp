@@ -49,6 +49,9 @@ Pass pass_swap_operands() {
               "runs over N, its column loop `n` over M, and it writes out[.., n, m]",
               {"SWAP_AB"},
               [](CompileState& s) {
+                // Attention has no contraction to swap: the knob does not apply and is not
+                // recorded (the knob list shows what applied); given, it is refused below.
+                if (s.graph.attention() && !s.knobs.has("SWAP_AB")) return;
                 if (s.knob("SWAP_AB", 0) == 0) return;
                 bool any = false;
                 for (LoopOp& op : s.loop.ops) {

@@ -258,6 +258,10 @@ Pass pass_split_k() {
               "(fixup), or by splitk_fixup summing the partial tiles (partials)",
               {"SPLITK", "SPLITK_MODE"},
               [](CompileState& s) {
+                // Attention has no contraction to split: SPLITK and SPLITK_MODE do not apply
+                // and are not recorded (the knob list shows what applied); SPLITK given is
+                // refused below.
+                if (s.graph.attention() && !s.knobs.has("SPLITK")) return;
                 int64_t S = s.knob("SPLITK", 1);
                 std::string mode = s.knobs.get_str("SPLITK_MODE", "reduce");
                 s.used_knobs["SPLITK_MODE"] = mode;

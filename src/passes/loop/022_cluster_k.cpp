@@ -109,6 +109,10 @@ Pass pass_cluster_k() {
               "before the epilogue",
               {"CLUSTER_K"},
               [](CompileState& s) {
+                // Attention has no contraction to split across a cluster: the knob does not
+                // apply and is not recorded (the knob list shows what applied); CLUSTER_K > 1
+                // given is refused below (attention is no `acc = 0; for k reduce` op).
+                if (s.graph.attention() && !s.knobs.has("CLUSTER_K")) return;
                 const int64_t c = s.knob("CLUSTER_K", 1);
                 if (c == 1) return;
                 if (c < 2 || c > 8)

@@ -167,22 +167,30 @@ inline CompileState check_loop_passes(const std::string& expr, const Knobs& knob
   return s;
 }
 
-// The whole pipeline (up to `last`, when given) for sm_90a, without the interpreter: for
-// tests of the IR's shape and of the passes' errors.
-inline CompileState compile_sm90a(const std::string& expr, const std::string& knobs,
-                                  const std::string& last = "") {
+// The whole pipeline (up to `last`, when given) for `target`, without the interpreter:
+// for tests of the IR's shape and of the passes' errors.
+inline CompileState compile_for(const Target& target, const std::string& expr,
+                                const std::string& knobs, const std::string& last = "") {
   CompileState s;
   s.graph = parse_expression(expr);
   s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
+  s.target = target;
   run_pipeline(s, last);
   return s;
 }
 
-// The message of the loom::Error compiling `expr` with `knobs` throws; "" when it builds.
-inline std::string error_of(const std::string& expr, const std::string& knobs) {
+// The same for sm_90a with its documented limits (what a CompileState has by default).
+inline CompileState compile_sm90a(const std::string& expr, const std::string& knobs,
+                                  const std::string& last = "") {
+  return compile_for(Target::for_arch("sm_90a"), expr, knobs, last);
+}
+
+// The message of the loom::Error compiling `expr` with `knobs` (for `target`) throws; ""
+// when it builds.
+inline std::string error_of(const std::string& expr, const std::string& knobs,
+                            const Target& target = Target::for_arch("sm_90a")) {
   try {
-    compile_sm90a(expr, knobs);
+    compile_for(target, expr, knobs);
   } catch (const Error& e) {
     return e.what();
   }

@@ -159,19 +159,10 @@ const Stmt* find_stmt(const Block& b, const std::function<bool(const Stmt&)>& pr
   return found;
 }
 
-CompileState compile_until(const std::string& expr, const std::string& knobs,
-                           const std::string& last) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
-
 TEST(AccF16, LowerMmaDeclaresTheF16AccumulatingAtom) {
   const std::string e = "matmul(A[64,64]:f16, B[64,64]:f16)";
   const std::string tile = "WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync";
-  CompileState s = compile_until(e, "ATOM=mma_f16,ACC=f16," + tile, "k:025_lower_mma");
+  CompileState s = passcheck::compile_sm90a(e, "ATOM=mma_f16,ACC=f16," + tile, "k:025_lower_mma");
   const KernelOp& k = s.kernel.kernels.at(0);
   ASSERT_EQ(k.warp_atoms.size(), 1u);
   EXPECT_EQ(k.warp_atoms[0].id, "mma_m16n8k16_f16_f16");
@@ -186,10 +177,11 @@ TEST(AccF16, LowerMmaDeclaresTheF16AccumulatingAtom) {
   }));
   EXPECT_EQ(s.used_knobs.at("ACC"), "f16");
   // ACC=f32 (the default) keeps the f32-accumulating entry; SIMT kernels record no ACC.
-  CompileState d = compile_until(e, "ATOM=mma_f16," + tile, "k:025_lower_mma");
+  CompileState d = passcheck::compile_sm90a(e, "ATOM=mma_f16," + tile, "k:025_lower_mma");
   EXPECT_EQ(d.kernel.kernels.at(0).warp_atoms.at(0).id, "mma_m16n8k16_f32_f16");
   EXPECT_EQ(d.used_knobs.at("ACC"), "f32");
-  EXPECT_FALSE(compile_until("matmul(A[64,64]:f32, B[64,64]:f32)", "", "k:025_lower_mma").used_knobs.count("ACC"));
+  EXPECT_FALSE(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", "", "k:025_lower_mma")
+                   .used_knobs.count("ACC"));
 }
 
 TEST(AccF16, KnobErrorsNameTheLimitAndTheFix) {

@@ -170,7 +170,7 @@ TEST(AttentionKernel, LadderKnobsShape) {
   const std::string e = attention(2, 2, 128, 128, 128, "false");
   const std::string def = kernel_ir(e, "");
   // ZERO_INIT=mma: the first k-step peeled, its mmas with a zero C; no zeroing of s_acc.
-  EXPECT_NE(def.find("s_acc[m_a, n2, hf] <- mma_m16n8k16_f32_bf16(q_frag[m_a, 0], k_frag[hf])  zero C"),
+  EXPECT_NE(def.find("s_acc[m_a, n2, hf] <- mma_m16n8k16_f32_bf16(q_frag[m_a, 0], k_frag[hf]) scale_d 0"),
             std::string::npos) << def;
   EXPECT_NE(def.find("for d_k in 0..7 register reduce"), std::string::npos) << def;
   EXPECT_EQ(def.find("s_acc[m_a, n2, hf, e] = 0"), std::string::npos) << def;
@@ -186,14 +186,14 @@ TEST(AttentionKernel, LadderKnobsShape) {
   EXPECT_NE(base.find("alloc k_all[8, 2, 2, 4]"), std::string::npos) << base;
   EXPECT_NE(base.find("alloc v_all[2, 8, 2, 4]"), std::string::npos) << base;
   EXPECT_NE(base.find("s_acc[m_a, n2, hf, e] = 0"), std::string::npos) << base;
-  EXPECT_EQ(base.find("zero C"), std::string::npos) << base;
+  EXPECT_EQ(base.find("scale_d 0"), std::string::npos) << base;
   EXPECT_NE(base.find("store.v2 out["), std::string::npos) << base;
   EXPECT_EQ(base.find("exp2("), std::string::npos) << base;
   EXPECT_NE(base.find("exp("), std::string::npos) << base;
 
   // ZERO_INIT's default is init where the kernel is at the register limit.
-  EXPECT_EQ(kernel_ir(e, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32").find("zero C"), std::string::npos);
-  EXPECT_EQ(kernel_ir(attention(2, 2, 128, 128, 256, "false"), "").find("zero C"), std::string::npos);
+  EXPECT_EQ(kernel_ir(e, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32").find("scale_d 0"), std::string::npos);
+  EXPECT_EQ(kernel_ir(attention(2, 2, 128, 128, 256, "false"), "").find("scale_d 0"), std::string::npos);
 
   const std::string fb = kernel_ir(e, "FRAG_BUFFERS=2");
   EXPECT_NE(fb.find("alloc k_buf[2, 4, 2, 4]"), std::string::npos) << fb;

@@ -64,15 +64,6 @@ TEST(FragBuffers, Tf32EveryPassMatchesTheNaiveLoopIr) {
   for (size_t i = 0; i < cases.size(); ++i) check_case(cases[i].first, cases[i].second, 1200 + i);
 }
 
-CompileState compile_until(const std::string& expr, const std::string& knobs,
-                           const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
-
 const char* kExpr = "matmul(A[64,64]:f16, B[64,64]:f16)";
 const char* kKnobs = "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=32,STAGE=sync,FRAG_BUFFERS=2";
 
@@ -85,7 +76,7 @@ const Stmt* find_loop(const Block& b, const std::string& var) {
 }
 
 TEST(FragBuffers, PrefetchPrecedesTheMmasOfTheCurrentStep) {
-  CompileState s = compile_until(kExpr, kKnobs, "k:027_frag_buffers");
+  CompileState s = passcheck::compile_sm90a(kExpr, kKnobs, "k:027_frag_buffers");
   EXPECT_EQ(s.used_knobs.at("FRAG_BUFFERS"), "2");
   EXPECT_EQ(alloc_extents(s.kernel, "in0"), (std::vector<int64_t>{2, 2, 8}));
   EXPECT_EQ(alloc_extents(s.kernel, "in1"), (std::vector<int64_t>{2, 2, 4}));
@@ -119,11 +110,11 @@ TEST(FragBuffers, PrefetchPrecedesTheMmasOfTheCurrentStep) {
 TEST(FragBuffers, LeavesOneStepSlabsSimtAndTheDefaultAlone) {
   auto same = [](const std::string& expr, const std::string& knobs) {
     SCOPED_TRACE(expr + " " + knobs);
-    CompileState one = compile_until(expr, knobs + ",FRAG_BUFFERS=1");
-    CompileState two = compile_until(expr, knobs + ",FRAG_BUFFERS=2");
+    CompileState one = passcheck::compile_sm90a(expr, knobs + ",FRAG_BUFFERS=1");
+    CompileState two = passcheck::compile_sm90a(expr, knobs + ",FRAG_BUFFERS=2");
     EXPECT_EQ(print(one.kernel), print(two.kernel));
     // The knob changed something elsewhere, so the comparison above can fail.
-    CompileState deflt = compile_until(expr, knobs);
+    CompileState deflt = passcheck::compile_sm90a(expr, knobs);
     EXPECT_EQ(print(deflt.kernel), print(one.kernel));
   };
   // BK == the atom's k: one step per slab, nothing to overlap.
@@ -131,11 +122,11 @@ TEST(FragBuffers, LeavesOneStepSlabsSimtAndTheDefaultAlone) {
   same("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,WM=2,WN=2,FM=2,FN=2,BK=8,STAGE=sync");
   // SIMT kernels have no fragments and do not record the knob.
   same("matmul(A[64,64]:f32, B[64,64]:f32)", "BM=32,BN=32,FM=2,FN=2,BK=16,STAGE=sync");
-  CompileState simt = compile_until("matmul(A[64,64]:f32, B[64,64]:f32)", "");
+  CompileState simt = passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", "");
   EXPECT_EQ(simt.used_knobs.count("FRAG_BUFFERS"), 0u);
   // The default is one buffer: the step loop still declares its fragments.
-  CompileState d = compile_until(kExpr, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=32,STAGE=sync",
-                                 "k:027_frag_buffers");
+  CompileState d = passcheck::compile_sm90a(
+      kExpr, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=32,STAGE=sync", "k:027_frag_buffers");
   EXPECT_EQ(alloc_extents(d.kernel, "in0"), (std::vector<int64_t>{2, 8}));
   EXPECT_EQ(d.used_knobs.at("FRAG_BUFFERS"), "1");
 }

@@ -101,20 +101,11 @@ TEST(Ldmatrix, FallsBackToElementLoadsWhereNotLegal) {
   }
 }
 
-CompileState compile_until(const std::string& expr, const std::string& knobs,
-                           const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
-
 const char* kExpr = "matmul(A[64,64]:f16, B[64,64]:f16)";
 const char* kKnobs = "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=32,STAGE=sync";
 
 TEST(Ldmatrix, LowerMmaEmitsOneCopyPerFragmentWithTheTablesRowStarts) {
-  CompileState s = compile_until(kExpr, kKnobs, "k:025_lower_mma");
+  CompileState s = passcheck::compile_sm90a(kExpr, kKnobs, "k:025_lower_mma");
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(s.used_knobs.at("LDMATRIX"), "1");
   ASSERT_EQ(k.warp_copies.size(), 2u);
@@ -129,7 +120,7 @@ TEST(Ldmatrix, LowerMmaEmitsOneCopyPerFragmentWithTheTablesRowStarts) {
   EXPECT_NE(ir.find("warp copy ldmatrix_x4: b16[32, 8] from shared, one row per lane, 8/lane"),
             std::string::npos);
   // SIMT kernels do not record the knob (their defaults and cache keys stay as they were).
-  CompileState simt = compile_until(kExpr, "", "k:025_lower_mma");
+  CompileState simt = passcheck::compile_sm90a(kExpr, "", "k:025_lower_mma");
   EXPECT_EQ(simt.used_knobs.count("LDMATRIX"), 0u);
 }
 
@@ -152,7 +143,7 @@ std::string verify_error(const KernelProgram& p) {
 }
 
 TEST(Ldmatrix, VerifierChecksDeclarationTensorAndFragment) {
-  const CompileState s = compile_until(kExpr, kKnobs);
+  const CompileState s = passcheck::compile_sm90a(kExpr, kKnobs);
   ASSERT_EQ(verify_error(s.kernel), "");
   {
     KernelProgram p = s.kernel;
@@ -190,7 +181,7 @@ std::string run_error(const KernelProgram& p) {
 }
 
 TEST(Ldmatrix, InterpreterRejectsDivergenceMisalignmentAndRaces) {
-  const CompileState s = compile_until(kExpr, kKnobs);
+  const CompileState s = passcheck::compile_sm90a(kExpr, kKnobs);
   ASSERT_EQ(run_error(s.kernel), "");
   {
     // Half the lanes of each warp: ldmatrix needs all 32.

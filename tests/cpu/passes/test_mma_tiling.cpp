@@ -123,19 +123,10 @@ int count_stmts(const Block& b, const std::function<bool(const Stmt&)>& pred) {
   return n;
 }
 
-CompileState compile_until(const std::string& expr, const std::string& knobs,
-                           const std::string& last) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
-
 TEST(MmaTiling, TileIrKeepsEachAtomsCellsTogether) {
-  CompileState s = compile_until("matmul(A[64,64]:f16, B[64,64]:f16)",
-                                 "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync",
-                                 "t:040_stage_inputs");
+  CompileState s = passcheck::compile_sm90a("matmul(A[64,64]:f16, B[64,64]:f16)",
+                                            "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=sync",
+                                            "t:040_stage_inputs");
   const Block& body = s.tile.ops.at(0).body;
   auto loop = [&](const std::string& var) {
     return find_stmt(body, [&](const Stmt& st) { return st.kind == StmtKind::For && st.var == var; });
@@ -174,10 +165,12 @@ TEST(MmaTiling, LowerMmaLeavesFragmentsAndOneWarpAtomPerAtom) {
            {"mma_bf16", "bf16", "mma_m16n8k16_f32_bf16", 8, 4},
            {"mma_tf32", "f32", "mma_m16n8k8_f32_tf32", 4, 2}}) {
     SCOPED_TRACE(atom_knob);
-    CompileState s = compile_until("matmul(A[64,64]:" + dtype + ", B[64,64]:" + dtype + ")",
-                                   "ATOM=" + atom_knob + ",WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync,"
-                                   "LDMATRIX=0",  // element loads here; test_ldmatrix.cpp has the copies
-                                   "k:025_lower_mma");
+    CompileState s = passcheck::compile_sm90a(
+        "matmul(A[64,64]:" + dtype + ", B[64,64]:" + dtype + ")",
+        "ATOM=" + atom_knob +
+            ",WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync,"
+            "LDMATRIX=0",  // element loads here; test_ldmatrix.cpp has the copies
+        "k:025_lower_mma");
     const KernelOp& k = s.kernel.kernels.at(0);
     EXPECT_EQ(k.block_threads, 128);
     ASSERT_EQ(k.warp_atoms.size(), 1u);
@@ -213,9 +206,9 @@ TEST(MmaTiling, LowerMmaLeavesFragmentsAndOneWarpAtomPerAtom) {
 }
 
 TEST(MmaTiling, EpilogueCopiesStaySingleAssignment) {
-  CompileState s = compile_until("relu(matmul(A[32,16]:f16, B[16,16]:f16))",
-                                 "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync",
-                                 "k:025_lower_mma");
+  CompileState s = passcheck::compile_sm90a("relu(matmul(A[32,16]:f16, B[16,16]:f16))",
+                                            "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync",
+                                            "k:025_lower_mma");
   const KernelOp& k = s.kernel.kernels.at(0);
   for (int v = 0; v < 4; ++v)
     EXPECT_TRUE(find_stmt(k.body, [&](const Stmt& st) {
@@ -223,19 +216,11 @@ TEST(MmaTiling, EpilogueCopiesStaySingleAssignment) {
     })) << "value " << v;
 }
 
-std::string error_of(const std::string& expr, const std::string& knobs,
-                     const std::string& arch = "sm_90a") {
-  try {
-    CompileState s;
-    s.graph = parse_expression(expr);
-    s.knobs = Knobs::parse(knobs);
-    s.target = Target::for_arch("sm_90a");
-    s.target.arch = arch;
-    run_pipeline(s);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+// sm_90a's limits with another arch's instructions (sm_75 has no Target::for_arch).
+Target arch(const std::string& name) {
+  Target t = Target::for_arch("sm_90a");
+  t.arch = name;
+  return t;
 }
 
 TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
@@ -243,24 +228,28 @@ TEST(MmaTiling, KnobErrorsNameTheProblemAndTheFix) {
     EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg;
   };
   const std::string f16 = "matmul(A[64,64]:f16, B[64,64]:f16)";
-  has(error_of("matmul(A[64,64]:f32, B[64,64]:f32)", "ATOM=mma_f16"),
+  has(passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)", "ATOM=mma_f16"),
       "ATOM=mma_f16 multiplies f16 operands");
-  has(error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_f16"), "input A is bf16");
-  has(error_of(f16, "ATOM=mma_tf32"), "input A is f16");
-  has(error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BM=128"),
+  has(passcheck::error_of("matmul(A[64,64]:bf16, B[64,64]:bf16)", "ATOM=mma_f16"),
+      "input A is bf16");
+  has(passcheck::error_of(f16, "ATOM=mma_tf32"), "input A is f16");
+  has(passcheck::error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BM=128"),
       "BM=128 does not match WM=2,FM=2 with 16-wide atoms");
-  has(error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BN=32"), "(leave BN unset");
-  has(error_of(f16, "ATOM=mma_f16,STAGE=direct"), "STAGE=direct: mma fragments are read from shared slabs");
-  has(error_of(f16, "ATOM=mma_f16,STAGE=tma"), "STAGE=sync or STAGE=cp_async");
-  has(error_of(f16, "ATOM=mma_f16,BK=24"), "BK=24 is not a multiple of the depth 16");
-  has(error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,BK=12"),
+  has(passcheck::error_of(f16, "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BN=32"), "(leave BN unset");
+  has(passcheck::error_of(f16, "ATOM=mma_f16,STAGE=direct"),
+      "STAGE=direct: mma fragments are read from shared slabs");
+  has(passcheck::error_of(f16, "ATOM=mma_f16,STAGE=tma"), "STAGE=sync or STAGE=cp_async");
+  has(passcheck::error_of(f16, "ATOM=mma_f16,BK=24"), "BK=24 is not a multiple of the depth 16");
+  has(passcheck::error_of("matmul(A[64,64]:tf32, B[64,64]:tf32)", "ATOM=mma_tf32,BK=12"),
       "BK=12 is not a multiple of the depth 8 of mma_m16n8k8_f32_tf32 (ATOM=mma_tf32): a slab "
       "holds whole atoms; use BK=16");
-  EXPECT_EQ(error_of(f16, "ATOM=mma_f16,SPLITK=2"), "");  // tests/cpu/passes/test_split_k_mma.cpp
-  has(error_of(f16, "ATOM=mma_f16,WM=2"), "WM and WN go together");
-  has(error_of(f16, "ATOM=mma_f16,WM=8,WN=8"), "2048 threads per block; the limit is 1024");
-  has(error_of(f16, "ATOM=mma_f16", "sm_75"), "ATOM=mma_f16 needs sm_80 or newer");
-  EXPECT_EQ(error_of(f16, "ATOM=mma_f16", "sm_80"), "");
+  EXPECT_EQ(passcheck::error_of(f16, "ATOM=mma_f16,SPLITK=2"),
+            "");  // tests/cpu/passes/test_split_k_mma.cpp
+  has(passcheck::error_of(f16, "ATOM=mma_f16,WM=2"), "WM and WN go together");
+  has(passcheck::error_of(f16, "ATOM=mma_f16,WM=8,WN=8"),
+      "2048 threads per block; the limit is 1024");
+  has(passcheck::error_of(f16, "ATOM=mma_f16", arch("sm_75")), "ATOM=mma_f16 needs sm_80 or newer");
+  EXPECT_EQ(passcheck::error_of(f16, "ATOM=mma_f16", arch("sm_80")), "");
   EXPECT_THROW(Knobs::parse("ATOM=mma_f8"), Error);
 }
 

@@ -8,26 +8,17 @@
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "pass_check.h"
 #include "passes/analysis.h"
+#include "passes/bank_conflicts.h"
 #include "passes/defaults.h"
 #include "passes/pipeline.h"
-#include "passes/bank_conflicts.h"
 
 namespace loom {
 namespace {
 
 const char* kExpr = "matmul(A[256,256]:f32, B[256,256]:f32)";
 const char* kTile = "BM=64,BN=64,FM=4,FN=4,BK=16";
-
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s, last);
-  return s;
-}
 
 std::vector<SharedAccessReport> table(const CompileState& s, const std::string& title) {
   auto r = bank_conflicts(s.kernel, s.kernel.kernels.at(0));
@@ -62,11 +53,12 @@ const TensorDecl& shared(const CompileState& s, const std::string& name) {
 // {0, 8, 16, 24} and m in 8 consecutive values: 32 distinct banks -> 1. PAD_SMEM=1 (row
 // stride 65, bank k0 + i + m) still pairs (k0, m) with (k0 + 4, m - 4) -> 2-way.
 TEST(PadSmem, RemovesTransposedAStoreConflicts) {
-  auto base = table(compile(kExpr, kTile), "no padding");
+  auto base = table(passcheck::compile_sm90a(kExpr, kTile), "no padding");
   EXPECT_DOUBLE_EQ(worst(base, "A_s", "store"), 4.0);
-  auto pad1 = table(compile(kExpr, std::string(kTile) + ",PAD_SMEM=1"), "PAD_SMEM=1");
+  auto pad1 =
+      table(passcheck::compile_sm90a(kExpr, std::string(kTile) + ",PAD_SMEM=1"), "PAD_SMEM=1");
   EXPECT_DOUBLE_EQ(worst(pad1, "A_s", "store"), 2.0);
-  CompileState s2 = compile(kExpr, std::string(kTile) + ",PAD_SMEM=2");
+  CompileState s2 = passcheck::compile_sm90a(kExpr, std::string(kTile) + ",PAD_SMEM=2");
   auto pad2 = table(s2, "PAD_SMEM=2");
   EXPECT_DOUBLE_EQ(worst(pad2, "A_s", "store"), 1.0);
   EXPECT_EQ(shared(s2, "A_s").pad, 2);
@@ -84,20 +76,20 @@ TEST(PadSmem, RemovesTransposedAStoreConflicts) {
 
 // The pad is on the Tile IR declaration, where the -vv diff shows it.
 TEST(PadSmem, AppearsOnTheTileDeclarations) {
-  CompileState s = compile(kExpr, std::string(kTile) + ",PAD_SMEM=3", "t:045_pad_smem");
+  CompileState s =
+      passcheck::compile_sm90a(kExpr, std::string(kTile) + ",PAD_SMEM=3", "t:045_pad_smem");
   std::string ir = print(s.tile);
   EXPECT_NE(ir.find("A_s: f32[16, 64] shared pad=3"), std::string::npos) << ir;
-  CompileState off = compile(kExpr, kTile, "t:045_pad_smem");
+  CompileState off = passcheck::compile_sm90a(kExpr, kTile, "t:045_pad_smem");
   for (const auto& t : off.tile.tensors) EXPECT_EQ(t.pad, 0) << t.name;
 }
 
 TEST(PadSmem, RefusesTma) {
-  try {
-    compile(kExpr, std::string(kTile) + ",PAD_SMEM=1,STAGE=tma");
-    FAIL() << "PAD_SMEM with STAGE=tma was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("PAD_SMEM=1"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("tma"), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(kExpr, std::string(kTile) + ",PAD_SMEM=1,STAGE=tma");
+    ASSERT_NE(e, "") << "PAD_SMEM with STAGE=tma was accepted";
+    EXPECT_NE(e.find("PAD_SMEM=1"), std::string::npos) << e;
+    EXPECT_NE(e.find("tma"), std::string::npos) << e;
   }
 }
 
@@ -111,14 +103,17 @@ TEST(PadSmem, KnobRange) {
 // The TMA patterns in elements: 16-byte chunks are 4 f32 (base 2) or 8 f16 (base 3);
 // 128B XORs 3 chunk bits, 64B 2, 32B 1, always with the 128-byte line index (shift 3).
 TEST(SwizzleSmem, ChoosesTheTmaPattern) {
-  CompileState s = compile(kExpr, std::string(kTile) + ",SWIZZLE=128B", "t:046_swizzle_smem");
+  CompileState s =
+      passcheck::compile_sm90a(kExpr, std::string(kTile) + ",SWIZZLE=128B", "t:046_swizzle_smem");
   EXPECT_EQ(s.tile.tensor("A_s").swizzle, (Swizzle{3, 2, 3}));
   EXPECT_EQ(s.tile.tensor("B_s").swizzle, (Swizzle{3, 2, 3}));
   EXPECT_EQ(s.used_knobs.at("SWIZZLE"), "128B");
-  CompileState h = compile("matmul(A[256,256]:f16, B[256,256]:f16)",
-                           std::string(kTile) + ",SWIZZLE=64B", "t:046_swizzle_smem");
+  CompileState h =
+      passcheck::compile_sm90a("matmul(A[256,256]:f16, B[256,256]:f16)",
+                               std::string(kTile) + ",SWIZZLE=64B", "t:046_swizzle_smem");
   EXPECT_EQ(h.tile.tensor("A_s").swizzle, (Swizzle{2, 3, 3}));
-  CompileState t = compile(kExpr, std::string(kTile) + ",SWIZZLE=32B", "t:046_swizzle_smem");
+  CompileState t =
+      passcheck::compile_sm90a(kExpr, std::string(kTile) + ",SWIZZLE=32B", "t:046_swizzle_smem");
   EXPECT_EQ(t.tile.tensor("A_s").swizzle, (Swizzle{1, 2, 3}));
   // 128B on f32: element offset 32 (line 1, chunk 0) moves to chunk 1 (offset 36);
   // offset 8*32 + 4 (line 8 = 0 mod 8, chunk 1) stays.
@@ -127,30 +122,28 @@ TEST(SwizzleSmem, ChoosesTheTmaPattern) {
 }
 
 TEST(SwizzleSmem, RefusesPadTogether) {
-  try {
-    compile(kExpr, std::string(kTile) + ",PAD_SMEM=1,SWIZZLE=128B");
-    FAIL() << "PAD_SMEM with SWIZZLE was accepted";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find("choose one"), std::string::npos) << m;
-    EXPECT_NE(m.find("SWIZZLE=128B"), std::string::npos) << m;
+  {
+    const std::string e =
+        passcheck::error_of(kExpr, std::string(kTile) + ",PAD_SMEM=1,SWIZZLE=128B");
+    ASSERT_NE(e, "") << "PAD_SMEM with SWIZZLE was accepted";
+    EXPECT_NE(e.find("choose one"), std::string::npos) << e;
+    EXPECT_NE(e.find("SWIZZLE=128B"), std::string::npos) << e;
   }
 }
 
 // STAGE=cp_async keeps storage order, A_s[m][k] = 64 x 16 f32: rows of 64 B, shorter
 // than the 128-byte span.
 TEST(SwizzleSmem, RefusesRowsShorterThanTheSpan) {
-  try {
-    compile(kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=128B");
-    FAIL() << "a 64-byte row was swizzled with a 128-byte span";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find("SWIZZLE=128B"), std::string::npos) << m;
-    EXPECT_NE(m.find("multiple of 128 bytes"), std::string::npos) << m;
-    EXPECT_NE(m.find("64 B"), std::string::npos) << m;
+  {
+    const std::string e =
+        passcheck::error_of(kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=128B");
+    ASSERT_NE(e, "") << "a 64-byte row was swizzled with a 128-byte span";
+    EXPECT_NE(e.find("SWIZZLE=128B"), std::string::npos) << e;
+    EXPECT_NE(e.find("multiple of 128 bytes"), std::string::npos) << e;
+    EXPECT_NE(e.find("64 B"), std::string::npos) << e;
   }
-  EXPECT_NO_THROW(compile(kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=64B",
-                          "t:046_swizzle_smem"));
+  EXPECT_NO_THROW(passcheck::compile_sm90a(
+      kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=64B", "t:046_swizzle_smem"));
 }
 
 // Swizzled, every access is still modelled (offsets go through physical()); its 256-byte
@@ -158,7 +151,8 @@ TEST(SwizzleSmem, RefusesRowsShorterThanTheSpan) {
 // equal mod 8 for the lanes of one instruction: the TMA pattern cannot help this access
 // (PAD_SMEM does), and the model must say so rather than flatter it.
 TEST(SwizzleSmem, ModelSeesTheSwizzledLayout) {
-  auto r = table(compile(kExpr, std::string(kTile) + ",SWIZZLE=128B"), "SWIZZLE=128B");
+  auto r =
+      table(passcheck::compile_sm90a(kExpr, std::string(kTile) + ",SWIZZLE=128B"), "SWIZZLE=128B");
   EXPECT_DOUBLE_EQ(worst(r, "A_s", "store"), 4.0);
   EXPECT_DOUBLE_EQ(worst(r, "B_s", "load"), 1.0);
 }
@@ -170,38 +164,37 @@ const char* kMma = "ATOM=mma_f16,WM=2,WN=2,FM=4,FN=8,STAGE=cp_async,STAGES=3,PAD
 TEST(SwizzleSmem, XorDerivesThePatternFromTheRow) {
   // A_s[128][64] f16 (128-byte rows): the TMA 128B pattern; B_s[64][128] (256-byte rows):
   // the row index is 7 element bits up, so S = 4 where the TMA pattern keeps 3.
-  CompileState s = compile("matmul(A[256,256]:f16, B[256,256]:f16)",
-                           std::string(kMma) + ",BK=64,SWIZZLE=xor", "t:046_swizzle_smem");
+  CompileState s =
+      passcheck::compile_sm90a("matmul(A[256,256]:f16, B[256,256]:f16)",
+                               std::string(kMma) + ",BK=64,SWIZZLE=xor", "t:046_swizzle_smem");
   EXPECT_EQ(s.tile.tensor("A_s").swizzle, (Swizzle{3, 3, 3}));
   EXPECT_EQ(s.tile.tensor("B_s").swizzle, (Swizzle{3, 3, 4}));
   // A_s[128][32] f16 (64-byte rows): 4 chunks per row, XORed with the 128-byte line.
-  CompileState h = compile("matmul(A[256,256]:f16, B[256,256]:f16)",
-                           std::string(kMma) + ",BK=32,SWIZZLE=xor", "t:046_swizzle_smem");
+  CompileState h =
+      passcheck::compile_sm90a("matmul(A[256,256]:f16, B[256,256]:f16)",
+                               std::string(kMma) + ",BK=32,SWIZZLE=xor", "t:046_swizzle_smem");
   EXPECT_EQ(h.tile.tensor("A_s").swizzle, (Swizzle{2, 3, 3}));
   // f32 B_s[16][64] (256-byte rows): chunks of 4 elements, row index 6 element bits up.
-  CompileState f = compile(kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=xor",
-                           "t:046_swizzle_smem");
+  CompileState f = passcheck::compile_sm90a(
+      kExpr, std::string(kTile) + ",STAGE=cp_async,SWIZZLE=xor", "t:046_swizzle_smem");
   EXPECT_EQ(f.tile.tensor("B_s").swizzle, (Swizzle{3, 2, 4}));
   EXPECT_EQ(f.tile.tensor("A_s").swizzle, (Swizzle{2, 2, 3}));  // [64][16] f32: 64 B rows
 }
 
 TEST(SwizzleSmem, XorRefusesRowsItCannotPermute) {
-  try {  // BN=96 f16: 192-byte rows, not a power of two
-    compile("matmul(A[192,192]:f16, B[192,192]:f16)",
-            "ATOM=mma_f16,WM=2,WN=3,FM=4,FN=4,BK=32,STAGE=cp_async,PAD_SMEM=0,SWIZZLE=xor");
-    FAIL() << "a 192-byte row was swizzled";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find("192 B"), std::string::npos) << m;
-    EXPECT_NE(m.find("power of two"), std::string::npos) << m;
+  {  // BN=96 f16: 192-byte rows, not a power of two
+    const std::string e = passcheck::error_of(
+        "matmul(A[192,192]:f16, B[192,192]:f16)",
+        "ATOM=mma_f16,WM=2,WN=3,FM=4,FN=4,BK=32,STAGE=cp_async,PAD_SMEM=0,SWIZZLE=xor");
+    ASSERT_NE(e, "") << "a 192-byte row was swizzled";
+    EXPECT_NE(e.find("192 B"), std::string::npos) << e;
+    EXPECT_NE(e.find("power of two"), std::string::npos) << e;
   }
-  try {  // TMA boxes swizzle within rows of at most 128 B
-    compile(kExpr, std::string(kTile) + ",STAGE=tma,SWIZZLE=xor");  // B_s: 64 f32 rows
-    FAIL() << "SWIZZLE=xor accepted a 256-byte TMA row";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find("STAGE=tma"), std::string::npos) << m;
-    EXPECT_NE(m.find("256 B"), std::string::npos) << m;
+  {  // TMA boxes swizzle within rows of at most 128 B; B_s has rows of 64 f32
+    const std::string e = passcheck::error_of(kExpr, std::string(kTile) + ",STAGE=tma,SWIZZLE=xor");
+    ASSERT_NE(e, "") << "SWIZZLE=xor accepted a 256-byte TMA row";
+    EXPECT_NE(e.find("STAGE=tma"), std::string::npos) << e;
+    EXPECT_NE(e.find("256 B"), std::string::npos) << e;
   }
 }
 
@@ -211,18 +204,22 @@ TEST(SwizzleSmem, XorRefusesRowsItCannotPermute) {
 // so does every other shared access of the mma kernel.
 TEST(SwizzleSmem, XorMakesTheMmaKernelConflictFree) {
   const std::string expr = "matmul(A[256,256]:f16, B[256,256]:f16)";
-  auto tma = table(compile(expr, std::string(kMma) + ",BK=64,SWIZZLE=128B"), "SWIZZLE=128B");
+  auto tma = table(passcheck::compile_sm90a(expr, std::string(kMma) + ",BK=64,SWIZZLE=128B"),
+                   "SWIZZLE=128B");
   EXPECT_DOUBLE_EQ(worst(tma, "B_s", "ldmatrix"), 2.0);
   EXPECT_DOUBLE_EQ(worst(tma, "A_s", "ldmatrix"), 1.0);
-  auto x = table(compile(expr, std::string(kMma) + ",BK=64,SWIZZLE=xor"), "SWIZZLE=xor");
+  auto x = table(passcheck::compile_sm90a(expr, std::string(kMma) + ",BK=64,SWIZZLE=xor"),
+                 "SWIZZLE=xor");
   EXPECT_DOUBLE_EQ(worst(x, "B_s", "ldmatrix"), 1.0);
   EXPECT_DOUBLE_EQ(worst(x, "A_s", "ldmatrix"), 1.0);
   EXPECT_DOUBLE_EQ(worst(x, "A_s", "cp.async"), 1.0);
   EXPECT_DOUBLE_EQ(worst(x, "B_s", "cp.async"), 1.0);
   // The pad (80-byte A rows) leaves the ldmatrix reads conflict-free but not the 16-byte
   // cp.async writes: lanes 4..7 of a quarter warp wrap onto lane 0's banks.
-  auto pad = table(compile(expr, "ATOM=mma_f16,WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,"
-                                 "STAGES=3,PAD_SMEM=8,VECTORIZE=8"), "PAD_SMEM=8");
+  auto pad = table(passcheck::compile_sm90a(expr,
+                                            "ATOM=mma_f16,WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,"
+                                            "STAGES=3,PAD_SMEM=8,VECTORIZE=8"),
+                   "PAD_SMEM=8");
   EXPECT_DOUBLE_EQ(worst(pad, "A_s", "ldmatrix"), 1.0);
   EXPECT_DOUBLE_EQ(worst(pad, "A_s", "cp.async"), 2.0);
 }
@@ -286,8 +283,8 @@ TEST(SwizzleSplit, MovesWholePeriodsOfConstantsOut) {
 // TensorDecl::strides() / physical()) against the Loop IR on the same inputs.
 void expect_same_result(const std::string& knobs) {
   SCOPED_TRACE(knobs);
-  CompileState s = compile("matmul(A[64,48]:f32, B[48,64]:f32)",
-                           "BM=32,BN=32,FM=2,FN=2,BK=16," + knobs);
+  CompileState s = passcheck::compile_sm90a("matmul(A[64,48]:f32, B[48,64]:f32)",
+                                            "BM=32,BN=32,FM=2,FN=2,BK=16," + knobs);
   Bindings in;
   make_random_inputs(s.loop, in, 7);
   Bindings ref = in, got = in;

@@ -12,19 +12,11 @@
 #include "ir/diff.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "pass_check.h"
 #include "passes/pipeline.h"
 
 namespace loom {
 namespace {
-
-CompileState compile_to(const std::string& expr, const std::string& knobs,
-                        const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
 
 // The Lets at the top of the `tile` loop, evaluated for every tile index.
 std::vector<std::pair<int64_t, int64_t>> tile_order(const TileOp& op, int64_t* count) {
@@ -48,8 +40,8 @@ TEST(Rasterize, GroupedOrderCoversEveryTileOnce) {
       for (int64_t G : {2, 3, 8, 64}) {
         std::string expr = "matmul(A[" + std::to_string(M) + ",8]:f32, B[8," +
                            std::to_string(N) + "]:f32)";
-        CompileState s = compile_to(expr, "BM=4,BN=4,FM=1,FN=1,GROUP_M=" + std::to_string(G),
-                                    "t:025_rasterize");
+        CompileState s = passcheck::compile_sm90a(
+            expr, "BM=4,BN=4,FM=1,FN=1,GROUP_M=" + std::to_string(G), "t:025_rasterize");
         int64_t num_m = (M + 3) / 4, num_n = (N + 3) / 4, count = 0;
         auto order = tile_order(s.tile.ops[0], &count);
         ASSERT_EQ(count, num_m * num_n) << expr;
@@ -93,8 +85,8 @@ TEST(Rasterize, TileLoopAndLetsInTheDiff) {
 
 TEST(Rasterize, GroupM1IsRowMajorUnchanged) {
   const std::string expr = "bmm(A[2,40,8]:f32, B[2,8,24]:f32)";
-  CompileState a = compile_to(expr, "BM=8,BN=8,FM=2,FN=2");
-  CompileState b = compile_to(expr, "BM=8,BN=8,FM=2,FN=2,GROUP_M=1");
+  CompileState a = passcheck::compile_sm90a(expr, "BM=8,BN=8,FM=2,FN=2");
+  CompileState b = passcheck::compile_sm90a(expr, "BM=8,BN=8,FM=2,FN=2,GROUP_M=1");
   EXPECT_EQ(print(a.kernel), print(b.kernel));
   std::string ir = print(a.kernel);
   EXPECT_NE(ir.find("grid(3, 5, 2)"), std::string::npos) << ir;
@@ -105,7 +97,8 @@ TEST(Rasterize, GroupM1IsRowMajorUnchanged) {
 
 TEST(Rasterize, TilesGoOnBlockIdxXAndLeadingLoopsFold) {
   // Rasterized, batch only: the tiles take x, the batch z.
-  CompileState s = compile_to("bmm(A[5,40,8]:f32, B[5,8,24]:f32)", "BM=8,BN=8,GROUP_M=4");
+  CompileState s =
+      passcheck::compile_sm90a("bmm(A[5,40,8]:f32, B[5,8,24]:f32)", "BM=8,BN=8,GROUP_M=4");
   std::string ir = print(s.kernel);
   EXPECT_NE(ir.find("grid(15, 1, 5)"), std::string::npos) << ir;
   EXPECT_NE(ir.find("let tile = blockIdx.x\n"), std::string::npos) << ir;
@@ -116,14 +109,15 @@ TEST(Rasterize, TilesGoOnBlockIdxXAndLeadingLoopsFold) {
   EXPECT_LT(mb, mt);
 
   // Rasterized with batch and split: y is free, the batch takes it, s takes z.
-  s = compile_to("bmm(A[5,40,256]:f32, B[5,256,24]:f32)", "BM=8,BN=8,GROUP_M=4,SPLITK=4");
+  s = passcheck::compile_sm90a("bmm(A[5,40,256]:f32, B[5,256,24]:f32)",
+                               "BM=8,BN=8,GROUP_M=4,SPLITK=4");
   ir = print(s.kernel);
   EXPECT_NE(ir.find("grid(15, 5, 4)"), std::string::npos) << ir;
   EXPECT_NE(ir.find("let s = blockIdx.z\n"), std::string::npos) << ir;
   EXPECT_NE(ir.find("let b = blockIdx.y\n"), std::string::npos) << ir;
 
   // Not rasterized: m takes y, so batch and split share z.
-  s = compile_to("bmm(A[5,40,256]:f32, B[5,256,24]:f32)", "BM=8,BN=8,SPLITK=4");
+  s = passcheck::compile_sm90a("bmm(A[5,40,256]:f32, B[5,256,24]:f32)", "BM=8,BN=8,SPLITK=4");
   ir = print(s.kernel);
   EXPECT_NE(ir.find("grid(3, 5, 20)"), std::string::npos) << ir;
   EXPECT_NE(ir.find("let s = blockIdx.z / 5\n"), std::string::npos) << ir;
@@ -132,24 +126,24 @@ TEST(Rasterize, TilesGoOnBlockIdxXAndLeadingLoopsFold) {
 
 TEST(Rasterize, GridLimitsAreErrors) {
   // 40000 batches x 2 splits = 80000 blocks along z.
-  try {
-    compile_to("bmm(A[40000,4,64]:f32, B[40000,64,4]:f32)", "BM=4,BN=4,SPLITK=2,BK=16");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 80000 blocks along blockIdx.z (s x b); CUDA "
-                                         "allows 65535"),
+  {
+    const std::string e = passcheck::error_of("bmm(A[40000,4,64]:f32, B[40000,64,4]:f32)",
+                                              "BM=4,BN=4,SPLITK=2,BK=16");
+    ASSERT_NE(e, "") << "expected an error";
+    EXPECT_NE(e.find("needs 80000 blocks along blockIdx.z (s x b); CUDA "
+                     "allows 65535"),
               std::string::npos)
-        << e.what();
+        << e;
   }
   // 70000 M tiles on y: rasterizing puts them on x instead.
-  try {
-    compile_to("matmul(A[70000,4]:f32, B[4,4]:f32)", "BM=1,BN=4,FM=1,FN=1");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("GROUP_M > 1"), std::string::npos) << e.what();
+  {
+    const std::string e =
+        passcheck::error_of("matmul(A[70000,4]:f32, B[4,4]:f32)", "BM=1,BN=4,FM=1,FN=1");
+    ASSERT_NE(e, "") << "expected an error";
+    EXPECT_NE(e.find("GROUP_M > 1"), std::string::npos) << e;
   }
-  CompileState s = compile_to("matmul(A[70000,4]:f32, B[4,4]:f32)",
-                              "BM=1,BN=4,FM=1,FN=1,GROUP_M=8");
+  CompileState s = passcheck::compile_sm90a("matmul(A[70000,4]:f32, B[4,4]:f32)",
+                                            "BM=1,BN=4,FM=1,FN=1,GROUP_M=8");
   EXPECT_EQ(s.kernel.kernels[0].grid[0].str(), "70000");
 }
 

@@ -23,15 +23,6 @@ CompileState check_case(const std::string& expr, const std::map<std::string, int
   return passcheck::check_every_pass(expr, knobs, seed, sizes);
 }
 
-CompileState compile_to(const std::string& expr, const std::string& knobs,
-                        const std::string& last = "") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  run_pipeline(s, last);
-  return s;
-}
-
 std::string op_names(const LoopProgram& p) {
   std::string n;
   for (const auto& op : p.ops) n += (n.empty() ? "" : ",") + op.name;
@@ -100,8 +91,8 @@ TEST(SplitK, BatchAndSymbolicSizes) {
 }
 
 TEST(SplitK, ReduceModeWritesPartialsThenReduces) {
-  CompileState s = compile_to("relu(matmul(A[16,64]:f32, B[64,16]:f32))",
-                              "SPLITK=4,BK=16", "l:020_split_k");
+  CompileState s = passcheck::compile_sm90a("relu(matmul(A[16,64]:f32, B[64,16]:f32))",
+                                            "SPLITK=4,BK=16", "l:020_split_k");
   EXPECT_EQ(op_names(s.loop), "matmul_relu,splitk_reduce");
   ASSERT_TRUE(s.loop.has_tensor("partial"));
   const TensorDecl& p = s.loop.tensor("partial");
@@ -135,8 +126,9 @@ TEST(SplitK, TileIrHasTheSplitGridTier) {
 }
 
 TEST(SplitK, AtomicModeZeroFillsThenAdds) {
-  CompileState s = compile_to("mul(matmul(A[8,40]:f32, B[40,8]:f32), 0.5)",
-                              "SPLITK=2,SPLITK_MODE=atomic,STAGE=direct", "l:020_split_k");
+  CompileState s =
+      passcheck::compile_sm90a("mul(matmul(A[8,40]:f32, B[40,8]:f32), 0.5)",
+                               "SPLITK=2,SPLITK_MODE=atomic,STAGE=direct", "l:020_split_k");
   EXPECT_EQ(op_names(s.loop), "zero_fill,matmul_multiply");
   std::string ir = print(s.loop);
   EXPECT_NE(ir.find("out[m, n] = 0\n"), std::string::npos) << ir;
@@ -169,34 +161,33 @@ TEST(SplitK, AtomicEpilogueIsVectorOnSm90Only) {
 
 TEST(SplitK, SplitCountIsClampedToNonEmptyChunks) {
   // K = 20 in SPLITK = 8 chunks of ceil(20/8) = 3: only 7 chunks hold any k.
-  CompileState s = compile_to("matmul(A[4,20]:f32, B[20,4]:f32)", "SPLITK=8,STAGE=direct",
-                              "l:020_split_k");
+  CompileState s = passcheck::compile_sm90a("matmul(A[4,20]:f32, B[20,4]:f32)",
+                                            "SPLITK=8,STAGE=direct", "l:020_split_k");
   std::string ir = print(s.loop);
   EXPECT_NE(ir.find("for s in 0..7\n"), std::string::npos) << ir;
   EXPECT_NE(ir.find("for k in 0..min(3, 20 - s * 3) reduce"), std::string::npos) << ir;
   // Staged, a chunk is whole BK = 16 slabs: 20 fits in 2 chunks.
-  s = compile_to("matmul(A[4,20]:f32, B[20,4]:f32)", "SPLITK=8", "l:020_split_k");
+  s = passcheck::compile_sm90a("matmul(A[4,20]:f32, B[20,4]:f32)", "SPLITK=8", "l:020_split_k");
   EXPECT_EQ(s.loop.tensor("partial").shape[0].str(), "2");
   // A K that fits one chunk is not split at all.
-  s = compile_to("matmul(A[4,12]:f32, B[12,4]:f32)", "SPLITK=4", "l:020_split_k");
+  s = passcheck::compile_sm90a("matmul(A[4,12]:f32, B[12,4]:f32)", "SPLITK=4", "l:020_split_k");
   EXPECT_EQ(op_names(s.loop), "matmul");
 }
 
 TEST(SplitK, SplitK1ChangesNothing) {
-  CompileState a = compile_to("relu(matmul(A[8,64]:f32, B[64,8]:f32))", "", "l:020_split_k");
-  CompileState b = compile_to("relu(matmul(A[8,64]:f32, B[64,8]:f32))", "SPLITK=1",
-                              "l:020_split_k");
+  CompileState a =
+      passcheck::compile_sm90a("relu(matmul(A[8,64]:f32, B[64,8]:f32))", "", "l:020_split_k");
+  CompileState b = passcheck::compile_sm90a("relu(matmul(A[8,64]:f32, B[64,8]:f32))", "SPLITK=1",
+                                            "l:020_split_k");
   EXPECT_EQ(print(a.loop), print(b.loop));
 }
 
 void expect_error(const std::string& expr, const std::string& knobs,
                   const std::vector<std::string>& parts) {
-  try {
-    compile_to(expr, knobs);
-    FAIL() << "expected an error for " << expr << " " << knobs;
-  } catch (const Error& e) {
-    for (const auto& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(expr, knobs);
+    ASSERT_NE(e, "") << "expected an error for " << expr << " " << knobs;
+    for (const auto& part : parts) EXPECT_NE(e.find(part), std::string::npos) << e;
   }
 }
 
@@ -216,8 +207,8 @@ TEST(SplitK, AtomicModeRefusesWhatItCannotSplit) {
 }
 
 TEST(SplitK, KernelsLaunchInOrder) {
-  CompileState s = compile_to("bmm(A[3,16,256]:f32, B[3,256,16]:f32)",
-                              "SPLITK=4,BM=16,BN=16,FM=2,FN=2");
+  CompileState s = passcheck::compile_sm90a("bmm(A[3,16,256]:f32, B[3,256,16]:f32)",
+                                            "SPLITK=4,BM=16,BN=16,FM=2,FN=2");
   ASSERT_EQ(s.kernel.kernels.size(), 2u);
   const KernelOp& part = s.kernel.kernels[0];
   EXPECT_EQ(part.grid[2].str(), "12");  // 4 splits x 3 batches share blockIdx.z

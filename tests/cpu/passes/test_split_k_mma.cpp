@@ -16,16 +16,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const Target& t = Target::for_arch("sm_90a")) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = t;
-  run_pipeline(s);
-  return s;
-}
-
 int count(const Block& b, StmtKind kind) {
   int n = 0;
   walk(b, [&](const Stmt& s) { n += s.kind == kind; });
@@ -91,18 +81,11 @@ TEST(SplitKMma, ClusterReduceWorksAndFixupIsRefused) {
   passcheck::check_every_pass(
       "matmul(A[160,256]:bf16, B[256,64]:bf16)",
       Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,CLUSTER_M=2,SPLITK=2,SPLITK_MODE=reduce"), 59);
-  CompileState s;
-  s.graph = parse_expression("matmul(A[160,256]:bf16, B[256,64]:bf16)");
-  s.knobs = Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,CLUSTER_M=2,SPLITK=2,SPLITK_MODE=fixup");
-  s.target = Target::for_arch("sm_90a");
-  try {
-    run_pipeline(s);
-    ADD_FAILURE() << "fixup with a cluster compiled";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("or SPLITK_MODE=reduce"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e =
+      passcheck::error_of("matmul(A[160,256]:bf16, B[256,64]:bf16)",
+                          kWgmma + ",WARP_SPECIALIZE=1,CLUSTER_M=2,SPLITK=2,SPLITK_MODE=fixup");
+  ASSERT_NE(e, "") << "fixup with a cluster compiled";
+  EXPECT_NE(e.find("or SPLITK_MODE=reduce"), std::string::npos) << e;
 }
 
 TEST(SplitKMma, PersistentReduceWorksAndFixupIsRefused) {
@@ -112,17 +95,18 @@ TEST(SplitKMma, PersistentReduceWorksAndFixupIsRefused) {
       "matmul(A[128,256]:bf16, B[256,128]:bf16)",
       Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=2,SPLITK=2"), 61, {}, {},
       std::nullopt, t);
-  try {
-    compile("matmul(A[128,512]:bf16, B[512,128]:bf16)",
-            kWgmma + ",WARP_SPECIALIZE=1,PERSISTENT=1,SPLITK=2,SPLITK_MODE=fixup", t);
-    ADD_FAILURE() << "fixup with PERSISTENT=1 compiled";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("PERSISTENT=0"), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(
+        "matmul(A[128,512]:bf16, B[512,128]:bf16)",
+        kWgmma + ",WARP_SPECIALIZE=1,PERSISTENT=1,SPLITK=2,SPLITK_MODE=fixup", t);
+    ASSERT_NE(e, "") << "fixup with PERSISTENT=1 compiled";
+    EXPECT_NE(e.find("PERSISTENT=0"), std::string::npos) << e;
   }
 }
 
 TEST(SplitKMma, FixupLeavesCountersAndWorkspaceZeroedForTheNextLaunch) {
-  CompileState s = compile(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
+  CompileState s =
+      passcheck::compile_sm90a(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
   ASSERT_EQ(s.kernel.kernels.size(), 1u);
   EXPECT_TRUE(s.kernel.tensor("workspace").zero_init);
   EXPECT_TRUE(s.kernel.tensor("splitk_count").zero_init);
@@ -141,7 +125,7 @@ TEST(SplitKMma, FixupLeavesCountersAndWorkspaceZeroedForTheNextLaunch) {
 }
 
 TEST(SplitKMma, InterpreterChecksTheArrivals) {
-  CompileState s = compile(kBias, kMma + ",SPLITK=4,SPLITK_MODE=fixup");
+  CompileState s = passcheck::compile_sm90a(kBias, kMma + ",SPLITK=4,SPLITK_MODE=fixup");
   ASSERT_EQ(s.kernel.kernels.size(), 1u);
   Bindings b;
   make_random_inputs(s.loop, b, 73);
@@ -174,7 +158,8 @@ TEST(SplitKMma, InterpreterChecksTheArrivals) {
 }
 
 TEST(SplitKMma, FixupKernelIrShape) {
-  CompileState s = compile(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
+  CompileState s =
+      passcheck::compile_sm90a(kBias, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=fixup");
   const std::string ir = print(s.kernel);
   // The consumer warpgroup (128 threads) arrives; the producer (the last warpgroup) does not.
   EXPECT_NE(ir.find("if threadIdx.x < 128:\n    let splitk_last = tile.arrive splitk_count["),
@@ -189,11 +174,10 @@ TEST(SplitKMma, FixupKernelIrShape) {
 }
 
 TEST(SplitKMma, UnknownModeIsAnError) {
-  try {
-    compile(kBias, kMma + ",SPLITK=2,SPLITK_MODE=serial");
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("fixup"), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(kBias, kMma + ",SPLITK=2,SPLITK_MODE=serial");
+    ASSERT_NE(e, "") << "no error";
+    EXPECT_NE(e.find("fixup"), std::string::npos) << e;
   }
 }
 

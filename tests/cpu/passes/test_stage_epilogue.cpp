@@ -16,16 +16,6 @@
 namespace loom {
 namespace {
 
-CompileState compile_until(const std::string& expr, const std::string& knobs,
-                           const std::string& last = "", const std::string& arch = "sm_90a") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch(arch);
-  run_pipeline(s, last);
-  return s;
-}
-
 // The staging tile k:054 declared (the shared tensor named `<out>_s`), or null.
 const TensorDecl* staging_tile(const KernelProgram& p, const std::string& out = "out") {
   for (const TensorDecl& t : p.tensors)
@@ -128,9 +118,10 @@ Expr replace_const(const Expr& e, int64_t from, int64_t to) {
 // an f16 tile of the whole block inside the mainloop's bytes, 16-byte copies, no guards,
 // and no bank conflicts on either side of the tile by the model.
 TEST(StageEpilogue, MmaDefaultTileLayoutWidthAndBanks) {
-  CompileState s = compile_until("matmul(A[256,256]:f16, B[256,256]:f16)",
-                                 "WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,"
-                                 "VECTORIZE=8,ATOM=mma_f16,EPILOGUE=smem");
+  CompileState s =
+      passcheck::compile_sm90a("matmul(A[256,256]:f16, B[256,256]:f16)",
+                               "WM=2,WN=2,FM=4,FN=8,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,"
+                               "VECTORIZE=8,ATOM=mma_f16,EPILOGUE=smem");
   const KernelOp& k = s.kernel.kernels.at(0);
   const TensorDecl* tile = staging_tile(s.kernel);
   ASSERT_NE(tile, nullptr);
@@ -182,8 +173,8 @@ TEST(StageEpilogue, StagedResultsAreBitForBitTheDirectOnes) {
   };
   for (const auto& [e, kn] : cases) {
     SCOPED_TRACE(e);
-    CompileState direct = compile_until(e, kn + ",EPILOGUE=direct");
-    CompileState staged = compile_until(e, kn + ",EPILOGUE=smem");
+    CompileState direct = passcheck::compile_sm90a(e, kn + ",EPILOGUE=direct");
+    CompileState staged = passcheck::compile_sm90a(e, kn + ",EPILOGUE=smem");
     ASSERT_NE(staging_tile(staged.kernel), nullptr);
     Bindings in;
     make_random_inputs(direct.kernel, in, 54);
@@ -207,7 +198,7 @@ TEST(StageEpilogue, ChosenLayoutsAreConflictFree) {
   };
   for (const auto& [e, kn] : cases) {
     SCOPED_TRACE(e + " " + kn);
-    CompileState s = compile_until(e, kn + ",EPILOGUE=smem");
+    CompileState s = passcheck::compile_sm90a(e, kn + ",EPILOGUE=smem");
     const TensorDecl* tile = staging_tile(s.kernel);
     ASSERT_NE(tile, nullptr);
     for (const SharedAccessReport& r : bank_conflicts(s.kernel, s.kernel.kernels.at(0)))
@@ -227,7 +218,7 @@ TEST(StageEpilogue, CopyWidthFollowsTheProvableAlignment) {
   };
   for (const auto& [e, atom, width] : cases) {
     SCOPED_TRACE(e);
-    CompileState s = compile_until(e, k + atom);
+    CompileState s = passcheck::compile_sm90a(e, k + atom);
     const Stmt* st = copy_store(s.kernel.kernels.at(0));
     ASSERT_NE(st, nullptr);
     EXPECT_EQ(st->width, width);
@@ -238,7 +229,7 @@ TEST(StageEpilogue, CopyWidthFollowsTheProvableAlignment) {
 TEST(StageEpilogue, CopyGuardsFollowTheDirectStores) {
   const std::string k = ",ATOM=mma_f16,WM=2,WN=1,FM=1,FN=2,BK=16,STAGE=sync,EPILOGUE=smem";
   auto guard_of = [&](const std::string& e) {
-    CompileState s = compile_until(e, k);
+    CompileState s = passcheck::compile_sm90a(e, k);
     std::string cond;
     walk(s.kernel.kernels.at(0).body, [&](const Stmt& st) {
       if (st.kind == StmtKind::For && st.axis == "epilogue.store")
@@ -260,7 +251,7 @@ TEST(StageEpilogue, CopyGuardsFollowTheDirectStores) {
 TEST(StageEpilogue, InterpreterCatchesAMissingBarrier) {
   const std::string e = "matmul(A[64,32]:f16, B[32,32]:f16)";
   const std::string kn = "ATOM=mma_f16,WM=2,WN=2,FM=1,FN=2,BK=16,STAGE=cp_async,STAGES=2,EPILOGUE=smem";
-  CompileState s = compile_until(e, kn, "k:054_stage_epilogue");
+  CompileState s = passcheck::compile_sm90a(e, kn, "k:054_stage_epilogue");
   Bindings b;
   make_random_inputs(s.kernel, b, 7);
   {
@@ -282,9 +273,9 @@ TEST(StageEpilogue, InterpreterCatchesAMissingBarrier) {
 
 // Reading a slab after the tile took its bytes reads what is gone.
 TEST(StageEpilogue, InterpreterForgetsTheSlabsTheTileTookOver) {
-  CompileState s = compile_until("matmul(A[32,16]:f16, B[16,16]:f16)",
-                                 "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync,EPILOGUE=smem",
-                                 "k:054_stage_epilogue");
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[32,16]:f16, B[16,16]:f16)",
+      "ATOM=mma_f16,WM=1,WN=1,FM=2,FN=2,BK=16,STAGE=sync,EPILOGUE=smem", "k:054_stage_epilogue");
   KernelOp& k = s.kernel.kernels.at(0);
   k.body.push_back(Stmt::Barrier());
   k.body.push_back(Stmt::Load("late", "A_s", {Expr::var("threadIdx.x")}));
@@ -299,8 +290,8 @@ TEST(StageEpilogue, InterpreterForgetsTheSlabsTheTileTookOver) {
 }
 
 TEST(StageEpilogue, DirectLeavesKernelsAloneAndRecordsTheKnob) {
-  CompileState s = compile_until("relu(matmul(A[40,16]:f16, B[16,24]:f16))",
-                                 "ATOM=mma_f16,WM=2,WN=1,FM=1,FN=2,BK=16,STAGE=sync");
+  CompileState s = passcheck::compile_sm90a("relu(matmul(A[40,16]:f16, B[16,24]:f16))",
+                                            "ATOM=mma_f16,WM=2,WN=1,FM=1,FN=2,BK=16,STAGE=sync");
   EXPECT_EQ(staging_tile(s.kernel), nullptr);
   EXPECT_EQ(s.used_knobs.at("EPILOGUE"), "direct");
   walk(s.kernel.kernels.at(0).body, [](const Stmt& st) {
@@ -308,28 +299,16 @@ TEST(StageEpilogue, DirectLeavesKernelsAloneAndRecordsTheKnob) {
   });
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(StageEpilogue, RefusalsNameTheReasonAndTheWayOut) {
-  const std::string atomic = error_of([] {
-    compile_until("matmul(A[16,256]:f32, B[256,16]:f32)",
-                  "BM=16,BN=16,FM=2,FN=2,BK=16,SPLITK=2,SPLITK_MODE=atomic,EPILOGUE=smem");
-  });
+  const std::string atomic =
+      passcheck::error_of("matmul(A[16,256]:f32, B[256,16]:f32)",
+                          "BM=16,BN=16,FM=2,FN=2,BK=16,SPLITK=2,SPLITK_MODE=atomic,EPILOGUE=smem");
   EXPECT_NE(atomic.find("atomically"), std::string::npos) << atomic;
   EXPECT_NE(atomic.find("SPLITK_MODE=reduce"), std::string::npos) << atomic;
   EXPECT_NE(atomic.find("EPILOGUE=direct"), std::string::npos) << atomic;
   // A 256 x 256 f32 tile (256 KiB) is more than any GPU's block may have.
-  const std::string big = error_of([] {
-    compile_until("matmul(A[256,64]:f32, B[64,256]:f32)",
-                  "BM=256,BN=256,FM=16,FN=16,BK=8,STAGE=sync,EPILOGUE=smem");
-  });
+  const std::string big = passcheck::error_of("matmul(A[256,64]:f32, B[64,256]:f32)",
+                                              "BM=256,BN=256,FM=16,FN=16,BK=8,STAGE=sync,EPILOGUE=smem");
   EXPECT_NE(big.find("EPILOGUE=smem"), std::string::npos) << big;
   EXPECT_NE(big.find("B per block"), std::string::npos) << big;
 }

@@ -15,16 +15,6 @@
 namespace loom {
 namespace {
 
-CompileState compile_to(const std::string& expr, const std::string& knobs,
-                        const std::string& last) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s, last);
-  return s;
-}
-
 const Stmt& only(const Block& b) {
   EXPECT_EQ(b.size(), 1u);
   return b.at(0);
@@ -37,8 +27,8 @@ std::string swapped(const std::string& atom, int bn, const std::string& more = "
 }
 
 TEST(SwapAb, LoopIrRunsRowsOverNAndWritesTheTranspose) {
-  CompileState s = compile_to("matmul(A[16,128]:bf16, B[128,512]:bf16)", "SWAP_AB=1",
-                              "l:015_swap_operands");
+  CompileState s = passcheck::compile_sm90a("matmul(A[16,128]:bf16, B[128,512]:bf16)", "SWAP_AB=1",
+                                            "l:015_swap_operands");
   const Stmt& m = only(s.loop.ops.at(0).body);
   const Stmt& n = only(m.body);
   EXPECT_EQ(m.var, "m");
@@ -50,8 +40,8 @@ TEST(SwapAb, LoopIrRunsRowsOverNAndWritesTheTranspose) {
   EXPECT_NE(ir.find("load B[k, m]"), std::string::npos) << ir;
   EXPECT_NE(ir.find("out[n, m] ="), std::string::npos) << ir;
   // SWAP_AB=0 leaves the program as lowered.
-  CompileState plain = compile_to("matmul(A[16,128]:bf16, B[128,512]:bf16)", "SWAP_AB=0",
-                                  "l:015_swap_operands");
+  CompileState plain = passcheck::compile_sm90a("matmul(A[16,128]:bf16, B[128,512]:bf16)",
+                                                "SWAP_AB=0", "l:015_swap_operands");
   EXPECT_EQ(only(plain.loop.ops.at(0).body).extent.const_value(), 16);
 }
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -22,16 +23,6 @@
 
 namespace loom {
 namespace {
-
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const Target& t = Target::for_arch("sm_90a")) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = t;
-  run_pipeline(s);
-  return s;
-}
 
 Target sms(int n) {
   Target t = Target::for_arch("sm_90a");
@@ -44,7 +35,7 @@ Target sms(int n) {
 CompileState check_final(const std::string& expr, const std::string& knobs, uint64_t seed,
                          const Target& t) {
   SCOPED_TRACE(expr + " knobs=" + knobs);
-  CompileState s = compile(expr, knobs, t);
+  CompileState s = passcheck::compile_for(t, expr, knobs);
   Bindings in;
   make_random_inputs(s.loop, in, seed);
   passcheck::expect_close(passcheck::run_level(s, Level::Kernel, in),
@@ -75,14 +66,15 @@ const std::string kPersistent =
 
 TEST(WgmmaZero, ScaleDReplacesTheZeroingLoop) {
   const std::string expr = "matmul(A[192,256]:bf16, B[256,128]:bf16)";
-  const CompileState on = compile(expr, kPersistent, sms(2));
+  const CompileState on = passcheck::compile_for(sms(2), expr, kPersistent);
   const KernelOp& k = on.kernel.kernels.at(0);
   EXPECT_EQ(zeroing_inits(k.body), 0);
   // The slab loop k_o around the atom-step loop k_i (BK=64: 4 steps of k16, unrolled by
   // codegen, which folds the predicate to `0 < k_o` for k_i = 0 and 1 for the others).
   EXPECT_EQ(scale_ds(k.body), (std::vector<std::string>{"0 < k_o || 0 < k_i"}));
   EXPECT_EQ(on.used_knobs.at("WGMMA_ZERO"), "scale_d");
-  const CompileState off = compile(expr, kPersistent + ",WGMMA_ZERO=explicit", sms(2));
+  const CompileState off =
+      passcheck::compile_for(sms(2), expr, kPersistent + ",WGMMA_ZERO=explicit");
   EXPECT_EQ(zeroing_inits(off.kernel.kernels.at(0).body), 32);  // m64n64: 32 values a thread
   for (const std::string& s : scale_ds(off.kernel.kernels.at(0).body)) EXPECT_EQ(s, "1");
 }
@@ -122,8 +114,9 @@ TEST(WgmmaZero, RegisterAAndSplitKMatch) {
 TEST(WgmmaZero, InterpreterIgnoresTheAccumulatorsOnlyWhereScaleDIsZero) {
   // The same kernel with the first step's predicate forced to 1 reads the fresh alloc's
   // NaN poison: the interpreter must not pass it (so the tests above can fail).
-  CompileState s = compile("matmul(A[64,128]:bf16, B[128,64]:bf16)",
-                           "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[64,128]:bf16, B[128,64]:bf16)",
+      "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
   Bindings in;
   make_random_inputs(s.loop, in, 59);
   const HostTensor want = passcheck::run_level(s, Level::Loop, in);
@@ -138,8 +131,9 @@ TEST(WgmmaZero, InterpreterIgnoresTheAccumulatorsOnlyWhereScaleDIsZero) {
 }
 
 TEST(WgmmaZero, ScaleDMustAgreeAcrossTheWarpgroup) {
-  CompileState s = compile("matmul(A[64,128]:bf16, B[128,64]:bf16)",
-                           "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[64,128]:bf16, B[128,64]:bf16)",
+      "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2");
   walk(s.kernel.kernels.at(0).body, [](Stmt& x) {
     if (is_wgmma(x)) x.scale_d = Expr(0) < Expr::var("wg_thread");
   });
@@ -154,33 +148,78 @@ TEST(WgmmaZero, ScaleDMustAgreeAcrossTheWarpgroup) {
   }
 }
 
-TEST(WgmmaZero, OnlyWgmmaTakesScaleD) {
-  // mma.sync has no scale-d: the verifier names the fix.
-  CompileState s = compile("matmul(A[64,64]:bf16, B[64,64]:bf16)",
-                           "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,"
-                           "STAGES=2");
-  bool set = false;
+// mma.sync takes scale_d too (one field for "this atom's C is zero", stmt.h), but only as
+// the constant 0 or 1: its zero C is a form of the instruction, not an operand. The
+// verifier names the fix for anything else, and refuses scale_d off the mma atoms.
+TEST(WgmmaZero, MmaSyncTakesAConstantScaleDOnly) {
+  const std::string expr = "matmul(A[64,64]:bf16, B[64,64]:bf16)";
+  const std::string knobs = "ATOM=mma_bf16,BM=64,BN=64,FM=2,FN=4,WM=2,WN=2,STAGE=cp_async,BK=32,STAGES=2";
+  auto with = [&](const std::function<bool(Stmt&)>& set_one) {
+    CompileState s = passcheck::compile_sm90a(expr, knobs);
+    bool set = false;
+    walk(s.kernel.kernels.at(0).body, [&](Stmt& x) { set = set || set_one(x); });
+    EXPECT_TRUE(set);
+    return s;
+  };
+  auto mma = [](const Expr& e) {
+    return [e](Stmt& x) {
+      if (x.kind != StmtKind::Atom || x.atom.rfind("mma_", 0) != 0) return false;
+      x.scale_d = e;
+      return true;
+    };
+  };
+  EXPECT_NO_THROW(verify(with(mma(Expr(0))).kernel));
+  EXPECT_NO_THROW(verify(with(mma(Expr(1))).kernel));
+  auto refusal = [&](const CompileState& s) -> std::string {
+    try {
+      verify(s.kernel);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string pred = refusal(with(mma(Expr(0) < Expr::var("k_o"))));
+  EXPECT_NE(pred.find("takes scale_d 0 or 1 only"), std::string::npos) << pred;
+  EXPECT_NE(pred.find("peel the k-step with scale_d 0 into its own statement"), std::string::npos)
+      << pred;
+  EXPECT_NE(refusal(with(mma(Expr(2)))).find("takes scale_d 0 or 1 only"), std::string::npos);
+  const std::string init = refusal(with([](Stmt& x) {
+    if (x.kind != StmtKind::Init) return false;
+    x.scale_d = Expr(0);
+    return true;
+  }));
+  EXPECT_NE(init.find("only an mma.sync or wgmma atom takes scale_d"), std::string::npos) << init;
+}
+
+// The interpreter honours an mma.sync's scale_d 0: D = A·B of that k-step alone. Every
+// mma of a GEMM with it keeps only the last k-step's product, so the result must differ
+// from the naive one (and match it with scale_d 1).
+TEST(WgmmaZero, InterpreterDropsTheMmaSyncAccumulatorAtScaleDZero) {
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[32,64]:bf16, B[64,32]:bf16)",
+      "ATOM=mma_bf16,BM=32,BN=32,FM=1,FN=2,WM=2,WN=2,STAGE=sync,BK=16");
+  Bindings in;
+  make_random_inputs(s.loop, in, 67);
+  const HostTensor want = passcheck::run_level(s, Level::Loop, in);
+  passcheck::expect_close(passcheck::run_level(s, Level::Kernel, in), want, DType::BF16, "scale_d 1");
+  int set = 0;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {
-    if (x.kind == StmtKind::Atom && !set && x.atom.rfind("mma_", 0) == 0) x.scale_d = Expr(0), set = true;
+    if (x.kind == StmtKind::Atom && x.atom.rfind("mma_", 0) == 0) x.scale_d = Expr(0), ++set;
   });
-  ASSERT_TRUE(set);
-  try {
-    verify(s.kernel);
-    ADD_FAILURE() << "scale_d on mma.sync verified";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("only a warpgroup atom (wgmma) takes scale_d"),
-              std::string::npos)
-        << e.what();
-  }
+  ASSERT_GT(set, 0);
+  const HostTensor last = passcheck::run_level(s, Level::Kernel, in);
+  double diff = 0;
+  for (size_t i = 0; i < last.data.size(); ++i) diff = std::max(diff, std::abs(last.data[i] - want.data[i]));
+  EXPECT_GT(diff, 0.1) << "scale_d 0 on every k-step left the full sum";
 }
 
 TEST(WgmmaZero, UnknownValueIsAnError) {
-  try {
-    compile("matmul(A[64,64]:bf16, B[64,64]:bf16)",
-            "ATOM=wgmma_bf16,WM=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,WGMMA_ZERO=yes");
-    ADD_FAILURE() << "WGMMA_ZERO=yes compiled";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("WGMMA_ZERO=yes"), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(
+        "matmul(A[64,64]:bf16, B[64,64]:bf16)",
+        "ATOM=wgmma_bf16,WM=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,WGMMA_ZERO=yes");
+    ASSERT_NE(e, "") << "WGMMA_ZERO=yes compiled";
+    EXPECT_NE(e.find("WGMMA_ZERO=yes"), std::string::npos) << e;
   }
 }
 
@@ -232,19 +271,19 @@ TEST(EpiSync, OddStripsAndOneBufferKeepTwoBarriers) {
   // Three strips through two buffers: the next tile's strip 0 reuses the newest store's
   // buffer, so its wait must follow that store: EPI_SYNC=1 falls back to two barriers
   // (run on the interpreter, every pass, in test_tma_store_epilogue's BN=192 test).
-  const CompileState odd = compile("matmul(A[256,64]:bf16, B[64,200]:bf16)",
-                                   kStrips + ",BN=192,EPI_BUFFERS=2", sms(2));
+  const CompileState odd = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+                                                  kStrips + ",BN=192,EPI_BUFFERS=2");
   EXPECT_EQ(named_barriers(odd.kernel.kernels.at(0).body), 6);
-  const CompileState one = compile("matmul(A[256,64]:bf16, B[64,200]:bf16)",
-                                   kStrips + ",BN=128,EPI_BUFFERS=1", sms(2));
+  const CompileState one = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+                                                  kStrips + ",BN=128,EPI_BUFFERS=1");
   EXPECT_EQ(named_barriers(one.kernel.kernels.at(0).body), 4);  // 2 strips x 2
 }
 
 TEST(EpiSync, AWaitOneStoreShortIsARaceTheInterpreterReports) {
   // EPI_SYNC=1 waits for every store before strip j's barrier: keeping strip j-1's store
   // in flight (strip 1's wait) lets strip 2's writes hit the buffer it still reads.
-  CompileState s = compile("matmul(A[128,64]:bf16, B[64,256]:bf16)",
-                           kStrips + ",BN=256,EPI_BUFFERS=2", sms(1));
+  CompileState s = passcheck::compile_for(sms(1), "matmul(A[128,64]:bf16, B[64,256]:bf16)",
+                                          kStrips + ",BN=256,EPI_BUFFERS=2");
   int seen = 0;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {
     if (x.kind == StmtKind::BulkWait && seen++ == 1) x.imm = 1;

@@ -19,16 +19,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs,
-                     const std::string& arch = "sm_90a") {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch(arch);
-  run_pipeline(s);
-  return s;
-}
-
 // Every pass, verified and interpreted, against the naive Loop IR.
 CompileState check_case(const std::string& expr, const std::map<std::string, int64_t>& sizes,
                         const std::string& knobs, uint64_t seed) {
@@ -131,7 +121,8 @@ void drop(Block& b, StmtKind kind) {
 }
 
 CompileState small(const std::string& knobs) {
-  return compile("matmul(A[16,16]:f32, B[16,16]:f32)", "BM=8,BN=8,FM=2,FN=2,BK=4,STAGE=tma," + knobs);
+  return passcheck::compile_sm90a("matmul(A[16,16]:f32, B[16,16]:f32)",
+                                  "BM=8,BN=8,FM=2,FN=2,BK=4,STAGE=tma," + knobs);
 }
 
 void expect_error(CompileState& s, const std::string& what) {
@@ -190,11 +181,10 @@ TEST(Tma, ByteCountsMustMatch) {
 
 void expect_compile_error(const std::string& expr, const std::string& knobs,
                           const std::string& what, const std::string& arch = "sm_90a") {
-  try {
-    compile(expr, knobs, arch);
-    FAIL() << "expected an error containing: " << what;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  {
+    const std::string e = passcheck::error_of(expr, knobs, Target::for_arch(arch));
+    ASSERT_NE(e, "") << "expected an error containing: " << what;
+    EXPECT_NE(e.find(what), std::string::npos) << e;
   }
 }
 

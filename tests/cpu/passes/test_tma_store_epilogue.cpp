@@ -15,15 +15,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s);
-  return s;
-}
-
 int count(const Block& b, const std::function<bool(const Stmt&)>& pred) {
   int n = 0;
   walk(b, [&](const Stmt& s) { n += pred(s); });
@@ -160,8 +151,8 @@ TEST(TmaStoreEpilogue, StripBuffersBiasReluRaggedWithStmatrix) {
 
 TEST(TmaStoreEpilogue, StripBuffersWithoutStmatrixKeepPlainStores) {
   // The plain stores of the buffered path run on the interpreter in the f32 test below.
-  CompileState s = compile("matmul(A[136,64]:f16, B[64,200]:f16)",
-                           kWsPersistent + ",ATOM=wgmma_f16,BN=128,STMATRIX=0");
+  CompileState s = passcheck::compile_sm90a("matmul(A[136,64]:f16, B[64,200]:f16)",
+                                            kWsPersistent + ",ATOM=wgmma_f16,BN=128,STMATRIX=0");
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(stmatrix_count(k), 0);
   EXPECT_EQ(count(k.body, StmtKind::TmaStore), 4);  // 2 strips x 2 warpgroups
@@ -212,11 +203,10 @@ TEST(TmaStoreEpilogue, StripBuffersOneWarpgroupTwoAtoms) {
 
 TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
   auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
-    try {
-      compile(expr, knobs);
-      ADD_FAILURE() << "no error for " << knobs;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    {
+      const std::string e = passcheck::error_of(expr, knobs);
+      ASSERT_NE(e, "") << "no error for " << knobs;
+      EXPECT_NE(e.find(want), std::string::npos) << e;
     }
   };
   const std::string big = "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)";
@@ -224,9 +214,9 @@ TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
                              "BK=64,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store";
   // 4 x 48 KB of slabs + the 64 KB tile.
   fails(big, hopper + ",STAGES=4", "this GPU allows 232448 B per block");
-  compile(big, hopper + ",STAGES=3");
+  passcheck::compile_sm90a(big, hopper + ",STAGES=3");
   // 2 strip buffers of 128 x 64 (32 KB) leave room for the fourth stage.
-  compile(big, hopper + ",STAGES=4,EPI_BUFFERS=2");
+  passcheck::compile_sm90a(big, hopper + ",STAGES=4,EPI_BUFFERS=2");
   fails(big, "ATOM=wgmma_bf16,WM=1,WN=2,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
              "EPILOGUE=tma_store,EPI_BUFFERS=2", "WN > 1");
   fails(big, "ATOM=mma_bf16,EPILOGUE=tma_store", "ATOM=wgmma_");

@@ -18,15 +18,6 @@
 namespace loom {
 namespace {
 
-CompileState compile(const std::string& expr, const std::string& knobs) {
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse(knobs);
-  s.target = Target::for_arch("sm_90a");
-  run_pipeline(s);
-  return s;
-}
-
 int count(const Block& b, StmtKind kind) {
   int n = 0;
   walk(b, [&](const Stmt& s) { n += s.kind == kind; });
@@ -101,12 +92,10 @@ TEST(WgmmaRs, MMajorARefusedUntilVerifiedOnTheGpu) {
             "WGMMA_A=regs"},
            {"matmul(A[72,64]:f32.T, B[32,72]:f32.T)",
             "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,WGMMA_A=regs"}}) {
-    try {
-      compile(expr, knobs);
-      ADD_FAILURE() << "no error for " << expr;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("M-major in its shared slab"), std::string::npos)
-          << e.what();
+    {
+      const std::string e = passcheck::error_of(expr, knobs);
+      ASSERT_NE(e, "") << "no error for " << expr;
+      EXPECT_NE(e.find("M-major in its shared slab"), std::string::npos) << e;
     }
   }
 }
@@ -134,8 +123,8 @@ TEST(WgmmaRs, OneAtomStepPerSlabWaitsBeforeEachFill) {
 // The interpreter holds the programs k:026 emits to the PTX rules they rely on: removing
 // a wait or a fence from a correct program is an error, not a silent pass.
 TEST(WgmmaRs, InterpreterCatchesAMissingWaitOrFence) {
-  CompileState s = compile("matmul(A[64,256]:bf16, B[64,256]:bf16.T)",
-                           kSmall16 + ",STAGES=3,WARP_SPECIALIZE=1");
+  CompileState s = passcheck::compile_sm90a("matmul(A[64,256]:bf16, B[64,256]:bf16.T)",
+                                            kSmall16 + ",STAGES=3,WARP_SPECIALIZE=1");
   Bindings in;
   make_random_inputs(s.loop, in, 83);
   auto run_without = [&](StmtKind kind, int imm) {
@@ -198,11 +187,10 @@ TEST(WgmmaRs, DefaultsKeepAInSharedMemory) {
 
 TEST(WgmmaRs, ImpossibleCombinationsNameTheReason) {
   auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
-    try {
-      compile(expr, knobs);
-      ADD_FAILURE() << "no error for " << expr << " " << knobs;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    {
+      const std::string e = passcheck::error_of(expr, knobs);
+      ASSERT_NE(e, "") << "no error for " << expr << " " << knobs;
+      EXPECT_NE(e.find(want), std::string::npos) << e;
     }
   };
   const std::string tf32 = "ATOM=wgmma_tf32,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=32";

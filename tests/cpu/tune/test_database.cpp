@@ -125,6 +125,41 @@ TEST(DbFile, TheL2MethodIsRecordedAndOldLinesStillRead) {
   EXPECT_FALSE(parse_db(format_db({{key(1), wrong}})).problems.empty());
 }
 
+// Session 11 records whether a time is a CUDA-graph replay (a short launch). Lines
+// without `timed` (every earlier tune) read as event-timed and round-trip byte for byte;
+// a graph time never competes on numbers with an event time of the same L2 method.
+TEST(DbFile, TheReplayIsRecordedAndOldLinesReadAsEventTimed) {
+  TuningRecord event = rec(11.81, "BM=128");
+  event.l2 = "rotate";
+  TuningRecord graph = rec(7.3, "BM=64");
+  graph.l2 = "rotate";
+  graph.timed = "graph";
+  const std::string text = format_db({{key(0), event}, {key(1), graph}});
+  EXPECT_EQ(format_entry({key(0), event}).find("timed="), std::string::npos);
+  EXPECT_NE(format_entry({key(1), graph}).find("\tl2=rotate\ttimed=graph\tsum="),
+            std::string::npos);
+  ParsedDb p = parse_db(text);
+  ASSERT_TRUE(p.problems.empty()) << p.problems[0].what;
+  EXPECT_EQ(p.entries[0].rec.timed, "");
+  EXPECT_EQ(timing_method(p.entries[0].rec), "rotate");
+  EXPECT_EQ(p.entries[1].rec.timed, "graph");
+  EXPECT_EQ(timing_method(p.entries[1].rec), "rotate, graph replay");
+  EXPECT_EQ(format_db(p.entries), text);
+  TuningRecord wrong = graph;
+  wrong.timed = "sundial";
+  EXPECT_FALSE(parse_db(format_db({{key(1), wrong}})).problems.empty());
+  // Different methods: the newer record wins, whatever the numbers.
+  graph.date = "2026-11-23T01:00:00Z";
+  event.date = "2026-11-22T01:00:00Z";
+  EXPECT_TRUE(prefer_record(graph, event));
+  EXPECT_FALSE(prefer_record(event, graph));
+  TuningRecord faster = graph;
+  faster.median_us = 7.1;
+  faster.date = event.date;
+  EXPECT_TRUE(prefer_record(faster, graph));  // same method: by time
+  EXPECT_FALSE(prefer_record(graph, faster));
+}
+
 // Times compare only when taken the same way: a record timed as the benchmark now times
 // replaces an older flushed one whatever the numbers, never the other way round.
 TEST(TuningDb, ARecordTimedTheBenchmarksWayReplacesAFlushedOne) {

@@ -252,6 +252,28 @@ TEST(Progress, LineShowsCountsBestAndEta) {
             "tuned: 12 trials (2 failed) in 0:41, best 812 us 128x256x32 WM=2");
 }
 
+// Short launches are ranked by graph replay: a candidate whose event median is the
+// lowest (launch overhead, session 10's unsplit kernel) but whose replay is slower loses
+// to the one that replays faster; a candidate without a replay time is ranked by its
+// event median.
+TEST(SuccessiveHalving, RanksReplayedTrialsByTheirReplayTime) {
+  const std::vector<RankedCandidate> ranked = {{"unsplit", 1}, {"split", 2}, {"long", 3}};
+  MeasureFn measure = [](const RankedCandidate& c, int reps) {
+    Measurement m;
+    m.status = TrialStatus::ok;
+    m.reps = reps;
+    if (c.knobs == "unsplit") m.median_us = 11.81, m.graph_us = 10.9;
+    if (c.knobs == "split") m.median_us = 11.95, m.graph_us = 7.3;
+    if (c.knobs == "long") m.median_us = 41.0;
+    return m;
+  };
+  double now = 0;
+  SecondsClock clock = [&] { return now += 0.01; };
+  StrategyResult r = successive_halving(ranked, measure, {60, 0}, nullptr, {}, clock);
+  EXPECT_EQ(r.winner_knobs, "split");
+  EXPECT_EQ(r.winner_us, 7.3);
+}
+
 TEST(Progress, LogGetsALinePerRoundTerminalGetsRedraws) {
   Synthetic a(200), b(200);
   std::ostringstream log, tty;

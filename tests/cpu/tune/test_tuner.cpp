@@ -82,6 +82,44 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
   EXPECT_NE(err({"-c", "x", "--l2", "cold"}).find("--l2 cold"), std::string::npos);
 }
 
+// A winner that does not beat the default re-measured at its repetitions is no result:
+// the default is (session 11, H100 128x128x16384: a split-16 winner at 7.7 us graph
+// against the default's 7.2 was recorded before this rule).
+TEST(Tuner, TheDefaultWinsUnlessTheWinnerBeatsIt) {
+  TuneOutcome o;
+  o.default_knobs = "BM=64,BN=32,SPLITK=11";
+  o.best_knobs = "BM=64,BN=64,SPLITK=16";
+  o.best_us = 7.7;
+  EXPECT_FALSE(default_won(o)) << "not measured: the winner stands";
+  o.default_us = 7.2;
+  EXPECT_TRUE(default_won(o));
+  o.default_us = 7.7;
+  EXPECT_TRUE(default_won(o)) << "a tie is no reason to pin other knobs";
+  o.default_us = 7.8;
+  EXPECT_FALSE(default_won(o));
+  o.best_knobs = o.default_knobs;
+  EXPECT_TRUE(default_won(o)) << "the search's own winner is the default";
+  o.default_knobs.clear();
+  EXPECT_FALSE(default_won(o)) << "no default (not a candidate): the winner stands";
+
+  // The report says the default won and what the search found.
+  TuneOutcome r;
+  r.expression = "matmul(A[128,16384]:bf16, B[16384,128]:bf16)";
+  r.best_knobs = r.default_knobs = "BM=64,BN=32,SPLITK=11";
+  r.best_us = 7.2;
+  r.default_us = 7.2;
+  r.flops = 5.4e8;
+  r.search_best_knobs = "BM=64,BN=64,SPLITK=16";
+  r.search_best_us = 7.7;
+  r.best_timed = "graph";
+  r.best_l2 = "rotate";
+  const std::string report = format_tune_report({r});
+  EXPECT_NE(report.find("default  won: the search's best, 7.7 us, was no faster  BM=64,BN=64,SPLITK=16"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("L2 rotate, CUDA-graph replay"), std::string::npos) << report;
+}
+
 TEST(Tuner, ReasonKindsGroupByWordsNotNumbers) {
   EXPECT_EQ(reason_kind("needs 262144 B of shared memory; 232448 B allowed"),
             reason_kind("needs 196608 B of shared memory; 232448 B allowed"));

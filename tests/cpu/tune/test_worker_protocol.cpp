@@ -49,6 +49,7 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   r.status = TrialStatus::wrong_answer;
   r.reason = "FAIL rel error 0.3\nsecond line";
   r.median_us = 1234.5678901234567;
+  r.graph_us = 7.312345678901234;
   r.reps = 50;
   r.rel_error = 0.1 / 3;
   r.threshold = 1e-5;
@@ -62,6 +63,7 @@ TEST(WorkerProtocol, ResultsRoundTripExactly) {
   EXPECT_EQ(back.status, r.status);
   EXPECT_EQ(back.reason, r.reason);
   EXPECT_EQ(back.median_us, r.median_us);
+  EXPECT_EQ(back.graph_us, r.graph_us);
   EXPECT_EQ(back.reps, r.reps);
   EXPECT_EQ(back.rel_error, r.rel_error);
   EXPECT_EQ(back.threshold, r.threshold);
@@ -86,9 +88,10 @@ TEST(WorkerProtocol, ResultWithoutL2FieldsDecodes) {
   Message m = result_message(failed_measurement(TrialStatus::fault, "boom"));
   Message trimmed;
   for (const auto& f : m)
-    if (f.first != "l2" && f.first != "input_sets") trimmed.push_back(f);
+    if (f.first != "l2" && f.first != "input_sets" && f.first != "graph_us") trimmed.push_back(f);
   Measurement back = result_from_message(trimmed);
   EXPECT_EQ(back.status, TrialStatus::fault);
+  EXPECT_EQ(back.graph_us, 0);
   EXPECT_EQ(back.l2, "");
   EXPECT_EQ(back.input_sets, 0);
 }

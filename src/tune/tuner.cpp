@@ -13,6 +13,7 @@
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
+#include "tune/attention_space.h"
 #include "tune/compile_pool.h"
 #include "tune/database.h"
 #include "tune/device_profiles.h"
@@ -120,22 +121,32 @@ namespace {
 Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOptions& opt,
               TuneOutcome& out) {
   Graph g = bind_sizes(parse_expression(expression), opt.sizes);
-  const TuneProblem problem = tune_problem(g);
-  out.flops = problem.flops();
   const Target target = target_for_device(dev);
-
   SpaceOptions so;
   so.max_candidates = opt.max_candidates;
   so.threads = opt.compile_threads;
   so.atoms = opt.atoms;
-  if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
-  Space space = generate_space(g, dev, target, so);
+  // Attention has a space of its own (attention_space.h): its families take the place
+  // of the ATOM values (--atoms wgmma,mma_sync).
+  const bool attention = g.attention() != nullptr;
+  Space space;
+  if (attention) {
+    out.flops = expression_flops(g);
+    space = generate_attention_space(g, dev, target, so);
+  } else {
+    const TuneProblem problem = tune_problem(g);
+    out.flops = problem.flops();
+    if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
+    space = generate_space(g, dev, target, so);
+  }
   out.pruned = space.pruned.size();
   out.enumerated = space.enumerated;
   out.searched = space.searched;
+  auto family = [&](const Knobs& k) {
+    return attention ? attention_family_of(k) : k.get_str("ATOM", "fma");
+  };
   for (const auto& c : space.kept)
-    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(),
-                                        c.knobs.get_str("ATOM", "fma"))) {
+    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(), family(c.knobs))) {
       ++out.defaults_searchable;
       out.defaults_in_search += c.in_search;
     }
@@ -239,7 +250,17 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
     if (opt.confirm) confirm_winner(expression, out, opt);
     std::string no_key;
     out.entry = winner_entry(g, *dev, out, opt, no_key);
-    if (opt.record) out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;
+    // An attention record is written only when the winner beats the default as
+    // re-measured at the winner's repetitions: `loom run` compiles the default without a
+    // record, and a record that does not beat it would pin the shape to other knobs for
+    // nothing (the shipped export's rule, tune_cli.cpp, applied to the user's database).
+    const bool default_won =
+        g.attention() && !out.default_knobs.empty() &&
+        (out.best_knobs == out.default_knobs || (out.default_us && *out.default_us <= out.best_us));
+    if (opt.record && default_won)
+      out.recorded = "not recorded: the default is as fast (" + out.default_knobs + ")";
+    else if (opt.record)
+      out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;
   } catch (const Error& e) {
     out.error = e.what();
   }

@@ -206,6 +206,11 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
   auto wanted = [&](const std::string& family) {
     return opt.atoms.empty() || std::count(opt.atoms.begin(), opt.atoms.end(), family);
   };
+  for (const auto& name : opt.atoms)
+    if (std::none_of(attention_families().begin(), attention_families().end(),
+                     [&](const AttentionFamily& f) { return f.name == name; }))
+      throw Error("--atoms " + name + " is not an attention kernel family: attention searches "
+                  "wgmma (sm_90a) and mma_sync (--atoms wgmma,mma_sync)");
   std::vector<AttentionPoint> points;
   for (const auto& f : attention_families()) {
     if (!wanted(f.name)) continue;

@@ -194,6 +194,13 @@ TEST(AttentionSpace, FamiliesCanBeChosen) {
   // Without a build the candidates are the points as enumerated; the ranking is ordered.
   for (size_t i = 1; i < s.kept.size(); ++i)
     EXPECT_LE(s.kept[i - 1].predicted_us, s.kept[i].predicted_us);
+  opt.atoms = {"wgmma_bf16"};
+  try {
+    generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+    ADD_FAILURE() << "a GEMM atom is not an attention family";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--atoms wgmma,mma_sync"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(generate_attention_space(parse_expression("matmul(A[64,64]:f32, B[64,64]:f32)"),
                                         h100(), Target::for_arch("sm_90a"), opt),
                Error);

@@ -47,8 +47,8 @@ const std::vector<AttentionFamily>& attention_families() {
 const std::vector<AttentionDim>& attention_default_variants() {
   // The articles' rungs that are not in the families' products: output staging, SMEM->RF
   // double buffering (FRAG_BUFFERS=2 needs INTERLEAVE_LOADS=1, the default), the zeroing
-  // of S, and launch bounds. Read by k:012 only: on a wgmma default the pass refusing or
-  // ignoring them shows up as a pruned or a duplicate candidate.
+  // of S, and launch bounds. Read by k:012 only (k:013 refuses them by name), so they
+  // vary the mma.sync defaults only.
   static const std::vector<AttentionDim> variants = {
       {"STAGE_OUTPUT", {"1", "0"}, ""},
       {"FRAG_BUFFERS", {"2", "1"}, ""},
@@ -219,7 +219,8 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
     points.insert(points.end(), p.begin(), p.end());
   }
   for (const auto& d : defaults) {
-    if (!wanted(attention_family_of(d.knobs))) continue;
+    // The variants' knobs are k:012's; the wgmma kernel refuses them by name.
+    if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
     for (const auto& v : attention_default_variants())
       for (const auto& value : v.values) {
         if (d.knobs.get_str(v.knob, "") == value) continue;

@@ -9,8 +9,8 @@
 //   mma_sync  (k:012, sm_80+): BLOCK_M x BLOCK_N x WARPS x Q_IN_REGS x KV_STAGES x SOFTMAX,
 //             with ATTN_MMA=mma_sync where the build has that knob;
 //
-// plus one-knob variants of each shipped default (the articles' remaining rungs:
-// STAGE_OUTPUT, FRAG_BUFFERS, ZERO_INIT, SOFTMAX). The table names knobs as strings, so
+// plus one-knob variants of the mma.sync shipped default (the articles' remaining rungs:
+// STAGE_OUTPUT, FRAG_BUFFERS, ZERO_INIT, MIN_BLOCKS). The table names knobs as strings, so
 // it is valid in a build that lacks some of them: a knob the registry does not know
 // either has a value that stands for its absence (ATTN_MMA=mma_sync: the only kernel
 // there is; ATTN_OVERLAP=0), which the point then simply does not set, or the point is
@@ -65,8 +65,8 @@ struct AttentionFamily {
 // The table, in enumeration order.
 const std::vector<AttentionFamily>& attention_families();
 
-// One-knob variants tried on top of each shipped default (knob, values), in this order;
-// a variant equal to the default's own value is skipped.
+// One-knob variants tried on top of each mma.sync shipped default (knob, values): the
+// first value other than the default's own.
 const std::vector<AttentionDim>& attention_default_variants();
 
 // The points of `family` for `t` before any pass sees them: each a knob set, or (second)

@@ -14,9 +14,10 @@
 namespace loom::tune {
 
 const std::vector<AttentionFamily>& attention_families() {
-  // Values in search order; the first of each is where the enumeration starts. BLOCK_N
-  // 176 is FlashAttention-3's D = 128 key block (11 wgmma n16 steps); the passes refuse
-  // it where the K/V ring does not fit. mma.sync: the tiles of bench/NOTES.md's D = 128
+  // Values in search order; the first of each is where the enumeration starts. wgmma's
+  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128) and 80
+  // (D = 256), 64 and 32 (k:013's defaults above D = 128, without and with ATTN_OVERLAP),
+  // 256 for D = 64; the passes refuse those whose accumulators or K/V ring do not fit. mma.sync: the tiles of bench/NOTES.md's D = 128
   // A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with Q re-read).
   static const std::vector<AttentionFamily> families = {
       {"wgmma",
@@ -24,7 +25,7 @@ const std::vector<AttentionFamily>& attention_families() {
        true,
        {{"ATTN_MMA", {"wgmma"}, ""},
         {"ATTN_WG", {"2", "1", "3"}, ""},
-        {"BLOCK_N", {"128", "64", "96", "176", "192"}, ""},
+        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}, ""},
         {"KV_STAGES", {"2", "3"}, ""},
         {"ATTN_PRODUCER", {"1", "0"}, ""},
         {"ATTN_OVERLAP", {"0", "1"}, "0"}},
@@ -212,8 +213,17 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       throw Error("--atoms " + name + " is not an attention kernel family: attention searches "
                   "wgmma (sm_90a) and mma_sync (--atoms wgmma,mma_sync)");
   std::vector<AttentionPoint> points;
-  for (const auto& f : attention_families()) {
+  for (AttentionFamily f : attention_families()) {
     if (!wanted(f.name)) continue;
+    // A default's value the table lacks joins its dimension (mma.sync's BLOCK_N=16 at
+    // D = 256), as the GEMM space joins the defaults' values: the defaults are points of
+    // the search, and their neighbours are searched.
+    for (const auto& d : defaults)
+      if (attention_family_of(d.knobs) == f.name)
+        for (auto& dim : f.dims)
+          if (d.knobs.has(dim.knob) &&
+              !std::count(dim.values.begin(), dim.values.end(), d.knobs.get_str(dim.knob, "")))
+            dim.values.push_back(d.knobs.get_str(dim.knob, ""));
     auto p = attention_points(f, target);
     if (!p.empty()) space.atoms.push_back(f.name);
     points.insert(points.end(), p.begin(), p.end());

@@ -40,7 +40,7 @@ const AttentionFamily& family(const std::string& name) {
 }
 
 // The table's points per target: mma.sync is BLOCK_M 2 x BLOCK_N 3 x WARPS 2 x Q_IN_REGS 2
-// x KV_STAGES 2 x SOFTMAX 2 everywhere from sm_80; wgmma is 3 ATTN_WG x 5 BLOCK_N x 2
+// x KV_STAGES 2 x SOFTMAX 2 everywhere from sm_80; wgmma is 3 ATTN_WG x 8 BLOCK_N x 2
 // KV_STAGES x ATTN_PRODUCER (0, and 1 with ATTN_OVERLAP 0 or 1) on sm_90a only.
 TEST(AttentionSpace, TableSizePerTarget) {
   for (const char* arch : {"sm_80", "sm_90", "sm_90a"}) {
@@ -60,7 +60,7 @@ TEST(AttentionSpace, TableSizePerTarget) {
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
   // Without ATTN_PRODUCER in the build the dimension it conditions (ATTN_OVERLAP) is not
   // multiplied out; with it, ATTN_PRODUCER=1 takes both ATTN_OVERLAP values.
-  EXPECT_EQ(wg.size(), find_knob("ATTN_PRODUCER") ? 90u : 60u);
+  EXPECT_EQ(wg.size(), find_knob("ATTN_PRODUCER") ? 144u : 96u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -110,8 +110,9 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
     for (const auto& f : attention_families()) n += attention_points(f, target).size();
     return n;
   }();
+  // The table, the defaults' values that join it (a dimension's value more), variants.
   EXPECT_GE(s.enumerated, table);
-  EXPECT_LE(s.enumerated, table + 2 * variants);
+  EXPECT_LE(s.enumerated, 2 * table + 2 * variants);
   EXPECT_LE(s.searched, s.enumerated);
   EXPECT_GE(s.searched + s.pruned.size(), s.enumerated) << "each point kept or pruned";
   for (const auto& p : s.pruned) EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
@@ -126,6 +127,8 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
   for (const auto& c : s.kept) {
     EXPECT_TRUE(seen.insert(c.knobs.str()).second) << "kept twice: " << c.knobs.str();
     EXPECT_GT(c.predicted_us, 0);
+    if (c.shipped_default)
+      EXPECT_TRUE(c.in_search) << "each default is a point of the table: " << c.knobs.str();
     if (c.plain_default) {
       ++plain;
       EXPECT_TRUE(c.shipped_default);
@@ -156,6 +159,7 @@ TEST(AttentionSpace, D64OnH100) { expect_sound_space(attention(64), h100(), "sm_
 TEST(AttentionSpace, D128CausalOnH100) {
   expect_sound_space(attention(128, "true"), h100(), "sm_90a");
 }
+TEST(AttentionSpace, D256OnH100) { expect_sound_space(attention(256), h100(), "sm_90a"); }
 TEST(AttentionSpace, D64OnA100) { expect_sound_space(attention(64), a100(), "sm_80"); }
 TEST(AttentionSpace, D128OnA100) { expect_sound_space(attention(128), a100(), "sm_80"); }
 

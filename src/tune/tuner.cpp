@@ -254,10 +254,10 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
     // re-measured at the winner's repetitions: `loom run` compiles the default without a
     // record, and a record that does not beat it would pin the shape to other knobs for
     // nothing (the shipped export's rule, tune_cli.cpp, applied to the user's database).
-    const bool default_won =
+    const bool attention_default_won =
         g.attention() && !out.default_knobs.empty() &&
         (out.best_knobs == out.default_knobs || (out.default_us && *out.default_us <= out.best_us));
-    if (opt.record && default_won)
+    if (opt.record && attention_default_won)
       out.recorded = "not recorded: the default is as fast (" + out.default_knobs + ")";
     else if (opt.record)
       out.recorded = out.entry ? record_winner(*out.entry, opt) : "not recorded: " + no_key;

@@ -160,36 +160,44 @@ double attention_threshold(double pipeline_error) {
   return std::max(2.0 * pipeline_error, std::ldexp(1.0, -20));
 }
 
-AttentionVerify verify_attention(const Graph& g, const std::map<std::string, HostTensor>& inputs,
-                                 const HostTensor& out, const HostTensor* lse,
-                                 double full_check_macs) {
+AttentionReference attention_reference(const Graph& g,
+                                       const std::map<std::string, HostTensor>& inputs,
+                                       double full_check_macs) {
   const Node* a = g.attention();
-  const AttentionShape sh = shape_of(g);
+  AttentionReference ref;
+  ref.shape = shape_of(g);
+  const AttentionShape& sh = ref.shape;
+  ref.has_lse = a->attention.lse;
   const HostTensor& q = input(inputs, g.node(a->inputs[0]).name);
   const HostTensor& k = input(inputs, g.node(a->inputs[1]).name);
   const HostTensor& v = input(inputs, g.node(a->inputs[2]).name);
+  for (const RowId& r : rows_to_check(sh, full_check_macs)) {
+    const Row row = attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype, r.b, r.h, r.i);
+    ref.rows.push_back((r.b * sh.Hq + r.h) * sh.Sq + r.i);
+    ref.o64.insert(ref.o64.end(), row.o64.begin(), row.o64.end());
+    ref.o16.insert(ref.o16.end(), row.o16.begin(), row.o16.end());
+    ref.lse.push_back(row.lse);
+  }
+  return ref;
+}
+
+AttentionVerify verify_attention(const AttentionReference& ref, const HostTensor& out,
+                                 const HostTensor* lse) {
+  const AttentionShape& sh = ref.shape;
   if (out.data.size() != size_t(sh.B * sh.Hq * sh.Sq * sh.D) ||
       (lse && lse->data.size() != size_t(sh.B * sh.Hq * sh.Sq)))
     throw Error("verify_attention: the outputs do not have the attention's shape");
   // The checked rows gathered side by side: got, fp64, the 16-bit pipeline; LSE likewise.
-  const std::vector<RowId> rows = rows_to_check(sh, full_check_macs);
-  std::vector<double> got, ref, lowp, lse_got, lse_ref;
-  for (const RowId& r : rows) {
-    const Row row = attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype, r.b, r.h, r.i);
-    const size_t at = size_t((r.b * sh.Hq + r.h) * sh.Sq + r.i);
-    got.insert(got.end(), out.data.begin() + ptrdiff_t(at * size_t(sh.D)),
-               out.data.begin() + ptrdiff_t((at + 1) * size_t(sh.D)));
-    ref.insert(ref.end(), row.o64.begin(), row.o64.end());
-    lowp.insert(lowp.end(), row.o16.begin(), row.o16.end());
-    if (lse) {
-      lse_got.push_back(lse->data[at]);
-      lse_ref.push_back(row.lse);
-    }
+  std::vector<double> got, lse_got;
+  for (int64_t at : ref.rows) {
+    got.insert(got.end(), out.data.begin() + ptrdiff_t(size_t(at) * size_t(sh.D)),
+               out.data.begin() + ptrdiff_t(size_t(at + 1) * size_t(sh.D)));
+    if (lse) lse_got.push_back(lse->data[size_t(at)]);
   }
-  const int64_t n = int64_t(rows.size());
+  const int64_t n = int64_t(ref.rows.size());
   const HostTensor got_t = tensor(out.dtype, {n, sh.D}, std::move(got));
-  const HostTensor ref_t = tensor(DType::F64, {n, sh.D}, std::move(ref));
-  const HostTensor lowp_t = tensor(DType::F64, {n, sh.D}, std::move(lowp));
+  const HostTensor ref_t = tensor(DType::F64, {n, sh.D}, ref.o64);
+  const HostTensor lowp_t = tensor(DType::F64, {n, sh.D}, ref.o16);
   AttentionVerify r;
   r.rows_checked = n;
   r.rows_total = sh.B * sh.Hq * sh.Sq;
@@ -203,8 +211,14 @@ AttentionVerify verify_attention(const Graph& g, const std::map<std::string, Hos
     r.out.message = "FAIL max |O - ref| = " + std::to_string(r.out.max_abs_error) +
                     " exceeds 2 x the 16-bit pipeline's " + std::to_string(r.pipeline_max_error);
   }
-  if (lse) r.lse = verify_lse(tensor(DType::F32, {n}, std::move(lse_got)), lse_ref);
+  if (lse) r.lse = verify_lse(tensor(DType::F32, {n}, std::move(lse_got)), ref.lse);
   return r;
+}
+
+AttentionVerify verify_attention(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                 const HostTensor& out, const HostTensor* lse,
+                                 double full_check_macs) {
+  return verify_attention(attention_reference(g, inputs, full_check_macs), out, lse);
 }
 
 std::string AttentionVerify::message() const {

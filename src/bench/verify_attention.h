@@ -42,6 +42,24 @@ AttentionVerify verify_attention(const Graph& g, const std::map<std::string, Hos
                                  const HostTensor& out, const HostTensor* lse,
                                  double full_check_macs = kAttentionFullCheckMacs);
 
+// The reference half of verify_attention, computed once: which rows are checked and
+// their fp64 O and LSE and the 16-bit pipeline's O. verify_attention(g, inputs, ...) is
+// verify_attention(attention_reference(g, inputs), ...); the tuner's trials keep one
+// reference per problem and check every candidate against it (the same check, without
+// recomputing seconds of host reference per candidate).
+struct AttentionReference {
+  AttentionShape shape;
+  bool has_lse = false;
+  std::vector<int64_t> rows;     // (b * Hq + h) * Sq + i of each checked row, in order
+  std::vector<double> o64, o16;  // D per row: fp64 O, the 16-bit pipeline's O
+  std::vector<double> lse;       // one per row
+};
+AttentionReference attention_reference(const Graph& g,
+                                       const std::map<std::string, HostTensor>& inputs,
+                                       double full_check_macs = kAttentionFullCheckMacs);
+AttentionVerify verify_attention(const AttentionReference& ref, const HostTensor& out,
+                                 const HostTensor* lse);
+
 // The 16-bit pipeline's O: P = exp(s - m) rounded to `dt` before it multiplies V, O
 // rounded to `dt`; everything else in double. Same arguments as reference_attention.
 std::vector<double> reference_attention_16bit(const AttentionShape& shape,

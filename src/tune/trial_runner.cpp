@@ -5,6 +5,7 @@
 #include "bench/reference.h"
 #include "bench/timing.h"
 #include "bench/verify.h"
+#include "bench/verify_attention.h"
 #include "driver/compile.h"
 #include "driver/executor.h"
 #include "driver/input_sets.h"
@@ -22,7 +23,8 @@ struct TrialRunner::Problem {
   std::string key;       // expression, sizes, seed and the input tensors' declarations
   Bindings host;         // the inputs (storage layout) and the symbol values
   DeviceTensors inputs;  // the same inputs on the GPU, shared by every candidate
-  HostTensor reference;  // fp64
+  HostTensor reference;  // fp64 (a contraction)
+  std::optional<AttentionReference> attention;  // an attention's checked rows
   // The L2 plan, made once per problem as `loom run --bench` makes it (trial_timing.h),
   // and rotation's input sets 1..R-1 (set 0 is `inputs`; driver/input_sets.h), uploaded
   // once and read by every candidate.
@@ -117,7 +119,10 @@ Measurement TrialRunner::run(const MeasureJob& job,
       p->key = key;
       make_random_inputs(inputs, p->host, job.seed);
       p->inputs.allocate(inputs, p->host);
-      p->reference = reference_eval(g, p->host.tensors, /*use_gpu=*/true);
+      // Attention is checked as `loom run` checks it (verify_attention): its fp64 and
+      // 16-bit references of the checked rows, computed once here.
+      if (g.attention()) p->attention = attention_reference(g, p->host.tensors);
+      else p->reference = reference_eval(g, p->host.tensors, /*use_gpu=*/true);
       int64_t input_bytes = 0;
       for (const auto& t : inputs.tensors)
         input_bytes += p->host.tensors.at(t.name).numel() * int64_t(dtype_bytes(t.dtype));
@@ -146,7 +151,19 @@ Measurement TrialRunner::run(const MeasureJob& job,
     launcher.launch_all(stream_);
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (checked run)");
     HostTensor out = tensors.download(kp, "out", shapes.symbols);
-    VerifyResult v = verify_output(out, problem_->reference, run_verify_threshold(g, prog.state));
+    VerifyResult v;
+    if (g.attention()) {
+      // O (and LSE) against the fp64 reference at twice the 16-bit pipeline's error, the
+      // check of `loom run` (run.cpp, finish_attention; bench/verify_attention.h).
+      std::optional<HostTensor> lse;
+      if (kp.has_tensor("lse")) lse = tensors.download(kp, "lse", shapes.symbols);
+      AttentionVerify av = verify_attention(*problem_->attention, out, lse ? &*lse : nullptr);
+      v = av.out;
+      v.passed = av.passed();
+      v.message = (v.passed ? "PASS " : "FAIL ") + av.message();
+    } else {
+      v = verify_output(out, problem_->reference, run_verify_threshold(g, prog.state));
+    }
     Measurement m;
     m.rel_error = v.rel_fro_error;
     m.threshold = v.threshold;

@@ -13,6 +13,7 @@
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
+#include "tune/attention_space.h"
 #include "tune/compile_pool.h"
 #include "tune/database.h"
 #include "tune/device_profiles.h"
@@ -129,22 +130,32 @@ namespace {
 Graph prepare(const std::string& expression, const DeviceInfo& dev, const TuneOptions& opt,
               TuneOutcome& out) {
   Graph g = bind_sizes(parse_expression(expression), opt.sizes);
-  const TuneProblem problem = tune_problem(g);
-  out.flops = problem.flops();
   const Target target = target_for_device(dev);
-
   SpaceOptions so;
   so.max_candidates = opt.max_candidates;
   so.threads = opt.compile_threads;
   so.atoms = opt.atoms;
-  if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
-  Space space = generate_space(g, dev, target, so);
+  // Attention has a space of its own (attention_space.h): its families take the place
+  // of the ATOM values (--atoms wgmma,mma_sync).
+  const bool attention = g.attention() != nullptr;
+  Space space;
+  if (attention) {
+    out.flops = expression_flops(g);
+    space = generate_attention_space(g, dev, target, so);
+  } else {
+    const TuneProblem problem = tune_problem(g);
+    out.flops = problem.flops();
+    if (so.atoms.empty() && problem.in == DType::F32) so.atoms = {"fma"};
+    space = generate_space(g, dev, target, so);
+  }
   out.pruned = space.pruned.size();
   out.enumerated = space.enumerated;
   out.searched = space.searched;
+  auto family = [&](const Knobs& k) {
+    return attention ? attention_family_of(k) : k.get_str("ATOM", "fma");
+  };
   for (const auto& c : space.kept)
-    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(),
-                                        c.knobs.get_str("ATOM", "fma"))) {
+    if (c.shipped_default && std::count(space.atoms.begin(), space.atoms.end(), family(c.knobs))) {
       ++out.defaults_searchable;
       out.defaults_in_search += c.in_search;
     }

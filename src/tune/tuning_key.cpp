@@ -69,6 +69,26 @@ struct Signer {
   }
 };
 
+// Attention's signature: the operands' dtype and roles, the mask and whether LSE is a
+// result. The scale is left out, like an elementwise immediate: it is one multiply
+// folded into the softmax and does not change the schedule.
+std::string attention_signature(const Graph& g, const Node& a) {
+  const std::string q = dtype_name(g.node(a.inputs[0]).dtype);
+  const std::string kv = dtype_name(g.node(a.inputs[1]).dtype);
+  return "attention(" + q + "[B,Hq,Sq,D], " + kv + "[B,Hkv,Sk,D], " + kv + "[B,Hkv,Sk,D], causal=" +
+         causal_name(a.attention.causal) + (a.attention.lse ? ", lse=true" : "") + "):" +
+         dtype_name(a.dtype);
+}
+
+// B=..,Hq=..,Hkv=..,Sq=..,Sk=..,D=.. of a bound attention graph.
+std::string attention_shape(const Graph& g, const Node& a) {
+  const Node& q = g.node(a.inputs[0]);
+  const Node& k = g.node(a.inputs[1]);
+  auto v = [](const Dim& d) { return std::to_string(d.value); };
+  return "B=" + v(q.shape[0]) + ",Hq=" + v(q.shape[1]) + ",Hkv=" + v(k.shape[1]) +
+         ",Sq=" + v(q.shape[2]) + ",Sk=" + v(k.shape[2]) + ",D=" + v(q.shape[3]);
+}
+
 const Node& contraction(const Graph& g) {
   for (const Node& n : g.nodes)
     if (n.kind == OpKind::Matmul) return n;
@@ -87,6 +107,7 @@ bool TuningKey::same_problem(const TuningKey& o) const {
 }
 
 std::string op_signature(const Graph& g) {
+  if (const Node* a = g.attention()) return attention_signature(g, *a);
   const Node& mm = contraction(g);
   Signer s{g, result_roles(mm)};
   return s.node(g.node(g.result()));
@@ -101,9 +122,15 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
                      "=<size>): tuning records are per shape";
         return std::nullopt;
       }
-  if (g.attention()) {
-    if (why_not) *why_not = "attention has no tuning records yet (its knobs: BLOCK_M, BLOCK_N, WARPS)";
-    return std::nullopt;
+  TuningKey k;
+  k.gpu = dev.name;
+  k.sm_count = dev.sm_count;
+  k.cuda_runtime = dev.runtime_version;
+  k.driver = dev.driver_version;
+  if (const Node* a = g.attention()) {
+    k.op = attention_signature(g, *a);
+    k.shape = attention_shape(g, *a);
+    return k;
   }
   const Node& mm = contraction(g);
   std::vector<std::string> roles = result_roles(mm);
@@ -112,11 +139,6 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
     shape += (i ? "," : "") + roles[i] + "=" + std::to_string(mm.shape[i].value);
   shape += ",K=" + std::to_string(g.node(mm.inputs[0]).shape.back().value);
 
-  TuningKey k;
-  k.gpu = dev.name;
-  k.sm_count = dev.sm_count;
-  k.cuda_runtime = dev.runtime_version;
-  k.driver = dev.driver_version;
   k.op = op_signature(g);
   k.shape = shape;
   return k;

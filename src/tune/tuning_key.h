@@ -17,7 +17,7 @@ struct TuningKey {
   int cuda_runtime = 0;   // cudart version, e.g. 13000
   int driver = 0;         // driver's CUDA version, e.g. 13000
   std::string op;         // canonical signature, e.g. "add(matmul(bf16[M,K], bf16[N,K].T):bf16, bf16[N]):bf16"
-  std::string shape;      // the bound sizes, e.g. "M=4096,N=4096,K=4096"
+  std::string shape;      // the bound sizes, e.g. "M=4096,N=4096,K=4096"; attention: B,Hq,Hkv,Sq,Sk,D
 
   // One line: "NVIDIA H100 80GB HBM3 (132 SMs, CUDA 13.0, driver 13.0) | <op> | <shape>".
   std::string str() const;
@@ -32,6 +32,9 @@ struct TuningKey {
 // in the contraction (batch, M, N, K; "1" for a broadcast dim), operand dtypes and
 // storage orientation (".T") kept, every op's output dtype kept. Immediates in
 // elementwise ops print as "scalar": their value does not change the kernel's schedule.
+// Attention: "attention(bf16[B,Hq,Sq,D], bf16[B,Hkv,Sk,D], bf16[B,Hkv,Sk,D], causal=true
+// [, lse=true]):bf16" (the scale left out likewise), its shape "B=4,Hq=16,Hkv=16,Sq=4096,
+// Sk=4096,D=128".
 std::string op_signature(const Graph& g);
 
 // The key of `g` (sizes bound) on `dev`; nullopt when a dimension is still symbolic,

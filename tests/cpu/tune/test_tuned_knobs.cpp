@@ -105,6 +105,56 @@ TEST(TunedKnobs, UserDatabaseThenShippedThenDefaults) {
   EXPECT_FALSE(other.tuned);
 }
 
+// Attention records (issue 7) take the same path: the user's database, then the shipped
+// files, then the defaults; the record's knobs are what the attention kernel compiles.
+TEST(TunedKnobs, AttentionRecordsAreFoundLikeGemmRecords) {
+  std::string dir = dbtest::scratch_dir();
+  const std::string expr =
+      "attention(Q[2,8,1024,64]:bf16, K[2,8,1024,64]:bf16, V[2,8,1024,64]:bf16, causal=true)";
+  Graph g = parse_expression(expr);
+  std::string why;
+  std::optional<TuningKey> key = key_for(g, h100(), &why);
+  ASSERT_TRUE(key) << why;
+  TuningDb db = TuningDb::open(dir + "/tuning.db");
+  CompileOptions none;
+  none.target = Target::for_arch("sm_90a");
+  choose_tuned_knobs(g, h100(), db, none, {});
+  EXPECT_FALSE(none.tuned);
+  const CompiledProgram def = compile_graph(g, none);
+  EXPECT_NE(def.knob_source.find("no tuning record"), std::string::npos) << def.knob_source;
+
+  const std::string knobs = "BLOCK_M=128,BLOCK_N=32,WARPS=8,Q_IN_REGS=0,KV_STAGES=1,SOFTMAX=exp";
+  const std::string shipped_knobs = "BLOCK_M=128,BLOCK_N=64,WARPS=8";
+  std::vector<ShippedDb> shipped = {
+      {"tune/shipped/test.db", parse_db(format_db({{*key, dbtest::rec(90, shipped_knobs)}}))}};
+  CompileOptions from_shipped;
+  from_shipped.target = none.target;
+  choose_tuned_knobs(g, h100(), db, from_shipped, shipped);
+  ASSERT_TRUE(from_shipped.tuned);
+  EXPECT_EQ(used(compile_graph(g, from_shipped), "BLOCK_M"), "128");
+  EXPECT_EQ(used(compile_graph(g, from_shipped), "BLOCK_N"), "64");
+
+  ASSERT_EQ(db.record(*key, dbtest::rec(80, knobs)), TuningDb::Outcome::added);
+  TuningDb reopened = TuningDb::open(db.path());
+  ASSERT_TRUE(reopened.lookup(*key));
+  EXPECT_EQ(reopened.lookup(*key)->knobs, knobs);
+  CompileOptions opt;
+  opt.target = none.target;
+  choose_tuned_knobs(g, h100(), reopened, opt, shipped);
+  ASSERT_TRUE(opt.tuned);
+  EXPECT_EQ(opt.tuned_source, "tuned: " + db.path());
+  const CompiledProgram tuned = compile_graph(g, opt);
+  EXPECT_EQ(tuned.knob_source, "tuned: " + db.path());
+  EXPECT_EQ(used(tuned, "BLOCK_M"), "128");
+  EXPECT_EQ(used(tuned, "BLOCK_N"), "32");
+  EXPECT_EQ(used(tuned, "Q_IN_REGS"), "0");
+  EXPECT_EQ(used(tuned, "SOFTMAX"), "exp");
+  EXPECT_NE(tuned.cuda, def.cuda);
+  // An explicit knob still wins over the record.
+  opt.knobs = Knobs::parse("BLOCK_N=64");
+  EXPECT_EQ(used(compile_graph(g, opt), "BLOCK_N"), "64");
+}
+
 TEST(TunedKnobs, ARecordWithUnknownKnobsIsIgnoredWithAWarning) {
   std::string dir = dbtest::scratch_dir();
   Graph g = parse_expression(kExpr);

@@ -155,6 +155,34 @@ TEST(Tuner, DryRunRanksACompiledSpaceWithoutAGpu) {
   EXPECT_NE(report.find("knob sets enumerated"), std::string::npos) << report;
 }
 
+// Attention is a tuning problem of its own (attention_space.h): its table, the default
+// among the candidates and a point of the table, NVRTC-compiled for sm_90a, and a key.
+TEST(Tuner, AttentionDryRunRanksItsOwnSpace) {
+  TuneOptions opt;
+  opt.dry_run = true;
+  opt.profile = "h100";
+  opt.max_candidates = 4;
+  opt.compile_threads = 2;
+  TuneOutcome o = tune_expression(
+      "attention(Q[2,8,1024,128]:bf16, K[2,8,1024,128]:bf16, V[2,8,1024,128]:bf16, causal=true)",
+      0, opt);
+  ASSERT_EQ(o.error, "");
+  ASSERT_GE(o.ranked.size(), 2u);
+  EXPECT_GT(o.flops, 0);
+  EXPECT_GT(o.pruned, 0u) << "WARPS=8 with BLOCK_M=64 is refused by t:012";
+  EXPECT_GE(o.enumerated, 96u);
+  EXPECT_GE(o.searched, o.candidates);
+  bool default_ranked = false;
+  for (const auto& [knobs, us] : o.ranked) default_ranked |= knobs == o.default_knobs;
+  EXPECT_TRUE(default_ranked) << o.default_knobs;
+  EXPECT_NE(o.default_knobs.find("BLOCK_N="), std::string::npos) << o.default_knobs;
+  EXPECT_GE(o.defaults_searchable, 1);
+  EXPECT_EQ(o.defaults_in_search, o.defaults_searchable);
+  for (const auto& [knobs, us] : o.ranked) EXPECT_EQ(knobs.find("ATOM="), std::string::npos) << knobs;
+  const std::string report = format_tune_report({o});
+  EXPECT_NE(report.find("[default]"), std::string::npos) << report;
+}
+
 TEST(Tuner, F32KeepsFp32ArithmeticUnlessTf32IsAskedFor) {
   TuneOptions opt;
   opt.dry_run = true;

@@ -4,12 +4,18 @@
 
 #include "driver/run.h"
 #include "frontend/parser.h"
+#include "tune/db_file.h"
 #include "tune/tuning_key.h"
 
 namespace {
 
 using namespace loom;
 using loom::tune::key_for;
+using loom::tune::op_signature;
+using loom::tune::ParsedDb;
+using loom::tune::TuningRecord;
+using loom::tune::format_db;
+using loom::tune::parse_db;
 using loom::tune::TuningKey;
 
 DeviceInfo h100() {
@@ -80,6 +86,68 @@ TEST(TuningKey, SymbolicSizesHaveNoKey) {
   std::string why;
   EXPECT_FALSE(key_for(parse_expression("matmul(A[M,K]:f32, B[K,N]:f32)"), h100(), &why));
   EXPECT_NE(why.find("--dims"), std::string::npos) << why;
+}
+
+// Attention (issue 7): the op's dtypes, mask and LSE, and the six sizes. The scale is one
+// multiply folded into the softmax: like an elementwise immediate, it keeps the key.
+TEST(TuningKey, AttentionKeyReadsAsOpMaskAndSizes) {
+  const std::string q = "Q[4,16,4096,128]:bf16", kv = "[4,16,4096,128]:bf16";
+  const std::string expr = "attention(" + q + ", K" + kv + ", V" + kv + ", causal=false)";
+  TuningKey k = key_of(expr);
+  EXPECT_EQ(k.op, "attention(bf16[B,Hq,Sq,D], bf16[B,Hkv,Sk,D], bf16[B,Hkv,Sk,D], causal=false):bf16");
+  EXPECT_EQ(k.shape, "B=4,Hq=16,Hkv=16,Sq=4096,Sk=4096,D=128");
+  EXPECT_EQ(op_signature(parse_expression(expr)), k.op);
+  // Names and symbols bound by --dims do not change it; the scale does not either.
+  EXPECT_EQ(k, key_of("attention(X[B,H,S,128]:bf16, Y[B,H,S,128]:bf16, Z[B,H,S,128]:bf16)",
+                      {{"B", 4}, {"H", 16}, {"S", 4096}}));
+  EXPECT_EQ(k, key_of("attention(" + q + ", K" + kv + ", V" + kv + ", scale=0.5)"));
+  // Mask, LSE, dtype, GQA and sizes each make another key.
+  EXPECT_NE(k, key_of("attention(" + q + ", K" + kv + ", V" + kv + ", causal=true)"));
+  EXPECT_NE(key_of("attention(" + q + ", K" + kv + ", V" + kv + ", causal=true)"),
+            key_of("attention(" + q + ", K" + kv + ", V" + kv + ", causal=top_left)"));
+  TuningKey lse = key_of("attention(" + q + ", K" + kv + ", V" + kv + ", lse=true)");
+  EXPECT_EQ(lse.op,
+            "attention(bf16[B,Hq,Sq,D], bf16[B,Hkv,Sk,D], bf16[B,Hkv,Sk,D], causal=false, "
+            "lse=true):bf16");
+  EXPECT_NE(k, key_of("attention(Q[4,16,4096,128]:f16, K[4,16,4096,128]:f16, V[4,16,4096,128]:f16)"));
+  TuningKey gqa = key_of("attention(" + q + ", K[4,4,4096,128]:bf16, V[4,4,4096,128]:bf16)");
+  EXPECT_EQ(gqa.shape, "B=4,Hq=16,Hkv=4,Sq=4096,Sk=4096,D=128");
+  EXPECT_NE(k, key_of("attention(Q[4,16,2048,128]:bf16, K[4,16,4096,128]:bf16, V[4,16,4096,128]:bf16)"));
+  EXPECT_NE(k, key_of("attention(Q[4,16,4096,64]:bf16, K[4,16,4096,64]:bf16, V[4,16,4096,64]:bf16)"));
+  // Symbolic sizes have no key, as for a contraction.
+  std::string why;
+  EXPECT_FALSE(key_for(parse_expression("attention(Q[B,H,S,64]:bf16, K[B,H,S,64]:bf16, "
+                                        "V[B,H,S,64]:bf16)"),
+                       h100(), &why));
+  EXPECT_NE(why.find("--dims"), std::string::npos) << why;
+}
+
+// An attention key survives the database file (its op holds commas, '=' and brackets),
+// beside a GEMM record written the way older files hold them.
+TEST(TuningKey, AttentionKeyRoundTripsThroughTheDatabaseFormat) {
+  TuningKey att = key_of("attention(Q[2,8,1024,64]:bf16, K[2,2,1024,64]:bf16, "
+                         "V[2,2,1024,64]:bf16, causal=true, lse=true)");
+  TuningKey mm = key_of("matmul(A[4096,1024]:bf16, B[2048,1024]:bf16.T)");
+  TuningRecord r;
+  r.knobs = "BLOCK_M=128,BLOCK_N=64,WARPS=8";
+  r.median_us = 123.5;
+  r.trials = 9;
+  r.date = "2026-11-23T01:00:00Z";
+  r.l2 = "read";
+  r.timed = "event";
+  TuningRecord old;  // a session-9 record: no l2, no timed
+  old.knobs = "BM=128,BN=128";
+  old.median_us = 800;
+  old.date = "2026-11-20T01:00:00Z";
+  ParsedDb p = parse_db(format_db({{att, r}, {mm, old}}));
+  ASSERT_TRUE(p.problems.empty()) << p.problems[0].what;
+  ASSERT_EQ(p.entries.size(), 2u);
+  EXPECT_EQ(p.entries[0].key, att);
+  EXPECT_EQ(p.entries[0].rec.knobs, r.knobs);
+  EXPECT_EQ(p.entries[0].rec.median_us, 123.5);
+  EXPECT_EQ(p.entries[1].key, mm);
+  EXPECT_EQ(p.entries[1].rec.l2, "");
+  EXPECT_EQ(p.entries[1].rec.timed, "");
 }
 
 }  // namespace

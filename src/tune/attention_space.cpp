@@ -1,0 +1,297 @@
+#include "tune/attention_space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "driver/compile.h"
+#include "driver/run.h"
+#include "ir/error.h"
+#include "tune/compile_pool.h"
+
+namespace loom::tune {
+
+const std::vector<AttentionFamily>& attention_families() {
+  // Values in search order; the first of each is where the enumeration starts. wgmma's
+  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128) and 80
+  // (D = 256), 64 and 32 (k:013's defaults above D = 128, without and with ATTN_OVERLAP),
+  // 256 for D = 64; the passes refuse those whose accumulators or K/V ring do not fit. mma.sync: the tiles of bench/NOTES.md's D = 128
+  // A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with Q re-read).
+  static const std::vector<AttentionFamily> families = {
+      {"wgmma",
+       90,
+       true,
+       {{"ATTN_MMA", {"wgmma"}, ""},
+        {"ATTN_WG", {"2", "1", "3"}, ""},
+        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}, ""},
+        {"KV_STAGES", {"2", "3"}, ""},
+        {"ATTN_PRODUCER", {"1", "0"}, ""},
+        {"ATTN_OVERLAP", {"0", "1"}, "0"}},
+       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}}},
+      {"mma_sync",
+       80,
+       false,
+       {{"ATTN_MMA", {"mma_sync"}, "mma_sync"},
+        {"BLOCK_M", {"64", "128"}, ""},
+        {"BLOCK_N", {"64", "32", "48"}, ""},
+        {"WARPS", {"4", "8"}, ""},
+        {"Q_IN_REGS", {"1", "0"}, ""},
+        {"KV_STAGES", {"2", "1"}, ""},
+        {"SOFTMAX", {"exp2", "exp"}, ""}},
+       {}},
+  };
+  return families;
+}
+
+const std::vector<AttentionDim>& attention_default_variants() {
+  // The articles' rungs that are not in the families' products: output staging, SMEM->RF
+  // double buffering (FRAG_BUFFERS=2 needs INTERLEAVE_LOADS=1, the default), the zeroing
+  // of S, and launch bounds. Read by k:012 only (k:013 refuses them by name), so they
+  // vary the mma.sync defaults only.
+  static const std::vector<AttentionDim> variants = {
+      {"STAGE_OUTPUT", {"1", "0"}, ""},
+      {"FRAG_BUFFERS", {"2", "1"}, ""},
+      {"ZERO_INIT", {"init", "mma"}, ""},
+      {"MIN_BLOCKS", {"1", "2"}, ""},
+  };
+  return variants;
+}
+
+namespace {
+
+bool accelerated(const Target& t) { return !t.arch.empty() && t.arch.back() == 'a'; }
+
+// Sets knob=value on `k`, or says why this build cannot: the knob is unknown (and has no
+// value standing for its absence) or the value is outside its range.
+std::string set_knob(Knobs& k, const AttentionDim& d, const std::string& value) {
+  if (!find_knob(d.knob)) {
+    if (!d.absent.empty() && value == d.absent) return "";  // what the build does anyway
+    return "this build has no knob " + d.knob + " (" + d.knob + "=" + value +
+           " needs the kernel that reads it)";
+  }
+  try {
+    k.set(d.knob, value);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The knobs a compilation used, defaults included (space.cpp's full_set).
+Knobs full_set(const CompileState& s) {
+  Knobs k;
+  for (const auto& [n, v] : s.used_knobs)
+    if (find_knob(n)) k.set(n, v);
+  return k;
+}
+
+bool covers(const Knobs& point, const Knobs& full) {
+  for (const auto& [name, value] : point.values())
+    if (full.has(name) && full.get_str(name, "") != value) return false;
+  return true;
+}
+
+struct Built {
+  Knobs full;
+  std::string why;
+};
+
+Built build(const Graph& g, const Target& target, const Knobs& k) {
+  Built b;
+  try {
+    CompileOptions copt;
+    copt.knobs = k;
+    copt.target = target;
+    b.full = full_set(compile_graph(g, copt).state);
+  } catch (const Error& e) {
+    b.why = e.what();
+  }
+  return b;
+}
+
+}  // namespace
+
+std::string attention_family_of(const Knobs& k) {
+  return k.get_str("ATTN_MMA", "mma_sync") == "wgmma" ? "wgmma" : "mma_sync";
+}
+
+std::vector<AttentionPoint> attention_points(const AttentionFamily& f, const Target& t) {
+  std::vector<AttentionPoint> out;
+  if (t.compute_capability() < f.min_cc || (f.needs_arch_accelerated && !accelerated(t)))
+    return out;
+  // A point this build cannot express is still enumerated, with the first reason, so the
+  // report counts it as pruned (it holds the knobs that could be set).
+  std::function<void(size_t, Knobs, std::string, std::string)> safe = [&](size_t i, Knobs k,
+                                                                         std::string why,
+                                                                         std::string asked) {
+    if (i == f.dims.size()) {
+      out.push_back({k, why, f.name, asked});
+      return;
+    }
+    const AttentionDim& d = f.dims[i];
+    std::vector<std::string> values = d.values;
+    for (const auto& o : f.only)
+      if (o.knob == d.knob && k.get_str(o.on, "") != o.value) values.resize(1);
+    for (const auto& v : values) {
+      Knobs next = k;
+      std::string w = set_knob(next, d, v);
+      safe(i + 1, next, why.empty() ? w : why, asked + (i ? "," : "") + d.knob + "=" + v);
+    }
+  };
+  safe(0, Knobs(), "", "");
+  return out;
+}
+
+double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& dev) {
+  const Node* a = g.attention();
+  if (!a) throw Error("predict_attention_us: the graph has no attention op");
+  const Node& q = g.node(a->inputs[0]);
+  const int cc = dev.cc_major * 10 + dev.cc_minor;
+  const bool wgmma = attention_family_of(k) == "wgmma";
+  // Reached fraction of the atom's dense peak, measured (see the header): the rank
+  // between the families, not a promise.
+  const double flop_per_clk = wgmma ? 4096 * 0.6 : (cc >= 90 ? 2620 : 2048) * 0.42;
+  const double clock_hz = (dev.clock_khz > 0 ? dev.clock_khz : 1500000) * 1e3;
+  const int64_t sms = std::max(1, dev.sm_count);
+  const int64_t block_m =
+      wgmma ? 64 * k.get_int("ATTN_WG", 2) : std::max<int64_t>(16, k.get_int("BLOCK_M", 64));
+  const int64_t block_n = std::max<int64_t>(16, k.get_int("BLOCK_N", 64));
+  const int64_t rows = q.shape[2].value, heads = q.shape[0].value * q.shape[1].value;
+  const int64_t ctas = heads * ((rows + block_m - 1) / block_m);
+  // One CTA per SM at a time (these kernels fill an SM's registers or shared memory);
+  // the last wave's idle SMs count.
+  const double waves = std::ceil(double(ctas) / double(sms));
+  const double wave_eff = double(ctas) / (waves * double(sms));
+  const double block_overhead = 1.0 + 16.0 / double(block_n);
+  const double math_s = expression_flops(g) / (flop_per_clk * clock_hz * double(sms));
+  return math_s * 1e6 / wave_eff * block_overhead + 5.0;  // + a launch
+}
+
+Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Target& t,
+                               const SpaceOptions& opt) {
+  if (!g.attention()) throw Error("generate_attention_space: the expression has no attention op");
+  for (const Node& n : g.nodes)
+    for (const Dim& d : n.shape)
+      if (d.is_sym())
+        throw Error("the tuner tunes one shape: dimension " + d.sym +
+                    " has no value (bind it, e.g. --dims " + d.sym + "=4096)");
+  const Target target = target_for(t, dev);
+  Space space;
+  std::set<std::string> seen;
+  std::vector<Candidate> defaults;
+
+  // The shipped defaults: what `loom run` compiles without knobs, and each family's own
+  // where a knob selects it (ATTN_MMA=mma_sync on sm_90a once the wgmma kernel is the
+  // default there). They are kept whatever the ranking, and their variants searched.
+  std::vector<Knobs> requests = {Knobs()};
+  if (find_knob("ATTN_MMA"))
+    for (const auto& f : attention_families())
+      if (target.compute_capability() >= f.min_cc &&
+          (!f.needs_arch_accelerated || accelerated(target)))
+        requests.push_back(Knobs::parse("ATTN_MMA=" + f.name));
+  for (const auto& req : requests) {
+    Built b = build(g, target, req);
+    if (!b.why.empty()) {
+      space.pruned.push_back({req, "the shipped default does not build: " + b.why});
+      continue;
+    }
+    if (seen.insert(b.full.str()).second)
+      defaults.push_back({b.full, predict_attention_us(g, b.full, dev), true,
+                          req.values().empty()});
+  }
+
+  // The table's points and the defaults' one-knob variants; stage 1 (this build's knobs
+  // and ranges) prunes without building.
+  auto wanted = [&](const std::string& family) {
+    return opt.atoms.empty() || std::count(opt.atoms.begin(), opt.atoms.end(), family);
+  };
+  for (const auto& name : opt.atoms)
+    if (std::none_of(attention_families().begin(), attention_families().end(),
+                     [&](const AttentionFamily& f) { return f.name == name; }))
+      throw Error("--atoms " + name + " is not an attention kernel family: attention searches "
+                  "wgmma (sm_90a) and mma_sync (--atoms wgmma,mma_sync)");
+  std::vector<AttentionPoint> points;
+  for (AttentionFamily f : attention_families()) {
+    if (!wanted(f.name)) continue;
+    // A default's value the table lacks joins its dimension (mma.sync's BLOCK_N=16 at
+    // D = 256), as the GEMM space joins the defaults' values: the defaults are points of
+    // the search, and their neighbours are searched.
+    for (const auto& d : defaults)
+      if (attention_family_of(d.knobs) == f.name)
+        for (auto& dim : f.dims)
+          if (d.knobs.has(dim.knob) &&
+              !std::count(dim.values.begin(), dim.values.end(), d.knobs.get_str(dim.knob, "")))
+            dim.values.push_back(d.knobs.get_str(dim.knob, ""));
+    auto p = attention_points(f, target);
+    if (!p.empty()) space.atoms.push_back(f.name);
+    points.insert(points.end(), p.begin(), p.end());
+  }
+  for (const auto& d : defaults) {
+    // The variants' knobs are k:012's; the wgmma kernel refuses them by name.
+    if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
+    for (const auto& v : attention_default_variants())
+      for (const auto& value : v.values) {
+        if (d.knobs.get_str(v.knob, "") == value) continue;
+        Knobs k = d.knobs;
+        const std::string why = set_knob(k, v, value);
+        points.push_back({k, why, attention_family_of(d.knobs), v.knob + "=" + value});
+        break;  // one variant per knob: its first value other than the default's
+      }
+  }
+  space.enumerated = points.size();
+  std::vector<size_t> to_build;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].why_not.empty()) space.pruned.push_back({points[i].knobs, points[i].why_not});
+    else to_build.push_back(i);
+  }
+  space.searched = to_build.size();
+
+  // Stage 2: the pipeline's verdict on each, in parallel.
+  std::vector<Built> built(to_build.size());
+  if (opt.build_kernels)
+    parallel_for(to_build.size(), opt.threads,
+                 [&](size_t j) { built[j] = build(g, target, points[to_build[j]].knobs); });
+  else
+    for (size_t j = 0; j < to_build.size(); ++j) built[j].full = points[to_build[j]].knobs;
+
+  std::map<std::string, std::vector<Candidate>> by_family;
+  for (size_t j = 0; j < to_build.size(); ++j) {
+    const AttentionPoint& p = points[to_build[j]];
+    if (!built[j].why.empty()) {
+      space.pruned.push_back({p.knobs, built[j].why});
+      continue;
+    }
+    for (auto& d : defaults)
+      if (covers(p.knobs, d.knobs)) d.in_search = true;
+    if (!seen.insert(built[j].full.str()).second) continue;  // one kernel, measured once
+    by_family[attention_family_of(built[j].full)].push_back(
+        {built[j].full, predict_attention_us(g, built[j].full, dev), false});
+  }
+
+  // The cap: each family's best in turn (the ranking between families is the least
+  // certain part of the model), the defaults on top.
+  for (auto& [_, list] : by_family)
+    std::stable_sort(list.begin(), list.end(), [](const Candidate& x, const Candidate& y) {
+      return x.predicted_us < y.predicted_us;
+    });
+  std::vector<Candidate> kept = defaults;
+  const size_t cap = size_t(std::max(0, opt.max_candidates)) + defaults.size();
+  for (size_t i = 0; kept.size() < cap; ++i) {
+    bool any = false;
+    for (auto& [_, list] : by_family)
+      if (i < list.size() && kept.size() < cap) {
+        kept.push_back(list[i]);
+        any = true;
+      }
+    if (!any) break;
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Candidate& x, const Candidate& y) {
+    return x.predicted_us < y.predicted_us;
+  });
+  space.kept = std::move(kept);
+  return space;
+}
+
+}  // namespace loom::tune

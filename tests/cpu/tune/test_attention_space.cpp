@@ -1,0 +1,230 @@
+// Attention's search space (attention_space.h): the table's size per target, the points
+// this build cannot express pruned with the reason, every kept candidate a full knob set
+// that the pipeline builds (and a sample NVRTC-compiles for sm_90a), the shipped default
+// kept and reachable by the search, and the passes' refusals pruned with their messages.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "h100.h"
+#include "ir/error.h"
+#include "tune/attention_space.h"
+#include "tune/compile_pool.h"
+
+namespace loom::tune {
+namespace {
+
+using testing::h100;
+
+std::string attention(int64_t d, const std::string& causal = "false") {
+  const std::string s = "[2,8,1024," + std::to_string(d) + "]:bf16";
+  return "attention(Q" + s + ", K" + s + ", V" + s + ", causal=" + causal + ")";
+}
+
+DeviceInfo a100() {
+  DeviceInfo d = h100();
+  d.name = "NVIDIA A100-SXM4-80GB";
+  d.cc_major = 8;
+  d.cc_minor = 0;
+  d.sm_count = 108;
+  d.smem_per_block_optin = 166912;
+  return d;
+}
+
+const AttentionFamily& family(const std::string& name) {
+  for (const auto& f : attention_families())
+    if (f.name == name) return f;
+  throw Error("no family " + name);
+}
+
+// The table's points per target: mma.sync is BLOCK_M 2 x BLOCK_N 3 x WARPS 2 x Q_IN_REGS 2
+// x KV_STAGES 2 x SOFTMAX 2 everywhere from sm_80; wgmma is 3 ATTN_WG x 8 BLOCK_N x 2
+// KV_STAGES x ATTN_PRODUCER (0, and 1 with ATTN_OVERLAP 0 or 1) on sm_90a only.
+TEST(AttentionSpace, TableSizePerTarget) {
+  for (const char* arch : {"sm_80", "sm_90", "sm_90a"}) {
+    auto points = attention_points(family("mma_sync"), Target::for_arch(arch));
+    EXPECT_EQ(points.size(), 96u) << arch;
+    for (const auto& p : points) {
+      EXPECT_EQ(p.why_not, "") << arch << " " << p.knobs.str();
+      EXPECT_EQ(p.family, "mma_sync");
+      // Each is a knob set Knobs::parse accepts as written.
+      EXPECT_EQ(Knobs::parse(p.knobs.str()).str(), p.knobs.str());
+      if (find_knob("ATTN_MMA")) EXPECT_EQ(p.knobs.get_str("ATTN_MMA", ""), "mma_sync");
+    }
+  }
+  EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_80")).empty());
+  EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
+      << "wgmma and setmaxnreg exist on sm_90a only";
+  auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
+  // Without ATTN_PRODUCER in the build the dimension it conditions (ATTN_OVERLAP) is not
+  // multiplied out; with it, ATTN_PRODUCER=1 takes both ATTN_OVERLAP values.
+  EXPECT_EQ(wg.size(), find_knob("ATTN_PRODUCER") ? 144u : 96u);
+  std::set<std::string> distinct;
+  for (const auto& p : wg) {
+    distinct.insert(p.asked);
+    if (!find_knob("ATTN_MMA"))
+      EXPECT_NE(p.why_not.find("this build has no knob ATTN_MMA"), std::string::npos)
+          << p.why_not;
+  }
+  EXPECT_EQ(distinct.size(), wg.size()) << "no point enumerated twice";
+  EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=176,KV_STAGES=3,ATTN_PRODUCER=0,"
+                             "ATTN_OVERLAP=0"));
+}
+
+// A knob the build lacks: its "absent" value is left unset, any other value prunes the
+// point with a reason naming the knob; a value out of a knob's range prunes with the
+// registry's message.
+TEST(AttentionSpace, UnknownKnobsAndRangesPruneWithTheReason) {
+  AttentionFamily f{"test", 80, false,
+                    {{"BLOCK_M", {"64", "999"}, ""}, {"NO_SUCH_KNOB", {"off", "on"}, "off"}}, {}};
+  auto points = attention_points(f, Target::for_arch("sm_80"));
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].why_not, "");
+  EXPECT_EQ(points[0].knobs.str(), "BLOCK_M=64");
+  EXPECT_NE(points[1].why_not.find("this build has no knob NO_SUCH_KNOB"), std::string::npos)
+      << points[1].why_not;
+  EXPECT_NE(points[2].why_not.find("BLOCK_M"), std::string::npos) << points[2].why_not;
+  EXPECT_NE(points[3].why_not, "");
+}
+
+// The space end to end for D = 64 and 128 on sm_90a (H100) and sm_80 (A100): every point
+// is accounted for (kept, the same kernel as a kept one, or pruned with a reason), every
+// kept candidate is a full knob set that builds to Kernel IR and reproduces itself, and
+// the shipped default is kept and is a point of the search.
+void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const char* arch) {
+  SCOPED_TRACE(expr + " on " + arch);
+  Graph g = parse_expression(expr);
+  SpaceOptions opt;
+  opt.max_candidates = 16;
+  opt.threads = 2;
+  const Target target = target_for(Target::for_arch(arch), dev);
+  Space s = generate_attention_space(g, dev, Target::for_arch(arch), opt);
+  ASSERT_FALSE(s.kept.empty());
+  EXPECT_LE(s.kept.size(), 16u + 2u);
+  EXPECT_GE(s.kept.size(), 8u) << "the mma.sync family alone has more than 8 legal points";
+  const size_t variants = attention_default_variants().size();
+  const size_t table = [&] {
+    size_t n = 0;
+    for (const auto& f : attention_families()) n += attention_points(f, target).size();
+    return n;
+  }();
+  // The table, the defaults' values that join it (a dimension's value more), variants.
+  EXPECT_GE(s.enumerated, table);
+  EXPECT_LE(s.enumerated, 2 * table + 2 * variants);
+  EXPECT_LE(s.searched, s.enumerated);
+  EXPECT_GE(s.searched + s.pruned.size(), s.enumerated) << "each point kept or pruned";
+  for (const auto& p : s.pruned) EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
+  // The passes refuse some of the table here (WARPS=8 with BLOCK_M=64: 8-row warps).
+  bool warps_refused = false;
+  for (const auto& p : s.pruned)
+    warps_refused |= p.reason.find("multiple of 16*WARPS") != std::string::npos;
+  EXPECT_TRUE(warps_refused);
+
+  int plain = 0;
+  std::set<std::string> seen;
+  for (const auto& c : s.kept) {
+    EXPECT_TRUE(seen.insert(c.knobs.str()).second) << "kept twice: " << c.knobs.str();
+    EXPECT_GT(c.predicted_us, 0);
+    if (c.shipped_default)
+      EXPECT_TRUE(c.in_search) << "each default is a point of the table: " << c.knobs.str();
+    if (c.plain_default) {
+      ++plain;
+      EXPECT_TRUE(c.shipped_default);
+      EXPECT_TRUE(c.in_search) << "the default is a point of the table: " << c.knobs.str();
+    }
+    const std::string fam = attention_family_of(c.knobs);
+    EXPECT_TRUE(std::count(s.atoms.begin(), s.atoms.end(), fam)) << fam;
+    if (std::string(arch) != "sm_90a") EXPECT_EQ(fam, "mma_sync");
+  }
+  EXPECT_EQ(plain, 1);
+
+  // A sample rebuilt with exactly its knobs uses exactly them (a full set reproduces).
+  for (size_t i : {size_t(0), s.kept.size() / 2, s.kept.size() - 1}) {
+    CompileOptions copt;
+    copt.knobs = s.kept[i].knobs;
+    copt.target = target;
+    CompiledProgram prog = compile_graph(g, copt);
+    for (const auto& [name, value] : s.kept[i].knobs.values()) {
+      auto it = prog.state.used_knobs.find(name);
+      ASSERT_NE(it, prog.state.used_knobs.end()) << name;
+      EXPECT_EQ(it->second, value) << name;
+    }
+    EXPECT_FALSE(prog.cuda.empty());
+  }
+}
+
+TEST(AttentionSpace, D64OnH100) { expect_sound_space(attention(64), h100(), "sm_90a"); }
+TEST(AttentionSpace, D128CausalOnH100) {
+  expect_sound_space(attention(128, "true"), h100(), "sm_90a");
+}
+TEST(AttentionSpace, D256OnH100) { expect_sound_space(attention(256), h100(), "sm_90a"); }
+TEST(AttentionSpace, D64OnA100) { expect_sound_space(attention(64), a100(), "sm_80"); }
+TEST(AttentionSpace, D128OnA100) { expect_sound_space(attention(128), a100(), "sm_80"); }
+
+// A sample of the kept candidates NVRTC-compiles for sm_90a (the tuner compiles them all
+// before measuring; a spill there is pruned by ptxas' report, not an error).
+TEST(AttentionSpace, KeptCandidatesCompileForSm90a) {
+  Graph g = parse_expression(attention(128));
+  SpaceOptions opt;
+  opt.max_candidates = 4;
+  opt.threads = 2;
+  Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  ASSERT_GE(s.kept.size(), 2u);
+  std::vector<Candidate> sample = {s.kept.front(), s.kept.back()};
+  auto compiled =
+      compile_candidates(g, target_for(Target::for_arch("sm_90a"), h100()), sample, 2, nullptr);
+  for (const auto& c : compiled) {
+    EXPECT_TRUE(c.ok()) << c.knobs.str() << ": " << c.error;
+    EXPECT_FALSE(c.nvrtc.cubin.empty()) << c.knobs.str();
+    ASSERT_EQ(c.kernels.size(), 1u);
+    EXPECT_GT(c.kernels[0].report.registers, 0);
+  }
+}
+
+// The families can be chosen (--atoms): only mma.sync, or a family this target lacks.
+TEST(AttentionSpace, FamiliesCanBeChosen) {
+  Graph g = parse_expression(attention(64));
+  SpaceOptions opt;
+  opt.max_candidates = 4;
+  opt.threads = 2;
+  opt.build_kernels = false;
+  opt.atoms = {"mma_sync"};
+  Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  EXPECT_EQ(s.atoms, std::vector<std::string>{"mma_sync"});
+  for (const auto& c : s.kept)
+    if (!c.shipped_default) EXPECT_EQ(attention_family_of(c.knobs), "mma_sync");
+  // Without a build the candidates are the points as enumerated; the ranking is ordered.
+  for (size_t i = 1; i < s.kept.size(); ++i)
+    EXPECT_LE(s.kept[i - 1].predicted_us, s.kept[i].predicted_us);
+  opt.atoms = {"wgmma_bf16"};
+  try {
+    generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+    ADD_FAILURE() << "a GEMM atom is not an attention family";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--atoms wgmma,mma_sync"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(generate_attention_space(parse_expression("matmul(A[64,64]:f32, B[64,64]:f32)"),
+                                        h100(), Target::for_arch("sm_90a"), opt),
+               Error);
+}
+
+// The ranking's model: the grid's last wave counts, and a longer key block costs fewer
+// rescales.
+TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
+  const DeviceInfo dev = h100();
+  Graph g = parse_expression(attention(128));
+  const double bn64 = predict_attention_us(g, Knobs::parse("BLOCK_M=64,BLOCK_N=64,WARPS=4"), dev);
+  const double bn32 = predict_attention_us(g, Knobs::parse("BLOCK_M=64,BLOCK_N=32,WARPS=4"), dev);
+  EXPECT_LT(bn64, bn32);
+  // 4 heads of 2112 rows: 132 CTAs of 64 rows fill the 132 SMs once; 68 CTAs of 128 rows
+  // leave half of them idle for twice as long.
+  const std::string s = "[1,4,2112,128]:bf16";
+  Graph w = parse_expression("attention(Q" + s + ", K" + s + ", V" + s + ")");
+  EXPECT_LT(predict_attention_us(w, Knobs::parse("BLOCK_M=64,BLOCK_N=64,WARPS=4"), dev),
+            predict_attention_us(w, Knobs::parse("BLOCK_M=128,BLOCK_N=64,WARPS=8"), dev));
+}
+
+}  // namespace
+}  // namespace loom::tune

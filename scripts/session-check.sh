@@ -22,7 +22,7 @@ if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_
        cmake --build "$BUILD" -j "$(nproc)"; } > "$OUT/build.log" 2>&1; then
   tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1
 fi
-note "build: ok ($(git log -1 --format=%h 2>/dev/null || echo 'no git'))"
+note "build: ok (${COMMIT:-commit not given: set COMMIT=sha, the device copy of .git is not the tree})"
 export LOOM_PY_PATH=$PWD/$BUILD
 
 case "${PHASE:-tests}" in

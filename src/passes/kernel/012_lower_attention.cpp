@@ -50,6 +50,7 @@
 #include "ir/error.h"
 #include "passes/attention_loops.h"
 #include "passes/attention_wgmma_tiles.h"
+#include "passes/kernel_builders.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -58,25 +59,7 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int64_t kLanes = 32, kChunk = 8;  // 16-byte cp.async chunks of 16-bit elements
 
-Operand val(const std::string& name, std::vector<Expr> idx = {}) {
-  return Operand::value(name, std::move(idx));
-}
-Stmt reg_loop(const std::string& var, int64_t extent, Block body) {
-  return Stmt::For(var, Expr(extent), LoopKind::Parallel, var, std::move(body), Tier::Register);
-}
-Stmt with_dst(Stmt s, std::vector<Expr> idx) {
-  s.dst_index = std::move(idx);
-  return s;
-}
-Expr operator||(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Or, a, b); }
-
-// Row-major flat offset of `idx` in `t`.
-Expr flat(const TensorDecl& t, const std::vector<Expr>& idx) {
-  const std::vector<Expr> st = t.strides();
-  Expr off(0);
-  for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * st[i];
-  return off;
-}
+using namespace kernel_builders;  // val, reg_loop, with_dst, ||, flat
 
 struct Lowering {
   const AttentionLoops& a;

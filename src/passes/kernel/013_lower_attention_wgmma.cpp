@@ -41,6 +41,7 @@
 #include "ir/error.h"
 #include "passes/attention_loops.h"
 #include "passes/attention_wgmma_tiles.h"
+#include "passes/kernel_builders.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -49,24 +50,7 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int64_t kSpan = 64;  // 16-bit elements per 128-byte swizzle span (one TMA box row)
 
-Operand val(const std::string& name, std::vector<Expr> idx = {}) {
-  return Operand::value(name, std::move(idx));
-}
-Stmt reg_loop(const std::string& var, int64_t extent, Block body,
-              LoopKind kind = LoopKind::Parallel) {
-  return Stmt::For(var, Expr(extent), kind, var, std::move(body), Tier::Register);
-}
-Stmt with_dst(Stmt s, std::vector<Expr> idx) {
-  s.dst_index = std::move(idx);
-  return s;
-}
-Expr operator||(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Or, a, b); }
-Expr flat(const TensorDecl& t, const std::vector<Expr>& idx) {
-  const std::vector<Expr> st = t.strides();
-  Expr off(0);
-  for (size_t i = 0; i < idx.size(); ++i) off = off + idx[i] * st[i];
-  return off;
-}
+using namespace kernel_builders;  // val, reg_loop, with_dst, ||, flat
 
 // P's repack for wgmma: value v (0..7) of the register A fragment of an m64n?k16 wgmma is,
 // on every thread, value v of the S accumulator's column tiles 2kk, 2kk + 1 (values

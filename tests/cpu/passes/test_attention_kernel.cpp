@@ -8,6 +8,7 @@
 // tests/cpu/driver/test_attention.cpp compares the loop forms with the fp64 reference.
 #include <gtest/gtest.h>
 
+#include "attention_exprs.h"
 #include "atoms/atoms.h"
 #include "pass_check.h"
 #include "passes/pipeline.h"
@@ -15,17 +16,8 @@
 namespace loom {
 namespace {
 
-std::string attention(int hq, int hkv, int sq, int sk, int d, const std::string& causal,
-                      const char* dtype = "bf16", bool lse = true, int batch = 1) {
-  auto t = [&](const char* n, int h, int s) {
-    return std::string(n) + "[" + std::to_string(batch) + "," + std::to_string(h) + "," +
-           std::to_string(s) + "," + std::to_string(d) + "]:" + dtype;
-  };
-  return "attention(" + t("Q", hq, sq) + ", " + t("K", hkv, sk) + ", " + t("V", hkv, sk) +
-         ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
-}
-
-const char* const kMasks[] = {"false", "true", "top_left"};
+using attention_test::attention;
+using attention_test::kMasks;
 
 // Runs the pipeline pass by pass; after each pass that changed the IR (from l:005 on),
 // interprets it and compares every output with the naive loop form's. Returns the state.

@@ -7,23 +7,15 @@
 // reads it, fails here), the quad shuffles and the P repack.
 #include <gtest/gtest.h>
 
+#include "attention_exprs.h"
 #include "pass_check.h"
 #include "passes/pipeline.h"
 
 namespace loom {
 namespace {
 
-std::string attention(int hq, int hkv, int sq, int sk, int d, const std::string& causal,
-                      const char* dtype = "bf16", bool lse = true, int batch = 1) {
-  auto t = [&](const char* n, int h, int s) {
-    return std::string(n) + "[" + std::to_string(batch) + "," + std::to_string(h) + "," +
-           std::to_string(s) + "," + std::to_string(d) + "]:" + dtype;
-  };
-  return "attention(" + t("Q", hq, sq) + ", " + t("K", hkv, sk) + ", " + t("V", hkv, sk) +
-         ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
-}
-
-const char* const kMasks[] = {"false", "true", "top_left"};
+using attention_test::attention;
+using attention_test::kMasks;
 
 // The pipeline pass by pass; the kernel level (k:013's output) interpreted and compared
 // with the naive loop form, O and LSE.

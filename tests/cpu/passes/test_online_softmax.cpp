@@ -6,23 +6,19 @@
 // reference.
 #include <gtest/gtest.h>
 
+#include "attention_exprs.h"
 #include "pass_check.h"
 #include "passes/pipeline.h"
 
 namespace loom {
 namespace {
 
+// Batch 2 here: the loop form's b loop runs more than once.
 std::string attention(int hq, int hkv, int sq, int sk, int d, const std::string& causal,
                       const char* dtype = "bf16", bool lse = true) {
-  auto t = [&](const char* n, int h, int s) {
-    return std::string(n) + "[2," + std::to_string(h) + "," + std::to_string(s) + "," +
-           std::to_string(d) + "]:" + dtype;
-  };
-  return "attention(" + t("Q", hq, sq) + ", " + t("K", hkv, sk) + ", " + t("V", hkv, sk) +
-         ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
+  return attention_test::attention(hq, hkv, sq, sk, d, causal, dtype, lse, /*batch=*/2);
 }
-
-const char* const kMasks[] = {"false", "true", "top_left"};
+using attention_test::kMasks;
 
 TEST(OnlineSoftmax, LengthsAndMasksMatchTheUnfusedForm) {
   const int lengths[][2] = {{1, 1}, {17, 17}, {33, 17}, {17, 33}, {1, 33}, {33, 1}};

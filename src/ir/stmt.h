@@ -75,8 +75,9 @@ enum class StmtKind {
   // threads of the block (a constant; all of them, or the consumer warpgroups of a
   // specialized kernel) execute it together: they wait for each other (so every partial
   // sum they wrote is ordered before the arrival), one adds 1 to the f32 counter
-  // `tensor[index]` (atom.add.acq_rel.gpu: it releases this CTA's writes and acquires
-  // those of the CTAs that arrived before), and each binds the integer `var` to 1 when
+  // `tensor[index]` (a release fence and a relaxed atom.add.gpu: it releases this CTA's
+  // writes; the last CTA then fences again to acquire those of the CTAs that arrived
+  // before), and each binds the integer `var` to 1 when
   // that made `imm` arrivals, else 0. The last arrival resets the counter to 0, so the
   // next launch finds it cleared.
   TileArrive,

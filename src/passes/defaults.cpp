@@ -243,12 +243,16 @@ static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
   // through L2: 9.6 us in graph replay with the 2x4 clusters against 7.2-7.4 without
   // (cuBLAS 8.2; S = 11 or 12; S = 16: 8.2), and the one-launch last-CTA sum
   // (SPLITK_MODE=partials) 12.0-12.7 (sessions 9 and 10, bench/NOTES.md). So no clusters.
+  // The ring is 16 deep (192 KB), not cuBLAS's 8: with fewer CTAs than SMs nothing else
+  // wants the shared memory, and a CTA that streams ~280 KB holds twice the bytes in
+  // flight: 6.7 -> 6.3 us in graph replay on H100 (session 12; S = 12 or 16, or 64x64
+  // tiles, measured the same 6.3-6.5).
   if (wgmma_split_k(s, sm_count)) {
     const int64_t tiles = ((s.M + 63) / 64) * ((s.N + 31) / 32);
     const int64_t budget = std::max<int64_t>(1, (2 * sm_count + 1) / 3);
     const int64_t S = std::max<int64_t>(
         1, std::min((budget + tiles / 2) / tiles, s.K / (4 * 64)));
-    Knobs k = Knobs::parse("WM=1,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=8,"
+    Knobs k = Knobs::parse("WM=1,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=16,"
                            "EPILOGUE=direct,WARP_SPECIALIZE=1");
     if (S > 1) {
       k.set("SPLITK", std::to_string(S));

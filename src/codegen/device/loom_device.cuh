@@ -136,24 +136,31 @@ __device__ __forceinline__ void red_add_v4_f32(float* p, const float* v) {
 // Split-K's tile arrival (Kernel IR TileArrive): returns 1 in every participating thread
 // of the CTA whose arrival is the `arrivals`-th on `counter`, else 0, and resets the
 // counter in that CTA. The barrier in front orders every participating thread's partial
-// sums before thread 0's fence and atom (PTX ISA 9.7.13.4 atom and 9.7.12.4 membar/fence,
-// .acq_rel.gpu: a release of what the barrier ordered before it, and an acquire of the
-// earlier arrivals' releases); the barrier reduction behind it (9.7.13.1 bar.red.or)
-// hands the answer to the others, ordered after the acquire. The counter is f32 so that it lives
-// with the f32 workspace: counts stay exact far beyond any split count.
+// sums before thread 0's fence. Fence-based synchronization (PTX ISA 8.x memory
+// consistency model, "release and acquire patterns"): `fence.acq_rel.gpu` then a relaxed
+// atom is a release of everything the barrier ordered before it; in the last CTA only, the
+// atom's read followed by a second `fence.acq_rel.gpu` is the acquire of the earlier
+// arrivals' releases. An `atom.acq_rel` would fence again in every CTA (ptxas emits a
+// MEMBAR.GPU before the atom for each), on the way of every split's exit (session 12). The
+// barrier reduction behind it (9.7.13.1 bar.red.or) hands the answer to the others,
+// ordered after the acquire. The counter is f32 so that it lives with the f32 workspace:
+// counts stay exact far beyond any split count.
 __device__ __forceinline__ int tile_arrive_thread0(float* counter, float arrivals) {
   int last = 0;
   if (threadIdx.x == 0) {
     float old;
-    // The fence first, as CUTLASS's split-K semaphore does: it makes the release cover the
-    // other threads' reductions (ordered before it by the barrier) without relying on the
-    // atom's own cumulativity.
+    // The release fence first, as CUTLASS's split-K semaphore does: it covers the other
+    // threads' stores (ordered before it by the barrier), which the atom's own release
+    // would cover only through cumulativity.
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    asm volatile("atom.add.acq_rel.gpu.global.f32 %0, [%1], 1.0;" : "=f"(old) : "l"(counter)
+    asm volatile("atom.add.relaxed.gpu.global.f32 %0, [%1], 1.0;" : "=f"(old) : "l"(counter)
                  : "memory");
     last = old == arrivals - 1.0f;
-    // No other CTA touches the counter again in this launch: the next one finds it 0.
-    if (last) *counter = 0.0f;
+    if (last) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");  // the acquire
+      // No other CTA touches the counter again in this launch: the next one finds it 0.
+      *counter = 0.0f;
+    }
   }
   return last;
 }

@@ -10,6 +10,12 @@
 //     shared tensor's swizzle keeps W-element units intact.
 //  3. Rewrite: one load of width W (E == W) or a loop over q in 0..E/W. When no W is
 //     provable the loads stay scalar: the fallback the proof exists for.
+// A register loop that loads a scalar and folds it into an accumulator,
+// `for v: x = load T[rest + v]; acc[.., c + v] <- op(acc[.., c + v], x)` (a split-K
+// reduction summing partial tiles), is first split in two: `alloc x_v[E]`, a loop of the
+// loads into x_v (the form above) and a loop of the accumulations from x_v[v]. The
+// reduction of 11 partial 64x32 tiles then issues 44 LDG.128 per thread instead of 176
+// scalar loads, which ptxas kept ~30 in flight at a time (session 12).
 #include <set>
 
 #include "passes/analysis.h"
@@ -39,7 +45,10 @@ class Vectorizer {
   }
 
   void run(Block& b) {
-    for (auto& st : b) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i].kind == StmtKind::For && b[i].tier == Tier::Register && split_accumulation(b, i))
+        i += 1;  // b[i] is now the alloc, b[i + 1] the load loop, b[i + 2] the accumulations
+      Stmt& st = b[i];
       if (st.kind == StmtKind::For || st.kind == StmtKind::If || st.kind == StmtKind::Specialize)
         run(st.body);
       if (st.kind == StmtKind::For && st.tier == Tier::Register) try_loop(st);
@@ -48,6 +57,40 @@ class Vectorizer {
   }
 
  private:
+  // b[i] = `for v (register, constant E): x = load T[rest + v]; acc[.., c + v] <- op(acc[..,
+  // c + v], x)` with x used nowhere else, the load unpredicated and unit-stride in v:
+  // replaced by `alloc x_v[E]; for v: x_v[v] = load T[rest + v]; for v: acc[..] <- op(acc[..],
+  // x_v[v])`, whose first loop try_loop widens. Returns whether it rewrote.
+  bool split_accumulation(Block& b, size_t i) {
+    const Stmt& loop = b[i];
+    if (loop.body.size() != 2 || !loop.extent.is_const()) return false;
+    const Stmt& ld = loop.body[0];
+    const Stmt& acc = loop.body[1];
+    if (ld.kind != StmtKind::Load || ld.remote || ld.width != 1 || !ld.dst_index.empty() ||
+        ld.index.size() != 1 || !(ld.pred.is_const() && ld.pred.const_value() == 1))
+      return false;
+    if (acc.kind != StmtKind::Accum || acc.args.size() != 1 || acc.args[0].name != ld.dst ||
+        !acc.args[0].index.empty() || acc.dst_index.empty())
+      return false;
+    if (!unit_stride_rest(ld.index[0], loop.var) || !unit_stride_rest(acc.dst_index.back(), loop.var))
+      return false;
+    const TensorDecl& t = p_.tensor(ld.tensor);
+    if (t.dtype == DType::F64) return false;
+    const std::string x = ld.dst, xv = ld.dst + "_v";
+    const Expr v = Expr::var(loop.var);
+    Stmt loads = loop, folds = loop;
+    loads.body = {ld};
+    loads.body[0].dst = xv;
+    loads.body[0].dst_index = {v};
+    folds.body = {acc};
+    folds.body[0].args[0] = Operand::value(xv, {v});
+    Stmt alloc = Stmt::Alloc(xv, {loop.extent});
+    b[i] = std::move(folds);
+    b.insert(b.begin() + long(i), std::move(loads));
+    b.insert(b.begin() + long(i), std::move(alloc));
+    return true;
+  }
+
   void try_loop(Stmt& loop) {
     if (loop.body.size() != 1 || !loop.extent.is_const()) return;
     Stmt& a = loop.body[0];

@@ -395,10 +395,15 @@ TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   Expr mb = Expr::var(m + "_b"), mt = Expr::var(m + "_t"), mr = Expr::var(m + "_r");
   int64_t V = s.knob("VECTORIZE", 4);
   while (V > 1 && FN % V != 0) V /= 2;
-  // splitk_fixup's loads and stores stay scalar (k:040 folds register-array loads only):
-  // V = 1 puts consecutive threads on consecutive columns, one 128-byte line per warp
-  // access instead of four lines at a 16-byte stride.
-  if (op.name == "splitk_fixup" || cluster_reduce) V = 1;
+  // The atomic fixup's body (load a sum, clear it, store it) and the cluster reduction's
+  // remote loads stay scalar (k:040 widens register-array loads and load-and-accumulate
+  // loops only): V = 1 puts consecutive threads on consecutive columns, one 128-byte line
+  // per warp access instead of four lines at a 16-byte stride. The partials sum
+  // (SPLITK_MODE=partials) is a load-and-accumulate loop: V columns per thread become
+  // vector loads.
+  const bool partials_sum =
+      op.name == "splitk_fixup" && s.knobs.get_str("SPLITK_MODE", "reduce") == "partials";
+  if ((op.name == "splitk_fixup" && !partials_sum) || cluster_reduce) V = 1;
   Expr nb = Expr::var(n + "_b"), nt = Expr::var(n + "_t");
   Expr ng = Expr::var(n + "_g"), nv = Expr::var(n + "_v"), nr = Expr::var(n + "_r");
   Expr m_of = mb * BM + mt * FM + mr;

@@ -173,6 +173,37 @@ TEST(SplitKMma, FixupKernelIrShape) {
   EXPECT_NE(std::find(k.params.begin(), k.params.end(), "bias"), k.params.end());
 }
 
+// The sums of partial tiles (the reduce kernel; the partials mode's fused sum) load four
+// columns per instruction (k:040 splits `x = load; acc <- add(acc, x)` into a load loop it
+// widens and an accumulation loop), and the reduce kernel asks ptxas for one resident
+// block (k:060), so every load of its sum is in flight at once; the split kernel keeps
+// ptxas's own choice, and so does the fused one (warp-specialized: setmaxnreg). Executed on the interpreter after every pass.
+TEST(SplitKMma, PartialSumsAreVectorLoadsAllInFlight) {
+  const std::string aligned = "matmul(A[128,512]:bf16, B[512,128]:bf16)";
+  for (std::string mode : {"reduce", "partials"}) {
+    const Knobs k = Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=" + mode);
+    passcheck::check_every_pass(aligned, k, 47);
+    if (HasFailure()) return;
+    CompileState s = passcheck::compile_sm90a(aligned, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=" + mode);
+    const std::string ir = print(s.kernel);
+    EXPECT_NE(ir.find("= load.v4 partial["), std::string::npos) << mode << "\n" << ir;
+    const auto& ks = s.kernel.kernels;
+    if (mode == "reduce") {
+      ASSERT_EQ(ks.size(), 2u);
+      EXPECT_EQ(ks[0].min_blocks_per_sm, 0) << "the split kernel: ptxas's choice";
+      EXPECT_EQ(ks[1].min_blocks_per_sm, 1) << "the reduce kernel";
+    } else {
+      ASSERT_EQ(ks.size(), 1u);
+      EXPECT_EQ(ks[0].min_blocks_per_sm, 0)
+          << "a warp-specialized kernel with the fused sum: setmaxnreg sets its budgets";
+    }
+  }
+  // An explicit MIN_BLOCKS wins everywhere.
+  CompileState s = passcheck::compile_sm90a(
+      aligned, kWgmma + ",WARP_SPECIALIZE=1,SPLITK=4,SPLITK_MODE=reduce,MIN_BLOCKS=2");
+  for (const KernelOp& k : s.kernel.kernels) EXPECT_EQ(k.min_blocks_per_sm, 2) << k.name;
+}
+
 TEST(SplitKMma, UnknownModeIsAnError) {
   {
     const std::string e = passcheck::error_of(kBias, kMma + ",SPLITK=2,SPLITK_MODE=serial");

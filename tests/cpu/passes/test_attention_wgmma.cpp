@@ -197,6 +197,21 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "SOFTMAX=exp", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
+  // The reverse: the wgmma kernel's knobs where the mma.sync kernel is chosen, refused
+  // naming the knob, the kernel and why it was chosen (never silently ignored).
+  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0"}) {
+    expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k,
+                   std::string(k).substr(0, std::string(k).find('=')) +
+                       " is a knob of attention's wgmma kernel (k:013), and this one is the "
+                       "mma.sync kernel (k:012; ATTN_MMA=mma_sync asks for it): drop");
+    expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k, ", or use ATTN_MMA=wgmma");
+    expect_refused(e128, k, "the only attention kernel for sm_80", "sm_80");
+    expect_refused(e128, k, "on an sm_90a target with D = 64, 128, 192 or 256", "sm_80");
+    // D = 96 has no wgmma kernel: the mma.sync one is sm_90a's default there.
+    expect_refused(attention(2, 2, 128, 128, 96, "false"), k, "the default for D = 96");
+  }
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=mma_sync"));
+  EXPECT_NO_THROW(kernel_ir(e128, "", "sm_80"));
   EXPECT_NE(kernel_ir(e128, "BLOCK_M=64").find("block(256)"), std::string::npos);  // 1 + producer
   EXPECT_NE(kernel_ir(e128, "BLOCK_M=192").find("block(384)"), std::string::npos);  // 3, none
 }

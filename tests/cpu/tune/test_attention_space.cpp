@@ -52,6 +52,9 @@ TEST(AttentionSpace, TableSizePerTarget) {
       // Each is a knob set Knobs::parse accepts as written.
       EXPECT_EQ(Knobs::parse(p.knobs.str()).str(), p.knobs.str());
       if (find_knob("ATTN_MMA")) EXPECT_EQ(p.knobs.get_str("ATTN_MMA", ""), "mma_sync");
+      // The wgmma kernel's knobs: k:012 refuses them, so a point setting one is no point.
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+        EXPECT_FALSE(p.knobs.has(k)) << arch << " " << p.knobs.str();
     }
   }
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_80")).empty());
@@ -115,7 +118,11 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
   EXPECT_LE(s.enumerated, 2 * table + 2 * variants);
   EXPECT_LE(s.searched, s.enumerated);
   EXPECT_GE(s.searched + s.pruned.size(), s.enumerated) << "each point kept or pruned";
-  for (const auto& p : s.pruned) EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
+  for (const auto& p : s.pruned) {
+    EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
+    // Neither family's points nor the defaults' variants carry the other kernel's knobs.
+    EXPECT_EQ(p.reason.find("is a knob of attention's"), std::string::npos) << p.reason;
+  }
   // The passes refuse some of the table here (WARPS=8 with BLOCK_M=64: 8-row warps).
   bool warps_refused = false;
   for (const auto& p : s.pruned)
@@ -137,6 +144,9 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
     const std::string fam = attention_family_of(c.knobs);
     EXPECT_TRUE(std::count(s.atoms.begin(), s.atoms.end(), fam)) << fam;
     if (std::string(arch) != "sm_90a") EXPECT_EQ(fam, "mma_sync");
+    if (fam == "mma_sync")
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+        EXPECT_FALSE(c.knobs.has(k)) << c.knobs.str();
   }
   EXPECT_EQ(plain, 1);
 

@@ -1,6 +1,6 @@
 // k:013_lower_attention_wgmma (ATTN_MMA=wgmma): every pass of an attention program run on
 // the CPU interpreter computes what the naive loop form of l:000 computes — O and LSE — for
-// the wgmma kernel: head dims 64 and 128, the three masks, Sq != Sk, ragged lengths (17,
+// the wgmma kernel: head dims 64, 128 and 192, the three masks, Sq != Sk, ragged lengths (17,
 // and key counts past one BLOCK_N), GQA and MQA, f16 and bf16, one to three warpgroups.
 // The kernel level runs per thread: TMA boxes with their zero fill, mbarrier phases, both
 // wgmmas with their asynchrony (a missing fence or wait, or a slot refilled while a wgmma
@@ -99,6 +99,24 @@ TEST(AttentionWgmma, HeadDim128) {
   for (const char* causal : kMasks)
     check_wgmma(attention(2, 1, 70, 150, 128, causal), "", seed++);
   check_wgmma(attention(1, 1, 33, 17, 128, "true", "f16"), "ATTN_WG=3,BLOCK_N=16", seed++);
+}
+
+// D = 192: Q, K and V rows as three TMA boxes of 64 columns, S's wgmma over 12 k-steps
+// across them, O += P V as m64n192k16; the defaults above D = 128 (BLOCK_N = 64, the
+// producer warpgroup), thread 0 issuing instead, a three-slot ring and ATTN_OVERLAP.
+// Ragged lengths both ways, several key blocks, the three masks, GQA, f16 and bf16.
+TEST(AttentionWgmma, HeadDim192) {
+  uint64_t seed = 600;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 70, 150, 192, causal), "", seed++);
+    check_wgmma(attention(1, 1, 33, 17, 192, causal, "f16"), "ATTN_WG=1", seed++);
+  }
+  check_wgmma(attention(2, 2, 100, 130, 192, "true", "bf16", false), "ATTN_PRODUCER=0,BLOCK_N=32",
+              seed++);
+  check_wgmma(attention(1, 1, 65, 100, 192, "false", "f16"), "ATTN_WG=1,BLOCK_N=32,KV_STAGES=3",
+              seed++);
+  check_wgmma(attention(1, 1, 64, 96, 192, "top_left"), "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_WG=1",
+              seed++);
 }
 
 std::string kernel_ir(const std::string& expr, const std::string& knobs,

@@ -26,6 +26,7 @@ std::string kept_defaults(const Knobs& keep, const Knobs& drop) {
 struct Resolved {
   CompileState state;
   std::string knob_source;
+  std::string note;  // CompiledProgram::notes
 };
 
 Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::optional<Knobs>& tuned_rec,
@@ -34,20 +35,31 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
   DefaultChoice d = default_knobs(g, opt.target);
   const std::string atom = opt.knobs.get_str("ATOM", "");
   const bool tuned = tuned_rec && (atom.empty() || atom == tuned_rec->get_str("ATOM", "fma"));
+  // The atom that will run: the explicit one, else fma under explicit SIMT tiling knobs,
+  // else the record's or the class default's (resolved_atom).
+  const Knobs& base = tuned ? *tuned_rec : d.knobs;
+  const std::string effective = resolved_atom(base, opt.knobs);
+  const bool wgmma = effective.rfind("wgmma_", 0) == 0;
   // Explicit knobs over the defaults (or the tuned record): each replaces only itself
   // where it can (GroupMerge::keep), else, as before, its whole group's defaults drop.
   auto resolve = [&](GroupMerge merge) {
     if (tuned) return resolve_knobs(*tuned_rec, opt.knobs, *tuned_rec, merge);
-    const std::string effective = atom.empty() ? d.knobs.get_str("ATOM", "fma") : atom;
-    const bool wgmma = effective.rfind("wgmma_", 0) == 0;
     return resolve_knobs(d.knobs, opt.knobs, wgmma ? d.wgmma : d.mma, merge);
   };
+  // Explicit tiling knobs without ATOM leave the default atom for the SIMT schedule
+  // (0.02x cuBLAS where the default was wgmma): legal, so not an error, but easy to do by
+  // accident (`CONSUMERS=pingpong,BN=128,FM=2` alone runs on fma), so it is said.
+  if (const std::string tiling = tiling_knobs_choosing_fma(base, opt.knobs); !tiling.empty()) {
+    const std::string was = base.get_str("ATOM", "fma");
+    out.note = "the explicit tiling knob" + std::string(tiling.find(',') == std::string::npos ? " " : "s ") +
+               tiling + " without ATOM select the SIMT schedule (ATOM=fma, where FM and FN count "
+               "thread cells) instead of the " + (tuned ? "tuning record's" : "default") + " ATOM=" +
+               was + ": add ATOM=" + was + " to tile that atom (FM and FN then count atoms)";
+  }
   if (tuned) {
     out.knob_source = opt.tuned_source.empty() ? "tuned" : opt.tuned_source;
   } else {
-    // The schedule of the atom that will run: the explicit one, else the class default's.
-    const std::string effective = atom.empty() ? d.knobs.get_str("ATOM", "fma") : atom;
-    const bool wgmma = effective.rfind("wgmma_", 0) == 0;
+    // The schedule of the atom that will run.
     out.knob_source = "default: class " + d.shape_class +
                       (effective == "fma" ? "" : wgmma ? ", wgmma schedule" : ", mma schedule");
     if (tuned_rec)
@@ -57,6 +69,8 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
       out.knob_source += " (" + tuned_note + ")";
   }
   if (!opt.knobs.values().empty()) out.knob_source = "explicit over " + out.knob_source;
+  if (!out.note.empty())
+    out.knob_source += "; ATOM=fma for the explicit tiling knobs, not " + base.get_str("ATOM", "fma");
 
   auto attempt = [&](const Knobs& knobs) {
     CompileState s;
@@ -126,6 +140,7 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
   }
   out.state = std::move(r.state);
   out.knob_source = std::move(r.knob_source);
+  if (!r.note.empty()) out.notes.push_back(std::move(r.note));
   const CompileState& s = out.state;
 
   std::string knobs;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "passes/pipeline.h"
@@ -36,6 +37,10 @@ struct CompiledProgram {
   // Where the knobs came from: "default: class large", "tuned: <db path>", "explicit
   // over default: class large (no GPU: the tuning database was not consulted)", ...
   std::string knob_source;
+  // Things the knobs did that their writer may not have meant, e.g. explicit tiling knobs
+  // without ATOM selecting fma over the default wgmma atom; `loom compile` and `loom run`
+  // print them on stderr as "loom: note: ...".
+  std::vector<std::string> notes;
 };
 
 CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,

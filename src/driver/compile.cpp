@@ -1,5 +1,7 @@
 #include "driver/compile.h"
 
+#include <iostream>
+
 #include "codegen/cuda.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -17,37 +19,58 @@ std::string kept_defaults(const Knobs& keep, const Knobs& drop) {
   return out;
 }
 
-}  // namespace
+// The pipeline's state and where its knobs came from, for one choice of base: the tuned
+// record `tuned` (when set) or the shape-class defaults. `tuned_note` is appended to the
+// defaults' source when there is no record (the lookup's reason, or why a record was
+// dropped).
+struct Resolved {
+  CompileState state;
+  std::string knob_source;
+  std::string note;  // CompiledProgram::notes
+};
 
-CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
-                              const std::string& expression_text) {
-  CompiledProgram out;
+Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::optional<Knobs>& tuned_rec,
+                       const std::string& tuned_note) {
+  Resolved out;
   DefaultChoice d = default_knobs(g, opt.target);
   const std::string atom = opt.knobs.get_str("ATOM", "");
-  const bool tuned = opt.tuned && (atom.empty() || atom == opt.tuned->get_str("ATOM", "fma"));
+  const bool tuned = tuned_rec && (atom.empty() || atom == tuned_rec->get_str("ATOM", "fma"));
+  // The atom that will run: the explicit one, else fma under explicit SIMT tiling knobs,
+  // else the record's or the class default's (resolved_atom).
+  const Knobs& base = tuned ? *tuned_rec : d.knobs;
+  const std::string effective = resolved_atom(base, opt.knobs);
+  const bool wgmma = effective.rfind("wgmma_", 0) == 0;
   // Explicit knobs over the defaults (or the tuned record): each replaces only itself
   // where it can (GroupMerge::keep), else, as before, its whole group's defaults drop.
   auto resolve = [&](GroupMerge merge) {
-    if (tuned) return resolve_knobs(*opt.tuned, opt.knobs, *opt.tuned, merge);
-    const std::string effective = atom.empty() ? d.knobs.get_str("ATOM", "fma") : atom;
-    const bool wgmma = effective.rfind("wgmma_", 0) == 0;
+    if (tuned) return resolve_knobs(*tuned_rec, opt.knobs, *tuned_rec, merge);
     return resolve_knobs(d.knobs, opt.knobs, wgmma ? d.wgmma : d.mma, merge);
   };
+  // Explicit tiling knobs without ATOM leave the default atom for the SIMT schedule
+  // (0.02x cuBLAS where the default was wgmma): legal, so not an error, but easy to do by
+  // accident (`CONSUMERS=pingpong,BN=128,FM=2` alone runs on fma), so it is said.
+  if (const std::string tiling = tiling_knobs_choosing_fma(base, opt.knobs); !tiling.empty()) {
+    const std::string was = base.get_str("ATOM", "fma");
+    out.note = "the explicit tiling knob" + std::string(tiling.find(',') == std::string::npos ? " " : "s ") +
+               tiling + " without ATOM select the SIMT schedule (ATOM=fma, where FM and FN count "
+               "thread cells) instead of the " + (tuned ? "tuning record's" : "default") + " ATOM=" +
+               was + ": add ATOM=" + was + " to tile that atom (FM and FN then count atoms)";
+  }
   if (tuned) {
     out.knob_source = opt.tuned_source.empty() ? "tuned" : opt.tuned_source;
   } else {
-    // The schedule of the atom that will run: the explicit one, else the class default's.
-    const std::string effective = atom.empty() ? d.knobs.get_str("ATOM", "fma") : atom;
-    const bool wgmma = effective.rfind("wgmma_", 0) == 0;
+    // The schedule of the atom that will run.
     out.knob_source = "default: class " + d.shape_class +
                       (effective == "fma" ? "" : wgmma ? ", wgmma schedule" : ", mma schedule");
-    if (opt.tuned)
-      out.knob_source += " (the tuned record, for ATOM=" + opt.tuned->get_str("ATOM", "fma") +
+    if (tuned_rec)
+      out.knob_source += " (the tuned record, for ATOM=" + tuned_rec->get_str("ATOM", "fma") +
                          ", yields to the explicit ATOM=" + atom + ")";
-    else if (!opt.tuned_source.empty())
-      out.knob_source += " (" + opt.tuned_source + ")";
+    else if (!tuned_note.empty())
+      out.knob_source += " (" + tuned_note + ")";
   }
   if (!opt.knobs.values().empty()) out.knob_source = "explicit over " + out.knob_source;
+  if (!out.note.empty())
+    out.knob_source += "; ATOM=fma for the explicit tiling knobs, not " + base.get_str("ATOM", "fma");
 
   auto attempt = [&](const Knobs& knobs) {
     CompileState s;
@@ -77,6 +100,47 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
                          std::string(kept_error.what()).substr(0, 160);
     }
   }
+  return out;
+}
+
+// Where a record came from, for the warning: tuned_source without its "tuned: " prefix.
+std::string record_origin(const std::string& tuned_source) {
+  const std::string prefix = "tuned: ";
+  if (tuned_source.rfind(prefix, 0) == 0) return tuned_source.substr(prefix.size());
+  return tuned_source.empty() ? "the tuning database" : tuned_source;
+}
+
+}  // namespace
+
+CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
+                              const std::string& expression_text) {
+  CompiledProgram out;
+  Resolved r;
+  try {
+    r = compile_knobs(g, opt, opt.tuned, opt.tuned_source);
+  } catch (const Error& refused) {
+    // A record the pipeline refuses (made before a default or a pass's limit changed, e.g.
+    // mma.sync attention knobs from before wgmma became sm_90a's default) must not turn into
+    // an error for a user who never asked for those knobs: like a record with unknown knob
+    // names (tune/tuned_knobs.cpp), it is ignored with a warning. Without a record the same
+    // compile below either works or throws the error of the explicit knobs / the defaults,
+    // so refused explicit knobs stay an error.
+    if (!opt.tuned) throw;
+    const std::string origin = record_origin(opt.tuned_source);
+    const std::string why = refused.what();
+    r = compile_knobs(g, opt, std::nullopt,
+                      "the tuning record in " + origin + " was refused: " + why.substr(0, 160));
+    const bool shipped = origin.rfind("shipped ", 0) == 0;
+    std::cerr << "loom: warning: ignoring the tuning record in " << origin << " (knobs "
+              << opt.tuned->str() << "): the compiler refuses it: " << why
+              << "\n  compiling with the defaults instead; "
+              << (shipped ? "a new record (`loom tune`) replaces it, "
+                          : "re-tune this shape (`loom tune`), `loom db clear --yes` removes it, ")
+              << "`--no-db` skips the database\n";
+  }
+  out.state = std::move(r.state);
+  out.knob_source = std::move(r.knob_source);
+  if (!r.note.empty()) out.notes.push_back(std::move(r.note));
   const CompileState& s = out.state;
 
   std::string knobs;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "passes/pipeline.h"
@@ -14,8 +15,11 @@ struct CompileOptions {
   // A tuning-database record's full knob set: it replaces the shape-class defaults, and
   // explicit knobs merge over it group by group (resolve_knobs), so the precedence is
   // explicit > tuned > default. An explicit ATOM other than the record's drops it (its
-  // tiles were found for another atom). The driver never sees the database itself:
-  // callers look the record up (src/tune/tuned_knobs.h) and pass it here.
+  // tiles were found for another atom). A record the pipeline refuses (stale: made before
+  // a default or a pass's limit changed) is dropped with a warning on stderr and the
+  // compile goes on from the defaults; refused explicit knobs stay an error. The driver
+  // never sees the database itself: callers look the record up (src/tune/tuned_knobs.h)
+  // and pass it here.
   std::optional<Knobs> tuned;
   // Where `tuned` came from ("tuned: ~/.local/share/loom/tuning.db"), or, without it,
   // why there is none ("no record in ...", "--no-db"): shown in CompiledProgram.
@@ -33,6 +37,10 @@ struct CompiledProgram {
   // Where the knobs came from: "default: class large", "tuned: <db path>", "explicit
   // over default: class large (no GPU: the tuning database was not consulted)", ...
   std::string knob_source;
+  // Things the knobs did that their writer may not have meant, e.g. explicit tiling knobs
+  // without ATOM selecting fma over the default wgmma atom; `loom compile` and `loom run`
+  // print them on stderr as "loom: note: ...".
+  std::vector<std::string> notes;
 };
 
 CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,

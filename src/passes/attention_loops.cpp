@@ -260,6 +260,22 @@ int64_t default_block_n(const AttentionLoops& a) {
 // means local-memory traffic inside the key loop.
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   AttentionTiles t;
+  // The wgmma kernel's own knobs mean nothing here: refused rather than ignored, as
+  // attention_wgmma_tiles() refuses this kernel's. Why this kernel was chosen decides the fix.
+  for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"}) {
+    if (!s.knobs.has(k)) continue;
+    const bool sm90a = s.target.arch == "sm_90a";
+    const bool d_fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
+    const std::string why = s.knobs.has("ATTN_MMA")
+                                ? "ATTN_MMA=" + s.knobs.get_str("ATTN_MMA", "") + " asks for it"
+                            : !sm90a ? "the only attention kernel for " + s.target.arch
+                                     : "the default for D = " + a.D.str();
+    throw Error(std::string(k) + " is a knob of attention's wgmma kernel (k:013), and this one "
+                "is the mma.sync kernel (k:012; " + why + "): drop " + k +
+                (sm90a && d_fits ? ", or use ATTN_MMA=wgmma"
+                                 : ", or use ATTN_MMA=wgmma on an sm_90a target with D = 64, 128, "
+                                   "192 or 256"));
+  }
   t.block_m = s.knob("BLOCK_M", 64);
   t.block_n = s.knob("BLOCK_N", default_block_n(a));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));

@@ -359,6 +359,28 @@ bool is_group_leader(const std::string& knob) {
   return std::find(leaders.begin(), leaders.end(), knob) != leaders.end();
 }
 
+namespace {
+
+// The tiling knobs whose explicit values mean SIMT thread cells (resolved_atom).
+std::string simt_tiling_knobs(const Knobs& explicit_knobs) {
+  std::string out;
+  for (const char* k : {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"})
+    if (explicit_knobs.has(k)) out += (out.empty() ? "" : ",") + std::string(k);
+  return out;
+}
+
+}  // namespace
+
+std::string resolved_atom(const Knobs& defaults, const Knobs& explicit_knobs) {
+  if (explicit_knobs.has("ATOM")) return explicit_knobs.get_str("ATOM", "fma");
+  return simt_tiling_knobs(explicit_knobs).empty() ? defaults.get_str("ATOM", "fma") : "fma";
+}
+
+std::string tiling_knobs_choosing_fma(const Knobs& defaults, const Knobs& explicit_knobs) {
+  if (explicit_knobs.has("ATOM") || defaults.get_str("ATOM", "fma") == "fma") return "";
+  return simt_tiling_knobs(explicit_knobs);
+}
+
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
                     const Knobs& mma_defaults, GroupMerge merge) {
   static const std::vector<std::vector<std::string>> groups = {
@@ -383,15 +405,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   // wgmma_defaults_for say why and what they measured); a knob of a group given
   // explicitly drops the rest of that group's defaults.
   Knobs out;
-  // A default mma atom (16-bit operands) yields to an explicit tile: FM and FN count
-  // thread cells under fma and atoms under mma, so knobs written for the SIMT schedule
-  // keep meaning what they meant. A split count means the same on both paths.
-  bool simt_explicit = false;
-  for (const char* k : {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS"})
-    simt_explicit |= explicit_knobs.has(k);
-  const std::string default_atom = simt_explicit ? "fma" : defaults.get_str("ATOM", "fma");
-  const bool mma = explicit_knobs.get_str("ATOM", default_atom) != "fma";
-  if (mma && !explicit_knobs.has("ATOM")) out.set("ATOM", default_atom);
+  // A default mma atom (16-bit operands) yields to an explicit tile (resolved_atom); a
+  // split count means the same on both paths.
+  const std::string atom = resolved_atom(defaults, explicit_knobs);
+  const bool mma = atom != "fma";
+  if (mma && !explicit_knobs.has("ATOM")) out.set("ATOM", atom);
   const Knobs& base = mma ? mma_defaults : defaults;
   for (const auto& [name, value] : base.values()) {
     if (name == "ATOM") continue;  // decided above

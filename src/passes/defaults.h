@@ -45,4 +45,15 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
 // Whether an explicit `knob` drops its group's defaults under GroupMerge::keep.
 bool is_group_leader(const std::string& knob);
 
+// The atom resolve_knobs compiles: an explicit ATOM; else fma where any explicit SIMT
+// tiling knob (BM BN FM FN WM WN MIN_BLOCKS) is given, since FM and FN count thread cells
+// under fma and atoms under mma, so knobs written for the SIMT schedule keep their
+// meaning; else the defaults' ATOM.
+std::string resolved_atom(const Knobs& defaults, const Knobs& explicit_knobs);
+
+// The explicit SIMT tiling knobs that made resolved_atom pick fma over the defaults'
+// mma or wgmma atom ("BN,FM"), or "" when they did not (an explicit ATOM, or no tiling
+// knob, or an fma default).
+std::string tiling_knobs_choosing_fma(const Knobs& defaults, const Knobs& explicit_knobs);
+
 }  // namespace loom

@@ -23,23 +23,23 @@ const std::vector<AttentionFamily>& attention_families() {
       {"wgmma",
        90,
        true,
-       {{"ATTN_MMA", {"wgmma"}, ""},
-        {"ATTN_WG", {"2", "1", "3"}, ""},
-        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}, ""},
-        {"KV_STAGES", {"2", "3"}, ""},
-        {"ATTN_PRODUCER", {"1", "0"}, ""},
-        {"ATTN_OVERLAP", {"0", "1"}, "0"}},
+       {{"ATTN_MMA", {"wgmma"}},
+        {"ATTN_WG", {"2", "1", "3"}},
+        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}},
+        {"KV_STAGES", {"2", "3"}},
+        {"ATTN_PRODUCER", {"1", "0"}},
+        {"ATTN_OVERLAP", {"0", "1"}}},
        {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}}},
       {"mma_sync",
        80,
        false,
-       {{"ATTN_MMA", {"mma_sync"}, "mma_sync"},
-        {"BLOCK_M", {"64", "128"}, ""},
-        {"BLOCK_N", {"64", "32", "48"}, ""},
-        {"WARPS", {"4", "8"}, ""},
-        {"Q_IN_REGS", {"1", "0"}, ""},
-        {"KV_STAGES", {"2", "1"}, ""},
-        {"SOFTMAX", {"exp2", "exp"}, ""}},
+       {{"ATTN_MMA", {"mma_sync"}},
+        {"BLOCK_M", {"64", "128"}},
+        {"BLOCK_N", {"64", "32", "48"}},
+        {"WARPS", {"4", "8"}},
+        {"Q_IN_REGS", {"1", "0"}},
+        {"KV_STAGES", {"2", "1"}},
+        {"SOFTMAX", {"exp2", "exp"}}},
        {}},
   };
   return families;
@@ -51,10 +51,10 @@ const std::vector<AttentionDim>& attention_default_variants() {
   // of S, and launch bounds. Read by k:012 only (k:013 refuses them by name), so they
   // vary the mma.sync defaults only.
   static const std::vector<AttentionDim> variants = {
-      {"STAGE_OUTPUT", {"1", "0"}, ""},
-      {"FRAG_BUFFERS", {"2", "1"}, ""},
-      {"ZERO_INIT", {"init", "mma"}, ""},
-      {"MIN_BLOCKS", {"1", "2"}, ""},
+      {"STAGE_OUTPUT", {"1", "0"}},
+      {"FRAG_BUFFERS", {"2", "1"}},
+      {"ZERO_INIT", {"init", "mma"}},
+      {"MIN_BLOCKS", {"1", "2"}},
   };
   return variants;
 }
@@ -63,14 +63,9 @@ namespace {
 
 bool accelerated(const Target& t) { return !t.arch.empty() && t.arch.back() == 'a'; }
 
-// Sets knob=value on `k`, or says why this build cannot: the knob is unknown (and has no
-// value standing for its absence) or the value is outside its range.
+// Sets knob=value on `k`, or says why it cannot: Knobs::set's message for an unknown knob
+// or a value outside the knob's range.
 std::string set_knob(Knobs& k, const AttentionDim& d, const std::string& value) {
-  if (!find_knob(d.knob)) {
-    if (!d.absent.empty() && value == d.absent) return "";  // what the build does anyway
-    return "this build has no knob " + d.knob + " (" + d.knob + "=" + value +
-           " needs the kernel that reads it)";
-  }
   try {
     k.set(d.knob, value);
   } catch (const Error& e) {
@@ -121,8 +116,8 @@ std::vector<AttentionPoint> attention_points(const AttentionFamily& f, const Tar
   std::vector<AttentionPoint> out;
   if (t.compute_capability() < f.min_cc || (f.needs_arch_accelerated && !accelerated(t)))
     return out;
-  // A point this build cannot express is still enumerated, with the first reason, so the
-  // report counts it as pruned (it holds the knobs that could be set).
+  // A point with a value out of its knob's range is still enumerated, with the first
+  // reason, so the report counts it as pruned (it holds the knobs that could be set).
   std::function<void(size_t, Knobs, std::string, std::string)> safe = [&](size_t i, Knobs k,
                                                                          std::string why,
                                                                          std::string asked) {
@@ -186,11 +181,9 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
   // where a knob selects it (ATTN_MMA=mma_sync on sm_90a once the wgmma kernel is the
   // default there). They are kept whatever the ranking, and their variants searched.
   std::vector<Knobs> requests = {Knobs()};
-  if (find_knob("ATTN_MMA"))
-    for (const auto& f : attention_families())
-      if (target.compute_capability() >= f.min_cc &&
-          (!f.needs_arch_accelerated || accelerated(target)))
-        requests.push_back(Knobs::parse("ATTN_MMA=" + f.name));
+  for (const auto& f : attention_families())
+    if (target.compute_capability() >= f.min_cc && (!f.needs_arch_accelerated || accelerated(target)))
+      requests.push_back(Knobs::parse("ATTN_MMA=" + f.name));
   for (const auto& req : requests) {
     Built b = build(g, target, req);
     if (!b.why.empty()) {
@@ -202,8 +195,8 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
                           req.values().empty()});
   }
 
-  // The table's points and the defaults' one-knob variants; stage 1 (this build's knobs
-  // and ranges) prunes without building.
+  // The table's points and the defaults' one-knob variants; stage 1 (the knobs' ranges)
+  // prunes without building.
   auto wanted = [&](const std::string& family) {
     return opt.atoms.empty() || std::count(opt.atoms.begin(), opt.atoms.end(), family);
   };

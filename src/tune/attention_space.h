@@ -6,16 +6,13 @@
 //
 //   wgmma     (k:013, sm_90a): ATTN_MMA=wgmma x ATTN_WG x BLOCK_N x KV_STAGES x
 //             ATTN_PRODUCER (x ATTN_OVERLAP where ATTN_PRODUCER=1);
-//   mma_sync  (k:012, sm_80+): BLOCK_M x BLOCK_N x WARPS x Q_IN_REGS x KV_STAGES x SOFTMAX,
-//             with ATTN_MMA=mma_sync where the build has that knob;
+//   mma_sync  (k:012, sm_80+): ATTN_MMA=mma_sync x BLOCK_M x BLOCK_N x WARPS x Q_IN_REGS x
+//             KV_STAGES x SOFTMAX;
 //
 // plus one-knob variants of the mma.sync shipped default (the articles' remaining rungs:
-// STAGE_OUTPUT, FRAG_BUFFERS, ZERO_INIT, MIN_BLOCKS). The table names knobs as strings, so
-// it is valid in a build that lacks some of them: a knob the registry does not know
-// either has a value that stands for its absence (ATTN_MMA=mma_sync: the only kernel
-// there is; ATTN_OVERLAP=0), which the point then simply does not set, or the point is
-// pruned with the reason (a build without the wgmma kernel prunes its whole family). A
-// value outside a knob's declared range is pruned the same way (Knobs::set's message).
+// STAGE_OUTPUT, FRAG_BUFFERS, ZERO_INIT, MIN_BLOCKS). Each kernel refuses the other's
+// knobs, so a family sets only its own. A value outside a knob's declared range prunes
+// the point with Knobs::set's message (a table edited past a knob's range says so).
 //
 // Every surviving point is built through the pipeline to Kernel IR (stage 2 of prune.h):
 // the passes' refusals — shared memory over the opt-in limit, a register estimate over
@@ -41,12 +38,10 @@
 
 namespace loom::tune {
 
-// One dimension of a family: a knob, its values in search order, and the value that
-// stands for "this build has no such knob" (empty: none; a point then needs the knob).
+// One dimension of a family: a knob and its values in search order.
 struct AttentionDim {
   std::string knob;
   std::vector<std::string> values;
-  std::string absent;
 };
 
 // A condition on a dimension: `knob` is searched only where `on` has `value`, and left at
@@ -69,13 +64,14 @@ const std::vector<AttentionFamily>& attention_families();
 // first value other than the default's own.
 const std::vector<AttentionDim>& attention_default_variants();
 
-// The points of `family` for `t` before any pass sees them: each a knob set, or (second)
-// the reason it cannot be one in this build. Empty when the family does not apply to t.
+// The points of `family` for `t` before any pass sees them: each a knob set, or the
+// reason it cannot be one (a value outside its knob's range). Empty when the family does
+// not apply to t.
 struct AttentionPoint {
   Knobs knobs;
-  std::string why_not;  // non-empty: pruned before building (unknown knob, bad value)
+  std::string why_not;  // non-empty: pruned before building (a bad value)
   std::string family;
-  std::string asked;  // every knob=value the table gave it, known to this build or not
+  std::string asked;  // every knob=value the table gave it, as written
 };
 std::vector<AttentionPoint> attention_points(const AttentionFamily& family, const Target& t);
 

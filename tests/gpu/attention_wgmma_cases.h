@@ -1,7 +1,7 @@
 // The cases of tests/gpu/test_attention_wgmma.cpp: attention's wgmma kernel
 // (ATTN_MMA=wgmma, k:013) over attention_cases.h's matrix — odd lengths (1, 17, 1000,
 // 4097), Sq != Sk both ways, GQA 32/8 and MQA, bf16 and f16, the three masks, head dims
-// 64, 128 and 256, with and without LSE — and its knobs (ATTN_WG 1..3, BLOCK_N). Shared
+// 64, 128, 192 and 256, with and without LSE — and its knobs (ATTN_WG 1..3, BLOCK_N). Shared
 // with tests/cpu/driver/test_attention_wgmma_compile.cpp, which compiles every case for
 // sm_90a with NVRTC and checks ptxas spilled nothing.
 #pragma once
@@ -41,6 +41,11 @@ inline std::vector<Case> wgmma_cases() {
                  wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
     v.push_back({expr(2, 8, 2, 4097, 1000, 128, causal, "f16", true), wg + ",BLOCK_N=32"});
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), wg});  // BLOCK_N = 64
+    // D = 192: three 64-column boxes, O += P V as m64n192k16 (BLOCK_N = 64, the producer).
+    v.push_back({expr(1, 4, 2, 1000, 777, 192, causal, "bf16", true), wg});
+    v.push_back({expr(2, 4, 4, 17, 1000, 192, causal, "f16", true), wg + ",ATTN_PRODUCER=0"});
+    v.push_back({expr(1, 8, 2, 4097, 1000, 192, causal, "bf16", false),
+                 wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
   }
   return v;
 }

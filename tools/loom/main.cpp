@@ -196,6 +196,7 @@ int cmd_compile(const Args& a) {
     opt.tuned_source = "tuning database not consulted: no GPU to key it by";
   }
   CompiledProgram c = compile_graph(g, opt, a.expr);
+  for (const auto& n : c.notes) std::cerr << "loom: note: " << n << "\n";
 
   std::string main_out;
   if (a.ir == "loop") main_out = print(c.state.loop);
@@ -250,6 +251,7 @@ int cmd_run(const Args& a) {
   opt.command_line = a.command_line;
   opt.choose_tuned = tune::tuning_db_lookup(!a.no_db);
   RunReport r = run_expression(a.expr, opt);
+  for (const auto& n : r.program.notes) std::cerr << "loom: note: " << n << "\n";
   std::cout << format_run_report(r);
   if (!r.verify.passed) return 2;
   if (r.cublas_verify && !r.cublas_verify->passed) return 3;

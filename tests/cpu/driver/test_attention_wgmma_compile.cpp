@@ -53,7 +53,7 @@ TEST(AttentionWgmmaCompile, Source) {
 }
 
 // The benchmark's shapes (shared/BENCHMARK.md: 16k tokens, 2048/D heads), D = 64 and 128,
-// both masks, the default tiling and its knob variants; D = 256.
+// both masks, the default tiling and its knob variants; D = 192 and 256.
 TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
   for (int d : {64, 128})
     for (const char* causal : {"false", "true"})
@@ -66,9 +66,10 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
         expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16",
                                              false),
                         knobs);
-  for (const char* knobs : {"ATTN_MMA=wgmma", "ATTN_PRODUCER=1",
-                            "ATTN_PRODUCER=1,ATTN_OVERLAP=1"})  // BLOCK_N 64, 64, 32
-    expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "true", "bf16", true), knobs);
+  for (int d : {192, 256})
+    for (const char* knobs : {"ATTN_MMA=wgmma", "ATTN_PRODUCER=1",
+                              "ATTN_PRODUCER=1,ATTN_OVERLAP=1"})  // BLOCK_N 64, 64, 32
+      expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, d, "true", "bf16", true), knobs);
 }
 
 TEST(AttentionWgmmaCompile, GpuCases) {

@@ -100,6 +100,20 @@ TEST(Cli, ErrorsExitNonZeroWithAClearMessage) {
   EXPECT_TRUE(has(dims.out, "malformed --dims entry 'N=x'")) << dims.out;
 }
 
+// Explicit tiling knobs without ATOM leave the default wgmma atom for fma: legal, said on
+// stderr (passes/defaults.h resolved_atom).
+TEST(Cli, ExplicitTilingWithoutAtomNotesTheAtomChange) {
+  const std::string e = "-c 'matmul(A[4096,4096]:f16, B[4096,4096]:f16)' --no-db --ir tile";
+  auto r = loom_cmd("compile " + e + " --knobs BN=128,FM=2");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "loom: note: the explicit tiling knobs BN,FM without ATOM select the "
+                         "SIMT schedule")) << r.out;
+  EXPECT_TRUE(has(r.out, "add ATOM=wgmma_f16")) << r.out;
+  auto kept = loom_cmd("compile " + e + " --knobs ATOM=wgmma_f16,BN=128");
+  EXPECT_EQ(kept.rc, 0) << kept.out;
+  EXPECT_FALSE(has(kept.out, "loom: note:")) << kept.out;
+}
+
 TEST(Cli, KnobsListsTheRegistryThenTheTunersSearch) {
   Result r = loom_cmd("knobs");
   ASSERT_EQ(r.rc, 0) << r.out;

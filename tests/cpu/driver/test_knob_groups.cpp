@@ -115,5 +115,41 @@ TEST(KnobGroups, SimtStagingKnobsKeepTheRestOfTheGroup) {
   EXPECT_EQ(used(c, "PAD_SMEM"), "4");
 }
 
+// The UX trap of session 11: explicit tiling knobs without ATOM run the SIMT schedule
+// (FM and FN count thread cells there), not the default wgmma atom. Kept (a knob set
+// written for fma must mean what it meant) but said: a note naming the knobs and the fix,
+// and a knob source that no longer claims the wgmma schedule.
+TEST(KnobGroups, ExplicitTilingWithoutAtomSaysItLeavesTheDefaultAtom) {
+  CompiledProgram c = build(kBf16, "BN=128,FM=2");
+  EXPECT_EQ(used(c, "ATOM"), "fma");
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("tiling knobs BN,FM without ATOM select the SIMT schedule (ATOM=fma"),
+            std::string::npos)
+      << c.notes[0];
+  EXPECT_NE(c.notes[0].find("instead of the default ATOM=wgmma_bf16: add ATOM=wgmma_bf16"),
+            std::string::npos)
+      << c.notes[0];
+  EXPECT_EQ(c.knob_source.find("wgmma schedule"), std::string::npos) << c.knob_source;
+  EXPECT_NE(c.knob_source.find("ATOM=fma for the explicit tiling knobs, not wgmma_bf16"),
+            std::string::npos)
+      << c.knob_source;
+  // The fix the note names keeps the atom, and says nothing.
+  CompiledProgram fixed = build(kBf16, "ATOM=wgmma_bf16,BN=128");
+  EXPECT_EQ(used(fixed, "ATOM"), "wgmma_bf16");
+  EXPECT_EQ(used(fixed, "BN"), "128");
+  EXPECT_TRUE(fixed.notes.empty());
+  EXPECT_NE(fixed.knob_source.find("wgmma schedule"), std::string::npos) << fixed.knob_source;
+  // The mma.sync default on sm_80 the same way, one knob.
+  CompiledProgram sm80 = build(kBf16, "MIN_BLOCKS=1", "sm_80");
+  ASSERT_EQ(sm80.notes.size(), 1u);
+  EXPECT_NE(sm80.notes[0].find("tiling knob MIN_BLOCKS without ATOM"), std::string::npos)
+      << sm80.notes[0];
+  EXPECT_NE(sm80.notes[0].find("add ATOM=mma_bf16"), std::string::npos) << sm80.notes[0];
+  // No note where nothing changed: non-tiling knobs, an fma default, an explicit fma.
+  EXPECT_TRUE(build(kBf16, "STAGES=3").notes.empty());
+  EXPECT_TRUE(build(kF32, "BN=64", "sm_80").notes.empty());
+  EXPECT_TRUE(build(kBf16, "ATOM=fma,BN=128,FM=2").notes.empty());
+}
+
 }  // namespace
 }  // namespace loom

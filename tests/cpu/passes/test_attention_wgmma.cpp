@@ -1,6 +1,6 @@
 // k:013_lower_attention_wgmma (ATTN_MMA=wgmma): every pass of an attention program run on
 // the CPU interpreter computes what the naive loop form of l:000 computes — O and LSE — for
-// the wgmma kernel: head dims 64 and 128, the three masks, Sq != Sk, ragged lengths (17,
+// the wgmma kernel: head dims 64, 128 and 192, the three masks, Sq != Sk, ragged lengths (17,
 // and key counts past one BLOCK_N), GQA and MQA, f16 and bf16, one to three warpgroups.
 // The kernel level runs per thread: TMA boxes with their zero fill, mbarrier phases, both
 // wgmmas with their asynchrony (a missing fence or wait, or a slot refilled while a wgmma
@@ -101,6 +101,24 @@ TEST(AttentionWgmma, HeadDim128) {
   check_wgmma(attention(1, 1, 33, 17, 128, "true", "f16"), "ATTN_WG=3,BLOCK_N=16", seed++);
 }
 
+// D = 192: Q, K and V rows as three TMA boxes of 64 columns, S's wgmma over 12 k-steps
+// across them, O += P V as m64n192k16; the defaults above D = 128 (BLOCK_N = 64, the
+// producer warpgroup), thread 0 issuing instead, a three-slot ring and ATTN_OVERLAP.
+// Ragged lengths both ways, several key blocks, the three masks, GQA, f16 and bf16.
+TEST(AttentionWgmma, HeadDim192) {
+  uint64_t seed = 600;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 70, 150, 192, causal), "", seed++);
+    check_wgmma(attention(1, 1, 33, 17, 192, causal, "f16"), "ATTN_WG=1", seed++);
+  }
+  check_wgmma(attention(2, 2, 100, 130, 192, "true", "bf16", false), "ATTN_PRODUCER=0,BLOCK_N=32",
+              seed++);
+  check_wgmma(attention(1, 1, 65, 100, 192, "false", "f16"), "ATTN_WG=1,BLOCK_N=32,KV_STAGES=3",
+              seed++);
+  check_wgmma(attention(1, 1, 64, 96, 192, "top_left"), "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_WG=1",
+              seed++);
+}
+
 std::string kernel_ir(const std::string& expr, const std::string& knobs,
                       const std::string& arch = "sm_90a") {
   CompileState s;
@@ -197,6 +215,21 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "SOFTMAX=exp", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32", "add ATTN_MMA=mma_sync");
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
+  // The reverse: the wgmma kernel's knobs where the mma.sync kernel is chosen, refused
+  // naming the knob, the kernel and why it was chosen (never silently ignored).
+  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0"}) {
+    expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k,
+                   std::string(k).substr(0, std::string(k).find('=')) +
+                       " is a knob of attention's wgmma kernel (k:013), and this one is the "
+                       "mma.sync kernel (k:012; ATTN_MMA=mma_sync asks for it): drop");
+    expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k, ", or use ATTN_MMA=wgmma");
+    expect_refused(e128, k, "the only attention kernel for sm_80", "sm_80");
+    expect_refused(e128, k, "on an sm_90a target with D = 64, 128, 192 or 256", "sm_80");
+    // D = 96 has no wgmma kernel: the mma.sync one is sm_90a's default there.
+    expect_refused(attention(2, 2, 128, 128, 96, "false"), k, "the default for D = 96");
+  }
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=mma_sync"));
+  EXPECT_NO_THROW(kernel_ir(e128, "", "sm_80"));
   EXPECT_NE(kernel_ir(e128, "BLOCK_M=64").find("block(256)"), std::string::npos);  // 1 + producer
   EXPECT_NE(kernel_ir(e128, "BLOCK_M=192").find("block(384)"), std::string::npos);  // 3, none
 }

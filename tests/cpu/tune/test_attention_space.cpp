@@ -1,5 +1,5 @@
-// Attention's search space (attention_space.h): the table's size per target, the points
-// this build cannot express pruned with the reason, every kept candidate a full knob set
+// Attention's search space (attention_space.h): the table's size per target, every knob
+// it names known, a value out of range pruned with the reason, every kept candidate a full knob set
 // that the pipeline builds (and a sample NVRTC-compiles for sm_90a), the shipped default
 // kept and reachable by the search, and the passes' refusals pruned with their messages.
 #include <gtest/gtest.h>
@@ -51,41 +51,54 @@ TEST(AttentionSpace, TableSizePerTarget) {
       EXPECT_EQ(p.family, "mma_sync");
       // Each is a knob set Knobs::parse accepts as written.
       EXPECT_EQ(Knobs::parse(p.knobs.str()).str(), p.knobs.str());
-      if (find_knob("ATTN_MMA")) EXPECT_EQ(p.knobs.get_str("ATTN_MMA", ""), "mma_sync");
+      EXPECT_EQ(p.knobs.get_str("ATTN_MMA", ""), "mma_sync");
+      // The wgmma kernel's knobs: k:012 refuses them, so a point setting one is no point.
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+        EXPECT_FALSE(p.knobs.has(k)) << arch << " " << p.knobs.str();
     }
   }
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_80")).empty());
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
       << "wgmma and setmaxnreg exist on sm_90a only";
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
-  // Without ATTN_PRODUCER in the build the dimension it conditions (ATTN_OVERLAP) is not
-  // multiplied out; with it, ATTN_PRODUCER=1 takes both ATTN_OVERLAP values.
-  EXPECT_EQ(wg.size(), find_knob("ATTN_PRODUCER") ? 144u : 96u);
+  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 48 x (1 + 2).
+  EXPECT_EQ(wg.size(), 144u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
-    if (!find_knob("ATTN_MMA"))
-      EXPECT_NE(p.why_not.find("this build has no knob ATTN_MMA"), std::string::npos)
-          << p.why_not;
+    EXPECT_EQ(p.why_not, "") << p.knobs.str();
+    EXPECT_EQ(p.knobs.str(), Knobs::parse(p.asked).str()) << "every knob asked is set";
   }
   EXPECT_EQ(distinct.size(), wg.size()) << "no point enumerated twice";
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=176,KV_STAGES=3,ATTN_PRODUCER=0,"
                              "ATTN_OVERLAP=0"));
 }
 
-// A knob the build lacks: its "absent" value is left unset, any other value prunes the
-// point with a reason naming the knob; a value out of a knob's range prunes with the
-// registry's message.
-TEST(AttentionSpace, UnknownKnobsAndRangesPruneWithTheReason) {
-  AttentionFamily f{"test", 80, false,
-                    {{"BLOCK_M", {"64", "999"}, ""}, {"NO_SUCH_KNOB", {"off", "on"}, "off"}}, {}};
+// Every knob the table names is one the registry knows, with each value in its range.
+TEST(AttentionSpace, EveryTableKnobExists) {
+  for (const auto& f : attention_families())
+    for (const auto& d : f.dims) {
+      ASSERT_TRUE(find_knob(d.knob)) << f.name << ": " << d.knob;
+      for (const auto& v : d.values) EXPECT_NO_THROW(Knobs().set(d.knob, v)) << d.knob << "=" << v;
+    }
+  for (const auto& d : attention_default_variants()) {
+    ASSERT_TRUE(find_knob(d.knob)) << d.knob;
+    for (const auto& v : d.values) EXPECT_NO_THROW(Knobs().set(d.knob, v)) << d.knob << "=" << v;
+  }
+}
+
+// A value out of a knob's range (a table edited past the registry) prunes the point with
+// the registry's message; the other points are unaffected.
+TEST(AttentionSpace, OutOfRangeValuesPruneWithTheReason) {
+  AttentionFamily f{"test", 80, false, {{"BLOCK_M", {"64", "999"}}, {"SOFTMAX", {"exp", "exp3"}}}, {}};
   auto points = attention_points(f, Target::for_arch("sm_80"));
   ASSERT_EQ(points.size(), 4u);
   EXPECT_EQ(points[0].why_not, "");
-  EXPECT_EQ(points[0].knobs.str(), "BLOCK_M=64");
-  EXPECT_NE(points[1].why_not.find("this build has no knob NO_SUCH_KNOB"), std::string::npos)
+  EXPECT_EQ(points[0].knobs.str(), "BLOCK_M=64,SOFTMAX=exp");
+  EXPECT_NE(points[1].why_not.find("SOFTMAX=exp3 is not one of"), std::string::npos)
       << points[1].why_not;
-  EXPECT_NE(points[2].why_not.find("BLOCK_M"), std::string::npos) << points[2].why_not;
+  EXPECT_NE(points[2].why_not.find("BLOCK_M=999 is outside its range"), std::string::npos)
+      << points[2].why_not;
   EXPECT_NE(points[3].why_not, "");
 }
 
@@ -115,7 +128,11 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
   EXPECT_LE(s.enumerated, 2 * table + 2 * variants);
   EXPECT_LE(s.searched, s.enumerated);
   EXPECT_GE(s.searched + s.pruned.size(), s.enumerated) << "each point kept or pruned";
-  for (const auto& p : s.pruned) EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
+  for (const auto& p : s.pruned) {
+    EXPECT_FALSE(p.reason.empty()) << p.knobs.str();
+    // Neither family's points nor the defaults' variants carry the other kernel's knobs.
+    EXPECT_EQ(p.reason.find("is a knob of attention's"), std::string::npos) << p.reason;
+  }
   // The passes refuse some of the table here (WARPS=8 with BLOCK_M=64: 8-row warps).
   bool warps_refused = false;
   for (const auto& p : s.pruned)
@@ -137,6 +154,10 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
     const std::string fam = attention_family_of(c.knobs);
     EXPECT_TRUE(std::count(s.atoms.begin(), s.atoms.end(), fam)) << fam;
     if (std::string(arch) != "sm_90a") EXPECT_EQ(fam, "mma_sync");
+    if (fam == "mma_sync") {
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+        EXPECT_FALSE(c.knobs.has(k)) << c.knobs.str();
+    }
   }
   EXPECT_EQ(plain, 1);
 

@@ -170,6 +170,91 @@ TEST(TunedKnobs, ARecordWithUnknownKnobsIsIgnoredWithAWarning) {
   EXPECT_NE(err.find("RETIRED_KNOB"), std::string::npos) << err;
 }
 
+// A record whose knob names are all known but which the pipeline now refuses (here an
+// mma.sync attention point written before wgmma became sm_90a's default, so without
+// ATTN_MMA=mma_sync; and a GEMM tile the tiling pass refuses) is ignored like a record with
+// unknown knobs: one warning naming where it is, its knobs, the pass's error and how to
+// clear it, then the defaults. Refused explicit knobs stay an error.
+TEST(TunedKnobs, ARecordThePipelineRefusesIsIgnoredWithAWarning) {
+  std::string dir = dbtest::scratch_dir();
+  const std::string expr =
+      "attention(Q[2,8,1024,64]:bf16, K[2,8,1024,64]:bf16, V[2,8,1024,64]:bf16, causal=true)";
+  const std::string stale = "BLOCK_M=128,BLOCK_N=32,WARPS=8,Q_IN_REGS=0,KV_STAGES=1,SOFTMAX=exp";
+  Graph g = parse_expression(expr);
+  TuningDb db = TuningDb::open(dir + "/tuning.db");
+  db.record(*key_for(g, h100()), dbtest::rec(80, stale));
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  choose_tuned_knobs(g, h100(), TuningDb::open(db.path()), opt, {});
+  ASSERT_TRUE(opt.tuned) << "known knob names: the lookup itself takes the record";
+
+  CompileOptions plain;
+  plain.target = opt.target;
+  plain.tuned_source = "--no-db";
+  const CompiledProgram def = compile_graph(g, plain);
+
+  testing::internal::CaptureStderr();
+  CompiledProgram c;
+  ASSERT_NO_THROW(c = compile_graph(g, opt));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(c.cuda, def.cuda) << "the defaults compile";
+  EXPECT_EQ(c.state.used_knobs, def.state.used_knobs);
+  EXPECT_NE(c.knob_source.find("default: class"), std::string::npos) << c.knob_source;
+  EXPECT_NE(c.knob_source.find("was refused"), std::string::npos) << c.knob_source;
+  // One warning: where, which knobs, the pass's own words, and how to clear it.
+  EXPECT_NE(err.find("warning: ignoring the tuning record in " + db.path()), std::string::npos) << err;
+  EXPECT_NE(err.find(Knobs::parse(stale).str()), std::string::npos) << err;
+  EXPECT_NE(err.find("ATTN_MMA"), std::string::npos) << "the pass's error names the fix: " << err;
+  EXPECT_NE(err.find("loom db clear"), std::string::npos) << err;
+  EXPECT_NE(err.find("--no-db"), std::string::npos) << err;
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos) << "once: " << err;
+
+  // Valid explicit knobs over the stale record: they apply over the defaults.
+  opt.knobs = Knobs::parse("BLOCK_N=128");
+  testing::internal::CaptureStderr();
+  CompiledProgram ex;
+  ASSERT_NO_THROW(ex = compile_graph(g, opt));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(used(ex, "BLOCK_N"), "128");
+  EXPECT_NE(err.find("ignoring the tuning record"), std::string::npos) << err;
+
+  // The same knobs given explicitly are refused, with or without the record, and no
+  // warning pretends they were dropped.
+  for (bool with_record : {true, false}) {
+    CompileOptions bad = opt;
+    bad.knobs = Knobs::parse(stale);
+    if (!with_record) bad.tuned.reset();
+    testing::internal::CaptureStderr();
+    EXPECT_THROW(compile_graph(g, bad), Error) << with_record;
+    err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(err.find("ignoring"), std::string::npos) << err;
+  }
+
+  // A shipped GEMM record whose tile the tiling pass refuses (FM does not divide BM by
+  // the thread grid): the same, and the warning says a new record replaces it.
+  Graph gemm = parse_expression(kExpr);
+  std::vector<ShippedDb> shipped = {
+      {"tune/shipped/test.db",
+       parse_db(format_db({{*key_for(gemm, h100()), dbtest::rec(90, "BM=64,BN=64,FM=3,FN=4")}}))}};
+  CompileOptions gopt;
+  choose_tuned_knobs(gemm, h100(), TuningDb::open(dir + "/empty.db"), gopt, shipped);
+  ASSERT_TRUE(gopt.tuned);
+  ASSERT_THROW(compile_graph(gemm, [&] {
+                 CompileOptions e;
+                 e.knobs = *gopt.tuned;
+                 return e;
+               }()),
+               Error) << "the record must be one the pipeline refuses";
+  testing::internal::CaptureStderr();
+  CompiledProgram gc;
+  ASSERT_NO_THROW(gc = compile_graph(gemm, gopt));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(used(gc, "BM"), "64");
+  EXPECT_EQ(used(gc, "BN"), "64");
+  EXPECT_NE(err.find("ignoring the tuning record in shipped tune/shipped/test.db"), std::string::npos) << err;
+  EXPECT_NE(err.find("loom tune"), std::string::npos) << err;
+}
+
 // The cases of tests/gpu/test_tuned_run.cpp, compiled through NVRTC for both targets so a
 // broken case fails here rather than only on the GPU machine.
 TEST(TunedKnobs, GpuTestCasesCompile) {

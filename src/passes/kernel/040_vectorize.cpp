@@ -76,7 +76,9 @@ class Vectorizer {
       return false;
     const TensorDecl& t = p_.tensor(ld.tensor);
     if (t.dtype == DType::F64) return false;
-    const std::string x = ld.dst, xv = ld.dst + "_v";
+    // A fresh name per split: sibling loops of one block may load into the same scalar.
+    const std::string xv = ld.dst + "_v" + (splits_ ? std::to_string(splits_ + 1) : "");
+    ++splits_;
     const Expr v = Expr::var(loop.var);
     Stmt loads = loop, folds = loop;
     loads.body = {ld};
@@ -198,6 +200,7 @@ class Vectorizer {
   const KernelProgram& p_;
   int64_t max_w_ = 4;
   int vectorized_ = 0;
+  int splits_ = 0;  // split_accumulation rewrites so far (for fresh names)
 };
 
 }  // namespace

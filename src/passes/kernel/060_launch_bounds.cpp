@@ -25,14 +25,14 @@ bool sets_register_budgets(const Block& b) {
   return found;
 }
 
-bool sums_global_loads(const Block& b, const KernelOp& k, const KernelProgram& p, bool in_sum) {
+bool sums_global_loads(const Block& b, const KernelProgram& p, bool in_sum) {
   for (const Stmt& s : b) {
     if (in_sum && s.kind == StmtKind::Load && !s.remote &&
         p.tensor(s.tensor).role != TensorRole::Shared)
       return true;
     const bool sum = in_sum || (s.kind == StmtKind::For && s.loop_kind == LoopKind::Reduce &&
                                 s.unroll && s.extent.is_const());
-    if (sums_global_loads(s.body, k, p, sum)) return true;
+    if (sums_global_loads(s.body, p, sum)) return true;
   }
   return false;
 }
@@ -49,7 +49,7 @@ Pass pass_launch_bounds() {
                 for (auto& k : s.kernel.kernels)
                   k.min_blocks_per_sm =
                       n > 0 ? int(n)
-                      : !sets_register_budgets(k.body) && sums_global_loads(k.body, k, s.kernel, false)
+                      : !sets_register_budgets(k.body) && sums_global_loads(k.body, s.kernel, false)
                           ? 1
                           : 0;
               }};

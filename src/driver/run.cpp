@@ -188,6 +188,7 @@ Target target_for_device(const DeviceInfo& dev) {
   Target t = Target::for_arch(dev.arch());
   t.sm_count = dev.sm_count;
   t.smem_per_block = dev.smem_per_block_optin;
+  if (dev.dram_bytes_per_s() > 0) t.dram_bytes_per_s = dev.dram_bytes_per_s();
   return t;
 }
 

@@ -136,22 +136,27 @@ static bool wgmma_decode(const Gemm& s) {
 
 // The swapped decode schedule. Streaming the weight (N*K*2 bytes, read once) is the whole
 // cost, so: 64-row CTAs of one consumer warpgroup (N/64 CTAs: 64 at N = 4096, the most a
-// 64-row atom gives without split-K), one m64nBNk16 atom with BN = M rounded up to the
-// atom's step of 8 (no idle columns but the ragged edge), BK = 128 (two 128-byte swizzle
-// spans per row: fewer, larger TMA boxes per mbarrier round trip) and the deepest ring
-// that fits in about 200 KiB of shared memory (8 stages at M = 16: 160 KiB in flight per
-// SM, what ~50 GB/s per SM needs at a few microseconds of DRAM latency under load), fed by
-// a producer warpgroup. Predicted, not yet measured: see bench/NOTES.md once it is.
-// Too few CTAs pull the weight, though: 64 of them streamed 4096x4096 at ~1.55 TB/s, 46%
-// of H100's HBM (20.7 us at M = 16, 24.5 us at M = 64; session 7), and split-K through
-// atomics made it worse. So each weight tile is split among the CTAs of a cluster
-// (CLUSTER_K, the largest power of two up to 8 that keeps every CTA on its own SM): 128
-// CTAs at N = 4096, each streaming half a tile's K, their 64 x M partial tiles added
-// through distributed shared memory — no atomics, no second launch. Predicted (not yet
-// measured): ~2.7 TB/s, 32 MB in ~12 us + ~1 us of tile exchange and epilogue. That is
-// the M <= 32 schedule (16x4096x4096: 8.7 us vs cuBLAS 9.7 in graph replay on H200);
-// M > 32 takes cuBLAS's 2-CTA weight-sharing clusters (below).
-static Knobs wgmma_decode_defaults(const Gemm& s, int sm_count) {
+// 64-row atom gives without splitting K), one m64nBNk16 atom with BN = M rounded up to the
+// atom's step of 8 (no idle columns but the ragged edge), fed by a producer warpgroup
+// through a ring of 64-deep slabs as deep as fits in about 200 KiB (16 stages of 10 KiB at
+// M = 16).
+// How many CTAs must stream: as many as the DRAM's peak needs at ~60 GB/s each. Measured
+// (session 13, scripts/probes/tma2d_roofline.cu, timed like `loom run`'s graph replay): a
+// bare TMA ring reading the 4096x4096 weight in Loom's boxes from 64 CTAs streams 40 GB/s
+// per CTA on H100 (12.9 us; 128 CTAs: 12.8 us) and 51 GB/s on H200 (10.3 us; 128 CTAs:
+// 9.7 us). Loom's kernel, BK = 64 and 16 stages: 13.8 us from 64 CTAs on H100 against 14.8
+// from 128 CTAs in 2-CTA clusters adding their K halves through distributed shared memory
+// (the exchange and its cluster barriers cost more than the extra CTAs buy there), but on
+// H200, whose HBM is 1.47x faster, 11.1 us from 64 CTAs against 10.9 from 128. So K is
+// split among the c CTAs of a cluster (CLUSTER_K) until c * N/64 CTAs at 60 GB/s reach the
+// peak (H100 3.35 TB/s: 56 CTAs, so none at N = 4096; H200 4.9 TB/s: 82, so c = 2). A
+// cluster of 4 or 8 must leave room for GPC granularity: a cluster lives in one GPC, and
+// H100's GPCs keep only 30 4-CTA clusters resident at this shared memory (120 CTAs, not
+// 132: cudaOccupancyMaxActiveClusters), so 128 CTAs in 4-clusters ran in two waves (13.4 us
+// at N = 2048, against 9.4 us in 2-clusters). BK = 128 with 8 stages, the earlier default:
+// 14.2 us from 64 CTAs, 15.0 from 128.
+// That is the M <= 32 schedule; M > 32 takes cuBLAS's tiling (below).
+static Knobs wgmma_decode_defaults(const Gemm& s, const Target& t) {
   // M > 32: cuBLAS's decode tiling (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on H200:
   // 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which stalled
   // 38% at a CTA barrier): the small dimension in two halves of BN = M/2 columns, 64-deep
@@ -167,15 +172,20 @@ static Knobs wgmma_decode_defaults(const Gemm& s, int sm_count) {
                         ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(depth) +
                         ",EPILOGUE=direct,WARP_SPECIALIZE=1");
   }
-  const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 128;
+  const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 64;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
-  const int64_t stages = std::min<int64_t>(8, 200 * 1024 / stage_bytes);
+  const int64_t stages = std::min<int64_t>(16, 200 * 1024 / stage_bytes);
   Knobs k = Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
                          ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +
                          ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
   const int64_t tiles = (s.N + BM - 1) / BM;
+  constexpr int64_t kCtaStreamBytesPerS = 60'000'000'000;
+  const auto streams_enough = [&](int64_t ctas) { return ctas * kCtaStreamBytesPerS >= t.dram_bytes_per_s; };
+  const auto resident = [&](int64_t c) {  // clusters of 4 and 8: GPC granularity, above
+    return c <= 2 ? tiles * c <= t.sm_count : 10 * tiles * c <= 9 * int64_t(t.sm_count);
+  };
   int64_t c = 1;
-  while (c < 8 && tiles * c * 2 <= sm_count && s.K / (c * 2) >= 2 * BK) c *= 2;
+  while (c < 8 && !streams_enough(tiles * c) && resident(c * 2) && s.K / (c * 2) >= 4 * BK) c *= 2;
   if (c > 1) k.set("CLUSTER_K", std::to_string(c));
   return k;
 }
@@ -198,11 +208,12 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // NOTES.md, session 7); it halves the B traffic the tuner's model charges. Otherwise (an explicit ATOM=wgmma_* on a smaller
 // grid): two warpgroups of one m64n128 atom each, every thread waiting on the ring
 // (0.68x at 4096^3: rung 1 of the first ladder).
-static Knobs wgmma_defaults_for(const Gemm& s, int sm_count);
+static Knobs wgmma_defaults_for(const Gemm& s, const Target& t);
 
-static Knobs wgmma_defaults_for(const Gemm& s, int sm_count) {
+static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
+  const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
-  if (wgmma_decode(s)) return wgmma_decode_defaults(s, sm_count);
+  if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
@@ -267,7 +278,7 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);
-  c.wgmma = wgmma_defaults_for(s, t.sm_count);
+  c.wgmma = wgmma_defaults_for(s, t);
   if (!s.known) {
     // Symbolic sizes: a medium tile with guards; passes fill in the rest.
     c.shape_class = "symbolic";

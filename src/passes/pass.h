@@ -27,6 +27,9 @@ struct Target {
   int max_threads_per_block = 1024;
   int64_t smem_per_block = 232448;  // opt-in maximum, bytes
   int regs_per_thread = 255;
+  // Peak DRAM bandwidth (bytes/s: memory clock x 2 x bus width); without a device, the
+  // architecture's usual part (H100 SXM for sm_90*). The decode schedule sizes its grid by it.
+  int64_t dram_bytes_per_s = 3352000000000;
   static Target for_arch(const std::string& arch);  // throws for unsupported arch names
   // 90 for sm_90a, 80 for sm_80: which instructions the target has.
   int compute_capability() const;

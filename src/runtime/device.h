@@ -28,6 +28,8 @@ struct DeviceInfo {
   // The NVRTC target: "sm_90a" for cc 9.0, because wgmma and setmaxnreg exist only in
   // the arch-specific variant; "sm_<major><minor>" otherwise.
   std::string arch() const;
+  // Peak DRAM bandwidth in bytes/s (double data rate over the bus); 0 when unknown.
+  int64_t dram_bytes_per_s() const { return int64_t(mem_clock_khz) * 1000 * 2 * (mem_bus_width / 8); }
 };
 
 // Probes a GPU through cudart. With no driver or no GPU returns nullopt and, through

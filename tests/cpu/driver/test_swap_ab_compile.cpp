@@ -7,6 +7,7 @@
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "passes/defaults.h"
+#include "driver/run.h"
 #include "runtime/nvrtc.h"
 
 namespace loom {
@@ -20,23 +21,43 @@ CompileResult nvrtc(const CompiledProgram& c) {
   return compile(req, nullptr);
 }
 
-Knobs resolved(const std::string& expr, const std::string& arch = "sm_90a") {
+Knobs resolved(const std::string& expr, const std::string& arch = "sm_90a",
+               int64_t dram_bytes_per_s = 0) {
   CompileOptions opt;
   opt.target = Target::for_arch(arch);
+  if (dram_bytes_per_s > 0) opt.target.dram_bytes_per_s = dram_bytes_per_s;
   opt.stop_after = "l:000_lower_graph";
   return compile_expression(expr, opt).state.knobs;
 }
 
 TEST(SwapAbDefaults, DecodeOnSm90aRunsSwappedOnWgmma) {
-  // 16 x 4096 x 4096: one m64n16k16 atom per 64-row CTA (64 CTAs), BK = 128, 8 stages.
+  // 16 x 4096 x 4096: one m64n16k16 atom per 64-row CTA (64 CTAs: enough to stream, so no
+  // K split), BK = 64, 16 stages of 10 KiB.
   Knobs d16 = resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)");
   EXPECT_EQ(d16.get_str("ATOM", ""), "wgmma_bf16");
   EXPECT_EQ(d16.get_int("SWAP_AB", 0), 1);
   EXPECT_EQ(d16.get_int("BN", 0), 16);
   EXPECT_EQ(d16.get_int("WM", 0), 1);
-  EXPECT_EQ(d16.get_int("BK", 0), 128);
-  EXPECT_EQ(d16.get_int("STAGES", 0), 8);
+  EXPECT_EQ(d16.get_int("BK", 0), 64);
+  EXPECT_EQ(d16.get_int("STAGES", 0), 16);
   EXPECT_EQ(d16.get_int("WARP_SPECIALIZE", 0), 1);
+  EXPECT_FALSE(d16.has("CLUSTER_K"));
+  // Fewer weight tiles than ~45% of the 132 SMs: K is split in clusters, 2-CTA ones at N =
+  // 2048 (64 CTAs; 4-CTA clusters would need 128 CTAs, more than the 120 that 4-clusters
+  // can keep resident), 4-CTA ones at N = 1024 (64 CTAs).
+  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[2048,4096]:bf16)").get_int("CLUSTER_K", 0), 2);
+  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[1024,4096]:bf16)").get_int("CLUSTER_K", 0), 4);
+  EXPECT_FALSE(resolved("linear(X[16,4096]:bf16, W[8192,4096]:bf16)").has("CLUSTER_K"));
+  // The grid follows the DRAM's peak: H200's 4.9 TB/s needs more than 64 streaming CTAs, so
+  // N = 4096 splits K in 2-clusters there (the peak as `loom run` derives it from the
+  // device's memory clock and bus width); N = 2048 still stops at 2-clusters.
+  DeviceInfo h200_device;
+  h200_device.cc_major = 9, h200_device.sm_count = 132, h200_device.smem_per_block_optin = 232448;
+  h200_device.mem_clock_khz = 3201000, h200_device.mem_bus_width = 6144;
+  const int64_t h200 = target_for_device(h200_device).dram_bytes_per_s;
+  EXPECT_EQ(h200, int64_t(3201000) * 1000 * 2 * 768);
+  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "sm_90a", h200).get_int("CLUSTER_K", 0), 2);
+  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[2048,4096]:bf16)", "sm_90a", h200).get_int("CLUSTER_K", 0), 2);
   // M = 64: cuBLAS's tiling, two 32-column halves, 64-deep slabs 16 deep; no cluster (the
   // 2-CTA slab multicast measured slower on H100).
   Knobs d64 = resolved("linear(X[64,4096]:bf16, W[4096,4096]:bf16)");

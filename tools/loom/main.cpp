@@ -12,6 +12,7 @@
 //   loom tune ...      the tuner (src/tune/tune_cli.h)
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
@@ -348,7 +349,8 @@ int cmd_device() {
   }
   std::cout << d->name << " (" << d->arch() << "), " << d->sm_count << " SMs, L2 "
             << format_bytes(d->l2_bytes) << ", smem/block " << format_bytes(d->smem_per_block_optin)
-            << ", driver " << d->driver_version << ", runtime " << d->runtime_version << "\n";
+            << ", DRAM peak " << std::fixed << std::setprecision(2) << d->dram_bytes_per_s() / 1e12
+            << " TB/s, driver " << d->driver_version << ", runtime " << d->runtime_version << "\n";
   return 0;
 }
 

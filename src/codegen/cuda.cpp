@@ -486,6 +486,17 @@ class Renderer {
           packed_store(s, d);
           break;
         }
+        if (s.remote) {  // verified: 1, 2 or 4 f32 into a cluster CTA's shared tensor
+          const TensorDecl& t = p_.tensor(s.tensor);
+          if (t.swizzle.bits || t.row_chunk > 0)
+            throw Error("codegen: remote store into " + s.tensor + ", whose layout is swizzled or "
+                        "chunked; st_async_f32 takes plain offsets");
+          const std::string v = s.width > 1 ? "&" + operand(s.args.at(0)) : operand(s.args.at(0));
+          line(d, "loom::st_async_v" + std::to_string(s.width) + "_f32(" + s.tensor + ", unsigned(" +
+                      s.index.at(0).str() + "), unsigned(" + s.value.str() + "), &loom_mbar[" +
+                      s.mbar.str() + "], " + v + ");");
+          break;
+        }
         if (s.atomic_add) {
           if (dt != DType::F32)
             throw Error("codegen: atomic accumulation needs an f32 output (" + s.tensor + " is " +
@@ -609,7 +620,7 @@ class Renderer {
         break;
       }
       case StmtKind::ClusterSync:
-        line(d, "loom::cluster_arrive();");
+        line(d, s.mode == "relaxed" ? "loom::cluster_arrive_relaxed();" : "loom::cluster_arrive();");
         line(d, "loom::cluster_wait();");
         break;
       case StmtKind::WgmmaFence:

@@ -191,6 +191,21 @@ int Machine::remote_source(const Node& n, int t) {
   return r;
 }
 
+int Machine::remote_target(const Node& n, int t) {
+  const Stmt& s = *n.s;
+  const int64_t rank = eval(n.value, t);
+  if (ctas_ == 1)
+    fail(s, "a remote store in a kernel without clusters (KernelOp::cluster is {1, 1, 1}): "
+            "there is no peer CTA whose shared memory it could write", t);
+  if (rank < 0 || rank >= ctas_)
+    fail(s, "remote store into CTA " + std::to_string(rank) + " but the cluster has " +
+                std::to_string(ctas_) + " CTAs (ranks 0.." + std::to_string(ctas_ - 1) + ")", t);
+  if (exited_[size_t(rank)])
+    fail(s, "CTA " + std::to_string(rank) + " exited before this remote store into its shared "
+            "memory (it must wait on the store's mbarrier before it exits)", t);
+  return int(rank);
+}
+
 void Machine::cta_exit(int cta) {
   exited_[size_t(cta)] = true;
   const RemoteArrival& a = remote_[size_t(cta)];

@@ -329,6 +329,16 @@ void Machine::exec_write(const Node& n, const std::vector<int>& active) {
   // Copies of one warp-wide cell (Node::in_atom_nest) add once; they must agree.
   std::map<int64_t, double> added;
   const bool once = s.atomic_add && n.in_atom_nest;
+  if (s.remote) {  // st.async into CTA `value`'s copy, completing on its mbarrier `mbar`
+    for (int t : active) {
+      const int64_t off = offset(n, n.access, t, w, kernel_);
+      const int cta = remote_target(n, t);
+      const int slot = int(eval(n.mask, t));
+      for (int i = 0; i < w; ++i) shared_.tma_element(ts.shared, off + i, operand(n, 0, t, i), slot, t, s, cta);
+      shared_.tma_complete_tx(slot, 4 * int64_t(w), t, s, cta);
+    }
+    return;
+  }
   for (int t : active) {
     int64_t off = offset(n, n.access, t, w, kernel_);
     for (int i = 0; i < w; ++i) {

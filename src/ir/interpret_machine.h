@@ -87,7 +87,8 @@ struct Node {
   const WarpCopy* copy = nullptr;  // a warp copy (ldmatrix): dst a fragment, access the row
   int64_t alloc_size = 0;
   std::vector<CopyNode> copies;
-  IntExpr mask;                 // TmaLoad/MbarArrive: the multicast mask (Stmt::multicast)
+  IntExpr mask;                 // TmaLoad/MbarArrive: the multicast mask (Stmt::multicast);
+                                // a remote Write: its mbarrier slot (Stmt::mbar)
   std::vector<IntExpr> corner;  // TmaLoad/TmaStore: box corner per global dimension
   std::vector<int64_t> box;     // TmaLoad/TmaStore: box extents, outermost first
   // A warpgroup atom's A and B read from shared memory ({origin, row stride, col
@@ -200,6 +201,10 @@ class Machine {
   // The CTA whose shared memory a remote Load of thread t reads (Stmt::remote), checked
   // against the cluster and the CTAs that exited; recorded for cta_exit.
   int remote_source(const Node& n, int t);
+  // The CTA an asynchronous remote store (st.async) of thread t writes into: its receiver
+  // waits for the bytes on its own mbarrier before it reads them or exits, so the store
+  // leaves no arrival for cta_exit to settle; a receiver that already exited is an error.
+  int remote_target(const Node& n, int t);
   void cta_exit(int cta);
   int64_t eval(const IntExpr& e, int t) const {
     return e.eval(ints_.data(), size_t(threads_), t);

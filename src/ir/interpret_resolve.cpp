@@ -239,6 +239,10 @@ Node Machine::resolve_stmt(const Stmt& s) {
     case StmtKind::Write:
       if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
       n.access = access(s, s.tensor, s.index, kernel_);
+      if (s.remote) {  // st.async: the receiving CTA's rank and its mbarrier slot
+        n.value = compile(s, s.value);
+        n.mask = compile(s, s.mbar);
+      }
       operands();
       n.in_atom_nest = kernel_ && atom_loops_ > 0;
       if (s.width > 1 && n.args[0].extents.empty())

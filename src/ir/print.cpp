@@ -82,7 +82,8 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::Write:
       return (s.width > 1 ? "store" + width_suffix(s) + " " : std::string()) + s.tensor + "[" +
              join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +
-             join_operands(s.args) + (s.atomic_add ? "  atomic" : "");
+             join_operands(s.args) + (s.atomic_add ? "  atomic" : "") +
+             (s.remote ? " @cta(" + s.value.str() + ") async mbar[" + s.mbar.str() + "]" : "");
     case StmtKind::Atom:
       // A copy atom reads a shared tensor at the lane's row instead of operands; a storing
       // one (no dst) writes its operands there.
@@ -127,7 +128,7 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::BulkCommit: return "bulk.commit";
     case StmtKind::BulkWait: return "bulk.wait.read " + std::to_string(int(s.imm));
     case StmtKind::Specialize: return "specialize:";
-    case StmtKind::ClusterSync: return "cluster.sync";
+    case StmtKind::ClusterSync: return s.mode == "relaxed" ? "cluster.sync relaxed" : "cluster.sync";
     case StmtKind::TileArrive:
       return "let " + s.var + " = tile.arrive " + s.tensor + "[" + join_exprs(s.index) + "] of " +
              Operand::constant(s.imm).str() + " (threads 0.." + s.value.str() + ")";

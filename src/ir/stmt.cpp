@@ -390,9 +390,10 @@ Stmt Stmt::Specialize(std::vector<Stmt> arms) {
   return s;
 }
 
-Stmt Stmt::ClusterSync() {
+Stmt Stmt::ClusterSync(bool relaxed) {
   Stmt s;
   s.kind = StmtKind::ClusterSync;
+  if (relaxed) s.mode = "relaxed";
   return s;
 }
 
@@ -419,6 +420,7 @@ void substitute_block(Block& b, const std::map<std::string, Expr>& repl) {
     s.pred = s.pred.substitute(repl);
     s.scale_d = s.scale_d.substitute(repl);
     s.multicast = s.multicast.substitute(repl);
+    s.mbar = s.mbar.substitute(repl);
     sub_all(s.index);
     sub_all(s.dst_index);
     sub_all(s.src_index);

@@ -69,7 +69,8 @@ enum class StmtKind {
   // Thread-block clusters (sm_90, KernelOp::cluster): the CTAs of a cluster run at the
   // same time and may write each other's shared memory (a multicast TmaLoad) and arrive
   // on each other's mbarriers (MbarArrive with a `multicast` mask).
-  ClusterSync,         // barrier.cluster.arrive + wait: every thread of every CTA of the cluster
+  ClusterSync,         // barrier.cluster.arrive (.relaxed when mode is "relaxed") + wait: every
+                       // thread of every CTA of the cluster
   // Split-K's in-kernel combine: the CTAs of one output tile count their arrivals on a
   // global counter, and the last one to arrive finishes the tile. The first `value`
   // threads of the block (a constant; all of them, or the consumer warpgroups of a
@@ -221,7 +222,12 @@ struct Stmt {
   // Load from a shared tensor of another CTA of the cluster (distributed shared memory,
   // sm_90: mapa + ld.shared::cluster): the copy held by the CTA of rank `value`, not the
   // executing thread's own. Only a cluster barrier orders it after the peer's writes.
+  // Write with `remote`: an asynchronous store (st.async) of f32 elements into the copy of
+  // shared `tensor` held by the CTA of rank `value` (this CTA's own included), completing
+  // 4 * width bytes on that CTA's mbarrier slot `mbar`: the receiver reads them after
+  // waiting for the phase, with no cluster barrier (and no memory fence) between.
   bool remote = false;
+  Expr mbar = Expr(0);
   // AsyncCopy source.
   std::string src;
   std::vector<Expr> src_index;
@@ -288,7 +294,10 @@ struct Stmt {
   static Stmt BulkCommit();
   static Stmt BulkWait(int keep_reading);
   static Stmt Specialize(std::vector<Stmt> arms);
-  static Stmt ClusterSync();
+  // relaxed: the arrive orders none of the thread's memory accesses (barrier.cluster.arrive
+  // .relaxed): a barrier that only says "every CTA has started" (its mbarriers are
+  // initialized: fence.mbarrier_init orders those).
+  static Stmt ClusterSync(bool relaxed = false);
   // `var` = 1 in the last of `arrivals` CTAs to arrive on counter[offset], else 0; the
   // first `threads` threads of the block arrive together.
   static Stmt TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,

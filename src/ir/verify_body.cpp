@@ -476,6 +476,27 @@ class BodyChecker {
     check_expr(s, s.value, "peer rank");
   }
 
+  // An asynchronous store into a cluster CTA's shared tensor (st.async, CLUSTER_K's
+  // exchange): f32 elements, one or a vector of 2 or 4, completing on an mbarrier slot.
+  void check_remote_store(const Stmt& s) {
+    require_level(s, Level::Kernel, "an asynchronous store into a peer CTA's shared memory");
+    const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.role != TensorRole::Shared)
+      fail(s, "a remote store writes a cluster CTA's shared memory; `" + s.tensor + "` is not shared");
+    if (t.dtype != DType::F32 || (s.width != 1 && s.width != 2 && s.width != 4))
+      fail(s, "a remote store moves 1, 2 or 4 f32 elements (st.async .b32/.v2/.v4); this one moves " +
+                  std::to_string(s.width) + " " + dtype_name(t.dtype));
+    if (s.atomic_add) fail(s, "a remote store cannot add atomically");
+    if (kernel_ && kernel_->cluster[0] <= 1)
+      fail(s, "a remote store in kernel " + kernel_->name + ", which launches no clusters "
+              "(KernelOp::cluster is {1, 1, 1})");
+    if (kernel_ && !(s.mbar.is_const() && s.mbar.const_value() >= 0 &&
+                     s.mbar.const_value() < kernel_->mbarriers))
+      fail(s, "a remote store completes on mbarrier " + s.mbar.str() + "; kernel " +
+                  kernel_->name + " has " + std::to_string(kernel_->mbarriers));
+    check_expr(s, s.value, "peer rank");
+  }
+
   void check_tier(const Stmt& s) {
     switch (level_) {
       case Level::Loop:
@@ -716,6 +737,7 @@ class BodyChecker {
       }
       case StmtKind::Write:
         check_access(s);
+        if (s.remote) check_remote_store(s);
         if (p_.tensor(s.tensor).role == TensorRole::Input)
           fail(s, "writes input tensor `" + s.tensor + "`; inputs are read-only");
         if (s.args.size() != 1) fail(s, "a write stores exactly one operand");

@@ -40,11 +40,12 @@ constexpr double kCtaStartClk = 1500;
 // mainloop (the epilogue cost 8% at 4096^3 before it: 0.91x -> 0.99x, bench/NOTES.md
 // session 8), otherwise the CTA waits for it at exit at about TMA's load rate.
 constexpr double kTmaStoreBytesPerClk = 56;
-// CLUSTER_K: each CTA writes its f32 partial tile to shared memory, and after a cluster
-// barrier sums its 1/c of the rows from every peer's tile over DSMEM (remote loads, about
-// a quarter of local shared-memory bandwidth) before a second barrier.
+// CLUSTER_K: each CTA stores every row slice of its f32 partial tile into the slice
+// owner's shared memory over DSMEM (st.async, about a quarter of local shared-memory
+// bandwidth), then waits for its peers' slices on an mbarrier (about one DSMEM round trip)
+// and sums its 1/c of the rows from its own shared memory.
 constexpr double kDsmemBytesPerClk = 32;
-constexpr double kClusterSyncClk = 400;
+constexpr double kDsmemRoundTripClk = 400;
 
 struct Rates {
   double clk_hz, dram_bytes_per_s;
@@ -197,9 +198,10 @@ CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Kno
     if (b.a_regs) t += 0.5 * double(b.BM) * k_slice * elem / kSmemBytesPerClk;
     const double tile_bytes = double(b.BM) * double(b.BN) * dtype_bytes(p.out);
     if (c > 1) {
-      // The partial tile through shared memory and DSMEM; each CTA stores 1/c of the rows.
+      // The partial tile over DSMEM into its owners, summed from shared memory; each CTA
+      // stores 1/c of the rows.
       const double partial = double(b.BM) * double(b.BN) * 4;
-      t += partial / kSmemBytesPerClk + partial / kDsmemBytesPerClk + 2 * kClusterSyncClk;
+      t += partial / kDsmemBytesPerClk + kDsmemRoundTripClk + partial / kSmemBytesPerClk;
       t += tile_bytes / double(c) / kDirectStoreBytesPerClk;
     } else if (b.epilogue == "tma_store") {
       t += tile_bytes / kSmemBytesPerClk;

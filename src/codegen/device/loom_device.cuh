@@ -526,6 +526,37 @@ __device__ __forceinline__ float ld_shared_cluster_f32(const float* base, unsign
                : "memory");
   return v;
 }
+// PTX ISA 9.7.9.12 st.async: store f32 element(s) `i`.. of the array `base` into the copy
+// CTA `cta` of the cluster holds (its own included), completing 4 bytes per element on that
+// CTA's mbarrier `bar` (complete_tx): the receiver waits on its mbarrier and then reads
+// them; no cluster barrier, hence no fence, between (a cluster-scope release compiles to
+// MEMBAR.ALL.GPU on sm_90, which waits for every memory access in flight).
+__device__ __forceinline__ void st_async_v1_f32(const float* base, unsigned i, unsigned cta,
+                                                unsigned long long* bar, float v) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(
+          mapa_shared_cluster(smem_addr(base) + 4u * i, cta)),
+      "r"(__float_as_uint(v)), "r"(mapa_shared_cluster(smem_addr(bar), cta))
+      : "memory");
+}
+__device__ __forceinline__ void st_async_v2_f32(const float* base, unsigned i, unsigned cta,
+                                                unsigned long long* bar, const float* v) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n" ::"r"(
+          mapa_shared_cluster(smem_addr(base) + 4u * i, cta)),
+      "r"(__float_as_uint(v[0])), "r"(__float_as_uint(v[1])),
+      "r"(mapa_shared_cluster(smem_addr(bar), cta))
+      : "memory");
+}
+__device__ __forceinline__ void st_async_v4_f32(const float* base, unsigned i, unsigned cta,
+                                                unsigned long long* bar, const float* v) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];\n" ::"r"(mapa_shared_cluster(smem_addr(base) + 4u * i, cta)),
+      "r"(__float_as_uint(v[0])), "r"(__float_as_uint(v[1])), "r"(__float_as_uint(v[2])),
+      "r"(__float_as_uint(v[3])), "r"(mapa_shared_cluster(smem_addr(bar), cta))
+      : "memory");
+}
 // PTX ISA Special Registers, %cluster_ctarank: this CTA's rank in its cluster.
 __device__ __forceinline__ unsigned cluster_ctarank() {
   unsigned r;

@@ -5,27 +5,37 @@
 // each reduce one slice of K and write the f32 tile to cluster_partial (stored tile by
 // tile by t:010), and clusterk_reduce, tiled BM/c rows tall, which sums the c slices and
 // runs the epilogue. Here the second becomes the end of the first, and the partial never
-// leaves the SM:
-//  1. The split kernel writes its tile to a shared f32 tile [BM, BN] (8 columns of row
-//     padding, as t:010 laid the partial out) instead: its global offset minus the tile
-//     terms (q, the leading grid loops, m_b, n_b all 0) is the shared offset.
-//  2. A cluster barrier (barrier.cluster.arrive, release / wait, acquire) orders every
-//     CTA's tile before its peers' reads.
-//  3. clusterk_reduce's body, without its grid Lets: its block row is row q of the
-//     cluster's tile (m_b -> m_b * c + q), each of its loads of slice `peer` a load of
-//     that CTA's shared tile (mapa + ld.shared::cluster) at the same shared offset. It
-//     runs on the threads that computed the tile (a specialized kernel's producer
-//     warpgroup, the last, kept few registers).
-//  4. A second cluster barrier: a CTA's shared memory may go away when it exits, so none
-//     exits while a peer may still read it.
-//  5. The kernel launches as clusters of c along x (KernelOp::cluster), takes
+// leaves the cluster:
+//  1. Each CTA stores every row slice of its partial tile straight into the shared f32
+//     tile [BM, BN] (8 columns of row padding, as t:010 laid the partial out) of the CTA
+//     that owns the slice — CTA t sums rows [t S, t S + S), S = BM/c — at rows q S ..:
+//     an asynchronous store (st.async, Kernel IR `store .. @cta(t) async mbar[x]`) that
+//     counts its bytes on the owner's exchange mbarrier x. t:010's bounds guards around
+//     the stores go: the owner expects all BM x BN elements from each source (the ragged
+//     edge's are the zeros TMA filled in).
+//  2. The exchange mbarrier: thread 0 inits it (one arrival) and arrives expecting BM x BN
+//     x 4 bytes at the start, then a relaxed cluster barrier (fence.mbarrier_init orders
+//     the init) keeps every peer from storing into a barrier not yet initialized.
+//  3. The CTA waits for the phase (every thread: none may exit before its peers' stores
+//     have landed), then runs clusterk_reduce's body, without its grid Lets: its block
+//     row is row q of the cluster's tile (m_b -> m_b * c + q), its load of slice `peer`
+//     a load of its own tile at rows peer S ... It runs on the threads that computed the
+//     tile (a specialized kernel's producer warpgroup, the last, kept few registers).
+//  4. The kernel launches as clusters of c along x (KernelOp::cluster), takes
 //     clusterk_reduce's parameters, and the partial tensor and clusterk_reduce are dropped.
-// Why no atomics: c CTAs' partial tiles are added where they are, by c CTAs each reading
-// 1/c of every peer's tile (SM-to-SM traffic of (c-1)/c of a tile per CTA); the L2 atomic
+// Why stores into the owner rather than loads from the peers after a cluster barrier (the
+// first form, sessions 8-12): barrier.cluster.arrive releases at cluster scope, which
+// ptxas implements as MEMBAR.ALL.GPU — it waits for every memory access the SM has in
+// flight, and the pair of barriers cost ~1.4 us of a 15 us decode kernel on H100
+// (per-CTA %globaltimer stamps, session 13). The mbarrier's transaction count orders the
+// stores for the owner without a fence: 14.8 -> 13.9 us (bench/NOTES.md, session 13).
+// Why no atomics: c CTAs' partial tiles are added inside the cluster, each CTA sending
+// (c-1)/c of its tile SM to SM; the L2 atomic
 // fixup serialized 64 partial tiles on one tile's addresses (bench/NOTES.md, session 7).
 // Placed after k:055, so both bodies are final, and before k:058: with SPLITK_MODE=fixup
 // the reduction's write is the atomic add into the workspace that the fixup finishes.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -124,7 +134,38 @@ void fuse(CompileState& st, size_t at) {
   tile.pad = pl.pad;
   prog.tensors.push_back(tile);
 
-  // 1: the split kernel's writes of the partial go to the tile.
+  // 1: the split kernel's writes of the partial go to the tiles of the slices' owners:
+  // element (row, col) of this CTA's partial (local offset o = row * W + col) belongs to
+  // the CTA t = row / S that sums rows [t S, t S + S), which keeps the c sources' copies
+  // of its rows one above the other: source q's row t S + r at row q S + r, offset
+  // o + (q - t) S W. An asynchronous store (st.async) completes its bytes on t's
+  // exchange mbarrier.
+  const int64_t W = pl.BN + pl.pad, S = pl.BM / pl.c;
+  const int slot = split.mbarriers++;
+  // Every element of the tile is stored, the ragged edge's too (zeros: TMA filled the
+  // operands out of range with them), because each owner expects all BM x BN: t:010's
+  // bounds guards around single partial stores go — they would have kept the global
+  // partial in range, and the shared tile has room for the whole tile.
+  walk(split.body, [&](Stmt& s) {
+    if (s.kind == StmtKind::If && s.body.size() == 1 && s.body[0].kind == StmtKind::Write &&
+        s.body[0].tensor == pl.partial) {
+      Stmt w = s.body[0];
+      s = std::move(w);
+    }
+  });
+  int guarded = 0;
+  std::function<void(const Block&, bool)> find_guarded = [&](const Block& b, bool under_if) {
+    for (const Stmt& s : b) {
+      if (s.kind == StmtKind::Write && s.tensor == pl.partial && under_if) ++guarded;
+      if (s.kind == StmtKind::Specialize)  // its arms are Ifs that select warps, not guards
+        for (const Stmt& arm : s.body) find_guarded(arm.body, under_if);
+      else
+        find_guarded(s.body, under_if || s.kind == StmtKind::If);
+    }
+  };
+  find_guarded(split.body, false);
+  LOOM_CHECK(guarded == 0, "k:057: every partial store of " + split.name +
+                               " reaches the cluster tile unconditionally (owners expect whole tiles)");
   std::set<std::string> tile_vars = grid_lets(split.body);
   const std::map<std::string, Expr> to_local = zeros(tile_vars);
   int writes = 0;
@@ -132,8 +173,13 @@ void fuse(CompileState& st, size_t at) {
     if (s.kind == StmtKind::Load && s.tensor == pl.partial)
       throw Error("k:057_cluster_reduce: kernel " + split.name + " reads " + pl.partial);
     if (s.kind != StmtKind::Write || s.tensor != pl.partial) return;
+    const Expr o = s.index.at(0).substitute(to_local);
+    const Expr owner = o / Expr(W * S);
     s.tensor = tile.name;
-    s.index = {s.index.at(0).substitute(to_local)};
+    s.index = {o + (Expr::var(pl.rank) - owner) * Expr(S * W)};
+    s.remote = true;
+    s.value = owner;
+    s.mbar = Expr(slot);
     ++writes;
   });
   if (writes == 0)
@@ -166,9 +212,10 @@ void fuse(CompileState& st, size_t at) {
     if (s.width != 1)
       throw Error("k:057_cluster_reduce: a vector load of " + pl.partial + " (width " +
                   std::to_string(s.width) + "); the DSMEM reduction loads one f32 at a time");
-    Stmt l = Stmt::LoadRemote(s.dst, tile.name,
-                              fold_bounded(s.index.at(0).substitute(red_local), rank_range),
-                              Expr::var(peer));
+    // Slice q of peer `peer`'s partial is at rows peer S .. of this CTA's own tile.
+    const Expr in_peer = fold_bounded(s.index.at(0).substitute(red_local), rank_range);
+    Stmt l = Stmt::Load(s.dst, tile.name,
+                        {in_peer + (Expr::var(peer) - Expr::var(pl.rank)) * Expr(S * W)});
     l.dst_index = s.dst_index;
     l.pred = s.pred;
     s = std::move(l);
@@ -188,10 +235,21 @@ void fuse(CompileState& st, size_t at) {
     run = run && Expr::var("threadIdx.x") < Expr(red.block_threads);
   body = {Stmt::If(run, std::move(body))};
 
-  // 2, 4: the barriers around it.
-  split.body.push_back(Stmt::ClusterSync());
+  // 2: the exchange mbarrier — one arrival (thread 0's, at the start) and the BM x BN f32
+  // the c sources store into this CTA's tile — initialized before any peer may store: a
+  // relaxed cluster barrier after fence.mbarrier_init, which orders the init. 4: the
+  // reduction waits for the phase (every thread: none of its CTA may exit before its
+  // peers' stores have landed, whether or not it sums a slice).
+  size_t top = 0;
+  while (top < split.body.size() && split.body[top].kind == StmtKind::Let) ++top;
+  const Block setup = {
+      Stmt::If(Expr::var("threadIdx.x") < Expr(1),
+               {Stmt::MbarInit(Expr(slot), 1), Stmt::MbarArriveExpectTx(Expr(slot), pl.BM * pl.BN * 4),
+                Stmt::FenceMbarInit()}),
+      Stmt::ClusterSync(/*relaxed=*/true)};
+  split.body.insert(split.body.begin() + long(top), setup.begin(), setup.end());
+  split.body.push_back(Stmt::MbarWait(Expr(slot), Expr(0)));
   split.body.insert(split.body.end(), body.begin(), body.end());
-  split.body.push_back(Stmt::ClusterSync());
   split.cluster[0] = int(pl.c);
 
   const SharedLayout layout = shared_layout(prog, split);

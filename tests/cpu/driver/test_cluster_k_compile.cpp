@@ -26,7 +26,7 @@ TEST(ClusterKCompile, EveryGpuCaseCompilesWithoutSpills) {
   }
 }
 
-TEST(ClusterKCompile, OneClusterKernelReadingItsPeers) {
+TEST(ClusterKCompile, OneClusterKernelStoringIntoItsPeers) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
   opt.knobs = Knobs::parse(cluster_k::kWs + ",CLUSTER_K=8");
@@ -34,7 +34,12 @@ TEST(ClusterKCompile, OneClusterKernelReadingItsPeers) {
   ASSERT_EQ(p.state.kernel.kernels.size(), 1u);
   EXPECT_EQ(p.state.kernel.kernels[0].cluster[0], 8);
   EXPECT_NE(p.cuda.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << p.cuda;
-  EXPECT_NE(p.cuda.find("loom::ld_shared_cluster_f32("), std::string::npos) << p.cuda;
+  // The partial slices go to their owners by st.async (vectors of 2), counted on the
+  // exchange mbarrier; one relaxed cluster barrier, no release-ordered one (MEMBAR.GPU).
+  EXPECT_NE(p.cuda.find("loom::st_async_v2_f32("), std::string::npos) << p.cuda;
+  EXPECT_NE(p.cuda.find("loom::cluster_arrive_relaxed();"), std::string::npos) << p.cuda;
+  EXPECT_EQ(p.cuda.find("loom::cluster_arrive();"), std::string::npos) << p.cuda;
+  EXPECT_EQ(p.cuda.find("loom::ld_shared_cluster_f32("), std::string::npos) << p.cuda;
   EXPECT_EQ(p.cuda.find("atomicAdd"), std::string::npos) << p.cuda;
 }
 

@@ -28,7 +28,9 @@ TEST_P(GpuClusterK, MatchesFp64Reference) {
   RunReport r = run_expression(c.expr, opt);
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
   // The partial tiles move by asynchronous stores into their owners' shared memory.
-  if (!c.knobs.empty()) EXPECT_NE(r.program.cuda.find("loom::st_async_v"), std::string::npos);
+  if (!c.knobs.empty()) {
+    EXPECT_NE(r.program.cuda.find("loom::st_async_v"), std::string::npos);
+  }
 }
 
 TEST_P(GpuClusterK, RepeatedLaunchesStayCorrect) {

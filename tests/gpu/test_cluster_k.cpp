@@ -27,8 +27,9 @@ TEST_P(GpuClusterK, MatchesFp64Reference) {
   opt.seed = 41;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
-  if (!c.knobs.empty())
+  if (!c.knobs.empty()) {
     EXPECT_NE(r.program.cuda.find("loom::ld_shared_cluster_f32("), std::string::npos);
+  }
 }
 
 TEST_P(GpuClusterK, RepeatedLaunchesStayCorrect) {

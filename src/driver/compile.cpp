@@ -1,10 +1,9 @@
 #include "driver/compile.h"
 
-#include <iostream>
-
 #include "codegen/cuda.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
+#include "driver/warn_once.h"
 #include "passes/defaults.h"
 
 namespace loom {
@@ -130,13 +129,14 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
     const std::string why = refused.what();
     r = compile_knobs(g, opt, std::nullopt,
                       "the tuning record in " + origin + " was refused: " + why.substr(0, 160));
+    // Once per process: a long-running caller (loom_py, the tuner) compiles the shape
+    // again and again, and meets the same record each time.
     const bool shipped = origin.rfind("shipped ", 0) == 0;
-    std::cerr << "loom: warning: ignoring the tuning record in " << origin << " (knobs "
-              << opt.tuned->str() << "): the compiler refuses it: " << why
-              << "\n  compiling with the defaults instead; "
-              << (shipped ? "a new record (`loom tune`) replaces it, "
-                          : "re-tune this shape (`loom tune`), `loom db clear --yes` removes it, ")
-              << "`--no-db` skips the database\n";
+    warn_once("ignoring the tuning record in " + origin + " (knobs " + opt.tuned->str() +
+              "): the compiler refuses it: " + why + "\n  compiling with the defaults instead; " +
+              (shipped ? "a new record (`loom tune`) replaces it, "
+                       : "re-tune this shape (`loom tune`), `loom db clear --yes` removes it, ") +
+              "`--no-db` skips the database");
   }
   out.state = std::move(r.state);
   out.knob_source = std::move(r.knob_source);

@@ -5,6 +5,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 BUILD_TYPE ?= RelWithDebInfo
+# Extra arguments of the configure step (first build of $(BUILD) only), e.g.
+# CMAKE_ARGS=-DLOOM_WERROR=ON as CI sets it.
+CMAKE_ARGS ?=
 
 .PHONY: all build run test test-cpu test-gpu deps clean
 
@@ -14,7 +17,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)

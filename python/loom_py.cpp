@@ -2,7 +2,9 @@
 // PyTorch's attention backends are timed in one process (scripts/attention_bench.py).
 // A thin layer over driver/external.h (compile, bind caller pointers, launch), the
 // ladders (driver/ladder.h) and `loom run` (driver/run.h); every loom::Error arrives in
-// Python as a RuntimeError with Loom's message.
+// Python as a RuntimeError with Loom's message, and every note of a compile
+// (CompiledProgram::notes, which `loom` prints as "loom: note: ...") as a
+// loom_py.NoteWarning through Python's warnings module.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
@@ -29,6 +31,19 @@ nb::dict tensor_dict(const ExternalTensor& t) {
   return d;
 }
 
+// loom_py.NoteWarning (a UserWarning), set when the module loads.
+PyObject* note_warning = nullptr;
+
+// A compile's notes (knobs that did something their writer may not have meant) through
+// warnings.warn rather than straight to stderr as `loom` does: they still reach stderr
+// under Python's default filter, but a caller can filter them by category, turn them
+// into errors (-W error, pytest's filterwarnings) or catch them, and the default filter
+// shows each note once per call site rather than at every compile of a loop.
+void warn_notes(const std::vector<std::string>& notes) {
+  for (const auto& n : notes)
+    if (PyErr_WarnEx(note_warning, n.c_str(), 1) < 0) throw nb::python_error();
+}
+
 nb::list tensor_list(const ExternalProgram& p) {
   nb::list l;
   for (const auto& t : p.tensors) l.append(tensor_dict(t));
@@ -47,7 +62,10 @@ DeviceInfo current_device(int ordinal) {
 // compile(expr, knobs, target, dims): the CPU half, for a named target (no GPU).
 ExternalProgram compile_for_target(const std::string& expr, const std::string& knobs,
                                    const std::string& target, const std::string& dims) {
-  return compile_external(expr, Knobs::parse(knobs), Target::for_arch(target), parse_dims(dims));
+  ExternalProgram p =
+      compile_external(expr, Knobs::parse(knobs), Target::for_arch(target), parse_dims(dims));
+  warn_notes(p.program.notes);
+  return p;
 }
 
 // A Kernel: compiled for GPU `device` (its SM count and shared memory, and the tuning
@@ -59,6 +77,7 @@ class Kernel {
     DeviceInfo dev = current_device(device);
     ExternalProgram p = compile_external(expr, Knobs::parse(knobs), target_for_device(dev),
                                          parse_dims(dims), tune::tuning_db_lookup(use_db), &dev);
+    warn_notes(p.program.notes);
     runner_ = std::make_unique<ExternalRunner>(std::move(p), device);
   }
   // ptrs: tensor name -> device address (torch.Tensor.data_ptr()); stream: a cudaStream_t
@@ -103,12 +122,14 @@ nb::dict run(const std::string& expr, const std::string& knobs, bool bench, int 
   opt.command_line = "loom_py.run";
   opt.choose_tuned = tune::tuning_db_lookup(use_db);
   RunReport r = run_expression(expr, opt);
+  warn_notes(r.program.notes);
   nb::dict d;
   d["passed"] = r.verify.passed;
   d["verify"] = r.verify.message;
   d["flops"] = r.flops;
   d["knobs"] = r.kernels.empty() ? std::string() : r.kernels[0].knobs;
   d["report"] = format_run_report(r);
+  d["notes"] = r.program.notes;
   nb::dict us;
   for (const auto& b : r.backends) us[b.name.c_str()] = b.timing.median_us;
   d["median_us"] = us;
@@ -119,6 +140,11 @@ nb::dict run(const std::string& expr, const std::string& knobs, bool bench, int 
 
 NB_MODULE(loom_py, m) {
   m.doc() = "Loom's compiler pipeline on PyTorch's tensors (python/README.md)";
+  note_warning = PyErr_NewExceptionWithDoc(
+      "loom_py.NoteWarning",
+      "A compile's note: knobs that did something their writer may not have meant",
+      PyExc_UserWarning, nullptr);
+  m.attr("NoteWarning") = nb::handle(note_warning);
 
   nb::class_<ExternalProgram>(m, "Program")
       .def_ro("expression", &ExternalProgram::expression)
@@ -128,6 +154,7 @@ NB_MODULE(loom_py, m) {
       .def_prop_ro("cuda", [](const ExternalProgram& p) { return p.program.cuda; })
       .def_prop_ro("summary", [](const ExternalProgram& p) { return p.program.summary; })
       .def_prop_ro("knob_source", [](const ExternalProgram& p) { return p.program.knob_source; })
+      .def_prop_ro("notes", [](const ExternalProgram& p) { return p.program.notes; })
       .def("check_pointers", &check_external_pointers, nb::arg("ptrs"),
            "Raises unless ptrs names every input and output with a non-null address");
 

@@ -10,6 +10,7 @@ LOOM_PY_PATH points at another build directory than <repo>/build.
 import math
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -72,6 +73,30 @@ def test_errors_carry_looms_message():
     p = loom_py.compile(attn(1, 1, 1, 64, 64, 64))
     with pytest.raises(RuntimeError, match="no pointer for input V"):
         p.check_pointers({"Q": 1, "K": 2, "out": 3})
+
+
+def test_notes_are_warnings_and_a_property():
+    # Explicit tiling knobs without ATOM leave sm_90a's default wgmma atom for the SIMT
+    # schedule: legal, so a note, which `loom compile` prints as "loom: note: ..." and
+    # loom_py raises as a NoteWarning (a UserWarning) and keeps on Program.notes.
+    e = "matmul(A[4096,4096]:f16, B[4096,4096]:f16)"
+    with pytest.warns(loom_py.NoteWarning, match="select the SIMT schedule") as caught:
+        p = loom_py.compile(e, "BN=128,FM=2")
+    assert issubclass(loom_py.NoteWarning, UserWarning)
+    assert len(p.notes) == 1 and "add ATOM=wgmma_f16" in p.notes[0]
+    assert [str(w.message) for w in caught if w.category is loom_py.NoteWarning] == p.notes
+    assert caught[0].filename == __file__, "the warning points at the caller's line"
+    assert "ATOM=fma" in p.knobs
+    # The same tile with its atom: no note, no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = loom_py.compile(e, "ATOM=wgmma_f16,BN=128")
+    assert q.notes == []
+    # A caller that makes warnings errors gets the note as an exception.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", loom_py.NoteWarning)
+        with pytest.raises(loom_py.NoteWarning, match="BN,FM"):
+            loom_py.compile(e, "BN=128,FM=2")
 
 
 def test_knob_names_are_the_registry():

@@ -39,7 +39,7 @@ struct TensorDecl {
   // stride becomes shape.back() + pad, breaking power-of-two row strides that put a
   // column in one bank), then the swizzle applied to the padded offset.
   int64_t pad = 0;
-  Swizzle swizzle;
+  Swizzle swizzle = {};
   // Shared tensors only: which part of the kernel's shared memory holds it. Part 0 lays
   // its tensors out one after the other; every part k > 0 lays its own out from byte 0
   // again, over part 0's bytes, so the buffer is the union of the parts (CUTLASS's

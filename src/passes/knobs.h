@@ -35,7 +35,7 @@ struct KnobDef {
   std::string read_by;               // pass id, e.g. "t:010_partition_loops"
   int64_t min = 1, max = 1 << 20;    // integer knobs: inclusive range
   bool power_of_two = false;
-  std::vector<std::string> choices;  // enum knobs: legal spellings (empty = integer)
+  std::vector<std::string> choices = {};  // enum knobs: legal spellings (empty = integer)
   SearchGroup group = SearchGroup::other;
   std::vector<KnobSearch> search = {};  // empty: the tuner leaves the knob to the defaults
 

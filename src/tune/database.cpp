@@ -15,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "driver/warn_once.h"
 #include "ir/error.h"
 #include "passes/knobs.h"
 
@@ -198,9 +199,7 @@ TuningDb TuningDb::open_default() {
   std::string why;
   auto path = default_db_path(&why);
   if (path) return open(*path);
-  static bool warned = false;
-  if (!warned) std::cerr << "loom: warning: tuning database disabled: " << why << "\n";
-  warned = true;
+  warn_once("tuning database disabled: " + why);
   return disabled(why);
 }
 

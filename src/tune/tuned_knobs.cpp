@@ -1,20 +1,19 @@
 #include "tune/tuned_knobs.h"
 
-#include <iostream>
-
+#include "driver/warn_once.h"
 #include "ir/error.h"
 
 namespace loom::tune {
 namespace {
 
 // A record's knobs, or nullopt with a warning: a knob renamed or removed since the record
-// was made must not turn into a compile error for a user who never asked for it.
+// was made must not turn into a compile error for a user who never asked for it. The
+// warning prints once per process, as every lookup of the shape meets the record again.
 std::optional<Knobs> usable(const TuningRecord& rec, const std::string& where) {
   try {
     return Knobs::parse(rec.knobs);
   } catch (const Error& e) {
-    std::cerr << "loom: warning: ignoring the tuning record in " << where << " (" << e.what()
-              << "); re-tune this shape\n";
+    warn_once("ignoring the tuning record in " + where + " (" + e.what() + "); re-tune this shape");
     return std::nullopt;
   }
 }

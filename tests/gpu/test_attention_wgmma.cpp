@@ -28,7 +28,9 @@ TEST_P(GpuAttentionWgmma, MatchesFp64Reference) {
   EXPECT_NE(r.program.cuda.find("loom::wgmma_m64n"), std::string::npos);
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
   EXPECT_EQ(r.lse_verify.has_value(), c.expr.find("lse=true") != std::string::npos);
-  if (r.lse_verify) EXPECT_TRUE(r.lse_verify->passed) << r.lse_verify->message;
+  if (r.lse_verify) {
+    EXPECT_TRUE(r.lse_verify->passed) << r.lse_verify->message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuAttentionWgmma,

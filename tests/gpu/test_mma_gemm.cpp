@@ -48,16 +48,18 @@ TEST_P(GpuMmaGemm, MatchesFp64Reference) {
   opt.seed = 11;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_NE(r.program.cuda.find("loom::mma_m16n8k"), std::string::npos) << "not a tensor-core kernel";
-  if (c.ldmatrix >= 0)
+  if (c.ldmatrix >= 0) {
     EXPECT_EQ(r.program.cuda.find("loom::ldmatrix_x") != std::string::npos, c.ldmatrix == 1)
         << "LDMATRIX expectation " << c.ldmatrix;
+  }
   // The staged epilogue (k:054) declares its tile; the direct one has none. The knob in
   // effect is the summary's (aligned 16-bit mma defaults stage the epilogue too).
   EXPECT_EQ(r.program.cuda.find("const out_s = ") != std::string::npos,
             r.program.summary.find("EPILOGUE=smem") != std::string::npos)
       << r.program.summary;
-  if (c.knobs.find("EPILOGUE=smem") != std::string::npos)
+  if (c.knobs.find("EPILOGUE=smem") != std::string::npos) {
     EXPECT_NE(r.program.summary.find("EPILOGUE=smem"), std::string::npos);
+  }
   if (c.tf32_rounded)
     EXPECT_LE(r.verify.rel_fro_error, verify_threshold(DType::TF32, DType::F32)) << r.verify.message;
   else
@@ -191,8 +193,9 @@ TEST_P(GpuAccF16Gemm, MatchesFp64ReferenceUnderTheF16AccumulateThreshold) {
     if (n.kind == OpKind::Matmul) K = g.node(n.inputs[0]).shape.back().value;
   EXPECT_EQ(r.verify.threshold, verify_threshold_f16_accumulate(DType::F16, out, K, 16));
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
-  if (out == DType::F32)
+  if (out == DType::F32) {
     EXPECT_GT(r.verify.rel_fro_error, verify_threshold(DType::F16, DType::F32)) << r.verify.message;
+  }
   std::cout << "[ ACC=f16  ] K=" << K << " " << r.verify.message << "\n";
 }
 

@@ -29,8 +29,9 @@ TEST_P(GpuSmallTiles, MatchesFp64Reference) {
   opt.seed = 47;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
-  if (c.knobs.find("CLUSTER_") != std::string::npos)
+  if (c.knobs.find("CLUSTER_") != std::string::npos) {
     EXPECT_NE(r.program.cuda.find("tma_load_2d_multicast"), std::string::npos);
+  }
 }
 
 TEST_P(GpuSmallTiles, RepeatedLaunchesStayCorrect) {
@@ -43,8 +44,9 @@ TEST_P(GpuSmallTiles, RepeatedLaunchesStayCorrect) {
   opt.timing.reps = 20;
   RunReport r = run_expression(c.expr, opt);
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
-  if (c.knobs.find("SPLITK_MODE=partials") != std::string::npos)
+  if (c.knobs.find("SPLITK_MODE=partials") != std::string::npos) {
     EXPECT_EQ(r.program.state.kernel.kernels.size(), 1u) << "partials is one kernel";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(SmallTiles, GpuSmallTiles, ::testing::ValuesIn(small_tile::cases()));

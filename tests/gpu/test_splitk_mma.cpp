@@ -47,8 +47,9 @@ TEST_P(GpuSplitKMma, RepeatedLaunchesStayCorrect) {
   EXPECT_TRUE(r.verify.passed) << r.verify.message;
   // Counters and workspace are reused launch after launch: fixup's are reset by the CTA
   // that finishes each tile, in its one kernel.
-  if (c.knobs.find("SPLITK_MODE=fixup") != std::string::npos)
+  if (c.knobs.find("SPLITK_MODE=fixup") != std::string::npos) {
     EXPECT_EQ(r.program.state.kernel.kernels.size(), 1u) << "fixup is one kernel";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(SplitK, GpuSplitKMma, ::testing::ValuesIn(splitk_mma::cases()));

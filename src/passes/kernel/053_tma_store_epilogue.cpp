@@ -112,7 +112,7 @@ class TmaStoreEpilogue {
  public:
   TmaStoreEpilogue(CompileState& s, KernelOp& k)
       : s_(s), p_(s.kernel), k_(k), buffers_(s.knob("EPI_BUFFERS", 0)),
-        stmatrix_(s.knob("STMATRIX", 1) != 0), sync_(s.knob("EPI_SYNC", 1)) {}
+        sync_(s.knob("EPI_SYNC", 1)), stmatrix_(s.knob("STMATRIX", 1) != 0) {}
 
   void run() {
     locate(k_.body);

@@ -93,8 +93,8 @@ TEST(CompileKernels, HopperDefaultsDoNotSpill) {
 TEST(CompileKernels, MmaDefaultsDoNotSpill) {
   for (const std::string atom : {"mma_f16", "mma_bf16", "mma_tf32"}) {
     const std::string dt = atom == "mma_f16" ? "f16" : atom == "mma_bf16" ? "bf16" : "tf32";
-    for (const std::string shape : {"A[4096,4096]:" + dt + ", B[4096,4096]:" + dt,
-                                    "A[1000,333]:" + dt + ", B[333,777]:" + dt}) {
+    for (const std::string& shape : {"A[4096,4096]:" + dt + ", B[4096,4096]:" + dt,
+                                     "A[1000,333]:" + dt + ", B[333,777]:" + dt}) {
       const std::string e = "matmul(" + shape + ")";
       SCOPED_TRACE(atom + " " + e);
       CompileOptions opt;
@@ -159,7 +159,9 @@ TEST(CompileKernels, MmaKernelsCompileForSm90aAndSm80WithoutSpills) {
         EXPECT_NE(c.cuda.find(a.wrapper), std::string::npos) << c.cuda;
         EXPECT_NE(c.cuda.find(a.pack), std::string::npos) << c.cuda;
         // Packed operands are never repacked from floats.
-        if (a.dtype != "f32") EXPECT_EQ(c.cuda.find("pack_"), std::string::npos);
+        if (a.dtype != "f32") {
+          EXPECT_EQ(c.cuda.find("pack_"), std::string::npos);
+        }
         CompileResult r = nvrtc(c, arch);
         EXPECT_GT(r.cubin.size(), 0u);
         for (const auto& kern : c.state.kernel.kernels) {

@@ -125,7 +125,9 @@ TEST(Ladders, Tf32StepsComputeTheProduct) {
     EXPECT_LT(std::sqrt(num / den), 2e-3);
   }
   for (const auto& step : make_ladder("tf32", "").steps)
-    if (step.name != "Loom default") EXPECT_NE(step.knobs.find("MIN_BLOCKS=2"), std::string::npos);
+    if (step.name != "Loom default") {
+      EXPECT_NE(step.knobs.find("MIN_BLOCKS=2"), std::string::npos);
+    }
 }
 
 TEST(Ladders, HgemmStepsAreTheArticlesRungs) {

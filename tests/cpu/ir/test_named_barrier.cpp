@@ -14,7 +14,7 @@ using namespace hopper;
 struct Exchange {
   Stmt barrier = Stmt::NamedBarrier(Expr(1) + tid() / 128, 128);
   Expr partner = tid() / 128 * 128 + (tid() + 1) % 128;  // a neighbour in its warpgroup
-  std::optional<Expr> barrier_under;                     // an If around the barrier
+  std::optional<Expr> barrier_under = std::nullopt;      // an If around the barrier
 };
 
 KernelProgram exchange_kernel(const Exchange& o) {

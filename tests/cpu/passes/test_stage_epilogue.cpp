@@ -202,7 +202,9 @@ TEST(StageEpilogue, ChosenLayoutsAreConflictFree) {
     const TensorDecl* tile = staging_tile(s.kernel);
     ASSERT_NE(tile, nullptr);
     for (const SharedAccessReport& r : bank_conflicts(s.kernel, s.kernel.kernels.at(0)))
-      if (r.tensor == tile->name) EXPECT_EQ(r.wavefronts, r.ideal) << r.stmt;
+      if (r.tensor == tile->name) {
+        EXPECT_EQ(r.wavefronts, r.ideal) << r.stmt;
+      }
   }
 }
 

@@ -146,7 +146,9 @@ TEST(Compile, OptionsStartWithTheFixedSet) {
   EXPECT_EQ(o[2], "--ptxas-options=-v");
   EXPECT_EQ(o[3], "-lineinfo");
   EXPECT_EQ(o[4], "-default-device");
-  if (no_cache) EXPECT_EQ(o[5], "--no-cache");
+  if (no_cache) {
+    EXPECT_EQ(o[5], "--no-cache");
+  }
   EXPECT_EQ(o.back(), "-DLOOM_X=1");
 }
 

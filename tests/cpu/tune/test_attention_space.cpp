@@ -144,8 +144,9 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
   for (const auto& c : s.kept) {
     EXPECT_TRUE(seen.insert(c.knobs.str()).second) << "kept twice: " << c.knobs.str();
     EXPECT_GT(c.predicted_us, 0);
-    if (c.shipped_default)
+    if (c.shipped_default) {
       EXPECT_TRUE(c.in_search) << "each default is a point of the table: " << c.knobs.str();
+    }
     if (c.plain_default) {
       ++plain;
       EXPECT_TRUE(c.shipped_default);
@@ -153,7 +154,9 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
     }
     const std::string fam = attention_family_of(c.knobs);
     EXPECT_TRUE(std::count(s.atoms.begin(), s.atoms.end(), fam)) << fam;
-    if (std::string(arch) != "sm_90a") EXPECT_EQ(fam, "mma_sync");
+    if (std::string(arch) != "sm_90a") {
+      EXPECT_EQ(fam, "mma_sync");
+    }
     if (fam == "mma_sync") {
       for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
         EXPECT_FALSE(c.knobs.has(k)) << c.knobs.str();
@@ -215,7 +218,9 @@ TEST(AttentionSpace, FamiliesCanBeChosen) {
   Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
   EXPECT_EQ(s.atoms, std::vector<std::string>{"mma_sync"});
   for (const auto& c : s.kept)
-    if (!c.shipped_default) EXPECT_EQ(attention_family_of(c.knobs), "mma_sync");
+    if (!c.shipped_default) {
+      EXPECT_EQ(attention_family_of(c.knobs), "mma_sync");
+    }
   // Without a build the candidates are the points as enumerated; the ranking is ordered.
   for (size_t i = 1; i < s.kept.size(); ++i)
     EXPECT_LE(s.kept[i - 1].predicted_us, s.kept[i].predicted_us);

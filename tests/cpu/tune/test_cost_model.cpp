@@ -85,7 +85,9 @@ TEST(CostModel, WgmmaLadderRungsAreOrderedAndNearTheMeasuredTimes) {
                          us(g, base + "WM=2,WARP_SPECIALIZE=1,PERSISTENT=1")};
   for (int i = 0; i < 4; ++i) {
     SCOPED_TRACE("rung " + std::to_string(i + 1));
-    if (i > 0) EXPECT_LT(rung[i], rung[i - 1]);
+    if (i > 0) {
+      EXPECT_LT(rung[i], rung[i - 1]);
+    }
     EXPECT_GT(rung[i], 0.6 * measured[i]);
     EXPECT_LT(rung[i], 1.4 * measured[i]);
   }

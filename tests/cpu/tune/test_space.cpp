@@ -86,7 +86,9 @@ TEST(Space, Bf16At4096RanksWgmmaFirst) {
   EXPECT_EQ(s.kept.front().knobs.get_str("WARP_SPECIALIZE", ""), "1");
   EXPECT_EQ(s.kept.front().knobs.get_str("WM", ""), "2");
   for (const auto& c : s.kept)
-    if (c.plain_default) EXPECT_EQ(c.knobs.get_str("ATOM", ""), "wgmma_bf16");
+    if (c.plain_default) {
+      EXPECT_EQ(c.knobs.get_str("ATOM", ""), "wgmma_bf16");
+    }
 }
 
 TEST(Space, Sm90WithoutTheArchSuffixSearchesNoWgmma) {
@@ -175,9 +177,10 @@ void expect_no_hopper_refusals_in_stage_2(const Graph& g, const Space& s) {
       hopper |= c.reason.find(knob) != std::string::npos;
     if (!hopper) continue;
     for (const auto& a : atoms)
-      if (a.knob == c.knobs.get_str("ATOM", "fma"))
+      if (a.knob == c.knobs.get_str("ATOM", "fma")) {
         EXPECT_NE(stage1_violation(p, a, c.knobs, h100(), refusals), "")
             << "the pipeline refused " << c.knobs.str() << ": " << c.reason;
+      }
   }
 }
 

@@ -123,8 +123,9 @@ TEST(SuccessiveHalving, KeepsToTheTimeBudget) {
         EXPECT_LE(s.now, std::max(seconds, first))
             << "budget " << seconds << " per rep " << per_rep << " timing " << timing;
         EXPECT_EQ(r.trials.back().result.status, TrialStatus::ok);
-        if (timing && seconds >= 30 && per_rep <= 0.02)
+        if (timing && seconds >= 30 && per_rep <= 0.02) {
           EXPECT_GT(s.now, 0.6 * seconds) << "an exact cost model plans to use the budget";
+        }
       }
 }
 

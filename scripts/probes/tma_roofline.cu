@@ -5,12 +5,8 @@
 // (back-to-back launches rotating over input sets larger than L2)? Compared with plain
 // 16-byte loads over the whole GPU, and swept over size so time = ramp + bytes / rate.
 // Build: nvcc -O3 -arch=sm_90a -o tma_roofline tma_roofline.cu ; run: ./tma_roofline
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
+#include "probe_timing.h"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
 
 __device__ __forceinline__ unsigned sa(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void wait_parity(unsigned long long* bar, unsigned parity) {
@@ -72,24 +68,6 @@ __global__ void read_kernel(const uint4* __restrict__ p, size_t n, unsigned* sin
   if (acc == 0x12345678u) *sink = acc;
 }
 
-template <class F> double graph_us(F launch, int sets, int per_graph) {
-  cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t g; cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch(s, i % sets);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  CK(cudaGraphLaunch(ge, s)); CK(cudaStreamSynchronize(s));
-  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-  std::vector<double> v;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(a, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b)); float ms; CK(cudaEventElapsedTime(&ms, a, b)); v.push_back(ms * 1000.0 / per_graph);
-  }
-  std::sort(v.begin(), v.end());
-  cudaGraphExecDestroy(ge); cudaGraphDestroy(g); cudaStreamDestroy(s);
-  return v[v.size() / 2];
-}
 
 int main() {
   cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));

@@ -4,14 +4,8 @@
 // (like `loom run --bench`) and prints the per-CTA timeline of the last launch.
 // scripts/probes/trace-decode.sh inserts the LOOM_TRACE points and builds the kernel into
 // a cubin (device code only, as NVRTC would), which this harness loads.
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-#include <cuda.h>
-#include <cuda_runtime.h>
+#include "probe_timing.h"
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
-#define CU(x) do { CUresult e = (x); if (e != CUDA_SUCCESS) { printf("%s: %d\n", #x, int(e)); exit(1); } } while (0)
 
 static CUtensorMap map2d(void* p, int rows, int cols, int box_cols, int box_rows) {
   CUtensorMap m;

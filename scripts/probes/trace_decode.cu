@@ -36,23 +36,10 @@ int main() {
     void* args[] = {&S[i].x, &S[i].w, &S[i].o, &S[i].xm, &S[i].wm};
     CU(cuLaunchKernel(fn, GRID_X, GRID_Y, 1, 256, 1, 1, SMEM_BYTES, st, args, nullptr));
   };
-  cudaStream_t st; CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const int per_graph = (40 + sets - 1) / sets * sets;
-  cudaGraph_t g; cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch(st, i % sets);
-  CK(cudaStreamEndCapture(st, &g)); CK(cudaGraphInstantiate(&ge, g, 0));
-  CK(cudaGraphLaunch(ge, st)); CK(cudaStreamSynchronize(st));
-  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-  std::vector<double> v;
-  for (int r = 0; r < 15; ++r) {
-    CK(cudaEventRecord(a, st)); CK(cudaGraphLaunch(ge, st)); CK(cudaEventRecord(b, st));
-    CK(cudaEventSynchronize(b)); float ms; CK(cudaEventElapsedTime(&ms, a, b)); v.push_back(ms * 1000.0 / per_graph);
-  }
-  std::sort(v.begin(), v.end());
-  printf("%s: graph replay %.2f us per launch (%d sets, %d launches per graph)\n", TAG, v[v.size() / 2], sets, per_graph);
-  // The timeline of one launch: run the graph once more and read the last launch's stamps.
-  // Also stamp an empty event pair around a single launch for the launch-to-first-CTA gap.
+  const double us = graph_us(launch, sets, per_graph);
+  printf("%s: graph replay %.2f us per launch (%d sets, %d launches per graph)\n", TAG, us, sets, per_graph);
+  // The timeline of one launch: the stamps the last launch of the last replay left.
   std::vector<unsigned long long> tr(4096 * 8);
   CU(cuMemcpyDtoH(tr.data(), trace_ptr, tr.size() * 8));
   const int ctas = GRID_X * GRID_Y;

@@ -400,14 +400,6 @@ class Renderer {
           break;
         }
         std::string ld = std::string("loom::ld_") + dtype_suffix(dt) + "(" + address(s) + ")";
-        if (s.remote) {  // verified: one f32 of a shared tensor
-          const TensorDecl& t = p_.tensor(s.tensor);
-          if (t.swizzle.bits || t.row_chunk > 0)
-            throw Error("codegen: remote load of " + s.tensor + ", whose layout is swizzled or "
-                        "chunked; ld_shared_cluster_f32 takes plain offsets");
-          ld = "loom::ld_shared_cluster_f32(" + s.tensor + ", unsigned(" + s.index.at(0).str() +
-               "), unsigned(" + s.value.str() + "))";
-        }
         if (!always(s.pred)) ld = "(" + s.pred.str() + ") ? " + ld + " : 0.0f";
         line(d, def(s) + " = " + ld + ";");
         break;

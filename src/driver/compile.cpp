@@ -5,6 +5,7 @@
 #include "codegen/cuda.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
+#include "driver/knob_scope.h"
 #include "driver/warn_once.h"
 #include "passes/defaults.h"
 
@@ -18,87 +19,6 @@ std::string kept_defaults(const Knobs& keep, const Knobs& drop) {
   for (const auto& [name, value] : keep.values())
     if (!drop.has(name)) out += (out.empty() ? "" : ",") + name + "=" + value;
   return out;
-}
-
-// Knobs only wgmma kernels honour, each with the values every atom honours (the feature
-// off; none listed: no value means anything without wgmma). They shape the sm_90a
-// organization around wgmma — the producer warpgroup and its register split (k:030),
-// ping-pong consumers, TMA multicast and K clusters, wgmma's A operand and zeroing
-// (k:026), the TMA-store epilogue (k:053) — and under fma or mma.sync some passes never
-// read them (CONSUMERS=pingpong,BN=128,FM=2 ran the SIMT kernel as if it were not there)
-// while others refused them without saying what chose the atom.
-struct WgmmaOnlyKnob {
-  const char* name;
-  std::vector<std::string> off;
-};
-const std::vector<WgmmaOnlyKnob>& wgmma_only_knobs() {
-  static const std::vector<WgmmaOnlyKnob> knobs = {
-      {"WARP_SPECIALIZE", {"0"}}, {"PRODUCER_REGS", {}},         {"CONSUMER_REGS", {"0"}},
-      {"CONSUMERS", {}},          {"CLUSTER_M", {"1"}},          {"CLUSTER_N", {"1"}},
-      {"CLUSTER_K", {"1"}},       {"WGMMA_A", {}},               {"WGMMA_ZERO", {}},
-      {"EPILOGUE", {"direct", "smem"}}, {"EPI_BUFFERS", {}},     {"STMATRIX", {}},
-      {"EPI_SYNC", {}}};
-  return knobs;
-}
-
-// The wgmma atom for the contraction's operands, for the fix in the message below.
-std::string wgmma_atom_for(const Graph& g) {
-  for (const auto& n : g.nodes)
-    if (n.kind == OpKind::Matmul) {
-      const DType in = g.node(n.inputs[0]).dtype;
-      return in == DType::F16 ? "wgmma_f16" : in == DType::BF16 ? "wgmma_bf16" : "wgmma_tf32";
-    }
-  return "wgmma_*";
-}
-
-// Refuses explicit wgmma-only knobs (above) when the atom that will run is not wgmma:
-// names the knobs, the atom, what chose it (an explicit ATOM, explicit SIMT tiling knobs
-// re-selecting fma over the base's atom, or the base's own atom) and the fix. Only
-// explicit knobs are checked: the defaults and a tuning record never set these for
-// another atom, and a record's neutral values (WARP_SPECIALIZE=0, ...) are all honoured.
-void refuse_wgmma_only_knobs(const Graph& g, const CompileOptions& opt, const Knobs& base,
-                             bool tuned, const std::string& atom) {
-  if (atom.rfind("wgmma_", 0) == 0) return;
-  bool gemm = false;
-  for (const auto& n : g.nodes) gemm |= n.kind == OpKind::Matmul;
-  if (!gemm) return;
-  std::string bad;
-  int count = 0;
-  for (const auto& k : wgmma_only_knobs()) {
-    if (!opt.knobs.has(k.name)) continue;
-    const std::string v = opt.knobs.get_str(k.name, "");
-    if (std::find(k.off.begin(), k.off.end(), v) != k.off.end()) continue;
-    bad += (bad.empty() ? "" : ",") + std::string(k.name) + "=" + v;
-    ++count;
-  }
-  if (bad.empty()) return;
-  const std::string base_atom = base.get_str("ATOM", "fma");
-  const std::string whose = tuned ? "the tuning record's" : "the default";
-  std::string why;
-  if (opt.knobs.has("ATOM")) {
-    why = "the explicit ATOM=" + atom;
-  } else if (const std::string tiling = tiling_knobs_choosing_fma(base, opt.knobs); !tiling.empty()) {
-    const bool one = tiling.find(',') == std::string::npos;
-    why = "the explicit tiling knob" + std::string(one ? " " : "s ") + tiling + ", which without ATOM " +
-          (one ? "selects" : "select") + " the SIMT schedule instead of " + whose + " ATOM=" + base_atom;
-  } else {
-    why = (tuned ? "the tuning record" : "the default schedule of this shape on " + opt.target.arch);
-  }
-  const std::string wgmma = base_atom.rfind("wgmma_", 0) == 0 ? base_atom : wgmma_atom_for(g);
-  // f32 operands have no exact wgmma: say what the suggested tf32 atom changes.
-  const std::string tf32 = wgmma == "wgmma_tf32" && base_atom != wgmma
-                               ? "; its products round the operands to tf32" : "";
-  std::string fix;
-  if (opt.target.arch != "sm_90a")
-    fix = "drop " + bad + ": wgmma needs sm_90a (the target is " + opt.target.arch + ")";
-  else if (opt.knobs.has("ATOM"))
-    fix = "use ATOM=" + wgmma + " instead" + (tf32.empty() ? "" : " (" + tf32.substr(2) + ")") +
-          ", or drop " + bad;
-  else
-    fix = "add ATOM=" + wgmma + " (FM and FN then count wgmma atoms per warpgroup" + tf32 +
-          "), or drop " + bad;
-  throw Error(bad + (count == 1 ? " needs" : " need") + " a wgmma atom (ATOM=wgmma_*), but the atom is " +
-              atom + ", chosen by " + why + "; " + fix);
 }
 
 // The pipeline's state and where its knobs came from, for one choice of base: the tuned
@@ -122,7 +42,7 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
   const Knobs& base = tuned ? *tuned_rec : d.knobs;
   const std::string effective = resolved_atom(base, opt.knobs);
   const bool wgmma = effective.rfind("wgmma_", 0) == 0;
-  refuse_wgmma_only_knobs(g, opt, base, tuned, effective);
+  refuse_inapplicable_knobs(g, opt, base, tuned, effective);
   // Explicit knobs over the defaults (or the tuned record): each replaces only itself
   // where it can (GroupMerge::keep), else, as before, its whole group's defaults drop.
   auto resolve = [&](GroupMerge merge) {
@@ -183,6 +103,7 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
                          std::string(kept_error.what()).substr(0, 160);
     }
   }
+  refuse_knobs_of_other_epilogues(opt, out.state);
   return out;
 }
 

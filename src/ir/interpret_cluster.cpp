@@ -173,24 +173,6 @@ std::vector<int> Machine::targets(const Node& n, int t) {
   return out;
 }
 
-int Machine::remote_source(const Node& n, int t) {
-  const Stmt& s = *n.s;
-  const int own = shared_.cta_of(t);
-  const int64_t rank = eval(n.value, t);
-  if (ctas_ == 1)
-    fail(s, "a remote load in a kernel without clusters (KernelOp::cluster is {1, 1, 1}): "
-            "there is no peer CTA whose shared memory it could read", t);
-  if (rank < 0 || rank >= ctas_)
-    fail(s, "remote load from CTA " + std::to_string(rank) + " but the cluster has " +
-                std::to_string(ctas_) + " CTAs (ranks 0.." + std::to_string(ctas_ - 1) + ")", t);
-  const int r = int(rank);
-  if (r != own && exited_[size_t(r)])
-    fail(s, "CTA " + std::to_string(r) + " exited while the cluster still reads its shared "
-            "memory (this remote load)" + std::string(kMissingSync), t);
-  if (r != own) remote_[size_t(r)] = RemoteArrival{cluster_gen_, t, -1, &s};
-  return r;
-}
-
 int Machine::remote_target(const Node& n, int t) {
   const Stmt& s = *n.s;
   const int64_t rank = eval(n.value, t);
@@ -211,11 +193,8 @@ void Machine::cta_exit(int cta) {
   const RemoteArrival& a = remote_[size_t(cta)];
   if (a.stmt && a.gen == cluster_gen_)
     throw Error("interpreter: " + where_ + ": CTA " + std::to_string(cta) +
-                (a.slot < 0 ? " exited while the cluster still reads its shared memory: " +
-                                  shared_.who(a.thread) + " read it"
-                            : " exited while the cluster still arrives on its mbarriers: " +
-                                  shared_.who(a.thread) + " arrived on its mbarrier slot " +
-                                  std::to_string(a.slot)) +
+                " exited while the cluster still arrives on its mbarriers: " +
+                shared_.who(a.thread) + " arrived on its mbarrier slot " + std::to_string(a.slot) +
                 " (`" + first_line(*a.stmt) +
                 "`) after the last cluster.sync" + kMissingSync);
 }

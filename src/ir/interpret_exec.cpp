@@ -313,10 +313,6 @@ void Machine::exec_load(const Node& n, const std::vector<int>& active) {
       continue;
     }
     int64_t off = offset(n, n.access, t, w, kernel_);
-    if (s.remote) {  // verified: one f32 element of a shared tensor
-      vals_[size_t(d) * T + size_t(t)] = shared_.read(ts.shared, off, t, s, remote_source(n, t));
-      continue;
-    }
     for (int i = 0; i < w; ++i)
       vals_[size_t(d + i) * T + size_t(t)] = load_element(n, ts, off + i, t);
   }

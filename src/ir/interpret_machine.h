@@ -198,9 +198,6 @@ class Machine {
   // The CTAs that thread `t`'s TmaLoad / MbarArrive `n` reaches (its mask; 0: its own),
   // checked against the cluster and against CTAs that already exited.
   std::vector<int> targets(const Node& n, int t);
-  // The CTA whose shared memory a remote Load of thread t reads (Stmt::remote), checked
-  // against the cluster and the CTAs that exited; recorded for cta_exit.
-  int remote_source(const Node& n, int t);
   // The CTA an asynchronous remote store (st.async) of thread t writes into: its receiver
   // waits for the bytes on its own mbarrier before it reads them or exits, so the store
   // leaves no arrival for cta_exit to settle; a receiver that already exited is an error.
@@ -281,8 +278,8 @@ class Machine {
   int64_t cluster_gen_ = 0;  // cluster.syncs completed in this cluster
   int cluster_arrived_ = 0;  // CTAs waiting in the current cluster.sync
   std::vector<bool> exited_;
-  // Per CTA: the latest arrival a peer made on its mbarriers (or read of its shared
-  // memory: slot -1), and in which cluster.sync generation (a CTA may only exit after a
+  // Per CTA: the latest arrival a peer made on its mbarriers, and in which cluster.sync
+  // generation (a CTA may only exit after a
   // cluster.sync that follows it).
   struct RemoteArrival {
     int64_t gen = -1;

@@ -233,7 +233,6 @@ Node Machine::resolve_stmt(const Stmt& s) {
     case StmtKind::Load:
       n.access = access(s, s.tensor, s.index, kernel_);
       n.pred = compile(s, s.pred);
-      if (s.remote) n.value = compile(s, s.value);
       n.dst = destination(s, true);
       break;
     case StmtKind::Write:

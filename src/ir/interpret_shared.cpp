@@ -263,10 +263,7 @@ void SharedMemory::record_read(Cell& c, int cta, int thread, const Stmt& s) {
 }
 
 double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s) {
-  return read(id, offset, thread, s, cta_of(thread));
-}
-
-double SharedMemory::read(int id, int64_t offset, int thread, const Stmt& s, int cta) {
+  const int cta = cta_of(thread);
   claim(id, cta, thread, s);
   Cell& c = cell(id, offset, cta);
   check_settled(c, id, offset, cta, "read", s);

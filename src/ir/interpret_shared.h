@@ -91,8 +91,6 @@ class SharedMemory {
   // Accesses by `thread` through statement `s` at a logical (padded, flat) offset; the
   // physical element is TensorDecl::physical(offset). Values are rounded to the dtype.
   double read(int id, int64_t offset, int thread, const Stmt& s);
-  // A read of CTA `cta`'s copy (a remote load through distributed shared memory).
-  double read(int id, int64_t offset, int thread, const Stmt& s, int cta);
   void write(int id, int64_t offset, double v, int thread, const Stmt& s);
   void atomic_add(int id, int64_t offset, double v, int thread, const Stmt& s);
   void fill(int id, int64_t offset, double v, const Stmt& s, int cta = 0);  // a Stage copy

@@ -71,8 +71,7 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::Let: return "let " + s.var + " = " + s.value.str();
     case StmtKind::Load:
       return dst_of(s) + " = load" + width_suffix(s) + " " + s.tensor + "[" +
-             join_exprs(s.index) + "]" + pred_suffix(s) +
-             (s.remote ? " @cta(" + s.value.str() + ")" : "");
+             join_exprs(s.index) + "]" + pred_suffix(s);
     case StmtKind::Compute:
       return dst_of(s) + " = " + scalar_op_name(s.op) + "(" + join_operands(s.args) + ")";
     case StmtKind::Init: return dst_of(s) + " = " + Operand::constant(s.imm).str();

@@ -141,13 +141,6 @@ Stmt Stmt::Load(std::string dst, std::string tensor, std::vector<Expr> index) {
   return s;
 }
 
-Stmt Stmt::LoadRemote(std::string dst, std::string shared, Expr offset, Expr rank) {
-  Stmt s = Load(std::move(dst), std::move(shared), {std::move(offset)});
-  s.remote = true;
-  s.value = std::move(rank);
-  return s;
-}
-
 Stmt Stmt::Compute(std::string dst, ScalarOp op, std::vector<Operand> args) {
   Stmt s;
   s.kind = StmtKind::Compute;

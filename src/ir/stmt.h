@@ -219,13 +219,12 @@ struct Stmt {
   // (cp.async.bulk.tensor .multicast::cluster), or on whose mbarrier `value` the thread
   // arrives (mapa + mbarrier.arrive.shared::cluster). 0: this CTA only.
   Expr multicast = Expr(0);
-  // Load from a shared tensor of another CTA of the cluster (distributed shared memory,
-  // sm_90: mapa + ld.shared::cluster): the copy held by the CTA of rank `value`, not the
-  // executing thread's own. Only a cluster barrier orders it after the peer's writes.
   // Write with `remote`: an asynchronous store (st.async) of f32 elements into the copy of
   // shared `tensor` held by the CTA of rank `value` (this CTA's own included), completing
   // 4 * width bytes on that CTA's mbarrier slot `mbar`: the receiver reads them after
-  // waiting for the phase, with no cluster barrier (and no memory fence) between.
+  // waiting for the phase, with no cluster barrier (and no memory fence) between. (A pull
+  // form, loads from a peer's shared memory, existed until CLUSTER_K's exchange moved to
+  // these pushes; the verifier refuses `remote` on anything but a Write.)
   bool remote = false;
   Expr mbar = Expr(0);
   // AsyncCopy source.
@@ -243,8 +242,6 @@ struct Stmt {
   static Stmt If(Expr cond, std::vector<Stmt> body);
   static Stmt Let(std::string var, Expr value);
   static Stmt Load(std::string dst, std::string tensor, std::vector<Expr> index);
-  // `dst` = element `offset` of shared tensor `shared` in the CTA of cluster rank `rank`.
-  static Stmt LoadRemote(std::string dst, std::string shared, Expr offset, Expr rank);
   static Stmt Compute(std::string dst, ScalarOp op, std::vector<Operand> args);
   static Stmt Init(std::string acc, double value);
   // `acc <- op(acc, value)`; op is Add, Max, Min or Mul (accumulate_ops_ok).

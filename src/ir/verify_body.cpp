@@ -460,22 +460,6 @@ class BodyChecker {
     for (const Expr& i : s.index) check_expr(s, i, "index");
   }
 
-  // A DSMEM load reads one f32 element of a peer CTA's shared tensor (the cluster
-  // reduction of CLUSTER_K is the only user: codegen emits ld.shared::cluster.f32).
-  void check_remote_load(const Stmt& s) {
-    require_level(s, Level::Kernel, "a load from a peer CTA's shared memory");
-    const TensorDecl& t = p_.tensor(s.tensor);
-    if (t.role != TensorRole::Shared)
-      fail(s, "a remote load reads a peer CTA's shared memory; `" + s.tensor + "` is not shared");
-    if (t.dtype != DType::F32 || s.width != 1)
-      fail(s, "a remote load moves one f32 element (ld.shared::cluster.f32); this one moves " +
-                  std::to_string(s.width) + " " + dtype_name(t.dtype));
-    if (kernel_ && kernel_->cluster[0] <= 1)
-      fail(s, "a remote load in kernel " + kernel_->name + ", which launches no clusters "
-              "(KernelOp::cluster is {1, 1, 1}): there is no peer CTA to read");
-    check_expr(s, s.value, "peer rank");
-  }
-
   // An asynchronous store into a cluster CTA's shared tensor (st.async, CLUSTER_K's
   // exchange): f32 elements, one or a vector of 2 or 4, completing on an mbarrier slot.
   void check_remote_store(const Stmt& s) {
@@ -704,7 +688,10 @@ class BodyChecker {
         break;
       case StmtKind::Load:
         check_access(s);
-        if (s.remote) check_remote_load(s);
+        if (s.remote)
+          fail(s, "a load from a peer CTA's shared memory (`remote`) is not a Kernel IR form: "
+                  "cluster CTAs exchange data by remote stores (st.async) into the reader's "
+                  "shared memory");
         define(s, false);
         check_vector_registers(s, s.dst, s.dst_index);
         break;

@@ -514,18 +514,6 @@ __device__ __forceinline__ unsigned mapa_shared_cluster(unsigned addr, unsigned 
   asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(cta));
   return remote;
 }
-// PTX ISA 9.7.9.8 ld, .shared::cluster: element `i` of the f32 array `base` as CTA `cta`
-// of the cluster holds it (distributed shared memory). Ordered after the peer's writes
-// only by a cluster barrier (arrive.release / wait.acquire) between.
-__device__ __forceinline__ float ld_shared_cluster_f32(const float* base, unsigned i,
-                                                       unsigned cta) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
-               : "=f"(v)
-               : "r"(mapa_shared_cluster(smem_addr(base), cta) + 4u * i)
-               : "memory");
-  return v;
-}
 // PTX ISA 9.7.9.12 st.async: store f32 element(s) `i`.. of the array `base` into the copy
 // CTA `cta` of the cluster holds (its own included), completing 4 bytes per element on that
 // CTA's mbarrier `bar` (complete_tx): the receiver waits on its mbarrier and then reads

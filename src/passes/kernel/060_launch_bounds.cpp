@@ -27,7 +27,7 @@ bool sets_register_budgets(const Block& b) {
 
 bool sums_global_loads(const Block& b, const KernelProgram& p, bool in_sum) {
   for (const Stmt& s : b) {
-    if (in_sum && s.kind == StmtKind::Load && !s.remote &&
+    if (in_sum && s.kind == StmtKind::Load &&
         p.tensor(s.tensor).role != TensorRole::Shared)
       return true;
     const bool sum = in_sum || (s.kind == StmtKind::For && s.loop_kind == LoopKind::Reduce &&

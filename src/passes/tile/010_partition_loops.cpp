@@ -396,7 +396,7 @@ TileOp partition(const LoopOp& op, CompileState& s, BlockTile& tile) {
   int64_t V = s.knob("VECTORIZE", 4);
   while (V > 1 && FN % V != 0) V /= 2;
   // The atomic fixup's body (load a sum, clear it, store it) and the cluster reduction's
-  // remote loads stay scalar (k:040 widens register-array loads and load-and-accumulate
+  // sum stay scalar (k:040 widens register-array loads and load-and-accumulate
   // loops only): V = 1 puts consecutive threads on consecutive columns, one 128-byte line
   // per warp access instead of four lines at a 16-byte stride. The partials sum
   // (SPLITK_MODE=partials) is a load-and-accumulate loop: V columns per thread become

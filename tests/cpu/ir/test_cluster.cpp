@@ -290,6 +290,30 @@ TEST(Cluster, VerifierRules) {
   p.kernels[0].body[2].body[1].body.push_back(Stmt::ClusterSync());
   EXPECT_CONTAINS(verify_error(p), "cluster.sync inside an arm of `specialize:`");
   EXPECT_CONTAINS(run_error(p), "cluster.sync inside an arm of a specialize");
+
+  // Peers exchange data by pushing (remote stores, st.async); a load marked remote (the
+  // retired pull form) is refused rather than read from the thread's own CTA.
+  p = cluster_gemm(ClusterGemm{});
+  Stmt pull = Stmt::Load("r", "As", {Expr(0)});
+  pull.remote = true;
+  pull.value = Expr(1);
+  p.kernels[0].body.push_back(Stmt::If(eq(tid(), Expr(0)), {pull}));
+  EXPECT_CONTAINS(verify_error(p), "a load from a peer CTA's shared memory (`remote`) is not a "
+                                   "Kernel IR form");
+}
+
+// A remote store (st.async) naming a rank outside the cluster, or issued in a kernel
+// without clusters, is an error of the interpreter as well as of codegen's caller.
+TEST(Cluster, RemoteStoreRanksAreChecked) {
+  KernelProgram p = cluster_gemm(ClusterGemm{});
+  p.tensors.push_back(decl("X", DType::F32, {4}, TensorRole::Shared));
+  Stmt push = Stmt::Write("X", {Expr(0)}, Operand::constant(1.0));
+  push.remote = true;
+  push.value = Expr(5);
+  push.mbar = Expr(0);
+  // After the final cluster.sync, by thread 0 of each CTA.
+  p.kernels[0].body.push_back(Stmt::If(eq(tid(), Expr(0)), {push}));
+  EXPECT_CONTAINS(run_error(p), "remote store into CTA 5 but the cluster has 2 CTAs (ranks 0..1)");
 }
 
 }  // namespace

@@ -56,14 +56,15 @@ const std::vector<ScopedKnob>& wgmma_only_knobs() {
   return knobs;
 }
 
-// The wgmma atom for the contraction's operands, for the fix in the message below.
-std::string wgmma_atom_for(const Graph& g) {
+// The atom of `family` ("wgmma" or "mma") for the contraction's operands (f32 operands
+// take tf32), for the fixes in the messages below.
+std::string atom_for(const Graph& g, const std::string& family) {
   for (const auto& n : g.nodes)
     if (n.kind == OpKind::Matmul) {
       const DType in = g.node(n.inputs[0]).dtype;
-      return in == DType::F16 ? "wgmma_f16" : in == DType::BF16 ? "wgmma_bf16" : "wgmma_tf32";
+      return family + (in == DType::F16 ? "_f16" : in == DType::BF16 ? "_bf16" : "_tf32");
     }
-  return "wgmma_*";
+  return family + "_*";
 }
 
 // Refuses explicit wgmma-only knobs (above) when the atom that will run is not wgmma:
@@ -90,7 +91,7 @@ void refuse_wgmma_only_knobs(const Graph& g, const CompileOptions& opt, const Kn
   } else {
     why = (tuned ? "the tuning record" : "the default schedule of this shape on " + opt.target.arch);
   }
-  const std::string wgmma = base_atom.rfind("wgmma_", 0) == 0 ? base_atom : wgmma_atom_for(g);
+  const std::string wgmma = base_atom.rfind("wgmma_", 0) == 0 ? base_atom : atom_for(g, "wgmma");
   // f32 operands have no exact wgmma: say what the suggested tf32 atom changes.
   const std::string tf32 = wgmma == "wgmma_tf32" && base_atom != wgmma
                                ? "; its products round the operands to tf32" : "";
@@ -108,16 +109,6 @@ void refuse_wgmma_only_knobs(const Graph& g, const CompileOptions& opt, const Kn
 }
 
 
-// The mma.sync atom for the contraction's operands, for the fix in the message below.
-std::string mma_atom_for(const Graph& g) {
-  for (const auto& n : g.nodes)
-    if (n.kind == OpKind::Matmul) {
-      const DType in = g.node(n.inputs[0]).dtype;
-      return in == DType::F16 ? "mma_f16" : in == DType::BF16 ? "mma_bf16" : "mma_tf32";
-    }
-  return "mma_*";
-}
-
 // Knobs only mma.sync GEMM kernels read (k:025's ldmatrix fragments, k:027's fragment
 // double buffering): wgmma reads its operands from shared memory by descriptor, and the
 // SIMT schedule has no fragments. Attention's mma.sync kernel reads FRAG_BUFFERS too,
@@ -134,7 +125,7 @@ void refuse_mma_only_knobs(const Graph& g, const CompileOptions& opt, const std:
               "(ATOM=mma_*), but the atom is " + atom + ", which " +
               (wgmma ? "reads its operands from shared memory by descriptor"
                      : "multiplies scalars with no fragments") +
-              "; drop " + bad + (wgmma ? "" : ", or add ATOM=" + mma_atom_for(g)));
+              "; drop " + bad + (wgmma ? "" : ", or add ATOM=" + atom_for(g, "mma")));
 }
 
 // The knobs that only one family of kernels reads. Shared by both (not listed): SWIZZLE,

@@ -604,11 +604,15 @@ class Renderer {
       case StmtKind::TileArrive: {
         const int64_t threads = s.value.const_value();
         const std::string arrivals = std::to_string(int64_t(s.imm)) + ".0f";
+        const std::string arrive =
+            threads == k_->block_threads
+                ? "loom::tile_arrive_block(" + address(s) + ", " + arrivals + ")"
+                : "loom::tile_arrive_group(" + address(s) + ", " + arrivals + ", " +
+                      std::to_string(threads) + "u)";
+        // `when` is uniform over a group: a group that does not arrive skips the barrier.
+        const bool always = s.cond.is_const() && s.cond.const_value() != 0;
         line(d, "const " + idx_ + " " + s.var + " = " +
-                    (threads == k_->block_threads
-                         ? "loom::tile_arrive_block(" + address(s) + ", " + arrivals + ");"
-                         : "loom::tile_arrive_first(" + address(s) + ", " + arrivals + ", " +
-                               std::to_string(threads) + "u);"));
+                    (always ? arrive : "(" + s.cond.str() + ") ? " + arrive + " : 1") + ";");
         break;
       }
       case StmtKind::ClusterSync:

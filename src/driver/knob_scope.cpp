@@ -142,7 +142,7 @@ const std::vector<ScopedKnob>& gemm_only_knobs() {
       {"EPILOGUE", {}},    {"EPI_BUFFERS", {}},  {"STMATRIX", {}},    {"EPI_SYNC", {}},
       {"WARP_SPECIALIZE", {"0"}}, {"PRODUCER_REGS", {}}, {"CONSUMER_REGS", {}},
       {"CONSUMERS", {}},   {"CLUSTER_M", {"1"}}, {"CLUSTER_N", {"1"}}, {"CLUSTER_K", {"1"}},
-      {"PERSISTENT", {"0"}}, {"PERSISTENT_CTAS", {}}};
+      {"PERSISTENT", {"0"}}, {"PERSISTENT_CTAS", {}}, {"STREAM_K", {"0"}}};
   return knobs;
 }
 const std::vector<ScopedKnob>& attention_only_knobs() {

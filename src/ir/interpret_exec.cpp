@@ -227,38 +227,62 @@ void Machine::exec_lane_reduce(const Node& n, const std::vector<int>& active) {
 }
 
 // Blocks run one after another here, so an arrival sees every earlier block's writes;
-// what the interpreter checks is who arrives (exactly the statement's threads, all at
-// once, as the named barrier in front of the atomic requires) and that the counter
-// logic, not the block order, picks the CTA that finishes the tile (run_kernel runs
-// the blocks of a kernel with arrivals in reverse order).
+// what the interpreter checks is who arrives (whole aligned groups of the statement's
+// thread count, all at once, as the named barrier in front of the atomic requires; each
+// group on one counter with one `when`) and that the counter logic, not the block order,
+// picks the CTA that finishes the tile (run_kernel runs the blocks of a kernel with
+// arrivals in reverse order). Tile IR runs each block as one thread: every execution is
+// one group's arrival.
 void Machine::exec_tile_arrive(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
-  if (arm_)
-    fail(s, "tile.arrive inside an arm of a specialize: its threads wait for each other, and "
-            "the other arms never reach it");
   const int64_t threads = eval(n.value, active[0]);
-  bool first_threads = int64_t(active.size()) == threads;
-  for (size_t i = 0; first_threads && i < active.size(); ++i)
-    first_threads = active[i] % cta_threads_ == int(i);
-  if (!first_threads)
-    fail(s, "reached by " + std::to_string(active.size()) + " threads, not by exactly the "
-            "first " + std::to_string(threads) + " threads of the block that wait for each "
-            "other in it: the others would hang, or arrive with partial sums still unwritten");
-  const int64_t off = offset(n, n.access, active[0], 1, true);
-  for (int t : active)
-    if (offset(n, n.access, t, 1, true) != off)
-      fail(s, "threads of one block arrive on different counters", t);
-  double& counter = n.access.tensor->host->data[size_t(off)];
-  if (std::isnan(counter) || counter < 0 || counter >= s.imm)
-    fail(s, "counter " + s.tensor + "[" + std::to_string(off) + "] holds " +
-            std::to_string(counter) + " before an arrival, outside [0, " +
-            Operand::constant(s.imm).str() + "): it was not cleared, or a tile has more CTAs "
-            "arriving than the statement expects");
-  counter += 1;
-  const bool last = counter == s.imm;
-  if (last) counter = 0;
   int64_t* row = &ints_[size_t(n.var) * size_t(threads_)];
-  for (int t : active) row[t] = last ? 1 : 0;
+  // The groups among the active threads, each checked whole and in step.
+  // A group is (block, threadIdx.x / threads); Tile IR's one thread is one group.
+  auto group_of = [&](int t) -> int64_t {
+    return kernel_ ? int64_t(t / cta_threads_) * cta_threads_ + (t % cta_threads_) / threads : 0;
+  };
+  std::vector<std::vector<int>> groups;
+  for (int t : active) {
+    if (groups.empty() || group_of(groups.back().front()) != group_of(t)) groups.emplace_back();
+    groups.back().push_back(t);
+  }
+  for (const std::vector<int>& group : groups) {
+    const int t0 = group.front();
+    if (kernel_) {
+      bool whole = int64_t(group.size()) == threads;
+      for (size_t i = 0; whole && i < group.size(); ++i)
+        whole = (group[i] % cta_threads_) % threads == int64_t(i);
+      if (!whole)
+        fail(s, "reached by " + std::to_string(group.size()) + " threads of the group of " +
+                std::to_string(threads) + " that starts at thread " +
+                std::to_string((t0 % cta_threads_) / threads * threads) + ", not by all of "
+                "them: the group waits for each other in it, so the others would hang, or "
+                "arrive with partial sums still unwritten", t0);
+    }
+    const bool arriving = eval(n.cond, t0) != 0;
+    const int64_t off = offset(n, n.access, t0, 1, kernel_);
+    for (int t : group) {
+      if (offset(n, n.access, t, 1, kernel_) != off)
+        fail(s, "threads of one group arrive on different counters", t);
+      if ((eval(n.cond, t) != 0) != arriving)
+        fail(s, "threads of one group disagree on `when` " + s.cond.str(), t);
+    }
+    if (!arriving) {
+      for (int t : group) row[t] = 1;
+      continue;
+    }
+    double& counter = n.access.tensor->host->data[size_t(off)];
+    if (std::isnan(counter) || counter < 0 || counter >= s.imm)
+      fail(s, "counter " + s.tensor + "[" + std::to_string(off) + "] holds " +
+              std::to_string(counter) + " before an arrival, outside [0, " +
+              Operand::constant(s.imm).str() + "): it was not cleared, or a tile has more "
+              "arrivals than the statement expects");
+    counter += 1;
+    const bool last = counter == s.imm;
+    if (last) counter = 0;
+    for (int t : group) row[t] = last ? 1 : 0;
+  }
 }
 
 void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t depth) {

@@ -453,10 +453,11 @@ Node Machine::resolve_stmt(const Stmt& s) {
       break;
     }
     case StmtKind::TileArrive:
-      n.access = access(s, s.tensor, s.index, true);
+      n.access = access(s, s.tensor, s.index, kernel_);
       if (n.access.tensor->shared >= 0)
         fail(s, "tile.arrive counts in global memory; " + s.tensor + " is a shared tensor");
       n.value = compile(s, s.value);
+      n.cond = compile(s, s.cond);
       n.var = bind_int(s.var, false);
       break;
     case StmtKind::Specialize:

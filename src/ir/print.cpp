@@ -130,7 +130,8 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::ClusterSync: return s.mode == "relaxed" ? "cluster.sync relaxed" : "cluster.sync";
     case StmtKind::TileArrive:
       return "let " + s.var + " = tile.arrive " + s.tensor + "[" + join_exprs(s.index) + "] of " +
-             Operand::constant(s.imm).str() + " (threads 0.." + s.value.str() + ")";
+             Operand::constant(s.imm).str() + " (groups of " + s.value.str() + " threads)" +
+             (s.cond.is_const() && s.cond.const_value() != 0 ? "" : " when " + s.cond.str());
     case StmtKind::LaneReduce:
       return dst_of(s) + " = lane_reduce." + scalar_op_name(s.op) + ".x" +
              std::to_string(int(s.imm)) + "(" + join_operands(s.args) + ")";

@@ -391,8 +391,9 @@ Stmt Stmt::ClusterSync(bool relaxed) {
 }
 
 Stmt Stmt::TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,
-                      int threads) {
+                      int threads, Expr when) {
   Stmt s;
+  s.cond = std::move(when);
   s.kind = StmtKind::TileArrive;
   s.var = std::move(var);
   s.tensor = std::move(counter);

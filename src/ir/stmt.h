@@ -295,10 +295,14 @@ struct Stmt {
   // .relaxed): a barrier that only says "every CTA has started" (its mbarriers are
   // initialized: fence.mbarrier_init orders those).
   static Stmt ClusterSync(bool relaxed = false);
-  // `var` = 1 in the last of `arrivals` CTAs to arrive on counter[offset], else 0; the
-  // first `threads` threads of the block arrive together.
+  // `var` = 1 in the last of `arrivals` arrivals on counter[offset], else 0. The threads
+  // that reach it arrive in groups of `threads` (aligned: threadIdx.x / threads is the
+  // group; the first `threads` threads of the block for split-K's fixup, one consumer
+  // warpgroup for stream-K's): a group waits for its members, then arrives once. `when`
+  // (s.cond, uniform over a group) false: no arrival, `var` = 1 (the group finishes alone).
+  // In Tile IR each execution is one group's arrival.
   static Stmt TileArrive(std::string var, std::string counter, Expr offset, int64_t arrivals,
-                         int threads);
+                         int threads, Expr when = Expr(1));
   // `dst` = op (Add, Max or Min) of `value` over each group of `lanes` consecutive lanes.
   static Stmt LaneReduce(std::string dst, ScalarOp op, Operand value, int lanes);
 };

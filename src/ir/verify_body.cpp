@@ -825,13 +825,11 @@ class BodyChecker {
     define(s, false);
   }
 
-  // Its threads wait for each other (a named barrier over the first `value` threads), so
-  // they must not be split across the arms of a specialize; the counter is global f32.
+  // Its threads wait for each other in groups (a named barrier per aligned group of `value`
+  // threads), and the counter is global f32. Whether every group is whole where it runs,
+  // and agrees on its counter and its `when`, depends on the threads that reach it: the
+  // interpreter checks that.
   void check_tile_arrive(const Stmt& s) {
-    require_level(s, Level::Kernel, "tile.arrive");
-    if (arm_)
-      fail(s, "tile.arrive inside an arm of `" + first_line(*arm_) + "`: its threads wait for "
-                  "each other, so it belongs after the specialize, where the arms have joined");
     check_access(s);
     const TensorDecl& t = p_.tensor(s.tensor);
     if (t.role != TensorRole::Temp || t.dtype != DType::F32 || !t.zero_init)
@@ -841,11 +839,12 @@ class BodyChecker {
         (kernel_ && s.value.const_value() > kernel_->block_threads))
       fail(s, "tile.arrive's thread count " + s.value.str() + " is not a constant between 1 and "
                   "the block's threads");
+    if (kernel_ && s.value.const_value() < kernel_->block_threads &&
+        s.value.const_value() % 32 != 0)
+      fail(s, "tile.arrive's groups of " + s.value.str() + " threads wait on a named barrier, "
+                  "which counts whole warps: use a multiple of 32");
     if (s.imm < 1 || s.imm != double(int64_t(s.imm)))
       fail(s, "tile.arrive waits for a positive whole number of arrivals");
-    if (thread_dependent(s.index[0]))
-      fail(s, "the counter offset " + s.index[0].str() + " depends on threadIdx; one counter "
-                  "serves the whole tile");
     bind_int(s, s.var, "tile.arrive variable", false);
   }
 

@@ -210,15 +210,41 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t);
 
+// The persistent grid's rounds over 128 x bn tiles: clusters of 2 along M from two waves
+// of tiles up (the rule below), P = the SMs they fill.
+static int64_t persistent_rounds(const Gemm& s, int sm_count, int64_t bn) {
+  const int64_t tiles = ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
+  const int64_t cm = tiles >= 2 * int64_t(sm_count) ? 2 : 1;
+  const int64_t clusters = (s.M + 128 * cm - 1) / (128 * cm) * ((s.N + bn - 1) / bn);
+  const int64_t slots = std::max<int64_t>(1, sm_count / cm);
+  return (clusters + slots - 1) / slots;
+}
+
+// The large schedule's tile width: 256 columns (one m64n256 atom per warpgroup), or 192
+// where 256 leaves the last round of the persistent grid mostly idle. The time is the
+// rounds times the tile's mainloop (about proportional to its width at these sizes):
+// 3072 x 3072 x 4096 bf16 is 2.18 rounds of 256-wide tiles (3 rounds, 0.78x cuBLAS on
+// H100) and 2.91 of 192-wide ones (3 rounds of 3/4 the work: 0.99-1.01x); 2560 x 2304 x
+// 8192 1.36 -> 1.82 (0.79x -> 0.99-1.01x) (bench/NOTES.md, session 15). 192 only when it
+// predicts 5% or more: at 8192^3 (16 rounds of 256 against 21 of 192, 1.6% predicted) the
+// 256-wide tile keeps its measured 1.03x, and at 4096 x 14336 x 4096 (14 against 19) 192
+// tied (session 14).
+static int64_t wave_width(const Gemm& s, int sm_count) {
+  const int64_t wide = persistent_rounds(s, sm_count, 256) * 256;
+  const int64_t narrow = persistent_rounds(s, sm_count, 192) * 192;
+  return narrow * 100 <= wide * 95 ? 192 : 256;
+}
+
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {
-    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=256," + slab +
+    const int64_t bn = tf32 ? 256 : wave_width(s, sm_count);
+    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
-    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + 255) / 256);
+    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
     if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
     // mainloop. Session 7 kept the whole 64 KB C tile in shared memory, which cost the
@@ -406,7 +432,8 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       // SWAP_AB too: it changes what BM and BN tile (N and M), so an explicit tile keeps
       // the orientation it was written for.
       {"BM", "BN", "FM", "FN", "WM", "WN", "MIN_BLOCKS", "GROUP_M", "EPILOGUE", "WARP_SPECIALIZE",
-       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "CLUSTER_M", "CLUSTER_N",
+       "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "STREAM_K", "CLUSTER_M",
+       "CLUSTER_N",
        "SWAP_AB",
        "CONSUMERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},

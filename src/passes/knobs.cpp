@@ -207,6 +207,12 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       {"PERSISTENT_CTAS", "CTAs of a persistent grid (0 = the SM count; a multiple of "
        "CLUSTER_M)", "t:027_persistent", 0, 1024},
+      // Not searched: slower on every shape measured (bench/NOTES.md session 15), and each
+      // searched value doubles the tuner's wgmma candidates in its group.
+      KnobDef{"STREAM_K", "a persistent kernel's last one to two waves of tiles split by K "
+       "iterations evenly over its CTAs, split tiles finished by the second part to arrive "
+       "(0/1; PERSISTENT=1, WARP_SPECIALIZE=1, cooperative consumers; no effect when the "
+       "tiles fill whole waves)", "t:048_stream_k", 0, 1},
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),

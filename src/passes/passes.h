@@ -20,6 +20,7 @@ Pass pass_register_tile();     // tile/030_register_tile.cpp
 Pass pass_stage_inputs();      // tile/040_stage_inputs.cpp
 Pass pass_pad_smem();          // tile/045_pad_smem.cpp
 Pass pass_swizzle_smem();      // tile/046_swizzle_smem.cpp
+Pass pass_stream_k();         // tile/048_stream_k.cpp
 Pass pass_multibuffer();       // tile/050_multibuffer.cpp
 Pass pass_lower_stages();      // kernel/015_lower_stages.cpp
 Pass pass_bind_hardware();     // kernel/010_bind_hardware.cpp
@@ -40,5 +41,11 @@ Pass pass_cluster_reduce();    // kernel/057_cluster_reduce.cpp
 Pass pass_splitk_fixup();      // kernel/058_splitk_fixup.cpp
 Pass pass_launch_bounds();     // kernel/060_launch_bounds.cpp
 Pass pass_dependent_launch();  // kernel/065_dependent_launch.cpp
+
+// t:048_stream_k's f32 workspace of partial tiles (streamk_ws, streamk_ws0, ...): the
+// kernel writes and reads it around its epilogue; it is never the epilogue's output (k:053).
+inline bool is_stream_k_workspace(const std::string& tensor) {
+  return tensor.rfind("streamk_ws", 0) == 0;
+}
 
 }  // namespace loom

@@ -85,6 +85,9 @@ const std::vector<Pass>& pipeline() {
       // Swizzle after padding, whose knob it must reject alongside its own, and at the
       // same point: the XOR must be on the declarations before any offset is final.
       pass_swizzle_smem(),
+      // Stream-K once the slab loop exists (its units are runs of slabs) and before the
+      // rings, whose count it sets per unit (ring_base).
+      pass_stream_k(),
       // Rings after the slabs exist and before flattening fixes their strides.
       pass_multibuffer(),
       // Tile -> Kernel IR: tiers become blockIdx/threadIdx; accesses become offsets.

@@ -97,6 +97,29 @@ INSTANTIATE_TEST_SUITE_P(
                    kBf16 + ",WM=2,BN=256,CLUSTER_M=2" + kPingPong},
         HopperCase{"matmul(A[8192,1024]:f16, B[1024,8192]:f16)",
                    kF16 + ",WM=2,FM=2,BN=128,CLUSTER_M=2" + kPingPong},
+        // Stream-K (STREAM_K=1): the last one to two waves split by K iterations, split
+        // tiles finished by the part that arrives second. The sm_90a default kernel of the
+        // shape it is for (13.58 waves on H100); 2-CTA clusters with the TMA-store
+        // epilogue; capped grids (PERSISTENT_CTAS) for fractions of waves on small
+        // shapes: ragged M, N and K, a fused bias and relu, an f32 output, a batch.
+        HopperCase{"matmul(A[4096,4096]:bf16, B[4096,14336]:bf16)", "STREAM_K=1"},
+        HopperCase{"matmul(A[4096,1024]:bf16, B[1024,4096]:bf16)",
+                   kBf16 + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store" + kPersistent +
+                       ",STREAM_K=1"},
+        HopperCase{"matmul(A[2000,520]:f16, B[520,1496]:f16)",
+                   kF16 + ",WM=2,BN=256,PERSISTENT_CTAS=40" + kPersistent + ",STREAM_K=1"},
+        HopperCase{"relu(linear(X[1000,776]:bf16, W[3000,776]:bf16, bias[3000]:bf16))",
+                   kBf16 + ",WM=2,BN=128,PERSISTENT_CTAS=20,EPILOGUE=tma_store" + kPersistent +
+                       ",STREAM_K=1"},
+        HopperCase{"matmul(A[1000,776]:bf16, B[776,1000]:bf16, out=f32)",
+                   kBf16 + ",WM=2,BN=128,PERSISTENT_CTAS=24" + kPersistent + ",STREAM_K=1"},
+        HopperCase{"bmm(A[3,600,512]:bf16, B[3,512,400]:bf16)",
+                   kBf16 + ",WM=2,BN=128,PERSISTENT_CTAS=6" + kPersistent + ",STREAM_K=1"},
+        // The default's 192-wide tiles where 256 would leave the last round idle
+        // (wave_width, defaults.cpp): square, a long K, ragged N.
+        HopperCase{"matmul(A[3072,4096]:bf16, B[4096,3072]:bf16)", ""},
+        HopperCase{"matmul(A[2560,8192]:f16, B[8192,2304]:f16)", ""},
+        HopperCase{"matmul(A[3000,1024]:bf16, B[1024,3000]:bf16)", ""},
         // The 64B and 32B swizzle modes' descriptors (K-major rows in chunks along K,
         // N-major B in narrower column chunks).
         HopperCase{"matmul(A[1000,512]:bf16, B[776,512]:bf16.T)",

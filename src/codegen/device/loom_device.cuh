@@ -145,9 +145,10 @@ __device__ __forceinline__ void red_add_v4_f32(float* p, const float* v) {
 // barrier reduction behind it (9.7.13.1 bar.red.or) hands the answer to the others,
 // ordered after the acquire. The counter is f32 so that it lives with the f32 workspace:
 // counts stay exact far beyond any split count.
-__device__ __forceinline__ int tile_arrive_thread0(float* counter, float arrivals) {
+__device__ __forceinline__ int tile_arrive_thread0(float* counter, float arrivals,
+                                                   bool arriving = threadIdx.x == 0) {
   int last = 0;
-  if (threadIdx.x == 0) {
+  if (arriving) {
     float old;
     // The release fence first, as CUTLASS's split-K semaphore does: it covers the other
     // threads' stores (ordered before it by the barrier), which the atom's own release
@@ -169,21 +170,25 @@ __device__ __forceinline__ int tile_arrive_block(float* counter, float arrivals)
   __syncthreads();
   return __syncthreads_or(tile_arrive_thread0(counter, arrivals));
 }
-// The first `threads` threads (a multiple of 32) arrive, on named barrier 1: the consumer
-// warpgroups of a specialized kernel, whose producer has stopped at a lower register
-// budget (setmaxnreg.dec) and must not run this code.
-__device__ __forceinline__ int tile_arrive_first(float* counter, float arrivals, unsigned threads) {
-  asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory");
-  const int mine = tile_arrive_thread0(counter, arrivals);
+// The threads arrive in aligned groups of `threads` (a multiple of 32), group g =
+// threadIdx.x / threads on named barrier 1 + g, its first thread arriving for it: the
+// first `threads` threads are the consumer warpgroups of a specialized kernel (split-K's
+// fixup; its producer has stopped at a lower register budget and must not run this), a
+// group of 128 one consumer warpgroup (stream-K's partial tiles, per warpgroup; the same
+// barrier ids as the TMA-store epilogue's owners, k:053, with the same 128 threads).
+__device__ __forceinline__ int tile_arrive_group(float* counter, float arrivals, unsigned threads) {
+  const unsigned id = 1 + threadIdx.x / threads;
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+  const int mine = tile_arrive_thread0(counter, arrivals, threadIdx.x % threads == 0);
   int last;
   asm volatile(
       "{\n"
       "  .reg .pred p, q;\n"
       "  setp.ne.s32 p, %1, 0;\n"
-      "  bar.red.or.pred q, 1, %2, p;\n"
+      "  bar.red.or.pred q, %2, %3, p;\n"
       "  selp.s32 %0, 1, 0, q;\n"
       "}\n"
-      : "=r"(last) : "r"(mine), "r"(threads) : "memory");
+      : "=r"(last) : "r"(mine), "r"(id), "r"(threads) : "memory");
   return last;
 }
 

@@ -35,7 +35,8 @@ namespace {
 
 void flatten_accesses(Block& b, const ProgramBase& p) {
   walk(b, [&](Stmt& s) {
-    if (s.kind != StmtKind::Load && s.kind != StmtKind::Write) return;
+    if (s.kind != StmtKind::Load && s.kind != StmtKind::Write && s.kind != StmtKind::TileArrive)
+      return;
     auto strides = p.tensor(s.tensor).strides();
     Expr off = 0;
     for (size_t i = 0; i < s.index.size(); ++i) off = off + s.index[i] * strides[i];
@@ -208,7 +209,8 @@ KernelOp bind(const TileOp& op, const ProgramBase& p, size_t which, size_t count
   // 4: params.
   std::set<std::string> used;
   walk(k.body, [&](const Stmt& s) {
-    if (s.kind == StmtKind::Load || s.kind == StmtKind::Write) used.insert(s.tensor);
+    if (s.kind == StmtKind::Load || s.kind == StmtKind::Write || s.kind == StmtKind::TileArrive)
+      used.insert(s.tensor);
     if (!s.src.empty()) used.insert(s.src);
     for (const auto& c : s.copies) used.insert(c.src);  // a Stage reads its slabs' sources
   });

@@ -136,8 +136,10 @@ class TmaStoreEpilogue {
     const WarpAtom* w = find_warp_atom(k, s.atom);
     return w && w->threads == kWarpgroup;
   }
+  // Stream-K's partial tiles (t:048) go to its workspace before the epilogue, not through it.
   bool global_write(const Stmt& s) const {
-    return s.kind == StmtKind::Write && p_.tensor(s.tensor).role != TensorRole::Shared;
+    return s.kind == StmtKind::Write && p_.tensor(s.tensor).role != TensorRole::Shared &&
+           !is_stream_k_workspace(s.tensor);
   }
 
   // ---- step 1 ----
@@ -157,6 +159,25 @@ class TmaStoreEpilogue {
       e1_ = writes.back() + 1;
       for (size_t i = 0; i < e0_; ++i)
         if (b[i].kind == StmtKind::Let) lets_[b[i].var] = b[i].value;
+      // Stream-K (t:048): `if sk_last: epilogue`, decided by each group of a tile arrival.
+      if (e1_ == e0_ + 1 && b[e0_].kind == StmtKind::If) {
+        const Expr cond = b[e0_].cond;
+        for (size_t i = 0; i < e0_; ++i)
+          if (b[i].kind == StmtKind::TileArrive && cond.is_var() && cond.var_name() == b[i].var)
+            decided_by_ = b[i].value.const_value();
+        if (decided_by_ == 0)
+          refuse("its stores sit under `if " + cond.str() + "`, which no tile arrival decides");
+        epilogue_cond_ = cond;
+        Block& inner = b[e0_].body;
+        std::vector<size_t> in;
+        for (size_t i = 0; i < inner.size(); ++i)
+          if (holds(inner[i], [&](const Stmt& x) { return global_write(x); })) in.push_back(i);
+        epi_ = &inner;
+        e0_ = in.front();
+        e1_ = in.back() + 1;
+        for (size_t i = 0; i < e0_; ++i)
+          if (inner[i].kind == StmtKind::Let) lets_[inner[i].var] = inner[i].value;
+      }
       return;
     }
     if (writes.size() != 1) return;
@@ -442,6 +463,12 @@ class TmaStoreEpilogue {
       owners_.push_back(o);
     }
     if (!per_wg) owners_ = {Owner{0, consumers_, 0, 0, rows_, cols_}};
+    for (const Owner& o : owners_)
+      if (epilogue_cond_ && o.threads != decided_by_)
+        refuse("its epilogue runs under `" + epilogue_cond_->str() + "`, which each group of " +
+               std::to_string(decided_by_) + " threads learns alone, but an owner of its tile "
+               "is " + std::to_string(o.threads) + " threads waiting on one named barrier (a "
+               "stream-K kernel's consumer warpgroups must each hold an equal rectangle)");
     strip_ = cols_;
     for (const Owner& o : owners_) {
       const int64_t s = strip(o.cols);
@@ -835,6 +862,10 @@ class TmaStoreEpilogue {
   KernelOp& k_;
   Block* epi_ = nullptr;
   size_t e0_ = 0, e1_ = 0;
+  // Stream-K: the epilogue runs under a tile arrival's answer, which each group of
+  // `decided_by_` threads gets alone: each owner must be such a group.
+  std::optional<Expr> epilogue_cond_;
+  int64_t decided_by_ = 0;
   std::pair<Block*, size_t> tile_loop_{nullptr, 0};
   std::optional<Expr> consumer_cond_;
   std::map<std::string, Expr> lets_;

@@ -7,7 +7,9 @@
 // semantics are unchanged). Steps: prepend a dimension S to each staged shared tensor,
 // set the copy's ring slot to `k_o % S` (k_o = the loop around the stage), and prepend
 // the same slot to every load of that tensor in the stage's body. Under a persistent
-// tile loop (t:027) the ring runs on across tiles: slot = (t_i * KO + k_o) % S.
+// tile loop (t:027) the ring runs on across tiles: slot = (t_i * KO + k_o) % S, or with
+// stream-K units (t:048) of varying length (ring_base + k_r) % S, ring_base the stages
+// the CTA issued before the unit.
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -32,6 +34,13 @@ void ring(Block& b, TileProgram& p, int64_t S, const std::string& outer, const E
       continue;
     }
     if (st.kind == StmtKind::For && st.axis == "persistent") {
+      // Stream-K units (t:048) say how many stages the CTA issued before them.
+      bool unit_base = false;
+      for (const Stmt& x : st.body) unit_base |= x.kind == StmtKind::Let && x.var == "ring_base";
+      if (unit_base) {
+        ring(st.body, p, S, st.var, count + Expr::var("ring_base"));
+        continue;
+      }
       // The stage loop inside: its extent is the stages per tile.
       Expr per_tile = 0;
       walk(st.body, [&](const Stmt& x) {

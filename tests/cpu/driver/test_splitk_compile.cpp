@@ -42,7 +42,7 @@ TEST(SplitKCompile, FixupIsOneKernelWithTheArrival) {
   CompiledProgram p = compile_expression("matmul(A[128,4096]:bf16, B[4096,128]:bf16)", opt);
   ASSERT_EQ(p.state.kernel.kernels.size(), 1u);
   // The two consumer warpgroups arrive on named barrier 1; the producer does not.
-  EXPECT_NE(p.cuda.find("loom::tile_arrive_first("), std::string::npos) << p.cuda;
+  EXPECT_NE(p.cuda.find("loom::tile_arrive_group("), std::string::npos) << p.cuda;
   EXPECT_NE(p.cuda.find(", 8.0f, 256u)"), std::string::npos) << p.cuda;
   opt.knobs = Knobs::parse("ATOM=mma_bf16,SPLITK=8,SPLITK_MODE=fixup");
   p = compile_expression("matmul(A[128,4096]:bf16, B[4096,128]:bf16)", opt);

@@ -337,6 +337,19 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
   EXPECT_EQ(resolved("linear(X[8192,4096]:f16, W[1024,4096]:f16)", "", "sm_90a").get_str("ATOM", ""),
             "wgmma_f16");
+  // The tile width follows the persistent grid's rounds (132 SMs): 192 columns where 256
+  // leaves most of the last round idle and 192 saves 5% or more of rounds x width.
+  auto width = [&](const std::string& e) { return resolved(e, "", "sm_90a").get_int("BN", 0); };
+  EXPECT_EQ(width("matmul(A[3072,4096]:bf16, B[4096,3072]:bf16)"), 192);  // 3 x 256 -> 3 x 192
+  EXPECT_EQ(width("matmul(A[2560,8192]:f16, B[8192,2304]:f16)"), 192);    // 2 x 256 -> 2 x 192
+  EXPECT_EQ(width("matmul(A[3000,1024]:bf16, B[1024,3000]:bf16)"), 192);  // ragged N
+  EXPECT_EQ(width("matmul(A[8192,8192]:bf16, B[8192,8192]:bf16)"), 256);  // 16 x 256 vs 21 x 192
+  EXPECT_EQ(width("matmul(A[4096,4096]:bf16, B[4096,14336]:bf16)"), 256);
+  EXPECT_EQ(width(big), 256);
+  EXPECT_EQ(resolved("matmul(A[3072,4096]:bf16, B[4096,3072]:bf16)", "", "sm_90a")
+                .get_int("CLUSTER_M", 1), 2);  // 384 tiles of 192: two waves and more
+  EXPECT_EQ(resolved("matmul(A[3072,4096]:f32, B[3072,4096]:f32.T)", "ATOM=wgmma_tf32", "sm_90a")
+                .get_int("BN", 0), 256);  // tf32 keeps 256 (192 unmeasured)
   // Half a wave of 128x256 tiles is enough (2048^3: 128 tiles); 1024^3 keeps mma.sync.
   EXPECT_EQ(resolved("matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "wgmma_bf16");

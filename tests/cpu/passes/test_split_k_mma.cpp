@@ -164,7 +164,7 @@ TEST(SplitKMma, FixupKernelIrShape) {
   // The consumer warpgroup (128 threads) arrives; the producer (the last warpgroup) does not.
   EXPECT_NE(ir.find("if threadIdx.x < 128:\n    let splitk_last = tile.arrive splitk_count["),
             std::string::npos) << ir;
-  EXPECT_NE(ir.find("of 4 (threads 0..128)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("of 4 (groups of 128 threads)"), std::string::npos) << ir;
   EXPECT_NE(ir.find("workspace["), std::string::npos) << ir;
   EXPECT_EQ(ir.find("k_splitk_fixup"), std::string::npos) << ir;
   const KernelOp& k = s.kernel.kernels.at(0);

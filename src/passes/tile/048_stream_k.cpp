@@ -136,8 +136,8 @@ void stream_k(TileOp& op, TileProgram& p) {
   if (zeroings.size() != 1)
     throw Error("STREAM_K=1 stores one accumulator per split tile; op " + op.name + " zeroes " +
                 std::to_string(zeroings.size()) + " before its slab loop");
-  const Stmt zeroing = body[zeroings[0]];
-  const std::string acc = innermost(const_cast<Stmt&>(zeroing)).dst;
+  Stmt zeroing = body[zeroings[0]];
+  const std::string acc = innermost(zeroing).dst;
   std::vector<Expr> acc_shape;
   for (size_t i = 0; i < k_at; ++i)
     if (body[i].kind == StmtKind::Alloc && body[i].dst == acc) acc_shape = body[i].index;

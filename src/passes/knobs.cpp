@@ -177,9 +177,9 @@ const std::vector<KnobDef>& knob_registry() {
        "k:030_warp_specialize", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       {"PRODUCER_REGS", "registers per thread the producer warpgroup keeps (setmaxnreg.dec; "
-       "WARP_SPECIALIZE=1)", "k:030_warp_specialize", 24, 256},
+       "WARP_SPECIALIZE=1 with two or more consumer warpgroups)", "k:030_warp_specialize", 24, 256},
       {"CONSUMER_REGS", "registers per thread the consumer warpgroups take (setmaxnreg.inc; 0 = "
-       "no register reallocation)", "k:030_warp_specialize", 0, 256},
+       "no register reallocation; two or more consumer warpgroups)", "k:030_warp_specialize", 0, 256},
       KnobDef{"CLUSTER_M", "CTAs per thread-block cluster along M: they share each B slab, every "
        "CTA's producer loading 1/CLUSTER_M of it for all by TMA multicast (1, 2 or 4; "
        "ATOM=wgmma_*, WARP_SPECIALIZE=1)", "t:010_partition_loops", 1, 4}

@@ -27,7 +27,11 @@
 // arrivals. The block-wide barrier inside the loop goes: the producer never reaches it.
 // The producer arm keeps the loops and Lets around the issue (a persistent tile loop
 // included) and nothing else. Knobs: WARP_SPECIALIZE, PRODUCER_REGS, CONSUMER_REGS
-// (0: no setmaxnreg).
+// (0: no setmaxnreg). The register split needs two or more consumer warpgroups: with one,
+// each of the block's 256 threads may already hold 255 registers (65536 / 256), so there
+// is nothing to move, and ptxas ignores setmaxnreg in a kernel whose register count at
+// entry it is not given (C7508, "unable to determine register count at entry": no minimum
+// blocks in __launch_bounds__) — the decode and split-K kernels emitted it for nothing.
 // In a cluster (CLUSTER_M, CLUSTER_N) each CTA's slot is filled partly by its peers'
 // producers, so the empty barriers count the consumers of every CTA, each release arrives
 // on every CTA's barrier (a multicast arrive), and a cluster sync closes the kernel. In a
@@ -152,7 +156,8 @@ class Specializer {
     const int64_t c_threads = consumers_ * kWarpgroup;
     const Expr tid = Expr::var("threadIdx.x");
     Block p_arm, c_arm;
-    const int64_t p_regs = s_.knob("PRODUCER_REGS", 40), c_regs = s_.knob("CONSUMER_REGS", 232);
+    const int64_t p_regs = s_.knob("PRODUCER_REGS", 40);
+    const int64_t c_regs = reallocates() ? s_.knob("CONSUMER_REGS", 232) : 0;
     check_regs(p_regs, c_regs);
     if (c_regs > 0) p_arm.push_back(Stmt::SetMaxNReg(false, int(p_regs)));
     p_arm.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), producer_loop));
@@ -177,6 +182,9 @@ class Specializer {
     k_.body = std::move(out);
     k_.block_threads = int(c_threads) + kWarpgroup;
   }
+
+  // Whether the kernel moves registers from the producer to the consumers (above).
+  bool reallocates() const { return consumers_ >= 2; }
 
  private:
   // setmaxnreg moves registers between warpgroups of one block: the counts are multiples
@@ -388,13 +396,29 @@ Pass pass_warp_specialize() {
               {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS", "CONSUMERS"},
               [](CompileState& s) {
                 if (s.knob("WARP_SPECIALIZE", 0) == 0) return;
-                s.used_knobs["PRODUCER_REGS"] = std::to_string(s.knob("PRODUCER_REGS", 40));
-                s.used_knobs["CONSUMER_REGS"] = std::to_string(s.knob("CONSUMER_REGS", 232));
                 const std::string consumers = s.knobs.get_str("CONSUMERS", "cooperative");
                 s.used_knobs["CONSUMERS"] = consumers;
+                bool reallocates = false;
                 for (auto& k : s.kernel.kernels)
-                  if (k.mbarriers > 0 || !k.tma.empty())
-                    Specializer(s, k, consumers == "pingpong").run();
+                  if (k.mbarriers > 0 || !k.tma.empty()) {
+                    Specializer sp(s, k, consumers == "pingpong");
+                    sp.run();
+                    reallocates |= sp.reallocates();
+                  }
+                if (reallocates) {
+                  // Recorded only where a kernel reads them, like every knob.
+                  s.used_knobs["PRODUCER_REGS"] = std::to_string(s.knob("PRODUCER_REGS", 40));
+                  s.used_knobs["CONSUMER_REGS"] = std::to_string(s.knob("CONSUMER_REGS", 232));
+                } else {
+                  for (const char* knob : {"PRODUCER_REGS", "CONSUMER_REGS"})
+                    if (s.knobs.has(knob) && s.knobs.get_int(knob, 0) != 0)
+                      throw Error(std::string(knob) + "=" + std::to_string(s.knobs.get_int(knob, 0)) +
+                                  " splits registers between a producer and two or more consumer "
+                                  "warpgroups with setmaxnreg, but this kernel has one consumer "
+                                  "warpgroup (256 threads), each of whose threads may already hold "
+                                  "255 registers: drop " + knob + " (or use a tile with two "
+                                  "consumer warpgroups, e.g. BM=128)");
+                }
               }};
 }
 

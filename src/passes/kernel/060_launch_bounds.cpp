@@ -11,17 +11,17 @@
 // loads to fit: 6 of the 11 LDG.128 of a 64x32 tile's sum in flight, the rest one at a
 // time behind the adds, ~7 L2 round trips instead of one (SASS, session 12). Those
 // kernels get `__launch_bounds__(threads, 1)`, which lets ptxas keep every load in flight
-// (52 registers). Not in a warp-specialized kernel (setmaxnreg: the consumers already hold
-// up to 232 registers), where the same minimum made ptxas spill the fused sum of 2x4
-// clusters' partials (NVRTC, session 12).
+// (52 registers). Not in a warp-specialized kernel (its consumers already hold up to 232
+// registers by setmaxnreg, or up to 255 with one consumer warpgroup), where the same
+// minimum made ptxas spill the fused sum of 2x4 clusters' partials (NVRTC, session 12).
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
 
-bool sets_register_budgets(const Block& b) {
+bool warp_specialized(const Block& b) {
   bool found = false;
-  walk(b, [&](const Stmt& s) { found |= s.kind == StmtKind::SetMaxNReg; });
+  walk(b, [&](const Stmt& s) { found |= s.kind == StmtKind::Specialize; });
   return found;
 }
 
@@ -49,7 +49,7 @@ Pass pass_launch_bounds() {
                 for (auto& k : s.kernel.kernels)
                   k.min_blocks_per_sm =
                       n > 0 ? int(n)
-                      : !sets_register_budgets(k.body) && sums_global_loads(k.body, s.kernel, false)
+                      : !warp_specialized(k.body) && sums_global_loads(k.body, s.kernel, false)
                           ? 1
                           : 0;
               }};

@@ -10,6 +10,7 @@
 #include "driver/compile.h"
 #include "ir/error.h"
 #include "runtime/nvrtc.h"
+#include "nvrtc_check.h"
 
 #include "../../gpu/tma_store_cases.h"
 #include "../../gpu/wgmma_cases.h"
@@ -72,6 +73,21 @@ extern "C" __global__ void __launch_bounds__(256) hopper_wrappers(
 
 TEST(WgmmaCompile, EveryHopperHeaderWrapperCompilesForSm90a) {
   EXPECT_GT(nvrtc(kHeaderWrappers).cubin.size(), 0u);
+}
+
+// Why k:030 emits setmaxnreg only with two or more consumer warpgroups, and what
+// expect_setmaxnreg_honoured catches: in a kernel with no minimum blocks in its
+// __launch_bounds__, ptxas has no register count at entry and drops setmaxnreg with an
+// info line (C7508); given one, it carries it out.
+TEST(WgmmaCompile, PtxasDropsSetmaxnregWithoutAnEntryRegisterCount) {
+  const CompileResult plain = nvrtc(kHeaderWrappers);
+  ASSERT_GT(plain.cubin.size(), 0u) << plain.log;
+  if (plain.resources.empty()) GTEST_SKIP() << "NVRTC left no ptxas report:\n" << plain.log;
+  EXPECT_NE(plain.log.find("'setmaxnreg' ignored"), std::string::npos) << plain.log;
+  std::string bounded = kHeaderWrappers;
+  const std::string from = "__launch_bounds__(256)";
+  bounded.replace(bounded.find(from), from.size(), "__launch_bounds__(256, 1)");
+  nvrtc_check::expect_setmaxnreg_honoured(nvrtc(bounded));
 }
 
 TEST(WgmmaCompile, GeneratedWrappersCompileForSm90a) {

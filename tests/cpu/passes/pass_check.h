@@ -197,4 +197,19 @@ inline std::string error_of(const std::string& expr, const std::string& knobs,
   return "";
 }
 
+// How many statements of `kind` block `b` holds, at any depth.
+inline int count(const Block& b, StmtKind kind) {
+  int n = 0;
+  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
+  return n;
+}
+
+// An sm_90a target with `n` SMs: a persistent grid small enough to interpret, or one whose
+// tile count leaves a partial wave.
+inline Target sm90a_with_sms(int n) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = n;
+  return t;
+}
+
 }  // namespace loom::passcheck

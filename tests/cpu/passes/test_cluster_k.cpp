@@ -19,12 +19,7 @@
 
 namespace loom {
 namespace {
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
-}
+using passcheck::count;
 
 int remote(const Block& b, StmtKind kind) {
   int n = 0;

@@ -18,18 +18,8 @@
 
 namespace loom {
 namespace {
-
-Target sms(int n) {
-  Target t = Target::for_arch("sm_90a");
-  t.sm_count = n;
-  return t;
-}
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
-}
+using passcheck::count;
+using passcheck::sm90a_with_sms;
 
 // 64 x 64 tiles per warpgroup (FM=1), 3 k-slabs of 64 through a 2-deep ring: the ring
 // turns over within a tile, so a warpgroup that waited on the slots of its next tile
@@ -43,7 +33,7 @@ TEST(PingPong, EveryPassMatchesOddAndEvenTilesPerCta) {
   // CTAs 2 and 3 take 2 (one each). M = 300 and N = 100 leave ragged edge tiles.
   CompileState s = passcheck::check_every_pass("matmul(A[300,192]:bf16, B[100,192]:bf16.T)",
                                                Knobs::parse(kPingPong), 31, {}, {},
-                                               std::nullopt, sms(4));
+                                               std::nullopt, sm90a_with_sms(4));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.grid[0].const_value(), 4);
   EXPECT_EQ(k.block_threads, 384);  // two consumer warpgroups + the producer
@@ -69,7 +59,7 @@ TEST(PingPong, EveryPassMatchesWithTallTilesAndABiasReluEpilogue) {
       "relu(linear(X[200,128]:bf16, W[130,128]:bf16, bias[130]:bf16))",
       Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,FM=2,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,"
                    "STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong"),
-      37, {}, {}, std::nullopt, sms(4));
+      37, {}, {}, std::nullopt, sm90a_with_sms(4));
 }
 
 TEST(PingPong, EveryPassMatchesInTwoCtaClusters) {
@@ -80,7 +70,7 @@ TEST(PingPong, EveryPassMatchesInTwoCtaClusters) {
       "matmul(A[300,128]:bf16, B[128,256]:bf16)",
       Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
                    "WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong,CLUSTER_M=2"),
-      43, {}, {}, std::nullopt, sms(4));
+      43, {}, {}, std::nullopt, sm90a_with_sms(4));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.cluster[0], 2);
   int cluster_readers = 0;  // empty barriers: one warpgroup of each of the 2 CTAs
@@ -95,7 +85,7 @@ TEST(PingPong, UpToWarpSpecializationItIsOneWarpgroupsPersistentKernel) {
     CompileState s;
     s.graph = parse_expression("matmul(A[300,192]:bf16, B[100,192]:bf16.T)");
     s.knobs = Knobs::parse(knobs);
-    s.target = sms(4);
+    s.target = sm90a_with_sms(4);
     run_pipeline(s, "t:050_multibuffer");
     return print(s.tile);
   };
@@ -109,7 +99,7 @@ TEST(PingPong, EachWarpgroupTakesEveryOtherTileAndWaitsItsTurn) {
   CompileState s;
   s.graph = parse_expression("matmul(A[300,192]:bf16, B[100,192]:bf16.T)");
   s.knobs = Knobs::parse(kPingPong);
-  s.target = sms(4);
+  s.target = sm90a_with_sms(4);
   run_pipeline(s, "k:030_warp_specialize");
   const std::string ir = print(s.kernel);
   // 10 tiles on 4 CTAs: n = (10 - cta + 3) / 4; warpgroup 0 takes (n + 1) / 2 of them.
@@ -131,7 +121,7 @@ TEST(PingPong, WithoutTheTurnsTheInterpreterFindsTheAliasedFill) {
   CompileState s;
   s.graph = parse_expression("matmul(A[256,192]:bf16, B[64,192]:bf16.T)");
   s.knobs = Knobs::parse(kPingPong);
-  s.target = sms(1);
+  s.target = sm90a_with_sms(1);
   run_pipeline(s);
   KernelOp& k = s.kernel.kernels.at(0);
   // The turn barriers are the last two; the arms name them by constant slots.

@@ -15,12 +15,7 @@
 
 namespace loom {
 namespace {
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
-}
+using passcheck::count;
 
 // One 64 x 64 wgmma atom per warpgroup, one 128-byte span per slab: small for the CPU.
 const std::string kWgmma = "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2";
@@ -177,7 +172,7 @@ TEST(SplitKMma, FixupKernelIrShape) {
 // columns per instruction (k:040 splits `x = load; acc <- add(acc, x)` into a load loop it
 // widens and an accumulation loop), and the reduce kernel asks ptxas for one resident
 // block (k:060), so every load of its sum is in flight at once; the split kernel keeps
-// ptxas's own choice, and so does the fused one (warp-specialized: setmaxnreg). Executed on the interpreter after every pass.
+// ptxas's own choice, and so does the fused one (warp-specialized). Executed on the interpreter after every pass.
 TEST(SplitKMma, PartialSumsAreVectorLoadsAllInFlight) {
   const std::string aligned = "matmul(A[128,512]:bf16, B[512,128]:bf16)";
   for (std::string mode : {"reduce", "partials"}) {
@@ -195,7 +190,7 @@ TEST(SplitKMma, PartialSumsAreVectorLoadsAllInFlight) {
     } else {
       ASSERT_EQ(ks.size(), 1u);
       EXPECT_EQ(ks[0].min_blocks_per_sm, 0)
-          << "a warp-specialized kernel with the fused sum: setmaxnreg sets its budgets";
+          << "a warp-specialized kernel with the fused sum: ptxas's choice";
     }
   }
   // An explicit MIN_BLOCKS wins everywhere.

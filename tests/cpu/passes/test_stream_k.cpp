@@ -14,18 +14,8 @@
 
 namespace loom {
 namespace {
-
-Target sms(int n) {
-  Target t = Target::for_arch("sm_90a");
-  t.sm_count = n;
-  return t;
-}
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
-}
+using passcheck::count;
+using passcheck::sm90a_with_sms;
 
 // 128 x 64 tiles of two cooperative consumer warpgroups, 64-deep slabs through a 2-deep ring.
 const std::string kStreamK =
@@ -39,7 +29,7 @@ TEST(StreamK, EveryPassMatchesWithUnitsInsideTiles) {
   // of tile 8, CTA 3 its tail and tile 9. M = 200 and N = 264 are ragged too.
   CompileState s = passcheck::check_every_pass("matmul(A[200,168]:bf16, B[168,264]:bf16)",
                                                Knobs::parse(kStreamK), 61, {}, {},
-                                               std::nullopt, sms(4));
+                                               std::nullopt, sm90a_with_sms(4));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.grid[0].const_value(), 4);
   EXPECT_EQ(count(k.body, StmtKind::TileArrive), 1);
@@ -58,7 +48,7 @@ TEST(StreamK, EveryPassMatchesWithABiasReluEpilogueAndTheTmaStore) {
   passcheck::check_every_pass(
       "relu(linear(X[200,104]:bf16, W[136,104]:bf16, bias[136]:bf16))",
       Knobs::parse(kStreamK + ",EPILOGUE=tma_store,EPI_BUFFERS=2"), 67, {}, {}, std::nullopt,
-      sms(4));
+      sm90a_with_sms(4));
 }
 
 TEST(StreamK, EveryPassMatchesInTwoCtaClusters) {
@@ -69,7 +59,7 @@ TEST(StreamK, EveryPassMatchesInTwoCtaClusters) {
   passcheck::check_every_pass(
       "matmul(A[400,104]:bf16, B[104,136]:bf16)",
       Knobs::parse(kStreamK + ",CLUSTER_M=2,EPILOGUE=tma_store"), 71, {}, {}, std::nullopt,
-      sms(8));
+      sm90a_with_sms(8));
 }
 
 TEST(StreamK, WholeWavesLeaveTheProgramAlone) {
@@ -77,7 +67,7 @@ TEST(StreamK, WholeWavesLeaveTheProgramAlone) {
     CompileState s;
     s.graph = parse_expression("matmul(A[256,128]:bf16, B[128,256]:bf16)");
     s.knobs = Knobs::parse(knobs);
-    s.target = sms(sm);
+    s.target = sm90a_with_sms(sm);
     run_pipeline(s, "t:050_multibuffer");
     return print(s.tile);
   };
@@ -90,7 +80,7 @@ TEST(StreamK, WholeWavesLeaveTheProgramAlone) {
 TEST(StreamK, RefusesKernelsWithoutPersistentCooperativeUnits) {
   const std::string mm = "matmul(A[300,300]:bf16, B[300,200]:bf16)";
   auto fails = [&](const std::string& knobs, const std::string& names) {
-    const std::string e = passcheck::error_of(mm, knobs, sms(5));
+    const std::string e = passcheck::error_of(mm, knobs, sm90a_with_sms(5));
     EXPECT_NE(e.find(names), std::string::npos) << knobs << ": " << e;
   };
   fails(kStreamK + ",PERSISTENT=0", "PERSISTENT=1");

@@ -23,12 +23,7 @@
 
 namespace loom {
 namespace {
-
-Target sms(int n) {
-  Target t = Target::for_arch("sm_90a");
-  t.sm_count = n;
-  return t;
-}
+using passcheck::sm90a_with_sms;
 
 // The final Kernel IR on the interpreter against the Loop IR (check_every_pass runs every
 // pass: kept for the tests of the passes this file is about, too slow for the rest).
@@ -66,7 +61,7 @@ const std::string kPersistent =
 
 TEST(WgmmaZero, ScaleDReplacesTheZeroingLoop) {
   const std::string expr = "matmul(A[192,256]:bf16, B[256,128]:bf16)";
-  const CompileState on = passcheck::compile_for(sms(2), expr, kPersistent);
+  const CompileState on = passcheck::compile_for(sm90a_with_sms(2), expr, kPersistent);
   const KernelOp& k = on.kernel.kernels.at(0);
   EXPECT_EQ(zeroing_inits(k.body), 0);
   // The slab loop k_o around the atom-step loop k_i (BK=64: 4 steps of k16, unrolled by
@@ -74,7 +69,7 @@ TEST(WgmmaZero, ScaleDReplacesTheZeroingLoop) {
   EXPECT_EQ(scale_ds(k.body), (std::vector<std::string>{"0 < k_o || 0 < k_i"}));
   EXPECT_EQ(on.used_knobs.at("WGMMA_ZERO"), "scale_d");
   const CompileState off =
-      passcheck::compile_for(sms(2), expr, kPersistent + ",WGMMA_ZERO=explicit");
+      passcheck::compile_for(sm90a_with_sms(2), expr, kPersistent + ",WGMMA_ZERO=explicit");
   EXPECT_EQ(zeroing_inits(off.kernel.kernels.at(0).body), 32);  // m64n64: 32 values a thread
   for (const std::string& s : scale_ds(off.kernel.kernels.at(0).body)) EXPECT_EQ(s, "1");
 }
@@ -84,7 +79,7 @@ TEST(WgmmaZero, PersistentTilesEveryPassMatches) {
   // its accumulators would add the previous tile's sums (and the first tile the alloc's
   // NaN poison).
   passcheck::check_every_pass("matmul(A[128,128]:bf16, B[128,128]:bf16)", Knobs::parse(kPersistent),
-                              41, {}, {}, std::nullopt, sms(2));
+                              41, {}, {}, std::nullopt, sm90a_with_sms(2));
 }
 
 TEST(WgmmaZero, TwoConsumersTmaStoreStripsInAClusterMatch) {
@@ -94,12 +89,12 @@ TEST(WgmmaZero, TwoConsumersTmaStoreStripsInAClusterMatch) {
               "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,"
               "STAGES=2,GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,"
               "EPI_BUFFERS=2,CLUSTER_M=2",
-              43, sms(4));
+              43, sm90a_with_sms(4));
 }
 
 TEST(WgmmaZero, RegisterAAndSplitKMatch) {
   const CompileState rs = check_final("matmul(A[192,128]:bf16, B[128,64]:bf16)",
-                                      kPersistent + ",WGMMA_A=regs", 47, sms(2));
+                                      kPersistent + ",WGMMA_A=regs", 47, sm90a_with_sms(2));
   EXPECT_EQ(zeroing_inits(rs.kernel.kernels.at(0).body), 0);
   // Split-K: each split's slab loop starts at 0 (the split's K offset is in the index).
   const CompileState sk = check_final(
@@ -248,11 +243,11 @@ TEST(EpiSync, OneBarrierPerStripWithTheWaitBeforeIt) {
   // strip 2 was stored from.
   const std::string expr = "matmul(A[128,64]:bf16, B[64,296]:bf16)";
   const CompileState one = passcheck::check_every_pass(
-      expr, Knobs::parse(kStrips + ",BN=256,EPI_BUFFERS=2"), 67, {}, {}, std::nullopt, sms(1));
+      expr, Knobs::parse(kStrips + ",BN=256,EPI_BUFFERS=2"), 67, {}, {}, std::nullopt, sm90a_with_sms(1));
   const Block& b1 = one.kernel.kernels.at(0).body;
   EXPECT_EQ(named_barriers(b1), 4);
   EXPECT_EQ(bulk_waits(b1), (std::vector<int>{0, 0, 0, 0, 0}));  // per strip, and the drain
-  const CompileState two = check_final(expr, kStrips + ",BN=256,EPI_BUFFERS=2,EPI_SYNC=2", 67, sms(1));
+  const CompileState two = check_final(expr, kStrips + ",BN=256,EPI_BUFFERS=2,EPI_SYNC=2", 67, sm90a_with_sms(1));
   const Block& b2 = two.kernel.kernels.at(0).body;
   EXPECT_EQ(named_barriers(b2), 8);
   EXPECT_EQ(bulk_waits(b2), (std::vector<int>{1, 1, 1, 1, 0}));
@@ -261,7 +256,7 @@ TEST(EpiSync, OneBarrierPerStripWithTheWaitBeforeIt) {
 TEST(EpiSync, FourBuffersWaitForAllButTwo) {
   // f32 output: 32-column strips, so BN=128 is 4 strips through 4 buffers.
   const CompileState s = check_final("matmul(A[160,64]:bf16, B[64,264]:bf16, out=f32)",
-                                     kStrips + ",BN=128,EPI_BUFFERS=4", 71, sms(2));
+                                     kStrips + ",BN=128,EPI_BUFFERS=4", 71, sm90a_with_sms(2));
   const Block& b = s.kernel.kernels.at(0).body;
   EXPECT_EQ(named_barriers(b), 4);
   EXPECT_EQ(bulk_waits(b), (std::vector<int>{2, 2, 2, 2, 0}));
@@ -271,10 +266,10 @@ TEST(EpiSync, OddStripsAndOneBufferKeepTwoBarriers) {
   // Three strips through two buffers: the next tile's strip 0 reuses the newest store's
   // buffer, so its wait must follow that store: EPI_SYNC=1 falls back to two barriers
   // (run on the interpreter, every pass, in test_tma_store_epilogue's BN=192 test).
-  const CompileState odd = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+  const CompileState odd = passcheck::compile_for(sm90a_with_sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
                                                   kStrips + ",BN=192,EPI_BUFFERS=2");
   EXPECT_EQ(named_barriers(odd.kernel.kernels.at(0).body), 6);
-  const CompileState one = passcheck::compile_for(sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
+  const CompileState one = passcheck::compile_for(sm90a_with_sms(2), "matmul(A[256,64]:bf16, B[64,200]:bf16)",
                                                   kStrips + ",BN=128,EPI_BUFFERS=1");
   EXPECT_EQ(named_barriers(one.kernel.kernels.at(0).body), 4);  // 2 strips x 2
 }
@@ -282,7 +277,7 @@ TEST(EpiSync, OddStripsAndOneBufferKeepTwoBarriers) {
 TEST(EpiSync, AWaitOneStoreShortIsARaceTheInterpreterReports) {
   // EPI_SYNC=1 waits for every store before strip j's barrier: keeping strip j-1's store
   // in flight (strip 1's wait) lets strip 2's writes hit the buffer it still reads.
-  CompileState s = passcheck::compile_for(sms(1), "matmul(A[128,64]:bf16, B[64,256]:bf16)",
+  CompileState s = passcheck::compile_for(sm90a_with_sms(1), "matmul(A[128,64]:bf16, B[64,256]:bf16)",
                                           kStrips + ",BN=256,EPI_BUFFERS=2");
   int seen = 0;
   walk(s.kernel.kernels.at(0).body, [&](Stmt& x) {

@@ -18,17 +18,12 @@
 
 namespace loom {
 namespace {
+using passcheck::count;
 
 // Every pass, verified and interpreted, against the naive Loop IR.
 CompileState check_case(const std::string& expr, const std::map<std::string, int64_t>& sizes,
                         const std::string& knobs, uint64_t seed) {
   return passcheck::check_every_pass(expr, Knobs::parse(knobs), seed, sizes);
-}
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
 }
 
 TEST(Tma, LowersToBoxesAndMbarriers) {

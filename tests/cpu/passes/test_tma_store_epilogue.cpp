@@ -14,22 +14,16 @@
 
 namespace loom {
 namespace {
+using passcheck::count;
+using passcheck::sm90a_with_sms;
 
 int count(const Block& b, const std::function<bool(const Stmt&)>& pred) {
   int n = 0;
   walk(b, [&](const Stmt& s) { n += pred(s); });
   return n;
 }
-int count(const Block& b, StmtKind kind) {
-  return count(b, [&](const Stmt& s) { return s.kind == kind; });
-}
 
-Target sms(int n) {
-  Target t = Target::for_arch("sm_90a");
-  t.sm_count = n;
-  return t;
-}
-Target four_sms() { return sms(4); }
+Target four_sms() { return sm90a_with_sms(4); }
 
 const std::string kSmall = "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
                            "EPILOGUE=tma_store";
@@ -125,7 +119,7 @@ TEST(TmaStoreEpilogue, StripBuffersBiasReluRaggedWithStmatrix) {
   // columns per warpgroup through 2 buffers, and strip j + 2 reuses strip j's buffer.
   CompileState s = passcheck::check_every_pass(
       "relu(linear(X[200,64]:bf16, W[296,64]:bf16, bias[296]:bf16))",
-      Knobs::parse(kWsPersistent + ",BN=256"), 23, {}, {}, std::nullopt, sms(2));
+      Knobs::parse(kWsPersistent + ",BN=256"), 23, {}, {}, std::nullopt, sm90a_with_sms(2));
   const KernelOp& k = s.kernel.kernels.at(0);
   const TensorDecl& tile = s.kernel.tensor("out_s");
   EXPECT_EQ(tile.shape.at(0).const_value(), 2);  // buffers, rows, strip
@@ -162,7 +156,7 @@ TEST(TmaStoreEpilogue, StripBuffersWithoutStmatrixKeepPlainStores) {
 TEST(TmaStoreEpilogue, StripBuffersF16) {
   CompileState s = passcheck::check_every_pass(
       "matmul(A[136,64]:f16, B[64,200]:f16)", Knobs::parse(kWsPersistent + ",ATOM=wgmma_f16,BN=128"), 31,
-      {}, {}, std::nullopt, sms(2));
+      {}, {}, std::nullopt, sm90a_with_sms(2));
   EXPECT_EQ(stmatrix_count(s.kernel.kernels.at(0)), 2 * 4);
 }
 
@@ -171,7 +165,7 @@ TEST(TmaStoreEpilogue, StripBuffersF32OutputInStripsOf32) {
   // stmatrix (it stores 16-bit values).
   CompileState s = passcheck::check_every_pass(
       "matmul(A[160,64]:bf16, B[64,136]:bf16, out=f32)", Knobs::parse(kWsPersistent + ",BN=128"), 37,
-      {}, {}, std::nullopt, sms(2));
+      {}, {}, std::nullopt, sm90a_with_sms(2));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(count(k.body, StmtKind::TmaStore), 8);
   EXPECT_EQ(stmatrix_count(k), 0);
@@ -183,7 +177,7 @@ TEST(TmaStoreEpilogue, StripBuffersF32OutputInStripsOf32) {
 TEST(TmaStoreEpilogue, StripBuffersClusterOfTwo) {
   CompileState s = passcheck::check_every_pass(
       "matmul(A[384,64]:bf16, B[64,128]:bf16)",
-      Knobs::parse(kWsPersistent + ",BN=128,CLUSTER_M=2"), 41, {}, {}, std::nullopt, sms(2));
+      Knobs::parse(kWsPersistent + ",BN=128,CLUSTER_M=2"), 41, {}, {}, std::nullopt, sm90a_with_sms(2));
   EXPECT_EQ(s.kernel.kernels.at(0).cluster[0], 2);
   EXPECT_GT(stmatrix_count(s.kernel.kernels.at(0)), 0);
 }
@@ -235,7 +229,7 @@ TEST(TmaStoreEpilogue, StripBuffersOddStripCountInAClusterOfTwo) {
   // 256 x 200 on 2 SMs: one cluster, two tiles per CTA (192 columns, then 8).
   CompileState s = passcheck::check_every_pass(
       "matmul(A[256,64]:bf16, B[64,200]:bf16)",
-      Knobs::parse(kWsPersistent + ",BN=192,CLUSTER_M=2"), 43, {}, {}, std::nullopt, sms(2));
+      Knobs::parse(kWsPersistent + ",BN=192,CLUSTER_M=2"), 43, {}, {}, std::nullopt, sm90a_with_sms(2));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(count(k.body, StmtKind::TmaStore), 6);  // 3 strips x 2 warpgroups
   EXPECT_EQ(count(k.body, StmtKind::TmaLoad), 1 + 3);  // A's box; B's rows of each chunk

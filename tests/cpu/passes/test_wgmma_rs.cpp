@@ -17,12 +17,7 @@
 
 namespace loom {
 namespace {
-
-int count(const Block& b, StmtKind kind) {
-  int n = 0;
-  walk(b, [&](const Stmt& s) { n += s.kind == kind; });
-  return n;
-}
+using passcheck::count;
 
 int count_atoms(const Block& b, const std::string& id) {
   int n = 0;

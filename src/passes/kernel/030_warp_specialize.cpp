@@ -156,7 +156,8 @@ class Specializer {
     const int64_t c_threads = consumers_ * kWarpgroup;
     const Expr tid = Expr::var("threadIdx.x");
     Block p_arm, c_arm;
-    const int64_t p_regs = s_.knob("PRODUCER_REGS", 40);
+    // Read (and so recorded) only where they apply: a full knob set fed back must compile.
+    const int64_t p_regs = reallocates() ? s_.knob("PRODUCER_REGS", 40) : 0;
     const int64_t c_regs = reallocates() ? s_.knob("CONSUMER_REGS", 232) : 0;
     check_regs(p_regs, c_regs);
     if (c_regs > 0) p_arm.push_back(Stmt::SetMaxNReg(false, int(p_regs)));

@@ -84,6 +84,7 @@ TEST(Wgmma, WarpSpecializedEveryPassMatches) {
   // there is nothing to move (and ptxas would ignore setmaxnreg here: k:030).
   EXPECT_EQ(count(k.body, StmtKind::SetMaxNReg), 0);
   EXPECT_FALSE(s.used_knobs.count("CONSUMER_REGS"));
+  EXPECT_FALSE(s.used_knobs.count("PRODUCER_REGS"));
   EXPECT_EQ(count(k.body, StmtKind::MbarArrive), 2);  // in the loop, and the last slab
   // Two consumer warpgroups: the producer hands its registers over.
   CompileState two = passcheck::compile_sm90a(

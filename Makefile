@@ -9,7 +9,7 @@ BUILD_TYPE ?= RelWithDebInfo
 # CMAKE_ARGS=-DLOOM_WERROR=ON as CI sets it.
 CMAKE_ARGS ?=
 
-.PHONY: all build run test test-cpu test-gpu deps clean
+.PHONY: all build run test test-cpu test-gpu deps clean fuzz
 
 all: build
 
@@ -22,7 +22,10 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# `make run` builds the `loom` command alone (not the test executables), so a fresh clone
+# shows the demo as soon as the libraries are compiled.
+run: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target loom -j $(JOBS)
 	$(BUILD)/loom demo
 
 test: build
@@ -35,5 +38,16 @@ test-cpu: build
 test-gpu: build
 	ctest --test-dir $(BUILD) --output-on-failure -L gpu
 
+# The libFuzzer target over the whole pipeline (fuzz/), in its own clang-built, sanitized
+# build directory, run for FUZZ_SECONDS (scripts/fuzz.sh; CI runs it after the tests).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 120
+fuzz: deps
+	@command -v clang++ >/dev/null 2>&1 || { echo "make fuzz needs clang (apt-get install clang)" >&2; exit 1; }
+	@test -f $(FUZZ_BUILD)/CMakeCache.txt || cmake -S . -B $(FUZZ_BUILD) -G "$(GENERATOR)" \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DLOOM_FUZZ=ON -DLOOM_PYTHON=OFF
+	cmake --build $(FUZZ_BUILD) --target fuzz_pipeline -j $(JOBS)
+	bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

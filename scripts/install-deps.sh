@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what Loom's build needs and is missing: cmake, a C++20 compiler, GoogleTest.
+# Installs what Loom's build needs and is missing: cmake, a C++20 compiler, GoogleTest, and
+# clang for the fuzz target (`make fuzz`; optional elsewhere).
 # The CUDA toolkit (nvcc, NVRTC, cuBLAS) cannot come from here: it must be installed.
 set -euo pipefail
 
@@ -7,6 +8,7 @@ missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
+command -v clang++ >/dev/null 2>&1 || missing+=(clang)
 if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/src/googletest/CMakeLists.txt ]; then
   missing+=(libgtest-dev)
 fi
@@ -17,8 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
   else
     echo "install-deps: missing ${missing[*]}; install them (Debian/Ubuntu: apt-get install ${missing[*]})" >&2
-    # ninja is optional (the Makefile falls back to make); the rest is not.
-    for m in "${missing[@]}"; do [ "$m" = ninja-build ] || exit 1; done
+    # ninja is optional (the Makefile falls back to make), clang only for `make fuzz`; the
+    # rest is not.
+    for m in "${missing[@]}"; do [ "$m" = ninja-build ] || [ "$m" = clang ] || exit 1; done
   fi
 fi
 

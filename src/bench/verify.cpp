@@ -41,6 +41,48 @@ VerifyResult fail(VerifyResult r, const std::string& why) {
 
 }  // namespace
 
+VerifyResult verify_ieee_output(const HostTensor& out, const HostTensor& ref, double threshold) {
+  VerifyResult r;
+  r.threshold = threshold;
+  if (out.shape != ref.shape || out.data.size() != ref.data.size())
+    return fail(r, "output shape " + shape_str(out.shape) + " differs from reference shape " +
+                       shape_str(ref.shape));
+  auto kind = [](double v) { return std::isnan(v) ? "NaN" : std::isinf(v) ? (v > 0 ? "+inf" : "-inf") : "finite"; };
+  double diff2 = 0, ref2 = 0;
+  int64_t worst = -1, mismatches = 0, first_mismatch = -1;
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    const double o = out.data[i], e = ref.data[i];
+    if (std::string(kind(o)) != kind(e)) {
+      if (mismatches++ == 0) first_mismatch = int64_t(i);
+      continue;
+    }
+    if (!std::isfinite(e)) continue;
+    const double d = o - e;
+    diff2 += d * d;
+    ref2 += e * e;
+    if (std::fabs(d) > r.max_abs_error || worst < 0) {
+      r.max_abs_error = std::fabs(d);
+      worst = int64_t(i);
+    }
+  }
+  const double ref_norm = std::sqrt(ref2);
+  r.rel_fro_error = ref_norm > 0 ? std::sqrt(diff2) / ref_norm : std::sqrt(diff2);
+  r.nan_count = mismatches;
+  r.worst_index = first_mismatch >= 0 ? first_mismatch : worst;
+  if (mismatches > 0) {
+    const size_t i = size_t(first_mismatch);
+    return fail(r, std::to_string(mismatches) + " element(s) whose NaN/inf class differs from the "
+                   "reference; first " + element_str(first_mismatch, out.shape) + ": out=" +
+                   num(out.data[i]) + " (" + kind(out.data[i]) + ") ref=" + num(ref.data[i]) +
+                   " (" + kind(ref.data[i]) + ")");
+  }
+  r.passed = r.rel_fro_error <= threshold;
+  r.message = std::string(r.passed ? "PASS: " : "FAIL: ") + "every NaN/inf as the reference; finite part " +
+              "rel_fro_error " + sci(r.rel_fro_error) + (r.passed ? " <= " : " > ") + "threshold " +
+              sci(threshold);
+  return r;
+}
+
 VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double threshold) {
   VerifyResult r;
   r.threshold = threshold;

@@ -24,6 +24,15 @@ struct VerifyResult {
 
 VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double threshold);
 
+// For inputs that hold NaN or inf on purpose (tests/gpu/test_nan_inf.cpp): every element
+// whose reference is NaN must be NaN, every ±inf the same inf, and the elements with a
+// finite reference must be finite and within `threshold` (relative Frobenius error over
+// them, as verify_output). The reference computes IEEE arithmetic in fp64 with NaN
+// propagating through max/min/relu as in PyTorch (src/ir/stmt.cpp), so this checks that
+// a kernel's specials propagate as that arithmetic says. An unwritten (NaN-poisoned)
+// element passes only where the reference is NaN; verify_output covers the rest.
+VerifyResult verify_ieee_output(const HostTensor& out, const HostTensor& ref, double threshold);
+
 // The threshold for a GEMM whose mma atoms accumulate in f16 (ACC=f16): each atom of
 // depth `atom_k` rounds the running sum to f16, ⌈k / atom_k⌉ times along a reduction of
 // length k. That is a different numerical contract from f32 accumulation, so it has its

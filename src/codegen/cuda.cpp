@@ -334,8 +334,8 @@ class Renderer {
       case ScalarOp::Sub: return a(0) + " - " + a(1);
       case ScalarOp::Mul: return a(0) + " * " + a(1);
       case ScalarOp::Div: return a(0) + " / " + a(1);
-      case ScalarOp::Max: return "fmaxf(" + a(0) + ", " + a(1) + ")";
-      case ScalarOp::Min: return "fminf(" + a(0) + ", " + a(1) + ")";
+      case ScalarOp::Max: return "loom::max_nan(" + a(0) + ", " + a(1) + ")";
+      case ScalarOp::Min: return "loom::min_nan(" + a(0) + ", " + a(1) + ")";
       case ScalarOp::Neg: return "-" + a(0);
       case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
       case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";

@@ -679,7 +679,21 @@ __device__ __forceinline__ void fma_f32(float& acc, float a, float b) {
 
 // ---- epilogue scalar ops (f32) -------------------------------------------------------
 
-__device__ __forceinline__ float relu(float x) { return fmaxf(x, 0.0f); }
+// max, min and relu propagate NaN, as torch.maximum, torch.minimum and torch.relu do (and
+// the fp64 reference, src/ir/stmt.cpp): fmaxf/fminf return the other operand, which
+// would turn a NaN input into a plausible number. PTX ISA 9.7.3.9/10 `max.NaN.f32` /
+// `min.NaN.f32` (sm_80+): the same instruction with the NaN flag, no extra cost.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float relu(float x) { return max_nan(x, 0.0f); }
 // Exact (erf) GELU, torch's default approximate='none'.
 __device__ __forceinline__ float gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));

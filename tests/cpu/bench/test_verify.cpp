@@ -70,6 +70,40 @@ TEST(VerifyOutput, NanOrInfFailsEvenWithHugeThreshold) {
   EXPECT_NE(r.message.find("NaN"), std::string::npos) << r.message;
 }
 
+TEST(VerifyIeeeOutput, PassesWhereEverySpecialMatchesAndTheRestIsClose) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  HostTensor ref = tensor(DType::F32, {2, 3}, {1.0, nan, inf, -inf, 2.0, -3.0});
+  HostTensor out = tensor(DType::F32, {2, 3}, {1.0 + 1e-7, nan, inf, -inf, 2.0, -3.0});
+  VerifyResult v = verify_ieee_output(out, ref, 1e-6);
+  EXPECT_TRUE(v.passed) << v.message;
+}
+
+TEST(VerifyIeeeOutput, FailsOnEachClassMismatchAndNamesTheFirst) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const HostTensor ref = tensor(DType::F32, {2, 2}, {nan, inf, -inf, 1.0});
+  // NaN turned into a number (fmaxf(NaN, 0) = 0), an inf of the wrong sign, an inf that
+  // became NaN, and a finite value that became NaN: each fails alone.
+  const std::vector<std::pair<size_t, double>> wrong = {{0, 0.0}, {1, -inf}, {2, nan}, {3, nan}};
+  for (const auto& [i, value] : wrong) {
+    HostTensor out = ref;
+    out.data[i] = value;
+    VerifyResult v = verify_ieee_output(out, ref, 1.0);
+    EXPECT_FALSE(v.passed) << "element " << i;
+    EXPECT_EQ(v.worst_index, int64_t(i));
+    EXPECT_NE(v.message.find("NaN/inf class differs"), std::string::npos) << v.message;
+  }
+}
+
+TEST(VerifyIeeeOutput, JudgesTheFinitePartByTheThreshold) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  HostTensor ref = tensor(DType::F32, {3}, {nan, 1.0, 1.0});
+  HostTensor out = tensor(DType::F32, {3}, {nan, 1.1, 1.0});
+  EXPECT_FALSE(verify_ieee_output(out, ref, 1e-3).passed);
+  EXPECT_TRUE(verify_ieee_output(out, ref, 1e-1).passed);
+}
+
 TEST(VerifyOutput, ThresholdIsInclusive) {
   HostTensor ref = tensor(DType::F64, {2}, {3.0, 4.0});
   HostTensor out = tensor(DType::F32, {2}, {3.0, 4.05});

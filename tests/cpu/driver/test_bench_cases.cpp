@@ -23,8 +23,8 @@ std::vector<std::string> case_lines(const std::string& file) {
   return lines;
 }
 
-TEST(BenchCases, EveryIssue6CaseCompilesForSm90a) {
-  const std::vector<std::string> lines = case_lines("bench/cases/issue6-defaults.txt");
+TEST(BenchCases, EveryHopperGemmCaseCompilesForSm90a) {
+  const std::vector<std::string> lines = case_lines("bench/cases/hopper-gemm-defaults.txt");
   ASSERT_GE(lines.size(), 16u);
   for (const std::string& line : lines) {
     SCOPED_TRACE(line);

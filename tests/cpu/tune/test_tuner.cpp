@@ -50,7 +50,7 @@ TEST(Tuner, ReadsASuiteFileSkippingCommentsAndBlankLines) {
 }
 
 TEST(Tuner, TheShippedSuiteHasTwelveTunableShapesOrMore) {
-  auto e = read_suite(std::string(LOOM_SOURCE_DIR) + "/bench/suites/issue5.txt");
+  auto e = read_suite(std::string(LOOM_SOURCE_DIR) + "/bench/suites/tuning.txt");
   EXPECT_GE(e.size(), 12u);
   for (const auto& x : e) EXPECT_GT(tune_problem(parse_expression(x)).flops(), 0) << x;
 }

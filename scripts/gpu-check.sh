@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A session's closing GPU check in two calls of the device tool (each fits its 10 minutes):
+# The closing GPU check of a stretch of work, in two calls of the device tool (each fits its 10 minutes):
 #   PHASE=tests bash scripts/gpu-check.sh   build everything (loom_py included), every
 #                                               GPU test, python/tests (pytest)
-#   PHASE=bench bash scripts/gpu-check.sh   issue 6's shapes at their defaults against
+#   PHASE=bench bash scripts/gpu-check.sh   the Hopper GEMM shapes at their defaults against
 #                                               cuBLAS (bench/cases/hopper-gemm-defaults.txt),
 #                                               the attention table against FA2 and cuDNN
 #                                               (D 64, 128, 256), `ladder flash`

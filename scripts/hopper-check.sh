@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6 on the GPU in one call: build, the wgmma atom and Hopper GEMM GPU tests, the
+# The Hopper GEMM on the GPU in one call: build, the wgmma atom and Hopper GEMM GPU tests, the
 # Hopper ladder and the SASS of its last rung. Logs under $OUT; a short table last.
 # Environment: SHAPE (ladder shape, default 4096x4096x4096), DTYPE (bf16), LADDER=0, BENCH
 # ("EXPR@KNOBS|..." extra loom run --bench cases), BENCH_FILE (the same, one case per line,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's closing check in one call: every GPU test, the issue's shapes at their
+# The Hopper GEMM's closing check in one call: every GPU test, its shapes at their
 # defaults (bench/cases/hopper-gemm-defaults.txt: the suite, tf32 with ATOM=wgmma_tf32) against
 # cuBLAS, and the hopper ladder. Logs under $OUT; the ratios table last.
 set -uo pipefail

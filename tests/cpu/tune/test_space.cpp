@@ -232,8 +232,8 @@ TEST(Space, LargeBf16SearchesTheTmaStoreEpilogueAndItsBuffers) {
   EXPECT_TRUE(regs);
 }
 
-// Issue 6: the tuner's space covers the organizations the sm_90a defaults use. For each
-// shape of the issue's bars, the shipped default (what `loom run` compiles) must be a
+// The Hopper GEMM: the tuner's space covers the organizations the sm_90a defaults use. For each
+// shape of its bars, the shipped default (what `loom run` compiles) must be a
 // point the enumeration reaches and stage 1 passes — not only a candidate handed to the
 // search on top — so that the search can find it, and its neighbours, on its own. The
 // sizes (enumerated, passed) are what docs/tuning.md reports.

@@ -83,7 +83,7 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
 }
 
 // A winner that does not beat the default re-measured at its repetitions is no result:
-// the default is (session 11, H100 128x128x16384: a split-16 winner at 7.7 us graph
+// the default is (2026-11-23, H100 128x128x16384: a split-16 winner at 7.7 us graph
 // against the default's 7.2 was recorded before this rule).
 TEST(Tuner, TheDefaultWinsUnlessTheWinnerBeatsIt) {
   TuneOutcome o;

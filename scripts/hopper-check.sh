@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 6 on the GPU in one call: build, the wgmma atom and Hopper GEMM GPU tests, the
+# The Hopper GEMM on the GPU in one call: build, the wgmma atom and Hopper GEMM GPU tests, the
 # Hopper ladder and the SASS of its last rung. Logs under $OUT; a short table last.
 # Environment: SHAPE (ladder shape, default 4096x4096x4096), DTYPE (bf16), LADDER=0, BENCH
 # ("EXPR@KNOBS|..." extra loom run --bench cases), BENCH_FILE (the same, one case per line,
-# e.g. bench/cases/issue6-defaults.txt),
+# e.g. bench/cases/hopper-gemm-defaults.txt),
 # SKIP_TESTS=1, TESTS (GPU test binaries to run; default the wgmma atom and Hopper GEMM ones),
 # RUN_FLAGS (extra `loom run` flags for the BENCH cases, e.g. --no-db).
 set -uo pipefail

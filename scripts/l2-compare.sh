@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cold-L2 methods side by side on the GPU (src/bench/timing_plan.h): each case of
-# CASES_FILE (default bench/cases/issue6-defaults.txt, "EXPR[@KNOBS]" per line) timed
+# CASES_FILE (default bench/cases/hopper-gemm-defaults.txt, "EXPR[@KNOBS]" per line) timed
 # with `loom run --bench --l2 M` for each M of METHODS (default "rotate read flush"; auto
 # picks rotate under L2 and read above). Build first unless SKIP_BUILD=1. Logs under $OUT,
 # a table last: method, event µs and ratio, graph µs and ratio (launches under 20 µs).
@@ -16,7 +16,7 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     tail -40 "$OUT/build.log"; echo "BUILD FAILED"; exit 1
   fi
 fi
-mapfile -t cases < "${CASES_FILE:-bench/cases/issue6-defaults.txt}"
+mapfile -t cases < "${CASES_FILE:-bench/cases/hopper-gemm-defaults.txt}"
 table=()
 for arg in "${cases[@]}"; do
   e=${arg%%@*}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sweep behind bench/NOTES.md "2026-11-22 (session 3)": transposing cp.async (SLAB_KOUTER=1)
+# Sweep behind bench/NOTES.md "2026-11-22 — why SIMT SGEMM stops at ~0.91×": transposing cp.async (SLAB_KOUTER=1)
 # against the register double-buffered default, at 4096^3 and on the split-K shape.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

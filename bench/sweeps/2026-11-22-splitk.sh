@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Split-K shapes for 128x128x16384 f32 (bench/NOTES.md, 2026-11-22 session 3): thread
+# Split-K shapes for 128x128x16384 f32 (bench/NOTES.md, 2026-11-22, SIMT SGEMM and split-K's atomics): thread
 # tiles with more ILP than 4x4, deeper splits, transposing cp.async.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

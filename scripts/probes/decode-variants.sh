@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Timing experiments on Loom's decode kernel (H100 session 16): see scripts/probes/README.md.
+# Timing experiments on Loom's decode kernel (H100, 2026-11-23): see scripts/probes/README.md.
 set -uo pipefail
 OUT=${OUT:-/tmp/o}; mkdir -p $OUT
 { cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-device -j 16 --target loom; } > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }

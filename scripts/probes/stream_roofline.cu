@@ -1,4 +1,4 @@
-// Streaming roofline for issue 6's memory-bound shapes (decode, split-K): how fast can any
+// Streaming roofline for the Hopper GEMM's memory-bound shapes (decode, split-K): how fast can any
 // kernel read N bytes of HBM on this GPU, timed the way `loom run --bench` times graph
 // replay (a graph of back-to-back launches rotating over input sets larger than L2)?
 // Build: nvcc -O3 -arch=sm_90a -o stream_roofline stream_roofline.cu ; run: ./stream_roofline

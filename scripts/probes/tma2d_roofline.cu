@@ -1,4 +1,4 @@
-// Decode-shaped TMA streaming (issue 6's decode 16x4096x4096): the same ring as
+// Decode-shaped TMA streaming (the Hopper GEMM's decode 16x4096x4096): the same ring as
 // tma_roofline.cu, but loading 2-D tensor-map boxes of a row-major [4096, 4096] bf16 weight
 // the way Loom's swapped decode kernel does (128-byte swizzle, boxes of 64 columns x R rows,
 // two per 128-column k-block), with the K range of a row block split over Q CTAs (Loom's
@@ -81,7 +81,7 @@ int main() {
   std::vector<Cfg> cfgs = {{64, 1, 8, 0, 1}, {64, 1, 13, 0, 1}, {64, 2, 8, 0, 1}, {64, 2, 8, 1, 1}, {64, 2, 8, 0, 2},
                            {64, 2, 12, 0, 1}, {32, 1, 16, 0, 1}, {64, 1, 8, 0, 1, 1}, {64, 1, 8, 0, 1, 2},
                            {64, 2, 8, 0, 2, 1}, {64, 2, 8, 0, 2, 2}, {32, 1, 16, 0, 1, 1}, {32, 1, 24, 0, 1}, {128, 4, 6, 0, 1}, {64, 4, 4, 0, 1}};
-  // Loom's maps used L2_PROMOTION_L2_128B until session 13: the promotion is swept too.
+  // Loom's maps used L2_PROMOTION_L2_128B until 2026-11-23: the promotion is swept too.
   const CUtensorMapL2promotion promos[] = {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
   const char* promo_names[] = {"none", "128B", "256B"};

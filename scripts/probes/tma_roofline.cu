@@ -1,4 +1,4 @@
-// TMA-ring streaming roofline (issue 6's decode and split-K): how fast can a kernel built
+// TMA-ring streaming roofline (the Hopper GEMM's decode and split-K): how fast can a kernel built
 // like Loom's memory-bound GEMMs — one CTA per SM, one producer thread issuing bulk copies
 // into a STAGES-deep shared-memory ring guarded by full/empty mbarriers, consumer warps
 // releasing slots — read N bytes of HBM, timed like `loom run --bench`'s graph replay

@@ -174,7 +174,7 @@ void time_graph_replays(const std::vector<TimedLaunch>& fns, int sets, double be
   // when any of them is short, all are replayed. Deciding per launch left a library
   // whose event median came out long without a graph number — small cuBLAS launches'
   // event medians vary 11-32 us between runs (host work inside the timed interval), while
-  // their graph replays hold at 8 us (session 10).
+  // their graph replays hold at 8 us (2026-11-22).
   bool any_short = false;
   for (const Timing& t : out) any_short |= t.median_us < below_us;
   if (!any_short) return;

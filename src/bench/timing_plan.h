@@ -7,10 +7,10 @@
 //    (R launches captured over the R sets), so short launches are timed without a flush.
 //  - read: a kernel reads a buffer of twice the L2 before each repetition. The lines it
 //    leaves are clean: the timed launch evicts them for free.
-//  - flush: cudaMemsetAsync writes that buffer (what sessions 1-8 and Triton's do_bench
-//    do). The ~L2's worth of dirty lines it leaves are written back to HBM while the timed
-//    launch runs, on its time: a 32 MB decode weight read cost ~64 MB of traffic
-//    (bench/NOTES.md, session 8).
+//  - flush: cudaMemsetAsync writes that buffer (what Loom's runs before 2026-11-22's cold-L2
+//    timing and Triton's do_bench do). The ~L2's worth of dirty lines it leaves are written
+//    back to HBM while the timed launch runs, on its time: a 32 MB decode weight read cost
+//    ~64 MB of traffic (bench/NOTES.md, 2026-11-22, the epilogue).
 // `auto` rotates when one set is under the L2 and R sets fit the memory budget, and reads
 // otherwise (a large problem: R would be 1-2 sets of it, and a read flush costs its
 // operands nothing).

@@ -55,7 +55,7 @@ void hgemm_steps(Ladder& l, const std::string& dtype) {
   };
 }
 
-// Issue 6's Hopper progression: wgmma on TMA slabs, then the organization around it.
+// The Hopper GEMM progression: wgmma on TMA slabs, then the organization around it.
 // Every rung reads 128-byte swizzled 64-deep slabs through a 4-deep ring.
 void hopper_steps(Ladder& l, const std::string& dtype) {
   auto base_stages = [&](int stages, const std::string& epilogue) {

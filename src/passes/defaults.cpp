@@ -53,7 +53,7 @@ Knobs mma_defaults_aligned() {
 // 4x2 atoms each, a 3-deep BK=64 ring. `loom tune` on H100 picked it for both 16x4096x4096
 // and 64x4096x4096 bf16 (35.6 us, 1.87x the 128x64 ragged default at M=64; the SIMT
 // split-K schedule of the split-K class is slower still): many small blocks stream the
-// weight, which is all the time there is at M <= 64 (bench/NOTES.md, session 5).
+// weight, which is all the time there is at M <= 64 (bench/NOTES.md, 2026-11-22, the tuner).
 static bool decode_shape(int64_t M, int64_t N, int64_t K) {
   return M <= 64 && N >= 1024 && K >= 1024 && N % 32 == 0 && K % 64 == 0;
 }
@@ -90,7 +90,7 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   const bool aligned = s.known && s.M % 128 == 0 && s.N % 128 == 0;
   // Aligned grids of fewer 128x128 tiles than SMs take 64x128 blocks of 2x4 warps, 2x4
   // atoms each: twice the blocks. `loom tune` picked it at 1024^3 bf16 on H100 and H200
-  // (16.1-16.2 us against 17.5-18.0 us for the 128x128 tile; bench/NOTES.md, session 5).
+  // (16.1-16.2 us against 17.5-18.0 us for the 128x128 tile; bench/NOTES.md, 2026-11-22, the tuner).
   if (aligned && !s.f32_operands && s.batch * (s.M / 128) * (s.N / 128) < sm_count)
     // No GROUP_M: the grid is one wave, so the walk order hardly matters for L2 (H200's
     // winner had GROUP_M=1, H100's 8, within noise), and with ACC=f16 and an f32 output
@@ -104,7 +104,7 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
   // Ragged 16-bit shapes whose 128x64 tiles would not fill the SMs twice: 64x64 blocks of
   // 2x4 warps with 2x2 atoms each, BK=64, a staged epilogue. `loom tune` on H100 picked it
   // at 1000x333x777 f16: 97.8 us against 335.7 us for the 128x64 tile below (48 blocks
-  // for 132 SMs; bench/NOTES.md, session 5).
+  // for 132 SMs; bench/NOTES.md, 2026-11-22, the tuner).
   if (s.known && !s.f32_operands &&
       s.batch * ((s.M + 127) / 128) * ((s.N + 63) / 64) < 2 * sm_count)
     return Knobs::parse("WM=2,WN=4,FM=2,FN=2,BK=64,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8,"
@@ -120,7 +120,7 @@ static Knobs mma_defaults_for(const Gemm& s, int sm_count) {
 // Whether a known GEMM has at least half a wave of 128x256 wgmma tiles that TMA can
 // load: every operand row a multiple of 16 bytes (M, N, K multiples of 8), no batch.
 // Half a wave: 2048^3 (128 tiles on 132 SMs) ran 0.80x cuBLAS with it on H100 against
-// 0.57-0.58x for the tuned mma.sync schedule (bench/NOTES.md, session 6); 1024^3 (32
+// 0.57-0.58x for the tuned mma.sync schedule (bench/NOTES.md, 2026-11-22, wgmma); 1024^3 (32
 // tiles) keeps mma.sync.
 static bool wgmma_large(const Gemm& s, int sm_count) {
   return s.known && s.batch == 1 && s.M % 8 == 0 && s.N % 8 == 0 && s.K % 8 == 0 &&
@@ -141,7 +141,7 @@ static bool wgmma_decode(const Gemm& s) {
 // through a ring of 64-deep slabs as deep as fits in about 200 KiB (16 stages of 10 KiB at
 // M = 16).
 // How many CTAs must stream: as many as the DRAM's peak needs at ~60 GB/s each. Measured
-// (session 13, scripts/probes/tma2d_roofline.cu, timed like `loom run`'s graph replay): a
+// (2026-11-23, scripts/probes/tma2d_roofline.cu, timed like `loom run`'s graph replay): a
 // bare TMA ring reading the 4096x4096 weight in Loom's boxes from 64 CTAs streams 40 GB/s
 // per CTA on H100 (12.9 us; 128 CTAs: 12.8 us) and 51 GB/s on H200 (10.3 us; 128 CTAs:
 // 9.7 us). Loom's kernel, BK = 64 and 16 stages: 13.8 us from 64 CTAs on H100 against 14.8
@@ -163,7 +163,7 @@ static Knobs wgmma_decode_defaults(const Gemm& s, const Target& t) {
   // slabs in a 16-deep ring (12 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
   // cuBLAS also pairs the two CTAs of each weight slab in a cluster (CLUSTER_N=2, the slab
   // multicast); on H100 that measured slower than two independent CTAs reading the slab
-  // twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; session 9,
+  // twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; 2026-11-22,
   // bench/NOTES.md), so the default leaves the cluster out.
   if (s.M > 32) {
     const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8, bk = 64;
@@ -201,11 +201,11 @@ static bool wgmma_split_k(const Gemm& s, int sm_count) {
 // warpgroups of one m64n256 atom each (128x256 blocks), a producer warpgroup feeding a
 // 4-deep TMA ring of 64-deep slabs (tf32: 32) in 128-byte swizzle spans, min(tiles, SMs)
 // CTAs. 0.89x cuBLAS at 4096^3 bf16 on H100 (194-196 us; the mma.sync schedule: 0.52x),
-// the hopper ladder's rung 4 (bench/NOTES.md, session 6); tf32 0.96x. With two waves of
+// the hopper ladder's rung 4 (bench/NOTES.md, 2026-11-22, wgmma); tf32 0.96x. With two waves of
 // tiles or more, 2-CTA clusters share each B slab by TMA multicast (what cuBLAS's kernel
 // does): within 1% at 4096^3, 8192^3, 4096x14336x4096 and K = 16384 on H100, where the
 // kernel is not L2-bound, and -4% at 2048^3 (one wave), so only from two waves (bench/
-// NOTES.md, session 7); it halves the B traffic the tuner's model charges. Otherwise (an explicit ATOM=wgmma_* on a smaller
+// NOTES.md, 2026-11-22, the cluster slowdown); it halves the B traffic the tuner's model charges. Otherwise (an explicit ATOM=wgmma_* on a smaller
 // grid): two warpgroups of one m64n128 atom each, every thread waiting on the ring
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t);
@@ -225,10 +225,10 @@ static int64_t persistent_rounds(const Gemm& s, int sm_count, int64_t bn) {
 // rounds times the tile's mainloop (about proportional to its width at these sizes):
 // 3072 x 3072 x 4096 bf16 is 2.18 rounds of 256-wide tiles (3 rounds, 0.78x cuBLAS on
 // H100) and 2.91 of 192-wide ones (3 rounds of 3/4 the work: 0.99-1.01x); 2560 x 2304 x
-// 8192 1.36 -> 1.82 (0.79x -> 0.99-1.01x) (bench/NOTES.md, session 15). 192 only when it
+// 8192 1.36 -> 1.82 (0.79x -> 0.99-1.01x) (bench/NOTES.md, 2026-11-23, stream-K). 192 only when it
 // predicts 5% or more: at 8192^3 (16 rounds of 256 against 21 of 192, 1.6% predicted) the
 // 256-wide tile keeps its measured 1.03x, and at 4096 x 14336 x 4096 (14 against 19) 192
-// tied (session 14).
+// tied (2026-11-23, the last wave).
 static int64_t wave_width(const Gemm& s, int sm_count) {
   const int64_t wide = persistent_rounds(s, sm_count, 256) * 256;
   const int64_t narrow = persistent_rounds(s, sm_count, 192) * 192;
@@ -247,7 +247,7 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     const int64_t tiles = ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
     if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
-    // mainloop. Session 7 kept the whole 64 KB C tile in shared memory, which cost the
+    // mainloop. Its first form (2026-11-22) kept the whole 64 KB C tile in shared memory, which cost the
     // fourth stage: +3 to +20% for K <= 4096 (8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x
     // -> 0.94x on H100 bf16) but -3% at 8192^3 (0.97x -> 0.94x), and a 4-byte output's
     // 128 KB tile did not fit at all. Streamed through 2 strip buffers per consumer
@@ -260,7 +260,7 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     }
     return k;
   }
-  // Few tiles, long K (128x128x16384: one tile). Session 8's schedule was the
+  // Few tiles, long K (128x128x16384: one tile). The 2026-11-22 schedule was the
   // warp-specialized 128x128 one with K split among c CTAs of a cluster (CLUSTER_K:
   // partials added through distributed shared memory, l:022/k:057) and S such clusters
   // (SPLITK, the two-kernel reduce), c the
@@ -268,7 +268,7 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   // clusters fill at most half the SMs. Half, not all: an H100 holds only 15 clusters of
   // 8 CTAs of this size at once (clusters do not straddle GPCs), so 16 clusters ran in two
   // waves — 25.1 us at 8 x 16 against 16.9 us at 8 x 8 and 17.8 us at 8 x 4 (H100,
-  // session 8; session 7's S = 64 without clusters: 17.6 us; cuBLAS 12.7 us).
+  // 2026-11-22; before it, S = 64 without clusters: 17.6 us; cuBLAS 12.7 us).
   // cuBLAS's organization instead (nvjet_sm90_tst_64x32_64x16_2x4_h_bz_splitK, 6.98 us at
   // 128x128x16384 on H200 against our 9.3 us): 64x32 tiles of one consumer warpgroup,
   // 64-deep slabs in an 8-deep ring (96 KB: two CTAs fit an SM), K split S ways, the S
@@ -279,10 +279,10 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   // and column); on H100 that measured slower than independent CTAs reading their slabs
   // through L2: 9.6 us in graph replay with the 2x4 clusters against 7.2-7.4 without
   // (cuBLAS 8.2; S = 11 or 12; S = 16: 8.2), and the one-launch last-CTA sum
-  // (SPLITK_MODE=partials) 12.0-12.7 (sessions 9 and 10, bench/NOTES.md). So no clusters.
+  // (SPLITK_MODE=partials) 12.0-12.7 (2026-11-22, bench/NOTES.md). So no clusters.
   // The ring is 16 deep (192 KB), not cuBLAS's 8: with fewer CTAs than SMs nothing else
   // wants the shared memory, and a CTA that streams ~280 KB holds twice the bytes in
-  // flight: 6.7 -> 6.3 us in graph replay on H100 (session 12; S = 12 or 16, or 64x64
+  // flight: 6.7 -> 6.3 us in graph replay on H100 (2026-11-23; S = 12 or 16, or 64x64
   // tiles, measured the same 6.3-6.5).
   if (wgmma_split_k(s, sm_count)) {
     const int64_t tiles = ((s.M + 63) / 64) * ((s.N + 31) / 32);
@@ -364,7 +364,7 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     // f32 grids with a full wave of 256x128 tiles take them (512 threads of the same 8x8
     // cells, one block per SM, fragment loads interleaved with the FFMAs): `loom tune` on
     // H100 picked it at 4096^3 (2819 us vs 2950 us, 0.94x cuBLAS) and at 3000x1234x5000
-    // (bench/NOTES.md, session 5). Both tilings fill the SM's 264 or 132 slots in the same
+    // (bench/NOTES.md, 2026-11-22, the tuner). Both tilings fill the SM's 264 or 132 slots in the same
     // number of waves, and the taller tile reuses each B element twice as often.
     const int64_t tiles256 = s.batch * ((s.M + 255) / 256) * ((s.N + 127) / 128);
     if (s.in == DType::F32 && tiles256 >= t.sm_count)

@@ -207,7 +207,7 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       {"PERSISTENT_CTAS", "CTAs of a persistent grid (0 = the SM count; a multiple of "
        "CLUSTER_M)", "t:027_persistent", 0, 1024},
-      // Not searched: slower on every shape measured (bench/NOTES.md session 15), and each
+      // Not searched: slower on every shape measured (bench/NOTES.md, 2026-11-23, stream-K), and each
       // searched value doubles the tuner's wgmma candidates in its group.
       KnobDef{"STREAM_K", "a persistent kernel's last one to two waves of tiles split by K "
        "iterations evenly over its CTAs, split tiles finished by the second part to arrive "

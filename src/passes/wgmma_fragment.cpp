@@ -138,7 +138,7 @@ FragmentFill wgmma_a_fragment_fill(const AtomDef& wgmma, const ProgramBase& p, c
   // An M-major A (consecutive rows adjacent in the slab: a swapped row-major B, or A
   // given transposed) is refused. Its fills — ldmatrix.trans for 16-bit, one ld.shared per
   // value for tf32 — pass every interpreted test but computed wrong products on an H100
-  // (session 8: all 4 M-major GPU cases, rel. error ~1.4; the K-major fills pass): the
+  // (2026-11-22: all 4 M-major GPU cases, rel. error ~1.4; the K-major fills pass): the
   // slab's index expression and the layout TMA writes for an M-major box disagree somewhere
   // the interpreter cannot see, since it writes boxes through that same expression.
   {

@@ -1,4 +1,4 @@
-// The tuner's search space for one attention problem (issue 7: "the knobs of the articles
+// The tuner's search space for one attention problem (asked for: "the knobs of the articles
 // — query/key block sizes, warps, load tiles, double buffering, softmax variant — are
 // tuner knobs"). The GEMM space (space.h) is built from the knob registry's search lists
 // and the atom table; attention has two kernels whose knobs mean different things, so

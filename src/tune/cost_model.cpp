@@ -17,7 +17,7 @@ constexpr double kLaunchUs = 3;           // launch + the tail of an empty GPU
 constexpr double kBarrierClk = 40;        // per slab: barrier, loop and address overhead
 
 // wgmma schedules (calibrated on the hopper ladder, 4096^3 bf16 on H100, bench/NOTES.md
-// sessions 6-7: per-tile cycles of 67k / 53k / 76k for rungs 1 / 2 / 3-4).
+// 2026-11-22, wgmma and the cluster slowdown: per-tile cycles of 67k / 53k / 76k for rungs 1 / 2 / 3-4).
 // Share of the tensor cores' peak that consumer warpgroups keep busy: one warpgroup
 // leaves gaps between its dependent wgmma groups that a second one fills.
 constexpr double kOneWarpgroupBusy = 0.68;
@@ -37,8 +37,8 @@ constexpr double kDirectStoreBytesPerClk = 24;
 constexpr double kCtaStartClk = 1500;
 // EPILOGUE=tma_store: the tile goes to shared memory (stmatrix, 128 B/clk) and a TMA store
 // takes it from there; in a persistent kernel the store runs under the next tile's
-// mainloop (the epilogue cost 8% at 4096^3 before it: 0.91x -> 0.99x, bench/NOTES.md
-// session 8), otherwise the CTA waits for it at exit at about TMA's load rate.
+// mainloop (the epilogue cost 8% at 4096^3 before it: 0.91x -> 0.99x, bench/NOTES.md,
+// 2026-11-22, the epilogue), otherwise the CTA waits for it at exit at about TMA's load rate.
 constexpr double kTmaStoreBytesPerClk = 56;
 // CLUSTER_K: each CTA stores every row slice of its f32 partial tile into the slice
 // owner's shared memory over DSMEM (st.async, about a quarter of local shared-memory
@@ -100,7 +100,7 @@ double peak_flop_per_clk(const AtomChoice& atom, int cc) {
   const bool tf32 = atom.atom->a_type == DType::TF32;
   if (atom.wgmma()) return tf32 ? 2048 : 4096;  // dense wgmma on sm_90 (BENCHMARK.md)
   // A100: 1024 dense f16 FMA per clock per SM, tf32 half. H100: mma.sync reaches about
-  // 64% of wgmma's 4096 FLOP/clk (bench/NOTES.md, session 4), tf32 half of that.
+  // 64% of wgmma's 4096 FLOP/clk (bench/NOTES.md, 2026-11-22, mma.sync), tf32 half of that.
   const double f16 = cc >= 90 ? 2620 : 2048;
   return tf32 ? f16 / 2 : f16;
 }
@@ -176,7 +176,7 @@ CostEstimate predict(const TuneProblem& given, const AtomChoice& atom, const Kno
   const double slab_bytes = double(b.BM + b.BN) * k_slice * elem;
   const double write_wavefronts = b.stage == "direct" ? 0 : slab_bytes / kSmemBytesPerClk;
   // Slab rows narrower than 128 bytes cost an L2 tag lookup per fewer sectors (BK=32 f16:
-  // 86% of tag throughput, bench/NOTES.md session 4).
+  // 86% of tag throughput, bench/NOTES.md, 2026-11-22, mma.sync).
   const double row_bytes = double(b.BK) * elem;
   const double l2_factor = row_bytes < 128 ? 1.0 + 0.25 * (128 / row_bytes - 1) : 1.0;
 

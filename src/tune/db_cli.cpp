@@ -40,7 +40,7 @@ std::string listing(const std::vector<DbEntry>& entries) {
                (r.l2.empty() ? "flush*" : r.l2) + (r.timed == "graph" ? "+graph" : ""), r.date,
                entries[i].key.str()});
   }
-  // An old record's method was not written down: every tune before session 10 flushed.
+  // An old record's method was not written down: every tune before 2026-11-22's small-launch work flushed.
   bool legacy = false;
   for (const auto& e : entries) legacy = legacy || e.rec.l2.empty();
   bool graph = false;
@@ -59,7 +59,7 @@ std::string details(const DbEntry& e) {
          "median:    " + format_us(r.median_us) + " us\n" +
          "cuBLAS:    " + (r.cublas_us > 0 ? format_us(r.cublas_us) + " us (Loom " + vs_cublas(r) + ")" : "unknown") + "\n" +
          "trials:    " + std::to_string(r.trials) + "\n" +
-         "L2:        " + (r.l2.empty() ? "flush (not recorded: timed before session 10)" : r.l2) +
+         "L2:        " + (r.l2.empty() ? "flush (not recorded: timed before the L2 method was recorded)" : r.l2) +
          "\n" + "timed:     " +
          (r.timed == "graph" ? "CUDA-graph replay per launch (a short launch)" : "CUDA events") +
          "\n" + "date:      " + r.date + "\n" +

@@ -10,12 +10,12 @@
 //   end 1
 //
 // `l2` (how the timing kept the L2 cold: rotate, read, flush, off; bench/timing_plan.h)
-// came in session 10. Lines without it are read as before and stand for the write flush
+// came on 2026-11-22. Lines without it are read as before and stand for the write flush
 // that every earlier tune used: their knobs are as valid as ever, but their times do not
 // compare with times taken another way (prefer_record below).
 //
 // `timed` (graph: CUDA-graph replay per launch, as a short launch is ranked; event: CUDA
-// events around each launch; tune/trial_timing.h) came in session 11. Lines without it
+// events around each launch; tune/trial_timing.h) came on 2026-11-23. Lines without it
 // were event-timed, as every tune before it was.
 //
 // One record per line (wrapped above). `sum` is the first 16 hex digits of the SHA-256 of

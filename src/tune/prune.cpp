@@ -168,7 +168,7 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
   if (c > 1) {
     // Clusters live within a GPC (16-18 SMs on H100), so clusters of 4 or 8 leave some
     // SMs out: an H100 held only 15 clusters of 8 such CTAs, and 16 ran in two waves,
-    // 25.1 us against 16.9 us for 8 (bench/NOTES.md, session 8).
+    // 25.1 us against 16.9 us for 8 (bench/NOTES.md, 2026-11-22, the epilogue).
     const int64_t usable = c > 2 ? int64_t(kClusterSmShare * double(dev.sm_count)) : dev.sm_count;
     const int64_t resident = usable / c;
     if (tiles * S > resident)

@@ -1,18 +1,18 @@
 // How a trial is timed: the way `loom run --bench` times (src/driver/run.cpp), so that a
 // tuned winner holds up in the benchmark. The L2 is kept cold by the plan of
 // bench/timing_plan.h: rotated input sets for a problem whose inputs fit under the L2, a
-// read flush above; the write flush the trials used before (sessions 1-9) left an L2's
+// read flush above; the write flush the trials used before (until 2026-11-22) left an L2's
 // worth of dirty lines for the timed launch to write back, which charged small launches
 // up to twice their traffic and could rank candidates differently than the benchmark.
 //
 // Short launches are ranked by CUDA-graph replay, as `loom run --bench` compares them: at
-// ~10 us an event time is mostly host launch overhead (session 10: at 128x128x16384 the
+// ~10 us an event time is mostly host launch overhead (2026-11-22: at 128x128x16384 the
 // tuner ranked an unsplit kernel first at 11.81 us event against the split default's
 // 11.7, which replays at 7.3 us). The benchmark replays a comparison when any of its event
 // medians is under kGraphReplayBelowUs. A tuner's comparison is spread over trials (one
 // candidate each), so a trial replays below twice that bound: an event median of a short
 // launch can come out well above 20 us from host noise alone (small cuBLAS launches: 11-32
-// us event for 8 us replayed, session 10), and a candidate that competes with replayed
+// us event for 8 us replayed, 2026-11-22), and a candidate that competes with replayed
 // ones must have a replay time of its own. One left without it (event >= 40 us) is ranked
 // by its event time, an upper bound on its replay time (replay removes launch overhead,
 // nothing else), so it is never favoured by the mix.

@@ -106,7 +106,7 @@ struct TuneOutcome {
 // Whether the default is the tune's result: the search's winner is the default, or the
 // default re-measured at the winner's repetitions was no slower. A record that does not
 // beat the default would pin the shape to other knobs for nothing (H100, 128x128x16384,
-// session 11: a split-16 winner at 7.7 us against the default's 7.2), so then nothing is
+// 2026-11-23: a split-16 winner at 7.7 us against the default's 7.2), so then nothing is
 // recorded or shipped and `loom run` keeps compiling the default.
 bool default_won(const TuneOutcome& o);
 

@@ -1,6 +1,6 @@
 // GPU test cases compile through the whole pipeline (parse, every pass, codegen for
 // sm_90a) before a machine without a GPU skips them, so a malformed expression or knob
-// set fails CPU CI instead of surfacing only on the GPU run (one did, in session 3).
+// set fails CPU CI instead of surfacing only on the GPU run (one did, on 2026-11-22).
 #pragma once
 #include <gtest/gtest.h>
 

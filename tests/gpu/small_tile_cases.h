@@ -1,5 +1,5 @@
-// The small-tile cases of tests/gpu/test_small_tiles.cpp (issue 6's skinny and decode
-// shapes, organized as cuBLAS's nvjet kernels are): 64 x 32 (and 64 x 16, 64 x 8) wgmma
+// The small-tile cases of tests/gpu/test_small_tiles.cpp (the Hopper GEMM's skinny and
+// decode shapes, organized as cuBLAS's nvjet kernels are): 64 x 32 (and 64 x 16, 64 x 8) wgmma
 // tiles of one consumer warpgroup, 2-D clusters (CLUSTER_M x CLUSTER_N, A multicast along
 // N and B along M), deep rings (STAGES up to 16), split-K whose partial tiles the last CTA
 // of a tile sums in the same launch (SPLITK_MODE=partials), and swapped decode with the

@@ -1,4 +1,4 @@
-// GPU correctness of CLUSTER_K (issue 6): split-K reduced inside a thread-block cluster
+// GPU correctness of CLUSTER_K: split-K reduced inside a thread-block cluster
 // through distributed shared memory (cluster_k_cases.h), through run_expression
 // (NaN-poisoned output, fp64 reference), once plainly and once after a timed run of
 // back-to-back launches. Skips with the reason on a GPU-less machine (every case still

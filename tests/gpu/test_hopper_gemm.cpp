@@ -1,4 +1,4 @@
-// GPU correctness of the Hopper GEMM path (issue 6): ATOM=wgmma_* on TMA slabs in
+// GPU correctness of the Hopper GEMM path: ATOM=wgmma_* on TMA slabs in
 // 128-byte swizzle spans (K-major A and B, N-major B in 64-column chunks), with and
 // without warp specialization (producer warpgroup, full/empty mbarriers, setmaxnreg),
 // persistent tiles, cooperative and ping-pong consumer warpgroups, over square and odd

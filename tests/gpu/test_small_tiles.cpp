@@ -1,4 +1,4 @@
-// GPU correctness of the small-tile organization of issue 6's skinny and decode shapes
+// GPU correctness of the small-tile organization of the Hopper GEMM's skinny and decode shapes
 // (small_tile_cases.h): 64 x 32 wgmma tiles, 2-D clusters with A multicast along N and B
 // along M, deep rings, split-K summed by the last CTA of a tile in the same launch
 // (SPLITK_MODE=partials), swapped decode with CLUSTER_N. Through run_expression

@@ -1,4 +1,4 @@
-// GPU correctness of split-K on tensor-core tiles (issue 6): mma.sync and wgmma tiles
+// GPU correctness of split-K on tensor-core tiles: mma.sync and wgmma tiles
 // with the reduce, atomic and fixup combines (splitk_mma_cases.h), through run_expression
 // (NaN-poisoned output, fp64 reference). The fixup cases also run as a timed benchmark
 // against cuBLAS: dozens of launches with no reset between them, then a checked launch,

@@ -1,4 +1,4 @@
-// `loom tune` on attention end to end (issue 7: the articles' knobs are tuner knobs):
+// `loom tune` on attention end to end (the articles' knobs are tuner knobs):
 // the attention space, trials verified by `loom run`'s attention check and timed as
 // `loom run --bench` times, the default re-measured, the record written only when it
 // beats the default, and `loom run` compiling the record's knobs.

@@ -24,7 +24,7 @@ inline std::string rung6(const std::string& dtype) {
          "STAGES=3,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store";
 }
 
-// Rung 6 since session 8: the tile streamed through 2 strip buffers per consumer
+// Rung 6 since 2026-11-22: the tile streamed through 2 strip buffers per consumer
 // warpgroup (EPI_BUFFERS=2, 32 KB, stmatrix for 16-bit outputs), which keeps STAGES=4.
 inline std::string rung6_strips(const std::string& dtype) {
   return "ATOM=wgmma_" + dtype + ",WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
@@ -58,7 +58,7 @@ inline std::vector<Case> strip_cases() {
   };
 }
 
-// The tile transition (session 10): WGMMA_ZERO=scale_d (no zeroing loop; the tile's
+// The tile transition (2026-11-22): WGMMA_ZERO=scale_d (no zeroing loop; the tile's
 // first k-step issues wgmma with scale-d 0) and EPI_SYNC=1 (one named barrier per strip)
 // are the defaults every case above runs; these add the old forms for A/B and the edges
 // of the new ones: a tile of one k-slab (scale-d 0 on its only slab's first step), four

@@ -30,7 +30,7 @@ inline std::vector<Case> cases() {
       {"matmul(A[2000,512]:bf16, B[512,1496]:bf16)",
        bf16 + ",WM=2,FM=2,BN=128" + persistent + ",CONSUMERS=pingpong"},
       // M-major A (a swapped row-major B, or A.T) is refused until its fills are right on
-      // the GPU: the 4 cases here computed wrong products on H100 (session 8).
+      // the GPU: the 4 cases here computed wrong products on H100 (2026-11-22).
       // tf32 K-major A from registers (ldmatrix b32 view), unswapped.
       {"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
        "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WGMMA_A=regs,WM=2,BN=128" + ws},

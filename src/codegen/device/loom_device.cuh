@@ -141,7 +141,7 @@ __device__ __forceinline__ void red_add_v4_f32(float* p, const float* v) {
 // atom is a release of everything the barrier ordered before it; in the last CTA only, the
 // atom's read followed by a second `fence.acq_rel.gpu` is the acquire of the earlier
 // arrivals' releases. An `atom.acq_rel` would fence again in every CTA (ptxas emits a
-// MEMBAR.GPU before the atom for each), on the way of every split's exit (session 12). The
+// MEMBAR.GPU before the atom for each), on the way of every split's exit (2026-11-23). The
 // barrier reduction behind it (9.7.13.1 bar.red.or) hands the answer to the others,
 // ordered after the acquire. The counter is f32 so that it lives with the f32 workspace:
 // counts stay exact far beyond any split count.
@@ -417,7 +417,7 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
 // retired them) before the peer's TMA overwrite, and the async proxy's write waits on
 // the barrier itself. `.release.cluster` would compile to MEMBAR.ALL.GPU before every
 // arrival — waiting for the previous tile's epilogue stores to reach L2 on every k-step,
-// which made 2-CTA clusters 2x slower than no cluster (bench/NOTES.md, session 7).
+// which made 2-CTA clusters 2x slower than no cluster (bench/NOTES.md, 2026-11-22, the cluster slowdown).
 __device__ __forceinline__ void mbarrier_arrive_cluster(unsigned long long* bar, unsigned cta) {
   asm volatile(
       "{\n"

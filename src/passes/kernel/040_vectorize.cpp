@@ -15,7 +15,7 @@
 // reduction summing partial tiles), is first split in two: `alloc x_v[E]`, a loop of the
 // loads into x_v (the form above) and a loop of the accumulations from x_v[v]. The
 // reduction of 11 partial 64x32 tiles then issues 44 LDG.128 per thread instead of 176
-// scalar loads, which ptxas kept ~30 in flight at a time (session 12).
+// scalar loads, which ptxas kept ~30 in flight at a time (2026-11-23).
 #include <set>
 
 #include "passes/analysis.h"

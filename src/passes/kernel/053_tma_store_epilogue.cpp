@@ -34,7 +34,7 @@
 //
 // EPI_BUFFERS=N > 0 (the large-wgmma default, N = 2): the tile is streamed instead. A
 // 128 x 256 bf16 tile is 64 KB, and kept whole it cost the fourth ring stage (STAGES=4 x
-// 48 KB slabs no longer fit 227 KB): on H100 (session 7) K = 8192 lost 3% for it (0.97x
+// 48 KB slabs no longer fit 227 KB): on H100 (2026-11-22) K = 8192 lost 3% for it (0.97x
 // -> 0.94x), and a 4-byte output's 128 KB tile did not fit at all, so the whole tile was
 // only worth it for K <= 4096. cuBLAS's kernel keeps 4 stages plus ~40 KB of epilogue
 // staging. Streamed: each owner writes its columns strip by strip (S columns, its rows)

@@ -24,14 +24,14 @@
 //  4. The kernel launches as clusters of c along x (KernelOp::cluster), takes
 //     clusterk_reduce's parameters, and the partial tensor and clusterk_reduce are dropped.
 // Why stores into the owner rather than loads from the peers after a cluster barrier (the
-// first form, sessions 8-12): barrier.cluster.arrive releases at cluster scope, which
+// first form, 2026-11-22 to 2026-11-23): barrier.cluster.arrive releases at cluster scope, which
 // ptxas implements as MEMBAR.ALL.GPU — it waits for every memory access the SM has in
 // flight, and the pair of barriers cost ~1.4 us of a 15 us decode kernel on H100
-// (per-CTA %globaltimer stamps, session 13). The mbarrier's transaction count orders the
-// stores for the owner without a fence: 14.8 -> 13.9 us (bench/NOTES.md, session 13).
+// (per-CTA %globaltimer stamps, 2026-11-23). The mbarrier's transaction count orders the
+// stores for the owner without a fence: 14.8 -> 13.9 us (bench/NOTES.md, 2026-11-23, per-CTA traces).
 // Why no atomics: c CTAs' partial tiles are added inside the cluster, each CTA sending
 // (c-1)/c of its tile SM to SM; the L2 atomic
-// fixup serialized 64 partial tiles on one tile's addresses (bench/NOTES.md, session 7).
+// fixup serialized 64 partial tiles on one tile's addresses (bench/NOTES.md, 2026-11-22, the cluster slowdown).
 // Placed after k:055, so both bodies are final, and before k:058: with SPLITK_MODE=fixup
 // the reduction's write is the atomic add into the workspace that the fixup finishes.
 #include <algorithm>

@@ -66,7 +66,7 @@ void fuse(CompileState& st, size_t fix_index) {
     throw Error("k:058_splitk_fixup: the split count " + s_loop.extent.str() + " is not a constant");
   const int64_t S = s_loop.extent.const_value();
   // In a cluster each CTA arrives on its own block's counter (m_block, n_block below), yet
-  // the atomic fixup summed wrong on the GPU with CLUSTER_M=2 (H100, session 7) where the
+  // the atomic fixup summed wrong on the GPU with CLUSTER_M=2 (H100, 2026-11-22) where the
   // interpreter's one-cluster-at-a-time schedule did not, cause not found: refused. The
   // partials mode stores plain partial tiles and sums them after the counter's acquire,
   // the ordering the unclustered fixup already relies on: allowed (GPU cases in

@@ -9,11 +9,11 @@
 // SPLITK_MODE=partials): an unrolled reduction loop over global loads. There, without a
 // minimum, ptxas aims at full occupancy (32 registers at 256 threads) and sinks the
 // loads to fit: 6 of the 11 LDG.128 of a 64x32 tile's sum in flight, the rest one at a
-// time behind the adds, ~7 L2 round trips instead of one (SASS, session 12). Those
+// time behind the adds, ~7 L2 round trips instead of one (SASS, 2026-11-23). Those
 // kernels get `__launch_bounds__(threads, 1)`, which lets ptxas keep every load in flight
 // (52 registers). Not in a warp-specialized kernel (its consumers already hold up to 232
 // registers by setmaxnreg, or up to 255 with one consumer warpgroup), where the same
-// minimum made ptxas spill the fused sum of 2x4 clusters' partials (NVRTC, session 12).
+// minimum made ptxas spill the fused sum of 2x4 clusters' partials (NVRTC, 2026-11-23).
 #include "passes/passes.h"
 
 namespace loom {

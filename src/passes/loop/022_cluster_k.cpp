@@ -3,7 +3,7 @@
 //
 // Split-K across CTAs (l:020) combines its partials through global memory: a second
 // launch or L2 atomics, which at 128x128x16384 cost more than the mainloop (bench/NOTES.md,
-// session 7). The c CTAs of a cluster can instead read each other's shared memory: each
+// 2026-11-22, the cluster slowdown). The c CTAs of a cluster can instead read each other's shared memory: each
 // keeps its f32 partial tile there and sums a 1/c slice of the rows from all c of them.
 // As Loop IR that is a split of K into c slices with the combine as a second op, the same
 // program l:020's reduce mode makes, so every pass up to the fusion runs it unchanged:

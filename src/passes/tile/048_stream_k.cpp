@@ -3,7 +3,7 @@
 // A persistent grid of P CTAs (clusters) over T output tiles runs ceil(T / P) rounds; when
 // T / P is not whole, the last round leaves P - T % P of them idle for a whole tile's
 // mainloop (4096 x 14336 x 4096 bf16 on H100: 896 cluster tiles on 66 clusters, 13.58
-// waves, 14 rounds; bench/NOTES.md session 14). Stream-K (Osama et al., "Stream-K:
+// waves, 14 rounds; bench/NOTES.md, 2026-11-23, the last wave). Stream-K (Osama et al., "Stream-K:
 // Work-centric Parallel Decomposition for Dense Matrix-Matrix Multiplication on the
 // GPU") gives every CTA the same number of K iterations instead: here the first
 // W = floor(T / P) - 1 waves stay whole tiles (data-parallel) and the remaining
@@ -33,10 +33,10 @@
 // accumulator>] that is written before it is read (no clearing); the store and the add are
 // the accumulator's register nests, lowered by k:026 like the epilogue (each thread its
 // own cells).
-// What it costs (H100, bench/NOTES.md session 15): CTAs at different K offsets of
+// What it costs (H100, bench/NOTES.md, 2026-11-23, stream-K): CTAs at different K offsets of
 // neighbouring tiles no longer read the same A and B slabs at the same time, so the split
 // phase loses the L2 reuse of the data-parallel waves (hit rate 76% -> 37% at 4096 x 4096
-// x 16384) and becomes DRAM-bound: on issue 6's shapes it is 3-38% slower, and off by
+// x 16384) and becomes DRAM-bound: on the Hopper GEMM shapes it is 3-38% slower, and off by
 // default; where it can pay is a long partial wave (T / P = 2.18 at 3072 x 3072 x 4096).
 // Needs: PERSISTENT=1 (t:027's units), warpgroup MMAs under WARP_SPECIALIZE=1 with
 // cooperative consumers (a unit is the cluster's; ping-pong splits tiles between

@@ -58,7 +58,7 @@ TEST(FormatBackends, GoldenText) {
 }
 
 TEST(FormatBackends, GraphReplayColumnsShowTimeAndRatio) {
-  // The session-8 decode case: events say 1.06x, the graphs 1.11x (H200).
+  // The decode case of 2026-11-22 (the epilogue work): events say 1.06x, the graphs 1.11x (H200).
   Timing cublas = timing(18.0), loom = timing(17.0);
   cublas.graph_median_us = 9.7;
   loom.graph_median_us = 8.7;

@@ -2,7 +2,7 @@
 // driver resolves for it (defaults, or the line's `@KNOBS` over them), without a GPU. The
 // defaults are rules from several hands (the large-grid, split-K, decode and epilogue rules
 // of src/passes/defaults.cpp); this is where a combination one rule makes and a pass
-// refuses shows up on the CPU instead of on the device (session 8: the swapped tf32
+// refuses shows up on the CPU instead of on the device (2026-11-22: the swapped tf32
 // default met the strip epilogue, which k:053 refuses for a transposed tile).
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@ std::vector<std::string> case_lines(const std::string& file) {
   return lines;
 }
 
-TEST(BenchCases, EveryIssue6CaseCompilesForSm90a) {
-  const std::vector<std::string> lines = case_lines("bench/cases/issue6-defaults.txt");
+TEST(BenchCases, EveryHopperGemmCaseCompilesForSm90a) {
+  const std::vector<std::string> lines = case_lines("bench/cases/hopper-gemm-defaults.txt");
   ASSERT_GE(lines.size(), 16u);
   for (const std::string& line : lines) {
     SCOPED_TRACE(line);

@@ -115,7 +115,7 @@ TEST(KnobGroups, SimtStagingKnobsKeepTheRestOfTheGroup) {
   EXPECT_EQ(used(c, "PAD_SMEM"), "4");
 }
 
-// The UX trap of session 11: explicit tiling knobs without ATOM run the SIMT schedule
+// The UX trap found 2026-11-23: explicit tiling knobs without ATOM run the SIMT schedule
 // (FM and FN count thread cells there), not the default wgmma atom. Kept (a knob set
 // written for fma must mean what it meant) but said: a note naming the knobs and the fix,
 // and a knob source that no longer claims the wgmma schedule.

@@ -1,5 +1,5 @@
-// Small tiles, 2-D clusters and split-K in one launch on the CPU (issue 6's skinny and
-// decode organizations): 64 x 32 wgmma tiles of one consumer warpgroup, CLUSTER_M x
+// Small tiles, 2-D clusters and split-K in one launch on the CPU (the Hopper GEMM's skinny
+// and decode organizations): 64 x 32 wgmma tiles of one consumer warpgroup, CLUSTER_M x
 // CLUSTER_N clusters whose A slabs are multicast along a cluster row and B slabs along a
 // cluster column (k:015's rank-digit masks), SPLITK_MODE=partials (plain partial tiles,
 // the last CTA of a tile sums them: k:058), swapped decode with the cluster across the

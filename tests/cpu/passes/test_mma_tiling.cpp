@@ -425,7 +425,7 @@ TEST(MmaTiling, HopperDefaultsFitSharedMemory) {
 }
 
 TEST(MmaTiling, ShapeClassRulesFromTheTuningSuite) {
-  // The defaults `loom tune` measured better on H100 (bench/NOTES.md, session 5).
+  // The defaults `loom tune` measured better on H100 (bench/NOTES.md, 2026-11-22, the tuner).
   auto resolved = [](const std::string& e, const std::string& arch = "sm_90a") {
     Graph g = parse_expression(e);
     DefaultChoice d = default_knobs(g, Target::for_arch(arch));

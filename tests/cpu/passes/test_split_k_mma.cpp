@@ -72,7 +72,7 @@ TEST(SplitKMma, WarpSpecializedReduceAndTwoWarpgroups) {
 TEST(SplitKMma, ClusterReduceWorksAndFixupIsRefused) {
   // 2-CTA clusters along M: 160 rows make the second cluster's upper CTA empty. The
   // two-kernel reduce composes with clusters; fixup is refused (it summed wrong on H100
-  // with CLUSTER_M=2, session 7, though this interpreter's schedule ran it right).
+  // with CLUSTER_M=2, 2026-11-22, though this interpreter's schedule ran it right).
   passcheck::check_every_pass(
       "matmul(A[160,256]:bf16, B[256,64]:bf16)",
       Knobs::parse(kWgmma + ",WARP_SPECIALIZE=1,CLUSTER_M=2,SPLITK=2,SPLITK_MODE=reduce"), 59);

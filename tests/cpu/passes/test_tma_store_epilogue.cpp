@@ -221,7 +221,7 @@ TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
 
 }  // namespace
 TEST(TmaStoreEpilogue, StripBuffersOddStripCountInAClusterOfTwo) {
-  // BN=192 hung on H100 (8192x8192x1024, session 9), two bugs the interpreter shows:
+  // BN=192 hung on H100 (8192x8192x1024, 2026-11-22), two bugs the interpreter shows:
   //  - CLUSTER_M=2 splits B's slab of three 64-column chunks by rows, and k:015 loaded the
   //    rank's rows of chunk 0 only (the mbarrier waited for bytes that never came);
   //  - three strips through two buffers: the next tile's strip 0 reuses the buffer of this

@@ -76,7 +76,7 @@ TEST(WgmmaRs, PersistentClusterWarpSpecializedEveryPassMatches) {
 
 // An M-major A in its slab (a swapped row-major B, or A given transposed) is refused:
 // its register fills passed the interpreter but computed wrong products on H100
-// (session 8), so the pass names the limit instead of compiling them.
+// (2026-11-22), so the pass names the limit instead of compiling them.
 TEST(WgmmaRs, MMajorARefusedUntilVerifiedOnTheGpu) {
   for (const auto& [expr, knobs] : std::vector<std::pair<std::string, std::string>>{
            {"matmul(A[40,80]:f16, B[80,136]:f16)",

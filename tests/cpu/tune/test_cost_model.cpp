@@ -133,7 +133,7 @@ TEST(CostModel, AnUnresidentBlockIsReported) {
 }
 
 TEST(CostModel, TmaStoreEpilogueBeatsTheDirectOneOnPersistentTiles) {
-  // Session 8 (H100): 4096^3 bf16 0.91x -> 0.99x with the strip-buffered TMA store.
+  // 2026-11-22 (H100): 4096^3 bf16 0.91x -> 0.99x with the strip-buffered TMA store.
   Graph g = gemm(4096, 4096, 4096, "bf16");
   const std::string base =
       "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
@@ -156,7 +156,7 @@ TEST(CostModel, ClusterKSpreadsALongReductionOverMoreSms) {
   const double both = us(g, base + "CLUSTER_K=8,SPLITK=8,SPLITK_MODE=reduce");
   EXPECT_LT(cluster, none);
   EXPECT_LT(both, cluster);
-  // Measured 16.9-17.2 us on H100 (bench/NOTES.md session 8): the model within 2x.
+  // Measured 16.9-17.2 us on H100 (bench/NOTES.md, 2026-11-22, the epilogue): the model within 2x.
   EXPECT_GT(both, 17.0 / 2);
   EXPECT_LT(both, 17.0 * 2);
 }

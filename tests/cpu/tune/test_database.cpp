@@ -104,7 +104,7 @@ TEST(TuningDb, KeepsTheFasterRecordUnlessToldToReplace) {
   EXPECT_TRUE(TuningDb::open(db.path()).entries().empty());
 }
 
-// Session 10 records how each time was taken (the L2 method). An old line (no `l2`)
+// Records since 2026-11-22 say how each time was taken (the L2 method). An old line (no `l2`)
 // still reads, keeps its checksum through a rewrite, and stands for the write flush.
 TEST(DbFile, TheL2MethodIsRecordedAndOldLinesStillRead) {
   TuningRecord now = rec(10);
@@ -125,7 +125,7 @@ TEST(DbFile, TheL2MethodIsRecordedAndOldLinesStillRead) {
   EXPECT_FALSE(parse_db(format_db({{key(1), wrong}})).problems.empty());
 }
 
-// Session 11 records whether a time is a CUDA-graph replay (a short launch). Lines
+// Records since 2026-11-23 say whether a time is a CUDA-graph replay (a short launch). Lines
 // without `timed` (every earlier tune) read as event-timed and round-trip byte for byte;
 // a graph time never competes on numbers with an event time of the same L2 method.
 TEST(DbFile, TheReplayIsRecordedAndOldLinesReadAsEventTimed) {

@@ -48,7 +48,7 @@ TEST(ShippedExport, RoundTripsThroughTheShippedLookup) {
 
 TEST(ShippedExport, AWinnerTimedTheBenchmarksWayReplacesAnOlderFlushedRecord) {
   const std::string file = scratch_dir() + "/h100.db";
-  // The shipped file as sessions 1-9 wrote it: no l2 field.
+  // The shipped file as tunes before 2026-11-22's small-launch work wrote it: no l2 field.
   const DbEntry legacy{key(0), rec(10.0)};
   const DbEntry untouched{key(3), rec(50.0, "BM=32,BN=32,BK=8")};
   spit(file, format_db({legacy, untouched}));

@@ -232,19 +232,19 @@ TEST(Space, LargeBf16SearchesTheTmaStoreEpilogueAndItsBuffers) {
   EXPECT_TRUE(regs);
 }
 
-// Issue 6: the tuner's space covers the organizations the sm_90a defaults use. For each
-// shape of the issue's bars, the shipped default (what `loom run` compiles) must be a
+// The Hopper GEMM: the tuner's space covers the organizations the sm_90a defaults use. For each
+// shape of its bars, the shipped default (what `loom run` compiles) must be a
 // point the enumeration reaches and stage 1 passes — not only a candidate handed to the
 // search on top — so that the search can find it, and its neighbours, on its own. The
 // sizes (enumerated, passed) are what docs/tuning.md reports.
-struct Issue6Shape {
+struct HopperGemmShape {
   std::string expr;
   std::string atom;
 };
 
-// bench/suites/issue6.txt, expression for expression (the suite the lead tunes).
-std::vector<Issue6Shape> issue6_shapes() {
-  std::vector<Issue6Shape> out;
+// bench/suites/hopper-gemm.txt, expression for expression (the suite the lead tunes).
+std::vector<HopperGemmShape> hopper_gemm_shapes() {
+  std::vector<HopperGemmShape> out;
   for (const char* d : {"bf16", "f16"}) {
     const std::string t = d;
     for (const char* s : {"A[2048,2048]:T, B[2048,2048]:T", "A[4096,4096]:T, B[4096,4096]:T",
@@ -263,8 +263,8 @@ std::vector<Issue6Shape> issue6_shapes() {
   return out;
 }
 
-TEST(Space, Issue6DefaultsArePointsOfTheSpace) {
-  for (const auto& shape : issue6_shapes()) {
+TEST(Space, HopperGemmDefaultsArePointsOfTheSpace) {
+  for (const auto& shape : hopper_gemm_shapes()) {
     SCOPED_TRACE(shape.expr);
     SpaceOptions opt;
     opt.max_candidates = 8;

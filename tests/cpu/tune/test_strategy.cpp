@@ -254,7 +254,7 @@ TEST(Progress, LineShowsCountsBestAndEta) {
 }
 
 // Short launches are ranked by graph replay: a candidate whose event median is the
-// lowest (launch overhead, session 10's unsplit kernel) but whose replay is slower loses
+// lowest (launch overhead, the unsplit kernel of 2026-11-22) but whose replay is slower loses
 // to the one that replays faster; a candidate without a replay time is ranked by its
 // event median.
 TEST(SuccessiveHalving, RanksReplayedTrialsByTheirReplayTime) {

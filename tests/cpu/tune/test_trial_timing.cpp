@@ -83,7 +83,7 @@ TEST(TrialTiming, TrialsReplayBelowTwiceTheBenchmarksBound) {
 }
 
 // A replayed trial is ranked by its replay time, one without by its event median; the
-// method is named so the record says how its time was taken. Session 10's case: the
+// method is named so the record says how its time was taken. The 2026-11-22 case: the
 // unsplit kernel's event median (11.81 us) beat the split default's (11.7 + noise), while
 // replayed the default is 7.3 us.
 TEST(TrialTiming, ShortTrialsAreRankedByGraphReplay) {

@@ -105,7 +105,7 @@ TEST(TunedKnobs, UserDatabaseThenShippedThenDefaults) {
   EXPECT_FALSE(other.tuned);
 }
 
-// Attention records (issue 7) take the same path: the user's database, then the shipped
+// Attention records take the same path: the user's database, then the shipped
 // files, then the defaults; the record's knobs are what the attention kernel compiles.
 TEST(TunedKnobs, AttentionRecordsAreFoundLikeGemmRecords) {
   std::string dir = dbtest::scratch_dir();

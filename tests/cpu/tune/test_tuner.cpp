@@ -50,7 +50,7 @@ TEST(Tuner, ReadsASuiteFileSkippingCommentsAndBlankLines) {
 }
 
 TEST(Tuner, TheShippedSuiteHasTwelveTunableShapesOrMore) {
-  auto e = read_suite(std::string(LOOM_SOURCE_DIR) + "/bench/suites/issue5.txt");
+  auto e = read_suite(std::string(LOOM_SOURCE_DIR) + "/bench/suites/tuning.txt");
   EXPECT_GE(e.size(), 12u);
   for (const auto& x : e) EXPECT_GT(tune_problem(parse_expression(x)).flops(), 0) << x;
 }
@@ -83,7 +83,7 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
 }
 
 // A winner that does not beat the default re-measured at its repetitions is no result:
-// the default is (session 11, H100 128x128x16384: a split-16 winner at 7.7 us graph
+// the default is (2026-11-23, H100 128x128x16384: a split-16 winner at 7.7 us graph
 // against the default's 7.2 was recorded before this rule).
 TEST(Tuner, TheDefaultWinsUnlessTheWinnerBeatsIt) {
   TuneOutcome o;

@@ -88,7 +88,7 @@ TEST(TuningKey, SymbolicSizesHaveNoKey) {
   EXPECT_NE(why.find("--dims"), std::string::npos) << why;
 }
 
-// Attention (issue 7): the op's dtypes, mask and LSE, and the six sizes. The scale is one
+// Attention: the op's dtypes, mask and LSE, and the six sizes. The scale is one
 // multiply folded into the softmax: like an elementwise immediate, it keeps the key.
 TEST(TuningKey, AttentionKeyReadsAsOpMaskAndSizes) {
   const std::string q = "Q[4,16,4096,128]:bf16", kv = "[4,16,4096,128]:bf16";
@@ -135,7 +135,7 @@ TEST(TuningKey, AttentionKeyRoundTripsThroughTheDatabaseFormat) {
   r.date = "2026-11-23T01:00:00Z";
   r.l2 = "read";
   r.timed = "event";
-  TuningRecord old;  // a session-9 record: no l2, no timed
+  TuningRecord old;  // a record from before 2026-11-22's small-launch work: no l2, no timed
   old.knobs = "BM=128,BN=128";
   old.median_us = 800;
   old.date = "2026-11-20T01:00:00Z";

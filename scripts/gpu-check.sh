@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A session's closing GPU check in two calls of the device tool (each fits its 10 minutes):
-#   PHASE=tests bash scripts/session-check.sh   build everything (loom_py included), every
+# The closing GPU check of a stretch of work, in two calls of the device tool (each fits its 10 minutes):
+#   PHASE=tests bash scripts/gpu-check.sh   build everything (loom_py included), every
 #                                               GPU test, python/tests (pytest)
-#   PHASE=bench bash scripts/session-check.sh   issue 6's shapes at their defaults against
-#                                               cuBLAS (bench/cases/issue6-defaults.txt),
+#   PHASE=bench bash scripts/gpu-check.sh   the Hopper GEMM shapes at their defaults against
+#                                               cuBLAS (bench/cases/hopper-gemm-defaults.txt),
 #                                               the attention table against FA2 and cuDNN
 #                                               (D 64, 128, 256), `ladder flash`
 # Both build first (a no-op when the machine kept build-device). Logs under $OUT; a short
@@ -34,11 +34,11 @@ tests)
   note "pytest python/tests: $(tail -1 "$OUT/pytest.log")"
   ;;
 bench)
-  mapfile -t cases < bench/cases/issue6-defaults.txt
+  mapfile -t cases < bench/cases/hopper-gemm-defaults.txt
   for arg in "${cases[@]}"; do
     e=${arg%%@*}; k=""; [ "$e" != "$arg" ] && k=${arg#*@}
     "$BUILD/loom" run -c "$e" --bench --knobs "$k" > "$OUT/run.txt" 2>&1
-    cat "$OUT/run.txt" >> "$OUT/issue6-bench.txt"
+    cat "$OUT/run.txt" >> "$OUT/hopper-gemm-bench.txt"
     v=$(grep -q "verify (Loom.*PASS" "$OUT/run.txt" && echo PASS || echo FAIL)
     note "$(grep -E '^Loom ' "$OUT/run.txt" | awk '{printf "%9s us %6s", $2, $4; if (NF >= 6) printf " | graph %s us %s", $5, $6}') $v $arg"
   done

@@ -26,7 +26,6 @@ for tool in memcheck racecheck synccheck initcheck; do
   case $tool in
     memcheck) extra=(--leak-check full) ;;
     racecheck) extra=(--racecheck-report hazard) ;;
-    initcheck) extra=(--track-unused-memory no) ;;
   esac
   log="$OUT/sanitize-$tool.log"
   start=$(date +%s)

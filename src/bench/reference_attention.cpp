@@ -47,9 +47,13 @@ AttentionResult reference_attention(const AttentionShape& sh, const AttentionAtt
           double dot = 0.0;
           for (int64_t d = 0; d < D; ++d) dot += Q[d] * K[j * D + d];
           s[size_t(j)] = attrs.scale * dot;
-          m = std::max(m, s[size_t(j)]);
+          // NaN propagates (std::max(-inf, NaN) is -inf, which would make a row of NaN
+          // scores look like a row with no key and give it O = 0 where PyTorch gives NaN).
+          if (!std::isnan(m) && (std::isnan(s[size_t(j)]) || s[size_t(j)] > m)) m = s[size_t(j)];
         }
-        if (std::isinf(m)) continue;  // no kept key: O stays 0, LSE -inf
+        // No kept key: O stays 0, LSE -inf. (+inf is a score, and exp(inf - inf) makes the
+        // row NaN, as IEEE and PyTorch have it.)
+        if (m == -std::numeric_limits<double>::infinity()) continue;
         double l = 0.0;
         double* O = &r.out[row * size_t(D)];
         for (int64_t j = 0; j < sh.Sk; ++j) {

@@ -135,6 +135,23 @@ TEST(ReferenceAttention, EmptyRowsAreZeroWithMinusInfLse) {
   for (double x : r.lse) EXPECT_TRUE(std::isfinite(x));
 }
 
+TEST(ReferenceAttention, NanAndInfPropagateAsIeeeAndPyTorchHaveIt) {
+  // A NaN in q makes every score of its row NaN: the row is NaN, not the empty row's 0
+  // (std::max(-inf, NaN) is -inf, which once made it look empty). A +inf score makes
+  // exp(inf - inf) = NaN; a +inf in V reaches O as +inf where its weight is positive.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  AttentionAttrs at;
+  at.scale = 1.0;
+  AttentionResult r = reference_attention({1, 1, 1, 2, 2, 1}, at, {nan, 1.0}, {0.5, 0.25}, {1.0, 5.0});
+  EXPECT_TRUE(std::isnan(r.out[0]));
+  EXPECT_TRUE(std::isnan(r.lse[0]));
+  EXPECT_TRUE(std::isfinite(r.out[1]));
+  r = reference_attention({1, 1, 1, 1, 2, 1}, at, {1.0}, {kInf, 0.0}, {1.0, 5.0});
+  EXPECT_TRUE(std::isnan(r.out[0]));
+  r = reference_attention({1, 1, 1, 1, 2, 1}, at, {1.0}, {0.0, 0.0}, {kInf, 5.0});
+  EXPECT_EQ(r.out[0], kInf);
+}
+
 TEST(ReferenceAttention, GqaAndMqa) {
   expect_matches_naive({2, 4, 2, 5, 6, 8}, Causal::None, 11);
   expect_matches_naive({1, 4, 1, 6, 5, 8}, Causal::BottomRight, 12);

@@ -73,6 +73,7 @@
 // buffer, or N not dividing the strips (BN=192: strip 0 reuses the newest store's
 // buffer), EPI_SYNC=1 keeps the two barriers (the wait must follow the last store).
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -318,7 +319,7 @@ class TmaStoreEpilogue {
     std::vector<std::pair<std::string, int64_t>> loops;
     for (size_t i = e0_; i < e1_; ++i) collect_sites((*epi_)[i], loops);
     LOOM_CHECK(!sites_.empty(), "k:053: an epilogue without stores");
-    out_ = &p_.tensor(sites_[0].store->tensor);
+    out_ = p_.tensor(sites_[0].store->tensor);
     if (out_->role != TensorRole::Output) refuse("it stores into " + out_->name + ", not an output");
     if (out_->shape.size() != 2)
       refuse("its output " + out_->name + " has rank " + std::to_string(out_->shape.size()) +
@@ -871,7 +872,9 @@ class TmaStoreEpilogue {
   std::map<std::string, Expr> lets_;
   std::set<std::string> epilogue_vars_;
   std::vector<Site> sites_;
-  const TensorDecl* out_ = nullptr;
+  // A copy, not a pointer into p_.tensors: rewrite() adds the output tile's shared
+  // tensor, which may move the vector (check_resources read the freed one).
+  std::optional<TensorDecl> out_;
   int64_t consumers_ = 0, rows_ = 0, cols_ = 0, strip_ = 0;
   const int64_t buffers_;  // EPI_BUFFERS
   const int64_t sync_;     // EPI_SYNC: named barriers per strip (1 or 2)

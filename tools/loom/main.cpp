@@ -382,33 +382,42 @@ int dispatch(const Args& a) {
 }  // namespace
 }  // namespace loom
 
+namespace loom {
+namespace {
+
+// Standard output is a file Loom writes too: `loom compile ... > /dev/full` must not exit
+// 0 with the kernel lost. std::cout writes through stdio's stdout: fflush reports (and
+// sets errno for) what is still buffered, ferror and the stream state what failed before.
+bool stdout_written() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  int err = errno;
+  if (flushed && !std::ferror(stdout) && std::cout) return true;
+  // The failed write was earlier and its errno is gone: ask the OS once more (the output
+  // is incomplete already) so the message can say why.
+  if (err == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) err = errno;
+  std::cerr << "loom: cannot write standard output: " << (err ? std::strerror(err) : "write error")
+            << "\n";
+  return false;
+}
+
+}  // namespace
+}  // namespace loom
+
 int main(int argc, char** argv) {
   try {
     // The tuner's measurement worker (src/tune/worker.h): started by the tuner, not
     // listed in the usage.
     if (argc >= 2 && std::string(argv[1]) == "tune-worker")
       return loom::tune::tune_worker_main(argc - 2, argv + 2);
+    int rc = 0;
     if (argc >= 2 && std::string(argv[1]) == "db")
-      return loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
-    if (argc >= 2 && std::string(argv[1]) == "tune")
-      return loom::tune::tune_command({argv + 2, argv + argc}, std::cout, std::cerr);
-    const int rc = loom::dispatch(loom::parse_args(argc, argv));
-    // Standard output is a file Loom writes too: `loom compile ... > /dev/full` must not
-    // exit 0 with the kernel lost.
-    // std::cout writes through stdio's stdout: fflush reports (and sets errno for) what
-    // is still buffered, ferror and the stream state what failed before.
-    errno = 0;
-    const bool flushed = std::fflush(stdout) == 0;
-    int err = errno;
-    if (!flushed || std::ferror(stdout) || !std::cout) {
-      // The failed write was earlier and its errno is gone: ask the OS once more (the
-      // output is incomplete already) so the message can say why.
-      if (err == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) err = errno;
-      std::cerr << "loom: cannot write standard output: "
-                << (err ? std::strerror(err) : "write error") << "\n";
-      return 1;
-    }
-    return rc;
+      rc = loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
+    else if (argc >= 2 && std::string(argv[1]) == "tune")
+      rc = loom::tune::tune_command({argv + 2, argv + argc}, std::cout, std::cerr);
+    else
+      rc = loom::dispatch(loom::parse_args(argc, argv));
+    return loom::stdout_written() ? rc : 1;
   } catch (const loom::Error& e) {
     // Messages quote what the user typed; printable() keeps an ANSI escape or invalid
     // UTF-8 in it from reaching the terminal raw.

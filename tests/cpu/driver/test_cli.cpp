@@ -240,6 +240,9 @@ TEST(Cli, WritesToAFullOrUnwritableTargetFail) {
   auto out = shell(kLoom + " compile " + kGemm + " 2>&1 >/dev/full");
   EXPECT_EQ(out.rc, 1) << out.out;
   EXPECT_TRUE(has(out.out, "cannot write standard output: No space left on device")) << out.out;
+  auto listing = shell(kLoom + " knobs 2>&1 >/dev/full");
+  EXPECT_EQ(listing.rc, 1) << listing.out;
+  EXPECT_TRUE(has(listing.out, "cannot write standard output")) << listing.out;
 }
 
 // ---- Repeats, unknown names and empty values are errors, not silently resolved.

@@ -226,6 +226,32 @@ bool read_bounded(int fd, int64_t limit, std::string& out) {
   return true;
 }
 
+// Moves the finished temp file `tmp` to `path` unless something is there already.
+// Returns 0, EEXIST (tmp removed) or the error (tmp removed).
+int place_entry(const std::string& tmp, const std::string& path) {
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS) {
+    // File systems without RENAME_NOREPLACE: link() refuses an existing target too.
+    err = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+    if (err != 0 && err != EEXIST) {
+      // Neither (some FUSE and network file systems): rename over nothing or over a
+      // regular file only, with the window between the check and the rename that such a
+      // file system leaves.
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        err = EEXIST;
+      } else if (::rename(tmp.c_str(), path.c_str()) == 0) {
+        return 0;
+      } else {
+        err = errno;
+      }
+    }
+  }
+  ::unlink(tmp.c_str());
+  return err;
+}
+
 }  // namespace
 
 std::optional<CompileResult> CubinCache::lookup(const std::string& key) {
@@ -314,20 +340,15 @@ void CubinCache::store(const std::string& key, const CompileResult& result) {
     return;
   }
   ::fchmod(fd, 0644);
-  bool ok = write_all(fd, header.out) && write_all(fd, payload) && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
+  errno = 0;
+  const bool written = write_all(fd, header.out) && write_all(fd, payload) && ::fsync(fd) == 0;
+  int err = written ? 0 : errno ? errno : EIO;
+  if (::close(fd) != 0 && err == 0) err = errno;
   const std::string path = entry_path(key);
-  int err = ok ? 0 : errno;
-  if (ok && ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0)
-    return;
-  if (ok) {
-    err = errno;
-    // File systems without RENAME_NOREPLACE: link() also refuses an existing target.
-    if (err == EINVAL || err == ENOSYS) err = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
-  }
-  ::unlink(tmp.c_str());
-  if (ok && err == 0) return;
-  if (ok && err == EEXIST) {
+  if (err == 0) err = place_entry(tmp, path);
+  else ::unlink(tmp.c_str());
+  if (err == 0) return;
+  if (err == EEXIST) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) warn_foreign(path, file_kind(st.st_mode));
     return;

@@ -16,14 +16,15 @@
 namespace loom {
 
 constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
-// The largest single extent (--dims values, `loom ladder --shape`): a tensor with that
-// extent alone already has kMaxTensorBytes / 8 elements of f64.
+// The largest single extent (--dims values, `loom ladder --shape`): a larger one puts
+// any tensor with it over kMaxTensorBytes, since every element takes at least one byte.
 constexpr int64_t kMaxExtent = kMaxTensorBytes;
 
 // Throws loom::Error when a tensor of `g` (an input, or an op's result) holds more than
 // kMaxTensorBytes, naming the tensor, its shape, its size and the limit. Symbolic dims
-// take their values from `sizes`; a tensor with an unbound symbol is not checked (it is
-// when the symbol is bound: bind_sizes, compile_graph with CompileOptions::sizes).
+// take their values from `sizes`; an unbound one counts as 1, its least value, so the
+// known extents are checked now and the rest once bound (bind_sizes, compile_graph with
+// CompileOptions::sizes).
 void check_tensor_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes = {});
 
 }  // namespace loom

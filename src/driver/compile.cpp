@@ -4,9 +4,10 @@
 
 #include "codegen/cuda.h"
 #include "frontend/parser.h"
+#include "frontend/sizes.h"
 #include "ir/error.h"
 #include "driver/knob_scope.h"
-#include "driver/warn_once.h"
+#include "ir/warn_once.h"
 #include "passes/defaults.h"
 
 namespace loom {
@@ -119,6 +120,7 @@ std::string record_origin(const std::string& tuned_source) {
 CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
                               const std::string& expression_text) {
   CompiledProgram out;
+  check_tensor_sizes(g, opt.sizes);
   Resolved r;
   try {
     r = compile_knobs(g, opt, opt.tuned, opt.tuned_source);

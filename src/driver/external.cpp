@@ -13,7 +13,9 @@ ExternalProgram compile_external(const std::string& expression, const Knobs& kno
                                  const ChooseTuned& choose_tuned, const DeviceInfo* device) {
   ExternalProgram p;
   p.expression = expression;
-  Graph g = bind_sizes(parse_expression(expression), sizes);
+  const Graph parsed = parse_expression(expression);
+  check_dims_named(parsed, sizes);
+  Graph g = bind_sizes(parsed, sizes);
   CompileOptions copt;
   copt.knobs = knobs;
   copt.target = target;

@@ -4,19 +4,38 @@
 #include <sstream>
 
 #include "bench/report.h"
+#include "driver/cli_args.h"
+#include "frontend/sizes.h"
 #include "ir/error.h"
 
 namespace loom {
 namespace {
 
-struct Shape { long long m, n, k; };
+struct Shape { int64_t m, n, k; };
+
+// The `count` extents of an AxBx.. --shape, each checked like any integer option (a size
+// beyond int64 is an error, not clamped); `form` is the message for a wrong form.
+std::vector<int64_t> parse_extents(const std::string& shape, size_t count, const std::string& form) {
+  std::vector<std::string> parts(1);
+  for (char c : shape) {
+    if (c == 'x') parts.emplace_back();
+    else parts.back().push_back(c);
+  }
+  if (parts.size() != count) throw Error(form + " (got '" + shape + "')");
+  std::vector<int64_t> out;
+  for (const auto& p : parts) {
+    try {
+      out.push_back(parse_int_option("--shape", p, 1, kMaxExtent));
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; " + form + " (got '" + shape + "')");
+    }
+  }
+  return out;
+}
 
 Shape parse_shape(const std::string& shape) {
-  Shape s{};
-  if (std::sscanf(shape.c_str(), "%lldx%lldx%lld", &s.m, &s.n, &s.k) != 3 || s.m < 1 ||
-      s.n < 1 || s.k < 1)
-    throw Error("--shape must be MxNxK with positive sizes, e.g. 4096x4096x4096 (got '" + shape + "')");
-  return s;
+  auto e = parse_extents(shape, 3, "--shape must be MxNxK with positive sizes, e.g. 4096x4096x4096");
+  return {e[0], e[1], e[2]};
 }
 
 std::string gemm_expr(const Shape& s, const std::string& dtype) {
@@ -153,12 +172,10 @@ void flash_steps(Ladder& l, int64_t head_dim) {
 // "BxHxSxD" -> attention over Q, K, V of that shape; `head_dim` gets D.
 std::string flash_expr(const std::string& shape, const std::string& dtype, bool causal,
                        int64_t& head_dim) {
-  long long b = 0, h = 0, s = 0, d = 0;
-  char tail = 0;
-  if (std::sscanf(shape.c_str(), "%lldx%lldx%lldx%lld%c", &b, &h, &s, &d, &tail) != 4 || b < 1 ||
-      h < 1 || s < 1 || d < 1)
-    throw Error("--shape for the flash ladder must be BxHxSxD with positive sizes (batch, "
-                "heads, sequence length, head dim), e.g. 4x16x4096x128 (got '" + shape + "')");
+  const auto e = parse_extents(shape, 4, "--shape for the flash ladder must be BxHxSxD with "
+                               "positive sizes (batch, heads, sequence length, head dim), e.g. "
+                               "4x16x4096x128");
+  const int64_t b = e[0], h = e[1], s = e[2], d = e[3];
   const std::string t = "[" + std::to_string(b) + "," + std::to_string(h) + "," +
                         std::to_string(s) + "," + std::to_string(d) + "]:" + dtype;
   head_dim = d;

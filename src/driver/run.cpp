@@ -14,7 +14,10 @@
 #include "codegen/cuda.h"
 #include "driver/executor.h"
 #include "driver/input_sets.h"
+#include "driver/run_memory.h"
+#include "driver/cli_args.h"
 #include "frontend/parser.h"
+#include "frontend/sizes.h"
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
 #include "runtime/nvrtc.h"
@@ -227,13 +230,32 @@ std::map<std::string, int64_t> parse_dims(const std::string& text) {
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     auto eq = item.find('=');
-    char* end = nullptr;
-    long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v < 1)
+    if (eq == std::string::npos || eq == 0)
       throw Error("malformed --dims entry '" + item + "': expected NAME=POSITIVE_INT, e.g. M=4096");
-    dims[item.substr(0, eq)] = v;
+    const std::string name = item.substr(0, eq);
+    int64_t v = 0;
+    try {
+      v = parse_int_option("--dims " + name, item.substr(eq + 1), 1, kMaxExtent);
+    } catch (const Error& e) {
+      throw Error("malformed --dims entry '" + item + "': " + e.what());
+    }
+    if (auto [it, fresh] = dims.emplace(name, v); !fresh)
+      throw Error("--dims gives " + name + " twice (" + name + "=" + std::to_string(it->second) +
+                  " and " + item + "): give each dimension once");
   }
   return dims;
+}
+
+void check_dims_named(const Graph& g, const std::map<std::string, int64_t>& sizes) {
+  const std::vector<std::string> symbols = g.symbols();
+  for (const auto& [name, value] : sizes) {
+    if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
+    std::string list;
+    for (const auto& s : symbols) list += (list.empty() ? "" : ", ") + s;
+    throw Error("--dims " + name + "=" + std::to_string(value) + ": the expression has no dimension " +
+                name + (symbols.empty() ? std::string("; its dimensions are all numbers")
+                                        : "; its symbols are " + list));
+  }
 }
 
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
@@ -249,24 +271,38 @@ Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
           throw Error("dimension " + d.sym + "=" + std::to_string(it->second) + " must be >= 1");
         d = Dim{it->second, ""};
       }
+  check_tensor_sizes(out);
   return out;
 }
 
 RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   RunReport r;
+  const Graph parsed = parse_expression(expression);
+  check_dims_named(parsed, opt.sizes);
+  Graph g = bind_sizes(parsed, opt.sizes);
+  // A problem the host cannot hold is refused before the GPU is asked (and on a machine
+  // without one); the GPU's side is judged once the program, workspace included, is known.
+  MemoryAvailable have;
+  have.host = host_available_bytes();
+  if (std::string why = memory_refusal(run_memory_need(g, nullptr, opt.bench), have); !why.empty())
+    throw Error("loom run: " + why);
+
   std::string why;
   auto dev = probe_device(opt.device, &why);
   if (!dev) throw Error("loom run needs a GPU: " + why);
   make_device_current(opt.device);
   r.device = *dev;
 
-  Graph g = bind_sizes(parse_expression(expression), opt.sizes);
   CompileOptions copt;
   copt.knobs = opt.knobs;
   copt.target = target_for_device(*dev);
   if (opt.choose_tuned) opt.choose_tuned(g, *dev, copt);
   r.program = compile_graph(g, copt, expression);
   const KernelProgram& kp = r.program.state.kernel;
+  have.device = device_free_bytes();
+  have.device_name = dev->name;
+  if (std::string refusal = memory_refusal(run_memory_need(g, &kp, opt.bench), have); !refusal.empty())
+    throw Error("loom run: " + refusal);
 
   std::optional<CubinCache> cache;
   if (opt.use_cache) cache.emplace();

@@ -51,8 +51,13 @@ struct RunReport {
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes);
 
 // "M=4096,N=512" (the --dims option of loom compile, run and tune) -> sizes; throws
-// loom::Error naming a malformed entry and the expected form.
+// loom::Error naming a malformed entry and the expected form, a value outside
+// [1, kMaxExtent] (frontend/sizes.h) and a name given twice.
 std::map<std::string, int64_t> parse_dims(const std::string& text);
+
+// Throws loom::Error when `sizes` names a dimension `g` does not have (a typo such as
+// --dims k=64 for K would otherwise be ignored), listing the symbols `g` has.
+void check_dims_named(const Graph& g, const std::map<std::string, int64_t>& sizes);
 
 // The compile target of a GPU: its arch, SM count and opt-in shared memory per block.
 Target target_for_device(const DeviceInfo& dev);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "frontend/sizes.h"
 #include "ir/error.h"
 
 namespace loom {
@@ -428,6 +429,7 @@ Graph GraphBuilder::build(TensorRef result) const {
   // could break this.
   LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction or attention");
   g.verify();
+  check_tensor_sizes(g);
   return g;
 }
 

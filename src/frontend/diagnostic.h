@@ -12,11 +12,17 @@
 
 namespace loom {
 
+// The column a reader counts at byte `byte_column` (1-based) of `text`: characters (code
+// points) since the start of its line, 1-based.
+int character_column(std::string_view text, int byte_column);
+
 class ExprError : public Error {
  public:
-  // `column` is 1-based within `text`; a column past the end points just after it.
+  // `column` is the 1-based byte offset within `text` (what the lexer counts); a column
+  // past the end points just after it. The message, column() and the caret count
+  // characters instead, and the echoed line is printable() (ir/printable.h).
   ExprError(std::string_view text, int column, std::string message);
-  int column() const { return column_; }
+  int column() const { return column_; }  // 1-based, in characters of its line
   const std::string& message() const { return message_; }  // without location and caret
 
  private:

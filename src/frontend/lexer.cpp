@@ -1,8 +1,11 @@
 #include "frontend/lexer.h"
 
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 
 #include "frontend/diagnostic.h"
+#include "ir/printable.h"
 
 namespace loom {
 namespace {
@@ -44,6 +47,22 @@ size_t scan_number(std::string_view s, size_t i, bool& is_integer) {
   return i;
 }
 
+// The character at text[i] for an error message: the whole UTF-8 character (not its
+// first byte, which alone is not UTF-8) with its code point, printable() when it is a
+// control character, or the byte when it starts no UTF-8 character.
+std::string describe_character(std::string_view text, size_t i) {
+  const size_t n = utf8_length(text, i);
+  char buf[16];
+  if (n == 0) {
+    std::snprintf(buf, sizeof buf, "%02X", unsigned(uint8_t(text[i])));
+    return std::string("byte 0x") + buf + " (the expression is not valid UTF-8)";
+  }
+  uint32_t cp = n == 1 ? uint8_t(text[i]) : uint8_t(text[i]) & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (uint8_t(text[i + k]) & 0x3F);
+  std::snprintf(buf, sizeof buf, "U+%04X", unsigned(cp));
+  return "character '" + printable(text.substr(i, n)) + "' (" + buf + ")";
+}
+
 }  // namespace
 
 std::vector<Token> lex(std::string_view text) {
@@ -81,8 +100,8 @@ std::vector<Token> lex(std::string_view text) {
         case '.': t.kind = TokenKind::Dot; break;
         default:
           throw ExprError(text, t.column,
-                          std::string("unexpected character '") + c +
-                              "' (an expression is made of calls f(...), tensors "
+                          "unexpected " + describe_character(text, i) +
+                              " (an expression is made of calls f(...), tensors "
                               "NAME[dims]:dtype and numbers)");
       }
     }

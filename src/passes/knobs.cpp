@@ -336,7 +336,13 @@ Knobs Knobs::parse(const std::string& text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos)
       throw Error("malformed knob '" + item + "': expected NAME=VALUE, e.g. BM=64");
-    k.set(trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+    const std::string name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    // Within one list a knob appears once: "BM=64,BM=128" silently meaning BM=128 hides a
+    // typo (across lists, --knobs over LOOM_KNOBS is the documented precedence).
+    if (auto it = k.values_.find(name); it != k.values_.end())
+      throw Error("knob " + name + " is given twice (" + name + "=" + it->second + " and " +
+                  name + "=" + value + "): give each knob once");
+    k.set(name, value);
   }
   return k;
 }
@@ -350,7 +356,11 @@ Knobs Knobs::from_env_and_cli(const std::string& cli) {
       throw Error(std::string("in LOOM_KNOBS: ") + e.what());
     }
   }
-  k.merge(parse(cli));
+  try {
+    k.merge(parse(cli));
+  } catch (const Error& e) {
+    throw Error(std::string("in --knobs: ") + e.what());
+  }
   return k;
 }
 

@@ -4,16 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "ir/error.h"
+#include "ir/warn_once.h"
 #include "runtime/sha256.h"
 
 namespace loom {
@@ -187,30 +187,126 @@ std::string CubinCache::entry_path(const std::string& key) const {
   return dir_ + "/" + key + ".cubin";
 }
 
+namespace {
+
+// Loom's entries are a kernel's cubin and its log: well under a megabyte. A file this
+// large is not one of them, and reading it (a symlink to /dev/zero, a runaway file)
+// would take unbounded time and memory.
+constexpr int64_t kMaxEntryBytes = int64_t(64) << 20;
+
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// An entry path that holds something Loom did not write: a miss, said once per path, and
+// the thing is left as it is (the cache never removes or replaces what is not its own).
+void warn_foreign(const std::string& path, const std::string& kind) {
+  warn_once("cubin cache entry " + path + " is " + kind + ", not a regular file; Loom leaves "
+            "it alone and compiles without caching this kernel (remove it to cache it again)");
+}
+
+// Reads at most `limit` + 1 bytes of fd, so a file that grows past its fstat size or
+// past the limit is seen as such. Returns false on a read error.
+bool read_bounded(int fd, int64_t limit, std::string& out) {
+  out.clear();
+  char buf[1 << 16];
+  while (int64_t(out.size()) <= limit) {
+    const size_t want = size_t(std::min<int64_t>(sizeof buf, limit + 1 - int64_t(out.size())));
+    ssize_t n = ::read(fd, buf, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  return true;
+}
+
+// Moves the finished temp file `tmp` to `path` unless something is there already.
+// Returns 0, EEXIST (tmp removed) or the error (tmp removed).
+int place_entry(const std::string& tmp, const std::string& path) {
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS) {
+    // File systems without RENAME_NOREPLACE: link() refuses an existing target too.
+    err = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+    if (err != 0 && err != EEXIST) {
+      // Neither (some FUSE and network file systems): rename over nothing or over a
+      // regular file only, with the window between the check and the rename that such a
+      // file system leaves.
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        err = EEXIST;
+      } else if (::rename(tmp.c_str(), path.c_str()) == 0) {
+        return 0;
+      } else {
+        err = errno;
+      }
+    }
+  }
+  ::unlink(tmp.c_str());
+  return err;
+}
+
+}  // namespace
+
 std::optional<CompileResult> CubinCache::lookup(const std::string& key) {
   if (!enabled_) {
     ++misses_;
     return std::nullopt;
   }
   std::string path = entry_path(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // O_NOFOLLOW: a symlink is not followed (ELOOP); O_NONBLOCK: opening a FIFO does not
+  // wait for a writer. What was opened is then judged by fstat of the open descriptor,
+  // so nothing can be swapped in between the check and the read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
     ++misses_;
+    if (err == ELOOP) {
+      warn_foreign(path, "a symbolic link");
+    } else if (err != ENOENT) {
+      warn_once("cannot read cubin cache entry " + path + " (" + std::strerror(err) +
+                "); compiling without it");
+    }
     return std::nullopt;
   }
-  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t mode = st.st_mode;
+    ::close(fd);
+    ++misses_;
+    warn_foreign(path, file_kind(mode));
+    return std::nullopt;
+  }
+  std::string file;
+  const bool read_ok = int64_t(st.st_size) <= kMaxEntryBytes && read_bounded(fd, kMaxEntryBytes, file);
   CompileResult r;
-  std::string why = in.bad() ? "read error" : parse_entry(file, key, r);
+  std::string why = int64_t(st.st_size) > kMaxEntryBytes || int64_t(file.size()) > kMaxEntryBytes
+                        ? "larger than " + std::to_string(kMaxEntryBytes) + " bytes"
+                    : !read_ok ? "read error"
+                               : parse_entry(file, key, r);
   if (!why.empty()) {
     ++corrupt_;
     ++misses_;
+    // Remove the regular file that was judged, and only it: unlink (never rmdir) and
+    // only while the path still names the same inode.
+    struct stat now {};
+    const bool same = ::lstat(path.c_str(), &now) == 0 && S_ISREG(now.st_mode) &&
+                      now.st_dev == st.st_dev && now.st_ino == st.st_ino;
+    if (same) ::unlink(path.c_str());
+    ::close(fd);
     std::fprintf(stderr,
-                 "loom: warning: cubin cache entry %s is corrupt (%s); removed it, the kernel "
+                 "loom: warning: cubin cache entry %s is corrupt (%s); %s, the kernel "
                  "is recompiled\n",
-                 path.c_str(), why.c_str());
-    std::remove(path.c_str());
+                 path.c_str(), why.c_str(), same ? "removed it" : "left it (it changed meanwhile)");
     return std::nullopt;
   }
+  ::close(fd);
   ++hits_;
   r.from_cache = true;
   r.cache_key = key;
@@ -220,6 +316,11 @@ std::optional<CompileResult> CubinCache::lookup(const std::string& key) {
 void CubinCache::store(const std::string& key, const CompileResult& result) {
   if (!enabled_) return;
   std::string payload = serialize_payload(key, result);
+  if (int64_t(kHeaderBytes + payload.size()) > kMaxEntryBytes) {
+    warn_once("cubin cache: not caching kernel " + key + ": its entry would exceed " +
+              std::to_string(kMaxEntryBytes) + " bytes");
+    return;
+  }
   Writer header;
   header.bytes(kMagic, sizeof kMagic);
   header.u32(kFormatVersion);
@@ -227,8 +328,10 @@ void CubinCache::store(const std::string& key, const CompileResult& result) {
   auto sum = sha256(payload.data(), payload.size());
   header.bytes(sum.data(), sum.size());
 
-  // mkstemp gives each writer (thread or process) its own temp file; rename() then
-  // replaces the entry atomically, so the last writer wins with a complete file.
+  // mkstemp gives each writer (thread or process) its own temp file, then it is put in
+  // place without replacing anything (renameat2's RENAME_NOREPLACE, else link()): an
+  // entry already there is either a concurrent writer's (the same content: the key is
+  // its hash) or something Loom must not touch.
   std::string tmp = dir_ + "/." + key + ".XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0) {
@@ -237,13 +340,21 @@ void CubinCache::store(const std::string& key, const CompileResult& result) {
     return;
   }
   ::fchmod(fd, 0644);
-  bool ok = write_all(fd, header.out) && write_all(fd, payload) && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), entry_path(key).c_str()) != 0) {
-    std::fprintf(stderr, "loom: warning: cannot write cubin cache entry %s (%s)\n",
-                 entry_path(key).c_str(), std::strerror(errno));
-    ::unlink(tmp.c_str());
+  errno = 0;
+  const bool written = write_all(fd, header.out) && write_all(fd, payload) && ::fsync(fd) == 0;
+  int err = written ? 0 : errno ? errno : EIO;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  const std::string path = entry_path(key);
+  if (err == 0) err = place_entry(tmp, path);
+  else ::unlink(tmp.c_str());
+  if (err == 0) return;
+  if (err == EEXIST) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) warn_foreign(path, file_kind(st.st_mode));
+    return;
   }
+  std::fprintf(stderr, "loom: warning: cannot write cubin cache entry %s (%s)\n", path.c_str(),
+               std::strerror(err));
 }
 
 }  // namespace loom

@@ -5,11 +5,15 @@
 // Entry file layout (little-endian):
 //   "LOOMCUBN"  u32 format version  u64 payload length  32-byte SHA-256 of the payload
 //   payload: key, log, resource reports, cubin (length-prefixed)
-// Entries are written to a unique temp file in the same directory, fsynced and renamed
-// into place, so readers never see a half-written entry and concurrent writers of one
-// key both succeed. Anything that fails to verify is warned about, removed and treated
-// as a miss; a cache that cannot be created is disabled with a warning. The cache never
-// turns a compile into an error.
+// Entries are written to a unique temp file in the same directory, fsynced and moved
+// into place without replacing anything (renameat2 RENAME_NOREPLACE, else link), so
+// readers never see a half-written entry and concurrent writers of one key both succeed.
+// Only regular files of at most 64 MiB are read (opened O_NOFOLLOW | O_NONBLOCK, judged
+// by fstat of the open descriptor): a directory, FIFO, device or symlink at an entry's
+// path is a miss, warned about once, and never removed or replaced. A regular entry
+// that fails to verify is warned about, removed and treated as a miss; a cache that
+// cannot be created is disabled with a warning. The cache never turns a compile into an
+// error.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -100,4 +100,11 @@ void make_device_current(int ordinal) {
                 cuda_error(e) + ")");
 }
 
+int64_t device_free_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (e != cudaSuccess) throw Error("cannot read the GPU's free memory (" + cuda_error(e) + ")");
+  return int64_t(free_bytes);
+}
+
 }  // namespace loom

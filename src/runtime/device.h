@@ -42,4 +42,8 @@ std::optional<DeviceInfo> probe_device(int ordinal = 0, std::string* why_not = n
 // on it. A thread per GPU (`loom tune --devices 0,1`) calls this once per run.
 void make_device_current(int ordinal);
 
+// Bytes free on the current device (cudaMemGetInfo), what a run may still allocate.
+// Throws loom::Error when cudart cannot say.
+int64_t device_free_bytes();
+
 }  // namespace loom

@@ -12,9 +12,10 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// Stops at 2^62: doubling past it overflows and would never reach a larger v.
 int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
-  while (p < v) p *= 2;
+  while (p < v && p < (int64_t(1) << 62)) p *= 2;
   return p;
 }
 

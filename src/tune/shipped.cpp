@@ -1,11 +1,14 @@
 #include "tune/shipped.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "driver/write_file.h"
 #include "ir/error.h"
 
 namespace loom::tune {
@@ -90,13 +93,13 @@ ShippedExport export_shipped(const std::string& path, const std::vector<ShippedU
   std::sort(entries.begin(), entries.end(),
             [](const DbEntry& a, const DbEntry& b) { return a.key < b.key; });
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << format_db(entries);
-    if (!out.flush()) throw Error("cannot write " + tmp + " (the shipped defaults export)");
+  write_file_or_error(tmp, format_db(entries), "the shipped defaults export");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path + " (the shipped defaults export): " +
+                std::strerror(err));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error("cannot rename " + tmp + " to " + path + " (the shipped defaults export)");
   return r;
 }
 

@@ -1,9 +1,13 @@
 #include "tune/tune_cli.h"
 
 #include <cstdlib>
+#include <limits>
+#include <set>
 #include <sstream>
 
+#include "driver/cli_args.h"
 #include "driver/run.h"
+#include "frontend/parser.h"
 #include "ir/error.h"
 #include "tune/shipped.h"
 
@@ -47,13 +51,18 @@ double parse_seconds(const std::string& flag, const std::string& text) {
   return v;
 }
 
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min)
-    tune_usage_error(flag + " needs an integer >= " + std::to_string(min) + " (got '" + text + "')");
-  return v;
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
+  try {
+    return parse_int_option(flag, text, min, max);
+  } catch (const Error& e) {
+    tune_usage_error(e.what());
+  }
 }
+
+// The ranges of the integer options (a GPU ordinal; counts a tuning run can finish).
+constexpr int64_t kMaxCount = 1000000;
+constexpr int64_t kMaxDevice = 1023;
+constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -69,19 +78,22 @@ std::vector<std::string> split_commas(const std::string& text) {
 TuneCommand parse_tune_args(const std::vector<std::string>& args) {
   TuneCommand c;
   std::string suite;
+  OnceOptions once;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& f = args[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) tune_usage_error("option " + f + " needs a value");
+      // -c names one expression of several; every other option takes one value.
+      if (f != "-c" && f != "--expr") once.see(f, f, args[i + 1]);
       return args[++i];
     };
     if (f == "-c" || f == "--expr") c.expressions.push_back(value());
     else if (f == "--suite") suite = value();
     else if (f == "--budget") c.options.budget.seconds = parse_seconds(f, value());
-    else if (f == "--trials") c.options.budget.max_trials = int(parse_int(f, value(), 1));
-    else if (f == "--candidates") c.options.max_candidates = int(parse_int(f, value(), 1));
+    else if (f == "--trials") c.options.budget.max_trials = int(parse_int(f, value(), 1, kMaxCount));
+    else if (f == "--candidates") c.options.max_candidates = int(parse_int(f, value(), 1, kMaxCount));
     else if (f == "--timeout") c.options.trial_timeout_s = parse_seconds(f, value());
-    else if (f == "--seed") c.options.seed = uint64_t(parse_int(f, value(), 0));
+    else if (f == "--seed") c.options.seed = uint64_t(parse_int(f, value(), 0, kMaxSeed));
     else if (f == "--db") c.options.db_path = value();
     else if (f == "--no-record") c.options.record = false;
     else if (f == "--export-shipped") c.options.export_shipped = value();
@@ -94,7 +106,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     else if (f == "--devices") {
       std::string text = value();
       c.devices.clear();
-      for (const auto& d : split_commas(text)) c.devices.push_back(int(parse_int("--devices", d, 0)));
+      for (const auto& d : split_commas(text)) c.devices.push_back(int(parse_int("--devices", d, 0, kMaxDevice)));
       if (c.devices.empty()) tune_usage_error("--devices needs GPU ordinals, e.g. --devices 0,1");
     } else if (f == "--dims") {
       c.options.sizes = parse_dims(value());
@@ -105,6 +117,24 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
   if (!suite.empty())
     for (auto& e : read_suite(suite)) c.expressions.push_back(e);
   if (c.expressions.empty()) tune_usage_error("loom tune needs -c EXPR or --suite FILE");
+  // A suite shares one --dims among its expressions, so a name counts when any of them
+  // has it; one no expression has is a typo.
+  std::set<std::string> symbols;
+  for (const auto& e : c.expressions) {
+    try {
+      for (const auto& s : parse_expression(e).symbols()) symbols.insert(s);
+    } catch (const Error&) {
+      return c;  // the tuner reports that expression's error in its outcome
+    }
+  }
+  for (const auto& [name, v] : c.options.sizes)
+    if (!symbols.count(name)) {
+      std::string list;
+      for (const auto& s : symbols) list += (list.empty() ? "" : ", ") + s;
+      tune_usage_error("--dims " + name + "=" + std::to_string(v) + ": no expression has a dimension " +
+                       name + (symbols.empty() ? std::string("; their dimensions are all numbers")
+                                               : "; their symbols are " + list));
+    }
   return c;
 }
 

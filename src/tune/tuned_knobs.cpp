@@ -1,6 +1,6 @@
 #include "tune/tuned_knobs.h"
 
-#include "driver/warn_once.h"
+#include "ir/warn_once.h"
 #include "ir/error.h"
 
 namespace loom::tune {

@@ -10,20 +10,29 @@
 //   loom device        the GPU Loom would use, or why there is none
 //   loom db ...        the tuning database (src/tune/db_cli.h)
 //   loom tune ...      the tuner (src/tune/tune_cli.h)
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "bench/report.h"
 #include "codegen/cuda.h"
+#include "driver/cli_args.h"
 #include "driver/compile.h"
 #include "driver/ladder.h"
 #include "driver/run.h"
+#include "driver/write_file.h"
 #include "frontend/parser.h"
 #include "ir/diff.h"
 #include "ir/error.h"
+#include "ir/printable.h"
 #include "runtime/cubin_cache.h"
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
@@ -65,7 +74,8 @@ const char* kUsage =
 constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
 
 struct Args {
-  std::string command, expr, ir = "cuda", knobs, target, dims, out_file, cubin_file;
+  std::string command, expr, ir = "cuda", knobs, dims, out_file, cubin_file;
+  std::optional<std::string> target;  // given (even as ''): checked, never defaulted
   std::string ladder, shape, dtype;
   L2Request l2 = L2Request::automatic;
   int verbose = 0;
@@ -80,13 +90,9 @@ struct Args {
   throw Error(msg + "\n" + kUsage);
 }
 
-int64_t parse_count(const std::string& flag, const std::string& text, int64_t min) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min)
-    usage_error(flag + " needs an integer >= " + std::to_string(min) + " (got '" + text + "')");
-  return v;
-}
+// The ranges of the integer options: a GPU ordinal, a repetition count a run can finish.
+constexpr int64_t kMaxReps = 1000000;
+constexpr int64_t kMaxDevice = 1023;
 
 Args parse_args(int argc, char** argv) {
   Args a;
@@ -97,13 +103,24 @@ Args parse_args(int argc, char** argv) {
     std::cout << kUsage;
     std::exit(0);
   }
+  OnceOptions once;
   for (int i = 2; i < argc; ++i) {
     std::string f = argv[i];
-    auto value = [&]() -> std::string {
+    // The value of an option that takes one; `canonical` names its aliases together.
+    auto value = [&](const std::string& canonical = "") -> std::string {
       if (i + 1 >= argc) usage_error("option " + f + " needs a value");
+      once.see(canonical.empty() ? f : canonical, f, argv[i + 1]);
       return argv[++i];
     };
-    if (f == "-c" || f == "--expr") a.expr = value();
+    auto integer = [&](int64_t min, int64_t max) {
+      const std::string text = value();
+      try {
+        return parse_int_option(f, text, min, max);
+      } catch (const Error& e) {
+        usage_error(e.what());
+      }
+    };
+    if (f == "-c" || f == "--expr") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();
     else if (f == "--target") a.target = value();
@@ -115,15 +132,15 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--check") a.check = true;
     else if (f == "--bench") a.bench = true;
     else if (f == "--no-db") a.no_db = true;
-    else if (f == "--seed") a.seed = uint64_t(parse_count(f, value(), 0));
-    else if (f == "--reps") a.reps = int(parse_count(f, value(), 1));
-    else if (f == "--device" && a.command == "run") a.device = int(parse_count(f, value(), 0));
+    else if (f == "--seed") a.seed = uint64_t(integer(0, std::numeric_limits<int64_t>::max()));
+    else if (f == "--reps") a.reps = int(integer(1, kMaxReps));
+    else if (f == "--device" && a.command == "run") a.device = int(integer(0, kMaxDevice));
     else if (f == "--l2") a.l2 = parse_l2_request(value());
     else if (f == "--shape") a.shape = value();
     else if (f == "--dtype") a.dtype = value();
     else if (f == "--causal" && a.command == "ladder") a.causal = true;
     else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
-    else if (a.command == "ladder" && a.ladder.empty() && f[0] != '-') a.ladder = f;
+    else if (a.command == "ladder" && a.ladder.empty() && !f.empty() && f[0] != '-') a.ladder = f;
     else usage_error("unknown option '" + f + "'");
   }
   if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")
@@ -171,7 +188,7 @@ int cmd_compile(const Args& a) {
   if (a.expr.empty()) usage_error("compile needs -c EXPR");
   CompileOptions opt;
   opt.knobs = Knobs::from_env_and_cli(a.knobs);
-  opt.target = Target::for_arch(a.target.empty() ? "sm_90a" : a.target);
+  opt.target = Target::for_arch(a.target.value_or("sm_90a"));
   opt.sizes = parse_dims(a.dims);
   std::ostringstream log;
   std::vector<std::string> ran;
@@ -182,6 +199,7 @@ int cmd_compile(const Args& a) {
       log << ">>> " << p.id << "\n" << unified_diff(before, after) << "<<< " << p.id << "\n";
   };
   Graph g = parse_expression(a.expr);
+  check_dims_named(g, opt.sizes);
   if (!opt.sizes.empty()) g = bind_sizes(g, opt.sizes);
   // The database is keyed by GPU: without one (or compiling for another arch than the
   // GPU's) there is no key to look up.
@@ -208,9 +226,7 @@ int cmd_compile(const Args& a) {
   std::cout << log.str();
   if (!a.cubin_file.empty()) {
     CompileResult cr = nvrtc_compile(c, opt.target.arch);
-    std::ofstream f(a.cubin_file, std::ios::binary);
-    if (!f) throw Error("cannot write " + a.cubin_file);
-    f.write(cr.cubin.data(), std::streamsize(cr.cubin.size()));
+    write_file_or_error(a.cubin_file, {cr.cubin.data(), cr.cubin.size()}, "--cubin");
   }
   if (a.verbose >= 1) {
     std::cerr << "knobs from: " << c.knob_source << "\n";
@@ -230,9 +246,7 @@ int cmd_compile(const Args& a) {
     }
   }
   if (!a.out_file.empty()) {
-    std::ofstream f(a.out_file);
-    if (!f) throw Error("cannot write " + a.out_file);
-    f << main_out;
+    write_file_or_error(a.out_file, main_out, "-o");
   } else {
     std::cout << main_out;
   }
@@ -368,22 +382,49 @@ int dispatch(const Args& a) {
 }  // namespace
 }  // namespace loom
 
+namespace loom {
+namespace {
+
+// Standard output is a file Loom writes too: `loom compile ... > /dev/full` must not exit
+// 0 with the kernel lost. std::cout writes through stdio's stdout: fflush reports (and
+// sets errno for) what is still buffered, ferror and the stream state what failed before.
+bool stdout_written() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  int err = errno;
+  if (flushed && !std::ferror(stdout) && std::cout) return true;
+  // The failed write was earlier and its errno is gone: ask the OS once more (the output
+  // is incomplete already) so the message can say why.
+  if (err == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) err = errno;
+  std::cerr << "loom: cannot write standard output: " << (err ? std::strerror(err) : "write error")
+            << "\n";
+  return false;
+}
+
+}  // namespace
+}  // namespace loom
+
 int main(int argc, char** argv) {
   try {
     // The tuner's measurement worker (src/tune/worker.h): started by the tuner, not
     // listed in the usage.
     if (argc >= 2 && std::string(argv[1]) == "tune-worker")
       return loom::tune::tune_worker_main(argc - 2, argv + 2);
+    int rc = 0;
     if (argc >= 2 && std::string(argv[1]) == "db")
-      return loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
-    if (argc >= 2 && std::string(argv[1]) == "tune")
-      return loom::tune::tune_command({argv + 2, argv + argc}, std::cout, std::cerr);
-    return loom::dispatch(loom::parse_args(argc, argv));
+      rc = loom::tune::db_command({argv + 2, argv + argc}, std::cout, std::cerr);
+    else if (argc >= 2 && std::string(argv[1]) == "tune")
+      rc = loom::tune::tune_command({argv + 2, argv + argc}, std::cout, std::cerr);
+    else
+      rc = loom::dispatch(loom::parse_args(argc, argv));
+    return loom::stdout_written() ? rc : 1;
   } catch (const loom::Error& e) {
-    std::cerr << "loom: " << e.what() << "\n";
+    // Messages quote what the user typed; printable() keeps an ANSI escape or invalid
+    // UTF-8 in it from reaching the terminal raw.
+    std::cerr << "loom: " << loom::printable(e.what(), true) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "loom: unexpected error: " << e.what() << "\n";
+    std::cerr << "loom: unexpected error: " << loom::printable(e.what(), true) << "\n";
     return 1;
   }
 }

@@ -55,9 +55,12 @@
 namespace loom {
 namespace {
 
-int64_t pow2_at_least(int64_t x) {
+// The least power of two >= x, or `cap` (a power of two) when that is smaller. The cap
+// bounds the loop: doubling an int64 towards an extent near INT64_MAX overflows to 0 and
+// never ends.
+int64_t pow2_at_least(int64_t x, int64_t cap) {
   int64_t p = 1;
-  while (p < x) p *= 2;
+  while (p < x && p < cap) p *= 2;
   return p;
 }
 
@@ -66,8 +69,8 @@ int64_t pow2_at_least(int64_t x) {
 struct TileDefault { int64_t b, f; };
 TileDefault default_tile(std::optional<int64_t> extent) {
   if (!extent) return {64, 4};
-  int64_t f = std::min<int64_t>(4, pow2_at_least(*extent));
-  int64_t b = std::min<int64_t>(64, std::max(f, pow2_at_least(*extent)));
+  int64_t f = pow2_at_least(*extent, 4);
+  int64_t b = std::max(f, pow2_at_least(*extent, 64));
   return {b, f};
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ir/printable.h"
 #include "loom/loom.h"
 
 namespace {
@@ -16,8 +17,10 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result loom_cmd(const std::string& args) {
-  std::string cmd = std::string(LOOM_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line and collects what it prints. Every `loom` runs under
+// timeout(1), so a regression that hangs (a FIFO, a loop on a huge size) fails the test
+// with status 124 instead of stalling CI.
+Result shell(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -25,6 +28,10 @@ Result loom_cmd(const std::string& args) {
   int status = pclose(p);
   return {WEXITSTATUS(status), out};
 }
+
+const std::string kLoom = "timeout 120 " + std::string(LOOM_BINARY);
+
+Result loom_cmd(const std::string& args) { return shell(kLoom + " " + args + " 2>&1"); }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -83,7 +90,7 @@ TEST(Cli, ErrorsExitNonZeroWithAClearMessage) {
   EXPECT_EQ(knob.rc, 1);
   EXPECT_TRUE(has(knob.out, "BM=3 is not a multiple of FM=2")) << knob.out;
   auto env = loom_cmd("compile -c 'matmul(A[4,4]:f32, B[4,4]:f32)' --knobs BM=4 2>&1; "
-                      "LOOM_KNOBS=NOPE=1 " + std::string(LOOM_BINARY) +
+                      "LOOM_KNOBS=NOPE=1 " + kLoom +
                       " compile -c 'matmul(A[4,4]:f32, B[4,4]:f32)'");
   EXPECT_TRUE(has(env.out, "in LOOM_KNOBS: unknown knob 'NOPE'")) << env.out;
   auto level = loom_cmd("compile -c 'matmul(A[4,4]:f32, B[4,4]:f32)' --ir ptx");
@@ -138,6 +145,179 @@ TEST(Cli, BuilderAndExpressionGiveTheSameKernel) {
   auto built = loom::compile_graph(b.build(b.gelu(b.linear(a, w, bias))), {});
   auto parsed = loom::compile_expression("gelu(linear(A[64,32]:f16, W[48,32]:f16, bias[48]:f16))", {});
   EXPECT_EQ(print(built.state.kernel), print(parsed.state.kernel));
+}
+
+// ---- Sizes and integers: no option wraps, clamps or truncates; no size overflows.
+
+const std::string kGemm = "-c 'matmul(A[64,32]:f32, B[32,48]:f32)'";
+const std::string kSymbolic = "-c 'matmul(A[M,K]:f32, B[K,N]:f32)'";
+
+TEST(Cli, IntegerOptionsAreCheckedNotWrapped) {
+  // 2^31 wrapped to a negative int, 2^32 to 0 (GPU 0), beyond int64 was clamped.
+  auto reps = loom_cmd("run " + kGemm + " --reps 2147483648");
+  EXPECT_EQ(reps.rc, 1);
+  EXPECT_TRUE(has(reps.out, "--reps 2147483648 is out of range: --reps takes an integer in [1, "))
+      << reps.out;
+  auto device = loom_cmd("run " + kGemm + " --device 4294967296");
+  EXPECT_EQ(device.rc, 1);
+  EXPECT_TRUE(has(device.out, "--device 4294967296 is out of range")) << device.out;
+  auto seed = loom_cmd("run " + kGemm + " --seed 99999999999999999999");
+  EXPECT_EQ(seed.rc, 1);
+  EXPECT_TRUE(has(seed.out, "--seed 99999999999999999999 is out of range")) << seed.out;
+  auto junk = loom_cmd("run " + kGemm + " --reps 12abc");
+  EXPECT_EQ(junk.rc, 1);
+  EXPECT_TRUE(has(junk.out, "--reps needs an integer in [1, ")) << junk.out;
+  EXPECT_TRUE(has(junk.out, "(got '12abc')")) << junk.out;
+  auto candidates = loom_cmd("tune " + kGemm + " --dry-run --candidates 4294967296");
+  EXPECT_EQ(candidates.rc, 1);
+  EXPECT_TRUE(has(candidates.out, "--candidates 4294967296 is out of range")) << candidates.out;
+  auto devices = loom_cmd("tune " + kGemm + " --dry-run --devices 0,4294967296");
+  EXPECT_EQ(devices.rc, 1);
+  EXPECT_TRUE(has(devices.out, "--devices 4294967296 is out of range")) << devices.out;
+}
+
+TEST(Cli, SizesBeyondTheLimitAreRefusedNotClampedOrHung) {
+  // Beyond int64: strtoll clamped it to INT64_MAX, which then hung t:010.
+  auto dims = loom_cmd("compile " + kSymbolic + " --ir tile --dims M=99999999999999999999,N=4,K=4");
+  EXPECT_EQ(dims.rc, 1) << dims.out;
+  EXPECT_TRUE(has(dims.out, "--dims M 99999999999999999999 is out of range")) << dims.out;
+  auto big = loom_cmd("compile " + kSymbolic + " --ir tile --dims M=4611686018427387905,N=4,K=4");
+  EXPECT_EQ(big.rc, 1) << big.out;
+  EXPECT_TRUE(has(big.out, "--dims M 4611686018427387905 is out of range")) << big.out;
+  auto shape = loom_cmd("ladder sgemm --shape 99999999999999999999x64x64");
+  EXPECT_EQ(shape.rc, 1) << shape.out;
+  EXPECT_TRUE(has(shape.out, "--shape 99999999999999999999 is out of range")) << shape.out;
+}
+
+TEST(Cli, TensorsPastTheSizeLimitAreRefusedByName) {
+  // 2^32 x 2^32 elements overflow int64: the loop bound came out negative, exit 0.
+  auto wrap = loom_cmd("compile -c 'matmul(A[4294967296,4294967296]:f32, "
+                       "B[4294967296,4294967296]:f32)' --ir loop");
+  EXPECT_EQ(wrap.rc, 1) << wrap.out;
+  EXPECT_TRUE(has(wrap.out, "tensor A[4294967296,4294967296] is too large")) << wrap.out;
+  EXPECT_TRUE(has(wrap.out, "limit of 2^48 = 281474976710656 bytes")) << wrap.out;
+  // Small inputs, an output of 2^48 f32 elements (2^50 bytes).
+  auto result = loom_cmd("compile -c 'matmul(A[16777216,1]:f32, B[1,16777216]:f32)' --ir loop");
+  EXPECT_EQ(result.rc, 1) << result.out;
+  EXPECT_TRUE(has(result.out, "the result of matmul [16777216,16777216] is too large")) << result.out;
+  // Through --dims too.
+  auto bound = loom_cmd("compile " + kSymbolic + " --ir loop --dims M=16777216,N=16777216,K=1");
+  EXPECT_EQ(bound.rc, 1) << bound.out;
+  EXPECT_TRUE(has(bound.out, "is too large")) << bound.out;
+}
+
+TEST(Cli, RunRefusesAProblemLargerThanMemoryBeforeAllocating) {
+  // 16 TB per operand: no host holds it, so the refusal comes before the GPU is needed.
+  auto r = loom_cmd("run -c 'matmul(A[2000000,2000000]:f32, B[2000000,2000000]:f32)'");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "loom run: the problem does not fit in host memory")) << r.out;
+  EXPECT_TRUE(has(r.out, "bytes (")) << r.out;
+  EXPECT_TRUE(has(r.out, "on the host (kernel tensors as f64")) << r.out;
+  EXPECT_TRUE(has(r.out, "available")) << r.out;
+  EXPECT_TRUE(has(r.out, "Nothing was allocated")) << r.out;
+}
+
+// ---- Every file Loom writes is checked.
+
+TEST(Cli, WritesToAFullOrUnwritableTargetFail) {
+  auto full = loom_cmd("compile " + kGemm + " -o /dev/full");
+  EXPECT_EQ(full.rc, 1) << full.out;
+  EXPECT_TRUE(has(full.out, "cannot write /dev/full (-o): write failed: No space left on device"))
+      << full.out;
+  auto cubin = loom_cmd("compile " + kGemm + " --cubin /dev/full");
+  EXPECT_EQ(cubin.rc, 1) << cubin.out;
+  EXPECT_TRUE(has(cubin.out, "cannot write /dev/full (--cubin)")) << cubin.out;
+  // A directory, and a path under a regular file.
+  auto dir = loom_cmd("compile " + kGemm + " -o " + testing::TempDir());
+  EXPECT_EQ(dir.rc, 1) << dir.out;
+  EXPECT_TRUE(has(dir.out, "Is a directory")) << dir.out;
+  const std::string file = testing::TempDir() + "/loom_cli_plain_file";
+  std::ofstream(file) << "x";
+  auto under = loom_cmd("compile " + kGemm + " -o " + file + "/kernel.cu");
+  EXPECT_EQ(under.rc, 1) << under.out;
+  EXPECT_TRUE(has(under.out, "Not a directory")) << under.out;
+  // Standard output too.
+  auto out = shell(kLoom + " compile " + kGemm + " 2>&1 >/dev/full");
+  EXPECT_EQ(out.rc, 1) << out.out;
+  EXPECT_TRUE(has(out.out, "cannot write standard output: No space left on device")) << out.out;
+  auto listing = shell(kLoom + " knobs 2>&1 >/dev/full");
+  EXPECT_EQ(listing.rc, 1) << listing.out;
+  EXPECT_TRUE(has(listing.out, "cannot write standard output")) << listing.out;
+}
+
+// ---- Repeats, unknown names and empty values are errors, not silently resolved.
+
+TEST(Cli, RepeatedOptionsAndKnobsAreErrors) {
+  auto knob = loom_cmd("compile " + kGemm + " --knobs BM=64,BM=128");
+  EXPECT_EQ(knob.rc, 1) << knob.out;
+  EXPECT_TRUE(has(knob.out, "in --knobs: knob BM is given twice (BM=64 and BM=128)")) << knob.out;
+  auto env = shell("LOOM_KNOBS=FM=2,FM=4 " + kLoom + " compile " + kGemm + " 2>&1");
+  EXPECT_EQ(env.rc, 1) << env.out;
+  EXPECT_TRUE(has(env.out, "in LOOM_KNOBS: knob FM is given twice")) << env.out;
+  // Across sources --knobs overrides LOOM_KNOBS: the documented precedence.
+  auto over = shell("LOOM_KNOBS=BM=16 " + kLoom + " compile " + kGemm +
+                    " --no-db --ir tile --knobs BM=32 2>&1");
+  EXPECT_EQ(over.rc, 0) << over.out;
+  auto expr = loom_cmd("compile " + kGemm + " --expr 'matmul(A[8,8]:f32, B[8,8]:f32)'");
+  EXPECT_EQ(expr.rc, 1) << expr.out;
+  EXPECT_TRUE(has(expr.out, "option --expr is given twice")) << expr.out;
+  auto dims = loom_cmd("compile " + kSymbolic + " --dims M=4,N=4,K=4 --dims M=8");
+  EXPECT_EQ(dims.rc, 1) << dims.out;
+  EXPECT_TRUE(has(dims.out, "option --dims is given twice ('M=4,N=4,K=4' and 'M=8')")) << dims.out;
+  auto inner = loom_cmd("compile " + kSymbolic + " --dims M=4,N=4,K=4,M=8");
+  EXPECT_EQ(inner.rc, 1) << inner.out;
+  EXPECT_TRUE(has(inner.out, "--dims gives M twice (M=4 and M=8)")) << inner.out;
+  auto tune = loom_cmd("tune " + kGemm + " --dry-run --budget 5 --budget 9");
+  EXPECT_EQ(tune.rc, 1) << tune.out;
+  EXPECT_TRUE(has(tune.out, "option --budget is given twice")) << tune.out;
+}
+
+TEST(Cli, UnknownDimsAndEmptyTargetAreErrors) {
+  auto dims = loom_cmd("compile " + kSymbolic + " --dims M=4,N=4,K=4,Q=5");
+  EXPECT_EQ(dims.rc, 1) << dims.out;
+  EXPECT_TRUE(has(dims.out, "--dims Q=5: the expression has no dimension Q; its symbols are M, K, N"))
+      << dims.out;
+  auto fixed = loom_cmd("compile " + kGemm + " --dims K=4");
+  EXPECT_EQ(fixed.rc, 1) << fixed.out;
+  EXPECT_TRUE(has(fixed.out, "its dimensions are all numbers")) << fixed.out;
+  auto tune = loom_cmd("tune " + kSymbolic + " --dry-run --dims M=64,N=64,K=64,k=64");
+  EXPECT_EQ(tune.rc, 1) << tune.out;
+  EXPECT_TRUE(has(tune.out, "no expression has a dimension k")) << tune.out;
+  auto target = loom_cmd("compile " + kGemm + " --target ''");
+  EXPECT_EQ(target.rc, 1) << target.out;
+  EXPECT_TRUE(has(target.out, "unsupported target '': Loom targets sm_80, sm_86")) << target.out;
+}
+
+// ---- What Loom echoes of its input is valid UTF-8 with control characters escaped.
+
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = loom::utf8_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+TEST(Cli, DiagnosticsEchoInputAsValidUtf8WithControlsEscaped) {
+  auto accent = loom_cmd("compile -c 'matmul(A\xc3\xa9[4,4]:f32, B[4,4]:f32)'");
+  EXPECT_EQ(accent.rc, 1) << accent.out;
+  EXPECT_TRUE(valid_utf8(accent.out)) << accent.out;
+  EXPECT_TRUE(has(accent.out, "unexpected character '\xc3\xa9' (U+00E9)")) << accent.out;
+  auto bad = loom_cmd("compile -c \"$(printf 'matmul(A[4,4]:f32, \\377B[4,4]:f32)')\"");
+  EXPECT_EQ(bad.rc, 1) << bad.out;
+  EXPECT_TRUE(valid_utf8(bad.out)) << bad.out;
+  EXPECT_TRUE(has(bad.out, "byte 0xFF (the expression is not valid UTF-8)")) << bad.out;
+  EXPECT_TRUE(has(bad.out, "A[4,4]:f32, \\xffB[4,4]")) << bad.out;
+  auto ansi = loom_cmd("compile -c \"$(printf 'matmul(A[4,4]:f32, \\033[31mB[4,4]:f32)')\"");
+  EXPECT_EQ(ansi.rc, 1) << ansi.out;
+  EXPECT_FALSE(has(ansi.out, "\x1b")) << ansi.out;
+  EXPECT_TRUE(has(ansi.out, "\\x1b[31mB")) << ansi.out;
+  // Option values are quoted in errors too.
+  auto option = loom_cmd("compile " + kSymbolic + " --dims \"$(printf 'M=\\033[2J')\"");
+  EXPECT_EQ(option.rc, 1) << option.out;
+  EXPECT_FALSE(has(option.out, "\x1b")) << option.out;
+  EXPECT_TRUE(has(option.out, "\\x1b[2J")) << option.out;
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include "frontend/diagnostic.h"
 #include "frontend/parser.h"
+#include "frontend/sizes.h"
+#include "ir/printable.h"
 
 namespace loom {
 namespace {
@@ -240,6 +242,17 @@ struct Failure {
   std::string message;
   std::string what;
 };
+
+// Parses text that must fail, wherever the error is.
+Failure fails_anywhere(const std::string& text) {
+  try {
+    Graph g = parse_expression(text);
+    ADD_FAILURE() << "parsed without error: " << text << "\n" << g.str();
+  } catch (const ExprError& e) {
+    return {e.column(), e.message(), e.what()};
+  }
+  return {};
+}
 
 // Parses text that must fail; checks the caret sits under the reported column.
 Failure fails(const std::string& text) {
@@ -524,6 +537,69 @@ TEST(ParserErrors, MultiLineTextNamesTheLine) {
               "         B[K,N]:f8)\n"
               "                ^");
   }
+}
+
+// Non-ASCII text: the column and the caret count characters, not bytes (é is 2 bytes,
+// 漢 3), and the echoed line is valid UTF-8.
+TEST(ParserErrors, ColumnAndCaretCountCharactersNotBytes) {
+  const std::string text = "\xc3\xa9\xe6\xbc\xa2 x";  // "é漢 x"
+  ExprError e(text, /*byte column of x=*/7, "expected something");
+  EXPECT_EQ(e.column(), 4);
+  EXPECT_EQ(std::string(e.what()), "error at column 4: expected something\n"
+                                   "  \xc3\xa9\xe6\xbc\xa2 x\n"
+                                   "     ^");
+}
+
+// Control characters (an ANSI escape) and bytes that are not UTF-8 are escaped when the
+// line is echoed; the caret moves over what each one printed as.
+TEST(ParserErrors, ControlCharactersAndInvalidBytesAreEscaped) {
+  const std::string text = "\x1b[31m\xff x";
+  ExprError e(text, /*byte column of x=*/8, "here");
+  EXPECT_EQ(e.column(), 8);
+  EXPECT_EQ(std::string(e.what()), "error at column 8: here\n"
+                                   "  \\x1b[31m\\xff x\n"
+                                   "               ^");
+  // The lexer names the whole character, or the byte that starts none.
+  Failure accent = fails_anywhere("matmul(A\xc3\xa9[4]:f32)");
+  EXPECT_NE(accent.message.find("unexpected character '\xc3\xa9' (U+00E9)"), std::string::npos)
+      << accent.message;
+  Failure bell = fails_anywhere("matmul(A\a[4]:f32)");
+  EXPECT_NE(bell.message.find("unexpected character '\\x07' (U+0007)"), std::string::npos)
+      << bell.message;
+  Failure byte = fails_anywhere("matmul(A\xff[4]:f32)");
+  EXPECT_NE(byte.message.find("unexpected byte 0xFF"), std::string::npos) << byte.message;
+  for (const Failure* f : {&accent, &bell, &byte})
+    for (size_t i = 0; i < f->what.size();) {
+      size_t n = utf8_length(f->what, i);
+      ASSERT_NE(n, 0u) << "invalid UTF-8 at byte " << i << ": " << f->what;
+      ASSERT_FALSE(n == 1 && uint8_t(f->what[i]) < 0x20 && f->what[i] != '\n')
+          << "raw control character at byte " << i << ": " << f->what;
+      i += n;
+    }
+}
+
+// Every tensor, inputs and results, is held to 2^48 bytes: past it the element count or
+// byte count of a tensor (or its index math) would overflow int64.
+TEST(ParserErrors, TensorsPastTheSizeLimitAreRefused) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_expression(text);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  const std::string wrap = message("matmul(A[4294967296,4294967296]:f16, B[4294967296,8]:f16)");
+  EXPECT_NE(wrap.find("tensor A[4294967296,4294967296] is too large"), std::string::npos) << wrap;
+  EXPECT_NE(wrap.find("2^48"), std::string::npos) << wrap;
+  const std::string out = message("matmul(A[16777216,1]:f32, B[1,16777216]:f32)");
+  EXPECT_NE(out.find("the result of matmul [16777216,16777216] is too large"), std::string::npos) << out;
+  // At the limit exactly: 2^47 f16 elements are 2^48 bytes.
+  EXPECT_EQ(message("matmul(A[8388608,16777216]:f16, B[16777216,8]:f16)"), "parsed");
+  // Bound later: symbols count once they have values.
+  Graph g = parse_expression("matmul(A[M,K]:f32, B[K,N]:f32)");
+  EXPECT_NO_THROW(check_tensor_sizes(g, {{"M", 4096}, {"K", 4096}}));
+  EXPECT_THROW(check_tensor_sizes(g, {{"M", int64_t(1) << 40}, {"K", int64_t(1) << 20}}), Error);
 }
 
 }  // namespace

@@ -4,7 +4,12 @@
 // naive program); that naive program is itself checked against a direct triple loop.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <limits>
 #include <random>
 
 #include "frontend/parser.h"
@@ -125,6 +130,27 @@ TEST(Passes, GuardsAreRemovedOnlyWhenProven) {
     bool has_if = false;
     walk(s.tile.ops[0].body, [&](const Stmt& st) { has_if |= st.kind == StmtKind::If; });
     EXPECT_EQ(has_if, want_guard) << expr;
+  }
+}
+
+// t:010's default tile rounds an extent up to a power of two; doubling towards an extent
+// past 2^62 overflowed to 0 and never ended. The pass alone (the frontend and --dims
+// refuse such sizes before it) must still end; a hang fails here instead of stalling CI.
+TEST(Passes, PartitionEndsOnExtentsNearInt64Max) {
+  for (int64_t m : {(int64_t(1) << 62) + 1, std::numeric_limits<int64_t>::max()}) {
+    auto done = std::async(std::launch::async, [m] {
+      CompileState s;
+      s.graph = parse_expression("matmul(A[M,8]:f32, B[8,N]:f32)");
+      s.sizes = {{"M", m}, {"N", m}};
+      run_pipeline(s, "t:010_partition_loops");
+      return print(s.tile);
+    });
+    if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      ADD_FAILURE() << "t:010 did not end for M = N = " << m;
+      std::fflush(nullptr);
+      std::_Exit(1);  // the looping thread cannot be joined
+    }
+    EXPECT_NE(done.get().find("TileOp"), std::string::npos);
   }
 }
 

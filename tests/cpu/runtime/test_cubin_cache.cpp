@@ -2,11 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -168,6 +174,84 @@ TEST_F(CubinCacheTest, ConcurrentCompilesOfOneRequestAgree) {
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->cubin, results[0].cubin);
   EXPECT_EQ(fresh.corrupt(), 0);
+}
+
+// Runs `f` with a deadline: a cache that blocks (opening a FIFO waits for a writer) or
+// reads without end (/dev/zero) must fail this test, not hang the test binary.
+template <class F>
+void within_seconds(int seconds, F f) {
+  auto done = std::async(std::launch::async, f);
+  if (done.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
+    ADD_FAILURE() << "the cubin cache did not return within " << seconds << " s";
+    std::fflush(nullptr);
+    std::_Exit(1);  // the stuck thread cannot be joined
+  }
+  done.get();
+}
+
+// An entry path that holds something Loom did not write (a directory, a FIFO, a symlink
+// to a device or to a valid entry elsewhere): each compile is a miss that still works,
+// the thing is warned about once, by path, and left exactly as it was, and no entry is
+// written over it.
+void expect_foreign_entry_left_alone(const fs::path& root,
+                                     const std::function<void(const std::string&)>& make,
+                                     const std::string& kind) {
+  CubinCache cache((root / "cache").string());
+  const std::string key = compile_cache_key(request());
+  const std::string path = cache.entry_path(key);
+  make(path);
+  struct stat before {};
+  ASSERT_EQ(::lstat(path.c_str(), &before), 0);
+  CompileResult reference = compile(request(), nullptr);
+
+  testing::internal::CaptureStderr();
+  within_seconds(60, [&] {
+    for (int i = 0; i < 3; ++i) {
+      CompileResult r = compile(request(), &cache);
+      EXPECT_FALSE(r.from_cache);
+      EXPECT_EQ(r.cubin, reference.cubin);
+    }
+  });
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(err.find(kind), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << "warned once: " << err;
+  EXPECT_EQ(cache.hits(), 0);
+  EXPECT_EQ(cache.corrupt(), 0) << "not corrupt: not Loom's";
+
+  struct stat after {};
+  ASSERT_EQ(::lstat(path.c_str(), &after), 0) << "the entry must not be removed";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the entry must not be replaced";
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_EQ(files_in(cache.dir()), 1u) << "no temp file or second entry left behind";
+}
+
+TEST_F(CubinCacheTest, DirectoryAtAnEntryPathIsAMissLeftAlone) {
+  expect_foreign_entry_left_alone(root_, [](const std::string& p) { fs::create_directory(p); },
+                                  "a directory");
+}
+
+TEST_F(CubinCacheTest, FifoAtAnEntryPathIsAMissLeftAlone) {
+  expect_foreign_entry_left_alone(
+      root_, [](const std::string& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0644), 0); }, "a FIFO");
+}
+
+TEST_F(CubinCacheTest, SymlinkToDevZeroIsAMissLeftAlone) {
+  expect_foreign_entry_left_alone(
+      root_, [](const std::string& p) { fs::create_symlink("/dev/zero", p); },
+      "a symbolic link");
+}
+
+TEST_F(CubinCacheTest, SymlinkToAValidEntryIsNotFollowed) {
+  // Even a link to a good entry is not the cache's own file: writing through it would
+  // modify whatever it points at.
+  CubinCache elsewhere((root_ / "elsewhere").string());
+  CompileResult good = compile(request(), &elsewhere);
+  const std::string target = elsewhere.entry_path(good.cache_key);
+  const std::string content = read(target);
+  expect_foreign_entry_left_alone(
+      root_, [&](const std::string& p) { fs::create_symlink(target, p); }, "a symbolic link");
+  EXPECT_EQ(read(target), content) << "the link's target must be untouched";
 }
 
 TEST_F(CubinCacheTest, UncreatableDirectoryDisablesTheCacheWithAWarning) {

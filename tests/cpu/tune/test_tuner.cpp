@@ -56,7 +56,7 @@ TEST(Tuner, TheShippedSuiteHasTwelveTunableShapesOrMore) {
 }
 
 TEST(Tuner, CommandLineOptionsAndTheirErrors) {
-  TuneCommand c = parse_tune_args({"-c", "matmul(A[64,64]:f32, B[64,64]:f32)", "--budget", "30",
+  TuneCommand c = parse_tune_args({"-c", "matmul(A[M,64]:f32, B[64,64]:f32)", "--budget", "30",
                                    "--trials", "7", "--devices", "0,1", "--atoms", "fma,mma_tf32",
                                    "--no-record", "--dims", "M=8"});
   EXPECT_EQ(c.expressions.size(), 1u);
@@ -72,6 +72,14 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
   EXPECT_NE(err({"--budget", "5"}).find("needs -c EXPR or --suite FILE"), std::string::npos);
   EXPECT_NE(err({"-c"}).find("option -c needs a value"), std::string::npos);
   EXPECT_NE(err({"-c", "x", "--devices", "a"}).find("--devices needs an integer"), std::string::npos);
+  // A --dims name no expression has, an integer beyond its range, an option given twice.
+  EXPECT_NE(err({"-c", "matmul(A[M,8]:f32, B[8,8]:f32)", "--dims", "M=8,Q=1"})
+                .find("--dims Q=1: no expression has a dimension Q; their symbols are M"),
+            std::string::npos);
+  EXPECT_NE(err({"-c", "x", "--trials", "2147483648"}).find("--trials 2147483648 is out of range"),
+            std::string::npos);
+  EXPECT_NE(err({"-c", "x", "--seed", "1", "--seed", "2"}).find("option --seed is given twice"),
+            std::string::npos);
   // Trials time as `loom run --bench` unless told; the shipped export is asked for by path.
   EXPECT_EQ(c.options.l2, L2Request::automatic);
   EXPECT_EQ(c.options.export_shipped, "");

@@ -1,4 +1,4 @@
-#include "driver/warn_once.h"
+#include "ir/warn_once.h"
 
 #include <iostream>
 #include <mutex>

@@ -206,8 +206,10 @@ int cmd_compile(const Args& a) {
   else main_out = c.cuda;
 
   std::cout << log.str();
+  // Every accepted program is compiled, with or without -v: CUDA that NVRTC rejects is
+  // Loom's error, reported (and exit status 1) rather than printed as a result.
+  const CompileResult cr = nvrtc_compile(c, opt.target.arch);
   if (!a.cubin_file.empty()) {
-    CompileResult cr = nvrtc_compile(c, opt.target.arch);
     std::ofstream f(a.cubin_file, std::ios::binary);
     if (!f) throw Error("cannot write " + a.cubin_file);
     f.write(cr.cubin.data(), std::streamsize(cr.cubin.size()));
@@ -216,7 +218,6 @@ int cmd_compile(const Args& a) {
     std::cerr << "knobs from: " << c.knob_source << "\n";
     std::cerr << "pipeline (" << c.summary << "):\n";
     for (const auto& r : ran) std::cerr << r << "\n";
-    CompileResult cr = nvrtc_compile(c, opt.target.arch);
     std::cerr << "NVRTC " << nvrtc_version_string() << " resource report for "
               << opt.target.arch << (cr.from_cache ? " (cached)" : "") << ":\n"
               << resource_table(cr, c.state.kernel);

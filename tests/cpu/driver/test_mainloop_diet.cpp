@@ -57,7 +57,7 @@ TEST(MainloopDiet, IssueSixDefaultsBranchOnUniformWarpIndicesWithoutSpills) {
 // term by term, so the k_i-th wgmma's descriptor differs from the first by a constant.
 TEST(MainloopDiet, DescriptorOffsetsAreSixteenByteUnitsWhereTheTermsAllow) {
   CompiledProgram p = compile_default("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)");
-  const std::regex a(R"(wgmma_desc\(A_s, 16, 1024, 1\), unsigned\(([^;]*?)\)\))");
+  const std::regex a(R"(wgmma_desc\(loom_t_A_s, 16, 1024, 1\), unsigned\(([^;]*?)\)\))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(p.cuda, m, a)) << p.cuda;
   EXPECT_NE(m[1].str().find("k_i * 2"), std::string::npos) << m[1];

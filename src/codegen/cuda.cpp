@@ -1166,8 +1166,33 @@ class Renderer {
 }  // namespace
 
 std::string cuda_tensor_name(const std::string& tensor) { return "loom_t_" + tensor; }
-std::string cuda_symbol_name(const std::string& symbol) { return "loom_s_" + symbol; }
+std::string cuda_symbol_name(const std::string& symbol) { return "loom_d_" + symbol; }
 std::string cuda_tensor_map_name(const std::string& map) { return "loom_m_" + map; }
+
+namespace {
+
+// The names the renderer prints as they are (loop, let and copy variables, registers)
+// must not take the form of a spelled tensor, symbol or map. User names cannot start with
+// `loom_` (the frontend refuses them), so only one derived from the tensor `loom` could,
+// e.g. a pass appending `_t_x` to it: an error here rather than two declarations of one
+// identifier, or a variable silently read as a parameter.
+void refuse_reserved_spellings(const KernelOp& k) {
+  auto check = [&](const std::string& name) {
+    for (const char* reserved : {"loom_t_", "loom_d_", "loom_m_"})
+      if (name.rfind(reserved, 0) == 0)
+        throw Error("codegen: kernel " + k.name + " names a variable or register `" + name +
+                    "`, which reads as a tensor, symbol or tensor map in CUDA (those are "
+                    "spelled " + reserved + "...); rename the tensor `loom`");
+  };
+  walk(k.body, [&](const Stmt& s) {
+    if (!s.var.empty()) check(s.var);
+    if (!s.dst.empty() && s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore) check(s.dst);
+    for (const StageCopy& c : s.copies)
+      for (const std::string& v : c.vars) check(v);
+  });
+}
+
+}  // namespace
 
 const char* index_ctype(const ProgramBase& p) {
   for (const auto& t : p.tensors) {
@@ -1194,6 +1219,7 @@ std::string render_cuda(const KernelProgram& p, const RenderOptions& opt) {
         out << "\n" << wgmma_wrapper_source(*a, rs);
       }
   for (const auto& k : p.kernels) {
+    refuse_reserved_spellings(k);
     out << "\n";
     Renderer(p, out).kernel(k);
   }

@@ -74,6 +74,16 @@ TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, 
   if (!is_identifier(name)) {
     throw Error("tensor name '" + name + "' is not an identifier (letters, digits, _)");
   }
+  // The generated CUDA spells tensors and symbols as loom_t_<name> and loom_d_<name>
+  // (codegen/cuda.h): a user name starting with loom_ could meet one of those.
+  auto reserved = [&](const std::string& n, const char* what) {
+    if (n.rfind("loom_", 0) == 0)
+      throw Error(std::string(what) + " name '" + n + "' starts with loom_, which the generated "
+                  "CUDA reserves for its own names; rename it");
+  };
+  reserved(name, "tensor");
+  for (const Dim& d : storage_shape)
+    if (d.is_sym()) reserved(d.sym, "symbol");
   if (name == "out" || name == "lse") {
     throw Error("tensor name '" + name + "' is reserved for the program's result (" +
                 (name == "out" ? "matmul's out= sets its dtype" : "attention's lse=true") +
@@ -381,6 +391,9 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, doubl
   if (nx.kind == OpKind::Input) {
     throw Error(std::string(name) + ": its operand " + operand_text(nx) +
                 " is an input tensor, not computed by a contraction; " + kOneContraction);
+  }
+  if (!std::isfinite(y)) {
+    throw Error(std::string(name) + ": the number operand must be finite");
   }
   if (const std::string why = f32_constant_problem(y); !why.empty()) {
     throw Error(std::string(name) + ": the number operand " + number_text(y) + " " + why +

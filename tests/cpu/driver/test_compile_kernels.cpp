@@ -114,7 +114,7 @@ TEST(CompileKernels, ConstantShapesUse32BitIndices) {
   CompiledProgram c = compile_expression("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", {});
   EXPECT_NE(c.cuda.find("const int tile = blockIdx.x;"), std::string::npos) << c.cuda;  // GROUP_M=8
   CompiledProgram s = compile_expression("matmul(A[M,K]:f32, B[K,N]:f32)", {});
-  EXPECT_NE(s.cuda.find("long long loom_s_M"), std::string::npos) << s.cuda;
+  EXPECT_NE(s.cuda.find("long long loom_d_M"), std::string::npos) << s.cuda;
 }
 
 TEST(CompileKernels, GeneratedSourceHasSchedulerMainloopEpilogue) {

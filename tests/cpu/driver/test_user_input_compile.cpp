@@ -93,7 +93,13 @@ TEST(UserInputCompile, TensorAndSymbolNamesThatCollideWithCppOrGeneratedNames) {
   };
   for (const char* e : exprs)
     for (const char* arch : {"sm_90a", "sm_80"}) compiles(e, "", arch);
-  compiles("matmul(m_b[64,64]:bf16, loom_smem[64,64]:bf16)", "ATOM=wgmma_bf16", "sm_90a");
+  compiles("matmul(m_b[64,64]:bf16, loomsmem[64,64]:bf16)", "ATOM=wgmma_bf16", "sm_90a");
+  // The tensor `loom` stages as `loom_s`, whose copy variables (`loom_s_e`) once read as
+  // the symbol `e`: symbols are spelled loom_d_.
+  // That compiled (a local shadowing the parameter), so the text is what is checked.
+  const CompiledProgram c = compiles("matmul(loom[e,16]:f32, B[16,32]:f32)", "ATOM=fma,STAGE=sync", "sm_80");
+  EXPECT_EQ(c.cuda.find(" " + cuda_symbol_name("e") + " = "), std::string::npos) << c.cuda;
+  EXPECT_NE(c.cuda.find(" loom_s_e = "), std::string::npos) << c.cuda;
   compiles("attention(int[1,2,128,64]:f16, half[1,2,128,64]:f16, b[1,2,128,64]:f16)", "", "sm_90a");
   compiles("attention(int[1,2,128,64]:f16, half[1,2,128,64]:f16, b[1,2,128,64]:f16)", "", "sm_80");
 }

@@ -551,6 +551,19 @@ TEST(ParserErrors, NumbersOutsideF32) {
   }
 }
 
+// Names starting with loom_ are the generated CUDA's (tensors loom_t_, symbols loom_d_).
+TEST(ParserErrors, LoomPrefixIsReserved) {
+  std::string text = "matmul(loom_t_A[2,2]:f32, B[2,2]:f32)";
+  Failure f = fails(text);
+  EXPECT_EQ(f.column, column_of(text, "loom_t_A"));
+  EXPECT_EQ(f.message, "tensor name 'loom_t_A' starts with loom_, which the generated CUDA "
+                       "reserves for its own names; rename it");
+  text = "matmul(A[M,loom_d_K]:f32, B[loom_d_K,2]:f32)";
+  f = fails(text);
+  EXPECT_NE(f.message.find("symbol name 'loom_d_K' starts with loom_"), std::string::npos) << f.message;
+  EXPECT_EQ(parse_expression("matmul(loom[2,2]:f32, loomx[2,2]:f32)").nodes.size(), 3u);
+}
+
 // `out` and `lse` name the program's results (the driver reads them back by name).
 TEST(ParserErrors, ResultNamesAreReserved) {
   for (const char* name : {"out", "lse"}) {

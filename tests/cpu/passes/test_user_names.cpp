@@ -96,8 +96,9 @@ TEST(UserNames, NamesLikeGeneratedOnesThroughEveryPass) {
 }
 
 // A size symbol the passes also bind as a loop variable would be shadowed inside that
-// loop: refused with the symbol and a rename, wherever the pass that binds it sits.
-TEST(UserNames, SymbolsNamedLikeLoopVariablesAreRefused) {
+// loop, and one named like a tensor they declare would be a second kernel parameter of
+// that name: refused with the symbol and a rename, wherever the pass that does it sits.
+TEST(UserNames, SymbolsNamedLikeGeneratedNamesAreRefused) {
   const std::string m = passcheck::error_of("matmul(A[m,k]:f32, B[k,n]:f32)", "");
   EXPECT_NE(m.find("the size symbol m has the name of a loop variable the compiler generates "
                    "(pass l:000_lower_graph binds `m`); rename the symbol"),
@@ -106,6 +107,11 @@ TEST(UserNames, SymbolsNamedLikeLoopVariablesAreRefused) {
   const std::string ki = passcheck::error_of("matmul(A[M,k_i]:f32, B[k_i,N]:f32)", "");
   EXPECT_NE(ki.find("the size symbol k_i"), std::string::npos) << ki;
   EXPECT_NE(ki.find("rename the symbol"), std::string::npos) << ki;
+  const std::string slab = passcheck::error_of("matmul(A[M,A_s]:f32, B[A_s,N]:f32)", "STAGE=sync");
+  EXPECT_NE(slab.find("the size symbol A_s has the name of a tensor the compiler generates "
+                      "(after pass t:040_stage_inputs); rename the symbol"),
+            std::string::npos)
+      << slab;
   EXPECT_EQ(passcheck::error_of("matmul(A[M,K]:f32, B[K,N]:f32)", ""), "");
 }
 

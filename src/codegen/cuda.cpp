@@ -47,7 +47,8 @@ std::string comment_text(const std::string& text) {
 
 // An f32 constant as CUDA text that reads back as exactly float(v): the shortest decimal
 // that round-trips, or the bits for infinity (a running max starts at -inf) and for
-// subnormals (NVRTC refuses a literal below FLT_MIN as out of range). The frontend refuses
+// subnormals (a literal below FLT_MIN is one NVRTC may warn about or refuse as out of
+// range; the bits leave no doubt). The frontend refuses
 // scalars that overflow f32 or round to 0; a constant Loom derives that does is an error
 // here, never a literal NVRTC rejects or a silently different value.
 std::string float_literal(double v) {
@@ -244,7 +245,7 @@ class Renderer {
   }
   // A tensor's parameter or shared-memory array.
   static std::string tn(const std::string& tensor) { return cuda_tensor_name(tensor); }
-  // `text`, the spelling of `e`, as a value of the index type. CUDA overloads min and max
+  // `e` spelled as a value of the index type. CUDA overloads min and max
   // per type and refuses mixed calls such as min(int, long long): with 64-bit indices
   // (idx_ long long) an int constant, an unsigned builtin (threadIdx.x) or an int helper
   // (loom::warp_uniform) is converted. With 32-bit indices every operand is an int or an

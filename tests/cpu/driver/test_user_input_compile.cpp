@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <string>
 
 #include "codegen/cuda.h"
@@ -116,6 +119,39 @@ TEST(UserInputCompile, ConstantsAtTheEdgesOfF32RenderExactly) {
   const CompiledProgram d = compiles("mul(matmul(A[64,64]:f32, B[64,64]:f32), 0.1)", "ATOM=fma", "sm_80");
   EXPECT_NE(d.cuda.find("* 0.1f"), std::string::npos) << d.cuda;
   compiles("attention(Q[1,2,128,64]:f16, K[1,2,128,64]:f16, V[1,2,128,64]:f16, scale=2e38)", "", "sm_90a");
+}
+
+// Every f32 value written into an expression comes back from the CUDA as the same f32:
+// random bit patterns (normal and subnormal, both signs) as the epilogue's multiplier,
+// the rendered literal read back with strtof (or its bits). No NVRTC here. (A guard on
+// the renderer: 9 significant digits, as before, round-trip too.)
+TEST(UserInputCompile, ConstantsRoundTripExactly) {
+  std::mt19937 rng(5);
+  CompileOptions opt;
+  opt.knobs = Knobs::parse("ATOM=fma");
+  opt.target = Target::for_arch("sm_80");
+  int checked = 0;
+  for (int i = 0; i < 100; ++i) {
+    uint32_t bits = rng();
+    if (i % 10 == 0) bits &= 0x807fffffu;  // a subnormal
+    const float f = std::bit_cast<float>(bits);
+    if (!std::isfinite(f) || f == 0.0f) continue;
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", double(f));
+    const CompiledProgram c =
+        compile_expression(std::string("mul(matmul(A[16,16]:f32, B[16,16]:f32), ") + text + ")", opt);
+    const size_t at = c.cuda.find("] * ");
+    ASSERT_NE(at, std::string::npos) << c.cuda;
+    const std::string lit = c.cuda.substr(at + 4, c.cuda.find(';', at) - at - 4);
+    float back = 0;
+    if (lit.rfind("__int_as_float(", 0) == 0)
+      back = std::bit_cast<float>(uint32_t(std::stoul(lit.substr(15), nullptr, 16)));
+    else
+      back = std::strtof(lit.c_str(), nullptr);
+    EXPECT_EQ(std::bit_cast<uint32_t>(back), bits) << text << " rendered " << lit;
+    ++checked;
+  }
+  EXPECT_GT(checked, 90);
 }
 
 // One tensor as both operands: one parameter, two shared slabs (A_s, A_s1).

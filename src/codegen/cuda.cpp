@@ -1,8 +1,11 @@
 #include "codegen/cuda.h"
 
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -13,24 +16,56 @@
 #include "atoms/wgmma_desc.h"
 #include "codegen/wgmma_wrappers.h"
 #include "ir/error.h"
+#include "ir/f32_constant.h"
 #include "passes/analysis.h"
 
 namespace loom {
 namespace {
 
-std::string float_literal(double v) {
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
+// `text` (the user's expression, knobs) made safe inside a `//` comment: a newline or
+// carriage return would end the comment and make the rest code, and a backslash (or the
+// trigraph `??/`) before the end of the line would splice the next line (the #include)
+// into it. Whitespace escapes stay readable (`\n`); a backslash, a `?` after a `?`, and
+// other control and non-ASCII bytes are written as `\xNN`.
+std::string comment_text(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c >= 0x20 && c < 0x7f && c != '\\' && !(c == '?' && !out.empty() && out.back() == '?'))
+      out += ch;
+    else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
+      out += hex;
+    }
+  }
+  return out;
 }
 
-std::string element(const std::string& name, const std::vector<Expr>& index) {
-  std::string s = name;
-  for (const auto& e : index) s += "[" + e.str() + "]";
-  return s;
+// An f32 constant as CUDA text that reads back as exactly float(v): the shortest decimal
+// that round-trips, or the bits for infinity (a running max starts at -inf) and for
+// subnormals (a literal below FLT_MIN is one NVRTC may warn about or refuse as out of
+// range; the bits leave no doubt). The frontend refuses
+// scalars that overflow f32 or round to 0; a constant Loom derives that does is an error
+// here, never a literal NVRTC rejects or a silently different value.
+std::string float_literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  if (const std::string why = f32_constant_problem(v); !why.empty())
+    throw Error("codegen: the constant " + std::to_string(v) + " " + why);
+  const float f = float(v);
+  if (f != 0.0f && std::fabs(f) < std::numeric_limits<float>::min()) {
+    char bits[40];
+    std::snprintf(bits, sizeof bits, "__int_as_float(0x%08x)", std::bit_cast<uint32_t>(f));
+    return bits;
+  }
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, f);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
 }
 
 bool always(const Expr& pred) { return pred.is_const() && pred.const_value() == 1; }
@@ -50,6 +85,7 @@ class Renderer {
  public:
   Renderer(const KernelProgram& p, std::ostringstream& out) : p_(p), out_(out) {
     idx_ = index_ctype(p);
+    symbols_.insert(p.symbols.begin(), p.symbols.end());
   }
 
   void kernel(const KernelOp& k) {
@@ -69,16 +105,18 @@ class Renderer {
       if (p_.has_tensor(name)) {
         const TensorDecl& t = p_.tensor(name);
         bool in = t.role == TensorRole::Input;
-        out_ << (in ? "const " : "") << dtype_storage_ctype(t.dtype) << "* __restrict__ " << name;
+        out_ << (in ? "const " : "") << dtype_storage_ctype(t.dtype) << "* __restrict__ "
+             << tn(name);
       } else {
-        out_ << idx_ << " " << name;
+        out_ << idx_ << " " << (symbols_.count(name) ? cuda_symbol_name(name) : name);
       }
     }
     // A tensor map is read by the copy engine from parameter space: by value, const and
     // __grid_constant__, so taking its address does not copy it to local memory.
     bool first = k.params.empty();
     for (const TmaDescriptor& d : k.tma) {
-      out_ << (first ? "" : ",\n    ") << "const __grid_constant__ loom_tensor_map " << d.name;
+      out_ << (first ? "" : ",\n    ") << "const __grid_constant__ loom_tensor_map "
+           << cuda_tensor_map_name(d.name);
       first = false;
     }
     out_ << ") {\n";
@@ -103,7 +141,7 @@ class Renderer {
       line(1, std::string("extern __shared__ __align__(") + (k.tma.empty() ? "128" : "1024") +
                   ") unsigned char loom_smem[];");
       for (const auto& [name, off] : smem.offset_bytes)
-        line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + name +
+        line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + tn(name) +
                     " = reinterpret_cast<" + dtype_storage_ctype(p_.tensor(name).dtype) +
                     "*>(loom_smem + " + std::to_string(off) + ");");
       bool swizzled_tma = false;
@@ -152,7 +190,95 @@ class Renderer {
 
   void line(int depth, const std::string& s) { out_ << std::string(size_t(depth) * 2, ' ') << s << "\n"; }
 
-  static std::string builtin_free(const Expr& e) { return e.str(); }
+  // ---- spelling: IR names and index expressions as CUDA text ----
+  // An index expression: Expr::str()'s text and parentheses (C's), with the symbols spelled
+  // as their parameters and the operands of min/max converted to one type (as_index).
+  std::string ix(const Expr& e) const {
+    using K = Expr::Kind;
+    switch (e.kind()) {
+      case K::Const: return std::to_string(e.const_value());
+      case K::Var: return symbols_.count(e.var_name()) ? cuda_symbol_name(e.var_name()) : e.var_name();
+      case K::Min:
+      case K::Max:
+        return std::string(e.kind() == K::Min ? "min(" : "max(") + as_index(e.lhs()) + ", " +
+               as_index(e.rhs()) + ")";
+      default: break;
+    }
+    // C precedence, higher binds tighter (Expr::str's table).
+    const auto prec = [](K k) {
+      switch (k) {
+        case K::Or: return 1;
+        case K::And: return 2;
+        case K::Eq: return 3;
+        case K::Lt:
+        case K::Le: return 4;
+        case K::Add:
+        case K::Sub: return 5;
+        case K::Mul:
+        case K::FloorDiv:
+        case K::Mod: return 6;
+        default: return 7;
+      }
+    };
+    const auto side = [&](const Expr& c, bool rhs) {
+      const int pp = prec(e.kind()), pc = prec(c.kind());
+      const bool assoc = e.kind() == K::Add || e.kind() == K::Mul || e.kind() == K::And ||
+                         e.kind() == K::Or;
+      const bool parens = pc != pp ? pc < pp : rhs && !(assoc && c.kind() == e.kind());
+      return parens ? "(" + ix(c) + ")" : ix(c);
+    };
+    const char* op = "";
+    switch (e.kind()) {
+      case K::Add: op = " + "; break;
+      case K::Sub: op = " - "; break;
+      case K::Mul: op = " * "; break;
+      case K::FloorDiv: op = " / "; break;
+      case K::Mod: op = " % "; break;
+      case K::Lt: op = " < "; break;
+      case K::Le: op = " <= "; break;
+      case K::Eq: op = " == "; break;
+      case K::And: op = " && "; break;
+      case K::Or: op = " || "; break;
+      default: LOOM_CHECK(false, "every Expr kind has a CUDA spelling");
+    }
+    return side(e.lhs(), false) + op + side(e.rhs(), true);
+  }
+  // A tensor's parameter or shared-memory array.
+  static std::string tn(const std::string& tensor) { return cuda_tensor_name(tensor); }
+  // `e` spelled as a value of the index type. CUDA overloads min and max
+  // per type and refuses mixed calls such as min(int, long long): with 64-bit indices
+  // (idx_ long long) an int constant, an unsigned builtin (threadIdx.x) or an int helper
+  // (loom::warp_uniform) is converted. With 32-bit indices every operand is an int or an
+  // unsigned builtin, which CUDA's mixed int/unsigned overloads take as they are.
+  std::string as_index(const Expr& e) const {
+    if (idx_ == "int" || wide(e)) return ix(e);
+    if (e.is_const()) return ix(e) + "LL";
+    return "(" + idx_ + ")(" + ix(e) + ")";
+  }
+  // Whether `e` has the 64-bit index type as CUDA reads it: loop variables, lets and size
+  // parameters are declared with it; constants are int; builtins are unsigned.
+  bool wide(const Expr& e) const {
+    switch (e.kind()) {
+      case Expr::Kind::Const: return false;
+      case Expr::Kind::Var: {
+        const std::string& v = e.var_name();
+        return v.find('.') == std::string::npos && v.find(':') == std::string::npos;
+      }
+      case Expr::Kind::Add:
+      case Expr::Kind::Sub:
+      case Expr::Kind::Mul:
+      case Expr::Kind::FloorDiv:
+      case Expr::Kind::Mod: return wide(e.lhs()) || wide(e.rhs());
+      case Expr::Kind::Min:
+      case Expr::Kind::Max: return true;  // as_index converts both operands
+      default: return false;              // comparisons and && / || are bool
+    }
+  }
+  std::string element(const std::string& name, const std::vector<Expr>& index) const {
+    std::string s = name;
+    for (const auto& e : index) s += "[" + ix(e) + "]";
+    return s;
+  }
 
   // The parts of a shared-memory union (TensorDecl::overlay) and their sizes, e.g.
   // "union of A_s B_s (56832 B) | out_s (34816 B) - one part at a time, ...".
@@ -237,10 +363,10 @@ class Renderer {
   // shapes) — a shared-memory offset always fits one.
   std::string address_of(const std::string& tensor, const Expr& offset, bool int_offset = false) {
     auto text = [&](const Expr& e) {
-      return int_offset && idx_ != "int" ? "int(" + e.str() + ")" : e.str();
+      return int_offset && idx_ != "int" ? "int(" + ix(e) + ")" : ix(e);
     };
     const TensorDecl& t = p_.tensor(tensor);
-    if (!t.swizzle.bits) return "&" + tensor + "[" + text(offset) + "]";
+    if (!t.swizzle.bits) return "&" + tn(tensor) + "[" + text(offset) + "]";
     // swz(inner) + outer (split_for_swizzle): only the lane's part goes through the XOR.
     SwizzleSplit split = split_for_swizzle(offset, t.swizzle);
     std::string off = "loom::swz<" + std::to_string(t.swizzle.bits) + ", " +
@@ -248,7 +374,7 @@ class Renderer {
                       ">(" + text(split.inner) + ")";
     if (!(split.outer.is_const() && split.outer.const_value() == 0))
       off += " + " + text(split.outer);
-    return "&" + tensor + "[" + off + "]";
+    return "&" + tn(tensor) + "[" + off + "]";
   }
   std::string address(const Stmt& s) { return address_of(s.tensor, s.index.at(0)); }
 
@@ -257,7 +383,7 @@ class Renderer {
   // tensor is 1024-byte aligned). Rows stored in chunks (TensorDecl::row_chunk) are
   // permuted here, as TensorDecl::chunked does.
   std::string shared_address(const std::string& tensor, const Expr& offset) const {
-    return "&" + tensor + "[" + shared_offset(tensor, offset).str() + "]";
+    return "&" + tn(tensor) + "[" + ix(shared_offset(tensor, offset)) + "]";
   }
   // The element offset behind shared_address.
   Expr shared_offset(const std::string& tensor, const Expr& offset) const {
@@ -347,7 +473,7 @@ class Renderer {
     }
     return "";
   }
-  static std::string mbar(const Stmt& s) { return "&loom_mbar[" + s.value.str() + "]"; }
+  std::string mbar(const Stmt& s) const { return "&loom_mbar[" + ix(s.value) + "]"; }
   static bool always_zero(const Expr& e) { return e.is_const() && e.const_value() == 0; }
   // A constant multicast mask (the slot releases of k:030 go to every CTA of the cluster).
   static int64_t cluster_mask(const Stmt& s) {
@@ -355,7 +481,7 @@ class Renderer {
       throw Error("codegen: multicast mask " + s.multicast.str() + " is not a constant");
     return s.multicast.const_value();
   }
-  std::string dst(const Stmt& s) { return element(s.dst, s.dst_index); }
+  std::string dst(const Stmt& s) const { return element(s.dst, s.dst_index); }
   // A scalar definition declares a const; an array element is assigned.
   std::string def(const Stmt& s) { return s.dst_index.empty() ? "const float " + s.dst : dst(s); }
 
@@ -363,7 +489,7 @@ class Renderer {
     switch (s.kind) {
       case StmtKind::For:
         if (s.unroll) line(d, "#pragma unroll");
-        line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + s.extent.str() +
+        line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + ix(s.extent) +
                     "; ++" + s.var + ") {" +
                     (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));
         reduce_depth_ += s.loop_kind == LoopKind::Reduce;
@@ -372,7 +498,7 @@ class Renderer {
         line(d, "}");
         break;
       case StmtKind::If:
-        line(d, "if (" + s.cond.str() + ") {");
+        line(d, "if (" + ix(s.cond) + ") {");
         block(s.body, d + 1);
         line(d, "}");
         break;
@@ -380,10 +506,10 @@ class Renderer {
         // A warp's index (threadIdx.x / a multiple of 32) bound where every thread of the
         // block passes: read from lane 0, ptxas knows it is the same across the warp.
         if (warp_uniform_ && d == 1 && warp_index(s.value)) {
-          line(d, "const " + idx_ + " " + s.var + " = loom::warp_uniform(" + s.value.str() + ");");
+          line(d, "const " + idx_ + " " + s.var + " = loom::warp_uniform(" + ix(s.value) + ");");
           break;
         }
-        line(d, "const " + idx_ + " " + s.var + " = " + s.value.str() + ";");
+        line(d, "const " + idx_ + " " + s.var + " = " + ix(s.value) + ";");
         break;
       case StmtKind::Load: {
         DType dt = p_.tensor(s.tensor).dtype;
@@ -400,7 +526,7 @@ class Renderer {
           break;
         }
         std::string ld = std::string("loom::ld_") + dtype_suffix(dt) + "(" + address(s) + ")";
-        if (!always(s.pred)) ld = "(" + s.pred.str() + ") ? " + ld + " : 0.0f";
+        if (!always(s.pred)) ld = "(" + ix(s.pred) + ") ? " + ld + " : 0.0f";
         line(d, def(s) + " = " + ld + ";");
         break;
       }
@@ -484,9 +610,9 @@ class Renderer {
             throw Error("codegen: remote store into " + s.tensor + ", whose layout is swizzled or "
                         "chunked; st_async_f32 takes plain offsets");
           const std::string v = s.width > 1 ? "&" + operand(s.args.at(0)) : operand(s.args.at(0));
-          line(d, "loom::st_async_v" + std::to_string(s.width) + "_f32(" + s.tensor + ", unsigned(" +
-                      s.index.at(0).str() + "), unsigned(" + s.value.str() + "), &loom_mbar[" +
-                      s.mbar.str() + "], " + v + ");");
+          line(d, "loom::st_async_v" + std::to_string(s.width) + "_f32(" + tn(s.tensor) +
+                      ", unsigned(" + ix(s.index.at(0)) + "), unsigned(" + ix(s.value) +
+                      "), &loom_mbar[" + ix(s.mbar) + "], " + v + ");");
           break;
         }
         if (s.atomic_add) {
@@ -514,7 +640,7 @@ class Renderer {
         if (it != packed_.end()) {
           // Packed fragment: two 16-bit values per .b32 register (see find_packed).
           std::string decl = "unsigned " + s.dst;
-          for (size_t i = 0; i + 1 < s.index.size(); ++i) decl += "[" + s.index[i].str() + "]";
+          for (size_t i = 0; i + 1 < s.index.size(); ++i) decl += "[" + ix(s.index[i]) + "]";
           decl += "[" + std::to_string(s.index.back().const_value() / kHalves) + "]";
           // Element-wise writes (loads, an accumulator's zeroing) insert one half at a
           // time into the registers.
@@ -525,22 +651,22 @@ class Renderer {
           break;
         }
         std::string decl = "float " + s.dst;
-        for (const auto& e : s.index) decl += "[" + e.str() + "]";
+        for (const auto& e : s.index) decl += "[" + ix(e) + "]";
         line(d, decl + ";");
         break;
       }
       case StmtKind::Barrier:
         if (s.named_barrier())
-          line(d, "loom::bar_sync(" + s.value.str() + ", " + std::to_string(int64_t(s.imm)) + ");");
+          line(d, "loom::bar_sync(" + ix(s.value) + ", " + std::to_string(int64_t(s.imm)) + ");");
         else
           line(d, "__syncthreads();");
         break;
       case StmtKind::AsyncCopy: {
         int bytes = s.width * dtype_bytes(p_.tensor(s.tensor).dtype);
         std::string src = address_of(s.src, s.src_index.at(0));
-        if (!always(s.pred)) src = "(" + s.pred.str() + ") ? " + src + " : " + s.src;
+        if (!always(s.pred)) src = "(" + ix(s.pred) + ") ? " + src + " : " + tn(s.src);
         line(d, "loom::cp_async_" + std::to_string(bytes) + "(" + address(s) + ", " + src + ", " +
-                    (always(s.pred) ? std::string("true") : s.pred.str()) + ");");
+                    (always(s.pred) ? std::string("true") : ix(s.pred)) + ");");
         break;
       }
       case StmtKind::AsyncCommit:
@@ -553,7 +679,7 @@ class Renderer {
         // Coordinates go innermost first, as the tensor map orders dimensions.
         std::string call = "loom::cp_async_bulk_tensor_" + std::to_string(s.src_index.size()) +
                            "d_global_to_shared(" + shared_address(s.tensor, s.index.at(0)) +
-                           ", &" + s.dst + ", " + mbar(s);
+                           ", &" + cuda_tensor_map_name(s.dst) + ", " + mbar(s);
         if (!always_zero(s.multicast)) {
           if (s.src_index.size() != 2)
             throw Error("codegen: a multicast TMA load of " + std::to_string(s.src_index.size()) +
@@ -561,11 +687,11 @@ class Renderer {
           // A 2-D cluster's mask depends on the CTA's rank digits (k:015: A's cluster row,
           // B's column): an expression, evaluated once per issue.
           const std::string mask = s.multicast.is_const() ? std::to_string(cluster_mask(s))
-                                                          : "(" + s.multicast.str() + ")";
+                                                          : "(" + ix(s.multicast) + ")";
           call = "loom::tma_load_2d_multicast(" + shared_address(s.tensor, s.index.at(0)) + ", &" +
-                 s.dst + ", " + mbar(s) + ", (unsigned short)" + mask;
+                 cuda_tensor_map_name(s.dst) + ", " + mbar(s) + ", (unsigned short)" + mask;
         }
-        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
+        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + ix(s.src_index[i]) + ")";
         line(d, call + ");");
         break;
       }
@@ -581,7 +707,7 @@ class Renderer {
                     std::to_string(int64_t(s.imm)) + "u);");
         break;
       case StmtKind::MbarWait:
-        line(d, "loom::mbarrier_wait_parity_shared_b64(" + mbar(s) + ", " + s.cond.str() + ");");
+        line(d, "loom::mbarrier_wait_parity_shared_b64(" + mbar(s) + ", " + ix(s.cond) + ");");
         break;
       case StmtKind::MbarArrive:
         if (always_zero(s.multicast)) {
@@ -612,7 +738,7 @@ class Renderer {
         // `when` is uniform over a group: a group that does not arrive skips the barrier.
         const bool always = s.cond.is_const() && s.cond.const_value() != 0;
         line(d, "const " + idx_ + " " + s.var + " = " +
-                    (always ? arrive : "(" + s.cond.str() + ") ? " + arrive + " : 1") + ";");
+                    (always ? arrive : "(" + ix(s.cond) + ") ? " + arrive + " : 1") + ";");
         break;
       }
       case StmtKind::ClusterSync:
@@ -635,9 +761,10 @@ class Renderer {
         line(d, "loom::setmaxnreg_" + s.mode + "<" + std::to_string(int(s.imm)) + ">();");
         break;
       case StmtKind::TmaStore: {
-        std::string call = "loom::tma_store_" + std::to_string(s.src_index.size()) + "d(&" + s.dst +
+        std::string call = "loom::tma_store_" + std::to_string(s.src_index.size()) + "d(&" +
+                           cuda_tensor_map_name(s.dst) +
                            ", " + shared_address(s.tensor, s.index.at(0));
-        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + s.src_index[i].str() + ")";
+        for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + ix(s.src_index[i]) + ")";
         line(d, call + ");");
         break;
       }
@@ -659,7 +786,7 @@ class Renderer {
           // The same split by the warp's index, which ptxas knows to be warp-uniform (a
           // shfl from lane 0): the branch is uniform, so the arm's own warp-uniform values
           // (loop counters, ring slots, wgmma descriptors) live in uniform registers.
-          line(d, "if (" + by_warp(arm.cond).str() + ") {");
+          line(d, "if (" + ix(by_warp(arm.cond)) + ") {");
           block(arm.body, d + 1);
           line(d, "}");
         }
@@ -844,7 +971,7 @@ class Renderer {
     };
     if (s.width == 1) {
       std::string bits = "*" + address(s);
-      if (!always(s.pred)) bits = "(" + s.pred.str() + ") ? " + bits + " : (unsigned short)0";
+      if (!always(s.pred)) bits = "(" + ix(s.pred) + ") ? " + bits + " : (unsigned short)0";
       line(d, put(v0, bits));
       return;
     }
@@ -946,7 +1073,7 @@ class Renderer {
     if (!w.b_shared)
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
-    const std::string scale_d = always(s.scale_d) ? "1" : "int(" + s.scale_d.str() + ")";
+    const std::string scale_d = always(s.scale_d) ? "1" : "int(" + ix(s.scale_d) + ")";
     // The wrappers take the accumulator as one float[N/2]; an array that keeps more
     // dimensions after the statement's prefix (attention's S, [N/16][2][4], whose k16
     // slices are O += P V's A fragments) is the same registers in the same order.
@@ -1006,14 +1133,14 @@ class Renderer {
     // The base descriptor does not depend on the loop variables, so ptxas computes it once;
     // each wgmma then pays one add of its byte offset (wgmma_desc_advance), not the
     // address's encoding (mask, shift, or) for both operands.
-    const std::string base = "loom::wgmma_desc(" + o.name + ", " + std::to_string(f.lbo_bytes) +
+    const std::string base = "loom::wgmma_desc(" + tn(o.name) + ", " + std::to_string(f.lbo_bytes) +
                              ", " + std::to_string(f.sbo_bytes) + ", " +
                              std::to_string(f.swizzle_mode) + ")";
     const Expr offset = shared_offset(o.name, o.index[0]);
     if (std::optional<Expr> units = in_16_bytes(offset, dtype_bytes(t.dtype)))
-      out.text = "loom::wgmma_desc_add(" + base + ", unsigned(" + units->str() + "))";
+      out.text = "loom::wgmma_desc_add(" + base + ", unsigned(" + ix(*units) + "))";
     else
-      out.text = "loom::wgmma_desc_advance(" + base + ", unsigned(" + offset.str() + ") * " +
+      out.text = "loom::wgmma_desc_advance(" + base + ", unsigned(" + ix(offset) + ") * " +
                  std::to_string(dtype_bytes(t.dtype)) + "u)";
     return out;
   }
@@ -1031,10 +1158,40 @@ class Renderer {
   std::map<std::string, std::vector<int64_t>> alloc_extents_;  // register arrays (find_packed)
   std::ostringstream& out_;
   std::string idx_;
+  std::set<std::string> symbols_;  // problem-size symbols: kernel parameters (cuda_symbol_name)
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;
   bool warp_uniform_ = false;  // the kernel is warp-specialized (whole warps)
   int reduce_depth_ = 0;  // reduce loops enclosing the statement being rendered
 };
+
+}  // namespace
+
+std::string cuda_tensor_name(const std::string& tensor) { return "loom_t_" + tensor; }
+std::string cuda_symbol_name(const std::string& symbol) { return "loom_d_" + symbol; }
+std::string cuda_tensor_map_name(const std::string& map) { return "loom_m_" + map; }
+
+namespace {
+
+// The names the renderer prints as they are (loop, let and copy variables, registers)
+// must not take the form of a spelled tensor, symbol or map. User names cannot start with
+// `loom_` (the frontend refuses them), so only one derived from the tensor `loom` could,
+// e.g. a pass appending `_t_x` to it: an error here rather than two declarations of one
+// identifier, or a variable silently read as a parameter.
+void refuse_reserved_spellings(const KernelOp& k) {
+  auto check = [&](const std::string& name) {
+    for (const char* reserved : {"loom_t_", "loom_d_", "loom_m_"})
+      if (name.rfind(reserved, 0) == 0)
+        throw Error("codegen: kernel " + k.name + " names a variable or register `" + name +
+                    "`, which reads as a tensor, symbol or tensor map in CUDA (those are "
+                    "spelled " + reserved + "...); rename the tensor `loom`");
+  };
+  walk(k.body, [&](const Stmt& s) {
+    if (!s.var.empty()) check(s.var);
+    if (!s.dst.empty() && s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore) check(s.dst);
+    for (const StageCopy& c : s.copies)
+      for (const std::string& v : c.vars) check(v);
+  });
+}
 
 }  // namespace
 
@@ -1049,7 +1206,7 @@ const char* index_ctype(const ProgramBase& p) {
 std::string render_cuda(const KernelProgram& p, const RenderOptions& opt) {
   std::ostringstream out;
   out << "// Generated by Loom.";
-  if (!opt.header_comment.empty()) out << " " << opt.header_comment;
+  if (!opt.header_comment.empty()) out << " " << comment_text(opt.header_comment);
   out << "\n#include \"" << kDeviceHeaderName << "\"\n";
   // wgmma wrappers have one variant per N (N/2 accumulator registers in the asm operand
   // list), so the ones a kernel uses are generated here rather than stored in the header.
@@ -1063,6 +1220,7 @@ std::string render_cuda(const KernelProgram& p, const RenderOptions& opt) {
         out << "\n" << wgmma_wrapper_source(*a, rs);
       }
   for (const auto& k : p.kernels) {
+    refuse_reserved_spellings(k);
     out << "\n";
     Renderer(p, out).kernel(k);
   }

@@ -1,14 +1,23 @@
 #include "loom/builder.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <functional>
 
 #include "frontend/sizes.h"
 #include "ir/error.h"
+#include "ir/f32_constant.h"
 
 namespace loom {
 namespace {
+
+// Shortest text that reads back as the same double.
+std::string number_text(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
 
 std::string shape_text(const std::vector<Dim>& shape) {
   std::string s = "[";
@@ -65,6 +74,21 @@ TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, 
                               bool transposed) {
   if (!is_identifier(name)) {
     throw Error("tensor name '" + name + "' is not an identifier (letters, digits, _)");
+  }
+  // The generated CUDA spells tensors and symbols as loom_t_<name> and loom_d_<name>
+  // (codegen/cuda.h): a user name starting with loom_ could meet one of those.
+  auto reserved = [&](const std::string& n, const char* what) {
+    if (n.rfind("loom_", 0) == 0)
+      throw Error(std::string(what) + " name '" + n + "' starts with loom_, which the generated "
+                  "CUDA reserves for its own names; rename it");
+  };
+  reserved(name, "tensor");
+  for (const Dim& d : storage_shape)
+    if (d.is_sym()) reserved(d.sym, "symbol");
+  if (name == "out" || name == "lse") {
+    throw Error("tensor name '" + name + "' is reserved for the program's result (" +
+                (name == "out" ? "matmul's out= sets its dtype" : "attention's lse=true") +
+                "); rename the input");
   }
   if (storage_shape.empty()) throw Error("tensor " + name + " needs at least one dimension");
   for (const Dim& d : storage_shape) {
@@ -273,6 +297,8 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
     if (!std::isfinite(*opt.scale) || *opt.scale <= 0.0)
       throw Error("attention: scale must be a positive finite number, got " +
                   std::to_string(*opt.scale));
+    if (const std::string why = attention_scale_problem(*opt.scale); !why.empty())
+      throw Error("attention: scale=" + number_text(*opt.scale) + " " + why);
     attrs.scale = *opt.scale;
   } else {
     const Dim& d = nq.shape[3];
@@ -369,6 +395,10 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, doubl
   }
   if (!std::isfinite(y)) {
     throw Error(std::string(name) + ": the number operand must be finite");
+  }
+  if (const std::string why = f32_constant_problem(y); !why.empty()) {
+    throw Error(std::string(name) + ": the number operand " + number_text(y) + " " + why +
+                "; the epilogue computes in f32");
   }
   Node n;
   n.kind = OpKind::Binary;

@@ -8,6 +8,7 @@
 
 #include "frontend/diagnostic.h"
 #include "frontend/lexer.h"
+#include "ir/f32_constant.h"
 #include "loom/builder.h"
 
 namespace loom {
@@ -106,7 +107,8 @@ class Parser {
       v.column = t.column;
       v.text = t.text;
       v.number = std::strtod(t.text.c_str(), nullptr);
-      if (!std::isfinite(v.number)) fail(t, "number " + t.text + " is out of range");
+      if (const std::string why = f32_constant_problem(v.number); !why.empty())
+        fail(t, "number " + t.text + " " + why + "; the epilogue computes in f32");
       return v;
     }
     if (t.kind == TokenKind::Ident && peek(1).kind == TokenKind::LParen) return call();
@@ -260,6 +262,8 @@ class Parser {
         fail(value, "scale= takes a positive number (the factor of Q K^T; the default is "
                     "1/sqrt(D)), found " + describe(value));
       }
+      if (const std::string why = attention_scale_problem(v); !why.empty())
+        fail(value, "scale=" + value.text + " " + why);
       o.scale = v;
       return;
     }

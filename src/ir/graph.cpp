@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/f32_constant.h"
 
 namespace loom {
 namespace {
@@ -148,6 +149,9 @@ void Graph::verify() const {
       case OpKind::Input: {
         if (!n.inputs.empty() || n.scalar) fail("an input has no operands");
         if (!is_identifier(n.name)) fail("tensor name '" + n.name + "' is not an identifier");
+        if (n.name == "out" || n.name == "lse")
+          fail("tensor name '" + n.name + "' is reserved: the program's result" +
+               (n.name == "lse" ? "s are out and lse" : " is out") + "; rename the input");
         if (!is_input_dtype(n.dtype)) {
           fail(std::string("dtype ") + dtype_name(n.dtype) + " is not an input dtype");
         }
@@ -208,6 +212,8 @@ void Graph::verify() const {
         if (n.dtype != q.dtype) fail("output dtype differs from Q's");
         if (!(n.attention.scale > 0.0) || !std::isfinite(n.attention.scale))
           fail("scale " + number_str(n.attention.scale) + " is not a positive finite number");
+        if (const std::string why = attention_scale_problem(n.attention.scale); !why.empty())
+          fail("scale " + number_str(n.attention.scale) + " " + why);
         if (n.id != result()) fail("attention must be the graph's result (no epilogue yet)");
         break;
       }
@@ -228,6 +234,9 @@ void Graph::verify() const {
                shape_str(x.shape));
         }
         if (n.dtype != x.dtype) fail("dtype differs from its first operand's");
+        if (n.scalar)
+          if (const std::string why = f32_constant_problem(*n.scalar); !why.empty())
+            fail("number " + number_str(*n.scalar) + " " + why);
         if (n.inputs.size() == 2 && !broadcasts_to(operand(1).shape, n.shape)) {
           fail("operand " + shape_str(operand(1).shape) + " does not broadcast to " +
                shape_str(n.shape));

@@ -1,6 +1,7 @@
 #include "passes/pipeline.h"
 
 #include <cstdlib>
+#include <set>
 
 #include "ir/error.h"
 #include "passes/passes.h"
@@ -164,6 +165,46 @@ void verify_level(const CompileState& s, Level l) {
     case Level::Kernel: verify(s.kernel); break;
   }
 }
+// Loop, let and copy variables are names the passes choose (`m`, `k_i`, `m_b`, `tile`,
+// `A_s_c`), and a size symbol of the same name would be shadowed inside its loop; so are
+// the names of the tensors they declare. The verifiers would stop there with an
+// internal-sounding message; the user gets what to rename instead.
+void refuse_symbols_named_like_generated_names(const CompileState& s, const Pass& p) {
+  const ProgramBase* prog = s.level == Level::Loop   ? static_cast<const ProgramBase*>(&s.loop)
+                            : s.level == Level::Tile ? static_cast<const ProgramBase*>(&s.tile)
+                            : s.level == Level::Kernel ? static_cast<const ProgramBase*>(&s.kernel)
+                                                       : nullptr;
+  if (!prog || prog->symbols.empty()) return;
+  const std::set<std::string> symbols(prog->symbols.begin(), prog->symbols.end());
+  // Likewise the tensors the passes declare (slabs `A_s`, temps `t2`, `workspace`): both
+  // would be kernel parameters of one name.
+  for (const TensorDecl& t : prog->tensors)
+    if (symbols.count(t.name))
+      throw Error("the size symbol " + t.name + " has the name of a tensor the compiler "
+                  "generates (after pass " + p.id + "); rename the symbol, e.g. to " + t.name +
+                  "_size, or give the dimension as a number");
+  auto check = [&](const Block& body) {
+    walk(body, [&](const Stmt& st) {
+      std::vector<std::string> bound;
+      if (st.kind == StmtKind::For || st.kind == StmtKind::Let || st.kind == StmtKind::TileArrive)
+        bound.push_back(st.var);
+      if (st.kind == StmtKind::Stage)
+        for (const StageCopy& c : st.copies) bound.insert(bound.end(), c.vars.begin(), c.vars.end());
+      for (const std::string& v : bound)
+        if (symbols.count(v))
+          throw Error("the size symbol " + v + " has the name of a loop variable the compiler "
+                      "generates (pass " + p.id + " binds `" + v + "`); rename the symbol, e.g. "
+                      "to " + v + "_size, or give the dimension as a number");
+    });
+  };
+  if (s.level == Level::Loop)
+    for (const LoopOp& op : s.loop.ops) check(op.body);
+  if (s.level == Level::Tile)
+    for (const TileOp& op : s.tile.ops) check(op.body);
+  if (s.level == Level::Kernel)
+    for (const KernelOp& k : s.kernel.kernels) check(k.body);
+}
+
 }  // namespace
 
 void run_pipeline(CompileState& s, const std::string& last_id, const PassObserver& observer) {
@@ -174,6 +215,7 @@ void run_pipeline(CompileState& s, const std::string& last_id, const PassObserve
     // GEMM's t:010 and k:010) is shown against that level, where it changes nothing.
     std::string before = observer ? print_level(s, s.level >= p.to ? p.to : p.from) : "";
     p.run(s);
+    refuse_symbols_named_like_generated_names(s, p);
     try {
       // LOOM_VERIFY=0 skips the verifiers: a debugging aid for pass authors only.
       static const bool skip = std::getenv("LOOM_VERIFY") && std::string(std::getenv("LOOM_VERIFY")) == "0";

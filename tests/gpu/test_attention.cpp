@@ -36,6 +36,23 @@ TEST_P(GpuAttention, MatchesFp64Reference) {
   }
 }
 
+// One tensor as Q, K and V: one buffer bound to all three operands, on both kernels.
+TEST(GpuAttentionOneTensor, MatchesFp64Reference) {
+  const std::string e = "attention(q[2,4,300,64]:bf16, q[2,4,300,64]:bf16, q[2,4,300,64]:bf16, "
+                        "causal=true, lse=true)";
+  for (const std::string& knobs : {attention_test::mma_sync(""), std::string()}) {
+    compile_then_require_gpu(e, knobs);
+    if (::testing::Test::IsSkipped() || ::testing::Test::HasFailure()) return;
+    RunOptions opt;
+    opt.knobs = Knobs::parse(knobs);
+    opt.seed = 7;
+    RunReport r = run_expression(e, opt);
+    EXPECT_TRUE(r.verify.passed) << knobs << ": " << r.verify.message;
+    ASSERT_TRUE(r.lse_verify.has_value());
+    EXPECT_TRUE(r.lse_verify->passed) << knobs << ": " << r.lse_verify->message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GpuAttention, ::testing::ValuesIn(attention_test::cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return attention_test::name(info.param, info.index);

@@ -92,6 +92,18 @@ std::vector<GemmCase> cases() {
                  knobs + ",EPILOGUE=smem"});
   v.push_back({"gelu(linear(X[333,96]:f16, W[200,96]:f16, bias[200]:f16))", {}, "EPILOGUE=smem"});
   v.push_back({"matmul(A[128,16384]:f32, B[16384,128]:f32)", {}, "SPLITK=128,SPLITK_MODE=reduce,EPILOGUE=smem"});
+  // One tensor as both operands (one buffer bound to both kernel operands), on the default
+  // wgmma, mma.sync and SIMT paths; names that are keywords or generated names; a tensor
+  // `loom` with a symbol `e` (its slab's copy variables once read as that symbol);
+  // constants at the edges of f32.
+  v.push_back({"matmul(A[256,256]:f16, A[256,256]:f16.T)", {}, ""});
+  v.push_back({"add(matmul(A[M,M]:f32, A[M,M]:f32), A[M,M]:f32)", {{"M", 300}}, ""});
+  v.push_back({"linear(X[200,96]:bf16, X[200,96]:bf16)", {}, "ATOM=mma_bf16"});
+  v.push_back({"bmm(A[3,64,64]:f16, A[3,64,64]:f16)", {}, ""});
+  v.push_back({"add(linear(int[129,64]:bf16, float[77,64]:bf16, b[77]:bf16), acc3[129,77]:bf16)", {}, ""});
+  v.push_back({"matmul(loom[M,e]:f32, threadIdx[e,N]:f32)", {{"M", 100}, {"N", 70}, {"e", 48}},
+               "ATOM=fma,STAGE=sync"});
+  v.push_back({"add(mul(matmul(A[64,64]:f32, B[64,64]:f32), 1e-40), 1e-30)", {}, ""});
   return v;
 }
 

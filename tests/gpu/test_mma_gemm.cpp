@@ -54,7 +54,7 @@ TEST_P(GpuMmaGemm, MatchesFp64Reference) {
   }
   // The staged epilogue (k:054) declares its tile; the direct one has none. The knob in
   // effect is the summary's (aligned 16-bit mma defaults stage the epilogue too).
-  EXPECT_EQ(r.program.cuda.find("const out_s = ") != std::string::npos,
+  EXPECT_EQ(r.program.cuda.find("const loom_t_out_s = ") != std::string::npos,
             r.program.summary.find("EPILOGUE=smem") != std::string::npos)
       << r.program.summary;
   if (c.knobs.find("EPILOGUE=smem") != std::string::npos) {

@@ -224,15 +224,16 @@ int cmd_compile(const Args& a) {
   else main_out = c.cuda;
 
   std::cout << log.str();
+  // Every accepted program is compiled, with or without -v: CUDA that NVRTC rejects is
+  // Loom's error, reported (and exit status 1) rather than printed as a result.
+  const CompileResult cr = nvrtc_compile(c, opt.target.arch);
   if (!a.cubin_file.empty()) {
-    CompileResult cr = nvrtc_compile(c, opt.target.arch);
     write_file_or_error(a.cubin_file, {cr.cubin.data(), cr.cubin.size()}, "--cubin");
   }
   if (a.verbose >= 1) {
     std::cerr << "knobs from: " << c.knob_source << "\n";
     std::cerr << "pipeline (" << c.summary << "):\n";
     for (const auto& r : ran) std::cerr << r << "\n";
-    CompileResult cr = nvrtc_compile(c, opt.target.arch);
     std::cerr << "NVRTC " << nvrtc_version_string() << " resource report for "
               << opt.target.arch << (cr.from_cache ? " (cached)" : "") << ":\n"
               << resource_table(cr, c.state.kernel);

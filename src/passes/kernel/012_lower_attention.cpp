@@ -528,7 +528,9 @@ struct Lowering {
     k.warp_atoms = {warp_atom(mma_def)};
     k.warp_copies = {warp_copy(atom("ldmatrix_x4")), warp_copy(atom("ldmatrix_x4_trans"))};
     k.body = build(k.warp_atoms[0]);
-    k.params = {a.q, a.k, a.v, "out"};
+    // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
+    for (const std::string& t : {a.q, a.k, a.v, std::string("out")})
+      if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);
     if (a.lse) k.params.push_back(kLseTensor);
     for (const auto& sym : p.symbols) k.params.push_back(sym);
     return k;

@@ -31,6 +31,7 @@
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -431,7 +432,9 @@ struct Lowering {
     k.min_blocks_per_sm = int(min_blocks);
     k.warp_atoms = {warpgroup_atom(*s_def, false), warpgroup_atom(*pv_def, true)};
     k.body = build(k.warp_atoms[0], k.warp_atoms[1]);
-    k.params = {a.q, a.k, a.v, "out"};
+    // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
+    for (const std::string& t : {a.q, a.k, a.v, std::string("out")})
+      if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);
     if (a.lse) k.params.push_back(kLseTensor);
     for (const auto& sym : p.symbols) k.params.push_back(sym);
     return std::move(k);

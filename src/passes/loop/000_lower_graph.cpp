@@ -79,7 +79,8 @@ class Lowering {
     for (const auto& n : g_.nodes) {
       if (n.kind == OpKind::Input) continue;
       TensorDecl out;
-      out.name = n.id == g_.result() ? "out" : "t" + std::to_string(n.id);
+      // A temp's name must not be an input's (an input may be called t2).
+      out.name = n.id == g_.result() ? "out" : fresh_tensor("t" + std::to_string(n.id));
       out.dtype = n.id == g_.result() ? n.dtype : DType::F32;
       out.shape = exprs(n.shape);
       out.role = n.id == g_.result() ? TensorRole::Output : TensorRole::Temp;
@@ -104,6 +105,12 @@ class Lowering {
     t.shape = exprs(n.storage_shape());
     t.role = TensorRole::Input;
     p_.tensors.push_back(t);
+  }
+
+  std::string fresh_tensor(const std::string& base) const {
+    std::string name = base;
+    for (int i = 1; p_.has_tensor(name); ++i) name = base + "_" + std::to_string(i);
+    return name;
   }
 
   // Index into an input's storage for logical position (.., row, col).

@@ -189,7 +189,7 @@ class Stager {
         for (size_t d = 0; d < sl.extent.size(); ++d)
           same->extent[d] = std::max(same->extent[d], sl.extent[d]);
       } else {
-        sl.shared = unique_name(sl.tensor + "_s");
+        sl.shared = unique_name(sl.tensor + "_s", slabs);
         slabs.push_back(sl);
         same = &slabs.back();
       }
@@ -272,9 +272,17 @@ class Stager {
     return vars.empty() ? "x" : *vars.begin();
   }
 
-  std::string unique_name(const std::string& base) const {
+  // A name no tensor and no slab of this nest has yet: one tensor read as both operands
+  // (matmul(A, A.T)) has a slab per operand, declared only after the nest is walked.
+  std::string unique_name(const std::string& base, const std::vector<Slab>& slabs) const {
+    const auto taken = [&](const std::string& n) {
+      if (p_.has_tensor(n)) return true;
+      for (const Slab& o : slabs)
+        if (o.shared == n) return true;
+      return false;
+    };
     std::string n = base;
-    for (int i = 1; p_.has_tensor(n); ++i) n = base + std::to_string(i);
+    for (int i = 1; taken(n); ++i) n = base + std::to_string(i);
     return n;
   }
 

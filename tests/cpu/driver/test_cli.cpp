@@ -4,8 +4,12 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+
+#include <stdlib.h>
 
 #include "ir/printable.h"
 #include "loom/loom.h"
@@ -105,6 +109,31 @@ TEST(Cli, ErrorsExitNonZeroWithAClearMessage) {
   auto dims = loom_cmd("compile -c 'matmul(A[M,K]:f32, B[K,N]:f32)' --dims M=4,N=x");
   EXPECT_EQ(dims.rc, 1);
   EXPECT_TRUE(has(dims.out, "malformed --dims entry 'N=x'")) << dims.out;
+}
+
+// `loom compile` compiles what it prints with NVRTC with or without -v, so CUDA that NVRTC
+// rejects is an error (exit 1) rather than a result: the cubin lands in the cache.
+TEST(Cli, CompileRunsNvrtcWithoutVerbose) {
+  std::string dir = testing::TempDir() + "/loom_cli_cache_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  // loom_cmd starts with the binary: `passes` is a no-op before the command under test.
+  auto r = loom_cmd("passes > /dev/null && LOOM_CACHE_DIR=" + dir + " " + std::string(LOOM_BINARY) +
+                    " compile -c 'matmul(A[24,40]:f32, B[40,56]:f32)' --target sm_80 --no-db");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_FALSE(std::filesystem::is_empty(dir)) << "no cubin cached: NVRTC did not run";
+  std::filesystem::remove_all(dir);
+}
+
+// The expression in the header comment is one comment line, whatever whitespace it holds:
+// a newline used to end the comment and make the rest of the expression code.
+TEST(Cli, NewlinesInTheExpressionStayInTheComment) {
+  for (const char* v : {"", " -v"}) {
+    auto r = loom_cmd("compile -c \"$(printf 'relu(matmul(A[64,32]:f32,\\nB[32,48]:f32))')\" "
+                      "--target sm_80 --no-db" + std::string(v));
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "A[64,32]:f32,\\nB[32,48]:f32)) | target sm_80")) << r.out;
+    EXPECT_TRUE(has(r.out, "\n#include \"loom_device.cuh\"")) << r.out;
+  }
 }
 
 // Explicit tiling knobs without ATOM leave the default wgmma atom for fma: legal, said on

@@ -114,7 +114,7 @@ TEST(CompileKernels, ConstantShapesUse32BitIndices) {
   CompiledProgram c = compile_expression("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", {});
   EXPECT_NE(c.cuda.find("const int tile = blockIdx.x;"), std::string::npos) << c.cuda;  // GROUP_M=8
   CompiledProgram s = compile_expression("matmul(A[M,K]:f32, B[K,N]:f32)", {});
-  EXPECT_NE(s.cuda.find("long long M"), std::string::npos) << s.cuda;
+  EXPECT_NE(s.cuda.find("long long loom_d_M"), std::string::npos) << s.cuda;
 }
 
 TEST(CompileKernels, GeneratedSourceHasSchedulerMainloopEpilogue) {
@@ -326,8 +326,8 @@ TEST(CompileKernels, StagedEpilogueCompilesWithoutSpills) {
       EXPECT_NE(p.cuda.find("__syncthreads();\n  for ("), std::string::npos)
           << "no copy loop after the tile's barrier\n" << p.cuda;
       // A 16-bit tile is copied out as bits, without an f32 round trip.
-      const bool half = p.cuda.find("loom_f16* __restrict__ out") != std::string::npos ||
-                        p.cuda.find("loom_bf16* __restrict__ out") != std::string::npos;
+      const bool half = p.cuda.find("loom_f16* __restrict__ loom_t_out") != std::string::npos ||
+                        p.cuda.find("loom_bf16* __restrict__ loom_t_out") != std::string::npos;
       EXPECT_EQ(p.cuda.find("loom::mov") != std::string::npos, half);
       CompileResult r = nvrtc(p, arch);
       for (const auto& kern : p.state.kernel.kernels) {
@@ -351,7 +351,7 @@ TEST(CompileKernels, AccF16EpilogueUnpacksOrStoresAsAccumulated) {
   };
   const std::string knobs = "ATOM=mma_f16,ACC=f16,WM=2,WN=2,FM=2,FN=4,BK=16,STAGE=sync";
   const std::string f16 = cuda("matmul(A[64,64]:f16, B[64,64]:f16)", knobs).cuda;
-  EXPECT_NE(f16.find("loom::st_global_b32(&out["), std::string::npos) << f16;
+  EXPECT_NE(f16.find("loom::st_global_b32(&loom_t_out["), std::string::npos) << f16;
   EXPECT_NE(f16.find(", acc3[m_a][n_a][1]);"), std::string::npos) << f16;
   EXPECT_EQ(f16.find("cvt_f32_f16(loom::b16_half"), std::string::npos);
   const std::string f32 = cuda("matmul(A[64,64]:f16, B[64,64]:f16, out=f32)", knobs).cuda;
@@ -361,7 +361,7 @@ TEST(CompileKernels, AccF16EpilogueUnpacksOrStoresAsAccumulated) {
   EXPECT_NE(bf16.find("loom::st_v2_bf16("), std::string::npos) << bf16;
   // Ragged N: one guarded value at a time; into f16 its bits go out as they are.
   const std::string ragged = cuda("matmul(A[64,64]:f16, B[64,60]:f16)", knobs).cuda;
-  EXPECT_NE(ragged.find("loom::st_b16(&out["), std::string::npos) << ragged;
+  EXPECT_NE(ragged.find("loom::st_b16(&loom_t_out["), std::string::npos) << ragged;
   const std::string relu = cuda("relu(add(matmul(A[64,64]:f16, B[64,64]:f16), bias[64]:f32))", knobs).cuda;
   EXPECT_NE(relu.find("= loom::cvt_f32_f16(loom::b16_half<0>(acc3[m_a][n_a][0])) + "), std::string::npos) << relu;
   auto regs = [&](const std::string& k) {

@@ -43,8 +43,8 @@ TEST(MainloopDiet, IssueSixDefaultsBranchOnUniformWarpIndicesWithoutSpills) {
               std::string::npos);
     EXPECT_EQ(p.cuda.find("threadIdx.x < 256"), std::string::npos);
     // Both operands of the one wgmma of the k-step: base descriptor + offset.
-    EXPECT_EQ(count(p.cuda, "loom::wgmma_desc_add(loom::wgmma_desc(A_s, 16, 1024, 1), "), 1u);
-    EXPECT_EQ(count(p.cuda, "loom::wgmma_desc_add(loom::wgmma_desc(B_s, "), 1u);
+    EXPECT_EQ(count(p.cuda, "loom::wgmma_desc_add(loom::wgmma_desc(loom_t_A_s, 16, 1024, 1), "), 1u);
+    EXPECT_EQ(count(p.cuda, "loom::wgmma_desc_add(loom::wgmma_desc(loom_t_B_s, "), 1u);
     EXPECT_EQ(p.cuda.find("loom::wgmma_desc(&"), std::string::npos);
     CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a");
     ASSERT_GT(r.cubin.size(), 0u) << r.log;
@@ -57,7 +57,7 @@ TEST(MainloopDiet, IssueSixDefaultsBranchOnUniformWarpIndicesWithoutSpills) {
 // term by term, so the k_i-th wgmma's descriptor differs from the first by a constant.
 TEST(MainloopDiet, DescriptorOffsetsAreSixteenByteUnitsWhereTheTermsAllow) {
   CompiledProgram p = compile_default("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)");
-  const std::regex a(R"(wgmma_desc\(A_s, 16, 1024, 1\), unsigned\(([^;]*?)\)\))");
+  const std::regex a(R"(wgmma_desc\(loom_t_A_s, 16, 1024, 1\), unsigned\(([^;]*?)\)\))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(p.cuda, m, a)) << p.cuda;
   EXPECT_NE(m[1].str().find("k_i * 2"), std::string::npos) << m[1];
@@ -70,7 +70,7 @@ TEST(MainloopDiet, KernelsWithoutSpecializationKeepThreadIndexConditions) {
       compile_default("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",
                       "WARP_SPECIALIZE=0,PERSISTENT=0,CLUSTER_M=1,EPILOGUE=direct");
   EXPECT_EQ(tma.cuda.find("warp_uniform"), std::string::npos);
-  EXPECT_NE(tma.cuda.find("loom::wgmma_desc_add(loom::wgmma_desc(A_s"), std::string::npos);
+  EXPECT_NE(tma.cuda.find("loom::wgmma_desc_add(loom::wgmma_desc(loom_t_A_s"), std::string::npos);
   CompileOptions opt;
   opt.target = Target::for_arch("sm_80");
   CompiledProgram mma = compile_expression("matmul(A[1024,1024]:f16, B[1024,1024]:f16)", opt);

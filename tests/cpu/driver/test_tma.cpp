@@ -44,7 +44,7 @@ TEST(TmaCompile, NvrtcCompilesTmaKernelsForSm90a) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expr + " knobs=" + c.knobs);
     CompiledProgram p = compile_tma(c.expr, c.knobs);
-    EXPECT_NE(p.cuda.find("const __grid_constant__ loom_tensor_map A_s_tmap"), std::string::npos)
+    EXPECT_NE(p.cuda.find("const __grid_constant__ loom_tensor_map loom_m_A_s_tmap"), std::string::npos)
         << p.cuda;
     EXPECT_NE(p.cuda.find("loom::mbarrier_wait_parity_shared_b64"), std::string::npos);
     EXPECT_NE(p.cuda.find("__align__(1024)"), std::string::npos);

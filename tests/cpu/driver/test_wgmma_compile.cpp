@@ -149,7 +149,7 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     opt.knobs = Knobs::parse(c.knobs);
     opt.target = Target::for_arch("sm_90a");
     const CompiledProgram p = compile_expression(c.expr, opt);
-    EXPECT_NE(p.cuda.find("loom::tma_store_2d(&out_s_tmap"), std::string::npos);
+    EXPECT_NE(p.cuda.find("loom::tma_store_2d(&loom_m_out_s_tmap"), std::string::npos);
     EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
     // Two buffers wait for all but the newest store before a strip's writes (EPI_SYNC=2,
     // or three strips through two buffers), or for all before the barrier that hands a

@@ -103,6 +103,14 @@ TEST(AttentionParseErrors, Keywords) {
   f = fails(t);
   EXPECT_EQ(f.column, column_of(t, "-0.5"));
   EXPECT_HAS(f.message, "scale= takes a positive number");
+  // scale and scale·log2(e) (the exponent's multiplier) must be f32 constants.
+  for (const char* v : {"1e300", "3e38", "1e-46"}) {
+    t = call(kQKV, std::string("scale=") + v);
+    f = fails(t);
+    EXPECT_EQ(f.column, column_of(t, v));
+    EXPECT_HAS(f.message, std::string("scale=") + v + " ");
+    EXPECT_HAS(f.message, std::string(v) == "3e38" ? "scale·log2(e)" : "f32");
+  }
   t = call(kQKV, "scale=big");
   f = fails(t);
   EXPECT_EQ(f.column, column_of(t, "big"));
@@ -222,6 +230,10 @@ TEST(AttentionBuilder, RejectsBadScale) {
   EXPECT_HAS(error_of([&] { b.attention(q, k, k, opt); }), "scale must be a positive finite");
   opt.scale = 0.0;
   EXPECT_HAS(error_of([&] { b.attention(q, k, k, opt); }), "scale must be a positive finite");
+  opt.scale = 1e300;
+  EXPECT_HAS(error_of([&] { b.attention(q, k, k, opt); }), "scale=1e+300 overflows f32");
+  opt.scale = 1e-300;
+  EXPECT_HAS(error_of([&] { b.attention(q, k, k, opt); }), "scale=1e-300 rounds to 0 in f32");
   EXPECT_HAS(error_of([&] { b.attention(q, k, TensorRef{42}); }), "invalid TensorRef 42");
 }
 

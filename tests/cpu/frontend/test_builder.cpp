@@ -143,6 +143,10 @@ TEST(Builder, RejectsBadContractions) {
             std::string::npos);
   EXPECT_NE(error_of([&] { b.build(a); }).find("no contraction"), std::string::npos);
   EXPECT_NE(error_of([&] { b.mul(m, std::nan("")); }).find("finite"), std::string::npos);
+  EXPECT_NE(error_of([&] { b.mul(m, 1e39); }).find("mul: the number operand 1e+39 overflows f32"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { b.add(m, 1e-46); }).find("add: the number operand 1e-46 rounds to 0 in f32"),
+            std::string::npos);
 }
 
 TEST(Builder, SetColumnStampsNodes) {

@@ -602,5 +602,55 @@ TEST(ParserErrors, TensorsPastTheSizeLimitAreRefused) {
   EXPECT_THROW(check_tensor_sizes(g, {{"M", int64_t(1) << 40}, {"K", int64_t(1) << 20}}), Error);
 }
 
+// Numbers become f32 constants of the epilogue: one that overflows f32 or rounds to 0
+// (NVRTC would refuse its literal, and the answer would change) is an error naming the
+// value and f32's range, with the caret under it; every other value is accepted as written.
+TEST(ParserErrors, NumbersOutsideF32) {
+  for (const char* n : {"1e39", "-3.5e38", "1e-46", "-1e-300", "1e400"}) {
+    const std::string text = std::string("add(matmul(A[2,2]:f32, B[2,2]:f32), ") + n + ")";
+    Failure f = fails(text);
+    EXPECT_EQ(f.column, column_of(text, n)) << n;
+    EXPECT_NE(f.message.find(std::string("number ") + n), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find(std::string(n).find("e-") != std::string::npos ? "rounds to 0 in f32"
+                                                                          : "overflows f32"),
+              std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("f32 holds magnitudes up to 3.40282347e+38 and down to "
+                             "1.40129846e-45"),
+              std::string::npos)
+        << f.message;
+  }
+  for (auto [text, value] : {std::pair{"3.4028234e38", 3.4028234e38}, {"1e-45", 1e-45},
+                             {"-1e-40", -1e-40}, {"0", 0.0}}) {
+    Graph g = parse_expression(std::string("mul(matmul(A[2,2]:f32, B[2,2]:f32), ") + text + ")");
+    EXPECT_DOUBLE_EQ(*result(g).scalar, value) << text;
+  }
+}
+
+// Names starting with loom_ are the generated CUDA's (tensors loom_t_, symbols loom_d_).
+TEST(ParserErrors, LoomPrefixIsReserved) {
+  std::string text = "matmul(loom_t_A[2,2]:f32, B[2,2]:f32)";
+  Failure f = fails(text);
+  EXPECT_EQ(f.column, column_of(text, "loom_t_A"));
+  EXPECT_EQ(f.message, "tensor name 'loom_t_A' starts with loom_, which the generated CUDA "
+                       "reserves for its own names; rename it");
+  text = "matmul(A[M,loom_d_K]:f32, B[loom_d_K,2]:f32)";
+  f = fails(text);
+  EXPECT_NE(f.message.find("symbol name 'loom_d_K' starts with loom_"), std::string::npos) << f.message;
+  EXPECT_EQ(parse_expression("matmul(loom[2,2]:f32, loomx[2,2]:f32)").nodes.size(), 3u);
+}
+
+// `out` and `lse` name the program's results (the driver reads them back by name).
+TEST(ParserErrors, ResultNamesAreReserved) {
+  for (const char* name : {"out", "lse"}) {
+    const std::string text = std::string("matmul(A[2,2]:f32, ") + name + "[2,2]:f32)";
+    Failure f = fails(text);
+    EXPECT_EQ(f.column, column_of(text, name));
+    EXPECT_NE(f.message.find(std::string("tensor name '") + name + "' is reserved"), std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("rename the input"), std::string::npos) << f.message;
+  }
+}
+
 }  // namespace
 }  // namespace loom

@@ -215,6 +215,13 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       out.seconds = seconds_since(t0);
       return out;
     }
+    // A database path that is not a tuning database (a directory, someone's file) would
+    // refuse the record only after the whole search: say so before it starts.
+    if (opt.record) {
+      TuningDb db = opt.db_path.empty() ? TuningDb::open_default(false) : TuningDb::open(opt.db_path, false);
+      if (!db.refused().empty())
+        throw Error("cannot record into the tuning database: " + db.refused() + "; or tune with --no-record");
+    }
 
     std::vector<RankedCandidate> ranked;
     for (const auto& [knobs, us] : out.ranked) ranked.push_back({knobs, us});

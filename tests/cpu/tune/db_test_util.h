@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/sha256.h"
 #include "tune/database.h"
 
 namespace dbtest {
@@ -64,6 +65,42 @@ inline std::vector<std::string> files_starting(const std::string& dir, const std
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
+  return out;
+}
+
+// A database line from its fields (tab-joined, written as given: no escaping, no
+// checks), with the checksum that makes it verify: how a forged or nonsense record
+// that passes the checksum is written.
+inline std::string line_with_sum(const std::string& body) {
+  return body + "\tsum=" + loom::sha256_hex(body).substr(0, 16);
+}
+
+// The fields of a valid record, in order, as `name=value` strings a test can change.
+inline std::vector<std::string> good_fields() {
+  return {"gpu=NVIDIA H100 80GB HBM3", "sms=132", "cuda=13000", "driver=13000",
+          "op=matmul(f32[M,K], f32[K,N]):f32", "shape=M=256,N=4096,K=4096", "knobs=BM=64,BN=64",
+          "us=100", "cublas_us=90", "trials=5", "date=2026-11-22T05:47:48Z", "rev=ea7c7b5", "note="};
+}
+
+inline std::string join_fields(const std::vector<std::string>& f) {
+  std::string s;
+  for (size_t i = 0; i < f.size(); ++i) s += (i ? "\t" : "") + f[i];
+  return s;
+}
+
+// Every name under `dir` with its type and contents (a directory listing that shows
+// whether anything was created, renamed or changed).
+inline std::string tree(const std::string& dir) {
+  std::string out;
+  std::vector<std::filesystem::path> names;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) names.push_back(e.path());
+  std::sort(names.begin(), names.end());
+  for (const auto& p : names) {
+    auto st = std::filesystem::symlink_status(p);
+    out += p.string() + " type=" + std::to_string(int(st.type()));
+    if (st.type() == std::filesystem::file_type::regular) out += " text=" + slurp(p.string());
+    out += "\n";
+  }
   return out;
 }
 

@@ -536,13 +536,22 @@ ImportReport TuningDb::import_file(const std::string& file) {
 }
 
 void TuningDb::export_file(const std::string& file) const {
-  const std::string hint = "export writes a new file or replaces a tuning database: name another file";
-  DbRead target = read_db(file, hint);
-  if (!target.refusal.empty()) throw Error("not exporting to " + file + ": " + target.refusal);
+  write_db_file(file, entries_, "export writes a new file or replaces a tuning database: name another file");
+}
+
+std::optional<ParsedDb> read_db_file(const std::string& path, const std::string& hint) {
+  DbRead r = read_db(path, hint);
+  if (!r.refusal.empty()) throw Error(r.refusal);
+  if (!r.exists) return std::nullopt;
+  return r.parsed;
+}
+
+void write_db_file(const std::string& path, const std::vector<DbEntry>& entries, const std::string& hint) {
+  DbRead target = read_db(path, hint);
+  if (!target.refusal.empty()) throw Error("not writing " + path + ": " + target.refusal);
   std::string dir = fs::path(target.file).parent_path().string();
-  if (!dir.empty() && !fs::is_directory(dir))
-    throw Error("cannot export to " + file + ": " + dir + " is not a directory");
-  write_atomic(target.file, format_db(entries_), target.exists ? target.mode : 0644);
+  if (!dir.empty() && !fs::is_directory(dir)) throw Error("cannot write " + path + ": " + dir + " is not a directory");
+  write_atomic(target.file, format_db(entries), target.exists ? target.mode : 0644);
 }
 
 }  // namespace loom::tune

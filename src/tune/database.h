@@ -99,6 +99,15 @@ class TuningDb {
   std::vector<DbProblem> damage_;
 };
 
+// A database file other than the user's database (the shipped defaults file `loom tune
+// --export-shipped` merges into), by the same rules: nullopt when nothing is there, its
+// parse when it is a tuning database (or empty); anything else throws, naming the path
+// and `hint`, and is left untouched.
+std::optional<ParsedDb> read_db_file(const std::string& path, const std::string& hint);
+// Writes `entries` whole to such a file (a new temporary file renamed over it, keeping
+// its permissions): only a new path or a tuning database; anything else throws as above.
+void write_db_file(const std::string& path, const std::vector<DbEntry>& entries, const std::string& hint);
+
 // "<file>:<line>: <why>" (or "<file>: <why>" for the file as a whole).
 std::string damage_text(const std::string& file, const DbProblem& p);
 

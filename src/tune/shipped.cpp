@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "tune/database.h"
 
 namespace loom::tune {
 
@@ -46,17 +47,13 @@ std::optional<ShippedHit> lookup_shipped(const TuningKey& key, const std::vector
 }
 
 ShippedExport export_shipped(const std::string& path, const std::vector<ShippedUpdate>& updates) {
+  const std::string hint = "--export-shipped names a shipped defaults file, e.g. tune/shipped/h100.db";
   std::vector<DbEntry> entries;
-  if (std::ifstream in{path, std::ios::binary}) {
-    std::stringstream text;
-    text << in.rdbuf();
-    ParsedDb parsed = parse_db(text.str());
-    if (!parsed.problems.empty())
+  if (std::optional<ParsedDb> parsed = read_db_file(path, hint)) {
+    if (!parsed->problems.empty())
       throw Error("the shipped defaults file " + path + " does not verify (" +
-                  (parsed.problems[0].line ? "line " + std::to_string(parsed.problems[0].line) + ": "
-                                           : std::string()) +
-                  parsed.problems[0].what + "): fix or restore it (git checkout) before exporting");
-    entries = std::move(parsed.entries);
+                  damage_text(path, parsed->problems[0]) + "): fix or restore it (git checkout) before exporting");
+    entries = std::move(parsed->entries);
   }
   ShippedExport r;
   for (const ShippedUpdate& u : updates) {
@@ -89,14 +86,7 @@ ShippedExport export_shipped(const std::string& path, const std::vector<ShippedU
   }
   std::sort(entries.begin(), entries.end(),
             [](const DbEntry& a, const DbEntry& b) { return a.key < b.key; });
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << format_db(entries);
-    if (!out.flush()) throw Error("cannot write " + tmp + " (the shipped defaults export)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error("cannot rename " + tmp + " to " + path + " (the shipped defaults export)");
+  write_db_file(path, entries, hint);
   return r;
 }
 

@@ -353,7 +353,11 @@ void TuningDb::note_damage(const std::vector<DbProblem>& problems, const std::st
   damage_.insert(damage_.end(), problems.begin(), problems.end());
   damage_outcome_ = outcome;
   if (!warn_) return;
-  for (const DbProblem& p : problems) warn_once("tuning database " + damage_text(file_, p));
+  constexpr size_t kShown = 10;  // every line is in the side file with its reason
+  for (size_t i = 0; i < problems.size() && i < kShown; ++i)
+    warn_once("tuning database " + damage_text(file_, problems[i]));
+  if (problems.size() > kShown)
+    warn_once("tuning database " + file_ + ": and " + std::to_string(problems.size() - kShown) + " more");
   warn_once("tuning database " + file_ + ": " + outcome);
 }
 

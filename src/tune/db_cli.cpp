@@ -101,8 +101,11 @@ std::string problem_text(const DbProblem& p) {
 // was any.
 bool report_damage(const TuningDb& db, size_t& from, std::ostream& err) {
   if (db.damage().size() <= from) return from > 0;
-  for (size_t i = from; i < db.damage().size(); ++i)
+  constexpr size_t kShown = 100;  // the side file holds every damaged line with its reason
+  for (size_t i = from; i < db.damage().size() && i < from + kShown; ++i)
     err << "loom: damaged: " << damage_text(db.file(), db.damage()[i]) << "\n";
+  if (db.damage().size() > from + kShown)
+    err << "loom: damaged: and " << db.damage().size() - from - kShown << " more\n";
   err << "loom: " << db.file() << ": " << db.damage_outcome() << "\n";
   from = db.damage().size();
   return true;

@@ -392,6 +392,8 @@ INSTANTIATE_TEST_SUITE_P(
         // A damaged header with intact records under it is still Loom's: the header line
         // is kept aside, the records stay.
         Damage{"damaged_header", [](const std::string& g) { return "x" + g; }, 3, 1},
+        // The header line lost whole: the first line is a record, read as one.
+        Damage{"lost_header", [](const std::string& g) { return g.substr(g.find('\n') + 1); }, 3, 0},
         Damage{"garbage_line", [](const std::string& g) {
                  std::string d = g;
                  d.insert(d.find('\n') + 1, "\x01\x02 garbage\n");

@@ -105,6 +105,10 @@ TEST(DbCli, RefusesWhatIsNotADatabaseAndLeavesItAlone) {
     auto path = loom_cmd("LOOM_TUNE_DB=" + target, "db path");
     EXPECT_EQ(path.rc, 0) << path.out;
   }
+  // `loom tune` says so before it probes a GPU or searches, not after the search.
+  auto tune = loom_cmd("", "tune --db " + dir + "/adir -c 'matmul(A[64,64]:f32, B[64,64]:f32)'");
+  EXPECT_EQ(tune.rc, 1) << tune.out;
+  EXPECT_TRUE(has(tune.out, "cannot record into the tuning database: " + dir + "/adir is a directory")) << tune.out;
   EXPECT_EQ(dbtest::tree(dir), before);
   EXPECT_TRUE(dbtest::files_starting("/dev", "null.").empty());
   std::filesystem::remove(good);

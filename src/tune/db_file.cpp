@@ -224,8 +224,10 @@ std::string format_db(const std::vector<DbEntry>& entries) {
 
 namespace {
 
-// The lines of a text, each without its line end ("\n" or "\r\n").
+// The lines of a text, each without its line end ("\n" or "\r\n"), and without the
+// UTF-8 byte-order mark a Windows editor puts in front of the first.
 std::vector<std::string_view> split_lines(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::vector<std::string_view> lines;
   while (!text.empty()) {
     size_t nl = text.find('\n');

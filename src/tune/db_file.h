@@ -22,7 +22,8 @@
 // the line before it, so a flipped byte anywhere in a record is caught; the `end N` line
 // catches a file cut short at a line boundary, which per-line sums cannot. Lines may end
 // in CRLF (a file that went through a Windows editor or transfer): the CR is not part of
-// the line or its checksum. A missing final newline is harmless when the end line is there.
+// the line or its checksum; a UTF-8 byte-order mark before the header is skipped likewise.
+// A missing final newline is harmless when the end line is there.
 //
 // Every field is checked when a line is read (a database, an import, a shipped file) and
 // when a record is written: the key by key_problem (tuning_key.h), the record by

@@ -341,6 +341,11 @@ TEST(TuningDb, CrlfLineEndingsLoadEveryRecord) {
   EXPECT_TRUE(parse_db(crlf).problems.empty());
   EXPECT_EQ(db.record(key(5), rec(1)), TuningDb::Outcome::added);
   EXPECT_EQ(TuningDb::open(path).entries().size(), 4u);
+  // A Windows editor's byte-order mark in front, too.
+  ParsedDb bom = parse_db("\xEF\xBB\xBF" + crlf);
+  EXPECT_TRUE(bom.problems.empty()) << bom.problems[0].what;
+  EXPECT_EQ(bom.entries.size(), 3u);
+  EXPECT_EQ(classify_db_text("\xEF\xBB\xBF" + crlf), DbTextKind::loom);
 }
 
 struct Damage {

@@ -293,6 +293,8 @@ DbTextKind classify_db_text(std::string_view text) {
   std::vector<std::string_view> lines = split_lines(text);
   if (lines[0] == kDbHeader) return DbTextKind::loom;
   if (lines[0].starts_with("loom-tuning-db ")) return DbTextKind::other_version;
+  // Loom's side file of damaged lines holds records too, but it is not a database.
+  if (lines[0].starts_with(kRejectedHeader)) return DbTextKind::foreign;
   // A damaged header: the file is Loom's when a line of it is a record whose checksum
   // verifies (a SHA-256 a foreign file does not match by chance).
   for (size_t i = 1; i < lines.size(); ++i) {

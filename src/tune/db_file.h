@@ -111,7 +111,7 @@ enum class DbTextKind {
   empty,          // no bytes at all: an empty database
   loom,           // the header line, or a damaged header with at least one intact record
   other_version,  // a `loom-tuning-db v<N>` header of another version (a newer Loom)
-  foreign,        // neither: not a tuning database
+  foreign,        // neither (or a `.rejected` side file): not a tuning database
 };
 DbTextKind classify_db_text(std::string_view text);
 

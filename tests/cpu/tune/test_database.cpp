@@ -578,6 +578,13 @@ INSTANTIATE_TEST_SUITE_P(
                  dbtest::spit(p, std::string("\x01\x02\x00 not a db\n", 13));
                  return std::string("is not a Loom tuning database");
                }},
+        // Loom's own side file of damaged lines holds intact records, but is no database.
+        NotADb{"side_file",
+               [](const std::string&, const std::string& p) {
+                 dbtest::spit(p, std::string(kRejectedHeader) + "\n# from x:2\n" +
+                                     format_entry({key(0), rec(10)}) + "\n");
+                 return std::string("is not a Loom tuning database");
+               }},
         NotADb{"newer_format",
                [](const std::string&, const std::string& p) {
                  dbtest::spit(p, "loom-tuning-db v2\nsomething new\nend 1\n");

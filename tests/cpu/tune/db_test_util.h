@@ -2,6 +2,8 @@
 // and keys/records that differ where a test needs them to.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +68,15 @@ inline std::vector<std::string> files_starting(const std::string& dir, const std
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
   return out;
+}
+
+// A character device at `path` for a test to point the database at: a null device node
+// made there when root can (mknod), else a link to /dev/null. Never the system's
+// /dev/null itself: code that renames what it cannot read (the defect these tests catch)
+// run as root would move the machine's /dev/null aside.
+inline void make_device(const std::string& path) {
+  if (::geteuid() == 0 && ::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) return;
+  std::filesystem::create_symlink("/dev/null", path);
 }
 
 // A database line from its fields (tab-joined, written as given: no escaping, no

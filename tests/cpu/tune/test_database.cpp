@@ -592,13 +592,19 @@ INSTANTIATE_TEST_SUITE_P(
                }}),
     [](const testing::TestParamInfo<NotADb>& i) { return std::string(i.param.name); });
 
-// A character device given directly (LOOM_TUNE_DB=/dev/null): refused, and nothing is
-// created beside it (/dev/null.lock, /dev/null.corrupt-...).
+// A character device given directly (LOOM_TUNE_DB=/dev/null; a null device node in the
+// scratch directory stands for it): refused, and nothing is created beside it (a .lock,
+// a .corrupt-<time>).
 TEST(TuningDb, ADeviceIsRefusedAndNothingIsCreatedBesideIt) {
-  TuningDb db = TuningDb::open("/dev/null", /*warn=*/false);
-  EXPECT_NE(db.refused().find("/dev/null is a character device"), std::string::npos) << db.refused();
+  std::string dir = dbtest::scratch_dir();
+  std::string dev = dir + "/null";
+  dbtest::make_device(dev);
+  const std::string before = dbtest::tree(dir);
+  TuningDb db = TuningDb::open(dev, /*warn=*/false);
+  EXPECT_NE(db.refused().find("is a character device"), std::string::npos) << db.refused();
+  EXPECT_NE(db.refused().find(dev), std::string::npos) << db.refused();
   EXPECT_THROW(db.record(key(0), rec(1)), loom::Error);
-  EXPECT_TRUE(dbtest::files_starting("/dev", "null.").empty());
+  EXPECT_EQ(dbtest::tree(dir), before);
 }
 
 // A link to a database (kept in a dotfiles repository) is followed: the file it names is
@@ -822,8 +828,9 @@ TEST(TuningDb, ExportRefusesToOverwriteWhatIsNotADatabase) {
   db.record(key(0), rec(10));
   dbtest::spit(dir + "/notes.txt", "my notes\n");
   std::filesystem::create_directories(dir + "/somedir");
+  dbtest::make_device(dir + "/null");
   const std::string before = dbtest::tree(dir);
-  for (std::string target : {dir + "/notes.txt", dir + "/somedir", std::string("/dev/null")}) {
+  for (std::string target : {dir + "/notes.txt", dir + "/somedir", dir + "/null"}) {
     try {
       db.export_file(target);
       ADD_FAILURE() << "exported over " << target;

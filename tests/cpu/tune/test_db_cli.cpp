@@ -89,20 +89,21 @@ TEST(DbCli, RefusesWhatIsNotADatabaseAndLeavesItAlone) {
   dbtest::spit(dir + "/adir/sub/f", "keep\n");
   ASSERT_EQ(::mkfifo((dir + "/afifo").c_str(), 0644), 0);
   dbtest::spit(dir + "/notes.txt", "my notes\nnot a database\n");
+  dbtest::make_device(dir + "/null");  // stands for /dev/null
   std::filesystem::create_directory_symlink(dir + "/adir", dir + "/alink");
   std::string good = dir + "/../" + std::filesystem::path(dir).filename().string() + "-good.db";
   dbtest::spit(good, format_db({{dbtest::key(0), dbtest::rec(10)}}));
   const std::string before = dbtest::tree(dir);
   for (std::string target : {dir + "/adir", dir + "/afifo", dir + "/notes.txt", dir + "/alink",
-                             std::string("/dev/null")}) {
+                             dir + "/null"}) {
     for (std::string cmd : {std::string("db list"), std::string("db show 1"), "db export " + dir + "/adir/out.db",
                             std::string("db clear --yes"), "db import " + good}) {
-      auto r = loom_cmd("LOOM_TUNE_DB=" + target + " timeout 20", cmd);
+      auto r = loom_cmd("LOOM_TUNE_DB=" + target + " timeout 20", cmd);  // a read of a FIFO blocks
       EXPECT_EQ(r.rc, 1) << target << ": " << cmd << ": " << r.out;
       EXPECT_TRUE(has(r.out, "loom: " + target)) << target << ": " << cmd << ": " << r.out;
       EXPECT_TRUE(has(r.out, "untouched")) << r.out;
     }
-    auto path = loom_cmd("LOOM_TUNE_DB=" + target, "db path");
+    auto path = loom_cmd("LOOM_TUNE_DB=" + target + " timeout 20", "db path");
     EXPECT_EQ(path.rc, 0) << path.out;
   }
   // `loom tune` says so before it probes a GPU or searches, not after the search.
@@ -110,7 +111,6 @@ TEST(DbCli, RefusesWhatIsNotADatabaseAndLeavesItAlone) {
   EXPECT_EQ(tune.rc, 1) << tune.out;
   EXPECT_TRUE(has(tune.out, "cannot record into the tuning database: " + dir + "/adir is a directory")) << tune.out;
   EXPECT_EQ(dbtest::tree(dir), before);
-  EXPECT_TRUE(dbtest::files_starting("/dev", "null.").empty());
   std::filesystem::remove(good);
 }
 

@@ -3,14 +3,22 @@
 // shape-class defaults.
 //
 // Safety, because several processes (two `loom tune` runs, a tune next to a run) share
-// one file:
+// one file, and because the path comes from the environment:
 //  - every change is a read-modify-write under an exclusive flock on `<path>.lock`,
 //    written to a unique temporary file in the same directory, fsync'ed, then renamed
 //    over the database: readers (who take no lock) see the old file or the new one whole;
-//  - a file that fails to parse or verify (format in db_file.h) is renamed to
-//    `<path>.corrupt-<UTC timestamp>` with a warning on stderr naming both paths, and
-//    Loom goes on with an empty database. Nothing is deleted: the good records of a
-//    damaged file stay in the set-aside copy (`loom db import` takes them back).
+//  - Loom reads, rewrites, locks or sets aside only a regular file it recognizes as a
+//    tuning database (classify_db_text: its header, or a damaged header with intact
+//    records), an empty file, or a path where nothing exists yet. A directory, device,
+//    FIFO, socket, a link to one or to nothing, a database of another format version and
+//    any other file are refused: left untouched, named in the message with what to do;
+//    lookups go on without records (one warning), and changes throw loom::Error;
+//  - a damaged line (format in db_file.h) costs that line alone: the other records stay
+//    in use, and the damaged line is appended, with its line number and the reason, to
+//    `<path>.rejected` (Loom's side file, recognized by its first line) before the
+//    database is rewritten without it (under the lock, after a re-read shows the damage
+//    is still there). When it cannot be kept there (a read-only directory, a foreign
+//    file in the way) the database is left as it is and its intact records are used.
 #pragma once
 #include <optional>
 #include <string>
@@ -32,16 +40,32 @@ struct ImportReport {
 class TuningDb {
  public:
   // Reads `path` (a missing file is an empty database; its directory is made on the
-  // first record()). A corrupt file is set aside as described above.
-  static TuningDb open(const std::string& path);
+  // first record()). Damaged lines are moved aside, and a path that is not a tuning
+  // database refused, as described above; `warn` prints both on stderr (once per process
+  // per message); `loom db` passes false and reports them itself. Never throws.
+  static TuningDb open(const std::string& path, bool warn = true);
   // open(default_db_path()); with no path, a disabled database and one warning on stderr
   // per process: no database is never an error.
-  static TuningDb open_default();
+  static TuningDb open_default(bool warn = true);
   static TuningDb disabled(const std::string& why);
 
   bool enabled() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
   const std::string& disabled_reason() const { return disabled_why_; }
+  // Why the path is not a tuning database Loom may use ("" when it is): what it is, that
+  // it was left untouched, and what to do. A refused database has no records, and
+  // record(), clear() and import_file() throw this.
+  const std::string& refused() const { return refused_; }
+  // What the last read (open, reload, or a change's re-read under the lock) found damaged:
+  // one problem per damaged line (its number, why) or file-level defect; damage_outcome()
+  // says where the damaged lines went, or why the file was left as it was.
+  const std::vector<DbProblem>& damage() const { return damage_; }
+  const std::string& damage_outcome() const { return damage_outcome_; }
+  // The file that holds the records (the path, or the file a symbolic link there names).
+  const std::string& file() const { return file_; }
+  // `<file>.rejected`, and how many damaged lines it holds (0 when there is none).
+  std::string rejected_path() const { return file_ + ".rejected"; }
+  size_t rejected_count() const;
 
   // The records as read at open (or after this object's last change), sorted by key.
   const std::vector<DbEntry>& entries() const { return entries_; }
@@ -53,21 +77,38 @@ class TuningDb {
   // database is disabled or the file cannot be written.
   Outcome record(const TuningKey& key, const TuningRecord& rec, bool replace = false);
   size_t clear();  // removes every record; returns how many there were
-  // Merges the records of a database file (export's output): each line is checked on its
-  // own, the faster record per key wins, and rejected lines are reported.
+  // Merges the records of a database file (export's output, or a `.rejected` side file):
+  // each line is checked on its own (every field, the knobs by this build's registry, a
+  // date no later than tomorrow), the faster record per key wins, the good lines are
+  // imported and each rejected line is reported. Throws for a file that is missing, not
+  // a regular file, or when the database is refused.
   ImportReport import_file(const std::string& file);
-  void export_file(const std::string& file) const;  // the records as read now, same format
+  // The records as read now, same format, written whole (temporary file, rename) to a
+  // new file or over a tuning database; any other existing file (a directory, a device,
+  // someone's text) is refused with loom::Error and left untouched.
+  void export_file(const std::string& file) const;
 
   void reload();
 
  private:
   template <typename Fn> void update(Fn&& change);
-  std::string path_, disabled_why_;
+  void note_damage(const std::vector<DbProblem>& problems, const std::string& outcome);
+  std::string path_, file_, disabled_why_, refused_, damage_outcome_;
+  bool warn_ = true;
   std::vector<DbEntry> entries_;
+  std::vector<DbProblem> damage_;
 };
 
-// Writes the warning for a corrupt database file and renames it aside; returns where it
-// went. Exposed for the tests and for `loom db`.
-std::string set_aside_corrupt(const std::string& path, const std::vector<DbProblem>& problems);
+// A database file other than the user's database (the shipped defaults file `loom tune
+// --export-shipped` merges into), by the same rules: nullopt when nothing is there, its
+// parse when it is a tuning database (or empty); anything else throws, naming the path
+// and `hint`, and is left untouched.
+std::optional<ParsedDb> read_db_file(const std::string& path, const std::string& hint);
+// Writes `entries` whole to such a file (a new temporary file renamed over it, keeping
+// its permissions): only a new path or a tuning database; anything else throws as above.
+void write_db_file(const std::string& path, const std::vector<DbEntry>& entries, const std::string& hint);
+
+// "<file>:<line>: <why>" (or "<file>: <why>" for the file as a whole).
+std::string damage_text(const std::string& file, const DbProblem& p);
 
 }  // namespace loom::tune

@@ -16,12 +16,15 @@ const char* const kDbUsage =
     "  show INDEX|TEXT       one record in full: by its number in `list`, or by a piece of\n"
     "                        its key that matches exactly one record\n"
     "  clear --yes           remove every record\n"
-    "  export FILE           write the records to FILE (the database's own format)\n"
+    "  export FILE|-         write the records to FILE (the database's own format; a new\n"
+    "                        file or a tuning database, never anything else) or stdout\n"
     "  import FILE           merge FILE's records (per key, the faster of two timed the\n"
     "                        same way wins; a record with its L2 method recorded wins over\n"
     "                        an older flushed one); every line is checked and each\n"
-    "                        rejected line reported\n"
-    "  path                  print the database's path\n";
+    "                        rejected line reported (exit 2; the good lines are imported)\n"
+    "  path                  print the database's path\n"
+    "Damaged lines found in the database are reported (path:line: why), moved to\n"
+    "<db>.rejected, and the command exits 2 after doing its work on the other records.\n";
 
 namespace {
 
@@ -94,6 +97,20 @@ std::string problem_text(const DbProblem& p) {
   return (p.line ? "line " + std::to_string(p.line) + ": " : "file: ") + p.what;
 }
 
+// Reports the damage the database's reads found from `from` on; returns whether there
+// was any.
+bool report_damage(const TuningDb& db, size_t& from, std::ostream& err) {
+  if (db.damage().size() <= from) return from > 0;
+  constexpr size_t kShown = 100;  // the side file holds every damaged line with its reason
+  for (size_t i = from; i < db.damage().size() && i < from + kShown; ++i)
+    err << "loom: damaged: " << damage_text(db.file(), db.damage()[i]) << "\n";
+  if (db.damage().size() > from + kShown)
+    err << "loom: damaged: and " << db.damage().size() - from - kShown << " more\n";
+  err << "loom: " << db.file() << ": " << db.damage_outcome() << "\n";
+  from = db.damage().size();
+  return true;
+}
+
 }  // namespace
 
 int db_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -116,17 +133,33 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return 0;
   }
-  TuningDb db = TuningDb::open_default();
+  TuningDb db = TuningDb::open_default(/*warn=*/false);
   if (!db.enabled()) throw Error("no tuning database: " + db.disabled_reason());
   if (cmd == "path") {
     if (args.size() != 1) usage("loom db path takes no operand");
     out << db.path() << "\n";
-  } else if (cmd == "list") {
+    return 0;
+  }
+  if (!db.refused().empty()) throw Error(db.refused());
+  size_t reported = 0;
+  bool damaged = report_damage(db, reported, err);
+  // Lines taken out earlier: not this command's failure, but worth a line.
+  auto note_rejected = [&] {
+    if (damaged) return;
+    if (size_t n = db.rejected_count())
+      err << "loom: note: " << db.rejected_path() << " holds " << n << " damaged line" << (n == 1 ? "" : "s")
+          << " taken out of the database earlier (docs/tuning.md#damaged-lines)\n";
+  };
+  if (cmd == "list") {
     if (args.size() != 1) usage("loom db list takes only --shipped");
-    out << db.path() << ": " << db.entries().size() << " records\n";
+    out << db.path() << ": " << db.entries().size() << " records"
+        << (damaged ? " (and " + std::to_string(db.damage().size()) + " damaged lines or defects, reported on stderr)" : "")
+        << "\n";
     if (!db.entries().empty()) out << listing(db.entries());
+    note_rejected();
   } else if (cmd == "show") {
     out << details(pick(db.entries(), operand("a record number or a piece of its key")));
+    note_rejected();
   } else if (cmd == "clear") {
     if (args.size() != 2 || args[1] != "--yes")
       usage("loom db clear removes all " + std::to_string(db.entries().size()) + " records of " +
@@ -134,21 +167,31 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
     size_t n = db.clear();
     out << "removed " << n << " records from " << db.path() << "\n";
   } else if (cmd == "export") {
-    const std::string& file = operand("a file to write");
-    db.export_file(file);
-    out << "exported " << db.entries().size() << " records to " << file << "\n";
+    const std::string& file = operand("a file to write (or - for stdout)");
+    if (file == "-") {
+      out << format_db(db.entries());
+    } else {
+      db.export_file(file);
+      out << "exported " << db.entries().size() << " records to " << file << "\n";
+    }
+    if (damaged)
+      err << "loom: the export is incomplete: " << db.damage().size() << " damaged lines or defects of "
+          << db.file() << " were left out (see above)\n";
+    note_rejected();
   } else if (cmd == "import") {
     const std::string& file = operand("a file to read");
     ImportReport r = db.import_file(file);
     out << "imported from " << file << ": " << r.added << " added, " << r.improved
         << " faster than the record they replaced, " << r.kept
         << " kept out by a faster record; " << r.rejected.size() << " rejected\n";
-    for (const DbProblem& p : r.rejected) err << "  rejected " << problem_text(p) << "\n";
-    return r.rejected.empty() ? 0 : 2;
+    for (const DbProblem& p : r.rejected) err << "loom: rejected " << damage_text(file, p) << "\n";
+    if (!r.rejected.empty()) damaged = true;
   } else {
     usage("unknown db command '" + cmd + "'");
   }
-  return 0;
+  // A change re-reads the file under the lock and may meet damage that appeared since.
+  damaged = report_damage(db, reported, err) || damaged;
+  return damaged ? 2 : 0;
 }
 
 }  // namespace loom::tune

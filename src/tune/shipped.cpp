@@ -8,8 +8,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "driver/write_file.h"
 #include "ir/error.h"
+#include "tune/database.h"
 
 namespace loom::tune {
 
@@ -49,17 +49,13 @@ std::optional<ShippedHit> lookup_shipped(const TuningKey& key, const std::vector
 }
 
 ShippedExport export_shipped(const std::string& path, const std::vector<ShippedUpdate>& updates) {
+  const std::string hint = "--export-shipped names a shipped defaults file, e.g. tune/shipped/h100.db";
   std::vector<DbEntry> entries;
-  if (std::ifstream in{path, std::ios::binary}) {
-    std::stringstream text;
-    text << in.rdbuf();
-    ParsedDb parsed = parse_db(text.str());
-    if (!parsed.problems.empty())
+  if (std::optional<ParsedDb> parsed = read_db_file(path, hint)) {
+    if (!parsed->problems.empty())
       throw Error("the shipped defaults file " + path + " does not verify (" +
-                  (parsed.problems[0].line ? "line " + std::to_string(parsed.problems[0].line) + ": "
-                                           : std::string()) +
-                  parsed.problems[0].what + "): fix or restore it (git checkout) before exporting");
-    entries = std::move(parsed.entries);
+                  damage_text(path, parsed->problems[0]) + "): fix or restore it (git checkout) before exporting");
+    entries = std::move(parsed->entries);
   }
   ShippedExport r;
   for (const ShippedUpdate& u : updates) {
@@ -92,14 +88,7 @@ ShippedExport export_shipped(const std::string& path, const std::vector<ShippedU
   }
   std::sort(entries.begin(), entries.end(),
             [](const DbEntry& a, const DbEntry& b) { return a.key < b.key; });
-  const std::string tmp = path + ".tmp";
-  write_file_or_error(tmp, format_db(entries), "the shipped defaults export");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + " (the shipped defaults export): " +
-                std::strerror(err));
-  }
+  write_db_file(path, entries, hint);
   return r;
 }
 

@@ -193,6 +193,13 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
   out.expression = expression;
   out.device = device;
   try {
+    // A database path that is not a tuning database (a directory, someone's file) would
+    // refuse the record only after the whole search: say so before anything starts.
+    if (opt.record && !opt.dry_run) {
+      TuningDb db = opt.db_path.empty() ? TuningDb::open_default(false) : TuningDb::open(opt.db_path, false);
+      if (!db.refused().empty())
+        throw Error("cannot record into the tuning database: " + db.refused() + "; or tune with --no-record");
+    }
     std::optional<DeviceInfo> dev;
     std::string why_not;
     if (!opt.profile.empty()) {

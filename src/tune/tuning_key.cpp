@@ -1,5 +1,7 @@
 #include "tune/tuning_key.h"
 
+#include <charconv>
+#include <set>
 #include <tuple>
 
 #include "ir/error.h"
@@ -146,6 +148,234 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
 
 std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+namespace {
+
+bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool is_name(std::string_view w) {
+  if (w.empty() || !((w[0] >= 'a' && w[0] <= 'z') || (w[0] >= 'A' && w[0] <= 'Z'))) return false;
+  for (char c : w)
+    if (!is_word_char(c) || c == '_') return false;
+  return true;
+}
+
+// Reads an op signature in the grammar op_signature prints, collecting the dim names it
+// uses; false with the reason (and where) on the first thing that does not fit.
+class SignatureReader {
+ public:
+  explicit SignatureReader(std::string_view s) : s_(s) {}
+
+  bool read() {
+    std::string_view name = word();
+    if (!peek('(')) return fail("expected an op call such as matmul(...)");
+    if (!call(name, /*top=*/true)) return false;
+    if (i_ != s_.size()) return fail("unexpected text");
+    if (matmuls_ == 0 && !attention_) return fail("no matmul or attention in the op");
+    return true;
+  }
+  const std::set<std::string>& dims() const { return dims_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+  std::set<std::string> dims_;
+  int matmuls_ = 0;
+  bool attention_ = false;
+  std::string why_;
+
+  bool fail(const std::string& what) {
+    if (why_.empty()) why_ = what + " at character " + std::to_string(i_ + 1);
+    return false;
+  }
+  bool peek(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  bool eat(std::string_view t) {
+    if (s_.substr(i_, t.size()) != t) return false;
+    i_ += t.size();
+    return true;
+  }
+  std::string_view word() {
+    size_t b = i_;
+    while (i_ < s_.size() && is_word_char(s_[i_])) ++i_;
+    return s_.substr(b, i_ - b);
+  }
+  bool dtype(std::string_view w) {
+    if (parse_dtype(w)) return true;
+    return fail("'" + quoted_text(w) + "' is not a dtype (f32, tf32, f16, bf16, f64)");
+  }
+
+  // dtype[D1,D2,...][.T], the dtype word already read.
+  bool operand(std::string_view dt) {
+    if (!dtype(dt) || !eat("[")) return fail("expected '['");
+    do {
+      std::string_view d = word();
+      if (d == "1") continue;  // a broadcast dim
+      if (!is_name(d)) return fail("expected a dim name (M, N, K, batch, B, Hq, ...) or 1");
+      dims_.insert(std::string(d));
+    } while (eat(","));
+    if (!eat("]")) return fail("expected ']'");
+    eat(".T");
+    return true;
+  }
+
+  enum class Arg { call, operand, scalar, causal, lse };
+
+  bool arg(Arg& kind, bool in_attention) {
+    std::string_view w = word();
+    if (w.empty()) return fail("expected an operand");
+    if (peek('(')) {
+      kind = Arg::call;
+      return call(w, false);
+    }
+    if (peek('[')) {
+      kind = Arg::operand;
+      return operand(w);
+    }
+    if (eat("=")) {
+      std::string_view v = word();
+      if (in_attention && w == "causal" && (v == "false" || v == "true" || v == "top_left")) {
+        kind = Arg::causal;
+        return true;
+      }
+      if (in_attention && w == "lse" && v == "true") {
+        kind = Arg::lse;
+        return true;
+      }
+      return fail("'" + quoted_text(w) + "=" + quoted_text(v) + "' is not an attention option");
+    }
+    if (w == "scalar") {
+      kind = Arg::scalar;
+      return true;
+    }
+    return fail("'" + quoted_text(w) + "' is not an operand");
+  }
+
+  // name(args):dtype, the name already read and '(' next.
+  bool call(std::string_view name, bool top) {
+    if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z'))
+      return fail("expected an op name");
+    const bool attention = name == "attention";
+    if (attention && !top) return fail("attention inside another op");
+    eat("(");
+    std::vector<Arg> args;
+    do {
+      Arg kind{};
+      if (!arg(kind, attention)) return false;
+      args.push_back(kind);
+    } while (eat(", "));
+    if (!eat("):")) return fail("expected '):' after the operands of " + quoted_text(name));
+    if (!dtype(word())) return false;
+    auto is = [&](size_t k, Arg a) { return args.size() > k && args[k] == a; };
+    if (attention) {
+      attention_ = true;
+      bool ok = (args.size() == 4 || (args.size() == 5 && is(4, Arg::lse))) && is(0, Arg::operand) &&
+                is(1, Arg::operand) && is(2, Arg::operand) && is(3, Arg::causal);
+      return ok || fail("attention takes q, k, v, causal= and an optional lse=true");
+    }
+    if (name == "matmul") {
+      ++matmuls_;
+      return (args.size() == 2 && is(0, Arg::operand) && is(1, Arg::operand)) ||
+             fail("matmul takes two operands");
+    }
+    for (Arg a : args)
+      if (a == Arg::causal || a == Arg::lse) return fail("an attention option outside attention");
+    bool ok = (args.size() == 1 && (is(0, Arg::call) || is(0, Arg::operand))) ||
+              (args.size() == 2 && (is(0, Arg::call) || is(0, Arg::operand)) &&
+               (is(1, Arg::operand) || is(1, Arg::scalar)));
+    return ok || fail(quoted_text(name) + " takes one or two operands");
+  }
+};
+
+}  // namespace
+
+std::string quoted_text(std::string_view text, size_t max_bytes) {
+  std::string o;
+  for (size_t i = 0; i < text.size() && i < max_bytes; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      o += char(c);
+    } else {
+      o += "\\x";
+      o += "0123456789abcdef"[c >> 4];
+      o += "0123456789abcdef"[c & 15];
+    }
+  }
+  return text.size() > max_bytes ? o + "..." : o;
+}
+
+std::string text_problem(const std::string& what, std::string_view text, size_t max_bytes,
+                         bool allow_tab) {
+  if (text.size() > max_bytes)
+    return what + " is " + std::to_string(text.size()) + " bytes long (at most " +
+           std::to_string(max_bytes) + ")";
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && !(c == '\t' && allow_tab)) || c == 0x7f)
+        return what + " holds a control character (byte " + std::to_string(c) + " at " +
+               std::to_string(i + 1) + ")";
+      ++i;
+      continue;
+    }
+    // UTF-8: the lead byte gives the length; continuation bytes are 10xxxxxx.
+    int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? (c <= 0xef ? 3 : 0) : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || i + size_t(n) > text.size()) return what + " is not valid UTF-8";
+    uint32_t cp = c & (0x7f >> n);
+    for (int k = 1; k < n; ++k) {
+      unsigned char cc = static_cast<unsigned char>(text[i + size_t(k)]);
+      if ((cc & 0xc0) != 0x80) return what + " is not valid UTF-8";
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+      return what + " is not valid UTF-8";
+    if (cp >= 0x80 && cp <= 0x9f)
+      return what + " holds a control character (U+00" + "0123456789ABCDEF"[cp >> 4] +
+             "0123456789ABCDEF"[cp & 15] + ")";
+    i += size_t(n);
+  }
+  return "";
+}
+
+std::string key_problem(const TuningKey& k) {
+  if (k.gpu.empty()) return "the gpu name is empty";
+  if (std::string why = text_problem("the gpu name", k.gpu, 256); !why.empty()) return why;
+  if (k.sm_count < 1 || k.sm_count > 10000)
+    return "sms=" + std::to_string(k.sm_count) + " is not an SM count (1..10000)";
+  if (k.cuda_runtime < 0 || k.cuda_runtime > 999999 || k.driver < 0 || k.driver > 999999)
+    return "cuda and driver must be CUDA version numbers such as 13000 (0 when unknown)";
+  if (k.op.size() > 4096) return "the op is longer than 4096 bytes";
+  SignatureReader sig(k.op);
+  if (!sig.read()) return "the op '" + quoted_text(k.op, 120) + "' does not parse: " + sig.why();
+  if (k.shape.size() > 1024) return "the shape is longer than 1024 bytes";
+  std::set<std::string> names;
+  std::string_view rest = k.shape;
+  while (true) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    std::string_view name = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    int64_t size = 0;
+    auto r = std::from_chars(value.data(), value.data() + value.size(), size);
+    if (!is_name(name) || value.empty() || r.ec != std::errc() || r.ptr != value.data() + value.size() ||
+        size < 1 || size > (int64_t(1) << 40))
+      return "the shape '" + quoted_text(k.shape, 120) + "' is not NAME=SIZE pairs (sizes 1..2^40), e.g. "
+             "M=4096,N=4096,K=4096";
+    if (!names.insert(std::string(name)).second)
+      return "the shape names " + quoted_text(name) + " twice";
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (names != sig.dims()) {
+    std::string op_dims, shape_dims;
+    for (const auto& d : sig.dims()) op_dims += (op_dims.empty() ? "" : ",") + d;
+    for (const auto& d : names) shape_dims += (shape_dims.empty() ? "" : ",") + d;
+    return "the shape's sizes (" + shape_dims + ") are not the op's dims (" + op_dims + ")";
+  }
+  return "";
 }
 
 }  // namespace loom::tune

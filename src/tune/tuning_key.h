@@ -5,6 +5,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 #include "runtime/device.h"
@@ -44,5 +45,25 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev,
 
 // "13.0" for 13000.
 std::string cuda_version_text(int version);
+
+// Why `key` is not one Loom could have made, or "" when it is: the GPU name is printable
+// text (no control characters, valid UTF-8, at most 256 bytes), the SM count is 1..10000,
+// the CUDA runtime and driver versions are 0 (unknown: a device profile) or a CUDA version
+// number up to 999999, the op parses as an op signature (the grammar op_signature
+// prints: calls, operands `dtype[dims]` with an optional `.T`, `scalar`, and attention's
+// `causal=`/`lse=`) with a contraction or an attention, and the shape is NAME=SIZE pairs
+// (sizes 1..2^40, no name twice) naming exactly the dims the op names. The tuning database
+// checks every record it reads, imports or writes with it (tune/db_file.h).
+std::string key_problem(const TuningKey& key);
+
+// Why `text` is not printable text for a database field, or "": valid UTF-8 with no
+// control character (C0, DEL or C1; a tab only where allow_tab is set) and at most
+// max_bytes long. `what` names the field in the message.
+// `text` as a message may quote it: bytes outside printable ASCII as \xNN, cut to
+// max_bytes with "..." (a damaged or hostile line must not drive the user's terminal).
+std::string quoted_text(std::string_view text, size_t max_bytes = 60);
+
+std::string text_problem(const std::string& what, std::string_view text, size_t max_bytes,
+                         bool allow_tab = false);
 
 }  // namespace loom::tune

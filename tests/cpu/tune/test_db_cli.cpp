@@ -2,6 +2,8 @@
 // its knobs came from (no GPU here: the database is not consulted, and it says so).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdio>
 
@@ -71,7 +73,126 @@ TEST(DbCli, ListShowExportClearImport) {
   dbtest::spit(dir + "/bad.db", "loom-tuning-db v1\nnonsense\nend 1\n");
   auto bad = loom_cmd(env, "db import " + dir + "/bad.db");
   EXPECT_EQ(bad.rc, 2) << bad.out;
-  EXPECT_TRUE(has(bad.out, "rejected line 2: no checksum field")) << bad.out;
+  EXPECT_TRUE(has(bad.out, "rejected " + dir + "/bad.db:2: no checksum field")) << bad.out;
+
+  auto to_stdout = loom_cmd(env, "db export -");
+  EXPECT_EQ(to_stdout.rc, 0) << to_stdout.out;
+  EXPECT_EQ(parse_db(to_stdout.out).entries.size(), 2u) << to_stdout.out;
+}
+
+// `loom db` on a path that is not a tuning database: every command but `path` exits 1
+// with a message naming the path, and nothing at or beside it changes. Before, list,
+// show and export renamed it to `<path>.corrupt-<time>` and exited 0.
+TEST(DbCli, RefusesWhatIsNotADatabaseAndLeavesItAlone) {
+  std::string dir = dbtest::scratch_dir();
+  std::filesystem::create_directories(dir + "/adir/sub");
+  dbtest::spit(dir + "/adir/sub/f", "keep\n");
+  ASSERT_EQ(::mkfifo((dir + "/afifo").c_str(), 0644), 0);
+  dbtest::spit(dir + "/notes.txt", "my notes\nnot a database\n");
+  dbtest::make_device(dir + "/null");  // stands for /dev/null
+  std::filesystem::create_directory_symlink(dir + "/adir", dir + "/alink");
+  std::string good = dir + "/../" + std::filesystem::path(dir).filename().string() + "-good.db";
+  dbtest::spit(good, format_db({{dbtest::key(0), dbtest::rec(10)}}));
+  const std::string before = dbtest::tree(dir);
+  for (std::string target : {dir + "/adir", dir + "/afifo", dir + "/notes.txt", dir + "/alink",
+                             dir + "/null"}) {
+    for (std::string cmd : {std::string("db list"), std::string("db show 1"), "db export " + dir + "/adir/out.db",
+                            std::string("db clear --yes"), "db import " + good}) {
+      auto r = loom_cmd("LOOM_TUNE_DB=" + target + " timeout 20", cmd);  // a read of a FIFO blocks
+      EXPECT_EQ(r.rc, 1) << target << ": " << cmd << ": " << r.out;
+      EXPECT_TRUE(has(r.out, "loom: " + target)) << target << ": " << cmd << ": " << r.out;
+      EXPECT_TRUE(has(r.out, "untouched")) << r.out;
+    }
+    auto path = loom_cmd("LOOM_TUNE_DB=" + target + " timeout 20", "db path");
+    EXPECT_EQ(path.rc, 0) << path.out;
+  }
+  // `loom tune` says so before it probes a GPU or searches, not after the search.
+  auto tune = loom_cmd("", "tune --db " + dir + "/adir -c 'matmul(A[64,64]:f32, B[64,64]:f32)'");
+  EXPECT_EQ(tune.rc, 1) << tune.out;
+  EXPECT_TRUE(has(tune.out, "cannot record into the tuning database: " + dir + "/adir is a directory")) << tune.out;
+  EXPECT_EQ(dbtest::tree(dir), before);
+  std::filesystem::remove(good);
+}
+
+// One flipped byte in one record: `list` shows the others, reports the damaged line
+// (path:line: why) and where it went, and exits 2; the next `list` is clean (exit 0) and
+// notes the side file. `export` of a damaged database says it is incomplete and exits 2.
+// Before: the whole file was set aside, list said "0 records" and export wrote none, exit 0.
+TEST(DbCli, ADamagedRecordCostsOnlyItselfAndIsReported) {
+  std::string dir = dbtest::scratch_dir();
+  std::string path = dir + "/tuning.db";
+  std::string env = "LOOM_TUNE_DB=" + path;
+  for (int i = 0; i < 3; ++i) TuningDb::open(path).record(dbtest::key(i), dbtest::rec(10 + i));
+  std::string damaged = dbtest::slurp(path);
+  damaged[damaged.find("M=128,") + 2] = '7';  // the record of key(1), line 2
+  dbtest::spit(path, damaged);
+  const std::string saved = damaged;
+
+  auto list = loom_cmd(env, "db list");
+  EXPECT_EQ(list.rc, 2) << list.out;
+  EXPECT_TRUE(has(list.out, path + ": 2 records")) << list.out;
+  EXPECT_TRUE(has(list.out, "M=64,N=4096")) << list.out;
+  EXPECT_TRUE(has(list.out, "M=192,N=4096")) << list.out;
+  EXPECT_TRUE(has(list.out, "damaged: " + path + ":2: checksum mismatch")) << list.out;
+  EXPECT_TRUE(has(list.out, "moved to " + path + ".rejected")) << list.out;
+  auto again = loom_cmd(env, "db list");
+  EXPECT_EQ(again.rc, 0) << again.out;
+  EXPECT_TRUE(has(again.out, path + ".rejected holds 1 damaged line")) << again.out;
+
+  dbtest::spit(path, saved);
+  auto exp = loom_cmd(env, "db export " + dir + "/out.db");
+  EXPECT_EQ(exp.rc, 2) << exp.out;
+  EXPECT_TRUE(has(exp.out, "exported 2 records")) << exp.out;
+  EXPECT_TRUE(has(exp.out, "the export is incomplete")) << exp.out;
+  EXPECT_EQ(parse_db(dbtest::slurp(dir + "/out.db")).entries.size(), 2u);
+
+  dbtest::spit(path, saved);
+  auto show = loom_cmd(env, "db show M=192");
+  EXPECT_EQ(show.rc, 2) << show.out;
+  EXPECT_TRUE(has(show.out, "shape:     M=192,N=4096,K=4096")) << show.out;
+  EXPECT_TRUE(has(show.out, path + ":2: checksum mismatch")) << show.out;
+}
+
+// A database with CRLF line ends lists every record, exit 0 (before: none, set aside).
+TEST(DbCli, CrlfDatabaseListsEveryRecord) {
+  std::string dir = dbtest::scratch_dir();
+  std::string path = dir + "/tuning.db";
+  for (int i = 0; i < 3; ++i) TuningDb::open(path).record(dbtest::key(i), dbtest::rec(10 + i));
+  std::string crlf;
+  for (char c : dbtest::slurp(path)) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  dbtest::spit(path, crlf);
+  auto list = loom_cmd("LOOM_TUNE_DB=" + path, "db list");
+  EXPECT_EQ(list.rc, 0) << list.out;
+  EXPECT_TRUE(has(list.out, path + ": 3 records")) << list.out;
+  EXPECT_FALSE(has(list.out, "damaged")) << list.out;
+}
+
+// `db import` of a file with nonsense lines: each is reported by file:line with why, the
+// good line goes in, exit 2.
+TEST(DbCli, ImportReportsEachNonsenseLineAndTakesTheGoodOnes) {
+  std::string dir = dbtest::scratch_dir();
+  auto with = [](size_t field, const std::string& value) {
+    std::vector<std::string> f = dbtest::good_fields();
+    f[field] = value;
+    return dbtest::line_with_sum(dbtest::join_fields(f));
+  };
+  std::string text = std::string(kDbHeader) + "\n" + format_entry({dbtest::key(0), dbtest::rec(10)}) + "\n" +
+                     with(7, "us=1e-300") + "\n" + with(7, "us=inf") + "\n" + with(4, "op=garbage") + "\n" +
+                     with(0, "gpu=evil\x1b[2J") + "\n" + with(6, "knobs=NOT_A_KNOB=1") + "\nend 6\n";
+  dbtest::spit(dir + "/in.db", text);
+  auto r = loom_cmd("LOOM_TUNE_DB=" + dir + "/tuning.db", "db import " + dir + "/in.db");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "1 added")) << r.out;
+  EXPECT_TRUE(has(r.out, "5 rejected")) << r.out;
+  for (int line = 3; line <= 7; ++line)
+    EXPECT_TRUE(has(r.out, "rejected " + dir + "/in.db:" + std::to_string(line) + ": ")) << line << r.out;
+  EXPECT_TRUE(has(r.out, "not a plausible kernel time")) << r.out;
+  EXPECT_TRUE(has(r.out, "NOT_A_KNOB")) << r.out;
+  EXPECT_FALSE(has(r.out, "\x1b")) << "an escape sequence reaches the terminal: " << r.out;
+  EXPECT_EQ(TuningDb::open(dir + "/tuning.db").entries().size(), 1u);
+  auto dir_import = loom_cmd("LOOM_TUNE_DB=" + dir + "/tuning.db", "db import " + dir);
+  EXPECT_EQ(dir_import.rc, 1) << dir_import.out;
+  EXPECT_TRUE(has(dir_import.out, dir + " is a directory")) << dir_import.out;
 }
 
 TEST(DbCli, NoDatabaseIsAClearMessage) {

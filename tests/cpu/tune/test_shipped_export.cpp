@@ -97,5 +97,31 @@ TEST(ShippedExport, AFileThatDoesNotVerifyIsRefusedAndLeftAlone) {
   EXPECT_EQ(slurp(file), text);
 }
 
+// The shipped file is written by the database's rules: only a new path or a tuning
+// database is replaced (a temporary file renamed into place); a text file or a directory
+// under that name is refused and left alone, and an unrelated `<file>.tmp` is never
+// written (before: the export truncated `<file>.tmp` whatever it was).
+TEST(ShippedExport, WritesOnlyANewFileOrADatabase) {
+  const std::string dir = scratch_dir();
+  const std::string text_file = dir + "/notes.db";
+  spit(text_file, "my notes\n");
+  std::filesystem::create_directories(dir + "/adir.db");
+  for (const std::string& f : {text_file, dir + "/adir.db"}) {
+    try {
+      export_shipped(f, {{{key(1), timed(9.0, "read")}, false}});
+      ADD_FAILURE() << "exported into " << f;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(slurp(text_file), "my notes\n");
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/adir.db"));
+  const std::string file = dir + "/h100.db";
+  spit(file + ".tmp", "someone's file\n");
+  export_shipped(file, {{{key(1), timed(9.0, "read")}, false}});
+  EXPECT_EQ(slurp(file + ".tmp"), "someone's file\n");
+  EXPECT_EQ(as_shipped(file)[0].parsed.entries.size(), 1u);
+}
+
 }  // namespace
 }  // namespace loom::tune

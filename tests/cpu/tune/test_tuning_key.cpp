@@ -33,6 +33,10 @@ TuningKey key_of(const std::string& expr, const std::map<std::string, int64_t>& 
   Graph g = bind_sizes(parse_expression(expr), dims);
   auto k = key_for(g, dev);
   EXPECT_TRUE(k) << expr;
+  // Every key Loom makes passes the check the database applies to every line it reads.
+  if (k) {
+    EXPECT_EQ(loom::tune::key_problem(*k), "") << k->op << " | " << k->shape;
+  }
   return k.value_or(TuningKey{});
 }
 

@@ -42,12 +42,13 @@ test-gpu: build
 # build directory, run for FUZZ_SECONDS (scripts/fuzz.sh; CI runs it after the tests).
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 120
+FUZZ_FLAGS ?=
 fuzz: deps
 	@command -v clang++ >/dev/null 2>&1 || { echo "make fuzz needs clang (apt-get install clang)" >&2; exit 1; }
 	@test -f $(FUZZ_BUILD)/CMakeCache.txt || cmake -S . -B $(FUZZ_BUILD) -G "$(GENERATOR)" \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DLOOM_FUZZ=ON -DLOOM_PYTHON=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_pipeline -j $(JOBS)
-	bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_FLAGS)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -6,8 +6,11 @@ must compile). The inputs are the NUL-separated fields of fuzz/fuzz_pipeline.cpp
 
   python3 scripts/fuzz_nvrtc_sample.py LOOM_BINARY N CORPUS_DIR [CORPUS_DIR ...]
 
+The inputs run JOBS at a time (environment; default: the CPU count).
+
 Exit 1 when NVRTC rejected any accepted program, naming the inputs; 0 otherwise.
 """
+import concurrent.futures
 import os
 import random
 import subprocess
@@ -40,29 +43,33 @@ def main():
     bad = []
     env = dict(os.environ)
     env.pop("LOOM_KNOBS", None)
+
+    def replay(index_path):
+        index, path = index_path
+        with open(path, "rb") as f:
+            data = f.read()
+        cubin = os.path.join(tmp, "k%d.cubin" % index)
+        try:
+            p = subprocess.run(argv_for(loom, data, cubin), capture_output=True, timeout=300, env=env)
+        except subprocess.TimeoutExpired:
+            return path, "timeout", "no answer in 300 s"
+        except ValueError:  # an argument with an embedded NUL cannot be passed
+            return path, "refused", ""
+        if p.returncode == 0:
+            return path, "compiled", ""
+        if p.returncode < 0:
+            return path, "crashed", "signal %d" % -p.returncode
+        if any(m in p.stderr for m in NVRTC_REJECTS):
+            return path, "nvrtc_rejected", p.stderr.decode(errors="replace").splitlines()[0]
+        return path, "refused", ""
+
+    jobs = int(os.environ.get("JOBS", os.cpu_count() or 1))
     with tempfile.TemporaryDirectory() as tmp:
-        cubin = os.path.join(tmp, "k.cubin")
-        for path in files[:n]:
-            with open(path, "rb") as f:
-                data = f.read()
-            try:
-                p = subprocess.run(argv_for(loom, data, cubin), capture_output=True, timeout=300, env=env)
-            except subprocess.TimeoutExpired:
-                counts["timeout"] += 1
-                bad.append((path, "timeout"))
-                continue
-            except ValueError:  # an argument with an embedded NUL cannot be passed
-                continue
-            if p.returncode == 0:
-                counts["compiled"] += 1
-            elif p.returncode < 0:
-                counts["crashed"] += 1
-                bad.append((path, "signal %d" % -p.returncode))
-            elif any(m in p.stderr for m in NVRTC_REJECTS):
-                counts["nvrtc_rejected"] += 1
-                bad.append((path, p.stderr.decode(errors="replace").splitlines()[0]))
-            else:
-                counts["refused"] += 1
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            for path, outcome, why in pool.map(replay, enumerate(files[:n])):
+                counts[outcome] += 1
+                if outcome in ("timeout", "crashed", "nvrtc_rejected"):
+                    bad.append((path, why))
     total = sum(counts.values())
     print("fuzz_nvrtc_sample: %d inputs: %s" % (total, ", ".join("%s %d" % kv for kv in counts.items())))
     for path, why in bad:

@@ -206,6 +206,15 @@ inline int count(const Block& b, StmtKind kind) {
 
 // An sm_90a target with `n` SMs: a persistent grid small enough to interpret, or one whose
 // tile count leaves a partial wave.
+// `base` with the knobs of `over` replacing or joining its own. A knob list names each knob
+// once (Knobs::parse refuses "BM=64,BM=128", which hides a typo), so a variation of a base
+// set is spelled knobs_over(kBase, "STAGES=3"), not kBase + ",STAGES=3".
+inline std::string knobs_over(const std::string& base, const std::string& over) {
+  Knobs k = Knobs::parse(base);
+  k.merge(Knobs::parse(over));
+  return k.str();
+}
+
 inline Target sm90a_with_sms(int n) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = n;

@@ -72,9 +72,9 @@ TEST(StreamK, WholeWavesLeaveTheProgramAlone) {
     return print(s.tile);
   };
   // 2 x 4 tiles: on 4 CTAs two whole waves; on 8 one.
-  EXPECT_EQ(tile_ir(kStreamK, 4), tile_ir(kStreamK + ",STREAM_K=0", 4));
-  EXPECT_EQ(tile_ir(kStreamK, 8), tile_ir(kStreamK + ",STREAM_K=0", 8));
-  EXPECT_NE(tile_ir(kStreamK, 3), tile_ir(kStreamK + ",STREAM_K=0", 3));
+  EXPECT_EQ(tile_ir(kStreamK, 4), tile_ir(passcheck::knobs_over(kStreamK, "STREAM_K=0"), 4));
+  EXPECT_EQ(tile_ir(kStreamK, 8), tile_ir(passcheck::knobs_over(kStreamK, "STREAM_K=0"), 8));
+  EXPECT_NE(tile_ir(kStreamK, 3), tile_ir(passcheck::knobs_over(kStreamK, "STREAM_K=0"), 3));
 }
 
 TEST(StreamK, RefusesKernelsWithoutPersistentCooperativeUnits) {
@@ -83,8 +83,8 @@ TEST(StreamK, RefusesKernelsWithoutPersistentCooperativeUnits) {
     const std::string e = passcheck::error_of(mm, knobs, sm90a_with_sms(5));
     EXPECT_NE(e.find(names), std::string::npos) << knobs << ": " << e;
   };
-  fails(kStreamK + ",PERSISTENT=0", "PERSISTENT=1");
-  fails(kStreamK + ",WARP_SPECIALIZE=0", "WARP_SPECIALIZE=1");
+  fails(passcheck::knobs_over(kStreamK, "PERSISTENT=0"), "PERSISTENT=1");
+  fails(passcheck::knobs_over(kStreamK, "WARP_SPECIALIZE=0"), "WARP_SPECIALIZE=1");
   fails(kStreamK + ",SPLITK=2", "SPLITK=1");
   fails("ATOM=wgmma_bf16,WM=2,WN=1,BM=64,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
         "WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong,STREAM_K=1",

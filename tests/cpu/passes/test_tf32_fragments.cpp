@@ -136,7 +136,7 @@ TEST(Tf32Fragments, LowerMmaAddressesRowsFromTheTable) {
 // name the other layout; the knobs are recorded only when given.
 TEST(Tf32Fragments, SlabKnobsChooseTheLayout) {
   {
-    CompileState s = passcheck::compile_sm90a(kGemm, std::string(kKnobs) + ",STAGE=cp_async,SLAB_B=kinner");
+    CompileState s = passcheck::compile_sm90a(kGemm, passcheck::knobs_over(kKnobs, "STAGE=cp_async,SLAB_B=kinner"));
     const TensorDecl& b = s.kernel.tensor("B_s");
     EXPECT_EQ(b.shape.at(0).const_value(), 32);  // [BN][BK]
     EXPECT_EQ(b.shape.at(1).const_value(), 16);
@@ -306,7 +306,7 @@ TEST(Tf32Fragments, BankModelOfTheArticlesRungs) {
   const std::map<std::string, double> all_free = {
       {"A_s cp.async", 1.0}, {"B_s cp.async", 1.0}, {"A_s ldmatrix", 1.0}, {"B_s load", 1.0}};
   EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8")), all_free);
-  EXPECT_EQ(conflicts(compile_defaults(e, tile + "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8,STAGES=2")),
+  EXPECT_EQ(conflicts(compile_defaults(e, passcheck::knobs_over(tile, "SWIZZLE=64B,PAD_KOUTER=8,GROUP_M=8,STAGES=2"))),
             all_free);
 }
 

@@ -146,7 +146,7 @@ TEST(TmaStoreEpilogue, StripBuffersBiasReluRaggedWithStmatrix) {
 TEST(TmaStoreEpilogue, StripBuffersWithoutStmatrixKeepPlainStores) {
   // The plain stores of the buffered path run on the interpreter in the f32 test below.
   CompileState s = passcheck::compile_sm90a("matmul(A[136,64]:f16, B[64,200]:f16)",
-                                            kWsPersistent + ",ATOM=wgmma_f16,BN=128,STMATRIX=0");
+                                            passcheck::knobs_over(kWsPersistent, "ATOM=wgmma_f16,BN=128,STMATRIX=0"));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(stmatrix_count(k), 0);
   EXPECT_EQ(count(k.body, StmtKind::TmaStore), 4);  // 2 strips x 2 warpgroups
@@ -155,7 +155,7 @@ TEST(TmaStoreEpilogue, StripBuffersWithoutStmatrixKeepPlainStores) {
 
 TEST(TmaStoreEpilogue, StripBuffersF16) {
   CompileState s = passcheck::check_every_pass(
-      "matmul(A[136,64]:f16, B[64,200]:f16)", Knobs::parse(kWsPersistent + ",ATOM=wgmma_f16,BN=128"), 31,
+      "matmul(A[136,64]:f16, B[64,200]:f16)", Knobs::parse(passcheck::knobs_over(kWsPersistent, "ATOM=wgmma_f16,BN=128")), 31,
       {}, {}, std::nullopt, sm90a_with_sms(2));
   EXPECT_EQ(stmatrix_count(s.kernel.kernels.at(0)), 2 * 4);
 }

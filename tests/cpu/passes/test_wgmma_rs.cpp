@@ -119,7 +119,7 @@ TEST(WgmmaRs, OneAtomStepPerSlabWaitsBeforeEachFill) {
 // a wait or a fence from a correct program is an error, not a silent pass.
 TEST(WgmmaRs, InterpreterCatchesAMissingWaitOrFence) {
   CompileState s = passcheck::compile_sm90a("matmul(A[64,256]:bf16, B[64,256]:bf16.T)",
-                                            kSmall16 + ",STAGES=3,WARP_SPECIALIZE=1");
+                                            passcheck::knobs_over(kSmall16, "STAGES=3,WARP_SPECIALIZE=1"));
   Bindings in;
   make_random_inputs(s.loop, in, 83);
   auto run_without = [&](StmtKind kind, int imm) {
@@ -195,7 +195,7 @@ TEST(WgmmaRs, ImpossibleCombinationsNameTheReason) {
         "give A K-major");
   // Both operands M-/N-major: no orientation puts a K-major tile in wgmma's B.
   fails("matmul(A[256,256]:f32.T, B[256,256]:f32)", tf32 + ",SWAP_AB=1,WGMMA_A=regs", "M-major");
-  fails("matmul(A[256,256]:bf16, B[256,256]:bf16)", kSmall16 + ",WGMMA_A=tmem", "WGMMA_A");
+  fails("matmul(A[256,256]:bf16, B[256,256]:bf16)", std::string(kSmall16).replace(kSmall16.find("WGMMA_A=regs"), 12, "WGMMA_A=tmem"), "WGMMA_A");
 }
 
 }  // namespace

@@ -40,42 +40,39 @@ int64_t Machine::slot(const Node& n, const ValueRef& r, int t, int64_t width) co
   for (size_t d = 0; d < r.index.size(); ++d) {
     int64_t i = eval(r.index[d], t);
     int64_t hi = d + 1 == r.index.size() ? i + width - 1 : i;
-    if (i < 0 || hi >= r.extents[d]) {
-      std::string ext = "[";
-      for (size_t k = 0; k < r.extents.size(); ++k)
-        ext += (k ? ", " : "") + std::to_string(r.extents[k]);
-      fail(*n.s, "index " + std::to_string(d) + " (" + r.index[d].str() + ") = " +
-                     std::to_string(i) +
-                     (hi != i ? " (+" + std::to_string(width - 1) + " for the vector)" : "") +
-                     " is out of range for register array " + r.name + ext + "]",
-           t);
-    }
+    if (i < 0 || hi >= r.extents[d]) [[unlikely]]
+      slot_out_of_range(n, r, t, width, d, i);
     flat = flat * r.extents[d] + i;
   }
   return r.base + flat;
 }
 
+void Machine::slot_out_of_range(const Node& n, const ValueRef& r, int t, int64_t width,
+                                size_t d, int64_t i) const {
+  const int64_t hi = d + 1 == r.index.size() ? i + width - 1 : i;
+  std::string ext = "[";
+  for (size_t k = 0; k < r.extents.size(); ++k)
+    ext += (k ? ", " : "") + std::to_string(r.extents[k]);
+  fail(*n.s, "index " + std::to_string(d) + " (" + r.index[d].str() + ") = " +
+                 std::to_string(i) +
+                 (hi != i ? " (+" + std::to_string(width - 1) + " for the vector)" : "") +
+                 " is out of range for register array " + r.name + ext + "]",
+       t);
+}
+
 int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool flat) const {
   const TensorSlot& ts = *a.tensor;
-  const TensorDecl& d = *ts.decl;
-  const bool shared = ts.shared >= 0;
-  const std::string vec = width > 1 ? " (+" + std::to_string(width - 1) + " for the vector)" : "";
   if (flat) {
     int64_t v = eval(a.index[0], t);
-    if (v < 0 || v + width > ts.size)
-      fail(*n.s,
-           "offset " + a.index[0].str() + " = " + std::to_string(v) + vec +
-               " is out of range for " + (shared ? "shared tensor " : "tensor ") + d.name +
-               " of shape " + ts.shape_str + " (" + std::to_string(ts.size) + " elements" +
-               (shared && d.pad ? ", rows padded by " + std::to_string(d.pad) : "") + ")",
-           t);
-    if (shared && d.pad && ts.shape.size() >= 2) {
+    if (v < 0 || v + width > ts.size) [[unlikely]]
+      offset_out_of_range(n, a, t, width, 0, v, true);
+    if (ts.shared >= 0 && ts.decl->pad && ts.shape.size() >= 2) {
       int64_t row = ts.strides[ts.shape.size() - 2];
       for (int i = 0; i < width; ++i)
-        if ((v + i) % row >= ts.shape.back())
+        if ((v + i) % row >= ts.shape.back()) [[unlikely]]
           fail(*n.s,
                "offset " + a.index[0].str() + " = " + std::to_string(v + i) +
-                   " lands in the row padding of shared tensor " + d.name + " (column " +
+                   " lands in the row padding of shared tensor " + ts.decl->name + " (column " +
                    std::to_string((v + i) % row) + " of rows of " + std::to_string(row) +
                    " elements, " + std::to_string(ts.shape.back()) + " used)",
                t);
@@ -87,15 +84,32 @@ int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool f
     int64_t i = eval(a.index[k], t);
     bool last = k + 1 == a.index.size();
     int64_t hi = last ? i + width - 1 : i;
-    if (i < 0 || hi >= ts.shape[k])
-      fail(*n.s,
-           "index " + std::to_string(k) + " (" + a.index[k].str() + ") = " + std::to_string(i) +
-               (last ? vec : "") + " is out of range for " + (shared ? "shared tensor " : "tensor ") +
-               d.name + " of shape " + ts.shape_str,
-           t);
+    if (i < 0 || hi >= ts.shape[k]) [[unlikely]]
+      offset_out_of_range(n, a, t, width, k, i, false);
     off += i * ts.strides[k];
   }
   return off;
+}
+
+void Machine::offset_out_of_range(const Node& n, const Access& a, int t, int width, size_t k,
+                                  int64_t i, bool flat) const {
+  const TensorSlot& ts = *a.tensor;
+  const TensorDecl& d = *ts.decl;
+  const bool shared = ts.shared >= 0;
+  const std::string vec = width > 1 ? " (+" + std::to_string(width - 1) + " for the vector)" : "";
+  if (flat)
+    fail(*n.s,
+         "offset " + a.index[0].str() + " = " + std::to_string(i) + vec +
+             " is out of range for " + (shared ? "shared tensor " : "tensor ") + d.name +
+             " of shape " + ts.shape_str + " (" + std::to_string(ts.size) + " elements" +
+             (shared && d.pad ? ", rows padded by " + std::to_string(d.pad) : "") + ")",
+         t);
+  const bool last = k + 1 == a.index.size();
+  fail(*n.s,
+       "index " + std::to_string(k) + " (" + a.index[k].str() + ") = " + std::to_string(i) +
+           (last ? vec : "") + " is out of range for " + (shared ? "shared tensor " : "tensor ") +
+           d.name + " of shape " + ts.shape_str,
+       t);
 }
 
 double Machine::load_element(const Node& n, const TensorSlot& ts, int64_t off, int t) {
@@ -399,6 +413,50 @@ void Machine::exec_scalar(const Node& n, const std::vector<int>& active) {
     return vals_[size_t(k) * T + size_t(t)];
   };
   const int64_t uniform_dst = n.dst.uniform ? slot(n, n.dst, t0, 1) : 0;
+  bool rows = n.dst.uniform;
+  for (size_t i = 0; i < n.args.size(); ++i) rows = rows && ops.slot[i] != OperandSlots::kPerThread;
+  if (rows) {
+    // Every operand is one slot for all threads (or an immediate): thread t's values are
+    // column t of those rows, so each statement kind is one loop over the threads.
+    double* d = &vals_[size_t(uniform_dst) * T];
+    const double* x[kMaxAtomOperands];
+    size_t step[kMaxAtomOperands];  // 0: an immediate, read at every t
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const bool imm = ops.slot[i] == OperandSlots::kImmediate;
+      x[i] = imm ? &n.args[i].imm : &vals_[size_t(ops.slot[i]) * T];
+      step[i] = imm ? 0 : 1;
+    }
+    auto at = [&](size_t i, int t) { return x[i][size_t(t) * step[i]]; };
+    switch (s.kind) {
+      case StmtKind::Compute:
+        if (n.args.size() == 2 && s.op == ScalarOp::Add)
+          for (int t : active) d[t] = at(0, t) + at(1, t);
+        else if (n.args.size() == 2 && s.op == ScalarOp::Mul)
+          for (int t : active) d[t] = at(0, t) * at(1, t);
+        else if (n.args.size() == 2)
+          for (int t : active) d[t] = eval_scalar_op(s.op, at(0, t), at(1, t));
+        else
+          for (int t : active) d[t] = eval_scalar_op(s.op, at(0, t), 0.0);
+        return;
+      case StmtKind::Init:
+        for (int t : active) d[t] = s.imm;
+        return;
+      case StmtKind::Accum:
+        if (s.op == ScalarOp::Add)
+          for (int t : active) d[t] = d[t] + at(0, t);
+        else
+          for (int t : active) d[t] = eval_scalar_op(s.op, d[t], at(0, t));
+        return;
+      case StmtKind::Atom:
+        for (int t : active) {
+          double a[kMaxAtomOperands];  // resolution checked the count against the atom
+          for (size_t i = 0; i < n.args.size(); ++i) a[i] = at(i, t);
+          n.atom->run(d[t], a);
+        }
+        return;
+      default: LOOM_CHECK(false, "exec_scalar on a non-scalar statement");
+    }
+  }
   for (int t : active) {
     double& dst = vals_[size_t(n.dst.uniform ? uniform_dst : slot(n, n.dst, t, 1)) * T +
                         size_t(t)];

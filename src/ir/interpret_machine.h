@@ -209,6 +209,11 @@ class Machine {
   // Value slot of `r` for thread `t`, checked for `width` elements along the last
   // dimension (a vector access uses the slots that follow).
   int64_t slot(const Node& n, const ValueRef& r, int t, int64_t width) const;
+  // The errors of slot() and offset(), out of their hot paths: index d (k) is i.
+  [[noreturn, gnu::cold, gnu::noinline]] void slot_out_of_range(
+      const Node& n, const ValueRef& r, int t, int64_t width, size_t d, int64_t i) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void offset_out_of_range(
+      const Node& n, const Access& a, int t, int width, size_t k, int64_t i, bool flat) const;
   double operand(const Node& n, size_t i, int t, int64_t plus = 0) const;
   // First value slot of fragment `r` (resolved by fragment()) for thread `t`.
   int64_t fragment_slot(const Node& n, const ValueRef& r, int t, int values) const {

@@ -68,8 +68,10 @@ int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool f
       offset_out_of_range(n, a, t, width, 0, v, true);
     if (ts.shared >= 0 && ts.decl->pad && ts.shape.size() >= 2) {
       int64_t row = ts.strides[ts.shape.size() - 2];
-      for (int i = 0; i < width; ++i)
-        if ((v + i) % row >= ts.shape.back()) [[unlikely]]
+      // Rows hold shape.back() used columns then the pad: the access stays in the used
+      // part exactly when its first column plus width does (the loop finds where not).
+      for (int i = 0; v % row + width > ts.shape.back() && i < width; ++i)
+        if ((v + i) % row >= ts.shape.back())
           fail(*n.s,
                "offset " + a.index[0].str() + " = " + std::to_string(v + i) +
                    " lands in the row padding of shared tensor " + ts.decl->name + " (column " +
@@ -226,7 +228,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
 void Machine::exec_lane_reduce(const Node& n, const std::vector<int>& active) {
   const size_t T = size_t(threads_);
   const int lanes = int(n.s->imm);
-  for_each_warp(n, active, "lane_reduce", [&](int warp) {
+  for_each_warp(n, active, [] { return std::string("lane_reduce"); }, [&](int warp) {
     double in[WarpAtom::kLanes];
     for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
       in[lane] = operand(n, 0, warp * WarpAtom::kLanes + lane);
@@ -505,7 +507,7 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
       }
     }
   };
-  for_each_warp(n, active, "warp atom " + w.id, [&](int warp) {
+  for_each_warp(n, active, [&] { return "warp atom " + w.id; }, [&](int warp) {
     gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, warp);
     gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, warp);
     if (n.s->scale_d.is_const() && n.s->scale_d.const_value() == 0)  // C = 0: D = A·B
@@ -529,29 +531,32 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
 }
 
 void Machine::for_each_warp(const Node& n, const std::vector<int>& active,
-                            const std::string& what, const std::function<void(int)>& fn) {
+                            const std::function<std::string()>& what,
+                            const std::function<void(int)>& fn) {
   for_each_group(n, active, WarpAtom::kLanes, what, fn);
 }
 
 void Machine::for_each_group(const Node& n, const std::vector<int>& active, int size,
-                             const std::string& what, const std::function<void(int)>& fn) {
-  const bool warp = size == WarpAtom::kLanes;
-  const std::string unit = warp ? "warp" : "warpgroup";
-  const std::string lanes = warp ? "lanes" : "threads";
+                             const std::function<std::string()>& what,
+                             const std::function<void(int)>& fn) {
   // `active` is in thread order, so a group's active threads are consecutive in it.
   for (size_t i = 0; i < active.size();) {
     const int group = active[i] / size;
     size_t end = i;
     while (end < active.size() && active[end] / size == group) ++end;
-    if (end - i != size_t(size))
+    if (end - i != size_t(size)) [[unlikely]] {
+      const bool warp = size == WarpAtom::kLanes;
+      const std::string unit = warp ? "warp" : "warpgroup";
+      const std::string lanes = warp ? "lanes" : "threads";
       fail(*n.s,
-           what + " reached by " + std::to_string(end - i) + " of the " + std::to_string(size) +
+           what() + " reached by " + std::to_string(end - i) + " of the " + std::to_string(size) +
                " " + lanes + " of " + unit + " " + std::to_string(group) +
                ": it sits under an If whose condition differs between " + lanes + " of one " +
                unit + ", and the instruction needs every one; make the condition the same "
                "across each " + unit + " (e.g. depend on threadIdx.x / " + std::to_string(size) +
                ") or hoist the " + (warp ? "atom" : "statement") + " out of the If",
            active[i]);
+    }
     fn(group);
     i = end;
   }
@@ -568,7 +573,7 @@ void Machine::exec_warp_copy(const Node& n, const std::vector<int>& active) {
   constexpr int kLanes = WarpAtom::kLanes;
   const TensorSlot& ts = *n.access.tensor;
   const int row_bytes = w.cols * w.element_bytes;
-  for_each_warp(n, active, "warp copy " + w.id, [&](int warp) {
+  for_each_warp(n, active, [&] { return "warp copy " + w.id; }, [&](int warp) {
     int64_t start[kLanes];
     for (int lane = 0; lane < kLanes; ++lane) {
       const int t = warp * kLanes + lane;

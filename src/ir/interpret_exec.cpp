@@ -40,42 +40,41 @@ int64_t Machine::slot(const Node& n, const ValueRef& r, int t, int64_t width) co
   for (size_t d = 0; d < r.index.size(); ++d) {
     int64_t i = eval(r.index[d], t);
     int64_t hi = d + 1 == r.index.size() ? i + width - 1 : i;
-    if (i < 0 || hi >= r.extents[d]) {
-      std::string ext = "[";
-      for (size_t k = 0; k < r.extents.size(); ++k)
-        ext += (k ? ", " : "") + std::to_string(r.extents[k]);
-      fail(*n.s, "index " + std::to_string(d) + " (" + r.index[d].str() + ") = " +
-                     std::to_string(i) +
-                     (hi != i ? " (+" + std::to_string(width - 1) + " for the vector)" : "") +
-                     " is out of range for register array " + r.name + ext + "]",
-           t);
-    }
+    if (i < 0 || hi >= r.extents[d]) [[unlikely]]
+      slot_out_of_range(n, r, t, width, d, i);
     flat = flat * r.extents[d] + i;
   }
   return r.base + flat;
 }
 
+void Machine::slot_out_of_range(const Node& n, const ValueRef& r, int t, int64_t width,
+                                size_t d, int64_t i) const {
+  const int64_t hi = d + 1 == r.index.size() ? i + width - 1 : i;
+  std::string ext = "[";
+  for (size_t k = 0; k < r.extents.size(); ++k)
+    ext += (k ? ", " : "") + std::to_string(r.extents[k]);
+  fail(*n.s, "index " + std::to_string(d) + " (" + r.index[d].str() + ") = " +
+                 std::to_string(i) +
+                 (hi != i ? " (+" + std::to_string(width - 1) + " for the vector)" : "") +
+                 " is out of range for register array " + r.name + ext + "]",
+       t);
+}
+
 int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool flat) const {
   const TensorSlot& ts = *a.tensor;
-  const TensorDecl& d = *ts.decl;
-  const bool shared = ts.shared >= 0;
-  const std::string vec = width > 1 ? " (+" + std::to_string(width - 1) + " for the vector)" : "";
   if (flat) {
     int64_t v = eval(a.index[0], t);
-    if (v < 0 || v + width > ts.size)
-      fail(*n.s,
-           "offset " + a.index[0].str() + " = " + std::to_string(v) + vec +
-               " is out of range for " + (shared ? "shared tensor " : "tensor ") + d.name +
-               " of shape " + ts.shape_str + " (" + std::to_string(ts.size) + " elements" +
-               (shared && d.pad ? ", rows padded by " + std::to_string(d.pad) : "") + ")",
-           t);
-    if (shared && d.pad && ts.shape.size() >= 2) {
+    if (v < 0 || v + width > ts.size) [[unlikely]]
+      offset_out_of_range(n, a, t, width, 0, v, true);
+    if (ts.shared >= 0 && ts.decl->pad && ts.shape.size() >= 2) {
       int64_t row = ts.strides[ts.shape.size() - 2];
-      for (int i = 0; i < width; ++i)
+      // Rows hold shape.back() used columns then the pad: the access stays in the used
+      // part exactly when its first column plus width does (the loop finds where not).
+      for (int i = 0; v % row + width > ts.shape.back() && i < width; ++i)
         if ((v + i) % row >= ts.shape.back())
           fail(*n.s,
                "offset " + a.index[0].str() + " = " + std::to_string(v + i) +
-                   " lands in the row padding of shared tensor " + d.name + " (column " +
+                   " lands in the row padding of shared tensor " + ts.decl->name + " (column " +
                    std::to_string((v + i) % row) + " of rows of " + std::to_string(row) +
                    " elements, " + std::to_string(ts.shape.back()) + " used)",
                t);
@@ -87,15 +86,32 @@ int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool f
     int64_t i = eval(a.index[k], t);
     bool last = k + 1 == a.index.size();
     int64_t hi = last ? i + width - 1 : i;
-    if (i < 0 || hi >= ts.shape[k])
-      fail(*n.s,
-           "index " + std::to_string(k) + " (" + a.index[k].str() + ") = " + std::to_string(i) +
-               (last ? vec : "") + " is out of range for " + (shared ? "shared tensor " : "tensor ") +
-               d.name + " of shape " + ts.shape_str,
-           t);
+    if (i < 0 || hi >= ts.shape[k]) [[unlikely]]
+      offset_out_of_range(n, a, t, width, k, i, false);
     off += i * ts.strides[k];
   }
   return off;
+}
+
+void Machine::offset_out_of_range(const Node& n, const Access& a, int t, int width, size_t k,
+                                  int64_t i, bool flat) const {
+  const TensorSlot& ts = *a.tensor;
+  const TensorDecl& d = *ts.decl;
+  const bool shared = ts.shared >= 0;
+  const std::string vec = width > 1 ? " (+" + std::to_string(width - 1) + " for the vector)" : "";
+  if (flat)
+    fail(*n.s,
+         "offset " + a.index[0].str() + " = " + std::to_string(i) + vec +
+             " is out of range for " + (shared ? "shared tensor " : "tensor ") + d.name +
+             " of shape " + ts.shape_str + " (" + std::to_string(ts.size) + " elements" +
+             (shared && d.pad ? ", rows padded by " + std::to_string(d.pad) : "") + ")",
+         t);
+  const bool last = k + 1 == a.index.size();
+  fail(*n.s,
+       "index " + std::to_string(k) + " (" + a.index[k].str() + ") = " + std::to_string(i) +
+           (last ? vec : "") + " is out of range for " + (shared ? "shared tensor " : "tensor ") +
+           d.name + " of shape " + ts.shape_str,
+       t);
 }
 
 double Machine::load_element(const Node& n, const TensorSlot& ts, int64_t off, int t) {
@@ -212,7 +228,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
 void Machine::exec_lane_reduce(const Node& n, const std::vector<int>& active) {
   const size_t T = size_t(threads_);
   const int lanes = int(n.s->imm);
-  for_each_warp(n, active, "lane_reduce", [&](int warp) {
+  for_each_warp(n, active, [] { return std::string("lane_reduce"); }, [&](int warp) {
     double in[WarpAtom::kLanes];
     for (int lane = 0; lane < WarpAtom::kLanes; ++lane)
       in[lane] = operand(n, 0, warp * WarpAtom::kLanes + lane);
@@ -399,6 +415,50 @@ void Machine::exec_scalar(const Node& n, const std::vector<int>& active) {
     return vals_[size_t(k) * T + size_t(t)];
   };
   const int64_t uniform_dst = n.dst.uniform ? slot(n, n.dst, t0, 1) : 0;
+  bool rows = n.dst.uniform;
+  for (size_t i = 0; i < n.args.size(); ++i) rows = rows && ops.slot[i] != OperandSlots::kPerThread;
+  if (rows) {
+    // Every operand is one slot for all threads (or an immediate): thread t's values are
+    // column t of those rows, so each statement kind is one loop over the threads.
+    double* d = &vals_[size_t(uniform_dst) * T];
+    const double* x[kMaxAtomOperands];
+    size_t step[kMaxAtomOperands];  // 0: an immediate, read at every t
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const bool imm = ops.slot[i] == OperandSlots::kImmediate;
+      x[i] = imm ? &n.args[i].imm : &vals_[size_t(ops.slot[i]) * T];
+      step[i] = imm ? 0 : 1;
+    }
+    auto at = [&](size_t i, int t) { return x[i][size_t(t) * step[i]]; };
+    switch (s.kind) {
+      case StmtKind::Compute:
+        if (n.args.size() == 2 && s.op == ScalarOp::Add)
+          for (int t : active) d[t] = at(0, t) + at(1, t);
+        else if (n.args.size() == 2 && s.op == ScalarOp::Mul)
+          for (int t : active) d[t] = at(0, t) * at(1, t);
+        else if (n.args.size() == 2)
+          for (int t : active) d[t] = eval_scalar_op(s.op, at(0, t), at(1, t));
+        else
+          for (int t : active) d[t] = eval_scalar_op(s.op, at(0, t), 0.0);
+        return;
+      case StmtKind::Init:
+        for (int t : active) d[t] = s.imm;
+        return;
+      case StmtKind::Accum:
+        if (s.op == ScalarOp::Add)
+          for (int t : active) d[t] = d[t] + at(0, t);
+        else
+          for (int t : active) d[t] = eval_scalar_op(s.op, d[t], at(0, t));
+        return;
+      case StmtKind::Atom:
+        for (int t : active) {
+          double a[kMaxAtomOperands];  // resolution checked the count against the atom
+          for (size_t i = 0; i < n.args.size(); ++i) a[i] = at(i, t);
+          n.atom->run(d[t], a);
+        }
+        return;
+      default: LOOM_CHECK(false, "exec_scalar on a non-scalar statement");
+    }
+  }
   for (int t : active) {
     double& dst = vals_[size_t(n.dst.uniform ? uniform_dst : slot(n, n.dst, t, 1)) * T +
                         size_t(t)];
@@ -447,7 +507,7 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
       }
     }
   };
-  for_each_warp(n, active, "warp atom " + w.id, [&](int warp) {
+  for_each_warp(n, active, [&] { return "warp atom " + w.id; }, [&](int warp) {
     gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, warp);
     gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, warp);
     if (n.s->scale_d.is_const() && n.s->scale_d.const_value() == 0)  // C = 0: D = A·B
@@ -471,29 +531,32 @@ void Machine::exec_warp_atom(const Node& n, const std::vector<int>& active) {
 }
 
 void Machine::for_each_warp(const Node& n, const std::vector<int>& active,
-                            const std::string& what, const std::function<void(int)>& fn) {
+                            const std::function<std::string()>& what,
+                            const std::function<void(int)>& fn) {
   for_each_group(n, active, WarpAtom::kLanes, what, fn);
 }
 
 void Machine::for_each_group(const Node& n, const std::vector<int>& active, int size,
-                             const std::string& what, const std::function<void(int)>& fn) {
-  const bool warp = size == WarpAtom::kLanes;
-  const std::string unit = warp ? "warp" : "warpgroup";
-  const std::string lanes = warp ? "lanes" : "threads";
+                             const std::function<std::string()>& what,
+                             const std::function<void(int)>& fn) {
   // `active` is in thread order, so a group's active threads are consecutive in it.
   for (size_t i = 0; i < active.size();) {
     const int group = active[i] / size;
     size_t end = i;
     while (end < active.size() && active[end] / size == group) ++end;
-    if (end - i != size_t(size))
+    if (end - i != size_t(size)) [[unlikely]] {
+      const bool warp = size == WarpAtom::kLanes;
+      const std::string unit = warp ? "warp" : "warpgroup";
+      const std::string lanes = warp ? "lanes" : "threads";
       fail(*n.s,
-           what + " reached by " + std::to_string(end - i) + " of the " + std::to_string(size) +
+           what() + " reached by " + std::to_string(end - i) + " of the " + std::to_string(size) +
                " " + lanes + " of " + unit + " " + std::to_string(group) +
                ": it sits under an If whose condition differs between " + lanes + " of one " +
                unit + ", and the instruction needs every one; make the condition the same "
                "across each " + unit + " (e.g. depend on threadIdx.x / " + std::to_string(size) +
                ") or hoist the " + (warp ? "atom" : "statement") + " out of the If",
            active[i]);
+    }
     fn(group);
     i = end;
   }
@@ -510,7 +573,7 @@ void Machine::exec_warp_copy(const Node& n, const std::vector<int>& active) {
   constexpr int kLanes = WarpAtom::kLanes;
   const TensorSlot& ts = *n.access.tensor;
   const int row_bytes = w.cols * w.element_bytes;
-  for_each_warp(n, active, "warp copy " + w.id, [&](int warp) {
+  for_each_warp(n, active, [&] { return "warp copy " + w.id; }, [&](int warp) {
     int64_t start[kLanes];
     for (int lane = 0; lane < kLanes; ++lane) {
       const int t = warp * kLanes + lane;

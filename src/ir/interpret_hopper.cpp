@@ -119,7 +119,7 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
         tile[size_t(r * cols + col)] = round_to(type, v);
       }
   };
-  for_each_group(n, active, G, "warpgroup atom " + w.id, [&](int group) {
+  for_each_group(n, active, G, [&] { return "warpgroup atom " + w.id; }, [&](int group) {
     const int reader = w.a_shared || w.b_shared ? shared_.open_reader(group * G, s) : -1;
     if (w.a_shared) {
       read_tile(a, w.m, w.k, n.tiles[0], w.a_type, group, reader);
@@ -206,7 +206,7 @@ void Machine::retire_wgmma(size_t op) {
 // (.sync.aligned): every thread of the warpgroup executes them together.
 void Machine::exec_wgmma_sync(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
-  for_each_group(n, active, kWarpgroup, first_line(s), [&](int group) {
+  for_each_group(n, active, kWarpgroup, [&] { return first_line(s); }, [&](int group) {
     Warpgroup& g = warpgroups_[size_t(group)];
     switch (s.kind) {
       // The fence orders register accesses before the next wgmma; lockstep execution

@@ -150,8 +150,9 @@ class Machine {
   void exec_warp_copy(const Node& n, const std::vector<int>& active);
   // Runs `fn(warp)` for each warp among `active`, failing when a warp has lanes missing
   // (a warp-collective instruction `what` under a lane-dependent If).
-  void for_each_warp(const Node& n, const std::vector<int>& active, const std::string& what,
-                     const std::function<void(int)>& fn);
+  // `what` names the instruction in the error (built only on failure).
+  void for_each_warp(const Node& n, const std::vector<int>& active,
+                     const std::function<std::string()>& what, const std::function<void(int)>& fn);
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
   void exec_tma_load(const Node& n, const std::vector<int>& active);
@@ -161,7 +162,8 @@ class Machine {
   // Runs `fn(group)` for each group of `size` consecutive threads among `active`
   // (group = thread / size), failing when one has threads missing.
   void for_each_group(const Node& n, const std::vector<int>& active, int size,
-                      const std::string& what, const std::function<void(int)>& fn);
+                      const std::function<std::string()>& what,
+                      const std::function<void(int)>& fn);
 
   // ---- sm_90 forms (interpret_hopper.cpp) ---------------------------------------
   void begin_hopper_block();
@@ -209,6 +211,11 @@ class Machine {
   // Value slot of `r` for thread `t`, checked for `width` elements along the last
   // dimension (a vector access uses the slots that follow).
   int64_t slot(const Node& n, const ValueRef& r, int t, int64_t width) const;
+  // The errors of slot() and offset(), out of their hot paths: index d (k) is i.
+  [[noreturn, gnu::cold, gnu::noinline]] void slot_out_of_range(
+      const Node& n, const ValueRef& r, int t, int64_t width, size_t d, int64_t i) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void offset_out_of_range(
+      const Node& n, const Access& a, int t, int width, size_t k, int64_t i, bool flat) const;
   double operand(const Node& n, size_t i, int t, int64_t plus = 0) const;
   // First value slot of fragment `r` (resolved by fragment()) for thread `t`.
   int64_t fragment_slot(const Node& n, const ValueRef& r, int t, int values) const {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ir/error.h"
+#include "ir/interpret_expr.h"
 
 namespace loom {
 namespace {
@@ -295,6 +296,59 @@ TEST(ExprProperty, SimplificationKeepsValuesAndBoundsContainThem) {
     ASSERT_TRUE(again.is_const()) << again.str();
     ASSERT_EQ(again.const_value(), want) << e.str();
   }
+}
+
+// The interpreter's compiled form (interp::IntExpr: affine sums folded into one node)
+// evaluates every random tree to Expr::eval's value, for each of several threads whose
+// slots hold different values, and says which trees depend on the thread.
+TEST(ExprProperty, InterpreterFormGivesEvalsValue) {
+  RandomTree t{std::mt19937(4321), {}};
+  std::map<std::string, Expr::Range> ranges{{"a", {0, 7}}, {"b", {-4, 4}}, {"c", {2, 5}}};
+  const std::map<std::string, int> slots{{"a", 0}, {"b", 1}, {"c", 2}};
+  constexpr size_t kThreads = 3;
+  for (int trial = 0; trial < 3000; ++trial) {
+    // Thread-major rows: slot s of thread i at ints[s * kThreads + i]; `b` is the slot
+    // that differs between threads.
+    int64_t ints[3 * kThreads];
+    std::vector<std::map<std::string, int64_t>> points(kThreads);
+    for (auto& [name, r] : ranges) {
+      const int64_t shared_value = t.pick(r.lo, r.hi);
+      for (size_t i = 0; i < kThreads; ++i) {
+        const int64_t v = name == "b" ? t.pick(r.lo, r.hi) : shared_value;
+        points[i][name] = v;
+        ints[size_t(slots.at(name)) * kThreads + i] = v;
+      }
+    }
+    t.point = points[0];
+    auto [e, want] = t.build(4);
+    const interp::IntExpr compiled(
+        e, [&](const std::string& v) { return slots.at(v); }, [](int slot) { return slot == 1; });
+    ASSERT_EQ(compiled.uniform(), !e.uses("b")) << e.str();
+    for (size_t i = 0; i < kThreads; ++i) {
+      Expr::Env env(points[i].begin(), points[i].end());
+      ASSERT_EQ(compiled.eval(ints, kThreads, int(i)), e.eval(env)) << e.str() << " thread " << i;
+    }
+  }
+}
+
+// A division by zero throws where Expr::eval would reach it, and only there: behind an
+// And whose left side is false, or an Or whose left side is true, it is not evaluated.
+TEST(ExprProperty, InterpreterFormDividesByZeroOnlyWhereEvalDoes) {
+  const std::map<std::string, int> slots{{"a", 0}, {"b", 1}};
+  auto compile = [&](const Expr& e) {
+    return interp::IntExpr(e, [&](const std::string& v) { return slots.at(v); },
+                           [](int) { return false; });
+  };
+  const int64_t b_zero[] = {7, 0}, b_two[] = {7, 2};
+  const Expr guarded = Expr::make(Expr::Kind::And, Expr::make(Expr::Kind::Or, b < 0, 0 < b), a / b < 4);
+  EXPECT_EQ(compile(guarded).eval(b_zero, 1, 0), 0);
+  EXPECT_EQ(compile(guarded).eval(b_two, 1, 0), 1);
+  const Expr either = Expr::make(Expr::Kind::Or, b <= 0, 3 * a + 1 < a % b);
+  EXPECT_EQ(compile(either).eval(b_zero, 1, 0), 1);
+  EXPECT_EQ(compile(either).eval(b_two, 1, 0), 0);
+  EXPECT_THROW(compile(a / b + 2 * a - 1).eval(b_zero, 1, 0), Error);
+  EXPECT_EQ(compile(a / b + 2 * a - 1).eval(b_two, 1, 0), 16);
+  EXPECT_THROW(compile(min(a - b, a % (b * 1))).eval(b_zero, 1, 0), Error);
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 
 #include "ir/error.h"
 #include "ir/program.h"
+#include "ir/same.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 namespace loom {
 namespace {
@@ -178,6 +180,130 @@ TEST(TensorDecl, StridesNumelLookup) {
     EXPECT_NE(msg.find("'D'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("A, C"), std::string::npos) << msg;
   }
+}
+
+// same_program (the pass tests' reason to skip a run) sees a change to any one field of
+// a statement, a nested statement, an operand, a stage copy, a tensor, a kernel and the
+// kernel's atoms and tensor maps; a copy, and expressions built twice, are the same.
+KernelProgram sample_kernel() {
+  KernelProgram p;
+  p.symbols = {"M"};
+  TensorDecl t;
+  t.name = "As";
+  t.shape = {Expr(4), Expr(8)};
+  t.role = TensorRole::Shared;
+  p.tensors = {t};
+  KernelOp k;
+  k.name = "k";
+  k.params = {"A"};
+  k.tma = {TmaDescriptor{"A_tmap", "A", "As", {8, 4}, 0}};
+  WarpAtom w;
+  w.id = "mma";
+  w.a = {{0, 1}};
+  k.warp_atoms = {w};
+  WarpCopy c;
+  c.id = "ldmatrix_x4";
+  c.dst = {{0, 1}};
+  k.warp_copies = {c};
+  Stmt s = Stmt::Load("x", "A", {Expr::var("i") + 1});
+  s.args = {Operand::value("y", {Expr(2)})};
+  s.copies = {StageCopy{"As", {Expr(0)}, {"r"}, {Expr(4)}, "A", {Expr::var("r")}}};
+  s.body = {Stmt::Barrier()};
+  k.body = {Stmt::For("i", Expr::var("M"), LoopKind::Parallel, "m", {s})};
+  p.kernels = {k};
+  return p;
+}
+
+TEST(SameProgram, EveryFieldCounts) {
+  const KernelProgram base = sample_kernel();
+  EXPECT_TRUE(same_program(base, sample_kernel()));
+  EXPECT_TRUE(same_program(base, KernelProgram(base)));
+  using Edit = std::function<void(KernelProgram&)>;
+  auto stmt = [](KernelProgram& p) -> Stmt& { return p.kernels[0].body[0].body[0]; };
+  const std::vector<std::pair<std::string, Edit>> edits = {
+      {"kind", [&](KernelProgram& p) { stmt(p).kind = StmtKind::Write; }},
+      {"var", [&](KernelProgram& p) { stmt(p).var = "j"; }},
+      {"extent", [&](KernelProgram& p) { stmt(p).extent = Expr(3); }},
+      {"loop_kind", [&](KernelProgram& p) { stmt(p).loop_kind = LoopKind::Reduce; }},
+      {"tier", [&](KernelProgram& p) { stmt(p).tier = Tier::Warp; }},
+      {"axis", [&](KernelProgram& p) { stmt(p).axis = "n"; }},
+      {"unroll", [&](KernelProgram& p) { stmt(p).unroll = true; }},
+      {"cond", [&](KernelProgram& p) { stmt(p).cond = Expr(1); }},
+      {"value", [&](KernelProgram& p) { stmt(p).value = Expr(2); }},
+      {"dst", [&](KernelProgram& p) { stmt(p).dst = "z"; }},
+      {"tensor", [&](KernelProgram& p) { stmt(p).tensor = "B"; }},
+      {"index", [&](KernelProgram& p) { stmt(p).index = {Expr::var("i") + 2}; }},
+      {"op", [&](KernelProgram& p) { stmt(p).op = ScalarOp::Max; }},
+      {"args", [&](KernelProgram& p) { stmt(p).args.push_back(Operand::constant(1)); }},
+      {"operand name", [&](KernelProgram& p) { stmt(p).args[0].name = "w"; }},
+      {"operand imm", [&](KernelProgram& p) { stmt(p).args[0].imm = 0.5; }},
+      {"operand index", [&](KernelProgram& p) { stmt(p).args[0].index = {Expr(3)}; }},
+      {"imm", [&](KernelProgram& p) { stmt(p).imm = 2; }},
+      {"atom", [&](KernelProgram& p) { stmt(p).atom = "fma_f32"; }},
+      {"dst_index", [&](KernelProgram& p) { stmt(p).dst_index = {Expr(0)}; }},
+      {"width", [&](KernelProgram& p) { stmt(p).width = 4; }},
+      {"pred", [&](KernelProgram& p) { stmt(p).pred = Expr::var("i") < 3; }},
+      {"atomic_add", [&](KernelProgram& p) { stmt(p).atomic_add = true; }},
+      {"scale_d", [&](KernelProgram& p) { stmt(p).scale_d = Expr(0); }},
+      {"multicast", [&](KernelProgram& p) { stmt(p).multicast = Expr(3); }},
+      {"remote", [&](KernelProgram& p) { stmt(p).remote = true; }},
+      {"mbar", [&](KernelProgram& p) { stmt(p).mbar = Expr(1); }},
+      {"src", [&](KernelProgram& p) { stmt(p).src = "B"; }},
+      {"src_index", [&](KernelProgram& p) { stmt(p).src_index = {Expr(1)}; }},
+      {"copy shared", [&](KernelProgram& p) { stmt(p).copies[0].shared = "Bs"; }},
+      {"copy prefix", [&](KernelProgram& p) { stmt(p).copies[0].shared_prefix = {Expr(1)}; }},
+      {"copy vars", [&](KernelProgram& p) { stmt(p).copies[0].vars = {"q"}; }},
+      {"copy extents", [&](KernelProgram& p) { stmt(p).copies[0].extents = {Expr(2)}; }},
+      {"copy src", [&](KernelProgram& p) { stmt(p).copies[0].src = "B"; }},
+      {"copy src_index", [&](KernelProgram& p) { stmt(p).copies[0].src_index = {Expr(0)}; }},
+      {"mode", [&](KernelProgram& p) { stmt(p).mode = "tma"; }},
+      {"nested body", [&](KernelProgram& p) { stmt(p).body[0].imm = 64; }},
+      {"tensor name", [](KernelProgram& p) { p.tensors[0].name = "Bs"; }},
+      {"tensor dtype", [](KernelProgram& p) { p.tensors[0].dtype = DType::F16; }},
+      {"tensor shape", [](KernelProgram& p) { p.tensors[0].shape[1] = Expr(9); }},
+      {"tensor role", [](KernelProgram& p) { p.tensors[0].role = TensorRole::Temp; }},
+      {"tensor pad", [](KernelProgram& p) { p.tensors[0].pad = 1; }},
+      {"tensor swizzle", [](KernelProgram& p) { p.tensors[0].swizzle.bits = 3; }},
+      {"tensor overlay", [](KernelProgram& p) { p.tensors[0].overlay = 1; }},
+      {"tensor row_chunk", [](KernelProgram& p) { p.tensors[0].row_chunk = 4; }},
+      {"tensor zero_init", [](KernelProgram& p) { p.tensors[0].zero_init = true; }},
+      {"symbols", [](KernelProgram& p) { p.symbols.push_back("N"); }},
+      {"kernel name", [](KernelProgram& p) { p.kernels[0].name = "k2"; }},
+      {"params", [](KernelProgram& p) { p.kernels[0].params.push_back("M"); }},
+      {"grid", [](KernelProgram& p) { p.kernels[0].grid[2] = Expr(2); }},
+      {"block_threads", [](KernelProgram& p) { p.kernels[0].block_threads = 128; }},
+      {"cluster", [](KernelProgram& p) { p.kernels[0].cluster[0] = 2; }},
+      {"min_blocks", [](KernelProgram& p) { p.kernels[0].min_blocks_per_sm = 1; }},
+      {"wait_prior_grid", [](KernelProgram& p) { p.kernels[0].wait_prior_grid = true; }},
+      {"trigger", [](KernelProgram& p) { p.kernels[0].trigger_dependents = true; }},
+      {"tma box", [](KernelProgram& p) { p.kernels[0].tma[0].box[0] = 16; }},
+      {"tma swizzle", [](KernelProgram& p) { p.kernels[0].tma[0].swizzle_bytes = 128; }},
+      {"mbarriers", [](KernelProgram& p) { p.kernels[0].mbarriers = 2; }},
+      {"warp atom map", [](KernelProgram& p) { p.kernels[0].warp_atoms[0].a[0].second = 2; }},
+      {"warp atom type", [](KernelProgram& p) { p.kernels[0].warp_atoms[0].b_type = DType::BF16; }},
+      {"warp atom values", [](KernelProgram& p) { p.kernels[0].warp_atoms[0].c_values = 4; }},
+      {"warp copy dst", [](KernelProgram& p) { p.kernels[0].warp_copies[0].dst[0].first = 3; }},
+      {"warp copy to_shared", [](KernelProgram& p) { p.kernels[0].warp_copies[0].to_shared = true; }},
+      {"kernel body", [](KernelProgram& p) { p.kernels[0].body.push_back(Stmt::Barrier()); }},
+  };
+  for (const auto& [what, edit] : edits) {
+    KernelProgram changed = sample_kernel();
+    edit(changed);
+    EXPECT_FALSE(same_program(base, changed)) << what;
+    EXPECT_FALSE(same_program(changed, base)) << what;
+  }
+  LoopProgram l;
+  l.ops = {LoopOp{"matmul", {"A"}, "out", {Stmt::Barrier()}}};
+  LoopProgram l2 = l;
+  EXPECT_TRUE(same_program(l, l2));
+  l2.ops[0].inputs.push_back("B");
+  EXPECT_FALSE(same_program(l, l2));
+  TileProgram t;
+  t.ops = {TileOp{"matmul", {"A"}, "out", {}}};
+  TileProgram t2 = t;
+  EXPECT_TRUE(same_program(t, t2));
+  t2.ops[0].output = "tmp";
+  EXPECT_FALSE(same_program(t, t2));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tune/tune_cli.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -43,11 +44,15 @@ namespace {
   throw Error(msg + "\n" + kTuneUsage);
 }
 
+// Seconds for --budget and --timeout: positive, finite and at most 1e7 (115 days), so that
+// `inf`, `1e999` (strtod's inf) or a NaN cannot make a search or a trial unbounded.
 double parse_seconds(const std::string& flag, const std::string& text) {
+  constexpr double kMaxSeconds = 1e7;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v > 0))
-    tune_usage_error(flag + " needs a positive number of seconds (got '" + text + "')");
+  if (text.empty() || *end != '\0' || !(v > 0) || !std::isfinite(v) || v > kMaxSeconds)
+    tune_usage_error(flag + " needs a positive number of seconds, finite and at most 1e7 (got '" +
+                     text + "')");
   return v;
 }
 

@@ -68,6 +68,11 @@ TEST(Tuner, CommandLineOptionsAndTheirErrors) {
   EXPECT_EQ(c.options.sizes.at("M"), 8);
   auto err = [](std::vector<std::string> a) { return error_of([&] { parse_tune_args(a); }); };
   EXPECT_NE(err({"-c", "x", "--budget", "-3"}).find("--budget needs a positive number"), std::string::npos);
+  // Not unbounded: infinity (spelled or overflowed), NaN and beyond 1e7 s are refused.
+  for (const char* s : {"inf", "1e999", "nan", "1e8"}) {
+    EXPECT_NE(err({"-c", "x", "--budget", s}).find("--budget needs a positive number"), std::string::npos) << s;
+    EXPECT_NE(err({"-c", "x", "--timeout", s}).find("--timeout needs a positive number"), std::string::npos) << s;
+  }
   EXPECT_NE(err({"-c", "x", "--frobnicate"}).find("unknown option '--frobnicate'"), std::string::npos);
   EXPECT_NE(err({"--budget", "5"}).find("needs -c EXPR or --suite FILE"), std::string::npos);
   EXPECT_NE(err({"-c"}).find("option -c needs a value"), std::string::npos);

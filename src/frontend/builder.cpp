@@ -1,7 +1,6 @@
 #include "loom/builder.h"
 
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <functional>
 
@@ -11,13 +10,6 @@
 
 namespace loom {
 namespace {
-
-// Shortest text that reads back as the same double.
-std::string number_text(double v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
 
 std::string shape_text(const std::vector<Dim>& shape) {
   std::string s = "[";
@@ -298,7 +290,7 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
       throw Error("attention: scale must be a positive finite number, got " +
                   std::to_string(*opt.scale));
     if (const std::string why = attention_scale_problem(*opt.scale); !why.empty())
-      throw Error("attention: scale=" + number_text(*opt.scale) + " " + why);
+      throw Error("attention: scale=" + shortest_text(*opt.scale) + " " + why);
     attrs.scale = *opt.scale;
   } else {
     const Dim& d = nq.shape[3];
@@ -397,7 +389,7 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, doubl
     throw Error(std::string(name) + ": the number operand must be finite");
   }
   if (const std::string why = f32_constant_problem(y); !why.empty()) {
-    throw Error(std::string(name) + ": the number operand " + number_text(y) + " " + why +
+    throw Error(std::string(name) + ": the number operand " + shortest_text(y) + " " + why +
                 "; the epilogue computes in f32");
   }
   Node n;

@@ -6,16 +6,11 @@
 #include <limits>
 
 namespace loom {
-namespace {
-
-// Shortest text that reads back as the same double.
-std::string number_str(double v) {
+std::string shortest_text(double v) {
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
-
-}  // namespace
 
 std::string f32_constant_problem(double v) {
   if (std::isnan(v)) return "is not a number";
@@ -33,7 +28,7 @@ std::string f32_constant_problem(double v) {
 std::string attention_scale_problem(double scale) {
   if (std::string why = f32_constant_problem(scale); !why.empty()) return why;
   if (std::string why = f32_constant_problem(scale * M_LOG2E); !why.empty())
-    return "gives scale·log2(e) = " + number_str(scale * M_LOG2E) + ", which " + why +
+    return "gives scale·log2(e) = " + shortest_text(scale * M_LOG2E) + ", which " + why +
            " (the kernels' exponent multiplier)";
   return "";
 }

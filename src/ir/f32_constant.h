@@ -19,4 +19,8 @@ std::string f32_constant_problem(double v);
 // (SOFTMAX=exp2).
 std::string attention_scale_problem(double scale);
 
+// The shortest text that reads back as the same double (std::to_chars), for messages
+// that quote a number as the user wrote it.
+std::string shortest_text(double v);
+
 }  // namespace loom

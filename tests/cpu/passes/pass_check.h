@@ -28,15 +28,20 @@ inline double tolerance(DType out) {
   }
 }
 
-// Runs the program of `level` held in `s` on a copy of `inputs`; returns `out`.
-inline HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
-  Bindings b = inputs;
+// The program of `level` held in `s`, run on `b`.
+inline void interpret_level(const CompileState& s, Level level, Bindings& b) {
   switch (level) {
     case Level::Loop: interpret(s.loop, b); break;
     case Level::Tile: interpret(s.tile, b); break;
     case Level::Kernel: interpret(s.kernel, b); break;
     case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
   }
+}
+
+// Runs the program of `level` held in `s` on a copy of `inputs`; returns `out`.
+inline HostTensor run_level(const CompileState& s, Level level, const Bindings& inputs) {
+  Bindings b = inputs;
+  interpret_level(s, level, b);
   return b.tensors.at("out");
 }
 
@@ -82,12 +87,7 @@ inline const Bindings& run_level_once(const CompileState& s, Level level, const 
                                       LastRun& last) {
   if (last.same(s, level)) return last.result();
   Bindings b = inputs;
-  switch (level) {
-    case Level::Loop: interpret(s.loop, b); break;
-    case Level::Tile: interpret(s.tile, b); break;
-    case Level::Kernel: interpret(s.kernel, b); break;
-    case Level::Graph: ADD_FAILURE() << "graph is not executable"; break;
-  }
+  interpret_level(s, level, b);
   last.keep(s, level, std::move(b));
   return last.result();
 }

@@ -11,6 +11,8 @@
 //     zero fill, then commit and wait for all groups.
 //  4. A barrier makes the slab visible before the body; a barrier after the body keeps
 //     the next iteration's copy from overwriting data still being read.
+// With ATOM=wgmma_* the slabs are read by the tensor cores through the async proxy:
+// every writing thread fences (fence.proxy.async) before the barrier of step 4.
 // tma (sm_90) replaces steps 1-4 (lower_tma below): the copy engine moves each slab as
 // one box, so one elected thread issues one TMA load per slab, all completing on the
 // ring slot's mbarrier; every thread waits on that barrier's phase instead of a bar.sync.
@@ -31,6 +33,7 @@ class Lowerer {
   Lowerer(CompileState& s, KernelProgram& p, KernelOp& k) : s_(s), p_(p), k_(k) {}
 
   void run() {
+    async_proxy_reads_ = s_.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0;
     find_cluster_rank();
     Ranges r = kernel_builtin_ranges(k_);
     std::vector<const Stmt*> loops;
@@ -80,6 +83,10 @@ class Lowerer {
         } else if (st.mode != "sync") {
           throw Error("k:015_lower_stages: unknown STAGE=" + st.mode);
         }
+        // wgmma reads the slabs through the async proxy, which sees the threads' shared
+        // writes (cp.async's included) only after each writer's fence.proxy.async; the
+        // barrier then orders every writer's fence before any wgmma (PTX ISA, "Proxies").
+        if (async_proxy_reads_) out.push_back(Stmt::FenceProxyAsync());
         out.push_back(Stmt::Barrier());
         for (auto& s : st.body) out.push_back(s);
         out.push_back(Stmt::Barrier());
@@ -580,6 +587,7 @@ class Lowerer {
     int64_t stride, extent;
   };
   std::vector<ClusterDigit> digits_;
+  bool async_proxy_reads_ = false;  // wgmma (ATOM=wgmma_*) reads the staged slabs
 };
 
 // The dynamic buffer starts 1024-byte aligned (codegen asks for it when a kernel has

@@ -397,6 +397,15 @@ Pass pass_warp_specialize() {
               {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS", "CONSUMERS"},
               [](CompileState& s) {
                 if (s.knob("WARP_SPECIALIZE", 0) == 0) return;
+                // The producer role issues TMA boxes: slabs the threads copy (cp.async,
+                // sync) have no issue to hand it, and a silently unspecialized kernel
+                // would not be what the knob asked for.
+                if (const std::string stage = s.knobs.get_str("STAGE", "sync");
+                    stage != "tma" && s.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0)
+                  throw Error("WARP_SPECIALIZE=1 with STAGE=" + stage + ": the producer "
+                              "warpgroup issues TMA boxes, and STAGE=" + stage + " slabs are "
+                              "copied by every thread; use STAGE=tma (operand rows whole 16-byte "
+                              "units) or WARP_SPECIALIZE=0");
                 const std::string consumers = s.knobs.get_str("CONSUMERS", "cooperative");
                 s.used_knobs["CONSUMERS"] = consumers;
                 bool reallocates = false;

@@ -17,6 +17,9 @@
 //               if k_o+S-1 < KO: copy(k_o+S-1)
 //               commit; compute(k_o)
 //     wait(0)
+//   cp_async and registers (wgmma slabs whose rows forbid cp.async for one operand):
+//     the cp.async ring as above, the register slab one ahead (load before the math,
+//     store after it; see pipeline below)
 //   tma, S buffers (each slot's mbarrier tells when its box landed):
 //     prologue: for s < S: if s < KO: issue(s)      <- thread 0: expect_tx + TMA loads
 //     for k_o:  wait(slot k_o % S, parity (k_o / S) % 2); compute(k_o); barrier
@@ -84,9 +87,10 @@ bool pipeline(const Stmt& loop, int64_t S, Block& out) {
     if (is_tma_issue(s)) return pipeline_tma(loop, S, out);
   Block allocs, loads, stores, asyncs, compute;
   int barriers = 0;
-  bool has_commit = false;
+  bool has_commit = false, fenced = false;
   for (const auto& s : loop.body) {
     if (s.kind == StmtKind::Alloc) allocs.push_back(s);
+    else if (s.kind == StmtKind::FenceProxyAsync) fenced = true;
     else if (is_copy(s, "copy.load")) loads.push_back(s);
     else if (is_copy(s, "copy.store")) stores.push_back(s);
     else if (is_copy(s, "copy.async")) asyncs.push_back(s);
@@ -96,28 +100,60 @@ bool pipeline(const Stmt& loop, int64_t S, Block& out) {
   }
   if (barriers != 2) return false;
   // A stage whose slabs use both transports (cp.async and the register path, see
-  // k:015_lower_stages) keeps its sequential order: each schedule below assumes one.
-  if (!asyncs.empty() && (!loads.empty() || !stores.empty())) return false;
+  // k:015_lower_stages) keeps its sequential order on the mma paths; wgmma's (its slabs
+  // fenced for the async proxy) takes the mixed schedule below.
+  const bool mixed = !asyncs.empty() && (!loads.empty() || !stores.empty());
+  if (mixed && !(fenced && has_commit && S >= 2)) return false;
   const std::string& k = loop.var;
   Expr ko = Expr::var(k), KO = loop.extent;
   out = allocs;
   Block body;
-  if (!loads.empty() && asyncs.empty() && S == 2) {
+  // wgmma reads the slabs through the async proxy: each writer fences its shared writes
+  // before the barrier that hands them over (k:015).
+  const auto publish = [&](Block& b) {
+    if (fenced) b.push_back(Stmt::FenceProxyAsync());
+    b.push_back(Stmt::Barrier());
+  };
+  // The register schedule writes slot k_o+1 after the math of k_o: any ring of two or
+  // more slots is free there. Only wgmma's slabs take rings deeper than 2 on it (the mma
+  // and SIMT paths measured theirs at 2).
+  if (!loads.empty() && asyncs.empty() && (S == 2 || (fenced && S > 2))) {
     for (auto& s : shifted(loads, k, 0)) out.push_back(s);
     for (auto& s : shifted(stores, k, 0)) out.push_back(s);
-    out.push_back(Stmt::Barrier());
+    publish(out);
     Expr more = ko + 1 < KO;
     body.push_back(Stmt::If(more, shifted(loads, k, ko + 1)));
     body.insert(body.end(), compute.begin(), compute.end());
     body.push_back(Stmt::If(more, shifted(stores, k, ko + 1)));
-    body.push_back(Stmt::Barrier());
+    publish(body);
+  } else if (mixed) {
+    // cp.async slabs S-1 ahead, register slabs one ahead (their loads in flight during
+    // the math, their stores after it, into slot k_o+1, which the wgmma of k_o-1 left:
+    // it retired before this iteration's barrier):
+    //   prologue: cp.async(s) + commit for s < S-1; load(0); store(0)
+    //   for k_o:  wait(S-2); fence; barrier
+    //             cp.async(k_o+S-1); commit; load(k_o+1); compute(k_o); store(k_o+1)
+    for (int64_t s = 0; s + 1 < S; ++s) {
+      guarded(out, Expr(s) < KO, shifted(asyncs, k, s));
+      out.push_back(Stmt::AsyncCommit());
+    }
+    for (auto& s : shifted(loads, k, 0)) out.push_back(s);
+    for (auto& s : shifted(stores, k, 0)) out.push_back(s);
+    Expr more = ko + 1 < KO;
+    body.push_back(Stmt::AsyncWait(int(S - 2)));
+    publish(body);
+    body.push_back(Stmt::If(ko + (S - 1) < KO, shifted(asyncs, k, ko + (S - 1))));
+    body.push_back(Stmt::AsyncCommit());
+    body.push_back(Stmt::If(more, shifted(loads, k, ko + 1)));
+    body.insert(body.end(), compute.begin(), compute.end());
+    body.push_back(Stmt::If(more, shifted(stores, k, ko + 1)));
   } else if (!asyncs.empty() && has_commit && S >= 2) {
     for (int64_t s = 0; s + 1 < S; ++s) {
       guarded(out, Expr(s) < KO, shifted(asyncs, k, s));
       out.push_back(Stmt::AsyncCommit());
     }
     body.push_back(Stmt::AsyncWait(int(S - 2)));
-    body.push_back(Stmt::Barrier());
+    publish(body);
     body.push_back(Stmt::If(ko + (S - 1) < KO, shifted(asyncs, k, ko + (S - 1))));
     body.push_back(Stmt::AsyncCommit());
     body.insert(body.end(), compute.begin(), compute.end());

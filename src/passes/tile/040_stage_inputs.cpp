@@ -33,6 +33,14 @@
 // the slabs keep storage order by default (SLAB_KOUTER=0: A_s[BM][BK], B_s[BK][BN] for
 // untransposed operands), the order the fragment loads of k:025 (and later ldmatrix)
 // read. STAGE must be sync or cp_async: the fragments are read from shared slabs.
+//
+// With ATOM=wgmma_* the slabs are read through matrix descriptors, in the swizzled layout
+// t:046 gives them. STAGE=tma fills them with the copy engine (rows whole 16-byte units);
+// STAGE=cp_async (or sync) with the block's threads, which write the same layout element
+// by element (k:015: cp.async where alignment allows, else loads and shared stores), so
+// ragged rows that TMA cannot address still reach wgmma. A slab may then also be
+// transposed while it is written (SLAB_A / SLAB_B = kinner): what tf32 needs, since
+// wgmma reads 32-bit operands K-major only.
 #include <set>
 
 #include "ir/error.h"
@@ -74,11 +82,10 @@ class Stager {
     mode_ = s_.knobs.get_str("STAGE", "sync");
     s_.used_knobs["STAGE"] = mode_;
     mma_ = chosen_mma(s_);
-    if (is_wgmma(mma_) && mode_ != "tma")
-      throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=" + mode_ +
-                  ": wgmma reads its operands from shared slabs the copy engine fills in its "
-                  "swizzle layout; use STAGE=tma (operand rows must be multiples of 16 bytes; "
-                  "other shapes take ATOM=mma_*)");
+    if (is_wgmma(mma_) && mode_ == "direct")
+      throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=direct: wgmma reads "
+                  "its operands from shared slabs through matrix descriptors; use STAGE=tma "
+                  "(operand rows whole 16-byte units) or STAGE=cp_async (any rows)");
     if (mma_ && !is_wgmma(mma_) && mode_ != "sync" && mode_ != "cp_async")
       throw Error("ATOM=" + s_.knobs.get_str("ATOM", "fma") + " with STAGE=" + mode_ +
                   ": mma fragments are read from shared slabs filled by STAGE=sync or "

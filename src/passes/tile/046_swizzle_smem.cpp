@@ -43,7 +43,8 @@
 //     (TensorDecl::row_chunk), one TMA box per chunk: wgmma reads such MN-major slabs
 //     through descriptors whose leading byte offset steps from chunk to chunk; a
 //     narrower row of 32 or 64 bytes (a 16- or 32-wide 16-bit B tile) takes the pattern
-//     of its own width (operand_span).
+//     of its own width (operand_span). The same holds for wgmma slabs the threads fill
+//     (STAGE=cp_async or sync): the descriptors read one layout, whoever writes it.
 //  3. Set its swizzle. Chunks of 16 bytes move whole, so vector accesses of up to 16
 //     bytes stay contiguous (k:015 and k:040 check TensorDecl::swizzle.base anyway).
 #include <algorithm>
@@ -101,10 +102,10 @@ int64_t operand_span(const TensorDecl& t, const std::string& mode, int64_t span)
   const int64_t row = last.const_value() * dtype_bytes(t.dtype);
   if (row >= span) return span;
   if (row != 32 && row != 64)
-    throw Error("SWIZZLE=" + mode + " with STAGE=tma: " + t.name + " has rows of " +
+    throw Error("SWIZZLE=" + mode + " with ATOM=wgmma_*: " + t.name + " has rows of " +
                 std::to_string(row) + " B (" + std::to_string(last.const_value()) + " " +
-                dtype_name(t.dtype) + "), and the TMA swizzle patterns span 32, 64 or 128 "
-                "bytes: widen the tile along that row (BN or BK: 16 bf16 columns make 32 B) or "
+                dtype_name(t.dtype) + "), and the swizzle patterns wgmma descriptors (and TMA) "
+                "read span 32, 64 or 128 bytes: widen the tile along that row (BN or BK: 16 bf16 columns make 32 B) or "
                 "use SWIZZLE=none");
   return row;
 }
@@ -160,8 +161,11 @@ Pass pass_swizzle_smem() {
                     continue;
                   }
                   int64_t span = std::stoll(mode.substr(0, mode.size() - 1));
-                  if (tma && wgmma) span = operand_span(t, mode, span);
-                  swizzle_tensor(t, mode, span, tma, wgmma);
+                  // wgmma slabs take the descriptor layout whoever fills them: the
+                  // copy engine (STAGE=tma) or the threads (cp_async, sync) write the
+                  // same chunks and spans.
+                  if (wgmma) span = operand_span(t, mode, span);
+                  swizzle_tensor(t, mode, span, tma || wgmma, wgmma);
                 }
               }};
 }

@@ -12,6 +12,12 @@ struct Gemm {
   bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
   // Every operand's storage rows are whole 16-byte units: what a TMA tensor map needs.
   bool tma_rows = false;
+  // Some operand's rows are not whole 4-byte units (an odd 16-bit row): no cp.async can
+  // address them, and its slabs go through registers (k:015).
+  bool odd_rows = false;
+  // Whether A ([M, K] stored row-major) and B ([K, N] given transposed, B.T) keep K
+  // contiguous: wgmma reads 32-bit operands K-major only.
+  bool a_k_major = true, b_k_major = false;
 };
 
 Gemm gemm_of(const Graph& g) {
@@ -32,10 +38,13 @@ Gemm gemm_of(const Graph& g) {
     s.epilogue = g.result() != n.id;
     s.in = a.dtype;
     s.out = n.dtype;
+    s.a_k_major = !a.transposed;
+    s.b_k_major = g.node(n.inputs[1]).transposed;
     s.tma_rows = true;
     for (int in : n.inputs) {
       const Dim row = g.node(in).storage_shape().back();
       s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
+      s.odd_rows |= row.is_sym() || row.value * dtype_bytes(g.node(in).dtype) % 4 != 0;
     }
   }
   return s;
@@ -235,10 +244,53 @@ static int64_t wave_width(const Gemm& s, int sm_count) {
   return narrow * 100 <= wide * 95 ? 192 : 256;
 }
 
+// Operands the copy engine cannot load for wgmma: rows that are not whole 16-byte units
+// (a ragged N or K of a 16-bit GEMM: TMA cannot address them), or 32-bit operands that
+// are not K-major (wgmma reads tf32 K-major only, and a TMA box lands in storage order).
+// The block's threads fill the slabs instead (STAGE=cp_async: t:040, k:015), in the
+// layout the descriptors read, transposing tf32's N-major B (M-major A) on the way.
+static bool wgmma_thread_copies(const Gemm& s) {
+  return s.known && s.batch == 1 &&
+         (!s.tma_rows || (s.f32_operands && !(s.a_k_major && s.b_k_major)));
+}
+
+// Ragged 16-bit GEMMs on sm_90a: wgmma with the threads' copies, where the mma.sync
+// schedule ran 0.54x cuBLAS at 4096x4095x4096 bf16 on H100 (B's 8190-byte rows; Triton
+// 1.17x). At least one 64x128 tile each way; decode and split-K shapes keep their classes.
+static bool wgmma_ragged(const Gemm& s) {
+  return wgmma_thread_copies(s) && !s.f32_operands && s.M >= 64 && s.N >= 64;
+}
+
+// The schedule of wgmma_thread_copies: two consumer warpgroups of one m64n128 atom each
+// (128x128 blocks; 64x64, one warpgroup, where 128x128 tiles would not fill the SMs: four
+// times the blocks, and a 128-thread block holds half the staged elements per thread of
+// a 64x128 one, which spilled 460 B at 1000x777x333 f16 with both slabs in registers),
+// BK = one 128-byte span of K (64 16-bit elements, 32 tf32; 32 16-bit elements where an
+// operand's odd rows go through registers: its staged elements live in registers across
+// the math, 32 per thread at BK=64, and ptxas spilled 36-172 B at 1000x777x333 with
+// both operands staged so, none at BK=32), a 4-deep ring filled by every thread: 16-byte cp.async for rows that allow it, 4-byte ones
+// for tf32's transposed slab, loads and shared stores for rows of odd length, all in the
+// ring of k:050 (cp.async S-1 slabs ahead, the register path one ahead). No warp
+// specialization (its producer issues TMA; k:030) and no TMA-store epilogue (its output
+// rows may be ragged too). 128 columns, not the TMA schedule's 256: the register path
+// holds BK*BN/256 staged elements per thread (32 at 128 columns) beside the 64
+// accumulators. Not yet measured: the GPU check of this branch records it
+// (bench/NOTES.md, 2026-11-27, wgmma without TMA).
+static Knobs wgmma_thread_copy_defaults(const Gemm& s, int sm_count) {
+  const bool tf32 = s.f32_operands;
+  const bool fills = ((s.M + 127) / 128) * ((s.N + 127) / 128) >= sm_count;
+  Knobs k = Knobs::parse(std::string(fills ? "WM=2,BN=128" : "WM=1,BN=64") +
+                         ",WN=1,FM=1,FN=1,STAGE=cp_async,SWIZZLE=128B,STAGES=4,VECTORIZE=8,"
+                         "GROUP_M=8,EPILOGUE=direct," +
+                         (tf32 || s.odd_rows ? "BK=32" : "BK=64"));
+  return k;  // tf32's N-major B (M-major A) is transposed by t:040's default for wgmma_tf32
+}
+
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
+  if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count)) {
     const int64_t bn = tf32 ? 256 : wave_width(s, sm_count);
@@ -298,6 +350,18 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     return k;
   }
   return Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=128," + slab + ",GROUP_M=8,EPILOGUE=direct");
+}
+
+// `:tf32` operands (never plain f32, which stays exact on FFMA) run on the tensor cores
+// in the large and medium classes: FFMA measured 0.06x cuBLAS TF32 at 4096^3 on H100,
+// wgmma_tf32 0.96x (K-major B) and mma.sync tf32 0.43x (bench/NOTES.md). On sm_90a every
+// majorness takes wgmma_tf32: K-major operands TMA can load keep the TMA schedules, the
+// rest the threads' copies, which transpose an N-major B (M-major A) into the K-major
+// slab wgmma reads (wgmma_thread_copy_defaults). sm_80 to sm_89: mma.sync tf32
+// (mma_defaults_for's tf32 tiles).
+static void set_tf32_atom(Knobs& k, const Target& t) {
+  if (t.arch == "sm_90a") k.set("ATOM", "wgmma_tf32");
+  else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
@@ -377,10 +441,12 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   if (!c.shape_class.empty()) {
     if (tensor_cores) c.knobs.set("ATOM", mma_atom);
     // On sm_90a a large aligned 16-bit GEMM takes wgmma, and so does one with few tiles
-    // and a long K, split (its schedule: c.wgmma).
+    // and a long K, split (its schedule: c.wgmma), and a ragged one whose rows TMA cannot
+    // address (wgmma_ragged: the threads fill the slabs).
     if (tensor_cores && t.arch == "sm_90a" &&
-        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count)))
+        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) || wgmma_ragged(s)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
+    if (s.in == DType::TF32) set_tf32_atom(c.knobs, t);
     return c;
   }
   c.shape_class = "small";  // partition's own defaults shrink the tile to the shape
@@ -416,6 +482,24 @@ std::string resolved_atom(const Knobs& defaults, const Knobs& explicit_knobs) {
 std::string tiling_knobs_choosing_fma(const Knobs& defaults, const Knobs& explicit_knobs) {
   if (explicit_knobs.has("ATOM") || defaults.get_str("ATOM", "fma") == "fma") return "";
   return simt_tiling_knobs(explicit_knobs);
+}
+
+// A wgmma schedule's producer warpgroup, cluster multicast and TMA-store epilogue ride on
+// TMA slabs: an explicit STAGE=cp_async (or sync) drops those defaults instead of failing
+// on knobs the person never wrote (k:030 refuses WARP_SPECIALIZE=1 without TMA). What
+// they set explicitly stays, and gets the pass's error.
+static void drop_tma_organization(Knobs& out, const Knobs& explicit_knobs) {
+  const std::string stage = explicit_knobs.get_str("STAGE", "tma");
+  if (stage == "tma" || out.get_str("ATOM", "fma").rfind("wgmma_", 0) != 0) return;
+  Knobs kept;
+  for (const auto& [name, value] : out.values()) {
+    const bool tma_only = name == "WARP_SPECIALIZE" || name == "PRODUCER_REGS" ||
+                          name == "CONSUMER_REGS" || name == "CONSUMERS" || name == "CLUSTER_M" ||
+                          name == "CLUSTER_N" || name == "EPI_BUFFERS" || name == "STMATRIX" ||
+                          name == "EPI_SYNC" || (name == "EPILOGUE" && value == "tma_store");
+    if (!tma_only || explicit_knobs.has(name)) kept.set(name, value);
+  }
+  out = kept;
 }
 
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
@@ -464,6 +548,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   if (out.get_int("SPLITK", 1) > 1 && out.get_str("SPLITK_MODE", "reduce") != "reduce" &&
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
+  drop_tma_organization(out, explicit_knobs);
   // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
   // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
   if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&

@@ -87,7 +87,7 @@ const std::vector<KnobDef>& knob_registry() {
                     {{"fma", {"sync", "cp_async"}},
                      {"fma", {"tma"}, 90},
                      {"mma", {"cp_async"}},
-                     {"wgmma", {"tma"}, 90}}),
+                     {"wgmma", {"tma", "cp_async"}, 90}}),
       {"SLAB_KOUTER", "staged slabs keep the reduction dimension outermost, [BK][BM] for A: "
        "the transposed-A layout of SIMT kernels (default 1 for STAGE=sync, 0 for cp_async "
        "and tma; with cp_async the transposing copy moves 4-byte elements)",

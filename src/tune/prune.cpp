@@ -101,9 +101,28 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
   const int64_t elem = dtype_bytes(p.in);
   if (b.BK > std::max<int64_t>(32, pow2_at_least(p.K)))
     return "BK=" + str(b.BK) + " is deeper than K=" + str(p.K) + " rounded up to a power of two";
-  if (a.wgmma() && b.stage != "tma")
-    return "ATOM=" + a.knob + " with STAGE=" + b.stage +
-           ": wgmma reads its operands from the 128B-swizzled slabs that TMA writes (STAGE=tma)";
+  if (a.wgmma()) {
+    // TMA where it can address the operands; the threads' copies (STAGE=cp_async) where
+    // it cannot: rows that are not whole 16-byte units, or tf32 operands that are not
+    // K-major (wgmma reads 32-bit operands K-major only, and a box lands in storage order).
+    // The stored rows of A are K (M when given transposed), of B N (K when transposed).
+    const int64_t a_row = given.a_transposed ? given.M : given.K;
+    const int64_t b_row = given.b_transposed ? given.K : given.N;
+    const bool rows16 = a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
+    const bool tf32_k_major = elem != 4 || (!given.a_transposed && given.b_transposed);
+    if (b.stage != "tma" && b.stage != "cp_async")
+      return "ATOM=" + a.knob + " with STAGE=" + b.stage +
+             ": wgmma's slabs are filled by TMA or, where TMA cannot address them, cp.async";
+    if (b.stage == "cp_async" && rows16 && tf32_k_major)
+      return "ATOM=" + a.knob + " with STAGE=cp_async: TMA can load these operands (rows of " +
+             "whole 16-byte units, K-major where 32-bit); the threads' copies are for those it "
+             "cannot";
+    if (b.stage == "tma" && !tf32_k_major)
+      return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
+             "TMA cannot transpose; STAGE=cp_async transposes while it copies";
+    if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1)
+      return "WARP_SPECIALIZE=1 with STAGE=cp_async: the producer warpgroup issues TMA";
+  }
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);
   if (b.split_k * b.cluster_k > 1 && p.K / (b.split_k * b.cluster_k) < 2 * b.BK)

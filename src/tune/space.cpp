@@ -169,18 +169,28 @@ struct Builder {
     };
     const Knobs base = complete(staged, "");
     add_checked(a, base);
+    // A dependent varies around the base, or, where the base's choices leave its
+    // condition false (the thread-copy wgmma schedules' direct epilogue), around the
+    // first variant that makes it true (EPILOGUE=tma_store's EPI_BUFFERS).
+    std::map<std::string, Knobs> dependent_base;
+    for (const auto& [name, values] : dependents)
+      if (base.has(name)) dependent_base.emplace(name, base);
     for (const auto& [name, values] : others)
       for (const auto& v : values) {
         if (v == base.get_str(name, "")) continue;
         Knobs k = staged;
         k.set(name, v);
-        add_checked(a, complete(k, name));
+        const Knobs variant = complete(k, name);
+        for (const auto& [dep, dep_values] : dependents)
+          if (variant.has(dep)) dependent_base.emplace(dep, variant);
+        add_checked(a, variant);
       }
     for (const auto& [name, values] : dependents) {
-      if (!base.has(name)) continue;
+      auto at = dependent_base.find(name);
+      if (at == dependent_base.end()) continue;
       for (const auto& v : values) {
-        if (v == base.get_str(name, "")) continue;
-        Knobs k = base;
+        if (v == at->second.get_str(name, "")) continue;
+        Knobs k = at->second;
         k.set(name, v);
         add_checked(a, k);
       }

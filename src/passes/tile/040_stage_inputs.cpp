@@ -40,7 +40,8 @@
 // by element (k:015: cp.async where alignment allows, else loads and shared stores), so
 // ragged rows that TMA cannot address still reach wgmma. A slab may then also be
 // transposed while it is written (SLAB_A / SLAB_B = kinner): what tf32 needs, since
-// wgmma reads 32-bit operands K-major only.
+// wgmma reads 32-bit operands K-major only, so with ATOM=wgmma_tf32 and a thread-filled
+// slab kinner is the default for both operands.
 #include <set>
 
 #include "ir/error.h"
@@ -91,6 +92,7 @@ class Stager {
                   ": mma fragments are read from shared slabs filled by STAGE=sync or "
                   "STAGE=cp_async (tma is not built for mma yet); set one of those");
     if (mode_ == "direct") return;
+    tf32_wgmma_ = is_wgmma(mma_) && mma_->k == 8;  // m64nNk8: the tf32 wgmma atoms
     k_outer_ = s_.knob("SLAB_KOUTER", mode_ == "sync" && !mma_ ? 1 : 0) != 0;
     if (k_outer_ && mode_ == "tma")
       throw Error("SLAB_KOUTER=1 with STAGE=tma: the copy engine writes boxes in the source's "
@@ -254,7 +256,11 @@ class Stager {
   // operand's SLAB_A/SLAB_B=kouter), innermost (kinner), or where storage has it.
   std::vector<int> dim_order(const Slab& sl) const {
     const std::string knob = operand_knob(sl);
-    const std::string choice = knob.empty() ? "" : s_.knobs.get_str(knob, "");
+    std::string choice = knob.empty() ? "" : s_.knobs.get_str(knob, "");
+    // wgmma reads 32-bit operands K-major only (its descriptors transpose 16-bit types
+    // alone): slabs the threads write are transposed on the way unless a knob says
+    // otherwise. TMA lands boxes in storage order, so there the operand must be K-major.
+    if (choice.empty() && !knob.empty() && tf32_wgmma_ && mode_ != "tma") choice = "kinner";
     std::vector<int> dims;
     for (int d = 0; d < int(sl.block.size()); ++d)
       if (d != sl.k_dim || sl.k_dim < 0) dims.push_back(d);
@@ -299,6 +305,7 @@ class Stager {
   const AtomDef* mma_ = nullptr;
   bool k_outer_ = true;
   bool done_ = false;
+  bool tf32_wgmma_ = false;  // ATOM=wgmma_tf32: K-major slabs by default (dim_order)
 };
 
 }  // namespace

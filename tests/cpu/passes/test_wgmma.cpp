@@ -167,7 +167,7 @@ TEST(Wgmma, ErrorsNameTheLimit) {
   };
   fails(kSmall16, "sm_80", "sm_90");
   fails("ATOM=wgmma_bf16,BN=512,STAGE=tma,SWIZZLE=128B,BK=64", "sm_90a", "N=512");
-  fails("ATOM=wgmma_bf16,STAGE=sync,BK=64", "sm_90a", "STAGE=tma");
+  fails("ATOM=wgmma_bf16,STAGE=direct,BK=64", "sm_90a", "STAGE=tma");
   const std::string two_consumers =
       "ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,WARP_SPECIALIZE=1";
   fails(two_consumers + ",CONSUMER_REGS=250", "sm_90a", "multiple of 8");

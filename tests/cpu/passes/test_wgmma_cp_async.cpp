@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "pass_check.h"
+#include "passes/defaults.h"
 
 namespace loom {
 namespace {
@@ -84,15 +85,21 @@ TEST(WgmmaCpAsync, KMajorBWith64BSpansAndSyncStaging) {
 
 TEST(WgmmaCpAsync, Tf32NMajorBIsTransposedIntoAKMajorSlab) {
   // wgmma reads 32-bit operands K-major only: B [K, N] is transposed while it is written
-  // (SLAB_B=kinner, one 4-byte cp.async per element).
+  // (SLAB_B=kinner by default for wgmma_tf32, one 4-byte cp.async per element).
   CompileState s = passcheck::check_every_pass(
       "matmul(A[64,96]:tf32, B[96,40]:tf32)",
-      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=cp_async,SWIZZLE=128B,BK=32,"
-                   "STAGES=3,SLAB_B=kinner"),
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=3"),
       51, {}, round_operands_to_tf32);
   const TensorDecl& b = s.kernel.tensor("B_s");
   EXPECT_EQ(b.shape.back().const_value(), 32);  // [.., BN, BK]: K innermost
   EXPECT_GT(count_async_copies(s.kernel.kernels.at(0).body, 1), 0);
+}
+
+TEST(WgmmaCpAsync, Tf32MMajorAIsTransposedToo) {
+  passcheck::check_every_pass(
+      "matmul(A[77,64]:tf32.T, B[77,40]:tf32)",
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=40,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=2"),
+      55, {}, round_operands_to_tf32);
 }
 
 TEST(WgmmaCpAsync, Tf32KMajorBAndRaggedK) {
@@ -100,6 +107,68 @@ TEST(WgmmaCpAsync, Tf32KMajorBAndRaggedK) {
       "matmul(A[70,77]:tf32, B[32,77]:tf32.T)",
       Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=2"),
       53, {}, round_operands_to_tf32);
+}
+
+TEST(WgmmaCpAsync, PersistentTilesKeepTheRingAcrossTiles) {
+  // 3 x 2 tiles on a target of 4 SMs: two CTAs take two tiles each; each tile's ring is
+  // filled, drained and refilled by the threads.
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 4;
+  passcheck::check_every_pass(
+      "matmul(A[192,200]:bf16, B[200,127]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=cp_async,SWIZZLE=128B,BK=64,STAGES=3,"
+                   "VECTORIZE=8,GROUP_M=2,PERSISTENT=1"),
+      57, {}, {}, std::nullopt, t);
+}
+
+// The sm_90a defaults: ragged 16-bit GEMMs and :tf32 take wgmma; f32 stays exact.
+TEST(WgmmaCpAsync, DefaultsChooseTheThreadCopiesWhereTmaCannot) {
+  const Target h = Target::for_arch("sm_90a"), a = Target::for_arch("sm_80");
+  auto choice = [](const std::string& expr, const Target& t) {
+    return default_knobs(parse_expression(expr), t);
+  };
+  DefaultChoice r = choice("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", h);
+  EXPECT_EQ(r.knobs.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(r.wgmma.get_str("STAGE", ""), "cp_async");
+  EXPECT_EQ(r.wgmma.get_int("BK", 0), 32);  // B's odd rows go through registers
+  EXPECT_EQ(r.wgmma.get_int("WARP_SPECIALIZE", 0), 0);
+  DefaultChoice n = choice("matmul(A[4096,4096]:f16, B[4096,4094]:f16)", h);  // 4-byte rows
+  EXPECT_EQ(n.knobs.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(n.wgmma.get_int("BK", 0), 64);
+  EXPECT_EQ(choice("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", a).knobs.get_str("ATOM", ""),
+            "mma_bf16");
+  // tf32: B [K, N] on the threads' copies, B.T keeps the TMA schedule; sm_80 mma.sync.
+  DefaultChoice kn = choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", h);
+  EXPECT_EQ(kn.knobs.get_str("ATOM", ""), "wgmma_tf32");
+  EXPECT_EQ(kn.wgmma.get_str("STAGE", ""), "cp_async");
+  DefaultChoice bt = choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32.T)", h);
+  EXPECT_EQ(bt.knobs.get_str("ATOM", ""), "wgmma_tf32");
+  EXPECT_EQ(bt.wgmma.get_str("STAGE", ""), "tma");
+  EXPECT_EQ(choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", a).knobs.get_str("ATOM", ""),
+            "mma_tf32");
+  // Plain f32 stays exact: FFMA on every target.
+  EXPECT_EQ(choice("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", h).knobs.get_str("ATOM", "fma"),
+            "fma");
+  EXPECT_EQ(choice("matmul(A[4096,4096]:f32, B[4096,4095]:f32)", h).knobs.get_str("ATOM", "fma"),
+            "fma");
+}
+
+TEST(WgmmaCpAsync, AnExplicitThreadStageDropsTheDefaultTmaOrganization) {
+  // The aligned default is warp-specialized, clustered and stores by TMA; STAGE=cp_async
+  // alone takes those defaults away rather than failing on knobs nobody wrote.
+  const DefaultChoice d =
+      default_knobs(parse_expression("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)"),
+                    Target::for_arch("sm_90a"));
+  ASSERT_EQ(d.wgmma.get_int("WARP_SPECIALIZE", 0), 1);
+  const Knobs out = resolve_knobs(d.knobs, Knobs::parse("STAGE=cp_async,SWIZZLE=128B"), d.wgmma,
+                                  GroupMerge::keep);
+  EXPECT_EQ(out.get_int("WARP_SPECIALIZE", 0), 0);
+  EXPECT_EQ(out.get_int("CLUSTER_M", 1), 1);
+  EXPECT_NE(out.get_str("EPILOGUE", "direct"), "tma_store");
+  // Written explicitly, they stay (and k:030 names the conflict).
+  const Knobs kept = resolve_knobs(d.knobs, Knobs::parse("STAGE=cp_async,WARP_SPECIALIZE=1"),
+                                   d.wgmma, GroupMerge::keep);
+  EXPECT_EQ(kept.get_int("WARP_SPECIALIZE", 0), 1);
 }
 
 TEST(WgmmaCpAsync, ErrorsNameTheFix) {
@@ -112,10 +181,13 @@ TEST(WgmmaCpAsync, ErrorsNameTheFix) {
   fails(bf16, "ATOM=wgmma_bf16,STAGE=direct,BK=64", "STAGE=cp_async");
   // The producer warpgroup of k:030 issues TMA boxes; the threads' copies have none.
   fails(bf16, "ATOM=wgmma_bf16," + kSmall + ",WARP_SPECIALIZE=1", "STAGE=tma");
-  // tf32 N-major without the transposing slab: the descriptor cannot transpose 32 bits.
+  // tf32 N-major kept N-major (SLAB_B=kouter): the descriptor cannot transpose 32 bits;
+  // and TMA, which lands boxes in storage order, cannot transpose either.
   fails("matmul(A[256,256]:tf32, B[256,256]:tf32)",
-        "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=2",
+        "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=2,SLAB_B=kouter",
         "K-major");
+  fails("matmul(A[256,256]:tf32, B[256,256]:tf32)",
+        "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2", "K-major");
 }
 
 }  // namespace

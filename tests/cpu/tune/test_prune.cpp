@@ -49,8 +49,25 @@ TEST(Prune, WgmmaRulesSeeTheSwappedGemm) {
                 .find("is not a wgmma N"),
             std::string::npos);
   EXPECT_NE(why(sq, "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=cp_async,BK=64")
-                .find("STAGE=tma"),
+                .find("TMA can load these operands"),
             std::string::npos);
+}
+
+TEST(Prune, WgmmaTakesTheThreadsCopiesWhereTmaCannot) {
+  const std::string w = "WM=2,WN=1,FM=1,FN=1,BN=128,SWIZZLE=128B,STAGES=4,";
+  // Ragged N: B's 8190-byte rows are no TMA stride; cp.async (and registers) fill them.
+  Case r = problem(gemm(4096, 4095, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_EQ(why(r, "ATOM=wgmma_bf16," + w + "BK=64,STAGE=cp_async"), "");
+  EXPECT_NE(why(r, "ATOM=wgmma_bf16," + w + "BK=64,STAGE=tma").find("16 bytes"), std::string::npos);
+  EXPECT_NE(why(r, "ATOM=wgmma_bf16," + w + "BK=64,STAGE=sync").find("cp.async"),
+            std::string::npos);
+  EXPECT_NE(why(r, "ATOM=wgmma_bf16," + w + "BK=64,STAGE=cp_async,WARP_SPECIALIZE=1")
+                .find("issues TMA"),
+            std::string::npos);
+  // tf32 with B [K, N]: TMA cannot transpose it into the K-major slab wgmma reads.
+  Case t = problem(gemm(4096, 4096, 4096, "tf32"), "wgmma_tf32");
+  EXPECT_EQ(why(t, "ATOM=wgmma_tf32," + w + "BK=32,STAGE=cp_async"), "");
+  EXPECT_NE(why(t, "ATOM=wgmma_tf32," + w + "BK=32,STAGE=tma").find("K-major"), std::string::npos);
 }
 
 TEST(Prune, SharedMemoryOverTheOptInLimitNamesBytesAndLimit) {

@@ -1,0 +1,32 @@
+// NVRTC (sm_90a, no GPU needed) compiles every case of the GPU test of wgmma on slabs the
+// threads fill (tests/gpu/wgmma_cp_async_cases.h) without spills, with the cp.async and
+// proxy-fence wrappers and no TMA, so a GPU run is left with the numerics alone.
+#include <gtest/gtest.h>
+
+#include "driver/compile.h"
+#include "nvrtc_check.h"
+
+#include "../../gpu/wgmma_cp_async_cases.h"
+
+namespace loom {
+namespace {
+
+TEST(WgmmaCpAsyncCompile, EveryGpuCaseCompilesWithoutSpills) {
+  for (const wgmma_cp_async_test::Case& c : wgmma_cp_async_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_NE(p.cuda.find("wgmma"), std::string::npos);
+    EXPECT_EQ(p.cuda.find("tma_load"), std::string::npos);
+    EXPECT_NE(p.cuda.find("fence_proxy_async_shared"), std::string::npos);
+    CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a");
+    ASSERT_FALSE(r.cubin.empty()) << r.log;
+    if (r.resources.empty()) GTEST_SKIP() << "NVRTC left no ptxas report:\n" << r.log;
+    nvrtc_check::expect_no_spills(p, r);
+  }
+}
+
+}  // namespace
+}  // namespace loom

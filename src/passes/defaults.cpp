@@ -359,8 +359,9 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
 // rest the threads' copies, which transpose an N-major B (M-major A) into the K-major
 // slab wgmma reads (wgmma_thread_copy_defaults). sm_80 to sm_89: mma.sync tf32
 // (mma_defaults_for's tf32 tiles).
-static void set_tf32_atom(Knobs& k, const Target& t) {
-  if (t.arch == "sm_90a") k.set("ATOM", "wgmma_tf32");
+// Batched tf32 keeps mma.sync: wgmma's thread-copy and TMA schedules take one GEMM.
+static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
+  if (t.arch == "sm_90a" && s.batch == 1) k.set("ATOM", "wgmma_tf32");
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }
 
@@ -446,7 +447,7 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     if (tensor_cores && t.arch == "sm_90a" &&
         (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) || wgmma_ragged(s)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
-    if (s.in == DType::TF32) set_tf32_atom(c.knobs, t);
+    if (s.in == DType::TF32) set_tf32_atom(c.knobs, s, t);
     return c;
   }
   c.shape_class = "small";  // partition's own defaults shrink the tile to the shape

@@ -146,6 +146,9 @@ TEST(WgmmaCpAsync, DefaultsChooseTheThreadCopiesWhereTmaCannot) {
   EXPECT_EQ(bt.wgmma.get_str("STAGE", ""), "tma");
   EXPECT_EQ(choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", a).knobs.get_str("ATOM", ""),
             "mma_tf32");
+  // Batched tf32 keeps mma.sync (the wgmma schedules take one GEMM).
+  EXPECT_EQ(choice("bmm(A[8,1024,1024]:tf32, B[8,1024,1024]:tf32)", h).knobs.get_str("ATOM", ""),
+            "mma_tf32");
   // Plain f32 stays exact: FFMA on every target.
   EXPECT_EQ(choice("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", h).knobs.get_str("ATOM", "fma"),
             "fma");

@@ -171,9 +171,9 @@ const std::vector<KnobDef>& knob_registry() {
        "kernel is launched as the previous one's programmatic dependent and waits for it with "
        "griddepcontrol.wait, so its launch overlaps the previous grid's tail (0/1; default 1; "
        "sm_90+)", "k:065_dependent_launch", 0, 1},
-      KnobDef{"WARP_SPECIALIZE", "a producer warpgroup issues the TMA ring while the consumer "
-       "warpgroups only compute, handing slots over through full/empty mbarriers (0/1; "
-       "STAGE=tma, ATOM=wgmma_*)",
+      KnobDef{"WARP_SPECIALIZE", "a producer warpgroup fills the ring (TMA boxes, or with "
+       "STAGE=cp_async its own copies) while the consumer warpgroups only compute, handing "
+       "slots over through full/empty mbarriers (0/1; ATOM=wgmma_*)",
        "k:030_warp_specialize", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       {"PRODUCER_REGS", "registers per thread the producer warpgroup keeps (setmaxnreg.dec; "

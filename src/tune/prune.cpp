@@ -120,8 +120,12 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     if (b.stage == "tma" && !tf32_k_major)
       return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
              "TMA cannot transpose; STAGE=cp_async transposes while it copies";
-    if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1)
-      return "WARP_SPECIALIZE=1 with STAGE=cp_async: the producer warpgroup issues TMA";
+    // The cp.async producer warpgroup (k:030) feeds one tile per CTA, without clusters.
+    if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
+        (k.get_int("PERSISTENT", 0) == 1 || k.get_int("CLUSTER_M", 1) > 1 ||
+         k.get_int("CLUSTER_N", 1) > 1))
+      return "WARP_SPECIALIZE=1 with STAGE=cp_async: the cp.async producer is built for one "
+             "tile per CTA without clusters (PERSISTENT=0, CLUSTER_M=CLUSTER_N=1)";
   }
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);

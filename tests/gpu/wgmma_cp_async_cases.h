@@ -4,8 +4,9 @@
 // and checks ptxas' spills (tests/cpu/driver/test_wgmma_cp_async_compile.cpp): ragged N
 // and K whose rows TMA cannot address (odd 16-bit rows through loads and shared stores,
 // 4-byte-aligned rows through narrow cp.async), both 16-bit dtypes, N-major B in chunks,
-// tf32 with B K-major and N-major (transposed into the K-major slab while written), and
-// the sm_90a defaults that now choose this path (empty knobs).
+// tf32 with B K-major and N-major (transposed into the K-major slab while written), the
+// cp.async producer warpgroup (WARP_SPECIALIZE=1), and the sm_90a defaults that now choose
+// this path (empty knobs).
 #pragma once
 #include <ostream>
 #include <string>
@@ -37,6 +38,14 @@ inline std::vector<Case> cases() {
       // K-major B (given transposed) with a ragged K, 64-byte spans.
       {"matmul(A[1000,333]:bf16, B[777,333]:bf16.T)",
        "ATOM=wgmma_bf16,BK=32,STAGE=cp_async,SWIZZLE=64B,STAGES=4,WM=2,WN=1,BN=128"},
+      // The cp.async producer warpgroup (WARP_SPECIALIZE=1): one and two consumer
+      // warpgroups, odd rows through the producer's registers, tf32 transposed, a short K.
+      {"matmul(A[1000,512]:bf16, B[512,777]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,WARP_SPECIALIZE=1"},
+      {"matmul(A[1000,333]:f16, B[333,777]:f16)",
+       "ATOM=wgmma_f16,BK=32,STAGES=4" + ring + ",WM=1,BN=64,WARP_SPECIALIZE=1"},
+      {"matmul(A[1000,512]:tf32, B[512,777]:tf32)", tf32 + ",WM=2,BN=128,WARP_SPECIALIZE=1"},
+      {"matmul(A[1000,64]:bf16, B[64,1002]:bf16)", bf16 + ",WM=2,BN=64,WARP_SPECIALIZE=1"},
       // Persistent tiles: each CTA's ring drained and refilled per tile.
       {"matmul(A[2048,512]:bf16, B[512,2047]:bf16)", bf16 + ",WM=2,BN=128,GROUP_M=8,PERSISTENT=1"},
       // A fused epilogue and an f32 output.

@@ -1,5 +1,6 @@
-// k:030_warp_specialize — a producer warpgroup feeds the TMA ring; the others only
-// compute (WARP_SPECIALIZE=1, sm_90 STAGE=tma kernels).
+// k:030_warp_specialize — a producer warpgroup feeds the ring; the others only compute
+// (WARP_SPECIALIZE=1, sm_90a wgmma kernels: STAGE=tma, or STAGE=cp_async, whose producer
+// copies the slabs itself: CpAsyncSpecializer below).
 //
 // After k:015 every thread of a TMA kernel runs the same loop: thread 0 issues the
 // slot's boxes, everyone waits on the slot's "full" mbarrier, computes, and a block-wide
@@ -386,26 +387,199 @@ class Specializer {
   int64_t order_base_ = 0;  // ping-pong: one "your turn" barrier per consumer warpgroup
 };
 
+// ---- the cp.async producer (STAGE=cp_async with ATOM=wgmma_*) ------------------------
+// k:015 left every thread copying each slab (cp.async, or loads and shared stores),
+// committing, waiting for all groups, fencing for the async proxy and meeting at a
+// barrier before the wgmma, and at another after it. Specialized:
+//
+//   if threadIdx.x >= C*128:                   producer warpgroup, p = threadIdx.x - C*128
+//     for k_o:  mbar.wait empty[k_o % S] parity (k_o/S + 1) % 2
+//               for v in 0..C: the copies, as thread p + v*128 of the C*128 they were cut for
+//               cp.async.commit
+//               if k_o >= L: cp.async.wait L; fence.proxy.async; mbar.arrive full[(k_o-L) % S]
+//     cp.async.wait 0; fence.proxy.async; mbar.arrive full[slab] for the last L slabs
+//   if threadIdx.x < C*128:                    the consumers, as for TMA (Specializer)
+//     for k_o:  mbar.wait full[k_o % S] parity (k_o/S) % 2; wgmma...; wgmma.wait 1
+//               if wg_thread == 0 and k_o > 0: mbar.arrive empty[(k_o-1) % S]
+//     wgmma.wait 0; if wg_thread == 0: mbar.arrive empty[(KO-1) % S]; epilogue
+//
+// Full barriers count the producer's 128 arrivals: each thread publishes its own copies
+// (its fence orders them for the async proxy, its arrive releases them). A thread's
+// cp.async lands only by its own wait_group, so slab k_o is announced L slabs later, once
+// slabs k_o+1..k_o+L are in flight behind it: L = S - 2 keeps S - 1 slabs in flight and
+// never waits on itself (the arrival for slab k needs slot (k+L) % S released, the
+// consumers' slab k + L - S <= k - 2, which they finish without slab k).
+// cp.async.mbarrier.arrive.noinc would announce each slab as it lands instead; this keeps
+// to the statements the interpreter already runs (and checks: proxy fences per element,
+// mbarrier phases, the ring's races).
+class CpAsyncSpecializer {
+ public:
+  CpAsyncSpecializer(CompileState& s, KernelOp& k) : s_(s), k_(k) {}
+
+  void run() {
+    const int64_t C = k_.block_threads / kWarpgroup;
+    if (k_.block_threads % kWarpgroup != 0 || C < 1)
+      throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " has " +
+                  std::to_string(k_.block_threads) + " threads; specialization hands whole "
+                  "warpgroups (128 threads) their roles: use ATOM=wgmma_*");
+    if (k_.cluster[0] > 1)
+      throw Error("WARP_SPECIALIZE=1 with STAGE=cp_async in a cluster: the peers' slabs arrive "
+                  "by TMA multicast; use STAGE=tma or CLUSTER_M=CLUSTER_N=1");
+    Block& body = k_.body;
+    size_t main = body.size();
+    for (size_t i = 0; i < body.size(); ++i)
+      if (is_slab_loop(body[i])) {
+        if (main != body.size())
+          throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + " stages slabs in two loops; the "
+                      "producer role takes one staged loop");
+        main = i;
+      }
+    if (main == body.size())
+      throw Error("WARP_SPECIALIZE=1 with STAGE=cp_async: kernel " + k_.name + " has no staged "
+                  "slab loop at its top level (a persistent tile loop around it is not built "
+                  "for the cp.async producer): use PERSISTENT=0 or STAGE=tma");
+    const int64_t S = s_.knobs.get_int("STAGES", 1);
+    if (S < 2)
+      throw Error("WARP_SPECIALIZE=1 with STAGES=" + std::to_string(S) + ": the producer and "
+                  "the consumers hand slots over through a ring; use STAGES>=2");
+    const Stmt& loop = body[main];
+    const Expr ko = Expr::var(loop.var), KO = loop.extent;
+    const Expr slot = ko % S;
+    const int64_t L = S - 2;
+    const Expr tid = Expr::var("threadIdx.x");
+    const Expr c_threads = Expr(C * kWarpgroup);
+    const int64_t full = k_.mbarriers, empty = full + S;
+    k_.mbarriers += int(2 * S);
+
+    // Split the slab loop: the copies (and their staging allocs) for the producer, the
+    // math for the consumers.
+    Block allocs, copies, math;
+    for (const Stmt& c : loop.body) {
+      if (c.kind == StmtKind::Alloc) allocs.push_back(c);
+      else if (c.kind == StmtKind::For &&
+               (c.axis == "copy.async" || c.axis == "copy.load" || c.axis == "copy.store"))
+        copies.push_back(c);
+      else if (c.kind == StmtKind::AsyncCommit || c.kind == StmtKind::AsyncWait ||
+               c.kind == StmtKind::FenceProxyAsync || c.kind == StmtKind::Barrier)
+        continue;
+      else math.push_back(c);
+    }
+    if (copies.empty())
+      throw Error("k:030_warp_specialize: kernel " + k_.name + "'s slab loop has no copies");
+
+    // Producer: thread p stands in for threads p, p + 128, ... of the C*128 the copies
+    // were cut for (k:015 split each slab among the consumer block's threads).
+    Block per_slab = {Stmt::MbarWait(Expr(empty) + slot, (ko / S + 1) % 2)};
+    Block stand_in;
+    for (const Stmt& c : copies) stand_in.push_back(c);
+    substitute_block(stand_in, {{"threadIdx.x", tid - c_threads + Expr::var("p_v") * kWarpgroup}});
+    per_slab.push_back(Stmt::For("p_v", Expr(C), LoopKind::Parallel, "copy.producer", stand_in,
+                                 Tier::Register));
+    per_slab.push_back(Stmt::AsyncCommit());
+    const auto publish = [&](const Expr& slab) {
+      return Block{Stmt::FenceProxyAsync(), Stmt::MbarArrive(Expr(full) + slab % S)};
+    };
+    Block announce = {Stmt::AsyncWait(int(L))};
+    for (Stmt& x : publish(ko - L)) announce.push_back(x);
+    if (L == 0) per_slab.insert(per_slab.end(), announce.begin(), announce.end());
+    else per_slab.push_back(Stmt::If(Expr(L) <= ko, announce));
+    Block producer = allocs;
+    producer.push_back(Stmt::For(loop.var, KO, loop.loop_kind, loop.axis, per_slab, loop.tier));
+    producer.push_back(Stmt::AsyncWait(0));
+    if (L > 0) {
+      producer.push_back(Stmt::FenceProxyAsync());
+      // The last L slabs (fewer when KO < L): slab KO - L + d.
+      const Expr slab = KO - L + Expr::var("p_d");
+      producer.push_back(Stmt::For("p_d", Expr(L), LoopKind::Parallel, "copy.producer",
+                                   {Stmt::If(Expr(0) <= slab,
+                                             {Stmt::MbarArrive(Expr(full) + slab % S)})},
+                                   Tier::Register));
+    }
+
+    // Consumers: wait for the slab, compute, keep one wgmma group in flight, release the
+    // previous slab's slot; after the loop, retire and release the last.
+    size_t closing = math.size();
+    for (size_t i = 0; i < math.size(); ++i)
+      if (math[i].kind == StmtKind::WgmmaWait) closing = i;
+    if (closing == math.size())
+      throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + "'s slab loop has no wgmma.wait; "
+                  "the consumers release a slot once the wgmma reading it retired "
+                  "(ATOM=wgmma_*)");
+    math[closing] = Stmt::WgmmaWait(1);
+    const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
+    Block consume = {Stmt::MbarWait(Expr(full) + slot, ko / S % 2)};
+    consume.insert(consume.end(), math.begin(), math.end());
+    consume.push_back(Stmt::If(first_thread && Expr(0) < ko,
+                               {Stmt::MbarArrive(Expr(empty) + (ko - 1) % S)}));
+    Block consumer = {Stmt::For(loop.var, KO, loop.loop_kind, loop.axis, consume, loop.tier),
+                      Stmt::WgmmaWait(0),
+                      Stmt::If(first_thread, {Stmt::MbarArrive(Expr(empty) + (KO - 1) % S)})};
+    consumer.insert(consumer.end(), body.begin() + long(main) + 1, body.end());
+
+    // The mbarriers' setup, published to every thread by a barrier before the roles part.
+    Block init;
+    for (int64_t i = 0; i < S; ++i) init.push_back(Stmt::MbarInit(Expr(full + i), kWarpgroup));
+    for (int64_t i = 0; i < S; ++i) init.push_back(Stmt::MbarInit(Expr(empty + i), int(C)));
+    init.push_back(Stmt::FenceMbarInit());
+    Block out(body.begin(), body.begin() + long(main));
+    // The Lets and Allocs before the loop stay shared; the consumers' part of it (the
+    // accumulators) is harmless in the producer, which never touches them.
+    out.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(0)), init));
+    out.push_back(Stmt::Barrier());
+    out.push_back(Stmt::Specialize({Stmt::If(c_threads <= tid, producer),
+                                    Stmt::If(tid < c_threads, consumer)}));
+    k_.body = std::move(out);
+    k_.block_threads = int(C * kWarpgroup) + kWarpgroup;
+  }
+
+ private:
+  static bool is_slab_loop(const Stmt& s) {
+    if (s.kind != StmtKind::For) return false;
+    for (const Stmt& c : s.body)
+      if (c.kind == StmtKind::For && (c.axis == "copy.async" || c.axis == "copy.load"))
+        return true;
+    return false;
+  }
+
+  CompileState& s_;
+  KernelOp& k_;
+};
+
 }  // namespace
 
 Pass pass_warp_specialize() {
   return Pass{"k:030_warp_specialize", Level::Kernel, Level::Kernel,
-              "with WARP_SPECIALIZE=1 a producer warpgroup issues the TMA ring and the "
+              "with WARP_SPECIALIZE=1 a producer warpgroup fills the ring (TMA, or its own "
+              "cp.async copies) and the "
               "consumer warpgroups only wait, compute and release slots (full/empty mbarriers, "
               "setmaxnreg); with CONSUMERS=pingpong each of two consumer warpgroups takes every "
               "other tile, their mainloops in turn",
               {"WARP_SPECIALIZE", "PRODUCER_REGS", "CONSUMER_REGS", "CONSUMERS"},
               [](CompileState& s) {
                 if (s.knob("WARP_SPECIALIZE", 0) == 0) return;
-                // The producer role issues TMA boxes: slabs the threads copy (cp.async,
-                // sync) have no issue to hand it, and a silently unspecialized kernel
+                // wgmma slabs the threads copy: a producer warpgroup of cp.async (above).
+                // STAGE=sync has no such producer, and a silently unspecialized kernel
                 // would not be what the knob asked for.
-                if (const std::string stage = s.knobs.get_str("STAGE", "sync");
-                    stage != "tma" && s.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0)
+                const std::string stage = s.knobs.get_str("STAGE", "sync");
+                const bool wgmma = s.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0;
+                if (wgmma && stage != "tma" && stage != "cp_async")
                   throw Error("WARP_SPECIALIZE=1 with STAGE=" + stage + ": the producer "
-                              "warpgroup issues TMA boxes, and STAGE=" + stage + " slabs are "
-                              "copied by every thread; use STAGE=tma (operand rows whole 16-byte "
-                              "units) or WARP_SPECIALIZE=0");
+                              "warpgroup issues TMA boxes or cp.async copies; use STAGE=tma or "
+                              "STAGE=cp_async, or WARP_SPECIALIZE=0");
+                if (wgmma && stage == "cp_async") {
+                  if (s.knobs.get_str("CONSUMERS", "cooperative") != "cooperative")
+                    throw Error("CONSUMERS=" + s.knobs.get_str("CONSUMERS", "") + " with "
+                                "STAGE=cp_async: ping-pong consumers are built on the TMA "
+                                "producer; use STAGE=tma or CONSUMERS=cooperative");
+                  s.used_knobs["CONSUMERS"] = "cooperative";
+                  for (auto& k : s.kernel.kernels) CpAsyncSpecializer(s, k).run();
+                  for (const char* knob : {"PRODUCER_REGS", "CONSUMER_REGS"})
+                    if (s.knobs.has(knob) && s.knobs.get_int(knob, 0) != 0)
+                      throw Error(std::string(knob) + " with STAGE=cp_async: the cp.async "
+                                  "producer keeps its registers (its copies stage through "
+                                  "them); drop " + knob);
+                  return;
+                }
                 const std::string consumers = s.knobs.get_str("CONSUMERS", "cooperative");
                 s.used_knobs["CONSUMERS"] = consumers;
                 bool reallocates = false;

@@ -109,6 +109,34 @@ TEST(WgmmaCpAsync, Tf32KMajorBAndRaggedK) {
       53, {}, round_operands_to_tf32);
 }
 
+// WARP_SPECIALIZE=1: a producer warpgroup copies (cp.async, or loads and stores) and
+// announces each slab on the ring's full mbarrier once it landed and was fenced; the
+// consumers wait, compute and release, as with TMA.
+TEST(WgmmaCpAsync, CpAsyncProducerWarpgroupFeedsTheConsumers) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[100,320]:bf16, B[320,77]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=cp_async,SWIZZLE=128B,BK=64,STAGES=4,"
+                   "VECTORIZE=8,WARP_SPECIALIZE=1"),
+      59);
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.block_threads, 256);  // one consumer warpgroup + the producer
+  EXPECT_EQ(k.mbarriers, 8);        // full and empty per slot
+  EXPECT_EQ(count(k.body, StmtKind::Specialize), 1);
+  EXPECT_EQ(count(k.body, StmtKind::TmaLoad), 0);
+  // Two consumer warpgroups (each producer thread copies for two), ragged K, a short
+  // loop (KO = 2 under the lag of 2 slabs), and tf32 transposed while written.
+  passcheck::check_every_pass(
+      "matmul(A[150,133]:f16, B[133,72]:f16)",
+      Knobs::parse("ATOM=wgmma_f16,WM=2,WN=1,BN=64,STAGE=cp_async,SWIZZLE=128B,BK=64,STAGES=4,"
+                   "VECTORIZE=8,WARP_SPECIALIZE=1"),
+      61);
+  passcheck::check_every_pass(
+      "matmul(A[64,96]:tf32, B[96,40]:tf32)",
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=40,STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=2,"
+                   "WARP_SPECIALIZE=1"),
+      63, {}, round_operands_to_tf32);
+}
+
 TEST(WgmmaCpAsync, PersistentTilesKeepTheRingAcrossTiles) {
   // 3 x 2 tiles on a target of 4 SMs: two CTAs take two tiles each; each tile's ring is
   // filled, drained and refilled by the threads.
@@ -182,8 +210,15 @@ TEST(WgmmaCpAsync, ErrorsNameTheFix) {
   };
   const std::string bf16 = "matmul(A[256,256]:bf16, B[256,255]:bf16)";
   fails(bf16, "ATOM=wgmma_bf16,STAGE=direct,BK=64", "STAGE=cp_async");
-  // The producer warpgroup of k:030 issues TMA boxes; the threads' copies have none.
-  fails(bf16, "ATOM=wgmma_bf16," + kSmall + ",WARP_SPECIALIZE=1", "STAGE=tma");
+  // The cp.async producer: not around a persistent tile loop, not with ping-pong
+  // consumers, not with STAGE=sync.
+  fails(bf16, "ATOM=wgmma_bf16," + kSmall + ",WARP_SPECIALIZE=1,PERSISTENT=1", "PERSISTENT=0");
+  fails(bf16,
+        "ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=cp_async,SWIZZLE=128B,BK=64,STAGES=3,"
+        "WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong",
+        "CONSUMERS=cooperative");
+  fails(bf16, "ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=sync,SWIZZLE=128B,BK=64,STAGES=2,"
+        "WARP_SPECIALIZE=1", "STAGE=cp_async");
   // tf32 N-major kept N-major (SLAB_B=kouter): the descriptor cannot transpose 32 bits;
   // and TMA, which lands boxes in storage order, cannot transpose either.
   fails("matmul(A[256,256]:tf32, B[256,256]:tf32)",

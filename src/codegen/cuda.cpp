@@ -136,9 +136,16 @@ class Renderer {
     if (bytes > 0) {
       line(1, "// ---- shared memory: " + std::to_string(bytes) + " bytes ----");
       if (smem.part_bytes.size() > 1) line(1, "// " + union_note(smem));
-      // TMA swizzles address bits up to 1024 B: a buffer aligned to that sees the same
-      // XOR pattern as the tensor-relative offsets Loom computes.
-      line(1, std::string("extern __shared__ __align__(") + (k.tma.empty() ? "128" : "1024") +
+      // TMA and wgmma's descriptors swizzle address bits up to 1024 B: a buffer aligned to
+      // that sees the same XOR pattern as the tensor-relative offsets Loom computes. A wgmma
+      // kernel whose threads fill its swizzled slabs (STAGE=cp_async) has no tensor map
+      // but the same need.
+      bool wgmma = false, swizzled_shared = false;
+      for (const WarpAtom& a : k.warp_atoms) wgmma |= a.threads == 128;
+      for (const auto& [name, off] : smem.offset_bytes) swizzled_shared |= p_.tensor(name).swizzle.bits > 0;
+      const bool swizzled_wgmma = wgmma && swizzled_shared;
+      line(1, std::string("extern __shared__ __align__(") +
+                  (k.tma.empty() && !swizzled_wgmma ? "128" : "1024") +
                   ") unsigned char loom_smem[];");
       for (const auto& [name, off] : smem.offset_bytes)
         line(1, std::string(dtype_storage_ctype(p_.tensor(name).dtype)) + "* const " + tn(name) +
@@ -146,7 +153,7 @@ class Renderer {
                     "*>(loom_smem + " + std::to_string(off) + ");");
       bool swizzled_tma = false;
       for (const TmaDescriptor& d : k.tma) swizzled_tma |= d.swizzle_bytes > 0;
-      if (swizzled_tma) line(1, "loom::require_smem_aligned_1024(loom_smem);");
+      if (swizzled_tma || swizzled_wgmma) line(1, "loom::require_smem_aligned_1024(loom_smem);");
       if (k.mbarriers > 0)
         line(1, "unsigned long long* const loom_mbar = reinterpret_cast<unsigned long long*>("
                 "loom_smem + " + std::to_string(mbarrier_offset_bytes(smem)) + ");  // [" +

@@ -590,6 +590,22 @@ class Lowerer {
   bool async_proxy_reads_ = false;  // wgmma (ATOM=wgmma_*) reads the staged slabs
 };
 
+// A swizzled slab wgmma reads must start on its pattern's repeat (8 rows of its span):
+// the descriptors XOR absolute address bits, Loom's layout tensor-relative offsets. TMA
+// destinations are checked below; this covers slabs the threads fill (no tensor map).
+void check_wgmma_slab_alignment(const KernelProgram& p, const SharedLayout& l) {
+  for (const auto& [name, off] : l.offset_bytes) {
+    const TensorDecl& t = p.tensor(name);
+    if (t.swizzle.bits == 0) continue;
+    const int64_t repeat = 8 * (int64_t(16) << t.swizzle.bits);
+    if (off % repeat != 0)
+      throw Error("shared tensor " + name + " starts at byte " + std::to_string(off) +
+                  " of shared memory, not a multiple of the " + std::to_string(repeat) +
+                  " B its swizzle repeats over, which wgmma's descriptors assume (the tensors "
+                  "before it are not a multiple of that size): change BM, BN or BK, or SWIZZLE");
+  }
+}
+
 // The dynamic buffer starts 1024-byte aligned (codegen asks for it when a kernel has
 // tensor maps); each TMA destination must start on its swizzle's repeat as well.
 void check_tma_alignment(const KernelProgram& p, const KernelOp& k, const SharedLayout& l) {
@@ -617,6 +633,8 @@ Pass pass_lower_stages() {
                   Lowerer(s, s.kernel, k).run();
                   SharedLayout layout = shared_layout(s.kernel, k);
                   check_tma_alignment(s.kernel, k, layout);
+                  if (s.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0)
+                    check_wgmma_slab_alignment(s.kernel, layout);
                   int64_t bytes = kernel_smem_bytes(layout, k);
                   if (bytes > s.target.smem_per_block)
                     throw Error("shared memory: kernel " + k.name + " needs " +

@@ -1,6 +1,7 @@
 // NVRTC (sm_90a, no GPU needed) compiles every case of the GPU test of wgmma on slabs the
 // threads fill (tests/gpu/wgmma_cp_async_cases.h) without spills, with the cp.async and
-// proxy-fence wrappers and no TMA, so a GPU run is left with the numerics alone.
+// proxy-fence wrappers, a 1024-byte aligned shared buffer (checked at run time) and no TMA,
+// so a GPU run is left with the numerics alone.
 #include <gtest/gtest.h>
 
 #include "driver/compile.h"
@@ -21,6 +22,11 @@ TEST(WgmmaCpAsyncCompile, EveryGpuCaseCompilesWithoutSpills) {
     EXPECT_NE(p.cuda.find("wgmma"), std::string::npos);
     EXPECT_EQ(p.cuda.find("tma_load"), std::string::npos);
     EXPECT_NE(p.cuda.find("fence_proxy_async_shared"), std::string::npos);
+    // No tensor map, but swizzled slabs the descriptors read: the buffer must start on
+    // the 1024-byte repeat of the 128B pattern, or the hardware's XOR (on address bits)
+    // and Loom's (on tensor offsets) disagree.
+    EXPECT_NE(p.cuda.find("__align__(1024)"), std::string::npos);
+    EXPECT_NE(p.cuda.find("require_smem_aligned_1024(loom_smem)"), std::string::npos);
     CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a");
     ASSERT_FALSE(r.cubin.empty()) << r.log;
     if (r.resources.empty()) GTEST_SKIP() << "NVRTC left no ptxas report:\n" << r.log;

@@ -66,6 +66,8 @@ inline std::vector<Case> cases() {
       {"matmul(A[1000,333]:tf32, B[333,777]:tf32)", ""},
       {"matmul(A[333,1000]:tf32.T, B[777,333]:tf32.T)", ""},
       {"relu(add(matmul(A[1000,513]:bf16, B[513,1000]:bf16), bias[1000]:bf16))", ""},
+      // M-major A (given transposed) with odd rows: an MN-major A descriptor on chunks.
+      {"matmul(A[333,1001]:f16.T, B[333,777]:f16)", ""},
   };
 }
 

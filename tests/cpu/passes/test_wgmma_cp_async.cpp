@@ -48,6 +48,13 @@ TEST(WgmmaCpAsync, RaggedKF16GoesThroughRegisters) {
                               Knobs::parse("ATOM=wgmma_f16," + kSmall), 43);
 }
 
+TEST(WgmmaCpAsync, MMajorAWithOddRows) {
+  // A given transposed, [K, M] with M = 71: an M-major A slab (the 16-bit descriptor
+  // transposes it) filled through registers.
+  passcheck::check_every_pass("matmul(A[72,71]:bf16.T, B[72,77]:bf16)",
+                              Knobs::parse("ATOM=wgmma_bf16," + kSmall), 44);
+}
+
 TEST(WgmmaCpAsync, NMajorBInChunksBy16ByteCopies) {
   // B [K, N], N = 200: 400-byte rows, 16-byte cp.async; BN = 128 makes 256-byte slab rows,
   // stored as two 64-column chunks like the TMA boxes would.

@@ -294,7 +294,10 @@ TEST(MmaTiling, SixteenBitOperandsDefaultToTheTensorCores) {
   EXPECT_EQ(k.get_str("ATOM", ""), "mma_bf16");
   EXPECT_EQ(k.get_int("FN", 0), 8);
   EXPECT_EQ(k.get_str("EPILOGUE", ""), "smem");
-  EXPECT_EQ(resolved("matmul(A[100,200]:f16, B[200,300]:f16)", "").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("matmul(A[100,200]:f16, B[200,300]:f16)", "", "sm_80").get_str("ATOM", ""),
+            "mma_f16");
+  // On sm_90a its 600-byte B rows (no TMA stride) take wgmma on the threads' copies.
+  EXPECT_EQ(resolved("matmul(A[100,200]:f16, B[200,300]:f16)", "").get_str("ATOM", ""), "wgmma_f16");
   // f32 keeps fp32 arithmetic (tf32 would change the numeric contract); split-K (before
   // sm_90a, which takes wgmma for it) and tiny shapes keep their SIMT schedules; sm_75 has
   // no m16n8k16.
@@ -355,11 +358,12 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
             "wgmma_bf16");
   EXPECT_EQ(resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "mma_bf16");
-  // sm_80 has no wgmma; rows TMA cannot load (K = 4095) and batches keep mma.sync; an
-  // explicit ATOM=mma_bf16 gets the mma schedule.
+  // sm_80 has no wgmma; batches keep mma.sync; rows TMA cannot load (K = 4095) take wgmma
+  // on the threads' copies (STAGE=cp_async); an explicit ATOM=mma_bf16 gets the mma schedule.
   EXPECT_EQ(resolved(big, "", "sm_80").get_str("ATOM", ""), "mma_bf16");
-  EXPECT_EQ(resolved("matmul(A[4096,4095]:bf16, B[4095,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
-            "mma_bf16");
+  Knobs ragged = resolved("matmul(A[4096,4095]:bf16, B[4095,4096]:bf16)", "", "sm_90a");
+  EXPECT_EQ(ragged.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(ragged.get_str("STAGE", ""), "cp_async");
   EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "mma_bf16");
   // An explicit wgmma tile starts from none of the default's organization knobs.

@@ -169,9 +169,11 @@ std::map<std::string, std::string> default_knobs_of(const std::string& expr,
 }
 
 TEST(WgmmaRs, DefaultsKeepAInSharedMemory) {
-  // A row-major B stays a clear error for tf32 (see MMajorARefusedUntilVerifiedOnTheGpu).
-  EXPECT_THROW(default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "wgmma_tf32"),
-               Error);
+  // A row-major B: tf32's default takes the threads' copies, which transpose it into a
+  // K-major slab (defaults.cpp, wgmma_thread_copies); A stays in shared memory.
+  auto n_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32)", "wgmma_tf32");
+  EXPECT_EQ(n_major.at("STAGE"), "cp_async");
+  EXPECT_EQ(n_major.at("WGMMA_A"), "smem");
   auto k_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32");
   EXPECT_EQ(k_major.at("SWAP_AB"), "0");
   EXPECT_EQ(k_major.at("WGMMA_A"), "smem");

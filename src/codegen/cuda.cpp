@@ -368,11 +368,15 @@ class Renderer {
 
   // `int_offset`: the offset is computed in int even where indices are 64-bit (symbolic
   // shapes) — a shared-memory offset always fits one.
-  std::string address_of(const std::string& tensor, const Expr& offset, bool int_offset = false) {
+  // A thread's access goes where TensorDecl::physical puts it, as the interpreter's does:
+  // rows stored in chunks (row_chunk: wgmma's layout, which threads fill with
+  // STAGE=cp_async) are permuted first (shared_offset), then swizzled.
+  std::string address_of(const std::string& tensor, const Expr& logical, bool int_offset = false) {
     auto text = [&](const Expr& e) {
       return int_offset && idx_ != "int" ? "int(" + ix(e) + ")" : ix(e);
     };
     const TensorDecl& t = p_.tensor(tensor);
+    const Expr offset = shared_offset(tensor, logical);
     if (!t.swizzle.bits) return "&" + tn(tensor) + "[" + text(offset) + "]";
     // swz(inner) + outer (split_for_swizzle): only the lane's part goes through the XOR.
     SwizzleSplit split = split_for_swizzle(offset, t.swizzle);
@@ -398,9 +402,63 @@ class Renderer {
     if (t.row_chunk <= 0) return offset;
     const int64_t L = t.shape.back().const_value(), C = t.row_chunk;
     const int64_t R = t.shape.size() >= 2 ? t.shape[t.shape.size() - 2].const_value() : 1;
-    const Expr o = offset;
-    const Expr physical = o / (R * L) * (R * L) + o % L / C * (R * C) + o % (R * L) / L * C + o % C;
+    // Terms that are whole slabs (a ring slot's origin) pass through: the permutation
+    // acts within one R x L slab. Of the rest, terms that are whole rows (multiples of L)
+    // give the row; when the others (the column) provably lie in [0, L) they are the
+    // column itself, and the permutation is applied to each part alone — the form a
+    // thread's copy address needs (o % L of row + column, which ptxas cannot see is the
+    // column, cost registers: 124 B of spills in an unrolled copy).
+    Expr whole = 0, rows = 0, cols = 0;
+    int64_t col_lo = 0, col_hi = 0;
+    bool col_known = true;
+    for (const Expr& t : sum_terms(distribute_constants(offset))) {
+      if (provably_divisible(t, R * L)) {
+        whole = whole + t;
+      } else if (provably_divisible(t, L)) {
+        rows = rows + t;
+      } else {
+        cols = cols + t;
+        const auto r = term_range(t);
+        col_known &= r.has_value();
+        if (r) col_lo += r->first, col_hi += r->second;
+      }
+    }
+    if (col_known && col_lo >= 0 && col_hi < L) {
+      Expr row = 0;  // rows / L, term by term (each term a multiple of L)
+      for (const Expr& t : sum_terms(rows)) row = row + exact_div(t, L);
+      return distribute_constants(whole + row / R * (R * L) + row % R * C + cols / C * (R * C) +
+                                  cols % C);
+    }
+    const Expr o = rows + cols;
+    const Expr physical =
+        whole + o / (R * L) * (R * L) + o % L / C * (R * C) + o % (R * L) / L * C + o % C;
     return distribute_constants(physical);
+  }
+
+  // t / d for a term t that is a multiple of d: `x / d * d` gives x / d, `x * k` x * (k / d)
+  // where d divides k, a constant its quotient; otherwise the division itself.
+  static Expr exact_div(const Expr& t, int64_t d) {
+    if (t.is_const()) return Expr(t.const_value() / d);
+    if (t.kind() == Expr::Kind::Mul && t.rhs().is_const()) {
+      const int64_t k = t.rhs().const_value();
+      if (k % d == 0) return k == d ? t.lhs() : t.lhs() * (k / d);
+      if (t.lhs().kind() == Expr::Kind::FloorDiv && t.lhs().rhs().is_const() &&
+          t.lhs().rhs().const_value() == k && d % k == 0)
+        return t.lhs().lhs() / d;  // x / k * k / d = x / d for d a multiple of k
+    }
+    return t / d;
+  }
+
+  // The values a term of a non-negative index sum can take, from its shape alone: a
+  // constant, `x % m` (x >= 0: Loom's indices are), scaled by a constant factor.
+  static std::optional<std::pair<int64_t, int64_t>> term_range(const Expr& t) {
+    if (t.is_const()) return std::pair{t.const_value(), t.const_value()};
+    if (t.kind() == Expr::Kind::Mod && t.rhs().is_const() && t.rhs().const_value() > 0)
+      return std::pair<int64_t, int64_t>{0, t.rhs().const_value() - 1};
+    if (t.kind() == Expr::Kind::Mul && t.rhs().is_const() && t.rhs().const_value() >= 0)
+      if (auto r = term_range(t.lhs()))
+        return std::pair{r->first * t.rhs().const_value(), r->second * t.rhs().const_value()};
+    return std::nullopt;
   }
 
   // A number every value of `e` is a multiple of (its variables being any non-negative

@@ -34,5 +34,21 @@ TEST(WgmmaCpAsyncCompile, EveryGpuCaseCompilesWithoutSpills) {
   }
 }
 
+// The threads write a chunked slab where the interpreter (TensorDecl::physical) and the
+// descriptors read it: 4096x4095 bf16's B slab is [32][128] in two 64-column chunks of
+// 32 x 64, so column c of row r lands at c / 64 * 2048 + r * 64 + c % 64 (then the
+// swizzle). Before codegen permuted thread accesses, the stores went to r * 128 + c.
+TEST(WgmmaCpAsyncCompile, ThreadStoresFollowTheChunkedLayout) {
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  const CompiledProgram p = compile_expression("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", opt);
+  ASSERT_EQ(p.state.kernel.tensor("B_s").row_chunk, 64);
+  const size_t store = p.cuda.find("loom::st_bf16(&loom_t_B_s[");
+  ASSERT_NE(store, std::string::npos) << p.cuda;
+  const std::string line = p.cuda.substr(store, p.cuda.find('\n', store) - store);
+  EXPECT_NE(line.find("% 128 / 64 * 2048"), std::string::npos) << line;  // the column's chunk
+  EXPECT_EQ(line.find("B_s_e / 128 * 128 + B_s_e % 128"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace loom

@@ -43,6 +43,8 @@ inline std::vector<Case> cases() {
       // warpgroups, odd rows through the producer's registers, tf32 transposed, a short K.
       {"matmul(A[1000,512]:bf16, B[512,777]:bf16)",
        "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=64,WARP_SPECIALIZE=1"},
+      {"matmul(A[2048,1024]:bf16, B[1024,2047]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,WARP_SPECIALIZE=1"},
       {"matmul(A[1000,333]:f16, B[333,777]:f16)",
        "ATOM=wgmma_f16,BK=32,STAGES=4" + ring + ",WM=1,BN=64,WARP_SPECIALIZE=1"},
       {"matmul(A[1000,512]:tf32, B[512,777]:tf32)", tf32 + ",WM=2,BN=128,WARP_SPECIALIZE=1"},

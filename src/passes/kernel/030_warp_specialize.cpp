@@ -473,8 +473,9 @@ class CpAsyncSpecializer {
     Block stand_in;
     for (const Stmt& c : copies) stand_in.push_back(c);
     substitute_block(stand_in, {{"threadIdx.x", tid - c_threads + Expr::var("p_v") * kWarpgroup}});
-    per_slab.push_back(Stmt::For("p_v", Expr(C), LoopKind::Parallel, "copy.producer", stand_in,
-                                 Tier::Register));
+    // Not unrolled: each pass's staged registers are dead before the next pass loads
+    // (unrolled, ptxas kept both consumers' worth live and spilled 124 B at 128x128).
+    per_slab.push_back(Stmt::For("p_v", Expr(C), LoopKind::Parallel, "copy.producer", stand_in));
     per_slab.push_back(Stmt::AsyncCommit());
     const auto publish = [&](const Expr& slab) {
       return Block{Stmt::FenceProxyAsync(), Stmt::MbarArrive(Expr(full) + slab % S)};

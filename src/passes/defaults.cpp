@@ -254,11 +254,19 @@ static bool wgmma_thread_copies(const Gemm& s) {
          (!s.tma_rows || (s.f32_operands && !(s.a_k_major && s.b_k_major)));
 }
 
-// Ragged 16-bit GEMMs on sm_90a: wgmma with the threads' copies, where the mma.sync
-// schedule ran 0.54x cuBLAS at 4096x4095x4096 bf16 on H100 (B's 8190-byte rows; Triton
-// 1.17x). At least one 64x128 tile each way; decode and split-K shapes keep their classes.
-static bool wgmma_ragged(const Gemm& s) {
-  return wgmma_thread_copies(s) && !s.f32_operands && s.M >= 64 && s.N >= 64;
+// Whether the threads' wgmma schedule has a wave of its 128x128 tiles. Below it the
+// 64x64 one-warpgroup form ran far behind mma.sync on H100 (1000x333x777 f16: 0.18x
+// cuBLAS against mma.sync's 0.44x, bench/NOTES.md, 2026-11-27, wgmma without TMA).
+static bool wgmma_thread_copies_fill(const Gemm& s, int sm_count) {
+  return ((s.M + 127) / 128) * ((s.N + 127) / 128) >= sm_count;
+}
+
+// Ragged 16-bit GEMMs on sm_90a with a wave of 128x128 tiles: wgmma with the threads'
+// copies. H100, against cuBLAS: 4096x4095x4096 bf16 0.63x (mma.sync 0.53x; Triton 1.17x),
+// 4096x4096x4095 0.46x (mma.sync 0.30x), N = 4094 (4-byte cp.async) 0.95x. Smaller grids,
+// decode and split-K shapes keep their classes' mma.sync schedules.
+static bool wgmma_ragged(const Gemm& s, int sm_count) {
+  return wgmma_thread_copies(s) && !s.f32_operands && wgmma_thread_copies_fill(s, sm_count);
 }
 
 // The schedule of wgmma_thread_copies: two consumer warpgroups of one m64n128 atom each
@@ -354,14 +362,20 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
 
 // `:tf32` operands (never plain f32, which stays exact on FFMA) run on the tensor cores
 // in the large and medium classes: FFMA measured 0.06x cuBLAS TF32 at 4096^3 on H100,
-// wgmma_tf32 0.96x (K-major B) and mma.sync tf32 0.43x (bench/NOTES.md). On sm_90a every
-// majorness takes wgmma_tf32: K-major operands TMA can load keep the TMA schedules, the
-// rest the threads' copies, which transpose an N-major B (M-major A) into the K-major
-// slab wgmma reads (wgmma_thread_copy_defaults). sm_80 to sm_89: mma.sync tf32
-// (mma_defaults_for's tf32 tiles).
-// Batched tf32 keeps mma.sync: wgmma's thread-copy and TMA schedules take one GEMM.
+// wgmma_tf32 0.96x (K-major B) and mma.sync tf32 0.43x (bench/NOTES.md). On sm_90a both
+// majornesses take wgmma_tf32 where its schedules have the tiles (below): K-major operands
+// TMA can load the TMA schedules, the rest the threads' copies, which transpose an
+// N-major B (M-major A) into the K-major slab wgmma reads (wgmma_thread_copy_defaults).
+// Elsewhere, and on sm_80 to sm_89: mma.sync tf32 (mma_defaults_for's tf32 tiles).
+// wgmma_tf32 where a wgmma schedule has the tiles for it: the large TMA one (K-major
+// operands TMA can load: 0.99x cuBLAS TF32 at 4096^3 on H100), or the threads' copies
+// with a wave of 128x128 tiles (B [K, N] at 4096^3: 0.42x, mma.sync tf32 0.38x). Other
+// shapes, and batches (wgmma's schedules here take one GEMM), keep mma.sync tf32.
 static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
-  if (t.arch == "sm_90a" && s.batch == 1) k.set("ATOM", "wgmma_tf32");
+  const bool wgmma = t.arch == "sm_90a" && s.batch == 1 &&
+                     (wgmma_thread_copies(s) ? wgmma_thread_copies_fill(s, t.sm_count)
+                                             : wgmma_large(s, t.sm_count));
+  if (wgmma) k.set("ATOM", "wgmma_tf32");
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }
 
@@ -445,7 +459,8 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     // and a long K, split (its schedule: c.wgmma), and a ragged one whose rows TMA cannot
     // address (wgmma_ragged: the threads fill the slabs).
     if (tensor_cores && t.arch == "sm_90a" &&
-        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) || wgmma_ragged(s)))
+        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) ||
+         wgmma_ragged(s, t.sm_count)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     if (s.in == DType::TF32) set_tf32_atom(c.knobs, s, t);
     return c;

@@ -66,16 +66,16 @@ inline std::vector<Case> cases() {
       {"matmul(A[512,333]:tf32, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128,SLAB_B=kinner"},
       // A given transposed (M-major) too: both slabs transposed while written.
       {"matmul(A[333,512]:tf32.T, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128"},
-      // The sm_90a defaults: ragged 16-bit GEMMs and tf32 of either B layout.
+      // The sm_90a defaults: ragged 16-bit GEMMs and tf32 of either B layout with a wave of
+      // 128x128 tiles (smaller ones keep mma.sync), a fused bias, M-major A.
       {"matmul(A[2048,2048]:bf16, B[2048,2047]:bf16)", ""},
-      {"matmul(A[1000,333]:f16, B[333,777]:f16)", ""},
+      {"matmul(A[2000,333]:f16, B[333,1777]:f16)", ""},
       {"matmul(A[2048,1024]:tf32, B[1024,2048]:tf32)", ""},
       {"matmul(A[2048,1024]:tf32, B[2048,1024]:tf32.T)", ""},
-      {"matmul(A[1000,333]:tf32, B[333,777]:tf32)", ""},
-      {"matmul(A[333,1000]:tf32.T, B[777,333]:tf32.T)", ""},
-      {"relu(add(matmul(A[1000,513]:bf16, B[513,1000]:bf16), bias[1000]:bf16))", ""},
-      // M-major A (given transposed) with odd rows: an MN-major A descriptor on chunks.
-      {"matmul(A[333,1001]:f16.T, B[333,777]:f16)", ""},
+      {"matmul(A[2000,333]:tf32, B[333,1777]:tf32)", ""},
+      {"matmul(A[333,2000]:tf32.T, B[1777,333]:tf32.T)", ""},
+      {"relu(add(matmul(A[2000,513]:bf16, B[513,2000]:bf16), bias[2000]:bf16))", ""},
+      {"matmul(A[333,2001]:f16.T, B[333,1777]:f16)", ""},
   };
 }
 

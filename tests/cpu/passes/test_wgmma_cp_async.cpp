@@ -172,6 +172,14 @@ TEST(WgmmaCpAsync, DefaultsChooseTheThreadCopiesWhereTmaCannot) {
   EXPECT_EQ(n.wgmma.get_int("BK", 0), 64);
   EXPECT_EQ(choice("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", a).knobs.get_str("ATOM", ""),
             "mma_bf16");
+  // Without a wave of 128x128 tiles (56 at 1000x777 on 132 SMs) mma.sync stays: the
+  // threads' 64x64 wgmma schedule ran 0.18x cuBLAS there on H100, mma.sync 0.44x.
+  EXPECT_EQ(choice("matmul(A[1000,333]:f16, B[333,777]:f16)", h).knobs.get_str("ATOM", ""),
+            "mma_f16");
+  EXPECT_EQ(choice("matmul(A[1000,333]:tf32, B[333,777]:tf32)", h).knobs.get_str("ATOM", ""),
+            "mma_tf32");
+  EXPECT_EQ(choice("matmul(A[1000,512]:tf32, B[777,512]:tf32.T)", h).knobs.get_str("ATOM", ""),
+            "mma_tf32");
   // tf32: B [K, N] on the threads' copies, B.T keeps the TMA schedule; sm_80 mma.sync.
   DefaultChoice kn = choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", h);
   EXPECT_EQ(kn.knobs.get_str("ATOM", ""), "wgmma_tf32");

@@ -194,7 +194,12 @@ void print_header(std::ostringstream& os, const ProgramBase& p) {
     if (t.overlay) os << " overlay=" << t.overlay;
     os << "\n";
   }
-  if (!p.symbols.empty()) os << "symbols: " << join_names(p.symbols) << "\n";
+  if (!p.symbols.empty()) {
+    os << "symbols: " << join_names(p.symbols);
+    // Spelled apart from a generated name: the name the user wrote.
+    for (const auto& [spelled, user] : p.symbol_names) os << "  (" << spelled << " is " << user << ")";
+    os << "\n";
+  }
 }
 
 template <class Op>

@@ -118,8 +118,8 @@ bool same(const KernelOp& a, const KernelOp& b) {
 }
 
 bool same_base(const ProgramBase& a, const ProgramBase& b) {
-  const auto& [tensors, symbols] = a;
-  return same(tensors, b.tensors) && same(symbols, b.symbols);
+  const auto& [tensors, symbols, symbol_names] = a;
+  return same(tensors, b.tensors) && same(symbols, b.symbols) && symbol_names == b.symbol_names;
 }
 
 }  // namespace

@@ -192,56 +192,16 @@ class Renderer {
 
   // ---- spelling: IR names and index expressions as CUDA text ----
   // An index expression: Expr::str()'s text and parentheses (C's), with the symbols spelled
-  // as their parameters and the operands of min/max converted to one type (as_index).
+  // as their parameters and the operands of min/max converted to one type (typed).
   std::string ix(const Expr& e) const {
-    using K = Expr::Kind;
-    switch (e.kind()) {
-      case K::Const: return std::to_string(e.const_value());
-      case K::Var: return symbols_.count(e.var_name()) ? cuda_symbol_name(e.var_name()) : e.var_name();
-      case K::Min:
-      case K::Max:
-        return std::string(e.kind() == K::Min ? "min(" : "max(") + as_index(e.lhs()) + ", " +
-               as_index(e.rhs()) + ")";
-      default: break;
-    }
-    // C precedence, higher binds tighter (Expr::str's table).
-    const auto prec = [](K k) {
-      switch (k) {
-        case K::Or: return 1;
-        case K::And: return 2;
-        case K::Eq: return 3;
-        case K::Lt:
-        case K::Le: return 4;
-        case K::Add:
-        case K::Sub: return 5;
-        case K::Mul:
-        case K::FloorDiv:
-        case K::Mod: return 6;
-        default: return 7;
-      }
+    Expr::Spelling spelling;
+    spelling.var = [this](const std::string& v) {
+      return symbols_.count(v) ? cuda_symbol_name(v) : v;
     };
-    const auto side = [&](const Expr& c, bool rhs) {
-      const int pp = prec(e.kind()), pc = prec(c.kind());
-      const bool assoc = e.kind() == K::Add || e.kind() == K::Mul || e.kind() == K::And ||
-                         e.kind() == K::Or;
-      const bool parens = pc != pp ? pc < pp : rhs && !(assoc && c.kind() == e.kind());
-      return parens ? "(" + ix(c) + ")" : ix(c);
+    spelling.min_max_operand = [this](const Expr& operand, const std::string& text) {
+      return typed(operand, text);
     };
-    const char* op = "";
-    switch (e.kind()) {
-      case K::Add: op = " + "; break;
-      case K::Sub: op = " - "; break;
-      case K::Mul: op = " * "; break;
-      case K::FloorDiv: op = " / "; break;
-      case K::Mod: op = " % "; break;
-      case K::Lt: op = " < "; break;
-      case K::Le: op = " <= "; break;
-      case K::Eq: op = " == "; break;
-      case K::And: op = " && "; break;
-      case K::Or: op = " || "; break;
-      default: LOOM_CHECK(false, "every Expr kind has a CUDA spelling");
-    }
-    return side(e.lhs(), false) + op + side(e.rhs(), true);
+    return e.str(spelling);
   }
   // A tensor's parameter or shared-memory array.
   static std::string tn(const std::string& tensor) { return cuda_tensor_name(tensor); }
@@ -250,10 +210,12 @@ class Renderer {
   // (idx_ long long) an int constant, an unsigned builtin (threadIdx.x) or an int helper
   // (loom::warp_uniform) is converted. With 32-bit indices every operand is an int or an
   // unsigned builtin, which CUDA's mixed int/unsigned overloads take as they are.
-  std::string as_index(const Expr& e) const {
-    if (idx_ == "int" || wide(e)) return ix(e);
-    if (e.is_const()) return ix(e) + "LL";
-    return "(" + idx_ + ")(" + ix(e) + ")";
+  std::string as_index(const Expr& e) const { return typed(e, ix(e)); }
+  // `text`, the spelling of `e`, as a value of the index type.
+  std::string typed(const Expr& e, const std::string& text) const {
+    if (idx_ == "int" || wide(e)) return text;
+    if (e.is_const()) return text + "LL";
+    return "(" + idx_ + ")(" + text + ")";
   }
   // Whether `e` has the 64-bit index type as CUDA reads it: loop variables, lets and size
   // parameters are declared with it; constants are int; builtins are unsigned.

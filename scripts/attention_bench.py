@@ -2,7 +2,7 @@
 """Loom's attention against PyTorch's scaled_dot_product_attention — FlashAttention-2
 (the flash backend) and cuDNN — in one process on the GPU machine.
 
-Table mode (default): shared/BENCHMARK.md's attention table: bf16, 16384 tokens
+Table mode (default): docs/benchmarking.md's attention table: bf16, 16384 tokens
 (batch = 16384 / seqlen), 2048 / D heads, D 64 and 128, causal and not, seqlen 512..16k.
 For each point Loom's kernel runs on the same torch tensors as PyTorch's, is verified first
 (max error against an f32 reference within twice the error of PyTorch's bf16 flash output:

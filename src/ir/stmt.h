@@ -92,7 +92,7 @@ enum class StmtKind {
 
 enum class LoopKind { Parallel, Reduce };
 
-// Hardware level a loop is bound to (DESIGN.md: GRID > CLUSTER > BLOCK > WARPGROUP >
+// Hardware level a loop is bound to (docs/architecture.md: GRID > CLUSTER > BLOCK > WARPGROUP >
 // WARP > THREAD > REGISTER > ATOM). None = not yet bound (Loop IR, or a serial loop).
 enum class Tier { None, Grid, Cluster, Warpgroup, Warp, Thread, Register, Atom };
 

@@ -52,7 +52,7 @@ TEST(AttentionWgmmaCompile, Source) {
   EXPECT_EQ(cu.find("ldmatrix"), std::string::npos) << cu;
 }
 
-// The benchmark's shapes (shared/BENCHMARK.md: 16k tokens, 2048/D heads), D = 64 and 128,
+// The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
 // both masks, the default tiling and its knob variants; D = 192 and 256.
 TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
   for (int d : {64, 128})

@@ -50,7 +50,7 @@ struct AttentionWgmmaTiles {
   int64_t block_n = 128;    // BLOCK_N: the N of S's wgmma, the K of O += P V's
   int64_t kv_stages = 2;        // KV_STAGES: 2 or 3 ring slots
   bool producer = false;        // ATTN_PRODUCER: a producer warpgroup issues the TMA loads
-                                // (the default from D = 128 on)
+                                // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
   int64_t head_dim = 0;

@@ -76,7 +76,19 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
                   "ATTN_MMA=mma_sync, or drop " + k);
   const bool has_m = s.knobs.has("BLOCK_M");
-  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64) : 2);
+  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // FlashAttention-3's tile for head dims up to 96, 192 query rows (three consumer
+  // warpgroups at 160 registers, the producer at 24) by 144 keys: measured on the H100
+  // at D = 96 (16k tokens), 1.22x / 1.30x cuDNN non-causal / causal against 1.00x / 1.05x
+  // for two warpgroups by 128 keys — one warpgroup's softmax runs under the others' MMAs,
+  // and K and V are read once per 192 rows. Taken from 72 to 112 stored columns, where
+  // it fits: 72 + 48 accumulators (D = 96) or 64 + 56 (D = 112 at 128 keys, the most its
+  // 160 registers hold) plus ~40, the same 160 as at the measured point; D = 80 takes
+  // the measured D = 96 tile (FA3's for every head dim up to 96). Not with ATTN_OVERLAP
+  // (its second S array does not fit 160), nor where BLOCK_M or ATTN_WG is given.
+  const bool fa3_tile = Dp > 64 && Dp <= 112 && !t.overlap;
+  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64)
+                                         : fa3_tile ? 3 : 2);
   if (t.warpgroups < 1 || t.warpgroups > 3)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ": the wgmma kernel has 1 to 3 "
                 "consumer warpgroups (384 threads at most)");
@@ -102,12 +114,19 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // (the O accumulator's 8 more) x 256 threads pass 64k at two CTAs, and D = 96 and 112
   // need 120 and 140 KiB of shared memory — so the producer costs no occupancy there, as
   // at D = 128. Hence the producer above 64 padded columns.
-  t.producer = s.knob("ATTN_PRODUCER", Dp > 64 && t.warpgroups < 3 ? 1 : 0) != 0;
-  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
-  // BLOCK_N: 128 up to D = 128; above, 64 (32 with ATTN_OVERLAP's second S array), what
-  // the registers allow (below): D = 160 at BLOCK_N = 128 would keep 64 + 80 accumulators
-  // plus ~72, 216 of the consumers' 240, unmeasured; 64 is D = 192's measured choice.
-  t.block_n = s.knob("BLOCK_N", Dp > 128 ? (t.overlap ? 32 : 64) : 128);
+  // Three warpgroups take the producer only in the tile above (thread 0 issuing measured
+  // 0.94x / 0.99x cuDNN at D = 96 against the producer's 1.00x / 1.05x).
+  const bool wg3_tile = fa3_tile && t.warpgroups == 3;
+  t.producer =
+      s.knob("ATTN_PRODUCER", Dp > 64 && (t.warpgroups < 3 || wg3_tile) ? 1 : 0) != 0;
+  // BLOCK_N: 144 / 128 in the three-warpgroup tile above; otherwise 128 up to 160 stored
+  // columns, then 64 (32 with ATTN_OVERLAP's second S array), what the registers allow
+  // (below). D = 160 at 128 keys keeps 64 + 80 accumulators plus ~72, 216 of the
+  // consumers' 240, no spills, and measured 1.08x / 1.17x cuDNN against 64 keys' 1.02x /
+  // 1.11x (H100, 16k tokens); 64 stays D = 192's and 256's measured choice (D = 256 at 176
+  // accumulators spilled).
+  const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64) : 128;
+  t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : 128) : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "

@@ -247,7 +247,7 @@ TEST(AttentionWgmma, SpansCoverTheHeadDim) {
 // 0 only on the first span's first), one P V wgmma per span into its own accumulator, and
 // the stores only of the tensor's columns.
 TEST(AttentionWgmma, SpanKernelShape) {
-  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "");
+  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "ATTN_WG=2,BLOCK_N=128");
   EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor map K_s1_tmap: K -> K_s1 box[32, 128, 1, 1] (innermost first) swizzle 64B"),
@@ -263,7 +263,29 @@ TEST(AttentionWgmma, SpanKernelShape) {
             std::string::npos) << ir;
   EXPECT_NE(ir.find("o_acc1 <- wgmma_m64n32k16_f32_bf16_rs(s_acc[kk], V_s1[kb % 2 * 4096 + kk * 512, 32, 1])"),
             std::string::npos) << ir;
-  const std::string d72 = kernel_ir(attention(2, 2, 100, 100, 72, "false"), "");
+  // The defaults from 72 to 112 stored columns: FlashAttention-3's three consumer
+  // warpgroups (192 rows) and the producer, 144 keys up to D = 96 and 128 above; D = 160
+  // at 128 keys, D = 192 at 64.
+  const std::string def96 = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "");
+  EXPECT_NE(def96.find("block(512)"), std::string::npos) << def96;
+  EXPECT_NE(def96.find("wgmma_m64n144k16_f32_bf16_ss"), std::string::npos) << def96;
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("block(512)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 160, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 192, "false"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
+            std::string::npos);
+  // A given BLOCK_M, ATTN_OVERLAP, or D = 128 keep two warpgroups.
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 96, "false"), "BLOCK_M=128").find("block(384)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 96, "false"), "ATTN_OVERLAP=1,ATTN_PRODUCER=1")
+                .find("block(384)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 128, "false"), "").find("block(384)"),
+            std::string::npos);
+  const std::string d72 = kernel_ir(attention(2, 2, 100, 100, 72, "false"), "ATTN_WG=2");
   EXPECT_NE(d72.find("tensor map V_s1_tmap: V -> V_s1 box[16, 128, 1, 1] (innermost first) swizzle 32B"),
             std::string::npos) << d72;
   EXPECT_NE(d72.find("o_acc1 <- wgmma_m64n16k16_f32_bf16_rs"), std::string::npos) << d72;

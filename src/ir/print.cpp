@@ -64,6 +64,7 @@ std::string stmt_line(const Stmt& s) {
       if (s.tier != Tier::None) line += std::string(" ") + tier_name(s.tier);
       if (s.loop_kind == LoopKind::Reduce) line += " reduce";
       if (s.unroll) line += " unroll";
+      if (s.no_unroll) line += " no_unroll";
       if (!s.axis.empty() && s.axis != s.var) line += "  # " + s.axis;
       return line;
     }

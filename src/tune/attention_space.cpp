@@ -15,17 +15,20 @@ namespace loom::tune {
 
 const std::vector<AttentionFamily>& attention_families() {
   // Values in search order; the first of each is where the enumeration starts. wgmma's
-  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128) and 80
-  // (D = 256), 64 and 32 (k:013's defaults above D = 128, without and with ATTN_OVERLAP),
-  // 256 for D = 64; the passes refuse those whose accumulators or K/V ring do not fit. mma.sync: the tiles of bench/NOTES.md's D = 128
-  // A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with Q re-read).
+  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128), 144
+  // (D = 96, with three consumer warpgroups), 112 (D = 192) and 80 (D = 256), 64 and 32
+  // (k:013's defaults above D = 128, without and with ATTN_OVERLAP), 256 for D = 64; the
+  // passes refuse those whose accumulators or K/V ring do not fit at the head dim being
+  // tuned (every multiple of 8 up to 256 runs the wgmma kernel). mma.sync: the tiles of
+  // bench/NOTES.md's D = 128 A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with
+  // Q re-read).
   static const std::vector<AttentionFamily> families = {
       {"wgmma",
        90,
        true,
        {{"ATTN_MMA", {"wgmma"}},
         {"ATTN_WG", {"2", "1", "3"}},
-        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}},
+        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256", "144", "112"}},
         {"KV_STAGES", {"2", "3"}},
         {"ATTN_PRODUCER", {"1", "0"}},
         {"ATTN_OVERLAP", {"0", "1"}}},

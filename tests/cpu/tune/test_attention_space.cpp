@@ -61,8 +61,8 @@ TEST(AttentionSpace, TableSizePerTarget) {
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
       << "wgmma and setmaxnreg exist on sm_90a only";
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
-  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 48 x (1 + 2).
-  EXPECT_EQ(wg.size(), 144u);
+  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 60 x (1 + 2).
+  EXPECT_EQ(wg.size(), 180u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -184,6 +184,34 @@ TEST(AttentionSpace, D128CausalOnH100) {
   expect_sound_space(attention(128, "true"), h100(), "sm_90a");
 }
 TEST(AttentionSpace, D256OnH100) { expect_sound_space(attention(256), h100(), "sm_90a"); }
+// Head dims between the multiples of 64 run the wgmma kernel (column spans of 64, 32 and
+// 16): D = 96 is searched like the others; D = 40 (8 mod 16) has no mma.sync kernel, so
+// its wgmma points are the whole search and every mma.sync point is pruned naming the
+// head dim, and the default it ranks is the wgmma kernel's.
+TEST(AttentionSpace, D96CausalOnH100) {
+  expect_sound_space(attention(96, "true"), h100(), "sm_90a");
+}
+TEST(AttentionSpace, D40OnH100WgmmaOnly) {
+  Graph g = parse_expression(attention(40));
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  opt.threads = 2;
+  Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  ASSERT_GE(s.kept.size(), 4u);
+  int plain = 0;
+  for (const auto& c : s.kept) {
+    EXPECT_EQ(attention_family_of(c.knobs), "wgmma") << c.knobs.str();
+    plain += c.plain_default;
+  }
+  EXPECT_EQ(plain, 1);
+  size_t mma_sync_pruned = 0;
+  for (const auto& p : s.pruned)
+    if (attention_family_of(p.knobs) == "mma_sync") {
+      ++mma_sync_pruned;
+      EXPECT_NE(p.reason.find("D = 40"), std::string::npos) << p.reason;
+    }
+  EXPECT_GE(mma_sync_pruned, 96u);
+}
 TEST(AttentionSpace, D64OnA100) { expect_sound_space(attention(64), a100(), "sm_80"); }
 TEST(AttentionSpace, D128OnA100) { expect_sound_space(attention(128), a100(), "sm_80"); }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "passes/attention_decode.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -276,7 +277,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                                  : ", or use ATTN_MMA=wgmma on an sm_90a target with D = 64, 128, "
                                    "192 or 256"));
   }
-  t.block_m = s.knob("BLOCK_M", 64);
+  t.block_m = s.knob("BLOCK_M", default_block_m(s, a));
   t.block_n = s.knob("BLOCK_N", default_block_n(a));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);

@@ -84,8 +84,11 @@ namespace {
 bool wgmma_asked(const CompileState& s) {
   return s.knobs.has("ATTN_MMA") && s.knobs.get_str("ATTN_MMA", "") == "wgmma";
 }
+// STAGE_OUTPUT=1 copies O out as one head's contiguous rows: the decode forms default off.
+bool staged_output(const CompileState& s) { return s.knobs.get_int("STAGE_OUTPUT", 0) != 0; }
 int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
-  if (!attention_is_decode(a) || wgmma_asked(s) || !a.group.is_const()) return 0;
+  if (!attention_is_decode(a) || wgmma_asked(s) || staged_output(s) || !a.group.is_const())
+    return 0;
   return a.group.const_value() > 1 ? 1 : 0;
 }
 }  // namespace
@@ -126,7 +129,7 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   constexpr int64_t kMinSplitBlocks = 4;
   int64_t def = 1;
   const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.Sk), D = known(a.D);
-  if (attention_is_decode(a) && !wgmma_asked(s) && B && Hq && Sk && D) {
+  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
     const int64_t smem = (block_m + 4 * block_n) * *D * 2 + 1024;

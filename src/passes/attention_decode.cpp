@@ -108,6 +108,15 @@ int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
   return std::min<int64_t>(64, std::max<int64_t>(16, cdiv(rows, 16) * 16));
 }
 
+int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m) {
+  const int64_t base = default_block_n(a);
+  if (!attention_is_decode(a) || wgmma_asked(s) || !a.D.is_const()) return base;
+  const int64_t warps = s.knobs.has("WARPS") ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                                             : std::clamp<int64_t>(block_m / 16, 1, 8);
+  const int64_t cap = std::max<int64_t>(16, 16 * 8 * 32 * warps / a.D.const_value() / 16 * 16);
+  return std::min(base, cap);
+}
+
 AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,
                                  int64_t block_n, const ProgramBase* p) {
   AttentionDecode d;
@@ -299,6 +308,9 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
   k.grid[1] = a.Hq;
   k.grid[2] = a.B;
   k.block_threads = int(a.D.const_value());
+  // __launch_bounds__(D, 1): without a minimum NVRTC's ptxas (13.0) capped this kernel at
+  // 32 registers and spilled 8 B (the same quirk as k:012's MIN_BLOCKS comment).
+  k.min_blocks_per_sm = 1;
   k.body = {Stmt::Let("i", Expr::var("blockIdx.x")), Stmt::Let("h", Expr::var("blockIdx.y")),
             Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("d", Expr::var("threadIdx.x"))};
   Block cell = guarded(a.has_keys(i), std::move(row));

@@ -57,6 +57,12 @@ bool attention_wants_mma_sync(const CompileState& s, const AttentionLoops& a);
 // BLOCK_M's default: 64, or for decode the packed rows rounded up to whole m16 atoms
 // (at most 64).
 int64_t default_block_m(CompileState& s, const AttentionLoops& a);
+// BLOCK_N's default: default_block_n(a), and for decode at most 16 16-byte copies of K
+// (and of V) per thread and key block: a one-warp CTA (BLOCK_M = 16) at D = 128 takes 32
+// keys. Its 64-key blocks had 32 cp.async each of K and V per thread whose addresses
+// ptxas kept live across the key loop: 255 registers and 4-104 B of spills (NVRTC 13.0,
+// sm_90a); 32 keys: no spill.
+int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m);
 // SPLIT_KV and GQA_PACK (explicit or their defaults), checked; names the workspace
 // tensors of `p` when it declares them. Every level reads the same values.
 AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,

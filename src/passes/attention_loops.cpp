@@ -278,7 +278,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                                    "192 or 256"));
   }
   t.block_m = s.knob("BLOCK_M", default_block_m(s, a));
-  t.block_n = s.knob("BLOCK_N", default_block_n(a));
+  t.block_n = s.knob("BLOCK_N", default_block_n(s, a, t.block_m));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);
   t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;

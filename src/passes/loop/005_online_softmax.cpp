@@ -169,7 +169,7 @@ Pass pass_online_softmax() {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
                 const int64_t BM = s.knob("BLOCK_M", default_block_m(s, a));
-                const int64_t BN = s.knob("BLOCK_N", default_block_n(a));
+                const int64_t BN = s.knob("BLOCK_N", default_block_n(s, a, BM));
                 AttentionDecode dec = attention_decode(s, a, BM, BN);
                 LoopProgram& p = s.loop;
                 std::vector<std::string> temps;

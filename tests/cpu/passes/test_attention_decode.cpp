@@ -20,13 +20,15 @@ using attention_test::attention;
 using attention_test::kMasks;
 
 CompileState check_decode(const std::string& expr, const std::string& knobs, uint64_t seed,
-                          const std::string& arch = "sm_90a") {
+                          const std::string& arch = "sm_90a",
+                          const std::map<std::string, int64_t>& sizes = {}) {
   SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
   CompileState s;
   s.graph = parse_expression(expr);
   s.knobs = Knobs::parse(knobs);
   s.target = Target::for_arch(arch);
   Bindings inputs, reference;
+  inputs.symbols = sizes;
   const DType out = s.graph.node(s.graph.result()).dtype;
   for (const auto& p : pipeline()) {
     const std::string before = print_level(s, p.to);
@@ -139,6 +141,19 @@ TEST(AttentionDecode, WorkspaceOfEmptySplits) {
             }
       }
     }
+}
+
+// A symbolic key length: the split's blocks per split are ceil(ceil(S / BLOCK_N) / 3)
+// at run time, and a split past the end of a short S holds no key (S = 20: two blocks of
+// 16 in three splits of one; the third writes O = 0 and LSE = -inf and is skipped).
+TEST(AttentionDecode, SymbolicKeyLength) {
+  const std::string e = "attention(Q[1,4,3,16]:bf16, K[1,2,S,16]:bf16, V[1,2,S,16]:bf16, "
+                        "causal=";
+  uint64_t seed = 80;
+  for (const char* causal : kMasks)
+    for (int64_t sk : {20, 37, 100})
+      check_decode(e + causal + ", lse=true)", "SPLIT_KV=3,BLOCK_N=16", seed++, "sm_90a",
+                   {{"S", sk}});
 }
 
 // More splits than key blocks are clamped (5 blocks: SPLIT_KV=8 runs 5 splits of one).

@@ -29,6 +29,13 @@
 //  6. O += P V with P in registers: two adjacent S accumulator tiles are the A fragment of
 //     one k16 step (c_to_a_pairs proves it from the atom's maps; codegen packs the f32
 //     pairs with cvt.rn.*x2.f32 at the mma).
+//  Decode (attention_decode.h): with GQA_PACK grid y is the KV head and row p of a block
+//  is query p / group of head y·group + p % group (Q's copy and the stores index each
+//  row's head); with SPLIT_KV the S splits of a query block are consecutive blockIdx.x,
+//  the key loop covers the split's blocks from kb0, a row that keeps no key of the split
+//  is treated like an empty row (step 4), and the store writes f32 partial O and LSE to
+//  the workspace, which the second kernel, k_attention_combine, weights by
+//  exp(LSE_s - max LSE).
 //  7. O · (1/l) as bf16/f16 pairs into Q_s, then a barrier and 16-byte row stores
 //     (STAGE_OUTPUT=1), or straight from the fragments as 4-byte stores (0); LSE by lane
 //     t = 0 of each quad for its two rows.
@@ -595,7 +602,8 @@ Pass pass_lower_attention() {
   return Pass{"k:012_lower_attention", Level::Tile, Level::Kernel,
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
-              "sum, causal blocks past the diagonal never visited",
+              "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
+              "write their own heads; SPLIT_KV: f32 partial O/LSE, then k_attention_combine",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
               [](CompileState& s) {

@@ -132,7 +132,8 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
 Pass pass_partition_attention() {
   return Pass{"t:012_partition_attention", Level::Loop, Level::Tile,
               "attention is one CTA per (query block, head, batch), WARPS warps of "
-              "BLOCK_M/WARPS rows each (a multiple of 16); S/P and O are register arrays",
+              "BLOCK_M/WARPS rows each (a multiple of 16); S/P and O are register arrays; "
+              "SPLIT_KV: a grid tier per split and the combine's tile op",
               {"BLOCK_M", "BLOCK_N", "WARPS"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;

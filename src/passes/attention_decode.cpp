@@ -105,6 +105,10 @@ int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
                                                : default_pack(s, a);
   const int64_t group = pack && a.group.is_const() ? a.group.const_value() : 1;
   const int64_t rows = a.Sq.const_value() * group;
+  // Above D = 128 a thread's O and Q fragments take ~200 registers: a one-warp CTA, which
+  // copies all of Q and K/V alone, spilled 124-192 B at D = 256 (NVRTC 13.0); four warps
+  // of 16 rows (the prefill tile) share the copies and do not.
+  if (a.D.is_const() && a.D.const_value() > 128) return 64;
   return std::min<int64_t>(64, std::max<int64_t>(16, cdiv(rows, 16) * 16));
 }
 

@@ -6,7 +6,8 @@
 //  2. Q resident in registers: the block's [BLOCK_M, D] is copied to shared memory by
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
 //     A fragments for all D/16 k-steps, kept for the whole key loop (Q_IN_REGS=0: loaded
-//     again at each k-step of S, the registers going to more rows per warp).
+//     again at each k-step of S, the registers going to more rows per warp). With
+//     KV_STAGES=2 block 0's K and V are issued before Q is waited for.
 //  3. Key loop over the query block's causal bound: K and V blocks by cp.async, one commit
 //     group each (rows past Sk zero-filled). KV_STAGES=2: rings of two, block kb+1's K
 //     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
@@ -326,7 +327,24 @@ struct Lowering {
                         }));
     else
       append(copy_block(q_s, a.q, h, qb * BM, BM, a.Sq, "q"));
-    append({Stmt::AsyncCommit(), Stmt::AsyncWait(0), Stmt::Barrier()});
+    append({Stmt::AsyncCommit()});
+    // The key loop's extent (the query block's causal bound; SPLIT_KV: this split's blocks,
+    // from kb0); `key` is the first key of local block x.
+    const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
+    const Expr key_blocks = dec.block_count(sp, ceil_div(a.keys_for_rows(rows_end), Expr(BN)));
+    auto key = [&](const Expr& x) { return (dec.split() ? kb0 + x : x) * BN; };
+    const bool eager = t.kv_stages == 2;
+    if (eager) {
+      // The prologue, block 0's K and V, issued before Q is waited for: the two DRAM
+      // latencies overlap instead of following each other (a split of decode walks only
+      // a few key blocks, so its CTA's start is a large part of its time). Groups complete
+      // in order: wait 2 = Q landed, K_0 and V_0 may still be in flight.
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, key(Expr(0)), BN, a.Sk, "k"))});
+      append({Stmt::AsyncCommit()});
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, key(Expr(0)), BN, a.Sk, "v"))});
+      append({Stmt::AsyncCommit()});
+    }
+    append({Stmt::AsyncWait(eager ? 2 : 0), Stmt::Barrier()});
     if (t.q_in_regs)
       append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
               reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load("q_frag", {m_a, d_k}, d_k)})})});
@@ -340,17 +358,12 @@ struct Lowering {
                 with_dst(Stmt::Init("l_i", 0.0), {m_a, r2})})})});
 
     // 3. The key loop.
-    const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
-    // SPLIT_KV: this split's blocks, from kb0; `key` is the first key of local block x.
-    const Expr key_blocks = dec.block_count(sp, ceil_div(a.keys_for_rows(rows_end), Expr(BN)));
-    auto key = [&](const Expr& x) { return (dec.split() ? kb0 + x : x) * BN; };
     // KV_STAGES=1: every block waits for its own K (V overlaps S only). KV_STAGES=2 (the
     // articles' eager loads): K_{kb+1} is issued into the other buffer right after
     // S_kb = Q K_kbᵀ, V_{kb+1} right after O += P_kb V_kb, so each load runs under a
     // whole phase of math. One commit group per copy, empty past the last block, keeps
     // the count the waits rely on: at the top of block kb the groups in flight are K_kb
     // then V_kb (wait 1: K_kb landed); before P·V, V_kb then K_{kb+1} (wait 1: V_kb).
-    const bool eager = t.kv_stages == 2;
     const Expr slot = eager ? kb % 2 * (BN * D) : Expr(0);
     const Expr next_slot = (kb + 1) % 2 * (BN * D);
     auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
@@ -359,12 +372,6 @@ struct Lowering {
       issue.push_back(Stmt::AsyncCommit());
       return issue;
     };
-    if (eager) {  // the prologue: block 0's K and V
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, key(Expr(0)), BN, a.Sk, "k"))});
-      append({Stmt::AsyncCommit()});
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, key(Expr(0)), BN, a.Sk, "v"))});
-      append({Stmt::AsyncCommit()});
-    }
     Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
     if (eager) {

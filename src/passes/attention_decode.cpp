@@ -99,7 +99,6 @@ bool attention_wants_mma_sync(const CompileState& s, const AttentionLoops& a) {
 }
 
 int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
-  (void)s;
   if (!attention_is_decode(a) || wgmma_asked(s)) return 64;
   const int64_t pack = s.knobs.has("GQA_PACK") ? (s.knobs.get_int("GQA_PACK", 0) != 0)
                                                : default_pack(s, a);

@@ -93,8 +93,9 @@ int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
 }
 }  // namespace
 
-bool attention_wants_mma_sync(const CompileState& s, const AttentionLoops& a) {
-  return attention_is_decode(a) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
+bool attention_wants_mma_sync(const CompileState& s) {
+  if (!s.graph.attention()) return false;
+  return attention_is_decode(AttentionLoops(s.graph)) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
          s.knobs.get_int("GQA_PACK", 0) != 0;
 }
 

@@ -51,9 +51,8 @@ struct AttentionDecode {
 // Whether the decode defaults apply: a constant Sq of at most 64 (kDecodeRows).
 inline constexpr int64_t kDecodeRows = 64;
 bool attention_is_decode(const AttentionLoops& a);
-// Whether attention defaults to the mma.sync kernel on sm_90a for decode's sake: a decode
-// shape, or SPLIT_KV > 1 or GQA_PACK=1 set (neither is built for the wgmma kernel).
-bool attention_wants_mma_sync(const CompileState& s, const AttentionLoops& a);
+// attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
+// it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.
 // BLOCK_M's default: 64, or for decode the packed rows rounded up to whole m16 atoms
 // (at most 64).
 int64_t default_block_m(CompileState& s, const AttentionLoops& a);

@@ -1,7 +1,6 @@
 #include "passes/attention_wgmma_tiles.h"
 
 #include "ir/error.h"
-#include "passes/attention_decode.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -14,10 +13,10 @@ bool attention_uses_wgmma(CompileState& s) {
   if (s.target.arch == "sm_90a" && s.graph.attention()) {
     const AttentionLoops a(s.graph);
     fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
-    // Decode shapes and the split/packed forms are the mma.sync kernel's (attention_decode.h).
-    fits = fits && !attention_wants_mma_sync(s, a);
   }
-  const std::string mma = s.knobs.get_str("ATTN_MMA", fits ? "wgmma" : "mma_sync");
+  // Decode shapes and the split/packed forms are the mma.sync kernel's (attention_decode.h).
+  const std::string mma =
+      s.knobs.get_str("ATTN_MMA", fits && !attention_wants_mma_sync(s) ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
   if (s.target.arch != "sm_90a")

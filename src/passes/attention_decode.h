@@ -53,15 +53,13 @@ inline constexpr int64_t kDecodeRows = 64;
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.
-// BLOCK_M's default: 64, or for decode the packed rows rounded up to whole m16 atoms
-// (at most 64).
-int64_t default_block_m(CompileState& s, const AttentionLoops& a);
-// BLOCK_N's default: default_block_n(a), and for decode at most 16 16-byte copies of K
-// (and of V) per thread and key block: a one-warp CTA (BLOCK_M = 16) at D = 128 takes 32
-// keys. Its 64-key blocks had 32 cp.async each of K and V per thread whose addresses
-// ptxas kept live across the key loop: 255 registers and 4-104 B of spills (NVRTC 13.0,
-// sm_90a); 32 keys: no spill.
-int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m);
+// default_block_m (attention_loops.h): 64, or for decode the packed rows rounded up to
+// whole m16 atoms (at most 64; 64 above D = 128).
+// default_block_n (attention_loops.h): default_block_n(a), and for decode at most 16
+// 16-byte copies of K (and of V) per thread and key block: a one-warp CTA (BLOCK_M = 16)
+// at D = 128 takes 32 keys. Its 64-key blocks had 32 cp.async each of K and V per thread
+// whose addresses ptxas kept live across the key loop: 255 registers and 4-104 B of
+// spills (NVRTC 13.0, sm_90a); 32 keys: no spill.
 // SPLIT_KV and GQA_PACK (explicit or their defaults), checked; names the workspace
 // tensors of `p` when it declares them. Every level reads the same values.
 AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,

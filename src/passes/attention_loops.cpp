@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "ir/error.h"
-#include "passes/attention_decode.h"
 #include "passes/pass.h"
 
 namespace loom {

@@ -278,8 +278,8 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
                                  : ", or use ATTN_MMA=wgmma on an sm_90a target with D a "
                                    "multiple of 8 up to 256"));
   }
-  t.block_m = s.knob("BLOCK_M", 64);
-  t.block_n = s.knob("BLOCK_N", default_block_n(a));
+  t.block_m = s.knob("BLOCK_M", default_block_m(s, a));
+  t.block_n = s.knob("BLOCK_N", default_block_n(s, a, t.block_m));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);
   t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;

@@ -31,7 +31,9 @@ bool attention_uses_wgmma(CompileState& s) {
     const AttentionLoops a(s.graph);
     fits = a.D.is_const() && attention_wgmma_head_dim(a.D.const_value());
   }
-  const std::string mma = s.knobs.get_str("ATTN_MMA", fits ? "wgmma" : "mma_sync");
+  // Decode shapes and the split/packed forms are the mma.sync kernel's (attention_decode.h).
+  const std::string mma =
+      s.knobs.get_str("ATTN_MMA", fits && !attention_wants_mma_sync(s) ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
   if (s.target.arch != "sm_90a")

@@ -252,6 +252,13 @@ const std::vector<KnobDef>& knob_registry() {
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
        "products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
+       "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
+       "combines (1 = no split; default for Sq <= 64: about one wave of CTAs, splits of at "
+       "least 4 key blocks; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
+      {"GQA_PACK", "attention (mma.sync kernel): the Hq/Hkv query heads of a KV head packed "
+       "into one CTA's rows (Sq x group rows), so K and V are read once per group (0/1; "
+       "default 1 for Sq <= 64 with Hq > Hkv)", "l:005_online_softmax", 0, 1},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

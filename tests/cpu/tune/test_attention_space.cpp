@@ -280,5 +280,40 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
             predict_attention_us(w, Knobs::parse("BLOCK_M=128,BLOCK_N=64,WARPS=8"), dev));
 }
 
+// Decode (Sq <= 64): the space adds the split count around the default's (half, double,
+// none) and packing flipped, all of the mma.sync family; the model ranks the split,
+// packed default ahead of one CTA per row set (8 CTAs on 132 SMs) and of unpacked rows
+// (K and V read 4 times).
+TEST(AttentionSpace, DecodeSplitAndPackVariants) {
+  const DeviceInfo dev = h100();
+  Graph g = parse_expression(
+      "attention(Q[1,32,1,128]:bf16, K[1,8,8192,128]:bf16, V[1,8,8192,128]:bf16)");
+  SpaceOptions opt;
+  opt.max_candidates = 1000;  // every built point kept: the variants are looked for
+  opt.threads = 2;
+  Space s = generate_attention_space(g, dev, Target::for_arch("sm_90a"), opt);
+  const Candidate* plain = nullptr;
+  for (const auto& c : s.kept)
+    if (c.plain_default) plain = &c;
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->knobs.get_str("ATTN_MMA", ""), "mma_sync");
+  EXPECT_EQ(plain->knobs.get_str("GQA_PACK", ""), "1");
+  const int64_t split = plain->knobs.get_int("SPLIT_KV", 1);
+  EXPECT_GT(split, 1);
+  std::set<std::string> splits, packs;
+  for (const auto& c : s.kept) {
+    splits.insert(c.knobs.get_str("SPLIT_KV", ""));
+    packs.insert(c.knobs.get_str("GQA_PACK", ""));
+  }
+  for (int64_t v : {split, split / 2, split * 2, int64_t(1)})
+    EXPECT_TRUE(splits.count(std::to_string(v))) << "SPLIT_KV=" << v;
+  EXPECT_TRUE(packs.count("0"));
+  Knobs no_split = plain->knobs, no_pack = plain->knobs;
+  no_split.set("SPLIT_KV", "1");
+  no_pack.set("GQA_PACK", "0");
+  EXPECT_LT(plain->predicted_us, predict_attention_us(g, no_split, dev));
+  EXPECT_LT(plain->predicted_us, predict_attention_us(g, no_pack, dev));
+}
+
 }  // namespace
 }  // namespace loom::tune

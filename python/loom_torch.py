@@ -2,7 +2,7 @@
 tests share. Importing this module imports loom_py (built with -DLOOM_PYTHON=ON; found on
 LOOM_PY_PATH, default <repo>/build) and torch.
 
-Timing (shared/BENCHMARK.md): every candidate is timed the same way, interleaved
+Timing (docs/benchmarking.md): every candidate is timed the same way, interleaved
 (rep r runs candidate 0, 1, 2 ... in turn), each launch bracketed by its own pair of
 CUDA events on the current stream, the median of the reps reported. Before every timed
 launch the L2 is made cold the same way for all: a read of a buffer twice the L2's size

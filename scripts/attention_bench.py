@@ -2,7 +2,7 @@
 """Loom's attention against PyTorch's scaled_dot_product_attention — FlashAttention-2
 (the flash backend) and cuDNN — in one process on the GPU machine.
 
-Table mode (default): shared/BENCHMARK.md's attention table: bf16, 16384 tokens
+Table mode (default): docs/benchmarking.md's attention table: bf16, 16384 tokens
 (batch = 16384 / seqlen), 2048 / D heads, D 64 and 128, causal and not, seqlen 512..16k.
 For each point Loom's kernel runs on the same torch tensors as PyTorch's, is verified first
 (max error against an f32 reference within twice the error of PyTorch's bf16 flash output:
@@ -12,6 +12,14 @@ launch (python/loom_torch.py says exactly how). FLOPs: 4·B·H·S²·D, halved f
 Ladder mode (--ladder flash): the steps of `loom ladder flash` (read from the C++
 definition through loom_py, not copied), each verified and timed interleaved with FA2.
 
+Decode mode (--decode): Sq new tokens against a KV cache of Sk keys (bf16, Hq = 32,
+D = 128, no mask): B x Hkv x Sq x Sk over --batches, --kv-heads, --sq, --sk. Per point
+Loom is verified first (the same rule), then Loom and SDPA's flash, efficient and cuDNN
+backends (those that refuse the shape are skipped; GQA through enable_gqa) and a
+device-to-device copy of K and V's byte count are timed interleaved with a cold L2.
+Prints loom/best-SDPA and the bytes of K and V Loom reads per second against the copy's
+bandwidth (bytes read + written per second), the bar of decode (>= 1.2x, >= 80%).
+
 Build first (GPU machine):
   cmake -S . -B build -G Ninja -DLOOM_PYTHON=ON -DPython_EXECUTABLE=$(which python3) \
     -Dnanobind_DIR=$(python3 -m nanobind --cmake_dir)
@@ -20,6 +28,8 @@ Usage:
   python3 scripts/attention_bench.py [--dims 64 128] [--masks false true]
       [--seqlens 512 1024 ...] [--knobs K=V,..] [--reps 30] [--no-db]
   python3 scripts/attention_bench.py --ladder flash [--shape BxHxSxD] [--causal] [--dtype bf16]
+  python3 scripts/attention_bench.py --decode [--batches 1 8 64] [--kv-heads 32 8]
+      [--sq 1 4] [--sk 1024 8192 32768 131072] [--knobs SPLIT_KV=8,..]
 """
 import argparse
 import datetime
@@ -121,6 +131,118 @@ def table(args, flush):
                 torch.cuda.empty_cache()
 
 
+DECODE_BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION),
+                   ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                   ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+
+
+def sdpa_gqa(q, k, v, backend):
+    """SDPA through one backend, GQA by enable_gqa (the K/V heads are not expanded)."""
+    from torch.nn.attention import sdpa_kernel
+    gqa = q.shape[1] != k.shape[1]
+    with sdpa_kernel(backend):
+        if gqa:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def decode_expression(b, hq, hkv, sq, sk, d, dtype):
+    def t(h, s):
+        return "[%d,%d,%d,%d]:%s" % (b, h, s, d, dtype)
+    return "attention(Q%s, K%s, V%s, causal=false)" % (t(hq, sq), t(hkv, sk), t(hkv, sk))
+
+
+def decode(args, flush):
+    """The decode grid: Loom, SDPA's backends and a copy of K and V's bytes, interleaved."""
+    names_sdpa = [n for n, _ in DECODE_BACKENDS]
+    print("%-3s %-3s %-3s %-3s %-6s  %8s %8s %8s %8s %8s  %9s %8s %8s %6s  %s" % (
+        "B", "Hq", "Hkv", "Sq", "Sk", "loom_us", "flash", "effic", "cudnn", "copy_us",
+        "loom/best", "kv_GB/s", "copyGB/s", "frac", "loom knobs / notes"))
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    hq, d = args.q_heads, args.head_dim
+    summary = []
+    for b in args.batches:
+        for hkv in args.kv_heads:
+            for sq in args.sq:
+                for sk in args.sk:
+                    kv_bytes = 2 * b * hkv * sk * d * 2
+                    if kv_bytes > args.max_kv_gb * 1e9:
+                        print("%-3d %-3d %-3d %-3d %-6d  skipped: K+V %.1f GB > --max-kv-gb" % (
+                            b, hq, hkv, sq, sk, kv_bytes / 1e9), flush=True)
+                        continue
+                    g = torch.Generator(device="cuda").manual_seed(1)
+                    q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype, generator=g)
+                    k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+                    v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+                    fns, names, note = [], [], ""
+                    try:
+                        op = lt.LoomOp(decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
+                                       args.knobs, {"Q": q, "K": k, "V": v},
+                                       use_db=not args.no_db)
+                        ref = lt.attention_reference_f32(q, k, v, False)
+                        torch_out = None
+                        for _, be in DECODE_BACKENDS:
+                            try:
+                                torch_out = sdpa_gqa(q, k, v, be)
+                                break
+                            except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                                continue
+                        if torch_out is None and hq != hkv:
+                            # No backend takes enable_gqa (an older torch): the error yardstick
+                            # from K and V expanded to Hq heads (not timed).
+                            rep = hq // hkv
+                            torch_out = torch.nn.functional.scaled_dot_product_attention(
+                                q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1))
+                        out = op()
+                        torch.cuda.synchronize()
+                        if torch_out is None:
+                            ok = False
+                            msg = "no SDPA backend ran this shape to compare errors with"
+                        else:
+                            ok, le, te = lt.check_attention(out, torch_out, ref)
+                            msg = "max err %.2e vs PyTorch's %.2e (limit 2x)" % (le, te)
+                        del ref, torch_out, out
+                        note = op.program.knobs if ok else "FAIL " + msg
+                        if ok:
+                            fns.append(op)
+                            names.append("loom")
+                    except (RuntimeError, ValueError) as e:
+                        note = "not run: " + first_line(e)
+                    for name, be in DECODE_BACKENDS:
+                        try:
+                            sdpa_gqa(q, k, v, be)
+                            fns.append((lambda be=be: sdpa_gqa(q, k, v, be)))
+                            names.append(name)
+                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                            pass
+                    src = torch.empty(kv_bytes, dtype=torch.uint8, device="cuda")
+                    dst = torch.empty_like(src)
+                    fns.append(lambda: dst.copy_(src))
+                    names.append("copy")
+                    us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+                    best = min([us[n] for n in names_sdpa if n in us], default=None)
+                    ratio = best / us["loom"] if best and "loom" in us else None
+                    kv_gbs = kv_bytes / (us["loom"] * 1e-6) / 1e9 if "loom" in us else None
+                    copy_gbs = 2 * kv_bytes / (us["copy"] * 1e-6) / 1e9
+                    frac = kv_gbs / copy_gbs if kv_gbs else None
+                    print("%-3d %-3d %-3d %-3d %-6d  %8s %8s %8s %8s %8.1f  %9s %8s %8.0f %6s  %s" % (
+                        b, hq, hkv, sq, sk, fmt(us.get("loom")), fmt(us.get("flash")),
+                        fmt(us.get("efficient")), fmt(us.get("cudnn")), us["copy"],
+                        fmt(ratio, "%.2f"), fmt(kv_gbs, "%.0f"), copy_gbs, fmt(frac, "%.2f"),
+                        note), flush=True)
+                    summary.append((ratio, frac, sk))
+                    fns = op = q = k = v = src = dst = None
+                    torch.cuda.empty_cache()
+    ratios = [r for r, _, _ in summary if r is not None]
+    fracs = [f for f, _, sk in summary if f is not None and sk >= 8192]
+    print("# decode summary: %d points, loom/best-SDPA %s, K/V bandwidth / copy (Sk >= 8k) %s"
+          % (len(summary),
+             "min %.2f median %.2f max %.2f" % (min(ratios), sorted(ratios)[len(ratios) // 2],
+                                                  max(ratios)) if ratios else "-",
+             "min %.2f median %.2f max %.2f" % (min(fracs), sorted(fracs)[len(fracs) // 2],
+                                                  max(fracs)) if fracs else "-"))
+
+
 def ladder(args, flush):
     l = loom_py.ladder(args.ladder, args.shape, args.dtype, args.causal)
     print("# ladder %s: %s" % (l["name"], l["expression"]))
@@ -170,6 +292,16 @@ def main():
     p.add_argument("--ladder", default="", help="run a ladder (flash) with an FA2 column")
     p.add_argument("--shape", default="", help="ladder shape BxHxSxD (default 4x16x4096x128)")
     p.add_argument("--causal", action="store_true", help="ladder: causal mask")
+    p.add_argument("--decode", action="store_true",
+                   help="the decode grid (Sq new tokens against a KV cache of Sk keys)")
+    p.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    p.add_argument("--kv-heads", type=int, nargs="+", default=[32, 8])
+    p.add_argument("--sq", type=int, nargs="+", default=[1, 4])
+    p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
+    p.add_argument("--q-heads", type=int, default=32)
+    p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--max-kv-gb", type=float, default=20.0,
+                   help="decode: skip points whose K and V exceed this many GB")
     args = p.parse_args()
     args.masks = [m == "true" for m in args.masks]
     if not torch.cuda.is_available():
@@ -178,6 +310,9 @@ def main():
     header(flush, args)
     if args.ladder:
         ladder(args, flush)
+    elif args.decode:
+        args.dtype = args.dtype or "bf16"
+        decode(args, flush)
     else:
         args.dtype = args.dtype or "bf16"
         table(args, flush)

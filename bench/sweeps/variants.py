@@ -11,7 +11,7 @@ import sys, cupy as cp, torch
 torch.backends.cuda.matmul.allow_tf32 = False
 inc = "-I" + "src/codegen/device"
 
-flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # > L2: cold caches, as BENCHMARK.md
+flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # > L2: cold caches, as docs/benchmarking.md
 
 def timeit(fn, reps=30):
     s, e = torch.cuda.Event(True), torch.cuda.Event(True)

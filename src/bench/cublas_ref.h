@@ -1,4 +1,4 @@
-// The cuBLAS reference of shared/BENCHMARK.md: the same row-major GEMM Loom computes,
+// The cuBLAS reference of docs/benchmarking.md: the same row-major GEMM Loom computes,
 // in the same process, on the same inputs, with the same output dtype.
 //   f32        SGEMM, CUBLAS_COMPUTE_32F (no TF32)
 //   tf32       f32 data, CUBLAS_COMPUTE_32F_FAST_TF32

@@ -1,6 +1,6 @@
 // Text tables for `loom run --bench`: an aligned table formatter, the backend table
 // (cuBLAS vs Loom), the per-kernel table (time, launch shape, resources, knobs) and the
-// header block that records what a number was measured on (shared/BENCHMARK.md item 6).
+// header block that records what a number was measured on (docs/benchmarking.md item 6).
 #pragma once
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The timing protocol of shared/BENCHMARK.md: CUDA events around each launch, warm-up
+// The timing protocol of docs/benchmarking.md: CUDA events around each launch, warm-up
 // first, the L2 cold before every timed repetition (timing_plan.h: rotated input sets, or
 // a read or write flush), candidates interleaved so that the reference and Loom see the
 // same clocks, the median reported; short launches also replayed from CUDA graphs.

@@ -1,4 +1,4 @@
-// How a timed launch meets a cold L2 (shared/BENCHMARK.md item 3), chosen per problem.
+// How a timed launch meets a cold L2 (docs/benchmarking.md item 3), chosen per problem.
 //
 // Three ways, each leaving the timed launch's operands out of L2:
 //  - rotate: R input sets whose bytes together exceed twice the L2; launch c reads set

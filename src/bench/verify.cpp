@@ -33,6 +33,22 @@ std::string element_str(int64_t flat, const std::vector<int64_t>& shape) {
   return shape_str(coord) + " (flat " + std::to_string(flat) + ")";
 }
 
+// The error of the finite elements both checks compare: the Frobenius norms of the
+// difference and of the reference, and the element of the largest difference.
+struct FiniteError {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  int64_t worst = -1;
+  void add(size_t i, double out, double ref) {
+    const double d = out - ref;
+    diff2 += d * d;
+    ref2 += ref * ref;
+    if (std::fabs(d) > max_abs || worst < 0) max_abs = std::fabs(d), worst = int64_t(i);
+  }
+  double ref_norm() const { return std::sqrt(ref2); }
+  // Relative to the reference's norm; absolute when the reference is all zeros.
+  double rel_fro() const { return ref_norm() > 0 ? std::sqrt(diff2) / ref_norm() : std::sqrt(diff2); }
+};
+
 VerifyResult fail(VerifyResult r, const std::string& why) {
   r.passed = false;
   r.message = "FAIL: " + why;
@@ -48,27 +64,20 @@ VerifyResult verify_ieee_output(const HostTensor& out, const HostTensor& ref, do
     return fail(r, "output shape " + shape_str(out.shape) + " differs from reference shape " +
                        shape_str(ref.shape));
   auto kind = [](double v) { return std::isnan(v) ? "NaN" : std::isinf(v) ? (v > 0 ? "+inf" : "-inf") : "finite"; };
-  double diff2 = 0, ref2 = 0;
-  int64_t worst = -1, mismatches = 0, first_mismatch = -1;
+  FiniteError err;
+  int64_t mismatches = 0, first_mismatch = -1;
   for (size_t i = 0; i < out.data.size(); ++i) {
     const double o = out.data[i], e = ref.data[i];
     if (std::string(kind(o)) != kind(e)) {
       if (mismatches++ == 0) first_mismatch = int64_t(i);
       continue;
     }
-    if (!std::isfinite(e)) continue;
-    const double d = o - e;
-    diff2 += d * d;
-    ref2 += e * e;
-    if (std::fabs(d) > r.max_abs_error || worst < 0) {
-      r.max_abs_error = std::fabs(d);
-      worst = int64_t(i);
-    }
+    if (std::isfinite(e)) err.add(i, o, e);
   }
-  const double ref_norm = std::sqrt(ref2);
-  r.rel_fro_error = ref_norm > 0 ? std::sqrt(diff2) / ref_norm : std::sqrt(diff2);
+  r.max_abs_error = err.max_abs;
+  r.rel_fro_error = err.rel_fro();
   r.nan_count = mismatches;
-  r.worst_index = first_mismatch >= 0 ? first_mismatch : worst;
+  r.worst_index = first_mismatch >= 0 ? first_mismatch : err.worst;
   if (mismatches > 0) {
     const size_t i = size_t(first_mismatch);
     return fail(r, std::to_string(mismatches) + " element(s) whose NaN/inf class differs from the "
@@ -91,8 +100,8 @@ VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double 
                        " values) differs from reference shape " + shape_str(ref.shape) + " (" +
                        std::to_string(ref.data.size()) + " values)");
 
-  double diff2 = 0, ref2 = 0;
-  int64_t first_bad = -1, worst = -1;
+  FiniteError err;
+  int64_t first_bad = -1;
   for (size_t i = 0; i < out.data.size(); ++i) {
     const double o = out.data[i], e = ref.data[i];
     if (!std::isfinite(e))
@@ -102,17 +111,12 @@ VerifyResult verify_output(const HostTensor& out, const HostTensor& ref, double 
       if (r.nan_count++ == 0) first_bad = int64_t(i);
       continue;
     }
-    const double d = o - e;
-    diff2 += d * d;
-    ref2 += e * e;
-    if (std::fabs(d) > r.max_abs_error || worst < 0) {
-      r.max_abs_error = std::fabs(d);
-      worst = int64_t(i);
-    }
+    err.add(i, o, e);
   }
-  const double ref_norm = std::sqrt(ref2);
-  r.rel_fro_error = ref_norm > 0 ? std::sqrt(diff2) / ref_norm : std::sqrt(diff2);
-  r.worst_index = first_bad >= 0 ? first_bad : worst;
+  r.max_abs_error = err.max_abs;
+  r.rel_fro_error = err.rel_fro();
+  r.worst_index = first_bad >= 0 ? first_bad : err.worst;
+  const double ref_norm = err.ref_norm();
 
   const std::string measure = ref_norm > 0 ? "rel_fro_error " : "abs_fro_error (reference is 0) ";
   std::string worst_str;

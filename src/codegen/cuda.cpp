@@ -199,56 +199,16 @@ class Renderer {
 
   // ---- spelling: IR names and index expressions as CUDA text ----
   // An index expression: Expr::str()'s text and parentheses (C's), with the symbols spelled
-  // as their parameters and the operands of min/max converted to one type (as_index).
+  // as their parameters and the operands of min/max converted to one type (typed).
   std::string ix(const Expr& e) const {
-    using K = Expr::Kind;
-    switch (e.kind()) {
-      case K::Const: return std::to_string(e.const_value());
-      case K::Var: return symbols_.count(e.var_name()) ? cuda_symbol_name(e.var_name()) : e.var_name();
-      case K::Min:
-      case K::Max:
-        return std::string(e.kind() == K::Min ? "min(" : "max(") + as_index(e.lhs()) + ", " +
-               as_index(e.rhs()) + ")";
-      default: break;
-    }
-    // C precedence, higher binds tighter (Expr::str's table).
-    const auto prec = [](K k) {
-      switch (k) {
-        case K::Or: return 1;
-        case K::And: return 2;
-        case K::Eq: return 3;
-        case K::Lt:
-        case K::Le: return 4;
-        case K::Add:
-        case K::Sub: return 5;
-        case K::Mul:
-        case K::FloorDiv:
-        case K::Mod: return 6;
-        default: return 7;
-      }
+    Expr::Spelling spelling;
+    spelling.var = [this](const std::string& v) {
+      return symbols_.count(v) ? cuda_symbol_name(v) : v;
     };
-    const auto side = [&](const Expr& c, bool rhs) {
-      const int pp = prec(e.kind()), pc = prec(c.kind());
-      const bool assoc = e.kind() == K::Add || e.kind() == K::Mul || e.kind() == K::And ||
-                         e.kind() == K::Or;
-      const bool parens = pc != pp ? pc < pp : rhs && !(assoc && c.kind() == e.kind());
-      return parens ? "(" + ix(c) + ")" : ix(c);
+    spelling.min_max_operand = [this](const Expr& operand, const std::string& text) {
+      return typed(operand, text);
     };
-    const char* op = "";
-    switch (e.kind()) {
-      case K::Add: op = " + "; break;
-      case K::Sub: op = " - "; break;
-      case K::Mul: op = " * "; break;
-      case K::FloorDiv: op = " / "; break;
-      case K::Mod: op = " % "; break;
-      case K::Lt: op = " < "; break;
-      case K::Le: op = " <= "; break;
-      case K::Eq: op = " == "; break;
-      case K::And: op = " && "; break;
-      case K::Or: op = " || "; break;
-      default: LOOM_CHECK(false, "every Expr kind has a CUDA spelling");
-    }
-    return side(e.lhs(), false) + op + side(e.rhs(), true);
+    return e.str(spelling);
   }
   // A tensor's parameter or shared-memory array.
   static std::string tn(const std::string& tensor) { return cuda_tensor_name(tensor); }
@@ -257,10 +217,12 @@ class Renderer {
   // (idx_ long long) an int constant, an unsigned builtin (threadIdx.x) or an int helper
   // (loom::warp_uniform) is converted. With 32-bit indices every operand is an int or an
   // unsigned builtin, which CUDA's mixed int/unsigned overloads take as they are.
-  std::string as_index(const Expr& e) const {
-    if (idx_ == "int" || wide(e)) return ix(e);
-    if (e.is_const()) return ix(e) + "LL";
-    return "(" + idx_ + ")(" + ix(e) + ")";
+  std::string as_index(const Expr& e) const { return typed(e, ix(e)); }
+  // `text`, the spelling of `e`, as a value of the index type.
+  std::string typed(const Expr& e, const std::string& text) const {
+    if (idx_ == "int" || wide(e)) return text;
+    if (e.is_const()) return text + "LL";
+    return "(" + idx_ + ")(" + text + ")";
   }
   // Whether `e` has the 64-bit index type as CUDA reads it: loop variables, lets and size
   // parameters are declared with it; constants are int; builtins are unsigned.
@@ -327,8 +289,50 @@ class Renderer {
         i += n - 1;
         continue;
       }
+      if (size_t n = shared_a_wgmmas(b, i, d)) {
+        i += n - 1;
+        continue;
+      }
       stmt(s, d);
     }
+  }
+
+  // The register A fragment a wgmma packs from f32 accumulator values (attention's P,
+  // k:013), as the call's `a_` initializer; "" where the wgmma does not pack one (A from
+  // shared memory, 16-bit register arrays, tf32).
+  std::string a_pack(const Stmt& s) const {
+    if (s.kind != StmtKind::Atom || !wgmma_variant(s.atom)) return "";
+    const WarpAtom* w = find_warp_atom(*k_, s.atom);
+    if (!w || w->a_shared || w->a_type == DType::TF32 || packed_.count(s.args.at(0).name))
+      return "";
+    const Operand& fa = s.args.at(0);
+    const std::string pack = w->a_type == DType::F16 ? "loom::pack_f16x2(" : "loom::pack_bf16x2(";
+    std::string regs;
+    for (int v = 0; v < w->a_values; v += 2)
+      regs += std::string(v ? ", " : "") + pack + fragment_value(fa, v) + ", " +
+              fragment_value(fa, v + 1) + ")";
+    return "const unsigned a_[" + std::to_string(w->a_values / 2) + "] = {" + regs + "};";
+  }
+
+  // Consecutive wgmmas that pack the same A fragment from f32 values (O += P V split over
+  // N into column spans, k:013): one pack for all of them. ptxas does not merge the
+  // repeated cvt (it keeps every packed copy live until the wgmmas retire: 32 registers
+  // more per span at BLOCK_N = 128, which spilled). Returns the statements rendered (0:
+  // none, fewer than two).
+  size_t shared_a_wgmmas(const Block& b, size_t i, int d) {
+    const std::string pack = a_pack(b[i]);
+    if (pack.empty()) return 0;
+    size_t n = 1;
+    while (i + n < b.size() && a_pack(b[i + n]) == pack) ++n;
+    if (n < 2) return 0;
+    line(d, "{  // one A fragment for " + std::to_string(n) + " wgmmas");
+    line(d + 1, pack);
+    for (size_t j = 0; j < n; ++j) {
+      const WarpAtom* w = find_warp_atom(*k_, b[i + j].atom);
+      warpgroup_atom(b[i + j], *wgmma_variant(b[i + j].atom), *w, d + 1, true);
+    }
+    line(d, "}");
+    return n;
   }
 
   // `[alloc v[W]]; v = load T[a]; U[b] = v` where T and U hold the same 16-bit type and
@@ -554,6 +558,7 @@ class Renderer {
     switch (s.kind) {
       case StmtKind::For:
         if (s.unroll) line(d, "#pragma unroll");
+        if (s.no_unroll) line(d, "#pragma unroll 1");
         line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + ix(s.extent) +
                     "; ++" + s.var + ") {" +
                     (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));
@@ -1134,7 +1139,9 @@ class Renderer {
   // replaces the zeroing (the wrapper turns it into the predicate operand with setp).
   // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
   // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
-  void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d) {
+  // `packed_a`: the caller declared the A fragment `a_` (shared_a_wgmmas).
+  void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d,
+                      bool packed_a = false) {
     if (!w.b_shared)
       throw Error("codegen: " + a.id + " with B from registers: wgmma reads B from shared memory");
     const WgmmaOperandDesc db = wgmma_operand_desc(s.args.at(1), false);
@@ -1155,6 +1162,10 @@ class Renderer {
       if (w.a_type != DType::TF32 && packed_.count(fa.name)) {
         line(d, call + element(fa.name, fa.index) + ", " + db.text + ", " + scale_d + ");  // " +
                     a.ptx);
+        return;
+      }
+      if (packed_a) {
+        line(d, call + "a_, " + db.text + ", " + scale_d + ");  // " + a.ptx);
         return;
       }
       // tf32 (cvt.rna per value), or 16-bit A from f32 accumulator values (attention's P:

@@ -35,7 +35,7 @@ struct ExternalProgram {
   std::string expression;
   CompiledProgram program;
   std::vector<ExternalTensor> tensors;  // Inputs and Outputs, in the program's order
-  double flops = 0;                     // expression_flops (shared/BENCHMARK.md item 7)
+  double flops = 0;                     // expression_flops (docs/benchmarking.md item 7)
   std::string knobs;                    // every knob the pipeline read, "K=V,..."
 };
 

@@ -200,7 +200,7 @@ Ladder make_ladder(const std::string& name, const std::string& shape, const std:
     throw Error("--causal applies to `loom ladder flash` only (attention's mask); the " + name +
                 " ladder is a GEMM");
   if (name == "flash") {
-    // BENCHMARK.md's attention table at seqlen 4096: 16k tokens, 2048 / D heads.
+    // docs/benchmarking.md's attention table at seqlen 4096: 16k tokens, 2048 / D heads.
     const std::string dt = dtype.empty() ? "bf16" : dtype;
     if (dt != "f16" && dt != "bf16")
       throw Error("--dtype for the flash ladder must be bf16 or f16 (got '" + dt + "')");

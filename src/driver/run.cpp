@@ -260,13 +260,15 @@ void check_dims_named(const Graph& g, const std::map<std::string, int64_t>& size
 
 Graph bind_sizes(const Graph& g, const std::map<std::string, int64_t>& sizes) {
   Graph out = g;
+  std::string all;  // every symbol, as --dims takes them
+  for (const std::string& s : g.symbols()) all += (all.empty() ? "" : ",") + s + "=..";
   for (auto& n : out.nodes)
     for (auto& d : n.shape)
       if (d.is_sym()) {
         auto it = sizes.find(d.sym);
         if (it == sizes.end())
           throw Error("dimension " + d.sym + " has no value: give it one with --dims " + d.sym +
-                      "=<size> (all symbols: --dims M=..,N=..,K=..)");
+                      "=<size> (all symbols: --dims " + all + ")");
         if (it->second < 1)
           throw Error("dimension " + d.sym + "=" + std::to_string(it->second) + " must be >= 1");
         d = Dim{it->second, ""};

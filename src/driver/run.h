@@ -70,7 +70,7 @@ CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch);
 // atom accumulates in f16 (docs/verification.md). `g` has its sizes bound.
 double run_verify_threshold(const Graph& g, const CompileState& s);
 
-// The FLOPs a run of `g` (sizes bound) is credited with (shared/BENCHMARK.md item 7):
+// The FLOPs a run of `g` (sizes bound) is credited with (docs/benchmarking.md item 7):
 // 2·batch·M·N·K for its contraction, or for attention 4·D per (query, key) pair the mask
 // keeps — about half of them when causal.
 double expression_flops(const Graph& g);

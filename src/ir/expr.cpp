@@ -298,22 +298,26 @@ bool needs_parens(Kind parent, const Expr& child, bool is_rhs) {
   return !(associative && child.kind() == parent);
 }
 
-std::string operand(Kind parent, const Expr& child, bool is_rhs) {
-  std::string s = child.str();
-  return needs_parens(parent, child, is_rhs) ? "(" + s + ")" : s;
-}
-
 }  // namespace
 
-std::string Expr::str() const {
+std::string Expr::str() const { return str(Spelling{}); }
+
+std::string Expr::str(const Spelling& spelling) const {
+  const auto operand = [&](const Expr& child, bool is_rhs) {
+    std::string s = child.str(spelling);
+    return needs_parens(kind(), child, is_rhs) ? "(" + s + ")" : s;
+  };
+  const auto min_max = [&](const Expr& child) {
+    std::string s = child.str(spelling);
+    return spelling.min_max_operand ? spelling.min_max_operand(child, s) : s;
+  };
   switch (kind()) {
     case Kind::Const: return std::to_string(n_->value);
-    case Kind::Var: return n_->name;
-    case Kind::Min: return "min(" + n_->a.str() + ", " + n_->b.str() + ")";
-    case Kind::Max: return "max(" + n_->a.str() + ", " + n_->b.str() + ")";
+    case Kind::Var: return spelling.var ? spelling.var(n_->name) : n_->name;
+    case Kind::Min: return "min(" + min_max(n_->a) + ", " + min_max(n_->b) + ")";
+    case Kind::Max: return "max(" + min_max(n_->a) + ", " + min_max(n_->b) + ")";
     default:
-      return operand(kind(), n_->a, false) + " " + op_symbol(kind()) + " " +
-             operand(kind(), n_->b, true);
+      return operand(n_->a, false) + " " + op_symbol(kind()) + " " + operand(n_->b, true);
   }
 }
 

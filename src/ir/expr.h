@@ -40,6 +40,15 @@ class Expr {
 
   // Infix form, fully parenthesized only where precedence needs it; valid C as well.
   std::string str() const;
+  // The same text with the leaves and min/max operands spelled by `spelling`: the CUDA
+  // renderer's index expressions (symbols as their parameters, min/max operands of one
+  // type) share this one printer and its parentheses.
+  struct Spelling {
+    std::function<std::string(const std::string& var)> var;  // a variable's name
+    // The text of an operand of min/max, given the operand and its spelled text.
+    std::function<std::string(const Expr& operand, const std::string& text)> min_max_operand;
+  };
+  std::string str(const Spelling& spelling) const;
 
   // Evaluation with every variable bound; an unbound variable throws loom::Error.
   using Env = std::unordered_map<std::string, int64_t>;

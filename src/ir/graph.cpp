@@ -92,6 +92,12 @@ std::vector<std::string> Graph::symbols() const {
   return out;
 }
 
+void Graph::rename_symbol(const std::string& from, const std::string& to) {
+  for (Node& n : nodes)
+    for (Dim& d : n.shape)
+      if (d.sym == from) d.sym = to;
+}
+
 std::string Graph::str() const {
   std::string s;
   for (const Node& n : nodes) {
@@ -118,6 +124,8 @@ std::string Graph::str() const {
     }
     s += "\n";
   }
+  for (const auto& [spelled, user] : symbol_names)
+    s += "symbol " + spelled + " is the user's " + user + " (spelled apart from a generated name)\n";
   return s;
 }
 

@@ -6,6 +6,7 @@
 // for elementwise operands (a bias [N] against [M,N], a residual [M,N] against [M,N]).
 // `attention(Q, K, V)` is one op (docs/attention.md): softmax(scale · Q Kᵀ, masked) V.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,9 +82,15 @@ struct Node {
 
 struct Graph {
   std::vector<Node> nodes;  // topologically ordered; the last node is the result
+  // Size symbols spelled apart from a name the passes generate (l:000,
+  // src/passes/symbol_spelling.h): the IR spelling -> the name the user wrote. Empty
+  // unless a symbol was renamed.
+  std::map<std::string, std::string> symbol_names;
   int result() const { return int(nodes.size()) - 1; }
   const Node& node(int id) const { return nodes.at(id); }
   std::vector<std::string> symbols() const;  // distinct dim symbols, first-use order
+  // Every dimension `from` becomes `to` (a new spelling of the same size).
+  void rename_symbol(const std::string& from, const std::string& to);
   // The attention node, or nullptr when the graph has none.
   const Node* attention() const;
   std::string str() const;                   // printer, one node per line

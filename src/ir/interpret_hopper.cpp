@@ -237,11 +237,16 @@ void Machine::exec_wgmma_sync(const Node& n, const std::vector<int>& active) {
 void Machine::check_accumulators(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
-  auto check = [&](int t, int64_t first, int64_t count, const std::string& name) {
+  // `a_read`: the access is another wgmma reading the registers as its A operand, which
+  // an in-flight wgmma reading them as A does not conflict with (both only read: O += P V
+  // split over N reads one P fragment from several wgmmas of one group).
+  auto check = [&](int t, int64_t first, int64_t count, const std::string& name,
+                   bool a_read = false) {
     for (int64_t i = 0; i < count; ++i) {
       const int32_t op = acc_writer_[size_t(first + i) * T + size_t(t)];
       if (op == 0) continue;
       const Stmt& w = *wgmmas_[size_t(op - 1)].stmt;
+      if (w.args.at(0).name == name && a_read) continue;
       if (w.args.at(0).name == name)
         fail(s,
              "wgmma register A operand touched before wgmma.wait: register array " + name +
@@ -260,8 +265,8 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
   auto element = [&](const ValueRef& r, int t, int64_t width) {
     if (r.base >= 0) check(t, slot(n, r, t, width), width, r.name);
   };
-  auto frag = [&](const ValueRef& r, int t, int values) {
-    check(t, fragment_slot(n, r, t, values), values, r.name);
+  auto frag = [&](const ValueRef& r, int t, int values, bool a_read = false) {
+    check(t, fragment_slot(n, r, t, values), values, r.name, a_read);
   };
   for (int t : active) switch (s.kind) {
       case StmtKind::Load:
@@ -284,11 +289,12 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
           frag(n.dst, t, n.copy->values);
         } else if (n.warp) {
           const int values[2] = {n.warp->a_values, n.warp->b_values};
+          const bool wgmma = n.warp->threads != WarpAtom::kLanes;
           for (int i = 0; i < 2; ++i)
-            if (!n.tiles[i].tensor) frag(n.args[size_t(i)], t, values[i]);
+            if (!n.tiles[i].tensor) frag(n.args[size_t(i)], t, values[i], wgmma && i == 0);
           // wgmma after wgmma on the same accumulators is ordered by the hardware: that
           // is how a K loop chains them within one group.
-          if (n.warp->threads == WarpAtom::kLanes) frag(n.dst, t, n.warp->c_values);
+          if (!wgmma) frag(n.dst, t, n.warp->c_values);
         } else {
           element(n.dst, t, 1);
           for (const ValueRef& r : n.args) element(r, t, 1);

@@ -36,9 +36,13 @@ Expr::Env symbol_env(const ProgramBase& p, const Bindings& b) {
   Expr::Env env;
   for (const std::string& s : p.symbols) {
     auto it = b.symbols.find(s);
+    // A symbol spelled apart from a generated name (ProgramBase::symbol_names) may be
+    // bound under the name the user wrote.
+    const auto user = p.symbol_names.find(s);
+    if (it == b.symbols.end() && user != p.symbol_names.end()) it = b.symbols.find(user->second);
     if (it == b.symbols.end())
-      throw Error("interpreter: symbol " + s + " has no value; set Bindings::symbols[\"" + s +
-                  "\"]");
+      throw Error("interpreter: symbol " + s + " has no value; set Bindings::symbols[\"" +
+                  (user != p.symbol_names.end() ? user->second : s) + "\"]");
     env[s] = it->second;
   }
   return env;

@@ -64,6 +64,7 @@ std::string stmt_line(const Stmt& s) {
       if (s.tier != Tier::None) line += std::string(" ") + tier_name(s.tier);
       if (s.loop_kind == LoopKind::Reduce) line += " reduce";
       if (s.unroll) line += " unroll";
+      if (s.no_unroll) line += " no_unroll";
       if (!s.axis.empty() && s.axis != s.var) line += "  # " + s.axis;
       return line;
     }
@@ -194,7 +195,12 @@ void print_header(std::ostringstream& os, const ProgramBase& p) {
     if (t.overlay) os << " overlay=" << t.overlay;
     os << "\n";
   }
-  if (!p.symbols.empty()) os << "symbols: " << join_names(p.symbols) << "\n";
+  if (!p.symbols.empty()) {
+    os << "symbols: " << join_names(p.symbols);
+    // Spelled apart from a generated name: the name the user wrote.
+    for (const auto& [spelled, user] : p.symbol_names) os << "  (" << spelled << " is " << user << ")";
+    os << "\n";
+  }
 }
 
 template <class Op>

@@ -183,6 +183,9 @@ const WarpCopy* find_warp_copy(const KernelOp& k, const std::string& id);
 struct ProgramBase {
   std::vector<TensorDecl> tensors;
   std::vector<std::string> symbols;  // problem-size symbols, e.g. {"M","N","K"}
+  // A symbol spelled apart from a generated name (Graph::symbol_names): its IR spelling ->
+  // the user's name. Bindings may give its value under either.
+  std::map<std::string, std::string> symbol_names;
   const TensorDecl& tensor(const std::string& name) const;  // throws when unknown
   TensorDecl& tensor(const std::string& name);
   bool has_tensor(const std::string& name) const;

@@ -92,7 +92,7 @@ enum class StmtKind {
 
 enum class LoopKind { Parallel, Reduce };
 
-// Hardware level a loop is bound to (DESIGN.md: GRID > CLUSTER > BLOCK > WARPGROUP >
+// Hardware level a loop is bound to (docs/architecture.md: GRID > CLUSTER > BLOCK > WARPGROUP >
 // WARP > THREAD > REGISTER > ATOM). None = not yet bound (Loop IR, or a serial loop).
 enum class Tier { None, Grid, Cluster, Warpgroup, Warp, Thread, Register, Atom };
 
@@ -143,13 +143,16 @@ struct Stmt {
 
   // For: `for var in 0..extent` bound to `tier`; `axis` names the Loop IR loop it came
   // from (m, n, k, b), kept through factorization for printing and for passes that
-  // look for "the N axis". `unroll` asks codegen for #pragma unroll.
+  // look for "the N axis". `unroll` asks codegen for #pragma unroll, `no_unroll` for
+  // #pragma unroll 1 (a loop whose body must stay one copy: k:013's key loop, whose
+  // unrolled copies at a small constant trip count spilled at the 240-register cap).
   std::string var;
   Expr extent;
   LoopKind loop_kind = LoopKind::Parallel;
   Tier tier = Tier::None;
   std::string axis;
   bool unroll = false;
+  bool no_unroll = false;
 
   // If: `if cond:` body.  Let: `var = value` (an integer binding, Kernel IR).
   // Mbar*/TmaLoad: `value` is the mbarrier slot, MbarWait's `cond` the phase parity.

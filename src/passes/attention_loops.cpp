@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/f32_constant.h"
+#include "passes/attention_wgmma_tiles.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -265,7 +267,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"}) {
     if (!s.knobs.has(k)) continue;
     const bool sm90a = s.target.arch == "sm_90a";
-    const bool d_fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
+    const bool d_fits = a.D.is_const() && attention_wgmma_head_dim(a.D.const_value());
     const std::string why = s.knobs.has("ATTN_MMA")
                                 ? "ATTN_MMA=" + s.knobs.get_str("ATTN_MMA", "") + " asks for it"
                             : !sm90a ? "the only attention kernel for " + s.target.arch
@@ -273,11 +275,11 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
     throw Error(std::string(k) + " is a knob of attention's wgmma kernel (k:013), and this one "
                 "is the mma.sync kernel (k:012; " + why + "): drop " + k +
                 (sm90a && d_fits ? ", or use ATTN_MMA=wgmma"
-                                 : ", or use ATTN_MMA=wgmma on an sm_90a target with D = 64, 128, "
-                                   "192 or 256"));
+                                 : ", or use ATTN_MMA=wgmma on an sm_90a target with D a "
+                                   "multiple of 8 up to 256"));
   }
-  t.block_m = s.knob("BLOCK_M", 64);
-  t.block_n = s.knob("BLOCK_N", default_block_n(a));
+  t.block_m = s.knob("BLOCK_M", default_block_m(s, a));
+  t.block_n = s.knob("BLOCK_N", default_block_n(s, a, t.block_m));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
   t.kv_stages = s.knob("KV_STAGES", 2);
   t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;
@@ -308,9 +310,24 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   const std::string zero = s.knobs.get_str("ZERO_INIT", tight ? "init" : "mma");
   s.used_knobs["ZERO_INIT"] = zero;
   t.zero_init_mma = zero == "mma";
-  if (t.head_dim % 16 != 0 || t.head_dim > 256)
+  if (t.head_dim > 256)
     throw Error("attention's mma.sync kernel takes head dims that are multiples of 16 up to "
-                "256 (m16n8k16 k-steps over D); D = " + std::to_string(t.head_dim));
+                "256 (m16n8k16 k-steps over D, O's fragments in registers); D = " +
+                std::to_string(t.head_dim) + ": no attention kernel of Loom takes it (the "
+                "wgmma kernel stops at 256 too); use a head dim of at most 256");
+  if (t.head_dim % 16 != 0) {
+    const std::string scale = shortest_text(a.scale);
+    const int64_t padded = (t.head_dim + 15) / 16 * 16;
+    throw Error("attention's mma.sync kernel takes head dims that are multiples of 16 up to "
+                "256 (m16n8k16 k-steps over D); D = " + std::to_string(t.head_dim) +
+                (attention_wgmma_head_dim(t.head_dim)
+                     ? ": on sm_90a the wgmma kernel takes it (ATTN_MMA=wgmma, the default "
+                       "there); here pad"
+                     : ": pad") +
+                " the head dim to " + std::to_string(padded) + " with zero columns in Q, K "
+                "and V (Q K^T is unchanged; O's extra columns are zero) and keep this "
+                "attention's scale with scale=" + scale);
+  }
   if (t.warps < 1 || t.warps > 16)
     throw Error("WARPS=" + std::to_string(t.warps) + ": a CTA has 1 to 16 warps here");
   if (t.block_m % (16 * t.warps) != 0)

@@ -59,8 +59,17 @@ struct AttentionTiles {
 };
 struct CompileState;
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a);
+// Whether attention defaults to the mma.sync kernel on sm_90a for decode's sake: a decode
+// shape (Sq <= 64), or SPLIT_KV > 1 or GQA_PACK=1 set, neither of which the wgmma kernel
+// has (attention_decode.cpp).
+bool attention_wants_mma_sync(const CompileState& s);
 // BLOCK_N's default: 64, or 16 for head dims above 128 (the registers D = 256 needs).
 int64_t default_block_n(const AttentionLoops& a);
+// The decode shapes' (Sq <= 64) tile defaults over these (attention_decode.cpp): BLOCK_M
+// the packed rows Sq x group rounded up to m16 atoms, BLOCK_N at most 16 copies of K per
+// thread and block; 64 and default_block_n(a) otherwise.
+int64_t default_block_m(CompileState& s, const AttentionLoops& a);
+int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m);
 
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.

@@ -1,20 +1,39 @@
 #include "passes/attention_wgmma_tiles.h"
 
 #include "ir/error.h"
+#include "ir/f32_constant.h"
 #include "passes/pass.h"
 
 namespace loom {
 
-// The default: wgmma wherever it applies — an sm_90a target and a head dim of 64, 128,
-// 192 or 256 — measured 1.2-1.9x FlashAttention-2 on the H100 where the mma.sync kernel
-// was 0.87-1.02x (docs/attention.md); mma_sync elsewhere.
+bool attention_wgmma_head_dim(int64_t D) { return D > 0 && D % 8 == 0 && D <= 256; }
+
+std::vector<AttentionSpan> attention_spans(int64_t D) {
+  const int64_t padded = (D + 15) / 16 * 16;
+  std::vector<AttentionSpan> spans;
+  int64_t col = 0;
+  auto add = [&](int64_t width) {
+    spans.push_back({col, width, std::min(width, D - col)});
+    col += width;
+  };
+  if (padded >= 64) add(padded / 64 * 64);
+  if (padded - col >= 32) add(32);
+  if (padded - col >= 16) add(16);
+  return spans;
+}
+
+// The default: wgmma wherever it applies — an sm_90a target and a head dim that is a
+// multiple of 8 up to 256 — measured 1.2-1.9x FlashAttention-2 on the H100 at D = 64, 128
+// and 256 where the mma.sync kernel was 0.87-1.02x (docs/attention.md); mma_sync elsewhere.
 bool attention_uses_wgmma(CompileState& s) {
   bool fits = false;
   if (s.target.arch == "sm_90a" && s.graph.attention()) {
     const AttentionLoops a(s.graph);
-    fits = a.D.is_const() && a.D.const_value() % 64 == 0 && a.D.const_value() <= 256;
+    fits = a.D.is_const() && attention_wgmma_head_dim(a.D.const_value());
   }
-  const std::string mma = s.knobs.get_str("ATTN_MMA", fits ? "wgmma" : "mma_sync");
+  // Decode shapes and the split/packed forms are the mma.sync kernel's (attention_decode.h).
+  const std::string mma =
+      s.knobs.get_str("ATTN_MMA", fits && !attention_wants_mma_sync(s) ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
   if (s.target.arch != "sm_90a")
@@ -24,9 +43,10 @@ bool attention_uses_wgmma(CompileState& s) {
 }
 
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
-// m64nN accumulator spreads 64 x N over 128 threads); P's bf16 pairs are packed from S
-// at each wgmma, the row statistics, addresses and the loop take ~50 more. 255 per thread
-// at most (ATTN_WG = 2 is 256 threads: 255 x 256 fits the 64k register file).
+// m64nN accumulator spreads 64 x N over 128 threads; D rounded up to 16, the spans'
+// columns); P's bf16 pairs are packed from S at each wgmma, the row statistics, addresses
+// and the loop take ~50 more. 255 per thread at most (ATTN_WG = 2 is 256 threads: 255 x
+// 256 fits the 64k register file).
 AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a) {
   AttentionWgmmaTiles t;
   if (!a.D.is_const())
@@ -34,10 +54,22 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 "register array sized by it); D is " + a.D.str());
   t.head_dim = a.D.const_value();
   const int64_t D = t.head_dim;
-  if (D % 64 != 0 || D > 256)
-    throw Error("ATTN_MMA=wgmma takes head dims 64, 128, 192 or 256 (Q, K and V arrive as "
-                "TMA boxes of 64 columns, one 128-byte swizzle span each); D = " +
-                std::to_string(D) + ": use ATTN_MMA=mma_sync");
+  if (D > 256)
+    throw Error("ATTN_MMA=wgmma takes head dims up to 256 (O += P V's wgmma N stops at 256, "
+                "and O's D/2 f32 accumulators per thread live in registers); D = " +
+                std::to_string(D) + ": no attention kernel of Loom takes it (the mma.sync "
+                "kernel stops at 256 too); use a head dim of at most 256");
+  if (!attention_wgmma_head_dim(D)) {
+    const std::string scale = shortest_text(a.scale);
+    throw Error("ATTN_MMA=wgmma takes head dims that are multiples of 8 (Q, K and V arrive "
+                "by TMA, whose rows are multiples of 16 bytes); D = " + std::to_string(D) +
+                ": pad the head dim to " + std::to_string((D + 7) / 8 * 8) + " with zero "
+                "columns in Q, K and V (Q K^T is unchanged; O's extra columns are zero) and "
+                "keep this attention's scale with scale=" + scale);
+  }
+  t.padded_dim = (D + 15) / 16 * 16;
+  t.spans = attention_spans(D);
+  const int64_t Dp = t.padded_dim;
   // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
   for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
                         "ZERO_INIT", "STAGE_OUTPUT"})
@@ -46,7 +78,19 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
                   "ATTN_MMA=mma_sync, or drop " + k);
   const bool has_m = s.knobs.has("BLOCK_M");
-  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64) : 2);
+  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // FlashAttention-3's tile for head dims up to 96, 192 query rows (three consumer
+  // warpgroups at 160 registers, the producer at 24) by 144 keys: measured on the H100
+  // at D = 96 (16k tokens), 1.22x / 1.30x cuDNN non-causal / causal against 1.00x / 1.05x
+  // for two warpgroups by 128 keys — one warpgroup's softmax runs under the others' MMAs,
+  // and K and V are read once per 192 rows. Taken from 72 to 112 stored columns, where
+  // it fits: 72 + 48 accumulators (D = 96) or 64 + 56 (D = 112 at 128 keys, the most its
+  // 160 registers hold) plus ~40, the same 160 as at the measured point; D = 80 takes
+  // the measured D = 96 tile (FA3's for every head dim up to 96). Not with ATTN_OVERLAP
+  // (its second S array does not fit 160), nor where BLOCK_M or ATTN_WG is given.
+  const bool fa3_tile = Dp > 64 && Dp <= 112 && !t.overlap;
+  t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64)
+                                         : fa3_tile ? 3 : 2);
   if (t.warpgroups < 1 || t.warpgroups > 3)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ": the wgmma kernel has 1 to 3 "
                 "consumer warpgroups (384 threads at most)");
@@ -65,11 +109,26 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
   // D = 64 (-6 to -15 %), nor with three consumer warpgroups (160 registers each would
   // not hold D = 128's accumulators); ATTN_OVERLAP=0 (1 measured slower everywhere).
-  t.producer = s.knob("ATTN_PRODUCER", D >= 128 && t.warpgroups < 3 ? 1 : 0) != 0;
-  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
-  // BLOCK_N: 128 up to D = 128; above, 64 (32 with ATTN_OVERLAP's second S array), what
-  // the registers allow (below).
-  t.block_n = s.knob("BLOCK_N", D > 128 ? (t.overlap ? 32 : 64) : 128);
+  // Between the measured dims, by the reason behind them: at D = 64 two CTAs share an SM
+  // (80 KiB of shared memory, 122 registers x 256 threads), and the producer's 128 more
+  // threads at 168 registers leave room for one; from D = 80 on (stored as 64 + 16
+  // columns) one CTA of the default shape has the SM to itself anyway — 130+ registers
+  // (the O accumulator's 8 more) x 256 threads pass 64k at two CTAs, and D = 96 and 112
+  // need 120 and 140 KiB of shared memory — so the producer costs no occupancy there, as
+  // at D = 128. Hence the producer above 64 padded columns.
+  // Three warpgroups take the producer only in the tile above (thread 0 issuing measured
+  // 0.94x / 0.99x cuDNN at D = 96 against the producer's 1.00x / 1.05x).
+  const bool wg3_tile = fa3_tile && t.warpgroups == 3;
+  t.producer =
+      s.knob("ATTN_PRODUCER", Dp > 64 && (t.warpgroups < 3 || wg3_tile) ? 1 : 0) != 0;
+  // BLOCK_N: 144 / 128 in the three-warpgroup tile above; otherwise 128 up to 160 stored
+  // columns, then 64 (32 with ATTN_OVERLAP's second S array), what the registers allow
+  // (below). D = 160 at 128 keys keeps 64 + 80 accumulators plus ~72, 216 of the
+  // consumers' 240, no spills, and measured 1.08x / 1.17x cuDNN against 64 keys' 1.02x /
+  // 1.11x (H100, 16k tokens); 64 stays D = 192's and 256's measured choice (D = 256 at 176
+  // accumulators spilled).
+  const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64) : 128;
+  t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : 128) : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "
@@ -83,12 +142,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_OVERLAP=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads after "
                 "a block barrier, a slot is free only once the block after it was read, one "
                 "block too late for the next block's S; add ATTN_PRODUCER=1");
-  t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + D / 2;
+  t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + Dp / 2;
   // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
   // up to D = 128 (NVRTC 13.0, sm_90a: 192 accumulators at D = 128 with ATTN_OVERLAP fit
   // 240 without spilling), ~72 at D = 256 (192 accumulators there spilled 144 B, 176
   // spilled 20 B, 160 none).
-  const int64_t overhead = D > 128 ? 72 : 40;
+  const int64_t overhead = Dp > 128 ? 72 : 40;
   if (t.acc_regs + overhead > 255)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
                 " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
@@ -105,7 +164,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   std::to_string(t.acc_regs) + " f32 accumulator registers plus ~" + std::to_string(overhead) + " more: lower "
                   "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
   }
-  t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * D * 2;
+  t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * Dp * 2;
   if (t.smem_bytes + 64 > s.target.smem_per_block)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
                 ",KV_STAGES=" + std::to_string(t.kv_stages) +

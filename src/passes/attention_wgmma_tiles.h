@@ -3,7 +3,9 @@
 // tiling, from the knobs, checked. Kept apart from attention_tiles() (the mma.sync
 // kernel's), whose register and fragment limits do not apply to warpgroup accumulators.
 #pragma once
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "passes/attention_loops.h"
 
@@ -14,10 +16,31 @@ struct CompileState;
 // setmaxnreg of the producer warpgroup: one thread issues TMA loads (FlashAttention-3's 24).
 inline constexpr int64_t kProducerRegs = 24;
 
-// ATTN_MMA: "wgmma" (t:012 + k:013; the default on sm_90a for head dims 64..256 in steps
-// of 64) or "mma_sync" (t:012 + k:012; the default elsewhere). wgmma on a target other than
-// sm_90a is an error naming the arch.
+// The head dims the wgmma kernel takes: multiples of 8 up to 256 (TMA rows of 16-byte
+// multiples; wgmma's N and O's D/2 accumulator registers per thread up to 256).
+bool attention_wgmma_head_dim(int64_t D);
+
+// ATTN_MMA: "wgmma" (t:012 + k:013; the default on sm_90a for every head dim
+// attention_wgmma_head_dim takes) or "mma_sync" (t:012 + k:012; the default elsewhere).
+// wgmma on a target other than sm_90a is an error naming the arch.
 bool attention_uses_wgmma(CompileState& s);
+
+// One column span of Q, K and V in shared memory: the head dim, zero-padded to a multiple
+// of 16 (QK^T's k16 steps), is stored as spans whose widths are swizzle spans: the 64-column
+// multiples as one span of 128-byte-swizzled 64-column chunks, then at most one 32-column
+// span (64-byte swizzle) and one 16-column span (32-byte swizzle). Each span is a shared
+// tensor of its own with its own TMA box and descriptor swizzle mode, and O += P V is one
+// wgmma per span (N = width). A D that is 8 mod 16 ends in a 16-column span of which the
+// last 8 columns lie past the tensor: TMA's zero fill, so QK^T is unchanged and P V
+// computes zero columns that are never stored. D = 96: 64 + 32; 80: 64 + 16; 112: 64 + 32
+// + 16; 40: 32 + 16 (8 of them zero fill).
+struct AttentionSpan {
+  int64_t col = 0;    // first column (of D)
+  int64_t width = 0;  // columns stored (a multiple of 16: 16, 32 or 64 k)
+  int64_t real = 0;   // columns of the tensor among them (width, or width - 8 at the end)
+  int64_t swizzle_bytes() const { return std::min<int64_t>(width, 64) * 2; }  // 16-bit
+};
+std::vector<AttentionSpan> attention_spans(int64_t D);
 
 // The wgmma kernel's tiling: ATTN_WG consumer warpgroups of 64 query rows each (BLOCK_M =
 // 64 ATTN_WG), BLOCK_N keys per block, K/V rings of kv_stages buffers filled by TMA.
@@ -27,13 +50,15 @@ struct AttentionWgmmaTiles {
   int64_t block_n = 128;    // BLOCK_N: the N of S's wgmma, the K of O += P V's
   int64_t kv_stages = 2;        // KV_STAGES: 2 or 3 ring slots
   bool producer = false;        // ATTN_PRODUCER: a producer warpgroup issues the TMA loads
-                                // (the default from D = 128 on)
+                                // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
   int64_t head_dim = 0;
-  int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit
+  int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
+  std::vector<AttentionSpan> spans;
+  int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit, padded_dim columns
   int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2, twice
-                            // with ATTN_OVERLAP) + O (D/2)
+                            // with ATTN_OVERLAP) + O (padded_dim/2)
 };
 AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a);
 

@@ -189,7 +189,10 @@ static Knobs wgmma_decode_defaults(const Gemm& s, const Target& t) {
                          ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
   const int64_t tiles = (s.N + BM - 1) / BM;
   constexpr int64_t kCtaStreamBytesPerS = 60'000'000'000;
-  const auto streams_enough = [&](int64_t ctas) { return ctas * kCtaStreamBytesPerS >= t.dram_bytes_per_s; };
+  // As a count of CTAs, not bytes per second: ctas * 6e10 overflows int64 from 1.5e8 CTAs
+  // (a weight of N = 10^10 columns, which the 2^48-byte tensor limit allows).
+  const int64_t ctas_needed = (t.dram_bytes_per_s + kCtaStreamBytesPerS - 1) / kCtaStreamBytesPerS;
+  const auto streams_enough = [&](int64_t ctas) { return ctas >= ctas_needed; };
   const auto resident = [&](int64_t c) {  // clusters of 4 and 8: GPC granularity, above
     return c <= 2 ? tiles * c <= t.sm_count : 10 * tiles * c <= 9 * int64_t(t.sm_count);
   };

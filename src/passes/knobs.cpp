@@ -238,19 +238,27 @@ const std::vector<KnobDef>& knob_registry() {
        "k:012_lower_attention", 0, 0, false, {"mma", "init"}},
       {"ATTN_MMA", "attention: the products' instructions: mma_sync (FlashAttention-2's "
        "kernel, k:012; sm_80+) or wgmma (TMA tiles and warpgroup MMAs, P from registers, "
-       "k:013; sm_90a only; the default there for D = 64, 128, 192, 256)",
+       "k:013; sm_90a only; the default there for every D that is a multiple of 8 up to 256)",
        "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
       {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
-       "each (BLOCK_M = 64 ATTN_WG; default 2)", "k:013_lower_attention_wgmma", 1, 3},
+       "each (BLOCK_M = 64 ATTN_WG; default 2, 3 for D = 72..112 with BLOCK_N 144 up to D = 96, "
+       "128 above: FlashAttention-3's tile)", "k:013_lower_attention_wgmma", 1, 3},
       {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "
        "24) issues the TMA loads and the consumers hand each K/V slot back through an empty "
-       "mbarrier (FlashAttention-3; the default for D >= 128 with 1-2 warpgroups); 0 = thread 0 "
+       "mbarrier (FlashAttention-3; the default for D > 64 with 1-2 warpgroups); 0 = thread 0 "
        "issues them and a block barrier at the top of each key block frees the slot (the "
-       "default at D = 64)", "k:013_lower_attention_wgmma", 0, 1},
+       "default up to D = 64)", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
        "products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
+       "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
+       "combines (1 = no split; default for Sq <= 64: about one wave of CTAs, splits of at "
+       "least 4 key blocks; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
+      {"GQA_PACK", "attention (mma.sync kernel): the Hq/Hkv query heads of a KV head packed "
+       "into one CTA's rows (Sq x group rows), so K and V are read once per group (0/1; "
+       "default 1 for Sq <= 64 with Hq > Hkv)", "l:005_online_softmax", 0, 1},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

@@ -46,6 +46,9 @@ struct CompileState {
   std::map<std::string, std::string> used_knobs;  // every knob value a pass used, defaults too
   Target target;
   std::map<std::string, int64_t> sizes;  // known symbol values (shape hints for defaults)
+  // Set on the copy that spell_symbols_apart (symbol_spelling.h) runs the passes on, so
+  // that its l:000 does not look ahead again.
+  bool spelling_symbols = false;
 
   // Record and return a knob: the explicit value if given, else `fallback`.
   int64_t knob(const std::string& name, int64_t fallback);

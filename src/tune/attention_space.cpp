@@ -9,23 +9,27 @@
 #include "driver/compile.h"
 #include "driver/run.h"
 #include "ir/error.h"
+#include "passes/attention_decode.h"
 #include "tune/compile_pool.h"
 
 namespace loom::tune {
 
 const std::vector<AttentionFamily>& attention_families() {
   // Values in search order; the first of each is where the enumeration starts. wgmma's
-  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128) and 80
-  // (D = 256), 64 and 32 (k:013's defaults above D = 128, without and with ATTN_OVERLAP),
-  // 256 for D = 64; the passes refuse those whose accumulators or K/V ring do not fit. mma.sync: the tiles of bench/NOTES.md's D = 128
-  // A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with Q re-read).
+  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128), 144
+  // (D = 96, with three consumer warpgroups), 112 (D = 192) and 80 (D = 256), 64 and 32
+  // (k:013's defaults above D = 128, without and with ATTN_OVERLAP), 256 for D = 64; the
+  // passes refuse those whose accumulators or K/V ring do not fit at the head dim being
+  // tuned (every multiple of 8 up to 256 runs the wgmma kernel). mma.sync: the tiles of
+  // bench/NOTES.md's D = 128 A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with
+  // Q re-read).
   static const std::vector<AttentionFamily> families = {
       {"wgmma",
        90,
        true,
        {{"ATTN_MMA", {"wgmma"}},
         {"ATTN_WG", {"2", "1", "3"}},
-        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256"}},
+        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256", "144", "112"}},
         {"KV_STAGES", {"2", "3"}},
         {"ATTN_PRODUCER", {"1", "0"}},
         {"ATTN_OVERLAP", {"0", "1"}}},
@@ -153,15 +157,31 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   const int64_t block_m =
       wgmma ? 64 * k.get_int("ATTN_WG", 2) : std::max<int64_t>(16, k.get_int("BLOCK_M", 64));
   const int64_t block_n = std::max<int64_t>(16, k.get_int("BLOCK_N", 64));
-  const int64_t rows = q.shape[2].value, heads = q.shape[0].value * q.shape[1].value;
-  const int64_t ctas = heads * ((rows + block_m - 1) / block_m);
+  // Decode (attention_decode.h): GQA_PACK makes a KV head's query heads one row set,
+  // SPLIT_KV multiplies the CTAs.
+  const Node& kv = g.node(a->inputs[1]);
+  const int64_t group = std::max<int64_t>(1, q.shape[1].value / std::max<int64_t>(1, kv.shape[1].value));
+  const int64_t pack = !wgmma && k.get_int("GQA_PACK", 0) != 0 ? group : 1;
+  const int64_t splits = wgmma ? 1 : std::max<int64_t>(1, k.get_int("SPLIT_KV", 1));
+  const int64_t rows = q.shape[2].value * pack,
+                heads = q.shape[0].value * q.shape[1].value / pack;
+  const int64_t ctas = heads * ((rows + block_m - 1) / block_m) * splits;
   // One CTA per SM at a time (these kernels fill an SM's registers or shared memory);
   // the last wave's idle SMs count.
   const double waves = std::ceil(double(ctas) / double(sms));
   const double wave_eff = double(ctas) / (waves * double(sms));
   const double block_overhead = 1.0 + 16.0 / double(block_n);
   const double math_s = expression_flops(g) / (flop_per_clk * clock_hz * double(sms));
-  return math_s * 1e6 / wave_eff * block_overhead + 5.0;  // + a launch
+  // The bytes of K and V, read once per row set that needs them (group / pack times):
+  // what bounds decode. DRAM at 80 % of the bus's peak (3.35 TB/s on an H100 SXM).
+  const double bus = dev.mem_clock_khz > 0 && dev.mem_bus_width > 0
+                         ? 2.0 * dev.mem_clock_khz * 1e3 * dev.mem_bus_width / 8
+                         : 3.35e12;
+  const double kv_bytes = 2.0 * double(kv.shape[0].value * kv.shape[1].value * kv.shape[2].value *
+                                       kv.shape[3].value) * 2.0;
+  const double memory_s = kv_bytes * double(group / pack) / (0.8 * bus);
+  const double combine_us = splits > 1 ? 4.0 : 0.0;  // the second kernel, overlapped in part
+  return std::max(math_s * block_overhead, memory_s) * 1e6 / wave_eff + 5.0 + combine_us;
 }
 
 Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Target& t,
@@ -232,6 +252,30 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
         points.push_back({k, why, attention_family_of(d.knobs), v.knob + "=" + value});
         break;  // one variant per knob: its first value other than the default's
       }
+  }
+  // Decode shapes: the split count around each mma.sync default's (half, double, none)
+  // and GQA packing flipped (attention_decode.h's defaults are a rule of thumb: a wave
+  // of CTAs, splits of at least 4 key blocks).
+  for (const auto& d : defaults) {
+    if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
+    if (!d.knobs.has("SPLIT_KV") || g.node(g.attention()->inputs[0]).shape[2].value > kDecodeRows)
+      continue;
+    const int64_t sk = d.knobs.get_int("SPLIT_KV", 1);
+    std::set<int64_t> tried = {sk};
+    for (int64_t v : {sk / 2, sk * 2, int64_t(1)}) {
+      if (v < 1 || !tried.insert(v).second) continue;
+      Knobs k = d.knobs;
+      const std::string why = set_knob(k, {"SPLIT_KV", {}}, std::to_string(v));
+      points.push_back({k, why, "mma_sync", "SPLIT_KV=" + std::to_string(v)});
+    }
+    if (d.knobs.has("GQA_PACK")) {
+      const std::string v = d.knobs.get_int("GQA_PACK", 0) ? "0" : "1";
+      Knobs k;  // BLOCK_M's and WARPS' defaults follow the packed rows
+      for (const auto& [n, x] : d.knobs.values())
+        if (n != "BLOCK_M" && n != "WARPS") k.set(n, x);
+      k.set("GQA_PACK", v);
+      points.push_back({k, "", "mma_sync", "GQA_PACK=" + v});
+    }
   }
   space.enumerated = points.size();
   std::vector<size_t> to_build;

@@ -98,7 +98,7 @@ int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
 double peak_flop_per_clk(const AtomChoice& atom, int cc) {
   if (!atom.mma()) return cc == 80 ? 128 : 256;  // FP32 lanes: 64 per SM on A100, 128 after
   const bool tf32 = atom.atom->a_type == DType::TF32;
-  if (atom.wgmma()) return tf32 ? 2048 : 4096;  // dense wgmma on sm_90 (BENCHMARK.md)
+  if (atom.wgmma()) return tf32 ? 2048 : 4096;  // dense wgmma on sm_90 (docs/benchmarking.md)
   // A100: 1024 dense f16 FMA per clock per SM, tf32 half. H100: mma.sync reaches about
   // 64% of wgmma's 4096 FLOP/clk (bench/NOTES.md, 2026-11-22, mma.sync), tf32 half of that.
   const double f16 = cc >= 90 ? 2620 : 2048;

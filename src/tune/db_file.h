@@ -48,7 +48,7 @@ inline constexpr double kMaxRecordUs = 1e9;
 
 struct TuningRecord {
   std::string knobs;      // the full Knobs::str() of the winner
-  double median_us = 0;   // its median time (BENCHMARK.md protocol)
+  double median_us = 0;   // its median time (docs/benchmarking.md protocol)
   double cublas_us = 0;   // cuBLAS on the same problem in the same run; 0 if unknown
   int trials = 0;         // candidates measured to find it
   std::string date;       // UTC, ISO 8601: 2026-11-22T05:47:48Z

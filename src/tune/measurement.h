@@ -16,7 +16,7 @@ struct MeasureJob {
   std::string expression;
   std::map<std::string, int64_t> sizes;  // values of the symbolic dims
   std::string knobs;                     // the candidate: a full knob string
-  TimingOptions timing;                  // reps, warm-up (BENCHMARK.md)
+  TimingOptions timing;                  // reps, warm-up (docs/benchmarking.md)
   // How the timed launches meet a cold L2: the worker plans it for the problem as
   // `loom run --bench` does (trial_timing.h) and overrides timing.l2 / input_sets; auto
   // unless a test asks for a method.

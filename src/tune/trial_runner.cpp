@@ -10,8 +10,10 @@
 #include "driver/executor.h"
 #include "driver/input_sets.h"
 #include "driver/run.h"
+#include "driver/run_memory.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
+#include "runtime/device.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
 #include "runtime/nvrtc.h"
@@ -115,6 +117,15 @@ Measurement TrialRunner::run(const MeasureJob& job,
     std::string key = problem_key(job, inputs);
     if (!problem_ || problem_->key != key) {
       problem_.reset();
+      // What `loom run` checks before allocating (driver/run_memory.h), with this
+      // candidate's workspace: a problem the GPU or the host cannot hold is this trial's
+      // clear refusal, not an allocation failure half way through.
+      MemoryAvailable have;
+      have.host = host_available_bytes();
+      have.device = device_free_bytes();
+      have.device_name = dev_->name;
+      if (std::string why = memory_refusal(run_memory_need(g, &kp, false), have); !why.empty())
+        return failed_measurement(TrialStatus::compile_error, "problem setup: " + why);
       auto p = std::make_unique<Problem>();
       p->key = key;
       make_random_inputs(inputs, p->host, job.seed);

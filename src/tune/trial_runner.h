@@ -1,6 +1,6 @@
 // One measurement inside the worker process: compile the candidate (through the cubin
 // cache), run it once on the problem's inputs with its output poisoned, verify it as
-// `loom run` does, then time it by the BENCHMARK.md protocol.
+// `loom run` does, then time it by the docs/benchmarking.md protocol.
 //
 // The problem (expression, sizes, seed) stays resident across jobs: its inputs are
 // generated and uploaded once and its fp64 reference computed once, because doing that

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "driver/run.h"
+#include "driver/run_memory.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "runtime/cubin_cache.h"
@@ -199,6 +200,16 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
       TuningDb db = opt.db_path.empty() ? TuningDb::open_default(false) : TuningDb::open(opt.db_path, false);
       if (!db.refused().empty())
         throw Error("cannot record into the tuning database: " + db.refused() + "; or tune with --no-record");
+    }
+    // A problem the host cannot hold is refused before the GPU is asked and the space
+    // built, as `loom run` refuses it (driver/run_memory.h); each trial judges the GPU's side with its
+    // candidate's workspace (trial_runner.cpp). A dry run allocates nothing.
+    if (!opt.dry_run) {
+      MemoryAvailable have;
+      have.host = host_available_bytes();
+      const Graph bound = bind_sizes(parse_expression(expression), opt.sizes);
+      if (std::string why = memory_refusal(run_memory_need(bound, nullptr, false), have); !why.empty())
+        throw Error("loom tune: " + why);
     }
     std::optional<DeviceInfo> dev;
     std::string why_not;

@@ -1,7 +1,10 @@
 // The cases of tests/gpu/test_attention_wgmma.cpp: attention's wgmma kernel
 // (ATTN_MMA=wgmma, k:013) over attention_cases.h's matrix — odd lengths (1, 17, 1000,
 // 4097), Sq != Sk both ways, GQA 32/8 and MQA, bf16 and f16, the three masks, head dims
-// 64, 128, 192 and 256, with and without LSE — and its knobs (ATTN_WG 1..3, BLOCK_N). Shared
+// 64, 128, 192 and 256, with and without LSE — and its knobs (ATTN_WG 1..3, BLOCK_N); the
+// head dims between (column spans of 64, 32 and 16, the last half zero fill for D = 8 mod
+// 16): 8, 16, 24, 32, 40, 72, 80, 96, 104, 112, 160, 200, 232 with the defaults, and knob variants at
+// 40, 80, 96, 112, 160 (wgmma_head_dim_cases: the GPU test's HeadDims group). Shared
 // with tests/cpu/driver/test_attention_wgmma_compile.cpp, which compiles every case for
 // sm_90a with NVRTC and checks ptxas spilled nothing.
 #pragma once
@@ -10,6 +13,31 @@
 #include "attention_cases.h"
 
 namespace loom::attention_test {
+
+// The head dims that are not multiples of 64.
+inline std::vector<Case> wgmma_head_dim_cases() {
+  std::vector<Case> v;
+  const std::string wg = "ATTN_MMA=wgmma";
+  for (const char* causal : {"true", "false"}) {
+    for (int d : {32, 40, 72, 80, 96, 104, 112, 160, 200, 232})
+      v.push_back({expr(1, 4, 2, 1000, 777, d, causal, "bf16", true), wg});
+    v.push_back({expr(2, 4, 4, 17, 1000, 40, causal, "f16", true), wg + ",ATTN_WG=1"});
+    v.push_back({expr(1, 8, 2, 4097, 1000, 80, causal, "bf16", false),
+                 wg + ",ATTN_PRODUCER=1,ATTN_OVERLAP=1"});
+    v.push_back({expr(1, 32, 8, 4097, 4097, 96, causal, "bf16", true), wg});
+    v.push_back({expr(2, 8, 2, 1000, 1000, 96, causal, "bf16", true), wg + ",ATTN_PRODUCER=0"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 96, causal, "f16", true),
+                 wg + ",ATTN_WG=3,BLOCK_N=144,ATTN_PRODUCER=1"});
+    v.push_back({expr(2, 8, 1, 1000, 777, 112, causal, "f16", true), wg + ",KV_STAGES=3"});
+    v.push_back({expr(1, 4, 2, 1000, 777, 160, causal, "bf16", true), wg + ",BLOCK_N=128"});
+  }
+  v.push_back({expr(2, 4, 4, 1000, 17, 72, "top_left", "bf16", true), wg});
+  // Below 32: one 16-column span (D = 16), and D = 8 / 24 whose last span is half zero fill
+  // (D = 8: the box is wider than the tensor's rows).
+  for (int d : {8, 16, 24}) v.push_back({expr(1, 4, 2, 1000, 777, d, "true", "bf16", true), wg});
+  v.push_back({expr(2, 4, 4, 17, 1000, 232, "top_left", "f16", true), wg});
+  return v;
+}
 
 inline std::vector<Case> wgmma_cases() {
   std::vector<Case> v;

@@ -6,7 +6,8 @@
 //  2. Q resident in registers: the block's [BLOCK_M, D] is copied to shared memory by
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
 //     A fragments for all D/16 k-steps, kept for the whole key loop (Q_IN_REGS=0: loaded
-//     again at each k-step of S, the registers going to more rows per warp).
+//     again at each k-step of S, the registers going to more rows per warp). With
+//     KV_STAGES=2 block 0's K and V are issued before Q is waited for.
 //  3. Key loop over the query block's causal bound: K and V blocks by cp.async, one commit
 //     group each (rows past Sk zero-filled). KV_STAGES=2: rings of two, block kb+1's K
 //     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
@@ -29,6 +30,13 @@
 //  6. O += P V with P in registers: two adjacent S accumulator tiles are the A fragment of
 //     one k16 step (c_to_a_pairs proves it from the atom's maps; codegen packs the f32
 //     pairs with cvt.rn.*x2.f32 at the mma).
+//  Decode (attention_decode.h): with GQA_PACK grid y is the KV head and row p of a block
+//  is query p / group of head y·group + p % group (Q's copy and the stores index each
+//  row's head); with SPLIT_KV the S splits of a query block are consecutive blockIdx.x,
+//  the key loop covers the split's blocks from kb0, a row that keeps no key of the split
+//  is treated like an empty row (step 4), and the store writes f32 partial O and LSE to
+//  the workspace, which the second kernel, k_attention_combine, weights by
+//  exp(LSE_s - max LSE).
 //  7. O · (1/l) as bf16/f16 pairs into Q_s, then a barrier and 16-byte row stores
 //     (STAGE_OUTPUT=1), or straight from the fragments as 4-byte stores (0); LSE by lane
 //     t = 0 of each quad for its two rows.
@@ -48,6 +56,7 @@
 
 #include "atoms/atoms.h"
 #include "ir/error.h"
+#include "passes/attention_decode.h"
 #include "passes/attention_loops.h"
 #include "passes/attention_wgmma_tiles.h"
 #include "passes/kernel_builders.h"
@@ -64,16 +73,19 @@ using namespace kernel_builders;  // val, reg_loop, with_dst, ||, flat
 struct Lowering {
   const AttentionLoops& a;
   const AttentionTiles& t;
+  const AttentionDecode& dec;
   KernelProgram& p;
   DType dt;
   std::string q_s, k_s, v_s;
   Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
-       lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"), kb = Expr::var("kb");
+       lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"), kb = Expr::var("kb"),
+       sp = Expr::var("sp"), kb0 = Expr::var("kb0");
   int64_t D, BM, BN, W, RA, RW, min_blocks = 1;
   bool swizzle = true;
 
-  Lowering(const AttentionLoops& a_, const AttentionTiles& t_, KernelProgram& p_)
-      : a(a_), t(t_), p(p_) {
+  Lowering(const AttentionLoops& a_, const AttentionTiles& t_, const AttentionDecode& d_,
+           KernelProgram& p_)
+      : a(a_), t(t_), dec(d_), p(p_) {
     dt = p.tensor(a.q).dtype;
     D = t.head_dim, BM = t.block_m, BN = t.block_n, W = t.warps, RA = t.row_atoms;
     RW = BM / W;
@@ -103,15 +115,19 @@ struct Lowering {
 
   // rows x D of `src` (rows from `row0` of head `head`) into `dst` by 16-byte cp.async,
   // the block's threads taking consecutive chunks; rows at or past `limit` zero-filled.
+  // `at` (Q under GQA_PACK): the source index of row r, column c, where rows of one block
+  // belong to several heads.
+  using RowIndex = std::function<std::vector<Expr>(const Expr& r, const Expr& c)>;
   Block copy_block(const std::string& dst, const std::string& src, const Expr& head,
                    const Expr& row0, int64_t rows, const Expr& limit, const std::string& tag,
-                   const Expr& base = Expr(0)) {
+                   const Expr& base = Expr(0), const RowIndex& at = nullptr) {
     const int64_t chunks = rows * D / kChunk, threads = kLanes * W;
     const Expr c = Expr::var(tag + "_c"), e = Expr::var(tag + "_e");
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
-    Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src,
-                                 flat(p.tensor(src), {b, head, row0 + row, col}), int(kChunk),
-                                 row0 + row < limit)};
+    const std::vector<Expr> from =
+        at ? at(row0 + row, col) : std::vector<Expr>{b, head, row0 + row, col};
+    Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src, flat(p.tensor(src), from),
+                                 int(kChunk), row0 + row < limit)};
     Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
     if (chunks % threads != 0) one = {Stmt::If(e < chunks, std::move(one))};
     body.insert(body.end(), one.begin(), one.end());
@@ -127,10 +143,11 @@ struct Lowering {
   // Under a causal mask the last query blocks have the most key blocks: they take the
   // lowest blockIdx.x, which the GPU schedules first, so the short ones fill the tail
   // (FlashAttention-2's order) instead of the longest starting last.
+  // With SPLIT_KV the S splits of a query block are consecutive blockIdx.x.
   Expr query_block() const {
-    const Expr x = Expr::var("blockIdx.x");
+    const Expr x = dec.split() ? Expr::var("blockIdx.x") / dec.splits : Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
-    return ceil_div(a.Sq, Expr(BM)) - 1 - x;
+    return ceil_div(dec.rows(a), Expr(BM)) - 1 - x;
   }
 
   // Q's A fragment of row atom m_a (the variable) and k-step `ks`, from its staging.
@@ -289,17 +306,45 @@ struct Lowering {
                hf = Expr::var("hf"), e = Expr::var("e"), r2 = Expr::var("r2"),
                kk = Expr::var("kk"), dn2 = Expr::var("dn2");
     const double c = a.scale * M_LOG2E;
-    const Expr hk = a.kv_head(h);
+    // h is the head slot: the query head, or under GQA_PACK the KV head whose query heads
+    // the rows pack (row p: query p / group of head h·group + p % group).
+    const Expr hk = dec.kv_head(a, h);
     Block body = {
         Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
         Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / kLanes),
         Stmt::Let("lane", tid % kLanes),
     };
+    if (dec.split())  // SPLIT_KV: this CTA's split and its first key block
+      body.insert(body.begin() + 1, {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
+                                     Stmt::Let("kb0", dec.first_block(sp))});
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
 
     // 2. Q.
-    append(copy_block(q_s, a.q, h, qb * BM, BM, a.Sq, "q"));
-    append({Stmt::AsyncCommit(), Stmt::AsyncWait(0), Stmt::Barrier()});
+    if (dec.pack > 1)
+      append(copy_block(q_s, a.q, h, qb * BM, BM, dec.rows(a), "q", Expr(0),
+                        [&](const Expr& r, const Expr& col) {
+                          return std::vector<Expr>{b, dec.head(h, r), dec.query(r), col};
+                        }));
+    else
+      append(copy_block(q_s, a.q, h, qb * BM, BM, a.Sq, "q"));
+    append({Stmt::AsyncCommit()});
+    // The key loop's extent (the query block's causal bound; SPLIT_KV: this split's blocks,
+    // from kb0); `key` is the first key of local block x.
+    const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
+    const Expr key_blocks = dec.block_count(sp, ceil_div(a.keys_for_rows(rows_end), Expr(BN)));
+    auto key = [&](const Expr& x) { return (dec.split() ? kb0 + x : x) * BN; };
+    const bool eager = t.kv_stages == 2;
+    if (eager) {
+      // The prologue, block 0's K and V, issued before Q is waited for: the two DRAM
+      // latencies overlap instead of following each other (a split of decode walks only
+      // a few key blocks, so its CTA's start is a large part of its time). Groups complete
+      // in order: wait 2 = Q landed, K_0 and V_0 may still be in flight.
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, key(Expr(0)), BN, a.Sk, "k"))});
+      append({Stmt::AsyncCommit()});
+      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, key(Expr(0)), BN, a.Sk, "v"))});
+      append({Stmt::AsyncCommit()});
+    }
+    append({Stmt::AsyncWait(eager ? 2 : 0), Stmt::Barrier()});
     if (t.q_in_regs)
       append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
               reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load("q_frag", {m_a, d_k}, d_k)})})});
@@ -313,29 +358,20 @@ struct Lowering {
                 with_dst(Stmt::Init("l_i", 0.0), {m_a, r2})})})});
 
     // 3. The key loop.
-    const Expr rows_end = min(a.Sq, (qb + 1) * BM);
-    const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
     // KV_STAGES=1: every block waits for its own K (V overlaps S only). KV_STAGES=2 (the
     // articles' eager loads): K_{kb+1} is issued into the other buffer right after
     // S_kb = Q K_kbᵀ, V_{kb+1} right after O += P_kb V_kb, so each load runs under a
     // whole phase of math. One commit group per copy, empty past the last block, keeps
     // the count the waits rely on: at the top of block kb the groups in flight are K_kb
     // then V_kb (wait 1: K_kb landed); before P·V, V_kb then K_{kb+1} (wait 1: V_kb).
-    const bool eager = t.kv_stages == 2;
     const Expr slot = eager ? kb % 2 * (BN * D) : Expr(0);
     const Expr next_slot = (kb + 1) % 2 * (BN * D);
     auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
       Block issue = {Stmt::If(kb + 1 < key_blocks,
-                              copy_block(dst, src, hk, (kb + 1) * BN, BN, a.Sk, tag, next_slot))};
+                              copy_block(dst, src, hk, key(kb + 1), BN, a.Sk, tag, next_slot))};
       issue.push_back(Stmt::AsyncCommit());
       return issue;
     };
-    if (eager) {  // the prologue: block 0's K and V
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, Expr(0), BN, a.Sk, "k"))});
-      append({Stmt::AsyncCommit()});
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, Expr(0), BN, a.Sk, "v"))});
-      append({Stmt::AsyncCommit()});
-    }
     Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
     if (eager) {
@@ -343,9 +379,9 @@ struct Lowering {
       add({Stmt::AsyncWait(1), Stmt::Barrier()});
     } else {
       add({Stmt::Barrier()});  // every warp is done with the previous K and V
-      add(copy_block(k_s, a.k, hk, kb * BN, BN, a.Sk, "k"));
+      add(copy_block(k_s, a.k, hk, key(kb), BN, a.Sk, "k"));
       add({Stmt::AsyncCommit()});
-      add(copy_block(v_s, a.v, hk, kb * BN, BN, a.Sk, "v"));
+      add(copy_block(v_s, a.v, hk, key(kb), BN, a.Sk, "v"));
       add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
     }
     // S = Q Kᵀ (unscaled; the scale rides in the exponent), over D/16 k-steps.
@@ -355,16 +391,29 @@ struct Lowering {
     if (eager) add(next(k_s, a.k, "k"));
     // 4. Masks: only where the block reaches past Sk or past the first row's last key.
     {
-      const Expr i = row_of(m_a, e / 2);
-      const Expr j = kb * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
-      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
-      const Expr last = kb * BN + (BN - 1);
-      const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+      // A row that keeps no key of this split (SPLIT_KV) or none at all keeps every key
+      // < Sk instead, as an empty row does (finite statistics; the store overwrites it).
+      const Expr i = dec.query(row_of(m_a, e / 2));
+      const Expr j = key(kb) + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
+      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && dec.has_keys(a, i, sp));
+      const Expr last = key(kb) + (BN - 1);
+      const Expr reaches = (a.Sk <= last) || a.drops(dec.query(qb * BM), last);
       // Constant lengths bound kb and qb, which may prove that no block reaches (no mask,
       // Sk a multiple of BLOCK_N): then the kernel has no predicate at all.
       std::map<std::string, Expr::Range> ranges;
-      if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
-      if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
+      if (a.Sk.is_const()) {
+        const int64_t nkb = (a.Sk.const_value() + BN - 1) / BN;
+        if (dec.split()) {
+          const int64_t per = dec.split_blocks.const_value();
+          ranges["kb"] = {0, per - 1};
+          ranges["kb0"] = {0, (dec.splits - 1) * per};
+          ranges["sp"] = {0, dec.splits - 1};
+        } else {
+          ranges["kb"] = {0, nkb - 1};
+        }
+      }
+      if (a.Sq.is_const())
+        ranges["qb"] = {0, (a.Sq.const_value() * dec.pack + BM - 1) / BM - 1};
       const auto never = reaches.bounds(ranges);
       if (!(never && never->hi == 0))
         add(guarded(reaches, {reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2,
@@ -431,16 +480,18 @@ struct Lowering {
     append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
     if (eager) append({Stmt::AsyncWait(0)});  // no copy outlives the kernel's shared memory
 
-    // 7. Normalize and store.
+    // 7. Normalize and store: O and LSE, or (SPLIT_KV) the split's partial O and LSE,
+    // f32, to the workspace. Packed row pr is query i of head hq (GQA_PACK).
     {
-      const Expr i = row_of(m_a, r2);
+      const Expr pr = row_of(m_a, r2), i = dec.query(pr), hq = dec.head(h, pr);
       const Expr d = dn2 * 16 + hf * 8 + lane % 4 * 2;
       Block fin = {
           Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {m_a, r2}), 4),
           with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}),
                    {m_a, r2}),
       };
-      Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {m_a, r2})});
+      Block zero_inv =
+          guarded(dec.split_empty(a, i, sp), {with_dst(Stmt::Init("inv_l", 0.0), {m_a, r2})});
       fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
       fin.push_back(reg_loop("dn2", D / 16, {reg_loop("hf", 2, {
           Stmt::Alloc("y", {Expr(2)}),
@@ -454,12 +505,16 @@ struct Lowering {
             Stmt s = t.stage_output
                          ? Stmt::Write(q_s, {(w * RW + m_a * 16 + lane / 4 + r2 * 8) * D + d},
                                        val("y", {Expr(0)}))
-                         : Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})},
+                     : dec.split()
+                         ? Stmt::Write(dec.part_o,
+                                       {flat(p.tensor(dec.part_o), {b, hq, i, sp, d})},
+                                       val("y", {Expr(0)}))
+                         : Stmt::Write("out", {flat(p.tensor("out"), {b, hq, i, d})},
                                        val("y", {Expr(0)}));
             s.width = 2;
-            return t.stage_output ? s : Stmt::If(i < a.Sq, {s});
+            return t.stage_output ? s : Stmt::If(pr < dec.rows(a), {s});
           }()})}));
-      if (a.lse) {
+      if (a.lse || dec.split()) {
         // m is in S's units: unscaled (SOFTMAX=exp2) or scaled (exp).
         Block lse = {
             Stmt::Compute("m_s", ScalarOp::Mul,
@@ -468,15 +523,19 @@ struct Lowering {
             Stmt::Compute("log_l", ScalarOp::Log, {val("l_q")}),
             with_dst(Stmt::Compute("lse_v", ScalarOp::Add, {val("m_s"), val("log_l")}), {m_a, r2}),
         };
-        Block none = guarded(a.empty_row(i), {with_dst(Stmt::Init("lse_v", kNegInf), {m_a, r2})});
+        Block none = guarded(dec.split_empty(a, i, sp),
+                             {with_dst(Stmt::Init("lse_v", kNegInf), {m_a, r2})});
         lse.insert(lse.end(), none.begin(), none.end());
-        lse.push_back(Stmt::If(lane % 4 < 1 && i < a.Sq,
-                               {Stmt::Write(kLseTensor, {flat(p.tensor(kLseTensor), {b, h, i})},
+        const std::string dst = dec.split() ? dec.part_lse : kLseTensor;
+        const std::vector<Expr> at = dec.split() ? std::vector<Expr>{b, hq, i, sp}
+                                                 : std::vector<Expr>{b, hq, i};
+        lse.push_back(Stmt::If(lane % 4 < 1 && pr < dec.rows(a),
+                               {Stmt::Write(dst, {flat(p.tensor(dst), at)},
                                             val("lse_v", {m_a, r2}))}));
         fin.insert(fin.end(), lse.begin(), lse.end());
       }
       Block tail = {Stmt::Alloc("inv_l", {Expr(RA), Expr(2)})};
-      if (a.lse) tail.push_back(Stmt::Alloc("lse_v", {Expr(RA), Expr(2)}));
+      if (a.lse || dec.split()) tail.push_back(Stmt::Alloc("lse_v", {Expr(RA), Expr(2)}));
       tail.push_back(reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(fin))}));
       append(std::move(tail));
       if (t.stage_output) append(copy_out());
@@ -517,8 +576,8 @@ struct Lowering {
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
     KernelOp k;
     k.name = "k_attention";
-    k.grid[0] = ceil_div(a.Sq, Expr(BM));
-    k.grid[1] = a.Hq;
+    k.grid[0] = ceil_div(dec.rows(a), Expr(BM)) * dec.splits;
+    k.grid[1] = dec.heads(a);
     k.grid[2] = a.B;
     k.block_threads = int(kLanes * W);
     // __launch_bounds__(threads, MIN_BLOCKS), at least 1: without a minimum, NVRTC's ptxas
@@ -529,9 +588,16 @@ struct Lowering {
     k.warp_copies = {warp_copy(atom("ldmatrix_x4")), warp_copy(atom("ldmatrix_x4_trans"))};
     k.body = build(k.warp_atoms[0]);
     // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
-    for (const std::string& t : {a.q, a.k, a.v, std::string("out")})
+    std::vector<std::string> tensors = {a.q, a.k, a.v};
+    if (dec.split()) {
+      tensors.push_back(dec.part_o);
+      tensors.push_back(dec.part_lse);
+    } else {
+      tensors.push_back("out");
+      if (a.lse) tensors.push_back(kLseTensor);
+    }
+    for (const std::string& t : tensors)
       if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);
-    if (a.lse) k.params.push_back(kLseTensor);
     for (const auto& sym : p.symbols) k.params.push_back(sym);
     return k;
   }
@@ -543,7 +609,8 @@ Pass pass_lower_attention() {
   return Pass{"k:012_lower_attention", Level::Tile, Level::Kernel,
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
-              "sum, causal blocks past the diagonal never visited",
+              "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
+              "write their own heads; SPLIT_KV: f32 partial O/LSE, then k_attention_combine",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
               [](CompileState& s) {
@@ -555,7 +622,16 @@ Pass pass_lower_attention() {
                 const AttentionTiles t = attention_tiles(s, a);
                 KernelProgram kp;
                 static_cast<ProgramBase&>(kp) = s.tile;
-                Lowering lower(a, t, kp);
+                const AttentionDecode dec =
+                    attention_decode(s, a, t.block_m, t.block_n, &kp);
+                if (t.stage_output && (dec.split() || dec.pack > 1))
+                  throw Error(std::string("STAGE_OUTPUT=1 copies the block's rows of O out as one "
+                              "contiguous [BLOCK_M, D] of one head, and ") +
+                              (dec.split() ? "SPLIT_KV writes f32 partials" :
+                                             "GQA_PACK's rows belong to several heads") +
+                              ": use STAGE_OUTPUT=0, or " +
+                              (dec.split() ? "SPLIT_KV=1" : "GQA_PACK=0"));
+                Lowering lower(a, t, dec, kp);
                 lower.min_blocks = std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1));
                 const bool pow2 = (t.head_dim & (t.head_dim - 1)) == 0;
                 const std::string sw = s.knobs.get_str("SWIZZLE", pow2 ? "xor" : "none");
@@ -565,6 +641,8 @@ Pass pass_lower_attention() {
                               "xor (the TMA patterns are for TMA-staged slabs)");
                 lower.swizzle = sw == "xor";
                 kp.kernels.push_back(lower.run());
+                // SPLIT_KV: the combine, launched after (k:065: as a programmatic dependent).
+                if (dec.split()) kp.kernels.push_back(attention_combine_kernel(a, dec, kp));
                 s.kernel = std::move(kp);
                 s.level = Level::Kernel;
               }};

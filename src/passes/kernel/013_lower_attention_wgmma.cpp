@@ -1,20 +1,27 @@
 // k:013_lower_attention_wgmma — attention's tiled form (t:012) becomes an sm_90a kernel on
-// wgmma and TMA (ATTN_MMA=wgmma, the default on sm_90a for D = 64..256; docs/attention.md,
-// "The wgmma kernel"): FlashAttention-3's mainloop, each consumer warpgroup owning 64 query
-// rows.
+// wgmma and TMA (ATTN_MMA=wgmma, the default on sm_90a for every D that is a multiple of 8
+// up to 256; docs/attention.md, "The wgmma kernel"): FlashAttention-3's mainloop, each
+// consumer warpgroup owning 64 query rows.
 //  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
 //     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
 //  2. TMA: thread 0 initializes the mbarriers (Q; per ring slot one for K, one for V, and
-//     with the producer one "empty"). Q's block and each K/V block are boxes of 64 columns
-//     per 128-byte swizzle span (TensorDecl::row_chunk for D > 64) over a 4-D tensor map
-//     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's.
+//     with the producer one "empty"). The head dim, rounded up to 16, is stored as column
+//     spans (AttentionSpan, attention_wgmma_tiles.h): the 64-column multiples as 128-byte
+//     swizzled chunks of one tensor (TensorDecl::row_chunk past 64), then a 32-column
+//     span (64-byte swizzle) and a 16-column one (32-byte), each span a shared tensor of
+//     its own (Q_s, Q_s1, Q_s2; K_s...; V_s...) with its own tensor map. Q's block and
+//     each K/V block are one box per chunk or narrow span over a 4-D tensor map
+//     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's,
+//     and so are the columns past D of a D that is 8 mod 16 (zero K and Q columns leave
+//     S unchanged; V's give O columns that are never stored).
 //  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
 //     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
 //     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
 //     issues block kb once the consumers released block kb-S's slot (one arrival per
 //     warpgroup on the slot's empty barrier); the consumers (setmaxnreg up) never meet.
-//  4. S = Q K_kb^T: D/16 wgmma m64n{BLOCK_N}k16, A = Q (shared, K-major), B = K (shared,
-//     K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first k-step.
+//  4. S = Q K_kb^T: Dp/16 wgmma m64n{BLOCK_N}k16, span by span, A = Q (shared, K-major),
+//     B = K (shared, K-major: K [key][d] is B^T stored N x K), scale-d 0 on the first
+//     span's first k-step.
 //  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
 //     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
 //     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
@@ -22,11 +29,14 @@
 //  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
 //     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
 //     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
-//     the descriptor's transpose). O is rescaled by alpha while no wgmma writes it.
+//     the descriptor's transpose), one wgmma m64n{width}k16 per span into the span's own
+//     accumulator (o_acc, o_acc1, o_acc2), all reading the same P registers. O is
+//     rescaled by alpha while no wgmma writes it.
 //     ATTN_OVERLAP=0: each block's S, softmax, P V in turn. ATTN_OVERLAP=1: S of block kb
 //     issued before P V of kb-1, the softmax under that product (two S/P arrays).
-//  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq skipped), LSE by lane
-//     t = 0 of each quad. Rows that keep no key: O = 0, LSE = -inf (k:012's semantics).
+//  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
+//     skipped), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
+//     LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
@@ -87,53 +97,73 @@ struct Lowering {
   KernelProgram& p;
   KernelOp k;
   DType dt;
-  std::string q_s, k_s, v_s;
+  // Per column span (AttentionSpan): Q's, K's and V's shared tensors and O's accumulator.
+  std::vector<std::string> q_s, k_s, v_s, o_acc;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
              wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
              kb = Expr::var("kb");
-  int64_t D, BM, BN;
+  int64_t Dp, BM, BN;  // the stored head dim (D rounded up to 16), the tile
 
   Lowering(const AttentionLoops& a_, const AttentionWgmmaTiles& t_, KernelProgram& p_)
       : a(a_), t(t_), p(p_) {
     dt = p.tensor(a.q).dtype;
-    D = t.head_dim, BM = t.block_m, BN = t.block_n;
+    Dp = t.padded_dim, BM = t.block_m, BN = t.block_n;
   }
 
-  // [stages,] 1, 1, rows, D: the box covers the tensor map's four dimensions [B, H, S, D]
-  // (unit extents along B and H); rows of D > 64 stored as 64-column chunks, each one
-  // TMA box, the 128-byte swizzle (TMA's and wgmma's pattern) on every chunk.
-  std::string shared(const std::string& base, int64_t rows, int64_t stages = 0) {
+  // [stages,] 1, 1, rows, width of span `sp`: the box covers the tensor map's four
+  // dimensions [B, H, S, D] (unit extents along B and H); a span wider than 64 columns is
+  // stored as 64-column chunks, each one TMA box, the 128-byte swizzle (TMA's and wgmma's
+  // pattern) on every chunk; a 32- or 16-column span is one box of its own width under
+  // the 64- or 32-byte swizzle (its rows exactly one swizzle span). The first span's
+  // tensors are Q_s, K_s, V_s; later ones add the span's index.
+  std::string shared(const std::string& base, const AttentionSpan& sp, size_t index, int64_t rows,
+                     int64_t stages = 0) {
     TensorDecl s;
-    s.name = fresh_tensor_name(p, base);
+    s.name = fresh_tensor_name(p, index == 0 ? base : base + std::to_string(index));
     s.dtype = dt;
-    s.shape = {Expr(1), Expr(1), Expr(rows), Expr(D)};
+    s.shape = {Expr(1), Expr(1), Expr(rows), Expr(sp.width)};
     if (stages > 0) s.shape.insert(s.shape.begin(), Expr(stages));
     s.role = TensorRole::Shared;
-    s.swizzle = Swizzle{3, 3, 3};
-    if (D > kSpan) s.row_chunk = kSpan;
+    int bits = 0;
+    while ((int64_t(16) << bits) < sp.swizzle_bytes()) ++bits;
+    s.swizzle = Swizzle{bits, 3, 3};
+    if (sp.width > kSpan) s.row_chunk = kSpan;
+    // Every swizzled tensor starts on its pattern's repeat (at most 1024 B) because every
+    // one before it is a whole number of repeats: shared_layout() places tensors at 128 B.
+    LOOM_CHECK(rows * sp.width * std::max<int64_t>(stages, 1) * 2 % 1024 == 0,
+               "attention's shared span tensors are whole 1024-byte repeats");
     p.tensors.push_back(s);
     return s.name;
   }
 
-  // The tensor map of `src`: boxes of 64 columns x `rows` rows of one (batch, head).
-  void descriptor(const std::string& sh, const std::string& src, int64_t rows) {
+  // The tensor map of `src` for span `sp`: boxes of min(width, 64) columns x `rows` rows
+  // of one (batch, head), the span's swizzle. Columns past D (a D that is 8 mod 16) are
+  // the map's zero fill.
+  void descriptor(const std::string& sh, const std::string& src, const AttentionSpan& sp,
+                  int64_t rows) {
     TmaDescriptor d;
     d.name = sh + "_tmap";
     d.tensor = src;
     d.shared = sh;
-    d.box = {kSpan, rows, 1, 1};
-    d.swizzle_bytes = 128;
+    d.box = {std::min(sp.width, kSpan), rows, 1, 1};
+    d.swizzle_bytes = int(sp.swizzle_bytes());
     k.tma.push_back(d);
   }
 
-  // rows x D of head `head` from row `row0` of `src` into `dst` at `origin`: one box per
-  // 64-column chunk, completing on mbarrier `mbar`.
-  Block tma_block(const std::string& dst, const std::string& src, const Expr& head,
-                  const Expr& row0, int64_t rows, const Expr& origin, const Expr& mbar) const {
+  // rows x padded D of head `head` from row `row0` of `src` into the span tensors `dst`
+  // (slot origin `slot` x rows x the span's width): one box per 64-column chunk or
+  // narrower span, completing on mbarrier `mbar`.
+  Block tma_block(const std::vector<std::string>& dst, const std::string& src, const Expr& head,
+                  const Expr& row0, int64_t rows, const Expr& slot, const Expr& mbar) const {
     Block out;
-    for (int64_t j = 0; j < D / kSpan; ++j)
-      out.push_back(Stmt::TmaLoad(dst, origin + Expr(j * kSpan), src, {b, head, row0, Expr(j * kSpan)},
-                                  dst + "_tmap", mbar, rows * kSpan * 2));
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      const AttentionSpan& sp = t.spans[i];
+      const int64_t box = std::min(sp.width, kSpan);
+      for (int64_t j = 0; j < sp.width / box; ++j)
+        out.push_back(Stmt::TmaLoad(dst[i], slot * (rows * sp.width) + Expr(j * box), src,
+                                    {b, head, row0, Expr(sp.col + j * box)}, dst[i] + "_tmap",
+                                    mbar, rows * box * 2));
+    }
     return out;
   }
 
@@ -146,7 +176,7 @@ struct Lowering {
   // Row of value r2 (0: row g, 1: g + 8) of this thread's accumulator fragments.
   Expr row_of(const Expr& r2) const { return qb * BM + w * 16 + lane / 4 + r2 * 8; }
 
-  Block build(const WarpAtom& s_mma, const WarpAtom& pv_mma) {
+  Block build(const WarpAtom& s_mma, const std::vector<WarpAtom>& pv_mma) {
     const Expr n2 = Expr::var("n2"), hf = Expr::var("hf"), e = Expr::var("e"),
                r2 = Expr::var("r2"), d_k = Expr::var("d_k"), kk = Expr::var("kk"),
                dn = Expr::var("dn");
@@ -159,7 +189,8 @@ struct Lowering {
         Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
     };
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
-    const int64_t kv_bytes = 2 * BN * D * 2, slot_elems = BN * D;
+    const int64_t kv_bytes = 2 * BN * Dp * 2;
+    const size_t n_spans = t.spans.size();
 
     // 2. Barriers. Mbarrier 0: Q; 1 + s: ring slot s's K; 1 + S + s: its V (S =
     // KV_STAGES), so S = Q K^T waits for K alone; with the producer (ATTN_PRODUCER=1),
@@ -182,14 +213,14 @@ struct Lowering {
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
     auto kv_issue = [&](const Expr& block, const Expr& slot) {
       Block x = {Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2)};
-      for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot * slot_elems, full_k(slot)))
+      for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot, full_k(slot)))
         x.push_back(st);
       x.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
-      for (Stmt& st : tma_block(v_s, a.v, hk, block * BN, BN, slot * slot_elems, full_v(slot)))
+      for (Stmt& st : tma_block(v_s, a.v, hk, block * BN, BN, slot, full_v(slot)))
         x.push_back(st);
       return x;
     };
-    Block q_issue = {Stmt::MbarArriveExpectTx(Expr(0), BM * D * 2)};
+    Block q_issue = {Stmt::MbarArriveExpectTx(Expr(0), BM * Dp * 2)};
     for (Stmt& st : tma_block(q_s, a.q, h, qb * BM, BM, Expr(0), Expr(0))) q_issue.push_back(st);
     // ATTN_PRODUCER=1: the producer's loop (its first thread): block kb into slot kb % S
     // once the consumers released the slot's previous block kb - S (phase kb / S - 1 of
@@ -199,7 +230,13 @@ struct Lowering {
       Block fill = {Stmt::If(Expr(S) <= kb, {Stmt::MbarWait(empty(kb % S), (kb / S + 1) % 2)})};
       Block issue = kv_issue(kb, kb % S);
       fill.insert(fill.end(), issue.begin(), issue.end());
-      producer_loop.push_back(Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(fill)));
+      // One copy of the loop (#pragma unroll 1): the producer runs on 24 registers, and
+      // NVRTC's unrolled copies at a small constant trip count (7 or 8 key blocks) spilled
+      // 40-230 B (D = 128 at 1024 keys: 40 B; D = 96: 144 B, one box more per K and V).
+      // The consumers' loop was not unrolled there (the same cubin with #pragma unroll 1).
+      Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(fill));
+      loop.no_unroll = true;
+      producer_loop.push_back(std::move(loop));
     } else {
       Block first = q_issue;
       for (int64_t j = 0; j + 1 < S; ++j)
@@ -209,25 +246,34 @@ struct Lowering {
     // The consumers' part, from here to the epilogue; under ATTN_PRODUCER=1 it becomes the
     // consumer arm.
     const size_t consumer_from = body.size();
-    // O: one flat array of the m64n{D} accumulator's D/2 values (value 4 dn + e: column
-    // tile dn, the m16n8 C value e).
-    append({Stmt::Alloc("o_acc", {Expr(D / 2)}),
-            reg_loop("dn", D / 8, {reg_loop("e", 4, {with_dst(Stmt::Init("o_acc", 0.0), {dn * 4 + e})})}),
-            Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
+    // O: per span, one flat array of the m64n{width} accumulator's width/2 values (value
+    // 4 dn + e: column tile dn, the m16n8 C value e).
+    for (size_t i = 0; i < n_spans; ++i) {
+      const int64_t wd = t.spans[i].width;
+      append({Stmt::Alloc(o_acc[i], {Expr(wd / 2)}),
+              reg_loop("dn", wd / 8, {reg_loop("e", 4, {with_dst(Stmt::Init(o_acc[i], 0.0), {dn * 4 + e})})})});
+    }
+    append({Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
             reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
             Stmt::MbarWait(Expr(0), Expr(0))});
 
     // 3-6, per key block `kbx` and the S/P register array `sa`, as pieces the two
     // schedules below put in order.
-    // 4. S = Q K^T into `sa` (issued, committed; not waited for).
+    // 4. S = Q K^T into `sa` (issued, committed; not waited for): the k-steps of each
+    // span in turn, scale-d 0 on the first span's first.
     auto s_issue = [&](const Expr& kbx, const std::string& sa) {
-      Stmt mma = Stmt::Atom(s_mma.id, sa,
-                            {val(q_s, {wg * (64 * D) + d_k * 16, Expr(D), Expr(1)}),
-                             val(k_s, {kbx % S * slot_elems + d_k * 16, Expr(1), Expr(D)})});
-      mma.scale_d = Expr(0) < d_k;
-      return Block{Stmt::MbarWait(full_k(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
-                   reg_loop("d_k", D / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+      Block x = {Stmt::MbarWait(full_k(kbx % S), kbx / S % 2), Stmt::WgmmaFence()};
+      for (size_t i = 0; i < n_spans; ++i) {
+        const int64_t wd = t.spans[i].width;
+        Stmt mma = Stmt::Atom(s_mma.id, sa,
+                              {val(q_s[i], {wg * (64 * wd) + d_k * 16, Expr(wd), Expr(1)}),
+                               val(k_s[i], {kbx % S * (BN * wd) + d_k * 16, Expr(1), Expr(wd)})});
+        if (i == 0) mma.scale_d = Expr(0) < d_k;
+        x.push_back(reg_loop("d_k", wd / 16, {mma}, LoopKind::Reduce));
+      }
+      x.push_back(Stmt::WgmmaCommit());
+      return x;
     };
     // 5. Masks (only where the block reaches past Sk or past the first row's last key) and
     // the online softmax per row half r2, k:012's exp2 form: m, l and `sa` become the
@@ -270,22 +316,31 @@ struct Lowering {
                       with_dst(Stmt::Accum("l_i", s_v), {r2})}),
       };
       if (rescale)
-        row.push_back(reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
-            Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + v})})}));
+        for (size_t i = 0; i < n_spans; ++i)
+          row.push_back(reg_loop("dn", t.spans[i].width / 8, {reg_loop("e", 2, {with_dst(
+              Stmt::Accum(o_acc[i], val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + v})})}));
       out.push_back(reg_loop("r2", 2, std::move(row)));
       return out;
     };
     auto rescale_o = [&] {
-      return Block{reg_loop("r2", 2, {reg_loop("dn", D / 8, {reg_loop("e", 2, {with_dst(
-          Stmt::Accum("o_acc", val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + r2 * 2 + e})})})})};
+      Block per_row;
+      for (size_t i = 0; i < n_spans; ++i)
+        per_row.push_back(reg_loop("dn", t.spans[i].width / 8, {reg_loop("e", 2, {with_dst(
+            Stmt::Accum(o_acc[i], val("alpha", {r2}), ScalarOp::Mul), {dn * 4 + r2 * 2 + e})})}));
+      return Block{reg_loop("r2", 2, std::move(per_row))};
     };
-    // 6. O += P V with P = `sa` (issued, committed; not waited for).
+    // 6. O += P V with P = `sa` (issued, committed; not waited for): per k-step one wgmma
+    // per span, N = the span's width, into the span's accumulator.
     auto pv_issue = [&](const Expr& kbx, const std::string& sa) {
-      Stmt mma = Stmt::Atom(pv_mma.id, "o_acc",
-                            {val(sa, {kk}), val(v_s, {kbx % S * slot_elems + kk * (16 * D),
-                                                      Expr(D), Expr(1)})});
+      Block step;
+      for (size_t i = 0; i < n_spans; ++i) {
+        const int64_t wd = t.spans[i].width;
+        step.push_back(Stmt::Atom(pv_mma[i].id, o_acc[i],
+                                  {val(sa, {kk}), val(v_s[i], {kbx % S * (BN * wd) + kk * (16 * wd),
+                                                               Expr(wd), Expr(1)})}));
+      }
       return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
-                   reg_loop("kk", BN / 16, {mma}, LoopKind::Reduce), Stmt::WgmmaCommit()};
+                   reg_loop("kk", BN / 16, std::move(step), LoopKind::Reduce), Stmt::WgmmaCommit()};
     };
     // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
     auto release = [&](const Expr& kbx) {
@@ -351,24 +406,27 @@ struct Lowering {
       append({s_alloc(s_a), s_alloc(s_b), Stmt::If(Expr(0) < key_blocks, std::move(first))});
     }
 
-    // 7. Normalize and store.
+    // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones
+    // past D are not stored).
     {
       const Expr i = row_of(r2);
-      const Expr d = dn * 8 + lane % 4 * 2;
       Block fin = {
           Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {r2}), 4),
           with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}), {r2}),
       };
       Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {r2})});
       fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
-      Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
-      st.width = 2;
-      fin.push_back(reg_loop("dn", D / 8, {
-          Stmt::Alloc("y", {Expr(2)}),
-          reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
-                                                   {val("o_acc", {dn * 4 + r2 * 2 + e}), val("inv_l", {r2})}),
-                                     {e})}),
-          Stmt::If(i < a.Sq, {st})}));
+      for (size_t sp = 0; sp < n_spans; ++sp) {
+        const Expr d = Expr(t.spans[sp].col) + dn * 8 + lane % 4 * 2;
+        Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
+        st.width = 2;
+        fin.push_back(reg_loop("dn", t.spans[sp].real / 8, {
+            Stmt::Alloc("y", {Expr(2)}),
+            reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
+                                                     {val(o_acc[sp], {dn * 4 + r2 * 2 + e}), val("inv_l", {r2})}),
+                                       {e})}),
+            Stmt::If(i < a.Sq, {st})}));
+      }
       if (a.lse) {
         Block lse = {
             Stmt::Compute("m_s", ScalarOp::Mul, {val("m_i", {r2}), Operand::constant(a.scale)}),
@@ -402,27 +460,40 @@ struct Lowering {
   }
 
   KernelOp run(int64_t min_blocks) {
-    q_s = shared("Q_s", BM);
-    k_s = shared("K_s", BN, t.kv_stages);
-    v_s = shared("V_s", BN, t.kv_stages);
-    descriptor(q_s, a.q, BM);
-    descriptor(k_s, a.k, BN);
-    descriptor(v_s, a.v, BN);
+    for (size_t i = 0; i < t.spans.size(); ++i)
+      q_s.push_back(shared("Q_s", t.spans[i], i, BM));
+    for (size_t i = 0; i < t.spans.size(); ++i)
+      k_s.push_back(shared("K_s", t.spans[i], i, BN, t.kv_stages));
+    for (size_t i = 0; i < t.spans.size(); ++i)
+      v_s.push_back(shared("V_s", t.spans[i], i, BN, t.kv_stages));
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      descriptor(q_s[i], a.q, t.spans[i], BM);
+      descriptor(k_s[i], a.k, t.spans[i], BN);
+      descriptor(v_s[i], a.v, t.spans[i], BN);
+      o_acc.push_back(i == 0 ? "o_acc" : "o_acc" + std::to_string(i));
+    }
     const AtomDef* s_def = wgmma_atom(dt, int(BN));
-    const AtomDef* pv_def = wgmma_atom(dt, int(D));
-    LOOM_CHECK(s_def && pv_def, "the atom table has m64n{BLOCK_N}k16 and m64n{D}k16");
-    check_p_repack(*s_def, *pv_def);
-    // The descriptors of every tile the kernel reads: Q's k-steps for both warpgroups,
-    // K's and V's in both slots.
-    const TensorDecl &qt = p.tensor(q_s), &kt = p.tensor(k_s), &vt = p.tensor(v_s);
-    for (int64_t g = 0; g < t.warpgroups; ++g)
-      for (int64_t s = 0; s < D / 16; ++s)
-        check_descriptor(qt, WgmmaOperand::A, g * 64 * D + s * 16, D, 1, 64, 16);
-    for (int64_t slot = 0; slot < t.kv_stages; ++slot) {
-      for (int64_t s = 0; s < D / 16; ++s)
-        check_descriptor(kt, WgmmaOperand::B, slot * BN * D + s * 16, 1, D, 16, int(BN));
-      for (int64_t s = 0; s < BN / 16; ++s)
-        check_descriptor(vt, WgmmaOperand::B, slot * BN * D + s * 16 * D, D, 1, 16, int(D));
+    LOOM_CHECK(s_def, "the atom table has m64n{BLOCK_N}k16");
+    std::vector<const AtomDef*> pv_defs;
+    for (const AttentionSpan& sp : t.spans) {
+      pv_defs.push_back(wgmma_atom(dt, int(sp.width)));
+      LOOM_CHECK(pv_defs.back(), "the atom table has m64n{span width}k16");
+      check_p_repack(*s_def, *pv_defs.back());
+    }
+    // The descriptors of every tile the kernel reads: Q's k-steps for every warpgroup,
+    // K's and V's in every slot, span by span.
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      const int64_t wd = t.spans[i].width;
+      const TensorDecl &qt = p.tensor(q_s[i]), &kt = p.tensor(k_s[i]), &vt = p.tensor(v_s[i]);
+      for (int64_t g = 0; g < t.warpgroups; ++g)
+        for (int64_t s = 0; s < wd / 16; ++s)
+          check_descriptor(qt, WgmmaOperand::A, g * 64 * wd + s * 16, wd, 1, 64, 16);
+      for (int64_t slot = 0; slot < t.kv_stages; ++slot) {
+        for (int64_t s = 0; s < wd / 16; ++s)
+          check_descriptor(kt, WgmmaOperand::B, slot * BN * wd + s * 16, 1, wd, 16, int(BN));
+        for (int64_t s = 0; s < BN / 16; ++s)
+          check_descriptor(vt, WgmmaOperand::B, slot * BN * wd + s * 16 * wd, wd, 1, 16, int(wd));
+      }
     }
     k.name = "k_attention";
     k.grid[0] = ceil_div(a.Sq, Expr(BM));
@@ -430,8 +501,15 @@ struct Lowering {
     k.grid[2] = a.B;
     k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
     k.min_blocks_per_sm = int(min_blocks);
-    k.warp_atoms = {warpgroup_atom(*s_def, false), warpgroup_atom(*pv_def, true)};
-    k.body = build(k.warp_atoms[0], k.warp_atoms[1]);
+    k.warp_atoms = {warpgroup_atom(*s_def, false)};
+    std::vector<WarpAtom> pv_atoms;
+    for (const AtomDef* d : pv_defs) {
+      pv_atoms.push_back(warpgroup_atom(*d, true));
+      if (std::none_of(k.warp_atoms.begin(), k.warp_atoms.end(),
+                       [&](const WarpAtom& w) { return w.id == pv_atoms.back().id; }))
+        k.warp_atoms.push_back(pv_atoms.back());
+    }
+    k.body = build(k.warp_atoms[0], pv_atoms);
     // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
     for (const std::string& t : {a.q, a.k, a.v, std::string("out")})
       if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);

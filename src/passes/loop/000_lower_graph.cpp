@@ -9,6 +9,8 @@
 //     dimensions index 0) and applies one scalar op.
 //  3. Results between ops are Temp tensors of the accumulator type (f32), so fusing them
 //     away later removes no rounding the user asked for; the last op writes `out`.
+//  0. A size symbol that a pass of this program would also generate as a name (`m`,
+//     `k_i`, `A_s`) is first spelled apart, `loom_sym_m` (passes/symbol_spelling.h).
 //  4. Attention becomes three ops, two contractions with a softmax between
 //     (attention_loops.h); l:005 fuses them into the online-softmax form.
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "ir/error.h"
 #include "passes/attention_loops.h"
 #include "passes/passes.h"
+#include "passes/symbol_spelling.h"
 
 namespace loom {
 namespace {
@@ -74,6 +77,7 @@ class Lowering {
 
   LoopProgram run() {
     p_.symbols = g_.symbols();
+    p_.symbol_names = g_.symbol_names;
     for (const auto& n : g_.nodes)
       if (n.kind == OpKind::Input) declare_input(n);
     for (const auto& n : g_.nodes) {
@@ -194,6 +198,7 @@ Pass pass_lower_graph() {
       "one LoopOp per graph op; loads index storage layouts; temps are f32",
       {},
       [](CompileState& s) {
+        spell_symbols_apart(s);
         s.loop = Lowering(s.graph).run();
         s.level = Level::Loop;
       }};

@@ -22,12 +22,17 @@
 //  4. O / l to `out`; LSE = m·ln(2) + log(l) to `lse`. A row that keeps no key (the
 //     first Sq - Sk rows of a bottom-right mask) never enters the key loop: it writes 0
 //     and -inf directly, so no -inf - -inf is ever formed.
+//  5. Decode (attention_decode.h): GQA_PACK makes the rows of head slot h the Sq x group
+//     rows of KV head h's query heads; SPLIT_KV cuts the key blocks into S runs (loop `sp`)
+//     whose rows write a normalized partial O and LSE to a workspace, and a second op,
+//     attention_combine, weights them by exp(LSE_s - max LSE).
 // A program with no attention op is left unchanged.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "ir/error.h"
+#include "passes/attention_decode.h"
 #include "passes/attention_loops.h"
 #include "passes/passes.h"
 
@@ -42,10 +47,14 @@ Stmt loop(const std::string& var, Expr extent, Block body, LoopKind kind = LoopK
   return Stmt::For(var, std::move(extent), kind, var, std::move(body));
 }
 
-LoopOp online_softmax(const AttentionLoops& a, LoopProgram& p, int64_t BM, int64_t BN) {
-  const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), r = Expr::var("r"),
-             kb = Expr::var("kb"), c = Expr::var("c"), d = Expr::var("d");
-  const Expr i = qb * BM + r, j = kb * BN + c, hk = a.kv_head(h);
+LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopProgram& p,
+                      int64_t BM, int64_t BN) {
+  const Expr b = Expr::var("b"), hh = Expr::var("h"), qb = Expr::var("qb"), r = Expr::var("r"),
+             kb = Expr::var("kb"), c = Expr::var("c"), d = Expr::var("d"), sp = Expr::var("sp");
+  // Packed row pr of head slot hh (GQA_PACK: query pr / group of head hh·group + pr % group;
+  // else query pr of head hh); key block kb of split sp is block sp·split_blocks + kb.
+  const Expr pr = qb * BM + r, i = dec.query(pr), h = dec.head(hh, pr), hk = dec.kv_head(a, hh);
+  const Expr j = (dec.split() ? dec.first_block(sp) + kb : kb) * BN + c;
 
   TensorDecl tile;  // [B, Hq, Sq, BLOCK_N]: each row's S, then P, tile
   tile.name = fresh_tensor_name(p, "attn_s");
@@ -107,31 +116,37 @@ LoopOp online_softmax(const AttentionLoops& a, LoopProgram& p, int64_t BM, int64
       loop("d", a.D, std::move(rescale)),
   };
 
-  // 2. The key blocks this query block needs.
-  const Expr rows_end = min(a.Sq, (qb + 1) * BM);
+  // 2. The key blocks this query block needs (of its split).
+  const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
   const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
-  // 4. Normalize and write.
+  // 4. Normalize and write: O and LSE, or with splits the row's partial O and LSE.
+  const std::string o_dst = dec.split() ? dec.part_o : "out";
+  const std::vector<Expr> o_at =
+      dec.split() ? std::vector<Expr>{b, h, i, sp, d} : std::vector<Expr>{b, h, i, d};
   Block finish = {
       Stmt::Load("o", acc.name, oid),
       Stmt::Compute("y", ScalarOp::Div, {val("o"), val("l")}),
-      Stmt::Write("out", oid, val("y")),
+      Stmt::Write(o_dst, o_at, val("y")),
   };
   Block row = {
       Stmt::Init("m", kNegInf),
       Stmt::Init("l", 0.0),
       loop("d", a.D, {Stmt::Write(acc.name, oid, Operand::constant(0.0))}),
-      loop("kb", key_blocks, std::move(block), LoopKind::Reduce),
+      loop("kb", dec.block_count(sp, key_blocks), std::move(block), LoopKind::Reduce),
       loop("d", a.D, std::move(finish)),
   };
-  Block cell = finish_row(a, std::move(row), b, h, i);
+  Block cell = dec.split() ? finish_split_row(a, dec, std::move(row), b, h, i, sp)
+                           : finish_row(a, std::move(row), b, h, i);
 
-  // 1. Query blocks and their rows.
-  Block rows = {loop("r", Expr(BM), guarded(i < a.Sq, std::move(cell)))};
+  // 1. Query blocks (and their splits) and their rows.
+  Block rows = {loop("r", Expr(BM), guarded(pr < dec.rows(a), std::move(cell)))};
+  if (dec.split()) rows = {loop("sp", Expr(dec.splits), std::move(rows))};
   LoopOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
-  op.output = "out";
-  op.body = {loop("b", a.B, {loop("h", a.Hq, {loop("qb", ceil_div(a.Sq, Expr(BM)), rows)})})};
+  op.output = dec.split() ? dec.part_o : "out";
+  op.body = {loop("b", a.B, {loop("h", dec.heads(a), {loop("qb", ceil_div(dec.rows(a), Expr(BM)),
+                                                            rows)})})};
   return op;
 }
 
@@ -146,13 +161,16 @@ Pass pass_online_softmax() {
   return Pass{"l:005_online_softmax", Level::Loop, Level::Loop,
               "attention is one op over query blocks of BLOCK_M rows and key blocks of "
               "BLOCK_N: running max and sum, O rescaled by exp2(m_old - m_new), no Sq x Sk "
-              "temp; causal key blocks past the query block's diagonal are not visited",
-              {"BLOCK_M", "BLOCK_N"},
+              "temp; causal key blocks past the query block's diagonal are not visited; "
+              "GQA_PACK: a KV head's query heads are one row set; SPLIT_KV: each query "
+              "block's key blocks split S ways into partial O/LSE, then attention_combine",
+              {"BLOCK_M", "BLOCK_N", "SPLIT_KV", "GQA_PACK"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
-                const int64_t BM = s.knob("BLOCK_M", 64);
-                const int64_t BN = s.knob("BLOCK_N", default_block_n(a));
+                const int64_t BM = s.knob("BLOCK_M", default_block_m(s, a));
+                const int64_t BN = s.knob("BLOCK_N", default_block_n(s, a, BM));
+                AttentionDecode dec = attention_decode(s, a, BM, BN);
                 LoopProgram& p = s.loop;
                 std::vector<std::string> temps;
                 for (const LoopOp& op : p.ops)
@@ -161,7 +179,16 @@ Pass pass_online_softmax() {
                 std::erase_if(p.tensors, [&](const TensorDecl& t) {
                   return std::find(temps.begin(), temps.end(), t.name) != temps.end();
                 });
-                p.ops.push_back(online_softmax(a, p, BM, BN));
+                if (dec.split()) declare_split_workspace(a, dec, p);
+                p.ops.push_back(online_softmax(a, dec, p, BM, BN));
+                if (dec.split()) {
+                  LoopOp combine;
+                  combine.name = kCombineOp;
+                  combine.inputs = {dec.part_o, dec.part_lse};
+                  combine.output = "out";
+                  combine.body = attention_combine_body(a, dec, false);
+                  p.ops.push_back(std::move(combine));
+                }
               }};
 }
 

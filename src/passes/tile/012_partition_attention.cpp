@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "passes/attention_decode.h"
 #include "passes/attention_loops.h"
 #include "passes/attention_wgmma_tiles.h"
 #include "passes/passes.h"
@@ -35,11 +36,15 @@ Stmt loop(const std::string& var, Expr extent, Block body, LoopKind kind = LoopK
   return Stmt::For(var, std::move(extent), kind, var, std::move(body), tier);
 }
 
-TileOp partition(const AttentionLoops& a, const AttentionTiles& t) {
-  const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
-             r = Expr::var("r"), kb = Expr::var("kb"), c = Expr::var("c"), d = Expr::var("d");
+TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const AttentionDecode& dec) {
+  const Expr b = Expr::var("b"), hh = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
+             r = Expr::var("r"), kb = Expr::var("kb"), c = Expr::var("c"), d = Expr::var("d"),
+             sp = Expr::var("sp");
   const int64_t RW = t.block_m / t.warps;
-  const Expr i = qb * t.block_m + w * RW + r, j = kb * t.block_n + c, hk = a.kv_head(h);
+  // Packed row pr (GQA_PACK) of head slot hh; key block kb of split sp (SPLIT_KV).
+  const Expr pr = qb * t.block_m + w * RW + r, i = dec.query(pr), h = dec.head(hh, pr),
+             hk = dec.kv_head(a, hh);
+  const Expr j = (dec.split() ? dec.first_block(sp) + kb : kb) * t.block_n + c;
   const Expr key = j < a.Sk && a.keeps(i, j);
   const double log2_scale = a.scale * M_LOG2E;
 
@@ -86,7 +91,7 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t) {
       loop("c", Expr(t.block_n), std::move(prob), LoopKind::Reduce),
       loop("d", a.D, std::move(rescale)),
   };
-  const Expr rows_end = min(a.Sq, (qb + 1) * t.block_m);
+  const Expr rows_end = dec.queries_of(a, (qb + 1) * t.block_m);
   const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(t.block_n));
   Stmt zero = Stmt::Init("o_row", 0.0);
   zero.dst_index = {d};
@@ -96,25 +101,28 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t) {
       Stmt::Init("m", kNegInf),
       Stmt::Init("l", 0.0),
       loop("d", a.D, {zero}),
-      loop("kb", key_blocks, std::move(block), LoopKind::Reduce),
+      loop("kb", dec.block_count(sp, key_blocks), std::move(block), LoopKind::Reduce),
       Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l")}),
       loop("d", a.D, {Stmt::Compute("y", ScalarOp::Mul, {val("o_row", {d}), val("inv_l")}),
-                      Stmt::Write("out", {b, h, i, d}, val("y"))}),
+                      dec.split() ? Stmt::Write(dec.part_o, {b, h, i, sp, d}, val("y"))
+                                  : Stmt::Write("out", {b, h, i, d}, val("y"))}),
   };
-  Block cell = finish_row(a, std::move(row), b, h, i);
+  Block cell = dec.split() ? finish_split_row(a, dec, std::move(row), b, h, i, sp)
+                           : finish_row(a, std::move(row), b, h, i);
 
-  Block rows = {loop("r", Expr(RW), guarded(i < a.Sq, std::move(cell)), LoopKind::Parallel,
-                     Tier::Register)};
+  Block rows = {loop("r", Expr(RW), guarded(pr < dec.rows(a), std::move(cell)),
+                     LoopKind::Parallel, Tier::Register)};
   Block warps = {loop("w", Expr(t.warps), std::move(rows), LoopKind::Parallel, Tier::Warp)};
-  Block grid = {loop("qb", ceil_div(a.Sq, Expr(t.block_m)),
-                     {loop("h", a.Hq, {loop("b", a.B, std::move(warps), LoopKind::Parallel,
-                                                Tier::Grid)},
-                           LoopKind::Parallel, Tier::Grid)},
+  Block grid = {loop("h", dec.heads(a), {loop("b", a.B, std::move(warps), LoopKind::Parallel,
+                                              Tier::Grid)},
                      LoopKind::Parallel, Tier::Grid)};
+  if (dec.split()) grid = {loop("sp", Expr(dec.splits), std::move(grid), LoopKind::Parallel, Tier::Grid)};
+  grid = {loop("qb", ceil_div(dec.rows(a), Expr(t.block_m)), std::move(grid), LoopKind::Parallel,
+               Tier::Grid)};
   TileOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
-  op.output = "out";
+  op.output = dec.split() ? dec.part_o : "out";
   op.body = std::move(grid);
   return op;
 }
@@ -124,7 +132,8 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t) {
 Pass pass_partition_attention() {
   return Pass{"t:012_partition_attention", Level::Loop, Level::Tile,
               "attention is one CTA per (query block, head, batch), WARPS warps of "
-              "BLOCK_M/WARPS rows each (a multiple of 16); S/P and O are register arrays",
+              "BLOCK_M/WARPS rows each (a multiple of 16); S/P and O are register arrays; "
+              "SPLIT_KV: a grid tier per split and the combine's tile op",
               {"BLOCK_M", "BLOCK_N", "WARPS"},
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
@@ -139,7 +148,20 @@ Pass pass_partition_attention() {
                   return d.role == TensorRole::Temp &&
                          (d.name.rfind("attn_s", 0) == 0 || d.name.rfind("attn_o", 0) == 0);
                 });
-                tp.ops.push_back(partition(a, t));
+                // SPLIT_KV, GQA_PACK: the values l:005 built the loop form with.
+                const AttentionDecode dec =
+                    attention_decode(s, a, t.block_m, t.block_n, &s.loop);
+                if (attention_uses_wgmma(s) && (dec.split() || dec.pack > 1))
+                  throw Error("internal error: the wgmma kernel got a split or packed form");
+                tp.ops.push_back(partition(a, t, dec));
+                if (dec.split()) {
+                  TileOp combine;
+                  combine.name = kCombineOp;
+                  combine.inputs = {dec.part_o, dec.part_lse};
+                  combine.output = "out";
+                  combine.body = attention_combine_body(a, dec, true);
+                  tp.ops.push_back(std::move(combine));
+                }
                 s.tile = std::move(tp);
                 s.level = Level::Tile;
               }};

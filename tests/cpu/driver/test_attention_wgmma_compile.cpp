@@ -1,6 +1,6 @@
 // Every kernel of the GPU wgmma attention cases (tests/gpu/attention_wgmma_cases.h) and the
-// benchmark's shapes compile with NVRTC for sm_90a under ATTN_MMA=wgmma, and ptxas spills
-// nothing (attention_wgmma_tiles() counts the accumulators). The source carries the
+// benchmark's shapes, at D = 64..256 in steps of 64 and the multiples of 8 between,
+// compile with NVRTC for sm_90a under ATTN_MMA=wgmma, and ptxas spills nothing (attention_wgmma_tiles() counts the accumulators). The source carries the
 // kernel's parts: TMA tile loads and mbarrier waits, the ss wgmma for S, the rs wgmma for
 // P V with P packed from S's f32 accumulators, the quad shuffles and ex2.approx.
 #include <gtest/gtest.h>
@@ -52,7 +52,7 @@ TEST(AttentionWgmmaCompile, Source) {
   EXPECT_EQ(cu.find("ldmatrix"), std::string::npos) << cu;
 }
 
-// The benchmark's shapes (shared/BENCHMARK.md: 16k tokens, 2048/D heads), D = 64 and 128,
+// The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
 // both masks, the default tiling and its knob variants; D = 192 and 256.
 TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
   for (int d : {64, 128})
@@ -74,6 +74,35 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
 
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// The head dims between the multiples of 64 (column spans of 64, 32 and 16 columns, each
+// its own tensor map and swizzle; one P V wgmma per span): the GPU cases, and the
+// benchmark's shapes at D = 80, 96, 112 and 160 with the defaults and the tile variants
+// the GPU checkpoint compares (thread 0 issuing, FA3's 3 x 64 rows by 144 keys at D = 96,
+// BLOCK_N = 128 at D = 160), without spills.
+TEST(AttentionWgmmaCompile, HeadDimsBetweenMultiplesOf64) {
+  // D = 112: three spans; P packed once for their three wgmmas per k-step; the producer's
+  // TMA loop one copy (#pragma unroll 1: unrolled at Sk = 777, its 24 registers spilled).
+  const std::string cu =
+      compile_for(attention_test::expr(1, 4, 2, 1000, 777, 112, "false", "bf16", true), "").cuda;
+  for (const char* part : {"{  // one A fragment for 3 wgmmas", "loom::wgmma_m64n64k16_f32_bf16_rs<1>(o_acc, a_,",
+                           "loom::wgmma_m64n32k16_f32_bf16_rs<1>(o_acc1, a_,",
+                           "loom::wgmma_m64n16k16_f32_bf16_rs<1>(o_acc2, a_,", "#pragma unroll 1\n",
+                           "Q_s2_tmap"})
+    EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
+  for (const auto& c : attention_test::wgmma_head_dim_cases()) expect_compiles(c.expr, c.knobs);
+  for (int d : {80, 96, 112, 160})
+    for (const char* causal : {"false", "true"})
+      for (const char* knobs : {"", "ATTN_PRODUCER=0", "ATTN_WG=3,BLOCK_N=144,ATTN_PRODUCER=1",
+                                "BLOCK_N=128"}) {
+        // FA3's 3 x 144 tile holds 72 + D/2 accumulators in the consumers' 160 registers:
+        // up to D = 96 (the passes refuse it above, naming the budget).
+        if (d > 96 && std::string(knobs).find("144") != std::string::npos) continue;
+        expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal,
+                                             "bf16", false),
+                        knobs);
+      }
 }
 
 }  // namespace

@@ -244,6 +244,11 @@ TEST(Cli, RunRefusesAProblemLargerThanMemoryBeforeAllocating) {
   EXPECT_TRUE(has(r.out, "on the host (kernel tensors as f64")) << r.out;
   EXPECT_TRUE(has(r.out, "available")) << r.out;
   EXPECT_TRUE(has(r.out, "Nothing was allocated")) << r.out;
+  // `loom tune` refuses it the same way before asking for the GPU; a dry run allocates
+  // nothing and is not refused.
+  auto tune = loom_cmd("tune -c 'matmul(A[2000000,2000000]:f32, B[2000000,2000000]:f32)' --no-record");
+  EXPECT_EQ(tune.rc, 1) << tune.out;
+  EXPECT_TRUE(has(tune.out, "loom tune: the problem does not fit in host memory")) << tune.out;
 }
 
 // ---- Every file Loom writes is checked.

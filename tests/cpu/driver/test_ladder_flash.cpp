@@ -37,7 +37,7 @@ TEST(LadderFlash, RungsAreTheArticlesProgression) {
   const Ladder l = make_ladder("flash", "");
   EXPECT_EQ(l.name, "flash (bf16)");
   EXPECT_EQ(l.reference, "");
-  // BENCHMARK.md's table at seqlen 4096: 16k tokens, 2048 / 128 heads.
+  // docs/benchmarking.md's table at seqlen 4096: 16k tokens, 2048 / 128 heads.
   EXPECT_EQ(l.expression,
             "attention(Q[4,16,4096,128]:bf16, K[4,16,4096,128]:bf16, V[4,16,4096,128]:bf16, "
             "causal=false)");

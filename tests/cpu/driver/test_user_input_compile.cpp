@@ -105,6 +105,13 @@ TEST(UserInputCompile, TensorAndSymbolNamesThatCollideWithCppOrGeneratedNames) {
   EXPECT_NE(c.cuda.find(" loom_s_e = "), std::string::npos) << c.cuda;
   compiles("attention(int[1,2,128,64]:f16, half[1,2,128,64]:f16, b[1,2,128,64]:f16)", "", "sm_90a");
   compiles("attention(int[1,2,128,64]:f16, half[1,2,128,64]:f16, b[1,2,128,64]:f16)", "", "sm_80");
+  // Size symbols named like the loop variables and slabs the passes generate are spelled
+  // apart (loom_sym_m) and compile; they were refused before.
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    compiles("matmul(A[m,k]:f32, B[k,n]:f32)", "", arch);
+    compiles("bmm(A[b,m_b,k_i]:f16, B[b,k_i,n]:f16)", "", arch);
+    compiles("matmul(A[M,A_s]:bf16, B[A_s,N]:bf16)", "ATOM=mma_bf16", arch);
+  }
 }
 
 // Epilogue constants at the edges of f32: a subnormal as its bits (NVRTC refuses the

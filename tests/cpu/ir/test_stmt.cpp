@@ -228,6 +228,7 @@ TEST(SameProgram, EveryFieldCounts) {
       {"tier", [&](KernelProgram& p) { stmt(p).tier = Tier::Warp; }},
       {"axis", [&](KernelProgram& p) { stmt(p).axis = "n"; }},
       {"unroll", [&](KernelProgram& p) { stmt(p).unroll = true; }},
+      {"no_unroll", [&](KernelProgram& p) { stmt(p).no_unroll = true; }},
       {"cond", [&](KernelProgram& p) { stmt(p).cond = Expr(1); }},
       {"value", [&](KernelProgram& p) { stmt(p).value = Expr(2); }},
       {"dst", [&](KernelProgram& p) { stmt(p).dst = "z"; }},

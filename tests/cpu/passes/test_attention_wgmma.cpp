@@ -1,6 +1,7 @@
 // k:013_lower_attention_wgmma (ATTN_MMA=wgmma): every pass of an attention program run on
 // the CPU interpreter computes what the naive loop form of l:000 computes — O and LSE — for
-// the wgmma kernel: head dims 64, 128 and 192, the three masks, Sq != Sk, ragged lengths (17,
+// the wgmma kernel: head dims 64, 128 and 192 and every other multiple of 8 (spans of 64, 32
+// and 16 columns, the last one half zero fill), the three masks, Sq != Sk, ragged lengths (17,
 // and key counts past one BLOCK_N), GQA and MQA, f16 and bf16, one to three warpgroups.
 // The kernel level runs per thread: TMA boxes with their zero fill, mbarrier phases, both
 // wgmmas with their asynchrony (a missing fence or wait, or a slot refilled while a wgmma
@@ -9,6 +10,7 @@
 
 #include "attention_exprs.h"
 #include "pass_check.h"
+#include "passes/attention_wgmma_tiles.h"
 #include "passes/pipeline.h"
 
 namespace loom {
@@ -152,6 +154,11 @@ TEST(AttentionWgmma, KernelShape) {
   EXPECT_NE(pr.find("setmaxnreg.inc 240"), std::string::npos) << pr;
   EXPECT_NE(pr.find("mbar.wait [kb % 2 + 5] parity=(kb / 2 + 1) % 2"), std::string::npos) << pr;
   EXPECT_NE(pr.find("mbar.arrive [kb % 2 + 5]"), std::string::npos) << pr;
+  // The producer's loop stays one copy (unrolled at a small constant trip count, its 24
+  // registers spilled); the consumers' is left to the compiler.
+  EXPECT_NE(pr.find("for kb in 0..(min(1000, (qb + 1) * 128) + 127) / 128 reduce no_unroll"),
+            std::string::npos) << pr;
+  EXPECT_EQ(pr.find("no_unroll", pr.find("no_unroll") + 1), std::string::npos) << pr;
   EXPECT_NE(ir.find("s_acc <- wgmma_m64n128k16_f32_bf16_ss(Q_s[wg * 8192 + d_k * 16, 128, 1], "
                     "K_s[kb % 2 * 16384 + d_k * 16, 1, 128]) scale_d 0 < d_k"),
             std::string::npos) << ir;
@@ -159,15 +166,17 @@ TEST(AttentionWgmma, KernelShape) {
             std::string::npos) << ir;
   EXPECT_NE(ir.find("let qb = 7 - blockIdx.x"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("ldmatrix"), std::string::npos) << ir;
-  // wgmma is the default on sm_90a for D = 64..256; mma_sync on sm_80, for other head dims,
-  // and when asked for.
+  // wgmma is the default on sm_90a for every multiple of 8 up to 256; mma_sync on sm_80,
+  // for other head dims, and when asked for.
   const std::string e = attention(8, 2, 1000, 1000, 128, "true");
   EXPECT_EQ(kernel_ir(e, ""), pr);
   EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 64, "true"), "").find("block(256)"),
             std::string::npos);  // D = 64: no producer
   EXPECT_NE(kernel_ir(e, "ATTN_MMA=mma_sync").find("ldmatrix"), std::string::npos);
   EXPECT_NE(kernel_ir(e, "", "sm_80").find("ldmatrix"), std::string::npos);
-  EXPECT_NE(kernel_ir(attention(2, 2, 64, 64, 48, "true"), "").find("ldmatrix"), std::string::npos);
+  EXPECT_EQ(kernel_ir(attention(2, 2, 64, 64, 48, "true"), "").find("ldmatrix"), std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 64, 64, 48, "true"), "", "sm_80").find("ldmatrix"),
+            std::string::npos);
 }
 
 TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
@@ -175,6 +184,112 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_EQ(ir.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ir;
   const std::string ragged = kernel_ir(attention(2, 2, 256, 200, 64, "false"), "ATTN_MMA=wgmma");
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
+}
+
+// Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte
+// swizzle), then 32 columns (64-byte swizzle) and 16 (32-byte), each span its own shared
+// tensor, TMA box and descriptor, S's k-steps running across the spans and O += P V one
+// wgmma per span. A D that is 8 mod 16 (40, 72, 104, 200, 232; 8 and 24) ends in a
+// 16-column span whose last 8 columns are the tensor map's zero fill: Q K^T is unchanged,
+// P V's padding columns are never stored (the interpreter fails a read of an unwritten
+// output or a write past D). Defaults at every D, and the knob variants at some: thread 0
+// issuing, three slots, one and three warpgroups, ATTN_OVERLAP; causal, GQA, f16, odd
+// Sq and Sk past one key block.
+TEST(AttentionWgmma, EveryMultipleOf8) {
+  uint64_t seed = 700;
+  const char* masks[] = {"true", "false", "top_left"};
+  int m = 0;
+  for (int d : {8, 16, 24, 32, 40, 48, 56, 72, 80, 96, 104, 112, 160, 200, 232, 248}) {
+    SCOPED_TRACE("D = " + std::to_string(d));
+    check_wgmma(attention(2, 1, 70, 150, d, masks[m++ % 3]), "", seed++);
+  }
+  check_wgmma(attention(4, 2, 33, 17, 40, "true", "f16"), "ATTN_WG=1", seed++);
+  check_wgmma(attention(2, 1, 100, 300, 72, "false"), "ATTN_PRODUCER=0,BLOCK_N=32,KV_STAGES=3",
+              seed++);
+  check_wgmma(attention(2, 2, 129, 77, 80, "true", "bf16", false), "ATTN_WG=3,BLOCK_N=32", seed++);
+  check_wgmma(attention(4, 1, 65, 200, 96, "top_left", "f16"), "BLOCK_N=64", seed++);
+  check_wgmma(attention(2, 2, 150, 64, 96, "false"), "ATTN_PRODUCER=0", seed++);
+  check_wgmma(attention(2, 1, 17, 130, 104, "true"), "ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(1, 1, 64, 96, 112, "false"), "ATTN_OVERLAP=1,ATTN_WG=1,BLOCK_N=64", seed++);
+  check_wgmma(attention(4, 2, 70, 100, 160, "true", "f16"), "BLOCK_N=32,KV_STAGES=3", seed++);
+  check_wgmma(attention(2, 1, 33, 65, 200, "false", "bf16", false), "ATTN_WG=1,ATTN_PRODUCER=0",
+              seed++);
+  check_wgmma(attention(2, 2, 65, 33, 232, "top_left"), "BLOCK_N=16", seed++);
+}
+
+// The spans per head dim: widths of 64 k, then 32, then 16 columns, covering D rounded up
+// to 16, the zero fill only in the last span and only for D = 8 mod 16.
+TEST(AttentionWgmma, SpansCoverTheHeadDim) {
+  for (int64_t d = 8; d <= 256; d += 8) {
+    SCOPED_TRACE("D = " + std::to_string(d));
+    const std::vector<AttentionSpan> spans = attention_spans(d);
+    int64_t col = 0, real = 0;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const AttentionSpan& sp = spans[i];
+      EXPECT_EQ(sp.col, col);
+      EXPECT_TRUE(sp.width % 64 == 0 || sp.width == 32 || sp.width == 16) << sp.width;
+      EXPECT_TRUE(i == 0 || sp.width < spans[i - 1].width);
+      EXPECT_EQ(sp.real, i + 1 < spans.size() ? sp.width : d - col);
+      col += sp.width;
+      real += sp.real;
+    }
+    EXPECT_EQ(col, (d + 15) / 16 * 16);
+    EXPECT_EQ(real, d);
+    EXPECT_LE(spans.size(), 3u);
+  }
+  EXPECT_EQ(attention_spans(96).size(), 2u);
+  EXPECT_EQ(attention_spans(112).size(), 3u);
+  EXPECT_EQ(attention_spans(104).back().real, 8);
+}
+
+// The kernel's shape at D = 96 and 72: per span a shared tensor, a tensor map with the
+// span's box and swizzle, a TMA load at the span's column, S's k-steps per span (scale-d
+// 0 only on the first span's first), one P V wgmma per span into its own accumulator, and
+// the stores only of the tensor's columns.
+TEST(AttentionWgmma, SpanKernelShape) {
+  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "ATTN_WG=2,BLOCK_N=128");
+  EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("tensor map K_s1_tmap: K -> K_s1 box[32, 128, 1, 1] (innermost first) swizzle 64B"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("tma.load K_s1[kb % 2 * 4096] <- K[b, h / 4, kb * 128, 64]"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("block(384)"), std::string::npos) << ir;  // the producer above 64 columns
+  EXPECT_NE(ir.find("s_acc <- wgmma_m64n128k16_f32_bf16_ss(Q_s[wg * 4096 + d_k * 16, 64, 1], "
+                    "K_s[kb % 2 * 8192 + d_k * 16, 1, 64]) scale_d 0 < d_k"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("s_acc <- wgmma_m64n128k16_f32_bf16_ss(Q_s1[wg * 2048 + d_k * 16, 32, 1], "
+                    "K_s1[kb % 2 * 4096 + d_k * 16, 1, 32])  warp"),
+            std::string::npos) << ir;
+  EXPECT_NE(ir.find("o_acc1 <- wgmma_m64n32k16_f32_bf16_rs(s_acc[kk], V_s1[kb % 2 * 4096 + kk * 512, 32, 1])"),
+            std::string::npos) << ir;
+  // The defaults from 72 to 112 stored columns: FlashAttention-3's three consumer
+  // warpgroups (192 rows) and the producer, 144 keys up to D = 96 and 128 above; D = 160
+  // at 128 keys, D = 192 at 64.
+  const std::string def96 = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "");
+  EXPECT_NE(def96.find("block(512)"), std::string::npos) << def96;
+  EXPECT_NE(def96.find("wgmma_m64n144k16_f32_bf16_ss"), std::string::npos) << def96;
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("block(512)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 160, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 192, "false"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
+            std::string::npos);
+  // A given BLOCK_M, ATTN_OVERLAP, or D = 128 keep two warpgroups.
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 96, "false"), "BLOCK_M=128").find("block(384)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 96, "false"), "ATTN_OVERLAP=1,ATTN_PRODUCER=1")
+                .find("block(384)"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 128, "false"), "").find("block(384)"),
+            std::string::npos);
+  const std::string d72 = kernel_ir(attention(2, 2, 100, 100, 72, "false"), "ATTN_WG=2");
+  EXPECT_NE(d72.find("tensor map V_s1_tmap: V -> V_s1 box[16, 128, 1, 1] (innermost first) swizzle 32B"),
+            std::string::npos) << d72;
+  EXPECT_NE(d72.find("o_acc1 <- wgmma_m64n16k16_f32_bf16_rs"), std::string::npos) << d72;
+  EXPECT_NE(d72.find("mbar.arrive.expect_tx [0] 20480B"), std::string::npos) << d72;  // 128 x 80 x 2
 }
 
 void expect_refused(const std::string& expr, const std::string& knobs, const std::string& what,
@@ -204,7 +319,21 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
                  "leaves 160 registers per consumer thread");
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=64,ATTN_PRODUCER=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,ATTN_WG=3"));
-  expect_refused(attention(2, 2, 128, 128, 48, "false"), "ATTN_MMA=wgmma", "head dims 64, 128");
+  // Head dims no wgmma kernel takes, with the fix: pad to a multiple of 8 keeping the
+  // scale, or nothing past 256 (on either kernel); the mma.sync kernel's own limit names
+  // the wgmma kernel where it takes the head dim.
+  expect_refused(attention(2, 2, 128, 128, 20, "false"), "ATTN_MMA=wgmma",
+                 "multiples of 8 (Q, K and V arrive by TMA, whose rows are multiples of 16 "
+                 "bytes); D = 20: pad the head dim to 24 with zero columns in Q, K and V (Q K^T "
+                 "is unchanged; O's extra columns are zero) and keep this attention's scale with "
+                 "scale=0.22360679774997896");
+  expect_refused(attention(2, 2, 128, 128, 20, "false"), "", "pad the head dim to 32");
+  expect_refused(attention(2, 2, 128, 128, 264, "false"), "ATTN_MMA=wgmma",
+                 "D = 264: no attention kernel of Loom takes it");
+  expect_refused(attention(2, 2, 128, 128, 264, "false"), "", "D = 264: no attention kernel");
+  expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "D = 40: on sm_90a the wgmma "
+                 "kernel takes it (ATTN_MMA=wgmma, the default there); here pad the head dim "
+                 "to 48", "sm_80");
   expect_refused(attention(2, 2, 128, 128, 256, "false"), "ATTN_MMA=wgmma,BLOCK_N=256",
                  "f32 accumulator registers");
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=256", "B of shared memory");
@@ -224,9 +353,9 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
                        "mma.sync kernel (k:012; ATTN_MMA=mma_sync asks for it): drop");
     expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k, ", or use ATTN_MMA=wgmma");
     expect_refused(e128, k, "the only attention kernel for sm_80", "sm_80");
-    expect_refused(e128, k, "on an sm_90a target with D = 64, 128, 192 or 256", "sm_80");
-    // D = 96 has no wgmma kernel: the mma.sync one is sm_90a's default there.
-    expect_refused(attention(2, 2, 128, 128, 96, "false"), k, "the default for D = 96");
+    expect_refused(e128, k, "on an sm_90a target with D a multiple of 8 up to 256", "sm_80");
+    // D = 20 has no wgmma kernel: the mma.sync one is sm_90a's default there.
+    expect_refused(attention(2, 2, 128, 128, 20, "false"), k, "the default for D = 20");
   }
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=mma_sync"));
   EXPECT_NO_THROW(kernel_ir(e128, "", "sm_80"));

@@ -82,7 +82,9 @@ TEST(OnlineSoftmax, UnfusedFormIsTwoContractionsAndASoftmax) {
 }
 
 TEST(OnlineSoftmax, FusedFormShape) {
-  CompileState s = loop_form(attention(4, 2, 33, 33, 16, "true"), "BLOCK_M=16,BLOCK_N=16", true);
+  // The unsplit, unpacked form (Sq <= 64 defaults to GQA_PACK and SPLIT_KV: decode).
+  CompileState s = loop_form(attention(4, 2, 33, 33, 16, "true"),
+                             "BLOCK_M=16,BLOCK_N=16,GQA_PACK=0,SPLIT_KV=1", true);
   ASSERT_EQ(s.loop.ops.size(), 1u);
   EXPECT_EQ(s.loop.ops[0].name, "attention");
   EXPECT_FALSE(s.loop.has_tensor("attn_scores"));
@@ -108,7 +110,8 @@ TEST(OnlineSoftmax, FusedFormShape) {
   EXPECT_EQ(kb->extent.eval({{"qb", 0}}), 1);
   EXPECT_EQ(kb->extent.eval({{"qb", 2}}), 3);
 
-  s = loop_form(attention(4, 2, 33, 33, 16, "false"), "BLOCK_M=16,BLOCK_N=16", true);
+  s = loop_form(attention(4, 2, 33, 33, 16, "false"),
+                "BLOCK_M=16,BLOCK_N=16,GQA_PACK=0,SPLIT_KV=1", true);
   kb = nullptr;
   walk(s.loop.ops[0].body, [&](const Stmt& st) {
     if (st.kind == StmtKind::For && st.var == "kb") kb = &st;
@@ -121,9 +124,11 @@ TEST(OnlineSoftmax, FusedFormShape) {
 TEST(OnlineSoftmax, CausalBoundSkipsBlocksAboveTheDiagonal) {
   // Bottom-right, Sq = 16 < Sk = 64: query block 0 (BLOCK_M=8, rows 0..7) keeps keys up
   // to 7 + 48 = 55, 7 of the 8 key blocks of 8; top-left keeps keys 0..7, one block.
-  CompileState br = loop_form(attention(1, 1, 16, 64, 16, "true"), "BLOCK_M=8,BLOCK_N=8", true);
+  // One split (Sq <= 64 defaults to SPLIT_KV: decode; test_attention_decode.cpp).
+  CompileState br =
+      loop_form(attention(1, 1, 16, 64, 16, "true"), "BLOCK_M=8,BLOCK_N=8,SPLIT_KV=1", true);
   CompileState tl =
-      loop_form(attention(1, 1, 16, 64, 16, "top_left"), "BLOCK_M=8,BLOCK_N=8", true);
+      loop_form(attention(1, 1, 16, 64, 16, "top_left"), "BLOCK_M=8,BLOCK_N=8,SPLIT_KV=1", true);
   auto extent = [](const CompileState& s) {
     Expr e;
     walk(s.loop.ops[0].body, [&](const Stmt& st) {
@@ -150,7 +155,8 @@ TEST(OnlineSoftmax, IsInThePipelineRightAfterLowering) {
   ASSERT_GT(p.size(), 2u);
   EXPECT_EQ(p[0].id, "l:000_lower_graph");
   EXPECT_EQ(p[1].id, "l:005_online_softmax");
-  EXPECT_EQ(p[1].knobs, (std::vector<std::string>{"BLOCK_M", "BLOCK_N"}));
+  EXPECT_EQ(p[1].knobs,
+            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "SPLIT_KV", "GQA_PACK"}));
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ TEST(AttentionSpace, TableSizePerTarget) {
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
       << "wgmma and setmaxnreg exist on sm_90a only";
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
-  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 48 x (1 + 2).
-  EXPECT_EQ(wg.size(), 144u);
+  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 60 x (1 + 2).
+  EXPECT_EQ(wg.size(), 180u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -184,6 +184,34 @@ TEST(AttentionSpace, D128CausalOnH100) {
   expect_sound_space(attention(128, "true"), h100(), "sm_90a");
 }
 TEST(AttentionSpace, D256OnH100) { expect_sound_space(attention(256), h100(), "sm_90a"); }
+// Head dims between the multiples of 64 run the wgmma kernel (column spans of 64, 32 and
+// 16): D = 96 is searched like the others; D = 40 (8 mod 16) has no mma.sync kernel, so
+// its wgmma points are the whole search and every mma.sync point is pruned naming the
+// head dim, and the default it ranks is the wgmma kernel's.
+TEST(AttentionSpace, D96CausalOnH100) {
+  expect_sound_space(attention(96, "true"), h100(), "sm_90a");
+}
+TEST(AttentionSpace, D40OnH100WgmmaOnly) {
+  Graph g = parse_expression(attention(40));
+  SpaceOptions opt;
+  opt.max_candidates = 8;
+  opt.threads = 2;
+  Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+  ASSERT_GE(s.kept.size(), 4u);
+  int plain = 0;
+  for (const auto& c : s.kept) {
+    EXPECT_EQ(attention_family_of(c.knobs), "wgmma") << c.knobs.str();
+    plain += c.plain_default;
+  }
+  EXPECT_EQ(plain, 1);
+  size_t mma_sync_pruned = 0;
+  for (const auto& p : s.pruned)
+    if (attention_family_of(p.knobs) == "mma_sync") {
+      ++mma_sync_pruned;
+      EXPECT_NE(p.reason.find("D = 40"), std::string::npos) << p.reason;
+    }
+  EXPECT_GE(mma_sync_pruned, 96u);
+}
 TEST(AttentionSpace, D64OnA100) { expect_sound_space(attention(64), a100(), "sm_80"); }
 TEST(AttentionSpace, D128OnA100) { expect_sound_space(attention(128), a100(), "sm_80"); }
 
@@ -250,6 +278,41 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
   Graph w = parse_expression("attention(Q" + s + ", K" + s + ", V" + s + ")");
   EXPECT_LT(predict_attention_us(w, Knobs::parse("BLOCK_M=64,BLOCK_N=64,WARPS=4"), dev),
             predict_attention_us(w, Knobs::parse("BLOCK_M=128,BLOCK_N=64,WARPS=8"), dev));
+}
+
+// Decode (Sq <= 64): the space adds the split count around the default's (half, double,
+// none) and packing flipped, all of the mma.sync family; the model ranks the split,
+// packed default ahead of one CTA per row set (8 CTAs on 132 SMs) and of unpacked rows
+// (K and V read 4 times).
+TEST(AttentionSpace, DecodeSplitAndPackVariants) {
+  const DeviceInfo dev = h100();
+  Graph g = parse_expression(
+      "attention(Q[1,32,1,128]:bf16, K[1,8,8192,128]:bf16, V[1,8,8192,128]:bf16)");
+  SpaceOptions opt;
+  opt.max_candidates = 1000;  // every built point kept: the variants are looked for
+  opt.threads = 2;
+  Space s = generate_attention_space(g, dev, Target::for_arch("sm_90a"), opt);
+  const Candidate* plain = nullptr;
+  for (const auto& c : s.kept)
+    if (c.plain_default) plain = &c;
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->knobs.get_str("ATTN_MMA", ""), "mma_sync");
+  EXPECT_EQ(plain->knobs.get_str("GQA_PACK", ""), "1");
+  const int64_t split = plain->knobs.get_int("SPLIT_KV", 1);
+  EXPECT_GT(split, 1);
+  std::set<std::string> splits, packs;
+  for (const auto& c : s.kept) {
+    splits.insert(c.knobs.get_str("SPLIT_KV", ""));
+    packs.insert(c.knobs.get_str("GQA_PACK", ""));
+  }
+  for (int64_t v : {split, split / 2, split * 2, int64_t(1)})
+    EXPECT_TRUE(splits.count(std::to_string(v))) << "SPLIT_KV=" << v;
+  EXPECT_TRUE(packs.count("0"));
+  Knobs no_split = plain->knobs, no_pack = plain->knobs;
+  no_split.set("SPLIT_KV", "1");
+  no_pack.set("GQA_PACK", "0");
+  EXPECT_LT(plain->predicted_us, predict_attention_us(g, no_split, dev));
+  EXPECT_LT(plain->predicted_us, predict_attention_us(g, no_pack, dev));
 }
 
 }  // namespace

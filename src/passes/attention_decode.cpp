@@ -1,0 +1,330 @@
+#include "passes/attention_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+#include "passes/kernel_builders.h"
+#include "passes/pass.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+using kernel_builders::flat;
+using kernel_builders::val;
+
+int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+// A size's value when it is a number.
+std::optional<int64_t> known(const Expr& e) {
+  if (e.is_const()) return e.const_value();
+  return std::nullopt;
+}
+
+// The combine weights one split: w = exp(lse_s - m), loaded from the workspace.
+Block weight(const AttentionDecode& d, const std::vector<Expr>& at) {
+  return {Stmt::Load("x", d.part_lse, at), Stmt::Compute("x_m", ScalarOp::Sub, {val("x"), val("m")}),
+          Stmt::Compute("w", ScalarOp::Exp, {val("x_m")})};
+}
+
+}  // namespace
+
+Expr AttentionDecode::rows(const AttentionLoops& a) const {
+  return pack == 1 ? a.Sq : a.Sq * pack;
+}
+Expr AttentionDecode::heads(const AttentionLoops& a) const {
+  if (pack == 1) return a.Hq;
+  return a.Hq.is_const() ? Expr(a.Hq.const_value() / pack) : a.Hq / pack;
+}
+Expr AttentionDecode::query(const Expr& p) const { return pack == 1 ? p : p / pack; }
+Expr AttentionDecode::head(const Expr& hh, const Expr& p) const {
+  return pack == 1 ? hh : hh * pack + p % pack;
+}
+Expr AttentionDecode::kv_head(const AttentionLoops& a, const Expr& hh) const {
+  return pack == 1 ? a.kv_head(hh) : hh;
+}
+Expr AttentionDecode::queries_of(const AttentionLoops& a, const Expr& rows_end) const {
+  return pack == 1 ? min(a.Sq, rows_end) : min(a.Sq, ceil_div(rows_end, Expr(pack)));
+}
+Expr AttentionDecode::block_count(const Expr& sp, const Expr& blocks) const {
+  if (!split()) return blocks;
+  return max(Expr(0), min(split_blocks, blocks - first_block(sp)));
+}
+// Row i keeps keys [0, keys_for_rows(i + 1)) (every mask keeps a prefix); the split's
+// keys start at sp · split_blocks · BLOCK_N.
+Expr AttentionDecode::has_keys(const AttentionLoops& a, const Expr& i, const Expr& sp) const {
+  if (!split()) return a.has_keys(i);
+  const Expr start = first_block(sp) * block_n;
+  if (a.causal == Causal::None) {
+    // Constant Sk: the clamped split count leaves no split past Sk.
+    if (a.Sk.is_const()) return Expr(1);
+    return start < a.Sk;
+  }
+  return start < a.keys_for_rows(i + 1);
+}
+Expr AttentionDecode::split_empty(const AttentionLoops& a, const Expr& i, const Expr& sp) const {
+  if (!split()) return a.empty_row(i);
+  const Expr start = first_block(sp) * block_n;
+  if (a.causal == Causal::None) {
+    if (a.Sk.is_const()) return Expr(0);
+    return a.Sk <= start;
+  }
+  return a.keys_for_rows(i + 1) <= start;
+}
+
+bool attention_is_decode(const AttentionLoops& a) {
+  return a.Sq.is_const() && a.Sq.const_value() <= kDecodeRows;
+}
+
+namespace {
+// Whether the wgmma kernel was asked for by name: the decode knobs default off then
+// (k:013 has no split or packed rows), and refuse to be set.
+bool wgmma_asked(const CompileState& s) {
+  return s.knobs.has("ATTN_MMA") && s.knobs.get_str("ATTN_MMA", "") == "wgmma";
+}
+// STAGE_OUTPUT=1 copies O out as one head's contiguous rows: the decode forms default off.
+bool staged_output(const CompileState& s) { return s.knobs.get_int("STAGE_OUTPUT", 0) != 0; }
+int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
+  if (!attention_is_decode(a) || wgmma_asked(s) || staged_output(s) || !a.group.is_const())
+    return 0;
+  return a.group.const_value() > 1 ? 1 : 0;
+}
+}  // namespace
+
+bool attention_wants_mma_sync(const CompileState& s) {
+  if (!s.graph.attention()) return false;
+  return attention_is_decode(AttentionLoops(s.graph)) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
+         s.knobs.get_int("GQA_PACK", 0) != 0;
+}
+
+int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
+  if (!attention_is_decode(a) || wgmma_asked(s)) return 64;
+  const int64_t pack = s.knobs.has("GQA_PACK") ? (s.knobs.get_int("GQA_PACK", 0) != 0)
+                                               : default_pack(s, a);
+  const int64_t group = pack && a.group.is_const() ? a.group.const_value() : 1;
+  const int64_t rows = a.Sq.const_value() * group;
+  // Above D = 128 a thread's O and Q fragments take ~200 registers: a one-warp CTA, which
+  // copies all of Q and K/V alone, spilled 124-192 B at D = 256 (NVRTC 13.0); four warps
+  // of 16 rows (the prefill tile) share the copies and do not.
+  if (a.D.is_const() && a.D.const_value() > 128) return 64;
+  return std::min<int64_t>(64, std::max<int64_t>(16, cdiv(rows, 16) * 16));
+}
+
+int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m) {
+  const int64_t base = default_block_n(a);
+  if (!attention_is_decode(a) || wgmma_asked(s) || !a.D.is_const()) return base;
+  const int64_t warps = s.knobs.has("WARPS") ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                                             : std::clamp<int64_t>(block_m / 16, 1, 8);
+  const int64_t cap = std::max<int64_t>(16, 16 * 8 * 32 * warps / a.D.const_value() / 16 * 16);
+  return std::min(base, cap);
+}
+
+AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,
+                                 int64_t block_n, const ProgramBase* p) {
+  AttentionDecode d;
+  d.block_n = block_n;
+  const bool pack = s.knob("GQA_PACK", default_pack(s, a)) != 0;
+  if (pack) {
+    if (!a.group.is_const())
+      throw Error("GQA_PACK=1 packs the Hq/Hkv query heads of a KV head into a CTA's rows "
+                  "and needs that ratio as a number; it is " + a.group.str() +
+                  ": use GQA_PACK=0 or numeric head counts");
+    d.pack = a.group.const_value();
+  }
+  // The default split: 1 unless decode with numeric B, heads and Sk. Then enough splits
+  // that the grid fills about one wave of resident CTAs (SMs x the CTAs per SM the
+  // shared memory allows) — decode is bound by the bytes of K and V, and what keeps
+  // DRAM busy is enough copies in flight on every SM — but no split shorter than
+  // kMinSplitBlocks key blocks, whose fixed costs (Q's load, the partial's store, one
+  // more combine term) would outweigh its keys.
+  constexpr int64_t kMinSplitBlocks = 4;
+  int64_t def = 1;
+  const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.Sk), D = known(a.D);
+  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
+    const int64_t rows = a.Sq.const_value() * d.pack;
+    const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
+    const int64_t smem = (block_m + 4 * block_n) * *D * 2 + 1024;
+    const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
+    const int64_t wave = int64_t(s.target.sm_count) * per_sm;
+    const int64_t most = std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks);
+    def = std::clamp<int64_t>(cdiv(wave, ctas), 1, std::min<int64_t>(most, 128));
+  }
+  d.splits = s.knob("SPLIT_KV", def);
+  if (d.splits < 1)
+    throw Error("SPLIT_KV=" + std::to_string(d.splits) + ": the key blocks of a query block "
+                "are split over 1 (no split) or more CTAs");
+  if ((d.splits > 1 || pack) && wgmma_asked(s))
+    throw Error(std::string(d.splits > 1 ? "SPLIT_KV" : "GQA_PACK") +
+                " is built for attention's mma.sync kernel (k:012), and ATTN_MMA=wgmma asks "
+                "for the wgmma kernel: use ATTN_MMA=mma_sync, or drop " +
+                (d.splits > 1 ? "SPLIT_KV" : "GQA_PACK"));
+  const Expr key_blocks = ceil_div(a.Sk, Expr(block_n));
+  if (Sk) {
+    // No split starts past the last key block (SPLIT_KV above the block count is clamped).
+    const int64_t nkb = cdiv(*Sk, block_n);
+    const int64_t per = cdiv(nkb, std::min(d.splits, std::max<int64_t>(1, nkb)));
+    d.splits = std::max<int64_t>(1, cdiv(nkb, per));
+    d.split_blocks = Expr(per);
+  } else {
+    d.split_blocks = ceil_div(key_blocks, Expr(d.splits));
+  }
+  s.used_knobs["SPLIT_KV"] = std::to_string(d.splits);  // as clamped
+  if (p && d.split()) {
+    for (const TensorDecl& t : p->tensors) {
+      if (t.role != TensorRole::Temp) continue;
+      if (d.part_o.empty() && t.name.rfind("attn_part_o", 0) == 0) d.part_o = t.name;
+      if (d.part_lse.empty() && t.name.rfind("attn_part_lse", 0) == 0) d.part_lse = t.name;
+    }
+    LOOM_CHECK(!d.part_o.empty() && !d.part_lse.empty(), "l:005 declares the split workspace");
+  }
+  return d;
+}
+
+void declare_split_workspace(const AttentionLoops& a, AttentionDecode& d, ProgramBase& p) {
+  TensorDecl o;
+  o.name = fresh_tensor_name(p, "attn_part_o");
+  o.dtype = DType::F32;
+  o.shape = {a.B, a.Hq, a.Sq, Expr(d.splits), a.D};
+  o.role = TensorRole::Temp;
+  p.tensors.push_back(o);
+  TensorDecl l = o;
+  l.name = fresh_tensor_name(p, "attn_part_lse");
+  l.shape = {a.B, a.Hq, a.Sq, Expr(d.splits)};
+  p.tensors.push_back(l);
+  d.part_o = o.name;
+  d.part_lse = l.name;
+}
+
+Block finish_split_row(const AttentionLoops& a, const AttentionDecode& d, Block row,
+                       const Expr& b, const Expr& h, const Expr& i, const Expr& sp) {
+  const Expr dd = Expr::var("d");
+  row.push_back(Stmt::Compute("m_ln", ScalarOp::Mul, {val("m"), Operand::constant(M_LN2)}));
+  row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
+  row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m_ln"), val("log_l")}));
+  row.push_back(Stmt::Write(d.part_lse, {b, h, i, sp}, val("lse_i")));
+  Block empty = {Stmt::For("d", a.D, LoopKind::Parallel, "d",
+                           {Stmt::Write(d.part_o, {b, h, i, sp, dd}, Operand::constant(0.0))}),
+                 Stmt::Write(d.part_lse, {b, h, i, sp}, Operand::constant(kNegInf))};
+  Block cell = guarded(d.has_keys(a, i, sp), std::move(row));
+  Block none = guarded(d.split_empty(a, i, sp), std::move(empty));
+  cell.insert(cell.end(), none.begin(), none.end());
+  return cell;
+}
+
+// 1. m = max over the splits holding keys of the row of their LSE (finite: split 0 holds
+//    key 0, which every row with keys keeps).
+// 2. Per d: Σ w_s O_s[d] and Σ w_s, w_s = exp(LSE_s - m); out = the ratio.
+// 3. LSE = m + log Σ w_s. A row with no key: O = 0, LSE = -inf.
+Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, bool tiled) {
+  const Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), sp = Expr::var("sp"),
+             dd = Expr::var("d");
+  const Tier grid = tiled ? Tier::Grid : Tier::None;
+  const std::vector<Expr> at = {b, h, i, sp};
+  const Expr holds = d.has_keys(a, i, sp);
+  Block max_of = guarded(holds, {Stmt::Load("x", d.part_lse, at),
+                                 Stmt::Accum("m", val("x"), ScalarOp::Max)});
+  Block sum_of = guarded(holds, weight(d, at));
+  if (!sum_of.empty()) {
+    Block& in = sum_of.back().kind == StmtKind::If ? sum_of.back().body : sum_of;
+    in.push_back(Stmt::Accum("l", val("w")));
+  }
+  Block term = weight(d, at);
+  term.push_back(Stmt::Load("o", d.part_o, {b, h, i, sp, dd}));
+  term.push_back(Stmt::Compute("wo", ScalarOp::Mul, {val("w"), val("o")}));
+  term.push_back(Stmt::Accum("acc", val("wo")));
+  Block per_d = {
+      Stmt::Init("acc", 0.0),
+      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp", guarded(holds, std::move(term))),
+      Stmt::Compute("y", ScalarOp::Div, {val("acc"), val("l")}),
+      Stmt::Write("out", {b, h, i, dd}, val("y")),
+  };
+  Block row = {
+      Stmt::Init("m", kNegInf),
+      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp", std::move(max_of)),
+      Stmt::Init("l", 0.0),
+      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp", std::move(sum_of)),
+      Stmt::For("d", a.D, LoopKind::Parallel, "d", std::move(per_d),
+                tiled ? Tier::Thread : Tier::None),
+  };
+  if (a.lse) {
+    row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
+    row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m"), val("log_l")}));
+    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
+  }
+  Block empty = {Stmt::For("d", a.D, LoopKind::Parallel, "d",
+                           {Stmt::Write("out", {b, h, i, dd}, Operand::constant(0.0))},
+                           tiled ? Tier::Thread : Tier::None)};
+  if (a.lse) empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
+  Block cell = guarded(a.has_keys(i), std::move(row));
+  Block none = guarded(a.empty_row(i), std::move(empty));
+  cell.insert(cell.end(), none.begin(), none.end());
+  return {Stmt::For("i", a.Sq, LoopKind::Parallel, "i",
+                    {Stmt::For("h", a.Hq, LoopKind::Parallel, "h",
+                               {Stmt::For("b", a.B, LoopKind::Parallel, "b", std::move(cell), grid)},
+                               grid)},
+                    grid)};
+}
+
+// One CTA per (i, h, b), thread d: every thread forms the row's max and weights itself
+// (S loads of one LSE each, broadcast through L1), then its own d; thread 0 writes LSE.
+KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
+                                  const KernelProgram& p) {
+  const Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), sp = Expr::var("sp"),
+             dd = Expr::var("d");
+  const TensorDecl &po = p.tensor(d.part_o), &pl = p.tensor(d.part_lse);
+  const Expr lse_at = flat(pl, {b, h, i, sp});
+  const Expr holds = d.has_keys(a, i, sp);
+  auto w_of = [&] {
+    return Block{Stmt::Load("x", d.part_lse, {lse_at}),
+                 Stmt::Compute("x_m", ScalarOp::Sub, {val("x"), val("m")}),
+                 Stmt::Compute("w", ScalarOp::Exp, {val("x_m")})};
+  };
+  Block term = w_of();
+  term.push_back(Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}));
+  term.push_back(Stmt::Compute("wo", ScalarOp::Mul, {val("w"), val("o")}));
+  term.push_back(Stmt::Accum("acc", val("wo")));
+  term.push_back(Stmt::Accum("l", val("w")));
+  const Expr out_at = flat(p.tensor("out"), {b, h, i, dd});
+  Block row = {
+      Stmt::Init("m", kNegInf),
+      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp",
+                guarded(holds, {Stmt::Load("x", d.part_lse, {lse_at}),
+                                Stmt::Accum("m", val("x"), ScalarOp::Max)})),
+      Stmt::Init("l", 0.0),
+      Stmt::Init("acc", 0.0),
+      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp", guarded(holds, std::move(term))),
+      Stmt::Compute("y", ScalarOp::Div, {val("acc"), val("l")}),
+      Stmt::Write("out", {out_at}, val("y")),
+  };
+  Block empty = {Stmt::Write("out", {out_at}, Operand::constant(0.0))};
+  if (a.lse) {
+    const Expr at = flat(p.tensor(kLseTensor), {b, h, i});
+    row.push_back(Stmt::If(dd < 1, {Stmt::Compute("log_l", ScalarOp::Log, {val("l")}),
+                                    Stmt::Compute("lse_i", ScalarOp::Add, {val("m"), val("log_l")}),
+                                    Stmt::Write(kLseTensor, {at}, val("lse_i"))}));
+    empty.push_back(Stmt::If(dd < 1, {Stmt::Write(kLseTensor, {at}, Operand::constant(kNegInf))}));
+  }
+  KernelOp k;
+  k.name = "k_attention_combine";
+  k.grid[0] = a.Sq;
+  k.grid[1] = a.Hq;
+  k.grid[2] = a.B;
+  k.block_threads = int(a.D.const_value());
+  // __launch_bounds__(D, 1): without a minimum NVRTC's ptxas (13.0) capped this kernel at
+  // 32 registers and spilled 8 B (the same quirk as k:012's MIN_BLOCKS comment).
+  k.min_blocks_per_sm = 1;
+  k.body = {Stmt::Let("i", Expr::var("blockIdx.x")), Stmt::Let("h", Expr::var("blockIdx.y")),
+            Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("d", Expr::var("threadIdx.x"))};
+  Block cell = guarded(a.has_keys(i), std::move(row));
+  Block none = guarded(a.empty_row(i), std::move(empty));
+  k.body.insert(k.body.end(), cell.begin(), cell.end());
+  k.body.insert(k.body.end(), none.begin(), none.end());
+  for (const std::string& t : {d.part_o, d.part_lse, std::string("out")}) k.params.push_back(t);
+  if (a.lse) k.params.push_back(kLseTensor);
+  for (const auto& sym : p.symbols) k.params.push_back(sym);
+  return k;
+}
+
+}  // namespace loom

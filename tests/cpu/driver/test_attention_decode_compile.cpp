@@ -1,0 +1,54 @@
+// Every kernel of the GPU decode cases (tests/gpu/attention_decode_cases.h: SPLIT_KV's
+// split kernel and combine, GQA_PACK's packed rows) compiles with NVRTC for sm_80 and
+// sm_90a, and ptxas spills nothing.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "nvrtc_check.h"
+
+#include "../../gpu/attention_decode_cases.h"
+
+namespace loom {
+namespace {
+
+TEST(AttentionDecodeCompile, EveryCaseBothArchs) {
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (const auto& c : attention_test::decode_cases()) {
+      SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      CompileResult r;
+      try {
+        r = nvrtc_check::compile_source(p.cuda, arch, "attention_decode.cu");
+      } catch (const Error& e) {
+        FAIL() << e.what() << "\n" << p.cuda;
+      }
+      if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache left no ptxas report";
+      nvrtc_check::expect_no_spills(p, r);
+    }
+}
+
+// The split kernel's parts: the split's Lets, the f32 partial stores, the combine kernel
+// (a programmatic dependent on sm_90a), and GQA_PACK's per-row heads in Q's copy.
+TEST(AttentionDecodeCompile, SourceHasBothKernels) {
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(
+      attention_test::expr(1, 32, 8, 1, 8192, 128, "true", "bf16", true), opt);
+  for (const char* part : {"k_attention(", "k_attention_combine(", "griddepcontrol",
+                           "attn_part_o", "attn_part_lse"})
+    EXPECT_NE(p.cuda.find(part), std::string::npos) << part << "\n" << p.cuda;
+  EXPECT_EQ(p.state.used_knobs.at("GQA_PACK"), "1");
+  EXPECT_EQ(p.state.used_knobs.at("BLOCK_M"), "16");
+  EXPECT_NE(p.state.used_knobs.at("SPLIT_KV"), "1");
+}
+
+}  // namespace
+}  // namespace loom

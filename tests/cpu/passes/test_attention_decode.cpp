@@ -1,0 +1,227 @@
+// Decode attention (attention_decode.h): SPLIT_KV (the key blocks of each query block
+// split over CTAs, partial O and LSE combined by attention_combine) and GQA_PACK (a KV
+// head's query heads packed into one CTA's rows). Every pass from l:005 on, run on the CPU
+// interpreter, computes what l:000's naive loop form computes — O and LSE — for odd Sk,
+// Sk not a multiple of the split, Sq in {1, 4, 7}, Sq > Sk (rows with no key, and splits
+// with no key of a row), the three masks, GQA 32/8 and MQA, with and without LSE. The
+// kernel level runs per lane, both kernels (the split one and the combine).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attention_exprs.h"
+#include "pass_check.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+using attention_test::attention;
+using attention_test::kMasks;
+
+CompileState check_decode(const std::string& expr, const std::string& knobs, uint64_t seed,
+                          const std::string& arch = "sm_90a",
+                          const std::map<std::string, int64_t>& sizes = {}) {
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
+  Bindings inputs, reference;
+  inputs.symbols = sizes;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (const auto& p : pipeline()) {
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (reference.tensors.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      reference = inputs;
+      interpret(s.loop, reference);
+      continue;
+    }
+    if (print_level(s, p.to) == before) continue;
+    Bindings got = inputs;
+    switch (p.to) {
+      case Level::Loop: interpret(s.loop, got); break;
+      case Level::Tile: interpret(s.tile, got); break;
+      case Level::Kernel: interpret(s.kernel, got); break;
+      case Level::Graph: break;
+    }
+    passcheck::expect_outputs_close(p.to == Level::Kernel ? static_cast<const ProgramBase&>(s.kernel)
+                                                          : static_cast<const ProgramBase&>(s.loop),
+                                    got, reference, out, "after " + p.id);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_EQ(s.level, Level::Kernel);
+  return s;
+}
+
+std::string used(const CompileState& s, const std::string& k) {
+  auto it = s.used_knobs.find(k);
+  return it == s.used_knobs.end() ? "" : it->second;
+}
+
+// Split-KV over the masks: Sk = 37 and 100 (ragged last block; 7 blocks of 16 in 3 splits
+// of 3, 3, 1), Sq 1, 4 and 7, Sq > Sk (bottom-right: rows with no key at all, and rows
+// whose keys all lie in the first splits), with and without LSE.
+TEST(AttentionDecode, SplitKvMasksAndLengths) {
+  const int lengths[][2] = {{1, 37}, {4, 100}, {7, 100}, {7, 5}, {4, 37}};
+  uint64_t seed = 1;
+  for (const char* causal : kMasks)
+    for (auto [sq, sk] : lengths)
+      for (bool lse : {true, false}) {
+        const CompileState s = check_decode(attention(4, 2, sq, sk, 16, causal, "bf16", lse),
+                                            "SPLIT_KV=3,BLOCK_N=16,GQA_PACK=0", seed++);
+        if (sk > 32) {
+          EXPECT_EQ(used(s, "SPLIT_KV"), "3");
+          EXPECT_EQ(s.kernel.kernels.size(), 2u);
+        }
+      }
+}
+
+// The workspace itself: a split that holds no key of a row writes O = 0 and LSE = -inf
+// for it, at every level (the combine skips such a split by its index condition, so the
+// outputs alone cannot tell), and every other partial is finite. Rows of a CTA that keep
+// no key of its split while other rows do are the case a kernel gets wrong by forming
+// -inf - -inf (Sq = 7, Sk = 100, 3 splits of 48 keys: causal row 0 keeps keys < 94, so
+// split 2, keys 96..99, holds none of its keys).
+TEST(AttentionDecode, WorkspaceOfEmptySplits) {
+  const int64_t Sq = 7, Sk = 100, per_split = 48;
+  for (const char* causal : kMasks)
+    for (int64_t sq : {Sq, int64_t(110)}) {
+      SCOPED_TRACE(std::string(causal) + " Sq=" + std::to_string(sq));
+      CompileState s;
+      s.graph = parse_expression(attention(4, 2, int(sq), int(Sk), 16, causal));
+      s.knobs = Knobs::parse("SPLIT_KV=3,BLOCK_N=16,GQA_PACK=0,ATTN_MMA=mma_sync");
+      s.target = Target::for_arch("sm_90a");
+      Bindings inputs;
+      for (const auto& p : pipeline()) {
+        p.run(s);
+        if (inputs.tensors.empty() && s.level == Level::Loop) make_random_inputs(s.loop, inputs, 7);
+      }
+      auto keys = [&](int64_t i) -> int64_t {
+        if (std::string(causal) == "false") return Sk;
+        if (std::string(causal) == "top_left") return std::min(Sk, i + 1);
+        return std::max<int64_t>(0, i + 1 + Sk - sq);
+      };
+      for (int level = 0; level < 3; ++level) {
+        Bindings got = inputs;
+        if (level == 0) {
+          // The loop form l:005 left; the later levels keep its workspace names.
+          CompileState l;
+          l.graph = s.graph;
+          l.knobs = s.knobs;
+          l.target = s.target;
+          for (const auto& p : pipeline())
+            if (p.to == Level::Loop) p.run(l);
+          interpret(l.loop, got);
+        } else if (level == 1) {
+          interpret(s.tile, got);
+        } else {
+          interpret(s.kernel, got);
+        }
+        const HostTensor& o = got.tensors.at("attn_part_o");
+        const HostTensor& lse = got.tensors.at("attn_part_lse");
+        ASSERT_EQ(lse.shape, (std::vector<int64_t>{1, 4, sq, 3}));
+        int bad = 0;
+        for (int64_t h = 0; h < 4; ++h)
+          for (int64_t i = 0; i < sq; ++i)
+            for (int64_t sp = 0; sp < 3; ++sp) {
+              const bool empty = sp * per_split >= keys(i);
+              const double x = lse.data[size_t((h * sq + i) * 3 + sp)];
+              bool ok = empty ? (std::isinf(x) && x < 0) : std::isfinite(x);
+              for (int64_t d = 0; d < 16; ++d) {
+                const double v = o.data[size_t(((h * sq + i) * 3 + sp) * 16 + d)];
+                ok = ok && (empty ? v == 0.0 : std::isfinite(v));
+              }
+              if (!ok && bad++ < 5)
+                ADD_FAILURE() << "level " << level << " h " << h << " i " << i << " split " << sp
+                              << (empty ? " (no key)" : "") << ": lse " << x;
+            }
+      }
+    }
+}
+
+// A symbolic key length: the split's blocks per split are ceil(ceil(S / BLOCK_N) / 3)
+// at run time, and a split past the end of a short S holds no key (S = 20: two blocks of
+// 16 in three splits of one; the third writes O = 0 and LSE = -inf and is skipped).
+TEST(AttentionDecode, SymbolicKeyLength) {
+  const std::string e = "attention(Q[1,4,3,16]:bf16, K[1,2,S,16]:bf16, V[1,2,S,16]:bf16, "
+                        "causal=";
+  uint64_t seed = 80;
+  for (const char* causal : kMasks)
+    for (int64_t sk : {20, 37, 100})
+      check_decode(e + causal + ", lse=true)", "SPLIT_KV=3,BLOCK_N=16", seed++, "sm_90a",
+                   {{"S", sk}});
+}
+
+// More splits than key blocks are clamped (5 blocks: SPLIT_KV=8 runs 5 splits of one).
+TEST(AttentionDecode, SplitKvClampedToKeyBlocks) {
+  const CompileState s = check_decode(attention(2, 1, 1, 70, 16, "true"),
+                                      "SPLIT_KV=8,BLOCK_N=16", 11);
+  EXPECT_EQ(used(s, "SPLIT_KV"), "5");
+  ASSERT_EQ(s.kernel.kernels.size(), 2u);
+  EXPECT_EQ(s.kernel.kernels[1].name, "k_attention_combine");
+  // On sm_90a the combine waits for the split kernel as its programmatic dependent.
+  EXPECT_TRUE(s.kernel.kernels[1].wait_prior_grid);
+  EXPECT_TRUE(s.kernel.kernels[0].trigger_dependents);
+}
+
+// GQA packing, alone and with splits: 32 query heads on 8 KV heads (rows = Sq x 4), MQA
+// (4 query heads on one: Sq 7 x 4 = 28 rows in one 32-row tile of two warps), f16.
+TEST(AttentionDecode, GqaPacking) {
+  uint64_t seed = 40;
+  for (const char* causal : kMasks) {
+    check_decode(attention(32, 8, 1, 37, 16, causal), "GQA_PACK=1,SPLIT_KV=1,BLOCK_N=16", seed++);
+    check_decode(attention(32, 8, 4, 45, 16, causal, "f16"), "GQA_PACK=1,SPLIT_KV=2,BLOCK_N=16",
+                 seed++);
+    check_decode(attention(4, 1, 7, 37, 32, causal), "GQA_PACK=1,SPLIT_KV=3,BLOCK_N=16", seed++);
+    check_decode(attention(4, 1, 7, 5, 16, causal, "bf16", true, 2),
+                 "GQA_PACK=1,SPLIT_KV=1,BLOCK_N=16", seed++);
+  }
+}
+
+// The decode defaults: on sm_90a a decode shape takes the mma.sync kernel, packs GQA
+// rows (BLOCK_M = Sq x group rounded to m16 atoms) and splits the keys; KV_STAGES=1 and
+// the sm_80 target too.
+TEST(AttentionDecode, Defaults) {
+  const CompileState s = check_decode(attention(8, 2, 4, 600, 32, "true"), "", 60);
+  EXPECT_EQ(used(s, "ATTN_MMA"), "mma_sync");
+  EXPECT_EQ(used(s, "GQA_PACK"), "1");
+  EXPECT_EQ(used(s, "BLOCK_M"), "16");
+  EXPECT_EQ(s.kernel.kernels.size(), 2u);
+  check_decode(attention(8, 2, 4, 300, 32, "true"), "KV_STAGES=1", 61);
+  check_decode(attention(4, 4, 1, 300, 32, "false"), "", 62, "sm_80");
+  // Not decode (Sq > 64): the wgmma kernel as before, no split, no packing.
+  CompileState big;
+  big.graph = parse_expression(attention(4, 2, 65, 300, 64, "false"));
+  big.target = Target::for_arch("sm_90a");
+  for (const auto& p : pipeline()) p.run(big);
+  EXPECT_EQ(used(big, "ATTN_MMA"), "wgmma");
+  EXPECT_EQ(big.kernel.kernels.size(), 1u);
+}
+
+void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch("sm_90a");
+  try {
+    for (const auto& p : pipeline()) p.run(s);
+    ADD_FAILURE() << "accepted " << expr << " with " << knobs;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionDecode, KnobErrors) {
+  const std::string e = attention(4, 2, 4, 100, 64, "false");
+  expect_error(e, "ATTN_MMA=wgmma,SPLIT_KV=2", "use ATTN_MMA=mma_sync, or drop SPLIT_KV");
+  expect_error(e, "ATTN_MMA=wgmma,GQA_PACK=1", "use ATTN_MMA=mma_sync, or drop GQA_PACK");
+  expect_error(e, "SPLIT_KV=2,STAGE_OUTPUT=1,GQA_PACK=0", "SPLIT_KV writes f32 partials");
+  expect_error(e, "SPLIT_KV=1,STAGE_OUTPUT=1,GQA_PACK=1", "use STAGE_OUTPUT=0, or GQA_PACK=0");
+}
+
+}  // namespace
+}  // namespace loom

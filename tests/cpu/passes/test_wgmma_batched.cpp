@@ -1,0 +1,94 @@
+// Batched GEMMs on the Hopper path (ATOM=wgmma_*): rank-3 TMA boxes of one batch entry
+// (a box never straddles entries, so a ragged edge zero-fills per entry), and the
+// persistent walk of t:027 over (batch, tile) work units. After every pass the program
+// runs on the interpreter and is compared with the naive Loop IR, over ragged M, N, K and
+// batch counts 1, 3 and 7, both dtypes and both majornesses of B.
+#include <gtest/gtest.h>
+
+#include "passes/pipeline.h"
+#include "pass_check.h"
+
+namespace loom {
+namespace {
+
+// Small tiles keep the interpreter fast: one 64 x 64 atom per warpgroup, BK = one span.
+const std::string kSmall = "WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2";
+const std::string kPersistent = kSmall + ",WARP_SPECIALIZE=1,PERSISTENT=1";
+
+Target small_gpu(int sms) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = sms;
+  return t;
+}
+
+// The lets of the kernel's persistent loop, by name.
+std::map<std::string, std::string> persistent_lets(const KernelOp& k) {
+  std::map<std::string, std::string> out;
+  walk(k.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::For && s.axis == "persistent")
+      for (const Stmt& x : s.body)
+        if (x.kind == StmtKind::Let) out.emplace(x.var, x.value.str());
+  });
+  return out;
+}
+
+TEST(WgmmaBatched, EveryPassMatchesTheReferenceOverBatchCounts) {
+  // One CTA per (batch, tile): the box [1, rows, cols] of entry b; M and N ragged, so the
+  // last tile of each entry reads past its rows (zero-filled, never the next entry's).
+  for (int batch : {1, 3, 7}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const std::string b = std::to_string(batch);
+    passcheck::check_every_pass("bmm(A[" + b + ",70,64]:bf16, B[" + b + ",64,72]:bf16)",
+                                Knobs::parse("ATOM=wgmma_bf16," + kSmall), 41 + batch);
+  }
+  passcheck::check_every_pass("bmm(A[3,64,96]:f16, B[3,100,96]:f16.T)",
+                              Knobs::parse("ATOM=wgmma_f16," + kSmall), 47);
+}
+
+TEST(WgmmaBatched, PersistentWalksBatchAndTilesTogether) {
+  // 3 entries x 2 x 2 tiles = 12 work units on a 5-SM target: one grid of 5 CTAs, whose
+  // walks cross entry boundaries (CTA 1 takes units 1, 6, 11: entries 0, 1, 2). Before
+  // the fold the batch stayed a grid loop: 3 x 4 CTAs, each entry's own persistent grid.
+  CompileState s = passcheck::check_every_pass(
+      "bmm(A[3,100,192]:bf16, B[3,192,120]:bf16)", Knobs::parse("ATOM=wgmma_bf16," + kPersistent),
+      53, {}, {}, std::nullopt, small_gpu(5));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.grid[0].const_value(), 5);
+  EXPECT_EQ(k.grid[1].const_value(), 1);
+  EXPECT_EQ(k.grid[2].const_value(), 1);
+  const auto lets = persistent_lets(k);
+  ASSERT_TRUE(lets.count("b")) << "no batch Let in the persistent loop";
+  EXPECT_EQ(lets.at("b"), "tile / 4");
+}
+
+TEST(WgmmaBatched, PersistentF16NMajorBWithClustersAndEpilogue) {
+  // f16, B [Bt, K, N] row-major (N-major chunks), a fused bias and relu, 2-CTA clusters
+  // along M sharing B by multicast: the 2 x 2 cluster tiles of 3 entries on 4 SMs (2
+  // clusters).
+  CompileState s = passcheck::check_every_pass(
+      "relu(add(bmm(A[3,128,64]:f16, B[3,64,128]:f16), bias[128]:f16))",
+      Knobs::parse("ATOM=wgmma_f16," + kPersistent + ",CLUSTER_M=2"), 59, {}, {}, std::nullopt,
+      small_gpu(4));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(k.grid[0].const_value(), 4);
+  EXPECT_EQ(k.grid[2].const_value(), 1);
+}
+
+TEST(WgmmaBatched, PersistentWithFewerUnitsThanSms) {
+  // 7 entries of one tile each on 132 SMs: 7 CTAs, one unit each.
+  CompileState s = passcheck::check_every_pass("bmm(A[7,64,64]:bf16, B[7,64,64]:bf16)",
+                                               Knobs::parse("ATOM=wgmma_bf16," + kPersistent), 61);
+  EXPECT_EQ(s.kernel.kernels.at(0).grid[0].const_value(), 7);
+}
+
+TEST(WgmmaBatched, PersistentNeedsAConstantBatch) {
+  const std::string e = passcheck::error_of("bmm(A[Bt,64,64]:bf16, B[Bt,64,64]:bf16)",
+                                            "ATOM=wgmma_bf16," + kPersistent,
+                                            Target::for_arch("sm_90a"));
+  EXPECT_NE(e.find("constant batch count"), std::string::npos) << e;
+  EXPECT_NE(e.find("--dims"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace loom

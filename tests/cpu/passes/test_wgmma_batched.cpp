@@ -82,6 +82,22 @@ TEST(WgmmaBatched, PersistentWithFewerUnitsThanSms) {
   EXPECT_EQ(s.kernel.kernels.at(0).grid[0].const_value(), 7);
 }
 
+TEST(WgmmaBatched, StreamKSplitsUnitsAcrossEntries) {
+  // Stream-K over the folded walk: 3 entries x 2 x 1 tiles of 128 x 64 (2 slabs each) are 6
+  // units on 4 CTAs, no whole wave: 3 slabs per CTA, so units 1 and 4 (entries 0 and 2)
+  // are split and the partial sums meet through the workspace, whose slots no longer
+  // carry a batch dimension (the unit names the entry).
+  CompileState s = passcheck::check_every_pass(
+      "bmm(A[3,200,104]:bf16, B[3,104,56]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,STREAM_K=1"),
+      67, {}, {}, std::nullopt, small_gpu(4));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.grid[0].const_value(), 4);
+  EXPECT_EQ(k.grid[2].const_value(), 1);
+  EXPECT_TRUE(s.kernel.has_tensor("streamk_ws"));
+}
+
 TEST(WgmmaBatched, PersistentNeedsAConstantBatch) {
   const std::string e = passcheck::error_of("bmm(A[Bt,64,64]:bf16, B[Bt,64,64]:bf16)",
                                             "ATOM=wgmma_bf16," + kPersistent,

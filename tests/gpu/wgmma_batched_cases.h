@@ -1,0 +1,53 @@
+// The GPU cases of batched GEMMs on the Hopper path (ATOM=wgmma_*: rank-3 TMA boxes of
+// one batch entry, the persistent walk over (batch, tile) units of t:027), shared by the
+// GPU test (tests/gpu/test_hopper_gemm.cpp, suite Batched) and the CPU test that compiles
+// each for sm_90a without spills (tests/cpu/driver/test_wgmma_batched_compile.cpp).
+// Every operand row is a multiple of 16 bytes (TMA's row stride); M, N and K are ragged
+// against the tile, batch counts odd, so boxes hang over an entry's edges (zero-filled
+// per entry, never the next entry's rows).
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace loom::wgmma_batched_test {
+
+struct Case {
+  std::string expr;
+  std::string knobs;  // "" = the sm_90a defaults (which must choose wgmma)
+};
+
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
+
+// The large schedule (rung 5 of `loom ladder hopper`) with the direct epilogue, BN wide.
+// At BN=256 the direct epilogue's guards spill 24 B where M is ragged, batched or not
+// (matmul(A[1000,512], B[512,776]) too): those cases take BN=128.
+inline std::string persistent(const std::string& dtype, int bn = 256) {
+  return "ATOM=wgmma_" + dtype + ",WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
+         ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,"
+         "EPILOGUE=direct";
+}
+
+inline std::vector<Case> cases() {
+  return {
+      // The defaults: attention-shaped f16 (512 units in 2-CTA clusters), a ragged bf16
+      // batch of 7 (M = 1000, N = 296 against 128 x 256 tiles).
+      {"bmm(A[64,512,64]:f16, B[64,64,512]:f16)", ""},
+      {"bmm(A[7,1000,200]:bf16, B[7,200,296]:bf16)", ""},
+      // Batch counts 1, 3, 7; fewer units than SMs; a capped grid whose CTAs walk across
+      // entries (21 units on 5 CTAs); K-major B with a ragged K (264: a 8-deep last slab).
+      {"bmm(A[1,1000,512]:bf16, B[1,512,776]:bf16)", persistent("bf16", 128)},
+      {"bmm(A[3,300,256]:bf16, B[3,256,200]:bf16)", persistent("bf16", 128)},
+      {"bmm(A[7,300,264]:f16, B[7,200,264]:f16.T)", persistent("f16", 128) + ",PERSISTENT_CTAS=5"},
+      // 2-CTA clusters sharing B by multicast, a cluster half past M (700 rows), a fused
+      // bias and relu, 8 CTAs over 5 x 3 x 3 cluster units.
+      {"relu(add(bmm(A[5,700,512]:f16, B[5,512,520]:f16), bias[520]:f16))",
+       persistent("f16", 128) + ",CLUSTER_M=2,PERSISTENT_CTAS=8"},
+      // An f32 output; ping-pong consumers over the folded walk.
+      {"bmm(A[3,256,128]:bf16, B[3,128,264]:bf16, out=f32)", persistent("bf16")},
+      {"bmm(A[5,384,256]:bf16, B[5,256,520]:bf16)",
+       persistent("bf16") + ",PERSISTENT_CTAS=7,CONSUMERS=pingpong"},
+  };
+}
+
+}  // namespace loom::wgmma_batched_test

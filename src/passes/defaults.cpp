@@ -25,7 +25,7 @@ Gemm gemm_of(const Graph& g) {
     for (const auto& d : n.shape) s.known &= !d.is_sym();
     s.known &= !a.shape.back().is_sym();
     if (!s.known) return s;
-    s.batch = r == 3 ? n.shape[0].value : 1;
+    for (size_t i = 0; i + 2 < r; ++i) s.batch *= n.shape[i].value;  // rank 4: B x H
     s.M = n.shape[r - 2].value;
     s.N = n.shape[r - 1].value;
     s.K = a.shape.back().value;

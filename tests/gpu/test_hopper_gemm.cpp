@@ -232,5 +232,23 @@ TEST_P(GpuBatchedGemm, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Batched, GpuBatchedGemm, ::testing::ValuesIn(wgmma_batched_test::cases()));
 
+// Shared operands and rank 4 on mma.sync and SIMT.
+class GpuBatchedOtherPaths : public ::testing::TestWithParam<wgmma_batched_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuBatchedOtherPaths, MatchesFp64Reference) {
+  const wgmma_batched_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 37;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(BatchedOtherPaths, GpuBatchedOtherPaths,
+                         ::testing::ValuesIn(wgmma_batched_test::other_path_cases()));
+
 }  // namespace
 }  // namespace loom

@@ -1,5 +1,6 @@
-// The GPU cases of batched GEMMs on the Hopper path (ATOM=wgmma_*: rank-3 TMA boxes of
-// one batch entry, the persistent walk over (batch, tile) units of t:027), shared by the
+// The GPU cases of batched GEMMs on the Hopper path (ATOM=wgmma_*: rank-3 and rank-4 TMA
+// boxes of one batch entry, rank-2 maps for an operand shared by every entry, the
+// persistent walk over (batch, tile) units of t:027), shared by the
 // GPU test (tests/gpu/test_hopper_gemm.cpp, suite Batched) and the CPU test that compiles
 // each for sm_90a without spills (tests/cpu/driver/test_wgmma_batched_compile.cpp).
 // Every operand row is a multiple of 16 bytes (TMA's row stride); M, N and K are ragged
@@ -47,6 +48,29 @@ inline std::vector<Case> cases() {
       {"bmm(A[3,256,128]:bf16, B[3,128,264]:bf16, out=f32)", persistent("bf16")},
       {"bmm(A[5,384,256]:bf16, B[5,256,520]:bf16)",
        persistent("bf16") + ",PERSISTENT_CTAS=7,CONSUMERS=pingpong"},
+      // An operand shared by every entry (a rank-2 tensor map, boxes without the batch):
+      // B, then A against a K-major batched B; B multicast within 2-CTA clusters.
+      {"matmul(A[5,700,512]:bf16, W[512,520]:bf16)", persistent("bf16", 128)},
+      {"matmul(W[300,256]:f16, B[7,200,256]:f16.T)", persistent("f16", 128)},
+      {"matmul(A[3,512,256]:f16, W[256,512]:f16)", persistent("f16") + ",CLUSTER_M=2"},
+      // Rank 4 (B, H, M, K) x (B, H, K, N): rank-4 boxes, ragged N; and against a shared
+      // weight.
+      {"matmul(A[2,3,300,128]:bf16, B[2,3,128,264]:bf16)", persistent("bf16", 128)},
+      {"matmul(A[2,5,256,128]:f16, W[128,384]:f16)", persistent("f16")},
+      // The defaults of the bench's rank-4 and broadcast shapes.
+      {"matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)", ""},
+      {"matmul(A[16,1024,1024]:bf16, W[1024,1024]:bf16)", ""},
+  };
+}
+
+// Broadcast and rank 4 on the paths before wgmma (mma.sync, SIMT): the GPU test only.
+inline std::vector<Case> other_path_cases() {
+  return {
+      {"matmul(A[5,300,256]:bf16, W[256,200]:bf16)", "ATOM=mma_bf16"},
+      {"matmul(W[300,256]:f16, B[3,200,256]:f16.T)", "ATOM=mma_f16"},
+      {"matmul(A[2,3,129,72]:f16, B[2,3,72,100]:f16)", "ATOM=mma_f16"},
+      {"matmul(A[2,3,129,72]:f32, B[2,3,72,100]:f32)", ""},
+      {"matmul(W[129,72]:f32, B[4,72,100]:f32)", ""},
   };
 }
 

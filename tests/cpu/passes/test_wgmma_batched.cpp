@@ -1,8 +1,9 @@
 // Batched GEMMs on the Hopper path (ATOM=wgmma_*): rank-3 TMA boxes of one batch entry
 // (a box never straddles entries, so a ragged edge zero-fills per entry), and the
-// persistent walk of t:027 over (batch, tile) work units. After every pass the program
-// runs on the interpreter and is compared with the naive Loop IR, over ragged M, N, K and
-// batch counts 1, 3 and 7, both dtypes and both majornesses of B.
+// persistent walk of t:027 over (batch, tile) work units; an operand shared by every
+// entry (a rank-2 map) and rank 4's two batch dims. After every pass the program runs on
+// the interpreter and is compared with the naive Loop IR, over ragged M, N, K and batch
+// counts 1, 3 and 7, both dtypes and both majornesses of B.
 #include <gtest/gtest.h>
 
 #include "passes/pipeline.h"
@@ -96,6 +97,62 @@ TEST(WgmmaBatched, StreamKSplitsUnitsAcrossEntries) {
   EXPECT_EQ(k.grid[0].const_value(), 4);
   EXPECT_EQ(k.grid[2].const_value(), 1);
   EXPECT_TRUE(s.kernel.has_tensor("streamk_ws"));
+}
+
+// The box rank of each operand's tensor map, by tensor.
+std::map<std::string, size_t> box_ranks(const KernelOp& k) {
+  std::map<std::string, size_t> out;
+  for (const TmaDescriptor& d : k.tma) out[d.tensor] = d.box.size();
+  return out;
+}
+
+TEST(WgmmaBatched, BroadcastOperandsEveryPassMatches) {
+  // A weight shared by every entry: its tensor map is rank 2 (TMA strides must be positive,
+  // so no stride-0 batch dim) and its boxes ignore the batch; the batched operand's are
+  // rank 3. Both sides, persistent over 3 x 1 x 2 units on 4 SMs, ragged M and N.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[3,70,64]:bf16, W[64,72]:bf16)", Knobs::parse("ATOM=wgmma_bf16," + kPersistent),
+      71, {}, {}, std::nullopt, small_gpu(4));
+  auto ranks = box_ranks(s.kernel.kernels.at(0));
+  EXPECT_EQ(ranks.at("A"), 3u);
+  EXPECT_EQ(ranks.at("W"), 2u);
+  EXPECT_EQ(s.kernel.kernels.at(0).grid[0].const_value(), 4);
+  s = passcheck::check_every_pass("matmul(W[70,64]:f16, B[3,100,64]:f16.T)",
+                                  Knobs::parse("ATOM=wgmma_f16," + kPersistent), 73, {}, {},
+                                  std::nullopt, small_gpu(4));
+  ranks = box_ranks(s.kernel.kernels.at(0));
+  EXPECT_EQ(ranks.at("W"), 2u);
+  EXPECT_EQ(ranks.at("B"), 3u);
+  // Not persistent: one CTA per (entry, tile), the batch on blockIdx.z.
+  passcheck::check_every_pass("matmul(A[3,70,64]:bf16, W[64,72]:bf16)",
+                              Knobs::parse("ATOM=wgmma_bf16," + kSmall), 79);
+}
+
+TEST(WgmmaBatched, Rank4EveryPassMatches) {
+  // (B, H, M, K) x (B, H, K, N): two batch dims, each a Let of the walk's unit (b0 outer),
+  // rank-4 boxes with a box variable per batch dim; 2 x 3 x (2 x 2 tiles) = 24 units on 5 SMs.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[2,3,70,64]:bf16, B[2,3,64,72]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16," + kPersistent), 83, {}, {}, std::nullopt, small_gpu(5));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.grid[0].const_value(), 5);
+  EXPECT_EQ(box_ranks(k).at("A"), 4u);
+  const auto lets = persistent_lets(k);
+  ASSERT_TRUE(lets.count("b0") && lets.count("b1"));
+  EXPECT_EQ(lets.at("b1"), "tile / 4 % 3");
+  EXPECT_EQ(lets.at("b0"), "tile / 12");
+  // A rank-4 batch against a shared weight, f16, one CTA per unit.
+  passcheck::check_every_pass("matmul(A[2,3,64,64]:f16, W[64,64]:f16)",
+                              Knobs::parse("ATOM=wgmma_f16," + kSmall), 89);
+}
+
+TEST(WgmmaBatched, BroadcastAndRank4OnTheOtherPaths) {
+  // mma.sync (cp.async slabs) and SIMT read a shared operand without the batch index too.
+  passcheck::check_every_pass(
+      "matmul(A[3,40,32]:f16, W[32,24]:f16)",
+      Knobs::parse("ATOM=mma_f16,WM=1,WN=1,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=2"), 97);
+  passcheck::check_every_pass("matmul(W[20,16]:f32, B[2,3,16,12]:f32)",
+                              Knobs::parse("BM=8,BN=8,FM=2,FN=2,BK=8"), 101);
 }
 
 TEST(WgmmaBatched, PersistentNeedsAConstantBatch) {

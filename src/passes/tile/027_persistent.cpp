@@ -119,8 +119,8 @@ void make_persistent(TileOp& op, int64_t sms) {
 
 Pass pass_persistent() {
   return Pass{"t:027_persistent", Level::Tile, Level::Tile,
-              "with PERSISTENT=1 the grid is min(tiles, SMs) CTAs, each looping over tiles "
-              "cta, cta + P, ... below its thread tiers",
+              "with PERSISTENT=1 the grid is min(units, SMs) CTAs, each looping over units "
+              "cta, cta + P, ... below its thread tiers; a unit is a tile of one batch entry",
               {"PERSISTENT", "PERSISTENT_CTAS"},
               [](CompileState& s) {
                 if (s.knob("PERSISTENT", 0) == 0) return;

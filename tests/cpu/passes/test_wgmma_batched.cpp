@@ -16,12 +16,6 @@ namespace {
 const std::string kSmall = "WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2";
 const std::string kPersistent = kSmall + ",WARP_SPECIALIZE=1,PERSISTENT=1";
 
-Target small_gpu(int sms) {
-  Target t = Target::for_arch("sm_90a");
-  t.sm_count = sms;
-  return t;
-}
-
 // The lets of the kernel's persistent loop, by name.
 std::map<std::string, std::string> persistent_lets(const KernelOp& k) {
   std::map<std::string, std::string> out;
@@ -52,7 +46,7 @@ TEST(WgmmaBatched, PersistentWalksBatchAndTilesTogether) {
   // the fold the batch stayed a grid loop: 3 x 4 CTAs, each entry's own persistent grid.
   CompileState s = passcheck::check_every_pass(
       "bmm(A[3,100,192]:bf16, B[3,192,120]:bf16)", Knobs::parse("ATOM=wgmma_bf16," + kPersistent),
-      53, {}, {}, std::nullopt, small_gpu(5));
+      53, {}, {}, std::nullopt, passcheck::sm90a_with_sms(5));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.grid[0].const_value(), 5);
   EXPECT_EQ(k.grid[1].const_value(), 1);
@@ -69,11 +63,22 @@ TEST(WgmmaBatched, PersistentF16NMajorBWithClustersAndEpilogue) {
   CompileState s = passcheck::check_every_pass(
       "relu(add(bmm(A[3,128,64]:f16, B[3,64,128]:f16), bias[128]:f16))",
       Knobs::parse("ATOM=wgmma_f16," + kPersistent + ",CLUSTER_M=2"), 59, {}, {}, std::nullopt,
-      small_gpu(4));
+      passcheck::sm90a_with_sms(4));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.cluster[0], 2);
   EXPECT_EQ(k.grid[0].const_value(), 4);
   EXPECT_EQ(k.grid[2].const_value(), 1);
+}
+
+TEST(WgmmaBatched, PingPongConsumersTakeAlternateUnits) {
+  // CONSUMERS=pingpong over the folded walk: 3 entries x 2 x 1 tiles of 64 x 64 per
+  // warpgroup = 6 units on 4 SMs; the warpgroups of CTAs 0 and 1 take units of two
+  // different entries (0 and 4, 1 and 5).
+  passcheck::check_every_pass(
+      "bmm(A[3,100,128]:bf16, B[3,128,64]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,CONSUMERS=pingpong"),
+      107, {}, {}, std::nullopt, passcheck::sm90a_with_sms(4));
 }
 
 TEST(WgmmaBatched, PersistentWithFewerUnitsThanSms) {
@@ -92,7 +97,7 @@ TEST(WgmmaBatched, StreamKSplitsUnitsAcrossEntries) {
       "bmm(A[3,200,104]:bf16, B[3,104,56]:bf16)",
       Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
                    "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,STREAM_K=1"),
-      67, {}, {}, std::nullopt, small_gpu(4));
+      67, {}, {}, std::nullopt, passcheck::sm90a_with_sms(4));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.grid[0].const_value(), 4);
   EXPECT_EQ(k.grid[2].const_value(), 1);
@@ -112,14 +117,14 @@ TEST(WgmmaBatched, BroadcastOperandsEveryPassMatches) {
   // rank 3. Both sides, persistent over 3 x 1 x 2 units on 4 SMs, ragged M and N.
   CompileState s = passcheck::check_every_pass(
       "matmul(A[3,70,64]:bf16, W[64,72]:bf16)", Knobs::parse("ATOM=wgmma_bf16," + kPersistent),
-      71, {}, {}, std::nullopt, small_gpu(4));
+      71, {}, {}, std::nullopt, passcheck::sm90a_with_sms(4));
   auto ranks = box_ranks(s.kernel.kernels.at(0));
   EXPECT_EQ(ranks.at("A"), 3u);
   EXPECT_EQ(ranks.at("W"), 2u);
   EXPECT_EQ(s.kernel.kernels.at(0).grid[0].const_value(), 4);
   s = passcheck::check_every_pass("matmul(W[70,64]:f16, B[3,100,64]:f16.T)",
                                   Knobs::parse("ATOM=wgmma_f16," + kPersistent), 73, {}, {},
-                                  std::nullopt, small_gpu(4));
+                                  std::nullopt, passcheck::sm90a_with_sms(4));
   ranks = box_ranks(s.kernel.kernels.at(0));
   EXPECT_EQ(ranks.at("W"), 2u);
   EXPECT_EQ(ranks.at("B"), 3u);
@@ -133,7 +138,7 @@ TEST(WgmmaBatched, Rank4EveryPassMatches) {
   // rank-4 boxes with a box variable per batch dim; 2 x 3 x (2 x 2 tiles) = 24 units on 5 SMs.
   CompileState s = passcheck::check_every_pass(
       "matmul(A[2,3,70,64]:bf16, B[2,3,64,72]:bf16)",
-      Knobs::parse("ATOM=wgmma_bf16," + kPersistent), 83, {}, {}, std::nullopt, small_gpu(5));
+      Knobs::parse("ATOM=wgmma_bf16," + kPersistent), 83, {}, {}, std::nullopt, passcheck::sm90a_with_sms(5));
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(k.grid[0].const_value(), 5);
   EXPECT_EQ(box_ranks(k).at("A"), 4u);

@@ -21,8 +21,8 @@ struct Case {
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.expr << " knobs " << c.knobs; }
 
 // The large schedule (rung 5 of `loom ladder hopper`) with the direct epilogue, BN wide.
-// At BN=256 the direct epilogue's guards spill 24 B where M is ragged, batched or not
-// (matmul(A[1000,512], B[512,776]) too): those cases take BN=128.
+// At BN=256 the direct epilogue spilled 24 B at M = 1000, K = 512 (N = 768 or 776),
+// batched or not (matmul(A[1000,512], B[512,776]) too): the ragged-M cases take BN=128.
 inline std::string persistent(const std::string& dtype, int bn = 256) {
   return "ATOM=wgmma_" + dtype + ",WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
          ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,"

@@ -129,13 +129,21 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
 
 // A batched 16-bit GEMM (bmm, rank 4) that TMA can load (every operand row a multiple of
 // 16 bytes; rank-3 boxes of one entry, so edge tiles zero-fill per entry) with half a wave
-// of 128x256 (batch, tile) units: the large schedule, its persistent grid walking the
-// units (t:027). Each entry at least 128 x 128, so a 128-row tile is mostly rows of its
-// entry; smaller entries keep mma.sync (unmeasured there). On H100 the mma.sync schedule
-// ran 0.81x cuBLAS on a batch of small f16 matrices and 0.28x on a ragged bf16 batch
-// (2026-11-27, bench/NOTES.md, batched GEMM on wgmma).
+// of 128x256 (batch, tile) units and a K deep enough to hide the tile's epilogue: the large
+// schedule, its persistent grid walking the units (t:027). Each entry at least 128 x 128,
+// so a 128-row tile is mostly rows of its entry; smaller entries keep mma.sync (unmeasured).
+// The K bound, from H100 (2026-11-27, bench/NOTES.md, batched GEMM on wgmma): 32 x 1024^3
+// bf16 ran 0.75x cuBLAS on this schedule against 0.54x on mma.sync, but 64 x 512x512x64
+// f16 (one slab per tile) 0.36x against 0.81x. A persistent tile costs about 10 us of
+// direct epilogue and turnover (48.1 us for 4 rounds of one slab) plus 0.45 us per 64-deep
+// slab (136 us for 8 rounds of 16); the mma.sync schedule's many small CTAs overlap their
+// stores with other CTAs' math and ran 364 TFLOP/s at 1024^3, 0.024 us per K element of
+// a 128x256 tile's work on one SM. Equal at K = 10 / (0.024 - 0.007) ~ 600: from 640 (ten
+// slabs) wgmma. The attention-shaped K = 64 and 128 keep mma.sync.
+constexpr int64_t kBatchedWgmmaMinK = 640;
 static bool wgmma_batched(const Gemm& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
+         s.K >= kBatchedWgmmaMinK &&
          2 * s.batch * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 

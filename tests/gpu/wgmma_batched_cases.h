@@ -31,10 +31,10 @@ inline std::string persistent(const std::string& dtype, int bn = 256) {
 
 inline std::vector<Case> cases() {
   return {
-      // The defaults: attention-shaped f16 (512 units in 2-CTA clusters), a ragged bf16
-      // batch of 7 (M = 1000, N = 296 against 128 x 256 tiles).
-      {"bmm(A[64,512,64]:f16, B[64,64,512]:f16)", ""},
-      {"bmm(A[7,1000,200]:bf16, B[7,200,296]:bf16)", ""},
+      // The defaults: f16 (512 units in 2-CTA clusters), a ragged bf16 batch of 7
+      // (M = 1000, N = 296 against 128 x 256 tiles, K = 776).
+      {"bmm(A[64,512,640]:f16, B[64,640,512]:f16)", ""},
+      {"bmm(A[7,1000,776]:bf16, B[7,776,296]:bf16)", ""},
       // Batch counts 1, 3, 7; fewer units than SMs; a capped grid whose CTAs walk across
       // entries (21 units on 5 CTAs); K-major B with a ragged K (264: a 8-deep last slab).
       {"bmm(A[1,1000,512]:bf16, B[1,512,776]:bf16)", persistent("bf16", 128)},
@@ -57,9 +57,11 @@ inline std::vector<Case> cases() {
       // weight.
       {"matmul(A[2,3,300,128]:bf16, B[2,3,128,264]:bf16)", persistent("bf16", 128)},
       {"matmul(A[2,5,256,128]:f16, W[128,384]:f16)", persistent("f16")},
-      // The defaults of the bench's rank-4 and broadcast shapes.
-      {"matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)", ""},
+      // The defaults of a rank-4 and a broadcast shape, and the explicit schedule on the
+      // bench's attention-shaped rank 4 (K = 128: its default is mma.sync).
+      {"matmul(A[2,8,512,1024]:bf16, B[2,8,1024,512]:bf16)", ""},
       {"matmul(A[16,1024,1024]:bf16, W[1024,1024]:bf16)", ""},
+      {"matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)", persistent("bf16")},
   };
 }
 

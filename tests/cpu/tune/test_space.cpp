@@ -326,9 +326,9 @@ TEST(Space, BatchedShapesSearchTheWgmmaSpace) {
   // bmm, a shared weight and rank 4 on sm_90a: wgmma candidates are built (the space
   // derives from the atom, the batch only multiplies the units), the plain default among
   // them persistent, and the TMA-store epilogue pruned with its reason (2-D outputs only).
-  for (const char* e : {"bmm(A[64,512,64]:f16, B[64,64,512]:f16)",
+  for (const char* e : {"bmm(A[64,512,640]:f16, B[64,640,512]:f16)",
                         "matmul(A[16,1024,1024]:bf16, W[1024,1024]:bf16)",
-                        "matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)"}) {
+                        "matmul(A[2,8,512,1024]:bf16, B[2,8,1024,512]:bf16)"}) {
     SCOPED_TRACE(e);
     SpaceOptions opt;
     opt.max_candidates = 6;

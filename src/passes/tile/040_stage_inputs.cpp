@@ -33,6 +33,7 @@
 // the slabs keep storage order by default (SLAB_KOUTER=0: A_s[BM][BK], B_s[BK][BN] for
 // untransposed operands), the order the fragment loads of k:025 (and later ldmatrix)
 // read. STAGE must be sync or cp_async: the fragments are read from shared slabs.
+#include <algorithm>
 #include <set>
 
 #include "ir/error.h"
@@ -178,6 +179,11 @@ class Stager {
         sp.local.collect_vars(v);
         sl.axis.push_back(sp.local.uses(ki) ? k : axis_of(v));
       }
+      // Dims without a local variable (batch dims: one entry per box) are all `x`; their
+      // box variables need names of their own (x, x1, ..: rank 4's two batch dims).
+      for (size_t d = 0; d < sl.axis.size(); ++d)
+        for (int i = 1; std::count(sl.axis.begin(), sl.axis.begin() + long(d), sl.axis[d]) > 0; ++i)
+          sl.axis[d] = axis_of({}) + std::to_string(i);
       Slab* same = nullptr;
       for (auto& o : slabs)
         if (o.tensor == sl.tensor && o.block.size() == sl.block.size()) {

@@ -73,8 +73,8 @@ void CublasGemm::run(const void* A, const void* B, void* C, cudaStream_t stream)
       p_.in == DType::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float alpha = 1.0f, beta = 0.0f;
   LOOM_CUBLAS(cublasGemmStridedBatchedEx(
-      handle_, opB, opA, N, M, K, &alpha, B, cuda_type(p_.in), ldb, p_.K * p_.N, A,
-      cuda_type(p_.in), lda, p_.M * p_.K, &beta, C, cuda_type(p_.out), N, p_.M * p_.N,
+      handle_, opB, opA, N, M, K, &alpha, B, cuda_type(p_.in), ldb, p_.b_shared ? 0 : p_.K * p_.N,
+      A, cuda_type(p_.in), lda, p_.a_shared ? 0 : p_.M * p_.K, &beta, C, cuda_type(p_.out), N, p_.M * p_.N,
       int(p_.batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -19,9 +19,11 @@ struct GemmProblem {
   DType out = DType::F32;
   bool a_transposed = false;  // A stored [K,M] (row-major) instead of [M,K]
   bool b_transposed = false;  // B stored [N,K] instead of [K,N]
+  // An operand without batch dims, shared by every batch entry (batch stride 0).
+  bool a_shared = false, b_shared = false;
 };
 
-// Operands are contiguous per batch (batch stride M*K, K*N, M*N elements).
+// Operands are contiguous per batch (batch stride M*K, K*N, M*N elements; 0 for a shared one).
 class CublasGemm {
  public:
   explicit CublasGemm(const GemmProblem& p);  // creates the handle and its workspace

@@ -751,14 +751,15 @@ class Renderer {
                            "d_global_to_shared(" + shared_address(s.tensor, s.index.at(0)) +
                            ", &" + cuda_tensor_map_name(s.dst) + ", " + mbar(s);
         if (!always_zero(s.multicast)) {
-          if (s.src_index.size() != 2)
+          if (s.src_index.size() < 2 || s.src_index.size() > 4)
             throw Error("codegen: a multicast TMA load of " + std::to_string(s.src_index.size()) +
-                        " dimensions (Loom's multicast wrapper is 2-D: clusters take 2-D GEMMs)");
+                        " dimensions (Loom's multicast wrappers take 2 to 4: a GEMM's rows and "
+                        "columns under up to two batch dimensions)");
           // A 2-D cluster's mask depends on the CTA's rank digits (k:015: A's cluster row,
           // B's column): an expression, evaluated once per issue.
           const std::string mask = s.multicast.is_const() ? std::to_string(cluster_mask(s))
                                                           : "(" + ix(s.multicast) + ")";
-          call = "loom::tma_load_2d_multicast(" + shared_address(s.tensor, s.index.at(0)) + ", &" +
+          call = "loom::tma_load_" + std::to_string(s.src_index.size()) + "d_multicast(" + shared_address(s.tensor, s.index.at(0)) + ", &" +
                  cuda_tensor_map_name(s.dst) + ", " + mbar(s) + ", (unsigned short)" + mask;
         }
         for (size_t i = s.src_index.size(); i-- > 0;) call += ", int(" + ix(s.src_index[i]) + ")";

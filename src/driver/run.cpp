@@ -39,7 +39,7 @@ GemmProblem gemm_problem(const Graph& g) {
   const Node& b = g.node(mm.inputs[1]);
   GemmProblem p;
   size_t r = mm.shape.size();
-  p.batch = r == 3 ? mm.shape[0].value : 1;
+  for (size_t i = 0; i + 2 < r; ++i) p.batch *= mm.shape[i].value;  // rank 4: B x H
   p.M = mm.shape[r - 2].value;
   p.N = mm.shape[r - 1].value;
   p.K = a.shape.back().value;
@@ -47,6 +47,8 @@ GemmProblem gemm_problem(const Graph& g) {
   p.out = mm.dtype;
   p.a_transposed = a.transposed;
   p.b_transposed = b.transposed;
+  p.a_shared = r > 2 && a.shape.size() == 2;
+  p.b_shared = r > 2 && b.shape.size() == 2;
   return p;
 }
 

@@ -1,5 +1,6 @@
 #include "loom/builder.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -163,14 +164,32 @@ TensorRef GraphBuilder::contract(const std::string& op, const Node& a, const Nod
                 b.name + " is " + dtype_name(b.dtype) +
                 " (both operands must have the same dtype)");
   }
-  size_t r = a.shape.size();
-  if (r == 3 && !(a.shape[0] == b.shape[0])) {
-    throw Error(op + ": batch dimensions differ: " + a_text + " has batch " +
-                a.shape[0].str() + " but " + b_text + " has batch " + b.shape[0].str());
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  // Batch dims: the longer operand's lead; the other's, if any, must be its trailing ones
+  // (numpy's alignment) — an operand without them is shared by every batch entry.
+  const std::vector<Dim>& lead = ra >= rb ? a.shape : b.shape;
+  const size_t nb = std::max(ra, rb) - 2, shorter = std::min(ra, rb) - 2;
+  if (shorter != 0 && shorter != nb) {
+    // [B,H,M,K] x [H,K,N]: the shared operand would repeat every H entries, a batch
+    // stride that is neither one matrix per entry nor zero.
+    throw Error(op + ": " + a_text + " has " + std::to_string(ra - 2) + " batch dims and " +
+                b_text + " " + std::to_string(rb - 2) + "; an operand has all of the result's "
+                "batch dims or none (shared by every batch entry): give both the same batch "
+                "dims, or one none");
   }
-  if (!(a.shape[r - 1] == b.shape[r - 2])) {
+  for (size_t i = 0; i < shorter; ++i) {
+    const Dim& da = a.shape[ra - 3 - i];
+    const Dim& db = b.shape[rb - 3 - i];
+    if (!(da == db)) {
+      throw Error(op + ": batch dimensions differ: " + a_text + " has batch " + da.str() +
+                  " but " + b_text + " has batch " + db.str() +
+                  " (batch dims must be equal; an operand shared by every batch entry leaves "
+                  "them out, e.g. [B,M,K] x [K,N])");
+    }
+  }
+  if (!(a.shape[ra - 1] == b.shape[rb - 2])) {
     throw Error(op + ": inner dimensions differ: " + a_text + " has K=" +
-                a.shape[r - 1].str() + " but " + b_text + " has K=" + b.shape[r - 2].str());
+                a.shape[ra - 1].str() + " but " + b_text + " has K=" + b.shape[rb - 2].str());
   }
   DType dtype = (a.dtype == DType::F32 || a.dtype == DType::TF32) ? DType::F32 : a.dtype;
   if (out) {
@@ -190,8 +209,9 @@ TensorRef GraphBuilder::contract(const std::string& op, const Node& a, const Nod
   n.origin = op;
   n.dtype = dtype;
   n.inputs = {a.id, b.id};
-  n.shape = a.shape;
-  n.shape.back() = b.shape.back();
+  n.shape.assign(lead.begin(), lead.begin() + long(nb));
+  n.shape.push_back(a.shape[ra - 2]);
+  n.shape.push_back(b.shape.back());
   return push(std::move(n));
 }
 
@@ -199,10 +219,10 @@ TensorRef GraphBuilder::matmul(TensorRef a, TensorRef b, std::optional<DType> ou
   const Node& na = contraction_operand(a, "matmul", "A");
   const Node& nb = contraction_operand(b, "matmul", "B");
   size_t ra = na.shape.size(), rb = nb.shape.size();
-  if (ra != rb || (ra != 2 && ra != 3)) {
-    throw Error("matmul: operands must both be rank 2 ([M,K] x [K,N]) or both rank 3 "
-                "(batched [B,M,K] x [B,K,N]); got " + operand_text(na) + " of rank " +
-                std::to_string(ra) + " and " + operand_text(nb) + " of rank " +
+  if (ra < 2 || ra > 4 || rb < 2 || rb > 4) {
+    throw Error("matmul: operands must be of rank 2 to 4 ([M,K] x [K,N] under up to two batch "
+                "dims, e.g. [B,H,M,K] x [B,H,K,N] or [B,M,K] x [K,N]); got " + operand_text(na) +
+                " of rank " + std::to_string(ra) + " and " + operand_text(nb) + " of rank " +
                 std::to_string(rb));
   }
   return contract("matmul", Node(na), Node(nb), operand_text(na), operand_text(nb), out);

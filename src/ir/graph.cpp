@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -179,16 +180,21 @@ void Graph::verify() const {
         if (n.inputs.size() != 2 || n.scalar) fail("a matmul takes two operands");
         const Node& a = operand(0);
         const Node& b = operand(1);
-        size_t r = a.shape.size();
-        if (b.shape.size() != r || (r != 2 && r != 3)) {
+        const size_t ra = a.shape.size(), rb = b.shape.size();
+        if (ra < 2 || ra > 4 || rb < 2 || rb > 4) {
           fail("operands " + shape_str(a.shape) + " and " + shape_str(b.shape) +
-               " are not both rank 2 or both rank 3");
+               " are not of rank 2 to 4");
         }
         if (a.dtype != b.dtype) fail("operand dtypes differ");
-        if (!(a.shape[r - 1] == b.shape[r - 2])) fail("inner dimensions differ");
-        if (r == 3 && !(a.shape[0] == b.shape[0])) fail("batch dimensions differ");
-        std::vector<Dim> expect = a.shape;
-        expect.back() = b.shape.back();
+        if (!(a.shape[ra - 1] == b.shape[rb - 2])) fail("inner dimensions differ");
+        // An operand has all of the result's batch dims or none (shared by every entry).
+        if (ra != rb && std::min(ra, rb) != 2) fail("one operand has some batch dims, not all");
+        for (size_t i = 0; i + 2 < std::min(ra, rb); ++i)
+          if (!(a.shape[ra - 3 - i] == b.shape[rb - 3 - i])) fail("batch dimensions differ");
+        const std::vector<Dim>& lead = ra >= rb ? a.shape : b.shape;
+        std::vector<Dim> expect(lead.begin(), lead.end() - 2);
+        expect.push_back(a.shape[ra - 2]);
+        expect.push_back(b.shape.back());
         if (n.shape != expect) {
           fail("shape " + shape_str(n.shape) + " should be " + shape_str(expect));
         }

@@ -31,7 +31,7 @@ Gemm gemm_of(const Graph& g) {
     for (const auto& d : n.shape) s.known &= !d.is_sym();
     s.known &= !a.shape.back().is_sym();
     if (!s.known) return s;
-    s.batch = r == 3 ? n.shape[0].value : 1;
+    for (size_t i = 0; i + 2 < r; ++i) s.batch *= n.shape[i].value;  // rank 4: B x H
     s.M = n.shape[r - 2].value;
     s.N = n.shape[r - 1].value;
     s.K = a.shape.back().value;
@@ -136,6 +136,26 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
          2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
+// A batched 16-bit GEMM (bmm, rank 4) that TMA can load (every operand row a multiple of
+// 16 bytes; rank-3 boxes of one entry, so edge tiles zero-fill per entry) with half a wave
+// of 128x256 (batch, tile) units and a K deep enough to hide the tile's epilogue: the large
+// schedule, its persistent grid walking the units (t:027). Each entry at least 128 x 128,
+// so a 128-row tile is mostly rows of its entry; smaller entries keep mma.sync (unmeasured).
+// The K bound, from H100 (2026-11-27, bench/NOTES.md, batched GEMM on wgmma): 32 x 1024^3
+// bf16 ran 0.75x cuBLAS on this schedule against 0.54x on mma.sync, but 64 x 512x512x64
+// f16 (one slab per tile) 0.36x against 0.81x. A persistent tile costs about 10 us of
+// direct epilogue and turnover (48.1 us for 4 rounds of one slab) plus 0.45 us per 64-deep
+// slab (136 us for 8 rounds of 16); the mma.sync schedule's many small CTAs overlap their
+// stores with other CTAs' math and ran 364 TFLOP/s at 1024^3, 0.024 us per K element of
+// a 128x256 tile's work on one SM. Equal at K = 10 / (0.024 - 0.007) ~ 600: from 640 (ten
+// slabs) wgmma. The attention-shaped K = 64 and 128 keep mma.sync.
+constexpr int64_t kBatchedWgmmaMinK = 640;
+static bool wgmma_batched(const Gemm& s, int sm_count) {
+  return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
+         s.K >= kBatchedWgmmaMinK &&
+         2 * s.batch * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
+}
+
 // Decode on sm_90a: a few rows (M <= 64) against a weight of N >= 1024 columns, operands
 // TMA can load. wgmma's M is 64 rows per warpgroup, so the GEMM runs swapped (SWAP_AB,
 // l:015): C^T = B^T A^T puts the weight's N on wgmma's M and the small M on its N.
@@ -224,10 +244,11 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t);
 
 // The persistent grid's rounds over 128 x bn tiles: clusters of 2 along M from two waves
 // of tiles up (the rule below), P = the SMs they fill.
+// A batch multiplies both: t:027 walks (batch, tile) units.
 static int64_t persistent_rounds(const Gemm& s, int sm_count, int64_t bn) {
-  const int64_t tiles = ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
+  const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
   const int64_t cm = tiles >= 2 * int64_t(sm_count) ? 2 : 1;
-  const int64_t clusters = (s.M + 128 * cm - 1) / (128 * cm) * ((s.N + bn - 1) / bn);
+  const int64_t clusters = s.batch * ((s.M + 128 * cm - 1) / (128 * cm)) * ((s.N + bn - 1) / bn);
   const int64_t slots = std::max<int64_t>(1, sm_count / cm);
   return (clusters + slots - 1) / slots;
 }
@@ -303,11 +324,11 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
-  if (wgmma_large(s, sm_count)) {
+  if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
     const int64_t bn = tf32 ? 256 : wave_width(s, sm_count);
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
-    const int64_t tiles = ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
+    const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
     if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
     // mainloop. Its first form (2026-11-22) kept the whole 64 KB C tile in shared memory, which cost the
@@ -316,7 +337,8 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     // 128 KB tile did not fit at all. Streamed through 2 strip buffers per consumer
     // warpgroup (EPI_BUFFERS=2, 32 KB for any output type) it keeps STAGES=4 for every K
     // and f32 outputs; 16-bit strips are written with stmatrix. To be confirmed on the GPU.
-    // k:053 takes 2-D outputs whose rows are whole 16-byte units (a tensor map's stride).
+    // k:053 takes 2-D outputs whose rows are whole 16-byte units (a tensor map's stride):
+    // a batch keeps the direct epilogue.
     if (s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
@@ -427,7 +449,8 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
     c.knobs = Knobs::parse("BM=64,BN=64,FM=8,FN=4,BK=16,STAGE=sync,STAGES=2,PAD_SMEM=4,SPLITK=" +
                            std::to_string(S) + ",SPLITK_MODE=" + mode);
     // On sm_90a a 16-bit one takes wgmma with split-K (its schedule: c.wgmma).
-    if (tensor_cores && t.arch == "sm_90a" && wgmma_split_k(s, t.sm_count))
+    if (tensor_cores && t.arch == "sm_90a" &&
+        (wgmma_split_k(s, t.sm_count) || wgmma_batched(s, t.sm_count)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     return c;
   }
@@ -459,11 +482,11 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   if (!c.shape_class.empty()) {
     if (tensor_cores) c.knobs.set("ATOM", mma_atom);
     // On sm_90a a large aligned 16-bit GEMM takes wgmma, and so does one with few tiles
-    // and a long K, split (its schedule: c.wgmma), and a ragged one whose rows TMA cannot
-    // address (wgmma_ragged: the threads fill the slabs).
+    // and a long K, split, and a batch of them (its schedule: c.wgmma), and a ragged one
+    // whose rows TMA cannot address (wgmma_ragged: the threads fill the slabs).
     if (tensor_cores && t.arch == "sm_90a" &&
         (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) ||
-         wgmma_ragged(s, t.sm_count)))
+         wgmma_batched(s, t.sm_count) || wgmma_ragged(s, t.sm_count)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     if (s.in == DType::TF32) set_tf32_atom(c.knobs, s, t);
     return c;

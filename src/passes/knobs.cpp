@@ -202,8 +202,8 @@ const std::vector<KnobDef>& knob_registry() {
        "epilogue runs under the other's math; WARP_SPECIALIZE=1, PERSISTENT=1, WN=1)",
        "k:030_warp_specialize", 0, 0, false, {"cooperative", "pingpong"}}
           .searched(SearchGroup::other, {{"wgmma", {"cooperative", "pingpong"}, 90}}),
-      KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles instead of one "
-       "CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
+      KnobDef{"PERSISTENT", "min(tiles, SMs) CTAs each loop over output tiles (of every batch "
+       "entry) instead of one CTA per tile (0/1; constant shapes)", "t:027_persistent", 0, 1}
           .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
       {"PERSISTENT_CTAS", "CTAs of a persistent grid (0 = the SM count; a multiple of "
        "CLUSTER_M)", "t:027_persistent", 0, 1024},

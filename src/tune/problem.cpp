@@ -19,7 +19,7 @@ TuneProblem tune_problem(const Graph& g) {
                   " has no value (bind it, e.g. --dims " + a.shape.back().sym + "=4096)");
     TuneProblem p;
     size_t r = n.shape.size();
-    p.batch = r == 3 ? n.shape[0].value : 1;
+    for (size_t i = 0; i + 2 < r; ++i) p.batch *= n.shape[i].value;  // rank 4: B x H
     p.M = n.shape[r - 2].value;
     p.N = n.shape[r - 1].value;
     p.K = a.shape.back().value;

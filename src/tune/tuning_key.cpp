@@ -50,13 +50,18 @@ struct Signer {
       case OpKind::Input:
         return input(n, out_roles);
       case OpKind::Matmul: {
-        std::vector<std::string> a(out_roles.begin(), out_roles.end() - 1);
-        a.push_back("K");
-        std::vector<std::string> b(out_roles.begin(), out_roles.end() - 2);
-        b.push_back("K");
-        b.push_back("N");
-        return "matmul(" + input(g.node(n.inputs[0]), a) + ", " + input(g.node(n.inputs[1]), b) +
-               ")" + dt;
+        // An operand without batch dims (shared by every entry) has none in its roles, so
+        // [B,M,K] x [K,N] keys apart from [B,M,K] x [B,K,N].
+        const Node& na = g.node(n.inputs[0]);
+        const Node& nb = g.node(n.inputs[1]);
+        const auto batch_of = [&](const Node& x) {
+          return std::vector<std::string>(out_roles.end() - 2 - long(x.shape.size() - 2),
+                                          out_roles.end() - 2);
+        };
+        std::vector<std::string> a = batch_of(na), b = batch_of(nb);
+        a.insert(a.end(), {"M", "K"});
+        b.insert(b.end(), {"K", "N"});
+        return "matmul(" + input(na, a) + ", " + input(nb, b) + ")" + dt;
       }
       case OpKind::Unary:
         return n.name + "(" + node(g.node(n.inputs[0])) + ")" + dt;

@@ -9,12 +9,14 @@
 // TMA needs every global row to be a multiple of 16 bytes: the odd shapes are odd in tile
 // counts and edges, not in row pitch. SWAP_AB runs decode shapes as C^T = B^T A^T.
 // The TMA-store epilogue's cases (EPILOGUE=tma_store: named barriers, stores overlapping
-// the next tile, boxes clipped at the edges) are in tma_store_cases.h.
+// the next tile, boxes clipped at the edges) are in tma_store_cases.h; the batched ones
+// (rank-3 boxes, the persistent walk over (batch, tile) units) in wgmma_batched_cases.h.
 #include <gtest/gtest.h>
 
 #include "compile_first.h"
 #include "driver/run.h"
 #include "tma_store_cases.h"
+#include "wgmma_batched_cases.h"
 #include "wgmma_rs_cases.h"
 #include "runtime/device.h"
 
@@ -210,6 +212,43 @@ TEST_P(GpuTileTransition, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(TileTransition, GpuTileTransition,
                          ::testing::ValuesIn(tma_store_test::transition_gemm_cases()));
+
+// Batched GEMMs (wgmma_batched_cases.h): the sm_90a defaults and explicit persistent
+// schedules over odd batch counts and ragged entries.
+class GpuBatchedGemm : public ::testing::TestWithParam<wgmma_batched_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuBatchedGemm, MatchesFp64Reference) {
+  const wgmma_batched_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 31;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_NE(r.program.cuda.find("wgmma"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Batched, GpuBatchedGemm, ::testing::ValuesIn(wgmma_batched_test::cases()));
+
+// Shared operands and rank 4 on mma.sync and SIMT.
+class GpuBatchedOtherPaths : public ::testing::TestWithParam<wgmma_batched_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuBatchedOtherPaths, MatchesFp64Reference) {
+  const wgmma_batched_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 37;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(BatchedOtherPaths, GpuBatchedOtherPaths,
+                         ::testing::ValuesIn(wgmma_batched_test::other_path_cases()));
 
 }  // namespace
 }  // namespace loom

@@ -491,6 +491,27 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const loom_tens
       "l"(map), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1)
       : "memory");
 }
+// The same for a batched GEMM's rank-3 and rank-4 boxes (batch coordinates outermost).
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const loom_tensor_map* map,
+                                                      unsigned long long* bar,
+                                                      unsigned short cta_mask, int c0, int c1,
+                                                      int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_4d_multicast(void* dst, const loom_tensor_map* map,
+                                                      unsigned long long* bar,
+                                                      unsigned short cta_mask, int c0, int c1,
+                                                      int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n" ::"r"(smem_addr(dst)),
+      "l"(map), "r"(smem_addr(bar)), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
 
 // ---- thread-block clusters (sm_90+) ------------------------------------------------------
 

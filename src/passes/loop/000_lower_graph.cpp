@@ -5,8 +5,9 @@
 //     operand keeps its storage layout; loads permute the indices instead).
 //  2. Every non-input node becomes a LoopOp over its output shape: batch loops `b`,
 //     then `m`, `n`; a contraction adds the reduce loop `k` around
-//     load/load/multiply/accumulate, an elementwise op loads its operands (broadcast
-//     dimensions index 0) and applies one scalar op.
+//     load/load/multiply/accumulate (an operand without batch dims, shared by every
+//     entry, is read without the batch index), an elementwise op loads its operands
+//     (broadcast dimensions index 0) and applies one scalar op.
 //  3. Results between ops are Temp tensors of the accumulator type (f32), so fusing them
 //     away later removes no rounding the user asked for; the last op writes `out`.
 //  0. A size symbol that a pass of this program would also generate as a name (`m`,
@@ -128,16 +129,17 @@ class Lowering {
     const Node& b = g_.node(n.inputs[1]);
     auto vars = output_vars(n.shape.size());
     std::vector<std::string> batch(vars.begin(), vars.end() - 2);
-    auto with = [&](std::vector<std::string> tail) {
-      auto v = batch;
+    // An operand without batch dims is shared by every batch entry: its index has none.
+    auto with = [&](const Node& in, std::vector<std::string> tail) {
+      std::vector<std::string> v(batch.end() - long(in.shape.size() - 2), batch.end());
       v.insert(v.end(), tail.begin(), tail.end());
       return v;
     };
     std::string va = names_.next("in"), vb = names_.next("in"), prod = names_.next("v"),
                 acc = names_.next("acc");
     Block reduce_body = {
-        Stmt::Load(va, tensor_of_[a.id], operand_index(a, with({"m", "k"}))),
-        Stmt::Load(vb, tensor_of_[b.id], operand_index(b, with({"k", "n"}))),
+        Stmt::Load(va, tensor_of_[a.id], operand_index(a, with(a, {"m", "k"}))),
+        Stmt::Load(vb, tensor_of_[b.id], operand_index(b, with(b, {"k", "n"}))),
         Stmt::Compute(prod, ScalarOp::Mul, {Operand::value(va), Operand::value(vb)}),
         Stmt::Accum(acc, Operand::value(prod)),
     };

@@ -15,12 +15,26 @@
 //     set of threads serves every tile) the cell body is wrapped in
 //     `for t_i in 0..(T - cta + P - 1) / P  # persistent` with `let tile = cta + t_i * P`
 //     and the tile's coordinate Lets moved in after it.
-// Needs constant tile counts (the grid is sized by the SM count at compile time).
+//  3. Batch loops directly above the tiles (bmm's `b`, rank 4's `b0`, `b1`) fold into the
+//     walk: `tile` becomes the linear (batch.., tile) work index over B x T, each batch
+//     variable a Let of it and the tile's coordinate Lets read `tile % T`. A batch left as
+//     a grid loop would launch B x P CTAs for P SMs, B waves of persistent CTAs that
+//     contend for the SMs instead of one walk that fills them once; batch-major order
+//     keeps consecutive CTAs on one batch's A and B slabs (L2 reuse, as GROUP_M does).
+// Needs constant tile and batch counts (the grid is sized by the SM count at compile time).
 #include "ir/error.h"
 #include "passes/passes.h"
 
 namespace loom {
 namespace {
+
+// Loop IR names batch loops `b` (rank 3) or `b0`, `b1`, .. (rank 4 and up), l:000.
+bool is_batch_axis(const std::string& axis) {
+  if (axis.empty() || axis[0] != 'b') return false;
+  for (size_t i = 1; i < axis.size(); ++i)
+    if (axis[i] < '0' || axis[i] > '9') return false;
+  return true;
+}
 
 void make_persistent(TileOp& op, int64_t sms) {
   // The grid nest; the last grid loop is the tiles.
@@ -52,7 +66,21 @@ void make_persistent(TileOp& op, int64_t sms) {
                 "count, sized when compiling); " + op.name + " has " + tile_loop.extent.str() +
                 ": bind the sizes (--dims) or use PERSISTENT=0");
   const int64_t T = tile_loop.extent.const_value();
-  const int64_t P = std::min(T, sms);
+  // The batch loops right above the tiles, outermost first (step 3).
+  size_t top = holders.size() - 1;
+  while (top > 0 && is_batch_axis((*holders[top - 1])[0].axis)) --top;
+  std::vector<Stmt> batch;
+  int64_t work = T;
+  for (size_t i = top; i + 1 < holders.size(); ++i) {
+    const Stmt& l = (*holders[i])[0];
+    if (!l.extent.is_const())
+      throw Error("PERSISTENT=1 walks batch entries and tiles together and needs a constant "
+                  "batch count; " + op.name + "'s batch loop " + l.var + " runs to " +
+                  l.extent.str() + ": bind the sizes (--dims) or use PERSISTENT=0");
+    batch.push_back(l);
+    work *= l.extent.const_value();
+  }
+  const int64_t P = std::min(work, sms);
   // The tile's Lets come first under the tile loop, then the thread tiers.
   Block lets, rest = tile_loop.body;
   while (!rest.empty() && rest.front().kind == StmtKind::Let) {
@@ -67,19 +95,32 @@ void make_persistent(TileOp& op, int64_t sms) {
     cell = &(*cell)[0].body;
   const Expr cta = Expr::var("cta"), ti = Expr::var("t_i");
   Block inner = {Stmt::Let(tile_loop.var, cta + ti * P)};
+  if (!batch.empty()) {
+    // w = ((b0 * E1 + b1) ..) * T + tile: innermost batch loop first.
+    const Expr w = Expr::var(tile_loop.var);
+    Expr rest_w = w / T;
+    for (size_t i = batch.size(); i-- > 0;) {
+      const int64_t e = batch[i].extent.const_value();
+      inner.push_back(Stmt::Let(batch[i].var, i == 0 ? rest_w : rest_w % e));
+      rest_w = rest_w / e;
+    }
+    Block in_tile = lets;
+    substitute_block(in_tile, {{tile_loop.var, w % T}});
+    lets = in_tile;
+  }
   inner.insert(inner.end(), lets.begin(), lets.end());
   inner.insert(inner.end(), cell->begin(), cell->end());
-  *cell = {Stmt::For("t_i", (Expr(T) - cta + Expr(P - 1)) / P, LoopKind::Parallel, "persistent",
-                     inner)};
-  holder = {Stmt::For("cta", Expr(P), LoopKind::Parallel, "tile", rest, Tier::Grid)};
+  *cell = {Stmt::For("t_i", (Expr(work) - cta + Expr(P - 1)) / P, LoopKind::Parallel,
+                     "persistent", inner)};
+  *holders[top] = {Stmt::For("cta", Expr(P), LoopKind::Parallel, "tile", rest, Tier::Grid)};
 }
 
 }  // namespace
 
 Pass pass_persistent() {
   return Pass{"t:027_persistent", Level::Tile, Level::Tile,
-              "with PERSISTENT=1 the grid is min(tiles, SMs) CTAs, each looping over tiles "
-              "cta, cta + P, ... below its thread tiers",
+              "with PERSISTENT=1 the grid is min(units, SMs) CTAs, each looping over units "
+              "cta, cta + P, ... below its thread tiers; a unit is a tile of one batch entry",
               {"PERSISTENT", "PERSISTENT_CTAS"},
               [](CompileState& s) {
                 if (s.knob("PERSISTENT", 0) == 0) return;

@@ -42,6 +42,7 @@
 // transposed while it is written (SLAB_A / SLAB_B = kinner): what tf32 needs, since
 // wgmma reads 32-bit operands K-major only, so with ATOM=wgmma_tf32 and a thread-filled
 // slab kinner is the default for both operands.
+#include <algorithm>
 #include <set>
 
 #include "ir/error.h"
@@ -187,6 +188,11 @@ class Stager {
         sp.local.collect_vars(v);
         sl.axis.push_back(sp.local.uses(ki) ? k : axis_of(v));
       }
+      // Dims without a local variable (batch dims: one entry per box) are all `x`; their
+      // box variables need names of their own (x, x1, ..: rank 4's two batch dims).
+      for (size_t d = 0; d < sl.axis.size(); ++d)
+        for (int i = 1; std::count(sl.axis.begin(), sl.axis.begin() + long(d), sl.axis[d]) > 0; ++i)
+          sl.axis[d] = axis_of({}) + std::to_string(i);
       Slab* same = nullptr;
       for (auto& o : slabs)
         if (o.tensor == sl.tensor && o.block.size() == sl.block.size()) {

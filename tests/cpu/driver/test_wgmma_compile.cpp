@@ -39,6 +39,8 @@ extern "C" __global__ void __launch_bounds__(256) hopper_wrappers(
     loom::setmaxnreg_dec<40>();
     if (threadIdx.x == 128) {
       loom::tma_load_2d_multicast(smem, &map, bar, 0x3, c0, c1);
+      loom::tma_load_3d_multicast(smem, &map, bar, 0x3, c0, c1, 0);
+      loom::tma_load_4d_multicast(smem, &map, bar, 0x3, c0, c1, 0, 1);
       loom::tma_store_2d(&map, smem, c0, c1);
       loom::tma_store_3d(&map, smem, c0, c1, 0);
       loom::bulk_commit_group();

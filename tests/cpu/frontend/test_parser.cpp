@@ -318,13 +318,42 @@ TEST(ParserErrors, BatchDimensionsDiffer) {
   Failure f = fails("bmm(A[8,512,1024]:bf16, B[4,1024,512]:bf16)");
   EXPECT_EQ(f.message,
             "bmm: batch dimensions differ: A[8,512,1024] has batch 8 but B[4,1024,512] has "
-            "batch 4");
+            "batch 4 (batch dims must be equal; an operand shared by every batch entry leaves "
+            "them out, e.g. [B,M,K] x [K,N])");
+  // Rank 4: the dims are compared from the matrix outwards, each named.
+  f = fails("matmul(A[2,3,100,64]:f16, B[2,4,64,72]:f16)");
+  EXPECT_NE(f.message.find("has batch 3 but B[2,4,64,72] has batch 4"), std::string::npos)
+      << f.message;
+  f = fails("matmul(A[5,3,100,64]:f16, B[2,3,64,72]:f16)");
+  EXPECT_NE(f.message.find("has batch 5 but B[2,3,64,72] has batch 2"), std::string::npos)
+      << f.message;
+  // Some batch dims but not all: a batch stride strided GEMMs cannot express.
+  f = fails("matmul(A[2,3,100,64]:f16, B[3,64,72]:f16)");
+  EXPECT_EQ(f.message,
+            "matmul: A[2,3,100,64] has 2 batch dims and B[3,64,72] 1; an operand has all of "
+            "the result's batch dims or none (shared by every batch entry): give both the same "
+            "batch dims, or one none");
+}
+
+TEST(Parser, BroadcastAndRank4Matmul) {
+  // An operand without batch dims is shared by every entry; the result takes the batch.
+  Graph g = parse_expression("matmul(A[8,512,1024]:bf16, W[1024,256]:bf16)");
+  EXPECT_SHAPE(result(g).shape, "8", "512", "256");
+  g = parse_expression("matmul(W[512,1024]:f16, B[8,1024,256]:f16)");
+  EXPECT_SHAPE(result(g).shape, "8", "512", "256");
+  g = parse_expression("matmul(A[B,H,S,D]:bf16, K[B,H,D,S]:bf16)");
+  EXPECT_SHAPE(result(g).shape, "B", "H", "S", "S");
+  g = parse_expression("matmul(A[2,3,100,64]:f16, W[72,64]:f16.T)");
+  EXPECT_SHAPE(result(g).shape, "2", "3", "100", "72");
+  EXPECT_NO_THROW(g.verify());
 }
 
 TEST(ParserErrors, Ranks) {
   Failure f = fails("matmul(A[M]:f32, B[M,N]:f32)");
-  EXPECT_NE(f.message.find("both be rank 2"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("must be of rank 2 to 4"), std::string::npos) << f.message;
   EXPECT_NE(f.message.find("A[M] of rank 1"), std::string::npos) << f.message;
+  f = fails("matmul(A[2,2,2,M,K]:f32, B[K,N]:f32)");
+  EXPECT_NE(f.message.find("A[2,2,2,M,K] of rank 5"), std::string::npos) << f.message;
   f = fails("bmm(A[M,K]:f32, B[K,N]:f32)");
   EXPECT_NE(f.message.find("bmm: operands must both be rank 3"), std::string::npos)
       << f.message;

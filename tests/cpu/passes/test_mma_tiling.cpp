@@ -355,13 +355,13 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
             "wgmma_bf16");
   EXPECT_EQ(resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "mma_bf16");
-  // sm_80 has no wgmma; batches keep mma.sync; rows TMA cannot load (K = 4095) take wgmma
-  // on the threads' copies (STAGE=cp_async); an explicit ATOM=mma_bf16 gets the mma schedule.
-  EXPECT_EQ(resolved(big, "", "sm_80").get_str("ATOM", ""), "mma_bf16");
+  // sm_80 has no wgmma; rows TMA cannot load (K = 4095) take wgmma on the threads' copies
+  // (STAGE=cp_async; batches: BatchedSixteenBitGemmsTakeWgmmaOnSm90a); an explicit
+  // ATOM=mma_bf16 gets the mma schedule.
   Knobs ragged = resolved("matmul(A[4096,4095]:bf16, B[4095,4096]:bf16)", "", "sm_90a");
   EXPECT_EQ(ragged.get_str("ATOM", ""), "wgmma_bf16");
   EXPECT_EQ(ragged.get_str("STAGE", ""), "cp_async");
-  EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)", "", "sm_90a").get_str("ATOM", ""),
+  EXPECT_EQ(resolved(big, "", "sm_80").get_str("ATOM", ""),
             "mma_bf16");
   // An explicit wgmma tile starts from none of the default's organization knobs.
   Knobs tile = resolved(big, "ATOM=wgmma_bf16,WM=1,BN=256", "sm_90a");
@@ -394,6 +394,63 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
   EXPECT_EQ(four.get_int("SPLITK", 0), 3);
   EXPECT_EQ(resolved("matmul(A[256,2048]:bf16, B[2048,256]:bf16)", "", "sm_90a").get_int("SPLITK", 1), 1);
   EXPECT_EQ(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "", "sm_80").get_str("ATOM", ""), "");
+}
+
+TEST(MmaTiling, BatchedSixteenBitGemmsTakeWgmmaOnSm90a) {
+  // A batch of 16-bit GEMMs whose rows TMA can load, each entry at least 128 x 128, K at
+  // least 640, with half a wave of 128x256 (batch, tile) units on the 132-SM target: the
+  // large schedule, persistent over the units (t:027), the direct epilogue (k:053 takes
+  // 2-D outputs).
+  auto resolved = [](const std::string& e, const char* arch = "sm_90a") {
+    Graph g = parse_expression(e);
+    DefaultChoice d = default_knobs(g, Target::for_arch(arch));
+    const std::string atom = d.knobs.get_str("ATOM", "fma");
+    return resolve_knobs(d.knobs, Knobs(), atom.rfind("wgmma_", 0) == 0 ? d.wgmma : d.mma);
+  };
+  const std::string batch = "bmm(A[64,512,640]:f16, B[64,640,512]:f16)";  // 512 units of 128x256
+  Knobs k = resolved(batch);
+  EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
+  EXPECT_EQ(k.get_int("WARP_SPECIALIZE", 0), 1);
+  EXPECT_EQ(k.get_str("EPILOGUE", ""), "direct");
+  EXPECT_EQ(k.get_int("CLUSTER_M", 1), 2);  // 512 units: two waves and more
+  EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_str("ATOM", ""),
+            "wgmma_bf16");
+  EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)").get_str("ATOM", ""),
+            "wgmma_bf16");
+  // Ragged M and N with 16-byte rows (K = 776, N = 296): wgmma, 6 x 8 x 2 units.
+  EXPECT_EQ(resolved("bmm(A[6,1000,776]:bf16, B[6,776,296]:bf16)").get_str("ATOM", ""),
+            "wgmma_bf16");
+  // The tile width counts the batch's units: one 1024^2 entry is one round of either
+  // width (192, as 2-D shapes get), 32 of them 8 rounds of 256 against 12 of 192.
+  EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_int("BN", 0), 256);
+  EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_int("CLUSTER_M", 1), 2);
+  // What keeps mma.sync: sm_80; a row pitch TMA cannot address (K = 1000: 2000 B, but
+  // N = 500: 1000 B); entries under 128 x 128; too few units (2 x 4 x 2 = 16 < 66); a K
+  // under 640 (the attention-shaped 64 x 512x512x64: 0.36x on wgmma, 0.81x on mma.sync,
+  // and rank 4's 8 x 16 x 512x512x128); f32/tf32 operands.
+  EXPECT_EQ(resolved(batch, "sm_80").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("bmm(A[64,512,1000]:f16, B[64,1000,500]:f16)").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("bmm(A[64,64,1024]:f16, B[64,1024,64]:f16)").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("bmm(A[2,512,1024]:bf16, B[2,1024,512]:bf16)").get_str("ATOM", ""), "mma_bf16");
+  EXPECT_EQ(resolved("bmm(A[64,512,64]:f16, B[64,64,512]:f16)").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("bmm(A[64,512,576]:f16, B[64,576,512]:f16)").get_str("ATOM", ""), "mma_f16");
+  EXPECT_EQ(resolved("matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)").get_str("ATOM", ""),
+            "mma_bf16");
+  EXPECT_EQ(resolved("bmm(A[64,512,1024]:f32, B[64,1024,512]:f32)").get_str("ATOM", "fma"), "fma");
+  // A long K that the 2-D rules would split stays one batched schedule: the batch fills the SMs.
+  Knobs long_k = resolved("bmm(A[64,256,4096]:bf16, B[64,4096,256]:bf16)");
+  EXPECT_EQ(long_k.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(long_k.get_int("SPLITK", 1), 1);
+  EXPECT_EQ(long_k.get_int("PERSISTENT", 0), 1);
+  // The batched defaults build to Kernel IR: one grid of min(units, SMs) CTAs.
+  CompileState s;
+  s.graph = parse_expression(batch);
+  s.knobs = k;
+  s.target = Target::for_arch("sm_90a");
+  ASSERT_NO_THROW(run_pipeline(s));
+  EXPECT_EQ(s.kernel.kernels.at(0).grid[0].const_value(), 132);  // 66 clusters of 2 walk 256
+  EXPECT_EQ(s.kernel.kernels.at(0).grid[2].const_value(), 1);
 }
 
 // The Hopper defaults build to Kernel IR (shared memory fits): the TMA-store epilogue

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "driver/compile.h"
+#include "frontend/parser.h"
 #include "h100.h"
 #include "ir/error.h"
 #include "tune/problem.h"
@@ -320,6 +321,35 @@ TEST(Space, SymbolicSizesAreRefused) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--dims"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Space, BatchedShapesSearchTheWgmmaSpace) {
+  // bmm, a shared weight and rank 4 on sm_90a: wgmma candidates are built (the space
+  // derives from the atom, the batch only multiplies the units), the plain default among
+  // them persistent, and the TMA-store epilogue pruned with its reason (2-D outputs only).
+  for (const char* e : {"bmm(A[64,512,640]:f16, B[64,640,512]:f16)",
+                        "matmul(A[16,1024,1024]:bf16, W[1024,1024]:bf16)",
+                        "matmul(A[2,8,512,1024]:bf16, B[2,8,1024,512]:bf16)"}) {
+    SCOPED_TRACE(e);
+    SpaceOptions opt;
+    opt.max_candidates = 6;
+    opt.build_kernels = false;
+    opt.atoms = {e[0] == 'b' ? "wgmma_f16" : "wgmma_bf16"};
+    Space s = generate_space(parse_expression(e), h100(), Target::for_arch("sm_90a"), opt);
+    ASSERT_FALSE(s.kept.empty());
+    bool plain = false;
+    for (const auto& c : s.kept) {
+      EXPECT_EQ(c.knobs.get_str("ATOM", "").rfind("wgmma_", 0), 0u) << c.knobs.str();
+      if (c.plain_default) {
+        plain = true;
+        EXPECT_EQ(c.knobs.get_str("PERSISTENT", ""), "1");
+      }
+    }
+    EXPECT_TRUE(plain);
+    bool tma_store_pruned = false;
+    for (const auto& p : s.pruned) tma_store_pruned |= p.reason.find("batched") != std::string::npos;
+    EXPECT_TRUE(tma_store_pruned);
   }
 }
 

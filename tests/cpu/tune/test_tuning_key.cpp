@@ -51,6 +51,20 @@ TEST(TuningKey, ReadsAsGpuOpAndShape) {
   EXPECT_EQ(key_of("bmm(A[8,64,32]:f16, B[8,32,48]:f16)").shape, "batch=8,M=64,N=48,K=32");
 }
 
+TEST(TuningKey, SharedOperandsAndRank4KeyApart) {
+  // An operand shared by every batch entry has no batch role: its key is not the bmm's
+  // (whose tuned schedule reads one weight per entry).
+  const TuningKey shared = key_of("matmul(A[8,64,32]:bf16, W[32,48]:bf16)");
+  EXPECT_EQ(shared.op, "matmul(bf16[batch,M,K], bf16[K,N]):bf16");
+  EXPECT_EQ(shared.shape, "batch=8,M=64,N=48,K=32");
+  EXPECT_NE(shared, key_of("bmm(A[8,64,32]:bf16, B[8,32,48]:bf16)"));
+  EXPECT_EQ(key_of("matmul(W[64,32]:f16, B[8,48,32]:f16.T)").op,
+            "matmul(f16[M,K], f16[batch,N,K].T):f16");
+  const TuningKey r4 = key_of("matmul(A[2,3,64,32]:f16, B[2,3,32,48]:f16)");
+  EXPECT_EQ(r4.op, "matmul(f16[batch,batch1,M,K], f16[batch,batch1,K,N]):f16");
+  EXPECT_EQ(r4.shape, "batch=2,batch1=3,M=64,N=48,K=32");
+}
+
 TEST(TuningKey, TwoSpellingsShareAKey) {
   // Tensor names, symbols bound by --dims, and linear() against its expansion.
   EXPECT_EQ(key_of("matmul(A[256,128]:f32, B[128,64]:f32)"),

@@ -234,7 +234,7 @@ def decode(args, flush):
                     fns = op = q = k = v = src = dst = None
                     torch.cuda.empty_cache()
     ratios = [r for r, _, _ in summary if r is not None]
-    fracs = [f for f, _, sk in summary if f is not None and sk >= 8192]
+    fracs = [f for _, f, sk in summary if f is not None and sk >= 8192]
     print("# decode summary: %d points, loom/best-SDPA %s, K/V bandwidth / copy (Sk >= 8k) %s"
           % (len(summary),
              "min %.2f median %.2f max %.2f" % (min(ratios), sorted(ratios)[len(ratios) // 2],

@@ -86,9 +86,17 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // and K and V are read once per 192 rows. Taken from 72 to 112 stored columns, where
   // it fits: 72 + 48 accumulators (D = 96) or 64 + 56 (D = 112 at 128 keys, the most its
   // 160 registers hold) plus ~40, the same 160 as at the measured point; D = 80 takes
-  // the measured D = 96 tile (FA3's for every head dim up to 96). Not with ATTN_OVERLAP
-  // (its second S array does not fit 160), nor where BLOCK_M or ATTN_WG is given.
-  const bool fa3_tile = Dp > 64 && Dp <= 112 && !t.overlap;
+  // the measured D = 96 tile (FA3's for every head dim up to 96). D = 128 at 112 keys
+  // (56 + 64 + ~40 = 160): measured on the H100 (2026-11-27, 16k tokens) 0.97x / 1.00x
+  // cuDNN non-causal at seqlen 4k / 16k and 0.93x / 1.02x causal, against 0.87x / 0.84x
+  // and 0.89x / 0.92x for two warpgroups by 128 keys (96 keys: 0.94 / 0.97 / 0.93 / 1.01;
+  // 80: 0.92 / 0.93 / 0.88 / 0.95; a third K/V stage: no gain). D = 64 keeps two
+  // warpgroups (three measured 0.95-1.09x against its 1.04-1.05x). Not with ATTN_OVERLAP
+  // (its second S array does not fit 160), nor where BLOCK_M or ATTN_WG is given, nor
+  // with a given BLOCK_N whose accumulators do not fit 160 registers (two warpgroups
+  // then, as before this tile: an explicit BLOCK_N=176 at D = 128 stays legal).
+  const bool n_fits_wg3 = !s.knobs.has("BLOCK_N") || s.knobs.get_int("BLOCK_N", 0) / 2 + Dp / 2 + 40 <= 160;
+  const bool fa3_tile = Dp > 64 && Dp <= 128 && !t.overlap && n_fits_wg3;
   t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64)
                                          : fa3_tile ? 3 : 2);
   if (t.warpgroups < 1 || t.warpgroups > 3)
@@ -107,8 +115,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
   // Defaults measured on the H100 (docs/attention.md): the producer warpgroup from D = 128
   // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
-  // D = 64 (-6 to -15 %), nor with three consumer warpgroups (160 registers each would
-  // not hold D = 128's accumulators); ATTN_OVERLAP=0 (1 measured slower everywhere).
+  // D = 64 (-6 to -15 %); ATTN_OVERLAP=0 (1 measured slower everywhere).
   // Between the measured dims, by the reason behind them: at D = 64 two CTAs share an SM
   // (80 KiB of shared memory, 122 registers x 256 threads), and the producer's 128 more
   // threads at 168 registers leave room for one; from D = 80 on (stored as 64 + 16
@@ -121,14 +128,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   const bool wg3_tile = fa3_tile && t.warpgroups == 3;
   t.producer =
       s.knob("ATTN_PRODUCER", Dp > 64 && (t.warpgroups < 3 || wg3_tile) ? 1 : 0) != 0;
-  // BLOCK_N: 144 / 128 in the three-warpgroup tile above; otherwise 128 up to 160 stored
+  // BLOCK_N: 144 / 128 / 112 in the three-warpgroup tile above; otherwise 128 up to 160 stored
   // columns, then 64 (32 with ATTN_OVERLAP's second S array), what the registers allow
   // (below). D = 160 at 128 keys keeps 64 + 80 accumulators plus ~72, 216 of the
   // consumers' 240, no spills, and measured 1.08x / 1.17x cuDNN against 64 keys' 1.02x /
   // 1.11x (H100, 16k tokens); 64 stays D = 192's and 256's measured choice (D = 256 at 176
   // accumulators spilled).
   const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64) : 128;
-  t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : 128) : wide_n);
+  t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : Dp <= 112 ? 128 : 112) : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "

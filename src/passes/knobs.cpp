@@ -241,8 +241,8 @@ const std::vector<KnobDef>& knob_registry() {
        "k:013; sm_90a only; the default there for every D that is a multiple of 8 up to 256)",
        "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
       {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
-       "each (BLOCK_M = 64 ATTN_WG; default 2, 3 for D = 72..112 with BLOCK_N 144 up to D = 96, "
-       "128 above: FlashAttention-3's tile)", "k:013_lower_attention_wgmma", 1, 3},
+       "each (BLOCK_M = 64 ATTN_WG; default 2, 3 for D = 72..128 with BLOCK_N 144 up to D = 96, "
+       "128 to D = 112, 112 at D = 128: FlashAttention-3's tile)", "k:013_lower_attention_wgmma", 1, 3},
       {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "
        "24) issues the TMA loads and the consumers hand each K/V slot back through an empty "
        "mbarrier (FlashAttention-3; the default for D > 64 with 1-2 warpgroups); 0 = thread 0 "

@@ -42,7 +42,7 @@ void expect_compiles(const std::string& expr, const std::string& knobs) {
 
 TEST(AttentionWgmmaCompile, Source) {
   const std::string e = attention_test::expr(2, 8, 2, 1000, 1000, 128, "true", "bf16", true);
-  const std::string cu = compile_for(e, "ATTN_MMA=wgmma").cuda;
+  const std::string cu = compile_for(e, "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128").cuda;
   for (const char* part : {"loom::wgmma_m64n128k16_f32_bf16_ss<0, 0>(reinterpret_cast<float (&)[64]>(s_acc), ",
                            "loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, a_,",
                            "loom::pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])",

@@ -140,6 +140,7 @@ TimingOptions plan_timing(RunReport& r, const KernelProgram& kp, const Bindings&
   BenchHeader header = make_bench_header(dev, opt.seed, timing, opt.command_line);
   header.l2 = describe_l2(l2);
   r.header = format_header(header);
+  r.header_fields = header;
   return timing;
 }
 

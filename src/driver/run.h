@@ -44,6 +44,7 @@ struct RunReport {
   std::vector<BackendResult> backends;      // cuBLAS first (the reference), then Loom
   std::vector<KernelReport> kernels;
   std::string header;                       // bench header text
+  BenchHeader header_fields;                // the same header as fields (--json)
 };
 
 // Replace symbolic dims by the values in `sizes`; an unbound symbol is an error that

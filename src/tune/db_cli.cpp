@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "bench/report.h"
+#include "driver/json_output.h"
 #include "ir/error.h"
 #include "tune/database.h"
 #include "tune/shipped.h"
@@ -23,6 +24,8 @@ const char* const kDbUsage =
     "                        an older flushed one); every line is checked and each\n"
     "                        rejected line reported (exit 2; the good lines are imported)\n"
     "  path                  print the database's path\n"
+    "  --json                with list, show, clear, export FILE, import, path: one JSON\n"
+    "                        document on stdout (docs/schema/db.schema.json)\n"
     "Damaged lines found in the database are reported (path:line: why), moved to\n"
     "<db>.rejected, and the command exits 2 after doing its work on the other records.\n";
 
@@ -111,9 +114,50 @@ bool report_damage(const TuningDb& db, size_t& from, std::ostream& err) {
   return true;
 }
 
+Json record_json(const DbEntry& e) {
+  const TuningKey& k = e.key;
+  const TuningRecord& r = e.rec;
+  return {{"key", k.str()},
+          {"gpu", k.gpu},
+          {"sm_count", k.sm_count},
+          {"cuda_runtime", k.cuda_runtime},
+          {"driver", k.driver},
+          {"op", k.op},
+          {"shape", k.shape},
+          {"knobs", r.knobs},
+          {"median_us", r.median_us},
+          {"reference_us", r.cublas_us > 0 ? Json(r.cublas_us) : Json(nullptr)},
+          {"ratio", r.cublas_us > 0 ? Json(r.cublas_us / r.median_us) : Json(nullptr)},
+          {"trials", r.trials},
+          {"l2", r.l2.empty() ? Json(nullptr) : Json(r.l2)},
+          {"timed", r.timed.empty() ? Json(nullptr) : Json(r.timed)},
+          {"date", r.date},
+          {"revision", r.revision},
+          {"note", r.note}};
+}
+
+Json records_json(const std::vector<DbEntry>& entries) {
+  Json a = Json::array();
+  for (const auto& e : entries) a.push_back(record_json(e));
+  return a;
+}
+
+Json problems_json(const std::vector<DbProblem>& problems) {
+  Json a = Json::array();
+  for (const auto& p : problems) a.push_back({{"line", p.line}, {"what", p.what}});
+  return a;
+}
+
 }  // namespace
 
-int db_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int db_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
+  // --json may stand anywhere; the rest is parsed as without it.
+  std::vector<std::string> args;
+  bool json = false;
+  for (const auto& w : words) {
+    if (w == "--json") json = true;
+    else args.push_back(w);
+  }
   if (args.empty()) usage("loom db needs a command");
   const std::string& cmd = args[0];
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
@@ -124,7 +168,19 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (args.size() != 2) usage("loom db " + cmd + " needs " + what);
     return args[1];
   };
+  Json doc = json_document("db");
+  doc["subcommand"] = cmd;
   if (cmd == "list" && args.size() == 2 && args[1] == "--shipped") {
+    if (json) {
+      Json files = Json::array();
+      for (const ShippedDb& s : shipped_dbs())
+        files.push_back({{"file", s.file},
+                         {"records", records_json(s.parsed.entries)},
+                         {"problems", problems_json(s.parsed.problems)}});
+      doc["shipped"] = files;
+      out << json_text(doc);
+      return 0;
+    }
     for (const ShippedDb& s : shipped_dbs()) {
       out << s.file << ": " << s.parsed.entries.size() << " records"
           << (s.parsed.problems.empty() ? "" : " (does not verify: " + problem_text(s.parsed.problems[0]) + ")")
@@ -137,7 +193,12 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (!db.enabled()) throw Error("no tuning database: " + db.disabled_reason());
   if (cmd == "path") {
     if (args.size() != 1) usage("loom db path takes no operand");
-    out << db.path() << "\n";
+    if (json) {
+      doc["path"] = db.path();
+      out << json_text(doc);
+    } else {
+      out << db.path() << "\n";
+    }
     return 0;
   }
   if (!db.refused().empty()) throw Error(db.refused());
@@ -152,27 +213,44 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
   };
   if (cmd == "list") {
     if (args.size() != 1) usage("loom db list takes only --shipped");
-    out << db.path() << ": " << db.entries().size() << " records"
-        << (damaged ? " (and " + std::to_string(db.damage().size()) + " damaged lines or defects, reported on stderr)" : "")
-        << "\n";
-    if (!db.entries().empty()) out << listing(db.entries());
+    if (json) {
+      doc["path"] = db.path();
+      doc["records"] = records_json(db.entries());
+    } else {
+      out << db.path() << ": " << db.entries().size() << " records"
+          << (damaged ? " (and " + std::to_string(db.damage().size()) + " damaged lines or defects, reported on stderr)" : "")
+          << "\n";
+      if (!db.entries().empty()) out << listing(db.entries());
+    }
     note_rejected();
   } else if (cmd == "show") {
-    out << details(pick(db.entries(), operand("a record number or a piece of its key")));
+    const DbEntry& e = pick(db.entries(), operand("a record number or a piece of its key"));
+    doc["path"] = db.path();
+    if (json) doc["record"] = record_json(e);
+    else out << details(e);
     note_rejected();
   } else if (cmd == "clear") {
     if (args.size() != 2 || args[1] != "--yes")
       usage("loom db clear removes all " + std::to_string(db.entries().size()) + " records of " +
             db.path() + ": confirm with `loom db clear --yes` (`loom db export FILE` keeps a copy)");
     size_t n = db.clear();
-    out << "removed " << n << " records from " << db.path() << "\n";
+    doc["path"] = db.path();
+    doc["removed"] = n;
+    if (!json) out << "removed " << n << " records from " << db.path() << "\n";
   } else if (cmd == "export") {
     const std::string& file = operand("a file to write (or - for stdout)");
     if (file == "-") {
+      // The database's own format is the output: a JSON document cannot share stdout.
+      if (json)
+        usage("loom db export - writes the database's own format to stdout; with --json give "
+              "a FILE (or use `loom db list --json` for the records as JSON)");
       out << format_db(db.entries());
     } else {
       db.export_file(file);
-      out << "exported " << db.entries().size() << " records to " << file << "\n";
+      doc["path"] = db.path();
+      doc["file"] = file;
+      doc["exported"] = db.entries().size();
+      if (!json) out << "exported " << db.entries().size() << " records to " << file << "\n";
     }
     if (damaged)
       err << "loom: the export is incomplete: " << db.damage().size() << " damaged lines or defects of "
@@ -181,7 +259,13 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
   } else if (cmd == "import") {
     const std::string& file = operand("a file to read");
     ImportReport r = db.import_file(file);
-    out << "imported from " << file << ": " << r.added << " added, " << r.improved
+    doc["path"] = db.path();
+    doc["file"] = file;
+    doc["added"] = r.added;
+    doc["improved"] = r.improved;
+    doc["kept"] = r.kept;
+    doc["rejected"] = problems_json(r.rejected);
+    if (!json) out << "imported from " << file << ": " << r.added << " added, " << r.improved
         << " faster than the record they replaced, " << r.kept
         << " kept out by a faster record; " << r.rejected.size() << " rejected\n";
     for (const DbProblem& p : r.rejected) err << "loom: rejected " << damage_text(file, p) << "\n";
@@ -191,6 +275,12 @@ int db_command(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   // A change re-reads the file under the lock and may meet damage that appeared since.
   damaged = report_damage(db, reported, err) || damaged;
+  if (json) {
+    // The damage stderr reported, also in the document (exit status 2 as without --json).
+    doc["damaged"] = problems_json(db.damage());
+    doc["ok"] = !damaged;
+    out << json_text(doc);
+  }
   return damaged ? 2 : 0;
 }
 

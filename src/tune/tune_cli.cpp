@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "driver/cli_args.h"
+#include "driver/json_output.h"
 #include "driver/run.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -36,7 +37,9 @@ const char* const kTuneUsage =
     "  --dry-run          build, compile, prune and rank the space; measure nothing (no GPU\n"
     "                     needed) and print the ranking and the pruning reasons\n"
     "  --show-pruned      with --dry-run: every kind of pruning with one example's knobs\n"
-    "  --gpu h100|h200    with --dry-run: the GPU to plan for (default: the one present, else h100)\n";
+    "  --gpu h100|h200    with --dry-run: the GPU to plan for (default: the one present, else h100)\n"
+    "  --json             print one JSON document on stdout instead of the report\n"
+    "                     (docs/cli.md, \"JSON output\"; docs/schema/tune.schema.json)\n";
 
 namespace {
 
@@ -78,6 +81,42 @@ std::vector<std::string> split_commas(const std::string& text) {
   return out;
 }
 
+Json optional_us(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+Json outcome_json(const TuneOutcome& o) {
+  Json j = {{"expression", o.expression}, {"device", o.device}, {"device_name", o.device_name},
+            {"ok", o.error.empty()}};
+  if (!o.error.empty()) j["error"] = o.error;
+  j["best_knobs"] = o.best_knobs;
+  j["best_us"] = o.best_us > 0 ? Json(o.best_us) : Json(nullptr);
+  j["best_l2"] = o.best_l2;
+  j["best_timed"] = o.best_timed;
+  j["default_knobs"] = o.default_knobs;
+  j["default_us"] = optional_us(o.default_us);
+  j["default_note"] = o.default_note;
+  j["confirm_us"] = optional_us(o.confirm_us);
+  j["reference_us"] = optional_us(o.cublas_us);
+  j["confirm_note"] = o.confirm_note;
+  j["flops"] = o.flops;
+  j["candidates"] = o.candidates;
+  j["pruned"] = o.pruned;
+  j["enumerated"] = o.enumerated;
+  j["searched"] = o.searched;
+  j["trials"] = o.search.trials.size();
+  j["seconds"] = o.seconds;
+  Json ranked = Json::array();
+  for (const auto& [knobs, us] : o.ranked) ranked.push_back({{"knobs", knobs}, {"predicted_us", us}});
+  j["ranked"] = ranked;
+  Json pruned = Json::object();
+  for (const auto& [kind, p] : o.pruned_by_reason)
+    pruned[kind] = {{"count", p.count}, {"example_reason", p.example_reason},
+                    {"example_knobs", p.example_knobs}};
+  j["pruned_by_reason"] = pruned;
+  j["recorded"] = o.recorded;
+  j["shipped"] = o.shipped;
+  return j;
+}
+
 }  // namespace
 
 TuneCommand parse_tune_args(const std::vector<std::string>& args) {
@@ -107,6 +146,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     else if (f == "--dry-run") c.options.dry_run = true;
     else if (f == "--gpu") c.options.profile = value();
     else if (f == "--show-pruned") c.options.show_pruned = true;
+    else if (f == "--json") c.json = true;
     else if (f == "--atoms") c.options.atoms = split_commas(value());
     else if (f == "--devices") {
       std::string text = value();
@@ -154,7 +194,14 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "loom tune: " << c.expressions.size() << " expressions, " << c.options.budget.seconds
         << " s each, on " << c.devices.size() << " device(s)\n";
   std::vector<TuneOutcome> outcomes = tune_suite(c.expressions, c.devices, c.options);
-  out << format_tune_report(outcomes);
+  bool all_ok = true;
+  for (const auto& o : outcomes) all_ok = all_ok && o.error.empty();
+  Json doc = json_document("tune", all_ok);
+  doc["dry_run"] = c.options.dry_run;
+  doc["outcomes"] = Json::array();
+  for (const auto& o : outcomes) doc["outcomes"].push_back(outcome_json(o));
+  doc["shipped_export"] = nullptr;
+  if (!c.json) out << format_tune_report(outcomes);
   if (!c.options.export_shipped.empty() && !c.options.dry_run) {
     std::vector<ShippedUpdate> updates;
     // A default that won (default_won: the winner, or no slower re-measured) needs no
@@ -162,14 +209,17 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
     for (const auto& o : outcomes)
       if (o.error.empty() && o.entry) updates.push_back({*o.entry, default_won(o)});
     ShippedExport r = export_shipped(c.options.export_shipped, updates);
-    out << "shipped defaults " << c.options.export_shipped << ": " << r.added << " added, "
+    doc["shipped_export"] = {{"file", c.options.export_shipped}, {"added", r.added},
+                             {"replaced", r.replaced}, {"kept", r.kept}, {"removed", r.removed},
+                             {"skipped", r.skipped}, {"lines", r.lines}};
+    if (!c.json) out << "shipped defaults " << c.options.export_shipped << ": " << r.added << " added, "
         << r.replaced << " replaced, " << r.kept << " kept, " << r.removed << " removed, "
         << r.skipped << " not needed (the default won)\n";
-    for (const auto& line : r.lines) out << "  " << line << "\n";
+    if (!c.json)
+      for (const auto& line : r.lines) out << "  " << line << "\n";
   }
-  for (const auto& o : outcomes)
-    if (!o.error.empty()) return 1;
-  return 0;
+  if (c.json) out << json_text(doc);
+  return all_ok ? 0 : 1;
 }
 
 }  // namespace loom::tune

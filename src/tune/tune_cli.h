@@ -13,6 +13,7 @@ struct TuneCommand {
   std::vector<std::string> expressions;  // -c (repeatable) and the suite file's lines
   std::vector<int> devices = {0};
   TuneOptions options;
+  bool json = false;  // --json: one document on stdout (docs/schema/tune.schema.json)
 };
 
 // Parses the words after `tune`; throws loom::Error naming the bad option and the fix.

@@ -1,15 +1,18 @@
-// The `loom` command. See docs/cli.md.
+// The `loom` command. See docs/cli.md; `loom help COMMAND` lists a command's options
+// (kOptions below is the one list the parser and the help share).
 //
 //   loom compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]
 //                [--target sm_90a|sm_80|..] [--dims M=..,N=..] [-o FILE]
 //   loom run -c EXPR [--check] [--bench] [--knobs ..] [--seed N] [--dims ..] [--reps N]
-//            [--l2 auto|rotate|read|flush|off]
+//            [--l2 auto|rotate|read|flush|off] [--json]
+//   loom ladder NAME [--shape ..] [--dtype ..] [--json] [--plot FILE.svg]
 //   loom demo          what `make run` shows: pipeline, tile IR, CUDA, resources, run
 //   loom passes        the pipeline, with each pass's invariant and knobs
 //   loom knobs         every knob, its range and the pass that reads it
 //   loom device        the GPU Loom would use, or why there is none
 //   loom db ...        the tuning database (src/tune/db_cli.h)
 //   loom tune ...      the tuner (src/tune/tune_cli.h)
+//   loom help [COMMAND], loom --version
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,7 +29,9 @@
 #include "codegen/cuda.h"
 #include "driver/cli_args.h"
 #include "driver/compile.h"
+#include "driver/json_output.h"
 #include "driver/ladder.h"
+#include "driver/ladder_plot.h"
 #include "driver/run.h"
 #include "driver/write_file.h"
 #include "frontend/parser.h"
@@ -38,6 +43,7 @@
 #include "runtime/nvrtc.h"
 #include "passes/bank_conflicts.h"
 #include "tune/db_cli.h"
+#include "tune/db_file.h"
 #include "tune/tune_cli.h"
 #include "tune/tuned_knobs.h"
 #include "tune/worker_main.h"
@@ -46,7 +52,7 @@ namespace loom {
 namespace {
 
 const char* kUsage =
-    "usage: loom <command> [options]\n"
+    "usage: loom <command> [options]        (loom help COMMAND: its options; loom --version)\n"
     "  compile -c EXPR [--ir loop|tile|kernel|cuda] [-v|-vv] [--knobs K=V,..]\n"
     "          [--target sm_90a|sm_80|sm_86|sm_89|sm_90] [--dims M=..,N=..] [-o FILE]\n"
     "          [--cubin FILE]   (also write the NVRTC cubin, e.g. for cuobjdump --dump-sass)\n"
@@ -54,10 +60,11 @@ const char* kUsage =
     "          [--device N]   (CUDA ordinal; default 0)\n"
     "          [--l2 auto|rotate|read|flush|off]   (cold L2 per timed launch: rotated input\n"
     "          sets, or a read or write flush before each; auto rotates inputs under L2, else reads)\n"
+    "          [--json]   (one JSON document on stdout: docs/schema/run.schema.json)\n"
     "          compile and run take the tuning database's knobs for the shape on this GPU\n"
     "          when it has a record (--no-db: never); explicit knobs still win\n"
     "  ladder  sgemm|splitk|swizzle|hgemm|tf32|hopper [--shape MxNxK] [--dtype f16|bf16] [--seed N] [--reps N]\n"
-    "          [--l2 ..]\n"
+    "          [--l2 ..] [--json] [--plot FILE.svg]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  ladder  flash [--shape BxHxSxD] [--dtype bf16|f16] [--causal] [--seed N] [--reps N] [--l2 ..]\n"
     "          the flash-attention articles' progression, verified and timed (FA2 ratio:\n"
@@ -66,20 +73,116 @@ const char* kUsage =
     "  passes  list the pipeline\n"
     "  knobs   list the knobs\n"
     "  device  describe the GPU\n"
-    "  tune    -c EXPR | --suite FILE [--budget S] [--devices 0,1]: search the knobs on the GPU,\n"
-    "          verify every candidate, record the winner (loom tune --help)\n"
-    "  db      list|show|clear|export|import|path: the tuning database (loom db help)\n"
+    "  tune    -c EXPR | --suite FILE [--budget S] [--devices 0,1] [--json]: search the knobs on\n"
+    "          the GPU, verify every candidate, record the winner (loom tune --help)\n"
+    "  db      list|show|clear|export|import|path [--json]: the tuning database (loom db help)\n"
+    "  help    [COMMAND]: this text, or one command's options\n"
     "Knobs also come from LOOM_KNOBS (the command line wins).\n";
 
 constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)";
 
+// Every option of the commands main.cpp parses (tune and db parse their own), with the
+// commands that take it: the parser refuses an option the command does not take, and
+// `loom help COMMAND` lists exactly these, so the help cannot miss an option.
+struct OptionSpec {
+  const char* name;
+  const char* alias;     // another spelling, or ""
+  const char* value;     // the value's placeholder, or "" for a flag
+  const char* commands;  // space-separated
+  const char* help;
+};
+
+const OptionSpec kOptions[] = {
+    // The expression. (Another spelling of the source, e.g. PyTorch code, goes next to it.)
+    {"-c", "--expr", "EXPR", "compile run demo", "the expression to compile (docs/cli.md, \"Expressions\")"},
+    {"--ir", "", "LEVEL", "compile", "what to print: loop, tile, kernel or cuda (default cuda)"},
+    {"--knobs", "", "K=V,..", "compile run demo", "knobs (loom knobs lists them); LOOM_KNOBS too, these win"},
+    {"--target", "", "ARCH", "compile", "sm_90a (default), sm_80, sm_86, sm_89 or sm_90"},
+    {"--dims", "", "M=..,N=..", "compile run", "values of the expression's symbolic dimensions"},
+    {"-o", "", "FILE", "compile", "write the output to FILE instead of stdout"},
+    {"--cubin", "", "FILE", "compile", "also write the NVRTC cubin (for cuobjdump --dump-sass)"},
+    {"-v", "", "", "compile", "the pipeline's passes, knob source and resource report on stderr"},
+    {"-vv", "", "", "compile", "-v, and a diff of every pass that changed the IR"},
+    {"--check", "", "", "run", "verify against the fp64 reference (always done; accepted for scripts)"},
+    {"--bench", "", "", "run", "after verifying, time Loom against cuBLAS (docs/benchmarking.md)"},
+    {"--no-db", "", "", "compile run", "ignore the tuning database (shape-class defaults)"},
+    {"--seed", "", "N", "run ladder", "input data seed (default 1)"},
+    {"--reps", "", "N", "run ladder", "timed repetitions, 1..1000000 (default 50)"},
+    {"--device", "", "N", "run", "CUDA ordinal (default 0)"},
+    {"--l2", "", "MODE", "run ladder",
+     "cold L2 per timed launch: auto (default), rotate, read, flush or off"},
+    {"--shape", "", "MxNxK", "ladder", "the problem (flash: BxHxSxD); default: the ladder's own"},
+    {"--dtype", "", "TYPE", "ladder", "hgemm, hopper: f16 or bf16; flash: bf16 or f16"},
+    {"--causal", "", "", "ladder", "flash: the causal mask"},
+    {"--json", "", "", "run ladder", "print one JSON document on stdout (docs/cli.md, \"JSON output\")"},
+    {"--plot", "", "FILE.svg", "ladder", "draw the steps' TFLOP/s (and ratio to cuBLAS) as an SVG"},
+    {"-h", "--help", "", "compile run demo ladder passes knobs device", "this help"},
+};
+
+struct CommandHelp {
+  const char* name;
+  const char* synopsis;  // after `loom NAME`
+  const char* what;
+};
+
+const CommandHelp kCommands[] = {
+    {"compile", "-c EXPR [options]", "lower an expression to CUDA (or an IR level) and compile it with NVRTC"},
+    {"run", "-c EXPR [options]",
+     "compile, run on the GPU, verify against an fp64 reference; --bench times it against cuBLAS"},
+    {"ladder", "NAME [options]",
+     "run an article's progression of knob sets, each verified and timed; NAME: sgemm, splitk, "
+     "swizzle, hgemm, tf32, hopper or flash"},
+    {"demo", "[-c EXPR] [--knobs K=V,..]", "compile the default GEMM, show every stage, run it when there is a GPU"},
+    {"passes", "", "list the pipeline: each pass, its invariant and its knobs"},
+    {"knobs", "", "list every knob, its range, the pass that reads it, and what loom tune searches"},
+    {"device", "", "describe the GPU Loom would use, or say why there is none"},
+};
+
+bool takes(const OptionSpec& o, const std::string& command) {
+  std::istringstream words(o.commands);
+  for (std::string w; words >> w;)
+    if (w == command) return true;
+  return false;
+}
+
+// `loom help COMMAND` and `loom COMMAND --help`: every option the command takes.
+std::string command_help(const std::string& command) {
+  if (command == "tune") return tune::kTuneUsage;
+  if (command == "db") return tune::kDbUsage;
+  for (const auto& c : kCommands) {
+    if (command != c.name) continue;
+    std::ostringstream o;
+    o << "usage: loom " << c.name << (*c.synopsis ? " " : "") << c.synopsis << "\n  " << c.what << "\n";
+    bool any = false;
+    for (const auto& opt : kOptions) {
+      if (!takes(opt, command)) continue;
+      if (!any) o << "options:\n";
+      any = true;
+      std::string spelled = std::string(opt.name) + (*opt.alias ? std::string(", ") + opt.alias : "") +
+                            (*opt.value ? std::string(" ") + opt.value : "");
+      o << "  " << std::left << std::setw(20) << spelled << " " << opt.help << "\n";
+    }
+    o << "docs/cli.md describes every command.\n";
+    return o.str();
+  }
+  std::string names;
+  for (const auto& c : kCommands) names += std::string(c.name) + ", ";
+  throw Error("no command '" + command + "' to describe; the commands are " + names + "tune and db");
+}
+
+const OptionSpec* find_option(const std::string& f) {
+  for (const auto& o : kOptions)
+    if (f == o.name || (*o.alias && f == o.alias)) return &o;
+  return nullptr;
+}
+
 struct Args {
   std::string command, expr, ir = "cuda", knobs, dims, out_file, cubin_file;
   std::optional<std::string> target;  // given (even as ''): checked, never defaulted
-  std::string ladder, shape, dtype;
+  std::string ladder, shape, dtype, plot_file;
   L2Request l2 = L2Request::automatic;
   int verbose = 0;
-  bool check = false, bench = false, no_db = false, causal = false;
+  bool check = false, bench = false, no_db = false, causal = false, json = false;
   uint64_t seed = 1;
   int reps = 50;
   int device = 0;
@@ -100,9 +203,17 @@ Args parse_args(int argc, char** argv) {
   if (argc < 2) usage_error("missing command");
   a.command = argv[1];
   if (a.command == "-h" || a.command == "--help" || a.command == "help") {
-    std::cout << kUsage;
+    if (argc > 3) usage_error("loom help takes one command name");
+    std::cout << (argc == 3 ? command_help(argv[2]) : kUsage);
     std::exit(0);
   }
+  if (a.command == "--version" || a.command == "version") {
+    std::cout << "loom " << loom_version_text() << "\n";
+    std::exit(0);
+  }
+  bool known = false;
+  for (const auto& c : kCommands) known = known || a.command == c.name;
+  if (!known) usage_error("unknown command '" + a.command + "'");
   OnceOptions once;
   for (int i = 2; i < argc; ++i) {
     std::string f = argv[i];
@@ -120,6 +231,15 @@ Args parse_args(int argc, char** argv) {
         usage_error(e.what());
       }
     };
+    if (a.command == "ladder" && a.ladder.empty() && !f.empty() && f[0] != '-') {
+      a.ladder = f;
+      continue;
+    }
+    const OptionSpec* spec = find_option(f);
+    if (!spec) usage_error("unknown option '" + f + "'");
+    if (!takes(*spec, a.command))
+      throw Error("option " + f + " does not apply to loom " + a.command + ": `loom help " +
+                  a.command + "` lists the options it takes");
     if (f == "-c" || f == "--expr") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();
@@ -134,14 +254,15 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--no-db") a.no_db = true;
     else if (f == "--seed") a.seed = uint64_t(integer(0, std::numeric_limits<int64_t>::max()));
     else if (f == "--reps") a.reps = int(integer(1, kMaxReps));
-    else if (f == "--device" && a.command == "run") a.device = int(integer(0, kMaxDevice));
+    else if (f == "--device") a.device = int(integer(0, kMaxDevice));
     else if (f == "--l2") a.l2 = parse_l2_request(value());
     else if (f == "--shape") a.shape = value();
     else if (f == "--dtype") a.dtype = value();
-    else if (f == "--causal" && a.command == "ladder") a.causal = true;
-    else if (f == "-h" || f == "--help") { std::cout << kUsage; std::exit(0); }
-    else if (a.command == "ladder" && a.ladder.empty() && !f.empty() && f[0] != '-') a.ladder = f;
-    else usage_error("unknown option '" + f + "'");
+    else if (f == "--causal") a.causal = true;
+    else if (f == "--json") a.json = true;
+    else if (f == "--plot") a.plot_file = value();
+    else if (f == "-h" || f == "--help") { std::cout << command_help(a.command); std::exit(0); }
+    else throw Error("internal: option " + f + " is listed but not parsed");
   }
   if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")
     usage_error("--ir must be loop, tile, kernel or cuda (got '" + a.ir + "')");
@@ -268,7 +389,7 @@ int cmd_run(const Args& a) {
   opt.choose_tuned = tune::tuning_db_lookup(!a.no_db);
   RunReport r = run_expression(a.expr, opt);
   for (const auto& n : r.program.notes) std::cerr << "loom: note: " << n << "\n";
-  std::cout << format_run_report(r);
+  std::cout << (a.json ? json_text(run_json(a.expr, r)) : format_run_report(r));
   if (!r.verify.passed) return 2;
   if (r.cublas_verify && !r.cublas_verify->passed) return 3;
   return 0;
@@ -307,23 +428,51 @@ int cmd_ladder(const Args& a) {
   if (a.ladder.empty())
     usage_error("ladder needs a name: sgemm, splitk, swizzle, hgemm, tf32, hopper or flash");
   Ladder l = make_ladder(a.ladder, a.shape, a.dtype, a.causal);
+  // Checked before the steps run: a plot Loom cannot write is known now.
+  if (!a.plot_file.empty()) check_plot_path(a.plot_file);
   RunOptions opt;
   opt.seed = a.seed;
   opt.timing.reps = a.reps;
   opt.l2 = a.l2;
   opt.command_line = a.command_line;
-  std::cout << "ladder " << l.name << ": " << l.expression << " (" << l.steps.size()
-            << " steps, each verified, then timed"
-            << (l.reference.empty() ? "" : " interleaved with " + l.reference) << ")\n"
-            << std::flush;
+  // With --json the progress goes to stderr: stdout holds the document alone.
+  std::ostream& progress = a.json ? std::cerr : std::cout;
+  progress << "ladder " << l.name << ": " << l.expression << " (" << l.steps.size()
+           << " steps, each verified, then timed"
+           << (l.reference.empty() ? "" : " interleaved with " + l.reference) << ")\n"
+           << std::flush;
   auto rows = run_ladder(l, opt, [&](const LadderRow& r) {
     std::string timed = format_us(r.us) + " us";
     if (!l.reference.empty()) timed += ", " + format_ratio(r.cublas_us / r.us) + " " + l.reference;
-    std::cout << "  " << r.step.name << ": "
-              << (r.ok ? timed : "not run: " + r.error.substr(0, r.error.find('\n'))) << "\n"
-              << std::flush;
+    progress << "  " << r.step.name << ": "
+             << (r.ok ? timed : "not run: " + r.error.substr(0, r.error.find('\n'))) << "\n"
+             << std::flush;
   });
+  std::string why;
+  const std::optional<DeviceInfo> dev = probe_device(0, &why);
+  const std::string date = tune::utc_now_iso();
+  std::string plot_error;
+  if (!a.plot_file.empty()) {
+    try {
+      const std::string svg = ladder_svg(l, rows, dev ? dev->name : "no GPU", date);
+      write_file_or_error(a.plot_file, svg, "--plot");
+    } catch (const Error& e) {
+      if (!a.json) throw;
+      plot_error = e.what();
+    }
+  }
+  if (a.json) {
+    Json doc = ladder_json(l, rows, dev, date);
+    if (!plot_error.empty()) {
+      doc["ok"] = false;
+      doc["error"] = plot_error;
+    }
+    std::cout << json_text(doc);
+    if (!plot_error.empty()) std::cerr << "loom: " << printable(plot_error, true) << "\n";
+    return plot_error.empty() ? 0 : 1;
+  }
   std::cout << "\n" << format_ladder(l, rows);
+  if (!a.plot_file.empty()) std::cout << "plot: " << a.plot_file << "\n";
   return 0;
 }
 
@@ -380,6 +529,16 @@ int dispatch(const Args& a) {
   usage_error("unknown command '" + a.command + "'");
 }
 
+// Whether this command line asks for a JSON document: then an error is one too.
+bool wants_json(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string c = argv[1];
+  if (c != "run" && c != "ladder" && c != "tune" && c != "db") return false;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") return true;
+  return false;
+}
+
 }  // namespace
 }  // namespace loom
 
@@ -406,6 +565,15 @@ bool stdout_written() {
 }  // namespace loom
 
 int main(int argc, char** argv) {
+  const bool json = loom::wants_json(argc, argv);
+  // With --json a failure is a document too (ok false, the message), besides stderr.
+  auto fail = [&](const std::string& message) {
+    if (json) {
+      std::cout << loom::json_text(loom::json_error_document(argv[1], message));
+      loom::stdout_written();
+    }
+    return 1;
+  };
   try {
     // The tuner's measurement worker (src/tune/worker.h): started by the tuner, not
     // listed in the usage.
@@ -423,9 +591,9 @@ int main(int argc, char** argv) {
     // Messages quote what the user typed; printable() keeps an ANSI escape or invalid
     // UTF-8 in it from reaching the terminal raw.
     std::cerr << "loom: " << loom::printable(e.what(), true) << "\n";
-    return 1;
+    return fail(e.what());
   } catch (const std::exception& e) {
     std::cerr << "loom: unexpected error: " << loom::printable(e.what(), true) << "\n";
-    return 1;
+    return fail(std::string("unexpected error: ") + e.what());
   }
 }

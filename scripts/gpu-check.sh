@@ -17,7 +17,9 @@ summary=()
 note() { summary+=("$1"); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv > "$OUT/gpu.txt" 2>&1
-if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_PYTHON=ON \
+# The header-only libraries the machine lacks come from .carry/deps (scripts/carry-deps.sh).
+deps=(); [ -d .carry/deps/include ] && deps=(-DLOOM_DEPS_DIR="$PWD/.carry/deps")
+if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_PYTHON=ON "${deps[@]}" \
          -DPython_EXECUTABLE="$(which python3)" -Dnanobind_DIR="$(python3 -m nanobind --cmake_dir)" &&
        cmake --build "$BUILD" -j "$(nproc)"; } > "$OUT/build.log" 2>&1; then
   tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1

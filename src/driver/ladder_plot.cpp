@@ -40,6 +40,10 @@ double nice_step(double top) {
   return 10 * p;
 }
 
+// A white outline under a bar's labels keeps them readable where the reference line
+// crosses them.
+constexpr const char* kHalo = " stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\"";
+
 std::string number(double v) {
   return v >= 100 ? fmt::format("{:.0f}", v) : v >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
 }
@@ -74,7 +78,12 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
   // (rotated so long names stay readable).
   const int n = int(rows.size());
   const int slot = std::clamp(720 / std::max(n, 1), 48, 110);
-  const int left = 80, right = 170, top_margin = 80, plot_h = 360, bottom = 190;
+  // The step names hang below the axis at 35 degrees: about 6.5 px per character across
+  // sin(35) of it downwards.
+  size_t longest = 0;
+  for (const auto& r : rows) longest = std::max(longest, r.step.name.size());
+  const int label_drop = int(double(longest) * 6.5 * 0.574) + 24;
+  const int left = 80, right = 190, top_margin = 80, plot_h = 360, bottom = label_drop + 44;
   const int plot_w = slot * n;
   const int width = left + plot_w + right, height = top_margin + plot_h + bottom;
   auto y_of = [&](double v) { return top_margin + plot_h * (1 - v / y_max); };
@@ -97,7 +106,7 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, y,
                      left + plot_w, y);
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n",
-                     left - 8, y + 4, number(v));
+                     left - 8, y + 4, v == 0 ? std::string("0") : number(v));
   }
   s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/>\n", left, top_margin,
                    left, top_margin + plot_h);
@@ -108,7 +117,20 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
       "(higher is better)</text>\n",
       top_margin + plot_h / 2);
   s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\" text-anchor=\"middle\">step</text>\n",
-                   left + plot_w / 2, height - 12);
+                   left + plot_w / 2, height - 14);
+  // The reference line, under the bars' labels.
+  const int lx = left + plot_w + 16;
+  if (ref_count) {
+    const double y = y_of(ref_tflops);
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#c0392b\" stroke-width=\"2\" "
+        "stroke-dasharray=\"6,4\"/>\n",
+        left, y, left + plot_w, y);
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" fill=\"#c0392b\">{} {} TFLOP/s</text>\n", lx, y - 2,
+                     xml(l.reference), number(ref_tflops));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" fill=\"#c0392b\">(mean of its runs)</text>\n",
+                     lx, y + 11);
+  }
   // Bars.
   for (int i = 0; i < n; ++i) {
     const LadderRow& r = rows[size_t(i)];
@@ -120,12 +142,12 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#4878a8\"><title>{}: "
           "{} TFLOP/s, {} us</title></rect>\n",
           cx - bw / 2, y, bw, top_margin + plot_h - y, xml(r.step.name), number(r.tflops), number(r.us));
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
-                       cx, y - (r.cublas_us > 0 ? 18 : 5), number(r.tflops));
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\"{}>{}</text>\n",
+                       cx, y - (r.cublas_us > 0 ? 18 : 5), kHalo, number(r.tflops));
       if (r.cublas_us > 0)
         s += fmt::format(
-            "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\">{:.2f}x</text>\n",
-            cx, y - 5, r.cublas_us / r.us);
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\"{}>{:.2f}x</text>\n",
+            cx, y - 5, kHalo, r.cublas_us / r.us);
     } else {
       s += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#b00\">not run</text>\n",
@@ -135,22 +157,14 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
         "<text transform=\"translate({:.1f},{}) rotate(-35)\" font-size=\"12\" text-anchor=\"end\">{}</text>\n",
         cx + 4, top_margin + plot_h + 16, xml(r.step.name));
   }
-  // The reference, and the legend.
-  const int lx = left + plot_w + 16;
-  if (ref_count) {
-    const double y = y_of(ref_tflops);
-    s += fmt::format(
-        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#c0392b\" stroke-width=\"2\" "
-        "stroke-dasharray=\"6,4\"/>\n",
-        left, y, left + plot_w, y);
-    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" fill=\"#c0392b\">{} {}</text>\n", lx, y + 4,
-                     xml(l.reference), number(ref_tflops));
-  }
+  // The legend.
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"#4878a8\"/>\n", lx, top_margin);
   s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\">Loom (TFLOP/s)</text>\n", lx + 18, top_margin + 11);
   if (ref_count)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\">1.23x: ratio to {}</text>\n", lx,
-                     top_margin + 30, xml(l.reference));
+    s += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\">0.95x over a bar:</text>\n"
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\">{} time / Loom time</text>\n",
+        lx, top_margin + 30, lx, top_margin + 44, xml(l.reference));
   s += "</svg>\n";
   return s;
 }

@@ -6,6 +6,7 @@
 // validate the measured documents (tests/gpu/test_cli_json.cpp checks their numbers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -229,6 +230,35 @@ TEST(CliJson, DbDocumentsOnATemporaryDatabase) {
   EXPECT_EQ(damaged.rc, 2);
   EXPECT_TRUE(has(damaged.doc, "\"ok\": false")) << damaged.doc;
   EXPECT_TRUE(has(damaged.doc, "\"what\": ")) << damaged.doc;
+}
+
+// scripts/plot_bench.py reads the run documents: a timed one becomes a bar, a failed one a
+// line under the chart, and input with no timed run is a clear error.
+TEST(CliJson, PlotBenchDrawsTheRatioOfRunDocuments) {
+  const std::string dir = temp_dir();
+  const std::string timed =
+      R"j({"loom": "0.9.0", "command": "run", "ok": true, "expression": "matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",)j"
+      R"j( "device": {"name": "NVIDIA H100 80GB HBM3"}, "date": "2026-11-27 15:00:00 UTC", "verify": {"passed": true},)j"
+      R"j( "bench": {"reference": "cuBLAS", "ratio": 1.034}})j";
+  Result failed = shell(kLoom + " run -c 'matmul(A[8,8]:f32, B[8,8]:f32)' --bench --json 2>/dev/null > " + dir + "/failed.json");
+  std::ofstream(dir + "/timed.json") << timed << "\n" << timed << "\n";  // two documents in one file
+  const std::string plot = "python3 " + kSource + "/scripts/plot_bench.py ";
+  Result r = shell(plot + dir + "/timed.json " + dir + "/failed.json -o " + dir + "/b.svg 2>&1");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  std::ifstream f(dir + "/b.svg");
+  std::string svg((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true) << svg;
+  EXPECT_TRUE(has(svg, ">1.03x</text>")) << svg;
+  EXPECT_TRUE(has(svg, "Loom vs cuBLAS per shape")) << svg;
+  if (failed.rc != 0) {
+    EXPECT_TRUE(has(svg, "not drawn: ")) << svg;
+    Result none = shell(plot + dir + "/failed.json -o " + dir + "/c.svg 2>&1");
+    EXPECT_EQ(none.rc, 1) << none.out;
+    EXPECT_TRUE(has(none.out, "nothing to draw: no input has a run timed against a reference")) << none.out;
+  }
+  Result png = shell(plot + dir + "/timed.json -o " + dir + "/b.png 2>&1");
+  EXPECT_EQ(png.rc, 1) << png.out;
+  EXPECT_TRUE(has(png.out, "give FILE.svg")) << png.out;
 }
 
 TEST(CliHelp, EveryCommandHasHelpListingItsOptions) {

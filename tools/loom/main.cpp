@@ -67,6 +67,7 @@ const char* kUsage =
     "          [--l2 ..] [--json] [--plot FILE.svg]\n"
     "          run an article's progression of knob sets, verified and timed vs cuBLAS\n"
     "  ladder  flash [--shape BxHxSxD] [--dtype bf16|f16] [--causal] [--seed N] [--reps N] [--l2 ..]\n"
+    "          [--json] [--plot FILE.svg]\n"
     "          the flash-attention articles' progression, verified and timed (FA2 ratio:\n"
     "          scripts/attention_bench.py --ladder flash)\n"
     "  demo    compile the default GEMM, show every stage, and run it when there is a GPU\n"

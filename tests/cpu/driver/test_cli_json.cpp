@@ -295,6 +295,17 @@ TEST(CliHelp, AnOptionTheCommandDoesNotTakeIsRefused) {
   }
 }
 
+// docs/cli.md opens with the usage: the same text `loom help` prints.
+TEST(CliHelp, TheUsageInDocsIsTheUsageLoomPrints) {
+  std::ifstream f(kSource + "/docs/cli.md");
+  std::string doc((std::istreambuf_iterator<char>(f)), {});
+  const size_t start = doc.find("```\nusage: loom ");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = doc.find("```\n", start + 4);
+  EXPECT_EQ(doc.substr(start + 4, end - start - 4), shell(kLoom + " help").out)
+      << "update docs/cli.md's usage block from `loom help`";
+}
+
 TEST(CliHelp, VersionNamesTheProjectVersion) {
   Result v = shell(kLoom + " --version");
   EXPECT_EQ(v.rc, 0);

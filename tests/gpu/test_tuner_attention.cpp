@@ -57,7 +57,7 @@ TEST(GpuTunerAttention, TunesVerifiesRecordsAndLoomRunFindsTheRecord) {
     EXPECT_EQ(d.entries()[0].key, o.entry->key);
     EXPECT_EQ(d.entries()[0].rec.knobs, o.best_knobs);
   } else {
-    // "the default is as fast" here; s11-mend's general rule says "the default won".
+    // "the default is as fast" here; review-debts's general rule says "the default won".
     EXPECT_NE(o.recorded.find("not recorded: the default"), std::string::npos) << o.recorded;
     EXPECT_TRUE(d.entries().empty());
     // The lookup below is checked all the same, on the entry the tuner would have written.

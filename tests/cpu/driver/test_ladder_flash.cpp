@@ -4,7 +4,7 @@
 // knob set compiles through the pipeline and NVRTC (sm_90a and sm_80) with no spills and
 // with every one of its knobs read by a pass. A rung naming a knob the registry does not
 // know (SOFTMAX, INTERLEAVE_LOADS or FRAG_BUFFERS for attention come from branch
-// s10-flash) is skipped with that reason printed, until both branches are merged.
+// attention-ladder) is skipped with that reason printed, until both branches are merged.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -154,9 +154,9 @@ TEST_P(FlashRung, CompilesWithItsKnobsRead) {
     if (!find_knob(k)) unknown += (unknown.empty() ? "" : ", ") + k;
   if (!unknown.empty()) {
     std::cout << "[ SKIPPED  ] rung '" << step.name << "': knob(s) " << unknown
-              << " not in the registry yet (branch s10-flash adds them)\n";
+              << " not in the registry yet (branch attention-ladder adds them)\n";
     GTEST_SKIP() << "rung '" << step.name << "' names " << unknown
-                 << ", unknown to the knob registry until s10-flash is merged";
+                 << ", unknown to the knob registry until attention-ladder is merged";
   }
   SCOPED_TRACE(step.name + " " + arch + ": " + step.knobs);
   CompileOptions opt;

@@ -94,7 +94,8 @@ struct OptionSpec {
 };
 
 const OptionSpec kOptions[] = {
-    // The expression. (Another spelling of the source, e.g. PyTorch code, goes next to it.)
+    // The expression. Another spelling of the source (`--code`: PyTorch code, an alias of
+    // -c) goes right after this line, with its branch next to -c's in parse_args.
     {"-c", "--expr", "EXPR", "compile run demo", "the expression to compile (docs/cli.md, \"Expressions\")"},
     {"--ir", "", "LEVEL", "compile", "what to print: loop, tile, kernel or cuda (default cuda)"},
     {"--knobs", "", "K=V,..", "compile run demo", "knobs (loom knobs lists them); LOOM_KNOBS too, these win"},
@@ -241,6 +242,8 @@ Args parse_args(int argc, char** argv) {
     if (!takes(*spec, a.command))
       throw Error("option " + f + " does not apply to loom " + a.command + ": `loom help " +
                   a.command + "` lists the options it takes");
+    // Every option is parsed below and listed in kOptions (an option missing from either
+    // is refused, or reported as listed but not parsed).
     if (f == "-c" || f == "--expr") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();

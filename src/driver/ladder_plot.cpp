@@ -100,13 +100,15 @@ std::string ladder_svg(const Ladder& l, const std::vector<LadderRow>& rows, cons
                    xml(l.expression));
   s += fmt::format("<text x=\"{}\" y=\"68\" font-size=\"12\" fill=\"#333\">{} · {}</text>\n", left,
                    xml(gpu), xml(date));
-  // Grid and y axis.
+  // Grid and y axis; the tick labels with as many decimals as the step has (5, 10, 15 or
+  // 0.5, 1.0, 1.5), all alike.
+  const int tick_decimals = std::max(0, -int(std::floor(std::log10(step) + 1e-9)));
   for (double v = 0; v <= y_max + step / 2; v += step) {
     const double y = y_of(v);
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, y,
                      left + plot_w, y);
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n",
-                     left - 8, y + 4, v == 0 ? std::string("0") : number(v));
+                     left - 8, y + 4, fmt::format("{:.{}f}", v, tick_decimals));
   }
   s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/>\n", left, top_margin,
                    left, top_margin + plot_h);

@@ -55,6 +55,10 @@ TEST(LadderPlot, WithoutAReferenceThereIsNoRatioOrLine) {
   std::vector<loom::LadderRow> rows;
   for (size_t i = 0; i < l.steps.size(); ++i) rows.push_back(row(l, i, 50.0 + double(i), 0, 1e9));
   const std::string svg = loom::ladder_svg(l, rows, "gpu <&> \"x\"", "now");
+  std::ofstream(testing::TempDir() + "/ladder_plot_flash.svg") << svg;
+  // Tick labels alike: 0, 5, 10, ... (not 5.00 beside 10.0).
+  EXPECT_TRUE(has(svg, "text-anchor=\"end\">5</text>")) << svg;
+  EXPECT_TRUE(has(svg, "text-anchor=\"end\">10</text>")) << svg;
   EXPECT_FALSE(has(svg, "stroke-dasharray")) << svg;
   for (char d = '0'; d <= '9'; ++d) EXPECT_FALSE(has(svg, std::string(1, d) + "x</text>")) << svg;
   EXPECT_TRUE(has(svg, "gpu &lt;&amp;&gt; &quot;x&quot;")) << svg;  // escaped

@@ -205,15 +205,19 @@ TEST(CliJson, DbDocumentsOnATemporaryDatabase) {
   std::ofstream(in) << "loom-tuning-db v1\n"
                        "gpu=NVIDIA H100 80GB HBM3\tsms=132\tcuda=13000\tdriver=13000\top=matmul(f32[M,K], "
                        "f32[K,N]):f32\tshape=M=64,N=4096,K=4096\tknobs=BM=64,BN=64\tus=100\tcublas_us=250\t"
-                       "trials=17\tdate=2026-11-22T05:47:48Z\trev=ea7c7b5\tnote=a note\tsum=a21f68a036ea977f\n"
+                       "trials=17\tdate=2026-11-22T05:47:48Z\trev=ea7c7b5\tnote=a note\\twith a tab\tsum=a21f68a036ea977f\n"
                        "gpu=broken line\n"
                        "end 2\n";
   VALIDATED(imported, "db", "db import " + in + " --json", env);
   EXPECT_EQ(imported.rc, 2);  // the damaged line is rejected, the good one imported
-  EXPECT_TRUE(has(imported.doc, "\"added\": ")) << imported.doc;
+  EXPECT_TRUE(has(imported.doc, "\"added\": 1,")) << imported.doc;
   VALIDATED(list, "db", "db list --json", env);
   VALIDATED(list_first, "db", "db --json list", env);
   EXPECT_EQ(list.doc, list_first.doc);
+  EXPECT_TRUE(has(list.doc, "\"shape\": \"M=64,N=4096,K=4096\"")) << list.doc;
+  EXPECT_TRUE(has(list.doc, "\"ratio\": 2.5,")) << list.doc;  // cuBLAS 250 us / Loom 100 us
+  VALIDATED(show, "db", "db show 1 --json", env);
+  EXPECT_TRUE(has(show.doc, "\"note\": \"a note\\twith a tab\"")) << show.doc;
   VALIDATED(shipped, "db", "db list --shipped --json", env);
   EXPECT_TRUE(has(shipped.doc, "tune/shipped/h100.db")) << shipped.doc;
   VALIDATED(path, "db", "db path --json", env);
@@ -222,8 +226,9 @@ TEST(CliJson, DbDocumentsOnATemporaryDatabase) {
   VALIDATED(to_stdout, "db", "db export - --json", env);
   EXPECT_EQ(to_stdout.rc, 1);
   EXPECT_TRUE(has(to_stdout.doc, "with --json give a FILE")) << to_stdout.doc;
+  EXPECT_TRUE(has(exported.doc, "\"exported\": 1,")) << exported.doc;
   VALIDATED(cleared, "db", "db clear --yes --json", env);
-  EXPECT_TRUE(has(cleared.doc, "\"removed\": ")) << cleared.doc;
+  EXPECT_TRUE(has(cleared.doc, "\"removed\": 1")) << cleared.doc;
   // A damaged database: the damage in the document too, ok false, exit status 2.
   std::ofstream(dir + "/tuning.db") << "loom-tuning-db v1\ngpu=x\tbroken\nend 1\n";
   VALIDATED(damaged, "db", "db list --json", env);

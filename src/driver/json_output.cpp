@@ -1,13 +1,8 @@
 #include "driver/json_output.h"
 
-namespace loom {
+#include "loom_version.h"  // generated at build time: LOOM_VERSION, LOOM_GIT_DESCRIBE
 
-#ifndef LOOM_VERSION
-#define LOOM_VERSION "unknown"
-#endif
-#ifndef LOOM_GIT_DESCRIBE
-#define LOOM_GIT_DESCRIBE ""
-#endif
+namespace loom {
 
 std::string loom_version_text() {
   const std::string git = LOOM_GIT_DESCRIBE;

@@ -261,6 +261,18 @@ TEST(CliJson, PlotBenchDrawsTheRatioOfRunDocuments) {
     EXPECT_EQ(none.rc, 1) << none.out;
     EXPECT_TRUE(has(none.out, "nothing to draw: no input has a run timed against a reference")) << none.out;
   }
+  // A tuned suite: each outcome's confirming run against cuBLAS.
+  std::ofstream(dir + "/tune.json")
+      << R"j({"loom": "0.9.0", "command": "tune", "ok": true, "outcomes": [)j"
+      << R"j({"expression": "matmul(A[512,512]:bf16, B[512,512]:bf16)", "ok": true, "device_name": "H100",)j"
+      << R"j( "confirm_us": 10.0, "reference_us": 12.5},)j"
+      << R"j({"expression": "matmul(A[64,64]:f32, B[64,64]:f32)", "ok": false, "error": "no GPU"}]})j";
+  Result tuned = shell(plot + dir + "/tune.json -o " + dir + "/t.svg 2>&1");
+  EXPECT_EQ(tuned.rc, 0) << tuned.out;
+  std::ifstream tf(dir + "/t.svg");
+  std::string tsvg((std::istreambuf_iterator<char>(tf)), {});
+  EXPECT_TRUE(has(tsvg, ">1.25x</text>")) << tsvg;
+  EXPECT_TRUE(has(tsvg, "not drawn: matmul(A[64,64]:f32, B[64,64]:f32): no GPU")) << tsvg;
   Result png = shell(plot + dir + "/timed.json -o " + dir + "/b.png 2>&1");
   EXPECT_EQ(png.rc, 1) << png.out;
   EXPECT_TRUE(has(png.out, "give FILE.svg")) << png.out;

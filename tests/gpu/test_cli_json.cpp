@@ -116,8 +116,12 @@ TEST(GpuCliJson, LadderDocumentAndPlot) {
 
 TEST(GpuCliJson, TuneDocument) {
   NEEDS_GPU();
+  // --export-shipped into a scratch file: the document's shipped_export object too.
+  const std::string shipped = temp_dir() + "/shipped.db";
   VALIDATED(r, "tune",
-            "tune --json --no-record --no-confirm --trials 3 --budget 60 -c 'matmul(A[512,512]:bf16, B[512,512]:bf16)'");
+            "tune --json --no-record --no-confirm --trials 3 --budget 60 --export-shipped " + shipped +
+                " -c 'matmul(A[512,512]:bf16, B[512,512]:bf16)'");
+  EXPECT_TRUE(has(r.doc, "\"shipped_export\": {")) << r.doc;
   EXPECT_EQ(r.rc, 0) << r.doc << r.err;
   EXPECT_TRUE(has(r.doc, "\"best_knobs\": \"")) << r.doc;
   auto best = numbers(r.doc, "best_us");

@@ -12,7 +12,8 @@ the same run: a tuned suite). One horizontal bar per shape: the ratio reference 
 Loom time (above 1.0 Loom is faster), a line at 1.0, green at or above it, orange below.
 Runs without a reference (attention: Loom alone) or that failed verification are listed
 under the chart, not drawn. The SVG is written by this script (no plotting library);
---png converts it with rsvg-convert or the cairosvg module, whichever is present.
+--png converts it with rsvg-convert or the cairosvg module, or draws the same chart with
+matplotlib where neither is installed.
 """
 import argparse
 import html
@@ -119,6 +120,44 @@ def svg(bars, skipped, title, subtitle):
     return "\n".join(out) + "\n"
 
 
+def png(svg_path, png_path, bars, skipped, title, subtitle):
+    """The PNG: the SVG converted by rsvg-convert or cairosvg, else the same chart drawn
+    by matplotlib (the GPU machine has matplotlib and neither converter)."""
+    if shutil.which("rsvg-convert"):
+        subprocess.run(["rsvg-convert", svg_path, "-o", png_path], check=True)
+        return
+    try:
+        import cairosvg
+        cairosvg.svg2png(url=svg_path, write_to=png_path)
+        return
+    except ImportError:
+        pass
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot_bench.py: --png needs rsvg-convert (apt-get install librsvg2-bin), the cairosvg "
+                 "module or matplotlib (pip install cairosvg / matplotlib); the SVG is written")
+    labels = [b[0] for b in bars][::-1]
+    ratios = [b[1] for b in bars][::-1]
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.32 * len(bars) + 0.18 * len(skipped)))
+    ax.barh(labels, ratios, color=["#3a8f4f" if r >= 1.0 else "#e08a2c" for r in ratios])
+    ax.axvline(1.0, color="#c0392b", linestyle="--", linewidth=1.5)
+    for y, r in enumerate(ratios):
+        ax.text(r + 0.01, y, f"{r:.2f}x", va="center", fontsize=8,
+                bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+    refs = " / ".join(sorted({b[2] for b in bars}))
+    ax.set_xlabel(f"{refs} time / Loom time (above 1.0x Loom is faster)")
+    ax.set_xlim(0, max(1.2, max(ratios) * 1.12))
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(f"{title}\n{subtitle}", fontsize=11, loc="left")
+    for j, (label, why) in enumerate(skipped):
+        fig.text(0.01, 0.01 + 0.03 * j, f"not drawn: {label}: {why[:120]}", fontsize=7, color="#b00")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", help="JSON files, or - for stdin")
@@ -147,15 +186,7 @@ def main():
     print(f"plot_bench.py: {len(bars)} shapes drawn to {a.output}" +
           (f", {len(skipped)} listed as not drawn" if skipped else ""))
     if a.png:
-        if shutil.which("rsvg-convert"):
-            subprocess.run(["rsvg-convert", a.output, "-o", a.png], check=True)
-        else:
-            try:
-                import cairosvg
-            except ImportError:
-                sys.exit("plot_bench.py: --png needs rsvg-convert (apt-get install librsvg2-bin) or "
-                         "the cairosvg module (pip install cairosvg); the SVG is written")
-            cairosvg.svg2png(url=a.output, write_to=a.png)
+        png(a.output, a.png, bars, skipped, title, subtitle)
         print(f"plot_bench.py: {a.png}")
 
 

@@ -87,16 +87,16 @@ constexpr const char* kDefaultGemm = "matmul(A[4096,4096]:f32, B[4096,4096]:f32)
 // `loom help COMMAND` lists exactly these, so the help cannot miss an option.
 struct OptionSpec {
   const char* name;
-  const char* alias;     // another spelling, or ""
+  const char* aliases;   // other spellings, space-separated, or ""
   const char* value;     // the value's placeholder, or "" for a flag
   const char* commands;  // space-separated
   const char* help;
 };
 
 const OptionSpec kOptions[] = {
-    // The expression. Another spelling of the source (`--code`: PyTorch code, an alias of
-    // -c) goes right after this line, with its branch next to -c's in parse_args.
-    {"-c", "--expr", "EXPR", "compile run demo", "the expression to compile (docs/cli.md, \"Expressions\")"},
+    // The expression; `--code` is a third spelling of -c (PyTorch code: docs/cli.md).
+    {"-c", "--expr --code", "EXPR", "compile run demo",
+     "the expression to compile, or PyTorch code (docs/cli.md, \"Expressions\")"},
     {"--ir", "", "LEVEL", "compile", "what to print: loop, tile, kernel or cuda (default cuda)"},
     {"--knobs", "", "K=V,..", "compile run demo", "knobs (loom knobs lists them); LOOM_KNOBS too, these win"},
     {"--target", "", "ARCH", "compile", "sm_90a (default), sm_80, sm_86, sm_89 or sm_90"},
@@ -160,9 +160,11 @@ std::string command_help(const std::string& command) {
       if (!takes(opt, command)) continue;
       if (!any) o << "options:\n";
       any = true;
-      std::string spelled = std::string(opt.name) + (*opt.alias ? std::string(", ") + opt.alias : "") +
-                            (*opt.value ? std::string(" ") + opt.value : "");
-      o << "  " << std::left << std::setw(20) << spelled << " " << opt.help << "\n";
+      std::string spelled = opt.name;
+      std::istringstream aliases(opt.aliases);
+      for (std::string alias; aliases >> alias;) spelled += ", " + alias;
+      if (*opt.value) spelled += std::string(" ") + opt.value;
+      o << "  " << std::left << std::setw(24) << spelled << " " << opt.help << "\n";
     }
     o << "docs/cli.md describes every command.\n";
     return o.str();
@@ -173,8 +175,12 @@ std::string command_help(const std::string& command) {
 }
 
 const OptionSpec* find_option(const std::string& f) {
-  for (const auto& o : kOptions)
-    if (f == o.name || (*o.alias && f == o.alias)) return &o;
+  for (const auto& o : kOptions) {
+    if (f == o.name) return &o;
+    std::istringstream aliases(o.aliases);
+    for (std::string alias; aliases >> alias;)
+      if (f == alias) return &o;
+  }
   return nullptr;
 }
 
@@ -244,7 +250,7 @@ Args parse_args(int argc, char** argv) {
                   a.command + "` lists the options it takes");
     // Every option is parsed below and listed in kOptions (an option missing from either
     // is refused, or reported as listed but not parsed).
-    if (f == "-c" || f == "--expr") a.expr = value("-c");
+    if (f == "-c" || f == "--expr" || f == "--code") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();
     else if (f == "--target") a.target = value();

@@ -287,7 +287,7 @@ TEST(CliHelp, EveryCommandHasHelpListingItsOptions) {
     EXPECT_EQ(dash.out, help.out) << c;
   }
   Result run = shell(kLoom + " help run");
-  for (const std::string o : {"-c, --expr EXPR", "--bench", "--json", "--device N", "--l2 MODE", "--reps N", "--no-db"})
+  for (const std::string o : {"-c, --expr, --code EXPR", "--bench", "--json", "--device N", "--l2 MODE", "--reps N", "--no-db"})
     EXPECT_TRUE(has(run.out, o)) << o << "\n" << run.out;
   Result ladder = shell(kLoom + " help ladder");
   for (const std::string o : {"--plot FILE.svg", "--json", "--causal", "--shape"})

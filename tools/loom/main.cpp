@@ -225,6 +225,17 @@ Args parse_args(int argc, char** argv) {
   OnceOptions once;
   for (int i = 2; i < argc; ++i) {
     std::string f = argv[i];
+    if (a.command == "ladder" && a.ladder.empty() && !f.empty() && f[0] != '-') {
+      a.ladder = f;
+      continue;
+    }
+    // Every option is listed in kOptions and parsed below (an option missing from either
+    // is refused, or reported as listed but not parsed).
+    const OptionSpec* spec = find_option(f);
+    if (!spec) usage_error("unknown option '" + f + "'");
+    if (!takes(*spec, a.command))
+      throw Error("option " + f + " does not apply to loom " + a.command + ": `loom help " +
+                  a.command + "` lists the options it takes");
     // The value of an option that takes one; `canonical` names its aliases together.
     auto value = [&](const std::string& canonical = "") -> std::string {
       if (i + 1 >= argc) usage_error("option " + f + " needs a value");
@@ -239,18 +250,7 @@ Args parse_args(int argc, char** argv) {
         usage_error(e.what());
       }
     };
-    if (a.command == "ladder" && a.ladder.empty() && !f.empty() && f[0] != '-') {
-      a.ladder = f;
-      continue;
-    }
-    const OptionSpec* spec = find_option(f);
-    if (!spec) usage_error("unknown option '" + f + "'");
-    if (!takes(*spec, a.command))
-      throw Error("option " + f + " does not apply to loom " + a.command + ": `loom help " +
-                  a.command + "` lists the options it takes");
-    // Every option is parsed below and listed in kOptions (an option missing from either
-    // is refused, or reported as listed but not parsed).
-    if (f == "-c" || f == "--expr" || f == "--code") a.expr = value("-c");
+    if (f == "-c" || f == "--expr") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();
     else if (f == "--target") a.target = value();
@@ -272,6 +272,7 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--json") a.json = true;
     else if (f == "--plot") a.plot_file = value();
     else if (f == "-h" || f == "--help") { std::cout << command_help(a.command); std::exit(0); }
+    else if (f == "--code") a.expr = value("-c");  // -c's third spelling (kOptions)
     else throw Error("internal: option " + f + " is listed but not parsed");
   }
   if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")

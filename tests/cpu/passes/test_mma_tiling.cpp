@@ -7,6 +7,9 @@
 // the IR shapes k:025 promises, the knob errors, and the atom table's affine form.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <utility>
+
 #include "atoms/atoms.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -555,6 +558,63 @@ TEST(MmaTiling, AffineLaneFormReproducesEveryMmaLayout) {
     EXPECT_NE(std::string(e.what()).find("not affine in (lane / 4, lane % 4)"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(MmaTiling, HopperModelShapeRules) {
+  // The sm_90a rules set from the model-shape suite (bench/NOTES.md, 2026-11-27, the
+  // model-shape suite), on H100's 132 SMs.
+  auto resolved = [](const std::string& e) {
+    Graph g = parse_expression(e);
+    DefaultChoice d = default_knobs(g, Target::for_arch("sm_90a"));
+    const std::string atom = d.knobs.get_str("ATOM", "fma");
+    return resolve_knobs(d.knobs, Knobs(), atom.rfind("wgmma_", 0) == 0 ? d.wgmma : d.mma);
+  };
+  // One row of 128-row tiles: one wave of the widest tile, non-persistent, a deep ring.
+  for (auto [e, bn] : {std::pair<const char*, int64_t>{"linear(X[128,4096]:bf16, W[4096,4096]:bf16)", 32},
+                       {"linear(X[128,4096]:bf16, W[6144,4096]:bf16)", 48},
+                       {"linear(X[128,8192]:bf16, W[10240,8192]:bf16)", 80},
+                       {"linear(X[128,8192]:bf16, W[8192,8192]:bf16)", 64}}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_bf16");
+    EXPECT_EQ(k.get_int("WM", 0), 2);
+    EXPECT_EQ(k.get_int("BN", 0), bn);
+    EXPECT_EQ(k.get_int("STAGES", 0), 8);
+    EXPECT_EQ(k.get_int("PERSISTENT", 0), 0);
+    EXPECT_EQ(k.get_int("SPLITK", 1), 1);
+  }
+  // Up to four rows: the persistent TMA-store schedule at the medium width.
+  Knobs m512 = resolved("linear(X[512,4096]:bf16, W[4096,4096]:bf16)");
+  EXPECT_EQ(m512.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(m512.get_int("BN", 0), 128);
+  EXPECT_EQ(m512.get_int("PERSISTENT", 0), 1);
+  EXPECT_EQ(m512.get_str("EPILOGUE", ""), "tma_store");
+  // The large schedule's widths: 160 where it saves a round's worth (15%), not at
+  // 512 x 14336 x 4096 (6% predicted, measured slower).
+  EXPECT_EQ(resolved("linear(X[512,8192]:bf16, W[10240,8192]:bf16)").get_int("BN", 0), 160);
+  EXPECT_EQ(resolved("linear(X[512,4096]:bf16, W[14336,4096]:bf16)").get_int("BN", 0), 256);
+  // The split-K schedule keeps few-tile shapes (a one-row tile would leave SMs idle).
+  EXPECT_GT(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)").get_int("SPLITK", 1), 1);
+  // 77 rows: the swapped decode schedule, two CTAs of 40 columns per weight slab.
+  Knobs m77 = resolved("linear(X[77,4096]:f16, W[4096,4096]:f16)");
+  EXPECT_EQ(m77.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(m77.get_int("SWAP_AB", 0), 1);
+  EXPECT_EQ(m77.get_int("BN", 0), 40);
+  // Batches of thin GEMMs: experts' few tokens (64x256 and 128x128 tiles), P.V's few columns
+  // (128x64), non-persistent.
+  for (auto [e, wm, bn] : {std::tuple<const char*, int64_t, int64_t>{
+                               "bmm(X[8,16,4096]:bf16, W[8,4096,28672]:bf16)", 1, 256},
+                           {"bmm(X[8,128,4096]:bf16, W[8,4096,28672]:bf16)", 2, 128},
+                           {"bmm(P[512,512,512]:f16, V[512,512,64]:f16)", 2, 64}}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_str("ATOM", "").rfind("wgmma_", 0), 0u);
+    EXPECT_EQ(k.get_int("WM", 0), wm);
+    EXPECT_EQ(k.get_int("BN", 0), bn);
+    EXPECT_EQ(k.get_int("PERSISTENT", 0), 0);
+  }
+  // Q.K^T's short K keeps mma.sync (0.36-0.43x on wgmma against 0.68-0.85x).
+  EXPECT_EQ(resolved("bmm(Q[512,512,64]:f16, K[512,64,512]:f16)").get_str("ATOM", ""), "mma_f16");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace {
 
 struct Gemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  size_t out_rank = 2;  // the contraction's result: 2, 3 (bmm) or 4
   bool known = false, epilogue = false;
   DType in = DType::F32, out = DType::F32;  // set for known shapes only
   bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
@@ -34,6 +35,7 @@ Gemm gemm_of(const Graph& g) {
     s.known &= !a.shape.back().is_sym();
     if (!s.known) return s;
     for (size_t i = 0; i + 2 < r; ++i) s.batch *= n.shape[i].value;  // rank 4: B x H
+    s.out_rank = r;
     s.M = n.shape[r - 2].value;
     s.N = n.shape[r - 1].value;
     s.K = a.shape.back().value;
@@ -151,10 +153,19 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
 // stores with other CTAs' math and ran 364 TFLOP/s at 1024^3, 0.024 us per K element of
 // a 128x256 tile's work on one SM. Equal at K = 10 / (0.024 - 0.007) ~ 600: from 640 (ten
 // slabs) wgmma. The attention-shaped K = 64 and 128 keep mma.sync.
+// That bound holds for the direct epilogue. A bmm's [B, M, N] output leaves through the
+// rank-3 TMA store (k:053), which overlaps the tile's store with the next tile's mainloop:
+// then every K takes wgmma (H100, 2026-11-27, bench/NOTES.md, the model-shape suite:
+// Q.K^T-shaped 512 x 512x512x64 f16 0.94x cuBLAS, 64 x 2048x2048x128 bf16 1.05x, against
+// 0.68-0.85x on mma.sync; 8 x 512x28672x4096 1.03x against 0.94x with direct stores).
+// Rank-4 outputs ([B, H, M, N]) keep the direct epilogue and the bound.
 constexpr int64_t kBatchedWgmmaMinK = 640;
+static bool batched_tma_store(const Gemm& s) {
+  return s.batch > 1 && s.out_rank == 3 && s.N * dtype_bytes(s.out) % 16 == 0;
+}
 static bool wgmma_batched(const Gemm& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
-         s.K >= kBatchedWgmmaMinK &&
+         (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
          2 * s.batch * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
@@ -295,13 +306,20 @@ static bool wgmma_batched_thin(const Gemm& s) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows &&
          ((s.M <= 128 && s.N >= 256 && s.K >= 640) || (s.N <= 128 && s.M >= 128 && s.K >= 512));
 }
+// With a bmm's rank-3 output the few-row and few-column forms store through TMA (k:053):
+// 8 x 16..64 x 4096 x 28672 0.98-1.00x (direct 0.97-1.00x), P.V 0.96-1.03x (0.94-1.03x).
+// The 128x128 form is measured with direct stores only and keeps them.
 static Knobs wgmma_batched_thin_defaults(const Gemm& s) {
-  const std::string common = ",WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,EPILOGUE=direct,"
-                             "WARP_SPECIALIZE=1";
-  if (s.M <= 64) return Knobs::parse("WM=1,BN=256,STAGES=5" + common);
+  const std::string common = ",WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1";
+  const std::string direct = common + ",EPILOGUE=direct";
+  const std::string store = batched_tma_store(s) ? common + ",EPILOGUE=tma_store,EPI_BUFFERS=2"
+                                                 : direct;
+  if (s.M <= 64)
+    return Knobs::parse(batched_tma_store(s) ? "WM=1,BN=256,STAGES=4" + store
+                                             : "WM=1,BN=256,STAGES=5" + direct);
   // Two consumer warpgroups of small tiles: no register split (see wgmma_medium_defaults).
-  if (s.M <= 128) return Knobs::parse("WM=2,BN=128,STAGES=6,CONSUMER_REGS=0" + common);
-  return Knobs::parse("WM=2,BN=64,STAGES=6,CONSUMER_REGS=0" + common);
+  if (s.M <= 128) return Knobs::parse("WM=2,BN=128,STAGES=6,CONSUMER_REGS=0" + direct);
+  return Knobs::parse("WM=2,BN=64,STAGES=6,CONSUMER_REGS=0" + store);
 }
 
 // Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
@@ -419,11 +437,15 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
-    const int64_t bn = tf32 ? 256 : wave_width(s, sm_count);
+    // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
+    // tiles (0.94-1.05x) stream their stores better than 128x256 ones (0.89-0.97x).
+    const bool short_batched = s.batch > 1 && s.K < kBatchedWgmmaMinK;
+    const int64_t bn = tf32 ? 256 : short_batched ? 128 : wave_width(s, sm_count);
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
     const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
-    if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
+    // Batches through the TMA store were measured without clusters (above).
+    if (tiles >= 2 * int64_t(sm_count) && !batched_tma_store(s)) k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
     // mainloop. Its first form (2026-11-22) kept the whole 64 KB C tile in shared memory, which cost the
     // fourth stage: +3 to +20% for K <= 4096 (8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x
@@ -431,9 +453,9 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     // 128 KB tile did not fit at all. Streamed through 2 strip buffers per consumer
     // warpgroup (EPI_BUFFERS=2, 32 KB for any output type) it keeps STAGES=4 for every K
     // and f32 outputs; 16-bit strips are written with stmatrix. To be confirmed on the GPU.
-    // k:053 takes 2-D outputs whose rows are whole 16-byte units (a tensor map's stride):
-    // a batch keeps the direct epilogue.
-    if (s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) {
+    // k:053 takes outputs whose rows are whole 16-byte units (a tensor map's stride), 2-D
+    // or a bmm's [B, M, N] (rank-4 batches keep the direct epilogue).
+    if ((s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) || batched_tma_store(s)) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
     }

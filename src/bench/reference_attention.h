@@ -30,4 +30,19 @@ AttentionResult reference_attention(const AttentionShape& shape, const Attention
                                     const std::vector<double>& q, const std::vector<double>& k,
                                     const std::vector<double>& v);
 
+// Paged KV (docs/attention.md, "Paged KV"): kc and vc are page pools [P, Hkv, page, D],
+// block_table [B, maxp] and seqlens [B]; sequence b's keys are its first L[b] (clamped to
+// 0..maxp·page), key j being row j % page of page block_table[b][j / page]. shape.Sk is
+// ignored. Each sequence is gathered into dense K and V and computed by
+// reference_attention with Sk = L[b] (so every mask is aligned to the sequence's own
+// length). Only the pages a sequence uses are read: the rest may hold anything (NaN).
+// Throws loom::Error on a page number outside the pool.
+AttentionResult reference_attention_paged(const AttentionShape& shape, const AttentionAttrs& attrs,
+                                          int64_t pages, int64_t page,
+                                          const std::vector<double>& q,
+                                          const std::vector<double>& kc,
+                                          const std::vector<double>& vc,
+                                          const std::vector<int64_t>& block_table,
+                                          const std::vector<int64_t>& seqlens);
+
 }  // namespace loom

@@ -45,7 +45,8 @@ bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to) {
 }
 
 bool is_input_dtype(DType t) {
-  return t == DType::F32 || t == DType::TF32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::TF32 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::I32;  // i32: attention's block table and key lengths (indices)
 }
 
 }  // namespace
@@ -205,10 +206,25 @@ void Graph::verify() const {
         break;
       }
       case OpKind::Attention: {
-        if (n.inputs.size() != 3 || n.scalar) fail("attention takes three operands (Q, K, V)");
+        if ((n.inputs.size() != 3 && n.inputs.size() != 5) || n.scalar)
+          fail("attention takes three operands (Q, K, V) or five (Q, Kc, Vc, BT, L: paged)");
         const Node& q = operand(0);
         const Node& k = operand(1);
         const Node& v = operand(2);
+        const bool paged = n.paged_attention();
+        if (paged) {
+          const Node& bt = operand(3);
+          const Node& len = operand(4);
+          if (bt.dtype != DType::I32 || len.dtype != DType::I32)
+            fail("the block table and key lengths must be i32");
+          if (bt.shape.size() != 2 || len.shape.size() != 1) fail("BT must be [B,maxp], L [B]");
+          if (!(bt.shape[0] == q.shape[0]) || !(len.shape[0] == q.shape[0]))
+            fail("BT's and L's batch sizes differ from Q's");
+          const Dim& page = k.shape.size() == 4 ? k.shape[2] : Dim{};
+          if (page.is_sym() || page.value < kMinPage || page.value > kMaxPage ||
+              (page.value & (page.value - 1)) != 0)
+            fail("the page size " + page.str() + " is not a power of two from 16 to 256");
+        }
         if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
           fail("operands must be rank 4 [B,H,S,D]");
         if (q.dtype != k.dtype || q.dtype != v.dtype) fail("operand dtypes differ");
@@ -216,7 +232,7 @@ void Graph::verify() const {
           fail(std::string("operand dtype ") + dtype_name(q.dtype) + " is not f16 or bf16");
         if (!(k.shape == v.shape)) fail("K " + shape_str(k.shape) + " and V " +
                                         shape_str(v.shape) + " differ");
-        if (!(q.shape[0] == k.shape[0])) fail("Q and K have different batch sizes");
+        if (!paged && !(q.shape[0] == k.shape[0])) fail("Q and K have different batch sizes");
         if (!(q.shape[3] == k.shape[3])) fail("Q and K have different head dims");
         if (!attention_kv_group(q.shape[1], k.shape[1]))
           fail("Q's heads " + q.shape[1].str() + " are not a known multiple of K's " +

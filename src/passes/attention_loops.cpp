@@ -46,7 +46,16 @@ AttentionLoops::AttentionLoops(const Graph& g) {
   B = nq.shape[0].expr();
   Hq = nq.shape[1].expr();
   Sq = nq.shape[2].expr();
-  Sk = nk.shape[2].expr();
+  Sk = key_cap = nk.shape[2].expr();
+  if (node->paged_attention()) {
+    const Node& bt = g.node(node->inputs[3]);
+    paged = true;
+    page = nk.shape[2].value;
+    block_table = bt.name;
+    seqlens = g.node(node->inputs[4]).name;
+    key_cap = bt.shape[1].expr() * Expr(page);
+    Sk = min(max(Expr::var(kKvLenVar), Expr(0)), key_cap);
+  }
   D = nq.shape[3].expr();
   auto gr = attention_kv_group(nq.shape[1], nk.shape[1]);
   LOOM_CHECK(gr.has_value(), "the graph verifier checked that Hkv divides Hq");
@@ -86,8 +95,10 @@ Expr AttentionLoops::drops(const Expr& i, const Expr& j) const {
   return Expr(0);
 }
 
+// Paged, a sequence may have no key at all (L[b] = 0): then no row keeps one, whatever
+// the mask. (A dense Sk is at least 1.)
 Expr AttentionLoops::has_keys(const Expr& i) const {
-  if (causal != Causal::BottomRight) return Expr(1);
+  if (causal != Causal::BottomRight) return paged ? Expr(1) <= Sk : Expr(1);
   if (Sq.is_const() && Sk.is_const()) {
     int64_t lack = Sq.const_value() - Sk.const_value();
     return lack <= 0 ? Expr(1) : Expr(lack) <= i;
@@ -96,7 +107,7 @@ Expr AttentionLoops::has_keys(const Expr& i) const {
 }
 
 Expr AttentionLoops::empty_row(const Expr& i) const {
-  if (causal != Causal::BottomRight) return Expr(0);
+  if (causal != Causal::BottomRight) return paged ? Sk < Expr(1) : Expr(0);
   if (Sq.is_const() && Sk.is_const()) {
     int64_t lack = Sq.const_value() - Sk.const_value();
     return lack <= 0 ? Expr(0) : i < Expr(lack);
@@ -118,6 +129,18 @@ Expr AttentionLoops::keys_for_rows(const Expr& rows_end) const {
       return max(Sq, rows_end + Sk) - Sq;
   }
   return Sk;
+}
+
+Block AttentionLoops::batch_lets(const Expr& b) const {
+  if (!paged) return {};
+  return {Stmt::LetLoad(kKvLenVar, seqlens, {b})};
+}
+
+Block AttentionLoops::load_kv(const std::string& dst, const std::string& tensor, const Expr& b,
+                              const Expr& hk, const Expr& j, const Expr& d) const {
+  if (!paged) return {Stmt::Load(dst, tensor, {b, hk, j, d})};
+  return {Stmt::LetLoad(kKvPageVar, block_table, {b, j / Expr(page)}),
+          Stmt::Load(dst, tensor, {Expr::var(kKvPageVar), hk, j % Expr(page), d})};
 }
 
 Block guarded(const Expr& cond, Block body) {
@@ -163,9 +186,9 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), j = Expr::var("j"),
        d = Expr::var("d");
   Expr hk = a.kv_head(h);
-  TensorDecl scores = temp(p, "attn_scores", {a.B, a.Hq, a.Sq, a.Sk});
+  TensorDecl scores = temp(p, "attn_scores", {a.B, a.Hq, a.Sq, a.key_cap});
   p.tensors.push_back(scores);
-  TensorDecl probs = temp(p, "attn_probs", {a.B, a.Hq, a.Sq, a.Sk});
+  TensorDecl probs = temp(p, "attn_probs", {a.B, a.Hq, a.Sq, a.key_cap});
   p.tensors.push_back(probs);
   if (a.lse) {
     if (p.has_tensor(kLseTensor))
@@ -175,12 +198,10 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   }
   const std::vector<Expr> sij = {b, h, i, j};
 
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, {b, h, i, d})};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("acc", val("qk")));
   Block score = {
       Stmt::Init("acc", 0.0),
       Stmt::For("d", a.D, LoopKind::Reduce, "d", std::move(dot)),
@@ -228,12 +249,10 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   LoopOp op2{"attention_softmax", {scores.name}, probs.name,
              nest({{"b", a.B}, {"h", a.Hq}, {"i", a.Sq}}, std::move(cell))};
 
-  Block pv = {
-      Stmt::Load("p", probs.name, sij),
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv", ScalarOp::Mul, {val("p"), val("v")}),
-      Stmt::Accum("acc", val("pv")),
-  };
+  Block pv = {Stmt::Load("p", probs.name, sij)};
+  for (Stmt& st : a.load_kv("v", a.v, b, hk, j, d)) pv.push_back(std::move(st));
+  pv.push_back(Stmt::Compute("pv", ScalarOp::Mul, {val("p"), val("v")}));
+  pv.push_back(Stmt::Accum("acc", val("pv")));
   Block out = {
       Stmt::Init("acc", 0.0),
       Stmt::For("j", a.Sk, LoopKind::Reduce, "j", std::move(pv)),
@@ -241,6 +260,15 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   };
   LoopOp op3{"attention_pv", {probs.name, a.v}, "out",
              nest({{"b", a.B}, {"h", a.Hq}, {"i", a.Sq}, {"d", a.D}}, std::move(out))};
+  for (LoopOp* op : {&op1, &op2, &op3}) {  // paged: each op's b loop binds Sk first
+    if (a.paged) {
+      if (op != &op2) op->inputs.push_back(a.block_table);
+      op->inputs.push_back(a.seqlens);
+    }
+    Block lets = a.batch_lets(b);
+    Block& body = op->body.front().body;
+    body.insert(body.begin(), lets.begin(), lets.end());
+  }
   p.ops.push_back(std::move(op1));
   p.ops.push_back(std::move(op2));
   p.ops.push_back(std::move(op3));

@@ -22,15 +22,33 @@ struct AttentionLoops {
   Causal causal = Causal::None;
   double scale = 0.0;
   bool lse = false;
+  // Paged KV (graph.h, docs/attention.md "Paged KV"): K and V are page pools
+  // [P, Hkv, page, D] read through `block_table` [B, maxp]; Sk is then sequence b's key
+  // count, the integer `kv_len` that batch_lets(b) binds from `seqlens` [B] (clamped to
+  // 0..maxp·page), and `key_cap` = maxp·page the key axis' extent. Dense: Sk = key_cap.
+  bool paged = false;
+  int64_t page = 0;
+  std::string block_table, seqlens;
+  Expr key_cap;
 
   explicit AttentionLoops(const Graph& g);  // the graph's attention node; throws if none
+
+  // Paged: `let kv_len = load L[b]`, to open the body of every loop over b before Sk is
+  // used; nothing for dense K and V.
+  Block batch_lets(const Expr& b) const;
+  // `dst = load K[...]` of key j (K or V: `tensor`) of batch b, KV head hk, column d:
+  // K[b, hk, j, d], or paged `let kv_page = load BT[b, j / page]` then
+  // K[kv_page, hk, j % page, d]. j must be a key that exists (j < Sk).
+  Block load_kv(const std::string& dst, const std::string& tensor, const Expr& b,
+                const Expr& hk, const Expr& j, const Expr& d) const;
 
   Expr kv_head(const Expr& h) const { return h / group; }
   // Row i keeps key j (constant 1 without a mask); `drops` is its complement.
   Expr keeps(const Expr& i, const Expr& j) const;
   Expr drops(const Expr& i, const Expr& j) const;
   // Row i keeps at least one key (constant 1 unless the mask is bottom-right: with
-  // Sq > Sk its first Sq - Sk rows keep none); `empty_row` is its complement.
+  // Sq > Sk its first Sq - Sk rows keep none; or paged: a sequence of no keys);
+  // `empty_row` is its complement.
   Expr has_keys(const Expr& i) const;
   Expr empty_row(const Expr& i) const;
   // Keys [0, n) that rows [0, rows_end) keep between them: the causal bound of a
@@ -74,6 +92,9 @@ int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.
 inline constexpr const char* kLseTensor = "lse";
+// Paged KV's integer lets: sequence b's key count and the page of key j.
+inline constexpr const char* kKvLenVar = "kv_len";
+inline constexpr const char* kKvPageVar = "kv_page";
 
 // `body` under `cond`, without an If when the condition is the constant 1, and nothing
 // when it is the constant 0.

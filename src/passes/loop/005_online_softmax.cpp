@@ -70,12 +70,10 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
   const Expr key = j < a.Sk && a.keeps(i, j);
 
   // 3. The block's scores and their max.
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("qk_acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, {b, h, i, d})};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("qk_acc", val("qk")));
   Block score = guarded(key, {
       Stmt::Init("qk_acc", 0.0),
       loop("d", a.D, std::move(dot), LoopKind::Reduce),
@@ -90,12 +88,11 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
       Stmt::Write(tile.name, tij, val("p")),
       Stmt::Accum("l", val("p")),
   });
-  Block pv = guarded(key, {
-      Stmt::Load("p", tile.name, tij),
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv_c", ScalarOp::Mul, {val("p"), val("v")}),
-      Stmt::Accum("pv", val("pv_c")),
-  });
+  Block pv_body = {Stmt::Load("p", tile.name, tij)};
+  for (Stmt& st : a.load_kv("v", a.v, b, hk, j, d)) pv_body.push_back(std::move(st));
+  pv_body.push_back(Stmt::Compute("pv_c", ScalarOp::Mul, {val("p"), val("v")}));
+  pv_body.push_back(Stmt::Accum("pv", val("pv_c")));
+  Block pv = guarded(key, std::move(pv_body));
   Block rescale = {
       Stmt::Load("o", acc.name, oid),
       Stmt::Compute("o_scaled", ScalarOp::Mul, {val("o"), val("alpha")}),
@@ -144,9 +141,14 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
   LoopOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
+  if (a.paged) {
+    op.inputs.push_back(a.block_table);
+    op.inputs.push_back(a.seqlens);
+  }
   op.output = dec.split() ? dec.part_o : "out";
-  op.body = {loop("b", a.B, {loop("h", dec.heads(a), {loop("qb", ceil_div(dec.rows(a), Expr(BM)),
-                                                            rows)})})};
+  Block batch = a.batch_lets(b);  // paged: Sk is the batch's key count
+  batch.push_back(loop("h", dec.heads(a), {loop("qb", ceil_div(dec.rows(a), Expr(BM)), rows)}));
+  op.body = {loop("b", a.B, std::move(batch))};
   return op;
 }
 

@@ -138,6 +138,12 @@ Pass pass_partition_attention() {
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
+                if (a.paged)
+                  throw Error("attention with paged KV (block_table=) has its loop forms "
+                              "(l:000, l:005: the CPU interpreter runs them) but no GPU kernel "
+                              "yet: its K/V copies do not read the block "
+                              "table; for the GPU gather the pages into dense K[B,Hkv,Sk,D] and "
+                              "V, and drop block_table= and seqlens_k=");
                 // ATTN_MMA=wgmma: the partition of k:013's kernel (64 rows per warpgroup).
                 const AttentionTiles t = attention_uses_wgmma(s) ? attention_wgmma_partition(s, a)
                                                                  : attention_tiles(s, a);

@@ -1,0 +1,246 @@
+// Paged KV (docs/attention.md, "Paged KV"): attention over page pools Kc/Vc [P,Hkv,page,D]
+// read through a block table BT[B,maxp]:i32 with per-sequence key lengths L[B]:i32. Both
+// loop forms (l:000's unfused form and l:005's online softmax) run on the interpreter and
+// are compared, O and LSE, with the fp64 paged reference (bench/reference_attention.h) on
+// pages in shuffled order, page sizes 16 and 256, odd lengths, lengths 0 and 1, lengths
+// past the table (clamped), GQA 32/8, 4/2 and MQA, the three masks, f16 and bf16. The
+// pages no sequence uses are NaN and the table's slots past a sequence's length name
+// pages outside the pool, so a read of either fails the comparison or the interpreter's
+// bounds check. Every error of the forms' front door names the problem and the fix.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "../passes/attention_exprs.h"
+#include "bench/reference_attention.h"
+#include "../passes/pass_check.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+struct PagedCase {
+  int batch, hq, hkv, sq, d, page, maxp;
+  std::vector<int64_t> lens;
+  const char* causal = "false";
+  const char* dtype = "bf16";
+  bool lse = true;
+};
+
+Causal causal_of(const std::string& c) {
+  return c == "true" ? Causal::BottomRight : c == "top_left" ? Causal::TopLeft : Causal::None;
+}
+
+// Shuffled pages: every (sequence, slot) gets its own page of a pool twice the table's
+// size, in random order; slots past the sequence's length name page 1 << 20 (outside the
+// pool) and every page no sequence uses is NaN.
+void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  HostTensor& bt = b.tensors.at("BT");
+  HostTensor& len = b.tensors.at("L");
+  std::vector<bool> used(size_t(pages), false);
+  for (int s = 0; s < c.batch; ++s) {
+    len.data[size_t(s)] = double(c.lens[size_t(s)]);
+    const int64_t kept = std::clamp<int64_t>(c.lens[size_t(s)], 0, int64_t(c.maxp) * c.page);
+    for (int slot = 0; slot < c.maxp; ++slot) {
+      const int64_t pg = order[size_t(s * c.maxp + slot)];
+      const bool live = int64_t(slot) * c.page < kept;
+      bt.data[size_t(s * c.maxp + slot)] = live ? double(pg) : double(1 << 20);
+      if (live) used[size_t(pg)] = true;
+    }
+  }
+  const size_t per_page = size_t(c.hkv) * size_t(c.page) * size_t(c.d);
+  for (const char* pool : {"Kc", "Vc"})
+    for (int pg = 0; pg < pages; ++pg)
+      if (!used[size_t(pg)])
+        std::fill_n(b.tensors.at(pool).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
+                    per_page, std::numeric_limits<double>::quiet_NaN());
+}
+
+void expect_matches(const HostTensor& got, const std::vector<double>& want, double tol,
+                    const std::string& ctx) {
+  ASSERT_EQ(got.data.size(), want.size()) << ctx;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isinf(want[i])) {
+      ASSERT_EQ(got.data[i], want[i]) << ctx << " [" << i << "]";
+      continue;
+    }
+    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << " [" << i << "] is NaN";
+    ASSERT_NEAR(got.data[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << ctx << " [" << i << "]";
+  }
+}
+
+// Both loop forms on the same inputs against the paged reference.
+void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed) {
+  const int pages = 2 * c.batch * c.maxp;
+  const std::string expr = attention_test::paged_attention(
+      c.batch, c.hq, c.hkv, c.sq, c.d, pages, c.page, c.maxp, c.causal, c.dtype, c.lse);
+  Bindings inputs;
+  bool first = true;
+  for (const char* last : {"l:000_lower_graph", "l:005_online_softmax"}) {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    run_pipeline(s, last);
+    if (first) {
+      make_random_inputs(s.loop, inputs, seed);
+      fill_pages(c, pages, inputs, seed + 1);
+      first = false;
+    }
+    Bindings b = inputs;
+    for (auto& [name, t] : b.tensors)  // outputs: poisoned again for this run
+      if (!inputs.tensors.count(name) || name == "out" || name == "lse")
+        std::fill(t.data.begin(), t.data.end(), std::numeric_limits<double>::quiet_NaN());
+    ASSERT_NO_THROW(interpret(s.loop, b)) << expr << " " << last;
+    AttentionShape sh{c.batch, c.hq, c.hkv, c.sq, 0, c.d};
+    AttentionAttrs attrs;
+    attrs.causal = causal_of(c.causal);
+    attrs.scale = 1.0 / std::sqrt(double(c.d));
+    std::vector<int64_t> table, lens;
+    for (double v : inputs.tensors.at("BT").data) table.push_back(int64_t(v));
+    for (double v : inputs.tensors.at("L").data) lens.push_back(int64_t(v));
+    const AttentionResult want = reference_attention_paged(
+        sh, attrs, pages, c.page, inputs.tensors.at("Q").data, inputs.tensors.at("Kc").data,
+        inputs.tensors.at("Vc").data, table, lens);
+    const std::string ctx = expr + " " + last + " " + knobs;
+    const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+    expect_matches(b.tensors.at("out"), want.out, passcheck::tolerance(dt), ctx + " O");
+    if (c.lse) expect_matches(b.tensors.at("lse"), want.lse, 1e-5, ctx + " LSE");
+  }
+}
+
+TEST(AttentionPaged, Page16OddLengthsAndEmptySequences) {
+  uint64_t seed = 1;
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_M=4,BLOCK_N=16", seed++);
+    check_paged({2, 4, 2, 5, 16, 16, 4, {2, 49}, causal, "f16"}, "BLOCK_M=16,BLOCK_N=32", seed++);
+  }
+}
+
+TEST(AttentionPaged, Page256AndMqa) {
+  uint64_t seed = 11;
+  for (const char* causal : attention_test::kMasks)
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_M=16,BLOCK_N=64", seed++);
+}
+
+TEST(AttentionPaged, Gqa32By8Decode) {
+  uint64_t seed = 21;
+  for (const char* causal : {"false", "true"}) {
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "BLOCK_M=16,BLOCK_N=16", seed++);
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "GQA_PACK=1,BLOCK_M=32,BLOCK_N=16",
+                seed++);
+  }
+}
+
+// A length past the table is clamped to maxp·page, a negative one to 0 (the reference
+// does the same); without LSE the forms write O alone.
+TEST(AttentionPaged, LengthsClampedToTheTable) {
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "true", "bf16", false}, "BLOCK_M=4,BLOCK_N=16", 31);
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "false"}, "BLOCK_M=4,BLOCK_N=16", 32);
+}
+
+// The reference itself: a paged sequence equals the dense reference on its gathered keys.
+TEST(AttentionPaged, ReferenceMatchesDenseOnGatheredKeys) {
+  const int64_t D = 4, page = 2, pages = 4;
+  AttentionShape sh{1, 2, 1, 2, 0, D};
+  AttentionAttrs attrs;
+  attrs.causal = Causal::BottomRight;
+  attrs.scale = 0.5;
+  std::vector<double> q(size_t(2 * 2 * D)), kc(size_t(pages * page * D)), vc(kc.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(double(i));
+  for (size_t i = 0; i < kc.size(); ++i) kc[i] = std::cos(double(i)), vc[i] = std::sin(0.3 * double(i));
+  // Keys 0..2 live in pages 3 (keys 0, 1) and 1 (key 2).
+  const AttentionResult paged = reference_attention_paged(sh, attrs, pages, page, q, kc, vc,
+                                                          {3, 1}, {3});
+  std::vector<double> k, v;
+  for (int64_t j = 0; j < 3; ++j) {
+    const int64_t pg = j < 2 ? 3 : 1;
+    for (int64_t d = 0; d < D; ++d) {
+      k.push_back(kc[size_t((pg * page + j % page) * D + d)]);
+      v.push_back(vc[size_t((pg * page + j % page) * D + d)]);
+    }
+  }
+  sh.Sk = 3;
+  const AttentionResult dense = reference_attention(sh, attrs, q, k, v);
+  EXPECT_EQ(paged.out, dense.out);
+  EXPECT_EQ(paged.lse, dense.lse);
+  EXPECT_THROW(reference_attention_paged(sh, attrs, pages, page, q, kc, vc, {4, 1}, {3}), Error);
+}
+
+TEST(AttentionPaged, LoopFormsReadThroughTheTable) {
+  CompileState s;
+  s.graph = parse_expression(attention_test::paged_attention(2, 4, 2, 3, 16, 8, 16, 3, "true"));
+  s.knobs = Knobs::parse("BLOCK_M=4,BLOCK_N=16");
+  run_pipeline(s, "l:000_lower_graph");
+  std::string ir = print(s.loop);
+  EXPECT_NE(ir.find("let kv_len = load L[b]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("let kv_page = load BT[b, j / 16]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("k = load Kc[kv_page, h / 2, j % 16, d]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("attn_scores: f32[2, 4, 3, 48]"), std::string::npos) << ir;
+  run_pipeline(s, "l:005_online_softmax");
+  ir = print(s.loop);
+  EXPECT_NE(ir.find("v = load Vc[kv_page, h, (kb * 16 + c) % 16, d]"), std::string::npos) << ir;
+}
+
+std::string error_of(const std::string& expr, const std::string& knobs = "",
+                     const std::string& last = "") {
+  try {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    run_pipeline(s, last);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AttentionPaged, ErrorsNameTheProblem) {
+  const std::string q = "attention(Q[2,4,1,16]:bf16, ";
+  const std::string pool = "Kc[8,2,16,16]:bf16, Vc[8,2,16,16]:bf16, ";
+  auto has = [](const std::string& msg, const std::string& want) {
+    EXPECT_NE(msg.find(want), std::string::npos) << "message: " << msg << "\nwant: " << want;
+  };
+  has(error_of(q + pool + "block_table=BT[2,3]:f32, seqlens_k=L[2]:i32)"),
+      "block_table= is BT[2,3] of dtype f32; it holds page numbers: write it as BT[B,maxp]:i32");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2,1]:i32)"),
+      "seqlens_k= must be rank 1 [B]");
+  has(error_of(q + pool + "block_table=BT[6]:i32, seqlens_k=L[2]:i32)"),
+      "block_table= must be rank 2 [B,maxp]");
+  has(error_of(q + pool + "block_table=BT[3,3]:i32, seqlens_k=L[2]:i32)"),
+      "batch sizes (B of Q vs block_table) differ");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[3]:i32)"),
+      "batch sizes (B of Q vs seqlens_k) differ");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32)"), "block_table= needs seqlens_k= too");
+  has(error_of(q + pool + "seqlens_k=L[2]:i32)"), "seqlens_k= needs block_table= too");
+  has(error_of(q + pool + "block_table=3, seqlens_k=L[2]:i32)"), "block_table= takes a tensor");
+  for (const char* page : {"8", "24", "512", "P"})
+    has(error_of(q + "Kc[8,2," + page + ",16]:bf16, Vc[8,2," + page +
+                 ",16]:bf16, block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)"),
+        std::string("the page size (dim 2 of Kc[8,2,") + page + ",16]) is " + page +
+            ", but it must be a power of two from 16 to 256");
+  has(error_of(q + "Kc[8,2,16,16]:bf16, Vc[9,2,16,16]:bf16, block_table=BT[2,3]:i32, "
+                   "seqlens_k=L[2]:i32)"),
+      "page counts (P of K vs V) differ");
+  // i32 is for indices only.
+  has(error_of("matmul(A[4,4]:i32, B[4,4]:i32)"), "i32 tensors are only attention's block_table=");
+  has(error_of("matmul(A[4,4]:f32, B[4,4]:f32, out=i32)"), "out=i32 is not allowed");
+  has(error_of("attention(Q[2,4,1,16]:i32, K[2,2,8,16]:i32, V[2,2,8,16]:i32)"),
+      "attention takes f16 or bf16");
+  // Where the forms stop: no split form yet, no GPU kernel yet.
+  const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
+  has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
+      "SPLIT_KV=2 with paged KV (block_table=): the split form does not read pages yet");
+  has(error_of(ok, "", "t:012_partition_attention"), "has its loop forms");
+  has(error_of(ok, "", "t:012_partition_attention"), "no GPU kernel yet");
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,7 +1,10 @@
 #include "bench/verify_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include "ir/error.h"
 
@@ -22,6 +25,8 @@ AttentionShape shape_of(const Graph& g) {
   s.D = q.shape[3].value;
   s.Hkv = k.shape[1].value;
   s.Sk = k.shape[2].value;
+  // Paged: the longest a sequence can be (the table's capacity) sizes the reference's work.
+  if (a->paged_attention()) s.Sk = g.node(a->inputs[3]).shape[1].value * s.Sk;
   return s;
 }
 
@@ -171,8 +176,44 @@ AttentionReference attention_reference(const Graph& g,
   const HostTensor& q = input(inputs, g.node(a->inputs[0]).name);
   const HostTensor& k = input(inputs, g.node(a->inputs[1]).name);
   const HostTensor& v = input(inputs, g.node(a->inputs[2]).name);
+  // Paged KV: sequence b's keys gathered through the table into dense [1, Hkv, L[b], D]
+  // (once per sequence), its rows computed with Sk = L[b] (reference_attention_paged's rule).
+  const bool paged = a->paged_attention();
+  int64_t gathered = -1;
+  AttentionShape one = sh;
+  std::vector<double> qb, kb, vb;
+  auto gather = [&](int64_t b) {
+    if (gathered == b) return;
+    gathered = b;
+    const HostTensor& bt = input(inputs, g.node(a->inputs[3]).name);
+    const HostTensor& len = input(inputs, g.node(a->inputs[4]).name);
+    const int64_t page = k.shape[2], pages = k.shape[0], maxp = bt.shape[1], D = sh.D;
+    one.B = 1;
+    one.Sk = std::clamp<int64_t>(int64_t(len.data[size_t(b)]), 0, maxp * page);
+    kb.assign(size_t(sh.Hkv * one.Sk * D), 0.0);
+    vb.assign(kb.size(), 0.0);
+    for (int64_t hk = 0; hk < sh.Hkv; ++hk)
+      for (int64_t j = 0; j < one.Sk; ++j) {
+        const int64_t pg = int64_t(bt.data[size_t(b * maxp + j / page)]);
+        if (pg < 0 || pg >= pages)
+          throw Error("verify_attention: block_table[" + std::to_string(b) + "][" +
+                      std::to_string(j / page) + "] = " + std::to_string(pg) +
+                      " is not a page of the pool (0.." + std::to_string(pages - 1) + ")");
+        const size_t from = size_t(((pg * sh.Hkv + hk) * page + j % page) * D);
+        std::copy_n(k.data.begin() + std::ptrdiff_t(from), D,
+                    kb.begin() + std::ptrdiff_t((hk * one.Sk + j) * D));
+        std::copy_n(v.data.begin() + std::ptrdiff_t(from), D,
+                    vb.begin() + std::ptrdiff_t((hk * one.Sk + j) * D));
+      }
+    const size_t per = size_t(sh.Hq * sh.Sq * D);
+    qb.assign(q.data.begin() + std::ptrdiff_t(size_t(b) * per),
+              q.data.begin() + std::ptrdiff_t(size_t(b + 1) * per));
+  };
   for (const RowId& r : rows_to_check(sh, full_check_macs)) {
-    const Row row = attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype, r.b, r.h, r.i);
+    if (paged) gather(r.b);
+    const Row row = paged ? attention_row(one, a->attention, qb, kb, vb, q.dtype, 0, r.h, r.i)
+                          : attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype,
+                                          r.b, r.h, r.i);
     ref.rows.push_back((r.b * sh.Hq + r.h) * sh.Sq + r.i);
     ref.o64.insert(ref.o64.end(), row.o64.begin(), row.o64.end());
     ref.o16.insert(ref.o16.end(), row.o16.begin(), row.o16.end());
@@ -230,6 +271,38 @@ std::string AttentionVerify::message() const {
          "]";
   if (lse) m += "; LSE: " + lse->message;
   return m;
+}
+
+void fill_paged_inputs(const Graph& g, Bindings& b, uint64_t seed) {
+  const Node* a = g.attention();
+  if (!a || !a->paged_attention()) return;
+  const std::string kc = g.node(a->inputs[1]).name, vc = g.node(a->inputs[2]).name;
+  HostTensor& bt = b.tensors.at(g.node(a->inputs[3]).name);
+  HostTensor& len = b.tensors.at(g.node(a->inputs[4]).name);
+  const HostTensor& pool = b.tensors.at(kc);
+  const int64_t pages = pool.shape[0], page = pool.shape[2], maxp = bt.shape[1],
+                batch = bt.shape[0];
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<bool> used(size_t(pages), false);
+  for (int64_t s = 0; s < batch; ++s) {
+    const int64_t n = std::max<int64_t>(0, maxp * page - (s * 37) % page);
+    len.data[size_t(s)] = double(n);
+    for (int64_t slot = 0; slot < maxp; ++slot) {
+      const int64_t pg = order[size_t((s * maxp + slot) % pages)];
+      const bool live = slot * page < n;
+      bt.data[size_t(s * maxp + slot)] = live ? double(pg) : -1.0;
+      if (live) used[size_t(pg)] = true;
+    }
+  }
+  const size_t per_page = pool.data.size() / size_t(pages);
+  for (const std::string& t : {kc, vc})
+    for (int64_t pg = 0; pg < pages; ++pg)
+      if (!used[size_t(pg)])
+        std::fill_n(b.tensors.at(t).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
+                    per_page, std::numeric_limits<double>::quiet_NaN());
 }
 
 }  // namespace loom

@@ -169,7 +169,8 @@ void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, con
   r.flops = expression_flops(g);
   const TimingOptions timing = plan_timing(r, kp, host, opt, dev);
   if (!opt.bench || !r.verify.passed) return;
-  const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+  const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
+                                [&](Bindings& h, uint64_t seed) { fill_paged_inputs(g, h, seed); });
   const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
   std::vector<TimedLaunch> fns = {
       [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
@@ -316,6 +317,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   // Inputs: seeded, uniform in [-1, 1], rounded to their dtype; outputs poisoned.
   Bindings host;
   make_random_inputs(kp, host, opt.seed);
+  fill_paged_inputs(g, host, opt.seed);  // paged attention: a shuffled table, lengths
   DeviceTensors dev_tensors;
   dev_tensors.allocate(kp, host);
   cudaStream_t stream;
@@ -351,7 +353,8 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   const TimingOptions timing = plan_timing(r, kp, host, opt, *dev);
 
   if (opt.bench && r.verify.passed) {
-    const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+    const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
+                                [&](Bindings& h, uint64_t seed) { fill_paged_inputs(g, h, seed); });
     const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
 
     // cuBLAS computes the contraction into its own output buffer; verify it too, so the

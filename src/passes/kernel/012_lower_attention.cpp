@@ -124,11 +124,33 @@ struct Lowering {
     const int64_t chunks = rows * D / kChunk, threads = kLanes * W;
     const Expr c = Expr::var(tag + "_c"), e = Expr::var(tag + "_e");
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
-    const std::vector<Expr> from =
+    const bool paged = a.paged && (src == a.k || src == a.v) && !at;
+    std::vector<Expr> from =
         at ? at(row0 + row, col) : std::vector<Expr>{b, head, row0 + row, col};
+    Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
+    if (paged) {
+      // Paged KV: key row0 + row is row (row0 + row) % page of page BT[b, (row0 + row) / page].
+      // A block within one page (BLOCK_N divides the page: row0 is a multiple of BLOCK_N)
+      // reads its page once, before the copy loop; a block over several pages reads each
+      // row's. The slot is clamped into the table: rows past the table are zero-filled
+      // (the predicate), but their address is still formed.
+      const Expr slot_of = [&](const Expr& key) {
+        return min(key / Expr(a.page), Expr(p.tensor(a.block_table).shape[1]) - 1);
+      }(a.page % rows == 0 || a.page % BN == 0 ? row0 : row0 + row);
+      Stmt read = Stmt::LetLoad(tag + "_page", a.block_table,
+                                {flat(p.tensor(a.block_table), {b, slot_of})});
+      from = {Expr::var(tag + "_page"), head, (row0 + row) % Expr(a.page), col};
+      if (a.page % rows == 0 || a.page % BN == 0) {
+        Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src, flat(p.tensor(src), from),
+                                     int(kChunk), row0 + row < limit)};
+        if (chunks % threads != 0) one = {Stmt::If(e < chunks, std::move(one))};
+        body.insert(body.end(), one.begin(), one.end());
+        return {read, reg_loop(tag + "_c", (chunks + threads - 1) / threads, std::move(body))};
+      }
+      body.push_back(read);
+    }
     Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src, flat(p.tensor(src), from),
                                  int(kChunk), row0 + row < limit)};
-    Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
     if (chunks % threads != 0) one = {Stmt::If(e < chunks, std::move(one))};
     body.insert(body.end(), one.begin(), one.end());
     return {reg_loop(tag + "_c", (chunks + threads - 1) / threads, std::move(body))};
@@ -314,9 +336,15 @@ struct Lowering {
         Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / kLanes),
         Stmt::Let("lane", tid % kLanes),
     };
+    // Paged KV: Sk is this sequence's key count, read once per CTA (before kb0, which
+    // divides the sequence's blocks among the splits).
+    if (a.paged)
+      body.insert(body.begin() + 3, Stmt::LetLoad(kKvLenVar, a.seqlens,
+                                                  {flat(p.tensor(a.seqlens), {b})}));
     if (dec.split())  // SPLIT_KV: this CTA's split and its first key block
-      body.insert(body.begin() + 1, {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
-                                     Stmt::Let("kb0", dec.first_block(sp))});
+      body.insert(body.begin() + (a.paged ? 4 : 1),
+                  {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
+                   Stmt::Let("kb0", dec.first_block(sp))});
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
 
     // 2. Q.
@@ -589,6 +617,10 @@ struct Lowering {
     k.body = build(k.warp_atoms[0]);
     // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
     std::vector<std::string> tensors = {a.q, a.k, a.v};
+    if (a.paged) {
+      tensors.push_back(a.block_table);
+      tensors.push_back(a.seqlens);
+    }
     if (dec.split()) {
       tensors.push_back(dec.part_o);
       tensors.push_back(dec.part_lse);

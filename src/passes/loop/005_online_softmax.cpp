@@ -187,6 +187,7 @@ Pass pass_online_softmax() {
                   LoopOp combine;
                   combine.name = kCombineOp;
                   combine.inputs = {dec.part_o, dec.part_lse};
+                  if (a.paged) combine.inputs.push_back(a.seqlens);
                   combine.output = "out";
                   combine.body = attention_combine_body(a, dec, false);
                   p.ops.push_back(std::move(combine));

@@ -48,12 +48,10 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   const Expr key = j < a.Sk && a.keeps(i, j);
   const double log2_scale = a.scale * M_LOG2E;
 
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("qk_acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, {b, h, i, d})};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("qk_acc", val("qk")));
   Stmt s_c = Stmt::Compute("s_row", ScalarOp::Mul, {val("qk_acc"), Operand::constant(log2_scale)});
   s_c.dst_index = {c};
   Block score = guarded(key, {
@@ -66,11 +64,10 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   Stmt p_exp = Stmt::Compute("s_row", ScalarOp::Exp2, {val("e")});
   p_exp.dst_index = {c};
   Block prob = guarded(key, {p_c, p_exp, Stmt::Accum("l", val("s_row", {c}))});
-  Block pv = guarded(key, {
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv_c", ScalarOp::Mul, {val("s_row", {c}), val("v")}),
-      Stmt::Accum("pv", val("pv_c")),
-  });
+  Block pv_body = a.load_kv("v", a.v, b, hk, j, d);
+  pv_body.push_back(Stmt::Compute("pv_c", ScalarOp::Mul, {val("s_row", {c}), val("v")}));
+  pv_body.push_back(Stmt::Accum("pv", val("pv_c")));
+  Block pv = guarded(key, std::move(pv_body));
   Stmt o_scaled = Stmt::Compute("o_row", ScalarOp::Mul, {val("o_row", {d}), val("alpha")});
   o_scaled.dst_index = {d};
   Block rescale = {
@@ -112,7 +109,8 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
 
   Block rows = {loop("r", Expr(RW), guarded(pr < dec.rows(a), std::move(cell)),
                      LoopKind::Parallel, Tier::Register)};
-  Block warps = {loop("w", Expr(t.warps), std::move(rows), LoopKind::Parallel, Tier::Warp)};
+  Block warps = a.batch_lets(b);  // paged: Sk is the batch's key count
+  warps.push_back(loop("w", Expr(t.warps), std::move(rows), LoopKind::Parallel, Tier::Warp));
   Block grid = {loop("h", dec.heads(a), {loop("b", a.B, std::move(warps), LoopKind::Parallel,
                                               Tier::Grid)},
                      LoopKind::Parallel, Tier::Grid)};
@@ -122,6 +120,10 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   TileOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
+  if (a.paged) {
+    op.inputs.push_back(a.block_table);
+    op.inputs.push_back(a.seqlens);
+  }
   op.output = dec.split() ? dec.part_o : "out";
   op.body = std::move(grid);
   return op;
@@ -138,12 +140,6 @@ Pass pass_partition_attention() {
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
-                if (a.paged)
-                  throw Error("attention with paged KV (block_table=) has its loop forms "
-                              "(l:000, l:005: the CPU interpreter runs them) but no GPU kernel "
-                              "yet: its K/V copies do not read the block "
-                              "table; for the GPU gather the pages into dense K[B,Hkv,Sk,D] and "
-                              "V, and drop block_table= and seqlens_k=");
                 // ATTN_MMA=wgmma: the partition of k:013's kernel (64 rows per warpgroup).
                 const AttentionTiles t = attention_uses_wgmma(s) ? attention_wgmma_partition(s, a)
                                                                  : attention_tiles(s, a);
@@ -164,6 +160,7 @@ Pass pass_partition_attention() {
                   TileOp combine;
                   combine.name = kCombineOp;
                   combine.inputs = {dec.part_o, dec.part_lse};
+                  if (a.paged) combine.inputs.push_back(a.seqlens);
                   combine.output = "out";
                   combine.body = attention_combine_body(a, dec, true);
                   tp.ops.push_back(std::move(combine));

@@ -18,6 +18,10 @@
 #include "../passes/attention_exprs.h"
 #include "bench/reference_attention.h"
 #include "../passes/pass_check.h"
+#include "../../gpu/attention_paged_cases.h"
+#include "bench/verify_attention.h"
+#include "driver/compile.h"
+#include "nvrtc_check.h"
 #include "passes/pipeline.h"
 
 namespace loom {
@@ -77,73 +81,94 @@ void expect_matches(const HostTensor& got, const std::vector<double>& want, doub
   }
 }
 
-// Both loop forms on the same inputs against the paged reference.
-void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed) {
+// Every pass of the pipeline (the loop forms, t:012's tile form, k:012's kernel and the
+// split form's combine, per lane) on the same inputs against the paged reference, O and
+// LSE, wherever a pass changed its level's program.
+void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed,
+                 const std::string& arch = "sm_90a") {
   const int pages = 2 * c.batch * c.maxp;
   const std::string expr = attention_test::paged_attention(
       c.batch, c.hq, c.hkv, c.sq, c.d, pages, c.page, c.maxp, c.causal, c.dtype, c.lse);
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
   Bindings inputs;
-  bool first = true;
-  for (const char* last : {"l:000_lower_graph", "l:005_online_softmax"}) {
-    CompileState s;
-    s.graph = parse_expression(expr);
-    s.knobs = Knobs::parse(knobs);
-    run_pipeline(s, last);
-    if (first) {
+  AttentionResult want;
+  const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+  for (const auto& p : pipeline()) {
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (inputs.tensors.empty()) {
       make_random_inputs(s.loop, inputs, seed);
       fill_pages(c, pages, inputs, seed + 1);
-      first = false;
+      AttentionShape sh{c.batch, c.hq, c.hkv, c.sq, 0, c.d};
+      AttentionAttrs attrs;
+      attrs.causal = causal_of(c.causal);
+      attrs.scale = 1.0 / std::sqrt(double(c.d));
+      std::vector<int64_t> table, lens;
+      for (double v : inputs.tensors.at("BT").data) table.push_back(int64_t(v));
+      for (double v : inputs.tensors.at("L").data) lens.push_back(int64_t(v));
+      want = reference_attention_paged(sh, attrs, pages, c.page, inputs.tensors.at("Q").data,
+                                       inputs.tensors.at("Kc").data,
+                                       inputs.tensors.at("Vc").data, table, lens);
+    } else if (print_level(s, p.to) == before) {
+      continue;
     }
-    Bindings b = inputs;
-    for (auto& [name, t] : b.tensors)  // outputs: poisoned again for this run
-      if (!inputs.tensors.count(name) || name == "out" || name == "lse")
-        std::fill(t.data.begin(), t.data.end(), std::numeric_limits<double>::quiet_NaN());
-    ASSERT_NO_THROW(interpret(s.loop, b)) << expr << " " << last;
-    AttentionShape sh{c.batch, c.hq, c.hkv, c.sq, 0, c.d};
-    AttentionAttrs attrs;
-    attrs.causal = causal_of(c.causal);
-    attrs.scale = 1.0 / std::sqrt(double(c.d));
-    std::vector<int64_t> table, lens;
-    for (double v : inputs.tensors.at("BT").data) table.push_back(int64_t(v));
-    for (double v : inputs.tensors.at("L").data) lens.push_back(int64_t(v));
-    const AttentionResult want = reference_attention_paged(
-        sh, attrs, pages, c.page, inputs.tensors.at("Q").data, inputs.tensors.at("Kc").data,
-        inputs.tensors.at("Vc").data, table, lens);
-    const std::string ctx = expr + " " + last + " " + knobs;
-    const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
-    expect_matches(b.tensors.at("out"), want.out, passcheck::tolerance(dt), ctx + " O");
-    if (c.lse) expect_matches(b.tensors.at("lse"), want.lse, 1e-5, ctx + " LSE");
+    Bindings got = inputs;
+    ASSERT_NO_THROW(passcheck::interpret_level(s, p.to, got)) << "after " << p.id;
+    const std::string ctx = "after " + p.id;
+    expect_matches(got.tensors.at("out"), want.out, passcheck::tolerance(dt), ctx + " O");
+    if (c.lse) expect_matches(got.tensors.at("lse"), want.lse, 1e-5, ctx + " LSE");
+    if (::testing::Test::HasFailure()) return;
   }
+  EXPECT_EQ(s.level, Level::Kernel);
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
 }
 
+// BLOCK_N 16 (a block per page), 64 (four pages per block: the copy reads each row's
+// page) and the decode default; with and without splits; lengths 0 and 1.
 TEST(AttentionPaged, Page16OddLengthsAndEmptySequences) {
   uint64_t seed = 1;
   for (const char* causal : attention_test::kMasks) {
-    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_M=4,BLOCK_N=16", seed++);
-    check_paged({2, 4, 2, 5, 16, 16, 4, {2, 49}, causal, "f16"}, "BLOCK_M=16,BLOCK_N=32", seed++);
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "", seed++);
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_N=16,SPLIT_KV=2", seed++);
+    check_paged({2, 4, 2, 5, 16, 16, 4, {2, 49}, causal, "f16"},
+                "GQA_PACK=0,BLOCK_N=32,SPLIT_KV=3", seed++);
   }
 }
 
 TEST(AttentionPaged, Page256AndMqa) {
   uint64_t seed = 11;
-  for (const char* causal : attention_test::kMasks)
-    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_M=16,BLOCK_N=64", seed++);
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_N=64", seed++);
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=1", seed++);
+  }
 }
 
 TEST(AttentionPaged, Gqa32By8Decode) {
   uint64_t seed = 21;
   for (const char* causal : {"false", "true"}) {
-    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "BLOCK_M=16,BLOCK_N=16", seed++);
-    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "GQA_PACK=1,BLOCK_M=32,BLOCK_N=16",
-                seed++);
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "", seed++);
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "GQA_PACK=0,SPLIT_KV=2", seed++);
   }
+}
+
+// Past the decode shapes (Sq > 64): the prefill defaults of the mma.sync kernel, 64-row
+// query blocks, on sm_80 too.
+TEST(AttentionPaged, PrefillRowsAndSm80) {
+  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "true"}, "", 41);
+  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "top_left"}, "", 42, "sm_80");
+  check_paged({2, 4, 2, 3, 16, 16, 3, {37, 0}, "false"}, "SPLIT_KV=2", 43, "sm_80");
 }
 
 // A length past the table is clamped to maxp·page, a negative one to 0 (the reference
 // does the same); without LSE the forms write O alone.
 TEST(AttentionPaged, LengthsClampedToTheTable) {
-  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "true", "bf16", false}, "BLOCK_M=4,BLOCK_N=16", 31);
-  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "false"}, "BLOCK_M=4,BLOCK_N=16", 32);
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "true", "bf16", false}, "", 31);
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "false"}, "SPLIT_KV=2,BLOCK_N=16", 32);
 }
 
 // The reference itself: a paged sequence equals the dense reference on its gathered keys.
@@ -234,12 +259,69 @@ TEST(AttentionPaged, ErrorsNameTheProblem) {
   has(error_of("matmul(A[4,4]:f32, B[4,4]:f32, out=i32)"), "out=i32 is not allowed");
   has(error_of("attention(Q[2,4,1,16]:i32, K[2,2,8,16]:i32, V[2,2,8,16]:i32)"),
       "attention takes f16 or bf16");
-  // Where the forms stop: no split form yet, no GPU kernel yet.
+  // The wgmma kernel does not read pages: the default is mma.sync, and asking is refused.
   const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
-  has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
-      "SPLIT_KV=2 with paged KV (block_table=): the split form does not read pages yet");
-  has(error_of(ok, "", "t:012_partition_attention"), "has its loop forms");
-  has(error_of(ok, "", "t:012_partition_attention"), "no GPU kernel yet");
+  has(error_of(ok, "ATTN_MMA=wgmma"), "ATTN_MMA=wgmma with paged KV (block_table=)");
+}
+
+// Every GPU case (tests/gpu/attention_paged_cases.h) compiles with NVRTC for sm_90a and
+// sm_80 on the mma.sync kernel, ptxas spilling nothing; the source reads the lengths once
+// per CTA and the pages through the table.
+TEST(AttentionPaged, GpuCasesCompileBothArchs) {
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (const auto& c : attention_test::paged_cases()) {
+      SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      EXPECT_NE(p.cuda.find("const int kv_len = int(__ldg(&loom_t_L[b]));"), std::string::npos);
+      EXPECT_NE(p.cuda.find("__ldg(&loom_t_BT["), std::string::npos);
+      CompileResult r;
+      try {
+        r = nvrtc_check::compile_source(p.cuda, arch, "attention_paged.cu");
+      } catch (const Error& e) {
+        FAIL() << e.what() << "\n" << p.cuda;
+      }
+      if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
+      nvrtc_check::expect_no_spills(p, r);
+    }
+}
+
+// `loom run`'s inputs for a paged problem: a table of distinct shuffled pages over each
+// sequence's length, dead slots -1, unused pages NaN.
+TEST(AttentionPaged, RunInputsFillTheTable) {
+  const Graph g = parse_expression(attention_test::paged_expr(3, 4, 2, 1, 16, 10, 16, 3, "false",
+                                                              "bf16", false));
+  CompileState s;
+  s.graph = g;
+  run_pipeline(s, "l:000_lower_graph");
+  Bindings b;
+  make_random_inputs(s.loop, b, 5);
+  fill_paged_inputs(g, b, 5);
+  const HostTensor &bt = b.tensors.at("BT"), &len = b.tensors.at("L");
+  std::vector<int> uses(10, 0);
+  for (int seq = 0; seq < 3; ++seq) {
+    const int64_t n = int64_t(len.data[size_t(seq)]);
+    EXPECT_GT(n, 32);
+    EXPECT_LE(n, 48);
+    for (int slot = 0; slot < 3; ++slot) {
+      const int64_t pg = int64_t(bt.data[size_t(seq * 3 + slot)]);
+      if (slot * 16 < n) {
+        ASSERT_GE(pg, 0);
+        ASSERT_LT(pg, 10);
+        ++uses[size_t(pg)];
+      } else {
+        EXPECT_EQ(pg, -1);
+      }
+    }
+  }
+  for (int pg = 0; pg < 10; ++pg) {
+    EXPECT_LE(uses[size_t(pg)], 1);
+    const double first = b.tensors.at("Kc").data[size_t(pg) * 2 * 16 * 16];
+    EXPECT_EQ(std::isnan(first), uses[size_t(pg)] == 0) << "page " << pg;
+  }
 }
 
 }  // namespace

@@ -42,6 +42,11 @@ struct AttentionOptions {
   bool lse = false;
   std::optional<TensorRef> block_table;
   std::optional<TensorRef> seqlens_k;
+  // Varlen ("Serving forms: varlen"): cu_seqlens_q CQ [B+1] i32, cu_seqlens_k CK [B+1] i32
+  // and max_seqlen_q (> 0), all three or none; Q is then [Tq,Hq,D] and K, V [Tk,Hkv,D].
+  std::optional<TensorRef> cu_seqlens_q;
+  std::optional<TensorRef> cu_seqlens_k;
+  std::optional<int64_t> max_seqlen_q;
 };
 
 class GraphBuilder {

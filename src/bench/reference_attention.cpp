@@ -116,4 +116,51 @@ AttentionResult reference_attention_paged(const AttentionShape& sh, const Attent
   return r;
 }
 
+AttentionResult reference_attention_varlen(const AttentionShape& sh, const AttentionAttrs& attrs,
+                                           int64_t max_seqlen_q, const std::vector<double>& q,
+                                           const std::vector<double>& k,
+                                           const std::vector<double>& v,
+                                           const std::vector<int64_t>& cu_q,
+                                           const std::vector<int64_t>& cu_k) {
+  const int64_t D = sh.D, Hq = sh.Hq, Hkv = sh.Hkv;
+  const int64_t Tq = int64_t(q.size()) / (Hq * D), Tk = int64_t(k.size()) / (Hkv * D);
+  if (cu_q.size() != size_t(sh.B + 1) || cu_k.size() != cu_q.size() ||
+      q.size() != size_t(Tq * Hq * D) || k.size() != v.size() || k.size() != size_t(Tk * Hkv * D))
+    throw Error("reference_attention_varlen: the sizes of Q, K, V and the cumulative lengths "
+                "do not fit B=" + std::to_string(sh.B));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  AttentionResult r;
+  r.out.assign(q.size(), nan);
+  r.lse.assign(size_t(Tq * Hq), nan);
+  for (int64_t b = 0; b < sh.B; ++b) {
+    const int64_t q0 = cu_q[size_t(b)], k0 = cu_k[size_t(b)];
+    const int64_t sq = std::clamp<int64_t>(cu_q[size_t(b + 1)] - q0, 0, max_seqlen_q);
+    const int64_t sk = std::max<int64_t>(cu_k[size_t(b + 1)] - k0, 0);
+    if (q0 < 0 || q0 + sq > Tq || k0 < 0 || k0 + sk > Tk)
+      throw Error("reference_attention_varlen: sequence " + std::to_string(b) +
+                  "'s rows leave Q (" + std::to_string(Tq) + " tokens) or K (" +
+                  std::to_string(Tk) + ")");
+    AttentionShape one{1, Hq, Hkv, sq, sk, D};
+    std::vector<double> qb(size_t(Hq * sq * D)), kb(size_t(Hkv * sk * D)), vb(kb.size());
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t d = 0; d < D; ++d)
+          qb[size_t((h * sq + i) * D + d)] = q[size_t(((q0 + i) * Hq + h) * D + d)];
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < sk; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          kb[size_t((h * sk + j) * D + d)] = k[size_t(((k0 + j) * Hkv + h) * D + d)];
+          vb[size_t((h * sk + j) * D + d)] = v[size_t(((k0 + j) * Hkv + h) * D + d)];
+        }
+    const AttentionResult rb = reference_attention(one, attrs, qb, kb, vb);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        r.lse[size_t((q0 + i) * Hq + h)] = rb.lse[size_t(h * sq + i)];
+        for (int64_t d = 0; d < D; ++d)
+          r.out[size_t(((q0 + i) * Hq + h) * D + d)] = rb.out[size_t((h * sq + i) * D + d)];
+      }
+  }
+  return r;
+}
+
 }  // namespace loom

@@ -83,7 +83,11 @@ double attention_flops(const Graph& g) {
   const Node& a = *g.attention();
   const Node& q = g.node(a.inputs[0]);
   const Node& k = g.node(a.inputs[1]);
-  const int64_t Sq = q.shape[2].value, Sk = k.shape[2].value;
+  // Paged KV: counted at the table's capacity (maxp·page keys per sequence), an upper
+  // bound of what the lengths keep.
+  const int64_t Sq = q.shape[2].value,
+                Sk = k.shape[2].value *
+                     (a.paged_attention() ? g.node(a.inputs[3]).shape[1].value : int64_t(1));
   double pairs = 0;
   for (int64_t i = 0; i < Sq; ++i) {
     int64_t kept = Sk;

@@ -251,22 +251,38 @@ class Parser {
 
   void attention_keyword(const Token& key, Keywords& kw) {
     const std::string& k = key.text;
-    if (k != "causal" && k != "scale" && k != "lse" && k != "block_table" && k != "seqlens_k") {
+    if (k != "causal" && k != "scale" && k != "lse" && k != "block_table" && k != "seqlens_k" &&
+        k != "cu_seqlens_q" && k != "cu_seqlens_k" && k != "max_seqlen_q") {
       fail(key, "unknown keyword argument '" + k + "' for attention; its keywords are "
-                "causal=false|true|top_left, scale=<number>, lse=false|true, and for paged "
-                "KV block_table=BT[B,maxp]:i32 with seqlens_k=L[B]:i32");
+                "causal=false|true|top_left, scale=<number>, lse=false|true, for paged "
+                "KV block_table=BT[B,maxp]:i32 with seqlens_k=L[B]:i32, and for packed "
+                "sequences cu_seqlens_q=CQ[B+1]:i32, cu_seqlens_k=CK[B+1]:i32, max_seqlen_q=<n>");
     }
     if (std::find(kw.given.begin(), kw.given.end(), k) != kw.given.end())
       fail(key, k + "= is given twice in the call to attention");
     kw.given.push_back(k);
     AttentionOptions& o = kw.attention;
-    if (k == "block_table" || k == "seqlens_k") {  // paged KV: a tensor operand
+    if (k == "block_table" || k == "seqlens_k" || k == "cu_seqlens_q" || k == "cu_seqlens_k") {
+      // paged KV and varlen: a tensor operand
       const Value v = expr();
       if (!v.tensor)
         fail(v.column, k + "= takes a tensor (" +
-                           (k == "block_table" ? "BT[B,maxp]:i32" : "L[B]:i32") +
+                           (k == "block_table" ? "BT[B,maxp]:i32" : k == "seqlens_k" ? "L[B]:i32"
+                                                                    : "[B+1]:i32") +
                            "), found the number " + v.text);
-      (k == "block_table" ? o.block_table : o.seqlens_k) = *v.tensor;
+      (k == "block_table"    ? o.block_table
+       : k == "seqlens_k"    ? o.seqlens_k
+       : k == "cu_seqlens_q" ? o.cu_seqlens_q
+                             : o.cu_seqlens_k) = *v.tensor;
+      return;
+    }
+    if (k == "max_seqlen_q") {
+      const Token& value = next();
+      const double x = value.kind == TokenKind::Number ? std::strtod(value.text.c_str(), nullptr) : 0;
+      if (value.kind != TokenKind::Number || !(x >= 1) || x != std::floor(x) || x > 1e9)
+        fail(value, "max_seqlen_q= takes a positive integer (the longest sequence's query "
+                    "count), found " + describe(value));
+      o.max_seqlen_q = int64_t(x);
       return;
     }
     const Token& value = next();

@@ -115,7 +115,9 @@ std::string Graph::str() const {
       if (n.scalar) s += ", " + number_str(*n.scalar);
       if (n.kind == OpKind::Attention) {
         s += std::string(", causal=") + causal_name(n.attention.causal) +
-             ", scale=" + number_str(n.attention.scale) + (n.attention.lse ? ", lse=true" : "");
+             ", scale=" + number_str(n.attention.scale) + (n.attention.lse ? ", lse=true" : "") +
+             (n.attention.max_seqlen_q > 0
+                  ? ", max_seqlen_q=" + std::to_string(n.attention.max_seqlen_q) : "");
       }
       s += std::string("): ") + dtype_name(n.dtype) + shape_str(n.shape);
       if (n.kind == OpKind::Attention && n.attention.lse) {
@@ -207,7 +209,8 @@ void Graph::verify() const {
       }
       case OpKind::Attention: {
         if ((n.inputs.size() != 3 && n.inputs.size() != 5) || n.scalar)
-          fail("attention takes three operands (Q, K, V) or five (Q, Kc, Vc, BT, L: paged)");
+          fail("attention takes three operands (Q, K, V) or five (Q, Kc, Vc, BT, L: paged; Q, K, "
+               "V, CQ, CK: varlen)");
         const Node& q = operand(0);
         const Node& k = operand(1);
         const Node& v = operand(2);
@@ -225,15 +228,27 @@ void Graph::verify() const {
               (page.value & (page.value - 1)) != 0)
             fail("the page size " + page.str() + " is not a power of two from 16 to 256");
         }
-        if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
-          fail("operands must be rank 4 [B,H,S,D]");
+        const bool varlen = n.varlen_attention();
+        const size_t rank = varlen ? 3 : 4;
+        if (varlen) {
+          const Node& cq = operand(3);
+          const Node& ck = operand(4);
+          if (cq.dtype != DType::I32 || ck.dtype != DType::I32)
+            fail("the cumulative lengths must be i32");
+          if (cq.shape.size() != 1 || !(cq.shape == ck.shape) || cq.shape[0].is_sym() ||
+              cq.shape[0].value < 2)
+            fail("CQ and CK must be [B+1] with the same numeric B + 1 >= 2");
+        }
+        if (q.shape.size() != rank || k.shape.size() != rank || v.shape.size() != rank)
+          fail(varlen ? "operands must be rank 3 [T,H,D] (varlen)" : "operands must be rank 4 [B,H,S,D]");
         if (q.dtype != k.dtype || q.dtype != v.dtype) fail("operand dtypes differ");
         if (q.dtype != DType::F16 && q.dtype != DType::BF16)
           fail(std::string("operand dtype ") + dtype_name(q.dtype) + " is not f16 or bf16");
         if (!(k.shape == v.shape)) fail("K " + shape_str(k.shape) + " and V " +
                                         shape_str(v.shape) + " differ");
-        if (!paged && !(q.shape[0] == k.shape[0])) fail("Q and K have different batch sizes");
-        if (!(q.shape[3] == k.shape[3])) fail("Q and K have different head dims");
+        if (!paged && !varlen && !(q.shape[0] == k.shape[0]))
+          fail("Q and K have different batch sizes");
+        if (!(q.shape[rank - 1] == k.shape[rank - 1])) fail("Q and K have different head dims");
         if (!attention_kv_group(q.shape[1], k.shape[1]))
           fail("Q's heads " + q.shape[1].str() + " are not a known multiple of K's " +
                k.shape[1].str());

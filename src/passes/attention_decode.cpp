@@ -163,6 +163,9 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
                 " is built for attention's mma.sync kernel (k:012), and ATTN_MMA=wgmma asks "
                 "for the wgmma kernel: use ATTN_MMA=mma_sync, or drop " +
                 (d.splits > 1 ? "SPLIT_KV" : "GQA_PACK"));
+  if (a.varlen && d.splits > 1)
+    throw Error("SPLIT_KV=" + std::to_string(d.splits) + " with packed sequences (cu_seqlens_q=): "
+                "the split form of varlen is not built; use SPLIT_KV=1");
   const Expr key_blocks = ceil_div(a.Sk, Expr(block_n));
   if (Sk) {
     // No split starts past the last key block (SPLIT_KV above the block count is clamped).

@@ -30,12 +30,24 @@ struct AttentionLoops {
   int64_t page = 0;
   std::string block_table, seqlens;
   Expr key_cap;
+  // Varlen (graph.h): Q [Tq, Hq, D], K and V [Tk, Hkv, D] packed; batch_lets(b) binds the
+  // sequence's first query row `q_start`, its end `q_end`, and `kv_start`, `kv_end` from
+  // `cu_q`, `cu_k`; Sq = min(max(q_end - q_start, 0), max_seqlen_q) and Sk =
+  // max(kv_end - kv_start, 0) are expressions of them. `q_cap` (max_seqlen_q; Sq dense)
+  // sizes the query axis of temps and grids, `key_cap` (Tk) the key axis.
+  bool varlen = false;
+  std::string cu_q, cu_k;
+  Expr q_cap;
 
   explicit AttentionLoops(const Graph& g);  // the graph's attention node; throws if none
 
-  // Paged: `let kv_len = load L[b]`, to open the body of every loop over b before Sk is
-  // used; nothing for dense K and V.
+  // Paged: `let kv_len = load L[b]`; varlen: the four cumulative-length reads; to open
+  // the body of every loop over b before Sq or Sk is used; nothing for the dense form.
   Block batch_lets(const Expr& b) const;
+  // Where query row i of head h of batch b lives: Q, O [b, h, i, d] and LSE [b, h, i], or
+  // varlen Q, O [q_start + i, h, d] and LSE [q_start + i, h].
+  std::vector<Expr> q_index(const Expr& b, const Expr& h, const Expr& i, const Expr& d) const;
+  std::vector<Expr> lse_index(const Expr& b, const Expr& h, const Expr& i) const;
   // `dst = load K[...]` of key j (K or V: `tensor`) of batch b, KV head hk, column d:
   // K[b, hk, j, d], or paged `let kv_page = load BT[b, j / page]` then
   // K[kv_page, hk, j % page, d]. j must be a key that exists (j < Sk).
@@ -95,6 +107,11 @@ inline constexpr const char* kLseTensor = "lse";
 // Paged KV's integer lets: sequence b's key count and the page of key j.
 inline constexpr const char* kKvLenVar = "kv_len";
 inline constexpr const char* kKvPageVar = "kv_page";
+// Varlen's integer lets: the sequence's rows in Q and K.
+inline constexpr const char* kQStartVar = "q_start";
+inline constexpr const char* kQEndVar = "q_end";
+inline constexpr const char* kKvStartVar = "kv_start";
+inline constexpr const char* kKvEndVar = "kv_end";
 
 // `body` under `cond`, without an If when the condition is the constant 1, and nothing
 // when it is the constant 0.

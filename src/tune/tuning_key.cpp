@@ -131,9 +131,11 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
       }
   // Paged attention's signature would read as the dense op's (the pool's dims in K's
   // place), so a dense record could land on it: no key until the key grammar has the form.
-  if (const Node* a = g.attention(); a && a->paged_attention()) {
+  if (const Node* a = g.attention(); a && (a->paged_attention() || a->varlen_attention())) {
     if (why_not)
-      *why_not = "paged attention (block_table=) has no tuning key yet: its defaults are used";
+      *why_not = std::string(a->paged_attention() ? "paged attention (block_table=)"
+                                                  : "attention over packed sequences (cu_seqlens_q=)") +
+                 " has no tuning key yet: its defaults are used";
     return std::nullopt;
   }
   TuningKey k;

@@ -140,6 +140,11 @@ Pass pass_partition_attention() {
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
+                if (a.varlen)
+                  throw Error("attention over packed sequences (cu_seqlens_q=) has its loop "
+                              "forms (l:000, l:005: the CPU interpreter runs them) but no GPU "
+                              "kernel yet; on the GPU pad the batch to [B,H,max_seqlen,D] (or "
+                              "run the sequences one by one)");
                 // ATTN_MMA=wgmma: the partition of k:013's kernel (64 rows per warpgroup).
                 const AttentionTiles t = attention_uses_wgmma(s) ? attention_wgmma_partition(s, a)
                                                                  : attention_tiles(s, a);

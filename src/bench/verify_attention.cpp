@@ -16,6 +16,9 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 AttentionShape shape_of(const Graph& g) {
   const Node* a = g.attention();
   if (!a) throw Error("verify_attention: the graph has no attention op");
+  if (a->varlen_attention())
+    throw Error("verify_attention: attention over packed sequences has no GPU kernel to verify "
+                "yet (reference_attention_varlen is its reference)");
   const Node& q = g.node(a->inputs[0]);
   const Node& k = g.node(a->inputs[1]);
   AttentionShape s;

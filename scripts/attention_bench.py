@@ -27,6 +27,13 @@ and Loom contiguous run the same shapes, each verified first (the same rule, aga
 f32 reference on the contiguous K and V), then both and SDPA's backends on the contiguous
 form are timed interleaved with a cold L2. Prints paged/contiguous time (the bar: <= 1.10).
 
+Varlen mode (--varlen): packed sequences of a few length mixes (bf16, D = 128, 16 heads,
+causal and not): Loom's varlen form against Loom on the padded batch [B, H, max, D] (its
+default kernel, and the mma.sync kernel the varlen form runs on) and SDPA's flash backend on
+the padded batch. Verified first per sequence (the same rule). Prints varlen time over the
+padded time scaled by real/padded (query, key) pairs — the padding's work subtracted; the
+bar is <= 1.10.
+
 Build first (GPU machine):
   cmake -S . -B build -G Ninja -DLOOM_PYTHON=ON -DPython_EXECUTABLE=$(which python3) \
     -Dnanobind_DIR=$(python3 -m nanobind --cmake_dir)
@@ -38,6 +45,7 @@ Usage:
   python3 scripts/attention_bench.py --decode [--batches 1 8 64] [--kv-heads 32 8]
       [--sq 1 4] [--sk 1024 8192 32768 131072] [--knobs SPLIT_KV=8,..]
   python3 scripts/attention_bench.py --paged 16 [--batches 1 8] [--kv-heads 8] [--sk 8192]
+  python3 scripts/attention_bench.py --varlen [--masks false true]
 """
 import argparse
 import datetime
@@ -355,6 +363,95 @@ def paged(args, flush):
             min(ratios), sorted(ratios)[len(ratios) // 2], max(ratios)) if ratios else "-"))
 
 
+VARLEN_MIXES = [[4096, 2048, 1024, 512, 256, 128], [1023, 777, 3001, 129, 2048, 1500],
+                [8192] + [512] * 8]
+
+
+def varlen(args, flush):
+    """Varlen Loom vs padded-batch Loom (default and mma.sync) and SDPA flash, padded."""
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    h, d = 16, 128
+    print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
+        "causal", "lengths", "varlen_us", "pad_us", "pad_mma", "fa2_pad", "vs_pad", "vs_mma",
+        "notes (vs_*: varlen / (padded x real/padded pairs); bar <= 1.10)"))
+    summary = []
+    for causal in args.masks:
+        for lens in VARLEN_MIXES:
+            b, m, t = len(lens), max(lens), sum(lens)
+            g = torch.Generator(device="cuda").manual_seed(1)
+            qp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            kp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            vp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            pack = lambda x: torch.cat([x[i, :, :n].transpose(0, 1) for i, n in enumerate(lens)]
+                                       ).contiguous()  # noqa: E731
+            q, k, v = pack(qp), pack(kp), pack(vp)
+            cu = torch.tensor([0] + list(__import__("itertools").accumulate(lens)),
+                              dtype=torch.int32, device="cuda")
+            c = "true" if causal else "false"
+            vexpr = ("attention(Q[%d,%d,%d]:%s, K[%d,%d,%d]:%s, V[%d,%d,%d]:%s, cu_seqlens_q=CQ[%d]:i32, "
+                     "cu_seqlens_k=CK[%d]:i32, max_seqlen_q=%d, causal=%s)" % (
+                         t, h, d, args.dtype, t, h, d, args.dtype, t, h, d, args.dtype, b + 1, b + 1,
+                         m, c))
+            pexpr = expression(b, h, m, d, args.dtype, causal)
+            fns, names, notes = [], [], []
+            try:
+                op = lt.LoomOp(vexpr, args.knobs, {"Q": q, "K": k, "V": v, "CQ": cu, "CK": cu},
+                               use_db=False)
+                out = op()
+                torch.cuda.synchronize()
+                ok = True
+                worst = (0.0, 0.0)
+                for i, n in enumerate(lens):
+                    s0 = int(cu[i])
+                    qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
+                    ref = lt.attention_reference_f32(qi, ki, vi, causal)
+                    tor = sdpa_call(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)
+                    got = out[s0:s0 + n].transpose(0, 1).unsqueeze(0)
+                    good, le, te = lt.check_attention(got, tor, ref)
+                    ok = ok and good
+                    worst = max(worst, (le, te))
+                if ok:
+                    fns.append(op)
+                    names.append("varlen")
+                    notes.append(op.program.knobs)
+                else:
+                    notes.append("varlen FAIL max err %.2e vs PyTorch's %.2e" % worst)
+            except (RuntimeError, ValueError) as e:
+                notes.append("varlen not run: " + first_line(e))
+            for name, knobs in (("pad", args.knobs),
+                                ("pad_mma", ",".join(x for x in (args.knobs, "ATTN_MMA=mma_sync") if x))):
+                try:
+                    pop = lt.LoomOp(pexpr, knobs, {"Q": qp, "K": kp, "V": vp}, use_db=not args.no_db)
+                    fns.append(pop)
+                    names.append(name)
+                except (RuntimeError, ValueError) as e:
+                    notes.append(name + " not run: " + first_line(e))
+            fns.append(lambda: sdpa_call(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
+            names.append("fa2")
+            us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+            if causal:
+                real = sum(n * (n + 1) / 2 for n in lens)
+                padded = b * m * (m + 1) / 2
+            else:
+                real = sum(n * n for n in lens)
+                padded = b * m * m
+            frac = real / padded
+            r_pad = us["varlen"] / (us["pad"] * frac) if "varlen" in us and "pad" in us else None
+            r_mma = (us["varlen"] / (us["pad_mma"] * frac)
+                     if "varlen" in us and "pad_mma" in us else None)
+            print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
+                c, ",".join(map(str, lens))[:34], fmt(us.get("varlen")), fmt(us.get("pad")),
+                fmt(us.get("pad_mma")), fmt(us.get("fa2")), fmt(r_pad, "%.3f"),
+                fmt(r_mma, "%.3f"), " | ".join(notes)), flush=True)
+            summary.append((r_pad, r_mma))
+            fns = op = q = k = v = qp = kp = vp = None
+            torch.cuda.empty_cache()
+    for i, what in ((0, "padded default"), (1, "padded mma.sync")):
+        rs = [x[i] for x in summary if x[i] is not None]
+        print("# varlen summary vs %s: %s" % (what, "min %.3f median %.3f max %.3f" % (
+            min(rs), sorted(rs)[len(rs) // 2], max(rs)) if rs else "-"))
+
+
 def ladder(args, flush):
     l = loom_py.ladder(args.ladder, args.shape, args.dtype, args.causal)
     print("# ladder %s: %s" % (l["name"], l["expression"]))
@@ -412,6 +509,8 @@ def main():
     p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--varlen", action="store_true",
+                   help="varlen mode: packed sequences vs the padded batch")
     p.add_argument("--paged", type=int, default=0, metavar="PAGE",
                    help="paged KV mode: the decode grid, paged (pages of PAGE keys) vs contiguous")
     p.add_argument("--max-kv-gb", type=float, default=20.0,
@@ -430,6 +529,9 @@ def main():
     elif args.paged:
         args.dtype = args.dtype or "bf16"
         paged(args, flush)
+    elif args.varlen:
+        args.dtype = args.dtype or "bf16"
+        varlen(args, flush)
     else:
         args.dtype = args.dtype or "bf16"
         table(args, flush)

@@ -16,9 +16,12 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 AttentionShape shape_of(const Graph& g) {
   const Node* a = g.attention();
   if (!a) throw Error("verify_attention: the graph has no attention op");
-  if (a->varlen_attention())
-    throw Error("verify_attention: attention over packed sequences has no GPU kernel to verify "
-                "yet (reference_attention_varlen is its reference)");
+  if (a->varlen_attention()) {  // O [Tq, Hq, D] as B = 1, Sq = Tq (row t·Hq + h: LSE's too)
+    const Node& q = g.node(a->inputs[0]);
+    const Node& k = g.node(a->inputs[1]);
+    return AttentionShape{1, q.shape[1].value, k.shape[1].value, q.shape[0].value,
+                          k.shape[0].value, q.shape[2].value};
+  }
   const Node& q = g.node(a->inputs[0]);
   const Node& k = g.node(a->inputs[1]);
   AttentionShape s;
@@ -179,6 +182,53 @@ AttentionReference attention_reference(const Graph& g,
   const HostTensor& q = input(inputs, g.node(a->inputs[0]).name);
   const HostTensor& k = input(inputs, g.node(a->inputs[1]).name);
   const HostTensor& v = input(inputs, g.node(a->inputs[2]).name);
+  if (a->varlen_attention()) {
+    // Each sequence gathered into the dense form; its rows (token q0 + i, head h) are O's
+    // row (q0 + i)·Hq + h. All rows up to full_check_macs of work, else per sequence the
+    // first and last 32 rows of three heads.
+    const HostTensor& cq = input(inputs, g.node(a->inputs[3]).name);
+    const HostTensor& ck = input(inputs, g.node(a->inputs[4]).name);
+    const int64_t nseq = int64_t(cq.data.size()) - 1, Hq = sh.Hq, Hkv = sh.Hkv, D = sh.D;
+    const int64_t Tq = sh.Sq, Tk = sh.Sk;
+    double macs = 0;
+    for (int64_t b = 0; b < nseq; ++b)
+      macs += double(cq.data[size_t(b + 1)] - cq.data[size_t(b)]) *
+              double(ck.data[size_t(b + 1)] - ck.data[size_t(b)]) * double(Hq * D);
+    for (int64_t b = 0; b < nseq; ++b) {
+      const int64_t q0 = int64_t(cq.data[size_t(b)]), k0 = int64_t(ck.data[size_t(b)]);
+      const int64_t sq = std::clamp<int64_t>(int64_t(cq.data[size_t(b + 1)]) - q0, 0,
+                                             a->attention.max_seqlen_q);
+      const int64_t sk = std::max<int64_t>(int64_t(ck.data[size_t(b + 1)]) - k0, 0);
+      if (q0 < 0 || q0 + sq > Tq || k0 < 0 || k0 + sk > Tk)
+        throw Error("verify_attention: sequence " + std::to_string(b) + "'s rows leave Q or K");
+      AttentionShape one{1, Hq, Hkv, sq, sk, D};
+      std::vector<double> qs(size_t(Hq * sq * D)), ks(size_t(Hkv * sk * D)), vs(ks.size());
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < sq; ++i)
+          std::copy_n(q.data.begin() + std::ptrdiff_t(((q0 + i) * Hq + h) * D), D,
+                      qs.begin() + std::ptrdiff_t((h * sq + i) * D));
+      for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t j = 0; j < sk; ++j) {
+          std::copy_n(k.data.begin() + std::ptrdiff_t(((k0 + j) * Hkv + h) * D), D,
+                      ks.begin() + std::ptrdiff_t((h * sk + j) * D));
+          std::copy_n(v.data.begin() + std::ptrdiff_t(((k0 + j) * Hkv + h) * D), D,
+                      vs.begin() + std::ptrdiff_t((h * sk + j) * D));
+        }
+      const bool all = macs <= full_check_macs;
+      for (int64_t h = 0; h < Hq; ++h) {
+        if (!all && h != 0 && h != Hq / 2 && h != Hq - 1) continue;
+        for (int64_t i = 0; i < sq; ++i) {
+          if (!all && i >= 32 && i < sq - 32) continue;
+          const Row row = attention_row(one, a->attention, qs, ks, vs, q.dtype, 0, h, i);
+          ref.rows.push_back((q0 + i) * Hq + h);
+          ref.o64.insert(ref.o64.end(), row.o64.begin(), row.o64.end());
+          ref.o16.insert(ref.o16.end(), row.o16.begin(), row.o16.end());
+          ref.lse.push_back(row.lse);
+        }
+      }
+    }
+    return ref;
+  }
   // Paged KV: sequence b's keys gathered through the table into dense [1, Hkv, L[b], D]
   // (once per sequence), its rows computed with Sk = L[b] (reference_attention_paged's rule).
   const bool paged = a->paged_attention();
@@ -276,8 +326,29 @@ std::string AttentionVerify::message() const {
   return m;
 }
 
-void fill_paged_inputs(const Graph& g, Bindings& b, uint64_t seed) {
+void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
   const Node* a = g.attention();
+  if (a && a->varlen_attention()) {
+    // Sequence lengths drawn from 1..max_seqlen_q (the first one max_seqlen_q) while the
+    // tokens last, keys in proportion (Tk / Tq, at least as many as queries when Tk allows).
+    HostTensor& cq = b.tensors.at(g.node(a->inputs[3]).name);
+    HostTensor& ck = b.tensors.at(g.node(a->inputs[4]).name);
+    const int64_t tq = g.node(a->inputs[0]).shape[0].value, tk = g.node(a->inputs[1]).shape[0].value;
+    const int64_t maxq = a->attention.max_seqlen_q, nseq = int64_t(cq.data.size()) - 1;
+    std::mt19937_64 rng(seed);
+    int64_t q = 0, k = 0;
+    cq.data[0] = ck.data[0] = 0;
+    for (int64_t s = 0; s < nseq; ++s) {
+      const int64_t want = s == 0 ? maxq : 1 + int64_t(rng() % uint64_t(maxq));
+      const int64_t lq = std::min(want, tq - q);
+      const int64_t lk = std::min<int64_t>(std::max<int64_t>(1, lq * tk / std::max<int64_t>(1, tq)), tk - k);
+      q += lq;
+      k += lk;
+      cq.data[size_t(s + 1)] = double(q);
+      ck.data[size_t(s + 1)] = double(k);
+    }
+    return;
+  }
   if (!a || !a->paged_attention()) return;
   const std::string kc = g.node(a->inputs[1]).name, vc = g.node(a->inputs[2]).name;
   HostTensor& bt = b.tensors.at(g.node(a->inputs[3]).name);

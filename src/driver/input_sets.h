@@ -29,7 +29,7 @@ class RotationInputs {
   RotationInputs() = default;
   // Sets 1..sets-1 of `p`'s inputs, from seeds seed+1 .. seed+sets-1 (none for sets <= 1);
   // `prepare` (when given) adjusts each set's random inputs with its seed, as the first
-  // set's were (paged attention's block table and lengths: fill_paged_inputs).
+  // set's were (paged attention's block table and lengths: fill_serving_inputs).
   RotationInputs(const ProgramBase& p, const std::map<std::string, int64_t>& symbols,
                  uint64_t seed, int sets,
                  const std::function<void(Bindings&, uint64_t)>& prepare = {});

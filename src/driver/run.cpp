@@ -174,7 +174,7 @@ void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, con
   const TimingOptions timing = plan_timing(r, kp, host, opt, dev);
   if (!opt.bench || !r.verify.passed) return;
   const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
-                                [&](Bindings& h, uint64_t seed) { fill_paged_inputs(g, h, seed); });
+                                [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
   const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
   std::vector<TimedLaunch> fns = {
       [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
@@ -321,7 +321,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   // Inputs: seeded, uniform in [-1, 1], rounded to their dtype; outputs poisoned.
   Bindings host;
   make_random_inputs(kp, host, opt.seed);
-  fill_paged_inputs(g, host, opt.seed);  // paged attention: a shuffled table, lengths
+  fill_serving_inputs(g, host, opt.seed);  // paged attention: a shuffled table, lengths
   DeviceTensors dev_tensors;
   dev_tensors.allocate(kp, host);
   cudaStream_t stream;
@@ -358,7 +358,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
 
   if (opt.bench && r.verify.passed) {
     const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
-                                [&](Bindings& h, uint64_t seed) { fill_paged_inputs(g, h, seed); });
+                                [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
     const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
 
     // cuBLAS computes the contraction into its own output buffer; verify it too, so the

@@ -34,6 +34,9 @@ Block weight(const AttentionDecode& d, const std::vector<Expr>& at) {
 Expr AttentionDecode::rows(const AttentionLoops& a) const {
   return pack == 1 ? a.Sq : a.Sq * pack;
 }
+Expr AttentionDecode::rows_cap(const AttentionLoops& a) const {
+  return pack == 1 ? a.q_cap : a.q_cap * pack;
+}
 Expr AttentionDecode::heads(const AttentionLoops& a) const {
   if (pack == 1) return a.Hq;
   return a.Hq.is_const() ? Expr(a.Hq.const_value() / pack) : a.Hq / pack;
@@ -95,9 +98,10 @@ int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
 
 bool attention_wants_mma_sync(const CompileState& s) {
   if (!s.graph.attention()) return false;
-  // Paged KV, too: only the mma.sync kernel reads pages (k:012's copies).
+  // Paged KV and varlen, too: only the mma.sync kernel reads pages and packed rows (k:012).
   return attention_is_decode(AttentionLoops(s.graph)) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
-         s.knobs.get_int("GQA_PACK", 0) != 0 || s.graph.attention()->paged_attention();
+         s.knobs.get_int("GQA_PACK", 0) != 0 || s.graph.attention()->paged_attention() ||
+         s.graph.attention()->varlen_attention();
 }
 
 int64_t default_block_m(CompileState& s, const AttentionLoops& a) {

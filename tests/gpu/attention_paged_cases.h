@@ -3,7 +3,7 @@
 // and larger than the key block), decode (Sq 1 and 4, GQA 32/8 packed and not, MQA,
 // split and not) and a prefill-sized Sq = 100 on the mma.sync kernel, the three masks,
 // bf16 and f16, D 64 and 128, with and without LSE. The inputs come from
-// fill_paged_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
+// fill_serving_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
 // under the table's capacity and different per sequence, unused pages NaN.
 // tests/gpu/test_attention_paged.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_paged.cpp compiles every kernel with NVRTC for sm_80 and

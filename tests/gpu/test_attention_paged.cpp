@@ -1,6 +1,6 @@
 // GPU correctness of paged KV attention (docs/attention.md, "Serving forms: paged KV"):
 // every case of attention_paged_cases.h through run_expression — its block table and
-// lengths from fill_paged_inputs (shuffled pages, per-sequence lengths, unused pages NaN),
+// lengths from fill_serving_inputs (shuffled pages, per-sequence lengths, unused pages NaN),
 // O and LSE poisoned with NaN, checked against the fp64 reference gathered through the
 // same table with the threshold of verification.md's "Attention". Skips with the reason
 // on a GPU-less machine.

@@ -126,7 +126,9 @@ struct Lowering {
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
     const bool paged = a.paged && (src == a.k || src == a.v) && !at;
     std::vector<Expr> from =
-        at ? at(row0 + row, col) : std::vector<Expr>{b, head, row0 + row, col};
+        at         ? at(row0 + row, col)
+        : a.varlen ? std::vector<Expr>{Expr::var(kKvStartVar) + row0 + row, head, col}  // K, V
+                   : std::vector<Expr>{b, head, row0 + row, col};
     Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
     if (paged) {
       // Paged KV: key row0 + row is row (row0 + row) % page of page BT[b, (row0 + row) / page].
@@ -169,7 +171,7 @@ struct Lowering {
   Expr query_block() const {
     const Expr x = dec.split() ? Expr::var("blockIdx.x") / dec.splits : Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
-    return ceil_div(dec.rows(a), Expr(BM)) - 1 - x;
+    return ceil_div(dec.rows_cap(a), Expr(BM)) - 1 - x;
   }
 
   // Q's A fragment of row atom m_a (the variable) and k-step `ks`, from its staging.
@@ -341,6 +343,12 @@ struct Lowering {
     if (a.paged)
       body.insert(body.begin() + 3, Stmt::LetLoad(kKvLenVar, a.seqlens,
                                                   {flat(p.tensor(a.seqlens), {b})}));
+    if (a.varlen)  // the sequence's rows of Q and K: its lengths, read once per CTA
+      body.insert(body.begin() + 3,
+                  {Stmt::LetLoad(kQStartVar, a.cu_q, {flat(p.tensor(a.cu_q), {b})}),
+                   Stmt::LetLoad(kQEndVar, a.cu_q, {flat(p.tensor(a.cu_q), {b + 1})}),
+                   Stmt::LetLoad(kKvStartVar, a.cu_k, {flat(p.tensor(a.cu_k), {b})}),
+                   Stmt::LetLoad(kKvEndVar, a.cu_k, {flat(p.tensor(a.cu_k), {b + 1})})});
     if (dec.split())  // SPLIT_KV: this CTA's split and its first key block
       body.insert(body.begin() + (a.paged ? 4 : 1),
                   {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
@@ -348,7 +356,12 @@ struct Lowering {
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
 
     // 2. Q.
-    if (dec.pack > 1)
+    if (a.varlen)  // Q [Tq, Hq, D]: row r of the block is token q_start + query(r)
+      append(copy_block(q_s, a.q, h, qb * BM, BM, dec.rows(a), "q", Expr(0),
+                        [&](const Expr& r, const Expr& col) {
+                          return a.q_index(b, dec.head(h, r), dec.query(r), col);
+                        }));
+    else if (dec.pack > 1)
       append(copy_block(q_s, a.q, h, qb * BM, BM, dec.rows(a), "q", Expr(0),
                         [&](const Expr& r, const Expr& col) {
                           return std::vector<Expr>{b, dec.head(h, r), dec.query(r), col};
@@ -537,7 +550,7 @@ struct Lowering {
                          ? Stmt::Write(dec.part_o,
                                        {flat(p.tensor(dec.part_o), {b, hq, i, sp, d})},
                                        val("y", {Expr(0)}))
-                         : Stmt::Write("out", {flat(p.tensor("out"), {b, hq, i, d})},
+                         : Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, hq, i, d))},
                                        val("y", {Expr(0)}));
             s.width = 2;
             return t.stage_output ? s : Stmt::If(pr < dec.rows(a), {s});
@@ -556,7 +569,7 @@ struct Lowering {
         lse.insert(lse.end(), none.begin(), none.end());
         const std::string dst = dec.split() ? dec.part_lse : kLseTensor;
         const std::vector<Expr> at = dec.split() ? std::vector<Expr>{b, hq, i, sp}
-                                                 : std::vector<Expr>{b, hq, i};
+                                                 : a.lse_index(b, hq, i);
         lse.push_back(Stmt::If(lane % 4 < 1 && pr < dec.rows(a),
                                {Stmt::Write(dst, {flat(p.tensor(dst), at)},
                                             val("lse_v", {m_a, r2}))}));
@@ -567,6 +580,15 @@ struct Lowering {
       tail.push_back(reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(fin))}));
       append(std::move(tail));
       if (t.stage_output) append(copy_out());
+    }
+    if (a.varlen) {
+      // A query block past its sequence's rows (the grid is sized by max_seqlen_q) has
+      // nothing to do: everything after the lets is under one CTA-uniform condition.
+      size_t lets = 0;
+      while (lets < body.size() && body[lets].kind == StmtKind::Let) ++lets;
+      Block rest(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.erase(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.push_back(Stmt::If(qb * BM < dec.rows(a), std::move(rest)));
     }
     return body;
   }
@@ -604,7 +626,7 @@ struct Lowering {
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
     KernelOp k;
     k.name = "k_attention";
-    k.grid[0] = ceil_div(dec.rows(a), Expr(BM)) * dec.splits;
+    k.grid[0] = ceil_div(dec.rows_cap(a), Expr(BM)) * dec.splits;
     k.grid[1] = dec.heads(a);
     k.grid[2] = a.B;
     k.block_threads = int(kLanes * W);
@@ -620,6 +642,10 @@ struct Lowering {
     if (a.paged) {
       tensors.push_back(a.block_table);
       tensors.push_back(a.seqlens);
+    }
+    if (a.varlen) {
+      tensors.push_back(a.cu_q);
+      tensors.push_back(a.cu_k);
     }
     if (dec.split()) {
       tensors.push_back(dec.part_o);
@@ -656,6 +682,10 @@ Pass pass_lower_attention() {
                 static_cast<ProgramBase&>(kp) = s.tile;
                 const AttentionDecode dec =
                     attention_decode(s, a, t.block_m, t.block_n, &kp);
+                if (t.stage_output && a.varlen)
+                  throw Error("STAGE_OUTPUT=1 copies the block's rows of O out as one contiguous "
+                              "[BLOCK_M, D] of one head, and packed sequences' rows are [T, H, D] "
+                              "(a row stride of H·D): use STAGE_OUTPUT=0");
                 if (t.stage_output && (dec.split() || dec.pack > 1))
                   throw Error(std::string("STAGE_OUTPUT=1 copies the block's rows of O out as one "
                               "contiguous [BLOCK_M, D] of one head, and ") +

@@ -48,7 +48,7 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   const Expr key = j < a.Sk && a.keeps(i, j);
   const double log2_scale = a.scale * M_LOG2E;
 
-  Block dot = {Stmt::Load("q", a.q, {b, h, i, d})};
+  Block dot = {Stmt::Load("q", a.q, a.q_index(b, h, i, d))};
   for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
   dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
   dot.push_back(Stmt::Accum("qk_acc", val("qk")));
@@ -102,7 +102,7 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
       Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l")}),
       loop("d", a.D, {Stmt::Compute("y", ScalarOp::Mul, {val("o_row", {d}), val("inv_l")}),
                       dec.split() ? Stmt::Write(dec.part_o, {b, h, i, sp, d}, val("y"))
-                                  : Stmt::Write("out", {b, h, i, d}, val("y"))}),
+                                  : Stmt::Write("out", a.q_index(b, h, i, d), val("y"))}),
   };
   Block cell = dec.split() ? finish_split_row(a, dec, std::move(row), b, h, i, sp)
                            : finish_row(a, std::move(row), b, h, i);
@@ -115,14 +115,20 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
                                               Tier::Grid)},
                      LoopKind::Parallel, Tier::Grid)};
   if (dec.split()) grid = {loop("sp", Expr(dec.splits), std::move(grid), LoopKind::Parallel, Tier::Grid)};
-  grid = {loop("qb", ceil_div(dec.rows(a), Expr(t.block_m)), std::move(grid), LoopKind::Parallel,
-               Tier::Grid)};
+  // Varlen: as many query blocks as the longest sequence may have (rows_cap); a block past
+  // its own sequence's rows has none (the `pr < rows` guard).
+  grid = {loop("qb", ceil_div(dec.rows_cap(a), Expr(t.block_m)), std::move(grid),
+               LoopKind::Parallel, Tier::Grid)};
   TileOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
   if (a.paged) {
     op.inputs.push_back(a.block_table);
     op.inputs.push_back(a.seqlens);
+  }
+  if (a.varlen) {
+    op.inputs.push_back(a.cu_q);
+    op.inputs.push_back(a.cu_k);
   }
   op.output = dec.split() ? dec.part_o : "out";
   op.body = std::move(grid);
@@ -140,11 +146,6 @@ Pass pass_partition_attention() {
               [](CompileState& s) {
                 if (!s.graph.attention()) return;
                 AttentionLoops a(s.graph);
-                if (a.varlen)
-                  throw Error("attention over packed sequences (cu_seqlens_q=) has its loop "
-                              "forms (l:000, l:005: the CPU interpreter runs them) but no GPU "
-                              "kernel yet; on the GPU pad the batch to [B,H,max_seqlen,D] (or "
-                              "run the sequences one by one)");
                 // ATTN_MMA=wgmma: the partition of k:013's kernel (64 rows per warpgroup).
                 const AttentionTiles t = attention_uses_wgmma(s) ? attention_wgmma_partition(s, a)
                                                                  : attention_tiles(s, a);

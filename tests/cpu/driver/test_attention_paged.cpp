@@ -299,7 +299,7 @@ TEST(AttentionPaged, RunInputsFillTheTable) {
   run_pipeline(s, "l:000_lower_graph");
   Bindings b;
   make_random_inputs(s.loop, b, 5);
-  fill_paged_inputs(g, b, 5);
+  fill_serving_inputs(g, b, 5);
   const HostTensor &bt = b.tensors.at("BT"), &len = b.tensors.at("L");
   std::vector<int> uses(10, 0);
   for (int seq = 0; seq < 3; ++seq) {

@@ -13,6 +13,10 @@
 #include <limits>
 
 #include "../passes/pass_check.h"
+#include "../../gpu/attention_varlen_cases.h"
+#include "bench/verify_attention.h"
+#include "driver/compile.h"
+#include "nvrtc_check.h"
 #include "bench/reference_attention.h"
 #include "passes/pipeline.h"
 
@@ -42,7 +46,10 @@ Causal causal_of(const std::string& c) {
   return c == "true" ? Causal::BottomRight : c == "top_left" ? Causal::TopLeft : Causal::None;
 }
 
-void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed) {
+// Every pass of the pipeline (the loop forms, t:012's tile form and k:012's kernel, per
+// lane) against the varlen reference, O and LSE, wherever a pass changed its program.
+void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
+                  const std::string& arch = "sm_90a") {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
@@ -50,14 +57,18 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed) 
   }
   const int64_t tq = std::max<int64_t>(1, cu_q.back()), tk = std::max<int64_t>(1, cu_k.back());
   const std::string expr = varlen_expr(c, tq, tk);
-  SCOPED_TRACE(expr + " knobs=" + knobs);
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
   Bindings inputs;
   AttentionResult want;
-  for (const char* last : {"l:000_lower_graph", "l:005_online_softmax"}) {
-    CompileState s;
-    s.graph = parse_expression(expr);
-    s.knobs = Knobs::parse(knobs);
-    run_pipeline(s, last);
+  const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+  for (const auto& p : pipeline()) {
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
     if (inputs.tensors.empty()) {
       make_random_inputs(s.loop, inputs, seed);
       for (size_t i = 0; i < cu_q.size(); ++i) {
@@ -71,41 +82,52 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed) 
       want = reference_attention_varlen(sh, attrs, c.max_q, inputs.tensors.at("Q").data,
                                         inputs.tensors.at("K").data, inputs.tensors.at("V").data,
                                         cu_q, cu_k);
+    } else if (print_level(s, p.to) == before) {
+      continue;
     }
     Bindings got = inputs;
-    ASSERT_NO_THROW(interpret(s.loop, got)) << last;
-    const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+    ASSERT_NO_THROW(passcheck::interpret_level(s, p.to, got)) << "after " << p.id;
     auto compare = [&](const HostTensor& t, const std::vector<double>& w, double tol,
                        const char* what) {
-      ASSERT_EQ(t.data.size(), w.size()) << last << " " << what;
+      ASSERT_EQ(t.data.size(), w.size()) << p.id << " " << what;
       for (size_t i = 0; i < w.size(); ++i) {
         if (std::isnan(w[i])) continue;  // a row no sequence covers (none here)
         if (std::isinf(w[i])) {
-          ASSERT_EQ(t.data[i], w[i]) << last << " " << what << "[" << i << "]";
+          ASSERT_EQ(t.data[i], w[i]) << "after " << p.id << " " << what << "[" << i << "]";
           continue;
         }
         ASSERT_NEAR(t.data[i], w[i], tol * std::max(1.0, std::fabs(w[i])))
-            << last << " " << what << "[" << i << "]";
+            << "after " << p.id << " " << what << "[" << i << "]";
       }
     };
     compare(got.tensors.at("out"), want.out, passcheck::tolerance(dt), "O");
     if (c.lse) compare(got.tensors.at("lse"), want.lse, 1e-5, "LSE");
     if (::testing::Test::HasFailure()) return;
   }
+  EXPECT_EQ(s.level, Level::Kernel);
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
 }
 
 TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
   uint64_t seed = 1;
   for (const char* causal : {"false", "true", "top_left"}) {
-    check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 0}, 5, causal}, "BLOCK_M=4,BLOCK_N=4", seed++);
-    check_varlen({4, 2, 16, {5, 2}, {2, 9}, 5, causal, "f16"}, "BLOCK_M=2,BLOCK_N=8", seed++);
-    check_varlen({4, 1, 16, {6, 3}, {6, 17}, 6, causal, "bf16", false}, "BLOCK_M=16,BLOCK_N=16",
+    check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 0}, 5, causal}, "BLOCK_M=16,BLOCK_N=16", seed++);
+    check_varlen({4, 2, 16, {5, 2}, {2, 9}, 5, causal, "f16"}, "", seed++);
+    check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal, "bf16", false}, "BLOCK_N=16,KV_STAGES=1",
                  seed++);
-    check_varlen({4, 2, 16, {3, 4}, {9, 4}, 4, causal}, "GQA_PACK=1,BLOCK_M=4,BLOCK_N=4", seed++);
+    check_varlen({4, 2, 16, {3, 4}, {9, 4}, 4, causal}, "GQA_PACK=1,BLOCK_M=16,BLOCK_N=16", seed++);
   }
 }
 
 // The reference on one sequence equals the dense reference on its rows.
+// Several query blocks per sequence (rows past one block, blocks past a short sequence's
+// rows: the grid is sized by max_seqlen_q), on sm_80 too.
+TEST(AttentionVarlen, SeveralQueryBlocksAndSm80) {
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "true"}, "BLOCK_M=16,BLOCK_N=16", 41);
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "top_left"}, "", 42, "sm_80");
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "false", "f16"}, "", 43);
+}
+
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
   const int64_t D = 4, Hq = 2, Hkv = 1;
   std::vector<double> q(size_t(5 * Hq * D)), k(size_t(6 * Hkv * D)), v(k.size());
@@ -194,8 +216,56 @@ TEST(AttentionVarlen, ErrorsNameTheProblem) {
   const std::string ok = qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)";
   has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
       "SPLIT_KV=2 with packed sequences (cu_seqlens_q=)");
-  has(error_of(ok, "", "t:012_partition_attention"), "no GPU kernel yet");
-  has(error_of(ok, "ATTN_MMA=wgmma", "t:012_partition_attention"), "no GPU kernel yet");
+  has(error_of(ok, "ATTN_MMA=wgmma", "t:012_partition_attention"),
+      "ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=)");
+  has(error_of(ok, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D]");
+}
+
+// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a and
+// sm_80 on the mma.sync kernel, ptxas spilling nothing.
+TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (const auto& c : attention_test::varlen_cases()) {
+      SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      EXPECT_NE(p.cuda.find("const int q_start = int(__ldg(&loom_t_CQ[b]));"), std::string::npos);
+      CompileResult r;
+      try {
+        r = nvrtc_check::compile_source(p.cuda, arch, "attention_varlen.cu");
+      } catch (const Error& e) {
+        FAIL() << e.what() << "\n" << p.cuda;
+      }
+      if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
+      nvrtc_check::expect_no_spills(p, r);
+    }
+}
+
+// `loom run`'s inputs for a packed problem: cumulative lengths from 0, nondecreasing,
+// within the tensors, the first sequence max_seqlen_q long.
+TEST(AttentionVarlen, RunInputsFillTheLengths) {
+  const Graph g = parse_expression(attention_test::varlen_expr(5, 100, 60, 2, 2, 16, 40, "true",
+                                                               "bf16", false));
+  CompileState s;
+  s.graph = g;
+  run_pipeline(s, "l:000_lower_graph");
+  Bindings b;
+  make_random_inputs(s.loop, b, 3);
+  fill_serving_inputs(g, b, 3);
+  const HostTensor &cq = b.tensors.at("CQ"), &ck = b.tensors.at("CK");
+  EXPECT_EQ(cq.data[0], 0.0);
+  EXPECT_EQ(ck.data[0], 0.0);
+  EXPECT_EQ(cq.data[1], 40.0);
+  for (size_t i = 1; i < cq.data.size(); ++i) {
+    EXPECT_GE(cq.data[i], cq.data[i - 1]);
+    EXPECT_GE(ck.data[i], ck.data[i - 1]);
+    EXPECT_LE(cq.data[i] - cq.data[i - 1], 40.0);
+  }
+  EXPECT_LE(cq.data.back(), 100.0);
+  EXPECT_LE(ck.data.back(), 60.0);
 }
 
 }  // namespace

@@ -405,7 +405,7 @@ def varlen(args, flush):
                     s0 = int(cu[i])
                     qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
                     ref = lt.attention_reference_f32(qi, ki, vi, causal)
-                    tor = sdpa_call(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)
+                    tor = lt.sdpa(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)
                     got = out[s0:s0 + n].transpose(0, 1).unsqueeze(0)
                     good, le, te = lt.check_attention(got, tor, ref)
                     ok = ok and good
@@ -426,7 +426,7 @@ def varlen(args, flush):
                     names.append(name)
                 except (RuntimeError, ValueError) as e:
                     notes.append(name + " not run: " + first_line(e))
-            fns.append(lambda: sdpa_call(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
+            fns.append(sdpa_call(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
             names.append("fa2")
             us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
             if causal:

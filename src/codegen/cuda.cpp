@@ -575,7 +575,8 @@ class Renderer {
         break;
       case StmtKind::Let:
         if (s.let_load()) {  // an integer read (a block table entry, a length)
-          line(d, "const " + idx_ + " " + s.var + " = " + idx_ + "(__ldg(" + address(s) + "));");
+          // A C cast: idx_ may be `long long`, which has no functional-cast form.
+          line(d, "const " + idx_ + " " + s.var + " = (" + idx_ + ")__ldg(" + address(s) + ");");
           break;
         }
         // A warp's index (threadIdx.x / a multiple of 32) bound where every thread of the

@@ -276,7 +276,7 @@ TEST(AttentionPaged, GpuCasesCompileBothArchs) {
       opt.target = Target::for_arch(arch);
       CompiledProgram p = compile_expression(c.expr, opt);
       ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
-      EXPECT_NE(p.cuda.find("const int kv_len = int(__ldg(&loom_t_L[b]));"), std::string::npos);
+      EXPECT_NE(p.cuda.find("const int kv_len = (int)__ldg(&loom_t_L[b]);"), std::string::npos);
       EXPECT_NE(p.cuda.find("__ldg(&loom_t_BT["), std::string::npos);
       CompileResult r;
       try {
@@ -287,6 +287,24 @@ TEST(AttentionPaged, GpuCasesCompileBothArchs) {
       if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
       nvrtc_check::expect_no_spills(p, r);
     }
+}
+
+// Symbolic sizes (a serving stack's batch, pool and table change per step): 64-bit
+// indices, so the integer lets are `long long` and must be cast in C form. Compiles for
+// sm_90a with NVRTC.
+TEST(AttentionPaged, SymbolicSizesCompile) {
+  const std::string expr = "attention(Q[B,8,1,64]:bf16, Kc[P,2,16,64]:bf16, Vc[P,2,16,64]:bf16, "
+                           "block_table=BT[B,M]:i32, seqlens_k=L[B]:i32, causal=true, lse=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_NE(p.cuda.find("const long long kv_len = (long long)__ldg(&loom_t_L[b]);"),
+            std::string::npos) << p.cuda;
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_paged_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
 }
 
 // `loom run`'s inputs for a paged problem: a table of distinct shuffled pages over each

@@ -232,7 +232,7 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       opt.target = Target::for_arch(arch);
       CompiledProgram p = compile_expression(c.expr, opt);
       ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
-      EXPECT_NE(p.cuda.find("const int q_start = int(__ldg(&loom_t_CQ[b]));"), std::string::npos);
+      EXPECT_NE(p.cuda.find("const int q_start = (int)__ldg(&loom_t_CQ[b]);"), std::string::npos);
       CompileResult r;
       try {
         r = nvrtc_check::compile_source(p.cuda, arch, "attention_varlen.cu");
@@ -242,6 +242,24 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
       nvrtc_check::expect_no_spills(p, r);
     }
+}
+
+// Symbolic token counts (they change with every batch): 64-bit indices, so the integer
+// lets are `long long` and must be cast in C form. Compiles for sm_90a with NVRTC.
+TEST(AttentionVarlen, SymbolicTokenCountsCompile) {
+  const std::string expr = "attention(Q[T,16,128]:bf16, K[S,16,128]:bf16, V[S,16,128]:bf16, "
+                           "cu_seqlens_q=CQ[5]:i32, cu_seqlens_k=CK[5]:i32, max_seqlen_q=1024, "
+                           "causal=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_NE(p.cuda.find("const long long q_start = (long long)__ldg(&loom_t_CQ[b]);"),
+            std::string::npos) << p.cuda;
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_varlen_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
 }
 
 // `loom run`'s inputs for a packed problem: cumulative lengths from 0, nondecreasing,

@@ -83,6 +83,14 @@ double attention_flops(const Graph& g) {
   const Node& a = *g.attention();
   const Node& q = g.node(a.inputs[0]);
   const Node& k = g.node(a.inputs[1]);
+  if (a.varlen_attention()) {
+    // Packed sequences: the pairs depend on the lengths, which the graph does not hold;
+    // counted as B sequences of Tq/B queries and Tk/B keys each (exact for equal lengths).
+    const double B = double(g.node(a.inputs[3]).shape[0].value - 1);
+    const double tq = double(q.shape[0].value), tk = double(k.shape[0].value);
+    const double pairs = tq * (tk / B) * (a.attention.causal == Causal::None ? 1.0 : 0.5);
+    return 4.0 * double(q.shape[1].value) * double(q.shape[2].value) * pairs;
+  }
   // Paged KV: counted at the table's capacity (maxp·page keys per sequence), an upper
   // bound of what the lengths keep.
   const int64_t Sq = q.shape[2].value,

@@ -269,7 +269,8 @@ def to_pages(x, page, perm):
     """[B, Hkv, Sk, D] -> the pool [B*Sk/page, Hkv, page, D], page (b, slot) at perm[b*maxp+slot]."""
     b, hkv, sk, d = x.shape
     pages = x.view(b, hkv, sk // page, page, d).permute(0, 2, 1, 3, 4).reshape(-1, hkv, page, d)
-    pool = torch.empty_like(pages)
+    # Not empty_like: at B = 1 the reshape is a strided view, whose strides empty_like keeps.
+    pool = torch.empty(pages.shape, dtype=pages.dtype, device=pages.device)
     pool[perm] = pages
     return pool
 

@@ -27,7 +27,8 @@ import loom_py  # noqa: E402
 # The f32 references must be f32 products, not TF32's 10-bit mantissas.
 torch.backends.cuda.matmul.allow_tf32 = False
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                "i32": torch.int32}  # i32: attention's block_table= and seqlens_k=
 
 
 class L2Flush:

@@ -1,0 +1,27 @@
+# ctest install_package (label cpu): the installed package works for a project outside
+# this tree. Installs BUILD into a scratch prefix, then configures, builds and runs
+# examples/cpp and examples/c against it with find_package(Loom). Without a GPU each
+# example prints why and its compiled plan's description, and exits 0.
+#   cmake -DBUILD=<build> -DSOURCE=<source> -DCXX=<c++> -DCUDA_ROOT=<toolkit> -DGEN=<generator> -P test_install.cmake
+set(work ${BUILD}/install_package)
+file(REMOVE_RECURSE ${work})
+set(prefix ${work}/prefix)
+
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${err}")
+  endif()
+endfunction()
+
+step(${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
+foreach(lang cpp c)
+  set(b ${work}/${lang})
+  step(${CMAKE_COMMAND} -S ${SOURCE}/examples/${lang} -B ${b} -G ${GEN}
+       -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
+       -DCMAKE_CXX_COMPILER=${CXX} -DCUDAToolkit_ROOT=${CUDA_ROOT})
+  step(${CMAKE_COMMAND} --build ${b})
+  step(${b}/loom_example_${lang})
+endforeach()

@@ -1,0 +1,349 @@
+// loom::Plan (include/loom/plan.h): the compile half is driver/compile.h's pipeline as
+// driver/external.h runs it for loom_py; the run half keeps one launch state per stream.
+//
+// Why per stream: a program's Temps (split-K's workspace and tile counters) are written by
+// every launch, so two launches in flight at once must not share them. Launches on one
+// stream run in order and can; launches on two streams may overlap and cannot. The first
+// execute() on a stream allocates that stream's Temps once; later ones reuse them and the
+// launch arguments (TMA tensor maps included) resolved for the last pointer set.
+#include "loom/plan.h"
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "driver/compile.h"
+#include "driver/executor.h"
+#include "driver/run.h"
+#include "frontend/parser.h"
+#include "ir/graph.h"
+#include "passes/knobs.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/device.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+#include "runtime/nvrtc.h"
+#include "tune/tuned_knobs.h"
+
+namespace loom {
+
+namespace {
+
+const char* role_name(TensorRole r) { return r == TensorRole::Input ? "input" : "output"; }
+
+std::string hex(const void* p) {
+  std::ostringstream s;
+  s << p;
+  return s.str();
+}
+
+// Makes GPU `device` current for a scope and gives the caller's device back after: a
+// caller's thread may work on another GPU between executions.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) : device_(device) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) {
+      cudaGetLastError();
+      prev_ = -1;
+    }
+    if (prev_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice (the plan's GPU)");
+    ensure_context();  // a thread's first CUDA call: bind the primary context
+  }
+  ~DeviceScope() {
+    if (prev_ >= 0 && prev_ != device_) cudaSetDevice(prev_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int device_;
+  int prev_ = -1;
+};
+
+}  // namespace
+
+std::string no_gpu_reason(int device) {
+  std::string why;
+  return probe_device(device, &why) ? std::string() : why;
+}
+
+// One stream's launch state: its Temps (owned) and the launch resolved for `bound`.
+struct StreamState {
+  std::mutex mu;  // two threads on one stream take turns
+  std::map<std::string, void*> temps;
+  std::map<std::string, void*> bound;
+  std::unique_ptr<ProgramLauncher> launcher;
+};
+
+struct Plan::Impl {
+  std::string expression;
+  CompiledProgram program;
+  std::vector<TensorInfo> tensors;
+  std::vector<std::pair<std::string, std::string>> knobs;
+  double flops = 0;
+  int device = 0;
+  std::string not_executable;  // empty when loaded
+  std::unique_ptr<Module> module;
+
+  // Per stream; cudaStreamPerThread is a different stream in every thread, so its key
+  // carries the thread.
+  using StreamKey = std::pair<CUstream_st*, std::thread::id>;
+  std::mutex streams_mu;
+  std::map<StreamKey, std::unique_ptr<StreamState>> streams;
+
+  ~Impl();
+  void compile(const Graph& parsed, const PlanOptions& opt);
+  void check_names(const std::map<std::string, void*>& ptrs) const;
+  void check_device(const std::map<std::string, void*>& ptrs) const;
+  StreamState& state_for(CUstream_st* stream);
+  std::string tensor_names() const;
+};
+
+Plan::Impl::~Impl() {
+  if (!module) return;
+  // Freeing needs the plan's GPU current; a failure here has nobody to report to.
+  try {
+    DeviceScope scope(device);
+    for (auto& [key, s] : streams)
+      for (auto& [name, ptr] : s->temps) cudaFree(ptr);
+    streams.clear();
+    module.reset();
+  } catch (const Error&) {
+  }
+}
+
+std::string Plan::Impl::tensor_names() const {
+  std::string names;
+  for (const auto& t : tensors) names += (names.empty() ? "" : ", ") + t.name;
+  return names;
+}
+
+void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
+  device = opt.device;
+  std::string why;
+  std::optional<DeviceInfo> dev = probe_device(opt.device, &why);
+  Target target;
+  if (opt.target.empty()) {
+    if (!dev)
+      throw NoGpuError("a Loom plan for GPU " + std::to_string(opt.device) + " needs that GPU: " + why +
+                  " (set PlanOptions::target, e.g. \"sm_90a\", to compile without one)");
+    target = target_for_device(*dev);
+  } else if (dev && dev->arch() == opt.target) {
+    target = target_for_device(*dev);
+  } else {
+    target = Target::for_arch(opt.target);
+    not_executable = dev ? "it was compiled for " + opt.target + " but GPU " +
+                               std::to_string(opt.device) + " is " + dev->arch() +
+                               ": make the plan without PlanOptions::target"
+                         : "it was compiled for " + opt.target + " without a GPU (" + why +
+                               "): make the plan on a machine with a GPU";
+  }
+  check_dims_named(parsed, opt.sizes);
+  Graph g = bind_sizes(parsed, opt.sizes);
+  CompileOptions copt;
+  copt.knobs = Knobs::parse(opt.knobs);
+  copt.target = target;
+  if (dev && not_executable.empty()) {
+    make_device_current(opt.device);
+    tune::tuning_db_lookup(opt.use_tuning_db)(g, *dev, copt);
+  }
+  program = compile_graph(g, copt, expression == "<graph>" ? "" : expression);
+  flops = expression_flops(g);
+
+  // Every size is a number here (bind_sizes refused unbound symbols).
+  const Expr::Env no_symbols;
+  for (TensorRole role : {TensorRole::Input, TensorRole::Output})
+    for (const auto& t : program.state.kernel.tensors) {
+      if (t.role != role) continue;
+      TensorInfo e;
+      e.name = t.name;
+      e.role = role_name(t.role);
+      e.dtype = dtype_name(t.dtype);
+      for (const auto& d : t.shape) e.shape.push_back(d.eval(no_symbols));
+      e.bytes = t.numel().eval(no_symbols) * int64_t(dtype_bytes(t.dtype));
+      tensors.push_back(e);
+    }
+  for (const auto& d : knob_registry()) {
+    auto it = program.state.used_knobs.find(d.name);
+    if (it != program.state.used_knobs.end()) knobs.emplace_back(d.name, it->second);
+  }
+
+  if (!not_executable.empty()) return;
+  CubinCache cache;
+  CompileResult cr = loom::compile(nvrtc_request(program.cuda, target.arch), &cache);
+  module = std::make_unique<Module>(Module::load(cr.cubin));
+}
+
+void Plan::Impl::check_names(const std::map<std::string, void*>& ptrs) const {
+  for (const auto& t : tensors) {
+    auto it = ptrs.find(t.name);
+    if (it == ptrs.end())
+      throw ArgumentError("no pointer for " + t.role + " " + t.name + " of `" + expression +
+                  "`: pass one for each of " + tensor_names());
+    if (!it->second)
+      throw ArgumentError("the pointer for " + t.name + " of `" + expression +
+                  "` is null: pass the device address of its " + std::to_string(t.bytes) + " bytes");
+    if (reinterpret_cast<uintptr_t>(it->second) % kPointerAlignment != 0)
+      throw ArgumentError("the pointer for " + t.name + " (" + hex(it->second) + ") is not " +
+                  std::to_string(kPointerAlignment) +
+                  "-byte aligned, as the kernel's TMA and vector accesses need: pass an aligned "
+                  "address (cudaMalloc's are) or copy the tensor into an aligned buffer");
+  }
+  for (const auto& [name, ptr] : ptrs) {
+    bool known = false;
+    for (const auto& t : tensors) known = known || t.name == name;
+    if (!known)
+      throw ArgumentError("`" + expression + "` has no tensor named " + name + "; its tensors: " +
+                  tensor_names());
+  }
+}
+
+// Needs the plan's GPU current: where each pointer lives (cudaPointerGetAttributes).
+void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs) const {
+  for (const auto& [name, ptr] : ptrs) {
+    cudaPointerAttributes a{};
+    cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it so the caller's next call does not see it
+      throw ArgumentError("the pointer for " + name + " (" + hex(ptr) + ") is not CUDA memory (" +
+                  cudaGetErrorString(e) + "): pass device memory of GPU " +
+                  std::to_string(device) + " (cudaMalloc)");
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+      throw ArgumentError("the pointer for " + name + " (" + hex(ptr) + ") is host memory" +
+                  (a.type == cudaMemoryTypeHost ? " (pinned)" : "") +
+                  ", not device memory: pass a buffer of GPU " + std::to_string(device) +
+                  " (cudaMalloc) and copy the data there");
+    if (a.type == cudaMemoryTypeDevice && a.device != device)
+      throw ArgumentError("the pointer for " + name + " is on GPU " + std::to_string(a.device) +
+                  " but the plan runs on GPU " + std::to_string(device) +
+                  ": make the plan with PlanOptions::device = " + std::to_string(a.device) +
+                  " or copy " + name + " to GPU " + std::to_string(device));
+  }
+}
+
+StreamState& Plan::Impl::state_for(CUstream_st* stream) {
+  StreamKey key{stream, stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id()};
+  std::lock_guard<std::mutex> lock(streams_mu);
+  auto& s = streams[key];
+  if (!s) {
+    auto fresh = std::make_unique<StreamState>();
+    const Expr::Env no_symbols;
+    for (const auto& t : program.state.kernel.tensors) {
+      if (t.role == TensorRole::Input || t.role == TensorRole::Output) continue;
+      size_t bytes = size_t(t.numel().eval(no_symbols)) * size_t(dtype_bytes(t.dtype));
+      void* d = nullptr;
+      cudaError_t e = cudaMalloc(&d, std::max<size_t>(bytes, 16));
+      if (e == cudaSuccess && t.zero_init) e = cudaMemset(d, 0, bytes);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        if (d) cudaFree(d);
+        for (auto& [n, p] : fresh->temps) cudaFree(p);
+        throw Error("cannot allocate the " + std::to_string(bytes) + "-byte workspace " + t.name +
+                    " of `" + expression + "` on GPU " + std::to_string(device) + " (" +
+                    cudaGetErrorString(e) + "): free GPU memory or pick knobs without split-K");
+      }
+      fresh->temps[t.name] = d;
+    }
+    s = std::move(fresh);
+  }
+  return *s;
+}
+
+Plan::Plan(const std::string& expression, const PlanOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->expression = expression;
+  impl_->compile(parse_expression(expression), options);
+}
+
+Plan::Plan(const Graph& graph, const PlanOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->expression = "<graph>";
+  impl_->compile(graph, options);
+}
+
+Plan::~Plan() = default;
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+
+void Plan::check(const std::map<std::string, void*>& tensors) const {
+  impl_->check_names(tensors);
+  if (!impl_->not_executable.empty())
+    throw NoGpuError("this plan of `" + impl_->expression + "` cannot execute: " + impl_->not_executable);
+  DeviceScope scope(impl_->device);
+  impl_->check_device(tensors);
+}
+
+void Plan::execute(const std::map<std::string, void*>& tensors, CUstream_st* stream) const {
+  Impl& p = *impl_;
+  p.check_names(tensors);
+  if (!p.not_executable.empty())
+    throw NoGpuError("this plan of `" + p.expression + "` cannot execute: " + p.not_executable);
+  DeviceScope scope(p.device);
+  StreamState& s = p.state_for(stream);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.launcher || s.bound != tensors) {
+    p.check_device(tensors);
+    std::map<std::string, void*> all = tensors;
+    all.insert(s.temps.begin(), s.temps.end());
+    DeviceTensors views;  // owns nothing: every tensor is given
+    views.adopt(p.program.state.kernel, all, {});
+    s.launcher.reset();
+    s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views,
+                                                   std::map<std::string, int64_t>{});
+    s.bound = tensors;
+  }
+  s.launcher->launch_all(stream);
+}
+
+void Plan::execute(const std::vector<void*>& tensors, CUstream_st* stream) const {
+  const auto& ts = impl_->tensors;
+  if (tensors.size() != ts.size())
+    throw ArgumentError("execute() got " + std::to_string(tensors.size()) + " pointers for the " +
+                std::to_string(ts.size()) + " tensors of `" + impl_->expression +
+                "`: pass one for each, in this order: " + impl_->tensor_names());
+  std::map<std::string, void*> named;
+  for (size_t i = 0; i < ts.size(); ++i) named[ts[i].name] = tensors[i];
+  execute(named, stream);
+}
+
+const std::string& Plan::expression() const { return impl_->expression; }
+const std::vector<TensorInfo>& Plan::tensors() const { return impl_->tensors; }
+const TensorInfo& Plan::tensor(const std::string& name) const {
+  for (const auto& t : impl_->tensors)
+    if (t.name == name) return t;
+  throw ArgumentError("`" + impl_->expression + "` has no tensor named " + name + "; its tensors: " +
+              impl_->tensor_names());
+}
+const std::vector<std::pair<std::string, std::string>>& Plan::knobs() const { return impl_->knobs; }
+std::string Plan::knobs_string() const {
+  std::string s;
+  for (const auto& [k, v] : impl_->knobs) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s;
+}
+const std::string& Plan::knob_source() const { return impl_->program.knob_source; }
+const std::vector<std::string>& Plan::notes() const { return impl_->program.notes; }
+const std::string& Plan::cuda_source() const { return impl_->program.cuda; }
+const std::string& Plan::arch() const { return impl_->program.state.target.arch; }
+double Plan::flops() const { return impl_->flops; }
+int Plan::device() const { return impl_->device; }
+bool Plan::executable() const { return impl_->not_executable.empty(); }
+const std::string& Plan::not_executable_reason() const { return impl_->not_executable; }
+
+std::string Plan::describe() const {
+  const Impl& p = *impl_;
+  std::ostringstream s;
+  s << "plan: " << p.expression << "\n";
+  s << "  target: " << arch() << ", GPU " << p.device
+    << (executable() ? " (loaded)" : " (compile only: " + p.not_executable + ")") << "\n";
+  s << "  knobs: " << knobs_string() << " (" << p.program.knob_source << ")\n";
+  for (const auto& t : p.tensors) {
+    s << "  " << t.role << " " << t.name << ": " << t.dtype << "[";
+    for (size_t i = 0; i < t.shape.size(); ++i) s << (i ? "," : "") << t.shape[i];
+    s << "], " << t.bytes << " bytes\n";
+  }
+  for (const auto& n : p.program.notes) s << "  note: " << n << "\n";
+  return s.str();
+}
+
+}  // namespace loom

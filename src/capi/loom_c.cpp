@@ -1,0 +1,271 @@
+// include/loom/loom_c.h over loom::Plan. Every entry point catches everything: no C++
+// exception crosses into C. A handle is the address of a PlanHandle the registry keeps
+// alive by shared_ptr: a call holds its own reference while it runs, so a destroy on
+// another thread frees the plan only when that call ends, and an unknown or destroyed
+// handle is refused instead of dereferenced.
+#include "loom/loom_c.h"
+
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+#include "loom/plan.h"
+#include "driver/run.h"
+
+struct loom_plan_s {
+  explicit loom_plan_s(loom::Plan p) : plan(std::move(p)), knobs(plan.knobs_string()), description(plan.describe()) {}
+  loom::Plan plan;
+  std::string knobs;
+  std::string description;
+};
+
+namespace {
+
+#define LOOM_STR2(x) #x
+#define LOOM_STR(x) LOOM_STR2(x)
+constexpr const char* kVersion =
+    LOOM_STR(LOOM_VERSION_MAJOR) "." LOOM_STR(LOOM_VERSION_MINOR) "." LOOM_STR(LOOM_VERSION_PATCH);
+
+thread_local std::string last_error;
+thread_local std::string no_gpu_text;
+
+std::mutex registry_mu;
+std::unordered_map<loom_plan_t, std::shared_ptr<loom_plan_s>>& registry() {
+  static auto* r = new std::unordered_map<loom_plan_t, std::shared_ptr<loom_plan_s>>();
+  return *r;  // never destroyed: plans a program leaks outlive static destruction
+}
+
+loom_status fail(loom_status s, std::string message) {
+  last_error = std::move(message);
+  return s;
+}
+
+std::shared_ptr<loom_plan_s> lookup(loom_plan_t plan) {
+  std::lock_guard<std::mutex> lock(registry_mu);
+  auto it = registry().find(plan);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+loom_status bad_handle(const char* fn, loom_plan_t plan) {
+  return fail(LOOM_ERROR_INVALID_HANDLE,
+              std::string(fn) + ": " +
+                  (plan ? "this loom_plan_t is not a live plan (destroyed already, or never "
+                          "made by loom_plan_create): pass a handle loom_plan_create returned"
+                        : "the plan is NULL: pass a handle loom_plan_create returned"));
+}
+
+// Runs `body` with the live plan, mapping every exception to a status: ArgumentError
+// and NoGpuError by type, any other loom::Error to `other`.
+template <class Body>
+loom_status with_plan(const char* fn, loom_plan_t handle, loom_status other, Body body) {
+  std::shared_ptr<loom_plan_s> p = lookup(handle);
+  if (!p) return bad_handle(fn, handle);
+  try {
+    body(*p);
+    return LOOM_SUCCESS;
+  } catch (const loom::ArgumentError& e) {
+    return fail(LOOM_ERROR_INVALID_ARGUMENT, e.what());
+  } catch (const loom::NoGpuError& e) {
+    return fail(LOOM_ERROR_NO_GPU, e.what());
+  } catch (const loom::Error& e) {
+    return fail(other, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": " + e.what());
+  } catch (...) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": unknown exception");
+  }
+}
+
+loom_status null_arg(const char* fn, const char* what) {
+  return fail(LOOM_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what + " is NULL: pass a valid pointer");
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* loom_version(void) { return kVersion; }
+
+const char* loom_status_string(loom_status status) {
+  switch (status) {
+    case LOOM_SUCCESS: return "success";
+    case LOOM_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case LOOM_ERROR_INVALID_HANDLE: return "invalid plan handle";
+    case LOOM_ERROR_COMPILE: return "compile error";
+    case LOOM_ERROR_NO_GPU: return "no usable GPU";
+    case LOOM_ERROR_CUDA: return "CUDA error";
+    case LOOM_ERROR_OUT_OF_RANGE: return "index out of range";
+    case LOOM_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown loom_status";
+}
+
+const char* loom_last_error(void) { return last_error.c_str(); }
+
+const char* loom_no_gpu_reason(int device) {
+  try {
+    no_gpu_text = loom::no_gpu_reason(device);
+  } catch (...) {
+    no_gpu_text = "cannot probe GPU " + std::to_string(device);
+  }
+  return no_gpu_text.c_str();
+}
+
+void loom_plan_options_init(loom_plan_options* options) {
+  if (!options) return;
+  *options = loom_plan_options{};
+  options->use_tuning_db = 1;
+}
+
+loom_status loom_plan_create(const char* expression, const loom_plan_options* options,
+                             loom_plan_t* plan) {
+  const char* fn = "loom_plan_create";
+  if (!plan) return null_arg(fn, "the output handle pointer");
+  *plan = nullptr;
+  if (!expression) return null_arg(fn, "the expression");
+  try {
+    loom::PlanOptions opt;
+    if (options) {
+      opt.knobs = options->knobs ? options->knobs : "";
+      opt.target = options->target ? options->target : "";
+      if (options->sizes) opt.sizes = loom::parse_dims(options->sizes);
+      opt.device = options->device;
+      opt.use_tuning_db = options->use_tuning_db != 0;
+    }
+    auto p = std::make_shared<loom_plan_s>(loom::Plan(expression, opt));
+    loom_plan_t h = p.get();
+    std::lock_guard<std::mutex> lock(registry_mu);
+    registry()[h] = std::move(p);
+    *plan = h;
+    return LOOM_SUCCESS;
+  } catch (const loom::NoGpuError& e) {
+    return fail(LOOM_ERROR_NO_GPU, e.what());
+  } catch (const loom::Error& e) {
+    return fail(LOOM_ERROR_COMPILE, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": " + e.what());
+  } catch (...) {
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": unknown exception");
+  }
+}
+
+loom_status loom_plan_destroy(loom_plan_t plan) {
+  if (!plan) return LOOM_SUCCESS;
+  std::shared_ptr<loom_plan_s> doomed;  // freed after the lock, outside it
+  {
+    std::lock_guard<std::mutex> lock(registry_mu);
+    auto it = registry().find(plan);
+    if (it == registry().end()) return bad_handle("loom_plan_destroy", plan);
+    doomed = std::move(it->second);
+    registry().erase(it);
+  }
+  try {
+    doomed.reset();
+  } catch (...) {
+    return fail(LOOM_ERROR_INTERNAL, "loom_plan_destroy: freeing the plan failed");
+  }
+  return LOOM_SUCCESS;
+}
+
+loom_status loom_plan_execute(loom_plan_t plan, const char* const* names, void* const* ptrs,
+                              size_t count, struct CUstream_st* stream) {
+  const char* fn = "loom_plan_execute";
+  if (!lookup(plan)) return bad_handle(fn, plan);
+  if (count && !names) return null_arg(fn, "names");
+  if (count && !ptrs) return null_arg(fn, "ptrs");
+  for (size_t i = 0; i < count; ++i)
+    if (!names[i]) return null_arg(fn, ("names[" + std::to_string(i) + "]").c_str());
+  return with_plan(fn, plan, LOOM_ERROR_CUDA, [&](loom_plan_s& p) {
+    std::map<std::string, void*> m;
+    for (size_t i = 0; i < count; ++i)
+      if (!m.emplace(names[i], ptrs[i]).second)
+        throw loom::ArgumentError(std::string(fn) + ": tensor " + names[i] +
+                                  " is named twice: pass one pointer per tensor");
+    p.plan.execute(m, stream);
+  });
+}
+
+loom_status loom_plan_execute_positional(loom_plan_t plan, void* const* ptrs, size_t count,
+                                         struct CUstream_st* stream) {
+  const char* fn = "loom_plan_execute_positional";
+  if (!lookup(plan)) return bad_handle(fn, plan);
+  if (count && !ptrs) return null_arg(fn, "ptrs");
+  return with_plan(fn, plan, LOOM_ERROR_CUDA, [&](loom_plan_s& p) {
+    p.plan.execute(std::vector<void*>(ptrs, ptrs + count), stream);
+  });
+}
+
+loom_status loom_plan_num_tensors(loom_plan_t plan, size_t* count) {
+  const char* fn = "loom_plan_num_tensors";
+  if (!lookup(plan)) return bad_handle(fn, plan);
+  if (!count) return null_arg(fn, "count");
+  return with_plan(fn, plan, LOOM_ERROR_INTERNAL,
+                   [&](loom_plan_s& p) { *count = p.plan.tensors().size(); });
+}
+
+loom_status loom_plan_tensor(loom_plan_t plan, size_t index, loom_tensor_info* info) {
+  const char* fn = "loom_plan_tensor";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!info) return null_arg(fn, "info");
+  const auto& ts = p->plan.tensors();
+  if (index >= ts.size())
+    return fail(LOOM_ERROR_OUT_OF_RANGE, std::string(fn) + ": index " + std::to_string(index) +
+                                             " is past the plan's " + std::to_string(ts.size()) +
+                                             " tensors (loom_plan_num_tensors)");
+  const loom::TensorInfo& t = ts[index];
+  if (t.shape.size() > LOOM_MAX_RANK)
+    return fail(LOOM_ERROR_INTERNAL, std::string(fn) + ": tensor " + t.name + " has rank " +
+                                         std::to_string(t.shape.size()) + " > LOOM_MAX_RANK");
+  *info = loom_tensor_info{};
+  info->name = t.name.c_str();
+  info->role = t.role.c_str();
+  info->dtype = t.dtype.c_str();
+  info->rank = int(t.shape.size());
+  for (size_t i = 0; i < t.shape.size(); ++i) info->shape[i] = t.shape[i];
+  info->bytes = t.bytes;
+  return LOOM_SUCCESS;
+}
+
+loom_status loom_plan_cuda_source(loom_plan_t plan, const char** source) {
+  const char* fn = "loom_plan_cuda_source";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!source) return null_arg(fn, "source");
+  *source = p->plan.cuda_source().c_str();
+  return LOOM_SUCCESS;
+}
+
+loom_status loom_plan_knobs(loom_plan_t plan, const char** knobs) {
+  const char* fn = "loom_plan_knobs";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!knobs) return null_arg(fn, "knobs");
+  *knobs = p->knobs.c_str();
+  return LOOM_SUCCESS;
+}
+
+loom_status loom_plan_describe(loom_plan_t plan, const char** text) {
+  const char* fn = "loom_plan_describe";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!text) return null_arg(fn, "text");
+  *text = p->description.c_str();
+  return LOOM_SUCCESS;
+}
+
+loom_status loom_plan_executable(loom_plan_t plan, int* executable) {
+  const char* fn = "loom_plan_executable";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!executable) return null_arg(fn, "executable");
+  *executable = p->plan.executable() ? 1 : 0;
+  return LOOM_SUCCESS;
+}
+
+}  // extern "C"

@@ -55,9 +55,9 @@ struct PlanOptions {
   int device = 0;
   // Values of the expression's size symbols: {{"M", 4096}}. Every symbol must be bound.
   std::map<std::string, int64_t> sizes;
-  // Empty: compile for `device` (a GPU is required). An arch such as "sm_90a": compile
-  // for it without touching a GPU (description only; execute() refuses), unless
-  // `device` is a GPU of that arch, in which case the plan is loaded there as usual.
+  // Empty: compile for `device` (a GPU is required). An arch such as "sm_90a": a
+  // compile-only plan for it, made without touching any GPU (no tuning database, no
+  // load): it describes itself, and execute() refuses.
   std::string target;
 };
 

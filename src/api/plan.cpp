@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -122,31 +123,29 @@ std::string Plan::Impl::tensor_names() const {
 
 void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
   device = opt.device;
-  std::string why;
-  std::optional<DeviceInfo> dev = probe_device(opt.device, &why);
   Target target;
+  std::optional<DeviceInfo> dev;
   if (opt.target.empty()) {
+    std::string why;
+    dev = probe_device(opt.device, &why);
     if (!dev)
       throw NoGpuError("a Loom plan for GPU " + std::to_string(opt.device) + " needs that GPU: " + why +
-                  " (set PlanOptions::target, e.g. \"sm_90a\", to compile without one)");
-    target = target_for_device(*dev);
-  } else if (dev && dev->arch() == opt.target) {
+                       " (set PlanOptions::target, e.g. \"sm_90a\", to compile without one)");
     target = target_for_device(*dev);
   } else {
     target = Target::for_arch(opt.target);
-    not_executable = dev ? "it was compiled for " + opt.target + " but GPU " +
-                               std::to_string(opt.device) + " is " + dev->arch() +
-                               ": make the plan without PlanOptions::target"
-                         : "it was compiled for " + opt.target + " without a GPU (" + why +
-                               "): make the plan on a machine with a GPU";
+    not_executable = "it was compiled for " + opt.target +
+                     " only (PlanOptions::target): make the plan without a target to run it on a GPU";
   }
   check_dims_named(parsed, opt.sizes);
   Graph g = bind_sizes(parsed, opt.sizes);
   CompileOptions copt;
   copt.knobs = Knobs::parse(opt.knobs);
   copt.target = target;
-  if (dev && not_executable.empty()) {
-    make_device_current(opt.device);
+  // The GPU current while the database is read and the module loaded, the caller's after.
+  std::optional<DeviceScope> scope;
+  if (dev) {
+    scope.emplace(opt.device);
     tune::tuning_db_lookup(opt.use_tuning_db)(g, *dev, copt);
   }
   program = compile_graph(g, copt, expression == "<graph>" ? "" : expression);

@@ -12,11 +12,12 @@
  * exception crosses this boundary. On failure, loom_last_error() is the message (naming
  * the problem and the fix) of the last failed call of the calling thread: it is
  * thread-local and stays valid until that thread's next failing call. Strings a plan
- * returns live as long as the plan. A handle is usable from several threads at once
- * (execute is thread-safe, as loom::Plan::execute); destroying it while another thread
- * uses it is the caller's error. Handles are checked against the set of live plans, so
- * a destroyed or made-up handle gives LOOM_ERROR_INVALID_HANDLE instead of a crash
- * (unless the address was reused by a newer plan).
+ * returns live until the plan is destroyed. A handle is usable from several threads at
+ * once (execute is thread-safe, as loom::Plan::execute); each call holds the plan while
+ * it runs, so a loom_plan_destroy on another thread frees it when that call ends.
+ * Handles are checked against the set of live plans, so a NULL, destroyed (double
+ * destroy) or made-up handle gives LOOM_ERROR_INVALID_HANDLE instead of a crash (unless
+ * the address was reused by a newer plan).
  */
 #ifndef LOOM_LOOM_C_H
 #define LOOM_LOOM_C_H
@@ -52,7 +53,7 @@ typedef enum loom_status {
 /* Options of loom_plan_create; loom_plan_options_init fills the defaults (GPU 0, the
  * tuning database on, the GPU's arch). Strings may be NULL (= empty). */
 typedef struct loom_plan_options {
-  const char* knobs;  /* "BLOCK_M=128,BLOCK_N=128" (docs/knobs.md) */
+  const char* knobs;  /* "BM=128,BN=128" (docs/knobs.md) */
   const char* sizes;  /* size symbols, "M=4096,N=1024" */
   const char* target; /* "sm_90a": compile without a GPU (describe only) */
   int device;         /* CUDA ordinal */

@@ -45,7 +45,7 @@ class NoGpuError : public Error {
 };
 
 struct PlanOptions {
-  // Explicit knobs, "BLOCK_M=128,BLOCK_N=128" as `loom run --knobs` takes them
+  // Explicit knobs, "BM=128,BN=128" as `loom run --knobs` takes them
   // (docs/knobs.md); they merge over the tuned record or the defaults.
   std::string knobs;
   // Look the problem up in the tuning database (docs/tuning.md) for this GPU, as

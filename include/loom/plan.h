@@ -86,6 +86,7 @@ class Plan {
   // The same from a graph (loom/builder.h); its size symbols are bound from options.sizes.
   explicit Plan(const Graph& graph, const PlanOptions& options = {});
   ~Plan();
+  // A moved-from Plan may only be destroyed or assigned to.
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
   Plan(const Plan&) = delete;

@@ -2,7 +2,8 @@
 // executed on the caller's buffers and stream match the reference; new pointers rebind;
 // a split-K plan (its workspace is a Temp) executed concurrently from threads on their
 // own streams, and from two threads on one stream, stays right (each stream has its own
-// workspace); pointers that are host memory are refused; a plan with an explicit target is
+// workspace); an execution captured in a CUDA graph replays right; pointers that are
+// host memory are refused; a plan with an explicit target is
 // compile-only; the C ABI creates, executes and reports on the GPU. Also prints the
 // host cost of one execute() with unchanged pointers.
 #include <gtest/gtest.h>
@@ -216,6 +217,31 @@ TEST_F(PlanGpu, ConcurrentExecuteOnOneStreamAndPerThreadStreams) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
   LOOM_CUDA_RT(cudaStreamDestroy(shared));
+}
+
+// docs/api.md: execute once on a stream, then an execution captured on it replays right.
+TEST_F(PlanGpu, CapturedInACudaGraph) {
+  Plan plan(kGemm, split_k());
+  Gemm g(256, 256, 4096, 8);
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  plan.execute(g.ptrs(), s);  // allocates the stream's workspace outside the capture
+  LOOM_CUDA_RT(cudaStreamSynchronize(s));
+  cudaGraph_t graph;
+  LOOM_CUDA_RT(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  plan.execute(g.ptrs(), s);
+  LOOM_CUDA_RT(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  LOOM_CUDA_RT(cudaGraphInstantiate(&exec, graph, 0));
+  for (int r = 0; r < 3; ++r) {
+    g.poison(s);
+    LOOM_CUDA_RT(cudaGraphLaunch(exec, s));
+    LOOM_CUDA_RT(cudaStreamSynchronize(s));
+    EXPECT_EQ(g.check(), "") << "replay " << r;
+  }
+  LOOM_CUDA_RT(cudaGraphExecDestroy(exec));
+  LOOM_CUDA_RT(cudaGraphDestroy(graph));
+  LOOM_CUDA_RT(cudaStreamDestroy(s));
 }
 
 TEST_F(PlanGpu, HostMemoryIsRefused) {

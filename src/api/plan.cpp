@@ -41,11 +41,14 @@ std::string hex(const void* p) {
 }
 
 // Makes GPU `device` current for a scope and gives the caller's device back after: a
-// caller's thread may work on another GPU between executions.
+// caller's thread may work on another GPU between executions. A thread with no context
+// yet gets none back (setting device 0 would create GPU 0's primary context).
 class DeviceScope {
  public:
   explicit DeviceScope(int device) : device_(device) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) {
+    CUcontext ctx = nullptr;
+    check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+    if (ctx && cudaGetDevice(&prev_) != cudaSuccess) {
       cudaGetLastError();
       prev_ = -1;
     }

@@ -54,13 +54,15 @@ typedef enum loom_status {
  * tuning database on, the GPU's arch). Strings may be NULL (= empty). */
 typedef struct loom_plan_options {
   const char* knobs;  /* "BM=128,BN=128" (docs/knobs.md) */
-  const char* sizes;  /* size symbols, "M=4096,N=1024" */
+  const char* sizes;  /* size symbols bound now, "M=4096,N=1024" */
+  const char* runtime_sizes; /* size symbols given at each execute, "B,S" (docs/api.md) */
   const char* target; /* "sm_90a": compile without a GPU (describe only) */
   int device;         /* CUDA ordinal */
   int use_tuning_db;  /* nonzero: look the problem up in the tuning database */
 } loom_plan_options;
 
-/* One tensor of a plan: contiguous row-major storage of `shape` (rank <= 8). */
+/* One tensor of a plan: contiguous row-major storage of `shape` (rank <= 8). A dim that
+ * is a run-time size reads -1, and so does `bytes` then. */
 #define LOOM_MAX_RANK 8
 typedef struct loom_tensor_info {
   const char* name;  /* owned by the plan */
@@ -90,6 +92,12 @@ loom_status loom_plan_execute(loom_plan_t plan, const char* const* names, void* 
                               size_t count, struct CUstream_st* stream);
 loom_status loom_plan_execute_positional(loom_plan_t plan, void* const* ptrs, size_t count,
                                          struct CUstream_st* stream);
+/* The same with the values of the plan's run-time sizes (size_names[i] = size_values[i]);
+ * names NULL: ptrs are positional. */
+loom_status loom_plan_execute_sized(loom_plan_t plan, const char* const* names, void* const* ptrs,
+                                    size_t count, const char* const* size_names,
+                                    const int64_t* size_values, size_t size_count,
+                                    struct CUstream_st* stream);
 
 loom_status loom_plan_num_tensors(loom_plan_t plan, size_t* count);
 loom_status loom_plan_tensor(loom_plan_t plan, size_t index, loom_tensor_info* info);
@@ -97,6 +105,8 @@ loom_status loom_plan_tensor(loom_plan_t plan, size_t index, loom_tensor_info* i
 loom_status loom_plan_cuda_source(loom_plan_t plan, const char** source);
 loom_status loom_plan_knobs(loom_plan_t plan, const char** knobs);
 loom_status loom_plan_describe(loom_plan_t plan, const char** text);
+/* The run-time sizes, "B,S" ("" when every size was bound at creation). */
+loom_status loom_plan_runtime_sizes(loom_plan_t plan, const char** names);
 /* *executable = 1 when execute can run (0 for a compile-only plan). */
 loom_status loom_plan_executable(loom_plan_t plan, int* executable);
 

@@ -11,8 +11,11 @@
 // threads (on the same or different streams). Each stream gets its own scratch memory
 // (split-K workspaces), so concurrent executions on different streams never share it.
 //
-// Sizes: every size symbol of the expression (M in A[M,K]) is bound when the plan is made
-// (PlanOptions::sizes): a plan is one problem size; make one plan per size.
+// Sizes: a size symbol of the expression (M in A[M,K]) is bound when the plan is made
+// (PlanOptions::sizes: a plan per size), or, listed in PlanOptions::runtime_sizes, given
+// at each execute(). Run-time sizes suit attention (its kernels take batch and sequence
+// lengths as arguments at full speed); a GEMM with one compiles to the CUDA-core
+// kernels, several times slower than the tensor-core ones a bound size gets. docs/api.md.
 //
 // Every failure is a loom::Error whose message names the problem and the fix.
 #pragma once
@@ -53,8 +56,11 @@ struct PlanOptions {
   bool use_tuning_db = true;
   // The GPU the plan runs on (CUDA ordinal).
   int device = 0;
-  // Values of the expression's size symbols: {{"M", 4096}}. Every symbol must be bound.
+  // Values of the expression's size symbols: {{"M", 4096}}. Every symbol must be here or
+  // in runtime_sizes.
   std::map<std::string, int64_t> sizes;
+  // Size symbols left unbound: each execute() passes their values ({"B", "S"}).
+  std::vector<std::string> runtime_sizes;
   // Empty: compile for `device` (a GPU is required). An arch such as "sm_90a": a
   // compile-only plan for it, made without touching any GPU (no tuning database, no
   // load): it describes itself, and execute() refuses.
@@ -66,8 +72,9 @@ struct TensorInfo {
   std::string name;          // as the expression names it; the result is "out"
   std::string role;          // "input" or "output"
   std::string dtype;         // "f32", "f16", "bf16", ...
-  std::vector<int64_t> shape;  // storage shape (a .T operand: as stored)
-  int64_t bytes = 0;
+  std::vector<int64_t> shape;  // storage shape (a .T operand: as stored); -1: a run-time size
+  std::vector<std::string> dims;  // the same as text: "4096", or the symbol "S"
+  int64_t bytes = 0;              // -1 when a dim is a run-time size
 };
 
 // Why GPU `device` cannot run plans ("no CUDA driver", ...), or "" when it can.
@@ -100,15 +107,26 @@ class Plan {
   // missing, unknown or null pointer, one not on the plan's GPU, one not aligned to
   // kPointerAlignment (loom::ArgumentError), or a plan compiled without a GPU
   // (loom::NoGpuError); a failed CUDA call is a plain loom::Error.
-  void execute(const std::map<std::string, void*>& tensors, CUstream_st* stream = nullptr) const;
-  void execute(const std::vector<void*>& tensors, CUstream_st* stream = nullptr) const;
+  void execute(const std::map<std::string, void*>& tensors, CUstream_st* stream = nullptr) const {
+    execute(tensors, {}, stream);
+  }
+  void execute(const std::vector<void*>& tensors, CUstream_st* stream = nullptr) const {
+    execute(tensors, {}, stream);
+  }
   // A braced list of pointers, {a, b, c}, is positional (and never read as a map's
   // iterator pair).
   void execute(std::initializer_list<void*> tensors, CUstream_st* stream = nullptr) const {
-    execute(std::vector<void*>(tensors), stream);
+    execute(std::vector<void*>(tensors), {}, stream);
   }
+  // With the values of the plan's run-time sizes ({{"S", 1000}}): every one of them and
+  // nothing else (loom::ArgumentError otherwise).
+  void execute(const std::map<std::string, void*>& tensors, const std::map<std::string, int64_t>& sizes,
+               CUstream_st* stream = nullptr) const;
+  void execute(const std::vector<void*>& tensors, const std::map<std::string, int64_t>& sizes,
+               CUstream_st* stream = nullptr) const;
   // The checks of execute() without launching.
-  void check(const std::map<std::string, void*>& tensors) const;
+  void check(const std::map<std::string, void*>& tensors,
+             const std::map<std::string, int64_t>& sizes = {}) const;
 
   // The expression (for a graph plan, "<graph>"), its tensors (inputs, then outputs, in
   // the order positional execute() takes them), the knobs the pipeline read, in the
@@ -116,13 +134,16 @@ class Plan {
   const std::string& expression() const;
   const std::vector<TensorInfo>& tensors() const;
   const TensorInfo& tensor(const std::string& name) const;
+  // The tensor with the plan's run-time sizes set to `sizes` (shape and bytes all known).
+  TensorInfo tensor(const std::string& name, const std::map<std::string, int64_t>& sizes) const;
+  const std::vector<std::string>& runtime_sizes() const;
   const std::vector<std::pair<std::string, std::string>>& knobs() const;
   std::string knobs_string() const;  // "K=V,K=V"
   const std::string& knob_source() const;
   const std::vector<std::string>& notes() const;  // knobs that did something unexpected
   const std::string& cuda_source() const;
   const std::string& arch() const;  // the compile target, e.g. "sm_90a"
-  double flops() const;             // useful work of one execution
+  double flops() const;             // useful work of one execution (0 with run-time sizes)
   int device() const;
   // Whether execute() can run (false for a compile-only plan) and, if not, why.
   bool executable() const;

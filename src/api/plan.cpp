@@ -10,8 +10,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +21,7 @@
 #include "driver/executor.h"
 #include "driver/run.h"
 #include "frontend/parser.h"
+#include "frontend/sizes.h"
 #include "ir/graph.h"
 #include "passes/knobs.h"
 #include "runtime/cubin_cache.h"
@@ -73,16 +76,30 @@ std::string no_gpu_reason(int device) {
   return probe_device(device, &why) ? std::string() : why;
 }
 
-// One stream's launch state: its Temps (owned) and the launch resolved for `bound`.
+// One stream's launch state: its Temps (owned) and the launch resolved for `bound` and
+// `bound_sizes`.
 struct StreamState {
   std::mutex mu;  // two threads on one stream take turns
   std::map<std::string, void*> temps;
   std::map<std::string, void*> bound;
+  std::map<std::string, int64_t> bound_sizes;
   std::unique_ptr<ProgramLauncher> launcher;
 };
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 struct Plan::Impl {
   std::string expression;
+  Graph graph;                       // PlanOptions::sizes bound; run-time sizes symbolic
+  std::vector<std::string> runtime;  // PlanOptions::runtime_sizes
   CompiledProgram program;
   std::vector<TensorInfo> tensors;
   std::vector<std::pair<std::string, std::string>> knobs;
@@ -99,7 +116,10 @@ struct Plan::Impl {
 
   ~Impl();
   void compile(const Graph& parsed, const PlanOptions& opt);
+  void bind(const Graph& parsed, const PlanOptions& opt);
   void check_names(const std::map<std::string, void*>& ptrs) const;
+  void check_sizes(const std::map<std::string, int64_t>& sizes) const;
+  TensorInfo info(const TensorDecl& t, const Expr::Env& env) const;
   void check_device(const std::map<std::string, void*>& ptrs) const;
   StreamState& state_for(CUstream_st* stream);
   std::string tensor_names() const;
@@ -124,6 +144,81 @@ std::string Plan::Impl::tensor_names() const {
   return names;
 }
 
+// Binds PlanOptions::sizes into `graph`, keeping runtime_sizes symbolic; every other
+// symbol is an error naming both ways to give it a value.
+void Plan::Impl::bind(const Graph& parsed, const PlanOptions& opt) {
+  const std::vector<std::string> symbols = parsed.symbols();
+  const std::string have = symbols.empty() ? std::string("it has no size symbols")
+                                           : "its size symbols: " + joined(symbols);
+  for (const auto& [name, value] : opt.sizes) {
+    if (!contains(symbols, name))
+      throw Error("PlanOptions::sizes gives " + name + ", which `" + expression + "` does not have; " + have);
+    if (value < 1 || value > kMaxExtent)
+      throw Error("PlanOptions::sizes: " + name + " = " + std::to_string(value) +
+                  " is outside 1..2^48");
+  }
+  for (const auto& name : opt.runtime_sizes) {
+    if (!contains(symbols, name))
+      throw Error("PlanOptions::runtime_sizes lists " + name + ", which `" + expression +
+                  "` does not have; " + have);
+    if (opt.sizes.count(name))
+      throw Error(name + " is in both PlanOptions::sizes and PlanOptions::runtime_sizes: keep it in one");
+    if (!contains(runtime, name)) runtime.push_back(name);
+  }
+  for (const auto& sym : symbols)
+    if (!opt.sizes.count(sym) && !contains(runtime, sym))
+      throw Error("size symbol " + sym + " of `" + expression + "` has no value: set PlanOptions::sizes[\"" +
+                  sym + "\"] (a plan for that size), or list " + sym +
+                  " in PlanOptions::runtime_sizes to give it at each execute()");
+  graph = parsed;
+  for (auto& n : graph.nodes)
+    for (auto& d : n.shape)
+      if (d.is_sym() && opt.sizes.count(d.sym)) d = Dim{opt.sizes.at(d.sym), ""};
+  check_tensor_sizes(graph);  // run-time sizes count as 1 here, and are checked at execute()
+}
+
+void Plan::Impl::check_sizes(const std::map<std::string, int64_t>& sizes) const {
+  for (const auto& r : runtime)
+    if (!sizes.count(r))
+      throw ArgumentError("`" + expression + "` takes " + r + " at run time: pass its value in " +
+                          "execute()'s sizes (its run-time sizes: " + joined(runtime) + ")");
+  for (const auto& [name, value] : sizes) {
+    if (!contains(runtime, name))
+      throw ArgumentError(runtime.empty()
+                              ? "`" + expression + "` has no run-time sizes, so execute() takes no " + name +
+                                    ": its sizes were bound when the plan was made"
+                              : "`" + expression + "` has no run-time size " + name +
+                                    "; its run-time sizes: " + joined(runtime));
+    if (value < 1 || value > kMaxExtent)
+      throw ArgumentError("run-time size " + name + " = " + std::to_string(value) + " is outside 1..2^48");
+  }
+  if (runtime.empty()) return;
+  try {
+    check_tensor_sizes(graph, sizes);
+  } catch (const Error& e) {
+    throw ArgumentError(e.what());
+  }
+}
+
+TensorInfo Plan::Impl::info(const TensorDecl& t, const Expr::Env& env) const {
+  TensorInfo e;
+  e.name = t.name;
+  e.role = role_name(t.role);
+  e.dtype = dtype_name(t.dtype);
+  bool known = true;
+  for (const auto& d : t.shape) {
+    std::set<std::string> vars;
+    d.collect_vars(vars);
+    bool ok = true;
+    for (const auto& v : vars) ok = ok && env.count(v);
+    e.shape.push_back(ok ? d.eval(env) : -1);
+    e.dims.push_back(vars.empty() ? std::to_string(d.eval(env)) : d.str());
+    known = known && ok;
+  }
+  e.bytes = known ? t.numel().eval(env) * int64_t(dtype_bytes(t.dtype)) : -1;
+  return e;
+}
+
 void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
   device = opt.device;
   Target target;
@@ -140,8 +235,8 @@ void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
     not_executable = "it was compiled for " + opt.target +
                      " only (PlanOptions::target): make the plan without a target to run it on a GPU";
   }
-  check_dims_named(parsed, opt.sizes);
-  Graph g = bind_sizes(parsed, opt.sizes);
+  bind(parsed, opt);
+  const Graph& g = graph;
   CompileOptions copt;
   copt.knobs = Knobs::parse(opt.knobs);
   copt.target = target;
@@ -152,21 +247,23 @@ void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
     tune::tuning_db_lookup(opt.use_tuning_db)(g, *dev, copt);
   }
   program = compile_graph(g, copt, expression == "<graph>" ? "" : expression);
-  flops = expression_flops(g);
+  if (runtime.empty()) flops = expression_flops(g);
 
-  // Every size is a number here (bind_sizes refused unbound symbols).
   const Expr::Env no_symbols;
   for (TensorRole role : {TensorRole::Input, TensorRole::Output})
-    for (const auto& t : program.state.kernel.tensors) {
-      if (t.role != role) continue;
-      TensorInfo e;
-      e.name = t.name;
-      e.role = role_name(t.role);
-      e.dtype = dtype_name(t.dtype);
-      for (const auto& d : t.shape) e.shape.push_back(d.eval(no_symbols));
-      e.bytes = t.numel().eval(no_symbols) * int64_t(dtype_bytes(t.dtype));
-      tensors.push_back(e);
-    }
+    for (const auto& t : program.state.kernel.tensors)
+      if (t.role == role) tensors.push_back(info(t, no_symbols));
+  // Temps are allocated once per stream; one whose size moves with a run-time size
+  // would need reallocating (and a device-wide sync) whenever the size grows.
+  for (const auto& t : program.state.kernel.tensors) {
+    if (t.role == TensorRole::Input || t.role == TensorRole::Output) continue;
+    std::set<std::string> vars;
+    t.numel().collect_vars(vars);
+    if (!vars.empty())
+      throw Error("`" + expression + "` with run-time sizes needs a workspace (" + t.name +
+                  ") whose size depends on " + *vars.begin() + ": bind " + *vars.begin() +
+                  " in PlanOptions::sizes, or choose knobs without split-K");
+  }
   for (const auto& d : knob_registry()) {
     auto it = program.state.used_knobs.find(d.name);
     if (it != program.state.used_knobs.end()) knobs.emplace_back(d.name, it->second);
@@ -268,37 +365,42 @@ Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
-void Plan::check(const std::map<std::string, void*>& tensors) const {
+void Plan::check(const std::map<std::string, void*>& tensors,
+                 const std::map<std::string, int64_t>& sizes) const {
   impl_->check_names(tensors);
+  impl_->check_sizes(sizes);
   if (!impl_->not_executable.empty())
     throw NoGpuError("this plan of `" + impl_->expression + "` cannot execute: " + impl_->not_executable);
   DeviceScope scope(impl_->device);
   impl_->check_device(tensors);
 }
 
-void Plan::execute(const std::map<std::string, void*>& tensors, CUstream_st* stream) const {
+void Plan::execute(const std::map<std::string, void*>& tensors,
+                   const std::map<std::string, int64_t>& sizes, CUstream_st* stream) const {
   Impl& p = *impl_;
   p.check_names(tensors);
+  p.check_sizes(sizes);
   if (!p.not_executable.empty())
     throw NoGpuError("this plan of `" + p.expression + "` cannot execute: " + p.not_executable);
   DeviceScope scope(p.device);
   StreamState& s = p.state_for(stream);
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.launcher || s.bound != tensors) {
+  if (!s.launcher || s.bound != tensors || s.bound_sizes != sizes) {
     p.check_device(tensors);
     std::map<std::string, void*> all = tensors;
     all.insert(s.temps.begin(), s.temps.end());
     DeviceTensors views;  // owns nothing: every tensor is given
-    views.adopt(p.program.state.kernel, all, {});
+    views.adopt(p.program.state.kernel, all, sizes);
     s.launcher.reset();
-    s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views,
-                                                   std::map<std::string, int64_t>{});
+    s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views, sizes);
     s.bound = tensors;
+    s.bound_sizes = sizes;
   }
   s.launcher->launch_all(stream);
 }
 
-void Plan::execute(const std::vector<void*>& tensors, CUstream_st* stream) const {
+void Plan::execute(const std::vector<void*>& tensors, const std::map<std::string, int64_t>& sizes,
+                   CUstream_st* stream) const {
   const auto& ts = impl_->tensors;
   if (tensors.size() != ts.size())
     throw ArgumentError("execute() got " + std::to_string(tensors.size()) + " pointers for the " +
@@ -306,7 +408,7 @@ void Plan::execute(const std::vector<void*>& tensors, CUstream_st* stream) const
                 "`: pass one for each, in this order: " + impl_->tensor_names());
   std::map<std::string, void*> named;
   for (size_t i = 0; i < ts.size(); ++i) named[ts[i].name] = tensors[i];
-  execute(named, stream);
+  execute(named, sizes, stream);
 }
 
 const std::string& Plan::expression() const { return impl_->expression; }
@@ -317,6 +419,15 @@ const TensorInfo& Plan::tensor(const std::string& name) const {
   throw ArgumentError("`" + impl_->expression + "` has no tensor named " + name + "; its tensors: " +
               impl_->tensor_names());
 }
+TensorInfo Plan::tensor(const std::string& name, const std::map<std::string, int64_t>& sizes) const {
+  tensor(name);  // the unknown-name error
+  impl_->check_sizes(sizes);
+  const Expr::Env env(sizes.begin(), sizes.end());
+  for (const auto& t : impl_->program.state.kernel.tensors)
+    if (t.name == name) return impl_->info(t, env);
+  throw ArgumentError("no tensor " + name);  // unreachable: tensor(name) found it
+}
+const std::vector<std::string>& Plan::runtime_sizes() const { return impl_->runtime; }
 const std::vector<std::pair<std::string, std::string>>& Plan::knobs() const { return impl_->knobs; }
 std::string Plan::knobs_string() const {
   std::string s;
@@ -338,11 +449,13 @@ std::string Plan::describe() const {
   s << "plan: " << p.expression << "\n";
   s << "  target: " << arch() << ", GPU " << p.device
     << (executable() ? " (loaded)" : " (compile only: " + p.not_executable + ")") << "\n";
+  if (!p.runtime.empty()) s << "  run-time sizes: " << joined(p.runtime) << "\n";
   s << "  knobs: " << knobs_string() << " (" << p.program.knob_source << ")\n";
   for (const auto& t : p.tensors) {
     s << "  " << t.role << " " << t.name << ": " << t.dtype << "[";
-    for (size_t i = 0; i < t.shape.size(); ++i) s << (i ? "," : "") << t.shape[i];
-    s << "], " << t.bytes << " bytes\n";
+    for (size_t i = 0; i < t.dims.size(); ++i) s << (i ? "," : "") << t.dims[i];
+    s << "], " << (t.bytes >= 0 ? std::to_string(t.bytes) + " bytes" : std::string("bytes by run-time sizes"))
+      << "\n";
   }
   for (const auto& n : p.program.notes) s << "  note: " << n << "\n";
   return s.str();

@@ -14,10 +14,14 @@
 #include "driver/run.h"
 
 struct loom_plan_s {
-  explicit loom_plan_s(loom::Plan p) : plan(std::move(p)), knobs(plan.knobs_string()), description(plan.describe()) {}
+  explicit loom_plan_s(loom::Plan p)
+      : plan(std::move(p)), knobs(plan.knobs_string()), description(plan.describe()) {
+    for (const auto& r : plan.runtime_sizes()) runtime_sizes += (runtime_sizes.empty() ? "" : ",") + r;
+  }
   loom::Plan plan;
   std::string knobs;
   std::string description;
+  std::string runtime_sizes;
 };
 
 namespace {
@@ -83,6 +87,37 @@ loom_status null_arg(const char* fn, const char* what) {
   return fail(LOOM_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what + " is NULL: pass a valid pointer");
 }
 
+// The three execute entry points: `names` NULL means positional.
+loom_status execute(const char* fn, loom_plan_t plan, const char* const* names, void* const* ptrs,
+                    size_t count, const char* const* size_names, const int64_t* size_values,
+                    size_t size_count, struct CUstream_st* stream) {
+  if (!lookup(plan)) return bad_handle(fn, plan);
+  if (count && !ptrs) return null_arg(fn, "ptrs");
+  if (size_count && !size_names) return null_arg(fn, "size_names");
+  if (size_count && !size_values) return null_arg(fn, "size_values");
+  for (size_t i = 0; names && i < count; ++i)
+    if (!names[i]) return null_arg(fn, ("names[" + std::to_string(i) + "]").c_str());
+  for (size_t i = 0; i < size_count; ++i)
+    if (!size_names[i]) return null_arg(fn, ("size_names[" + std::to_string(i) + "]").c_str());
+  return with_plan(fn, plan, LOOM_ERROR_CUDA, [&](loom_plan_s& p) {
+    std::map<std::string, int64_t> sizes;
+    for (size_t i = 0; i < size_count; ++i)
+      if (!sizes.emplace(size_names[i], size_values[i]).second)
+        throw loom::ArgumentError(std::string(fn) + ": size " + size_names[i] +
+                                  " is given twice: pass each run-time size once");
+    if (!names) {
+      p.plan.execute(std::vector<void*>(ptrs, ptrs + count), sizes, stream);
+      return;
+    }
+    std::map<std::string, void*> m;
+    for (size_t i = 0; i < count; ++i)
+      if (!m.emplace(names[i], ptrs[i]).second)
+        throw loom::ArgumentError(std::string(fn) + ": tensor " + names[i] +
+                                  " is named twice: pass one pointer per tensor");
+    p.plan.execute(m, sizes, stream);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -132,6 +167,20 @@ loom_status loom_plan_create(const char* expression, const loom_plan_options* op
       opt.knobs = options->knobs ? options->knobs : "";
       opt.target = options->target ? options->target : "";
       if (options->sizes) opt.sizes = loom::parse_dims(options->sizes);
+      for (std::string rest = options->runtime_sizes ? options->runtime_sizes : ""; !rest.empty();) {
+        const size_t comma = rest.find(',');
+        std::string name = rest.substr(0, comma);
+        while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+        while (!name.empty() && name.back() == ' ') name.pop_back();
+        if (name.empty())
+          throw loom::Error(std::string("loom_plan_options.runtime_sizes \"") + options->runtime_sizes +
+                            "\" has an empty name: write symbols separated by commas, \"B,S\"");
+        opt.runtime_sizes.push_back(name);
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+        if (comma != std::string::npos && rest.empty())
+          throw loom::Error(std::string("loom_plan_options.runtime_sizes \"") + options->runtime_sizes +
+                            "\" ends with a comma: write symbols separated by commas, \"B,S\"");
+      }
       opt.device = options->device;
       opt.use_tuning_db = options->use_tuning_db != 0;
     }
@@ -174,30 +223,30 @@ loom_status loom_plan_destroy(loom_plan_t plan) {
 
 loom_status loom_plan_execute(loom_plan_t plan, const char* const* names, void* const* ptrs,
                               size_t count, struct CUstream_st* stream) {
-  const char* fn = "loom_plan_execute";
-  if (!lookup(plan)) return bad_handle(fn, plan);
-  if (count && !names) return null_arg(fn, "names");
-  if (count && !ptrs) return null_arg(fn, "ptrs");
-  for (size_t i = 0; i < count; ++i)
-    if (!names[i]) return null_arg(fn, ("names[" + std::to_string(i) + "]").c_str());
-  return with_plan(fn, plan, LOOM_ERROR_CUDA, [&](loom_plan_s& p) {
-    std::map<std::string, void*> m;
-    for (size_t i = 0; i < count; ++i)
-      if (!m.emplace(names[i], ptrs[i]).second)
-        throw loom::ArgumentError(std::string(fn) + ": tensor " + names[i] +
-                                  " is named twice: pass one pointer per tensor");
-    p.plan.execute(m, stream);
-  });
+  if (count && !names) return null_arg("loom_plan_execute", "names");
+  return execute("loom_plan_execute", plan, names, ptrs, count, nullptr, nullptr, 0, stream);
 }
 
 loom_status loom_plan_execute_positional(loom_plan_t plan, void* const* ptrs, size_t count,
                                          struct CUstream_st* stream) {
-  const char* fn = "loom_plan_execute_positional";
-  if (!lookup(plan)) return bad_handle(fn, plan);
-  if (count && !ptrs) return null_arg(fn, "ptrs");
-  return with_plan(fn, plan, LOOM_ERROR_CUDA, [&](loom_plan_s& p) {
-    p.plan.execute(std::vector<void*>(ptrs, ptrs + count), stream);
-  });
+  return execute("loom_plan_execute_positional", plan, nullptr, ptrs, count, nullptr, nullptr, 0, stream);
+}
+
+loom_status loom_plan_execute_sized(loom_plan_t plan, const char* const* names, void* const* ptrs,
+                                    size_t count, const char* const* size_names,
+                                    const int64_t* size_values, size_t size_count,
+                                    struct CUstream_st* stream) {
+  return execute("loom_plan_execute_sized", plan, names, ptrs, count, size_names, size_values,
+                 size_count, stream);
+}
+
+loom_status loom_plan_runtime_sizes(loom_plan_t plan, const char** names) {
+  const char* fn = "loom_plan_runtime_sizes";
+  std::shared_ptr<loom_plan_s> p = lookup(plan);
+  if (!p) return bad_handle(fn, plan);
+  if (!names) return null_arg(fn, "names");
+  *names = p->runtime_sizes.c_str();
+  return LOOM_SUCCESS;
 }
 
 loom_status loom_plan_num_tensors(loom_plan_t plan, size_t* count) {

@@ -1,5 +1,6 @@
 // loom::Plan and the C ABI on the GPU (skips without one): a GEMM and an attention
 // executed on the caller's buffers and stream match the reference; new pointers rebind;
+// run-time sizes (attention's B and S, a GEMM's M) give right answers at several sizes;
 // a split-K plan (its workspace is a Temp) executed concurrently from threads on their
 // own streams, and from two threads on one stream, stays right (each stream has its own
 // workspace); an execution captured in a CUDA graph replays right; pointers that are
@@ -19,6 +20,7 @@
 #include "bench/cuda_call.h"
 #include "bench/verify.h"
 #include "bench/verify_attention.h"
+#include "driver/run.h"
 #include "frontend/parser.h"
 #include "loom/loom_c.h"
 #include "loom/plan.h"
@@ -117,16 +119,17 @@ TEST_F(PlanGpu, GemmOnCallerBuffersAndStream) {
   LOOM_CUDA_RT(cudaStreamDestroy(s));
 }
 
-TEST_F(PlanGpu, AttentionMatchesReference) {
-  const std::string e =
-      "attention(Q[1,8,512,128]:bf16, K[1,2,512,128]:bf16, V[1,2,512,128]:bf16, causal=true)";
-  Plan plan(e);
-  Graph g = parse_expression(e);
-  std::mt19937 rng(7);
+// Executes attention plan `plan` of `e` with run-time `sizes` on fresh random buffers and
+// checks it against the fp64 reference: "" when it passes, else why.
+std::string attention_check(const Plan& plan, const std::string& e,
+                            const std::map<std::string, int64_t>& sizes, cudaStream_t s, uint32_t seed) {
+  Graph g = bind_sizes(parse_expression(e), sizes);
+  std::mt19937 rng(seed);
   std::normal_distribution<double> nd(0.0, 1.0);
   std::map<std::string, HostTensor> inputs;
   std::map<std::string, void*> ptrs;
-  for (const auto& t : plan.tensors()) {
+  for (const auto& t0 : plan.tensors()) {
+    const TensorInfo t = plan.tensor(t0.name, sizes);
     void* d = nullptr;
     LOOM_CUDA_RT(cudaMalloc(&d, size_t(t.bytes)));
     ptrs[t.name] = d;
@@ -140,18 +143,59 @@ TEST_F(PlanGpu, AttentionMatchesReference) {
     LOOM_CUDA_RT(cudaMemcpy(d, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
     inputs[t.name] = h;
   }
-  cudaStream_t s;
-  LOOM_CUDA_RT(cudaStreamCreate(&s));
-  const TensorInfo& o = plan.tensor("out");
+  const TensorInfo o = plan.tensor("out", sizes);
   LOOM_CUDA_RT(cudaMemsetAsync(ptrs["out"], 0xFF, size_t(o.bytes), s));
-  plan.execute(ptrs, s);
+  plan.execute(ptrs, sizes, s);
   LOOM_CUDA_RT(cudaStreamSynchronize(s));
   std::vector<char> raw(size_t(o.bytes));
   LOOM_CUDA_RT(cudaMemcpy(raw.data(), ptrs["out"], raw.size(), cudaMemcpyDeviceToHost));
+  for (auto& [n, p] : ptrs) cudaFree(p);
   HostTensor out = from_device_bytes(raw.data(), raw.size(), DType::BF16, o.shape);
   AttentionVerify v = verify_attention(g, inputs, out, nullptr);
-  EXPECT_TRUE(v.passed()) << v.message();
-  for (auto& [n, p] : ptrs) cudaFree(p);
+  return v.passed() ? "" : v.message();
+}
+
+TEST_F(PlanGpu, AttentionMatchesReference) {
+  const std::string e =
+      "attention(Q[1,8,512,128]:bf16, K[1,2,512,128]:bf16, V[1,2,512,128]:bf16, causal=true)";
+  Plan plan(e);
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreate(&s));
+  EXPECT_EQ(attention_check(plan, e, {}, s, 7), "");
+  LOOM_CUDA_RT(cudaStreamDestroy(s));
+}
+
+// One plan, batch and sequence length given at each execute (docs/api.md).
+TEST_F(PlanGpu, AttentionWithRuntimeSizes) {
+  const std::string e =
+      "attention(Q[B,8,S,128]:bf16, K[B,2,S,128]:bf16, V[B,2,S,128]:bf16, causal=true)";
+  PlanOptions o;
+  o.runtime_sizes = {"B", "S"};
+  Plan plan(e, o);
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreate(&s));
+  for (auto [b, len] : {std::pair<int64_t, int64_t>{2, 300}, {1, 1000}, {3, 64}}) {
+    SCOPED_TRACE("B=" + std::to_string(b) + " S=" + std::to_string(len));
+    EXPECT_EQ(attention_check(plan, e, {{"B", b}, {"S", len}}, s, uint32_t(len)), "");
+  }
+  LOOM_CUDA_RT(cudaStreamDestroy(s));
+}
+
+// A GEMM with a run-time M (the CUDA-core kernels): right for sizes off the tile grid.
+TEST_F(PlanGpu, GemmWithRuntimeM) {
+  PlanOptions o;
+  o.runtime_sizes = {"M"};
+  Plan plan("matmul(A[M,4096]:bf16, B[4096,256]:bf16)", o);
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreate(&s));
+  for (int m : {256, 77}) {
+    SCOPED_TRACE(m);
+    Gemm g(m, 256, 4096, uint32_t(m));
+    g.poison(s);
+    plan.execute(g.ptrs(), {{"M", m}}, s);
+    LOOM_CUDA_RT(cudaStreamSynchronize(s));
+    EXPECT_EQ(g.check(), "");
+  }
   LOOM_CUDA_RT(cudaStreamDestroy(s));
 }
 

@@ -1,7 +1,8 @@
 // loom::Plan (include/loom/plan.h) without a GPU: compile-only plans (PlanOptions::target)
 // describe their tensors, knobs, source and why they cannot execute; every argument error
 // of execute() and check() is an ArgumentError naming the tensor and the fix, checked
-// before the missing GPU (NoGpuError). Execution is tests/gpu/test_plan.cpp.
+// before the missing GPU (NoGpuError); run-time sizes stay symbolic in the description
+// and are checked at execute(). Execution is tests/gpu/test_plan.cpp.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -91,6 +92,99 @@ TEST(Plan, SizesAreBoundAtPlanTime) {
   std::string m = error_of([] { Plan("matmul(A[M,64]:f16, B[64,128]:f16)", compile_only()); });
   EXPECT_NE(m.find("M"), std::string::npos) << m;
   EXPECT_NE(m.find("no value"), std::string::npos) << m;
+}
+
+const char* kAttention =
+    "attention(Q[B,8,S,64]:bf16, K[B,2,S,64]:bf16, V[B,2,S,64]:bf16, causal=true)";
+
+PlanOptions runtime(std::vector<std::string> names) {
+  PlanOptions o = compile_only();
+  o.runtime_sizes = std::move(names);
+  return o;
+}
+
+TEST(Plan, RuntimeSizesStaySymbolic) {
+  Plan p(kAttention, runtime({"B", "S"}));
+  EXPECT_EQ(p.runtime_sizes(), (std::vector<std::string>{"B", "S"}));
+  const TensorInfo& q = p.tensor("Q");
+  EXPECT_EQ(q.shape, (std::vector<int64_t>{-1, 8, -1, 64}));
+  EXPECT_EQ(q.dims, (std::vector<std::string>{"B", "8", "S", "64"}));
+  EXPECT_EQ(q.bytes, -1);
+  const TensorInfo q2 = p.tensor("Q", {{"B", 2}, {"S", 300}});
+  EXPECT_EQ(q2.shape, (std::vector<int64_t>{2, 8, 300, 64}));
+  EXPECT_EQ(q2.bytes, 2 * 8 * 300 * 64 * 2);
+  EXPECT_DOUBLE_EQ(p.flops(), 0);
+  const std::string d = p.describe();
+  EXPECT_NE(d.find("run-time sizes: B, S"), std::string::npos) << d;
+  EXPECT_NE(d.find("input Q: bf16[B,8,S,64], bytes by run-time sizes"), std::string::npos) << d;
+  EXPECT_NE(p.cuda_source().find("loom_d_S"), std::string::npos);  // a kernel argument
+  // One bound, one at run time.
+  PlanOptions o = runtime({"S"});
+  o.sizes = {{"B", 4}};
+  Plan half(kAttention, o);
+  EXPECT_EQ(half.tensor("K").shape, (std::vector<int64_t>{4, 2, -1, 64}));
+}
+
+TEST(Plan, SizeOptionErrors) {
+  auto msg = [](PlanOptions o) { return error_of([&] { Plan(kAttention, o); }); };
+  PlanOptions o = runtime({"B", "T"});
+  std::string m = msg(o);
+  EXPECT_NE(m.find("runtime_sizes lists T, which"), std::string::npos) << m;
+  EXPECT_NE(m.find("its size symbols: B, S"), std::string::npos) << m;
+  o = runtime({"B", "S"});
+  o.sizes = {{"S", 64}};
+  m = msg(o);
+  EXPECT_NE(m.find("S is in both"), std::string::npos) << m;
+  o = runtime({"B"});
+  m = msg(o);
+  EXPECT_NE(m.find("size symbol S of"), std::string::npos) << m;
+  EXPECT_NE(m.find("PlanOptions::sizes[\"S\"]"), std::string::npos) << m;
+  EXPECT_NE(m.find("PlanOptions::runtime_sizes"), std::string::npos) << m;
+  o = runtime({"B"});
+  o.sizes = {{"S", 0}};
+  m = msg(o);
+  EXPECT_NE(m.find("S = 0 is outside 1..2^48"), std::string::npos) << m;
+  o = runtime({"B", "S"});
+  o.sizes = {{"N", 5}};
+  m = msg(o);
+  EXPECT_NE(m.find("sizes gives N, which"), std::string::npos) << m;
+}
+
+TEST(Plan, RuntimeSizeArgumentErrors) {
+  Plan p(kAttention, runtime({"B", "S"}));
+  const std::map<std::string, void*> ptrs = {
+      {"Q", fake(0x1000)}, {"K", fake(0x2000)}, {"V", fake(0x3000)}, {"out", fake(0x4000)}};
+  auto run = [&](const std::map<std::string, int64_t>& sizes) {
+    return error_of<ArgumentError>([&] { p.execute(ptrs, sizes); });
+  };
+  std::string m = run({{"B", 1}});
+  EXPECT_NE(m.find("takes S at run time"), std::string::npos) << m;
+  m = error_of<ArgumentError>([&] { p.execute(ptrs); });
+  EXPECT_NE(m.find("takes B at run time"), std::string::npos) << m;
+  m = run({{"B", 1}, {"S", 64}, {"D", 64}});
+  EXPECT_NE(m.find("no run-time size D; its run-time sizes: B, S"), std::string::npos) << m;
+  m = run({{"B", 1}, {"S", 0}});
+  EXPECT_NE(m.find("S = 0 is outside"), std::string::npos) << m;
+  m = run({{"B", 1}, {"S", int64_t(1) << 40}});  // Q would be 2^50 bytes
+  EXPECT_NE(m.find("Q"), std::string::npos) << m;
+  m = error_of<ArgumentError>([&] { p.tensor("Q", {{"B", 1}}); });
+  EXPECT_NE(m.find("takes S at run time"), std::string::npos) << m;
+  m = error_of<NoGpuError>([&] { p.execute(ptrs, {{"B", 1}, {"S", 64}}); });
+  EXPECT_NE(m.find("cannot execute"), std::string::npos) << m;
+
+  Plan bound(kGemm, compile_only());
+  m = error_of<ArgumentError>([&] {
+    bound.execute({{"A", fake(0x1000)}, {"B", fake(0x2000)}, {"out", fake(0x3000)}}, {{"M", 4}});
+  });
+  EXPECT_NE(m.find("has no run-time sizes, so execute() takes no M"), std::string::npos) << m;
+}
+
+TEST(Plan, RuntimeSizedWorkspaceIsRefused) {
+  PlanOptions o = runtime({"M"});
+  o.knobs = "SPLITK=2";
+  std::string m = error_of([&] { Plan("matmul(A[M,256]:f32, B[256,64]:f32)", o); });
+  EXPECT_NE(m.find("needs a workspace"), std::string::npos) << m;
+  EXPECT_NE(m.find("bind M in PlanOptions::sizes"), std::string::npos) << m;
 }
 
 TEST(Plan, FromGraphBuilder) {

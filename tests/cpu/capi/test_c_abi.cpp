@@ -1,7 +1,8 @@
 // The C ABI (include/loom/loom_c.h) without a GPU: the version, every status code's
 // string, NULL and stale handles (double destroy included), NULL arguments, compile
 // errors, a compile-only plan's queries, execute's argument errors before its NO_GPU,
-// and loom_last_error() kept per thread. The GPU half is tests/gpu/test_plan.cpp.
+// run-time sizes (options, queries, execute_sized's errors), and loom_last_error() kept
+// per thread. The GPU half is tests/gpu/test_plan.cpp.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -160,6 +161,59 @@ TEST(CAbi, ExecuteArgumentErrorsThenNoGpu) {
   EXPECT_EQ(loom_plan_destroy(p), LOOM_SUCCESS);
 }
 
+TEST(CAbi, RuntimeSizes) {
+  const char* attn = "attention(Q[B,8,S,64]:bf16, K[B,2,S,64]:bf16, V[B,2,S,64]:bf16)";
+  loom_plan_options o;
+  loom_plan_options_init(&o);
+  EXPECT_EQ(o.runtime_sizes, nullptr);
+  o.target = "sm_90a";
+  loom_plan_t p = nullptr;
+  for (const char* bad : {"B,", ",S", "B,T"}) {
+    o.runtime_sizes = bad;
+    EXPECT_EQ(loom_plan_create(attn, &o, &p), LOOM_ERROR_COMPILE) << bad;
+    EXPECT_EQ(p, nullptr);
+  }
+  o.runtime_sizes = "B,";
+  ASSERT_EQ(loom_plan_create(attn, &o, &p), LOOM_ERROR_COMPILE);
+  EXPECT_TRUE(has(loom_last_error(), "ends with a comma")) << loom_last_error();
+  o.runtime_sizes = "B, S";
+  ASSERT_EQ(loom_plan_create(attn, &o, &p), LOOM_SUCCESS) << loom_last_error();
+  const char* names = nullptr;
+  ASSERT_EQ(loom_plan_runtime_sizes(p, &names), LOOM_SUCCESS);
+  EXPECT_STREQ(names, "B,S");
+  loom_tensor_info t;
+  ASSERT_EQ(loom_plan_tensor(p, 0, &t), LOOM_SUCCESS);
+  EXPECT_EQ(t.shape[0], -1);
+  EXPECT_EQ(t.shape[1], 8);
+  EXPECT_EQ(t.shape[2], -1);
+  EXPECT_EQ(t.bytes, -1);
+  void* ptrs[4] = {reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x2000),
+                   reinterpret_cast<void*>(0x3000), reinterpret_cast<void*>(0x4000)};
+  const char* size_names[2] = {"B", "S"};
+  const int64_t values[2] = {2, 300};
+  EXPECT_EQ(loom_plan_execute_positional(p, ptrs, 4, nullptr), LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(loom_last_error(), "takes B at run time")) << loom_last_error();
+  EXPECT_EQ(loom_plan_execute_sized(p, nullptr, ptrs, 4, size_names, values, 1, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(loom_last_error(), "takes S at run time")) << loom_last_error();
+  const char* twice[2] = {"B", "B"};
+  EXPECT_EQ(loom_plan_execute_sized(p, nullptr, ptrs, 4, twice, values, 2, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(loom_last_error(), "size B is given twice")) << loom_last_error();
+  EXPECT_EQ(loom_plan_execute_sized(p, nullptr, ptrs, 4, nullptr, values, 2, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(loom_plan_execute_sized(p, nullptr, ptrs, 4, size_names, nullptr, 2, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  const char* tensor_names[4] = {"Q", "K", "V", "out"};
+  EXPECT_EQ(loom_plan_execute_sized(p, tensor_names, ptrs, 4, size_names, values, 2, nullptr),
+            LOOM_ERROR_NO_GPU);
+  EXPECT_EQ(loom_plan_execute_sized(p, nullptr, ptrs, 4, size_names, values, 2, nullptr),
+            LOOM_ERROR_NO_GPU);
+  EXPECT_EQ(loom_plan_runtime_sizes(p, nullptr), LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(loom_plan_destroy(p), LOOM_SUCCESS);
+  EXPECT_EQ(loom_plan_runtime_sizes(p, &names), LOOM_ERROR_INVALID_HANDLE);
+}
+
 TEST(CAbi, NullStaleAndMadeUpHandles) {
   loom_plan_t p = compile_only();
   ASSERT_EQ(loom_plan_destroy(p), LOOM_SUCCESS);
@@ -181,6 +235,9 @@ TEST(CAbi, NullStaleAndMadeUpHandles) {
     EXPECT_EQ(loom_plan_executable(h, &e), LOOM_ERROR_INVALID_HANDLE);
     EXPECT_EQ(loom_plan_execute(h, names, ptrs, 3, nullptr), LOOM_ERROR_INVALID_HANDLE);
     EXPECT_EQ(loom_plan_execute_positional(h, ptrs, 3, nullptr), LOOM_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(loom_plan_execute_sized(h, names, ptrs, 3, nullptr, nullptr, 0, nullptr),
+              LOOM_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(loom_plan_runtime_sizes(h, &s), LOOM_ERROR_INVALID_HANDLE);
   }
   EXPECT_EQ(loom_plan_destroy(nullptr), LOOM_SUCCESS);        // as free(NULL)
   EXPECT_EQ(loom_plan_destroy(p), LOOM_ERROR_INVALID_HANDLE);  // the double free

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -402,6 +403,50 @@ TEST_F(PlanGpu, ExecuteHostCost) {
               host_us, total_us, plan.knobs_string().c_str());
   RecordProperty("execute_host_us", std::to_string(host_us));
   EXPECT_EQ(g.check(), "");
+  LOOM_CUDA_RT(cudaStreamDestroy(s));
+}
+
+// Not a pass/fail test of speed: one attention shape through a bound plan and a plan
+// with run-time B and S (the same knobs), each timed over 20 executions after a warm-up;
+// the ratio is printed for the report.
+TEST_F(PlanGpu, RuntimeSizesSpeed) {
+  const std::map<std::string, int64_t> sizes = {{"B", 2}, {"S", 2048}};
+  PlanOptions defaults;  // both from the defaults: the comparison is of the sizes alone
+  defaults.use_tuning_db = false;
+  Plan bound("attention(Q[2,16,2048,128]:bf16, K[2,4,2048,128]:bf16, V[2,4,2048,128]:bf16, causal=true)",
+             defaults);
+  PlanOptions o = defaults;
+  o.runtime_sizes = {"B", "S"};
+  Plan sized("attention(Q[B,16,S,128]:bf16, K[B,4,S,128]:bf16, V[B,4,S,128]:bf16, causal=true)", o);
+  std::map<std::string, void*> ptrs;
+  for (const auto& t : bound.tensors()) {
+    LOOM_CUDA_RT(cudaMalloc(&ptrs[t.name], size_t(t.bytes)));
+    LOOM_CUDA_RT(cudaMemset(ptrs[t.name], 0, size_t(t.bytes)));  // zeros: no NaN paths
+  }
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreate(&s));
+  cudaEvent_t e0, e1;
+  LOOM_CUDA_RT(cudaEventCreate(&e0));
+  LOOM_CUDA_RT(cudaEventCreate(&e1));
+  auto time_us = [&](const std::function<void()>& launch) {
+    for (int i = 0; i < 3; ++i) launch();
+    LOOM_CUDA_RT(cudaEventRecord(e0, s));
+    for (int i = 0; i < 20; ++i) launch();
+    LOOM_CUDA_RT(cudaEventRecord(e1, s));
+    LOOM_CUDA_RT(cudaEventSynchronize(e1));
+    float ms = 0;
+    LOOM_CUDA_RT(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1000.0 / 20;
+  };
+  const double t_bound = time_us([&] { bound.execute(ptrs, s); });
+  const double t_sized = time_us([&] { sized.execute(ptrs, sizes, s); });
+  std::printf("attention B=2 H=16/4 S=2048 D=128 causal: bound %.1f us, run-time sizes %.1f us "
+              "(ratio %.3f; knobs %s | %s)\n",
+              t_bound, t_sized, t_sized / t_bound, bound.knobs_string().c_str(), sized.knobs_string().c_str());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  for (auto& [n, p] : ptrs) cudaFree(p);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
   LOOM_CUDA_RT(cudaStreamDestroy(s));
 }
 

@@ -185,8 +185,8 @@ void Plan::Impl::check_sizes(const std::map<std::string, int64_t>& sizes) const 
   for (const auto& [name, value] : sizes) {
     if (!contains(runtime, name))
       throw ArgumentError(runtime.empty()
-                              ? "`" + expression + "` has no run-time sizes, so execute() takes no " + name +
-                                    ": its sizes were bound when the plan was made"
+                              ? "`" + expression + "` has no run-time sizes, so execute() takes no " +
+                                    name + ": its sizes were bound when the plan was made"
                               : "`" + expression + "` has no run-time size " + name +
                                     "; its run-time sizes: " + joined(runtime));
     if (value < 1 || value > kMaxExtent)
@@ -280,22 +280,23 @@ void Plan::Impl::check_names(const std::map<std::string, void*>& ptrs) const {
     auto it = ptrs.find(t.name);
     if (it == ptrs.end())
       throw ArgumentError("no pointer for " + t.role + " " + t.name + " of `" + expression +
-                  "`: pass one for each of " + tensor_names());
+                          "`: pass one for each of " + tensor_names());
     if (!it->second)
       throw ArgumentError("the pointer for " + t.name + " of `" + expression +
-                  "` is null: pass the device address of its " + std::to_string(t.bytes) + " bytes");
+                          "` is null: pass the device address of its " +
+                          (t.bytes >= 0 ? std::to_string(t.bytes) + " bytes" : std::string("data")));
     if (reinterpret_cast<uintptr_t>(it->second) % kPointerAlignment != 0)
       throw ArgumentError("the pointer for " + t.name + " (" + hex(it->second) + ") is not " +
-                  std::to_string(kPointerAlignment) +
-                  "-byte aligned, as the kernel's TMA and vector accesses need: pass an aligned "
-                  "address (cudaMalloc's are) or copy the tensor into an aligned buffer");
+                          std::to_string(kPointerAlignment) +
+                          "-byte aligned, as the kernel's TMA and vector accesses need: pass an aligned "
+                          "address (cudaMalloc's are) or copy the tensor into an aligned buffer");
   }
   for (const auto& [name, ptr] : ptrs) {
     bool known = false;
     for (const auto& t : tensors) known = known || t.name == name;
     if (!known)
       throw ArgumentError("`" + expression + "` has no tensor named " + name + "; its tensors: " +
-                  tensor_names());
+                          tensor_names());
   }
 }
 
@@ -307,19 +308,19 @@ void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs) const {
     if (e != cudaSuccess) {
       cudaGetLastError();  // not sticky: clear it so the caller's next call does not see it
       throw ArgumentError("the pointer for " + name + " (" + hex(ptr) + ") is not CUDA memory (" +
-                  cudaGetErrorString(e) + "): pass device memory of GPU " +
-                  std::to_string(device) + " (cudaMalloc)");
+                          cudaGetErrorString(e) + "): pass device memory of GPU " +
+                          std::to_string(device) + " (cudaMalloc)");
     }
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
       throw ArgumentError("the pointer for " + name + " (" + hex(ptr) + ") is host memory" +
-                  (a.type == cudaMemoryTypeHost ? " (pinned)" : "") +
-                  ", not device memory: pass a buffer of GPU " + std::to_string(device) +
-                  " (cudaMalloc) and copy the data there");
+                          (a.type == cudaMemoryTypeHost ? " (pinned)" : "") +
+                          ", not device memory: pass a buffer of GPU " + std::to_string(device) +
+                          " (cudaMalloc) and copy the data there");
     if (a.type == cudaMemoryTypeDevice && a.device != device)
       throw ArgumentError("the pointer for " + name + " is on GPU " + std::to_string(a.device) +
-                  " but the plan runs on GPU " + std::to_string(device) +
-                  ": make the plan with PlanOptions::device = " + std::to_string(a.device) +
-                  " or copy " + name + " to GPU " + std::to_string(device));
+                          " but the plan runs on GPU " + std::to_string(device) +
+                          ": make the plan with PlanOptions::device = " + std::to_string(a.device) +
+                          " or copy " + name + " to GPU " + std::to_string(device));
   }
 }
 
@@ -404,8 +405,8 @@ void Plan::execute(const std::vector<void*>& tensors, const std::map<std::string
   const auto& ts = impl_->tensors;
   if (tensors.size() != ts.size())
     throw ArgumentError("execute() got " + std::to_string(tensors.size()) + " pointers for the " +
-                std::to_string(ts.size()) + " tensors of `" + impl_->expression +
-                "`: pass one for each, in this order: " + impl_->tensor_names());
+                        std::to_string(ts.size()) + " tensors of `" + impl_->expression +
+                        "`: pass one for each, in this order: " + impl_->tensor_names());
   std::map<std::string, void*> named;
   for (size_t i = 0; i < ts.size(); ++i) named[ts[i].name] = tensors[i];
   execute(named, sizes, stream);
@@ -417,7 +418,7 @@ const TensorInfo& Plan::tensor(const std::string& name) const {
   for (const auto& t : impl_->tensors)
     if (t.name == name) return t;
   throw ArgumentError("`" + impl_->expression + "` has no tensor named " + name + "; its tensors: " +
-              impl_->tensor_names());
+                      impl_->tensor_names());
 }
 TensorInfo Plan::tensor(const std::string& name, const std::map<std::string, int64_t>& sizes) const {
   tensor(name);  // the unknown-name error
@@ -426,11 +427,11 @@ TensorInfo Plan::tensor(const std::string& name, const std::map<std::string, int
   for (const auto& t : impl_->program.state.kernel.tensors)
     if (t.name == name) return impl_->info(t, env);
   throw ArgumentError("no tensor " + name);  // unreachable: tensor(name) found it
-}
-const std::vector<std::string>& Plan::runtime_sizes() const { return impl_->runtime; }
-const std::vector<std::pair<std::string, std::string>>& Plan::knobs() const { return impl_->knobs; }
-std::string Plan::knobs_string() const {
-  std::string s;
+                      }
+                      const std::vector<std::string>& Plan::runtime_sizes() const { return impl_->runtime; }
+                      const std::vector<std::pair<std::string, std::string>>& Plan::knobs() const { return impl_->knobs; }
+                      std::string Plan::knobs_string() const {
+                      std::string s;
   for (const auto& [k, v] : impl_->knobs) s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
 }

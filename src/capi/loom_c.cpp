@@ -1,5 +1,5 @@
 // include/loom/loom_c.h over loom::Plan. Every entry point catches everything: no C++
-// exception crosses into C. A handle is the address of a PlanHandle the registry keeps
+// exception crosses into C. A handle is the address of a loom_plan_s the registry keeps
 // alive by shared_ptr: a call holds its own reference while it runs, so a destroy on
 // another thread frees the plan only when that call ends, and an unknown or destroyed
 // handle is refused instead of dereferenced.
@@ -40,8 +40,12 @@ std::unordered_map<loom_plan_t, std::shared_ptr<loom_plan_s>>& registry() {
   return *r;  // never destroyed: plans a program leaks outlive static destruction
 }
 
-loom_status fail(loom_status s, std::string message) {
-  last_error = std::move(message);
+loom_status fail(loom_status s, std::string message) noexcept {
+  try {
+    last_error = std::move(message);
+  } catch (...) {  // no memory for the message: keep the status, clear the text
+    last_error.clear();
+  }
   return s;
 }
 

@@ -1,7 +1,8 @@
 # ctest install_package (label cpu): the installed package works for a project outside
 # this tree. Installs BUILD into a scratch prefix, then configures, builds and runs
 # examples/cpp and examples/c against it with find_package(Loom). Without a GPU each
-# example prints why and its compiled plan's description, and exits 0.
+# example prints why and its compiled plan's description, and exits 0. Last, a project
+# asking for Loom 99.0 must fail to configure (the version file works).
 #   cmake -DBUILD=<build> -DSOURCE=<source> -DCXX=<c++> -DCUDA_ROOT=<toolkit> -DGEN=<generator> -P test_install.cmake
 set(work ${BUILD}/install_package)
 file(REMOVE_RECURSE ${work})
@@ -25,3 +26,11 @@ foreach(lang cpp c)
   step(${CMAKE_COMMAND} --build ${b})
   step(${b}/loom_example_${lang})
 endforeach()
+
+set(v ${work}/version)
+file(WRITE ${v}/CMakeLists.txt "cmake_minimum_required(VERSION 3.24)\nproject(v LANGUAGES CXX)\nfind_package(Loom 99.0 REQUIRED)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${v} -B ${v}/build -G ${GEN} -DCMAKE_PREFIX_PATH=${prefix}
+                -DCMAKE_CXX_COMPILER=${CXX} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "version")
+  message(FATAL_ERROR "find_package(Loom 99.0) should fail on the version (rc ${rc}):\n${err}")
+endif()

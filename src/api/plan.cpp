@@ -69,6 +69,26 @@ class DeviceScope {
   int prev_ = -1;
 };
 
+// cuMemGetAddressRange through cudart (runtime/driver.h says why the driver is not
+// linked): the allocation a pointer lies in, so that execute() refuses a buffer that
+// ends before its tensor does (the kernel would write past it, into someone else's
+// memory). nullptr where the driver does not offer it: the check is then skipped.
+using AddressRangeFn = decltype(&::cuMemGetAddressRange);
+AddressRangeFn address_range_fn() {
+  static const AddressRangeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, CUDA_VERSION, cudaEnableDefault,
+                                         &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return AddressRangeFn(nullptr);
+    }
+    return reinterpret_cast<AddressRangeFn>(p);
+  }();
+  return fn;
+}
+
 }  // namespace
 
 std::string no_gpu_reason(int device) {
@@ -120,7 +140,8 @@ struct Plan::Impl {
   void check_names(const std::map<std::string, void*>& ptrs) const;
   void check_sizes(const std::map<std::string, int64_t>& sizes) const;
   TensorInfo info(const TensorDecl& t, const Expr::Env& env) const;
-  void check_device(const std::map<std::string, void*>& ptrs) const;
+  void check_device(const std::map<std::string, void*>& ptrs,
+                    const std::map<std::string, int64_t>& sizes) const;
   StreamState& state_for(CUstream_st* stream);
   std::string tensor_names() const;
 };
@@ -300,8 +321,11 @@ void Plan::Impl::check_names(const std::map<std::string, void*>& ptrs) const {
   }
 }
 
-// Needs the plan's GPU current: where each pointer lives (cudaPointerGetAttributes).
-void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs) const {
+// Needs the plan's GPU current: where each pointer lives (cudaPointerGetAttributes) and
+// how much of its allocation is left from it (cuMemGetAddressRange).
+void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs,
+                              const std::map<std::string, int64_t>& sizes) const {
+  const Expr::Env env(sizes.begin(), sizes.end());
   for (const auto& [name, ptr] : ptrs) {
     cudaPointerAttributes a{};
     cudaError_t e = cudaPointerGetAttributes(&a, ptr);
@@ -321,6 +345,23 @@ void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs) const {
                           " but the plan runs on GPU " + std::to_string(device) +
                           ": make the plan with PlanOptions::device = " + std::to_string(a.device) +
                           " or copy " + name + " to GPU " + std::to_string(device));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    const AddressRangeFn range = address_range_fn();
+    if (!range || range(&base, &size, CUdeviceptr(ptr)) != CUDA_SUCCESS) continue;
+    const uint64_t left = uint64_t(base) + size - uint64_t(CUdeviceptr(ptr));
+    for (const auto& t : program.state.kernel.tensors) {
+      if (t.name != name) continue;
+      const TensorInfo need = info(t, env);
+      if (need.bytes >= 0 && uint64_t(need.bytes) > left) {
+        std::string shape;
+        for (const auto& d : need.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+        throw ArgumentError("the buffer for " + name + " (" + hex(ptr) + ") ends " + std::to_string(left) +
+                            " bytes after the pointer, but " + name + " (" + need.dtype + "[" + shape +
+                            "]) needs " + std::to_string(need.bytes) +
+                            ": pass a buffer of at least that size (Plan::tensors() gives every tensor's bytes)");
+      }
+    }
   }
 }
 
@@ -373,7 +414,7 @@ void Plan::check(const std::map<std::string, void*>& tensors,
   if (!impl_->not_executable.empty())
     throw NoGpuError("this plan of `" + impl_->expression + "` cannot execute: " + impl_->not_executable);
   DeviceScope scope(impl_->device);
-  impl_->check_device(tensors);
+  impl_->check_device(tensors, sizes);
 }
 
 void Plan::execute(const std::map<std::string, void*>& tensors,
@@ -387,7 +428,7 @@ void Plan::execute(const std::map<std::string, void*>& tensors,
   StreamState& s = p.state_for(stream);
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.launcher || s.bound != tensors || s.bound_sizes != sizes) {
-    p.check_device(tensors);
+    p.check_device(tensors, sizes);
     std::map<std::string, void*> all = tensors;
     all.insert(s.temps.begin(), s.temps.end());
     DeviceTensors views;  // owns nothing: every tensor is given

@@ -4,7 +4,7 @@
 // a split-K plan (its workspace is a Temp) executed concurrently from threads on their
 // own streams, and from two threads on one stream, stays right (each stream has its own
 // workspace); an execution captured in a CUDA graph replays right; pointers that are
-// host memory are refused; a plan with an explicit target is
+// host memory, or buffers smaller than their tensor, are refused; a plan with an explicit target is
 // compile-only; the C ABI creates, executes and reports on the GPU. Also prints the
 // host cost of one execute() with unchanged pointers.
 #include <gtest/gtest.h>
@@ -316,6 +316,40 @@ TEST_F(PlanGpu, HostMemoryIsRefused) {
   LOOM_CUDA_RT(cudaFreeHost(pinned));
   EXPECT_NO_THROW(plan.check(g.ptrs()));
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // the checks leave no error behind
+}
+
+// A buffer that ends before its tensor does: the kernel would write past it.
+TEST_F(PlanGpu, BufferTooSmallIsRefused) {
+  Plan plan(kGemm);
+  Gemm g(256, 256, 4096, 9);
+  void* small = nullptr;
+  LOOM_CUDA_RT(cudaMalloc(&small, size_t(256) * 256));  // half the 131072 bytes out needs
+  auto ptrs = g.ptrs();
+  ptrs["out"] = small;
+  try {
+    plan.execute(ptrs);
+    FAIL() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer for out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs 131072"), std::string::npos) << e.what();
+  }
+  // A pointer into the middle of a large enough allocation, running past its end.
+  ptrs = g.ptrs();
+  ptrs["B"] = static_cast<char*>(g.db) + (1 << 20);  // B is 2 MiB
+  try {
+    plan.check(ptrs);
+    FAIL() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer for B"), std::string::npos) << e.what();
+  }
+  // Inside a larger allocation and ending within it: accepted (a slice of a pool).
+  void* big = nullptr;
+  LOOM_CUDA_RT(cudaMalloc(&big, size_t(256) * 256 * 2 + 4096));
+  ptrs = g.ptrs();
+  ptrs["out"] = static_cast<char*>(big) + 4096;
+  EXPECT_NO_THROW(plan.check(ptrs));
+  cudaFree(big);
+  cudaFree(small);
 }
 
 TEST_F(PlanGpu, PointerOnAnotherGpuIsRefused) {

@@ -3,7 +3,9 @@
 # examples/cpp and examples/c against it with find_package(Loom). Without a GPU each
 # example prints why and its compiled plan's description, and exits 0. Last, a project
 # asking for Loom 99.0 must fail to configure (the version file works).
-#   cmake -DBUILD=<build> -DSOURCE=<source> -DCXX=<c++> -DCUDA_ROOT=<toolkit> -DGEN=<generator> -P test_install.cmake
+#   cmake -DBUILD=<build> -DSOURCE=<source> -DCXX=<c++> -DCUDA_ROOT=<toolkit> -DGEN=<generator>
+#         -DCXXFLAGS=<flags> -DLDFLAGS=<flags> -P test_install.cmake   (the build's own flags:
+#         a sanitizer build's libraries need the examples built and linked the same way)
 set(work ${BUILD}/install_package)
 file(REMOVE_RECURSE ${work})
 set(prefix ${work}/prefix)
@@ -22,7 +24,8 @@ foreach(lang cpp c)
   set(b ${work}/${lang})
   step(${CMAKE_COMMAND} -S ${SOURCE}/examples/${lang} -B ${b} -G ${GEN}
        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
-       -DCMAKE_CXX_COMPILER=${CXX} -DCUDAToolkit_ROOT=${CUDA_ROOT})
+       -DCMAKE_CXX_COMPILER=${CXX} -DCUDAToolkit_ROOT=${CUDA_ROOT}
+       "-DCMAKE_CXX_FLAGS=${CXXFLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LDFLAGS}")
   step(${CMAKE_COMMAND} --build ${b})
   step(${b}/loom_example_${lang})
 endforeach()

@@ -283,7 +283,7 @@ void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
     if (!vars.empty())
       throw Error("`" + expression + "` with run-time sizes needs a workspace (" + t.name +
                   ") whose size depends on " + *vars.begin() + ": bind " + *vars.begin() +
-                  " in PlanOptions::sizes, or choose knobs without split-K");
+                  " in PlanOptions::sizes, or choose knobs without a workspace (SPLITK=1, SPLIT_KV=1)");
   }
   for (const auto& d : knob_registry()) {
     auto it = program.state.used_knobs.find(d.name);

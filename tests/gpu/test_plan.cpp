@@ -182,6 +182,23 @@ TEST_F(PlanGpu, AttentionWithRuntimeSizes) {
   LOOM_CUDA_RT(cudaStreamDestroy(s));
 }
 
+// Decode with a run-time key length and a fixed split-KV count (B bound: the workspace
+// grows with B): right from lengths shorter than the splits to long ones.
+TEST_F(PlanGpu, DecodeWithRuntimeLengthAndSplitKv) {
+  const std::string e = "attention(Q[2,16,1,128]:bf16, K[2,4,S,128]:bf16, V[2,4,S,128]:bf16)";
+  PlanOptions o;
+  o.runtime_sizes = {"S"};
+  o.knobs = "SPLIT_KV=8";
+  Plan plan(e, o);
+  cudaStream_t s;
+  LOOM_CUDA_RT(cudaStreamCreate(&s));
+  for (int64_t len : {int64_t(100), int64_t(1000), int64_t(4096)}) {
+    SCOPED_TRACE("S=" + std::to_string(len));
+    EXPECT_EQ(attention_check(plan, e, {{"S", len}}, s, uint32_t(len)), "");
+  }
+  LOOM_CUDA_RT(cudaStreamDestroy(s));
+}
+
 // A GEMM with a run-time M (the CUDA-core kernels): right for sizes off the tile grid.
 TEST_F(PlanGpu, GemmWithRuntimeM) {
   PlanOptions o;

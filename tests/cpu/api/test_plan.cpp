@@ -187,6 +187,21 @@ TEST(Plan, RuntimeSizedWorkspaceIsRefused) {
   EXPECT_NE(m.find("bind M in PlanOptions::sizes"), std::string::npos) << m;
 }
 
+TEST(Plan, RuntimeSizedSplitKvWorkspaceIsRefused) {
+  const char* decode = "attention(Q[B,32,1,128]:bf16, K[B,8,S,128]:bf16, V[B,8,S,128]:bf16)";
+  PlanOptions o = runtime({"B", "S"});
+  o.knobs = "SPLIT_KV=8";
+  std::string m = error_of([&] { Plan(decode, o); });
+  EXPECT_NE(m.find("needs a workspace"), std::string::npos) << m;
+  EXPECT_NE(m.find("depends on B"), std::string::npos) << m;
+  EXPECT_NE(m.find("SPLIT_KV=1"), std::string::npos) << m;
+  o = runtime({"S"});  // B bound: the workspace no longer moves with a run-time size
+  o.sizes = {{"B", 4}};
+  o.knobs = "SPLIT_KV=8";
+  Plan p(decode, o);
+  EXPECT_NE(p.knobs_string().find("SPLIT_KV=8"), std::string::npos) << p.knobs_string();
+}
+
 TEST(Plan, FromGraphBuilder) {
   GraphBuilder g;
   auto x = g.input("X", {dim("M"), dim(64)}, DType::BF16);

@@ -51,8 +51,11 @@ typedef enum loom_status {
 } loom_status;
 
 /* Options of loom_plan_create; loom_plan_options_init fills the defaults (GPU 0, the
- * tuning database on, the GPU's arch). Strings may be NULL (= empty). */
+ * tuning database on, the GPU's arch) and struct_size, which lets a later library
+ * version add fields and still read this one: always start from init. Strings may be
+ * NULL (= empty). */
 typedef struct loom_plan_options {
+  size_t struct_size; /* sizeof(loom_plan_options) of the header the caller built with */
   const char* knobs;  /* "BM=128,BN=128" (docs/knobs.md) */
   const char* sizes;  /* size symbols bound now, "M=4096,N=1024" */
   const char* runtime_sizes; /* size symbols given at each execute, "B,S" (docs/api.md) */
@@ -62,7 +65,8 @@ typedef struct loom_plan_options {
 } loom_plan_options;
 
 /* One tensor of a plan: contiguous row-major storage of `shape` (rank <= 8). A dim that
- * is a run-time size reads -1, and so does `bytes` then. */
+ * is a run-time size reads -1, and so does `bytes` then. The library fills it; fields
+ * are only ever added with a new major version. */
 #define LOOM_MAX_RANK 8
 typedef struct loom_tensor_info {
   const char* name;  /* owned by the plan */

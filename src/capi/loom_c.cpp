@@ -156,6 +156,7 @@ const char* loom_no_gpu_reason(int device) {
 void loom_plan_options_init(loom_plan_options* options) {
   if (!options) return;
   *options = loom_plan_options{};
+  options->struct_size = sizeof(loom_plan_options);
   options->use_tuning_db = 1;
 }
 
@@ -165,6 +166,14 @@ loom_status loom_plan_create(const char* expression, const loom_plan_options* op
   if (!plan) return null_arg(fn, "the output handle pointer");
   *plan = nullptr;
   if (!expression) return null_arg(fn, "the expression");
+  if (options && options->struct_size != sizeof(loom_plan_options))
+    return fail(LOOM_ERROR_INVALID_ARGUMENT,
+                std::string(fn) + ": loom_plan_options.struct_size is " +
+                    std::to_string(options->struct_size) + ", not " +
+                    std::to_string(sizeof(loom_plan_options)) +
+                    (options->struct_size > sizeof(loom_plan_options)
+                         ? ": the program was built with a newer loom_c.h than this library"
+                         : ": fill the options with loom_plan_options_init first"));
   try {
     loom::PlanOptions opt;
     if (options) {

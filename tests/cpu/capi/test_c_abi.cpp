@@ -1,8 +1,9 @@
 // The C ABI (include/loom/loom_c.h) without a GPU: the version, every status code's
-// string, NULL and stale handles (double destroy included), NULL arguments, compile
-// errors, a compile-only plan's queries, execute's argument errors before its NO_GPU,
-// run-time sizes (options, queries, execute_sized's errors), and loom_last_error() kept
-// per thread. The GPU half is tests/gpu/test_plan.cpp.
+// string, options only from loom_plan_options_init (struct_size), NULL and stale handles
+// (double destroy included), NULL arguments, compile errors, a compile-only plan's
+// queries, execute's argument errors before its NO_GPU, run-time sizes (options,
+// queries, execute_sized's errors), and loom_last_error() kept per thread. The GPU half
+// is tests/gpu/test_plan.cpp.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -49,7 +50,20 @@ TEST(CAbi, OptionsDefaults) {
   EXPECT_EQ(o.device, 0);
   EXPECT_EQ(o.use_tuning_db, 1);
   EXPECT_EQ(o.knobs, nullptr);
+  EXPECT_EQ(o.struct_size, sizeof(loom_plan_options));
   loom_plan_options_init(nullptr);  // no crash
+}
+
+TEST(CAbi, OptionsNeedInit) {
+  loom_plan_options o = {};  // not from loom_plan_options_init
+  o.target = "sm_90a";
+  loom_plan_t p = reinterpret_cast<loom_plan_t>(0x1);
+  EXPECT_EQ(loom_plan_create(kGemm, &o, &p), LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_TRUE(has(loom_last_error(), "loom_plan_options_init")) << loom_last_error();
+  o.struct_size = sizeof(loom_plan_options) + 8;  // a newer header's options
+  EXPECT_EQ(loom_plan_create(kGemm, &o, &p), LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(has(loom_last_error(), "newer loom_c.h")) << loom_last_error();
 }
 
 TEST(CAbi, CreateNullArguments) {

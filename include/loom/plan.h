@@ -7,15 +7,17 @@
 //   plan.execute({{"A", a}, {"B", b}, {"out", c}}, stream);           // or {a, b, c}
 //
 // Thread safety: a Plan is immutable after construction except for its per-stream
-// launch state, which a mutex guards; execute() may be called concurrently from several
-// threads (on the same or different streams). Each stream gets its own scratch memory
-// (split-K workspaces), so concurrent executions on different streams never share it.
+// launch states (a mutex guards their map, another each state); execute() may be called
+// concurrently from several threads, on the same or different streams. Each stream gets
+// its own scratch memory (split-K and split-KV workspaces), so concurrent executions on
+// different streams never share it.
 //
 // Sizes: a size symbol of the expression (M in A[M,K]) is bound when the plan is made
 // (PlanOptions::sizes: a plan per size), or, listed in PlanOptions::runtime_sizes, given
 // at each execute(). Run-time sizes suit attention (its kernels take batch and sequence
-// lengths as arguments at full speed); a GEMM with one compiles to the CUDA-core
-// kernels, several times slower than the tensor-core ones a bound size gets. docs/api.md.
+// lengths as arguments, with the knobs a bound prefill shape gets); a GEMM with one
+// compiles to the CUDA-core kernels, several times slower than the tensor-core ones a
+// bound size gets. docs/api.md says which to pick.
 //
 // Every failure is a loom::Error whose message names the problem and the fix.
 #pragma once

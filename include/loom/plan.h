@@ -15,7 +15,8 @@
 // Sizes: a size symbol of the expression (M in A[M,K]) is bound when the plan is made
 // (PlanOptions::sizes: a plan per size), or, listed in PlanOptions::runtime_sizes, given
 // at each execute(). Run-time sizes suit attention (its kernels take batch and sequence
-// lengths as arguments, with the knobs a bound prefill shape gets); a GEMM with one
+// lengths as arguments, with the knobs a bound prefill shape gets: 1.07x its time on
+// the H100 shape docs/api.md measures); a GEMM with one
 // compiles to the CUDA-core kernels, several times slower than the tensor-core ones a
 // bound size gets. docs/api.md says which to pick.
 //

@@ -71,6 +71,13 @@ def _layout(op, name, t, transposable=True):
         "%s. Pass %s.contiguous()" % (op, name, list(t.shape), list(t.stride()), what, name))
 
 
+def _check(op, name, t, transposable=True):
+    """What _operand checks, without writing sizes: the fake implementations call it, where
+    sizes may be symbolic (torch.compile's dynamic shapes)."""
+    _dtype(op, name, t)
+    _layout(op, name, t, transposable)
+
+
 def _operand(op, name, label, t, dtype=None, transposable=True):
     dt = dtype or _dtype(op, name, t)
     tr = _layout(op, name, t, transposable)
@@ -335,7 +342,8 @@ def _bmm_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch
 def _mm_fake(op):
     def fake(a, b, knobs, use_db):
         shape = _matmul_shape(op, a, b)
-        _matmul_expr(op, a, b)
+        _check(op, "a", a)
+        _check(op, "b", b)
         return a.new_empty(shape)
     return fake
 
@@ -400,9 +408,11 @@ def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], a
 
 @_linear_op.register_fake
 def _linear_fake(x, w, bias, activation, knobs, use_db):
-    act = _check_activation(activation or None)
+    _check_activation(activation or None)
     shape = _linear_shape(x, w, bias)
-    _linear_expr(x, w, bias, act)
+    for n, t in (("x", x), ("w", w), ("bias", bias)):
+        if t is not None:
+            _check("linear", n, t)
     return x.new_empty(shape)
 
 
@@ -460,9 +470,10 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str
 
 @_attention_op.register_fake
 def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db):
-    causal = _causal(causal)
+    _causal(causal)
     oshape, lshape = _attention_shape(q, k, v)
-    _attention_expr(q, k, v, causal, scale, return_lse)
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        _check("attention", n, t, transposable=False)
     return q.new_empty(oshape), q.new_empty(lshape if return_lse else [0], dtype=torch.float32)
 
 

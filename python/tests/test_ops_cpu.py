@@ -285,6 +285,29 @@ def test_torch_compile_traces_every_op_without_a_graph_break():
         assert op in targets, targets
 
 
+def test_torch_compile_traces_symbolic_shapes():
+    # dynamic=True: sizes reach the fake implementations as symbols; they must not force
+    # them to numbers (a kernel is compiled per shape at run time, not at trace time).
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+
+    def f(x, w, q):
+        return loom.linear(x, w, activation="relu").sum() + loom.attention(q, q, q).sum()
+
+    g = torch.compile(f, fullgraph=True, dynamic=True, backend=backend)
+    for n in (16, 24):
+        g(meta(n, 32), meta(8, 32), meta(1, 2, n, 64))
+    assert len(graphs) == 1, "one graph for both sizes"
+    x = [n for n in graphs[0].graph.nodes if n.op == "placeholder"]
+    assert any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in x), \
+        "the size is a graph input (symbolic)"
+
+
 def test_aot_autograd_traces_the_backward_graph():
     # aot_eager: dynamo + AOTAutograd's joint forward/backward graph on fake tensors, the
     # backward made of Loom's ops.

@@ -18,6 +18,7 @@ allocation of Loom's own, no host synchronization, so a call can be captured int
 graph once the kernel is compiled (call the op once before capturing, as CUDA graph
 warm-up does anyway; compiling inside a capture is refused with an error saying so).
 """
+import atexit
 import threading
 from typing import Optional, Tuple
 
@@ -254,6 +255,11 @@ def clear_cache():
     loom.tune wrote a record)."""
     with _lock:
         _cache.clear()
+
+
+# Kernels go before the interpreter tears the extension down (their modules unload while
+# the CUDA context is still there, and nanobind finds no instance left behind).
+atexit.register(clear_cache)
 
 
 def cache_info():

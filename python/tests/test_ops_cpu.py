@@ -343,3 +343,32 @@ def test_tune_dry_run_plans_a_shape_without_a_gpu():
     assert "matmul(A[256,128]:bf16, B[128,256]:bf16)" in report
     with pytest.raises(RuntimeError, match="loom tune failed"):
         loom.tune("matmul(A[4,4]:f16, B[5,4]:f16)", dry_run=True)
+
+
+# ---- building ----------------------------------------------------------------------
+
+REPO = os.path.dirname(PYTHON_DIR)
+
+
+def configure(tmp_path, *args):
+    import shutil
+    cmake = shutil.which("cmake")
+    if not cmake:
+        pytest.skip("no cmake on PATH")
+    return subprocess.run([cmake, "-S", REPO, "-B", str(tmp_path / "b")] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+
+
+def test_a_missing_cuda_toolkit_is_named_with_the_fix(tmp_path):
+    # What `pip install .` shows where there is no toolkit (its configure step).
+    r = configure(tmp_path, "-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON")
+    assert r.returncode != 0
+    text = " ".join(r.stdout.split())
+    assert "Loom needs the CUDA toolkit" in text and "CUDAToolkit_ROOT" in text, r.stdout[-2000:]
+
+
+def test_a_missing_nanobind_is_named_with_the_fix(tmp_path):
+    r = configure(tmp_path, "-DLOOM_PYTHON=ON", "-DCMAKE_DISABLE_FIND_PACKAGE_nanobind=ON")
+    assert r.returncode != 0
+    text = " ".join(r.stdout.split())
+    assert "found no nanobind: pip install nanobind" in text, r.stdout[-2000:]

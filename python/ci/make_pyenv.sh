@@ -29,7 +29,7 @@ PIP=("$DIR/bin/python" -m pip --disable-pip-version-check -q)
 echo "making the Python test environment $DIR (torch, nanobind, scikit-build-core, pytest)" >&2
 if ! "${PIP[@]}" install --retries 0 --timeout 20 torch \
      --index-url https://download.pytorch.org/whl/cpu >"$LOG" 2>&1; then
-  "${PIP[@]}" install torch >"$LOG" 2>&1 ||
+  "${PIP[@]}" install --retries 2 --timeout 60 torch >"$LOG" 2>&1 ||
     skip "pip could not install torch (no network?): $(tail -1 "$LOG")"
 fi
 "${PIP[@]}" install nanobind scikit-build-core pytest numpy >"$LOG" 2>&1 ||

@@ -175,6 +175,12 @@ def _causal(causal):
                      "alignment when Sq != Sk)" % (causal,))
 
 
+def _check_scale(scale):
+    if scale is not None and not (0 < float(scale) < float("inf")):
+        raise ValueError("loom.attention: scale=%r; it must be a positive finite number (default "
+                         "1/sqrt(D))" % (scale,))
+
+
 def _attention_shape(q, k, v):
     for n, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != 4:
@@ -226,6 +232,7 @@ def expression(op, *tensors, **kwargs):
         return _linear_expr(x, w, bias, act)
     if op == "attention":
         q, k, v = tensors
+        _check_scale(kwargs.get("scale"))
         _attention_shape(q, k, v)
         return _attention_expr(q, k, v, _causal(kwargs.get("causal", False)), kwargs.get("scale"),
                                bool(kwargs.get("return_lse", False)))
@@ -463,6 +470,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str
                   scale: Optional[float], return_lse: bool, knobs: str,
                   use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     causal = _causal(causal)
+    _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
     expr = _attention_expr(q, k, v, causal, scale, return_lse)
     if 0 in oshape or k.shape[2] == 0 or q.shape[3] == 0:  # no key for any row: O = 0, LSE = -inf
@@ -477,6 +485,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str
 @_attention_op.register_fake
 def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db):
     _causal(causal)
+    _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
     for n, t in (("q", q), ("k", k), ("v", v)):
         _check("attention", n, t, transposable=False)

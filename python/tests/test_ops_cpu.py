@@ -159,6 +159,9 @@ def test_bad_shapes_are_refused():
         loom.attention(meta(1, 6, 8, 64), meta(1, 4, 8, 64), meta(1, 4, 8, 64))
     with pytest.raises(ValueError, match="head dims differ"):
         loom.attention(meta(1, 2, 8, 64), meta(1, 2, 8, 128), meta(1, 2, 8, 128))
+    for bad in (0.0, -0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="must be a positive finite number"):
+            loom.attention(meta(1, 2, 8, 64), meta(1, 2, 8, 64), meta(1, 2, 8, 64), scale=bad)
     with pytest.raises(ValueError, match="causal='maybe'"):
         loom.attention(meta(1, 2, 8, 64), meta(1, 2, 8, 64), meta(1, 2, 8, 64), causal="maybe")
 

@@ -20,6 +20,7 @@
 #include "driver/external.h"
 #include "driver/executor.h"
 #include "driver/ladder.h"
+#include "ir/program.h"
 #include "driver/run.h"
 #include "passes/knobs.h"
 #include "runtime/cubin_cache.h"
@@ -211,6 +212,15 @@ NB_MODULE(_C, m) {
       .def_prop_ro("summary", [](const ExternalProgram& p) { return p.program.summary; })
       .def_prop_ro("knob_source", [](const ExternalProgram& p) { return p.program.knob_source; })
       .def_prop_ro("notes", [](const ExternalProgram& p) { return p.program.notes; })
+      .def("ir", [](const ExternalProgram& p, const std::string& level) -> std::string {
+        if (level == "loop") return print(p.program.state.loop);
+        if (level == "tile") return print(p.program.state.tile);
+        if (level == "kernel") return print(p.program.state.kernel);
+        if (level == "cuda") return p.program.cuda;
+        throw Error("Program.ir: level '" + level + "' is not one of loop, tile, kernel, cuda");
+      }, nb::arg("level") = "cuda",
+           "One level of the program, as `loom compile --ir LEVEL` prints it (loop is the "
+           "Loop IR after fusion)")
       .def("check_pointers", &check_external_pointers, nb::arg("ptrs"),
            "Raises unless ptrs names every input and output with a non-null address");
 

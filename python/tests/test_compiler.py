@@ -60,6 +60,17 @@ def test_compile_lists_the_callers_tensors():
     assert [x["name"] for x in g.tensors] == ["A", "B", "out"]
 
 
+def test_program_ir_levels_are_loom_compiles():
+    # Program.ir(level) is `loom compile --ir level`'s text (no GPU needed).
+    p = loom_py.compile("relu(matmul(A[64,32]:f16, B[32,48]:f16))", "", "sm_80")
+    loop, tile, kernel = p.ir("loop"), p.ir("tile"), p.ir("kernel")
+    assert "relu" in loop and loop != tile and tile != kernel
+    assert "out: f16[64, 48] output" in kernel, kernel[:400]
+    assert p.ir() == p.ir("cuda") == p.cuda
+    with pytest.raises(RuntimeError, match="level 'sass' is not one of loop, tile, kernel, cuda"):
+        p.ir("sass")
+
+
 def test_errors_carry_looms_message():
     with pytest.raises(RuntimeError, match="unknown knob 'NOPE'"):
         loom_py.compile(attn(1, 1, 1, 64, 64, 64), "NOPE=1")

@@ -4,7 +4,9 @@ compiler itself (loom.compile, loom.Kernel, loom.run, loom.tune, ...). python/RE
 
 The extension loom._C is found, in this order: in LOOM_PY_PATH when it is set (a CMake
 build folder: <build>/python/loom/_C*.so, built by `ninja -C <build> loom_py`), beside
-this file (`pip install .`), then in <repository>/build. Importing needs no GPU; the
+this file (`pip install .`), in <repository>/build (unless LOOM_PY_PATH is set), then in
+an installed package's loom/ on sys.path (this checkout's python/ imported by a script
+where `pip install .` put the extension in site-packages). Importing needs no GPU; the
 ops need torch, imported here first when it is installed (the extension shares
 libnvrtc/libcublas by soname with whichever copy a process loads first, and torch's own
 must win).
@@ -54,6 +56,14 @@ def _load_extension():
         for path in _candidates(default):
             return _load_from(path), path
         searched.append(default + " (and its python/loom/)")
+    # This checkout's package on sys.path (a script's python/) while `pip install .` put
+    # the extension in site-packages: take that one.
+    for entry in sys.path:
+        d = os.path.join(os.path.abspath(entry or "."), "loom")
+        if d != here:
+            for path in _candidates(d):
+                return _load_from(path), path
+    searched.append("loom/ under each sys.path entry")
     raise ImportError(
         "loom's extension loom._C (%s) is not built: found none in %s. Build it with "
         "`pip install .` at the repository root (needs the CUDA toolkit and nanobind; "

@@ -63,7 +63,8 @@ def test_missing_extension_names_what_to_build(tmp_path):
     for f in ("__init__.py", "ops.py", "tuning.py"):
         (pkg / f).write_text(open(os.path.join(PYTHON_DIR, "loom", f)).read())
     e = dict(os.environ, PYTHONPATH=str(tmp_path), LOOM_PY_PATH=str(tmp_path / "nothing"))
-    r = subprocess.run([sys.executable, "-c", "import loom"], env=e, stdout=subprocess.PIPE,
+    # -S: no site-packages, where an installed loom's extension would be found.
+    r = subprocess.run([sys.executable, "-S", "-c", "import loom"], env=e, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=300)
     assert r.returncode != 0
     assert "loom._C" in r.stderr and "pip install ." in r.stderr and "LOOM_PY_PATH" in r.stderr

@@ -123,8 +123,9 @@ class Kernel {
           throw Error("no workspace pointer for " + t + " of `" + p_.expression +
                       "`: pass a buffer for each entry of Kernel.workspace");
       }
+      // No make_device_current here: its cudaFree(0) may not run inside a stream capture,
+      // and the caller (python/loom/ops.py) has made the device current already.
       const KernelProgram& kp = p_.program.state.kernel;
-      make_device_current(device_);
       launcher_.reset();
       tensors_ = std::make_unique<DeviceTensors>();
       tensors_->adopt(kp, external, {});

@@ -355,3 +355,26 @@ def test_split_k_workspace_comes_from_torch(knobs):
         g.replay()
         torch.cuda.synchronize()
         check(out, tref, ref, knobs + " (graph)")
+
+
+def test_torch_compile_reduce_overhead_replays_a_graph():
+    # torch.compile's CUDA graphs (cudagraph trees): warm-up runs compile Loom's kernels,
+    # later calls replay the captured launches.
+    torch._dynamo.reset()
+    torch.manual_seed(1)
+    m = Block()
+    x = rnd(2, 64, 128, seed=32)
+    f = torch.compile(m, mode="reduce-overhead", fullgraph=True)
+    with torch.no_grad():
+        eager = m(x)
+        for _ in range(3):
+            y = f(x)
+    torch.cuda.synchronize()
+    assert torch.equal(eager, y), (eager.double() - y.double()).abs().max().item()
+
+
+def test_tune_runs_the_loom_command_on_the_gpu(tmp_path):
+    a, b = rnd(512, 256, seed=120), rnd(256, 512, seed=121)
+    report = loom.tune(loom.matmul, a, b, budget=15, trials=4, candidates=4, record=False,
+                       timeout=10)
+    assert "matmul(A[512,256]:bf16, B[256,512]:bf16)" in report, report[-2000:]

@@ -254,7 +254,7 @@ class _Entry:
 
 _cache = {}
 _lock = threading.Lock()
-_stats = {"hits": 0, "misses": 0}
+_stats = {"hits": 0, "misses": 0, "direct": 0}
 
 
 def clear_cache():
@@ -270,9 +270,10 @@ atexit.register(clear_cache)
 
 
 def cache_info():
-    """{'hits': .., 'misses': .., 'kernels': [(expression, device, knobs, use_db), ...]}"""
+    """{'hits': .., 'misses': .., 'direct': eager calls that skipped the dispatcher,
+    'kernels': [(expression, device, knobs, use_db), ...]}"""
     with _lock:
-        return {"hits": _stats["hits"], "misses": _stats["misses"], "kernels": list(_cache)}
+        return dict(_stats, kernels=list(_cache))
 
 
 def _entry(op, expr, index, knobs, use_db):
@@ -401,9 +402,7 @@ _matmul_op.register_autograd(_mm_backward_for(_matmul_op), setup_context=_mm_set
 _bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
 
 
-@torch.library.custom_op("loom::linear", mutates_args=())
-def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               knobs: str, use_db: bool) -> torch.Tensor:
+def _linear_impl(x, w, bias, activation, knobs, use_db):
     act = _check_activation(activation or None)
     shape = _linear_shape(x, w, bias)
     expr = _linear_expr(x, w, bias, act)
@@ -417,6 +416,12 @@ def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], a
     if bias is not None:
         ins["bias"] = bias
     return _launch("linear", expr, ins, x.device, knobs, use_db)["out"]
+
+
+@torch.library.custom_op("loom::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+               knobs: str, use_db: bool) -> torch.Tensor:
+    return _linear_impl(x, w, bias, activation, knobs, use_db)
 
 
 @_linear_op.register_fake
@@ -465,10 +470,7 @@ def _linear_backward(ctx, grad):
 _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
-@torch.library.custom_op("loom::attention", mutates_args=())
-def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
-                  scale: Optional[float], return_lse: bool, knobs: str,
-                  use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
     causal = _causal(causal)
     _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
@@ -480,6 +482,13 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str
     outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db)
     lse = outs["lse"] if return_lse else torch.empty(0, dtype=torch.float32, device=q.device)
     return outs["out"], lse
+
+
+@torch.library.custom_op("loom::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
+                  scale: Optional[float], return_lse: bool, knobs: str,
+                  use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db)
 
 
 @_attention_op.register_fake
@@ -509,15 +518,49 @@ _attention_op.register_autograd(_attention_backward, setup_context=_attention_se
 
 # ---- the public functions ----------------------------------------------------------
 
+# Eager calls skip the dispatcher when it would only call the implementation: a Python
+# custom op's dispatch (autograd wrapper, redispatch, alias checks) costs tens of µs per
+# call, several times a small kernel. Any tracing, mode, profiler, subclass or tensor that
+# needs a gradient takes the op (torch.ops.loom.*) as before.
+try:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode as _dispatch_mode
+    _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    _profiler = torch.autograd.profiler
+    _profiler._is_profiler_enabled  # noqa: B018 - present in this torch
+except (ImportError, AttributeError):  # another torch: always through the dispatcher
+    _dispatch_mode = None
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _direct(*tensors):
+    """Whether calling the implementation directly is all the dispatcher would do."""
+    if (_dispatch_mode is None or torch.compiler.is_compiling() or _profiler._is_profiler_enabled
+            or torch._C._is_torch_function_mode_enabled() or _dispatch_mode() is not None):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is None:
+            continue
+        if (type(t) not in _PLAIN or not t.is_cuda or (grad and t.requires_grad)
+                or _functorch_wrapped(t)):
+            return False
+    _stats["direct"] += 1
+    return True
+
+
 def matmul(a, b, *, knobs=None, use_db=True):
     """a @ b on Loom: [M,K]·[K,N] under up to two batch dims (equal in both, or absent from
     one operand). float32, float16 or bfloat16 (both alike; the result has their dtype).
     knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict)."""
+    if _direct(a, b):
+        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db))
     return _matmul_op(a, b, _knobs(knobs), bool(use_db))
 
 
 def bmm(a, b, *, knobs=None, use_db=True):
     """torch.bmm on Loom: [B,M,K]·[B,K,N]."""
+    if _direct(a, b):
+        return _mm_impl("bmm", a, b, _knobs(knobs), bool(use_db))
     return _bmm_op(a, b, _knobs(knobs), bool(use_db))
 
 
@@ -526,14 +569,14 @@ def linear(x, w, bias=None, activation=None, *, knobs=None, use_db=True):
     w is [N,K], bias [N]); x may have leading dims ([..., K], contiguous). activation: None,
     'relu', 'gelu' (the erf form, torch's default) or 'silu'."""
     act = _check_activation(activation)
+    op = _linear_impl if _direct(x, w, bias) else _linear_op
     if x.dim() > 2:
         lead = list(x.shape[:-1])
         if not x.is_contiguous():
             _layout("linear", "x", x, transposable=False)
-        y = _linear_op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs),
-                       bool(use_db))
+        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db))
         return y.view(lead + [w.shape[0]])
-    return _linear_op(x, w, bias, act or "", _knobs(knobs), bool(use_db))
+    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db))
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True):
@@ -544,6 +587,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None
     that keeps no key gets O = 0 (and LSE = -inf). scale: default 1/sqrt(D).
     return_lse: also return the f32 log-sum-exp [B,Hq,Sq]. Inference only: its backward
     raises."""
-    out, lse = _attention_op(q, k, v, _causal(causal), None if scale is None else float(scale),
-                             bool(return_lse), _knobs(knobs), bool(use_db))
+    op = _attention_impl if _direct(q, k, v) else _attention_op
+    out, lse = op(q, k, v, _causal(causal), None if scale is None else float(scale),
+                  bool(return_lse), _knobs(knobs), bool(use_db))
     return (out, lse) if return_lse else out

@@ -378,3 +378,26 @@ def test_tune_runs_the_loom_command_on_the_gpu(tmp_path):
     report = loom.tune(loom.matmul, a, b, budget=15, trials=4, candidates=4, record=False,
                        timeout=10)
     assert "matmul(A[512,256]:bf16, B[256,512]:bf16)" in report, report[-2000:]
+
+
+def test_eager_calls_skip_the_dispatcher_only_when_nothing_needs_it():
+    a, b = rnd(64, 64, seed=130), rnd(64, 64, seed=131)
+    d0 = loom.cache_info()["direct"]
+    y = loom.matmul(a, b)  # plain eager call: the implementation directly
+    assert loom.cache_info()["direct"] == d0 + 1
+    assert torch.equal(y, torch.ops.loom.matmul(a, b, "", True))  # the op: the same result
+    g = a.clone().requires_grad_()
+    loom.matmul(g, b).sum().backward()  # a gradient to record: through the op
+    assert loom.cache_info()["direct"] == d0 + 1 and g.grad is not None
+    with torch.no_grad():
+        loom.matmul(g, b)  # no gradient recorded: directly
+    assert loom.cache_info()["direct"] == d0 + 2
+    with torch.profiler.profile() as prof:  # the profiler sees the op by name
+        loom.matmul(a, b)
+    assert loom.cache_info()["direct"] == d0 + 2
+    assert any("loom::matmul" in e.name for e in prof.events())
+    w = torch.nn.Parameter(rnd(32, 64, seed=132), requires_grad=False)
+    loom.linear(a, w)  # a Parameter that needs no gradient: directly
+    q = rnd(1, 2, 64, 64, seed=133)
+    loom.attention(q, q, q)
+    assert loom.cache_info()["direct"] == d0 + 4

@@ -376,3 +376,16 @@ def test_a_missing_nanobind_is_named_with_the_fix(tmp_path):
     assert r.returncode != 0
     text = " ".join(r.stdout.split())
     assert "found no nanobind: pip install nanobind" in text, r.stdout[-2000:]
+
+
+def test_the_eager_shortcut_reads_this_torchs_state():
+    # The direct eager path (ops._direct) needs torch's dispatch-mode, profiler and functorch
+    # state; were they gone from this torch, every call would silently pay the dispatcher.
+    from loom import ops
+    assert ops._dispatch_mode is not None
+    before = loom.cache_info()["direct"]
+    assert not ops._direct(meta(2, 2))  # not a CUDA tensor
+    assert not ops._direct(torch.empty(2, 2))
+    with FakeTensorMode():
+        assert not ops._direct(torch.empty(2, 2))
+    assert loom.cache_info()["direct"] == before

@@ -7,8 +7,8 @@
 // loom.NoteWarning through Python's warnings module.
 //
 // A Kernel launches on buffers the caller owns, its workspace (the program's Temps:
-// split-K's partial sums and tile counters) included, so that launching allocates nothing
-// and synchronizes nothing: PyTorch's caching allocator provides every byte, and a launch
+// split-K's partial sums and tile counters) included, and gives its shared-memory tensors
+// no device buffer, so that launching allocates nothing and synchronizes nothing: PyTorch's caching allocator provides every byte, and a launch
 // can be captured into a CUDA graph (python/loom/ops.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -126,6 +126,12 @@ class Kernel {
       // No make_device_current here: its cudaFree(0) may not run inside a stream capture,
       // and the caller (python/loom/ops.py) has made the device current already.
       const KernelProgram& kp = p_.program.state.kernel;
+      // Shared-memory tensors live in each kernel's dynamic shared memory and are never a
+      // kernel argument, but DeviceTensors::adopt gives a device buffer to every tensor it
+      // is not handed: a cudaMalloc (and later a cudaFree) per rebind, which a CUDA graph
+      // capture refuses. Handing them "no buffer" keeps the launch allocation-free.
+      for (const auto& t : kp.tensors)
+        if (t.role == TensorRole::Shared) external[t.name] = nullptr;
       launcher_.reset();
       tensors_ = std::make_unique<DeviceTensors>();
       tensors_->adopt(kp, external, {});

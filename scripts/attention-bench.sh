@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kept for old command lines: the comparison now runs in one Python process
-# (scripts/attention_bench.py, which says how to build loom_py). Seqlens as arguments;
+# (scripts/attention_bench.py, which says how to build the loom package). Seqlens as arguments;
 # DIMS, MASKS and KNOBS as before.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,7 @@ the issue's rule), then the three are timed interleaved with a cold L2 before ev
 launch (python/loom_torch.py says exactly how). FLOPs: 4·B·H·S²·D, halved for causal.
 
 Ladder mode (--ladder flash): the steps of `loom ladder flash` (read from the C++
-definition through loom_py, not copied), each verified and timed interleaved with FA2.
+definition through the loom package, not copied), each verified and timed interleaved with FA2.
 
 Decode mode (--decode): Sq new tokens against a KV cache of Sk keys (bf16, Hq = 32,
 D = 128, no mask): B x Hkv x Sq x Sk over --batches, --kv-heads, --sq, --sk. Per point
@@ -34,7 +34,8 @@ the padded batch. Verified first per sequence (the same rule). Prints varlen tim
 padded time scaled by real/padded (query, key) pairs — the padding's work subtracted; the
 bar is <= 1.10.
 
-Build first (GPU machine):
+Build first (GPU machine): `pip install --no-build-isolation .` (python/README.md), or
+a CMake build folder found through LOOM_PY_PATH (default build/):
   cmake -S . -B build -G Ninja -DLOOM_PYTHON=ON -DPython_EXECUTABLE=$(which python3) \
     -Dnanobind_DIR=$(python3 -m nanobind --cmake_dir)
   ninja -C build loom loom_py
@@ -55,14 +56,14 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "python"))
 import loom_torch as lt  # noqa: E402
-from loom_torch import loom_py, torch  # noqa: E402
+from loom_torch import loom, torch  # noqa: E402
 from torch.nn.attention import SDPBackend  # noqa: E402
 
 BACKENDS = [("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 
 
 def header(flush, args):
-    dev = loom_py.device() or {}
+    dev = loom.device() or {}
     print("# %s  %s (%s)  torch %s  CUDA %s  cuDNN %s  driver %s" % (
         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), dev.get("name", "?"),
         dev.get("arch", "?"), torch.__version__, torch.version.cuda,
@@ -454,7 +455,7 @@ def varlen(args, flush):
 
 
 def ladder(args, flush):
-    l = loom_py.ladder(args.ladder, args.shape, args.dtype, args.causal)
+    l = loom.ladder(args.ladder, args.shape, args.dtype, args.causal)
     print("# ladder %s: %s" % (l["name"], l["expression"]))
     shape = [int(x) for x in l["expression"].split("Q[")[1].split("]")[0].split(",")]
     b, h, s, d = shape

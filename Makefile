@@ -9,15 +9,26 @@ BUILD_TYPE ?= RelWithDebInfo
 # CMAKE_ARGS=-DLOOM_WERROR=ON as CI sets it.
 CMAKE_ARGS ?=
 
-.PHONY: all build run test test-cpu test-gpu deps clean fuzz
+# The Python package's tests (python/tests) run inside ctest (python_package, label cpu)
+# when the build folder was configured with a Python that has nanobind, torch and pytest:
+# `make` makes that Python, a virtual environment in $(PYENV), before the first configure
+# (python/ci/make_pyenv.sh; skipped with the reason when pip has no network).
+# PYENV= (empty) leaves it out.
+PYENV ?= $(BUILD)/pyenv
+
+.PHONY: all build run test test-cpu test-gpu test-python pyenv deps clean fuzz
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-$(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+pyenv:
+	@$(if $(PYENV),bash python/ci/make_pyenv.sh $(PYENV),true)
+
+$(BUILD)/CMakeCache.txt: | deps pyenv
+	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) \
+	  $$(test -n "$(PYENV)" && test -f "$(PYENV)/.ready" && echo "-DPython_EXECUTABLE=$(abspath $(PYENV))/bin/python")
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -31,6 +42,17 @@ run: deps $(BUILD)/CMakeCache.txt
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	@$(BUILD)/loom device > /dev/null 2>&1 || echo "GPU-labelled tests were skipped: $$($(BUILD)/loom device)"
+	@$(MAKE) --no-print-directory python-status
+
+# Only the Python package's tests (after building the extension).
+test-python: build
+	ctest --test-dir $(BUILD) --output-on-failure -R '^python_package$$'
+	@$(MAKE) --no-print-directory python-status
+
+.PHONY: python-status
+python-status:
+	@grep -q '^LOOM_PYTHON:BOOL=ON' $(BUILD)/CMakeCache.txt || echo "Python package tests were skipped: $(BUILD) is configured without the extension (no nanobind in its Python; make_pyenv.sh said why above, or the folder was configured before: rm -rf $(BUILD) or configure with -DPython_EXECUTABLE=$(PYENV)/bin/python)"
+	@! grep -q '^LOOM_PYTHON:BOOL=ON' $(BUILD)/CMakeCache.txt || ctest --test-dir $(BUILD) -N -R '^python_package$$' | grep -q 'Total Tests: 1' || echo "Python package tests were skipped: $(BUILD)'s Python has no pytest"
 
 test-cpu: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L cpu

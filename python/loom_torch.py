@@ -1,6 +1,7 @@
-"""Loom beside PyTorch in one process: what scripts/attention_bench.py and the binding's
-tests share. Importing this module imports loom_py (built with -DLOOM_PYTHON=ON; found on
-LOOM_PY_PATH, default <repo>/build) and torch.
+"""Loom beside PyTorch in one process: what scripts/attention_bench.py and the package's
+tests share. Importing this module imports torch and the package `loom` (python/loom, put
+on sys.path here; its extension loom._C comes from `pip install .` or a CMake build
+folder: LOOM_PY_PATH, default <repo>/build).
 
 Timing (docs/benchmarking.md): every candidate is timed the same way, interleaved
 (rep r runs candidate 0, 1, 2 ... in turn), each launch bracketed by its own pair of
@@ -15,19 +16,23 @@ import math
 import os
 import sys
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.environ.get("LOOM_PY_PATH", os.path.join(_REPO, "build")))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
-# torch first: the module shares libcublas.so.13 and libnvrtc.so.13 by soname with
+# torch first: the extension shares libcublas.so.13 and libnvrtc.so.13 by soname with
 # whichever copy is loaded first, and torch's (its wheels', possibly newer) must win, or
-# torch could call into an older system copy.
+# torch could call into an older system copy (loom/__init__.py imports torch first too).
 import torch  # noqa: E402
-import loom_py  # noqa: E402
+import loom  # noqa: E402
+
+loom_py = loom  # the compiler API under the extension's former name
 
 # The f32 references must be f32 products, not TF32's 10-bit mantissas.
 torch.backends.cuda.matmul.allow_tf32 = False
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                "i32": torch.int32}  # i32: attention's block_table= and seqlens_k=
 
 
 class L2Flush:
@@ -35,7 +40,7 @@ class L2Flush:
 
     def __init__(self):
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        l2 = getattr(props, "L2_cache_size", 0) or (loom_py.device() or {}).get("l2_bytes", 0)
+        l2 = getattr(props, "L2_cache_size", 0) or (loom.device() or {}).get("l2_bytes", 0)
         self.l2_bytes = l2 or 64 << 20
         self.buf = torch.ones(2 * self.l2_bytes // 4, dtype=torch.float32, device="cuda")
         # ~50 µs at 1.98 GHz: longer than a Python launch takes to enqueue.
@@ -80,7 +85,7 @@ class LoomOp:
     current stream."""
 
     def __init__(self, expression, knobs="", inputs=None, use_db=True, dims=""):
-        self.kernel = loom_py.Kernel(expression, knobs, torch.cuda.current_device(), use_db, dims)
+        self.kernel = loom.Kernel(expression, knobs, torch.cuda.current_device(), use_db, dims)
         self.program = self.kernel.program
         self.tensors = {}
         for t in self.program.tensors:
@@ -96,6 +101,10 @@ class LoomOp:
             else:
                 self.tensors[t["name"]] = torch.empty(t["shape"], dtype=TORCH_DTYPES[t["dtype"]],
                                                       device="cuda")
+        # The program's workspace (split-K's partial sums, tile counters): torch's memory.
+        for w in self.kernel.workspace:
+            alloc = torch.zeros if w["zero_init"] else torch.empty
+            self.tensors[w["name"]] = alloc(max(w["bytes"], 16), dtype=torch.uint8, device="cuda")
         self.ptrs = {n: x.data_ptr() for n, x in self.tensors.items()}
 
     def __call__(self):

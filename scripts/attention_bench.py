@@ -10,7 +10,7 @@ the issue's rule), then the three are timed interleaved with a cold L2 before ev
 launch (python/loom_torch.py says exactly how). FLOPs: 4·B·H·S²·D, halved for causal.
 
 Ladder mode (--ladder flash): the steps of `loom ladder flash` (read from the C++
-definition through loom_py, not copied), each verified and timed interleaved with FA2.
+definition through the loom package, not copied), each verified and timed interleaved with FA2.
 
 Decode mode (--decode): Sq new tokens against a KV cache of Sk keys (bf16, Hq = 32,
 D = 128, no mask): B x Hkv x Sq x Sk over --batches, --kv-heads, --sq, --sk. Per point
@@ -20,7 +20,22 @@ device-to-device copy of K and V's byte count are timed interleaved with a cold 
 Prints loom/best-SDPA and the bytes of K and V Loom reads per second against the copy's
 bandwidth (bytes read + written per second), the bar of decode (>= 1.2x, >= 80%).
 
-Build first (GPU machine):
+Paged mode (--paged PAGE): the decode grid with K and V also stored as a page pool
+[P, Hkv, PAGE, D] (FlashInfer's HND layout, docs/attention.md "Serving forms: paged KV"),
+the pages in shuffled order behind a block table, every sequence full length. Loom paged
+and Loom contiguous run the same shapes, each verified first (the same rule, against the
+f32 reference on the contiguous K and V), then both and SDPA's backends on the contiguous
+form are timed interleaved with a cold L2. Prints paged/contiguous time (the bar: <= 1.10).
+
+Varlen mode (--varlen): packed sequences of a few length mixes (bf16, D = 128, 16 heads,
+causal and not): Loom's varlen form against Loom on the padded batch [B, H, max, D] (its
+default kernel, and the mma.sync kernel the varlen form runs on) and SDPA's flash backend on
+the padded batch. Verified first per sequence (the same rule). Prints varlen time over the
+padded time scaled by real/padded (query, key) pairs — the padding's work subtracted; the
+bar is <= 1.10.
+
+Build first (GPU machine): `pip install --no-build-isolation .` (python/README.md), or
+a CMake build folder found through LOOM_PY_PATH (default build/):
   cmake -S . -B build -G Ninja -DLOOM_PYTHON=ON -DPython_EXECUTABLE=$(which python3) \
     -Dnanobind_DIR=$(python3 -m nanobind --cmake_dir)
   ninja -C build loom loom_py
@@ -30,6 +45,8 @@ Usage:
   python3 scripts/attention_bench.py --ladder flash [--shape BxHxSxD] [--causal] [--dtype bf16]
   python3 scripts/attention_bench.py --decode [--batches 1 8 64] [--kv-heads 32 8]
       [--sq 1 4] [--sk 1024 8192 32768 131072] [--knobs SPLIT_KV=8,..]
+  python3 scripts/attention_bench.py --paged 16 [--batches 1 8] [--kv-heads 8] [--sk 8192]
+  python3 scripts/attention_bench.py --varlen [--masks false true]
 """
 import argparse
 import datetime
@@ -39,14 +56,14 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "python"))
 import loom_torch as lt  # noqa: E402
-from loom_torch import loom_py, torch  # noqa: E402
+from loom_torch import loom, torch  # noqa: E402
 from torch.nn.attention import SDPBackend  # noqa: E402
 
 BACKENDS = [("fa2", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]
 
 
 def header(flush, args):
-    dev = loom_py.device() or {}
+    dev = loom.device() or {}
     print("# %s  %s (%s)  torch %s  CUDA %s  cuDNN %s  driver %s" % (
         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), dev.get("name", "?"),
         dev.get("arch", "?"), torch.__version__, torch.version.cuda,
@@ -243,8 +260,202 @@ def decode(args, flush):
                                                   max(fracs)) if fracs else "-"))
 
 
+def paged_expression(b, hq, hkv, sq, d, pages, page, maxp, dtype):
+    pool = "[%d,%d,%d,%d]:%s" % (pages, hkv, page, d, dtype)
+    return ("attention(Q[%d,%d,%d,%d]:%s, Kc%s, Vc%s, block_table=BT[%d,%d]:i32, "
+            "seqlens_k=L[%d]:i32, causal=false)" % (b, hq, sq, d, dtype, pool, pool, b, maxp, b))
+
+
+def to_pages(x, page, perm):
+    """[B, Hkv, Sk, D] -> the pool [B*Sk/page, Hkv, page, D], page (b, slot) at perm[b*maxp+slot]."""
+    b, hkv, sk, d = x.shape
+    pages = x.view(b, hkv, sk // page, page, d).permute(0, 2, 1, 3, 4).reshape(-1, hkv, page, d)
+    # Not empty_like: at B = 1 the reshape is a strided view, whose strides empty_like keeps.
+    pool = torch.empty(pages.shape, dtype=pages.dtype, device=pages.device)
+    pool[perm] = pages
+    return pool
+
+
+def paged(args, flush):
+    """Paged vs contiguous Loom on the decode grid (full-length sequences), SDPA contiguous."""
+    page = args.paged
+    names_sdpa = [n for n, _ in DECODE_BACKENDS]
+    print("# paged KV: page %d, pages shuffled, every sequence Sk keys" % page)
+    print("%-3s %-3s %-3s %-3s %-6s  %9s %9s %8s %8s %8s  %11s %9s  %s" % (
+        "B", "Hq", "Hkv", "Sq", "Sk", "paged_us", "contig_us", "flash", "effic", "cudnn",
+        "paged/contig", "paged/best", "knobs (paged | contiguous) / notes"))
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    hq, d = args.q_heads, args.head_dim
+    summary = []
+    for b in args.batches:
+        for hkv in args.kv_heads:
+            for sq in args.sq:
+                for sk in args.sk:
+                    if sk % page:
+                        print("%-3d %-3d %-3d %-3d %-6d  skipped: Sk not a multiple of the page"
+                              % (b, hq, hkv, sq, sk), flush=True)
+                        continue
+                    kv_bytes = 2 * b * hkv * sk * d * 2
+                    if 2 * kv_bytes > args.max_kv_gb * 1e9:
+                        print("%-3d %-3d %-3d %-3d %-6d  skipped: K+V twice %.1f GB > --max-kv-gb"
+                              % (b, hq, hkv, sq, sk, kv_bytes / 1e9), flush=True)
+                        continue
+                    g = torch.Generator(device="cuda").manual_seed(1)
+                    q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype, generator=g)
+                    k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+                    v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+                    maxp = sk // page
+                    perm = torch.randperm(b * maxp, device="cuda", generator=g)
+                    kc, vc = to_pages(k, page, perm), to_pages(v, page, perm)
+                    bt = perm.view(b, maxp).to(torch.int32).contiguous()
+                    lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+                    fns, names, notes = [], [], []
+                    ref = lt.attention_reference_f32(q, k, v, False)
+                    torch_out = None
+                    for _, be in DECODE_BACKENDS:
+                        try:
+                            torch_out = sdpa_gqa(q, k, v, be)
+                            break
+                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                            continue
+                    for name, expr, tensors in (
+                            ("paged", paged_expression(b, hq, hkv, sq, d, b * maxp, page, maxp,
+                                                       args.dtype),
+                             {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}),
+                            ("contig", decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
+                             {"Q": q, "K": k, "V": v})):
+                        try:
+                            op = lt.LoomOp(expr, args.knobs, tensors, use_db=not args.no_db)
+                            out = op()
+                            torch.cuda.synchronize()
+                            if torch_out is None:
+                                notes.append(name + ": no SDPA output to compare errors with")
+                                continue
+                            ok, le, te = lt.check_attention(out, torch_out, ref)
+                            if not ok:
+                                notes.append("%s FAIL max err %.2e vs PyTorch's %.2e" % (name, le, te))
+                                continue
+                            fns.append(op)
+                            names.append(name)
+                            notes.append(op.program.knobs)
+                        except (RuntimeError, ValueError) as e:
+                            notes.append(name + " not run: " + first_line(e))
+                    del ref, torch_out
+                    for name, be in DECODE_BACKENDS:
+                        try:
+                            sdpa_gqa(q, k, v, be)
+                            fns.append((lambda be=be: sdpa_gqa(q, k, v, be)))
+                            names.append(name)
+                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                            pass
+                    us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+                    best = min([us[n] for n in names_sdpa if n in us], default=None)
+                    ratio = us["paged"] / us["contig"] if "paged" in us and "contig" in us else None
+                    vs_best = best / us["paged"] if best and "paged" in us else None
+                    print("%-3d %-3d %-3d %-3d %-6d  %9s %9s %8s %8s %8s  %11s %9s  %s" % (
+                        b, hq, hkv, sq, sk, fmt(us.get("paged")), fmt(us.get("contig")),
+                        fmt(us.get("flash")), fmt(us.get("efficient")), fmt(us.get("cudnn")),
+                        fmt(ratio, "%.3f"), fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
+                    summary.append(ratio)
+                    fns = op = q = k = v = kc = vc = None
+                    torch.cuda.empty_cache()
+    ratios = [r for r in summary if r is not None]
+    print("# paged summary (page %d): %d points, paged/contiguous time %s (bar <= 1.10)" % (
+        page, len(summary), "min %.3f median %.3f max %.3f" % (
+            min(ratios), sorted(ratios)[len(ratios) // 2], max(ratios)) if ratios else "-"))
+
+
+VARLEN_MIXES = [[4096, 2048, 1024, 512, 256, 128], [1023, 777, 3001, 129, 2048, 1500],
+                [8192] + [512] * 8]
+
+
+def varlen(args, flush):
+    """Varlen Loom vs padded-batch Loom (default and mma.sync) and SDPA flash, padded."""
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    h, d = 16, 128
+    print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
+        "causal", "lengths", "varlen_us", "pad_us", "pad_mma", "fa2_pad", "vs_pad", "vs_mma",
+        "notes (vs_*: varlen / (padded x real/padded pairs); bar <= 1.10)"))
+    summary = []
+    for causal in args.masks:
+        for lens in VARLEN_MIXES:
+            b, m, t = len(lens), max(lens), sum(lens)
+            g = torch.Generator(device="cuda").manual_seed(1)
+            qp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            kp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            vp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            pack = lambda x: torch.cat([x[i, :, :n].transpose(0, 1) for i, n in enumerate(lens)]
+                                       ).contiguous()  # noqa: E731
+            q, k, v = pack(qp), pack(kp), pack(vp)
+            cu = torch.tensor([0] + list(__import__("itertools").accumulate(lens)),
+                              dtype=torch.int32, device="cuda")
+            c = "true" if causal else "false"
+            vexpr = ("attention(Q[%d,%d,%d]:%s, K[%d,%d,%d]:%s, V[%d,%d,%d]:%s, cu_seqlens_q=CQ[%d]:i32, "
+                     "cu_seqlens_k=CK[%d]:i32, max_seqlen_q=%d, causal=%s)" % (
+                         t, h, d, args.dtype, t, h, d, args.dtype, t, h, d, args.dtype, b + 1, b + 1,
+                         m, c))
+            pexpr = expression(b, h, m, d, args.dtype, causal)
+            fns, names, notes = [], [], []
+            try:
+                op = lt.LoomOp(vexpr, args.knobs, {"Q": q, "K": k, "V": v, "CQ": cu, "CK": cu},
+                               use_db=False)
+                out = op()
+                torch.cuda.synchronize()
+                ok = True
+                worst = (0.0, 0.0)
+                for i, n in enumerate(lens):
+                    s0 = int(cu[i])
+                    qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
+                    ref = lt.attention_reference_f32(qi, ki, vi, causal)
+                    tor = lt.sdpa(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)
+                    got = out[s0:s0 + n].transpose(0, 1).unsqueeze(0)
+                    good, le, te = lt.check_attention(got, tor, ref)
+                    ok = ok and good
+                    worst = max(worst, (le, te))
+                if ok:
+                    fns.append(op)
+                    names.append("varlen")
+                    notes.append(op.program.knobs)
+                else:
+                    notes.append("varlen FAIL max err %.2e vs PyTorch's %.2e" % worst)
+            except (RuntimeError, ValueError) as e:
+                notes.append("varlen not run: " + first_line(e))
+            for name, knobs in (("pad", args.knobs),
+                                ("pad_mma", ",".join(x for x in (args.knobs, "ATTN_MMA=mma_sync") if x))):
+                try:
+                    pop = lt.LoomOp(pexpr, knobs, {"Q": qp, "K": kp, "V": vp}, use_db=not args.no_db)
+                    fns.append(pop)
+                    names.append(name)
+                except (RuntimeError, ValueError) as e:
+                    notes.append(name + " not run: " + first_line(e))
+            fns.append(sdpa_call(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
+            names.append("fa2")
+            us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+            if causal:
+                real = sum(n * (n + 1) / 2 for n in lens)
+                padded = b * m * (m + 1) / 2
+            else:
+                real = sum(n * n for n in lens)
+                padded = b * m * m
+            frac = real / padded
+            r_pad = us["varlen"] / (us["pad"] * frac) if "varlen" in us and "pad" in us else None
+            r_mma = (us["varlen"] / (us["pad_mma"] * frac)
+                     if "varlen" in us and "pad_mma" in us else None)
+            print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
+                c, ",".join(map(str, lens))[:34], fmt(us.get("varlen")), fmt(us.get("pad")),
+                fmt(us.get("pad_mma")), fmt(us.get("fa2")), fmt(r_pad, "%.3f"),
+                fmt(r_mma, "%.3f"), " | ".join(notes)), flush=True)
+            summary.append((r_pad, r_mma))
+            fns = op = q = k = v = qp = kp = vp = None
+            torch.cuda.empty_cache()
+    for i, what in ((0, "padded default"), (1, "padded mma.sync")):
+        rs = [x[i] for x in summary if x[i] is not None]
+        print("# varlen summary vs %s: %s" % (what, "min %.3f median %.3f max %.3f" % (
+            min(rs), sorted(rs)[len(rs) // 2], max(rs)) if rs else "-"))
+
+
 def ladder(args, flush):
-    l = loom_py.ladder(args.ladder, args.shape, args.dtype, args.causal)
+    l = loom.ladder(args.ladder, args.shape, args.dtype, args.causal)
     print("# ladder %s: %s" % (l["name"], l["expression"]))
     shape = [int(x) for x in l["expression"].split("Q[")[1].split("]")[0].split(",")]
     b, h, s, d = shape
@@ -300,6 +511,10 @@ def main():
     p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--head-dim", type=int, default=128)
+    p.add_argument("--varlen", action="store_true",
+                   help="varlen mode: packed sequences vs the padded batch")
+    p.add_argument("--paged", type=int, default=0, metavar="PAGE",
+                   help="paged KV mode: the decode grid, paged (pages of PAGE keys) vs contiguous")
     p.add_argument("--max-kv-gb", type=float, default=20.0,
                    help="decode: skip points whose K and V exceed this many GB")
     args = p.parse_args()
@@ -313,6 +528,12 @@ def main():
     elif args.decode:
         args.dtype = args.dtype or "bf16"
         decode(args, flush)
+    elif args.paged:
+        args.dtype = args.dtype or "bf16"
+        paged(args, flush)
+    elif args.varlen:
+        args.dtype = args.dtype or "bf16"
+        varlen(args, flush)
     else:
         args.dtype = args.dtype or "bf16"
         table(args, flush)

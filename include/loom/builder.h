@@ -25,19 +25,28 @@
 namespace loom {
 
 inline Dim dim(int64_t value) { return Dim{value, {}}; }
-// attention's options (docs/attention.md): the mask, the scale of Q Kᵀ (default
-// 1/sqrt(D), which needs a numeric D), and whether the op also returns the LSE.
-struct AttentionOptions {
-  Causal causal = Causal::None;
-  std::optional<double> scale;
-  bool lse = false;
-};
-
 inline Dim dim(std::string symbol) { return Dim{0, std::move(symbol)}; }
 
 // A value made by one GraphBuilder; meaningless to any other.
 struct TensorRef {
   int id = -1;
+};
+
+// attention's options (docs/attention.md): the mask, the scale of Q Kᵀ (default
+// 1/sqrt(D), which needs a numeric D), and whether the op also returns the LSE.
+// Paged KV ("Paged KV" there): block_table BT [B, maxp] i32 and seqlens_k L [B] i32, both
+// or neither; K and V are then page pools [P, Hkv, page, D] (page a power of two, 16..256).
+struct AttentionOptions {
+  Causal causal = Causal::None;
+  std::optional<double> scale;
+  bool lse = false;
+  std::optional<TensorRef> block_table;
+  std::optional<TensorRef> seqlens_k;
+  // Varlen ("Serving forms: varlen"): cu_seqlens_q CQ [B+1] i32, cu_seqlens_k CK [B+1] i32
+  // and max_seqlen_q (> 0), all three or none; Q is then [Tq,Hq,D] and K, V [Tk,Hkv,D].
+  std::optional<TensorRef> cu_seqlens_q;
+  std::optional<TensorRef> cu_seqlens_k;
+  std::optional<int64_t> max_seqlen_q;
 };
 
 class GraphBuilder {
@@ -61,7 +70,8 @@ class GraphBuilder {
   // softmax(scale · Q Kᵀ, masked) V for Q [B,Hq,Sq,D], K and V [B,Hkv,Sk,D], f16 or bf16
   // (f32 accumulation), Hq a multiple of Hkv. The result is O [B,Hq,Sq,D] in Q's dtype;
   // with opt.lse the program also writes `lse` [B,Hq,Sq] f32. Attention is a graph of
-  // its own: its operands are inputs and nothing is applied to its result.
+  // its own: its operands are inputs and nothing is applied to its result. With
+  // opt.block_table and opt.seqlens_k, K and V are page pools [P,Hkv,page,D] (paged KV).
   TensorRef attention(TensorRef q, TensorRef k, TensorRef v, const AttentionOptions& opt = {});
 
   TensorRef relu(TensorRef x);

@@ -1,5 +1,6 @@
 // Loom's public C++ API: build (or parse) an expression, compile it to CUDA, and run it
-// verified and benchmarked on the GPU.
+// verified and benchmarked on the GPU. To run Loom's kernels on your own buffers and
+// streams, use loom::Plan (loom/plan.h; docs/api.md), which this header includes too.
 //
 //   #include <loom/loom.h>
 //   loom::GraphBuilder b;
@@ -21,4 +22,5 @@
 #include "frontend/parser.h"  // parse_expression
 #include "ir/error.h"         // loom::Error
 #include "loom/builder.h"     // GraphBuilder
+#include "loom/plan.h"        // Plan: compile once, execute on your pointers and stream
 #include "tune/tuned_knobs.h"   // tune::tuning_db_lookup, tune::choose_tuned_knobs (docs/tuning.md)

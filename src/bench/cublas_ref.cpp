@@ -20,6 +20,7 @@ cudaDataType_t cuda_type(DType t) {
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
     case DType::F64: return CUDA_R_64F;
+    case DType::I32: return CUDA_R_32I;
   }
   return CUDA_R_32F;
 }

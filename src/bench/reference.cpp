@@ -128,6 +128,9 @@ Value eval_elementwise(const Node& n, const std::vector<Value>& vals) {
 }
 
 Value eval_attention(const Node& n, const std::vector<Value>& vals) {
+  if (n.paged_attention() || n.varlen_attention())
+    throw Error("reference_eval: the serving forms of attention (paged, varlen) are evaluated "
+                "by reference_attention_paged / reference_attention_varlen");
   const Value &q = vals.at(n.inputs.at(0)), &k = vals.at(n.inputs.at(1));
   AttentionShape sh{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]};
   Value out;

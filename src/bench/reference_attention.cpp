@@ -1,5 +1,6 @@
 #include "bench/reference_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -66,6 +67,99 @@ AttentionResult reference_attention(const AttentionShape& sh, const AttentionAtt
         r.lse[row] = m + std::log(l);
       }
     }
+  return r;
+}
+
+AttentionResult reference_attention_paged(const AttentionShape& sh, const AttentionAttrs& attrs,
+                                          int64_t pages, int64_t page,
+                                          const std::vector<double>& q,
+                                          const std::vector<double>& kc,
+                                          const std::vector<double>& vc,
+                                          const std::vector<int64_t>& block_table,
+                                          const std::vector<int64_t>& seqlens) {
+  const int64_t D = sh.D, per_head = page * D;
+  const size_t pool = size_t(pages * sh.Hkv * per_head);
+  if (kc.size() != pool || vc.size() != pool || seqlens.size() != size_t(sh.B) || sh.B <= 0 ||
+      block_table.size() % size_t(sh.B) != 0 || q.size() != size_t(sh.B * sh.Hq * sh.Sq * D))
+    throw Error("reference_attention_paged: the sizes of Q, Kc, Vc, the block table and the "
+                "lengths do not fit B=" + std::to_string(sh.B) + ", P=" + std::to_string(pages) +
+                ", page=" + std::to_string(page));
+  const int64_t maxp = int64_t(block_table.size()) / sh.B;
+  const size_t rows = size_t(sh.Hq * sh.Sq);
+  AttentionResult r;
+  r.out.reserve(q.size());
+  r.lse.reserve(size_t(sh.B) * rows);
+  for (int64_t b = 0; b < sh.B; ++b) {
+    const int64_t len = std::clamp<int64_t>(seqlens[size_t(b)], 0, maxp * page);
+    AttentionShape one = sh;
+    one.B = 1;
+    one.Sk = len;
+    std::vector<double> k(size_t(sh.Hkv * len * D)), v(k.size());
+    for (int64_t hk = 0; hk < sh.Hkv; ++hk)
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t pg = block_table[size_t(b * maxp + j / page)];
+        if (pg < 0 || pg >= pages)
+          throw Error("reference_attention_paged: block_table[" + std::to_string(b) + "][" +
+                      std::to_string(j / page) + "] = " + std::to_string(pg) +
+                      " is not a page of the pool (0.." + std::to_string(pages - 1) + ")");
+        const size_t from = size_t((pg * sh.Hkv + hk) * per_head + (j % page) * D);
+        const size_t to = size_t((hk * len + j) * D);
+        std::copy_n(kc.begin() + std::ptrdiff_t(from), D, k.begin() + std::ptrdiff_t(to));
+        std::copy_n(vc.begin() + std::ptrdiff_t(from), D, v.begin() + std::ptrdiff_t(to));
+      }
+    const std::vector<double> qb(q.begin() + std::ptrdiff_t(size_t(b) * rows * size_t(D)),
+                                 q.begin() + std::ptrdiff_t(size_t(b + 1) * rows * size_t(D)));
+    AttentionResult rb = reference_attention(one, attrs, qb, k, v);
+    r.out.insert(r.out.end(), rb.out.begin(), rb.out.end());
+    r.lse.insert(r.lse.end(), rb.lse.begin(), rb.lse.end());
+  }
+  return r;
+}
+
+AttentionResult reference_attention_varlen(const AttentionShape& sh, const AttentionAttrs& attrs,
+                                           int64_t max_seqlen_q, const std::vector<double>& q,
+                                           const std::vector<double>& k,
+                                           const std::vector<double>& v,
+                                           const std::vector<int64_t>& cu_q,
+                                           const std::vector<int64_t>& cu_k) {
+  const int64_t D = sh.D, Hq = sh.Hq, Hkv = sh.Hkv;
+  const int64_t Tq = int64_t(q.size()) / (Hq * D), Tk = int64_t(k.size()) / (Hkv * D);
+  if (cu_q.size() != size_t(sh.B + 1) || cu_k.size() != cu_q.size() ||
+      q.size() != size_t(Tq * Hq * D) || k.size() != v.size() || k.size() != size_t(Tk * Hkv * D))
+    throw Error("reference_attention_varlen: the sizes of Q, K, V and the cumulative lengths "
+                "do not fit B=" + std::to_string(sh.B));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  AttentionResult r;
+  r.out.assign(q.size(), nan);
+  r.lse.assign(size_t(Tq * Hq), nan);
+  for (int64_t b = 0; b < sh.B; ++b) {
+    const int64_t q0 = cu_q[size_t(b)], k0 = cu_k[size_t(b)];
+    const int64_t sq = std::clamp<int64_t>(cu_q[size_t(b + 1)] - q0, 0, max_seqlen_q);
+    const int64_t sk = std::max<int64_t>(cu_k[size_t(b + 1)] - k0, 0);
+    if (q0 < 0 || q0 + sq > Tq || k0 < 0 || k0 + sk > Tk)
+      throw Error("reference_attention_varlen: sequence " + std::to_string(b) +
+                  "'s rows leave Q (" + std::to_string(Tq) + " tokens) or K (" +
+                  std::to_string(Tk) + ")");
+    AttentionShape one{1, Hq, Hkv, sq, sk, D};
+    std::vector<double> qb(size_t(Hq * sq * D)), kb(size_t(Hkv * sk * D)), vb(kb.size());
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t d = 0; d < D; ++d)
+          qb[size_t((h * sq + i) * D + d)] = q[size_t(((q0 + i) * Hq + h) * D + d)];
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < sk; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          kb[size_t((h * sk + j) * D + d)] = k[size_t(((k0 + j) * Hkv + h) * D + d)];
+          vb[size_t((h * sk + j) * D + d)] = v[size_t(((k0 + j) * Hkv + h) * D + d)];
+        }
+    const AttentionResult rb = reference_attention(one, attrs, qb, kb, vb);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        r.lse[size_t((q0 + i) * Hq + h)] = rb.lse[size_t(h * sq + i)];
+        for (int64_t d = 0; d < D; ++d)
+          r.out[size_t(((q0 + i) * Hq + h) * D + d)] = rb.out[size_t((h * sq + i) * D + d)];
+      }
+  }
   return r;
 }
 

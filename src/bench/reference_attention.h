@@ -30,4 +30,33 @@ AttentionResult reference_attention(const AttentionShape& shape, const Attention
                                     const std::vector<double>& q, const std::vector<double>& k,
                                     const std::vector<double>& v);
 
+// Paged KV (docs/attention.md, "Paged KV"): kc and vc are page pools [P, Hkv, page, D],
+// block_table [B, maxp] and seqlens [B]; sequence b's keys are its first L[b] (clamped to
+// 0..maxp·page), key j being row j % page of page block_table[b][j / page]. shape.Sk is
+// ignored. Each sequence is gathered into dense K and V and computed by
+// reference_attention with Sk = L[b] (so every mask is aligned to the sequence's own
+// length). Only the pages a sequence uses are read: the rest may hold anything (NaN).
+// Throws loom::Error on a page number outside the pool.
+AttentionResult reference_attention_paged(const AttentionShape& shape, const AttentionAttrs& attrs,
+                                          int64_t pages, int64_t page,
+                                          const std::vector<double>& q,
+                                          const std::vector<double>& kc,
+                                          const std::vector<double>& vc,
+                                          const std::vector<int64_t>& block_table,
+                                          const std::vector<int64_t>& seqlens);
+
+// Varlen (docs/attention.md, "Serving forms: varlen"): q [Tq, Hq, D], k and v [Tk, Hkv, D]
+// packed, cu_q and cu_k [B+1] cumulative lengths (shape.B = B; shape.Sq, shape.Sk
+// ignored). Sequence b's queries are rows cu_q[b] .. cu_q[b+1] - 1 (at most max_seqlen_q
+// of them), its keys rows cu_k[b] .. cu_k[b+1] - 1; each is computed by
+// reference_attention with its own Sq and Sk. Returns O [Tq, Hq, D] and LSE [Tq, Hq];
+// rows no sequence covers are NaN (Loom does not write them). Throws loom::Error when the
+// lengths leave the tensors.
+AttentionResult reference_attention_varlen(const AttentionShape& shape, const AttentionAttrs& attrs,
+                                           int64_t max_seqlen_q, const std::vector<double>& q,
+                                           const std::vector<double>& k,
+                                           const std::vector<double>& v,
+                                           const std::vector<int64_t>& cu_q,
+                                           const std::vector<int64_t>& cu_k);
+
 }  // namespace loom

@@ -177,6 +177,12 @@ HostTensor from_device_bytes(const void* bytes, size_t nbytes, DType dtype,
         break;
       }
       case DType::F64: std::memcpy(&t.data[i], p + 8 * i, 8); break;
+      case DType::I32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        t.data[i] = v;
+        break;
+      }
     }
   }
   return t;
@@ -202,6 +208,11 @@ std::vector<char> to_storage_bytes(const HostTensor& t) {
         break;
       }
       case DType::F64: std::memcpy(p, &t.data[i], 8); break;
+      case DType::I32: {
+        const int32_t v = int32_t(t.data[i]);
+        std::memcpy(p, &v, 4);
+        break;
+      }
     }
   }
   return out;

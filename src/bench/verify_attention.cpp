@@ -1,7 +1,10 @@
 #include "bench/verify_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include "ir/error.h"
 
@@ -13,6 +16,12 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 AttentionShape shape_of(const Graph& g) {
   const Node* a = g.attention();
   if (!a) throw Error("verify_attention: the graph has no attention op");
+  if (a->varlen_attention()) {  // O [Tq, Hq, D] as B = 1, Sq = Tq (row t·Hq + h: LSE's too)
+    const Node& q = g.node(a->inputs[0]);
+    const Node& k = g.node(a->inputs[1]);
+    return AttentionShape{1, q.shape[1].value, k.shape[1].value, q.shape[0].value,
+                          k.shape[0].value, q.shape[2].value};
+  }
   const Node& q = g.node(a->inputs[0]);
   const Node& k = g.node(a->inputs[1]);
   AttentionShape s;
@@ -22,6 +31,8 @@ AttentionShape shape_of(const Graph& g) {
   s.D = q.shape[3].value;
   s.Hkv = k.shape[1].value;
   s.Sk = k.shape[2].value;
+  // Paged: the longest a sequence can be (the table's capacity) sizes the reference's work.
+  if (a->paged_attention()) s.Sk = g.node(a->inputs[3]).shape[1].value * s.Sk;
   return s;
 }
 
@@ -171,8 +182,91 @@ AttentionReference attention_reference(const Graph& g,
   const HostTensor& q = input(inputs, g.node(a->inputs[0]).name);
   const HostTensor& k = input(inputs, g.node(a->inputs[1]).name);
   const HostTensor& v = input(inputs, g.node(a->inputs[2]).name);
+  if (a->varlen_attention()) {
+    // Each sequence gathered into the dense form; its rows (token q0 + i, head h) are O's
+    // row (q0 + i)·Hq + h. All rows up to full_check_macs of work, else per sequence the
+    // first and last 32 rows of three heads.
+    const HostTensor& cq = input(inputs, g.node(a->inputs[3]).name);
+    const HostTensor& ck = input(inputs, g.node(a->inputs[4]).name);
+    const int64_t nseq = int64_t(cq.data.size()) - 1, Hq = sh.Hq, Hkv = sh.Hkv, D = sh.D;
+    const int64_t Tq = sh.Sq, Tk = sh.Sk;
+    double macs = 0;
+    for (int64_t b = 0; b < nseq; ++b)
+      macs += double(cq.data[size_t(b + 1)] - cq.data[size_t(b)]) *
+              double(ck.data[size_t(b + 1)] - ck.data[size_t(b)]) * double(Hq * D);
+    for (int64_t b = 0; b < nseq; ++b) {
+      const int64_t q0 = int64_t(cq.data[size_t(b)]), k0 = int64_t(ck.data[size_t(b)]);
+      const int64_t sq = std::clamp<int64_t>(int64_t(cq.data[size_t(b + 1)]) - q0, 0,
+                                             a->attention.max_seqlen_q);
+      const int64_t sk = std::max<int64_t>(int64_t(ck.data[size_t(b + 1)]) - k0, 0);
+      if (q0 < 0 || q0 + sq > Tq || k0 < 0 || k0 + sk > Tk)
+        throw Error("verify_attention: sequence " + std::to_string(b) + "'s rows leave Q or K");
+      AttentionShape one{1, Hq, Hkv, sq, sk, D};
+      std::vector<double> qs(size_t(Hq * sq * D)), ks(size_t(Hkv * sk * D)), vs(ks.size());
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < sq; ++i)
+          std::copy_n(q.data.begin() + std::ptrdiff_t(((q0 + i) * Hq + h) * D), D,
+                      qs.begin() + std::ptrdiff_t((h * sq + i) * D));
+      for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t j = 0; j < sk; ++j) {
+          std::copy_n(k.data.begin() + std::ptrdiff_t(((k0 + j) * Hkv + h) * D), D,
+                      ks.begin() + std::ptrdiff_t((h * sk + j) * D));
+          std::copy_n(v.data.begin() + std::ptrdiff_t(((k0 + j) * Hkv + h) * D), D,
+                      vs.begin() + std::ptrdiff_t((h * sk + j) * D));
+        }
+      const bool all = macs <= full_check_macs;
+      for (int64_t h = 0; h < Hq; ++h) {
+        if (!all && h != 0 && h != Hq / 2 && h != Hq - 1) continue;
+        for (int64_t i = 0; i < sq; ++i) {
+          if (!all && i >= 32 && i < sq - 32) continue;
+          const Row row = attention_row(one, a->attention, qs, ks, vs, q.dtype, 0, h, i);
+          ref.rows.push_back((q0 + i) * Hq + h);
+          ref.o64.insert(ref.o64.end(), row.o64.begin(), row.o64.end());
+          ref.o16.insert(ref.o16.end(), row.o16.begin(), row.o16.end());
+          ref.lse.push_back(row.lse);
+        }
+      }
+    }
+    return ref;
+  }
+  // Paged KV: sequence b's keys gathered through the table into dense [1, Hkv, L[b], D]
+  // (once per sequence), its rows computed with Sk = L[b] (reference_attention_paged's rule).
+  const bool paged = a->paged_attention();
+  int64_t gathered = -1;
+  AttentionShape one = sh;
+  std::vector<double> qb, kb, vb;
+  auto gather = [&](int64_t b) {
+    if (gathered == b) return;
+    gathered = b;
+    const HostTensor& bt = input(inputs, g.node(a->inputs[3]).name);
+    const HostTensor& len = input(inputs, g.node(a->inputs[4]).name);
+    const int64_t page = k.shape[2], pages = k.shape[0], maxp = bt.shape[1], D = sh.D;
+    one.B = 1;
+    one.Sk = std::clamp<int64_t>(int64_t(len.data[size_t(b)]), 0, maxp * page);
+    kb.assign(size_t(sh.Hkv * one.Sk * D), 0.0);
+    vb.assign(kb.size(), 0.0);
+    for (int64_t hk = 0; hk < sh.Hkv; ++hk)
+      for (int64_t j = 0; j < one.Sk; ++j) {
+        const int64_t pg = int64_t(bt.data[size_t(b * maxp + j / page)]);
+        if (pg < 0 || pg >= pages)
+          throw Error("verify_attention: block_table[" + std::to_string(b) + "][" +
+                      std::to_string(j / page) + "] = " + std::to_string(pg) +
+                      " is not a page of the pool (0.." + std::to_string(pages - 1) + ")");
+        const size_t from = size_t(((pg * sh.Hkv + hk) * page + j % page) * D);
+        std::copy_n(k.data.begin() + std::ptrdiff_t(from), D,
+                    kb.begin() + std::ptrdiff_t((hk * one.Sk + j) * D));
+        std::copy_n(v.data.begin() + std::ptrdiff_t(from), D,
+                    vb.begin() + std::ptrdiff_t((hk * one.Sk + j) * D));
+      }
+    const size_t per = size_t(sh.Hq * sh.Sq * D);
+    qb.assign(q.data.begin() + std::ptrdiff_t(size_t(b) * per),
+              q.data.begin() + std::ptrdiff_t(size_t(b + 1) * per));
+  };
   for (const RowId& r : rows_to_check(sh, full_check_macs)) {
-    const Row row = attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype, r.b, r.h, r.i);
+    if (paged) gather(r.b);
+    const Row row = paged ? attention_row(one, a->attention, qb, kb, vb, q.dtype, 0, r.h, r.i)
+                          : attention_row(sh, a->attention, q.data, k.data, v.data, q.dtype,
+                                          r.b, r.h, r.i);
     ref.rows.push_back((r.b * sh.Hq + r.h) * sh.Sq + r.i);
     ref.o64.insert(ref.o64.end(), row.o64.begin(), row.o64.end());
     ref.o16.insert(ref.o16.end(), row.o16.begin(), row.o16.end());
@@ -230,6 +324,59 @@ std::string AttentionVerify::message() const {
          "]";
   if (lse) m += "; LSE: " + lse->message;
   return m;
+}
+
+void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
+  const Node* a = g.attention();
+  if (a && a->varlen_attention()) {
+    // Sequence lengths drawn from 1..max_seqlen_q (the first one max_seqlen_q) while the
+    // tokens last, keys in proportion (Tk / Tq, at least as many as queries when Tk allows).
+    HostTensor& cq = b.tensors.at(g.node(a->inputs[3]).name);
+    HostTensor& ck = b.tensors.at(g.node(a->inputs[4]).name);
+    const int64_t tq = g.node(a->inputs[0]).shape[0].value, tk = g.node(a->inputs[1]).shape[0].value;
+    const int64_t maxq = a->attention.max_seqlen_q, nseq = int64_t(cq.data.size()) - 1;
+    std::mt19937_64 rng(seed);
+    int64_t q = 0, k = 0;
+    cq.data[0] = ck.data[0] = 0;
+    for (int64_t s = 0; s < nseq; ++s) {
+      const int64_t want = s == 0 ? maxq : 1 + int64_t(rng() % uint64_t(maxq));
+      const int64_t lq = std::min(want, tq - q);
+      const int64_t lk = std::min<int64_t>(std::max<int64_t>(1, lq * tk / std::max<int64_t>(1, tq)), tk - k);
+      q += lq;
+      k += lk;
+      cq.data[size_t(s + 1)] = double(q);
+      ck.data[size_t(s + 1)] = double(k);
+    }
+    return;
+  }
+  if (!a || !a->paged_attention()) return;
+  const std::string kc = g.node(a->inputs[1]).name, vc = g.node(a->inputs[2]).name;
+  HostTensor& bt = b.tensors.at(g.node(a->inputs[3]).name);
+  HostTensor& len = b.tensors.at(g.node(a->inputs[4]).name);
+  const HostTensor& pool = b.tensors.at(kc);
+  const int64_t pages = pool.shape[0], page = pool.shape[2], maxp = bt.shape[1],
+                batch = bt.shape[0];
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<bool> used(size_t(pages), false);
+  for (int64_t s = 0; s < batch; ++s) {
+    const int64_t n = std::max<int64_t>(0, maxp * page - (s * 37) % page);
+    len.data[size_t(s)] = double(n);
+    for (int64_t slot = 0; slot < maxp; ++slot) {
+      const int64_t pg = order[size_t((s * maxp + slot) % pages)];
+      const bool live = slot * page < n;
+      bt.data[size_t(s * maxp + slot)] = live ? double(pg) : -1.0;
+      if (live) used[size_t(pg)] = true;
+    }
+  }
+  const size_t per_page = pool.data.size() / size_t(pages);
+  for (const std::string& t : {kc, vc})
+    for (int64_t pg = 0; pg < pages; ++pg)
+      if (!used[size_t(pg)])
+        std::fill_n(b.tensors.at(t).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
+                    per_page, std::numeric_limits<double>::quiet_NaN());
 }
 
 }  // namespace loom

@@ -19,6 +19,7 @@
 #include "bench/reference_attention.h"
 #include "bench/verify.h"
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 
 namespace loom {
 
@@ -54,6 +55,14 @@ struct AttentionReference {
   std::vector<double> o64, o16;  // D per row: fp64 O, the 16-bit pipeline's O
   std::vector<double> lse;       // one per row
 };
+// The serving forms' index inputs (docs/attention.md, "Serving forms"), seeded, in `b`
+// (random inputs already made). Paged KV: sequence s has maxp·page - (37 s mod page) keys,
+// its pages drawn in shuffled order (distinct while the pool has them, then reused), dead
+// table slots -1, and every page no sequence uses NaN in Kc and Vc, so a wrong page read
+// shows. Varlen: cumulative lengths, the first sequence max_seqlen_q queries, the others
+// 1..max_seqlen_q while Tq lasts, keys in proportion. No-op for dense attention.
+void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed);
+
 AttentionReference attention_reference(const Graph& g,
                                        const std::map<std::string, HostTensor>& inputs,
                                        double full_check_macs = kAttentionFullCheckMacs);

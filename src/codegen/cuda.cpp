@@ -76,7 +76,8 @@ const char* dtype_suffix(DType t) {
     case DType::TF32: return "tf32";
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
-    case DType::F64: break;
+    case DType::F64:
+    case DType::I32: break;
   }
   throw Error("codegen: tensors of dtype " + std::string(dtype_name(t)) + " are not supported");
 }
@@ -573,6 +574,11 @@ class Renderer {
         line(d, "}");
         break;
       case StmtKind::Let:
+        if (s.let_load()) {  // an integer read (a block table entry, a length)
+          // A C cast: idx_ may be `long long`, which has no functional-cast form.
+          line(d, "const " + idx_ + " " + s.var + " = (" + idx_ + ")__ldg(" + address(s) + ");");
+          break;
+        }
         // A warp's index (threadIdx.x / a multiple of 32) bound where every thread of the
         // block passes: read from lane 0, ptxas knows it is the same across the warp.
         if (warp_uniform_ && d == 1 && warp_index(s.value)) {

@@ -21,6 +21,7 @@ CUtensorMapDataType tensor_map_dtype(DType t) {
     case DType::F16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case DType::BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DType::F64: return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    case DType::I32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
   }
   throw Error("no tensor map data type for " + std::string(dtype_name(t)));
 }

@@ -1,6 +1,6 @@
 // Loom's compiled program run on device buffers somebody else owns — a PyTorch tensor's
 // storage, on PyTorch's current stream: the layer under the Python binding
-// (python/loom_py.cpp), kept in C++ so that its contract is tested without Python and
+// (python/src/module.cpp), kept in C++ so that its contract is tested without Python and
 // (up to the launch) without a GPU.
 //
 // Loom and PyTorch share one CUDA context: cudart (static in Loom, shared in PyTorch)

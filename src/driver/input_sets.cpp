@@ -14,12 +14,14 @@ ProgramBase inputs_of(const ProgramBase& p) {
 }
 
 RotationInputs::RotationInputs(const ProgramBase& p, const std::map<std::string, int64_t>& symbols,
-                               uint64_t seed, int sets) {
+                               uint64_t seed, int sets,
+                               const std::function<void(Bindings&, uint64_t)>& prepare) {
   const ProgramBase inputs = inputs_of(p);
   for (int set = 1; set < sets; ++set) {
     Bindings h;
     h.symbols = symbols;
     make_random_inputs(inputs, h, seed + uint64_t(set));
+    if (prepare) prepare(h, seed + uint64_t(set));
     more_.push_back(std::make_unique<DeviceTensors>());
     more_.back()->allocate(inputs, h);
   }

@@ -9,6 +9,7 @@
 // `loom run --bench` (driver/run.cpp) makes both for its one program.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,9 +27,12 @@ ProgramBase inputs_of(const ProgramBase& p);
 class RotationInputs {
  public:
   RotationInputs() = default;
-  // Sets 1..sets-1 of `p`'s inputs, from seeds seed+1 .. seed+sets-1 (none for sets <= 1).
+  // Sets 1..sets-1 of `p`'s inputs, from seeds seed+1 .. seed+sets-1 (none for sets <= 1);
+  // `prepare` (when given) adjusts each set's random inputs with its seed, as the first
+  // set's were (paged attention's block table and lengths: fill_serving_inputs).
   RotationInputs(const ProgramBase& p, const std::map<std::string, int64_t>& symbols,
-                 uint64_t seed, int sets);
+                 uint64_t seed, int sets,
+                 const std::function<void(Bindings&, uint64_t)>& prepare = {});
   int sets() const { return int(more_.size()) + 1; }
   const DeviceTensors& inputs(int set) const;  // 1 <= set < sets()
 

@@ -83,7 +83,19 @@ double attention_flops(const Graph& g) {
   const Node& a = *g.attention();
   const Node& q = g.node(a.inputs[0]);
   const Node& k = g.node(a.inputs[1]);
-  const int64_t Sq = q.shape[2].value, Sk = k.shape[2].value;
+  if (a.varlen_attention()) {
+    // Packed sequences: the pairs depend on the lengths, which the graph does not hold;
+    // counted as B sequences of Tq/B queries and Tk/B keys each (exact for equal lengths).
+    const double B = double(g.node(a.inputs[3]).shape[0].value - 1);
+    const double tq = double(q.shape[0].value), tk = double(k.shape[0].value);
+    const double pairs = tq * (tk / B) * (a.attention.causal == Causal::None ? 1.0 : 0.5);
+    return 4.0 * double(q.shape[1].value) * double(q.shape[2].value) * pairs;
+  }
+  // Paged KV: counted at the table's capacity (maxp·page keys per sequence), an upper
+  // bound of what the lengths keep.
+  const int64_t Sq = q.shape[2].value,
+                Sk = k.shape[2].value *
+                     (a.paged_attention() ? g.node(a.inputs[3]).shape[1].value : int64_t(1));
   double pairs = 0;
   for (int64_t i = 0; i < Sq; ++i) {
     int64_t kept = Sk;
@@ -170,7 +182,8 @@ void finish_attention(RunReport& r, const Graph& g, const KernelProgram& kp, con
   r.flops = expression_flops(g);
   const TimingOptions timing = plan_timing(r, kp, host, opt, dev);
   if (!opt.bench || !r.verify.passed) return;
-  const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+  const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
+                                [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
   const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
   std::vector<TimedLaunch> fns = {
       [&](cudaStream_t s, int set) { sets.launcher(set).launch_all(s); }};
@@ -317,6 +330,7 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   // Inputs: seeded, uniform in [-1, 1], rounded to their dtype; outputs poisoned.
   Bindings host;
   make_random_inputs(kp, host, opt.seed);
+  fill_serving_inputs(g, host, opt.seed);  // paged attention: a shuffled table, lengths
   DeviceTensors dev_tensors;
   dev_tensors.allocate(kp, host);
   cudaStream_t stream;
@@ -352,7 +366,8 @@ RunReport run_expression(const std::string& expression, const RunOptions& opt) {
   const TimingOptions timing = plan_timing(r, kp, host, opt, *dev);
 
   if (opt.bench && r.verify.passed) {
-    const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets);
+    const RotationInputs rotation(kp, host.symbols, opt.seed, timing.input_sets,
+                                [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
     const InputSets sets(kp, module, dev_tensors, launcher, host.symbols, rotation);
 
     // cuBLAS computes the contraction into its own output buffer; verify it too, so the

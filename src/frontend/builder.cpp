@@ -100,9 +100,10 @@ TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, 
     }
   }
   if (dtype != DType::F32 && dtype != DType::TF32 && dtype != DType::F16 &&
-      dtype != DType::BF16) {
+      dtype != DType::BF16 && dtype != DType::I32) {
     throw Error(std::string("tensor ") + name + " has dtype " + dtype_name(dtype) +
-                "; input dtypes are f32, tf32, f16 and bf16");
+                "; input dtypes are f32, tf32, f16 and bf16 (and i32 for attention's "
+                "block_table= and seqlens_k=)");
   }
   if (transposed && storage_shape.size() < 2) {
     throw Error(".T swaps the last two dimensions, but " + name + shape_text(storage_shape) +
@@ -265,6 +266,15 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
   const char* op = "attention";
   const Node* n[3] = {&node(q, op), &node(k, op), &node(v, op)};
   const char* role[3] = {"Q", "K", "V"};
+  const bool varlen = opt.cu_seqlens_q || opt.cu_seqlens_k || opt.max_seqlen_q;
+  if (varlen && !(opt.cu_seqlens_q && opt.cu_seqlens_k && opt.max_seqlen_q))
+    throw Error("attention: varlen takes cu_seqlens_q=CQ[B+1]:i32, cu_seqlens_k=CK[B+1]:i32 and "
+                "max_seqlen_q=<number> together; missing " +
+                std::string(!opt.cu_seqlens_q ? "cu_seqlens_q=" : !opt.cu_seqlens_k ? "cu_seqlens_k="
+                                                                                 : "max_seqlen_q="));
+  if (varlen && (opt.block_table || opt.seqlens_k))
+    throw Error("attention: varlen (cu_seqlens_q=) with paged KV (block_table=) is not built: "
+                "use one form");
   for (int i = 0; i < 3; ++i) {
     if (n[i]->kind != OpKind::Input)
       throw Error(std::string("attention: operand ") + role[i] + " is " + operand_text(*n[i]) +
@@ -272,11 +282,19 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
     if (n[i]->transposed)
       throw Error(std::string("attention: ") + role[i] + " is " + operand_text(*n[i]) +
                   "; attention reads Q, K and V as stored, [B,H,S,D] row-major (drop .T)");
-    if (n[i]->shape.size() != 4)
-      throw Error(std::string("attention: ") + role[i] + " must be rank 4 [B,H,S,D], got " +
+    if (n[i]->shape.size() != (varlen ? 3u : 4u))
+      throw Error(std::string("attention: ") + role[i] +
+                  (varlen ? " must be rank 3 [T,H,D] with cu_seqlens (packed sequences), got "
+                          : " must be rank 4 [B,H,S,D], got ") +
                   operand_text(*n[i]) + " of rank " + std::to_string(n[i]->shape.size()));
   }
   const Node &nq = *n[0], &nk = *n[1], &nv = *n[2];
+  const bool paged = opt.block_table.has_value();
+  if (opt.block_table.has_value() != opt.seqlens_k.has_value())
+    throw Error(std::string("attention: ") +
+                (paged ? "block_table= needs seqlens_k=" : "seqlens_k= needs block_table=") +
+                " too: paged KV takes the block table BT[B,maxp]:i32 and the key lengths "
+                "L[B]:i32 together (for dense K and V give neither)");
   for (const Node* o : {&nk, &nv}) {
     if (o->dtype != nq.dtype)
       throw Error("attention: dtype mismatch: " + nq.name + " is " + dtype_name(nq.dtype) +
@@ -292,11 +310,71 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
     throw Error(std::string("attention: ") + what + " differ: " + operand_text(a) + " has " +
                 a.shape[d].str() + " but " + operand_text(b) + " has " + b.shape[d].str());
   };
-  differ(nq, nk, 0, "batch sizes (B of Q vs K)");
-  differ(nq, nk, 3, "head dims (D of Q vs K)");
+  std::vector<int> inputs = {q.id, k.id, v.id};
+  if (varlen) {
+    const Node& cq = node(*opt.cu_seqlens_q, op);
+    const Node& ck = node(*opt.cu_seqlens_k, op);
+    for (const auto& [x, what] : {std::pair{&cq, "cu_seqlens_q"}, std::pair{&ck, "cu_seqlens_k"}}) {
+      if (x->kind != OpKind::Input || x->transposed)
+        throw Error(std::string("attention: ") + what + "= must be an input tensor [B+1]:i32, got " +
+                    operand_text(*x));
+      if (x->dtype != DType::I32)
+        throw Error(std::string("attention: ") + what + "= is " + operand_text(*x) + " of dtype " +
+                    dtype_name(x->dtype) + "; it holds cumulative sequence lengths (0, len0, "
+                    "len0 + len1, ...): write it as [B+1]:i32");
+      if (x->shape.size() != 1 || x->shape[0].is_sym() || x->shape[0].value < 2)
+        throw Error(std::string("attention: ") + what + "= must be [B+1]:i32 with a numeric B+1 "
+                    ">= 2 (B sequences' cumulative lengths, starting at 0), got " + operand_text(*x));
+    }
+    differ(cq, ck, 0, "sequence counts (B+1 of cu_seqlens_q vs cu_seqlens_k)");
+    if (*opt.max_seqlen_q < 1)
+      throw Error("attention: max_seqlen_q=" + std::to_string(*opt.max_seqlen_q) + " must be at "
+                  "least 1 (the longest sequence's query count: the kernel's grid is sized by it)");
+    if (!nq.shape[0].is_sym() && *opt.max_seqlen_q > nq.shape[0].value)
+      throw Error("attention: max_seqlen_q=" + std::to_string(*opt.max_seqlen_q) + " exceeds the "
+                  "packed queries of " + operand_text(nq) + " (" + nq.shape[0].str() + " tokens)");
+    inputs.push_back(opt.cu_seqlens_q->id);
+    inputs.push_back(opt.cu_seqlens_k->id);
+  } else if (paged) {
+    const Node& bt = node(*opt.block_table, op);
+    const Node& len = node(*opt.seqlens_k, op);
+    for (const auto& [x, what, shape] :
+         {std::tuple{&bt, "block_table", "BT[B,maxp]:i32"}, std::tuple{&len, "seqlens_k", "L[B]:i32"}}) {
+      if (x->kind != OpKind::Input || x->transposed)
+        throw Error(std::string("attention: ") + what + "= must be an input tensor " + shape +
+                    ", got " + operand_text(*x));
+      if (x->dtype != DType::I32)
+        throw Error(std::string("attention: ") + what + "= is " + operand_text(*x) + " of dtype " +
+                    dtype_name(x->dtype) + "; it holds " +
+                    (x == &bt ? "page numbers" : "key counts") + ": write it as " + shape);
+    }
+    if (bt.shape.size() != 2)
+      throw Error("attention: block_table= must be rank 2 [B,maxp] (row b lists sequence b's "
+                  "pages in key order), got " + operand_text(bt));
+    if (len.shape.size() != 1)
+      throw Error("attention: seqlens_k= must be rank 1 [B] (sequence b's key count), got " +
+                  operand_text(len));
+    differ(nq, bt, 0, "batch sizes (B of Q vs block_table)");
+    differ(nq, len, 0, "batch sizes (B of Q vs seqlens_k)");
+    const Dim& page = nk.shape[2];
+    if (page.is_sym() || page.value < kMinPage || page.value > kMaxPage ||
+        (page.value & (page.value - 1)) != 0)
+      throw Error("attention: with block_table= K and V are page pools [P,Hkv,page,D]; the "
+                  "page size (dim 2 of " + operand_text(nk) + ") is " + page.str() +
+                  ", but it must be a power of two from " + std::to_string(kMinPage) + " to " +
+                  std::to_string(kMaxPage) + " (a key block lies within one page)");
+    inputs.push_back(opt.block_table->id);
+    inputs.push_back(opt.seqlens_k->id);
+  } else {
+    differ(nq, nk, 0, "batch sizes (B of Q vs K)");
+  }
+  const int hd = varlen ? 1 : 2;  // varlen: [T,H,D]; else [B,H,S,D]
+  differ(nq, nk, hd + 1, "head dims (D of Q vs K)");
   differ(nk, nv, 1, "key/value heads (Hkv of K vs V)");
-  differ(nk, nv, 2, "key lengths (Sk of K vs V)");
-  differ(nk, nv, 3, "head dims (D of K vs V)");
+  if (varlen) differ(nk, nv, 0, "packed key counts (Tk of K vs V)");
+  else differ(nk, nv, 2, paged ? "page sizes (dim 2 of K vs V)" : "key lengths (Sk of K vs V)");
+  if (paged) differ(nk, nv, 0, "page counts (P of K vs V)");
+  differ(nk, nv, hd + 1, "head dims (D of K vs V)");
   if (!attention_kv_group(nq.shape[1], nk.shape[1]))
     throw Error("attention: Q's heads Hq=" + nq.shape[1].str() + " (" + operand_text(nq) +
                 ") are not a multiple of K's Hkv=" + nk.shape[1].str() + " (" +
@@ -305,6 +383,7 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
   AttentionAttrs attrs;
   attrs.causal = opt.causal;
   attrs.lse = opt.lse;
+  if (varlen) attrs.max_seqlen_q = *opt.max_seqlen_q;
   if (opt.scale) {
     if (!std::isfinite(*opt.scale) || *opt.scale <= 0.0)
       throw Error("attention: scale must be a positive finite number, got " +
@@ -313,7 +392,7 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
       throw Error("attention: scale=" + shortest_text(*opt.scale) + " " + why);
     attrs.scale = *opt.scale;
   } else {
-    const Dim& d = nq.shape[3];
+    const Dim& d = nq.shape.back();
     if (d.is_sym())
       throw Error("attention: the default scale is 1/sqrt(D), but D is the symbol " + d.sym +
                   "; give the head dim as a number or pass scale=");
@@ -324,7 +403,7 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
   out.name = out.origin = op;
   out.dtype = nq.dtype;
   out.shape = nq.shape;
-  out.inputs = {q.id, k.id, v.id};
+  out.inputs = std::move(inputs);
   out.attention = attrs;
   return push(std::move(out));
 }
@@ -460,6 +539,15 @@ Graph GraphBuilder::build(TensorRef result) const {
     if (new_id[old] >= 0) return;
     for (int in : nodes_[old].inputs) visit(in);
     Node n = nodes_[old];
+    // i32 tensors are indices (attention's block table, key lengths, cumulative
+    // lengths), never values.
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Node& x = nodes_[n.inputs[i]];
+      if (x.dtype == DType::I32 && !(n.kind == OpKind::Attention && i >= 3))
+        throw Error(n.name + ": operand " + operand_text(x) + " is i32; i32 tensors are only "
+                    "attention's block_table=, seqlens_k=, cu_seqlens_q= and cu_seqlens_k= "
+                    "(page numbers and lengths); give values as f32, tf32, f16 or bf16");
+    }
     n.id = int(g.nodes.size());
     for (int& in : n.inputs) in = new_id[in];
     new_id[old] = n.id;

@@ -16,7 +16,7 @@ namespace {
 
 const char* const kFunctions =
     "matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max, attention";
-const char* const kDtypes = "f32, tf32, f16, bf16";
+const char* const kDtypes = "f32, tf32, f16, bf16, i32";
 constexpr int kMaxDepth = 256;
 
 bool is_contraction(const std::string& f) {
@@ -238,6 +238,10 @@ class Parser {
     }
     DType d = dtype(value, "in out=");
     // The builder rejects these too, but from here the caret can point at the dtype.
+    if (d == DType::I32) {
+      fail(value, f + ": out=i32 is not allowed: i32 holds indices (attention's block_table= "
+                      "and seqlens_k=), not results; use out=f32, f16 or bf16");
+    }
     if (d == DType::TF32) {
       fail(value, f + ": out=tf32 is not allowed: tf32 is an input-only type (its values "
                       "are stored as f32); use out=f32");
@@ -247,15 +251,41 @@ class Parser {
 
   void attention_keyword(const Token& key, Keywords& kw) {
     const std::string& k = key.text;
-    if (k != "causal" && k != "scale" && k != "lse") {
+    if (k != "causal" && k != "scale" && k != "lse" && k != "block_table" && k != "seqlens_k" &&
+        k != "cu_seqlens_q" && k != "cu_seqlens_k" && k != "max_seqlen_q") {
       fail(key, "unknown keyword argument '" + k + "' for attention; its keywords are "
-                "causal=false|true|top_left, scale=<number> and lse=false|true");
+                "causal=false|true|top_left, scale=<number>, lse=false|true, for paged "
+                "KV block_table=BT[B,maxp]:i32 with seqlens_k=L[B]:i32, and for packed "
+                "sequences cu_seqlens_q=CQ[B+1]:i32, cu_seqlens_k=CK[B+1]:i32, max_seqlen_q=<n>");
     }
     if (std::find(kw.given.begin(), kw.given.end(), k) != kw.given.end())
       fail(key, k + "= is given twice in the call to attention");
     kw.given.push_back(k);
-    const Token& value = next();
     AttentionOptions& o = kw.attention;
+    if (k == "block_table" || k == "seqlens_k" || k == "cu_seqlens_q" || k == "cu_seqlens_k") {
+      // paged KV and varlen: a tensor operand
+      const Value v = expr();
+      if (!v.tensor)
+        fail(v.column, k + "= takes a tensor (" +
+                           (k == "block_table" ? "BT[B,maxp]:i32" : k == "seqlens_k" ? "L[B]:i32"
+                                                                    : "[B+1]:i32") +
+                           "), found the number " + v.text);
+      (k == "block_table"    ? o.block_table
+       : k == "seqlens_k"    ? o.seqlens_k
+       : k == "cu_seqlens_q" ? o.cu_seqlens_q
+                             : o.cu_seqlens_k) = *v.tensor;
+      return;
+    }
+    if (k == "max_seqlen_q") {
+      const Token& value = next();
+      const double x = value.kind == TokenKind::Number ? std::strtod(value.text.c_str(), nullptr) : 0;
+      if (value.kind != TokenKind::Number || !(x >= 1) || x != std::floor(x) || x > 1e9)
+        fail(value, "max_seqlen_q= takes a positive integer (the longest sequence's query "
+                    "count), found " + describe(value));
+      o.max_seqlen_q = int64_t(x);
+      return;
+    }
+    const Token& value = next();
     if (k == "scale") {
       double v = value.kind == TokenKind::Number ? std::strtod(value.text.c_str(), nullptr) : 0;
       if (value.kind != TokenKind::Number || !std::isfinite(v) || v <= 0) {
@@ -313,7 +343,8 @@ class Parser {
       return builder_.linear(x, w, bias, out);
     }
     if (f == "attention") {
-      arity(3, 3, "three tensors (Q, K, V) and optional causal=, scale=, lse=");
+      arity(3, 3, "three tensors (Q, K, V) and optional causal=, scale=, lse=, block_table=, "
+                  "seqlens_k=");
       TensorRef q = tensor_arg(f, args[0], "Q"), k = tensor_arg(f, args[1], "K"),
                 v = tensor_arg(f, args[2], "V");
       return builder_.attention(q, k, v, kw.attention);

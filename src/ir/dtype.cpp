@@ -13,12 +13,13 @@ const char* dtype_name(DType t) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::F64: return "f64";
+    case DType::I32: return "i32";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {
-  for (DType t : {DType::F32, DType::TF32, DType::F16, DType::BF16, DType::F64})
+  for (DType t : {DType::F32, DType::TF32, DType::F16, DType::BF16, DType::F64, DType::I32})
     if (s == dtype_name(t)) return t;
   return std::nullopt;
 }
@@ -37,6 +38,7 @@ const char* dtype_storage_ctype(DType t) {
     case DType::F16: return "loom_f16";
     case DType::BF16: return "loom_bf16";
     case DType::F64: return "double";
+    case DType::I32: return "int";
     default: return "float";
   }
 }
@@ -121,6 +123,7 @@ double round_to_dtype(DType t, double v) {
     case DType::F16: return f16_bits_to_f32(f32_to_f16_bits(to_f32_round_odd(v)));
     case DType::BF16: return bf16_bits_to_f32(f32_to_bf16_bits(to_f32_round_odd(v)));
     case DType::F64: return v;
+    case DType::I32: return std::nearbyint(v);  // an index stored as an integer
   }
   return v;
 }
@@ -142,6 +145,7 @@ double verify_threshold(DType in, DType out) {
     case DType::F64: return 1e-12;
     case DType::F32:
     case DType::TF32: return in == DType::TF32 ? 5e-3 : 1e-5;
+    case DType::I32: return 0.0;  // integers compare exactly
   }
   return 1e-5;
 }

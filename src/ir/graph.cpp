@@ -45,7 +45,8 @@ bool broadcasts_to(const std::vector<Dim>& from, const std::vector<Dim>& to) {
 }
 
 bool is_input_dtype(DType t) {
-  return t == DType::F32 || t == DType::TF32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::TF32 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::I32;  // i32: attention's block table and key lengths (indices)
 }
 
 }  // namespace
@@ -114,7 +115,9 @@ std::string Graph::str() const {
       if (n.scalar) s += ", " + number_str(*n.scalar);
       if (n.kind == OpKind::Attention) {
         s += std::string(", causal=") + causal_name(n.attention.causal) +
-             ", scale=" + number_str(n.attention.scale) + (n.attention.lse ? ", lse=true" : "");
+             ", scale=" + number_str(n.attention.scale) + (n.attention.lse ? ", lse=true" : "") +
+             (n.attention.max_seqlen_q > 0
+                  ? ", max_seqlen_q=" + std::to_string(n.attention.max_seqlen_q) : "");
       }
       s += std::string("): ") + dtype_name(n.dtype) + shape_str(n.shape);
       if (n.kind == OpKind::Attention && n.attention.lse) {
@@ -205,19 +208,47 @@ void Graph::verify() const {
         break;
       }
       case OpKind::Attention: {
-        if (n.inputs.size() != 3 || n.scalar) fail("attention takes three operands (Q, K, V)");
+        if ((n.inputs.size() != 3 && n.inputs.size() != 5) || n.scalar)
+          fail("attention takes three operands (Q, K, V) or five (Q, Kc, Vc, BT, L: paged; Q, K, "
+               "V, CQ, CK: varlen)");
         const Node& q = operand(0);
         const Node& k = operand(1);
         const Node& v = operand(2);
-        if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
-          fail("operands must be rank 4 [B,H,S,D]");
+        const bool paged = n.paged_attention();
+        if (paged) {
+          const Node& bt = operand(3);
+          const Node& len = operand(4);
+          if (bt.dtype != DType::I32 || len.dtype != DType::I32)
+            fail("the block table and key lengths must be i32");
+          if (bt.shape.size() != 2 || len.shape.size() != 1) fail("BT must be [B,maxp], L [B]");
+          if (!(bt.shape[0] == q.shape[0]) || !(len.shape[0] == q.shape[0]))
+            fail("BT's and L's batch sizes differ from Q's");
+          const Dim& page = k.shape.size() == 4 ? k.shape[2] : Dim{};
+          if (page.is_sym() || page.value < kMinPage || page.value > kMaxPage ||
+              (page.value & (page.value - 1)) != 0)
+            fail("the page size " + page.str() + " is not a power of two from 16 to 256");
+        }
+        const bool varlen = n.varlen_attention();
+        const size_t rank = varlen ? 3 : 4;
+        if (varlen) {
+          const Node& cq = operand(3);
+          const Node& ck = operand(4);
+          if (cq.dtype != DType::I32 || ck.dtype != DType::I32)
+            fail("the cumulative lengths must be i32");
+          if (cq.shape.size() != 1 || !(cq.shape == ck.shape) || cq.shape[0].is_sym() ||
+              cq.shape[0].value < 2)
+            fail("CQ and CK must be [B+1] with the same numeric B + 1 >= 2");
+        }
+        if (q.shape.size() != rank || k.shape.size() != rank || v.shape.size() != rank)
+          fail(varlen ? "operands must be rank 3 [T,H,D] (varlen)" : "operands must be rank 4 [B,H,S,D]");
         if (q.dtype != k.dtype || q.dtype != v.dtype) fail("operand dtypes differ");
         if (q.dtype != DType::F16 && q.dtype != DType::BF16)
           fail(std::string("operand dtype ") + dtype_name(q.dtype) + " is not f16 or bf16");
         if (!(k.shape == v.shape)) fail("K " + shape_str(k.shape) + " and V " +
                                         shape_str(v.shape) + " differ");
-        if (!(q.shape[0] == k.shape[0])) fail("Q and K have different batch sizes");
-        if (!(q.shape[3] == k.shape[3])) fail("Q and K have different head dims");
+        if (!paged && !varlen && !(q.shape[0] == k.shape[0]))
+          fail("Q and K have different batch sizes");
+        if (!(q.shape[rank - 1] == k.shape[rank - 1])) fail("Q and K have different head dims");
         if (!attention_kv_group(q.shape[1], k.shape[1]))
           fail("Q's heads " + q.shape[1].str() + " are not a known multiple of K's " +
                k.shape[1].str());

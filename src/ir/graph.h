@@ -49,11 +49,27 @@ std::optional<Expr> attention_kv_group(const Dim& hq, const Dim& hkv);
 // or a split-KV combine needs). It is part of the same node, not a node of its own,
 // because one kernel computes both from the same running max and sum; the programs
 // name it `lse` beside `out`. A row that keeps no key has O = 0 and LSE = -inf.
+//
+// Paged KV (docs/attention.md, "Paged KV"): with five inputs {Q, Kc, Vc, BT, L} the keys
+// and values live in a pool of pages, Kc and Vc [P, Hkv, page, D] (FlashInfer's "HND"
+// layout: each page of a head is page x D contiguous rows), BT [B, maxp] i32 the block
+// table (key j of sequence b is row j % page of page BT[b, j / page]) and L [B] i32 the
+// key lengths (keys j >= L[b] do not exist; a causal mask is aligned to L[b]). The page
+// size is a constant power of two from 16 to 256.
+//
+// Varlen (docs/attention.md, "Serving forms: varlen"): with five inputs {Q, K, V, CQ, CK}
+// and max_seqlen_q > 0, B sequences are packed along the token axis: Q [Tq, Hq, D], K and
+// V [Tk, Hkv, D], sequence b's queries the rows CQ[b] .. CQ[b+1] - 1 and its keys CK[b] ..
+// CK[b+1] - 1 (CQ, CK [B+1] i32, cumulative lengths, nondecreasing from 0); at most
+// max_seqlen_q queries per sequence (the grid is sized by it). O is [Tq, Hq, D] and LSE
+// [Tq, Hq]; every mask is applied per sequence with its own lengths.
 struct AttentionAttrs {
   Causal causal = Causal::None;
   double scale = 0.0;  // multiplies Q Kᵀ; the builder resolves the default 1/sqrt(D)
   bool lse = false;
+  int64_t max_seqlen_q = 0;  // varlen: > 0
 };
+inline constexpr int64_t kMinPage = 16, kMaxPage = 256;
 
 struct Node {
   int id = -1;
@@ -68,13 +84,20 @@ struct Node {
   std::vector<Dim> storage_shape() const;
 
   // Matmul: inputs[0] = A [..,M,K], inputs[1] = B [..,K,N] (logical shapes).
-  // Attention: inputs = {Q, K, V}, attributes in `attention`.
+  // Attention: inputs = {Q, K, V}, or {Q, Kc, Vc, BT, L} paged; attributes in `attention`.
   // Unary: op in {Relu, Gelu, Silu}; Binary: op in {Add, Mul, Sub, Max, ...}, whose
   // second operand is either inputs[1] or the immediate `scalar`.
   ScalarOp op = ScalarOp::Add;
   std::vector<int> inputs;
   std::optional<double> scalar;
   AttentionAttrs attention;
+
+  bool paged_attention() const {
+    return kind == OpKind::Attention && inputs.size() == 5 && attention.max_seqlen_q == 0;
+  }
+  bool varlen_attention() const {
+    return kind == OpKind::Attention && inputs.size() == 5 && attention.max_seqlen_q > 0;
+  }
 
   std::string origin;  // the user's op, e.g. "linear" for the matmul and add it became
   int column = 0;      // column in the expression text (1-based), for error messages

@@ -149,6 +149,17 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::If: exec_if(n, active, depth); break;
     case StmtKind::Let: {
       int64_t* row = &ints_[size_t(n.var) * T];
+      if (s.let_load()) {
+        // An integer read: the i32 element, checked to be one (NaN: never written).
+        for (int t : active) {
+          const double v = load_element(n, *n.access.tensor, offset(n, n.access, t, 1, kernel_), t);
+          if (!(std::fabs(v) < 2147483648.0) || v != std::nearbyint(v))
+            fail(s, "let " + s.var + " reads " + s.tensor + ", which holds " +
+                        std::to_string(v) + " there, not an integer", t);
+          row[t] = int64_t(v);
+        }
+        break;
+      }
       if (n.value.uniform()) {
         int64_t v = eval(n.value, active[0]);
         for (int t : active) row[t] = v;

@@ -227,6 +227,11 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.body = resolve_block(s.body);
       break;
     case StmtKind::Let:
+      if (s.let_load()) {
+        n.access = access(s, s.tensor, s.index, kernel_);
+        n.var = bind_int(s.var, true);
+        break;
+      }
       n.value = compile(s, s.value);
       n.var = bind_int(s.var, !n.value.uniform());
       break;

@@ -197,7 +197,10 @@ void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed) {
   for (const TensorDecl& t : p.tensors) {
     if (t.role == TensorRole::Shared) continue;
     HostTensor h = make_tensor(t.dtype, eval_shape(t, symbols), t.zero_init ? 0.0 : kNaN);
-    if (t.role == TensorRole::Input)
+    // i32 inputs are indices (a block table, key lengths): 0 is valid in every one of
+    // them; a test that means other values sets them (attention's paged tests do).
+    if (t.role == TensorRole::Input && t.dtype == DType::I32) h.data.assign(h.data.size(), 0.0);
+    else if (t.role == TensorRole::Input)
       for (double& v : h.data) {
         // 53 random bits to [0, 1) by hand: std::uniform_real_distribution differs
         // between standard libraries, and the inputs must be the same everywhere.

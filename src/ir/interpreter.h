@@ -51,8 +51,8 @@ struct Bindings {
   std::map<std::string, HostTensor> tensors;   // every Input; Outputs/Temps allocated
 };
 
-// Fill `b` with seeded random inputs (uniform in [-1, 1], rounded to dtype) for every
-// Input tensor of `p`, and NaN-poisoned Outputs/Temps. Shared tensors live inside the
+// Fill `b` with seeded random inputs (uniform in [-1, 1], rounded to dtype; i32 inputs,
+// which are indices, 0) for every Input tensor of `p`, and NaN-poisoned Outputs/Temps. Shared tensors live inside the
 // interpreter (per block), never in Bindings.
 void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed);
 

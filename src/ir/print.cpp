@@ -69,7 +69,9 @@ std::string stmt_line(const Stmt& s) {
       return line;
     }
     case StmtKind::If: return "if " + s.cond.str() + ":";
-    case StmtKind::Let: return "let " + s.var + " = " + s.value.str();
+    case StmtKind::Let:
+      if (s.let_load()) return "let " + s.var + " = load " + s.tensor + "[" + join_exprs(s.index) + "]";
+      return "let " + s.var + " = " + s.value.str();
     case StmtKind::Load:
       return dst_of(s) + " = load" + width_suffix(s) + " " + s.tensor + "[" +
              join_exprs(s.index) + "]" + pred_suffix(s);

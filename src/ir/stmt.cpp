@@ -132,6 +132,15 @@ Stmt Stmt::Let(std::string var, Expr value) {
   return s;
 }
 
+Stmt Stmt::LetLoad(std::string var, std::string tensor, std::vector<Expr> index) {
+  Stmt s;
+  s.kind = StmtKind::Let;
+  s.var = std::move(var);
+  s.tensor = std::move(tensor);
+  s.index = std::move(index);
+  return s;
+}
+
 Stmt Stmt::Load(std::string dst, std::string tensor, std::vector<Expr> index) {
   Stmt s;
   s.kind = StmtKind::Load;

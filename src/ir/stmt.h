@@ -154,7 +154,9 @@ struct Stmt {
   bool unroll = false;
   bool no_unroll = false;
 
-  // If: `if cond:` body.  Let: `var = value` (an integer binding, Kernel IR).
+  // If: `if cond:` body.  Let: `var = value` (an integer binding, Tile and Kernel IR), or,
+  // with `tensor` set, `var = tensor[index]`: an integer read from an i32 tensor (paged
+  // attention's block table and key lengths; Loop IR too), indexed as a Load is.
   // Mbar*/TmaLoad: `value` is the mbarrier slot, MbarWait's `cond` the phase parity.
   // Barrier: `value` is the barrier id and `imm` the thread count of a named barrier.
   Expr cond;
@@ -244,6 +246,9 @@ struct Stmt {
                   std::vector<Stmt> body, Tier tier = Tier::None);
   static Stmt If(Expr cond, std::vector<Stmt> body);
   static Stmt Let(std::string var, Expr value);
+  // `var` = the integer tensor[index] (an i32 tensor: a block table, a length).
+  static Stmt LetLoad(std::string var, std::string tensor, std::vector<Expr> index);
+  bool let_load() const { return kind == StmtKind::Let && !tensor.empty(); }
   static Stmt Load(std::string dst, std::string tensor, std::vector<Expr> index);
   static Stmt Compute(std::string dst, ScalarOp op, std::vector<Operand> args);
   static Stmt Init(std::string acc, double value);

@@ -682,6 +682,17 @@ class BodyChecker {
         check_body_under(s, level_ == Level::Kernel && thread_dependent(s.cond));
         break;
       case StmtKind::Let:
+        if (s.let_load()) {
+          // An integer read (a block table, a length): any level, an i32 tensor.
+          check_access(s);
+          if (p_.tensor(s.tensor).dtype != DType::I32)
+            fail(s, "an integer let reads an i32 tensor; `" + s.tensor + "` is " +
+                        dtype_name(p_.tensor(s.tensor).dtype));
+          bool dependent = false;
+          for (const Expr& i : s.index) dependent |= thread_dependent(i);
+          bind_int(s, s.var, "let variable", dependent);
+          break;
+        }
         require_level(s, Level::Tile, "Let");
         check_expr(s, s.value, "let value");
         bind_int(s, s.var, "let variable", thread_dependent(s.value));

@@ -84,6 +84,8 @@ Ranges kernel_builtin_ranges(const KernelOp& k) {
 void enter_range(Ranges& r, const Stmt& s) {
   if (s.kind == StmtKind::For) {
     if (auto b = s.extent.bounds(r)) r[s.var] = {0, b->hi - 1};
+  } else if (s.let_load()) {
+    r.erase(s.var);  // an integer read from memory: no range is known
   } else if (s.kind == StmtKind::Let) {
     if (auto b = s.value.bounds(r)) r[s.var] = *b;
   }

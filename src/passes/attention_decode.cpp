@@ -34,6 +34,9 @@ Block weight(const AttentionDecode& d, const std::vector<Expr>& at) {
 Expr AttentionDecode::rows(const AttentionLoops& a) const {
   return pack == 1 ? a.Sq : a.Sq * pack;
 }
+Expr AttentionDecode::rows_cap(const AttentionLoops& a) const {
+  return pack == 1 ? a.q_cap : a.q_cap * pack;
+}
 Expr AttentionDecode::heads(const AttentionLoops& a) const {
   if (pack == 1) return a.Hq;
   return a.Hq.is_const() ? Expr(a.Hq.const_value() / pack) : a.Hq / pack;
@@ -95,8 +98,10 @@ int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
 
 bool attention_wants_mma_sync(const CompileState& s) {
   if (!s.graph.attention()) return false;
+  // Paged KV and varlen, too: only the mma.sync kernel reads pages and packed rows (k:012).
   return attention_is_decode(AttentionLoops(s.graph)) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
-         s.knobs.get_int("GQA_PACK", 0) != 0;
+         s.knobs.get_int("GQA_PACK", 0) != 0 || s.graph.attention()->paged_attention() ||
+         s.graph.attention()->varlen_attention();
 }
 
 int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
@@ -141,7 +146,9 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // more combine term) would outweigh its keys.
   constexpr int64_t kMinSplitBlocks = 4;
   int64_t def = 1;
-  const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.Sk), D = known(a.D);
+  // Paged, the split count is sized by the table's capacity (maxp·page keys): the grid is
+  // fixed at compile time, each sequence's own length divides among the splits at run time.
+  const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.key_cap), D = known(a.D);
   if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
@@ -160,13 +167,18 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
                 " is built for attention's mma.sync kernel (k:012), and ATTN_MMA=wgmma asks "
                 "for the wgmma kernel: use ATTN_MMA=mma_sync, or drop " +
                 (d.splits > 1 ? "SPLIT_KV" : "GQA_PACK"));
+  if (a.varlen && d.splits > 1)
+    throw Error("SPLIT_KV=" + std::to_string(d.splits) + " with packed sequences (cu_seqlens_q=): "
+                "the split form of varlen is not built; use SPLIT_KV=1");
   const Expr key_blocks = ceil_div(a.Sk, Expr(block_n));
   if (Sk) {
     // No split starts past the last key block (SPLIT_KV above the block count is clamped).
     const int64_t nkb = cdiv(*Sk, block_n);
     const int64_t per = cdiv(nkb, std::min(d.splits, std::max<int64_t>(1, nkb)));
     d.splits = std::max<int64_t>(1, cdiv(nkb, per));
-    d.split_blocks = Expr(per);
+    // Paged: sequence b's ceil(kv_len / BLOCK_N) blocks spread over all the splits (a
+    // split past them writes LSE = -inf, which the combine skips).
+    d.split_blocks = a.paged ? ceil_div(key_blocks, Expr(d.splits)) : Expr(per);
   } else {
     d.split_blocks = ceil_div(key_blocks, Expr(d.splits));
   }
@@ -257,9 +269,9 @@ Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, 
                            {Stmt::Write("out", {b, h, i, dd}, Operand::constant(0.0))},
                            tiled ? Tier::Thread : Tier::None)};
   if (a.lse) empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
-  Block cell = guarded(a.has_keys(i), std::move(row));
-  Block none = guarded(a.empty_row(i), std::move(empty));
-  cell.insert(cell.end(), none.begin(), none.end());
+  Block cell = a.batch_lets(b);  // paged: the splits' keys depend on the batch's length
+  for (Block part : {guarded(a.has_keys(i), std::move(row)), guarded(a.empty_row(i), std::move(empty))})
+    cell.insert(cell.end(), part.begin(), part.end());
   return {Stmt::For("i", a.Sq, LoopKind::Parallel, "i",
                     {Stmt::For("h", a.Hq, LoopKind::Parallel, "h",
                                {Stmt::For("b", a.B, LoopKind::Parallel, "b", std::move(cell), grid)},
@@ -317,12 +329,15 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
   k.min_blocks_per_sm = 1;
   k.body = {Stmt::Let("i", Expr::var("blockIdx.x")), Stmt::Let("h", Expr::var("blockIdx.y")),
             Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("d", Expr::var("threadIdx.x"))};
+  if (a.paged)
+    k.body.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
   Block cell = guarded(a.has_keys(i), std::move(row));
   Block none = guarded(a.empty_row(i), std::move(empty));
   k.body.insert(k.body.end(), cell.begin(), cell.end());
   k.body.insert(k.body.end(), none.begin(), none.end());
   for (const std::string& t : {d.part_o, d.part_lse, std::string("out")}) k.params.push_back(t);
   if (a.lse) k.params.push_back(kLseTensor);
+  if (a.paged) k.params.push_back(a.seqlens);
   for (const auto& sym : p.symbols) k.params.push_back(sym);
   return k;
 }

@@ -32,6 +32,9 @@ struct AttentionDecode {
   bool split() const { return splits > 1; }
   // Rows of a (batch, KV-head slot): Sq · pack; slots: Hq / pack.
   Expr rows(const AttentionLoops& a) const;
+  // The most rows any (batch, slot) has: rows(a), or varlen max_seqlen_q · pack (a grid's
+  // extent; the rows of a sequence are rows(a), an expression of its lets).
+  Expr rows_cap(const AttentionLoops& a) const;
   Expr heads(const AttentionLoops& a) const;
   // Packed row p: its query index and query head (head slot hh); the KV head of slot hh.
   Expr query(const Expr& p) const;

@@ -45,9 +45,30 @@ AttentionLoops::AttentionLoops(const Graph& g) {
   v = g.node(node->inputs[2]).name;
   B = nq.shape[0].expr();
   Hq = nq.shape[1].expr();
-  Sq = nq.shape[2].expr();
-  Sk = nk.shape[2].expr();
-  D = nq.shape[3].expr();
+  Sq = nq.shape[2].expr();  // varlen: replaced below
+  Sk = key_cap = nk.shape[2].expr();
+  q_cap = Sq;
+  if (node->varlen_attention()) {
+    varlen = true;
+    cu_q = g.node(node->inputs[3]).name;
+    cu_k = g.node(node->inputs[4]).name;
+    B = Expr(g.node(node->inputs[3]).shape[0].value - 1);
+    D = nq.shape[2].expr();
+    q_cap = Expr(node->attention.max_seqlen_q);
+    key_cap = nk.shape[0].expr();
+    Sq = min(max(Expr::var(kQEndVar) - Expr::var(kQStartVar), Expr(0)), q_cap);
+    Sk = max(Expr::var(kKvEndVar) - Expr::var(kKvStartVar), Expr(0));
+  }
+  if (node->paged_attention()) {
+    const Node& bt = g.node(node->inputs[3]);
+    paged = true;
+    page = nk.shape[2].value;
+    block_table = bt.name;
+    seqlens = g.node(node->inputs[4]).name;
+    key_cap = bt.shape[1].expr() * Expr(page);
+    Sk = min(max(Expr::var(kKvLenVar), Expr(0)), key_cap);
+  }
+  D = nq.shape.back().expr();
   auto gr = attention_kv_group(nq.shape[1], nk.shape[1]);
   LOOM_CHECK(gr.has_value(), "the graph verifier checked that Hkv divides Hq");
   group = *gr;
@@ -86,8 +107,10 @@ Expr AttentionLoops::drops(const Expr& i, const Expr& j) const {
   return Expr(0);
 }
 
+// Paged or varlen, a sequence may have no key at all (L[b] = 0, CK[b+1] = CK[b]): then no
+// row keeps one, whatever the mask. (A dense Sk is at least 1.)
 Expr AttentionLoops::has_keys(const Expr& i) const {
-  if (causal != Causal::BottomRight) return Expr(1);
+  if (causal != Causal::BottomRight) return paged || varlen ? Expr(1) <= Sk : Expr(1);
   if (Sq.is_const() && Sk.is_const()) {
     int64_t lack = Sq.const_value() - Sk.const_value();
     return lack <= 0 ? Expr(1) : Expr(lack) <= i;
@@ -96,7 +119,7 @@ Expr AttentionLoops::has_keys(const Expr& i) const {
 }
 
 Expr AttentionLoops::empty_row(const Expr& i) const {
-  if (causal != Causal::BottomRight) return Expr(0);
+  if (causal != Causal::BottomRight) return paged || varlen ? Sk < Expr(1) : Expr(0);
   if (Sq.is_const() && Sk.is_const()) {
     int64_t lack = Sq.const_value() - Sk.const_value();
     return lack <= 0 ? Expr(0) : i < Expr(lack);
@@ -120,6 +143,33 @@ Expr AttentionLoops::keys_for_rows(const Expr& rows_end) const {
   return Sk;
 }
 
+Block AttentionLoops::batch_lets(const Expr& b) const {
+  if (varlen)
+    return {Stmt::LetLoad(kQStartVar, cu_q, {b}), Stmt::LetLoad(kQEndVar, cu_q, {b + 1}),
+            Stmt::LetLoad(kKvStartVar, cu_k, {b}), Stmt::LetLoad(kKvEndVar, cu_k, {b + 1})};
+  if (!paged) return {};
+  return {Stmt::LetLoad(kKvLenVar, seqlens, {b})};
+}
+
+std::vector<Expr> AttentionLoops::q_index(const Expr& b, const Expr& h, const Expr& i,
+                                          const Expr& d) const {
+  if (varlen) return {Expr::var(kQStartVar) + i, h, d};
+  return {b, h, i, d};
+}
+
+std::vector<Expr> AttentionLoops::lse_index(const Expr& b, const Expr& h, const Expr& i) const {
+  if (varlen) return {Expr::var(kQStartVar) + i, h};
+  return {b, h, i};
+}
+
+Block AttentionLoops::load_kv(const std::string& dst, const std::string& tensor, const Expr& b,
+                              const Expr& hk, const Expr& j, const Expr& d) const {
+  if (varlen) return {Stmt::Load(dst, tensor, {Expr::var(kKvStartVar) + j, hk, d})};
+  if (!paged) return {Stmt::Load(dst, tensor, {b, hk, j, d})};
+  return {Stmt::LetLoad(kKvPageVar, block_table, {b, j / Expr(page)}),
+          Stmt::Load(dst, tensor, {Expr::var(kKvPageVar), hk, j % Expr(page), d})};
+}
+
 Block guarded(const Expr& cond, Block body) {
   if (cond.is_const()) return cond.const_value() != 0 ? body : Block{};
   return {Stmt::If(cond, std::move(body))};
@@ -129,13 +179,13 @@ Block finish_row(const AttentionLoops& a, Block row, const Expr& b, const Expr& 
                  const Expr& i) {
   const Expr d = Expr::var("d");
   Block empty = {Stmt::For("d", a.D, LoopKind::Parallel, "d",
-                           {Stmt::Write("out", {b, h, i, d}, Operand::constant(0.0))})};
+                           {Stmt::Write("out", a.q_index(b, h, i, d), Operand::constant(0.0))})};
   if (a.lse) {
     row.push_back(Stmt::Compute("m_ln", ScalarOp::Mul, {val("m"), Operand::constant(M_LN2)}));
     row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
     row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m_ln"), val("log_l")}));
-    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
-    empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
+    row.push_back(Stmt::Write(kLseTensor, a.lse_index(b, h, i), val("lse_i")));
+    empty.push_back(Stmt::Write(kLseTensor, a.lse_index(b, h, i), Operand::constant(kNegInf)));
   }
   Block cell = guarded(a.has_keys(i), std::move(row));
   Block none = guarded(a.empty_row(i), std::move(empty));
@@ -163,24 +213,26 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), j = Expr::var("j"),
        d = Expr::var("d");
   Expr hk = a.kv_head(h);
-  TensorDecl scores = temp(p, "attn_scores", {a.B, a.Hq, a.Sq, a.Sk});
+  TensorDecl scores = temp(p, "attn_scores", {a.B, a.Hq, a.q_cap, a.key_cap});
   p.tensors.push_back(scores);
-  TensorDecl probs = temp(p, "attn_probs", {a.B, a.Hq, a.Sq, a.Sk});
+  TensorDecl probs = temp(p, "attn_probs", {a.B, a.Hq, a.q_cap, a.key_cap});
   p.tensors.push_back(probs);
   if (a.lse) {
     if (p.has_tensor(kLseTensor))
       throw Error(std::string("attention: an input is named ") + kLseTensor +
                   ", the name of the log-sum-exp output; rename it");
-    p.tensors.push_back(temp(p, kLseTensor, {a.B, a.Hq, a.Sq}, TensorRole::Output));
+    // Varlen: [Tq, Hq] (the rows of O's [Tq, Hq, D]).
+    p.tensors.push_back(temp(p, kLseTensor,
+                             a.varlen ? std::vector<Expr>{p.tensor(a.q).shape[0], a.Hq}
+                                      : std::vector<Expr>{a.B, a.Hq, a.Sq},
+                             TensorRole::Output));
   }
   const std::vector<Expr> sij = {b, h, i, j};
 
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, a.q_index(b, h, i, d))};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("acc", val("qk")));
   Block score = {
       Stmt::Init("acc", 0.0),
       Stmt::For("d", a.D, LoopKind::Reduce, "d", std::move(dot)),
@@ -219,8 +271,8 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   if (a.lse) {
     row.push_back(Stmt::Compute("log_l", ScalarOp::Log, {val("l")}));
     row.push_back(Stmt::Compute("lse_i", ScalarOp::Add, {val("m"), val("log_l")}));
-    row.push_back(Stmt::Write(kLseTensor, {b, h, i}, val("lse_i")));
-    empty.push_back(Stmt::Write(kLseTensor, {b, h, i}, Operand::constant(kNegInf)));
+    row.push_back(Stmt::Write(kLseTensor, a.lse_index(b, h, i), val("lse_i")));
+    empty.push_back(Stmt::Write(kLseTensor, a.lse_index(b, h, i), Operand::constant(kNegInf)));
   }
   Block cell = guarded(a.has_keys(i), std::move(row));
   Block none = guarded(a.empty_row(i), std::move(empty));
@@ -228,19 +280,30 @@ void lower_attention(const AttentionLoops& a, LoopProgram& p) {
   LoopOp op2{"attention_softmax", {scores.name}, probs.name,
              nest({{"b", a.B}, {"h", a.Hq}, {"i", a.Sq}}, std::move(cell))};
 
-  Block pv = {
-      Stmt::Load("p", probs.name, sij),
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv", ScalarOp::Mul, {val("p"), val("v")}),
-      Stmt::Accum("acc", val("pv")),
-  };
+  Block pv = {Stmt::Load("p", probs.name, sij)};
+  for (Stmt& st : a.load_kv("v", a.v, b, hk, j, d)) pv.push_back(std::move(st));
+  pv.push_back(Stmt::Compute("pv", ScalarOp::Mul, {val("p"), val("v")}));
+  pv.push_back(Stmt::Accum("acc", val("pv")));
   Block out = {
       Stmt::Init("acc", 0.0),
       Stmt::For("j", a.Sk, LoopKind::Reduce, "j", std::move(pv)),
-      Stmt::Write("out", {b, h, i, d}, val("acc")),
+      Stmt::Write("out", a.q_index(b, h, i, d), val("acc")),
   };
   LoopOp op3{"attention_pv", {probs.name, a.v}, "out",
              nest({{"b", a.B}, {"h", a.Hq}, {"i", a.Sq}, {"d", a.D}}, std::move(out))};
+  for (LoopOp* op : {&op1, &op2, &op3}) {  // paged: each op's b loop binds Sk first
+    if (a.paged) {
+      if (op != &op2) op->inputs.push_back(a.block_table);
+      op->inputs.push_back(a.seqlens);
+    }
+    if (a.varlen) {
+      op->inputs.push_back(a.cu_q);
+      op->inputs.push_back(a.cu_k);
+    }
+    Block lets = a.batch_lets(b);
+    Block& body = op->body.front().body;
+    body.insert(body.begin(), lets.begin(), lets.end());
+  }
   p.ops.push_back(std::move(op1));
   p.ops.push_back(std::move(op2));
   p.ops.push_back(std::move(op3));

@@ -22,15 +22,45 @@ struct AttentionLoops {
   Causal causal = Causal::None;
   double scale = 0.0;
   bool lse = false;
+  // Paged KV (graph.h, docs/attention.md "Paged KV"): K and V are page pools
+  // [P, Hkv, page, D] read through `block_table` [B, maxp]; Sk is then sequence b's key
+  // count, the integer `kv_len` that batch_lets(b) binds from `seqlens` [B] (clamped to
+  // 0..maxp·page), and `key_cap` = maxp·page the key axis' extent. Dense: Sk = key_cap.
+  bool paged = false;
+  int64_t page = 0;
+  std::string block_table, seqlens;
+  Expr key_cap;
+  // Varlen (graph.h): Q [Tq, Hq, D], K and V [Tk, Hkv, D] packed; batch_lets(b) binds the
+  // sequence's first query row `q_start`, its end `q_end`, and `kv_start`, `kv_end` from
+  // `cu_q`, `cu_k`; Sq = min(max(q_end - q_start, 0), max_seqlen_q) and Sk =
+  // max(kv_end - kv_start, 0) are expressions of them. `q_cap` (max_seqlen_q; Sq dense)
+  // sizes the query axis of temps and grids, `key_cap` (Tk) the key axis.
+  bool varlen = false;
+  std::string cu_q, cu_k;
+  Expr q_cap;
 
   explicit AttentionLoops(const Graph& g);  // the graph's attention node; throws if none
+
+  // Paged: `let kv_len = load L[b]`; varlen: the four cumulative-length reads; to open
+  // the body of every loop over b before Sq or Sk is used; nothing for the dense form.
+  Block batch_lets(const Expr& b) const;
+  // Where query row i of head h of batch b lives: Q, O [b, h, i, d] and LSE [b, h, i], or
+  // varlen Q, O [q_start + i, h, d] and LSE [q_start + i, h].
+  std::vector<Expr> q_index(const Expr& b, const Expr& h, const Expr& i, const Expr& d) const;
+  std::vector<Expr> lse_index(const Expr& b, const Expr& h, const Expr& i) const;
+  // `dst = load K[...]` of key j (K or V: `tensor`) of batch b, KV head hk, column d:
+  // K[b, hk, j, d], or paged `let kv_page = load BT[b, j / page]` then
+  // K[kv_page, hk, j % page, d]. j must be a key that exists (j < Sk).
+  Block load_kv(const std::string& dst, const std::string& tensor, const Expr& b,
+                const Expr& hk, const Expr& j, const Expr& d) const;
 
   Expr kv_head(const Expr& h) const { return h / group; }
   // Row i keeps key j (constant 1 without a mask); `drops` is its complement.
   Expr keeps(const Expr& i, const Expr& j) const;
   Expr drops(const Expr& i, const Expr& j) const;
   // Row i keeps at least one key (constant 1 unless the mask is bottom-right: with
-  // Sq > Sk its first Sq - Sk rows keep none); `empty_row` is its complement.
+  // Sq > Sk its first Sq - Sk rows keep none; or paged: a sequence of no keys);
+  // `empty_row` is its complement.
   Expr has_keys(const Expr& i) const;
   Expr empty_row(const Expr& i) const;
   // Keys [0, n) that rows [0, rows_end) keep between them: the causal bound of a
@@ -74,6 +104,14 @@ int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.
 inline constexpr const char* kLseTensor = "lse";
+// Paged KV's integer lets: sequence b's key count and the page of key j.
+inline constexpr const char* kKvLenVar = "kv_len";
+inline constexpr const char* kKvPageVar = "kv_page";
+// Varlen's integer lets: the sequence's rows in Q and K.
+inline constexpr const char* kQStartVar = "q_start";
+inline constexpr const char* kQEndVar = "q_end";
+inline constexpr const char* kKvStartVar = "kv_start";
+inline constexpr const char* kKvEndVar = "kv_end";
 
 // `body` under `cond`, without an If when the condition is the constant 1, and nothing
 // when it is the constant 0.

@@ -59,7 +59,10 @@ class Model {
     size_t mark = frames_.size();
     for (const Stmt& st : b) {
       switch (st.kind) {
-        case StmtKind::Let: frames_.push_back({Frame::Let, st.var, st.value}); break;
+        case StmtKind::Let:
+          // An integer read from memory (a page number) is unknown here; 0 stands for it.
+          frames_.push_back({Frame::Let, st.var, st.value});
+          break;
         case StmtKind::For:
           frames_.push_back({Frame::Loop, st.var, st.extent});
           visit(st.body);

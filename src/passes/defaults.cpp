@@ -1,12 +1,15 @@
 #include "passes/defaults.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 namespace loom {
 namespace {
 
 struct Gemm {
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  size_t out_rank = 2;  // the contraction's result: 2, 3 (bmm) or 4
   bool known = false, epilogue = false;
   DType in = DType::F32, out = DType::F32;  // set for known shapes only
   bool f32_operands = false;                 // A is f32 or tf32, whatever the shape
@@ -32,6 +35,7 @@ Gemm gemm_of(const Graph& g) {
     s.known &= !a.shape.back().is_sym();
     if (!s.known) return s;
     for (size_t i = 0; i + 2 < r; ++i) s.batch *= n.shape[i].value;  // rank 4: B x H
+    s.out_rank = r;
     s.M = n.shape[r - 2].value;
     s.N = n.shape[r - 1].value;
     s.K = a.shape.back().value;
@@ -149,18 +153,34 @@ static bool wgmma_large(const Gemm& s, int sm_count) {
 // stores with other CTAs' math and ran 364 TFLOP/s at 1024^3, 0.024 us per K element of
 // a 128x256 tile's work on one SM. Equal at K = 10 / (0.024 - 0.007) ~ 600: from 640 (ten
 // slabs) wgmma. The attention-shaped K = 64 and 128 keep mma.sync.
+// That bound holds for the direct epilogue. A bmm's [B, M, N] output leaves through the
+// rank-3 TMA store (k:053), which overlaps the tile's store with the next tile's mainloop:
+// then every K takes wgmma (H100, 2026-11-27, bench/NOTES.md, the model-shape suite:
+// Q.K^T-shaped 512 x 512x512x64 f16 0.94x cuBLAS, 64 x 2048x2048x128 bf16 1.05x, against
+// 0.68-0.85x on mma.sync; 8 x 512x28672x4096 1.03x against 0.94x with direct stores).
+// Rank-4 outputs ([B, H, M, N]) keep the direct epilogue and the bound.
 constexpr int64_t kBatchedWgmmaMinK = 640;
+static bool batched_tma_store(const Gemm& s) {
+  return s.batch > 1 && s.out_rank == 3 && s.N * dtype_bytes(s.out) % 16 == 0;
+}
 static bool wgmma_batched(const Gemm& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
-         s.K >= kBatchedWgmmaMinK &&
+         (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
          2 * s.batch * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
 // Decode on sm_90a: a few rows (M <= 64) against a weight of N >= 1024 columns, operands
 // TMA can load. wgmma's M is 64 rows per warpgroup, so the GEMM runs swapped (SWAP_AB,
 // l:015): C^T = B^T A^T puts the weight's N on wgmma's M and the small M on its N.
+// Up to 95 rows: at 77 x 4096 x 4096 f16 the swapped schedule's M > 32 form (two CTAs
+// of BN = 40 per weight slab) ran 1.07x cuBLAS on H100 against 0.47x for mma.sync and
+// 0.73x for an unswapped 64x128 wgmma tile (bench/NOTES.md, 2026-11-27, the model-shape
+// suite). From 96 rows the one-row medium schedule below takes over (128 x 4096 x 4096:
+// the swapped BN = 64 form 0.78x, the one-row 128x32 tile 0.96x).
+constexpr int64_t kSwappedDecodeMaxM = 95;
 static bool wgmma_decode(const Gemm& s) {
-  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M <= 64 && s.N >= 1024;
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows &&
+         s.M <= kSwappedDecodeMaxM && s.N >= 1024;
 }
 
 // The swapped decode schedule. Streaming the weight (N*K*2 bytes, read once) is the whole
@@ -222,6 +242,86 @@ static Knobs wgmma_decode_defaults(const Gemm& s, const Target& t) {
   return k;
 }
 
+// Medium 16-bit GEMMs that TMA can load, no batch, too few 128x256 tiles for the large
+// schedule: up to 512 rows (four rows of 128-row tiles) with enough columns for half a
+// wave of 32-wide tiles. Until 2026-11-27 they ran mma.sync (512 x 4096 x 4096 0.45x
+// cuBLAS) or the split-K schedule's 64x32 tiles without a split (128 x 4096 x 4096 0.69x).
+// Larger M (1024^3: 64 tiles of 128x128) is not measured on it and keeps mma.sync.
+constexpr int64_t kMediumMaxRows = 4;
+static bool wgmma_medium(const Gemm& s, int sm_count) {
+  const int64_t rows = (s.M + 127) / 128;
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M % 8 == 0 &&
+         s.N % 8 == 0 && s.K % 8 == 0 && rows <= kMediumMaxRows && !wgmma_large(s, sm_count) &&
+         2 * rows * ((s.N + 31) / 32) >= sm_count;
+}
+
+// The medium schedule's tile width: the multiple of 16 from 32 to 256 that minimizes
+// rounds x (BN + 32), the rounds of 128 x BN tiles over the SMs, the 32 a tile's fixed
+// cost (its A slab, prologue and epilogue) in columns' worth. H100, 2026-11-27, against
+// cuBLAS (bench/NOTES.md, the model-shape suite): one row of tiles picks one wave of the
+// widest tile, 128 x 4096 x 4096 BN = 32 0.96x (64: 0.91x), 128 x 10240 x 8192 BN = 80
+// 1.00x (64: 0.82x, 1.2 waves), 128 x 6144 x 4096 BN = 48 1.00x; four rows pick two
+// rounds of 160 at 512 x 10240 x 8192 (0.97x; 128: 0.78x, 192: 0.87x).
+static int64_t medium_width(const Gemm& s, int sm_count) {
+  const int64_t rows = (s.M + 127) / 128;
+  int64_t best = 256, best_cost = INT64_MAX;
+  // An N-major B's slab rows are BN wide: 128-byte swizzle spans need multiples of 64.
+  const int64_t step = s.b_k_major ? 16 : 64;
+  for (int64_t bn = 256; bn >= 32; bn -= step) {
+    const int64_t tiles = rows * ((s.N + bn - 1) / bn);
+    const int64_t cost = (tiles + sm_count - 1) / sm_count * (bn + 32);
+    if (cost < best_cost) best = bn, best_cost = cost;  // ties keep the wider tile
+  }
+  return best;
+}
+
+// One row of tiles (M <= 128): each CTA streams its BN rows of the weight once, so one
+// wave of CTAs, non-persistent, as deep a ring as 216 KB holds (up to 8 slabs), stores
+// straight from the accumulators. More rows: the large schedule's persistent form with
+// the TMA-store epilogue (512 x 4096 x 4096 at BN = 128: 0.92x; with 2-CTA clusters 0.85x).
+static Knobs wgmma_medium_defaults(const Gemm& s, int sm_count) {
+  const int64_t bn = medium_width(s, sm_count);
+  const std::string tile = "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
+                           ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,";
+  // No register split (CONSUMER_REGS=0): these tiles need few registers, and ptxas
+  // ignores setmaxnreg in them anyway (C7508: their count at entry is not the cap).
+  if (s.M <= 128) {
+    const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + bn) * 64 * 2));
+    return Knobs::parse(tile + "STAGES=" + std::to_string(depth) +
+                        ",EPILOGUE=direct,CONSUMER_REGS=0");
+  }
+  return Knobs::parse(tile + "STAGES=4,GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
+}
+
+// Batches of 16-bit GEMMs with few rows per entry (M <= 128: mixture-of-experts layers,
+// 16-512 tokens per expert) or few columns (N <= 128: attention's P.V, N = head dim) and
+// a K long enough to stream (640 and 512: ten and eight slabs). H100, 2026-11-27 (bench/
+// NOTES.md, the model-shape suite), against cuBLAS: 8 x 16 x 4096 x 28672 bf16 on 64x256
+// tiles of one consumer warpgroup 0.99x (mma.sync 0.80x), 8 x 64 x 14336 x 4096 0.99x
+// (0.63x); 8 x 128 x 4096 x 28672 on 128x128 tiles 0.95x (the persistent 128x256 one:
+// 0.79x); 512 x 512 x 64 x 512 f16 (P.V) on 128x64 tiles 1.01x (mma.sync 0.76x), 64 x
+// 2048 x 128 x 2048 bf16 0.94x (128x192 persistent: 0.83x). Non-persistent, warp-
+// specialized, direct stores, 5-6 slabs deep.
+static bool wgmma_batched_thin(const Gemm& s) {
+  return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows &&
+         ((s.M <= 128 && s.N >= 256 && s.K >= 640) || (s.N <= 128 && s.M >= 128 && s.K >= 512));
+}
+// With a bmm's rank-3 output the few-row and few-column forms store through TMA (k:053):
+// 8 x 16..64 x 4096 x 28672 0.98-1.00x (direct 0.97-1.00x), P.V 0.96-1.03x (0.94-1.03x).
+// The 128x128 form is measured with direct stores only and keeps them.
+static Knobs wgmma_batched_thin_defaults(const Gemm& s) {
+  const std::string common = ",WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1";
+  const std::string direct = common + ",EPILOGUE=direct";
+  const std::string store = batched_tma_store(s) ? common + ",EPILOGUE=tma_store,EPI_BUFFERS=2"
+                                                 : direct;
+  if (s.M <= 64)
+    return Knobs::parse(batched_tma_store(s) ? "WM=1,BN=256,STAGES=4" + store
+                                             : "WM=1,BN=256,STAGES=5" + direct);
+  // Two consumer warpgroups of small tiles: no register split (see wgmma_medium_defaults).
+  if (s.M <= 128) return Knobs::parse("WM=2,BN=128,STAGES=6,CONSUMER_REGS=0" + direct);
+  return Knobs::parse("WM=2,BN=64,STAGES=6,CONSUMER_REGS=0" + store);
+}
+
 // Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
 // has too few 128x128 tiles to fill half the SMs and a long K: split-K on wgmma tiles.
 static bool wgmma_split_k(const Gemm& s, int sm_count) {
@@ -262,10 +362,20 @@ static int64_t persistent_rounds(const Gemm& s, int sm_count, int64_t bn) {
 // predicts 5% or more: at 8192^3 (16 rounds of 256 against 21 of 192, 1.6% predicted) the
 // 256-wide tile keeps its measured 1.03x, and at 4096 x 14336 x 4096 (14 against 19) 192
 // tied (2026-11-23, the last wave).
+// 160 joined the candidates on 2026-11-27: 512 x 10240 x 8192 bf16 is 1.21 rounds of
+// 256-wide tiles, 1.64 of 192 and 1.94 of 160 (two rounds each): 0.87x cuBLAS at 192,
+// 0.97x at 160 on H100 (bench/NOTES.md, the model-shape suite). A narrower tile must
+// predict a gain over the widest kept so far: 5% for 192, 15% for 160, whose tiles do
+// less work per slab: 512 x 14336 x 4096 (2 rounds of 256, 3 of 160, 6% predicted) ran
+// 0.93x at 160 against 1.00x at 256.
 static int64_t wave_width(const Gemm& s, int sm_count) {
-  const int64_t wide = persistent_rounds(s, sm_count, 256) * 256;
-  const int64_t narrow = persistent_rounds(s, sm_count, 192) * 192;
-  return narrow * 100 <= wide * 95 ? 192 : 256;
+  int64_t best = 256, best_time = persistent_rounds(s, sm_count, 256) * 256;
+  for (auto [bn, gain_pct] : {std::pair<int64_t, int64_t>{192, 5}, {160, 15}}) {
+    if (bn % 64 != 0 && !s.b_k_major) continue;  // see medium_width
+    const int64_t time = persistent_rounds(s, sm_count, bn) * bn;
+    if (time * 100 <= best_time * (100 - gain_pct)) best = bn, best_time = time;
+  }
+  return best;
 }
 
 // Operands the copy engine cannot load for wgmma: rows that are not whole 16-byte units
@@ -323,13 +433,19 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   const bool tf32 = s.f32_operands;
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
+  if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
+  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
-    const int64_t bn = tf32 ? 256 : wave_width(s, sm_count);
+    // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
+    // tiles (0.94-1.05x) stream their stores better than 128x256 ones (0.89-0.97x).
+    const bool short_batched = s.batch > 1 && s.K < kBatchedWgmmaMinK;
+    const int64_t bn = tf32 ? 256 : short_batched ? 128 : wave_width(s, sm_count);
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
     const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
-    if (tiles >= 2 * int64_t(sm_count)) k.set("CLUSTER_M", "2");
+    // Batches through the TMA store were measured without clusters (above).
+    if (tiles >= 2 * int64_t(sm_count) && !batched_tma_store(s)) k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
     // mainloop. Its first form (2026-11-22) kept the whole 64 KB C tile in shared memory, which cost the
     // fourth stage: +3 to +20% for K <= 4096 (8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x
@@ -337,9 +453,9 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
     // 128 KB tile did not fit at all. Streamed through 2 strip buffers per consumer
     // warpgroup (EPI_BUFFERS=2, 32 KB for any output type) it keeps STAGES=4 for every K
     // and f32 outputs; 16-bit strips are written with stmatrix. To be confirmed on the GPU.
-    // k:053 takes 2-D outputs whose rows are whole 16-byte units (a tensor map's stride):
-    // a batch keeps the direct epilogue.
-    if (s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) {
+    // k:053 takes outputs whose rows are whole 16-byte units (a tensor map's stride), 2-D
+    // or a bmm's [B, M, N] (rank-4 batches keep the direct epilogue).
+    if ((s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) || batched_tma_store(s)) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
     }
@@ -427,11 +543,14 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   const char* mma_atom = s.in == DType::F16 ? "mma_f16" : "mma_bf16";
   // On sm_90a decode runs swapped on wgmma (its schedule: c.wgmma, wgmma_decode_defaults).
   const bool swapped_decode = tensor_cores && t.arch == "sm_90a" && wgmma_decode(s);
+  // So do batches of thin GEMMs (wgmma_batched_thin: a few tokens per expert).
+  const bool batched_thin = tensor_cores && t.arch == "sm_90a" && wgmma_batched_thin(s);
   if (tensor_cores && (decode_shape(s.M, s.N, s.K) || swapped_decode)) {
     c.shape_class = "decode";  // the mma tile is mma_defaults_decode
     c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
-    c.knobs.set("ATOM", swapped_decode ? (s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16")
-                                       : mma_atom);
+    c.knobs.set("ATOM", swapped_decode || batched_thin
+                            ? (s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16")
+                            : mma_atom);
     return c;
   }
   if (s.M * s.N <= 256 * 256 && s.K >= 4096) {
@@ -450,7 +569,7 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
                            std::to_string(S) + ",SPLITK_MODE=" + mode);
     // On sm_90a a 16-bit one takes wgmma with split-K (its schedule: c.wgmma).
     if (tensor_cores && t.arch == "sm_90a" &&
-        (wgmma_split_k(s, t.sm_count) || wgmma_batched(s, t.sm_count)))
+        (wgmma_split_k(s, t.sm_count) || wgmma_batched(s, t.sm_count) || batched_thin))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     return c;
   }
@@ -481,12 +600,14 @@ DefaultChoice default_knobs(const Graph& g, const Target& t) {
   }
   if (!c.shape_class.empty()) {
     if (tensor_cores) c.knobs.set("ATOM", mma_atom);
-    // On sm_90a a large aligned 16-bit GEMM takes wgmma, and so does one with few tiles
-    // and a long K, split, and a batch of them (its schedule: c.wgmma), and a ragged one
-    // whose rows TMA cannot address (wgmma_ragged: the threads fill the slabs).
+    // On sm_90a a large aligned 16-bit GEMM takes wgmma, and so does a medium one, one
+    // with few tiles and a long K, split, and a batch of them, thin or not (its schedule:
+    // c.wgmma), and a ragged one whose rows TMA cannot address (wgmma_ragged: the
+    // threads fill the slabs).
     if (tensor_cores && t.arch == "sm_90a" &&
-        (wgmma_large(s, t.sm_count) || wgmma_split_k(s, t.sm_count) ||
-         wgmma_batched(s, t.sm_count) || wgmma_ragged(s, t.sm_count)))
+        (wgmma_large(s, t.sm_count) || wgmma_medium(s, t.sm_count) ||
+         wgmma_split_k(s, t.sm_count) || wgmma_batched(s, t.sm_count) || batched_thin ||
+         wgmma_ragged(s, t.sm_count)))
       c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
     if (s.in == DType::TF32) set_tf32_atom(c.knobs, s, t);
     return c;

@@ -187,6 +187,11 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
 Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Target& t,
                                const SpaceOptions& opt) {
   if (!g.attention()) throw Error("generate_attention_space: the expression has no attention op");
+  if (g.attention()->paged_attention() || g.attention()->varlen_attention())
+    throw Error(std::string("the tuner does not tune ") +
+                (g.attention()->paged_attention() ? "paged attention (block_table=)"
+                                                  : "attention over packed sequences (cu_seqlens_q=)") +
+                " yet: it has no tuning key; compile and run it with its defaults or --knobs");
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
       if (d.is_sym())

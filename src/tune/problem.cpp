@@ -20,6 +20,7 @@ TuneProblem tune_problem(const Graph& g) {
     TuneProblem p;
     size_t r = n.shape.size();
     for (size_t i = 0; i + 2 < r; ++i) p.batch *= n.shape[i].value;  // rank 4: B x H
+    p.out_rank = r;
     p.M = n.shape[r - 2].value;
     p.N = n.shape[r - 1].value;
     p.K = a.shape.back().value;

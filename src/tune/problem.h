@@ -15,6 +15,7 @@ namespace loom::tune {
 
 struct TuneProblem {
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  size_t out_rank = 2;     // the contraction result's rank: 2, 3 (bmm) or 4
   DType in = DType::F32;   // A's element type
   DType out = DType::F32;  // the result's element type
   bool epilogue = false;   // elementwise ops fused after the contraction

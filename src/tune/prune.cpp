@@ -212,7 +212,9 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
   const bool swapped = k.get_int("SWAP_AB", 0) == 1;
   if (b.epilogue == "tma_store") {
     if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
-    if (p.batch != 1) return "EPILOGUE=tma_store takes a 2-D output; this one is batched";
+    if (p.batch != 1 && p.out_rank != 3)
+      return "EPILOGUE=tma_store takes a 2-D output or a bmm's [B, M, N]; this one has rank " +
+             str(int64_t(p.out_rank));
     if (swapped)
       return "EPILOGUE=tma_store with SWAP_AB=1: the swapped kernel stores a transposed tile, "
              "which k:053 does not take";

@@ -129,6 +129,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
       auto p = std::make_unique<Problem>();
       p->key = key;
       make_random_inputs(inputs, p->host, job.seed);
+      fill_serving_inputs(g, p->host, job.seed);  // paged attention: a table, lengths
       p->inputs.allocate(inputs, p->host);
       // Attention is checked as `loom run` checks it (verify_attention): its fp64 and
       // 16-bit references of the checked rows, computed once here.
@@ -141,7 +142,8 @@ Measurement TrialRunner::run(const MeasureJob& job,
       check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
       p->timing = plan_trial_timing(job.timing, job.l2, input_bytes, dev_->l2_bytes,
                                     int64_t(free_bytes));
-      p->rotation = RotationInputs(inputs, p->host.symbols, job.seed, p->timing.timing.input_sets);
+      p->rotation = RotationInputs(inputs, p->host.symbols, job.seed, p->timing.timing.input_sets,
+                                   [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
       problem_ = std::move(p);
     }
   } catch (const Error& e) {

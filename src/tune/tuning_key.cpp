@@ -129,6 +129,15 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
                      "=<size>): tuning records are per shape";
         return std::nullopt;
       }
+  // Paged attention's signature would read as the dense op's (the pool's dims in K's
+  // place), so a dense record could land on it: no key until the key grammar has the form.
+  if (const Node* a = g.attention(); a && (a->paged_attention() || a->varlen_attention())) {
+    if (why_not)
+      *why_not = std::string(a->paged_attention() ? "paged attention (block_table=)"
+                                                  : "attention over packed sequences (cu_seqlens_q=)") +
+                 " has no tuning key yet: its defaults are used";
+    return std::nullopt;
+  }
   TuningKey k;
   k.gpu = dev.name;
   k.sm_count = dev.sm_count;

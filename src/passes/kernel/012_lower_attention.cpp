@@ -124,11 +124,44 @@ struct Lowering {
     const int64_t chunks = rows * D / kChunk, threads = kLanes * W;
     const Expr c = Expr::var(tag + "_c"), e = Expr::var(tag + "_e");
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
-    const std::vector<Expr> from =
-        at ? at(row0 + row, col) : std::vector<Expr>{b, head, row0 + row, col};
+    const bool paged = a.paged && (src == a.k || src == a.v) && !at;
+    std::vector<Expr> from =
+        at         ? at(row0 + row, col)
+        : a.varlen ? std::vector<Expr>{Expr::var(kKvStartVar) + row0 + row, head, col}  // K, V
+                   : std::vector<Expr>{b, head, row0 + row, col};
+    Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
+    if (paged) {
+      // Paged KV: key row0 + row is row (row0 + row) % page of page BT[b, (row0 + row) / page].
+      // A block within one page (BLOCK_N divides the page: row0 is a multiple of BLOCK_N)
+      // reads its page once, before the copy loop; a block over several pages reads each
+      // chunk's. When the block's threads divide a page's chunks, chunk c of a thread lies
+      // in the block's page c / (page chunks / threads) whatever the thread: the slot is
+      // written that way, a constant per unrolled c, so the compiler keeps BLOCK_N/page
+      // loads of the table per thread instead of one per chunk (H100, page 16 under
+      // 32-key blocks: 1.093x the contiguous form's time with a load per chunk).
+      // The slot is clamped into the table: rows past the table are zero-filled (the
+      // predicate), but their address is still formed.
+      const int64_t page_chunks = a.page * D / kChunk;
+      const Expr slot_in_block =
+          page_chunks % threads == 0 ? c / (page_chunks / threads) : row / Expr(a.page);
+      const Expr slot_of =
+          min(a.page % rows == 0 || a.page % BN == 0 ? row0 / Expr(a.page)
+                                                     : row0 / Expr(a.page) + slot_in_block,
+              Expr(p.tensor(a.block_table).shape[1]) - 1);
+      Stmt read = Stmt::LetLoad(tag + "_page", a.block_table,
+                                {flat(p.tensor(a.block_table), {b, slot_of})});
+      from = {Expr::var(tag + "_page"), head, (row0 + row) % Expr(a.page), col};
+      if (a.page % rows == 0 || a.page % BN == 0) {
+        Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src, flat(p.tensor(src), from),
+                                     int(kChunk), row0 + row < limit)};
+        if (chunks % threads != 0) one = {Stmt::If(e < chunks, std::move(one))};
+        body.insert(body.end(), one.begin(), one.end());
+        return {read, reg_loop(tag + "_c", (chunks + threads - 1) / threads, std::move(body))};
+      }
+      body.push_back(read);
+    }
     Block one = {Stmt::AsyncCopy(dst, base + row * D + col, src, flat(p.tensor(src), from),
                                  int(kChunk), row0 + row < limit)};
-    Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
     if (chunks % threads != 0) one = {Stmt::If(e < chunks, std::move(one))};
     body.insert(body.end(), one.begin(), one.end());
     return {reg_loop(tag + "_c", (chunks + threads - 1) / threads, std::move(body))};
@@ -147,7 +180,7 @@ struct Lowering {
   Expr query_block() const {
     const Expr x = dec.split() ? Expr::var("blockIdx.x") / dec.splits : Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
-    return ceil_div(dec.rows(a), Expr(BM)) - 1 - x;
+    return ceil_div(dec.rows_cap(a), Expr(BM)) - 1 - x;
   }
 
   // Q's A fragment of row atom m_a (the variable) and k-step `ks`, from its staging.
@@ -314,13 +347,30 @@ struct Lowering {
         Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / kLanes),
         Stmt::Let("lane", tid % kLanes),
     };
+    // Paged KV: Sk is this sequence's key count, read once per CTA (before kb0, which
+    // divides the sequence's blocks among the splits).
+    if (a.paged)
+      body.insert(body.begin() + 3, Stmt::LetLoad(kKvLenVar, a.seqlens,
+                                                  {flat(p.tensor(a.seqlens), {b})}));
+    if (a.varlen)  // the sequence's rows of Q and K: its lengths, read once per CTA
+      body.insert(body.begin() + 3,
+                  {Stmt::LetLoad(kQStartVar, a.cu_q, {flat(p.tensor(a.cu_q), {b})}),
+                   Stmt::LetLoad(kQEndVar, a.cu_q, {flat(p.tensor(a.cu_q), {b + 1})}),
+                   Stmt::LetLoad(kKvStartVar, a.cu_k, {flat(p.tensor(a.cu_k), {b})}),
+                   Stmt::LetLoad(kKvEndVar, a.cu_k, {flat(p.tensor(a.cu_k), {b + 1})})});
     if (dec.split())  // SPLIT_KV: this CTA's split and its first key block
-      body.insert(body.begin() + 1, {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
-                                     Stmt::Let("kb0", dec.first_block(sp))});
+      body.insert(body.begin() + (a.paged ? 4 : 1),
+                  {Stmt::Let("sp", Expr::var("blockIdx.x") % dec.splits),
+                   Stmt::Let("kb0", dec.first_block(sp))});
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
 
     // 2. Q.
-    if (dec.pack > 1)
+    if (a.varlen)  // Q [Tq, Hq, D]: row r of the block is token q_start + query(r)
+      append(copy_block(q_s, a.q, h, qb * BM, BM, dec.rows(a), "q", Expr(0),
+                        [&](const Expr& r, const Expr& col) {
+                          return a.q_index(b, dec.head(h, r), dec.query(r), col);
+                        }));
+    else if (dec.pack > 1)
       append(copy_block(q_s, a.q, h, qb * BM, BM, dec.rows(a), "q", Expr(0),
                         [&](const Expr& r, const Expr& col) {
                           return std::vector<Expr>{b, dec.head(h, r), dec.query(r), col};
@@ -509,7 +559,7 @@ struct Lowering {
                          ? Stmt::Write(dec.part_o,
                                        {flat(p.tensor(dec.part_o), {b, hq, i, sp, d})},
                                        val("y", {Expr(0)}))
-                         : Stmt::Write("out", {flat(p.tensor("out"), {b, hq, i, d})},
+                         : Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, hq, i, d))},
                                        val("y", {Expr(0)}));
             s.width = 2;
             return t.stage_output ? s : Stmt::If(pr < dec.rows(a), {s});
@@ -528,7 +578,7 @@ struct Lowering {
         lse.insert(lse.end(), none.begin(), none.end());
         const std::string dst = dec.split() ? dec.part_lse : kLseTensor;
         const std::vector<Expr> at = dec.split() ? std::vector<Expr>{b, hq, i, sp}
-                                                 : std::vector<Expr>{b, hq, i};
+                                                 : a.lse_index(b, hq, i);
         lse.push_back(Stmt::If(lane % 4 < 1 && pr < dec.rows(a),
                                {Stmt::Write(dst, {flat(p.tensor(dst), at)},
                                             val("lse_v", {m_a, r2}))}));
@@ -539,6 +589,15 @@ struct Lowering {
       tail.push_back(reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(fin))}));
       append(std::move(tail));
       if (t.stage_output) append(copy_out());
+    }
+    if (a.varlen) {
+      // A query block past its sequence's rows (the grid is sized by max_seqlen_q) has
+      // nothing to do: everything after the lets is under one CTA-uniform condition.
+      size_t lets = 0;
+      while (lets < body.size() && body[lets].kind == StmtKind::Let) ++lets;
+      Block rest(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.erase(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.push_back(Stmt::If(qb * BM < dec.rows(a), std::move(rest)));
     }
     return body;
   }
@@ -576,7 +635,7 @@ struct Lowering {
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
     KernelOp k;
     k.name = "k_attention";
-    k.grid[0] = ceil_div(dec.rows(a), Expr(BM)) * dec.splits;
+    k.grid[0] = ceil_div(dec.rows_cap(a), Expr(BM)) * dec.splits;
     k.grid[1] = dec.heads(a);
     k.grid[2] = a.B;
     k.block_threads = int(kLanes * W);
@@ -589,6 +648,14 @@ struct Lowering {
     k.body = build(k.warp_atoms[0]);
     // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
     std::vector<std::string> tensors = {a.q, a.k, a.v};
+    if (a.paged) {
+      tensors.push_back(a.block_table);
+      tensors.push_back(a.seqlens);
+    }
+    if (a.varlen) {
+      tensors.push_back(a.cu_q);
+      tensors.push_back(a.cu_k);
+    }
     if (dec.split()) {
       tensors.push_back(dec.part_o);
       tensors.push_back(dec.part_lse);
@@ -624,6 +691,10 @@ Pass pass_lower_attention() {
                 static_cast<ProgramBase&>(kp) = s.tile;
                 const AttentionDecode dec =
                     attention_decode(s, a, t.block_m, t.block_n, &kp);
+                if (t.stage_output && a.varlen)
+                  throw Error("STAGE_OUTPUT=1 copies the block's rows of O out as one contiguous "
+                              "[BLOCK_M, D] of one head, and packed sequences' rows are [T, H, D] "
+                              "(a row stride of H·D): use STAGE_OUTPUT=0");
                 if (t.stage_output && (dec.split() || dec.pack > 1))
                   throw Error(std::string("STAGE_OUTPUT=1 copies the block's rows of O out as one "
                               "contiguous [BLOCK_M, D] of one head, and ") +

@@ -10,7 +10,8 @@
 // shared writes need no bounds guards. Steps, for each kernel that issues wgmma:
 //  1. The epilogue: the statements after the mainloop in the block that holds both (the
 //     kernel body, a consumer arm, the persistent tile loop's body). Its global stores
-//     write one 2-D output, never atomically.
+//     write one output, 2-D or a bmm's [B, M, N] (a rank-3 map, boxes of one entry, so
+//     each entry's edges clip), never atomically.
 //  2. Each store's flat offset is `row * N + col` as k:010 built it; row and col split
 //     into the block's part (blockIdx, the tile loop: the TMA box corner) and the cell's
 //     part (threadIdx and the epilogue's loops). Checked at random points.
@@ -100,6 +101,7 @@ struct Site {
   std::vector<std::pair<std::string, int64_t>> loops;  // epilogue loops, outermost first
   Expr row, col;                                       // the cell's part
   Expr row_block, col_block;                           // the block's part
+  Expr batch_block = Expr(0);                          // a batch's entry ([B, M, N] outputs)
   int64_t strip = -1;  // EPI_BUFFERS: the column strip its cells lie in
 };
 
@@ -284,6 +286,16 @@ class TmaStoreEpilogue {
 
   // ---- step 2 ----
 
+  // A batched output's offset `b * (M * N) + rest`, the batch term leftmost in the sum
+  // as k:010 builds it: (b, rest).
+  static std::optional<std::pair<Expr, Expr>> split_batch(const Expr& e, const Expr& mn) {
+    if (e.kind() != Expr::Kind::Add) return std::nullopt;
+    const Expr& l = e.lhs();
+    if (l.kind() == Expr::Kind::Mul && l.rhs().same_as(mn)) return std::pair{l.lhs(), e.rhs()};
+    if (auto r = split_batch(l, mn)) return std::pair{r->first, r->second + e.rhs()};
+    return std::nullopt;
+  }
+
   static std::optional<std::pair<Expr, Expr>> split_row_col(const Expr& e, const Expr& n) {
     if (e.kind() == Expr::Kind::Mul && e.rhs().same_as(n)) return std::pair{e.lhs(), Expr(0)};
     if (e.kind() == Expr::Kind::Add)
@@ -321,19 +333,37 @@ class TmaStoreEpilogue {
     LOOM_CHECK(!sites_.empty(), "k:053: an epilogue without stores");
     out_ = p_.tensor(sites_[0].store->tensor);
     if (out_->role != TensorRole::Output) refuse("it stores into " + out_->name + ", not an output");
-    if (out_->shape.size() != 2)
-      refuse("its output " + out_->name + " has rank " + std::to_string(out_->shape.size()) +
-             "; the TMA-store epilogue takes 2-D outputs (no batch)");
+    // A batch of outputs [B, M, N] (bmm, a batched wgmma kernel's (batch, tile) walk) is
+    // stored through a rank-3 map, boxes of one entry's rows x S: the map clips them at
+    // each entry's M and N edges as a 2-D one does at the matrix's.
+    rank_ = out_->shape.size();
+    if (rank_ != 2 && rank_ != 3)
+      refuse("its output " + out_->name + " has rank " + std::to_string(rank_) +
+             "; the TMA-store epilogue takes 2-D outputs and batches of them ([B, M, N])");
     const int64_t eb = dtype_bytes(out_->dtype);
-    if (out_->shape[1].is_const() && out_->shape[1].const_value() * eb % 16 != 0)
-      refuse(out_->name + "'s rows are " + std::to_string(out_->shape[1].const_value() * eb) +
+    const Expr& width = out_->shape[rank_ - 1];
+    if (width.is_const() && width.const_value() * eb % 16 != 0)
+      refuse(out_->name + "'s rows are " + std::to_string(width.const_value() * eb) +
              " B; a tensor map's row stride is a multiple of 16 B");
-    const Expr n = out_->strides()[0];
+    const Expr n = out_->strides()[rank_ - 2];
+    const Expr mn = rank_ == 3 ? out_->strides()[0] : Expr(0);
     for (Site& site : sites_) {
       const Stmt& st = *site.store;
       if (st.tensor != out_->name) refuse("its epilogue stores into two tensors");
       if (st.atomic_add) refuse("its epilogue adds atomically (split-K)");
-      auto rc = split_row_col(st.index.at(0), n);
+      Expr offset = st.index.at(0);
+      if (rank_ == 3) {
+        auto br = split_batch(offset, mn);
+        if (!br) refuse("the store offset " + offset.str() + " is not `b * " + mn.str() + " + row * " +
+                        n.str() + " + col`");
+        if (full(br->first).uses("threadIdx.x") ||
+            std::any_of(epilogue_vars_.begin(), epilogue_vars_.end(),
+                        [&](const std::string& v) { return full(br->first).uses(v); }))
+          refuse("its batch index " + br->first.str() + " varies within the tile");
+        site.batch_block = br->first;
+        offset = br->second;
+      }
+      auto rc = split_row_col(offset, n);
       if (!rc) refuse("the store offset " + st.index[0].str() + " is not `row * " + n.str() + " + col`");
       auto split = [&](const Expr& e, Expr& local, Expr& block) {
         local = Expr(0);
@@ -346,23 +376,25 @@ class TmaStoreEpilogue {
       };
       split(rc->first, site.row, site.row_block);
       split(rc->second, site.col, site.col_block);
-      check_split(st.index[0], site, n);
+      check_split(st.index[0], site, n, mn);
       const Site& first = sites_[0];
       auto same = [](const Expr& a, const Expr& b) {
         auto d = constant_difference(a, b);
         return a.same_as(b) || (d && *d == 0);
       };
-      if (!same(first.row_block, site.row_block) || !same(first.col_block, site.col_block))
+      if (!same(first.row_block, site.row_block) || !same(first.col_block, site.col_block) ||
+          !same(first.batch_block, site.batch_block))
         refuse("its stores have different block origins (" + first.row_block.str() + ", " +
                first.col_block.str() + ") and (" + site.row_block.str() + ", " +
                site.col_block.str() + ")");
     }
   }
 
-  // offset == (row_block + row) * N + col_block + col at random points.
-  void check_split(const Expr& offset, const Site& site, const Expr& n) const {
+  // offset == batch_block * M * N + (row_block + row) * N + col_block + col at random points.
+  void check_split(const Expr& offset, const Site& site, const Expr& n, const Expr& mn) const {
     const Expr f = full(offset);
-    const Expr g = full((site.row_block + site.row) * n + site.col_block + site.col);
+    const Expr g = full(site.batch_block * mn + (site.row_block + site.row) * n + site.col_block +
+                        site.col);
     std::set<std::string> vars;
     f.collect_vars(vars);
     g.collect_vars(vars);
@@ -618,18 +650,21 @@ class TmaStoreEpilogue {
     d.tensor = out_->name;
     d.shared = tile.name;
     d.box = {strip_, owners_[0].rows};
+    if (rank_ == 3) d.box.push_back(1);  // one entry of the batch
     d.swizzle_bytes = swizzle;
     k_.tma.push_back(d);
 
     const Expr row0 = sites_[0].row_block, col0 = sites_[0].col_block;
+    const Expr batch0 = sites_[0].batch_block;
     // Owner o's stores of its strips [j0, j1), strip j from tile slab `slot(j)`.
     auto store_strips = [&](const Owner& o, int64_t j0, int64_t j1, int64_t buffers) {
       Block stores;
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t slab = buffers ? j % buffers : o.c0 / strip_ + j;
+        std::vector<Expr> corner = {row0 + o.r0, col0 + (o.c0 + j * strip_)};
+        if (rank_ == 3) corner.insert(corner.begin(), batch0);
         stores.push_back(Stmt::TmaStore(tile.name, Expr(slab * rows_ * strip_ + o.r0 * strip_),
-                                        out_->name, {row0 + o.r0, col0 + (o.c0 + j * strip_)},
-                                        d.name));
+                                        out_->name, corner, d.name));
       }
       stores.push_back(Stmt::BulkCommit());
       return Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(o.first_thread)), stores);
@@ -875,6 +910,7 @@ class TmaStoreEpilogue {
   // A copy, not a pointer into p_.tensors: rewrite() adds the output tile's shared
   // tensor, which may move the vector (check_resources read the freed one).
   std::optional<TensorDecl> out_;
+  size_t rank_ = 2;  // the output's: 2, or 3 for a batch of outputs
   int64_t consumers_ = 0, rows_ = 0, cols_ = 0, strip_ = 0;
   const int64_t buffers_;  // EPI_BUFFERS
   const int64_t sync_;     // EPI_SYNC: named barriers per strip (1 or 2)

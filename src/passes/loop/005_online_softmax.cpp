@@ -59,23 +59,21 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
   TensorDecl tile;  // [B, Hq, Sq, BLOCK_N]: each row's S, then P, tile
   tile.name = fresh_tensor_name(p, "attn_s");
   tile.dtype = DType::F32;
-  tile.shape = {a.B, a.Hq, a.Sq, Expr(BN)};
+  tile.shape = {a.B, a.Hq, a.q_cap, Expr(BN)};
   tile.role = TensorRole::Temp;
   p.tensors.push_back(tile);
   TensorDecl acc = tile;  // [B, Hq, Sq, D]: the unnormalized O
   acc.name = fresh_tensor_name(p, "attn_o");
-  acc.shape = {a.B, a.Hq, a.Sq, a.D};
+  acc.shape = {a.B, a.Hq, a.q_cap, a.D};
   p.tensors.push_back(acc);
   const std::vector<Expr> tij = {b, h, i, c}, oid = {b, h, i, d};
   const Expr key = j < a.Sk && a.keeps(i, j);
 
   // 3. The block's scores and their max.
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("qk_acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, a.q_index(b, h, i, d))};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("qk_acc", val("qk")));
   Block score = guarded(key, {
       Stmt::Init("qk_acc", 0.0),
       loop("d", a.D, std::move(dot), LoopKind::Reduce),
@@ -90,12 +88,11 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
       Stmt::Write(tile.name, tij, val("p")),
       Stmt::Accum("l", val("p")),
   });
-  Block pv = guarded(key, {
-      Stmt::Load("p", tile.name, tij),
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv_c", ScalarOp::Mul, {val("p"), val("v")}),
-      Stmt::Accum("pv", val("pv_c")),
-  });
+  Block pv_body = {Stmt::Load("p", tile.name, tij)};
+  for (Stmt& st : a.load_kv("v", a.v, b, hk, j, d)) pv_body.push_back(std::move(st));
+  pv_body.push_back(Stmt::Compute("pv_c", ScalarOp::Mul, {val("p"), val("v")}));
+  pv_body.push_back(Stmt::Accum("pv", val("pv_c")));
+  Block pv = guarded(key, std::move(pv_body));
   Block rescale = {
       Stmt::Load("o", acc.name, oid),
       Stmt::Compute("o_scaled", ScalarOp::Mul, {val("o"), val("alpha")}),
@@ -122,7 +119,7 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
   // 4. Normalize and write: O and LSE, or with splits the row's partial O and LSE.
   const std::string o_dst = dec.split() ? dec.part_o : "out";
   const std::vector<Expr> o_at =
-      dec.split() ? std::vector<Expr>{b, h, i, sp, d} : std::vector<Expr>{b, h, i, d};
+      dec.split() ? std::vector<Expr>{b, h, i, sp, d} : a.q_index(b, h, i, d);
   Block finish = {
       Stmt::Load("o", acc.name, oid),
       Stmt::Compute("y", ScalarOp::Div, {val("o"), val("l")}),
@@ -144,9 +141,18 @@ LoopOp online_softmax(const AttentionLoops& a, const AttentionDecode& dec, LoopP
   LoopOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
+  if (a.paged) {
+    op.inputs.push_back(a.block_table);
+    op.inputs.push_back(a.seqlens);
+  }
+  if (a.varlen) {
+    op.inputs.push_back(a.cu_q);
+    op.inputs.push_back(a.cu_k);
+  }
   op.output = dec.split() ? dec.part_o : "out";
-  op.body = {loop("b", a.B, {loop("h", dec.heads(a), {loop("qb", ceil_div(dec.rows(a), Expr(BM)),
-                                                            rows)})})};
+  Block batch = a.batch_lets(b);  // paged: Sk is the batch's key count
+  batch.push_back(loop("h", dec.heads(a), {loop("qb", ceil_div(dec.rows(a), Expr(BM)), rows)}));
+  op.body = {loop("b", a.B, std::move(batch))};
   return op;
 }
 
@@ -185,6 +191,7 @@ Pass pass_online_softmax() {
                   LoopOp combine;
                   combine.name = kCombineOp;
                   combine.inputs = {dec.part_o, dec.part_lse};
+                  if (a.paged) combine.inputs.push_back(a.seqlens);
                   combine.output = "out";
                   combine.body = attention_combine_body(a, dec, false);
                   p.ops.push_back(std::move(combine));

@@ -48,12 +48,10 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   const Expr key = j < a.Sk && a.keeps(i, j);
   const double log2_scale = a.scale * M_LOG2E;
 
-  Block dot = {
-      Stmt::Load("q", a.q, {b, h, i, d}),
-      Stmt::Load("k", a.k, {b, hk, j, d}),
-      Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}),
-      Stmt::Accum("qk_acc", val("qk")),
-  };
+  Block dot = {Stmt::Load("q", a.q, a.q_index(b, h, i, d))};
+  for (Stmt& st : a.load_kv("k", a.k, b, hk, j, d)) dot.push_back(std::move(st));
+  dot.push_back(Stmt::Compute("qk", ScalarOp::Mul, {val("q"), val("k")}));
+  dot.push_back(Stmt::Accum("qk_acc", val("qk")));
   Stmt s_c = Stmt::Compute("s_row", ScalarOp::Mul, {val("qk_acc"), Operand::constant(log2_scale)});
   s_c.dst_index = {c};
   Block score = guarded(key, {
@@ -66,11 +64,10 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
   Stmt p_exp = Stmt::Compute("s_row", ScalarOp::Exp2, {val("e")});
   p_exp.dst_index = {c};
   Block prob = guarded(key, {p_c, p_exp, Stmt::Accum("l", val("s_row", {c}))});
-  Block pv = guarded(key, {
-      Stmt::Load("v", a.v, {b, hk, j, d}),
-      Stmt::Compute("pv_c", ScalarOp::Mul, {val("s_row", {c}), val("v")}),
-      Stmt::Accum("pv", val("pv_c")),
-  });
+  Block pv_body = a.load_kv("v", a.v, b, hk, j, d);
+  pv_body.push_back(Stmt::Compute("pv_c", ScalarOp::Mul, {val("s_row", {c}), val("v")}));
+  pv_body.push_back(Stmt::Accum("pv", val("pv_c")));
+  Block pv = guarded(key, std::move(pv_body));
   Stmt o_scaled = Stmt::Compute("o_row", ScalarOp::Mul, {val("o_row", {d}), val("alpha")});
   o_scaled.dst_index = {d};
   Block rescale = {
@@ -105,23 +102,34 @@ TileOp partition(const AttentionLoops& a, const AttentionTiles& t, const Attenti
       Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l")}),
       loop("d", a.D, {Stmt::Compute("y", ScalarOp::Mul, {val("o_row", {d}), val("inv_l")}),
                       dec.split() ? Stmt::Write(dec.part_o, {b, h, i, sp, d}, val("y"))
-                                  : Stmt::Write("out", {b, h, i, d}, val("y"))}),
+                                  : Stmt::Write("out", a.q_index(b, h, i, d), val("y"))}),
   };
   Block cell = dec.split() ? finish_split_row(a, dec, std::move(row), b, h, i, sp)
                            : finish_row(a, std::move(row), b, h, i);
 
   Block rows = {loop("r", Expr(RW), guarded(pr < dec.rows(a), std::move(cell)),
                      LoopKind::Parallel, Tier::Register)};
-  Block warps = {loop("w", Expr(t.warps), std::move(rows), LoopKind::Parallel, Tier::Warp)};
+  Block warps = a.batch_lets(b);  // paged: Sk is the batch's key count
+  warps.push_back(loop("w", Expr(t.warps), std::move(rows), LoopKind::Parallel, Tier::Warp));
   Block grid = {loop("h", dec.heads(a), {loop("b", a.B, std::move(warps), LoopKind::Parallel,
                                               Tier::Grid)},
                      LoopKind::Parallel, Tier::Grid)};
   if (dec.split()) grid = {loop("sp", Expr(dec.splits), std::move(grid), LoopKind::Parallel, Tier::Grid)};
-  grid = {loop("qb", ceil_div(dec.rows(a), Expr(t.block_m)), std::move(grid), LoopKind::Parallel,
-               Tier::Grid)};
+  // Varlen: as many query blocks as the longest sequence may have (rows_cap); a block past
+  // its own sequence's rows has none (the `pr < rows` guard).
+  grid = {loop("qb", ceil_div(dec.rows_cap(a), Expr(t.block_m)), std::move(grid),
+               LoopKind::Parallel, Tier::Grid)};
   TileOp op;
   op.name = "attention";
   op.inputs = {a.q, a.k, a.v};
+  if (a.paged) {
+    op.inputs.push_back(a.block_table);
+    op.inputs.push_back(a.seqlens);
+  }
+  if (a.varlen) {
+    op.inputs.push_back(a.cu_q);
+    op.inputs.push_back(a.cu_k);
+  }
   op.output = dec.split() ? dec.part_o : "out";
   op.body = std::move(grid);
   return op;
@@ -158,6 +166,7 @@ Pass pass_partition_attention() {
                   TileOp combine;
                   combine.name = kCombineOp;
                   combine.inputs = {dec.part_o, dec.part_lse};
+                  if (a.paged) combine.inputs.push_back(a.seqlens);
                   combine.output = "out";
                   combine.body = attention_combine_body(a, dec, true);
                   tp.ops.push_back(std::move(combine));

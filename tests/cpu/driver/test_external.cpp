@@ -1,7 +1,7 @@
 // driver/external.h, the C++ layer under the Python binding, on the CPU: the tensors a
 // caller must provide (names, roles, dtypes, shapes, bytes) for an attention and a GEMM,
 // the FLOPs credited, the knob set reported, and the pointer checks' errors. The launch
-// itself needs a GPU (python/tests/test_loom_py.py, run by the lead on the H100).
+// itself needs a GPU (python/tests/test_compiler.py, run by the lead on the H100).
 #include <gtest/gtest.h>
 
 #include "driver/external.h"

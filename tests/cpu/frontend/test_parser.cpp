@@ -562,7 +562,7 @@ TEST(ParserErrors, MultiLineTextNamesTheLine) {
   } catch (const ExprError& e) {
     EXPECT_EQ(std::string(e.what()),
               "error at line 2, column 15: unknown dtype 'f8' for B; dtypes are f32, tf32, "
-              "f16, bf16\n"
+              "f16, bf16, i32\n"
               "         B[K,N]:f8)\n"
               "                ^");
   }

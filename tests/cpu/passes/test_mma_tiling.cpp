@@ -7,6 +7,9 @@
 // the IR shapes k:025 promises, the knob errors, and the atom table's affine form.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <utility>
+
 #include "atoms/atoms.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -397,10 +400,11 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
 }
 
 TEST(MmaTiling, BatchedSixteenBitGemmsTakeWgmmaOnSm90a) {
-  // A batch of 16-bit GEMMs whose rows TMA can load, each entry at least 128 x 128, K at
-  // least 640, with half a wave of 128x256 (batch, tile) units on the 132-SM target: the
-  // large schedule, persistent over the units (t:027), the direct epilogue (k:053 takes
-  // 2-D outputs).
+  // A batch of 16-bit GEMMs whose rows TMA can load, each entry at least 128 x 128, with
+  // half a wave of 128x256 (batch, tile) units on the 132-SM target: the large schedule,
+  // persistent over the units (t:027). A bmm's [B, M, N] output leaves through the rank-3
+  // TMA store (k:053), without clusters (as measured), and then any K takes it; rank-4
+  // outputs keep the direct epilogue, clusters from two waves, and K >= 640.
   auto resolved = [](const std::string& e, const char* arch = "sm_90a") {
     Graph g = parse_expression(e);
     DefaultChoice d = default_knobs(g, Target::for_arch(arch));
@@ -412,8 +416,13 @@ TEST(MmaTiling, BatchedSixteenBitGemmsTakeWgmmaOnSm90a) {
   EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_f16");
   EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
   EXPECT_EQ(k.get_int("WARP_SPECIALIZE", 0), 1);
-  EXPECT_EQ(k.get_str("EPILOGUE", ""), "direct");
-  EXPECT_EQ(k.get_int("CLUSTER_M", 1), 2);  // 512 units: two waves and more
+  EXPECT_EQ(k.get_str("EPILOGUE", ""), "tma_store");
+  EXPECT_EQ(k.get_int("EPI_BUFFERS", 0), 2);
+  EXPECT_EQ(k.get_int("CLUSTER_M", 1), 1);
+  Knobs rank4 = resolved("matmul(A[4,16,512,1024]:bf16, B[4,16,1024,512]:bf16)");
+  EXPECT_EQ(rank4.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(rank4.get_str("EPILOGUE", ""), "direct");
+  EXPECT_EQ(rank4.get_int("CLUSTER_M", 1), 2);  // 512 units: two waves and more
   EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_str("ATOM", ""),
             "wgmma_bf16");
   EXPECT_EQ(resolved("bmm(A[4,4096,4096]:bf16, B[4,4096,4096]:bf16)").get_str("ATOM", ""),
@@ -424,17 +433,22 @@ TEST(MmaTiling, BatchedSixteenBitGemmsTakeWgmmaOnSm90a) {
   // The tile width counts the batch's units: one 1024^2 entry is one round of either
   // width (192, as 2-D shapes get), 32 of them 8 rounds of 256 against 12 of 192.
   EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_int("BN", 0), 256);
-  EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_int("CLUSTER_M", 1), 2);
+  EXPECT_EQ(resolved("bmm(A[32,1024,1024]:bf16, B[32,1024,1024]:bf16)").get_int("CLUSTER_M", 1), 1);
+  // Q.K^T-shaped short K through the TMA store: 128x128 tiles (0.94-1.05x cuBLAS on H100,
+  // mma.sync 0.68-0.85x).
+  Knobs qk = resolved("bmm(A[64,512,64]:f16, B[64,64,512]:f16)");
+  EXPECT_EQ(qk.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(qk.get_int("BN", 0), 128);
+  EXPECT_EQ(qk.get_str("EPILOGUE", ""), "tma_store");
+  EXPECT_EQ(resolved("bmm(A[64,512,576]:f16, B[64,576,512]:f16)").get_str("ATOM", ""), "wgmma_f16");
   // What keeps mma.sync: sm_80; a row pitch TMA cannot address (K = 1000: 2000 B, but
   // N = 500: 1000 B); entries under 128 x 128; too few units (2 x 4 x 2 = 16 < 66); a K
-  // under 640 (the attention-shaped 64 x 512x512x64: 0.36x on wgmma, 0.81x on mma.sync,
-  // and rank 4's 8 x 16 x 512x512x128); f32/tf32 operands.
+  // under 640 with a rank-4 output (8 x 16 x 512x512x128: direct stores, where the
+  // attention-shaped 64 x 512x512x64 ran 0.36x on wgmma, 0.81x on mma.sync); f32/tf32.
   EXPECT_EQ(resolved(batch, "sm_80").get_str("ATOM", ""), "mma_f16");
   EXPECT_EQ(resolved("bmm(A[64,512,1000]:f16, B[64,1000,500]:f16)").get_str("ATOM", ""), "mma_f16");
   EXPECT_EQ(resolved("bmm(A[64,64,1024]:f16, B[64,1024,64]:f16)").get_str("ATOM", ""), "mma_f16");
   EXPECT_EQ(resolved("bmm(A[2,512,1024]:bf16, B[2,1024,512]:bf16)").get_str("ATOM", ""), "mma_bf16");
-  EXPECT_EQ(resolved("bmm(A[64,512,64]:f16, B[64,64,512]:f16)").get_str("ATOM", ""), "mma_f16");
-  EXPECT_EQ(resolved("bmm(A[64,512,576]:f16, B[64,576,512]:f16)").get_str("ATOM", ""), "mma_f16");
   EXPECT_EQ(resolved("matmul(A[8,16,512,128]:bf16, B[8,16,128,512]:bf16)").get_str("ATOM", ""),
             "mma_bf16");
   EXPECT_EQ(resolved("bmm(A[64,512,1024]:f32, B[64,1024,512]:f32)").get_str("ATOM", "fma"), "fma");
@@ -555,6 +569,64 @@ TEST(MmaTiling, AffineLaneFormReproducesEveryMmaLayout) {
     EXPECT_NE(std::string(e.what()).find("not affine in (lane / 4, lane % 4)"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(MmaTiling, HopperModelShapeRules) {
+  // The sm_90a rules set from the model-shape suite (bench/NOTES.md, 2026-11-27, the
+  // model-shape suite), on H100's 132 SMs.
+  auto resolved = [](const std::string& e) {
+    Graph g = parse_expression(e);
+    DefaultChoice d = default_knobs(g, Target::for_arch("sm_90a"));
+    const std::string atom = d.knobs.get_str("ATOM", "fma");
+    return resolve_knobs(d.knobs, Knobs(), atom.rfind("wgmma_", 0) == 0 ? d.wgmma : d.mma);
+  };
+  // One row of 128-row tiles: one wave of the widest tile, non-persistent, a deep ring.
+  for (auto [e, bn] : {std::pair<const char*, int64_t>{"linear(X[128,4096]:bf16, W[4096,4096]:bf16)", 32},
+                       {"linear(X[128,4096]:bf16, W[6144,4096]:bf16)", 48},
+                       {"linear(X[128,8192]:bf16, W[10240,8192]:bf16)", 80},
+                       {"linear(X[128,8192]:bf16, W[8192,8192]:bf16)", 64}}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_bf16");
+    EXPECT_EQ(k.get_int("WM", 0), 2);
+    EXPECT_EQ(k.get_int("BN", 0), bn);
+    EXPECT_EQ(k.get_int("STAGES", 0), 8);
+    EXPECT_EQ(k.get_int("PERSISTENT", 0), 0);
+    EXPECT_EQ(k.get_int("SPLITK", 1), 1);
+  }
+  // Up to four rows: the persistent TMA-store schedule at the medium width.
+  Knobs m512 = resolved("linear(X[512,4096]:bf16, W[4096,4096]:bf16)");
+  EXPECT_EQ(m512.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(m512.get_int("BN", 0), 128);
+  EXPECT_EQ(m512.get_int("PERSISTENT", 0), 1);
+  EXPECT_EQ(m512.get_str("EPILOGUE", ""), "tma_store");
+  // The large schedule's widths: 160 where it saves a round's worth (15%), not at
+  // 512 x 14336 x 4096 (6% predicted, measured slower).
+  EXPECT_EQ(resolved("linear(X[512,8192]:bf16, W[10240,8192]:bf16)").get_int("BN", 0), 160);
+  EXPECT_EQ(resolved("linear(X[512,4096]:bf16, W[14336,4096]:bf16)").get_int("BN", 0), 256);
+  // The split-K schedule keeps few-tile shapes (a one-row tile would leave SMs idle).
+  EXPECT_GT(resolved("matmul(A[128,16384]:bf16, B[16384,128]:bf16)").get_int("SPLITK", 1), 1);
+  // 77 rows: the swapped decode schedule, two CTAs of 40 columns per weight slab.
+  Knobs m77 = resolved("linear(X[77,4096]:f16, W[4096,4096]:f16)");
+  EXPECT_EQ(m77.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(m77.get_int("SWAP_AB", 0), 1);
+  EXPECT_EQ(m77.get_int("BN", 0), 40);
+  // Batches of thin GEMMs: experts' few tokens (64x256 and 128x128 tiles), P.V's few columns
+  // (128x64), non-persistent.
+  for (auto [e, wm, bn] : {std::tuple<const char*, int64_t, int64_t>{
+                               "bmm(X[8,16,4096]:bf16, W[8,4096,28672]:bf16)", 1, 256},
+                           {"bmm(X[8,128,4096]:bf16, W[8,4096,28672]:bf16)", 2, 128},
+                           {"bmm(P[512,512,512]:f16, V[512,512,64]:f16)", 2, 64}}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_str("ATOM", "").rfind("wgmma_", 0), 0u);
+    EXPECT_EQ(k.get_int("WM", 0), wm);
+    EXPECT_EQ(k.get_int("BN", 0), bn);
+    EXPECT_EQ(k.get_int("PERSISTENT", 0), 0);
+  }
+  // Q.K^T's short K: wgmma through the rank-3 TMA store (0.94-1.05x; with direct stores
+  // 0.36-0.43x, mma.sync 0.68-0.85x).
+  EXPECT_EQ(resolved("bmm(Q[512,512,64]:f16, K[512,64,512]:f16)").get_str("EPILOGUE", ""), "tma_store");
 }
 
 }  // namespace

@@ -291,6 +291,12 @@ TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {
                    "SWIZZLE=128B,BK=128,STAGES=8,EPILOGUE=tma_store")
                 .find("transposed tile"),
             std::string::npos);
+  // A bmm's [B, M, N] goes through a rank-3 map (k:053); a rank-4 output does not.
+  Case bmm = problem(parse_expression("bmm(A[8,512,512]:bf16, B[8,512,512]:bf16)"), "wgmma_bf16");
+  EXPECT_EQ(why(bmm, big + "EPI_BUFFERS=2"), "");
+  Case rank4 = problem(parse_expression("matmul(A[2,4,512,512]:bf16, B[2,4,512,512]:bf16)"),
+                       "wgmma_bf16");
+  EXPECT_NE(why(rank4, big + "EPI_BUFFERS=2").find("has rank 4"), std::string::npos);
 }
 
 TEST(Prune, RegisterAWantsAKMajorA) {

@@ -1,19 +1,30 @@
-// loom_py: Loom's pipeline from Python, on PyTorch's tensors and stream, so that Loom and
-// PyTorch's attention backends are timed in one process (scripts/attention_bench.py).
-// A thin layer over driver/external.h (compile, bind caller pointers, launch), the
-// ladders (driver/ladder.h) and `loom run` (driver/run.h); every loom::Error arrives in
-// Python as a RuntimeError with Loom's message, and every note of a compile
+// loom._C: Loom's pipeline from Python, on PyTorch's tensors and stream. The package
+// python/loom wraps it (python/loom/ops.py: the torch ops); scripts/attention_bench.py uses
+// it directly. A thin layer over driver/external.h (compile, bind caller pointers,
+// launch), the ladders (driver/ladder.h) and `loom run` (driver/run.h); every loom::Error
+// arrives in Python as a RuntimeError with Loom's message, and every note of a compile
 // (CompiledProgram::notes, which `loom` prints as "loom: note: ...") as a
-// loom_py.NoteWarning through Python's warnings module.
+// loom.NoteWarning through Python's warnings module.
+//
+// A Kernel launches on buffers the caller owns, its workspace (the program's Temps:
+// split-K's partial sums and tile counters) included, and gives its shared-memory tensors
+// no device buffer, so that launching allocates nothing and synchronizes nothing: PyTorch's caching allocator provides every byte, and a launch
+// can be captured into a CUDA graph (python/loom/ops.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+
 #include "driver/external.h"
+#include "driver/executor.h"
 #include "driver/ladder.h"
+#include "ir/program.h"
 #include "driver/run.h"
 #include "passes/knobs.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/nvrtc.h"
 #include "tune/tuned_knobs.h"
 
 namespace nb = nanobind;
@@ -31,7 +42,7 @@ nb::dict tensor_dict(const ExternalTensor& t) {
   return d;
 }
 
-// loom_py.NoteWarning (a UserWarning), set when the module loads.
+// loom.NoteWarning (a UserWarning), set when the module loads.
 PyObject* note_warning = nullptr;
 
 // A compile's notes (knobs that did something their writer may not have meant) through
@@ -54,7 +65,7 @@ nb::list tensor_list(const ExternalProgram& p) {
 DeviceInfo current_device(int ordinal) {
   std::string why;
   auto dev = probe_device(ordinal, &why);
-  if (!dev) throw Error("loom_py needs a GPU for this: " + why);
+  if (!dev) throw Error("loom needs a GPU for this: " + why);
   make_device_current(ordinal);
   return *dev;
 }
@@ -69,26 +80,79 @@ ExternalProgram compile_for_target(const std::string& expr, const std::string& k
 }
 
 // A Kernel: compiled for GPU `device` (its SM count and shared memory, and the tuning
-// database's record when use_db) and loaded there.
+// database's record when use_db), NVRTC-compiled through the cubin cache and loaded there.
 class Kernel {
  public:
   Kernel(const std::string& expr, const std::string& knobs, int device, bool use_db,
-         const std::string& dims) {
+         const std::string& dims)
+      : device_(device) {
     DeviceInfo dev = current_device(device);
-    ExternalProgram p = compile_external(expr, Knobs::parse(knobs), target_for_device(dev),
-                                         parse_dims(dims), tune::tuning_db_lookup(use_db), &dev);
-    warn_notes(p.program.notes);
-    runner_ = std::make_unique<ExternalRunner>(std::move(p), device);
+    p_ = compile_external(expr, Knobs::parse(knobs), target_for_device(dev), parse_dims(dims),
+                          tune::tuning_db_lookup(use_db), &dev);
+    warn_notes(p_.program.notes);
+    const Expr::Env no_symbols;
+    for (const auto& t : p_.program.state.kernel.tensors) {
+      if (t.role != TensorRole::Temp) continue;
+      nb::dict w;
+      w["name"] = t.name;
+      w["bytes"] = t.numel().eval(no_symbols) * int64_t(dtype_bytes(t.dtype));
+      w["zero_init"] = t.zero_init;
+      workspace_.append(w);
+      temps_.push_back(t.name);
+    }
+    CubinCache cache;
+    CompileResult cr = compile(nvrtc_request(p_.program.cuda, dev.arch()), &cache);
+    module_ = std::make_unique<Module>(Module::load(cr.cubin));
   }
-  // ptrs: tensor name -> device address (torch.Tensor.data_ptr()); stream: a cudaStream_t
-  // as an integer (torch.cuda.current_stream().cuda_stream; 0 is the legacy stream).
+  // ptrs: tensor name -> device address (torch.Tensor.data_ptr()) for every input, output
+  // and workspace buffer; stream: a cudaStream_t as an integer
+  // (torch.cuda.current_stream().cuda_stream; 0 is the legacy stream). Arguments and TMA
+  // maps are resolved again only when the pointers change; nothing is allocated, copied or
+  // synchronized, so the launch may be captured into a CUDA graph.
   void launch(const std::map<std::string, uintptr_t>& ptrs, uintptr_t stream) {
-    runner_->launch(ptrs, reinterpret_cast<cudaStream_t>(stream));
+    if (!launcher_ || ptrs != bound_) {
+      std::map<std::string, uintptr_t> io;
+      for (const auto& [name, ptr] : ptrs)
+        if (std::find(temps_.begin(), temps_.end(), name) == temps_.end()) io[name] = ptr;
+      check_external_pointers(p_, io);
+      std::map<std::string, void*> external;
+      for (const auto& [name, ptr] : ptrs) external[name] = reinterpret_cast<void*>(ptr);
+      for (const auto& t : temps_) {
+        auto it = ptrs.find(t);
+        if (it == ptrs.end() || it->second == 0)
+          throw Error("no workspace pointer for " + t + " of `" + p_.expression +
+                      "`: pass a buffer for each entry of Kernel.workspace");
+      }
+      // No make_device_current here: its cudaFree(0) may not run inside a stream capture,
+      // and the caller (python/loom/ops.py) has made the device current already.
+      const KernelProgram& kp = p_.program.state.kernel;
+      // Shared-memory tensors live in each kernel's dynamic shared memory and are never a
+      // kernel argument, but DeviceTensors::adopt gives a device buffer to every tensor it
+      // is not handed: a cudaMalloc (and later a cudaFree) per rebind, which a CUDA graph
+      // capture refuses. Handing them "no buffer" keeps the launch allocation-free.
+      for (const auto& t : kp.tensors)
+        if (t.role == TensorRole::Shared) external[t.name] = nullptr;
+      launcher_.reset();
+      tensors_ = std::make_unique<DeviceTensors>();
+      tensors_->adopt(kp, external, {});
+      launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_,
+                                                    std::map<std::string, int64_t>{});
+      bound_ = ptrs;
+    }
+    launcher_->launch_all(reinterpret_cast<cudaStream_t>(stream));
   }
-  const ExternalProgram& program() const { return runner_->program(); }
+  const ExternalProgram& program() const { return p_; }
+  nb::list workspace() const { return workspace_; }
 
  private:
-  std::unique_ptr<ExternalRunner> runner_;
+  int device_ = 0;
+  ExternalProgram p_;
+  nb::list workspace_;
+  std::vector<std::string> temps_;
+  std::unique_ptr<Module> module_;
+  std::map<std::string, uintptr_t> bound_;
+  std::unique_ptr<DeviceTensors> tensors_;
+  std::unique_ptr<ProgramLauncher> launcher_;
 };
 
 nb::dict ladder_dict(const Ladder& l) {
@@ -119,7 +183,7 @@ nb::dict run(const std::string& expr, const std::string& knobs, bool bench, int 
   opt.l2 = parse_l2_request(l2);
   opt.seed = seed;
   opt.device = device;
-  opt.command_line = "loom_py.run";
+  opt.command_line = "loom.run";
   opt.choose_tuned = tune::tuning_db_lookup(use_db);
   RunReport r = run_expression(expr, opt);
   warn_notes(r.program.notes);
@@ -138,10 +202,10 @@ nb::dict run(const std::string& expr, const std::string& knobs, bool bench, int 
 
 }  // namespace
 
-NB_MODULE(loom_py, m) {
-  m.doc() = "Loom's compiler pipeline on PyTorch's tensors (python/README.md)";
+NB_MODULE(_C, m) {
+  m.doc() = "loom._C: Loom's compiler pipeline on PyTorch's tensors (python/README.md)";
   note_warning = PyErr_NewExceptionWithDoc(
-      "loom_py.NoteWarning",
+      "loom.NoteWarning",
       "A compile's note: knobs that did something their writer may not have meant",
       PyExc_UserWarning, nullptr);
   m.attr("NoteWarning") = nb::handle(note_warning);
@@ -155,6 +219,15 @@ NB_MODULE(loom_py, m) {
       .def_prop_ro("summary", [](const ExternalProgram& p) { return p.program.summary; })
       .def_prop_ro("knob_source", [](const ExternalProgram& p) { return p.program.knob_source; })
       .def_prop_ro("notes", [](const ExternalProgram& p) { return p.program.notes; })
+      .def("ir", [](const ExternalProgram& p, const std::string& level) -> std::string {
+        if (level == "loop") return print(p.program.state.loop);
+        if (level == "tile") return print(p.program.state.tile);
+        if (level == "kernel") return print(p.program.state.kernel);
+        if (level == "cuda") return p.program.cuda;
+        throw Error("Program.ir: level '" + level + "' is not one of loop, tile, kernel, cuda");
+      }, nb::arg("level") = "cuda",
+           "One level of the program, as `loom compile --ir LEVEL` prints it (loop is the "
+           "Loop IR after fusion)")
       .def("check_pointers", &check_external_pointers, nb::arg("ptrs"),
            "Raises unless ptrs names every input and output with a non-null address");
 
@@ -168,8 +241,11 @@ NB_MODULE(loom_py, m) {
            nb::arg("use_db") = true, nb::arg("dims") = "",
            "Compile for the GPU and load the kernels (knobs over the defaults or the tuned record)")
       .def("launch", &Kernel::launch, nb::arg("ptrs"), nb::arg("stream") = 0,
-           "Enqueue the program on the caller's device pointers and stream (no sync)")
-      .def_prop_ro("program", &Kernel::program, nb::rv_policy::reference_internal);
+           "Enqueue the program on the caller's device pointers (inputs, outputs, workspace) and stream: no allocation, no sync")
+      .def_prop_ro("program", &Kernel::program, nb::rv_policy::reference_internal)
+      .def_prop_ro("workspace", &Kernel::workspace,
+                   "The program's own buffers (name, bytes, zero_init) the caller passes to "
+                   "launch; zero_init ones must be zeroed (the kernels leave them zero)");
 
   m.def("ladder", [](const std::string& name, const std::string& shape, const std::string& dtype,
                      bool causal) { return ladder_dict(make_ladder(name, shape, dtype, causal)); },

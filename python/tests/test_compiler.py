@@ -1,24 +1,19 @@
-"""The loom_py binding. CPU part (needs only the built module): the ladder as the C++
-defines it, compile() and its errors. GPU part (needs torch and CUDA; skipped with the
-reason otherwise): Loom's kernels on torch tensors and streams, checked against f32
-references with the issue's rule, and loom_py.run's own verification.
+"""The compiler API of the package (the former loom_py module, now loom._C re-exported
+by `loom`). CPU part (needs only the built extension): the ladder as the C++ defines it,
+compile() and its errors. GPU part (needs torch and CUDA; skipped with the reason
+otherwise): Loom's kernels on torch tensors and streams through loom.Kernel, checked
+against f32 references with the issue's rule, and loom.run's own verification.
 
-Run (GPU machine, after `ninja -C build loom_py`):
-  python3 -m pytest -v python/tests
-LOOM_PY_PATH points at another build directory than <repo>/build.
+Run: python3 -m pytest -v python/tests (LOOM_PY_PATH: the CMake build folder, default
+<repo>/build; or the installed package with LOOM_TEST_INSTALLED=1).
 """
 import math
-import os
-import sys
 import warnings
 
 import pytest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.environ.get("LOOM_PY_PATH", os.path.join(_REPO, "build")))
-sys.path.insert(0, os.path.join(_REPO, "python"))
 
-# torch before loom_py, as python/loom_torch.py says why.
+# torch before loom's extension, as python/loom/__init__.py says why.
 try:
     import torch
     HAVE_CUDA = torch.cuda.is_available()
@@ -27,10 +22,10 @@ except ImportError:
     torch, HAVE_CUDA, WHY = None, False, "torch is not installed"
 
 try:
-    import loom_py
+    import loom as loom_py
 except ImportError as e:  # pragma: no cover - depends on the build
-    pytest.skip("loom_py is not built (configure with nanobind, ninja loom_py): %s" % e,
-                allow_module_level=True)
+    pytest.skip("loom's extension is not built (pip install ., or ninja loom_py with "
+                "LOOM_PY_PATH): %s" % e, allow_module_level=True)
 
 gpu = pytest.mark.skipif(not HAVE_CUDA, reason=WHY)
 
@@ -65,6 +60,17 @@ def test_compile_lists_the_callers_tensors():
     assert [x["name"] for x in g.tensors] == ["A", "B", "out"]
 
 
+def test_program_ir_levels_are_loom_compiles():
+    # Program.ir(level) is `loom compile --ir level`'s text (no GPU needed).
+    p = loom_py.compile("relu(matmul(A[64,32]:f16, B[32,48]:f16))", "", "sm_80")
+    loop, tile, kernel = p.ir("loop"), p.ir("tile"), p.ir("kernel")
+    assert "relu" in loop and loop != tile and tile != kernel
+    assert "out: f16[64, 48] output" in kernel, kernel[:400]
+    assert p.ir() == p.ir("cuda") == p.cuda
+    with pytest.raises(RuntimeError, match="level 'sass' is not one of loop, tile, kernel, cuda"):
+        p.ir("sass")
+
+
 def test_errors_carry_looms_message():
     with pytest.raises(RuntimeError, match="unknown knob 'NOPE'"):
         loom_py.compile(attn(1, 1, 1, 64, 64, 64), "NOPE=1")
@@ -78,7 +84,7 @@ def test_errors_carry_looms_message():
 def test_notes_are_warnings_and_a_property():
     # Explicit tiling knobs without ATOM leave sm_90a's default wgmma atom for the SIMT
     # schedule: legal, so a note, which `loom compile` prints as "loom: note: ..." and
-    # loom_py raises as a NoteWarning (a UserWarning) and keeps on Program.notes.
+    # loom raises as a NoteWarning (a UserWarning) and keeps on Program.notes.
     e = "matmul(A[4096,4096]:f16, B[4096,4096]:f16)"
     with pytest.warns(loom_py.NoteWarning, match="select the SIMT schedule") as caught:
         p = loom_py.compile(e, "BN=128,FM=2")

@@ -1,0 +1,593 @@
+"""Loom's ops on torch tensors: loom.matmul, loom.bmm, loom.linear and loom.attention.
+
+Each is a torch.library custom op (torch.ops.loom.matmul, .bmm, .linear, .attention;
+the names are stable: torch.compile backends and other code may call them) with a fake
+implementation, so torch.compile(fullgraph=True) traces a model that uses them without a
+graph break, and an autograd formula (matmul, bmm, linear: the backward GEMMs run on
+Loom too; attention has none and says so).
+
+From the tensors the op writes a Loom expression (docs/cli.md) with every size a number:
+`matmul(A[512,256]:bf16, B[384,256]:bf16.T)` for a @ b.T. An operand is taken as stored
+when it is contiguous or the transpose (of its last two dimensions) of a contiguous
+tensor; any other strides raise LoomStrideError naming them and the fix. One kernel is
+compiled per expression, GPU, knobs and use_db (the tuning database's record for the
+shape on that GPU unless use_db=False, explicit knobs over it) on the first call, and
+kept: later calls launch it. Outputs and the kernel's workspace come from PyTorch's
+allocator on the inputs' device, and the launch goes on torch.cuda.current_stream(): no
+allocation of Loom's own, no host synchronization, so a call can be captured into a CUDA
+graph once the kernel is compiled (call the op once before capturing, as CUDA graph
+warm-up does anyway; compiling inside a capture is refused with an error saying so).
+"""
+import atexit
+import threading
+from typing import Optional, Tuple
+
+import torch
+
+from . import _C
+
+__all__ = ["matmul", "bmm", "linear", "attention", "expression", "clear_cache", "cache_info",
+           "LoomStrideError"]
+
+_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+ACTIVATIONS = ("relu", "gelu", "silu")
+CAUSAL = {"none": "false", "top_left": "top_left", "bottom_right": "true"}
+_ALIGN = 16  # bytes: TMA and the 16-byte vector loads need it of every base address
+
+
+class LoomStrideError(ValueError):
+    """An operand's strides are not ones Loom's kernels take (row-major, or the transpose
+    of row-major)."""
+
+
+# ---- expressions from tensors ------------------------------------------------------
+
+def _dtype(op, name, t, allowed=("f32", "f16", "bf16")):
+    d = _DTYPES.get(t.dtype)
+    if d is None or d not in allowed:
+        names = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16"}
+        raise TypeError("loom.%s: %s has dtype %s; Loom's %s takes %s (convert it, e.g. "
+                        "%s.to(torch.bfloat16))" % (op, name, t.dtype, op,
+                                                    " or ".join(names[a] for a in allowed), name))
+    return d
+
+
+def _dims(shape):
+    return ",".join(str(int(s)) for s in shape)
+
+
+def _layout(op, name, t, transposable=True):
+    """'' when t is stored row-major, '.T' when it is the transpose of a row-major tensor
+    (of its last two dims); otherwise LoomStrideError."""
+    if t.is_contiguous():
+        return ""
+    if transposable and t.dim() >= 2 and t.transpose(-1, -2).is_contiguous():
+        return ".T"
+    what = ("row-major (contiguous) or the transpose of a row-major tensor (x.T, "
+            "x.transpose(-1, -2) of a contiguous x)" if transposable else
+            "row-major (contiguous) [B, H, S, D]")
+    raise LoomStrideError(
+        "loom.%s: %s has shape %s and strides %s, which Loom's kernels cannot read: they take "
+        "%s. Pass %s.contiguous()" % (op, name, list(t.shape), list(t.stride()), what, name))
+
+
+def _check(op, name, t, transposable=True):
+    """What _operand checks, without writing sizes: the fake implementations call it, where
+    sizes may be symbolic (torch.compile's dynamic shapes)."""
+    _dtype(op, name, t)
+    _layout(op, name, t, transposable)
+
+
+def _operand(op, name, label, t, dtype=None, transposable=True):
+    dt = dtype or _dtype(op, name, t)
+    tr = _layout(op, name, t, transposable)
+    shape = list(t.shape)
+    if tr:
+        shape = shape[:-2] + [shape[-1], shape[-2]]
+    return "%s[%s]:%s%s" % (label, _dims(shape), dt, tr)
+
+
+def _same(op, tensors):
+    """One dtype and one device for every operand."""
+    (n0, t0) = tensors[0]
+    for n, t in tensors[1:]:
+        if t.dtype != t0.dtype:
+            raise TypeError("loom.%s: %s is %s but %s is %s; Loom's operands share one dtype "
+                            "(convert one with .to(%s))" % (op, n0, t0.dtype, n, t.dtype, t0.dtype))
+        if t.device != t0.device:
+            raise ValueError("loom.%s: %s is on %s but %s is on %s; move them to one CUDA "
+                             "device" % (op, n0, t0.device, n, t.device))
+
+
+def _matmul_shape(op, a, b):
+    ranks = (3,) if op == "bmm" else (2, 3, 4)
+    for n, t in (("a", a), ("b", b)):
+        if t.dim() not in ranks:
+            raise ValueError("loom.%s: %s has rank %d (shape %s); %s takes %s" % (
+                op, n, t.dim(), list(t.shape), op,
+                "rank 3 [B,M,K]·[B,K,N]" if op == "bmm" else
+                "ranks 2 to 4: [M,K]·[K,N] under up to two batch dims, equal in both or "
+                "absent from one (shared by every batch entry)"))
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError("loom.%s: inner dimensions differ: a %s has K=%d but b %s has K=%d" % (
+            op, list(a.shape), a.shape[-1], list(b.shape), b.shape[-2]))
+    ba, bb = list(a.shape[:-2]), list(b.shape[:-2])
+    if ba and bb and ba != bb:
+        raise ValueError("loom.%s: batch dimensions differ: a %s, b %s; Loom takes equal batch "
+                         "dims, or none on one operand (no broadcasting of size-1 dims: "
+                         "expand and .contiguous() it)" % (op, list(a.shape), list(b.shape)))
+    _same(op, [("a", a), ("b", b)])
+    return (ba or bb) + [a.shape[-2], b.shape[-1]]
+
+
+def _matmul_expr(op, a, b):
+    return "matmul(%s, %s)" % (_operand(op, "a", "A", a), _operand(op, "b", "B", b))
+
+
+def _check_activation(activation):
+    if activation is None or activation == "none":
+        return None
+    if activation in ACTIVATIONS:
+        return activation
+    hint = ""
+    if activation in ("gelu_tanh", "tanh", "gelu_new", "gelu_pytorch_tanh"):
+        hint = (" (Loom's gelu is the exact erf form, torch's approximate='none'; for the tanh "
+                "form apply torch.nn.functional.gelu(y, approximate='tanh') to loom.linear(x, w, "
+                "bias))")
+    raise ValueError("loom.linear: activation=%r is not one of Loom's epilogues: None, %s%s" % (
+        activation, ", ".join(repr(a) for a in ACTIVATIONS), hint))
+
+
+def _linear_shape(x, w, bias):
+    if x.dim() != 2 or w.dim() != 2:
+        raise ValueError("loom.linear: x must be [M,K] and w [N,K] (torch's layout); got x %s, "
+                         "w %s" % (list(x.shape), list(w.shape)))
+    if x.shape[1] != w.shape[1]:
+        raise ValueError("loom.linear: inner dimensions differ: x %s has K=%d but w %s has K=%d" % (
+            list(x.shape), x.shape[1], list(w.shape), w.shape[1]))
+    ts = [("x", x), ("w", w)]
+    if bias is not None:
+        if bias.dim() != 1 or bias.shape[0] != w.shape[0]:
+            raise ValueError("loom.linear: bias must be [N] = [%d]; got %s" % (
+                w.shape[0], list(bias.shape)))
+        ts.append(("bias", bias))
+    _same("linear", ts)
+    return [x.shape[0], w.shape[0]]
+
+
+def _linear_expr(x, w, bias, activation):
+    e = "linear(%s, %s%s)" % (
+        _operand("linear", "x", "X", x), _operand("linear", "w", "W", w),
+        "" if bias is None else ", " + _operand("linear", "bias", "bias", bias))
+    return "%s(%s)" % (activation, e) if activation else e
+
+
+def _causal(causal):
+    if causal is False or causal is None:
+        return "none"
+    if causal is True:
+        return "top_left"
+    if isinstance(causal, str) and causal in CAUSAL:
+        return causal
+    raise ValueError("loom.attention: causal=%r; it takes False, True (torch's is_causal: "
+                     "the top-left aligned mask), 'top_left' or 'bottom_right' (FlashAttention's "
+                     "alignment when Sq != Sk)" % (causal,))
+
+
+def _check_scale(scale):
+    if scale is not None and not (0 < float(scale) < float("inf")):
+        raise ValueError("loom.attention: scale=%r; it must be a positive finite number (default "
+                         "1/sqrt(D))" % (scale,))
+
+
+def _attention_shape(q, k, v):
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError("loom.attention: %s must be [B, H, S, D] (rank 4); got %s" % (
+                n, list(t.shape)))
+    _same("attention", [("q", q), ("k", k), ("v", v)])
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        _dtype("attention", n, t, allowed=("f16", "bf16"))
+    b, hq, sq, d = q.shape
+    if k.shape[0] != b or v.shape[0] != b:
+        raise ValueError("loom.attention: batch sizes differ: q %s, k %s, v %s" % (
+            list(q.shape), list(k.shape), list(v.shape)))
+    if k.shape[1] != v.shape[1] or k.shape[2] != v.shape[2]:
+        raise ValueError("loom.attention: k %s and v %s must have the same heads and length" % (
+            list(k.shape), list(v.shape)))
+    hkv = k.shape[1]
+    if hkv == 0 or hq % hkv:
+        raise ValueError("loom.attention: q's heads Hq=%d are not a multiple of k's Hkv=%d "
+                         "(GQA/MQA need Hkv to divide Hq)" % (hq, hkv))
+    if k.shape[3] != d:
+        raise ValueError("loom.attention: head dims differ: q %s has D=%d but k %s has %d" % (
+            list(q.shape), d, list(k.shape), k.shape[3]))
+    return [b, hq, sq, v.shape[3]], [b, hq, sq]
+
+
+def _attention_expr(q, k, v, causal, scale, lse=True):
+    args = [_operand("attention", n, n.upper(), t, transposable=False)
+            for n, t in (("q", q), ("k", k), ("v", v))]
+    args.append("causal=" + CAUSAL[causal])
+    if scale is not None:
+        args.append("scale=" + repr(float(scale)))
+    if lse:
+        args.append("lse=true")
+    return "attention(%s)" % ", ".join(args)
+
+
+def expression(op, *tensors, **kwargs):
+    """The Loom expression an op compiles for these tensors (real, fake or meta ones:
+    only shapes, dtypes and strides are read), e.g. for loom.tune or `loom run -c`."""
+    if op in ("matmul", "bmm"):
+        a, b = tensors
+        _matmul_shape(op, a, b)
+        return _matmul_expr(op, a, b)
+    if op == "linear":
+        x, w = tensors[:2]
+        bias = tensors[2] if len(tensors) > 2 else kwargs.get("bias")
+        act = _check_activation(kwargs.get("activation"))
+        _linear_shape(x, w, bias)
+        return _linear_expr(x, w, bias, act)
+    if op == "attention":
+        q, k, v = tensors
+        _check_scale(kwargs.get("scale"))
+        _attention_shape(q, k, v)
+        return _attention_expr(q, k, v, _causal(kwargs.get("causal", False)), kwargs.get("scale"),
+                               bool(kwargs.get("return_lse", False)))
+    raise ValueError("loom.expression: unknown op %r; one of matmul, bmm, linear, attention" % (op,))
+
+
+# ---- compiled kernels, cached ------------------------------------------------------
+
+class _Entry:
+    __slots__ = ("kernel", "outputs", "workspace")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.outputs = [(t["name"], list(t["shape"]), _TORCH_DTYPES[t["dtype"]])
+                        for t in kernel.program.tensors if t["role"] == "output"]
+        self.workspace = [(w["name"], int(w["bytes"]), bool(w["zero_init"]))
+                          for w in kernel.workspace]
+
+
+_cache = {}
+_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0, "direct": 0}
+
+
+def clear_cache():
+    """Forget every compiled kernel (the next call of each op compiles again, e.g. after
+    loom.tune wrote a record)."""
+    with _lock:
+        _cache.clear()
+
+
+# Kernels go before the interpreter tears the extension down (their modules unload while
+# the CUDA context is still there, and nanobind finds no instance left behind).
+atexit.register(clear_cache)
+
+
+def cache_info():
+    """{'hits': .., 'misses': .., 'direct': eager calls that skipped the dispatcher,
+    'kernels': [(expression, device, knobs, use_db), ...]}"""
+    with _lock:
+        return dict(_stats, kernels=list(_cache))
+
+
+def _entry(op, expr, index, knobs, use_db):
+    key = (expr, index, knobs, use_db)
+    with _lock:
+        e = _cache.get(key)
+        if e is not None:
+            _stats["hits"] += 1
+            return e
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            "loom.%s: the kernel for `%s` is not compiled yet and the current stream is "
+            "capturing a CUDA graph, where compiling and loading a module is not allowed: "
+            "call the op once with these shapes before capturing (a warm-up run)" % (op, expr))
+    with torch.cuda.device(index):
+        e = _Entry(_C.Kernel(expr, knobs, index, use_db))
+    with _lock:
+        _stats["misses"] += 1
+        return _cache.setdefault(key, e)
+
+
+def _launch(op, expr, inputs, device, knobs, use_db):
+    """Runs `expr` on `inputs` ({tensor name: torch tensor}); returns {output name: tensor}."""
+    if device.type != "cuda":
+        raise ValueError("loom.%s: the operands are on %s; Loom's kernels run on CUDA tensors "
+                         "(move them with .cuda())" % (op, device))
+    for name, t in inputs.items():
+        if t.data_ptr() % _ALIGN:
+            raise ValueError(
+                "loom.%s: %s's data starts at address 0x%x, which is not %d-byte aligned (a "
+                "view at storage offset %d); Loom's kernels need %d-byte aligned operands: "
+                "pass a copy (.clone())" % (op, name, t.data_ptr(), _ALIGN, t.storage_offset(),
+                                            _ALIGN))
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    e = _entry(op, expr, index, knobs, use_db)
+    ptrs = {name: t.data_ptr() for name, t in inputs.items()}
+    outs = {}
+    for name, shape, dt in e.outputs:
+        outs[name] = torch.empty(shape, dtype=dt, device=device)
+        ptrs[name] = outs[name].data_ptr()
+    keep = []
+    for name, nbytes, zero in e.workspace:
+        buf = (torch.zeros if zero else torch.empty)(max(nbytes, _ALIGN), dtype=torch.uint8,
+                                                     device=device)
+        keep.append(buf)  # freed after the launch is enqueued: stream-ordered reuse
+        ptrs[name] = buf.data_ptr()
+    with torch.cuda.device(index):
+        e.kernel.launch(ptrs, torch.cuda.current_stream(device).cuda_stream)
+    return outs
+
+
+def _knobs(knobs):
+    if knobs is None:
+        return ""
+    if isinstance(knobs, dict):
+        return ",".join("%s=%s" % kv for kv in knobs.items())
+    return str(knobs)
+
+
+# ---- the custom ops ----------------------------------------------------------------
+
+def _mm_impl(op, a, b, knobs, use_db):
+    shape = _matmul_shape(op, a, b)
+    expr = _matmul_expr(op, a, b)  # checks dtypes and strides before any empty return
+    if 0 in shape or a.shape[-1] == 0:
+        return a.new_zeros(shape)
+    return _launch(op, expr, {"A": a, "B": b}, a.device, knobs, use_db)["out"]
+
+
+@torch.library.custom_op("loom::matmul", mutates_args=())
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch.Tensor:
+    return _mm_impl("matmul", a, b, knobs, use_db)
+
+
+@torch.library.custom_op("loom::bmm", mutates_args=())
+def _bmm_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch.Tensor:
+    return _mm_impl("bmm", a, b, knobs, use_db)
+
+
+def _mm_fake(op):
+    def fake(a, b, knobs, use_db):
+        shape = _matmul_shape(op, a, b)
+        _check(op, "a", a)
+        _check(op, "b", b)
+        return a.new_empty(shape)
+    return fake
+
+
+_matmul_op.register_fake(_mm_fake("matmul"))
+_bmm_op.register_fake(_mm_fake("bmm"))
+
+
+def _gemm_operand(t):
+    """t itself when Loom reads it as stored (row-major or transposed), else a copy."""
+    if t.is_contiguous() or (t.dim() >= 2 and t.transpose(-1, -2).is_contiguous()):
+        return t
+    return t.contiguous()
+
+
+def _sum_to(t, shape):
+    """Sums a batched gradient over the batch dims its operand did not have."""
+    extra = t.dim() - len(shape)
+    return t.sum(dim=tuple(range(extra))) if extra > 0 else t
+
+
+def _mm_setup(ctx, inputs, output):
+    a, b, knobs, use_db = inputs
+    ctx.save_for_backward(a, b)
+    ctx.use_db = use_db
+
+
+def _mm_backward_for(opfn):
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        g = _gemm_operand(grad)
+        da = db = None
+        if ctx.needs_input_grad[0]:  # dA = dC·Bᵀ
+            da = _sum_to(opfn(g, b.transpose(-1, -2), "", ctx.use_db), a.shape)
+        if ctx.needs_input_grad[1]:  # dB = Aᵀ·dC
+            db = _sum_to(opfn(a.transpose(-1, -2), g, "", ctx.use_db), b.shape)
+        return da, db, None, None
+    return backward
+
+
+_matmul_op.register_autograd(_mm_backward_for(_matmul_op), setup_context=_mm_setup)
+_bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
+
+
+def _linear_impl(x, w, bias, activation, knobs, use_db):
+    act = _check_activation(activation or None)
+    shape = _linear_shape(x, w, bias)
+    expr = _linear_expr(x, w, bias, act)
+    if 0 in shape:
+        return x.new_empty(shape)
+    if x.shape[1] == 0:  # an empty sum: act(0 + bias)
+        y = x.new_zeros(shape) + (bias if bias is not None else 0)
+        return {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+                "silu": torch.nn.functional.silu}.get(act, lambda t: t)(y)
+    ins = {"X": x, "W": w}
+    if bias is not None:
+        ins["bias"] = bias
+    return _launch("linear", expr, ins, x.device, knobs, use_db)["out"]
+
+
+@torch.library.custom_op("loom::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+               knobs: str, use_db: bool) -> torch.Tensor:
+    return _linear_impl(x, w, bias, activation, knobs, use_db)
+
+
+@_linear_op.register_fake
+def _linear_fake(x, w, bias, activation, knobs, use_db):
+    _check_activation(activation or None)
+    shape = _linear_shape(x, w, bias)
+    for n, t in (("x", x), ("w", w), ("bias", bias)):
+        if t is not None:
+            _check("linear", n, t)
+    return x.new_empty(shape)
+
+
+def _linear_setup(ctx, inputs, output):
+    x, w, bias, activation, knobs, use_db = inputs
+    ctx.activation = activation or None
+    ctx.use_db = use_db
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, w, bias, output if activation == "relu" else None)
+
+
+def _linear_backward(ctx, grad):
+    x, w, bias, y = ctx.saved_tensors
+    g = _gemm_operand(grad)
+    act = ctx.activation
+    if act is None:
+        dz = g
+    elif act == "relu":
+        dz = g * (y > 0)
+    else:  # the pre-activation again, on Loom; the elementwise derivative on torch
+        z = _linear_op(x, w, bias, "", "", ctx.use_db)
+        if act == "gelu":
+            dz = torch.ops.aten.gelu_backward(g, z, approximate="none")
+        else:
+            dz = torch.ops.aten.silu_backward(g, z)
+    dz = _gemm_operand(dz)
+    dx = dw = db = None
+    if ctx.needs_input_grad[0]:  # dX = dZ·W
+        dx = _matmul_op(dz, w, "", ctx.use_db)
+    if ctx.needs_input_grad[1]:  # dW = dZᵀ·X
+        dw = _matmul_op(dz.transpose(0, 1), x, "", ctx.use_db)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        db = dz.sum(0, dtype=torch.float32).to(bias.dtype)
+    return dx, dw, db, None, None, None
+
+
+_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
+    causal = _causal(causal)
+    _check_scale(scale)
+    oshape, lshape = _attention_shape(q, k, v)
+    expr = _attention_expr(q, k, v, causal, scale, return_lse)
+    if 0 in oshape or k.shape[2] == 0 or q.shape[3] == 0:  # no key for any row: O = 0, LSE = -inf
+        lse = torch.full(lshape if return_lse else [0], float("-inf"), dtype=torch.float32,
+                         device=q.device)
+        return q.new_zeros(oshape), lse
+    outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db)
+    lse = outs["lse"] if return_lse else torch.empty(0, dtype=torch.float32, device=q.device)
+    return outs["out"], lse
+
+
+@torch.library.custom_op("loom::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
+                  scale: Optional[float], return_lse: bool, knobs: str,
+                  use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db)
+
+
+@_attention_op.register_fake
+def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db):
+    _causal(causal)
+    _check_scale(scale)
+    oshape, lshape = _attention_shape(q, k, v)
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        _check("attention", n, t, transposable=False)
+    return q.new_empty(oshape), q.new_empty(lshape if return_lse else [0], dtype=torch.float32)
+
+
+ATTENTION_BACKWARD_ERROR = ("Loom has no attention backward yet; use "
+                            "torch.nn.functional.scaled_dot_product_attention for training")
+
+
+def _attention_setup(ctx, inputs, output):
+    pass
+
+
+def _attention_backward(ctx, grad_out, grad_lse):
+    raise RuntimeError(ATTENTION_BACKWARD_ERROR)
+
+
+_attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+# ---- the public functions ----------------------------------------------------------
+
+# Eager calls skip the dispatcher when it would only call the implementation: a Python
+# custom op's dispatch (autograd wrapper, redispatch, alias checks) costs tens of µs per
+# call, several times a small kernel. Any tracing, mode, profiler, subclass or tensor that
+# needs a gradient takes the op (torch.ops.loom.*) as before.
+try:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode as _dispatch_mode
+    _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    _profiler = torch.autograd.profiler
+    _profiler._is_profiler_enabled  # noqa: B018 - present in this torch
+except (ImportError, AttributeError):  # another torch: always through the dispatcher
+    _dispatch_mode = None
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _direct(*tensors):
+    """Whether calling the implementation directly is all the dispatcher would do."""
+    if (_dispatch_mode is None or torch.compiler.is_compiling() or _profiler._is_profiler_enabled
+            or torch._C._is_torch_function_mode_enabled() or _dispatch_mode() is not None):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is None:
+            continue
+        if (type(t) not in _PLAIN or not t.is_cuda or (grad and t.requires_grad)
+                or _functorch_wrapped(t)):
+            return False
+    _stats["direct"] += 1
+    return True
+
+
+def matmul(a, b, *, knobs=None, use_db=True):
+    """a @ b on Loom: [M,K]·[K,N] under up to two batch dims (equal in both, or absent from
+    one operand). float32, float16 or bfloat16 (both alike; the result has their dtype).
+    knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict)."""
+    if _direct(a, b):
+        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db))
+    return _matmul_op(a, b, _knobs(knobs), bool(use_db))
+
+
+def bmm(a, b, *, knobs=None, use_db=True):
+    """torch.bmm on Loom: [B,M,K]·[B,K,N]."""
+    if _direct(a, b):
+        return _mm_impl("bmm", a, b, _knobs(knobs), bool(use_db))
+    return _bmm_op(a, b, _knobs(knobs), bool(use_db))
+
+
+def linear(x, w, bias=None, activation=None, *, knobs=None, use_db=True):
+    """activation(x @ w.T + bias) as one Loom kernel (torch.nn.functional.linear's layout:
+    w is [N,K], bias [N]); x may have leading dims ([..., K], contiguous). activation: None,
+    'relu', 'gelu' (the erf form, torch's default) or 'silu'."""
+    act = _check_activation(activation)
+    op = _linear_impl if _direct(x, w, bias) else _linear_op
+    if x.dim() > 2:
+        lead = list(x.shape[:-1])
+        if not x.is_contiguous():
+            _layout("linear", "x", x, transposable=False)
+        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db))
+        return y.view(lead + [w.shape[0]])
+    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db))
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True):
+    """softmax(scale·q·kᵀ, masked)·v on Loom, q [B,Hq,Sq,D], k and v [B,Hkv,Sk,D] (Hkv
+    divides Hq: GQA, MQA), float16 or bfloat16, contiguous. causal: False, True (as
+    torch's scaled_dot_product_attention(is_causal=True): top-left aligned),
+    'top_left', or 'bottom_right' (FlashAttention's alignment when Sq != Sk). A row
+    that keeps no key gets O = 0 (and LSE = -inf). scale: default 1/sqrt(D).
+    return_lse: also return the f32 log-sum-exp [B,Hq,Sq]. Inference only: its backward
+    raises."""
+    op = _attention_impl if _direct(q, k, v) else _attention_op
+    out, lse = op(q, k, v, _causal(causal), None if scale is None else float(scale),
+                  bool(return_lse), _knobs(knobs), bool(use_db))
+    return (out, lse) if return_lse else out

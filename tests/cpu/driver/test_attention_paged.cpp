@@ -1,0 +1,346 @@
+// Paged KV (docs/attention.md, "Paged KV"): attention over page pools Kc/Vc [P,Hkv,page,D]
+// read through a block table BT[B,maxp]:i32 with per-sequence key lengths L[B]:i32. Both
+// loop forms (l:000's unfused form and l:005's online softmax) run on the interpreter and
+// are compared, O and LSE, with the fp64 paged reference (bench/reference_attention.h) on
+// pages in shuffled order, page sizes 16 and 256, odd lengths, lengths 0 and 1, lengths
+// past the table (clamped), GQA 32/8, 4/2 and MQA, the three masks, f16 and bf16. The
+// pages no sequence uses are NaN and the table's slots past a sequence's length name
+// pages outside the pool, so a read of either fails the comparison or the interpreter's
+// bounds check. Every error of the forms' front door names the problem and the fix.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "../passes/attention_exprs.h"
+#include "bench/reference_attention.h"
+#include "../passes/pass_check.h"
+#include "../../gpu/attention_paged_cases.h"
+#include "bench/verify_attention.h"
+#include "driver/compile.h"
+#include "nvrtc_check.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+struct PagedCase {
+  int batch, hq, hkv, sq, d, page, maxp;
+  std::vector<int64_t> lens;
+  const char* causal = "false";
+  const char* dtype = "bf16";
+  bool lse = true;
+};
+
+Causal causal_of(const std::string& c) {
+  return c == "true" ? Causal::BottomRight : c == "top_left" ? Causal::TopLeft : Causal::None;
+}
+
+// Shuffled pages: every (sequence, slot) gets its own page of a pool twice the table's
+// size, in random order; slots past the sequence's length name page 1 << 20 (outside the
+// pool) and every page no sequence uses is NaN.
+void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  HostTensor& bt = b.tensors.at("BT");
+  HostTensor& len = b.tensors.at("L");
+  std::vector<bool> used(size_t(pages), false);
+  for (int s = 0; s < c.batch; ++s) {
+    len.data[size_t(s)] = double(c.lens[size_t(s)]);
+    const int64_t kept = std::clamp<int64_t>(c.lens[size_t(s)], 0, int64_t(c.maxp) * c.page);
+    for (int slot = 0; slot < c.maxp; ++slot) {
+      const int64_t pg = order[size_t(s * c.maxp + slot)];
+      const bool live = int64_t(slot) * c.page < kept;
+      bt.data[size_t(s * c.maxp + slot)] = live ? double(pg) : double(1 << 20);
+      if (live) used[size_t(pg)] = true;
+    }
+  }
+  const size_t per_page = size_t(c.hkv) * size_t(c.page) * size_t(c.d);
+  for (const char* pool : {"Kc", "Vc"})
+    for (int pg = 0; pg < pages; ++pg)
+      if (!used[size_t(pg)])
+        std::fill_n(b.tensors.at(pool).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
+                    per_page, std::numeric_limits<double>::quiet_NaN());
+}
+
+void expect_matches(const HostTensor& got, const std::vector<double>& want, double tol,
+                    const std::string& ctx) {
+  ASSERT_EQ(got.data.size(), want.size()) << ctx;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isinf(want[i])) {
+      ASSERT_EQ(got.data[i], want[i]) << ctx << " [" << i << "]";
+      continue;
+    }
+    ASSERT_FALSE(std::isnan(got.data[i])) << ctx << " [" << i << "] is NaN";
+    ASSERT_NEAR(got.data[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << ctx << " [" << i << "]";
+  }
+}
+
+// Every pass of the pipeline (the loop forms, t:012's tile form, k:012's kernel and the
+// split form's combine, per lane) on the same inputs against the paged reference, O and
+// LSE, wherever a pass changed its level's program.
+void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed,
+                 const std::string& arch = "sm_90a") {
+  const int pages = 2 * c.batch * c.maxp;
+  const std::string expr = attention_test::paged_attention(
+      c.batch, c.hq, c.hkv, c.sq, c.d, pages, c.page, c.maxp, c.causal, c.dtype, c.lse);
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
+  Bindings inputs;
+  AttentionResult want;
+  const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+  for (const auto& p : pipeline()) {
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (inputs.tensors.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      fill_pages(c, pages, inputs, seed + 1);
+      AttentionShape sh{c.batch, c.hq, c.hkv, c.sq, 0, c.d};
+      AttentionAttrs attrs;
+      attrs.causal = causal_of(c.causal);
+      attrs.scale = 1.0 / std::sqrt(double(c.d));
+      std::vector<int64_t> table, lens;
+      for (double v : inputs.tensors.at("BT").data) table.push_back(int64_t(v));
+      for (double v : inputs.tensors.at("L").data) lens.push_back(int64_t(v));
+      want = reference_attention_paged(sh, attrs, pages, c.page, inputs.tensors.at("Q").data,
+                                       inputs.tensors.at("Kc").data,
+                                       inputs.tensors.at("Vc").data, table, lens);
+    } else if (print_level(s, p.to) == before) {
+      continue;
+    }
+    Bindings got = inputs;
+    ASSERT_NO_THROW(passcheck::interpret_level(s, p.to, got)) << "after " << p.id;
+    const std::string ctx = "after " + p.id;
+    expect_matches(got.tensors.at("out"), want.out, passcheck::tolerance(dt), ctx + " O");
+    if (c.lse) expect_matches(got.tensors.at("lse"), want.lse, 1e-5, ctx + " LSE");
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(s.level, Level::Kernel);
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
+}
+
+// BLOCK_N 16 (a block per page), 64 (four pages per block: the copy reads each row's
+// page) and the decode default; with and without splits; lengths 0 and 1.
+TEST(AttentionPaged, Page16OddLengthsAndEmptySequences) {
+  uint64_t seed = 1;
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "", seed++);
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_N=16,SPLIT_KV=2", seed++);
+    check_paged({2, 4, 2, 5, 16, 16, 4, {2, 49}, causal, "f16"},
+                "GQA_PACK=0,BLOCK_N=32,SPLIT_KV=3", seed++);
+  }
+}
+
+TEST(AttentionPaged, Page256AndMqa) {
+  uint64_t seed = 11;
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_N=64", seed++);
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=1", seed++);
+  }
+}
+
+TEST(AttentionPaged, Gqa32By8Decode) {
+  uint64_t seed = 21;
+  for (const char* causal : {"false", "true"}) {
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "", seed++);
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "GQA_PACK=0,SPLIT_KV=2", seed++);
+  }
+}
+
+// Past the decode shapes (Sq > 64): the prefill defaults of the mma.sync kernel, 64-row
+// query blocks, on sm_80 too.
+TEST(AttentionPaged, PrefillRowsAndSm80) {
+  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "true"}, "", 41);
+  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "top_left"}, "", 42, "sm_80");
+  check_paged({2, 4, 2, 3, 16, 16, 3, {37, 0}, "false"}, "SPLIT_KV=2", 43, "sm_80");
+}
+
+// A length past the table is clamped to maxp·page, a negative one to 0 (the reference
+// does the same); without LSE the forms write O alone.
+TEST(AttentionPaged, LengthsClampedToTheTable) {
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "true", "bf16", false}, "", 31);
+  check_paged({2, 2, 2, 3, 16, 16, 2, {40, -3}, "false"}, "SPLIT_KV=2,BLOCK_N=16", 32);
+}
+
+// The reference itself: a paged sequence equals the dense reference on its gathered keys.
+TEST(AttentionPaged, ReferenceMatchesDenseOnGatheredKeys) {
+  const int64_t D = 4, page = 2, pages = 4;
+  AttentionShape sh{1, 2, 1, 2, 0, D};
+  AttentionAttrs attrs;
+  attrs.causal = Causal::BottomRight;
+  attrs.scale = 0.5;
+  std::vector<double> q(size_t(2 * 2 * D)), kc(size_t(pages * page * D)), vc(kc.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(double(i));
+  for (size_t i = 0; i < kc.size(); ++i) kc[i] = std::cos(double(i)), vc[i] = std::sin(0.3 * double(i));
+  // Keys 0..2 live in pages 3 (keys 0, 1) and 1 (key 2).
+  const AttentionResult paged = reference_attention_paged(sh, attrs, pages, page, q, kc, vc,
+                                                          {3, 1}, {3});
+  std::vector<double> k, v;
+  for (int64_t j = 0; j < 3; ++j) {
+    const int64_t pg = j < 2 ? 3 : 1;
+    for (int64_t d = 0; d < D; ++d) {
+      k.push_back(kc[size_t((pg * page + j % page) * D + d)]);
+      v.push_back(vc[size_t((pg * page + j % page) * D + d)]);
+    }
+  }
+  sh.Sk = 3;
+  const AttentionResult dense = reference_attention(sh, attrs, q, k, v);
+  EXPECT_EQ(paged.out, dense.out);
+  EXPECT_EQ(paged.lse, dense.lse);
+  EXPECT_THROW(reference_attention_paged(sh, attrs, pages, page, q, kc, vc, {4, 1}, {3}), Error);
+}
+
+TEST(AttentionPaged, LoopFormsReadThroughTheTable) {
+  CompileState s;
+  s.graph = parse_expression(attention_test::paged_attention(2, 4, 2, 3, 16, 8, 16, 3, "true"));
+  s.knobs = Knobs::parse("BLOCK_M=4,BLOCK_N=16");
+  run_pipeline(s, "l:000_lower_graph");
+  std::string ir = print(s.loop);
+  EXPECT_NE(ir.find("let kv_len = load L[b]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("let kv_page = load BT[b, j / 16]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("k = load Kc[kv_page, h / 2, j % 16, d]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("attn_scores: f32[2, 4, 3, 48]"), std::string::npos) << ir;
+  run_pipeline(s, "l:005_online_softmax");
+  ir = print(s.loop);
+  EXPECT_NE(ir.find("v = load Vc[kv_page, h, (kb * 16 + c) % 16, d]"), std::string::npos) << ir;
+}
+
+std::string error_of(const std::string& expr, const std::string& knobs = "",
+                     const std::string& last = "") {
+  try {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    run_pipeline(s, last);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AttentionPaged, ErrorsNameTheProblem) {
+  const std::string q = "attention(Q[2,4,1,16]:bf16, ";
+  const std::string pool = "Kc[8,2,16,16]:bf16, Vc[8,2,16,16]:bf16, ";
+  auto has = [](const std::string& msg, const std::string& want) {
+    EXPECT_NE(msg.find(want), std::string::npos) << "message: " << msg << "\nwant: " << want;
+  };
+  has(error_of(q + pool + "block_table=BT[2,3]:f32, seqlens_k=L[2]:i32)"),
+      "block_table= is BT[2,3] of dtype f32; it holds page numbers: write it as BT[B,maxp]:i32");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2,1]:i32)"),
+      "seqlens_k= must be rank 1 [B]");
+  has(error_of(q + pool + "block_table=BT[6]:i32, seqlens_k=L[2]:i32)"),
+      "block_table= must be rank 2 [B,maxp]");
+  has(error_of(q + pool + "block_table=BT[3,3]:i32, seqlens_k=L[2]:i32)"),
+      "batch sizes (B of Q vs block_table) differ");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[3]:i32)"),
+      "batch sizes (B of Q vs seqlens_k) differ");
+  has(error_of(q + pool + "block_table=BT[2,3]:i32)"), "block_table= needs seqlens_k= too");
+  has(error_of(q + pool + "seqlens_k=L[2]:i32)"), "seqlens_k= needs block_table= too");
+  has(error_of(q + pool + "block_table=3, seqlens_k=L[2]:i32)"), "block_table= takes a tensor");
+  for (const char* page : {"8", "24", "512", "P"})
+    has(error_of(q + "Kc[8,2," + page + ",16]:bf16, Vc[8,2," + page +
+                 ",16]:bf16, block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)"),
+        std::string("the page size (dim 2 of Kc[8,2,") + page + ",16]) is " + page +
+            ", but it must be a power of two from 16 to 256");
+  has(error_of(q + "Kc[8,2,16,16]:bf16, Vc[9,2,16,16]:bf16, block_table=BT[2,3]:i32, "
+                   "seqlens_k=L[2]:i32)"),
+      "page counts (P of K vs V) differ");
+  // i32 is for indices only.
+  has(error_of("matmul(A[4,4]:i32, B[4,4]:i32)"), "i32 tensors are only attention's block_table=");
+  has(error_of("matmul(A[4,4]:f32, B[4,4]:f32, out=i32)"), "out=i32 is not allowed");
+  has(error_of("attention(Q[2,4,1,16]:i32, K[2,2,8,16]:i32, V[2,2,8,16]:i32)"),
+      "attention takes f16 or bf16");
+  // The wgmma kernel does not read pages: the default is mma.sync, and asking is refused.
+  const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
+  has(error_of(ok, "ATTN_MMA=wgmma"), "ATTN_MMA=wgmma with paged KV (block_table=)");
+}
+
+// Every GPU case (tests/gpu/attention_paged_cases.h) compiles with NVRTC for sm_90a and
+// sm_80 on the mma.sync kernel, ptxas spilling nothing; the source reads the lengths once
+// per CTA and the pages through the table.
+TEST(AttentionPaged, GpuCasesCompileBothArchs) {
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (const auto& c : attention_test::paged_cases()) {
+      SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      EXPECT_NE(p.cuda.find("const int kv_len = (int)__ldg(&loom_t_L[b]);"), std::string::npos);
+      EXPECT_NE(p.cuda.find("__ldg(&loom_t_BT["), std::string::npos);
+      CompileResult r;
+      try {
+        r = nvrtc_check::compile_source(p.cuda, arch, "attention_paged.cu");
+      } catch (const Error& e) {
+        FAIL() << e.what() << "\n" << p.cuda;
+      }
+      if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
+      nvrtc_check::expect_no_spills(p, r);
+    }
+}
+
+// Symbolic sizes (a serving stack's batch, pool and table change per step): 64-bit
+// indices, so the integer lets are `long long` and must be cast in C form. Compiles for
+// sm_90a with NVRTC.
+TEST(AttentionPaged, SymbolicSizesCompile) {
+  const std::string expr = "attention(Q[B,8,1,64]:bf16, Kc[P,2,16,64]:bf16, Vc[P,2,16,64]:bf16, "
+                           "block_table=BT[B,M]:i32, seqlens_k=L[B]:i32, causal=true, lse=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_NE(p.cuda.find("const long long kv_len = (long long)__ldg(&loom_t_L[b]);"),
+            std::string::npos) << p.cuda;
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_paged_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
+}
+
+// `loom run`'s inputs for a paged problem: a table of distinct shuffled pages over each
+// sequence's length, dead slots -1, unused pages NaN.
+TEST(AttentionPaged, RunInputsFillTheTable) {
+  const Graph g = parse_expression(attention_test::paged_expr(3, 4, 2, 1, 16, 10, 16, 3, "false",
+                                                              "bf16", false));
+  CompileState s;
+  s.graph = g;
+  run_pipeline(s, "l:000_lower_graph");
+  Bindings b;
+  make_random_inputs(s.loop, b, 5);
+  fill_serving_inputs(g, b, 5);
+  const HostTensor &bt = b.tensors.at("BT"), &len = b.tensors.at("L");
+  std::vector<int> uses(10, 0);
+  for (int seq = 0; seq < 3; ++seq) {
+    const int64_t n = int64_t(len.data[size_t(seq)]);
+    EXPECT_GT(n, 32);
+    EXPECT_LE(n, 48);
+    for (int slot = 0; slot < 3; ++slot) {
+      const int64_t pg = int64_t(bt.data[size_t(seq * 3 + slot)]);
+      if (slot * 16 < n) {
+        ASSERT_GE(pg, 0);
+        ASSERT_LT(pg, 10);
+        ++uses[size_t(pg)];
+      } else {
+        EXPECT_EQ(pg, -1);
+      }
+    }
+  }
+  for (int pg = 0; pg < 10; ++pg) {
+    EXPECT_LE(uses[size_t(pg)], 1);
+    const double first = b.tensors.at("Kc").data[size_t(pg) * 2 * 16 * 16];
+    EXPECT_EQ(std::isnan(first), uses[size_t(pg)] == 0) << "page " << pg;
+  }
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,290 @@
+// Varlen attention (docs/attention.md, "Serving forms: varlen"): B sequences packed along
+// the token axis, Q [Tq,Hq,D] and K/V [Tk,Hkv,D] with cumulative lengths CQ, CK [B+1]:i32
+// and max_seqlen_q. Both loop forms (l:000's unfused form, l:005's online softmax, GQA
+// packing too) run on the interpreter against the fp64 varlen reference
+// (bench/reference_attention.h), O and LSE: odd lengths, sequences with no query or no key,
+// Sq > Sk per sequence (bottom-right rows that keep no key), GQA 4/2 and MQA, the three
+// masks, bf16 and f16, with and without LSE. The reference is itself checked against the
+// dense reference on each sequence. Every error of the form names the problem; the GPU
+// kernels refuse it by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "../passes/pass_check.h"
+#include "../../gpu/attention_varlen_cases.h"
+#include "bench/verify_attention.h"
+#include "driver/compile.h"
+#include "nvrtc_check.h"
+#include "bench/reference_attention.h"
+#include "passes/pipeline.h"
+
+namespace loom {
+namespace {
+
+struct VarlenCase {
+  int hq, hkv, d;
+  std::vector<int64_t> lens_q, lens_k;
+  int max_q;
+  const char* causal = "false";
+  const char* dtype = "bf16";
+  bool lse = true;
+};
+
+std::string varlen_expr(const VarlenCase& c, int64_t tq, int64_t tk) {
+  auto n = [](int64_t x) { return std::to_string(x); };
+  const size_t b1 = c.lens_q.size() + 1;
+  return "attention(Q[" + n(tq) + "," + n(c.hq) + "," + n(c.d) + "]:" + c.dtype + ", K[" + n(tk) +
+         "," + n(c.hkv) + "," + n(c.d) + "]:" + c.dtype + ", V[" + n(tk) + "," + n(c.hkv) + "," +
+         n(c.d) + "]:" + c.dtype + ", cu_seqlens_q=CQ[" + n(int64_t(b1)) +
+         "]:i32, cu_seqlens_k=CK[" + n(int64_t(b1)) + "]:i32, max_seqlen_q=" + n(c.max_q) +
+         ", causal=" + c.causal + (c.lse ? ", lse=true" : "") + ")";
+}
+
+Causal causal_of(const std::string& c) {
+  return c == "true" ? Causal::BottomRight : c == "top_left" ? Causal::TopLeft : Causal::None;
+}
+
+// Every pass of the pipeline (the loop forms, t:012's tile form and k:012's kernel, per
+// lane) against the varlen reference, O and LSE, wherever a pass changed its program.
+void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
+                  const std::string& arch = "sm_90a") {
+  std::vector<int64_t> cu_q = {0}, cu_k = {0};
+  for (size_t b = 0; b < c.lens_q.size(); ++b) {
+    cu_q.push_back(cu_q.back() + c.lens_q[b]);
+    cu_k.push_back(cu_k.back() + c.lens_k[b]);
+  }
+  const int64_t tq = std::max<int64_t>(1, cu_q.back()), tk = std::max<int64_t>(1, cu_k.back());
+  const std::string expr = varlen_expr(c, tq, tk);
+  SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse(knobs);
+  s.target = Target::for_arch(arch);
+  Bindings inputs;
+  AttentionResult want;
+  const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
+  for (const auto& p : pipeline()) {
+    const std::string before = print_level(s, p.to);
+    p.run(s);
+    passcheck::verify_level(s, p.to);
+    if (inputs.tensors.empty()) {
+      make_random_inputs(s.loop, inputs, seed);
+      for (size_t i = 0; i < cu_q.size(); ++i) {
+        inputs.tensors.at("CQ").data[i] = double(cu_q[i]);
+        inputs.tensors.at("CK").data[i] = double(cu_k[i]);
+      }
+      AttentionShape sh{int64_t(c.lens_q.size()), c.hq, c.hkv, 0, 0, c.d};
+      AttentionAttrs attrs;
+      attrs.causal = causal_of(c.causal);
+      attrs.scale = 1.0 / std::sqrt(double(c.d));
+      want = reference_attention_varlen(sh, attrs, c.max_q, inputs.tensors.at("Q").data,
+                                        inputs.tensors.at("K").data, inputs.tensors.at("V").data,
+                                        cu_q, cu_k);
+    } else if (print_level(s, p.to) == before) {
+      continue;
+    }
+    Bindings got = inputs;
+    ASSERT_NO_THROW(passcheck::interpret_level(s, p.to, got)) << "after " << p.id;
+    auto compare = [&](const HostTensor& t, const std::vector<double>& w, double tol,
+                       const char* what) {
+      ASSERT_EQ(t.data.size(), w.size()) << p.id << " " << what;
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (std::isnan(w[i])) continue;  // a row no sequence covers (none here)
+        if (std::isinf(w[i])) {
+          ASSERT_EQ(t.data[i], w[i]) << "after " << p.id << " " << what << "[" << i << "]";
+          continue;
+        }
+        ASSERT_NEAR(t.data[i], w[i], tol * std::max(1.0, std::fabs(w[i])))
+            << "after " << p.id << " " << what << "[" << i << "]";
+      }
+    };
+    compare(got.tensors.at("out"), want.out, passcheck::tolerance(dt), "O");
+    if (c.lse) compare(got.tensors.at("lse"), want.lse, 1e-5, "LSE");
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(s.level, Level::Kernel);
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
+}
+
+TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
+  uint64_t seed = 1;
+  for (const char* causal : {"false", "true", "top_left"}) {
+    check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 0}, 5, causal}, "BLOCK_M=16,BLOCK_N=16", seed++);
+    check_varlen({4, 2, 16, {5, 2}, {2, 9}, 5, causal, "f16"}, "", seed++);
+    check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal, "bf16", false}, "BLOCK_N=16,KV_STAGES=1",
+                 seed++);
+    check_varlen({4, 2, 16, {3, 4}, {9, 4}, 4, causal}, "GQA_PACK=1,BLOCK_M=16,BLOCK_N=16", seed++);
+  }
+}
+
+// The reference on one sequence equals the dense reference on its rows.
+// Several query blocks per sequence (rows past one block, blocks past a short sequence's
+// rows: the grid is sized by max_seqlen_q), on sm_80 too.
+TEST(AttentionVarlen, SeveralQueryBlocksAndSm80) {
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "true"}, "BLOCK_M=16,BLOCK_N=16", 41);
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "top_left"}, "", 42, "sm_80");
+  check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "false", "f16"}, "", 43);
+}
+
+TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
+  const int64_t D = 4, Hq = 2, Hkv = 1;
+  std::vector<double> q(size_t(5 * Hq * D)), k(size_t(6 * Hkv * D)), v(k.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(double(i));
+  for (size_t i = 0; i < k.size(); ++i) k[i] = std::cos(double(i)), v[i] = std::sin(0.7 * double(i));
+  AttentionAttrs attrs;
+  attrs.causal = Causal::BottomRight;
+  attrs.scale = 0.5;
+  const AttentionResult r = reference_attention_varlen({2, Hq, Hkv, 0, 0, D}, attrs, 3, q, k, v,
+                                                       {0, 2, 5}, {0, 4, 6});
+  // Sequence 1: queries 2..4, keys 4..5, in [B,H,S,D] form.
+  std::vector<double> qd, kd, vd;
+  for (int64_t h = 0; h < Hq; ++h)
+    for (int64_t i = 2; i < 5; ++i)
+      for (int64_t d = 0; d < D; ++d) qd.push_back(q[size_t((i * Hq + h) * D + d)]);
+  for (int64_t j = 4; j < 6; ++j)
+    for (int64_t d = 0; d < D; ++d) kd.push_back(k[size_t(j * D + d)]), vd.push_back(v[size_t(j * D + d)]);
+  const AttentionResult dense = reference_attention({1, Hq, Hkv, 3, 2, D}, attrs, qd, kd, vd);
+  for (int64_t h = 0; h < Hq; ++h)
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(r.lse[size_t((2 + i) * Hq + h)], dense.lse[size_t(h * 3 + i)]);
+      for (int64_t d = 0; d < D; ++d)
+        EXPECT_EQ(r.out[size_t(((2 + i) * Hq + h) * D + d)], dense.out[size_t((h * 3 + i) * D + d)]);
+    }
+  // Keys past K's 6 rows.
+  EXPECT_THROW(reference_attention_varlen({2, Hq, Hkv, 0, 0, D}, attrs, 3, q, k, v, {0, 2, 5},
+                                          {0, 4, 7}),
+               Error);
+}
+
+TEST(AttentionVarlen, LoopFormsReadTheCumulativeLengths) {
+  CompileState s;
+  s.graph = parse_expression(varlen_expr({4, 2, 16, {3, 5}, {7, 4}, 5, "true"}, 8, 11));
+  s.knobs = Knobs::parse("BLOCK_M=4,BLOCK_N=4");
+  run_pipeline(s, "l:000_lower_graph");
+  std::string ir = print(s.loop);
+  for (const char* want : {"let q_start = load CQ[b]", "let q_end = load CQ[b + 1]",
+                           "let kv_start = load CK[b]", "let kv_end = load CK[b + 1]",
+                           "q = load Q[q_start + i, h, d]", "k = load K[kv_start + j, h / 2, d]",
+                           "lse: f32[8, 4] output", "attn_scores: f32[2, 4, 5, 11]"})
+    EXPECT_NE(ir.find(want), std::string::npos) << want << "\n" << ir;
+}
+
+std::string error_of(const std::string& expr, const std::string& knobs = "",
+                     const std::string& last = "") {
+  try {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    run_pipeline(s, last);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AttentionVarlen, ErrorsNameTheProblem) {
+  auto has = [](const std::string& msg, const std::string& want) {
+    EXPECT_NE(msg.find(want), std::string::npos) << "message: " << msg << "\nwant: " << want;
+  };
+  const std::string qkv = "attention(Q[8,4,16]:bf16, K[11,2,16]:bf16, V[11,2,16]:bf16, ";
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:f32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)"),
+      "cu_seqlens_q= is CQ[3] of dtype f32; it holds cumulative sequence lengths");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[4]:i32, max_seqlen_q=5)"),
+      "sequence counts (B+1 of cu_seqlens_q vs cu_seqlens_k) differ");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3,1]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)"),
+      "cu_seqlens_q= must be [B+1]:i32");
+  has(error_of(qkv + "cu_seqlens_q=CQ[1]:i32, cu_seqlens_k=CK[1]:i32, max_seqlen_q=5)"),
+      "B+1 >= 2");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32)"), "missing max_seqlen_q=");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, max_seqlen_q=5)"), "missing cu_seqlens_k=");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=0)"),
+      "max_seqlen_q= takes a positive integer");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=2.5)"),
+      "max_seqlen_q= takes a positive integer");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=9)"),
+      "max_seqlen_q=9 exceeds the packed queries of Q[8,4,16]");
+  has(error_of("attention(Q[1,8,4,16]:bf16, K[1,11,2,16]:bf16, V[1,11,2,16]:bf16, "
+               "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)"),
+      "Q must be rank 3 [T,H,D] with cu_seqlens");
+  has(error_of(qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5, "
+                     "block_table=BT[2,2]:i32, seqlens_k=L[2]:i32)"),
+      "varlen (cu_seqlens_q=) with paged KV (block_table=) is not built");
+  has(error_of("attention(Q[8,4,16]:bf16, K[11,2,16]:bf16, V[11,2,16]:bf16)"),
+      "Q must be rank 4 [B,H,S,D]");
+  const std::string ok = qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)";
+  has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
+      "SPLIT_KV=2 with packed sequences (cu_seqlens_q=)");
+  has(error_of(ok, "ATTN_MMA=wgmma", "t:012_partition_attention"),
+      "ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=)");
+  has(error_of(ok, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D]");
+}
+
+// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a and
+// sm_80 on the mma.sync kernel, ptxas spilling nothing.
+TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (const auto& c : attention_test::varlen_cases()) {
+      SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      CompileOptions opt;
+      opt.knobs = Knobs::parse(c.knobs);
+      opt.target = Target::for_arch(arch);
+      CompiledProgram p = compile_expression(c.expr, opt);
+      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      EXPECT_NE(p.cuda.find("const int q_start = (int)__ldg(&loom_t_CQ[b]);"), std::string::npos);
+      CompileResult r;
+      try {
+        r = nvrtc_check::compile_source(p.cuda, arch, "attention_varlen.cu");
+      } catch (const Error& e) {
+        FAIL() << e.what() << "\n" << p.cuda;
+      }
+      if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
+      nvrtc_check::expect_no_spills(p, r);
+    }
+}
+
+// Symbolic token counts (they change with every batch): 64-bit indices, so the integer
+// lets are `long long` and must be cast in C form. Compiles for sm_90a with NVRTC.
+TEST(AttentionVarlen, SymbolicTokenCountsCompile) {
+  const std::string expr = "attention(Q[T,16,128]:bf16, K[S,16,128]:bf16, V[S,16,128]:bf16, "
+                           "cu_seqlens_q=CQ[5]:i32, cu_seqlens_k=CK[5]:i32, max_seqlen_q=1024, "
+                           "causal=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_NE(p.cuda.find("const long long q_start = (long long)__ldg(&loom_t_CQ[b]);"),
+            std::string::npos) << p.cuda;
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_varlen_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
+}
+
+// `loom run`'s inputs for a packed problem: cumulative lengths from 0, nondecreasing,
+// within the tensors, the first sequence max_seqlen_q long.
+TEST(AttentionVarlen, RunInputsFillTheLengths) {
+  const Graph g = parse_expression(attention_test::varlen_expr(5, 100, 60, 2, 2, 16, 40, "true",
+                                                               "bf16", false));
+  CompileState s;
+  s.graph = g;
+  run_pipeline(s, "l:000_lower_graph");
+  Bindings b;
+  make_random_inputs(s.loop, b, 3);
+  fill_serving_inputs(g, b, 3);
+  const HostTensor &cq = b.tensors.at("CQ"), &ck = b.tensors.at("CK");
+  EXPECT_EQ(cq.data[0], 0.0);
+  EXPECT_EQ(ck.data[0], 0.0);
+  EXPECT_EQ(cq.data[1], 40.0);
+  for (size_t i = 1; i < cq.data.size(); ++i) {
+    EXPECT_GE(cq.data[i], cq.data[i - 1]);
+    EXPECT_GE(ck.data[i], ck.data[i - 1]);
+    EXPECT_LE(cq.data[i] - cq.data[i - 1], 40.0);
+  }
+  EXPECT_LE(cq.data.back(), 100.0);
+  EXPECT_LE(ck.data.back(), 60.0);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,42 @@
+// Paged KV cases (docs/attention.md, "Serving forms: paged KV"): page pools Kc/Vc
+// [P,Hkv,page,D] read through a block table, page sizes 16 to 256 (smaller than, equal to
+// and larger than the key block), decode (Sq 1 and 4, GQA 32/8 packed and not, MQA,
+// split and not) and a prefill-sized Sq = 100 on the mma.sync kernel, the three masks,
+// bf16 and f16, D 64 and 128, with and without LSE. The inputs come from
+// fill_serving_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
+// under the table's capacity and different per sequence, unused pages NaN.
+// tests/gpu/test_attention_paged.cpp runs them against the fp64 reference;
+// tests/cpu/driver/test_attention_paged.cpp compiles every kernel with NVRTC for sm_80 and
+// sm_90a (no spills).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "attention_cases.h"
+
+namespace loom::attention_test {
+
+// Q[b,hq,sq,d], Kc/Vc[pages,hkv,page,d], BT[b,maxp], L[b].
+inline std::string paged_expr(int b, int hq, int hkv, int sq, int d, int pages, int page, int maxp,
+                              const std::string& causal, const char* dtype, bool lse) {
+  auto n = [](int x) { return std::to_string(x); };
+  const std::string pool = "[" + n(pages) + "," + n(hkv) + "," + n(page) + "," + n(d) + "]:" + dtype;
+  return "attention(Q[" + n(b) + "," + n(hq) + "," + n(sq) + "," + n(d) + "]:" + dtype +
+         ", Kc" + pool + ", Vc" + pool + ", block_table=BT[" + n(b) + "," + n(maxp) +
+         "]:i32, seqlens_k=L[" + n(b) + "]:i32, causal=" + causal + (lse ? ", lse=true" : "") + ")";
+}
+
+inline std::vector<Case> paged_cases() {
+  std::vector<Case> v;
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({paged_expr(4, 32, 8, 1, 128, 300, 16, 64, causal, "bf16", true), ""});
+    v.push_back({paged_expr(2, 32, 8, 4, 128, 40, 256, 16, causal, "bf16", true), ""});
+    v.push_back({paged_expr(3, 8, 1, 1, 64, 40, 64, 12, causal, "f16", false), "SPLIT_KV=1"});
+    v.push_back({paged_expr(2, 32, 8, 4, 128, 64, 32, 32, causal, "bf16", true), "GQA_PACK=0"});
+    v.push_back({paged_expr(2, 8, 2, 100, 64, 24, 128, 8, causal, "bf16", true), ""});
+  }
+  v.push_back({paged_expr(2, 32, 8, 1, 128, 256, 16, 128, "false", "bf16", true), "BLOCK_N=16"});
+  return v;
+}
+
+}  // namespace loom::attention_test

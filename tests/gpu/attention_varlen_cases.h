@@ -1,0 +1,35 @@
+// Varlen cases (docs/attention.md, "Serving forms: varlen"): packed sequences Q [Tq,Hq,D],
+// K/V [Tk,Hkv,D] with cumulative lengths from fill_serving_inputs (the first sequence
+// max_seqlen_q queries, the others random up to it, keys in proportion), the three masks,
+// GQA and MHA, D 64 and 128, bf16 and f16, with and without LSE, on the mma.sync kernel.
+// tests/gpu/test_attention_varlen.cpp runs them against the fp64 reference;
+// tests/cpu/driver/test_attention_varlen.cpp compiles every kernel with NVRTC for sm_80 and
+// sm_90a (no spills).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "attention_cases.h"
+
+namespace loom::attention_test {
+
+inline std::string varlen_expr(int b, int tq, int tk, int hq, int hkv, int d, int max_q,
+                               const std::string& causal, const char* dtype, bool lse) {
+  auto n = [](int x) { return std::to_string(x); };
+  return "attention(Q[" + n(tq) + "," + n(hq) + "," + n(d) + "]:" + dtype + ", K[" + n(tk) + "," +
+         n(hkv) + "," + n(d) + "]:" + dtype + ", V[" + n(tk) + "," + n(hkv) + "," + n(d) + "]:" +
+         dtype + ", cu_seqlens_q=CQ[" + n(b + 1) + "]:i32, cu_seqlens_k=CK[" + n(b + 1) +
+         "]:i32, max_seqlen_q=" + n(max_q) + ", causal=" + causal + (lse ? ", lse=true" : "") + ")";
+}
+
+inline std::vector<Case> varlen_cases() {
+  std::vector<Case> v;
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, causal, "bf16", true), ""});
+    v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, causal, "f16", false), ""});
+  }
+  v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, "true", "bf16", true), ""});
+  return v;
+}
+
+}  // namespace loom::attention_test

@@ -92,7 +92,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
       if (f != "-c" && f != "--expr") once.see(f, f, args[i + 1]);
       return args[++i];
     };
-    if (f == "-c" || f == "--expr") c.expressions.push_back(value());
+    if (f == "-c" || f == "--expr" || f == "--code") c.expressions.push_back(value());
     else if (f == "--suite") suite = value();
     else if (f == "--budget") c.options.budget.seconds = parse_seconds(f, value());
     else if (f == "--trials") c.options.budget.max_trials = int(parse_int(f, value(), 1, kMaxCount));

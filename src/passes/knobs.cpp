@@ -463,31 +463,36 @@ std::vector<KnobItem> translate_aliases(const std::vector<KnobItem>& in, std::st
   // names (a Loom value next to the article's names would be read the article's way again).
   std::vector<KnobItem> loom = out;
   loom.insert(loom.end(), made.begin(), made.end());
-  std::string why;
+  std::string tiles, depth_why;  // the refused names, and why
   for (auto& it : loom) {
     char* end = nullptr;
     const long long n = std::strtoll(it.value.c_str(), &end, 10);
     const bool number = *end == '\0' && !it.value.empty();
     if (it.name == "BM" || it.name == "BN") {
-      const bool m = it.name == "BM";
-      const std::string cells = m ? "FM" : "FN";
+      const std::string cells = it.name == "BM" ? "FM" : "FN";
       const KnobItem* per_thread = value_of(cells);
-      why += "; there " + it.name + " counts threads along " + (m ? "M" : "N") + ", and Loom's " +
-             it.name + " counts " + (m ? "rows" : "columns") + " of C per thread block (threads x " +
-             cells + ")";
+      // One cell per thread: threads and rows are the same count.
+      if (per_thread && per_thread->value == "1") continue;
+      tiles += (tiles.empty() ? "" : " and ") + it.name;
       it.value = number && per_thread
                      ? std::to_string(n * std::strtoll(per_thread->value.c_str(), nullptr, 10))
                      : "<" + it.value + " x " + cells + ">";
     } else if (it.name == "BK" && atom_kind.rfind("mma_", 0) == 0) {
       const int depth = atom_kind.find("k8") != std::string::npos ? 8 : 16;
-      why += "; with ATOM_KIND=" + atom_kind + " its BK counts k-atoms (" + std::to_string(depth) +
-             " deep), and Loom's BK counts elements of K";
+      depth_why = "with ATOM_KIND=" + atom_kind + " its BK counts k-atoms (" +
+                  std::to_string(depth) + " deep) and Loom's counts elements of K";
       it.value = number ? std::to_string(n * depth) : "<" + it.value + " x " + std::to_string(depth) + ">";
     }
   }
-  if (!why.empty())
-    throw Error("knobs " + joined(in) + " use the article's names (" + article + ")" + why +
-                ": in Loom's names they read " + joined(loom));
+  if (!tiles.empty() || !depth_why.empty()) {
+    std::string why;
+    if (!tiles.empty())
+      why = "there " + tiles + (tiles.size() > 2 ? " count" : " counts") + " threads, and Loom's " +
+            "BM and BN count rows and columns of C per thread block (threads x FM, threads x FN)";
+    if (!depth_why.empty()) why += (why.empty() ? "" : "; ") + depth_why;
+    throw Error("knobs " + joined(in) + " use the article's names (" + article + "): " + why +
+                ". In Loom's names the list reads " + joined(loom));
+  }
   const std::string kept = "STAGE=11 alone keeps the shape's default staging";
   note = article + " -> " +
          (made.empty() ? "no Loom knob (" + kept + ")"

@@ -40,6 +40,9 @@ struct Command {
   std::string extra;  // more options
 };
 
+// gtest prints a parameter by this in test names and ctest listings.
+void PrintTo(const Command& c, std::ostream* os) { *os << c.name; }
+
 std::string square(int n, const char* dtype = nullptr) {
   const std::string shape = std::to_string(n) + "," + std::to_string(n);
   const std::string t = "torch.randn(" + shape +

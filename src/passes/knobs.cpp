@@ -467,16 +467,17 @@ std::vector<KnobItem> translate_aliases(const std::vector<KnobItem>& in, std::st
   for (auto& it : loom) {
     char* end = nullptr;
     const long long n = std::strtoll(it.value.c_str(), &end, 10);
-    const bool number = *end == '\0' && !it.value.empty();
+    // A product is shown only for values a knob could hold (no overflow from BM=1e19).
+    const bool number = *end == '\0' && !it.value.empty() && n >= 1 && n <= (1 << 20);
     if (it.name == "BM" || it.name == "BN") {
       const std::string cells = it.name == "BM" ? "FM" : "FN";
       const KnobItem* per_thread = value_of(cells);
       // One cell per thread: threads and rows are the same count.
       if (per_thread && per_thread->value == "1") continue;
       tiles += (tiles.empty() ? "" : " and ") + it.name;
-      it.value = number && per_thread
-                     ? std::to_string(n * std::strtoll(per_thread->value.c_str(), nullptr, 10))
-                     : "<" + it.value + " x " + cells + ">";
+      const long long f = per_thread ? std::strtoll(per_thread->value.c_str(), &end, 10) : 0;
+      const bool f_number = per_thread && *end == '\0' && f >= 1 && f <= (1 << 20);
+      it.value = number && f_number ? std::to_string(n * f) : "<" + it.value + " x " + cells + ">";
     } else if (it.name == "BK" && atom_kind.rfind("mma_", 0) == 0) {
       const int depth = atom_kind.find("k8") != std::string::npos ? 8 : 16;
       depth_why = "with ATOM_KIND=" + atom_kind + " its BK counts k-atoms (" +

@@ -77,6 +77,10 @@ TEST(KnobAliases, BmAndBnInAnArticleListAreRefusedWithTheLoomList) {
   const std::string no_fm = error_of("BM=16,TMA=1");
   EXPECT_TRUE(has(no_fm, "there BM counts threads")) << no_fm;
   EXPECT_TRUE(has(no_fm, "reads BM=<16 x FM>,STAGE=tma")) << no_fm;
+  // Values no knob can hold are not multiplied (BM=2^63-1 x FM would overflow).
+  const std::string huge = error_of("BM=9223372036854775807,FM=26,TMA=1");
+  EXPECT_TRUE(has(huge, "reads BM=<9223372036854775807 x FM>,FM=26,STAGE=tma")) << huge;
+  EXPECT_TRUE(has(error_of("BN=8,FN=abc,TMA=1"), "reads BN=<8 x FN>,FN=abc,STAGE=tma"));
 }
 
 TEST(KnobAliases, BkWithAnMmaAtomKindIsRefusedWithTheLoomList) {

@@ -234,7 +234,7 @@ class TorchParser {
     if (!result)
       fail(int(text_.size()) + 1,
            "the program has no result: its last expression statement (e.g. "
-           "torch.matmul(a, b)) is what Loom compiles, and this program only assigns");
+           "torch.matmul(a, b)) is what Loom compiles, and this one has none");
     const Value& r = *result;
     if (!is_tensor(r))
       fail(r.column, "the program's result is " + what(r) +

@@ -127,6 +127,12 @@ std::vector<Token> lex(std::string_view s) {
         case ';': k = Tok::Semicolon; break;
         default: {
           const size_t len = std::max<size_t>(1, utf8_length(s, i));
+          // Python takes non-ASCII letters in names; Loom's names become kernel parameters.
+          if (uint8_t(c) >= 0x80 && len > 1)
+            throw ExprError(s, int(i) + 1,
+                            "unexpected character '" + printable(s.substr(i, len)) +
+                                "': Loom's names are ASCII letters, digits and _ (a tensor's "
+                                "name becomes a parameter of the generated kernel)");
           throw ExprError(s, int(i) + 1,
                           "unexpected character '" + printable(s.substr(i, len)) + "'; " +
                               kSubset);
@@ -228,7 +234,8 @@ class TorchParser {
       const Token& t = peek();
       if (t.kind == Tok::End) break;
       if (t.kind != Tok::Newline && t.kind != Tok::Semicolon)
-        fail(t, "expected ';' or a new line after the statement, found " + describe(t));
+        fail(t, "expected ';' or a new line after the statement, found " + describe(t) +
+                    (t.kind == Tok::RParen || t.kind == Tok::RBracket ? " (unbalanced brackets?)" : ""));
       skip_separators();
     }
     if (!result)
@@ -485,7 +492,7 @@ class TorchParser {
         v = attribute(v, expect(Tok::Ident, "a name after '.'"));
       } else if (peek().kind == Tok::LParen) {
         const Token& open = next();
-        Args args = arguments();
+        Args args = arguments(open);
         v = call(v, open, args);
       } else if (peek().kind == Tok::LBracket) {
         fail(peek(), "indexing and slicing are not part of the subset; " + std::string(kSubset));
@@ -529,11 +536,13 @@ class TorchParser {
         std::vector<Value> items;
         bool comma = false;
         while (peek().kind != close) {
+          unclosed(t);
           items.push_back(expression());
           if (peek().kind == Tok::Comma) {
             next();
             comma = true;
           } else if (peek().kind != close) {
+            unclosed(t);
             fail(peek(), std::string("expected ',' or '") + (close == Tok::RParen ? ")" : "]") +
                              "', found " + describe(peek()));
           }
@@ -551,9 +560,16 @@ class TorchParser {
     }
   }
 
-  Args arguments() {
+  // At the end of the text inside brackets: the bracket that opened them is never closed.
+  void unclosed(const Token& open) {
+    if (peek().kind == Tok::End)
+      fail(open, "'" + open.text + "' is never closed (the text ends inside it)");
+  }
+
+  Args arguments(const Token& open) {
     Args a;
     while (peek().kind != Tok::RParen) {
+      unclosed(open);
       if (peek().kind == Tok::Ident && peek(1).kind == Tok::Equals) {
         const Token key = next();
         next();
@@ -566,8 +582,10 @@ class TorchParser {
         a.positional.push_back(expression());
       }
       if (peek().kind == Tok::Comma) next();
-      else if (peek().kind != Tok::RParen)
+      else if (peek().kind != Tok::RParen) {
+        unclosed(open);
         fail(peek(), "expected ',' or ')' in the argument list, found " + describe(peek()));
+      }
     }
     next();
     return a;

@@ -311,9 +311,12 @@ TEST(TorchCodeErrors, ProgramShape) {
   EXPECT_FAILS_AT_LAST("a = torch.randn(4, 4)\na", "a", "no contraction, only the tensor a[4,4]");
   EXPECT_FAILS_AT_LAST(kAB + "a @ b b", "b", "expected ';' or a new line after the statement");
   EXPECT_FAILS_AT("a = torch.randn(4, 4, device='cuda)\na @ a", "'cuda", "unterminated string");
-  Failure open = fails("a = (((((");
-  EXPECT_EQ(open.column, 10) << open.what;
-  EXPECT_TRUE(has(open.message, "expected an expression, found end of input")) << open.what;
+  EXPECT_FAILS_AT_LAST("a = (((((", "(", "'(' is never closed (the text ends inside it)");
+  EXPECT_FAILS_AT_LAST(kAB + "a @ b.t(", "(", "'(' is never closed");
+  EXPECT_FAILS_AT_LAST("a = torch.randn([4, 4", "[", "'[' is never closed");
+  EXPECT_FAILS_AT_LAST(kAB + "a @ b )", ")", "found ')' (unbalanced brackets?)");
+  EXPECT_FAILS_AT("a = torch.randn(4, 4)\ncaf\u00e9 = a", "\u00e9",
+                  "Loom's names are ASCII letters, digits and _");
 }
 
 TEST(TorchCodeErrors, MultiLineProgramsNameTheLine) {

@@ -89,7 +89,7 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) tune_usage_error("option " + f + " needs a value");
       // -c names one expression of several; every other option takes one value.
-      if (f != "-c" && f != "--expr") once.see(f, f, args[i + 1]);
+      if (f != "-c" && f != "--expr" && f != "--code") once.see(f, f, args[i + 1]);
       return args[++i];
     };
     if (f == "-c" || f == "--expr" || f == "--code") c.expressions.push_back(value());

@@ -1,4 +1,5 @@
-// The matmul article's `run --bench --code` commands on a GPU, each as a user runs it
+// The matmul article's `run --bench --code` commands on a GPU (each through -c, and one
+// through --code: an alias lost in a merge fails that one alone), each as a user runs it
 // after the CPU walk-through's fixes (tests/cpu/driver/test_article_walkthrough.cpp: the
 // knob list in Loom's names), plus PyTorch programs of each kernel family with Loom's
 // own knobs. Every command must verify against the fp64 reference; the Loom/cuBLAS ratio
@@ -38,6 +39,7 @@ struct Command {
   std::string knobs;  // LOOM_KNOBS
   std::string code;   // PyTorch code (quoted with ' only)
   std::string extra;  // more options
+  std::string option = "-c";  // the article writes --code for its fp16 program
 };
 
 // gtest prints a parameter by this in test names and ctest listings.
@@ -69,6 +71,7 @@ std::vector<Command> commands() {
        square(2048, "float16"), ""},
       // Loom's own fp16 kernel (wgmma, warp-specialized, from the defaults or a record).
       {"f16 Loom default", "", square(2048, "float16"), ""},
+      {"f16 Loom default, --code", "", square(2048, "float16"), "", "--code"},
       // Split-K on the skinny shape.
       {"f32 skinny no split", "BM=32,BN=32,FM=2,FN=2,BK=32,SPLITK=1",
        "torch.matmul(torch.randn(128,16384),torch.randn(16384,128))", ""},
@@ -107,7 +110,7 @@ class TorchCodeGpu : public ::testing::TestWithParam<Command> {
 TEST_P(TorchCodeGpu, RunsVerifiedThroughCode) {
   const Command& c = GetParam();
   const std::string cmd = "LOOM_KNOBS='" + c.knobs + "' timeout 300 " + std::string(LOOM_BINARY) +
-                          " run --bench --code \"" + c.code + "\" " + c.extra + " 2>&1";
+                          " run --bench " + c.option + " \"" + c.code + "\" " + c.extra + " 2>&1";
   SCOPED_TRACE(cmd);
   Result r = shell(cmd);
   EXPECT_EQ(r.rc, 0) << r.out;

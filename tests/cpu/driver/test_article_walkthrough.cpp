@@ -143,6 +143,14 @@ std::vector<Step> walkthrough() {
   };
 }
 
+// A `run ...` command as the `compile` of the same program and knobs (without --bench,
+// which compile does not take).
+std::string as_compile(const std::string& run_args) {
+  std::string args = "compile " + run_args.substr(4);
+  if (const size_t at = args.find(" --bench"); at != std::string::npos) args.erase(at, 8);
+  return args;
+}
+
 // Follows a step's errors as a user would; returns the output where it lands.
 Result follow(Step s, std::string& knobs, std::string& args) {
   knobs = s.knobs;
@@ -179,7 +187,7 @@ TEST(ArticleWalkthrough, EveryCommandWorksOrSaysWhatToChange) {
     SCOPED_TRACE("after the errors' fixes: LOOM_KNOBS='" + knobs + "' loom " + args);
     if (s.limit) {
       // A run stops at the knobs' error before it looks for a GPU.
-      if (args.rfind("run ", 0) == 0) r = loom(knobs, "compile " + args.substr(4) + " --ir loop");
+      if (args.rfind("run ", 0) == 0) r = loom(knobs, as_compile(args) + " --ir loop");
       EXPECT_EQ(r.rc, 1) << r.out;
       EXPECT_TRUE(has(r.out, s.lands)) << r.out;
       continue;
@@ -189,9 +197,7 @@ TEST(ArticleWalkthrough, EveryCommandWorksOrSaysWhatToChange) {
       EXPECT_TRUE(has(r.out, "loom: loom run needs a GPU: ")) << r.out;
       EXPECT_TRUE(has(r.out, "GPU steps are skipped")) << r.out;
       // The knobs it would run with compile for an H100.
-      std::string compile_args = "compile " + args.substr(4);
-      compile_args.replace(compile_args.find(" --bench"), 8, "");
-      r = loom(knobs, compile_args + " --target sm_90a --ir loop");
+      r = loom(knobs, as_compile(args) + " --target sm_90a --ir loop");
     }
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(has(r.out, s.lands)) << r.out;
@@ -203,7 +209,7 @@ TEST(ArticleWalkthrough, EveryCommandWorksOrSaysWhatToChange) {
 // numbers agree (t:010 partitions the loops in both).
 TEST(ArticleWalkthrough, PassDiffFiltersSelectOnePass) {
   Result r = shell("LOOM_KNOBS='FM=2,FN=2' " + std::string(LOOM_BINARY) + " compile -c " +
-                   square(32) + " --ir tile -vv | awk '/^>>> t:010/,/^<<< t:010/'");
+                   square(32) + " --ir tile -vv 2>/dev/null | awk '/^>>> t:010/,/^<<< t:010/'");
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(r.out.rfind(">>> t:010_partition_loops\n", 0), 0u) << r.out;
   EXPECT_TRUE(has(r.out, "+matmul = TileOp(A, B) -> out")) << r.out;

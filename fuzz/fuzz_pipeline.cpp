@@ -9,6 +9,9 @@
 //   expression \0 knobs \0 target \0 dims
 // e.g. "matmul(A[M,K]:f16, B[K,N]:f16)\0ATOM=wgmma_f16\0sm_90a\0M=64,N=64,K=64". Missing
 // fields take `loom compile`'s defaults (no knobs, sm_90a, no sizes).
+// The expression may be PyTorch code (parse_expression reads it with the PyTorch front
+// end, src/frontend/torch_parser.h) and the knobs may use the matmul article's names
+// (knob_aliases()): the corpus and fuzz/loom.dict hold both.
 //
 // What counts as a bug (the harness aborts, libFuzzer records the input):
 //   - any exception that is not a loom::Error (std::out_of_range, bad_alloc, ...);

@@ -8,6 +8,7 @@
 
 #include "frontend/diagnostic.h"
 #include "frontend/lexer.h"
+#include "frontend/torch_parser.h"
 #include "ir/f32_constant.h"
 #include "loom/builder.h"
 
@@ -390,6 +391,9 @@ class Parser {
 
 }  // namespace
 
-Graph parse_expression(std::string_view text) { return Parser(text).parse(); }
+Graph parse_expression(std::string_view text) {
+  if (looks_like_torch_code(text)) return parse_torch_code(text);
+  return Parser(text).parse();
+}
 
 }  // namespace loom

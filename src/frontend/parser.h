@@ -24,7 +24,9 @@
 namespace loom {
 
 // Throws ExprError (frontend/diagnostic.h, a loom::Error) with the column of the
-// offending token and the text with a caret under it.
+// offending token and the text with a caret under it. PyTorch code (torch_parser.h:
+// text that mentions `torch.` or `F.`) is read by the PyTorch front end instead, so
+// every command that takes an expression takes either form.
 Graph parse_expression(std::string_view text);
 
 }  // namespace loom

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "ir/error.h"
@@ -306,7 +307,8 @@ void Knobs::set(const std::string& name, const std::string& value) {
   const KnobDef* def = find_knob(name);
   if (!def)
     throw Error("unknown knob '" + name + "'; known knobs: " + known_knob_list() +
-                " (see docs/knobs.md)");
+                "; the matmul article's names TMA, ASYNC_COPY, STAGE=11|00, PIPELINE_STAGES, "
+                "BUFFER_COUNT, ATOM_KIND and ATOMIC_FREE_SPLITK are read too (see docs/knobs.md)");
   if (!def->choices.empty()) {
     for (const auto& c : def->choices)
       if (c == value) {
@@ -330,8 +332,180 @@ void Knobs::set(const std::string& name, const std::string& value) {
   values_[name] = std::to_string(v);
 }
 
+const std::vector<KnobAlias>& knob_aliases() {
+  static const std::vector<KnobAlias> aliases = {
+      {"STAGE", "STAGE", "STAGE=11 stages both operands through shared memory (the transport "
+       "from TMA and ASYNC_COPY, else the shape's default), STAGE=00 neither (STAGE=direct); "
+       "Loom stages both or neither, so 01 and 10 are errors"},
+      {"TMA", "STAGE", "1: STAGE=tma; 0: not TMA (STAGE=cp_async, or sync with ASYNC_COPY=0)"},
+      {"ASYNC_COPY", "STAGE", "1: STAGE=cp_async (unless TMA=1); 0: STAGE=sync"},
+      {"PIPELINE_STAGES", "PIPELINE", "0/1: PIPELINE=0/1 (the ring's depth is BUFFER_COUNT)"},
+      {"BUFFER_COUNT", "STAGES", "N: STAGES=N, shared buffers per staged slab"},
+      {"ATOM_KIND", "ATOM", "fma, mma_m16n8k16_f16, mma_m16n8k16_bf16, mma_m16n8k8_tf32: "
+       "ATOM=fma, mma_f16, mma_bf16, mma_tf32 (Loom's own ATOM values are taken as they are)"},
+      {"ATOMIC_FREE_SPLITK", "SPLITK_MODE", "1: SPLITK_MODE=reduce (partials, then a reduce "
+       "kernel); 0: SPLITK_MODE=atomic"},
+  };
+  return aliases;
+}
+
+namespace {
+
+struct KnobItem {
+  std::string name, value;
+};
+
+bool is_article_stage(const KnobItem& it) {
+  return it.name == "STAGE" && it.value.size() == 2 && (it.value[0] == '0' || it.value[0] == '1') &&
+         (it.value[1] == '0' || it.value[1] == '1');
+}
+
+bool is_alias(const KnobItem& it) {
+  if (it.name == "STAGE") return is_article_stage(it);
+  for (const auto& a : knob_aliases())
+    if (a.name == it.name) return true;
+  return false;
+}
+
+bool article_switch(const KnobItem& it) {
+  if (it.value != "0" && it.value != "1")
+    throw Error("knob " + it.name + "=" + it.value + " is not 0 or 1 (the article's switch, read "
+                "as Loom's " + [&] {
+                  for (const auto& a : knob_aliases())
+                    if (a.name == it.name) return a.loom + ": " + a.doc;
+                  return std::string();
+                }() + ")");
+  return it.value == "1";
+}
+
+std::string joined(const std::vector<KnobItem>& items) {
+  std::string s;
+  for (const auto& it : items) s += (s.empty() ? "" : ",") + it.name + "=" + it.value;
+  return s;
+}
+
+// A list that uses the article's names (knob_aliases()), translated to Loom's knobs;
+// `note` gets "<aliases> -> <Loom knobs>". A list without them comes back as it is.
+std::vector<KnobItem> translate_aliases(const std::vector<KnobItem>& in, std::string& note) {
+  std::vector<KnobItem> aliases;
+  for (const auto& it : in)
+    if (is_alias(it)) aliases.push_back(it);
+  if (aliases.empty()) return in;
+  const std::string article = joined(aliases);
+  auto value_of = [&](const std::string& name) -> const KnobItem* {
+    for (const auto& it : in)
+      if (it.name == name && !is_alias(it)) return &it;
+    return nullptr;
+  };
+  std::vector<KnobItem> out, made;
+  std::optional<bool> staged, tma, async;
+  std::string atom_kind;
+  for (const auto& it : in) {
+    if (!is_alias(it)) {
+      out.push_back(it);
+      continue;
+    }
+    if (it.name == "STAGE") {
+      if (it.value == "01" || it.value == "10")
+        throw Error("knob STAGE=" + it.value + " stages one operand (the article's STAGE has a "
+                    "digit per operand); Loom stages both operands or neither: STAGE=11 or "
+                    "STAGE=00 (Loom's STAGE=sync|cp_async|tma or direct)");
+      staged = it.value == "11";
+    } else if (it.name == "TMA") {
+      tma = article_switch(it);
+    } else if (it.name == "ASYNC_COPY") {
+      async = article_switch(it);
+    } else if (it.name == "PIPELINE_STAGES") {
+      made.push_back({"PIPELINE", article_switch(it) ? "1" : "0"});
+    } else if (it.name == "BUFFER_COUNT") {
+      made.push_back({"STAGES", it.value});
+    } else if (it.name == "ATOMIC_FREE_SPLITK") {
+      made.push_back({"SPLITK_MODE", article_switch(it) ? "reduce" : "atomic"});
+    } else if (it.name == "ATOM_KIND") {
+      static const std::map<std::string, std::string> atoms = {
+          {"fma", "fma"}, {"mma_m16n8k16_f16", "mma_f16"}, {"mma_m16n8k16_bf16", "mma_bf16"},
+          {"mma_m16n8k8_tf32", "mma_tf32"}};
+      auto a = atoms.find(it.value);
+      std::string atom = a != atoms.end() ? a->second : it.value;
+      const KnobDef* def = find_knob("ATOM");
+      if (std::find(def->choices.begin(), def->choices.end(), atom) == def->choices.end())
+        throw Error("knob ATOM_KIND=" + it.value + " is not an atom Loom has: ATOM_KIND takes "
+                    "fma, mma_m16n8k16_f16, mma_m16n8k16_bf16 or mma_m16n8k8_tf32 (or Loom's "
+                    "ATOM values: fma, mma_f16, mma_bf16, mma_tf32, wgmma_f16, wgmma_bf16, "
+                    "wgmma_tf32)");
+      atom_kind = it.value;
+      made.push_back({"ATOM", atom});
+    }
+  }
+  if (staged || tma || async) {
+    std::optional<std::string> stage;
+    if (staged == false) {
+      if (tma == true || async == true)
+        throw Error("knob STAGE=00 stages nothing, so " + std::string(tma == true ? "TMA=1" : "ASYNC_COPY=1") +
+                    " has nothing to copy: drop it, or stage with STAGE=11");
+      stage = "direct";
+    } else if (tma == true) {
+      stage = "tma";
+    } else if (async == false) {
+      stage = "sync";
+    } else if (async == true || tma == false) {
+      stage = "cp_async";
+    }
+    // STAGE=11 alone: staged, by the transport the shape's defaults pick.
+    if (stage) made.push_back({"STAGE", *stage});
+  }
+  for (const auto& m : made)
+    if (const KnobItem* own = value_of(m.name))
+      throw Error("knob " + own->name + "=" + own->value + " and the article's " + article +
+                  " both set " + m.name + " (the article's names read as " + joined(made) +
+                  "): give " + m.name + " once");
+  // The names the article gives another meaning: refused, with the whole list in Loom's
+  // names (a Loom value next to the article's names would be read the article's way again).
+  std::vector<KnobItem> loom = out;
+  loom.insert(loom.end(), made.begin(), made.end());
+  std::string tiles, depth_why;  // the refused names, and why
+  for (auto& it : loom) {
+    char* end = nullptr;
+    const long long n = std::strtoll(it.value.c_str(), &end, 10);
+    // A product is shown only for values a knob could hold (no overflow from BM=1e19).
+    const bool number = *end == '\0' && !it.value.empty() && n >= 1 && n <= (1 << 20);
+    if (it.name == "BM" || it.name == "BN") {
+      const std::string cells = it.name == "BM" ? "FM" : "FN";
+      const KnobItem* per_thread = value_of(cells);
+      // One cell per thread: threads and rows are the same count.
+      if (per_thread && per_thread->value == "1") continue;
+      tiles += (tiles.empty() ? "" : " and ") + it.name;
+      const long long f = per_thread ? std::strtoll(per_thread->value.c_str(), &end, 10) : 0;
+      const bool f_number = per_thread && *end == '\0' && f >= 1 && f <= (1 << 20);
+      it.value = number && f_number ? std::to_string(n * f) : "<" + it.value + " x " + cells + ">";
+    } else if (it.name == "BK" && atom_kind.rfind("mma_", 0) == 0) {
+      const int depth = atom_kind.find("k8") != std::string::npos ? 8 : 16;
+      depth_why = "with ATOM_KIND=" + atom_kind + " its BK counts k-atoms (" +
+                  std::to_string(depth) + " deep) and Loom's counts elements of K";
+      it.value = number ? std::to_string(n * depth) : "<" + it.value + " x " + std::to_string(depth) + ">";
+    }
+  }
+  if (!tiles.empty() || !depth_why.empty()) {
+    std::string why;
+    if (!tiles.empty())
+      why = "there " + tiles + (tiles.size() > 2 ? " count" : " counts") + " threads, and Loom's " +
+            "BM and BN count rows and columns of C per thread block (threads x FM, threads x FN)";
+    if (!depth_why.empty()) why += (why.empty() ? "" : "; ") + depth_why;
+    throw Error("knobs " + joined(in) + " use the article's names (" + article + "): " + why +
+                ". In Loom's names the list reads " + joined(loom));
+  }
+  const std::string kept = "STAGE=11 alone keeps the shape's default staging";
+  note = article + " -> " +
+         (made.empty() ? "no Loom knob (" + kept + ")"
+                       : joined(made) + (staged == true && !tma && !async ? " (" + kept + ")" : ""));
+  return loom;
+}
+
+}  // namespace
+
 Knobs Knobs::parse(const std::string& text) {
   Knobs k;
+  std::vector<KnobItem> items;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -347,11 +521,15 @@ Knobs Knobs::parse(const std::string& text) {
     const std::string name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
     // Within one list a knob appears once: "BM=64,BM=128" silently meaning BM=128 hides a
     // typo (across lists, --knobs over LOOM_KNOBS is the documented precedence).
-    if (auto it = k.values_.find(name); it != k.values_.end())
-      throw Error("knob " + name + " is given twice (" + name + "=" + it->second + " and " +
-                  name + "=" + value + "): give each knob once");
-    k.set(name, value);
+    for (const auto& seen : items)
+      if (seen.name == name)
+        throw Error("knob " + name + " is given twice (" + name + "=" + seen.value + " and " +
+                    name + "=" + value + "): give each knob once");
+    items.push_back({name, value});
   }
+  std::string note;
+  for (const auto& it : translate_aliases(items, note)) k.set(it.name, it.value);
+  if (!note.empty()) k.alias_notes_.push_back(note);
   return k;
 }
 
@@ -374,6 +552,7 @@ Knobs Knobs::from_env_and_cli(const std::string& cli) {
 
 void Knobs::merge(const Knobs& over) {
   for (const auto& [n, v] : over.values_) values_[n] = v;
+  alias_notes_.insert(alias_notes_.end(), over.alias_notes_.begin(), over.alias_notes_.end());
 }
 
 int64_t Knobs::get_int(const std::string& name, int64_t fallback) const {

@@ -49,6 +49,20 @@ struct KnobDef {
 const std::vector<KnobDef>& knob_registry();
 const KnobDef* find_knob(const std::string& name);
 
+// The knob names of the matmul article Loom's ladders follow (docs/knobs.md, "The
+// article's knob names"), accepted in --knobs and LOOM_KNOBS and translated to Loom's
+// knobs as a list is parsed. Names the article shares with Loom in the same sense (FM,
+// FN, WM, WN, SPLITK, GROUP_M, PAD_SMEM, INTERLEAVE_LOADS, WARP_SPECIALIZE) need no
+// entry. BM and BN count threads in the article and rows in Loom, and with an mma
+// ATOM_KIND its BK counts k-atoms: in a list that uses the article's names they are an
+// error giving the Loom value (a list of Loom's own names keeps Loom's meaning).
+struct KnobAlias {
+  std::string name;  // the article's: "TMA"
+  std::string loom;  // the Loom knob it sets: "STAGE"
+  std::string doc;   // its values and what each becomes
+};
+const std::vector<KnobAlias>& knob_aliases();
+
 // A set of explicit knob values. Values are kept as strings (enum) or integers.
 class Knobs {
  public:
@@ -65,9 +79,13 @@ class Knobs {
   std::string get_str(const std::string& name, const std::string& fallback) const;
   std::string str() const;  // "BM=64,BN=128" in registry order
   const std::map<std::string, std::string>& values() const { return values_; }
+  // How parse() read the article's names, one line per list that used them:
+  // "TMA=1,STAGE=11 -> STAGE=tma" (shown as a note by compile and run).
+  const std::vector<std::string>& alias_notes() const { return alias_notes_; }
 
  private:
   std::map<std::string, std::string> values_;
+  std::vector<std::string> alias_notes_;
 };
 
 }  // namespace loom

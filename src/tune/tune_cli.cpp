@@ -128,10 +128,10 @@ TuneCommand parse_tune_args(const std::vector<std::string>& args) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) tune_usage_error("option " + f + " needs a value");
       // -c names one expression of several; every other option takes one value.
-      if (f != "-c" && f != "--expr") once.see(f, f, args[i + 1]);
+      if (f != "-c" && f != "--expr" && f != "--code") once.see(f, f, args[i + 1]);
       return args[++i];
     };
-    if (f == "-c" || f == "--expr") c.expressions.push_back(value());
+    if (f == "-c" || f == "--expr" || f == "--code") c.expressions.push_back(value());
     else if (f == "--suite") suite = value();
     else if (f == "--budget") c.options.budget.seconds = parse_seconds(f, value());
     else if (f == "--trials") c.options.budget.max_trials = int(parse_int(f, value(), 1, kMaxCount));

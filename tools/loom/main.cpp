@@ -250,7 +250,7 @@ Args parse_args(int argc, char** argv) {
         usage_error(e.what());
       }
     };
-    if (f == "-c" || f == "--expr") a.expr = value("-c");
+    if (f == "-c" || f == "--expr" || f == "--code") a.expr = value("-c");
     else if (f == "--ir") a.ir = value();
     else if (f == "--knobs") a.knobs = value();
     else if (f == "--target") a.target = value();

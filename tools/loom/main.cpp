@@ -272,7 +272,6 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--json") a.json = true;
     else if (f == "--plot") a.plot_file = value();
     else if (f == "-h" || f == "--help") { std::cout << command_help(a.command); std::exit(0); }
-    else if (f == "--code") a.expr = value("-c");  // -c's third spelling (kOptions)
     else throw Error("internal: option " + f + " is listed but not parsed");
   }
   if (a.ir != "loop" && a.ir != "tile" && a.ir != "kernel" && a.ir != "cuda")

@@ -93,9 +93,16 @@ if _torch is not None:
     from .ops import (matmul, bmm, linear, attention, expression,  # noqa: E402
                       clear_cache, cache_info)
     from .ops import LoomStrideError  # noqa: E402
+    from .compile_backend import explain  # noqa: E402
+    try:  # torch.compile(model, backend="loom")
+        from .compile_backend import register as _register_backend
+        _register_backend()
+    except Exception as _e:  # an older torch without the registry: the ops still work
+        import warnings as _warnings
+        _warnings.warn("loom: torch.compile backend not registered: %s" % _e)
 
 __all__ = ["Program", "Kernel", "NoteWarning", "compile", "run", "ladder", "ladder_names",
            "knob_names", "device", "no_device_reason", "tune", "loom_binary"]
 if _torch is not None:
     __all__ += ["matmul", "bmm", "linear", "attention", "expression", "clear_cache",
-                "cache_info", "LoomStrideError"]
+                "cache_info", "LoomStrideError", "explain"]

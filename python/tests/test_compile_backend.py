@@ -1,0 +1,136 @@
+"""The torch.compile backend's graph rewriting on the CPU: graphs Dynamo captures from a
+module (nn.Linear with and without a following activation, matmul and bmm, SDPA causal and
+not, with a mask, in f32) are rewritten by loom.compile_backend.rewrite with CPU tensors
+admitted, and the report and the rewritten graph are checked: which calls became Loom ops
+(with the activation fused), which stayed, and why. Running the rewritten graph needs a GPU
+(tests/test_ops_gpu.py's torch.compile tests run Loom's ops under Inductor)."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+try:
+    import loom
+    from loom import compile_backend as cb
+except ImportError as e:  # pragma: no cover - depends on the build
+    pytest.skip("loom's extension is not built: %s" % e, allow_module_level=True)
+
+F = torch.nn.functional
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(64, 128, bias=True)
+        self.gate = torch.nn.Linear(64, 128, bias=False)
+        self.down = torch.nn.Linear(128, 64, bias=False)
+
+    def forward(self, x, q, k, v, mask):
+        h = F.silu(self.gate(x)) * self.up(x)       # gate + silu fused; up alone
+        y = self.down(h)                            # plain linear
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        b = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # stays: a mask
+        s = torch.matmul(q, k.transpose(-1, -2))    # a batched matmul
+        return y, a, b, s
+
+
+def captured(module, *inputs):
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(module, backend=grab, fullgraph=True)(*inputs)
+    assert len(graphs) == 1
+    return graphs[0]
+
+
+def inputs(dtype=torch.bfloat16):
+    x = torch.randn(32, 64, dtype=dtype)
+    q = torch.randn(2, 4, 16, 64, dtype=dtype)
+    k = torch.randn(2, 4, 16, 64, dtype=dtype)
+    v = torch.randn(2, 4, 16, 64, dtype=dtype)
+    mask = torch.ones(16, 16, dtype=torch.bool)
+    return x, q, k, v, mask
+
+
+def targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_rewrites_linears_fusing_the_activation_and_attention_and_matmul():
+    gm = captured(Block().to(torch.bfloat16), *inputs())
+    report = cb.rewrite(gm, devices=("cpu",))
+    text = str(report)
+    # Three linears, the gate's silu fused; the causal SDPA; the matmul.
+    assert sum(t is loom.linear for t in targets(gm)) == 3, text
+    assert "linear + silu -> loom.linear" in text
+    assert F.silu not in targets(gm), "the silu was fused into the gate's Loom GEMM"
+    assert sum(t is loom.attention for t in targets(gm)) == 1, text
+    assert sum(t is loom.matmul for t in targets(gm)) == 1, text
+    # The masked SDPA stays, with its reason.
+    assert sum(t is F.scaled_dot_product_attention for t in targets(gm)) == 1
+    assert any("attn_mask" in u for u in report.unmatched), text
+    n_loom = len(report.matched)
+    assert n_loom == 5, text
+    # The causal flag and the fused activation travel as keyword arguments.
+    attn = [n for n in gm.graph.nodes if n.target is loom.attention][0]
+    assert attn.kwargs["causal"] is True
+    acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
+    assert acts == ["", "", "silu"]
+
+
+def test_cpu_graphs_and_f32_stay_on_torch_with_their_reason():
+    gm = captured(Block().to(torch.bfloat16), *inputs())
+    report = cb.rewrite(gm)  # only CUDA tensors are taken by default
+    assert not report.matched
+    assert all("not a CUDA GPU" in u for u in report.unmatched), str(report)
+    gm32 = captured(Block(), *inputs(torch.float32))
+    report32 = cb.rewrite(gm32, devices=("cpu",))
+    assert not report32.matched
+    assert any("float32" in u for u in report32.unmatched), str(report32)
+
+
+def test_gelu_tanh_is_not_fused():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            return F.gelu(self.lin(x), approximate="tanh"), F.gelu(self.lin(x))
+
+    gm = captured(M().to(torch.bfloat16), torch.randn(8, 64, dtype=torch.bfloat16))
+    report = cb.rewrite(gm, devices=("cpu",))
+    acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
+    assert acts == ["", "gelu"], str(report)          # tanh gelu stays an op after the GEMM
+    assert F.gelu in targets(gm)
+
+
+def test_the_backend_is_registered_and_explains():
+    assert "loom" in torch._dynamo.list_backends(exclude_tags=())
+    gm = captured(Block().to(torch.bfloat16), *inputs())
+    cb._last = cb.rewrite(gm, devices=("cpu",))
+    assert loom.explain().startswith("loom backend: 5 call(s) on Loom")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_block_compiles_whole_on_the_gpu_and_matches_eager():
+    # Dynamo + the loom backend + Inductor, fullgraph: the five calls run Loom's kernels
+    # and the outputs keep the error rule against an f32 run (max error at most twice that
+    # of the eager bf16 module).
+    torch._dynamo.reset()
+    m = Block().cuda().to(torch.bfloat16)
+    args = [t.cuda() for t in inputs()]
+    compiled = torch.compile(m, backend="loom", fullgraph=True)
+    with torch.no_grad():
+        got = compiled(*args)
+        eager = m(*args)
+        m32 = Block().cuda()
+        m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+        ref = m32(*[a.float() if a.is_floating_point() else a for a in args])
+    assert loom.explain().startswith("loom backend: 5 call(s) on Loom"), loom.explain()
+    for g, e, r in zip(got, eager, ref):
+        le = (g.float() - r).abs().max().item()
+        te = (e.float() - r).abs().max().item()
+        assert le <= 2 * te, (le, te)

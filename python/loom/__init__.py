@@ -94,6 +94,7 @@ if _torch is not None:
                       clear_cache, cache_info)
     from .ops import LoomStrideError  # noqa: E402
     from .compile_backend import explain  # noqa: E402
+    from .serving import attention_paged, attention_varlen  # noqa: E402
     try:  # torch.compile(model, backend="loom")
         from .compile_backend import register as _register_backend
         _register_backend()
@@ -105,4 +106,4 @@ __all__ = ["Program", "Kernel", "NoteWarning", "compile", "run", "ladder", "ladd
            "knob_names", "device", "no_device_reason", "tune", "loom_binary"]
 if _torch is not None:
     __all__ += ["matmul", "bmm", "linear", "attention", "expression", "clear_cache",
-                "cache_info", "LoomStrideError", "explain"]
+                "cache_info", "LoomStrideError", "explain", "attention_paged", "attention_varlen"]

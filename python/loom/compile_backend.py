@@ -4,8 +4,11 @@ Inductor.
 Dynamo hands the backend the FX graph it captured (torch-level calls: torch._C._nn.linear
 for nn.Linear, torch.matmul / operator.matmul / torch.bmm / torch.mm, the activations,
 F.scaled_dot_product_attention). `rewrite(gm)` replaces each call Loom's ops take with that
-op, fusing an activation that is the linear's only user (relu, silu, gelu in its exact erf
-form) into the Loom GEMM, and leaves every other node as it was; `loom_backend` then hands
+op, fusing into the GEMM's epilogue the chain of elementwise ops that follows it while
+each is its predecessor's only user: relu, silu, gelu in its exact erf form, `+ - *` with
+a number or with a tensor of the result's shape or [N] (a residual add, a scale, the
+gating multiply of a SwiGLU MLP), and dtype casts (`.to(dtype)`, `.float()`: the
+result's dtype); it leaves every other node as it was; `loom_backend` then hands
 the rewritten graph to Inductor, which compiles everything else and calls the Loom ops
 (torch.library custom ops with fake implementations) as they are. So the model compiles
 whole, with no graph break.
@@ -29,6 +32,11 @@ _MATMUL = {torch.matmul, operator.matmul, torch.mm, torch.bmm, torch.Tensor.matm
 _SDPA = {F.scaled_dot_product_attention}
 _ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", torch.nn.functional.silu: "silu",
                 torch.nn.functional.gelu: "gelu"}
+_BINARY = {operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub",
+           operator.mul: "mul", torch.mul: "mul"}
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul"}
+_CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16}
+_DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 
 
@@ -87,6 +95,73 @@ def _gelu_form(node):
     return approx
 
 
+def _only_user(node):
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _step(cur, u, out, extras):
+    """The epilogue step that node `u` applies to `cur` (its only input from the chain),
+    or None when u is not one Loom's epilogue takes. Tensors u reads are appended to
+    `extras` (fx nodes)."""
+    if u.op == "call_function" and u.target in _ACTIVATIONS:
+        form = _ACTIVATIONS[u.target]
+        if u.args[0] is not cur or (form == "gelu" and _gelu_form(u) != "none"):
+            return None
+        return form
+    if u.op == "call_function" and u.target in _BINARY:
+        op = _BINARY[u.target]
+    elif u.op == "call_method" and u.target in _BINARY_METHODS:
+        op = _BINARY_METHODS[u.target]
+    elif u.op == "call_method" and (u.target in _CAST_METHODS or u.target == "to"):
+        if u.target == "to":  # .to(dtype) only: no device moves, no copy=/memory_format=
+            dt = u.kwargs.get("dtype", u.args[1] if len(u.args) > 1 else None)
+            if not isinstance(dt, torch.dtype) or len(u.args) > 2 or set(u.kwargs) - {"dtype"}:
+                return None
+        else:
+            dt = _CAST_METHODS[u.target]
+        return "" if dt in _DTYPE_NAMES else None  # the dtype is read from the chain's end
+    else:
+        return None
+    if len(u.args) != 2 or set(u.kwargs):  # torch.add(x, y, alpha=..) and the like stay
+        return None
+    a, b = u.args
+    if b is cur and op != "sub":
+        a, b = b, a
+    if a is not cur or b is cur:
+        return None
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return "%s:%r" % (op, float(b))
+    v = _value(b)
+    if v is None or v.dtype not in _DTYPE_NAMES or v.device != out.device:
+        return None
+    if list(v.shape) != list(out.shape) and list(v.shape) != [out.shape[-1]]:
+        return None
+    extras.append(b)
+    return "%s:t%d" % (op, len(extras) - 1)
+
+
+def _epilogue_chain(node):
+    """The longest chain of single-user elementwise nodes after GEMM `node` that Loom's
+    epilogue takes: (steps, extra tensor nodes, the chain's last node, descriptions)."""
+    steps, extras, what, cur = [], [], [], node
+    out = _value(node)
+    while out is not None:
+        u = _only_user(cur)
+        if u is None:
+            break
+        n_extras = len(extras)
+        st = _step(cur, u, out, extras)
+        if st is None:
+            del extras[n_extras:]
+            break
+        if st:
+            steps.append(st)
+        what.append(st.split(":")[0] if st else "cast")
+        cur = u
+    return steps, extras, cur, what
+
+
 def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
     """Replaces, in place, the calls of `gm` that Loom's ops take (see the module's
     docstring); returns the report. `devices`: the tensor device types taken (tests pass
@@ -110,25 +185,24 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
-            # An activation that is the linear's only user is fused into its epilogue.
-            users = list(node.users)
-            act, act_node = None, None
-            if len(users) == 1 and users[0].op == "call_function" and users[0].target in _ACTIVATIONS:
-                u = users[0]
-                form = _ACTIVATIONS[u.target]
-                if form != "gelu" or _gelu_form(u) == "none":
-                    act, act_node = form, u
-            with g.inserting_before(act_node or node):
-                args = (_contiguous(g, x), w, bias)
-                new = g.call_function(loom.linear, args, {"activation": act} if act else {})
-            replaced = act_node or node
-            new.meta = dict(replaced.meta)
-            replaced.replace_all_uses_with(new)
-            if act_node is not None:
-                g.erase_node(act_node)
-            g.erase_node(node)
-            report.matched.append("%s: linear%s -> loom.linear" % (
-                node.name, " + " + act if act else ""))
+            steps, extras, last, what = _epilogue_chain(node)
+            final = _value(last)
+            cast = final is not None and final.dtype != _value(x).dtype
+            with g.inserting_before(last):
+                if len(steps) <= 1 and not extras and not cast and (
+                        not steps or steps[0] in ("relu", "silu", "gelu")):
+                    new = g.call_function(loom.linear, (_contiguous(g, x), w, bias),
+                                          {"activation": steps[0]} if steps else {})
+                    opname = "loom.linear"
+                else:
+                    ex = [_contiguous(g, e) for e in extras]
+                    new = g.call_function(loom.gemm_epilogue, ("linear", _contiguous(g, x), w, bias, ex,
+                                                               ";".join(steps),
+                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                    opname = "loom.gemm_epilogue"
+            _replace_chain(g, node, last, new)
+            report.matched.append("%s: linear%s -> %s" % (
+                node.name, "".join(" + " + w_ for w_ in what), opname))
         elif t in _MATMUL:
             a, b = node.args[0], node.args[1]
             why = _why_not([_value(a), _value(b)], devices)
@@ -137,13 +211,24 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
-            op = loom.bmm if t is torch.bmm else loom.matmul
-            with g.inserting_before(node):
-                new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)))
-            new.meta = dict(node.meta)
-            node.replace_all_uses_with(new)
-            g.erase_node(node)
-            report.matched.append("%s: %s -> loom.%s" % (node.name, name, op.__name__))
+            kind = "bmm" if t is torch.bmm else "matmul"
+            steps, extras, last, what = _epilogue_chain(node)
+            final = _value(last)
+            cast = final is not None and final.dtype != _value(a).dtype
+            with g.inserting_before(last):
+                if not steps and not cast:
+                    op = loom.bmm if kind == "bmm" else loom.matmul
+                    new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)))
+                    opname = "loom." + op.__name__
+                else:
+                    ex = [_contiguous(g, e) for e in extras]
+                    new = g.call_function(loom.gemm_epilogue, (kind, _contiguous(g, a), _contiguous(g, b),
+                                                               None, ex, ";".join(steps),
+                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                    opname = "loom.gemm_epilogue"
+            _replace_chain(g, node, last, new)
+            report.matched.append("%s: %s%s -> %s" % (
+                node.name, name, "".join(" + " + w_ for w_ in what), opname))
         elif t in _SDPA:
             q, k, v = node.args[:3]
             kw = dict(node.kwargs)
@@ -174,6 +259,21 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
     g.lint()
     gm.recompile()
     return report
+
+
+def _replace_chain(g, first, last, new):
+    """`new` takes the place of the chain first..last (each node its predecessor's only
+    user): last's users read new, and the chain's nodes go."""
+    new.meta = dict(last.meta)
+    last.replace_all_uses_with(new)
+    chain, cur = [], first
+    while True:
+        chain.append(cur)
+        if cur is last:
+            break
+        cur = _only_user(cur)
+    for n in reversed(chain):
+        g.erase_node(n)
 
 
 def loom_backend(gm: torch.fx.GraphModule, example_inputs):

@@ -132,11 +132,17 @@ class Kernel {
       // capture refuses. Handing them "no buffer" keeps the launch allocation-free.
       for (const auto& t : kp.tensors)
         if (t.role == TensorRole::Shared) external[t.name] = nullptr;
-      launcher_.reset();
-      tensors_ = std::make_unique<DeviceTensors>();
-      tensors_->adopt(kp, external, {});
-      launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_,
-                                                    std::map<std::string, int64_t>{});
+      if (launcher_) {
+        // New buffers for the same tensors (the usual case: each call's output is a new
+        // allocation): only the arguments and the moved buffers' tensor maps change.
+        tensors_->adopt(kp, external, {});
+        launcher_->rebind(*tensors_);
+      } else {
+        tensors_ = std::make_unique<DeviceTensors>();
+        tensors_->adopt(kp, external, {});
+        launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_,
+                                                      std::map<std::string, int64_t>{});
+      }
       bound_ = ptrs;
     }
     launcher_->launch_all(reinterpret_cast<cudaStream_t>(stream));

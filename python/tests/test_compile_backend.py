@@ -3,7 +3,9 @@ module (nn.Linear with and without a following activation, matmul and bmm, SDPA 
 not, with a mask, in f32) are rewritten by loom.compile_backend.rewrite with CPU tensors
 admitted, and the report and the rewritten graph are checked: which calls became Loom ops
 (with the activation fused), which stayed, and why. Running the rewritten graph needs a GPU
-(tests/test_ops_gpu.py's torch.compile tests run Loom's ops under Inductor)."""
+(tests/test_ops_gpu.py's torch.compile tests run Loom's ops under Inductor). Epilogue
+chains (residual adds, scales, casts, the SwiGLU multiply) are checked for what they
+fuse, where they stop, and that the fused steps compute what the captured graph did."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -32,17 +34,17 @@ class Block(torch.nn.Module):
         return y, a, b, s
 
 
-def captured(module, *inputs):
+def captured(module, *inputs, with_inputs=False):
     graphs = []
 
     def grab(gm, example_inputs):
-        graphs.append(gm)
+        graphs.append((gm, example_inputs))
         return gm.forward
 
     torch._dynamo.reset()
     torch.compile(module, backend=grab, fullgraph=True)(*inputs)
     assert len(graphs) == 1
-    return graphs[0]
+    return graphs[0] if with_inputs else graphs[0][0]
 
 
 def inputs(dtype=torch.bfloat16):
@@ -62,10 +64,13 @@ def test_rewrites_linears_fusing_the_activation_and_attention_and_matmul():
     gm = captured(Block().to(torch.bfloat16), *inputs())
     report = cb.rewrite(gm, devices=("cpu",))
     text = str(report)
-    # Three linears, the gate's silu fused; the causal SDPA; the matmul.
-    assert sum(t is loom.linear for t in targets(gm)) == 3, text
-    assert "linear + silu -> loom.linear" in text
+    # Three linears: the gate's silu and the multiply by up's output fused into the gate's
+    # GEMM; the causal SDPA; the matmul.
+    assert sum(t is loom.linear for t in targets(gm)) == 2, text
+    assert "linear + silu + mul -> loom.gemm_epilogue" in text
     assert F.silu not in targets(gm), "the silu was fused into the gate's Loom GEMM"
+    ep = [n for n in gm.graph.nodes if n.target is loom.gemm_epilogue]
+    assert len(ep) == 1 and ep[0].args[0] == "linear" and ep[0].args[5] == "silu;mul:t0", text
     assert sum(t is loom.attention for t in targets(gm)) == 1, text
     assert sum(t is loom.matmul for t in targets(gm)) == 1, text
     # The masked SDPA stays, with its reason.
@@ -73,11 +78,101 @@ def test_rewrites_linears_fusing_the_activation_and_attention_and_matmul():
     assert any("attn_mask" in u for u in report.unmatched), text
     n_loom = len(report.matched)
     assert n_loom == 5, text
-    # The causal flag and the fused activation travel as keyword arguments.
+    # The causal flag travels as a keyword argument.
     attn = [n for n in gm.graph.nodes if n.target is loom.attention][0]
     assert attn.kwargs["causal"] is True
-    acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
-    assert acts == ["", "", "silu"]
+    gm.graph.lint()
+
+
+def test_epilogue_chains_fuse_residuals_scales_and_casts():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.o = torch.nn.Linear(64, 64, bias=False)
+            self.d = torch.nn.Linear(64, 64)
+            self.h = torch.nn.Linear(64, 32)
+
+        def forward(self, x, r, bias_like):
+            y = r + self.o(x)                      # residual add, the linear second
+            z = (self.d(y) * 0.5 - bias_like)      # scale, then subtract an [N] vector
+            w = self.h(z).float()                  # cast: the result's dtype
+            return y, z, w
+
+    x = torch.randn(2, 8, 64, dtype=torch.bfloat16)
+    xs = torch.randn(8, 64, dtype=torch.bfloat16)
+    m = M().to(torch.bfloat16)
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x, r, b, xs):
+            y, z, w = self.m(x, r, b)
+            return y, z, w, torch.matmul(xs, xs.transpose(0, 1)) * 2.0
+
+    args = (x, torch.randn(2, 8, 64, dtype=torch.bfloat16), torch.randn(64, dtype=torch.bfloat16), xs)
+    gm, example = captured(Wrap(), *args, with_inputs=True)
+    with torch.no_grad():
+        want = gm(*example)
+    report = cb.rewrite(gm, devices=("cpu",))
+    text = str(report)
+    eps = [n for n in gm.graph.nodes if n.target is loom.gemm_epilogue]
+    got = sorted((n.args[0], n.args[5], n.args[6]) for n in eps)
+    assert got == [("linear", "", "f32"), ("linear", "add:t0", None),
+                   ("linear", "mul:0.5;sub:t0", None), ("matmul", "mul:2.0", None)], text
+    assert "linear + cast -> loom.gemm_epilogue" in text
+    gm.graph.lint()
+    # The steps mean what the graph did: the rewritten graph on the CPU, with torch's
+    # arithmetic standing in for Loom's kernel, gives the captured graph's answers.
+    import loom.ops as ops
+
+    def on_cpu(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, **kw):
+        if kind == "linear":
+            z = torch.nn.functional.linear(a.float(), b.float(), None if bias is None else bias.float())
+        else:
+            z = a.float() @ b.float()
+        y = ops._apply_steps(z, [e.float() for e in extras], steps)
+        return y.to(ops._TORCH_DTYPES[out_dtype] if out_dtype else a.dtype)
+
+    saved = (loom.gemm_epilogue, loom.linear)
+    for n in gm.graph.nodes:
+        if n.target is loom.gemm_epilogue:
+            n.target = on_cpu
+        elif n.target is loom.linear:
+            n.target = lambda x, w, b=None, activation=None, **kw: on_cpu(
+                "linear", x, w, b, (), activation or "")
+    gm.recompile()
+    with torch.no_grad():
+        have = gm(*example)
+    assert saved == (loom.gemm_epilogue, loom.linear)
+    for h, w_ in zip(have, want):
+        assert h.dtype == w_.dtype and h.shape == w_.shape
+        assert (h.float() - w_.float()).abs().max().item() <= 0.05 * (w_.float().abs().max().item() + 1)
+
+
+def test_epilogue_chains_stop_where_loom_cannot_follow():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(64, 64, bias=False)
+
+        def forward(self, x, r, col):
+            y1 = self.a(x)
+            u = y1 + r                     # two users of y1: no fusion at all
+            v = y1 * 3.0
+            y2 = torch.add(self.a(x), r, alpha=2.0)   # alpha: stays an op
+            y3 = 1.0 - self.a(x)           # number minus the result: not a sub step
+            y4 = self.a(x) + col           # a [M, 1] column: not the result's shape or [N]
+            return u, v, y2, y3, y4
+
+    args = (torch.randn(8, 64, dtype=torch.bfloat16), torch.randn(8, 64, dtype=torch.bfloat16),
+            torch.randn(8, 1, dtype=torch.bfloat16))
+    gm = captured(M().to(torch.bfloat16), *args)
+    report = cb.rewrite(gm, devices=("cpu",))
+    assert sum(t is loom.linear for t in targets(gm)) == 4, str(report)
+    assert loom.gemm_epilogue not in targets(gm), str(report)
+    gm.graph.lint()
 
 
 def test_cpu_graphs_and_f32_stay_on_torch_with_their_reason():

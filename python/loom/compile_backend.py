@@ -55,12 +55,26 @@ class Report:
         return "\n".join(lines)
 
 
-_last: Optional[Report] = None
+_last: Optional[Report] = None   # the last graph's
+_reports: List[Report] = []      # every graph's since the last explain(reset=True)
 
 
-def explain() -> str:
-    """The report of the last graph the loom backend compiled ('' before any)."""
-    return str(_last) if _last is not None else ""
+def explain(reset: bool = False) -> str:
+    """What the loom backend did with each graph it compiled since the last
+    explain(reset=True) (a model with graph breaks is several graphs): one graph's report,
+    or a total line and each graph's. '' before any. reset=True forgets them after
+    returning them."""
+    reps = list(_reports)
+    if reset:
+        _reports.clear()
+    if not reps:
+        return ""
+    if len(reps) == 1:
+        return str(reps[0])
+    on = sum(len(r.matched) for r in reps)
+    off = sum(len(r.unmatched) for r in reps)
+    head = "loom backend: %d graphs, %d call(s) on Loom, %d left to Inductor" % (len(reps), on, off)
+    return "\n".join([head] + ["graph %d: %s" % (i, r) for i, r in enumerate(reps)])
 
 
 def _value(arg):
@@ -109,6 +123,11 @@ def _step(cur, u, out, extras):
         if u.args[0] is not cur or (form == "gelu" and _gelu_form(u) != "none"):
             return None
         return form
+    if u.op == "call_function" and u.target is F.dropout:
+        p = u.kwargs.get("p", u.args[1] if len(u.args) > 1 else 0.5)
+        training = u.kwargs.get("training", u.args[2] if len(u.args) > 2 else True)
+        inplace = u.kwargs.get("inplace", u.args[3] if len(u.args) > 3 else False)
+        return "" if u.args[0] is cur and not inplace and (training is False or p == 0) else None
     if u.op == "call_function" and u.target in _BINARY:
         op = _BINARY[u.target]
     elif u.op == "call_method" and u.target in _BINARY_METHODS:
@@ -157,7 +176,8 @@ def _epilogue_chain(node):
             break
         if st:
             steps.append(st)
-        what.append(st.split(":")[0] if st else "cast")
+        what.append(st.split(":")[0] if st else
+                    "dropout (inactive)" if u.target is F.dropout else "cast")
         cur = u
     return steps, extras, cur, what
 
@@ -236,8 +256,15 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
                 if len(node.args) > i:
                     kw[key] = node.args[i]
             why = _why_not([_value(q), _value(k), _value(v)], devices)
+            causal = bool(kw.get("is_causal", False))
+            mask_form = ""
             if why is None and kw.get("attn_mask") is not None:
-                why = "an explicit attn_mask (Loom takes the causal forms)"
+                form, why = _mask_form(gm, kw["attn_mask"], _value(q), _value(k))
+                if why is None:
+                    causal = form
+                    mask_form = " (attn_mask folded to %s)" % (
+                        "top-left causal" if form is True else "bottom-right causal" if form
+                        else "no mask")
             if why is None and kw.get("dropout_p", 0.0) not in (0, 0.0):
                 why = "dropout"
             if why is None and (_value(q).dim() != 4 or _value(q).shape[-1] % 8 or
@@ -249,16 +276,82 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
                 continue
             with g.inserting_before(node):
                 new = g.call_function(loom.attention, tuple(_contiguous(g, x) for x in (q, k, v)),
-                                      {"causal": bool(kw.get("is_causal", False)),
-                                       "scale": kw.get("scale")})
+                                      {"causal": causal or False, "scale": kw.get("scale")})
             new.meta = dict(node.meta)
             node.replace_all_uses_with(new)
             g.erase_node(node)
             report.matched.append("%s: scaled_dot_product_attention%s -> loom.attention" % (
-                node.name, " (causal)" if kw.get("is_causal") else ""))
+                node.name, mask_form or (" (causal)" if causal else "")))
     g.lint()
     gm.recompile()
     return report
+
+
+_RANDOM = ("rand", "bernoulli", "dropout", "normal", "uniform", "multinomial", "poisson")
+
+
+def _fold(gm, node):
+    """The value of `node` when it is a function of constants alone -- no graph input
+    (tensor or size), no module call, no random or impure op -- computed now: (value, None).
+    Dynamo guards the shapes it specialized on, so such a value holds for every call of
+    this graph. Otherwise (None, why)."""
+    keep, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n in keep:
+            continue
+        if n.op == "placeholder":
+            return None, "it depends on the graph's input %s" % n.name
+        if n.op == "call_module" or (n.op != "get_attr" and n.is_impure()) or any(
+                r in getattr(n.target, "__name__", str(n.target)).lower() for r in _RANDOM):
+            return None, "it depends on %s (%s), not only on constants" % (n.name, n.target)
+        keep.add(n)
+        stack.extend(n.all_input_nodes)
+    sub, env = torch.fx.Graph(), {}
+    for n in gm.graph.nodes:
+        if n in keep:
+            env[n] = sub.node_copy(n, lambda x: env[x])
+    sub.output(env[node])
+    try:
+        with torch.no_grad():
+            return torch.fx.GraphModule(gm, sub)(), None
+    except Exception as e:  # noqa: BLE001 - the reason is reported, the SDPA stays
+        return None, "evaluating it failed (%s)" % e
+
+
+def _mask_form(gm, mask_node, q, k):
+    """Which of Loom's masks SDPA's attn_mask is: (False | 'top_left' | 'bottom_right',
+    None), or (None, why not). The mask must fold to a constant (a model building its
+    causal mask from the sequence's positions under tracing, as transformers does, gives
+    one; a padding mask the caller passes does not) and allow exactly the keys one of
+    Loom's forms does, every row at least one (SDPA's rows with none are NaN)."""
+    m, why = _fold(gm, mask_node)
+    if why:
+        return None, "an explicit attn_mask that is not a constant: " + why
+    if not isinstance(m, torch.Tensor):
+        return None, "an attn_mask that is not a tensor"
+    sq, sk = q.shape[-2], k.shape[-2]
+    try:
+        m = m.expand(q.shape[0], q.shape[1], sq, sk)
+    except RuntimeError:
+        return None, "an attn_mask of shape %s that does not broadcast to the scores" % list(m.shape)
+    if m.dtype == torch.bool:
+        allowed = m
+    elif m.is_floating_point():
+        if not bool(((m == 0) | (m == float("-inf"))).all()):
+            return None, "an additive attn_mask with values other than 0 and -inf (a bias)"
+        allowed = m == 0
+    else:
+        return None, "an attn_mask of dtype %s" % m.dtype
+    if not bool(allowed.any(-1).all()):
+        return None, "an attn_mask with rows that keep no key (SDPA gives NaN there)"
+    i = torch.arange(sq, device=m.device)[:, None]
+    j = torch.arange(sk, device=m.device)[None, :]
+    for form, want in ((False, torch.ones(sq, sk, dtype=torch.bool, device=m.device)),
+                       ("top_left", j <= i), ("bottom_right", j <= i + (sk - sq))):
+        if bool((allowed == want).all()):
+            return (True if form == "top_left" else form), None
+    return None, "an attn_mask that is not causal (top-left or bottom-right) or empty"
 
 
 def _replace_chain(g, first, last, new):
@@ -281,6 +374,7 @@ def loom_backend(gm: torch.fx.GraphModule, example_inputs):
     rest."""
     global _last
     _last = rewrite(gm)
+    _reports.append(_last)
     if os.environ.get("LOOM_EXPLAIN"):
         print(_last)
     from torch._inductor.compile_fx import compile_fx

@@ -205,8 +205,13 @@ def test_gelu_tanh_is_not_fused():
 def test_the_backend_is_registered_and_explains():
     assert "loom" in torch._dynamo.list_backends(exclude_tags=())
     gm = captured(Block().to(torch.bfloat16), *inputs())
-    cb._last = cb.rewrite(gm, devices=("cpu",))
+    loom.explain(reset=True)
+    cb._reports.append(cb.rewrite(gm, devices=("cpu",)))
     assert loom.explain().startswith("loom backend: 5 call(s) on Loom")
+    cb._reports.append(cb.Report())
+    two = loom.explain(reset=True)
+    assert two.startswith("loom backend: 2 graphs, 5 call(s) on Loom, 1 left to Inductor"), two
+    assert "\ngraph 1: loom backend: 0 call(s)" in two and loom.explain() == ""
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -218,6 +223,7 @@ def test_a_block_compiles_whole_on_the_gpu_and_matches_eager():
     m = Block().cuda().to(torch.bfloat16)
     args = [t.cuda() for t in inputs()]
     compiled = torch.compile(m, backend="loom", fullgraph=True)
+    loom.explain(reset=True)
     with torch.no_grad():
         got = compiled(*args)
         eager = m(*args)
@@ -229,3 +235,111 @@ def test_a_block_compiles_whole_on_the_gpu_and_matches_eager():
         le = (g.float() - r).abs().max().item()
         te = (e.float() - r).abs().max().item()
         assert le <= 2 * te, (le, te)
+
+
+class MaskedAttention(torch.nn.Module):
+    """SDPA with a mask built in the graph from positions (as transformers builds its causal
+    mask under tracing), or from an input, or as a bias."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+
+    def forward(self, q, k, v, given):
+        sq, sk = q.shape[-2], k.shape[-2]
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        if self.form == "top_left":
+            mask = j <= i
+        elif self.form == "bottom_right":
+            mask = j <= i + (sk - sq)
+        elif self.form == "none":
+            mask = torch.ones(q.shape[0], 1, sq, sk, dtype=torch.bool, device=q.device)
+        elif self.form == "additive":
+            mask = torch.zeros(sq, sk, dtype=q.dtype, device=q.device).masked_fill(j > i, float("-inf"))
+        elif self.form == "bias":
+            mask = (j - i).to(q.dtype) * 0.1
+        elif self.form == "empty_row":
+            mask = j < i
+        elif self.form == "window":
+            mask = (j <= i) & (j > i - 4)
+        elif self.form == "random":
+            mask = torch.rand(sq, sk, device=q.device) > 0.5
+        else:
+            mask = given
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("form,sk,expect", [
+    ("top_left", 16, True), ("bottom_right", 24, "bottom_right"), ("none", 24, False),
+    ("additive", 16, True),
+    ("bias", 16, "values other than 0 and -inf"), ("empty_row", 16, "rows that keep no key"),
+    ("window", 16, "not causal"), ("random", 16, "not only on constants"),
+    ("given", 16, "depends on the graph's input"),
+])
+def test_sdpa_masks_that_fold_to_a_loom_form_are_matched(form, sk, expect):
+    q = torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
+    k = torch.randn(1, 2, sk, 64, dtype=torch.bfloat16)
+    given = torch.ones(16, sk, dtype=torch.bool)
+    gm = captured(MaskedAttention(form), q, k, k, given)
+    report = cb.rewrite(gm, devices=("cpu",))
+    text = str(report)
+    attn = [n for n in gm.graph.nodes if n.target is loom.attention]
+    if isinstance(expect, str) and expect not in ("bottom_right",):
+        assert not attn and len(report.unmatched) == 1 and expect in report.unmatched[0], text
+        return
+    assert len(attn) == 1, text
+    assert attn[0].kwargs["causal"] == expect, text
+    assert "attn_mask folded to" in text
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("form,sk", [("top_left", 300), ("bottom_right", 300), ("none", 200)])
+def test_folded_masks_run_loom_attention_and_match_eager(form, sk):
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    q = torch.randn(2, 4, 200, 64, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(2, 4, sk, 64, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn(2, 4, sk, 64, dtype=torch.bfloat16, device="cuda")
+    given = torch.ones(200, sk, dtype=torch.bool, device="cuda")
+    m = MaskedAttention(form)
+    with torch.no_grad():
+        got = torch.compile(m, backend="loom", fullgraph=True)(q, k, v, given)
+        eager = m(q, k, v, given)
+        ref = m(q.double(), k.double(), v.double(), given)
+    assert "attn_mask folded to" in loom.explain(), loom.explain()
+    le = (got.double() - ref).abs().max().item()
+    te = (eager.double() - ref).abs().max().item()
+    assert le <= 2 * te, (le, te)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_epilogue_chains_run_on_the_gpu_and_match_eager():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(256, 512, bias=False)
+            self.up = torch.nn.Linear(256, 512, bias=False)
+            self.down = torch.nn.Linear(512, 256, bias=False)
+
+        def forward(self, x):
+            h = F.silu(self.gate(x)) * self.up(x)
+            return (x + self.down(h)).float() * 0.5
+
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    m = M().cuda().to(torch.bfloat16)
+    x = torch.randn(3, 100, 256, dtype=torch.bfloat16, device="cuda")
+    with torch.no_grad():
+        got = torch.compile(m, backend="loom", fullgraph=True)(x)
+        eager = m(x)
+        m32 = M().cuda()
+        m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+        ref = m32(x.float())
+    text = loom.explain()
+    assert "linear + silu + mul -> loom.gemm_epilogue" in text, text
+    assert "linear + add + cast + mul -> loom.gemm_epilogue" in text, text
+    assert got.dtype == eager.dtype == torch.float32
+    le = (got - ref).abs().max().item()
+    te = (eager - ref).abs().max().item()
+    assert le <= 2 * te, (le, te)

@@ -5,7 +5,7 @@ Dynamo hands the backend the FX graph it captured (torch-level calls: torch._C._
 for nn.Linear, torch.matmul / operator.matmul / torch.bmm / torch.mm, the activations,
 F.scaled_dot_product_attention). `rewrite(gm)` replaces each call Loom's ops take with that
 op, fusing into the GEMM's epilogue the chain of elementwise ops that follows it while
-each is its predecessor's only user: relu, silu, gelu in its exact erf form, `+ - *` with
+each is its predecessor's only user: relu, silu, gelu (exact or tanh), `+ - *` with
 a number or with a tensor of the result's shape or [N] (a residual add, a scale, the
 gating multiply of a SwiGLU MLP), and dtype casts (`.to(dtype)`, `.float()`: the
 result's dtype); it leaves every other node as it was; `loom_backend` then hands
@@ -120,8 +120,13 @@ def _step(cur, u, out, extras):
     `extras` (fx nodes)."""
     if u.op == "call_function" and u.target in _ACTIVATIONS:
         form = _ACTIVATIONS[u.target]
-        if u.args[0] is not cur or (form == "gelu" and _gelu_form(u) != "none"):
+        if u.args[0] is not cur:
             return None
+        if form == "gelu":
+            approx = _gelu_form(u)
+            if approx not in ("none", "tanh"):
+                return None
+            form = "gelu_tanh" if approx == "tanh" else "gelu"
         return form
     if u.op == "call_function" and u.target is F.dropout:
         p = u.kwargs.get("p", u.args[1] if len(u.args) > 1 else 0.5)
@@ -210,7 +215,7 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             cast = final is not None and final.dtype != _value(x).dtype
             with g.inserting_before(last):
                 if len(steps) <= 1 and not extras and not cast and (
-                        not steps or steps[0] in ("relu", "silu", "gelu")):
+                        not steps or steps[0] in ("relu", "silu", "gelu", "gelu_tanh")):
                     new = g.call_function(loom.linear, (_contiguous(g, x), w, bias),
                                           {"activation": steps[0]} if steps else {})
                     opname = "loom.linear"

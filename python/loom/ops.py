@@ -31,7 +31,7 @@ __all__ = ["matmul", "bmm", "linear", "attention", "gemm_epilogue", "expression"
 
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-ACTIVATIONS = ("relu", "gelu", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 CAUSAL = {"none": "false", "top_left": "top_left", "bottom_right": "true"}
 _ALIGN = 16  # bytes: TMA and the 16-byte vector loads need it of every base address
 
@@ -131,12 +131,16 @@ def _check_activation(activation):
     if activation in ACTIVATIONS:
         return activation
     hint = ""
-    if activation in ("gelu_tanh", "tanh", "gelu_new", "gelu_pytorch_tanh"):
-        hint = (" (Loom's gelu is the exact erf form, torch's approximate='none'; for the tanh "
-                "form apply torch.nn.functional.gelu(y, approximate='tanh') to loom.linear(x, w, "
-                "bias))")
+    if activation in ("tanh", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        hint = (" ('gelu' is the exact erf form, torch's approximate='none'; 'gelu_tanh' is "
+                "torch's approximate='tanh')")
     raise ValueError("loom.linear: activation=%r is not one of Loom's epilogues: None, %s%s" % (
         activation, ", ".join(repr(a) for a in ACTIVATIONS), hint))
+
+
+_ACT_FNS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+            "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+            "silu": torch.nn.functional.silu}
 
 
 def _linear_shape(x, w, bias):
@@ -420,8 +424,7 @@ def _linear_impl(x, w, bias, activation, knobs, use_db):
         return x.new_empty(shape)
     if x.shape[1] == 0:  # an empty sum: act(0 + bias)
         y = x.new_zeros(shape) + (bias if bias is not None else 0)
-        return {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
-                "silu": torch.nn.functional.silu}.get(act, lambda t: t)(y)
+        return _ACT_FNS.get(act, lambda t: t)(y)
     ins = {"X": x, "W": w}
     if bias is not None:
         ins["bias"] = bias
@@ -462,8 +465,8 @@ def _linear_backward(ctx, grad):
         dz = g * (y > 0)
     else:  # the pre-activation again, on Loom; the elementwise derivative on torch
         z = _linear_op(x, w, bias, "", "", ctx.use_db)
-        if act == "gelu":
-            dz = torch.ops.aten.gelu_backward(g, z, approximate="none")
+        if act in ("gelu", "gelu_tanh"):
+            dz = torch.ops.aten.gelu_backward(g, z, approximate="tanh" if act == "gelu_tanh" else "none")
         else:
             dz = torch.ops.aten.silu_backward(g, z)
     dz = _gemm_operand(dz)
@@ -529,14 +532,14 @@ _attention_op.register_autograd(_attention_backward, setup_context=_attention_se
 # ---- GEMMs with an elementwise epilogue ---------------------------------------------
 #
 # `steps` is the epilogue as data: ';'-separated steps applied in order to the GEMM's
-# result z (bias already added for linear), each `relu`, `gelu` (erf), `silu`, or a binary
+# result z (bias already added for linear), each `relu`, `gelu` (erf), `gelu_tanh`, `silu`, or a binary
 # `add`, `sub`, `mul` with `t<i>` (the i-th tensor of `extras`, the result's shape or [N])
 # or a number: "silu;mul:t0" is silu(z)·extras[0], "mul:0.5;add:t0" is z·0.5 + extras[0].
 # out_dtype ('' = the operands') is the result's dtype. The torch.compile backend builds
 # these from what follows a GEMM in the captured graph; loom.linear's scale/residual/
 # out_dtype arguments are the common case.
 
-EPILOGUE_UNARY = ("relu", "gelu", "silu")
+EPILOGUE_UNARY = ("relu", "gelu", "gelu_tanh", "silu")
 EPILOGUE_BINARY = ("add", "sub", "mul")
 
 
@@ -621,7 +624,7 @@ def _ep_expr(kind, a, b, bias, extras, steps, out_dtype):
 
 def _apply_steps(z, extras, steps):
     """The epilogue in torch (the backward differentiates it; the tests compare with it)."""
-    fns = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}
+    fns = _ACT_FNS
     for op, arg in _parse_steps(steps, len(extras)):
         if arg is None:
             z = fns[op](z)

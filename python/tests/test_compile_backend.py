@@ -186,7 +186,7 @@ def test_cpu_graphs_and_f32_stay_on_torch_with_their_reason():
     assert any("float32" in u for u in report32.unmatched), str(report32)
 
 
-def test_gelu_tanh_is_not_fused():
+def test_both_gelus_are_fused():
     class M(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -198,8 +198,8 @@ def test_gelu_tanh_is_not_fused():
     gm = captured(M().to(torch.bfloat16), torch.randn(8, 64, dtype=torch.bfloat16))
     report = cb.rewrite(gm, devices=("cpu",))
     acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
-    assert acts == ["", "gelu"], str(report)          # tanh gelu stays an op after the GEMM
-    assert F.gelu in targets(gm)
+    assert acts == ["gelu", "gelu_tanh"], str(report)
+    assert F.gelu not in targets(gm)
 
 
 def test_the_backend_is_registered_and_explains():

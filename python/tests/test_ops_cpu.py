@@ -120,6 +120,7 @@ def test_every_expression_compiles():
         ("bmm", (meta(2, 64, 32, dtype=torch.float16), meta(2, 32, 16, dtype=torch.float16)), {}),
         ("linear", (meta(64, 32), meta(48, 32), meta(48)), {"activation": "silu"}),
         ("linear", (meta(64, 32), meta(48, 32)), {"activation": "relu"}),
+        ("linear", (meta(64, 32), meta(48, 32)), {"activation": "gelu_tanh"}),
         ("attention", (meta(1, 4, 64, 64), meta(1, 1, 80, 64), meta(1, 1, 80, 64)),
          {"causal": True, "return_lse": True, "scale": 0.125}),
     ]:
@@ -189,9 +190,11 @@ def test_strides_loom_cannot_read_name_the_stride_and_the_fix():
 
 
 def test_activations_are_the_epilogue_languages():
-    with pytest.raises(ValueError, match="approximate='tanh'"):
-        loom.linear(meta(4, 8), meta(4, 8), activation="gelu_tanh")
-    with pytest.raises(ValueError, match="'relu', 'gelu', 'silu'"):
+    assert (loom.expression("linear", meta(4, 8), meta(4, 8), activation="gelu_tanh") ==
+            "gelu_tanh(linear(X[4,8]:bf16, W[4,8]:bf16))")
+    with pytest.raises(ValueError, match="'gelu_tanh' is torch's approximate='tanh'"):
+        loom.linear(meta(4, 8), meta(4, 8), activation="gelu_new")
+    with pytest.raises(ValueError, match="'relu', 'gelu', 'gelu_tanh', 'silu'"):
         loom.linear(meta(4, 8), meta(4, 8), activation="swish")
 
 
@@ -410,7 +413,7 @@ def test_epilogue_expressions_apply_the_steps_in_order():
 def test_epilogue_errors_name_the_step_and_the_fix():
     x, w, r = meta(128, 64), meta(256, 64), meta(128, 256)
     for steps, extras, what in [
-        ("tanh", [], "'tanh' is not one of relu, gelu, silu"),
+        ("tanh", [], "'tanh' is not one of relu, gelu, gelu_tanh, silu"),
         ("add:t1", [r], "names extras[1], but 1 extra"),
         ("mul:nan", [], "must be finite"),
         ("add", [], "is not one of"),

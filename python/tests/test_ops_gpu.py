@@ -72,12 +72,14 @@ def test_bmm_matches_torch():
 @pytest.mark.parametrize("dtype,activation,with_bias", [
     (torch.bfloat16, None, False), (torch.bfloat16, None, True), (torch.bfloat16, "relu", True),
     (torch.bfloat16, "gelu", True), (torch.bfloat16, "silu", True), (torch.bfloat16, "gelu", False),
-    (torch.float16, None, True), (torch.float16, "silu", False), (torch.float16, "relu", False)])
+    (torch.float16, None, True), (torch.float16, "silu", False), (torch.float16, "relu", False),
+    (torch.bfloat16, "gelu_tanh", True), (torch.float16, "gelu_tanh", False)])
 def test_linear_matches_torch(dtype, activation, with_bias):
     x, w = rnd(2, 100, 256, dtype=dtype, seed=5), rnd(192, 256, dtype=dtype, seed=6, scale=0.1)
     bias = rnd(192, dtype=dtype, seed=7) if with_bias else None
     F = torch.nn.functional
-    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu}[activation]
+    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+           "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[activation]
     ref = act(F.linear(x.double(), w.double(), None if bias is None else bias.double()))
     check(loom.linear(x, w, bias, activation), act(F.linear(x, w, bias)), ref,
           "%s %s bias=%s" % (dtype, activation, with_bias))
@@ -182,10 +184,11 @@ def test_bmm_gradients_match_torch():
     check(lb, tb, b64.grad, "dB")
 
 
-@pytest.mark.parametrize("activation", [None, "relu", "gelu", "silu"])
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
 def test_linear_gradients_match_torch(activation):
     F = torch.nn.functional
-    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu}[activation]
+    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+           "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[activation]
     x = rnd(2, 48, 64, seed=24).requires_grad_()
     w = rnd(96, 64, seed=25, scale=0.1).requires_grad_()
     bias = rnd(96, seed=26).requires_grad_()

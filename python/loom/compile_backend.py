@@ -374,16 +374,21 @@ def _replace_chain(g, first, last, new):
         g.erase_node(n)
 
 
-def loom_backend(gm: torch.fx.GraphModule, example_inputs):
+def loom_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=None):
     """The torch.compile backend: Loom's ops where they apply (rewrite), Inductor for the
-    rest."""
+    rest. torch.compile's `mode` and `options` go to Inductor as they would with its own
+    backend: mode="reduce-overhead" replays the whole graph, Loom's kernels included, as
+    a CUDA graph; options are Inductor's config (e.g. {"triton.cudagraphs": True})."""
     global _last
     _last = rewrite(gm)
     _reports.append(_last)
     if os.environ.get("LOOM_EXPLAIN"):
         print(_last)
+    from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs)
+    patches = dict(list_mode_options(mode) if mode else {})
+    patches.update(options or {})
+    return compile_fx(gm, example_inputs, config_patches=patches or None)
 
 
 def register():

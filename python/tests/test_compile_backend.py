@@ -343,3 +343,32 @@ def test_epilogue_chains_run_on_the_gpu_and_match_eager():
     le = (got - ref).abs().max().item()
     te = (eager - ref).abs().max().item()
     assert le <= 2 * te, (le, te)
+
+
+def test_mode_and_options_reach_inductor(monkeypatch):
+    import torch._inductor.compile_fx as cfx
+    seen = []
+    monkeypatch.setattr(cfx, "compile_fx", lambda gm, ex, config_patches=None: seen.append(
+        config_patches) or gm.forward)
+    gm = captured(Block().to(torch.bfloat16), *inputs())
+    cb.loom_backend(gm, [], mode="reduce-overhead")
+    cb.loom_backend(gm, [], options={"max_autotune": True})
+    cb.loom_backend(gm, [])
+    assert seen == [{"triton.cudagraphs": True}, {"max_autotune": True}, None]
+    loom.explain(reset=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_reduce_overhead_replays_loom_kernels_in_a_cuda_graph():
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    m = Block().cuda().to(torch.bfloat16)
+    args = [t.cuda() for t in inputs()]
+    compiled = torch.compile(m, backend="loom", mode="reduce-overhead")
+    with torch.no_grad():
+        eager = m(*args)
+        for _ in range(3):  # warm-up, record, replay
+            got = [t.clone() for t in compiled(*args)]
+    assert "5 call(s) on Loom" in loom.explain(), loom.explain()
+    for g, e in zip(got, eager):
+        assert (g.float() - e.float()).abs().max().item() <= 0.05 * (e.float().abs().max().item() + 1)

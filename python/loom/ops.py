@@ -349,9 +349,38 @@ def _knobs(knobs):
 
 # ---- the custom ops ----------------------------------------------------------------
 
+# Expressions already written, by what they were written from (op, each tensor's shape,
+# strides, dtype and device, the op's other arguments): a repeated call skips the checks and
+# the string (the checks passed for that signature, or it would not be here). Bounded: a
+# program with ever-new shapes starts over rather than growing without end.
+_EXPRS = {}
+_EXPRS_MAX = 4096
+
+
+def _signature(*parts):
+    key = []
+    for p in parts:
+        if isinstance(p, torch.Tensor):
+            key += [p.shape, p.stride(), p.dtype, p.device]
+        else:
+            key.append(p)
+    return tuple(key)
+
+
+def _written(key, write):
+    hit = _EXPRS.get(key)
+    if hit is None:
+        hit = write()
+        if len(_EXPRS) >= _EXPRS_MAX:
+            _EXPRS.clear()
+        _EXPRS[key] = hit
+    return hit
+
+
 def _mm_impl(op, a, b, knobs, use_db):
-    shape = _matmul_shape(op, a, b)
-    expr = _matmul_expr(op, a, b)  # checks dtypes and strides before any empty return
+    # checks dtypes and strides before any empty return
+    shape, expr = _written(_signature(op, a, b),
+                           lambda: (_matmul_shape(op, a, b), _matmul_expr(op, a, b)))
     if 0 in shape or a.shape[-1] == 0:
         return a.new_zeros(shape)
     return _launch(op, expr, {"A": a, "B": b}, a.device, knobs, use_db)["out"]
@@ -417,9 +446,10 @@ _bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
 
 
 def _linear_impl(x, w, bias, activation, knobs, use_db):
-    act = _check_activation(activation or None)
-    shape = _linear_shape(x, w, bias)
-    expr = _linear_expr(x, w, bias, act)
+    def write():
+        act = _check_activation(activation or None)
+        return act, _linear_shape(x, w, bias), _linear_expr(x, w, bias, act)
+    act, shape, expr = _written(_signature("linear", x, w, bias, activation), write)
     if 0 in shape:
         return x.new_empty(shape)
     if x.shape[1] == 0:  # an empty sum: act(0 + bias)
@@ -484,10 +514,12 @@ _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
 def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
-    causal = _causal(causal)
-    _check_scale(scale)
-    oshape, lshape = _attention_shape(q, k, v)
-    expr = _attention_expr(q, k, v, causal, scale, return_lse)
+    def write():
+        c = _causal(causal)
+        _check_scale(scale)
+        return _attention_shape(q, k, v), _attention_expr(q, k, v, c, scale, return_lse)
+    (oshape, lshape), expr = _written(_signature("attention", q, k, v, causal, scale, return_lse),
+                                      write)
     if 0 in oshape or k.shape[2] == 0 or q.shape[3] == 0:  # no key for any row: O = 0, LSE = -inf
         lse = torch.full(lshape if return_lse else [0], float("-inf"), dtype=torch.float32,
                          device=q.device)
@@ -636,7 +668,8 @@ def _apply_steps(z, extras, steps):
 
 def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
     out_dtype = _out_dtype(kind, out_dtype)
-    expr, shape = _ep_expr(kind, a, b, bias, extras, steps, out_dtype)
+    expr, shape = _written(_signature("gemm_epilogue", kind, a, b, bias, steps, out_dtype, *extras),
+                           lambda: _ep_expr(kind, a, b, bias, extras, steps, out_dtype))
     if 0 in shape or a.shape[-1] == 0:  # an empty sum: the epilogue of zeros (+ bias)
         z = a.new_zeros(shape, dtype=torch.float32)
         if bias is not None:

@@ -479,3 +479,19 @@ def test_epilogue_backward_matches_torch_on_the_cpu(monkeypatch):
     ref = torch.autograd.grad(y, leaves, up)
     for got, want in zip([dx, dw, db] + dex, ref):
         assert torch.allclose(got, want), (got, want)
+
+
+def test_written_expressions_are_keyed_by_everything_the_checks_read():
+    import loom.ops as ops
+    a = torch.empty(64, 32, dtype=torch.bfloat16)
+    keys = {ops._signature("matmul", a, b) for b in (
+        torch.empty(32, 16, dtype=torch.bfloat16), torch.empty(16, 32, dtype=torch.bfloat16).T,
+        torch.empty(32, 16, dtype=torch.float16), torch.empty(32, 16, dtype=torch.bfloat16, device="meta"),
+        torch.empty(32, 17, dtype=torch.bfloat16)[:, :16])}
+    assert len(keys) == 5
+    # A signature whose checks fail is never kept: the second call raises again.
+    bad = torch.empty(31, 16, dtype=torch.bfloat16)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="inner dimensions differ"):
+            ops._mm_impl("matmul", a, bad, "", True)
+    assert ops._signature("matmul", a, bad) not in ops._EXPRS

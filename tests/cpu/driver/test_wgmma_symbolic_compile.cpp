@@ -2,11 +2,13 @@
 // (the large class's persistent schedule, the same knobs a large constant M gets) and
 // where it stays SIMT; every case of tests/gpu/wgmma_symbolic_cases.h, kept symbolic,
 // compiles with NVRTC for sm_90a without spills, its persistent grid an expression of M;
-// stream-K's refusal of a run-time tile count names the fix.
+// stream-K's refusal of a run-time tile count names the fix; a run-time row length TMA
+// cannot address is refused at launch naming the knob whose tensor map it is.
 #include <gtest/gtest.h>
 
 #include "../../gpu/wgmma_symbolic_cases.h"
 #include "driver/compile.h"
+#include "driver/executor.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "nvrtc_check.h"
@@ -92,6 +94,29 @@ TEST(WgmmaSymbolicCompile, StreamKRefusesARunTimeTileCount) {
     EXPECT_NE(msg.find("constant tile count"), std::string::npos) << msg;
     EXPECT_NE(msg.find("STREAM_K=0"), std::string::npos) << msg;
   }
+}
+
+// With a run-time N a row's length is first known when the tensor maps are encoded (at
+// launch, before any driver call): the output's map is the TMA-store epilogue's.
+TEST(WgmmaSymbolicCompile, UnaddressableRunTimeRowsNameTheirKnob) {
+  const CompiledProgram p = compile_symbolic(
+      "matmul(A[M,K]:bf16, B[K,N]:bf16)",
+      "ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,EPILOGUE=tma_store");
+  const KernelProgram& kp = p.state.kernel;
+  ASSERT_EQ(kp.kernels.at(0).tma.size(), 3u);
+  const std::map<std::string, int64_t> ragged_n = {{"M", 64}, {"N", 77}, {"K", 64}};
+  std::string out_msg, b_msg;
+  for (const TmaDescriptor& d : kp.kernels.at(0).tma) {
+    if (d.tensor == "A") continue;  // 128-byte rows: it would reach the driver
+    try {
+      encode_tensor_map(d, kp.tensor(d.tensor), nullptr, ragged_n);
+    } catch (const Error& e) {
+      (d.tensor == "out" ? out_msg : b_msg) = e.what();
+    }
+  }
+  EXPECT_NE(out_msg.find("EPILOGUE=tma_store needs rows of out"), std::string::npos) << out_msg;
+  EXPECT_NE(out_msg.find("EPILOGUE=direct"), std::string::npos) << out_msg;
+  EXPECT_NE(b_msg.find("STAGE=tma needs rows of B"), std::string::npos) << b_msg;
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ class GraphBuilder {
   TensorRef attention(TensorRef q, TensorRef k, TensorRef v, const AttentionOptions& opt = {});
 
   TensorRef relu(TensorRef x);
-  TensorRef gelu(TensorRef x);
+  TensorRef gelu(TensorRef x);       // the exact (erf) form, torch's default
+  TensorRef gelu_tanh(TensorRef x);  // torch's approximate='tanh'
   TensorRef silu(TensorRef x);
 
   // x is the contraction's result (or an op on it); y an input tensor or a number. For

@@ -90,7 +90,7 @@ no_device_reason = _C.no_device_reason
 from .tuning import tune, loom_binary  # noqa: E402
 
 if _torch is not None:
-    from .ops import (matmul, bmm, linear, attention, expression,  # noqa: E402
+    from .ops import (matmul, bmm, linear, attention, gemm_epilogue, expression,  # noqa: E402
                       clear_cache, cache_info, runtime_m)
     from .ops import LoomStrideError  # noqa: E402
     from .compile_backend import explain  # noqa: E402
@@ -105,5 +105,5 @@ if _torch is not None:
 __all__ = ["Program", "Kernel", "NoteWarning", "compile", "run", "ladder", "ladder_names",
            "knob_names", "device", "no_device_reason", "tune", "loom_binary"]
 if _torch is not None:
-    __all__ += ["matmul", "bmm", "linear", "attention", "expression", "clear_cache",
+    __all__ += ["matmul", "bmm", "linear", "attention", "gemm_epilogue", "expression", "clear_cache",
                 "cache_info", "LoomStrideError", "explain", "attention_paged", "attention_varlen"]

@@ -4,8 +4,11 @@ Inductor.
 Dynamo hands the backend the FX graph it captured (torch-level calls: torch._C._nn.linear
 for nn.Linear, torch.matmul / operator.matmul / torch.bmm / torch.mm, the activations,
 F.scaled_dot_product_attention). `rewrite(gm)` replaces each call Loom's ops take with that
-op, fusing an activation that is the linear's only user (relu, silu, gelu in its exact erf
-form) into the Loom GEMM, and leaves every other node as it was; `loom_backend` then hands
+op, fusing into the GEMM's epilogue the chain of elementwise ops that follows it while
+each is its predecessor's only user: relu, silu, gelu (exact or tanh), `+ - *` with
+a number or with a tensor of the result's shape or [N] (a residual add, a scale, the
+gating multiply of a SwiGLU MLP), and dtype casts (`.to(dtype)`, `.float()`: the
+result's dtype); it leaves every other node as it was; `loom_backend` then hands
 the rewritten graph to Inductor, which compiles everything else and calls the Loom ops
 (torch.library custom ops with fake implementations) as they are. So the model compiles
 whole, with no graph break.
@@ -29,6 +32,11 @@ _MATMUL = {torch.matmul, operator.matmul, torch.mm, torch.bmm, torch.Tensor.matm
 _SDPA = {F.scaled_dot_product_attention}
 _ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", torch.nn.functional.silu: "silu",
                 torch.nn.functional.gelu: "gelu"}
+_BINARY = {operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub",
+           operator.mul: "mul", torch.mul: "mul"}
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul"}
+_CAST_METHODS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16}
+_DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 
 
@@ -47,12 +55,26 @@ class Report:
         return "\n".join(lines)
 
 
-_last: Optional[Report] = None
+_last: Optional[Report] = None   # the last graph's
+_reports: List[Report] = []      # every graph's since the last explain(reset=True)
 
 
-def explain() -> str:
-    """The report of the last graph the loom backend compiled ('' before any)."""
-    return str(_last) if _last is not None else ""
+def explain(reset: bool = False) -> str:
+    """What the loom backend did with each graph it compiled since the last
+    explain(reset=True) (a model with graph breaks is several graphs): one graph's report,
+    or a total line and each graph's. '' before any. reset=True forgets them after
+    returning them."""
+    reps = list(_reports)
+    if reset:
+        _reports.clear()
+    if not reps:
+        return ""
+    if len(reps) == 1:
+        return str(reps[0])
+    on = sum(len(r.matched) for r in reps)
+    off = sum(len(r.unmatched) for r in reps)
+    head = "loom backend: %d graphs, %d call(s) on Loom, %d left to Inductor" % (len(reps), on, off)
+    return "\n".join([head] + ["graph %d: %s" % (i, r) for i, r in enumerate(reps)])
 
 
 def _value(arg):
@@ -87,6 +109,84 @@ def _gelu_form(node):
     return approx
 
 
+def _only_user(node):
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _step(cur, u, out, extras):
+    """The epilogue step that node `u` applies to `cur` (its only input from the chain),
+    or None when u is not one Loom's epilogue takes. Tensors u reads are appended to
+    `extras` (fx nodes)."""
+    if u.op == "call_function" and u.target in _ACTIVATIONS:
+        form = _ACTIVATIONS[u.target]
+        if u.args[0] is not cur:
+            return None
+        if form == "gelu":
+            approx = _gelu_form(u)
+            if approx not in ("none", "tanh"):
+                return None
+            form = "gelu_tanh" if approx == "tanh" else "gelu"
+        return form
+    if u.op == "call_function" and u.target is F.dropout:
+        p = u.kwargs.get("p", u.args[1] if len(u.args) > 1 else 0.5)
+        training = u.kwargs.get("training", u.args[2] if len(u.args) > 2 else True)
+        inplace = u.kwargs.get("inplace", u.args[3] if len(u.args) > 3 else False)
+        return "" if u.args[0] is cur and not inplace and (training is False or p == 0) else None
+    if u.op == "call_function" and u.target in _BINARY:
+        op = _BINARY[u.target]
+    elif u.op == "call_method" and u.target in _BINARY_METHODS:
+        op = _BINARY_METHODS[u.target]
+    elif u.op == "call_method" and (u.target in _CAST_METHODS or u.target == "to"):
+        if u.target == "to":  # .to(dtype) only: no device moves, no copy=/memory_format=
+            dt = u.kwargs.get("dtype", u.args[1] if len(u.args) > 1 else None)
+            if not isinstance(dt, torch.dtype) or len(u.args) > 2 or set(u.kwargs) - {"dtype"}:
+                return None
+        else:
+            dt = _CAST_METHODS[u.target]
+        return "" if dt in _DTYPE_NAMES else None  # the dtype is read from the chain's end
+    else:
+        return None
+    if len(u.args) != 2 or set(u.kwargs):  # torch.add(x, y, alpha=..) and the like stay
+        return None
+    a, b = u.args
+    if b is cur and op != "sub":
+        a, b = b, a
+    if a is not cur or b is cur:
+        return None
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return "%s:%r" % (op, float(b))
+    v = _value(b)
+    if v is None or v.dtype not in _DTYPE_NAMES or v.device != out.device:
+        return None
+    if list(v.shape) != list(out.shape) and list(v.shape) != [out.shape[-1]]:
+        return None
+    extras.append(b)
+    return "%s:t%d" % (op, len(extras) - 1)
+
+
+def _epilogue_chain(node):
+    """The longest chain of single-user elementwise nodes after GEMM `node` that Loom's
+    epilogue takes: (steps, extra tensor nodes, the chain's last node, descriptions)."""
+    steps, extras, what, cur = [], [], [], node
+    out = _value(node)
+    while out is not None:
+        u = _only_user(cur)
+        if u is None:
+            break
+        n_extras = len(extras)
+        st = _step(cur, u, out, extras)
+        if st is None:
+            del extras[n_extras:]
+            break
+        if st:
+            steps.append(st)
+        what.append(st.split(":")[0] if st else
+                    "dropout (inactive)" if u.target is F.dropout else "cast")
+        cur = u
+    return steps, extras, cur, what
+
+
 def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
     """Replaces, in place, the calls of `gm` that Loom's ops take (see the module's
     docstring); returns the report. `devices`: the tensor device types taken (tests pass
@@ -110,25 +210,24 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
-            # An activation that is the linear's only user is fused into its epilogue.
-            users = list(node.users)
-            act, act_node = None, None
-            if len(users) == 1 and users[0].op == "call_function" and users[0].target in _ACTIVATIONS:
-                u = users[0]
-                form = _ACTIVATIONS[u.target]
-                if form != "gelu" or _gelu_form(u) == "none":
-                    act, act_node = form, u
-            with g.inserting_before(act_node or node):
-                args = (_contiguous(g, x), w, bias)
-                new = g.call_function(loom.linear, args, {"activation": act} if act else {})
-            replaced = act_node or node
-            new.meta = dict(replaced.meta)
-            replaced.replace_all_uses_with(new)
-            if act_node is not None:
-                g.erase_node(act_node)
-            g.erase_node(node)
-            report.matched.append("%s: linear%s -> loom.linear" % (
-                node.name, " + " + act if act else ""))
+            steps, extras, last, what = _epilogue_chain(node)
+            final = _value(last)
+            cast = final is not None and final.dtype != _value(x).dtype
+            with g.inserting_before(last):
+                if len(steps) <= 1 and not extras and not cast and (
+                        not steps or steps[0] in ("relu", "silu", "gelu", "gelu_tanh")):
+                    new = g.call_function(loom.linear, (_contiguous(g, x), w, bias),
+                                          {"activation": steps[0]} if steps else {})
+                    opname = "loom.linear"
+                else:
+                    ex = [_contiguous(g, e) for e in extras]
+                    new = g.call_function(loom.gemm_epilogue, ("linear", _contiguous(g, x), w, bias, ex,
+                                                               ";".join(steps),
+                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                    opname = "loom.gemm_epilogue"
+            _replace_chain(g, node, last, new)
+            report.matched.append("%s: linear%s -> %s" % (
+                node.name, "".join(" + " + w_ for w_ in what), opname))
         elif t in _MATMUL:
             a, b = node.args[0], node.args[1]
             why = _why_not([_value(a), _value(b)], devices)
@@ -137,13 +236,24 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
-            op = loom.bmm if t is torch.bmm else loom.matmul
-            with g.inserting_before(node):
-                new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)))
-            new.meta = dict(node.meta)
-            node.replace_all_uses_with(new)
-            g.erase_node(node)
-            report.matched.append("%s: %s -> loom.%s" % (node.name, name, op.__name__))
+            kind = "bmm" if t is torch.bmm else "matmul"
+            steps, extras, last, what = _epilogue_chain(node)
+            final = _value(last)
+            cast = final is not None and final.dtype != _value(a).dtype
+            with g.inserting_before(last):
+                if not steps and not cast:
+                    op = loom.bmm if kind == "bmm" else loom.matmul
+                    new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)))
+                    opname = "loom." + op.__name__
+                else:
+                    ex = [_contiguous(g, e) for e in extras]
+                    new = g.call_function(loom.gemm_epilogue, (kind, _contiguous(g, a), _contiguous(g, b),
+                                                               None, ex, ";".join(steps),
+                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                    opname = "loom.gemm_epilogue"
+            _replace_chain(g, node, last, new)
+            report.matched.append("%s: %s%s -> %s" % (
+                node.name, name, "".join(" + " + w_ for w_ in what), opname))
         elif t in _SDPA:
             q, k, v = node.args[:3]
             kw = dict(node.kwargs)
@@ -151,8 +261,15 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
                 if len(node.args) > i:
                     kw[key] = node.args[i]
             why = _why_not([_value(q), _value(k), _value(v)], devices)
+            causal = bool(kw.get("is_causal", False))
+            mask_form = ""
             if why is None and kw.get("attn_mask") is not None:
-                why = "an explicit attn_mask (Loom takes the causal forms)"
+                form, why = _mask_form(gm, kw["attn_mask"], _value(q), _value(k))
+                if why is None:
+                    causal = form
+                    mask_form = " (attn_mask folded to %s)" % (
+                        "top-left causal" if form is True else "bottom-right causal" if form
+                        else "no mask")
             if why is None and kw.get("dropout_p", 0.0) not in (0, 0.0):
                 why = "dropout"
             if why is None and (_value(q).dim() != 4 or _value(q).shape[-1] % 8 or
@@ -164,27 +281,114 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
                 continue
             with g.inserting_before(node):
                 new = g.call_function(loom.attention, tuple(_contiguous(g, x) for x in (q, k, v)),
-                                      {"causal": bool(kw.get("is_causal", False)),
-                                       "scale": kw.get("scale")})
+                                      {"causal": causal or False, "scale": kw.get("scale")})
             new.meta = dict(node.meta)
             node.replace_all_uses_with(new)
             g.erase_node(node)
             report.matched.append("%s: scaled_dot_product_attention%s -> loom.attention" % (
-                node.name, " (causal)" if kw.get("is_causal") else ""))
+                node.name, mask_form or (" (causal)" if causal else "")))
     g.lint()
     gm.recompile()
     return report
 
 
-def loom_backend(gm: torch.fx.GraphModule, example_inputs):
+_RANDOM = ("rand", "bernoulli", "dropout", "normal", "uniform", "multinomial", "poisson")
+
+
+def _fold(gm, node):
+    """The value of `node` when it is a function of constants alone -- no graph input
+    (tensor or size), no module call, no random or impure op -- computed now: (value, None).
+    Dynamo guards the shapes it specialized on, so such a value holds for every call of
+    this graph. Otherwise (None, why)."""
+    keep, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n in keep:
+            continue
+        if n.op == "placeholder":
+            return None, "it depends on the graph's input %s" % n.name
+        if n.op == "call_module" or (n.op != "get_attr" and n.is_impure()) or any(
+                r in getattr(n.target, "__name__", str(n.target)).lower() for r in _RANDOM):
+            return None, "it depends on %s (%s), not only on constants" % (n.name, n.target)
+        keep.add(n)
+        stack.extend(n.all_input_nodes)
+    sub, env = torch.fx.Graph(), {}
+    for n in gm.graph.nodes:
+        if n in keep:
+            env[n] = sub.node_copy(n, lambda x: env[x])
+    sub.output(env[node])
+    try:
+        with torch.no_grad():
+            return torch.fx.GraphModule(gm, sub)(), None
+    except Exception as e:  # noqa: BLE001 - the reason is reported, the SDPA stays
+        return None, "evaluating it failed (%s)" % e
+
+
+def _mask_form(gm, mask_node, q, k):
+    """Which of Loom's masks SDPA's attn_mask is: (False | 'top_left' | 'bottom_right',
+    None), or (None, why not). The mask must fold to a constant (a model building its
+    causal mask from the sequence's positions under tracing, as transformers does, gives
+    one; a padding mask the caller passes does not) and allow exactly the keys one of
+    Loom's forms does, every row at least one (SDPA's rows with none are NaN)."""
+    m, why = _fold(gm, mask_node)
+    if why:
+        return None, "an explicit attn_mask that is not a constant: " + why
+    if not isinstance(m, torch.Tensor):
+        return None, "an attn_mask that is not a tensor"
+    sq, sk = q.shape[-2], k.shape[-2]
+    try:
+        m = m.expand(q.shape[0], q.shape[1], sq, sk)
+    except RuntimeError:
+        return None, "an attn_mask of shape %s that does not broadcast to the scores" % list(m.shape)
+    if m.dtype == torch.bool:
+        allowed = m
+    elif m.is_floating_point():
+        if not bool(((m == 0) | (m == float("-inf"))).all()):
+            return None, "an additive attn_mask with values other than 0 and -inf (a bias)"
+        allowed = m == 0
+    else:
+        return None, "an attn_mask of dtype %s" % m.dtype
+    if not bool(allowed.any(-1).all()):
+        return None, "an attn_mask with rows that keep no key (SDPA gives NaN there)"
+    i = torch.arange(sq, device=m.device)[:, None]
+    j = torch.arange(sk, device=m.device)[None, :]
+    for form, want in ((False, torch.ones(sq, sk, dtype=torch.bool, device=m.device)),
+                       ("top_left", j <= i), ("bottom_right", j <= i + (sk - sq))):
+        if bool((allowed == want).all()):
+            return (True if form == "top_left" else form), None
+    return None, "an attn_mask that is not causal (top-left or bottom-right) or empty"
+
+
+def _replace_chain(g, first, last, new):
+    """`new` takes the place of the chain first..last (each node its predecessor's only
+    user): last's users read new, and the chain's nodes go."""
+    new.meta = dict(last.meta)
+    last.replace_all_uses_with(new)
+    chain, cur = [], first
+    while True:
+        chain.append(cur)
+        if cur is last:
+            break
+        cur = _only_user(cur)
+    for n in reversed(chain):
+        g.erase_node(n)
+
+
+def loom_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=None):
     """The torch.compile backend: Loom's ops where they apply (rewrite), Inductor for the
-    rest."""
+    rest. torch.compile's `mode` and `options` go to Inductor as they would with its own
+    backend: mode="reduce-overhead" replays the whole graph, Loom's kernels included, as
+    a CUDA graph; options are Inductor's config (e.g. {"triton.cudagraphs": True})."""
     global _last
     _last = rewrite(gm)
+    _reports.append(_last)
     if os.environ.get("LOOM_EXPLAIN"):
         print(_last)
+    from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs)
+    patches = dict(list_mode_options(mode) if mode else {})
+    patches.update(options or {})
+    return compile_fx(gm, example_inputs, config_patches=patches or None)
 
 
 def register():

@@ -20,18 +20,18 @@ warm-up does anyway; compiling inside a capture is refused with an error saying 
 """
 import atexit
 import threading
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
 from . import _C
 
-__all__ = ["matmul", "bmm", "linear", "attention", "expression", "clear_cache", "cache_info",
-           "runtime_m", "LoomStrideError"]
+__all__ = ["matmul", "bmm", "linear", "attention", "gemm_epilogue", "expression", "clear_cache",
+           "cache_info", "runtime_m", "LoomStrideError"]
 
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-ACTIVATIONS = ("relu", "gelu", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 CAUSAL = {"none": "false", "top_left": "top_left", "bottom_right": "true"}
 _ALIGN = 16  # bytes: TMA and the 16-byte vector loads need it of every base address
 
@@ -131,12 +131,16 @@ def _check_activation(activation):
     if activation in ACTIVATIONS:
         return activation
     hint = ""
-    if activation in ("gelu_tanh", "tanh", "gelu_new", "gelu_pytorch_tanh"):
-        hint = (" (Loom's gelu is the exact erf form, torch's approximate='none'; for the tanh "
-                "form apply torch.nn.functional.gelu(y, approximate='tanh') to loom.linear(x, w, "
-                "bias))")
+    if activation in ("tanh", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        hint = (" ('gelu' is the exact erf form, torch's approximate='none'; 'gelu_tanh' is "
+                "torch's approximate='tanh')")
     raise ValueError("loom.linear: activation=%r is not one of Loom's epilogues: None, %s%s" % (
         activation, ", ".join(repr(a) for a in ACTIVATIONS), hint))
+
+
+_ACT_FNS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+            "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+            "silu": torch.nn.functional.silu}
 
 
 def _linear_shape(x, w, bias):
@@ -236,7 +240,13 @@ def expression(op, *tensors, **kwargs):
         _attention_shape(q, k, v)
         return _attention_expr(q, k, v, _causal(kwargs.get("causal", False)), kwargs.get("scale"),
                                bool(kwargs.get("return_lse", False)))
-    raise ValueError("loom.expression: unknown op %r; one of matmul, bmm, linear, attention" % (op,))
+    if op == "gemm_epilogue":  # expression("gemm_epilogue", a, b, kind=, bias=, extras=, steps=, out_dtype=)
+        a, b = tensors
+        return _ep_expr(kwargs.get("kind", "linear"), a, b, kwargs.get("bias"),
+                        list(kwargs.get("extras", ())), kwargs.get("steps", ""),
+                        _out_dtype("gemm_epilogue", kwargs.get("out_dtype")))[0]
+    raise ValueError("loom.expression: unknown op %r; one of matmul, bmm, linear, attention, "
+                     "gemm_epilogue" % (op,))
 
 
 # ---- compiled kernels, cached ------------------------------------------------------
@@ -323,8 +333,12 @@ def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
                                                      device=device)
         keep.append(buf)  # freed after the launch is enqueued: stream-ordered reuse
         ptrs[name] = buf.data_ptr()
-    with torch.cuda.device(index):
-        e.kernel.launch(ptrs, torch.cuda.current_stream(device).cuda_stream, sizes or {})
+    stream = torch.cuda.current_stream(device).cuda_stream
+    if torch.cuda.current_device() == index:  # the usual case: no device switch to pay for
+        e.kernel.launch(ptrs, stream, sizes or {})
+    else:
+        with torch.cuda.device(index):
+            e.kernel.launch(ptrs, stream, sizes or {})
     return outs
 
 
@@ -367,9 +381,38 @@ def _knobs(knobs):
 
 # ---- the custom ops ----------------------------------------------------------------
 
+# Expressions already written, by what they were written from (op, each tensor's shape,
+# strides, dtype and device, the op's other arguments): a repeated call skips the checks and
+# the string (the checks passed for that signature, or it would not be here). Bounded: a
+# program with ever-new shapes starts over rather than growing without end.
+_EXPRS = {}
+_EXPRS_MAX = 4096
+
+
+def _signature(*parts):
+    key = []
+    for p in parts:
+        if isinstance(p, torch.Tensor):
+            key += [p.shape, p.stride(), p.dtype, p.device]
+        else:
+            key.append(p)
+    return tuple(key)
+
+
+def _written(key, write):
+    hit = _EXPRS.get(key)
+    if hit is None:
+        hit = write()
+        if len(_EXPRS) >= _EXPRS_MAX:
+            _EXPRS.clear()
+        _EXPRS[key] = hit
+    return hit
+
+
 def _mm_impl(op, a, b, knobs, use_db):
-    shape = _matmul_shape(op, a, b)
-    expr = _matmul_expr(op, a, b)  # checks dtypes and strides before any empty return
+    # checks dtypes and strides before any empty return
+    shape, expr = _written(_signature(op, a, b),
+                           lambda: (_matmul_shape(op, a, b), _matmul_expr(op, a, b)))
     if 0 in shape or a.shape[-1] == 0:
         return a.new_zeros(shape)
     sizes = None
@@ -438,15 +481,15 @@ _bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
 
 
 def _linear_impl(x, w, bias, activation, knobs, use_db):
-    act = _check_activation(activation or None)
-    shape = _linear_shape(x, w, bias)
-    expr = _linear_expr(x, w, bias, act)
+    def write():
+        act = _check_activation(activation or None)
+        return act, _linear_shape(x, w, bias), _linear_expr(x, w, bias, act)
+    act, shape, expr = _written(_signature("linear", x, w, bias, activation), write)
     if 0 in shape:
         return x.new_empty(shape)
     if x.shape[1] == 0:  # an empty sum: act(0 + bias)
         y = x.new_zeros(shape) + (bias if bias is not None else 0)
-        return {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
-                "silu": torch.nn.functional.silu}.get(act, lambda t: t)(y)
+        return _ACT_FNS.get(act, lambda t: t)(y)
     ins = {"X": x, "W": w}
     if bias is not None:
         ins["bias"] = bias
@@ -488,8 +531,8 @@ def _linear_backward(ctx, grad):
         dz = g * (y > 0)
     else:  # the pre-activation again, on Loom; the elementwise derivative on torch
         z = _linear_op(x, w, bias, "", "", ctx.use_db)
-        if act == "gelu":
-            dz = torch.ops.aten.gelu_backward(g, z, approximate="none")
+        if act in ("gelu", "gelu_tanh"):
+            dz = torch.ops.aten.gelu_backward(g, z, approximate="tanh" if act == "gelu_tanh" else "none")
         else:
             dz = torch.ops.aten.silu_backward(g, z)
     dz = _gemm_operand(dz)
@@ -507,10 +550,12 @@ _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
 def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
-    causal = _causal(causal)
-    _check_scale(scale)
-    oshape, lshape = _attention_shape(q, k, v)
-    expr = _attention_expr(q, k, v, causal, scale, return_lse)
+    def write():
+        c = _causal(causal)
+        _check_scale(scale)
+        return _attention_shape(q, k, v), _attention_expr(q, k, v, c, scale, return_lse)
+    (oshape, lshape), expr = _written(_signature("attention", q, k, v, causal, scale, return_lse),
+                                      write)
     if 0 in oshape or k.shape[2] == 0 or q.shape[3] == 0:  # no key for any row: O = 0, LSE = -inf
         lse = torch.full(lshape if return_lse else [0], float("-inf"), dtype=torch.float32,
                          device=q.device)
@@ -550,6 +595,227 @@ def _attention_backward(ctx, grad_out, grad_lse):
 
 
 _attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+# ---- GEMMs with an elementwise epilogue ---------------------------------------------
+#
+# `steps` is the epilogue as data: ';'-separated steps applied in order to the GEMM's
+# result z (bias already added for linear), each `relu`, `gelu` (erf), `gelu_tanh`, `silu`, or a binary
+# `add`, `sub`, `mul` with `t<i>` (the i-th tensor of `extras`, the result's shape or [N])
+# or a number: "silu;mul:t0" is silu(z)·extras[0], "mul:0.5;add:t0" is z·0.5 + extras[0].
+# out_dtype ('' = the operands') is the result's dtype. The torch.compile backend builds
+# these from what follows a GEMM in the captured graph; loom.linear's scale/residual/
+# out_dtype arguments are the common case.
+
+EPILOGUE_UNARY = ("relu", "gelu", "gelu_tanh", "silu")
+EPILOGUE_BINARY = ("add", "sub", "mul")
+
+
+def _parse_steps(steps, n_extras):
+    out = []
+    for raw in [s for s in steps.split(";") if s]:
+        op, _, arg = raw.partition(":")
+        if op in EPILOGUE_UNARY and not arg:
+            out.append((op, None))
+            continue
+        if op in EPILOGUE_BINARY and arg:
+            if arg.startswith("t"):
+                i = int(arg[1:])
+                if not 0 <= i < n_extras:
+                    raise ValueError("loom epilogue step %r names extras[%d], but %d extra "
+                                     "tensor(s) were given" % (raw, i, n_extras))
+                out.append((op, i))
+            else:
+                v = float(arg)
+                if v != v or v in (float("inf"), float("-inf")):
+                    raise ValueError("loom epilogue step %r: the number must be finite" % raw)
+                out.append((op, v))
+            continue
+        raise ValueError("loom epilogue step %r is not one of %s, or %s with ':t<i>' or "
+                         "':<number>'" % (raw, ", ".join(EPILOGUE_UNARY),
+                                          ", ".join(EPILOGUE_BINARY)))
+    return out
+
+
+def _out_dtype(op, out_dtype):
+    if not out_dtype:
+        return None
+    if out_dtype not in _TORCH_DTYPES:
+        raise ValueError("loom.%s: out_dtype=%r; one of %s" % (op, out_dtype, ", ".join(_TORCH_DTYPES)))
+    return out_dtype
+
+
+def _ep_base(kind, a, b, bias, out_dtype):
+    """The GEMM's expression and its result's shape; bias only for linear."""
+    if kind == "linear":
+        shape = _linear_shape(a, w=b, bias=bias)
+        e = "linear(%s, %s%s" % (_operand("linear", "x", "X", a), _operand("linear", "w", "W", b),
+                                 "" if bias is None else ", " + _operand("linear", "bias", "bias", bias))
+    elif kind in ("matmul", "bmm"):
+        if bias is not None:
+            raise ValueError("loom.%s with an epilogue: bias is linear's; add it as an 'add:t<i>' "
+                             "step" % kind)
+        shape = _matmul_shape(kind, a, b)
+        e = "matmul(%s, %s" % (_operand(kind, "a", "A", a), _operand(kind, "b", "B", b))
+    else:
+        raise ValueError("loom epilogue: unknown GEMM %r (linear, matmul, bmm)" % (kind,))
+    return e + (", out=%s)" % out_dtype if out_dtype else ")"), list(shape)
+
+
+def _check_extra(kind, i, t, shape):
+    s = list(t.shape)
+    if s != list(shape) and s != [shape[-1]]:
+        raise ValueError("loom.%s epilogue: extras[%d] has shape %s; it must be the result's "
+                         "shape %s or [%d] (broadcast over rows)" % (kind, i, s, list(shape), shape[-1]))
+    if _DTYPES.get(t.dtype) is None:
+        raise TypeError("loom.%s epilogue: extras[%d] has dtype %s (float32, float16 or "
+                        "bfloat16)" % (kind, i, t.dtype))
+    if not t.is_contiguous():
+        raise LoomStrideError("loom.%s epilogue: extras[%d] (shape %s) is not contiguous; pass "
+                              "extras[%d].contiguous()" % (kind, i, s, i))
+
+
+def _ep_expr(kind, a, b, bias, extras, steps, out_dtype):
+    e, shape = _ep_base(kind, a, b, bias, out_dtype)
+    for i, t in enumerate(extras):
+        _check_extra(kind, i, t, shape)
+    for op, arg in _parse_steps(steps, len(extras)):
+        if arg is None:
+            e = "%s(%s)" % (op, e)
+        elif isinstance(arg, int):
+            t = extras[arg]
+            e = "%s(%s, E%d[%s]:%s)" % (op, e, arg, _dims(t.shape), _DTYPES[t.dtype])
+        else:
+            e = "%s(%s, %r)" % (op, e, arg)
+    return e, shape
+
+
+def _apply_steps(z, extras, steps):
+    """The epilogue in torch (the backward differentiates it; the tests compare with it)."""
+    fns = _ACT_FNS
+    for op, arg in _parse_steps(steps, len(extras)):
+        if arg is None:
+            z = fns[op](z)
+        else:
+            o = extras[arg] if isinstance(arg, int) else arg
+            z = z + o if op == "add" else z - o if op == "sub" else z * o
+    return z
+
+
+def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+    out_dtype = _out_dtype(kind, out_dtype)
+    expr, shape = _written(_signature("gemm_epilogue", kind, a, b, bias, steps, out_dtype, *extras),
+                           lambda: _ep_expr(kind, a, b, bias, extras, steps, out_dtype))
+    if 0 in shape or a.shape[-1] == 0:  # an empty sum: the epilogue of zeros (+ bias)
+        z = a.new_zeros(shape, dtype=torch.float32)
+        if bias is not None:
+            z = z + bias.float()
+        y = _apply_steps(z, [t.float() for t in extras], steps)
+        return y.to(_TORCH_DTYPES[out_dtype] if out_dtype else a.dtype)
+    ins = {"X" if kind == "linear" else "A": a, "W" if kind == "linear" else "B": b}
+    if bias is not None:
+        ins["bias"] = bias
+    for i, t in enumerate(extras):
+        ins["E%d" % i] = t
+    return _launch(kind, expr, ins, a.device, knobs, use_db)["out"]
+
+
+@torch.library.custom_op("loom::gemm_epilogue", mutates_args=())
+def _ep_op(kind: str, a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
+           extras: List[torch.Tensor], steps: str, out_dtype: str, knobs: str,
+           use_db: bool) -> torch.Tensor:
+    return _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db)
+
+
+@_ep_op.register_fake
+def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+    out_dtype = _out_dtype(kind, out_dtype)
+    _parse_steps(steps, len(extras))
+    if kind == "linear":
+        shape = _linear_shape(a, b, bias)
+    else:
+        shape = _matmul_shape(kind, a, b)
+    for n, t in (("a", a), ("b", b), ("bias", bias)):
+        if t is not None:
+            _check(kind, n, t)
+    for i, t in enumerate(extras):
+        if list(t.shape) != list(shape) and list(t.shape) != [shape[-1]]:
+            _check_extra(kind, i, t, shape)
+    return a.new_empty(shape, dtype=_TORCH_DTYPES[out_dtype] if out_dtype else a.dtype)
+
+
+def _ep_setup(ctx, inputs, output):
+    kind, a, b, bias, extras, steps, out_dtype, knobs, use_db = inputs
+    ctx.kind, ctx.steps, ctx.use_db = kind, steps, use_db
+    ctx.n_extras = len(extras)
+    ctx.save_for_backward(a, b, bias, *extras)
+
+
+def _ep_backward(ctx, grad):
+    """The GEMM's result again on Loom (no epilogue), the epilogue's derivative by torch's
+    autograd on it, then the GEMM's gradients on Loom."""
+    a, b, bias, *extras = ctx.saved_tensors
+    kind = ctx.kind
+    if kind == "linear":
+        z = _linear_op(a, b, bias, "", "", ctx.use_db)
+    else:
+        z = (_bmm_op if kind == "bmm" else _matmul_op)(a, b, "", ctx.use_db)
+    with torch.enable_grad():
+        zz = z.detach().requires_grad_(True)
+        ex = [t.detach().requires_grad_(t.is_floating_point()) for t in extras]
+        y = _apply_steps(zz, ex, ctx.steps)
+        wrt = [zz] + [t for t in ex if t.requires_grad]
+        grads = list(torch.autograd.grad(y, wrt, grad.to(y.dtype), allow_unused=True))
+    dz = _gemm_operand(grads[0].to(a.dtype))
+    dextras = []
+    gi = iter(grads[1:])
+    for t, e in zip(extras, ex):
+        g = next(gi) if e.requires_grad else None
+        if g is not None and list(g.shape) != list(t.shape):
+            g = g.sum(dim=tuple(range(g.dim() - t.dim())))
+        dextras.append(None if g is None else g.to(t.dtype))
+    da = db = dbias = None
+    if kind == "linear":
+        if ctx.needs_input_grad[1]:
+            da = _matmul_op(dz, b, "", ctx.use_db)
+        if ctx.needs_input_grad[2]:
+            db = _matmul_op(dz.transpose(0, 1), a, "", ctx.use_db)
+        if bias is not None and ctx.needs_input_grad[3]:
+            dbias = dz.sum(0, dtype=torch.float32).to(bias.dtype)
+    else:
+        opfn = _bmm_op if kind == "bmm" else _matmul_op
+        if ctx.needs_input_grad[1]:
+            da = _sum_to(opfn(dz, b.transpose(-1, -2), "", ctx.use_db), a.shape)
+        if ctx.needs_input_grad[2]:
+            db = _sum_to(opfn(a.transpose(-1, -2), dz, "", ctx.use_db), b.shape)
+    return None, da, db, dbias, dextras, None, None, None, None
+
+
+_ep_op.register_autograd(_ep_backward, setup_context=_ep_setup)
+
+
+def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *, knobs=None,
+                  use_db=True):
+    """A GEMM (kind 'linear': a·bᵀ + bias, b [N,K]; 'matmul'/'bmm': a·b) with the epilogue
+    `steps` (see above) as one Loom kernel; extras: the tensors the steps name (t0, t1, ..).
+    torch.ops.loom.gemm_epilogue is the op; this wrapper takes eager calls past the
+    dispatcher as the other ops do."""
+    extras = list(extras)
+    if kind == "linear" and a.dim() > 2:  # leading dims: one [rows, K] GEMM, as loom.linear
+        lead = list(a.shape[:-1])
+        if not a.is_contiguous():
+            _layout("linear", "x", a, transposable=False)
+        flat = [t.reshape(-1, t.shape[-1]) if t.dim() == a.dim() else t for t in extras]
+        y = gemm_epilogue(kind, a.reshape(-1, a.shape[-1]), b, bias, flat, steps, out_dtype,
+                          knobs=knobs, use_db=use_db)
+        return y.view(lead + [b.shape[0]])
+    od = "" if out_dtype is None else (_DTYPES.get(out_dtype) if isinstance(out_dtype, torch.dtype)
+                                       else str(out_dtype))
+    if od is None:
+        raise ValueError("loom.gemm_epilogue: out_dtype=%r; torch.float32, float16 or bfloat16" % (out_dtype,))
+    if _direct(a, b, bias, *extras):
+        return _ep_impl(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
+    return _ep_op(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
 
 
 # ---- the public functions ----------------------------------------------------------
@@ -600,11 +866,26 @@ def bmm(a, b, *, knobs=None, use_db=True):
     return _bmm_op(a, b, _knobs(knobs), bool(use_db))
 
 
-def linear(x, w, bias=None, activation=None, *, knobs=None, use_db=True):
-    """activation(x @ w.T + bias) as one Loom kernel (torch.nn.functional.linear's layout:
-    w is [N,K], bias [N]); x may have leading dims ([..., K], contiguous). activation: None,
-    'relu', 'gelu' (the erf form, torch's default) or 'silu'."""
+def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_dtype=None,
+           knobs=None, use_db=True):
+    """activation(x @ w.T + bias) · scale + residual as one Loom kernel
+    (torch.nn.functional.linear's layout: w is [N,K], bias [N]); x may have leading dims
+    ([..., K], contiguous). activation: None, 'relu', 'gelu' (the erf form, torch's
+    default) or 'silu'. scale: a number; residual: a tensor of the result's shape (or [N]);
+    out_dtype: the result's dtype (default x's), e.g. torch.float32."""
     act = _check_activation(activation)
+    if scale is not None or residual is not None or out_dtype is not None:
+        steps = [act] if act else []
+        if scale is not None:
+            steps.append("mul:%r" % float(scale))
+        extras = []
+        if residual is not None:
+            extras.append(residual.reshape(-1, residual.shape[-1]) if x.dim() > 2 and
+                          residual.dim() == x.dim() else residual)
+            steps.append("add:t0")
+        y = gemm_epilogue("linear", x.reshape(-1, x.shape[-1]) if x.dim() > 2 else x, w, bias,
+                          extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db)
+        return y.view(list(x.shape[:-1]) + [w.shape[0]]) if x.dim() > 2 else y
     op = _linear_impl if _direct(x, w, bias) else _linear_op
     if x.dim() > 2:
         lead = list(x.shape[:-1])

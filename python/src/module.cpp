@@ -143,10 +143,18 @@ class Kernel {
       // capture refuses. Handing them "no buffer" keeps the launch allocation-free.
       for (const auto& t : kp.tensors)
         if (t.role == TensorRole::Shared) external[t.name] = nullptr;
-      launcher_.reset();
-      tensors_ = std::make_unique<DeviceTensors>();
-      tensors_->adopt(kp, external, sizes);
-      launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, sizes);
+      if (launcher_ && sizes == bound_sizes_) {
+        // New buffers for the same tensors (the usual case: each call's output is a new
+        // allocation): only the arguments and the moved buffers' tensor maps change.
+        tensors_->adopt(kp, external, sizes);
+        launcher_->rebind(*tensors_);
+      } else {
+        // First launch, or new run-time sizes: the grid and every tensor map change.
+        launcher_.reset();
+        tensors_ = std::make_unique<DeviceTensors>();
+        tensors_->adopt(kp, external, sizes);
+        launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, sizes);
+      }
       bound_ = ptrs;
       bound_sizes_ = sizes;
     }

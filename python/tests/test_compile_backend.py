@@ -3,7 +3,9 @@ module (nn.Linear with and without a following activation, matmul and bmm, SDPA 
 not, with a mask, in f32) are rewritten by loom.compile_backend.rewrite with CPU tensors
 admitted, and the report and the rewritten graph are checked: which calls became Loom ops
 (with the activation fused), which stayed, and why. Running the rewritten graph needs a GPU
-(tests/test_ops_gpu.py's torch.compile tests run Loom's ops under Inductor)."""
+(tests/test_ops_gpu.py's torch.compile tests run Loom's ops under Inductor). Epilogue
+chains (residual adds, scales, casts, the SwiGLU multiply) are checked for what they
+fuse, where they stop, and that the fused steps compute what the captured graph did."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -32,17 +34,17 @@ class Block(torch.nn.Module):
         return y, a, b, s
 
 
-def captured(module, *inputs):
+def captured(module, *inputs, with_inputs=False):
     graphs = []
 
     def grab(gm, example_inputs):
-        graphs.append(gm)
+        graphs.append((gm, example_inputs))
         return gm.forward
 
     torch._dynamo.reset()
     torch.compile(module, backend=grab, fullgraph=True)(*inputs)
     assert len(graphs) == 1
-    return graphs[0]
+    return graphs[0] if with_inputs else graphs[0][0]
 
 
 def inputs(dtype=torch.bfloat16):
@@ -62,10 +64,13 @@ def test_rewrites_linears_fusing_the_activation_and_attention_and_matmul():
     gm = captured(Block().to(torch.bfloat16), *inputs())
     report = cb.rewrite(gm, devices=("cpu",))
     text = str(report)
-    # Three linears, the gate's silu fused; the causal SDPA; the matmul.
-    assert sum(t is loom.linear for t in targets(gm)) == 3, text
-    assert "linear + silu -> loom.linear" in text
+    # Three linears: the gate's silu and the multiply by up's output fused into the gate's
+    # GEMM; the causal SDPA; the matmul.
+    assert sum(t is loom.linear for t in targets(gm)) == 2, text
+    assert "linear + silu + mul -> loom.gemm_epilogue" in text
     assert F.silu not in targets(gm), "the silu was fused into the gate's Loom GEMM"
+    ep = [n for n in gm.graph.nodes if n.target is loom.gemm_epilogue]
+    assert len(ep) == 1 and ep[0].args[0] == "linear" and ep[0].args[5] == "silu;mul:t0", text
     assert sum(t is loom.attention for t in targets(gm)) == 1, text
     assert sum(t is loom.matmul for t in targets(gm)) == 1, text
     # The masked SDPA stays, with its reason.
@@ -73,11 +78,101 @@ def test_rewrites_linears_fusing_the_activation_and_attention_and_matmul():
     assert any("attn_mask" in u for u in report.unmatched), text
     n_loom = len(report.matched)
     assert n_loom == 5, text
-    # The causal flag and the fused activation travel as keyword arguments.
+    # The causal flag travels as a keyword argument.
     attn = [n for n in gm.graph.nodes if n.target is loom.attention][0]
     assert attn.kwargs["causal"] is True
-    acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
-    assert acts == ["", "", "silu"]
+    gm.graph.lint()
+
+
+def test_epilogue_chains_fuse_residuals_scales_and_casts():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.o = torch.nn.Linear(64, 64, bias=False)
+            self.d = torch.nn.Linear(64, 64)
+            self.h = torch.nn.Linear(64, 32)
+
+        def forward(self, x, r, bias_like):
+            y = r + self.o(x)                      # residual add, the linear second
+            z = (self.d(y) * 0.5 - bias_like)      # scale, then subtract an [N] vector
+            w = self.h(z).float()                  # cast: the result's dtype
+            return y, z, w
+
+    x = torch.randn(2, 8, 64, dtype=torch.bfloat16)
+    xs = torch.randn(8, 64, dtype=torch.bfloat16)
+    m = M().to(torch.bfloat16)
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x, r, b, xs):
+            y, z, w = self.m(x, r, b)
+            return y, z, w, torch.matmul(xs, xs.transpose(0, 1)) * 2.0
+
+    args = (x, torch.randn(2, 8, 64, dtype=torch.bfloat16), torch.randn(64, dtype=torch.bfloat16), xs)
+    gm, example = captured(Wrap(), *args, with_inputs=True)
+    with torch.no_grad():
+        want = gm(*example)
+    report = cb.rewrite(gm, devices=("cpu",))
+    text = str(report)
+    eps = [n for n in gm.graph.nodes if n.target is loom.gemm_epilogue]
+    got = sorted((n.args[0], n.args[5], n.args[6]) for n in eps)
+    assert got == [("linear", "", "f32"), ("linear", "add:t0", None),
+                   ("linear", "mul:0.5;sub:t0", None), ("matmul", "mul:2.0", None)], text
+    assert "linear + cast -> loom.gemm_epilogue" in text
+    gm.graph.lint()
+    # The steps mean what the graph did: the rewritten graph on the CPU, with torch's
+    # arithmetic standing in for Loom's kernel, gives the captured graph's answers.
+    import loom.ops as ops
+
+    def on_cpu(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, **kw):
+        if kind == "linear":
+            z = torch.nn.functional.linear(a.float(), b.float(), None if bias is None else bias.float())
+        else:
+            z = a.float() @ b.float()
+        y = ops._apply_steps(z, [e.float() for e in extras], steps)
+        return y.to(ops._TORCH_DTYPES[out_dtype] if out_dtype else a.dtype)
+
+    saved = (loom.gemm_epilogue, loom.linear)
+    for n in gm.graph.nodes:
+        if n.target is loom.gemm_epilogue:
+            n.target = on_cpu
+        elif n.target is loom.linear:
+            n.target = lambda x, w, b=None, activation=None, **kw: on_cpu(
+                "linear", x, w, b, (), activation or "")
+    gm.recompile()
+    with torch.no_grad():
+        have = gm(*example)
+    assert saved == (loom.gemm_epilogue, loom.linear)
+    for h, w_ in zip(have, want):
+        assert h.dtype == w_.dtype and h.shape == w_.shape
+        assert (h.float() - w_.float()).abs().max().item() <= 0.05 * (w_.float().abs().max().item() + 1)
+
+
+def test_epilogue_chains_stop_where_loom_cannot_follow():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(64, 64, bias=False)
+
+        def forward(self, x, r, col):
+            y1 = self.a(x)
+            u = y1 + r                     # two users of y1: no fusion at all
+            v = y1 * 3.0
+            y2 = torch.add(self.a(x), r, alpha=2.0)   # alpha: stays an op
+            y3 = 1.0 - self.a(x)           # number minus the result: not a sub step
+            y4 = self.a(x) + col           # a [M, 1] column: not the result's shape or [N]
+            return u, v, y2, y3, y4
+
+    args = (torch.randn(8, 64, dtype=torch.bfloat16), torch.randn(8, 64, dtype=torch.bfloat16),
+            torch.randn(8, 1, dtype=torch.bfloat16))
+    gm = captured(M().to(torch.bfloat16), *args)
+    report = cb.rewrite(gm, devices=("cpu",))
+    assert sum(t is loom.linear for t in targets(gm)) == 4, str(report)
+    assert loom.gemm_epilogue not in targets(gm), str(report)
+    gm.graph.lint()
 
 
 def test_cpu_graphs_and_f32_stay_on_torch_with_their_reason():
@@ -91,7 +186,7 @@ def test_cpu_graphs_and_f32_stay_on_torch_with_their_reason():
     assert any("float32" in u for u in report32.unmatched), str(report32)
 
 
-def test_gelu_tanh_is_not_fused():
+def test_both_gelus_are_fused():
     class M(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -103,15 +198,20 @@ def test_gelu_tanh_is_not_fused():
     gm = captured(M().to(torch.bfloat16), torch.randn(8, 64, dtype=torch.bfloat16))
     report = cb.rewrite(gm, devices=("cpu",))
     acts = sorted(n.kwargs.get("activation") or "" for n in gm.graph.nodes if n.target is loom.linear)
-    assert acts == ["", "gelu"], str(report)          # tanh gelu stays an op after the GEMM
-    assert F.gelu in targets(gm)
+    assert acts == ["gelu", "gelu_tanh"], str(report)
+    assert F.gelu not in targets(gm)
 
 
 def test_the_backend_is_registered_and_explains():
     assert "loom" in torch._dynamo.list_backends(exclude_tags=())
     gm = captured(Block().to(torch.bfloat16), *inputs())
-    cb._last = cb.rewrite(gm, devices=("cpu",))
+    loom.explain(reset=True)
+    cb._reports.append(cb.rewrite(gm, devices=("cpu",)))
     assert loom.explain().startswith("loom backend: 5 call(s) on Loom")
+    cb._reports.append(cb.Report())
+    two = loom.explain(reset=True)
+    assert two.startswith("loom backend: 2 graphs, 5 call(s) on Loom, 1 left to Inductor"), two
+    assert "\ngraph 1: loom backend: 0 call(s)" in two and loom.explain() == ""
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -123,6 +223,7 @@ def test_a_block_compiles_whole_on_the_gpu_and_matches_eager():
     m = Block().cuda().to(torch.bfloat16)
     args = [t.cuda() for t in inputs()]
     compiled = torch.compile(m, backend="loom", fullgraph=True)
+    loom.explain(reset=True)
     with torch.no_grad():
         got = compiled(*args)
         eager = m(*args)
@@ -134,3 +235,140 @@ def test_a_block_compiles_whole_on_the_gpu_and_matches_eager():
         le = (g.float() - r).abs().max().item()
         te = (e.float() - r).abs().max().item()
         assert le <= 2 * te, (le, te)
+
+
+class MaskedAttention(torch.nn.Module):
+    """SDPA with a mask built in the graph from positions (as transformers builds its causal
+    mask under tracing), or from an input, or as a bias."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+
+    def forward(self, q, k, v, given):
+        sq, sk = q.shape[-2], k.shape[-2]
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        if self.form == "top_left":
+            mask = j <= i
+        elif self.form == "bottom_right":
+            mask = j <= i + (sk - sq)
+        elif self.form == "none":
+            mask = torch.ones(q.shape[0], 1, sq, sk, dtype=torch.bool, device=q.device)
+        elif self.form == "additive":
+            mask = torch.zeros(sq, sk, dtype=q.dtype, device=q.device).masked_fill(j > i, float("-inf"))
+        elif self.form == "bias":
+            mask = (j - i).to(q.dtype) * 0.1
+        elif self.form == "empty_row":
+            mask = j < i
+        elif self.form == "window":
+            mask = (j <= i) & (j > i - 4)
+        elif self.form == "random":
+            mask = torch.rand(sq, sk, device=q.device) > 0.5
+        else:
+            mask = given
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("form,sk,expect", [
+    ("top_left", 16, True), ("bottom_right", 24, "bottom_right"), ("none", 24, False),
+    ("additive", 16, True),
+    ("bias", 16, "values other than 0 and -inf"), ("empty_row", 16, "rows that keep no key"),
+    ("window", 16, "not causal"), ("random", 16, "not only on constants"),
+    ("given", 16, "depends on the graph's input"),
+])
+def test_sdpa_masks_that_fold_to_a_loom_form_are_matched(form, sk, expect):
+    q = torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
+    k = torch.randn(1, 2, sk, 64, dtype=torch.bfloat16)
+    given = torch.ones(16, sk, dtype=torch.bool)
+    gm = captured(MaskedAttention(form), q, k, k, given)
+    report = cb.rewrite(gm, devices=("cpu",))
+    text = str(report)
+    attn = [n for n in gm.graph.nodes if n.target is loom.attention]
+    if isinstance(expect, str) and expect not in ("bottom_right",):
+        assert not attn and len(report.unmatched) == 1 and expect in report.unmatched[0], text
+        return
+    assert len(attn) == 1, text
+    assert attn[0].kwargs["causal"] == expect, text
+    assert "attn_mask folded to" in text
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("form,sk", [("top_left", 300), ("bottom_right", 300), ("none", 200)])
+def test_folded_masks_run_loom_attention_and_match_eager(form, sk):
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    q = torch.randn(2, 4, 200, 64, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(2, 4, sk, 64, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn(2, 4, sk, 64, dtype=torch.bfloat16, device="cuda")
+    given = torch.ones(200, sk, dtype=torch.bool, device="cuda")
+    m = MaskedAttention(form)
+    with torch.no_grad():
+        got = torch.compile(m, backend="loom", fullgraph=True)(q, k, v, given)
+        eager = m(q, k, v, given)
+        ref = m(q.double(), k.double(), v.double(), given)
+    assert "attn_mask folded to" in loom.explain(), loom.explain()
+    le = (got.double() - ref).abs().max().item()
+    te = (eager.double() - ref).abs().max().item()
+    assert le <= 2 * te, (le, te)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_epilogue_chains_run_on_the_gpu_and_match_eager():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(256, 512, bias=False)
+            self.up = torch.nn.Linear(256, 512, bias=False)
+            self.down = torch.nn.Linear(512, 256, bias=False)
+
+        def forward(self, x):
+            h = F.silu(self.gate(x)) * self.up(x)
+            return (x + self.down(h)).float() * 0.5
+
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    m = M().cuda().to(torch.bfloat16)
+    x = torch.randn(3, 100, 256, dtype=torch.bfloat16, device="cuda")
+    with torch.no_grad():
+        got = torch.compile(m, backend="loom", fullgraph=True)(x)
+        eager = m(x)
+        m32 = M().cuda()
+        m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+        ref = m32(x.float())
+    text = loom.explain()
+    assert "linear + silu + mul -> loom.gemm_epilogue" in text, text
+    assert "linear + add + cast + mul -> loom.gemm_epilogue" in text, text
+    assert got.dtype == eager.dtype == torch.float32
+    le = (got - ref).abs().max().item()
+    te = (eager - ref).abs().max().item()
+    assert le <= 2 * te, (le, te)
+
+
+def test_mode_and_options_reach_inductor(monkeypatch):
+    import torch._inductor.compile_fx as cfx
+    seen = []
+    monkeypatch.setattr(cfx, "compile_fx", lambda gm, ex, config_patches=None: seen.append(
+        config_patches) or gm.forward)
+    gm = captured(Block().to(torch.bfloat16), *inputs())
+    cb.loom_backend(gm, [], mode="reduce-overhead")
+    cb.loom_backend(gm, [], options={"max_autotune": True})
+    cb.loom_backend(gm, [])
+    assert seen == [{"triton.cudagraphs": True}, {"max_autotune": True}, None]
+    loom.explain(reset=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_reduce_overhead_replays_loom_kernels_in_a_cuda_graph():
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    m = Block().cuda().to(torch.bfloat16)
+    args = [t.cuda() for t in inputs()]
+    compiled = torch.compile(m, backend="loom", mode="reduce-overhead")
+    with torch.no_grad():
+        eager = m(*args)
+        for _ in range(3):  # warm-up, record, replay
+            got = [t.clone() for t in compiled(*args)]
+    assert "5 call(s) on Loom" in loom.explain(), loom.explain()
+    for g, e in zip(got, eager):
+        assert (g.float() - e.float()).abs().max().item() <= 0.05 * (e.float().abs().max().item() + 1)

@@ -120,6 +120,7 @@ def test_every_expression_compiles():
         ("bmm", (meta(2, 64, 32, dtype=torch.float16), meta(2, 32, 16, dtype=torch.float16)), {}),
         ("linear", (meta(64, 32), meta(48, 32), meta(48)), {"activation": "silu"}),
         ("linear", (meta(64, 32), meta(48, 32)), {"activation": "relu"}),
+        ("linear", (meta(64, 32), meta(48, 32)), {"activation": "gelu_tanh"}),
         ("attention", (meta(1, 4, 64, 64), meta(1, 1, 80, 64), meta(1, 1, 80, 64)),
          {"causal": True, "return_lse": True, "scale": 0.125}),
     ]:
@@ -189,9 +190,11 @@ def test_strides_loom_cannot_read_name_the_stride_and_the_fix():
 
 
 def test_activations_are_the_epilogue_languages():
-    with pytest.raises(ValueError, match="approximate='tanh'"):
-        loom.linear(meta(4, 8), meta(4, 8), activation="gelu_tanh")
-    with pytest.raises(ValueError, match="'relu', 'gelu', 'silu'"):
+    assert (loom.expression("linear", meta(4, 8), meta(4, 8), activation="gelu_tanh") ==
+            "gelu_tanh(linear(X[4,8]:bf16, W[4,8]:bf16))")
+    with pytest.raises(ValueError, match="'gelu_tanh' is torch's approximate='tanh'"):
+        loom.linear(meta(4, 8), meta(4, 8), activation="gelu_new")
+    with pytest.raises(ValueError, match="'relu', 'gelu', 'gelu_tanh', 'silu'"):
         loom.linear(meta(4, 8), meta(4, 8), activation="swish")
 
 
@@ -389,3 +392,106 @@ def test_the_eager_shortcut_reads_this_torchs_state():
     with FakeTensorMode():
         assert not ops._direct(torch.empty(2, 2))
     assert loom.cache_info()["direct"] == before
+
+
+# ---- GEMMs with an epilogue (loom.gemm_epilogue, loom.linear's scale/residual/out_dtype) --
+
+def test_epilogue_expressions_apply_the_steps_in_order():
+    x, w, b, r = meta(128, 64), meta(256, 64), meta(256), meta(128, 256)
+    e = loom.expression("gemm_epilogue", x, w, kind="linear", bias=b, extras=[r],
+                        steps="silu;mul:0.5;add:t0")
+    assert e == ("add(mul(silu(linear(X[128,64]:bf16, W[256,64]:bf16, bias[256]:bf16)), 0.5), "
+                 "E0[128,256]:bf16)")
+    e = loom.expression("gemm_epilogue", x, w.T, kind="matmul", extras=[meta(256)],
+                        steps="sub:t0", out_dtype="f32")
+    assert e == "sub(matmul(A[128,64]:bf16, B[256,64]:bf16.T, out=f32), E0[256]:bf16)"
+    assert loom.compile(e).tensors[-1]["dtype"] in ("f32", "bf16")  # the pipeline takes it
+    for st in ("silu;mul:0.5;add:t0", "gelu;mul:t0", "relu;sub:2;mul:t0"):
+        loom.compile(loom.expression("gemm_epilogue", x, w, kind="linear", extras=[r], steps=st))
+
+
+def test_epilogue_errors_name_the_step_and_the_fix():
+    x, w, r = meta(128, 64), meta(256, 64), meta(128, 256)
+    for steps, extras, what in [
+        ("tanh", [], "'tanh' is not one of relu, gelu, gelu_tanh, silu"),
+        ("add:t1", [r], "names extras[1], but 1 extra"),
+        ("mul:nan", [], "must be finite"),
+        ("add", [], "is not one of"),
+        ("add:t0", [meta(128, 255)], "must be the result's shape [128, 256] or [256]"),
+    ]:
+        with pytest.raises(ValueError, match=what.replace("[", r"\[").replace("]", r"\]")):
+            loom.expression("gemm_epilogue", x, w, kind="linear", extras=extras, steps=steps)
+    with pytest.raises(loom.LoomStrideError, match="extras.0. .shape .128, 256.. is not contiguous"):
+        loom.expression("gemm_epilogue", x, w, kind="linear",
+                        extras=[meta(256, 128).T], steps="add:t0")
+    with pytest.raises(ValueError, match="out_dtype='f64'"):
+        loom.expression("gemm_epilogue", x, w, kind="linear", out_dtype="f64")
+    with pytest.raises(ValueError, match="bias is linear's"):
+        loom.expression("gemm_epilogue", x, w.T, kind="matmul", bias=meta(256))
+
+
+def test_epilogue_fakes_and_linear_keywords():
+    with FakeTensorMode():
+        x = torch.empty(2, 5, 32, dtype=torch.bfloat16)
+        w = torch.empty(16, 32, dtype=torch.bfloat16)
+        r = torch.empty(2, 5, 16, dtype=torch.bfloat16)
+        y = loom.linear(x, w, None, "silu", scale=0.5, residual=r)
+        assert y.shape == (2, 5, 16) and y.dtype == torch.bfloat16
+        y = loom.linear(x, w, out_dtype=torch.float32)
+        assert y.shape == (2, 5, 16) and y.dtype == torch.float32
+        a = torch.empty(64, 32, dtype=torch.float16)
+        y = loom.gemm_epilogue("matmul", a, a.T, extras=[torch.empty(64, dtype=torch.float16)],
+                               steps="mul:t0")
+        assert y.shape == (64, 64) and y.dtype == torch.float16
+
+
+def test_epilogue_autograd_on_fakes_gives_every_gradient_its_shape():
+    with FakeTensorMode():
+        x = torch.empty(64, 32, dtype=torch.bfloat16, requires_grad=True)
+        w = torch.empty(48, 32, dtype=torch.bfloat16, requires_grad=True)
+        b = torch.empty(48, dtype=torch.bfloat16, requires_grad=True)
+        g = torch.empty(64, 48, dtype=torch.bfloat16, requires_grad=True)
+        r = torch.empty(48, dtype=torch.bfloat16, requires_grad=True)
+        loom.gemm_epilogue("linear", x, w, b, [g, r], "silu;mul:t0;add:t1").sum().backward()
+        for t in (x, w, b, g, r):
+            assert t.grad is not None and t.grad.shape == t.shape
+
+
+def test_epilogue_backward_matches_torch_on_the_cpu(monkeypatch):
+    # The backward's own arithmetic (the steps' derivative by autograd, the GEMM gradients)
+    # checked on the CPU, with torch's GEMMs standing in for Loom's kernels.
+    import loom.ops as ops
+    monkeypatch.setattr(ops, "_linear_op", lambda x, w, b, act, k, u: torch.nn.functional.linear(x, w, b))
+    monkeypatch.setattr(ops, "_matmul_op", lambda a, b, k, u: a @ b)
+    torch.manual_seed(0)
+    x, w, b = torch.randn(8, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64), \
+        torch.randn(6, dtype=torch.float64)
+    g, r = torch.randn(8, 6, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+
+    class Ctx:
+        kind, steps, use_db, n_extras = "linear", "silu;mul:t0;add:t1;mul:0.5", True, 2
+        needs_input_grad = (False, True, True, True, True)
+        saved_tensors = (x, w, b, g, r)
+    up = torch.randn(8, 6, dtype=torch.float64)
+    _, dx, dw, db, dex, *_ = ops._ep_backward(Ctx, up)
+    leaves = [t.clone().requires_grad_(True) for t in (x, w, b, g, r)]
+    y = ops._apply_steps(torch.nn.functional.linear(*leaves[:3]), leaves[3:], Ctx.steps)
+    ref = torch.autograd.grad(y, leaves, up)
+    for got, want in zip([dx, dw, db] + dex, ref):
+        assert torch.allclose(got, want), (got, want)
+
+
+def test_written_expressions_are_keyed_by_everything_the_checks_read():
+    import loom.ops as ops
+    a = torch.empty(64, 32, dtype=torch.bfloat16)
+    keys = {ops._signature("matmul", a, b) for b in (
+        torch.empty(32, 16, dtype=torch.bfloat16), torch.empty(16, 32, dtype=torch.bfloat16).T,
+        torch.empty(32, 16, dtype=torch.float16), torch.empty(32, 16, dtype=torch.bfloat16, device="meta"),
+        torch.empty(32, 17, dtype=torch.bfloat16)[:, :16])}
+    assert len(keys) == 5
+    # A signature whose checks fail is never kept: the second call raises again.
+    bad = torch.empty(31, 16, dtype=torch.bfloat16)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="inner dimensions differ"):
+            ops._mm_impl("matmul", a, bad, "", True)
+    assert ops._signature("matmul", a, bad) not in ops._EXPRS

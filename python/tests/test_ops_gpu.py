@@ -72,12 +72,14 @@ def test_bmm_matches_torch():
 @pytest.mark.parametrize("dtype,activation,with_bias", [
     (torch.bfloat16, None, False), (torch.bfloat16, None, True), (torch.bfloat16, "relu", True),
     (torch.bfloat16, "gelu", True), (torch.bfloat16, "silu", True), (torch.bfloat16, "gelu", False),
-    (torch.float16, None, True), (torch.float16, "silu", False), (torch.float16, "relu", False)])
+    (torch.float16, None, True), (torch.float16, "silu", False), (torch.float16, "relu", False),
+    (torch.bfloat16, "gelu_tanh", True), (torch.float16, "gelu_tanh", False)])
 def test_linear_matches_torch(dtype, activation, with_bias):
     x, w = rnd(2, 100, 256, dtype=dtype, seed=5), rnd(192, 256, dtype=dtype, seed=6, scale=0.1)
     bias = rnd(192, dtype=dtype, seed=7) if with_bias else None
     F = torch.nn.functional
-    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu}[activation]
+    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+           "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[activation]
     ref = act(F.linear(x.double(), w.double(), None if bias is None else bias.double()))
     check(loom.linear(x, w, bias, activation), act(F.linear(x, w, bias)), ref,
           "%s %s bias=%s" % (dtype, activation, with_bias))
@@ -182,10 +184,11 @@ def test_bmm_gradients_match_torch():
     check(lb, tb, b64.grad, "dB")
 
 
-@pytest.mark.parametrize("activation", [None, "relu", "gelu", "silu"])
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
 def test_linear_gradients_match_torch(activation):
     F = torch.nn.functional
-    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu}[activation]
+    act = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+           "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[activation]
     x = rnd(2, 48, 64, seed=24).requires_grad_()
     w = rnd(96, 64, seed=25, scale=0.1).requires_grad_()
     bias = rnd(96, seed=26).requires_grad_()
@@ -430,3 +433,84 @@ def test_eager_calls_skip_the_dispatcher_only_when_nothing_needs_it():
     q = rnd(1, 2, 64, 64, seed=133)
     loom.attention(q, q, q)
     assert loom.cache_info()["direct"] == d0 + 4
+
+
+# ---- GEMMs with an epilogue --------------------------------------------------------
+
+EPILOGUE_CASES = [
+    ("linear", "silu;mul:t0", "full", None),          # a SwiGLU gate: silu(x·Wgᵀ)·up
+    ("linear", "add:t0", "full", None),               # a residual add
+    ("linear", "gelu;mul:0.5;add:t0", "row", None),   # scale, then an [N] vector
+    ("linear", "relu;sub:1.5", None, torch.float32),  # a number, an f32 result
+    ("matmul", "mul:t0", "full", None),
+    ("bmm", "add:t0;silu", "full", None),
+]
+
+
+@pytest.mark.parametrize("kind,steps,extra,out_dtype", EPILOGUE_CASES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gemm_epilogue_matches_torch(kind, steps, extra, out_dtype, dtype):
+    import loom.ops as ops
+    m, n, k = 200, 264, 320
+    if kind == "linear":
+        a, b, bias = rnd(m, k, dtype=dtype, seed=1), rnd(n, k, dtype=dtype, seed=2, scale=0.1), rnd(n, dtype=dtype, seed=3)
+        shape = [m, n]
+    elif kind == "matmul":
+        a, b, bias = rnd(m, k, dtype=dtype, seed=1), rnd(k, n, dtype=dtype, seed=2, scale=0.1), None
+        shape = [m, n]
+    else:
+        a, b, bias = rnd(3, m, k, dtype=dtype, seed=1), rnd(3, k, n, dtype=dtype, seed=2, scale=0.1), None
+        shape = [3, m, n]
+    extras = []
+    if extra == "full":
+        extras = [rnd(*shape, dtype=dtype, seed=4)]
+    elif extra == "row":
+        extras = [rnd(n, dtype=dtype, seed=4)]
+    got = loom.gemm_epilogue(kind, a, b, bias, extras, steps, out_dtype, use_db=False)
+
+    def gemm(a_, b_, bias_):
+        if kind == "linear":
+            return torch.nn.functional.linear(a_, b_, bias_)
+        return torch.matmul(a_, b_)
+    od = out_dtype or dtype
+    ref = ops._apply_steps(gemm(a.double(), b.double(), None if bias is None else bias.double()),
+                           [e.double() for e in extras], steps)
+    eager = ops._apply_steps(gemm(a, b, bias), extras, steps).to(od)
+    check(got, eager, ref, "%s %s %s" % (kind, steps, dtype))
+
+
+def test_linear_scale_residual_and_out_dtype_match_torch():
+    x, w, bias = rnd(4, 50, 256, seed=1), rnd(512, 256, seed=2, scale=0.05), rnd(512, seed=3)
+    r = rnd(4, 50, 512, seed=4)
+    got = loom.linear(x, w, bias, "silu", scale=0.25, residual=r)
+    eager = torch.nn.functional.silu(torch.nn.functional.linear(x, w, bias)) * 0.25 + r
+    ref = torch.nn.functional.silu(torch.nn.functional.linear(x.double(), w.double(), bias.double())) * 0.25 + r.double()
+    check(got, eager, ref, "linear silu scale residual")
+    got32 = loom.linear(x, w, out_dtype=torch.float32)
+    assert got32.dtype == torch.float32 and got32.shape == (4, 50, 512)
+    ref32 = torch.nn.functional.linear(x.double(), w.double())
+    check(got32, torch.nn.functional.linear(x.float(), w.float()), ref32, "linear out f32")
+
+
+def test_gemm_epilogue_gradients_match_torch():
+    import loom.ops as ops
+    x = rnd(96, 128, seed=1).requires_grad_(True)
+    w = rnd(160, 128, seed=2, scale=0.1).requires_grad_(True)
+    bias = rnd(160, seed=3).requires_grad_(True)
+    up = rnd(96, 160, seed=4).requires_grad_(True)
+    steps = "silu;mul:t0;add:1.0"
+    loom.gemm_epilogue("linear", x, w, bias, [up], steps).float().square().sum().backward()
+    got = [t.grad for t in (x, w, bias, up)]
+    leaves = [t.detach().double().requires_grad_(True) for t in (x, w, bias, up)]
+    ops._apply_steps(torch.nn.functional.linear(*leaves[:3]), leaves[3:], steps).square().sum().backward()
+    for g, l_ in zip(got, leaves):
+        err = (g.double() - l_.grad).abs().max().item()
+        assert err <= 0.05 * (l_.grad.abs().max().item() + 1), err
+
+
+def test_gemm_epilogue_opcheck():
+    a, w = rnd(64, 128, seed=1), rnd(96, 128, seed=2, scale=0.1)
+    r = rnd(64, 96, seed=3)
+    torch.library.opcheck(torch.ops.loom.gemm_epilogue.default,
+                          ("linear", a, w, None, [r], "relu;add:t0", "", "", True),
+                          test_utils=("test_schema", "test_faketensor"))

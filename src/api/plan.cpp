@@ -433,8 +433,12 @@ void Plan::execute(const std::map<std::string, void*>& tensors,
     all.insert(s.temps.begin(), s.temps.end());
     DeviceTensors views;  // owns nothing: every tensor is given
     views.adopt(p.program.state.kernel, all, sizes);
-    s.launcher.reset();
-    s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views, sizes);
+    if (s.launcher && s.bound_sizes == sizes) {
+      s.launcher->rebind(views);  // new buffers only: keep grids, functions, layouts
+    } else {
+      s.launcher.reset();
+      s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views, sizes);
+    }
     s.bound = tensors;
     s.bound_sizes = sizes;
   }

@@ -535,6 +535,7 @@ class Renderer {
       case ScalarOp::Neg: return "-" + a(0);
       case ScalarOp::Relu: return "loom::relu(" + a(0) + ")";
       case ScalarOp::Gelu: return "loom::gelu(" + a(0) + ")";
+      case ScalarOp::GeluTanh: return "loom::gelu_tanh(" + a(0) + ")";
       case ScalarOp::Silu: return "loom::silu(" + a(0) + ")";
       case ScalarOp::Exp: return "expf(" + a(0) + ")";
       // ex2.approx: the one instruction the online softmax's exponent is in log2 units for.

@@ -129,6 +129,10 @@ void DeviceTensors::adopt(const ProgramBase& p, const std::map<std::string, void
     if (t.role == TensorRole::Input || t.role == TensorRole::Output)
       throw Error("no buffer given for " + std::string(t.role == TensorRole::Input ? "input " : "output ") +
                   t.name + ": pass a pointer for every input and output");
+    // Adopted again (new caller buffers, same program and sizes): a Temp this object
+    // allocated before is kept, zero_init ones still zero (the kernels leave them so).
+    auto own = owned_.find(t.name);
+    if (own != owned_.end() && own->second) continue;
     void* d = nullptr;
     LOOM_CUDA_RT(cudaMalloc(&d, std::max<size_t>(bytes, 16)));
     ptrs_[t.name] = d;
@@ -160,7 +164,8 @@ HostTensor DeviceTensors::download(const ProgramBase& p, const std::string& tens
 }
 
 ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const DeviceTensors& t,
-                                 const std::map<std::string, int64_t>& symbols) {
+                                 const std::map<std::string, int64_t>& symbols)
+    : symbols_(symbols) {
   bool wide = std::string(index_ctype(p)) != "int";
   for (const auto& k : p.kernels) {
     LaunchPlan plan;
@@ -182,6 +187,7 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
       Arg a;
       if (p.has_tensor(name)) {
         a.ptr = t.ptr(name);
+        a.tensor = &name;
       } else {
         int64_t v = eval_size(Expr::var(name), symbols);
         a.wide = wide;
@@ -196,6 +202,10 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
           encode_tensor_map(d, p.tensor(d.tensor), t.ptr(d.tensor), symbols)));
       Arg a;
       a.map = maps_.back().get();
+      a.ptr = t.ptr(d.tensor);  // the buffer the map was encoded over
+      a.tensor = &d.tensor;
+      a.tma = &d;
+      a.decl = &p.tensor(d.tensor);
       args.push_back(a);
     }
     plans_.push_back(plan);
@@ -203,11 +213,22 @@ ProgramLauncher::ProgramLauncher(const KernelProgram& p, const Module& m, const 
   }
 }
 
+void ProgramLauncher::rebind(const DeviceTensors& t) {
+  for (auto& args : args_)
+    for (auto& a : args) {
+      if (!a.tensor) continue;
+      void* ptr = t.ptr(*a.tensor);
+      if (ptr == a.ptr) continue;
+      if (a.map) *a.map = encode_tensor_map(*a.tma, *a.decl, ptr, symbols_);
+      a.ptr = ptr;
+    }
+}
+
 void ProgramLauncher::launch_one(size_t i, cudaStream_t stream) const {
   std::vector<void*> argv;
   for (const auto& a : args_[i]) {
     if (a.map) argv.push_back(const_cast<CUtensorMap*>(a.map));
-    else if (a.ptr) argv.push_back(const_cast<void**>(&a.ptr));
+    else if (a.tensor) argv.push_back(const_cast<void**>(&a.ptr));
     else argv.push_back(a.wide ? const_cast<int64_t*>(&a.i64) : static_cast<void*>(const_cast<int32_t*>(&a.i32)));
   }
   LaunchConfig cfg = plans_[i].cfg;

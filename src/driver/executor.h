@@ -38,6 +38,8 @@ class DeviceTensors {
   // The caller's buffers for the tensors in `external` (not freed here; each must hold
   // its tensor's bytes): a PyTorch tensor's storage (driver/external.h). Every other
   // tensor must be a Temp, allocated (and zeroed when zero_init) as allocate() does.
+  // Called again with new buffers for the same program and symbols, it keeps the Temps
+  // it allocated the first time.
   void adopt(const ProgramBase& p, const std::map<std::string, void*>& external,
              const std::map<std::string, int64_t>& symbols);
   void poison_outputs(const ProgramBase& p, cudaStream_t stream);
@@ -64,7 +66,8 @@ struct LaunchPlan {
 };
 
 // Resolve functions, grids and arguments once; launching is then allocation-free (the
-// timing loop and CUDA-graph capture call launch_all many times).
+// timing loop and CUDA-graph capture call launch_all many times). The KernelProgram must
+// outlive the launcher (its arguments name the program's tensors and descriptors).
 class ProgramLauncher {
  public:
   ProgramLauncher(const KernelProgram& p, const Module& m, const DeviceTensors& t,
@@ -73,6 +76,13 @@ class ProgramLauncher {
   void launch_one(size_t kernel, cudaStream_t stream) const;
   size_t size() const { return plans_.size(); }
   const LaunchPlan& plan(size_t i) const { return plans_[i]; }
+  // Points the launches at `t`'s buffers (the same program, sizes and symbols): tensor
+  // arguments are replaced, and the tensor maps of the tensors whose buffer moved are
+  // encoded again. Everything else resolved by the constructor (functions, grids, shared
+  // memory opt-ins, layouts) is kept: this is the per-call cost of a caller whose
+  // buffers change every call (PyTorch's allocator hands out new outputs), a few µs
+  // against the constructor's tens.
+  void rebind(const DeviceTensors& t);
 
  private:
   struct Arg {
@@ -80,12 +90,16 @@ class ProgramLauncher {
     int32_t i32 = 0;
     int64_t i64 = 0;
     bool wide = false;
-    const CUtensorMap* map = nullptr;  // passed by value: the argument is the map itself
+    CUtensorMap* map = nullptr;  // passed by value: the argument is the map itself
+    const std::string* tensor = nullptr;  // the tensor a pointer or map argument is of
+    const TmaDescriptor* tma = nullptr;   // a map argument's descriptor
+    const TensorDecl* decl = nullptr;     // and its tensor's declaration
   };
   std::vector<LaunchPlan> plans_;
   std::vector<std::vector<Arg>> args_;
   // Stable addresses for the maps' argument pointers (64-byte aligned by the type).
   std::vector<std::unique_ptr<CUtensorMap>> maps_;
+  std::map<std::string, int64_t> symbols_;
 };
 
 }  // namespace loom

@@ -141,10 +141,14 @@ void ExternalRunner::launch(const std::map<std::string, uintptr_t>& ptrs, cudaSt
     std::map<std::string, void*> external;
     for (const auto& [name, ptr] : ptrs) external[name] = reinterpret_cast<void*>(ptr);
     const KernelProgram& kp = p_.program.state.kernel;
-    launcher_.reset();
-    tensors_ = std::make_unique<DeviceTensors>();
-    tensors_->adopt(kp, external, {});
-    launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, std::map<std::string, int64_t>{});
+    if (launcher_) {  // new buffers for the same tensors: rebind, keep what was resolved
+      tensors_->adopt(kp, external, {});
+      launcher_->rebind(*tensors_);
+    } else {
+      tensors_ = std::make_unique<DeviceTensors>();
+      tensors_->adopt(kp, external, {});
+      launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, std::map<std::string, int64_t>{});
+    }
     bound_ = ptrs;
   }
   launcher_->launch_all(stream);

@@ -504,6 +504,7 @@ TensorRef GraphBuilder::binary(const char* name, ScalarOp op, TensorRef x, doubl
 
 TensorRef GraphBuilder::relu(TensorRef x) { return unary("relu", ScalarOp::Relu, x); }
 TensorRef GraphBuilder::gelu(TensorRef x) { return unary("gelu", ScalarOp::Gelu, x); }
+TensorRef GraphBuilder::gelu_tanh(TensorRef x) { return unary("gelu_tanh", ScalarOp::GeluTanh, x); }
 TensorRef GraphBuilder::silu(TensorRef x) { return unary("silu", ScalarOp::Silu, x); }
 TensorRef GraphBuilder::add(TensorRef x, TensorRef y) {
   return binary("add", ScalarOp::Add, x, y, "add");

@@ -16,14 +16,16 @@ namespace loom {
 namespace {
 
 const char* const kFunctions =
-    "matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max, attention";
+    "matmul, bmm, linear, relu, gelu, gelu_tanh, silu, add, sub, mul, max, attention";
 const char* const kDtypes = "f32, tf32, f16, bf16, i32";
 constexpr int kMaxDepth = 256;
 
 bool is_contraction(const std::string& f) {
   return f == "matmul" || f == "bmm" || f == "linear";
 }
-bool is_unary(const std::string& f) { return f == "relu" || f == "gelu" || f == "silu"; }
+bool is_unary(const std::string& f) {
+  return f == "relu" || f == "gelu" || f == "gelu_tanh" || f == "silu";
+}
 bool is_binary(const std::string& f) {
   return f == "add" || f == "sub" || f == "mul" || f == "max";
 }
@@ -355,6 +357,7 @@ class Parser {
       TensorRef x = tensor_arg(f, args[0], "x");
       if (f == "relu") return builder_.relu(x);
       if (f == "gelu") return builder_.gelu(x);
+      if (f == "gelu_tanh") return builder_.gelu_tanh(x);
       return builder_.silu(x);
     }
     arity(2, 2, "two operands");

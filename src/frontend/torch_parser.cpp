@@ -698,13 +698,10 @@ class TorchParser {
         if (approximate.kind != Kind::String ||
             (approximate.text != "none" && approximate.text != "tanh"))
           fail(approximate.column, "approximate= takes 'none' or 'tanh' (PyTorch's values)");
-        if (approximate.text == "tanh")
-          fail(approximate.column, "Loom's gelu is the exact erf form, approximate='none' "
-                                   "(PyTorch's default); the tanh approximation differs from it "
-                                   "by up to 1e-3 and has no lowering: drop approximate='tanh'");
       }
+      const bool tanh_form = approximate.kind == Kind::String && approximate.text == "tanh";
       TensorRef x = tensor(a.positional[0], fshort);
-      return computed(at, [&] { return builder_.gelu(x); });
+      return computed(at, [&] { return tanh_form ? builder_.gelu_tanh(x) : builder_.gelu(x); });
     }
     if (f == "torch.nn.functional.scaled_dot_product_attention") return attention(fshort, at, a);
     fail(at, f + " is not part of the subset; " + kSubset);

@@ -265,7 +265,7 @@ void Graph::verify() const {
       case OpKind::Unary:
       case OpKind::Binary: {
         bool unary = n.kind == OpKind::Unary;
-        bool unary_op = n.op == ScalarOp::Relu || n.op == ScalarOp::Gelu ||
+        bool unary_op = n.op == ScalarOp::Relu || n.op == ScalarOp::Gelu || n.op == ScalarOp::GeluTanh ||
                         n.op == ScalarOp::Silu || n.op == ScalarOp::Neg;
         if (unary != unary_op) fail("op does not match the node kind");
         size_t want = unary ? 1 : (n.scalar ? 1 : 2);

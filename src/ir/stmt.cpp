@@ -38,6 +38,7 @@ const char* scalar_op_name(ScalarOp op) {
     case ScalarOp::Neg: return "negate";
     case ScalarOp::Relu: return "relu";
     case ScalarOp::Gelu: return "gelu";
+    case ScalarOp::GeluTanh: return "gelu_tanh";
     case ScalarOp::Silu: return "silu";
     case ScalarOp::Exp: return "exp";
     case ScalarOp::Exp2: return "exp2";
@@ -51,6 +52,7 @@ int scalar_op_arity(ScalarOp op) {
     case ScalarOp::Neg:
     case ScalarOp::Relu:
     case ScalarOp::Gelu:
+    case ScalarOp::GeluTanh:
     case ScalarOp::Silu:
     case ScalarOp::Exp:
     case ScalarOp::Exp2:
@@ -79,6 +81,9 @@ double eval_scalar_op(ScalarOp op, double a, double b) {
     case ScalarOp::Relu: return std::isnan(a) ? a : (a > 0.0 ? a : 0.0);
     // torch.nn.functional.gelu's default (approximate='none') is the exact erf form.
     case ScalarOp::Gelu: return 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0)));
+    // approximate='tanh' (GPT-2's, Gemma's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    case ScalarOp::GeluTanh:
+      return 0.5 * a * (1.0 + std::tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
     case ScalarOp::Silu: return a / (1.0 + std::exp(-a));
     // exp(-inf) = 0 and log(0) = -inf: a masked score and an empty row's sum come out
     // as the softmax defines them, with no special case.

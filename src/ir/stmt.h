@@ -102,7 +102,7 @@ const char* loop_kind_name(LoopKind k);  // "parallel", "reduce"
 // Elementwise scalar operations (the epilogue vocabulary; more join as ops need them).
 // Exp, Exp2 and Log are attention's softmax: exp2 because the GPU has it as one
 // instruction (ex2.approx), so the online-softmax form folds log2(e) into the scale.
-enum class ScalarOp { Add, Sub, Mul, Div, Max, Min, Neg, Relu, Gelu, Silu, Exp, Exp2, Log };
+enum class ScalarOp { Add, Sub, Mul, Div, Max, Min, Neg, Relu, Gelu, GeluTanh, Silu, Exp, Exp2, Log };
 const char* scalar_op_name(ScalarOp op);  // "add", "multiply", "relu", ...
 int scalar_op_arity(ScalarOp op);
 // The ops an Accum may combine with: associative and commutative, so a reduce loop may

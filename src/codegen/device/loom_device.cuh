@@ -719,6 +719,10 @@ __device__ __forceinline__ float relu(float x) { return max_nan(x, 0.0f); }
 __device__ __forceinline__ float gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
+// GELU's tanh approximation, torch's approximate='tanh' (GPT-2, Gemma).
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 
 // ---- tensor-core atoms: mma.sync and ldmatrix (sm_75/sm_80+) ---------------------------

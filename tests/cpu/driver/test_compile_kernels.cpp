@@ -28,6 +28,7 @@ const std::vector<std::string> kExpressions = {
     "matmul(A[M,K]:f16, B[N,K]:f16.T)",
     "bmm(A[4,100,72]:bf16, B[4,72,40]:bf16)",
     "gelu(linear(X[129,64]:bf16, W[33,64]:bf16, bias[33]:bf16))",
+    "add(gelu_tanh(linear(X[129,64]:f16, W[40,64]:f16)), R[129,40]:f16)",
     "add(mul(matmul(A[K,M]:tf32.T, B[K,N]:tf32), 0.5), R[M,N]:f32)",
     "silu(matmul(A[64,64]:f16, B[64,64]:f16, out=f32))",
     // The split-K default (atomic combine: vector reductions on sm_90, atomicAdd on sm_80).

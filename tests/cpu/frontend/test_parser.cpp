@@ -120,7 +120,8 @@ TEST(Parser, LinearWithTransposedWeightToggles) {
 
 TEST(Parser, UnaryEpilogues) {
   const std::pair<const char*, ScalarOp> cases[] = {
-      {"relu", ScalarOp::Relu}, {"gelu", ScalarOp::Gelu}, {"silu", ScalarOp::Silu}};
+      {"relu", ScalarOp::Relu}, {"gelu", ScalarOp::Gelu}, {"gelu_tanh", ScalarOp::GeluTanh},
+      {"silu", ScalarOp::Silu}};
   for (auto [name, op] : cases) {
     Graph g = parse_expression(std::string(name) + "(matmul(A[M,K]:f16, B[K,N]:f16))");
     ASSERT_EQ(g.nodes.size(), 4u);
@@ -427,7 +428,7 @@ TEST(ParserErrors, UnknownFunctionListsKnownOnes) {
   Failure f = fails(text);
   EXPECT_EQ(f.column, 6);
   EXPECT_NE(f.message.find("unknown function 'matmull'"), std::string::npos) << f.message;
-  EXPECT_NE(f.message.find("matmul, bmm, linear, relu, gelu, silu, add, sub, mul, max"),
+  EXPECT_NE(f.message.find("matmul, bmm, linear, relu, gelu, gelu_tanh, silu, add, sub, mul, max"),
             std::string::npos)
       << f.message;
 }

@@ -28,6 +28,7 @@ TEST(StmtNames, TiersKindsOps) {
   EXPECT_STREQ(scalar_op_name(ScalarOp::Div), "divide");
   EXPECT_STREQ(scalar_op_name(ScalarOp::Neg), "negate");
   EXPECT_STREQ(scalar_op_name(ScalarOp::Gelu), "gelu");
+  EXPECT_STREQ(scalar_op_name(ScalarOp::GeluTanh), "gelu_tanh");
   EXPECT_EQ(scalar_op_arity(ScalarOp::Add), 2);
   EXPECT_EQ(scalar_op_arity(ScalarOp::Max), 2);
   EXPECT_EQ(scalar_op_arity(ScalarOp::Neg), 1);
@@ -47,6 +48,9 @@ TEST(ScalarOps, ReferenceSemantics) {
   // torch.nn.functional.gelu(torch.tensor(1., dtype=torch.float64)) (erf form).
   EXPECT_NEAR(eval_scalar_op(ScalarOp::Gelu, 1.0), 0.8413447460685429, 1e-15);
   EXPECT_NEAR(eval_scalar_op(ScalarOp::Gelu, -2.0), -0.04550026389635842, 1e-15);
+  // torch.nn.functional.gelu(x, approximate='tanh') in float64 at 1 and -2.
+  EXPECT_NEAR(eval_scalar_op(ScalarOp::GeluTanh, 1.0), 0.8411919906082768, 1e-15);
+  EXPECT_NEAR(eval_scalar_op(ScalarOp::GeluTanh, -2.0), -0.04540230591222494, 1e-15);
   EXPECT_NEAR(eval_scalar_op(ScalarOp::Silu, 1.0), 0.7310585786300049, 1e-15);
   EXPECT_NEAR(eval_scalar_op(ScalarOp::Silu, -3.0), -0.14227761953270035, 1e-15);
   // NaN (a poisoned, unwritten element) must survive every op.

@@ -62,6 +62,7 @@ TEST(Passes, FixedCasesThroughEveryPass) {
        Knobs::parse("BM=4,BN=4,FM=1,FN=2")},
       {"add(mul(matmul(A[6,4]:tf32, B[4,10]:tf32), 0.5), R[6,10]:f32)", {}, Knobs()},
       {"gelu(matmul(A[5,7]:f16, B[7,3]:f16, out=f32))", {}, Knobs::parse("BM=3,BN=3,FM=3,FN=1")},
+      {"gelu_tanh(linear(X[9,7]:bf16, W[6,7]:bf16, bias[6]:bf16))", {}, Knobs::parse("BM=4,BN=4,FM=2,FN=1")},
       {"silu(matmul(A[K,M]:f32.T, B[K,N]:f32))", {{"M", 10}, {"N", 3}, {"K", 4}}, Knobs()},
       // The SIMT ladder's schedules on a ragged shape: staging, rings, pipelining.
       {"matmul(A[70,45]:f32, B[45,66]:f32)", {}, Knobs::parse("BM=32,BN=32,FM=4,FN=4,BK=8,STAGE=sync,STAGES=1")},

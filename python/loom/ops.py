@@ -353,8 +353,9 @@ def runtime_m(enabled=True):
     for every M; off (the default), each M compiles its own kernel. One kernel avoids a
     compile (about a second, once per shape) for every new batch a serving stack or
     torch.compile's dynamic shapes bring, and runs large M within a few percent of the
-    per-shape kernel; small M (decode: M <= 128) runs slower than the per-shape kernel's
-    decode and medium schedules (docs/api.md). Returns the previous setting."""
+    per-shape kernel; small M runs slower than the per-shape kernel's decode and medium
+    schedules (H100, a 4096 x 4096 weight: 2.4x at 128 rows, 1.6x at 512; docs/api.md).
+    Returns the previous setting."""
     prev = _runtime_m[0]
     _runtime_m[0] = bool(enabled)
     return prev

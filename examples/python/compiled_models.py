@@ -93,6 +93,23 @@ def variants(model, cudagraphs):
     return v
 
 
+def profile(what, fns, rows=12):
+    """The GPU kernels of one call of each fn (torch.profiler), by total device time: where
+    a backend's time goes."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    for name, f in fns.items():
+        f()
+        torch.cuda.synchronize()
+        with prof(activities=[ProfilerActivity.CUDA]) as p:
+            f()
+            torch.cuda.synchronize()
+        total = sum(e.device_time_total for e in p.key_averages())
+        print("  profile %s, %s: %d kernels' device time %.0f us" % (
+            what, name, sum(e.count for e in p.key_averages()), total))
+        for e in sorted(p.key_averages(), key=lambda e: -e.device_time_total)[:rows]:
+            print("    %8.0f us %4d x  %s" % (e.device_time_total, e.count, e.key[:110]))
+
+
 def report_times(what, names, times):
     t = dict(zip(names, times))
     line = "  %s: " % what + ", ".join("%s %.0f us" % (n, t[n]) for n in names)
@@ -155,6 +172,9 @@ def llama(args):
         dct = time_interleaved(dec, args.reps, before=fresh)
     report_times("prefill", names, pre)
     report_times("decode step", names, dct)
+    if args.profile:
+        with torch.no_grad():
+            profile("prefill", {k: (lambda f=vs[k]: f(ids, use_cache=False)) for k in ("inductor", "loom")})
     return ok
 
 
@@ -194,6 +214,9 @@ def bert(args):
         ok &= coverage(text, n_linear, args.layers)
         t = time_interleaved([lambda f=f: f(ids) for f in vs.values()], args.reps)
     report_times("forward", list(vs), t)
+    if args.profile:
+        with torch.no_grad():
+            profile("forward", {k: (lambda f=vs[k]: f(ids)) for k in ("inductor", "loom")})
     return ok
 
 
@@ -205,6 +228,8 @@ def main():
     ap.add_argument("--bert-batch", type=int, default=8)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--only", choices=("llama", "bert"))
+    ap.add_argument("--profile", action="store_true",
+                    help="print the GPU kernels of one Inductor and one loom call (torch.profiler)")
     ap.add_argument("--cudagraphs", action="store_true",
                     help="also time both backends with mode='reduce-overhead' (CUDA graphs)")
     args = ap.parse_args()

@@ -333,13 +333,22 @@ def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
                                                      device=device)
         keep.append(buf)  # freed after the launch is enqueued: stream-ordered reuse
         ptrs[name] = buf.data_ptr()
-    stream = torch.cuda.current_stream(device).cuda_stream
+    stream = _raw_stream(index)
     if torch.cuda.current_device() == index:  # the usual case: no device switch to pay for
         e.kernel.launch(ptrs, stream, sizes or {})
     else:
         with torch.cuda.device(index):
             e.kernel.launch(ptrs, stream, sizes or {})
     return outs
+
+
+def _raw_stream(index):
+    """The current stream of GPU `index` as a cudaStream_t integer (what Inductor's
+    generated code reads; torch.cuda.current_stream() builds a Stream object per call)."""
+    try:
+        return torch._C._cuda_getCurrentRawStream(index)
+    except AttributeError:  # another torch
+        return torch.cuda.current_stream(index).cuda_stream
 
 
 # ---- one kernel for every token count (opt-in) ---------------------------------------

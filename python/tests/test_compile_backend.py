@@ -372,3 +372,35 @@ def test_reduce_overhead_replays_loom_kernels_in_a_cuda_graph():
     assert "5 call(s) on Loom" in loom.explain(), loom.explain()
     for g, e in zip(got, eager):
         assert (g.float() - e.float()).abs().max().item() <= 0.05 * (e.float().abs().max().item() + 1)
+
+
+def test_dynamic_shapes_keep_the_gemms_and_say_why_a_mask_stays():
+    # Under dynamic=True the token count is a symbol: the GEMMs still become Loom ops (they
+    # take every size: a kernel per size, or one for every M with loom.runtime_m), while
+    # a mask built from that length is no longer a constant and stays, with the reason.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+
+        def forward(self, x, q, k, v):
+            s = q.shape[-2]
+            i = torch.arange(s)[:, None]
+            mask = torch.arange(s)[None, :] <= i
+            return self.lin(x), F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    f = torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=True)
+    q = torch.randn(1, 2, 24, 64, dtype=torch.bfloat16)
+    f(torch.randn(24, 64, dtype=torch.bfloat16), q, q, q)
+    assert len(graphs) == 1
+    report = cb.rewrite(graphs[0], devices=("cpu",))
+    text = str(report)
+    assert "linear -> loom.linear" in text, text
+    assert len(report.unmatched) == 1 and "not a constant" in report.unmatched[0], text

@@ -243,11 +243,14 @@ static Knobs wgmma_decode_defaults(const Gemm& s, const Target& t) {
 }
 
 // Medium 16-bit GEMMs that TMA can load, no batch, too few 128x256 tiles for the large
-// schedule: up to 512 rows (four rows of 128-row tiles) with enough columns for half a
-// wave of 32-wide tiles. Until 2026-11-27 they ran mma.sync (512 x 4096 x 4096 0.45x
-// cuBLAS) or the split-K schedule's 64x32 tiles without a split (128 x 4096 x 4096 0.69x).
-// Larger M (1024^3: 64 tiles of 128x128) is not measured on it and keeps mma.sync.
-constexpr int64_t kMediumMaxRows = 4;
+// schedule, with enough columns for half a wave of 32-wide tiles. Until 2026-11-27 they ran
+// mma.sync (512 x 4096 x 4096 0.45x cuBLAS) or the split-K schedule's 64x32 tiles without a
+// split (128 x 4096 x 4096 0.69x). First measured up to 512 rows (four rows of 128-row
+// tiles); from 2026-11-27 (evening) up to 2048 rows, which closes the gap to the large
+// class: 1024-token projections of a 2048-wide model (1024 x 2048 x 2048: 8 x 16 tiles of
+// 128 x 128, one wave) and 1024^3 ran mma.sync (0.90x at 1024^3), 2048 x 1024 x 4096
+// 0.44x. bench/NOTES.md ("torch.compile on stock models") has the measurement.
+constexpr int64_t kMediumMaxRows = 16;
 static bool wgmma_medium(const Gemm& s, int sm_count) {
   const int64_t rows = (s.M + 127) / 128;
   return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M % 8 == 0 &&

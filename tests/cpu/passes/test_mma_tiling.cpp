@@ -353,11 +353,14 @@ TEST(MmaTiling, SixteenBitLargeGridsTakeWgmmaOnSm90a) {
                 .get_int("CLUSTER_M", 1), 2);  // 384 tiles of 192: two waves and more
   EXPECT_EQ(resolved("matmul(A[3072,4096]:f32, B[3072,4096]:f32.T)", "ATOM=wgmma_tf32", "sm_90a")
                 .get_int("BN", 0), 256);  // tf32 keeps 256 (192 unmeasured)
-  // Half a wave of 128x256 tiles is enough (2048^3: 128 tiles); 1024^3 keeps mma.sync.
+  // Half a wave of 128x256 tiles is enough (2048^3: 128 tiles); below it the medium
+  // schedule takes up to 16 rows of 128 (1024^3: one wave of 128x64 tiles).
   EXPECT_EQ(resolved("matmul(A[2048,2048]:bf16, B[2048,2048]:bf16)", "", "sm_90a").get_str("ATOM", ""),
             "wgmma_bf16");
-  EXPECT_EQ(resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "", "sm_90a").get_str("ATOM", ""),
-            "mma_bf16");
+  Knobs k1024 = resolved("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "", "sm_90a");
+  EXPECT_EQ(k1024.get_str("ATOM", ""), "wgmma_bf16");
+  EXPECT_EQ(k1024.get_int("BN", 0), 64);
+  EXPECT_EQ(k1024.get_int("PERSISTENT", 0), 1);
   // sm_80 has no wgmma; rows TMA cannot load (K = 4095) take wgmma on the threads' copies
   // (STAGE=cp_async; batches: BatchedSixteenBitGemmsTakeWgmmaOnSm90a); an explicit
   // ATOM=mma_bf16 gets the mma schedule.
@@ -593,6 +596,18 @@ TEST(MmaTiling, HopperModelShapeRules) {
     EXPECT_EQ(k.get_int("STAGES", 0), 8);
     EXPECT_EQ(k.get_int("PERSISTENT", 0), 0);
     EXPECT_EQ(k.get_int("SPLITK", 1), 1);
+  }
+  // More rows (up to 16 of 128, where the large class begins): the persistent TMA-store
+  // schedule at the medium width; 1024 tokens of a 2048-wide model get one wave of 128x128.
+  for (const char* e : {"linear(X[1024,2048]:bf16, W[2048,2048]:bf16)",
+                        "linear(X[1024,8192]:bf16, W[2048,8192]:bf16)",
+                        "matmul(A[2048,4096]:bf16, B[4096,1024]:bf16)"}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_bf16");
+    EXPECT_EQ(k.get_int("BN", 0), 128);
+    EXPECT_EQ(k.get_int("PERSISTENT", 0), 1);
+    EXPECT_EQ(k.get_str("EPILOGUE", ""), "tma_store");
   }
   // Up to four rows: the persistent TMA-store schedule at the medium width.
   Knobs m512 = resolved("linear(X[512,4096]:bf16, W[4096,4096]:bf16)");

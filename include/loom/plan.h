@@ -16,9 +16,10 @@
 // (PlanOptions::sizes: a plan per size), or, listed in PlanOptions::runtime_sizes, given
 // at each execute(). Run-time sizes suit attention (its kernels take batch and sequence
 // lengths as arguments, with the knobs a bound prefill shape gets: 1.07x its time on
-// the H100 shape docs/api.md measures); a GEMM with one
-// compiles to the CUDA-core kernels, several times slower than the tensor-core ones a
-// bound size gets. docs/api.md says which to pick.
+// the H100 shape docs/api.md measures); so does a 16-bit GEMM's M on sm_90a (the large
+// wgmma schedule, with N and K bound). A GEMM's run-time N or K compiles to the CUDA-core
+// kernels, several times slower than the tensor-core ones a bound size gets. docs/api.md
+// says which to pick.
 //
 // Every failure is a loom::Error whose message names the problem and the fix.
 #pragma once

@@ -91,7 +91,7 @@ from .tuning import tune, loom_binary  # noqa: E402
 
 if _torch is not None:
     from .ops import (matmul, bmm, linear, attention, gemm_epilogue, expression,  # noqa: E402
-                      clear_cache, cache_info)
+                      clear_cache, cache_info, runtime_m)
     from .ops import LoomStrideError  # noqa: E402
     from .compile_backend import explain  # noqa: E402
     from .serving import attention_paged, attention_varlen  # noqa: E402

@@ -83,12 +83,19 @@ ExternalProgram compile_for_target(const std::string& expr, const std::string& k
 // database's record when use_db), NVRTC-compiled through the cubin cache and loaded there.
 class Kernel {
  public:
+  // runtime: size symbols left unbound ("M" or "M,N"), whose values every launch gives.
   Kernel(const std::string& expr, const std::string& knobs, int device, bool use_db,
-         const std::string& dims)
+         const std::string& dims, const std::string& runtime)
       : device_(device) {
     DeviceInfo dev = current_device(device);
+    std::vector<std::string> names;
+    for (size_t at = 0; at < runtime.size();) {
+      size_t comma = std::min(runtime.find(',', at), runtime.size());
+      if (comma > at) names.push_back(runtime.substr(at, comma - at));
+      at = comma + 1;
+    }
     p_ = compile_external(expr, Knobs::parse(knobs), target_for_device(dev), parse_dims(dims),
-                          tune::tuning_db_lookup(use_db), &dev);
+                          tune::tuning_db_lookup(use_db), &dev, names);
     warn_notes(p_.program.notes);
     const Expr::Env no_symbols;
     for (const auto& t : p_.program.state.kernel.tensors) {
@@ -109,8 +116,12 @@ class Kernel {
   // (torch.cuda.current_stream().cuda_stream; 0 is the legacy stream). Arguments and TMA
   // maps are resolved again only when the pointers change; nothing is allocated, copied or
   // synchronized, so the launch may be captured into a CUDA graph.
-  void launch(const std::map<std::string, uintptr_t>& ptrs, uintptr_t stream) {
-    if (!launcher_ || ptrs != bound_) {
+  // sizes: the values of the run-time sizes ({"M": 1000}); the tensor maps and the grid
+  // are made from them, again whenever they or the pointers change.
+  void launch(const std::map<std::string, uintptr_t>& ptrs, uintptr_t stream,
+              const std::map<std::string, int64_t>& sizes) {
+    if (!launcher_ || ptrs != bound_ || sizes != bound_sizes_) {
+      check_runtime_sizes(p_, sizes);
       std::map<std::string, uintptr_t> io;
       for (const auto& [name, ptr] : ptrs)
         if (std::find(temps_.begin(), temps_.end(), name) == temps_.end()) io[name] = ptr;
@@ -132,18 +143,20 @@ class Kernel {
       // capture refuses. Handing them "no buffer" keeps the launch allocation-free.
       for (const auto& t : kp.tensors)
         if (t.role == TensorRole::Shared) external[t.name] = nullptr;
-      if (launcher_) {
+      if (launcher_ && sizes == bound_sizes_) {
         // New buffers for the same tensors (the usual case: each call's output is a new
         // allocation): only the arguments and the moved buffers' tensor maps change.
-        tensors_->adopt(kp, external, {});
+        tensors_->adopt(kp, external, sizes);
         launcher_->rebind(*tensors_);
       } else {
+        // First launch, or new run-time sizes: the grid and every tensor map change.
+        launcher_.reset();
         tensors_ = std::make_unique<DeviceTensors>();
-        tensors_->adopt(kp, external, {});
-        launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_,
-                                                      std::map<std::string, int64_t>{});
+        tensors_->adopt(kp, external, sizes);
+        launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, sizes);
       }
       bound_ = ptrs;
+      bound_sizes_ = sizes;
     }
     launcher_->launch_all(reinterpret_cast<cudaStream_t>(stream));
   }
@@ -157,6 +170,7 @@ class Kernel {
   std::vector<std::string> temps_;
   std::unique_ptr<Module> module_;
   std::map<std::string, uintptr_t> bound_;
+  std::map<std::string, int64_t> bound_sizes_;
   std::unique_ptr<DeviceTensors> tensors_;
   std::unique_ptr<ProgramLauncher> launcher_;
 };
@@ -242,12 +256,16 @@ NB_MODULE(_C, m) {
         "Compile through the pipeline for a named target (no GPU needed)");
 
   nb::class_<Kernel>(m, "Kernel")
-      .def(nb::init<const std::string&, const std::string&, int, bool, const std::string&>(),
+      .def(nb::init<const std::string&, const std::string&, int, bool, const std::string&,
+                    const std::string&>(),
            nb::arg("expression"), nb::arg("knobs") = "", nb::arg("device") = 0,
-           nb::arg("use_db") = true, nb::arg("dims") = "",
-           "Compile for the GPU and load the kernels (knobs over the defaults or the tuned record)")
+           nb::arg("use_db") = true, nb::arg("dims") = "", nb::arg("runtime") = "",
+           "Compile for the GPU and load the kernels (knobs over the defaults or the tuned "
+           "record); runtime: size symbols left unbound (\"M\"), given at each launch")
       .def("launch", &Kernel::launch, nb::arg("ptrs"), nb::arg("stream") = 0,
-           "Enqueue the program on the caller's device pointers (inputs, outputs, workspace) and stream: no allocation, no sync")
+           nb::arg("sizes") = std::map<std::string, int64_t>{},
+           "Enqueue the program on the caller's device pointers (inputs, outputs, workspace) "
+           "and stream, with the run-time sizes' values: no allocation, no sync")
       .def_prop_ro("program", &Kernel::program, nb::rv_policy::reference_internal)
       .def_prop_ro("workspace", &Kernel::workspace,
                    "The program's own buffers (name, bytes, zero_init) the caller passes to "

@@ -320,6 +320,32 @@ def test_second_call_hits_the_kernel_cache():
     assert loom.cache_info()["misses"] == after["misses"] + 1
 
 
+def test_runtime_m_compiles_one_kernel_for_every_token_count():
+    # loom.runtime_m(): one kernel per weight shape, M given at each launch, right at every
+    # M; a transposed first operand (its stored rows are K) keeps a kernel of its own.
+    loom.clear_cache()
+    prev = loom.runtime_m(True)
+    try:
+        w, bias = rnd(1024, 512, seed=110), rnd(1024, seed=111)
+        b = rnd(512, 1024, seed=112)
+        for m in (1, 7, 64, 1000, 4097):
+            x = rnd(m, 512, seed=m)
+            y = loom.linear(x, w, bias, "gelu")
+            ref = torch.nn.functional.gelu(x.double() @ w.double().T + bias.double())
+            check(y, torch.nn.functional.gelu(torch.nn.functional.linear(x, w, bias)), ref,
+                  "linear M=%d" % m)
+            check(loom.matmul(x, b), torch.matmul(x, b), x.double() @ b.double(), "matmul M=%d" % m)
+        kernels = [k[0] for k in loom.cache_info()["kernels"]]
+        assert sorted(kernels) == sorted([
+            "gelu(linear(X[M,512]:bf16, W[1024,512]:bf16, bias[1024]:bf16))",
+            "matmul(A[M,512]:bf16, B[512,1024]:bf16)"]), kernels
+        a_t = rnd(512, 96, seed=113).T  # stored [K, M]: M is not its row count
+        check(loom.matmul(a_t, b), torch.matmul(a_t, b), a_t.double() @ b.double(), "a.T")
+        assert len(loom.cache_info()["kernels"]) == 3
+    finally:
+        loom.runtime_m(prev)
+
+
 def test_outputs_on_the_inputs_device_and_empty_shapes():
     a = rnd(0, 64, seed=93)
     y = loom.matmul(a, rnd(64, 32, seed=94))

@@ -56,9 +56,16 @@ CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void*
     elem_strides[i] = 1;
   }
   for (size_t i = 1; i < rank; ++i) strides[i - 1] = (i == 1 ? eb : strides[i - 2]) * dims[i - 1];
-  if (rank > 1 && strides[0] % 16 != 0)
-    throw Error("STAGE=tma needs rows of " + t.name + " to be a multiple of 16 bytes; " + t.name +
-                "'s rows are " + std::to_string(strides[0]) + " B: use STAGE=cp_async");
+  // With run-time sizes this is the first place a row's length is known: the message
+  // names the knob whose tensor map it is (the TMA-store epilogue's for an output).
+  if (rank > 1 && strides[0] % 16 != 0) {
+    const std::string rows = t.name + "'s rows are " + std::to_string(strides[0]) + " B";
+    if (t.role == TensorRole::Output)
+      throw Error("EPILOGUE=tma_store needs rows of " + t.name + " to be a multiple of 16 bytes; " +
+                  rows + ": use EPILOGUE=direct (or sizes whose rows are whole 16-byte units)");
+    throw Error("STAGE=tma needs rows of " + t.name + " to be a multiple of 16 bytes; " + rows +
+                ": use STAGE=cp_async");
+  }
   CUtensorMap map;
   CUresult r = driver().cuTensorMapEncodeTiled(
       &map, tensor_map_dtype(t.dtype), cuuint32_t(rank), ptr, dims, strides, box, elem_strides,

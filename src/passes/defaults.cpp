@@ -523,11 +523,56 @@ static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }
 
+// A 16-bit GEMM on sm_90a whose only run-time size is M (the token count of a linear
+// layer): one kernel serves every M, so it gets the schedule that matters where the time
+// goes, the large class's (persistent, warp-specialized, 2-CTA clusters along M sharing B
+// by multicast, the strip-buffered TMA store) as a constant M of 8192 rows would pick it,
+// with BN = 256: wave_width trims BN to the tile rounds of a known M, which a run-time M
+// does not have (it picks 256 at M = 4096 and 8192 for N = 4096). The tensor maps take
+// M at launch and clip the edge tiles; t:027 sizes the grid min(tiles, SMs) from M.
+// Small M pays for it: the decode and medium schedules (SWAP_AB, 32..256-column tiles,
+// chosen from M) need M's value, and 128 x 256 tiles give few CTAs at M <= 128
+// (bench/NOTES.md, symbolic sizes on the wgmma kernel, has the measured cost).
+// N and K must be numbers that make the large class at a large M, with rows TMA can
+// load (A K-major: its rows are K, not M); anything else keeps the SIMT "symbolic"
+// class (a run-time N or K has no known row alignment). Returns false then.
+static bool symbolic_m_wgmma_defaults(const Graph& g, const Target& t, DefaultChoice& c) {
+  if (t.arch != "sm_90a") return false;
+  const Node* mm = nullptr;
+  for (const auto& n : g.nodes)
+    if (n.kind == OpKind::Matmul) {
+      if (mm) return false;  // one contraction per program
+      mm = &n;
+    }
+  if (!mm || mm->shape.size() != 2) return false;
+  const Node& a = g.node(mm->inputs[0]);
+  const Node& b = g.node(mm->inputs[1]);
+  if (a.dtype != DType::F16 && a.dtype != DType::BF16) return false;
+  if (a.transposed || !mm->shape[0].is_sym() || mm->shape[1].is_sym() || a.shape.back().is_sym())
+    return false;
+  for (const Dim& d : b.storage_shape())
+    if (d.is_sym()) return false;
+  Graph bound = g;  // M at a large representative value; everything else as written
+  const std::string m = mm->shape[0].sym;
+  for (auto& n : bound.nodes)
+    for (auto& d : n.shape)
+      if (d.is_sym() && d.sym == m) d = Dim{8192, ""};
+  Gemm s = gemm_of(bound);
+  if (!s.known || !s.tma_rows || !wgmma_large(s, t.sm_count)) return false;
+  c.shape_class = "symbolic";
+  c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
+  c.knobs.set("ATOM", s.in == DType::F16 ? "wgmma_f16" : "wgmma_bf16");
+  c.wgmma = wgmma_defaults_for(s, t);
+  c.wgmma.set("BN", "256");
+  return true;
+}
+
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);
   c.wgmma = wgmma_defaults_for(s, t);
+  if (!s.known && symbolic_m_wgmma_defaults(g, t, c)) return c;
   if (!s.known) {
     // Symbolic sizes: a medium tile with guards; passes fill in the rest.
     c.shape_class = "symbolic";

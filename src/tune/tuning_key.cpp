@@ -121,9 +121,13 @@ std::string op_signature(const Graph& g) {
 }
 
 std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::string* why_not) {
+  // A contraction keys a run-time size as `*` (M=*): one kernel serves every value of it,
+  // so one record does, apart from every bound size's record (its defaults differ too:
+  // defaults.cpp, symbolic_m_wgmma_defaults). Attention's defaults do not depend on its
+  // lengths, and its records stay per shape.
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
-      if (d.is_sym()) {
+      if (d.is_sym() && g.attention()) {
         if (why_not)
           *why_not = "dimension " + d.sym + " has no value (bind it with --dims " + d.sym +
                      "=<size>): tuning records are per shape";
@@ -151,9 +155,10 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
   const Node& mm = contraction(g);
   std::vector<std::string> roles = result_roles(mm);
   std::string shape;
+  auto size = [](const Dim& d) { return d.is_sym() ? std::string(kRunTimeSize) : std::to_string(d.value); };
   for (size_t i = 0; i < roles.size(); ++i)
-    shape += (i ? "," : "") + roles[i] + "=" + std::to_string(mm.shape[i].value);
-  shape += ",K=" + std::to_string(g.node(mm.inputs[0]).shape.back().value);
+    shape += (i ? "," : "") + roles[i] + "=" + size(mm.shape[i]);
+  shape += ",K=" + size(g.node(mm.inputs[0]).shape.back());
 
   k.op = op_signature(g);
   k.shape = shape;
@@ -192,6 +197,7 @@ class SignatureReader {
     return true;
   }
   const std::set<std::string>& dims() const { return dims_; }
+  bool attention() const { return attention_; }
   const std::string& why() const { return why_; }
 
  private:
@@ -374,10 +380,12 @@ std::string key_problem(const TuningKey& k) {
     std::string_view name = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
     int64_t size = 0;
     auto r = std::from_chars(value.data(), value.data() + value.size(), size);
-    if (!is_name(name) || value.empty() || r.ec != std::errc() || r.ptr != value.data() + value.size() ||
-        size < 1 || size > (int64_t(1) << 40))
-      return "the shape '" + quoted_text(k.shape, 120) + "' is not NAME=SIZE pairs (sizes 1..2^40), e.g. "
-             "M=4096,N=4096,K=4096";
+    const bool run_time = value == kRunTimeSize && !sig.attention();
+    if (!is_name(name) || value.empty() ||
+        (!run_time && (r.ec != std::errc() || r.ptr != value.data() + value.size() || size < 1 ||
+                       size > (int64_t(1) << 40))))
+      return "the shape '" + quoted_text(k.shape, 120) + "' is not NAME=SIZE pairs (sizes 1..2^40, "
+             "or * for a contraction's run-time size), e.g. M=4096,N=4096,K=4096 or M=*,N=4096,K=4096";
     if (!names.insert(std::string(name)).second)
       return "the shape names " + quoted_text(name) + " twice";
     if (comma == std::string_view::npos) break;

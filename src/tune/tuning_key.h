@@ -18,7 +18,7 @@ struct TuningKey {
   int cuda_runtime = 0;   // cudart version, e.g. 13000
   int driver = 0;         // driver's CUDA version, e.g. 13000
   std::string op;         // canonical signature, e.g. "add(matmul(bf16[M,K], bf16[N,K].T):bf16, bf16[N]):bf16"
-  std::string shape;      // the bound sizes, e.g. "M=4096,N=4096,K=4096"; attention: B,Hq,Hkv,Sq,Sk,D
+  std::string shape;      // the sizes, e.g. "M=4096,N=4096,K=4096" or "M=*,N=4096,K=4096" (M at run time); attention: B,Hq,Hkv,Sq,Sk,D
 
   // One line: "NVIDIA H100 80GB HBM3 (132 SMs, CUDA 13.0, driver 13.0) | <op> | <shape>".
   std::string str() const;
@@ -38,8 +38,12 @@ struct TuningKey {
 // Sk=4096,D=128".
 std::string op_signature(const Graph& g);
 
-// The key of `g` (sizes bound) on `dev`; nullopt when a dimension is still symbolic,
-// with the reason (the symbol and how to bind it) in why_not.
+// How a key's shape spells a contraction's run-time size: "M=*,N=4096,K=4096".
+inline constexpr const char* kRunTimeSize = "*";
+
+// The key of `g` on `dev`: a contraction's symbolic (run-time) sizes spelled
+// kRunTimeSize; nullopt for an attention with a symbolic size, with the reason (the
+// symbol and how to bind it) in why_not.
 std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev,
                                  std::string* why_not = nullptr);
 
@@ -52,7 +56,8 @@ std::string cuda_version_text(int version);
 // number up to 999999, the op parses as an op signature (the grammar op_signature
 // prints: calls, operands `dtype[dims]` with an optional `.T`, `scalar`, and attention's
 // `causal=`/`lse=`) with a contraction or an attention, and the shape is NAME=SIZE pairs
-// (sizes 1..2^40, no name twice) naming exactly the dims the op names. The tuning database
+// (sizes 1..2^40, or kRunTimeSize for a contraction; no name twice) naming exactly the
+// dims the op names. The tuning database
 // checks every record it reads, imports or writes with it (tune/db_file.h).
 std::string key_problem(const TuningKey& key);
 

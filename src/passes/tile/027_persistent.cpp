@@ -21,7 +21,8 @@
 //     a grid loop would launch B x P CTAs for P SMs, B waves of persistent CTAs that
 //     contend for the SMs instead of one walk that fills them once; batch-major order
 //     keeps consecutive CTAs on one batch's A and B slabs (L2 reuse, as GROUP_M does).
-// Needs constant tile and batch counts (the grid is sized by the SM count at compile time).
+// Takes a symbolic tile count (run-time M, N: the grid min(T, SMs) is sized at launch);
+// needs a constant batch count (a symbolic one is refused with the fix).
 #include "ir/error.h"
 #include "passes/passes.h"
 
@@ -61,16 +62,15 @@ void make_persistent(TileOp& op, int64_t sms) {
     make_persistent(op, sms);
     return;
   }
-  if (!tile_loop.extent.is_const())
-    throw Error("PERSISTENT=1 needs a constant number of output tiles (the grid is the SM "
-                "count, sized when compiling); " + op.name + " has " + tile_loop.extent.str() +
-                ": bind the sizes (--dims) or use PERSISTENT=0");
-  const int64_t T = tile_loop.extent.const_value();
+  // T may be symbolic (a run-time M, N): the grid min(T, SMs) is then an expression the
+  // launch evaluates from the sizes it is given, and the walk's trip count reads T in the
+  // kernel (a size parameter), so one kernel serves every size.
+  const Expr T = tile_loop.extent;
   // The batch loops right above the tiles, outermost first (step 3).
   size_t top = holders.size() - 1;
   while (top > 0 && is_batch_axis((*holders[top - 1])[0].axis)) --top;
   std::vector<Stmt> batch;
-  int64_t work = T;
+  Expr work = T;
   for (size_t i = top; i + 1 < holders.size(); ++i) {
     const Stmt& l = (*holders[i])[0];
     if (!l.extent.is_const())
@@ -78,9 +78,9 @@ void make_persistent(TileOp& op, int64_t sms) {
                   "batch count; " + op.name + "'s batch loop " + l.var + " runs to " +
                   l.extent.str() + ": bind the sizes (--dims) or use PERSISTENT=0");
     batch.push_back(l);
-    work *= l.extent.const_value();
+    work = work * l.extent;
   }
-  const int64_t P = std::min(work, sms);
+  const Expr P = min(work, Expr(sms));
   // The tile's Lets come first under the tile loop, then the thread tiers.
   Block lets, rest = tile_loop.body;
   while (!rest.empty() && rest.front().kind == StmtKind::Let) {
@@ -110,9 +110,8 @@ void make_persistent(TileOp& op, int64_t sms) {
   }
   inner.insert(inner.end(), lets.begin(), lets.end());
   inner.insert(inner.end(), cell->begin(), cell->end());
-  *cell = {Stmt::For("t_i", (Expr(work) - cta + Expr(P - 1)) / P, LoopKind::Parallel,
-                     "persistent", inner)};
-  *holders[top] = {Stmt::For("cta", Expr(P), LoopKind::Parallel, "tile", rest, Tier::Grid)};
+  *cell = {Stmt::For("t_i", (work - cta + P - 1) / P, LoopKind::Parallel, "persistent", inner)};
+  *holders[top] = {Stmt::For("cta", P, LoopKind::Parallel, "tile", rest, Tier::Grid)};
 }
 
 }  // namespace

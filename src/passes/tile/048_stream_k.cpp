@@ -63,7 +63,13 @@ Stmt* find_persistent(Block& b, std::vector<TierLoop>& tiers, int64_t& P) {
     if (s.axis == "persistent") return &s;
     const size_t depth = tiers.size();
     if (s.tier == Tier::Grid && s.var == "cta") {
-      if (!s.extent.is_const()) return nullptr;
+      // A run-time tile count (t:027 with a symbolic M or N) sizes the grid at launch;
+      // the stream-K split is planned here, from the count.
+      if (!s.extent.is_const())
+        throw Error("STREAM_K=1 divides the tiles' K iterations among the CTAs when compiling "
+                    "and needs a constant tile count; this grid is " + s.extent.str() +
+                    " CTAs (a run-time size): bind the sizes (--dims, PlanOptions::sizes) or "
+                    "use STREAM_K=0");
       P = s.extent.const_value();
     } else if (s.tier != Tier::None) {
       if (!s.extent.is_const()) return nullptr;

@@ -61,6 +61,53 @@ TEST(External, UnboundSizeIsAnError) {
   EXPECT_NE(m.find("dimension M has no value"), std::string::npos) << m;
 }
 
+// Run-time sizes (loom.matmul's one kernel for every M): the symbol stays unbound in the
+// program, its dims read -1, every launch's sizes are checked; a workspace that grows with
+// it is refused, and so is a name that is no symbol or is bound as well.
+TEST(External, RunTimeSizes) {
+  const Target sm90 = Target::for_arch("sm_90a");
+  ExternalProgram p = compile_external("linear(X[M,4096]:bf16, W[4096,4096]:bf16, b[4096]:bf16)",
+                                       Knobs{}, sm90, {}, nullptr, nullptr, {"M"});
+  EXPECT_EQ(p.runtime, (std::vector<std::string>{"M"}));
+  std::map<std::string, ExternalTensor> by_name;
+  for (const auto& t : p.tensors) by_name[t.name] = t;
+  EXPECT_EQ(by_name.at("X").shape, (std::vector<int64_t>{-1, 4096}));
+  EXPECT_EQ(by_name.at("X").bytes, -1);
+  EXPECT_EQ(by_name.at("W").bytes, 4096 * 4096 * 2);
+  EXPECT_EQ(by_name.at("out").shape, (std::vector<int64_t>{-1, 4096}));
+  EXPECT_EQ(p.flops, 0);
+  EXPECT_NE(p.knobs.find("ATOM=wgmma_bf16"), std::string::npos) << p.knobs;
+  EXPECT_NE(p.program.cuda.find("loom_d_M"), std::string::npos);
+  EXPECT_NO_THROW(check_runtime_sizes(p, {{"M", 1}}));
+  EXPECT_NO_THROW(check_runtime_sizes(p, {{"M", 4097}}));
+  std::string m = error_of([&] { check_runtime_sizes(p, {}); });
+  EXPECT_NE(m.find("takes M at run time"), std::string::npos) << m;
+  m = error_of([&] { check_runtime_sizes(p, {{"M", 0}}); });
+  EXPECT_NE(m.find("outside 1..2^48"), std::string::npos) << m;
+  m = error_of([&] { check_runtime_sizes(p, {{"M", 8}, {"N", 8}}); });
+  EXPECT_NE(m.find("no run-time size N"), std::string::npos) << m;
+  m = error_of([&] { check_runtime_sizes(p, {{"M", int64_t(1) << 40}}); });
+  EXPECT_NE(m.find("more than 2^48 bytes"), std::string::npos) << m;
+  // A bound program takes no sizes.
+  ExternalProgram bound = compile_external("matmul(A[8,64]:f32, B[64,64]:f32)", Knobs{}, sm90);
+  m = error_of([&] { check_runtime_sizes(bound, {{"M", 8}}); });
+  EXPECT_NE(m.find("bound when it was compiled"), std::string::npos) << m;
+  m = error_of([&] {
+    compile_external("matmul(A[M,64]:f32, B[64,64]:f32)", Knobs{}, sm90, {}, nullptr, nullptr, {"T"});
+  });
+  EXPECT_NE(m.find("no such symbol"), std::string::npos) << m;
+  m = error_of([&] {
+    compile_external("matmul(A[M,64]:f32, B[64,64]:f32)", Knobs{}, sm90, {{"M", 8}}, nullptr,
+                     nullptr, {"M"});
+  });
+  EXPECT_NE(m.find("both bound and a run-time size"), std::string::npos) << m;
+  m = error_of([&] {
+    compile_external("matmul(A[M,4096]:bf16, B[4096,64]:bf16)", Knobs::parse("SPLITK=4"), sm90, {},
+                     nullptr, nullptr, {"M"});
+  });
+  EXPECT_NE(m.find("workspace"), std::string::npos) << m;
+}
+
 TEST(External, PointerChecks) {
   ExternalProgram p = compile_external("attention(Q[1,2,64,64]:f16, K[1,2,64,64]:f16, V[1,2,64,64]:f16)",
                                        Knobs{}, Target::for_arch("sm_90a"));

@@ -100,10 +100,42 @@ TEST(TuningKey, DifferentProblemsDifferentKeys) {
   EXPECT_FALSE(k.same_problem(key_of(base, {}, h200)));
 }
 
-TEST(TuningKey, SymbolicSizesHaveNoKey) {
-  std::string why;
-  EXPECT_FALSE(key_for(parse_expression("matmul(A[M,K]:f32, B[K,N]:f32)"), h100(), &why));
-  EXPECT_NE(why.find("--dims"), std::string::npos) << why;
+// A contraction's run-time size keys as `*`: one record serves the one kernel that every
+// value of it runs, apart from each bound size's record.
+TuningKey run_time_key(const std::string& expr) {
+  auto k = key_for(parse_expression(expr), h100());
+  EXPECT_TRUE(k) << expr;
+  if (!k) return {};
+  EXPECT_EQ(loom::tune::key_problem(*k), "") << k->op << " | " << k->shape;
+  return *k;
+}
+
+TEST(TuningKey, RunTimeSizesKeyAsStar) {
+  const TuningKey k = run_time_key("matmul(A[M,4096]:bf16, B[4096,4096]:bf16)");
+  EXPECT_EQ(k.shape, "M=*,N=4096,K=4096");
+  EXPECT_EQ(k.op, key_of("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)").op);
+  EXPECT_NE(k, key_of("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)"));
+  // The symbol's name does not matter; which dims are run-time does.
+  EXPECT_EQ(k, run_time_key("matmul(X[T,4096]:bf16, Y[4096,4096]:bf16)"));
+  EXPECT_EQ(run_time_key("linear(X[T,K]:f16, W[N,K]:f16, b[N]:f16)").shape, "M=*,N=*,K=*");
+  EXPECT_EQ(run_time_key("bmm(A[Z,128,64]:bf16, B[Z,64,64]:bf16)").shape,
+            "batch=*,M=128,N=64,K=64");
+  // The database's check takes `*` for a contraction's size only.
+  TuningKey bad = k;
+  bad.shape = "M=**,N=4096,K=4096";
+  EXPECT_NE(key_problem(bad), "");
+  TuningKey att = key_of("attention(Q[1,8,64,64]:bf16, K[1,8,64,64]:bf16, V[1,8,64,64]:bf16)");
+  att.shape = "B=1,Hq=8,Hkv=8,Sq=*,Sk=64,D=64";
+  EXPECT_NE(key_problem(att), "");
+  // A record for it round-trips through the database format.
+  TuningRecord r;
+  r.knobs = "BM=128,BN=256";
+  r.median_us = 10;
+  r.date = "2026-11-27T19:00:00Z";
+  ParsedDb p = parse_db(format_db({{k, r}}));
+  ASSERT_TRUE(p.problems.empty()) << p.problems[0].what;
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries[0].key, k);
 }
 
 // Attention: the op's dtypes, mask and LSE, and the six sizes. The scale is one

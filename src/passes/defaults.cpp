@@ -520,7 +520,29 @@ static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }
 
+// Rows of an odd number of 16-bit elements (a ragged N, K, or M of an operand given
+// transposed) start only 2-byte aligned: neither TMA nor cp.async addresses them, and the
+// threads' copies moved them one 2-byte element at a time (16 loads and 16 stores per
+// thread per 32-deep slab at 128x128, 205 registers; 0.62x cuBLAS at 4096x4095x4096 bf16
+// on H100, 0.46x with A's rows odd, bench/NOTES.md, 2026-11-27, wgmma without TMA).
+// REALIGN=1 moves them as aligned 16-byte chunks shifted into place (k:015, ir/realign.h):
+// 2 loads and 1 store per 8 elements, 116 registers at 4096x4095x4096 (115 with A's rows
+// odd; the mma.sync default at 1000x333x777 f16 128 -> 75), no spills. Every schedule
+// that copies through the threads takes it: the wgmma ring, mma.sync's, SIMT's.
+static void realign_odd_rows(DefaultChoice& c, const Gemm& s) {
+  if (!s.odd_rows || (s.in != DType::F16 && s.in != DType::BF16)) return;
+  for (Knobs* k : {&c.knobs, &c.mma, &c.wgmma}) k->set("REALIGN", "1");
+}
+
+static DefaultChoice class_defaults(const Graph& g, const Target& t);
+
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
+  DefaultChoice c = class_defaults(g, t);
+  realign_odd_rows(c, gemm_of(g));
+  return c;
+}
+
+static DefaultChoice class_defaults(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);

@@ -221,7 +221,7 @@ const std::vector<KnobDef>& knob_registry() {
        "row length, which TMA and 16-byte cp.async cannot address) are copied as aligned "
        "16-byte chunks shifted into place (1), or one 2-byte element at a time (0)",
        "k:015_lower_stages", 0, 1}
-          .searched(SearchGroup::other, {{"wgmma", {"1", "0"}, 90}}),
+          .searched(SearchGroup::other, {{"mma", {"1", "0"}}, {"wgmma", {"1", "0"}, 90}}),
       {"BLOCK_M", "attention: query rows per block of the online softmax (a CTA's rows; "
        "the causal key bound is per query block)", "l:005_online_softmax", 1, 256},
       {"BLOCK_N", "attention: keys per block of the online softmax (one rescale of the "

@@ -76,7 +76,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"matmul(A[64,64]:bf16, B[64,333]:bf16)", "ATOM=wgmma_bf16,WM=1,WN=1,FM=1,FN=1,BN=64,BK=64,"
              "STAGE=sync,SWIZZLE=128B,STAGES=2,VECTORIZE=8,REALIGN=1", false, true},
         Case{"relu(add(matmul(A[64,40]:bf16, B[40,99]:bf16), bias[99]:bf16))",
-             "ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=3" + kRing, false, true}));
+             "ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=3" + kRing, false, true},
+        // The cp.async producer warpgroup (WARP_SPECIALIZE=1) realigns for the consumers;
+        // mma.sync's ring (16-byte rows with PAD_SMEM=8) realigns too.
+        Case{"matmul(A[100,96]:bf16, B[96,77]:bf16)",
+             "ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=4,WARP_SPECIALIZE=1" + kRing, false, true},
+        Case{"matmul(A[70,77]:f16, B[77,45]:f16)",
+             "ATOM=mma_f16,WM=2,WN=2,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,REALIGN=1", true, true}));
 
 // A batch: every entry's rows of its own B (entry b starts at element b*K*N, not a
 // multiple of 8 either).

@@ -528,9 +528,14 @@ static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
 // REALIGN=1 moves them as aligned 16-byte chunks shifted into place (k:015, ir/realign.h):
 // 2 loads and 1 store per 8 elements, 116 registers at 4096x4095x4096 (115 with A's rows
 // odd; the mma.sync default at 1000x333x777 f16 128 -> 75), no spills. Every schedule
-// that copies through the threads takes it: the wgmma ring, mma.sync's, SIMT's.
-static void realign_odd_rows(DefaultChoice& c, const Gemm& s) {
-  if (!s.odd_rows || (s.in != DType::F16 && s.in != DType::BF16)) return;
+// that copies through the threads takes it on sm_90 and newer: the wgmma ring, mma.sync's,
+// SIMT's. Not on sm_80-sm_89: there ptxas spilled 4 B (8 B of stack) in mma.sync's
+// unpipelined 3-stage ring with both operands realigned at 1000x777x333 f16 with a gelu
+// epilogue (test_compile_kernels), which sm_90a compiles without spills; REALIGN=1 stays
+// available there explicitly.
+static void realign_odd_rows(DefaultChoice& c, const Gemm& s, const Target& t) {
+  if (!s.odd_rows || (s.in != DType::F16 && s.in != DType::BF16) || t.compute_capability() < 90)
+    return;
   for (Knobs* k : {&c.knobs, &c.mma, &c.wgmma}) k->set("REALIGN", "1");
 }
 
@@ -538,7 +543,7 @@ static DefaultChoice class_defaults(const Graph& g, const Target& t);
 
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
   DefaultChoice c = class_defaults(g, t);
-  realign_odd_rows(c, gemm_of(g));
+  realign_odd_rows(c, gemm_of(g), t);
   return c;
 }
 

@@ -219,7 +219,8 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),
       KnobDef{"REALIGN", "rows of 16-bit elements that start only 2-byte aligned (an odd "
        "row length, which TMA and 16-byte cp.async cannot address) are copied as aligned "
-       "16-byte chunks shifted into place (1), or one 2-byte element at a time (0)",
+       "16-byte chunks shifted into place (1; with VECTORIZE=8), or one 2-byte element at a "
+       "time (0)",
        "k:015_lower_stages", 0, 1}
           .searched(SearchGroup::other, {{"mma", {"1", "0"}}, {"wgmma", {"1", "0"}, 90}}),
       {"BLOCK_M", "attention: query rows per block of the online softmax (a CTA's rows; "

@@ -567,9 +567,10 @@ class Lowerer {
   bool realign_copy(const StageCopy& c, const TensorDecl& src, const TensorDecl& dst, size_t fast,
                     const std::vector<size_t>& order, const std::vector<int64_t>& ext, int64_t T,
                     const Ranges& r, Block& allocs, Block& loads, Block& stores) {
-    if (dtype_bytes(src.dtype) != 2) return false;
+    if (dtype_bytes(src.dtype) != 2 || dtype_bytes(dst.dtype) != 2) return false;
     s_.used_knobs["REALIGN"] = std::to_string(realign_);
-    if (realign_ != 1) return false;
+    // 16-byte accesses: VECTORIZE (the widest access asked for) must allow them.
+    if (realign_ != 1 || s_.knobs.get_int("VECTORIZE", 4) < 8) return false;
     constexpr int w = 8;  // 16-bit elements per 16-byte chunk
     const size_t rank = c.vars.size();
     if (fast != rank - 1 || ext[fast] % w != 0) return false;

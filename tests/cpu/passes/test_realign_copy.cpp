@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"matmul(A[100,96]:bf16, B[96,77]:bf16)",
              "ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=4,WARP_SPECIALIZE=1" + kRing, false, true},
         Case{"matmul(A[70,77]:f16, B[77,45]:f16)",
-             "ATOM=mma_f16,WM=2,WN=2,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,REALIGN=1", true, true}));
+             "ATOM=mma_f16,WM=2,WN=2,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8,REALIGN=1", true, true}));
 
 // A batch: every entry's rows of its own B (entry b starts at element b*K*N, not a
 // multiple of 8 either).
@@ -94,7 +94,7 @@ TEST(RealignCopy, BatchedOperands) {
 }
 
 // REALIGN=0 keeps the 2-byte register copies; aligned rows never take the realigned
-// copy (they have 16-byte cp.async), whatever the knob.
+// copy (they have 16-byte cp.async), whatever the knob; nor does VECTORIZE below 8.
 TEST(RealignCopy, OnlyOddRowsAndOnlyWhenAsked) {
   CompileState off = passcheck::check_every_pass(
       "matmul(A[64,40]:bf16, B[40,77]:bf16)",
@@ -105,6 +105,12 @@ TEST(RealignCopy, OnlyOddRowsAndOnlyWhenAsked) {
       "matmul(A[64,40]:bf16, B[40,80]:bf16)",
       Knobs::parse("ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=3" + kRing), 77);
   EXPECT_EQ(count_if(aligned.kernel.kernels.at(0).body, is_chunk_load), 0);
+  // VECTORIZE=4 caps accesses at 8 bytes: no 16-byte chunks.
+  CompileState narrow = passcheck::check_every_pass(
+      "matmul(A[64,40]:bf16, B[40,77]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=3,WN=1,FM=1,FN=1,STAGE=cp_async,"
+                   "SWIZZLE=128B,VECTORIZE=4,REALIGN=1"), 78);
+  EXPECT_EQ(count_if(narrow.kernel.kernels.at(0).body, is_chunk_load), 0);
 }
 
 // The statements' semantics, by hand: a kernel of one thread that chunk-loads row `r`

@@ -12,6 +12,7 @@
 #include "ir/error.h"
 #include "ir/realign.h"
 #include "pass_check.h"
+#include "passes/defaults.h"
 
 namespace loom {
 namespace {
@@ -111,6 +112,26 @@ TEST(RealignCopy, OnlyOddRowsAndOnlyWhenAsked) {
       Knobs::parse("ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=3,WN=1,FM=1,FN=1,STAGE=cp_async,"
                    "SWIZZLE=128B,VECTORIZE=4,REALIGN=1"), 78);
   EXPECT_EQ(count_if(narrow.kernel.kernels.at(0).body, is_chunk_load), 0);
+}
+
+// The defaults: every 16-bit GEMM with an odd operand row takes REALIGN=1 on sm_90a, on
+// every path; aligned rows, f32 and sm_80 do not.
+TEST(RealignCopy, DefaultsForOddSixteenBitRows) {
+  auto realign = [](const std::string& expr, const char* arch) {
+    const DefaultChoice c = default_knobs(parse_expression(expr), Target::for_arch(arch));
+    const int64_t k = c.knobs.get_int("REALIGN", 0);
+    EXPECT_EQ(c.mma.get_int("REALIGN", 0), k) << expr;
+    EXPECT_EQ(c.wgmma.get_int("REALIGN", 0), k) << expr;
+    return k;
+  };
+  EXPECT_EQ(realign("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", "sm_90a"), 1);
+  EXPECT_EQ(realign("matmul(A[4096,4095]:bf16, B[4095,4096]:bf16)", "sm_90a"), 1);
+  EXPECT_EQ(realign("matmul(A[1000,333]:f16, B[333,777]:f16)", "sm_90a"), 1);
+  EXPECT_EQ(realign("matmul(A[333,1001]:f16.T, B[333,778]:f16)", "sm_90a"), 1);
+  EXPECT_EQ(realign("matmul(A[4096,4096]:bf16, B[4096,4094]:bf16)", "sm_90a"), 0);
+  EXPECT_EQ(realign("matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", "sm_90a"), 0);
+  EXPECT_EQ(realign("matmul(A[1000,333]:f32, B[333,777]:f32)", "sm_90a"), 0);
+  EXPECT_EQ(realign("matmul(A[1000,333]:f16, B[333,777]:f16)", "sm_80"), 0);
 }
 
 // The statements' semantics, by hand: a kernel of one thread that chunk-loads row `r`

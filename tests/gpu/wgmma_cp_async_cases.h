@@ -96,6 +96,11 @@ inline std::vector<Case> cases() {
       {"matmul(A[333,2000]:tf32.T, B[1777,333]:tf32.T)", ""},
       {"relu(add(matmul(A[2000,513]:bf16, B[513,2000]:bf16), bias[2000]:bf16))", ""},
       {"matmul(A[333,2001]:f16.T, B[333,1777]:f16)", ""},
+      // K odd with aligned output rows (REALIGN=1): the TMA-store epilogue and persistent
+      // tiles on the threads' ring.
+      {"matmul(A[2048,2047]:bf16, B[2047,1024]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,GROUP_M=8,REALIGN=1,"
+       "EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1"},
   };
 }
 

@@ -82,6 +82,11 @@ INSTANTIATE_TEST_SUITE_P(
         // mma.sync's ring (16-byte rows with PAD_SMEM=8) realigns too.
         Case{"matmul(A[100,96]:bf16, B[96,77]:bf16)",
              "ATOM=wgmma_bf16,WM=1,BN=64,BK=32,STAGES=4,WARP_SPECIALIZE=1" + kRing, false, true},
+        // K odd with aligned output rows: the TMA-store epilogue and persistent tiles on
+        // the threads' ring (each CTA's ring drained and refilled per tile).
+        Case{"matmul(A[200,77]:bf16, B[77,128]:bf16)",
+             "ATOM=wgmma_bf16,WM=2,BN=64,BK=32,STAGES=4,EPILOGUE=tma_store,EPI_BUFFERS=2,"
+             "PERSISTENT=1,PERSISTENT_CTAS=2,GROUP_M=8" + kRing, true, false},
         Case{"matmul(A[70,77]:f16, B[77,45]:f16)",
              "ATOM=mma_f16,WM=2,WN=2,FM=1,FN=2,BK=32,STAGE=cp_async,STAGES=3,PAD_SMEM=8,VECTORIZE=8,REALIGN=1", true, true}));
 

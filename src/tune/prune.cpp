@@ -120,19 +120,23 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     if (b.stage == "tma" && !tf32_k_major)
       return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
              "TMA cannot transpose; STAGE=cp_async transposes while it copies";
-    // REALIGN=1 changes only the copies of rows of an odd number of 16-bit elements
-    // (k:015: TMA and 16-byte cp.async cannot address them); elsewhere it is REALIGN=0's
-    // kernel, measured twice.
-    const bool odd16 = elem == 2 && (a_row % 2 != 0 || b_row % 2 != 0);
-    if (k.get_int("REALIGN", 0) == 1 && (b.stage == "tma" || !odd16))
-      return "REALIGN=1 without rows of an odd number of 16-bit elements filled by the threads "
-             "(STAGE=cp_async): the kernel is REALIGN=0's";
     // The cp.async producer warpgroup (k:030) feeds one tile per CTA, without clusters.
     if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
         (k.get_int("PERSISTENT", 0) == 1 || k.get_int("CLUSTER_M", 1) > 1 ||
          k.get_int("CLUSTER_N", 1) > 1))
       return "WARP_SPECIALIZE=1 with STAGE=cp_async: the cp.async producer is built for one "
              "tile per CTA without clusters (PERSISTENT=0, CLUSTER_M=CLUSTER_N=1)";
+  }
+  // REALIGN=1 changes only the threads' copies of rows of an odd number of 16-bit
+  // elements (k:015: TMA and cp.async cannot address them); elsewhere it builds REALIGN=0's
+  // kernel, which would be measured twice.
+  if (k.get_int("REALIGN", 0) == 1) {
+    const int64_t a_row = given.a_transposed ? given.M : given.K;
+    const int64_t b_row = given.b_transposed ? given.K : given.N;
+    if (elem != 2 || b.stage == "tma" || (a_row % 2 == 0 && b_row % 2 == 0))
+      return "REALIGN=1 without rows of an odd number of 16-bit elements that the threads copy "
+             "(a 16-bit operand with an odd row length, STAGE other than tma): the kernel is "
+             "REALIGN=0's";
   }
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);

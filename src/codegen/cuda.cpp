@@ -17,6 +17,7 @@
 #include "codegen/wgmma_wrappers.h"
 #include "ir/error.h"
 #include "ir/f32_constant.h"
+#include "ir/realign.h"
 #include "passes/analysis.h"
 
 namespace loom {
@@ -590,6 +591,12 @@ class Renderer {
         break;
       case StmtKind::Load: {
         DType dt = p_.tensor(s.tensor).dtype;
+        if (is_chunk_load(s)) {  // ir/realign.h: two aligned 16-byte chunks, raw bits
+          line(d, "loom::ld_chunks16(&" + dst(s) + ", " + tn(s.tensor) + ", (long long)(" +
+                      ix(s.index.at(0)) + "), int(" + ix(s.value) + "), " +
+                      numel(s.tensor) + ");");
+          break;
+        }
         if (packed_.count(s.dst)) {
           packed_load(s, d);
           break;
@@ -677,6 +684,11 @@ class Renderer {
       }
       case StmtKind::Write: {
         DType dt = p_.tensor(s.tensor).dtype;
+        if (is_realigned_store(s)) {  // ir/realign.h: the shifted window, one st.shared.v4
+          line(d, "loom::st_realign16(" + address(s) + ", &" + element(s.args.at(0).name, s.args.at(0).index) +
+                      ", (long long)(" + ix(s.src_index.at(0)) + "), int(" + ix(s.value) + "));");
+          break;
+        }
         if (!s.args.at(0).is_imm() && packed_.count(s.args.at(0).name)) {
           packed_store(s, d);
           break;
@@ -713,6 +725,15 @@ class Renderer {
         break;
       }
       case StmtKind::Alloc: {
+        if (chunks_.count(s.dst)) {
+          // Chunk registers of the realigned copy: 16-bit elements as raw bits, two per
+          // .b32 register (element v in register v/2, half v%2), never converted.
+          std::string decl = "unsigned " + s.dst;
+          for (size_t i = 0; i + 1 < s.index.size(); ++i) decl += "[" + ix(s.index[i]) + "]";
+          decl += "[" + std::to_string(s.index.back().const_value() / kHalves) + "]";
+          line(d, decl + ";  // 16-bit chunks, raw");
+          break;
+        }
         auto it = packed_.find(s.dst);
         if (it != packed_.end()) {
           // Packed fragment: two 16-bit values per .b32 register (see find_packed).
@@ -886,7 +907,45 @@ class Renderer {
   // The exception: an A operand that is itself an f32 accumulator of a warp atom
   // (attention's P = the S accumulators, docs/attention.md's C -> A repack) stays f32 and
   // is packed at each mma that reads it (cvt.rn.*x2.f32, one per register).
+  // The register arrays a chunk load fills hold raw 16-bit bits (ir/realign.h): only
+  // chunk loads and realigned stores may touch them, each from element 0 of a slot; the
+  // Alloc's last extent is the 2w elements of two chunks.
+  void find_chunk_arrays(const KernelOp& k) {
+    chunks_.clear();
+    walk(k.body, [&](const Stmt& s) {
+      if (!is_chunk_load(s)) return;
+      if (dtype_bytes(p_.tensor(s.tensor).dtype) != 2)
+        throw Error("codegen: chunk load from " + s.tensor + ", which does not hold 16-bit elements");
+      chunks_.insert(s.dst);
+    });
+    walk(k.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Alloc) {
+        if (chunks_.count(s.dst) && (!s.index.back().is_const() || s.index.back().const_value() != 16))
+          throw Error("codegen: chunk registers `" + s.dst + "` need a last extent of 16 (two 16-byte chunks)");
+        return;
+      }
+      const bool mine = is_chunk_load(s) || is_realigned_store(s);
+      if (is_realigned_store(s) && !chunks_.count(s.args.at(0).name))
+        throw Error("codegen: realigned store from `" + s.args.at(0).name + "`, which no chunk load fills");
+      if (mine) return;
+      auto touches = [&](const std::string& n) { return chunks_.count(n) > 0; };
+      bool hit = touches(s.dst);
+      for (const Operand& o : s.args) hit |= !o.is_imm() && touches(o.name);
+      if (hit)
+        throw Error("codegen: `" + s.dst + "` statement touches chunk registers (raw 16-bit bits) "
+                    "that only chunk loads and realigned stores may use");
+    });
+  }
+
+  // The element count of tensor `t`: a chunk load never reads past it.
+  std::string numel(const std::string& t) const {
+    Expr n = 1;
+    for (const Expr& e : p_.tensor(t).shape) n = n * e;
+    return "(long long)(" + ix(n) + ")";
+  }
+
   void find_packed(const KernelOp& k) {
+    find_chunk_arrays(k);
     packed_.clear();
     std::set<std::string> accumulators;
     alloc_extents_.clear();
@@ -1239,6 +1298,7 @@ class Renderer {
     bool accumulator = false;  // an mma's C/D fragment (ACC=f16)
   };
   std::map<std::string, Packed> packed_;  // packed fragment arrays (find_packed)
+  std::set<std::string> chunks_;  // realigned copies' chunk registers (find_chunk_arrays)
   std::map<std::string, std::vector<int64_t>> alloc_extents_;  // register arrays (find_packed)
   std::ostringstream& out_;
   std::string idx_;

@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
+#include "ir/realign.h"
 
 namespace loom::interp {
 namespace {
@@ -352,6 +353,7 @@ void Machine::exec_if(const Node& n, const std::vector<int>& active, size_t dept
 
 void Machine::exec_load(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
+  if (is_chunk_load(s)) return exec_chunk_load(n, active);
   const TensorSlot& ts = *n.access.tensor;
   const size_t T = size_t(threads_);
   const int w = s.width;
@@ -371,6 +373,7 @@ void Machine::exec_load(const Node& n, const std::vector<int>& active) {
 
 void Machine::exec_write(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
+  if (is_realigned_store(s)) return exec_realigned_store(n, active);
   const TensorSlot& ts = *n.access.tensor;
   const int w = s.width;
   // Copies of one warp-wide cell (Node::in_atom_nest) add once; they must agree.
@@ -406,6 +409,60 @@ void Machine::exec_write(const Node& n, const std::vector<int>& active) {
         double& cell = ts.host->data[size_t(off + i)];
         cell = round_to_dtype(ts.decl->dtype, s.atomic_add ? cell + v : v);
       }
+    }
+  }
+}
+
+// The chunk load reads what the GPU's aligned 16-byte loads read: the chunks holding a
+// wanted element, up to the tensor's end. Every other register of the slot is NaN, so a
+// store that selected an element the load did not provide would show in the result.
+void Machine::exec_chunk_load(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& ts = *n.access.tensor;
+  const size_t T = size_t(threads_);
+  const int w = s.width / 2;
+  const double unread = std::numeric_limits<double>::quiet_NaN();
+  for (int t : active) {
+    const int64_t d = slot(n, n.dst, t, s.width);
+    for (int i = 0; i < s.width; ++i) vals_[size_t(d + i) * T + size_t(t)] = unread;
+    const int64_t g = eval(n.access.index[0], t), valid = eval(n.value, t);
+    if (valid < 0 || valid > w)
+      fail(s, "valid count " + n.value.str() + " = " + std::to_string(valid) + " is outside 0.." +
+                  std::to_string(w), t);
+    if (valid == 0) continue;  // nothing wanted: no chunk is read, g may be anywhere
+    if (g < 0 || g + valid > ts.size)
+      fail(s, "wanted elements " + std::to_string(g) + ".." + std::to_string(g + valid - 1) +
+                  " (offset " + n.access.index[0].str() + ") are outside tensor " + ts.decl->name +
+                  " of " + std::to_string(ts.size) + " elements", t);
+    const int64_t a = g - g % w;  // the first chunk: 16-byte aligned (the base is, plan.cpp)
+    for (int j = 0; j < 2; ++j) {
+      const int64_t c0 = a + j * w;
+      if (c0 >= g + valid || c0 + w <= g) continue;  // holds no wanted element: not read
+      for (int i = 0; i < w && c0 + i < ts.size; ++i)
+        vals_[size_t(d + j * w + i) * T + size_t(t)] = load_element(n, ts, c0 + i, t);
+    }
+  }
+}
+
+// The window at g % w of the slot's chunks into one 16-byte unit, zero from `valid` on.
+void Machine::exec_realigned_store(const Node& n, const std::vector<int>& active) {
+  const Stmt& s = *n.s;
+  const TensorSlot& ts = *n.access.tensor;
+  const int w = s.width;
+  for (int t : active) {
+    const int64_t off = offset(n, n.access, t, w, true);
+    if (off % w != 0)
+      fail(s, "offset " + n.access.index[0].str() + " = " + std::to_string(off) +
+                  " does not start a 16-byte unit of " + ts.decl->name +
+                  " (one st.shared.v4 writes the realigned window)", t);
+    const int64_t g = eval(n.cond, t), valid = eval(n.value, t);
+    if (valid < 0 || valid > w)
+      fail(s, "valid count " + n.value.str() + " = " + std::to_string(valid) + " is outside 0.." +
+                  std::to_string(w), t);
+    const int64_t shift = valid > 0 ? ((g % w) + w) % w : 0;
+    for (int i = 0; i < w; ++i) {
+      const double v = i < valid ? operand(n, 0, t, shift + i) : 0.0;
+      shared_.write(ts.shared, off + i, v, t, s);
     }
   }
 }

@@ -145,6 +145,10 @@ class Machine {
   void exec_if(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_load(const Node& n, const std::vector<int>& active);
   void exec_write(const Node& n, const std::vector<int>& active);
+  // The realigned copy (ir/realign.h): aligned 16-byte chunks into registers, then the
+  // shifted window into one 16-byte unit of a shared slab.
+  void exec_chunk_load(const Node& n, const std::vector<int>& active);
+  void exec_realigned_store(const Node& n, const std::vector<int>& active);
   void exec_scalar(const Node& n, const std::vector<int>& active);
   void exec_warp_atom(const Node& n, const std::vector<int>& active);
   void exec_warp_copy(const Node& n, const std::vector<int>& active);

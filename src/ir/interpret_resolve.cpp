@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "ir/interpret_machine.h"
+#include "ir/realign.h"
 
 namespace loom::interp {
 namespace {
@@ -239,6 +240,13 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.access = access(s, s.tensor, s.index, kernel_);
       n.pred = compile(s, s.pred);
       n.dst = destination(s, true);
+      if (is_chunk_load(s)) {
+        if (!kernel_ || n.access.tensor->shared >= 0)
+          fail(s, "a chunk load is Kernel IR and reads a global tensor");
+        n.value = compile(s, s.value);
+      } else if (!s.mode.empty()) {
+        fail(s, "a load's mode is \"chunks\" or none, not \"" + s.mode + "\"");
+      }
       break;
     case StmtKind::Write:
       if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
@@ -249,6 +257,14 @@ Node Machine::resolve_stmt(const Stmt& s) {
       }
       operands();
       n.in_atom_nest = kernel_ && atom_loops_ > 0;
+      if (is_realigned_store(s)) {
+        if (!kernel_ || n.access.tensor->shared < 0 || s.src_index.size() != 1)
+          fail(s, "a realigned store is Kernel IR, writes a shared tensor and names its source offset");
+        n.cond = compile(s, s.src_index[0]);
+        n.value = compile(s, s.value);
+      } else if (!s.mode.empty()) {
+        fail(s, "a store's mode is \"realign\" or none, not \"" + s.mode + "\"");
+      }
       if (s.width > 1 && n.args[0].extents.empty())
         fail(s, "a vector store of width " + std::to_string(s.width) +
                     " reads consecutive elements of a register array; its operand is not one");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/program.h"
+#include "ir/realign.h"
 
 namespace loom {
 namespace {
@@ -73,6 +74,9 @@ std::string stmt_line(const Stmt& s) {
       if (s.let_load()) return "let " + s.var + " = load " + s.tensor + "[" + join_exprs(s.index) + "]";
       return "let " + s.var + " = " + s.value.str();
     case StmtKind::Load:
+      if (is_chunk_load(s))  // ir/realign.h
+        return dst_of(s) + " = load.chunks x" + std::to_string(s.width / 2) + " " + s.tensor +
+               "[" + join_exprs(s.index) + "] valid " + s.value.str();
       return dst_of(s) + " = load" + width_suffix(s) + " " + s.tensor + "[" +
              join_exprs(s.index) + "]" + pred_suffix(s);
     case StmtKind::Compute:
@@ -82,6 +86,10 @@ std::string stmt_line(const Stmt& s) {
       return dst_of(s) + " <- " + scalar_op_name(s.op) + "(" + dst_of(s) + ", " +
              join_operands(s.args) + ")";
     case StmtKind::Write:
+      if (is_realigned_store(s))  // ir/realign.h
+        return "store.realign x" + std::to_string(s.width) + " " + s.tensor + "[" +
+               join_exprs(s.index) + "] = " + join_operands(s.args) + " from " +
+               join_exprs(s.src_index) + " valid " + s.value.str();
       return (s.width > 1 ? "store" + width_suffix(s) + " " : std::string()) + s.tensor + "[" +
              join_exprs(s.index) + "] " + (s.atomic_add ? "+= " : "= ") +
              join_operands(s.args) + (s.atomic_add ? "  atomic" : "") +

@@ -3,6 +3,7 @@
 #include "ir/verify_body.h"
 
 #include "ir/error.h"
+#include "ir/realign.h"
 
 namespace loom::verifier {
 
@@ -460,6 +461,57 @@ class BodyChecker {
     for (const Expr& i : s.index) check_expr(s, i, "index");
   }
 
+  // The realigned copy's two statements (ir/realign.h): Kernel IR, 16-bit elements, the
+  // chunk load from a global tensor into a register array of 2w elements per slot, the
+  // store from such an array into one 16-byte unit of a shared tensor.
+  int realign_width(const Stmt& s, const TensorDecl& t, const char* what) const {
+    require_level(s, Level::Kernel, what);
+    if (dtype_bytes(t.dtype) != 2)
+      fail(s, std::string(what) + " moves 16-bit elements (8 per 16-byte chunk); `" + t.name +
+                  "` holds " + dtype_name(t.dtype) + ": use VECTORIZE's copies for it");
+    return 16 / dtype_bytes(t.dtype);
+  }
+  void check_chunk_load(const Stmt& s) {
+    if (s.mode != kChunkLoadMode)
+      fail(s, "a load's mode is \"" + std::string(kChunkLoadMode) + "\" or none, not \"" + s.mode + "\"");
+    const TensorDecl& t = p_.tensor(s.tensor);
+    const int w = realign_width(s, t, "a chunk load");
+    if (t.role == TensorRole::Shared)
+      fail(s, "a chunk load reads global memory; `" + s.tensor + "` is a shared tensor");
+    if (s.width != 2 * w)
+      fail(s, "a chunk load writes two 16-byte chunks, " + std::to_string(2 * w) +
+                  " elements, not " + std::to_string(s.width));
+    if (!always_true(s.pred)) fail(s, "a chunk load is not predicated: its valid count bounds it");
+    if (s.dst_index.empty() || !s.dst_index.back().is_const() || s.dst_index.back().const_value() != 0)
+      fail(s, "a chunk load fills a whole last dimension of its register array from element 0");
+    check_expr(s, s.value, "valid count");
+  }
+  void check_realigned_store(const Stmt& s) {
+    if (s.mode != kRealignStoreMode)
+      fail(s, "a store's mode is \"" + std::string(kRealignStoreMode) + "\" or none, not \"" + s.mode + "\"");
+    const TensorDecl& t = p_.tensor(s.tensor);
+    const int w = realign_width(s, t, "a realigned store");
+    if (t.role != TensorRole::Shared)
+      fail(s, "a realigned store writes shared memory; `" + s.tensor + "` is not a shared tensor");
+    if (s.width != w)
+      fail(s, "a realigned store writes one 16-byte unit, " + std::to_string(w) +
+                  " elements, not " + std::to_string(s.width));
+    if (s.atomic_add || s.remote) fail(s, "a realigned store is a plain shared store");
+    if (s.args.size() != 1 || s.args[0].is_imm() || s.args[0].index.empty() ||
+        !s.args[0].index.back().is_const() || s.args[0].index.back().const_value() != 0)
+      fail(s, "a realigned store reads the chunks of a register array slot from element 0");
+    const ScalarDef* d = find_scalar(s.args[0].name);
+    if (d && !d->extents.empty() && d->extents.back().is_const() &&
+        d->extents.back().const_value() < 2 * w)
+      fail(s, "a realigned store reads two 16-byte chunks, " + std::to_string(2 * w) +
+                  " elements; register array `" + s.args[0].name + "` has a last extent of " +
+                  d->extents.back().str());
+    if (s.src_index.size() != 1) fail(s, "a realigned store names the one source offset its chunks were loaded for");
+    check_expr(s, s.src_index[0], "source offset");
+    check_expr(s, s.value, "valid count");
+  }
+  static bool always_true(const Expr& e) { return e.is_const() && e.const_value() == 1; }
+
   // An asynchronous store into a cluster CTA's shared tensor (st.async, CLUSTER_K's
   // exchange): f32 elements, one or a vector of 2 or 4, completing on an mbarrier slot.
   void check_remote_store(const Stmt& s) {
@@ -699,6 +751,7 @@ class BodyChecker {
         break;
       case StmtKind::Load:
         check_access(s);
+        if (!s.mode.empty()) check_chunk_load(s);
         if (s.remote)
           fail(s, "a load from a peer CTA's shared memory (`remote`) is not a Kernel IR form: "
                   "cluster CTAs exchange data by remote stores (st.async) into the reader's "
@@ -735,6 +788,7 @@ class BodyChecker {
       }
       case StmtKind::Write:
         check_access(s);
+        if (!s.mode.empty()) check_realigned_store(s);
         if (s.remote) check_remote_store(s);
         if (p_.tensor(s.tensor).role == TensorRole::Input)
           fail(s, "writes input tensor `" + s.tensor + "`; inputs are read-only");

@@ -567,7 +567,38 @@ static bool symbolic_m_wgmma_defaults(const Graph& g, const Target& t, DefaultCh
   return true;
 }
 
+// Rows of an odd number of 16-bit elements (a ragged N, K, or M of an operand given
+// transposed) start only 2-byte aligned: neither TMA nor cp.async addresses them, and the
+// threads' copies moved them one 2-byte element at a time (16 loads and 16 stores per
+// thread per 32-deep slab at 128x128, 205 registers; 0.62x cuBLAS at 4096x4095x4096 bf16
+// on H100, 0.46x with A's rows odd, bench/NOTES.md, 2026-11-27, wgmma without TMA).
+// REALIGN=1 moves them as aligned 16-byte chunks shifted into place (k:015, ir/realign.h):
+// 2 loads and 1 store per 8 elements, 116 registers at 4096x4095x4096 (115 with A's rows
+// odd; the mma.sync default at 1000x333x777 f16 128 -> 75), no spills. Measured on H100
+// against cuBLAS (`loom run --bench`, bench/NOTES.md, 2026-11-27, ragged rows): 4096x4095x4096
+// bf16 0.62x -> 1.63x, 4096x4096x4095 0.46x -> 1.70x, f16 1000x333x777 (mma.sync) 0.44x ->
+// 1.29x. The rest of each schedule stays: BK=64 on the wgmma ring measured 1.28-1.30x (161
+// registers, one CTA per SM, against BK=32's two), and the 64x64 wgmma ring at
+// 1000x333x777 0.99x (mma.sync's 1.29x). Every schedule that copies through the threads
+// takes it on sm_90 and newer: the wgmma ring, mma.sync's, SIMT's. Not on sm_80-sm_89: there ptxas spilled 4 B (8 B of stack) in mma.sync's
+// unpipelined 3-stage ring with both operands realigned at 1000x777x333 f16 with a gelu
+// epilogue (test_compile_kernels), which sm_90a compiles without spills; REALIGN=1 stays
+// available there explicitly.
+static void realign_odd_rows(DefaultChoice& c, const Gemm& s, const Target& t) {
+  if (!s.odd_rows || (s.in != DType::F16 && s.in != DType::BF16) || t.compute_capability() < 90)
+    return;
+  for (Knobs* k : {&c.knobs, &c.mma, &c.wgmma}) k->set("REALIGN", "1");
+}
+
+static DefaultChoice class_defaults(const Graph& g, const Target& t);
+
 DefaultChoice default_knobs(const Graph& g, const Target& t) {
+  DefaultChoice c = class_defaults(g, t);
+  realign_odd_rows(c, gemm_of(g), t);
+  return c;
+}
+
+static DefaultChoice class_defaults(const Graph& g, const Target& t) {
   DefaultChoice c;
   Gemm s = gemm_of(g);
   c.mma = mma_defaults_for(s, t.sm_count);

@@ -217,6 +217,12 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),
+      KnobDef{"REALIGN", "rows of 16-bit elements that start only 2-byte aligned (an odd "
+       "row length, which TMA and 16-byte cp.async cannot address) are copied as aligned "
+       "16-byte chunks shifted into place (1; with VECTORIZE=8), or one 2-byte element at a "
+       "time (0)",
+       "k:015_lower_stages", 0, 1}
+          .searched(SearchGroup::other, {{"mma", {"1", "0"}}, {"wgmma", {"1", "0"}, 90}}),
       {"BLOCK_M", "attention: query rows per block of the online softmax (a CTA's rows; "
        "the causal key bound is per query block)", "l:005_online_softmax", 1, 256},
       {"BLOCK_N", "attention: keys per block of the online softmax (one rescale of the "

@@ -127,6 +127,17 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
       return "WARP_SPECIALIZE=1 with STAGE=cp_async: the cp.async producer is built for one "
              "tile per CTA without clusters (PERSISTENT=0, CLUSTER_M=CLUSTER_N=1)";
   }
+  // REALIGN=1 changes only the threads' copies of rows of an odd number of 16-bit
+  // elements (k:015: TMA and cp.async cannot address them); elsewhere it builds REALIGN=0's
+  // kernel, which would be measured twice.
+  if (k.get_int("REALIGN", 0) == 1) {
+    const int64_t a_row = given.a_transposed ? given.M : given.K;
+    const int64_t b_row = given.b_transposed ? given.K : given.N;
+    if (elem != 2 || b.stage == "tma" || (a_row % 2 == 0 && b_row % 2 == 0))
+      return "REALIGN=1 without rows of an odd number of 16-bit elements that the threads copy "
+             "(a 16-bit operand with an odd row length, STAGE other than tma): the kernel is "
+             "REALIGN=0's";
+  }
   if (a.mma() && b.BK % a.atom->k != 0)
     return "BK=" + str(b.BK) + " is not a multiple of the atom's k=" + str(a.atom->k);
   if (b.split_k * b.cluster_k > 1 && p.K / (b.split_k * b.cluster_k) < 2 * b.BK)

@@ -105,6 +105,13 @@ std::vector<MmaGemmCase> cases() {
   v.push_back({"gelu(linear(X[1000,333]:f16, W[777,333]:f16, bias[777]:f16))", "ATOM=mma_f16"});
   v.push_back({"matmul(A[1000,333]:bf16, B[333,777]:bf16, out=f32)", "ATOM=mma_bf16,WM=4,WN=1,FM=1,FN=8,BK=16,STAGE=sync,PAD_SMEM=8"});
   v.push_back({"matmul(A[1000,333]:f16, B[333,777]:f16)", "ATOM=mma_f16,WM=1,WN=1,FM=1,FN=1,BK=16,STAGE=sync,STAGES=1"});
+  // Odd 16-bit rows: realigned 16-byte copies (REALIGN=1, the default for them) and the
+  // 2-byte element copies (REALIGN=0); the f16 1000x333x777 default (both operands odd,
+  // B's last chunk straddling the tensor's end).
+  v.push_back({"matmul(A[1000,333]:bf16, B[333,777]:bf16)", "ATOM=mma_bf16," + base + "BK=32,STAGE=cp_async,STAGES=3,REALIGN=0"});
+  v.push_back({"matmul(A[1000,333]:bf16, B[333,777]:bf16)", "ATOM=mma_bf16," + base + "BK=32,STAGE=cp_async,STAGES=3,REALIGN=1"});
+  v.push_back({"matmul(A[1000,777]:f16, B[777,333]:f16)", ""});
+  v.push_back({"matmul(A[333,1001]:f16.T, B[333,777]:f16)", "ATOM=mma_f16," + base + "BK=32,STAGE=sync,STAGES=2,REALIGN=1"});
   // Step 01b: ldmatrix on every arrangement (x4 / x4.trans for A, x2.trans / x2 for B),
   // odd shapes, batch, an epilogue; the element-wise packed path for comparison; and a
   // padding of 4 elements, whose 8-byte row shift forces the fallback.

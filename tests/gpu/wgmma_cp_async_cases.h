@@ -66,6 +66,26 @@ inline std::vector<Case> cases() {
       {"matmul(A[512,333]:tf32, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128,SLAB_B=kinner"},
       // A given transposed (M-major) too: both slabs transposed while written.
       {"matmul(A[333,512]:tf32.T, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128"},
+      // Realigned 16-byte copies (REALIGN=1, ir/realign.h): odd rows as aligned chunks
+      // shifted into place. Odd N (B's last chunk straddling the tensor's end at 333x777:
+      // read element by element), odd K (both operands), BK=64, K-major B with odd K,
+      // M-major A with odd M, a batch, the cp.async producer warpgroup.
+      {"matmul(A[1000,512]:bf16, B[512,777]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,REALIGN=1"},
+      {"matmul(A[1000,333]:f16, B[333,777]:f16)", f16 + ",WM=1,BN=64,REALIGN=1"},
+      {"matmul(A[777,333]:bf16, B[333,1000]:bf16)",
+       "ATOM=wgmma_bf16,BK=64,STAGES=3" + ring + ",WM=2,BN=128,REALIGN=1"},
+      {"matmul(A[2048,2048]:bf16, B[2048,2047]:bf16)", bf16 + ",WM=2,BN=128,GROUP_M=8,REALIGN=1"},
+      {"matmul(A[2048,2047]:f16, B[2047,2048]:f16)",
+       "ATOM=wgmma_f16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,GROUP_M=8,REALIGN=1"},
+      {"matmul(A[1000,333]:bf16, B[777,333]:bf16.T)",
+       "ATOM=wgmma_bf16,BK=32,STAGE=cp_async,SWIZZLE=64B,STAGES=4,WM=2,WN=1,BN=128,REALIGN=1"},
+      {"matmul(A[333,1001]:f16.T, B[333,777]:f16)",
+       "ATOM=wgmma_f16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,REALIGN=1"},
+      {"matmul(A[3,200,333]:bf16, B[3,333,77]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=1,BN=64,REALIGN=1"},
+      {"matmul(A[1000,512]:bf16, B[512,777]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=64,WARP_SPECIALIZE=1,REALIGN=1"},
       // The sm_90a defaults: ragged 16-bit GEMMs and tf32 of either B layout with a wave of
       // 128x128 tiles (smaller ones keep mma.sync), a fused bias, M-major A.
       {"matmul(A[2048,2048]:bf16, B[2048,2047]:bf16)", ""},
@@ -76,6 +96,11 @@ inline std::vector<Case> cases() {
       {"matmul(A[333,2000]:tf32.T, B[1777,333]:tf32.T)", ""},
       {"relu(add(matmul(A[2000,513]:bf16, B[513,2000]:bf16), bias[2000]:bf16))", ""},
       {"matmul(A[333,2001]:f16.T, B[333,1777]:f16)", ""},
+      // K odd with aligned output rows (REALIGN=1): the TMA-store epilogue and persistent
+      // tiles on the threads' ring.
+      {"matmul(A[2048,2047]:bf16, B[2047,1024]:bf16)",
+       "ATOM=wgmma_bf16,BK=32,STAGES=4" + ring + ",WM=2,BN=128,GROUP_M=8,REALIGN=1,"
+       "EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1"},
   };
 }
 

@@ -294,6 +294,58 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+// ---- realigned 16-byte copies of 16-bit rows (ir/realign.h) -------------------------
+// A row of 16-bit elements that starts 2-byte aligned (B[K, N] with N odd) moves as the
+// aligned 16-byte chunks covering a thread's 8 elements, shifted into place when stored.
+
+// w[0..8) <- the chunks at elements a = g & ~7 and a + 8 of `base` (16-byte aligned), as
+// raw bits: a chunk only when it holds one of the `valid` wanted elements g.., and one that
+// straddles the tensor's end (numel elements) element by element, up to the end: no byte
+// outside the tensor is read. Registers of unread elements are 0.
+__device__ __forceinline__ void ld_chunks16(unsigned* w, const void* base, long long g, int valid,
+                                            long long numel) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = 0u;
+  if (valid <= 0) return;
+  const unsigned short* e = static_cast<const unsigned short*>(base);
+  const long long a = g & ~7LL;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const long long c0 = a + 8 * j;
+    if (j == 1 && c0 >= g + valid) break;  // chunk 0 always holds element g
+    if (c0 + 8 <= numel) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(e + c0));
+      w[4 * j + 0] = v.x; w[4 * j + 1] = v.y; w[4 * j + 2] = v.z; w[4 * j + 3] = v.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (c0 + i < numel) w[4 * j + i / 2] |= unsigned(e[c0 + i]) << (16 * (i % 2));
+    }
+  }
+}
+
+// dst[0..8) <- elements g % 8 .. g % 8 + 8 of the chunks w, zero from `valid` on: two
+// word selects (by 4 and by 2 elements) and a funnel shift (by one), then one 16-byte
+// shared store (dst starts a 16-byte unit of the slab).
+__device__ __forceinline__ void st_realign16(void* dst, const unsigned* w, long long g, int valid) {
+  const int sh = int(g & 7);
+  unsigned y[6], z[5], o[4];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) y[i] = (sh & 4) ? w[i + 2] : w[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) z[i] = (sh & 2) ? y[i + 1] : y[i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(z[i], z[i + 1], (sh & 1) * 16);
+  if (valid < 8) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      o[i] &= 2 * i + 1 < valid ? 0xffffffffu : 2 * i < valid ? 0x0000ffffu : 0u;
+  }
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr(dst)), "r"(o[0]),
+               "r"(o[1]), "r"(o[2]), "r"(o[3])
+               : "memory");
+}
+
 // ---- TMA: bulk tensor copies completing on mbarriers (sm_90+) -----------------------
 
 // PTX ISA 9.7.13.15 mbarrier, mbarrier.init: `count` arrivals complete each phase; the

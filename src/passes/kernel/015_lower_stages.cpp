@@ -8,7 +8,10 @@
 //     nothing bounds), each thread moves a vector of elements: VECTORIZE's alignment
 //     proof; otherwise scalar elements — the fallback.
 //  3. sync: `v = load src (0 outside)`, `shared[..] = v`. cp_async: `cp.async` with
-//     zero fill, then commit and wait for all groups.
+//     zero fill, then commit and wait for all groups. Rows of 16-bit elements aligned
+//     to 2 bytes only (an odd row length), with REALIGN=1: each thread loads the aligned
+//     16-byte chunks covering its 8 elements and stores the shifted window as one 16-byte
+//     unit (ir/realign.h), through registers like sync (and k:050's register ring).
 //  4. A barrier makes the slab visible before the body; a barrier after the body keeps
 //     the next iteration's copy from overwriting data still being read.
 // With ATOM=wgmma_* the slabs are read by the tensor cores through the async proxy:
@@ -18,10 +21,13 @@
 // ring slot's mbarrier; every thread waits on that barrier's phase instead of a bar.sync.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "ir/error.h"
+#include "ir/realign.h"
 #include "passes/analysis.h"
 #include "passes/passes.h"
 
@@ -34,6 +40,10 @@ class Lowerer {
 
   void run() {
     async_proxy_reads_ = s_.knobs.get_str("ATOM", "fma").rfind("wgmma_", 0) == 0;
+    realign_ = s_.knobs.get_int("REALIGN", 0);
+    if (realign_ != 0 && realign_ != 1)
+      throw Error("REALIGN=" + std::to_string(realign_) + ": 0 (2-byte copies for rows of "
+                  "an odd number of 16-bit elements) or 1 (realigned 16-byte copies)");
     find_cluster_rank();
     Ranges r = kernel_builtin_ranges(k_);
     std::vector<const Stmt*> loops;
@@ -509,6 +519,11 @@ class Lowerer {
       return Stmt::For(cv, Expr(per_thread), LoopKind::Parallel, axis, move, Tier::Register);
     };
 
+    // Rows of 16-bit elements that start only 2-byte aligned: with REALIGN=1 each thread
+    // loads the two aligned 16-byte chunks covering its 8 elements and stores the shifted
+    // window as one 16-byte unit (ir/realign.h), instead of 8 loads and stores of 2 bytes.
+    if (w == 1 && realign_copy(c, src, dst, fast, order, ext, T, r, allocs, loads, stores))
+      return;
     // cp.async moves 4, 8 or 16 bytes; a slab whose alignment allows only narrower
     // elements (bf16 rows of odd length) goes through registers instead — correct, and
     // the pipeline pass then leaves that loop unpipelined rather than mixing transports.
@@ -541,6 +556,84 @@ class Lowerer {
       st.push_back(Stmt::Write(c.shared, {dst_off + step * i}, Operand::value(v, {slot, Expr(i)})));
     loads.push_back(loop("copy.load", ld));
     stores.push_back(loop("copy.store", st));
+  }
+
+  // The realigned copy of slab `c` (REALIGN=1), or false where it does not apply: 16-bit
+  // elements whose box runs along the source's contiguous dimension (`corner + var`, 8
+  // consecutive elements of one row per thread) and lands as whole 16-byte units of the
+  // shared tensor (its last dimension, strides and swizzle units multiples of 8). The
+  // element count wanted is 8 inside the source, fewer at the row's end (the next row's
+  // elements are not this row's), 0 past another dimension's end: zero-filled.
+  bool realign_copy(const StageCopy& c, const TensorDecl& src, const TensorDecl& dst, size_t fast,
+                    const std::vector<size_t>& order, const std::vector<int64_t>& ext, int64_t T,
+                    const Ranges& r, Block& allocs, Block& loads, Block& stores) {
+    if (dtype_bytes(src.dtype) != 2 || dtype_bytes(dst.dtype) != 2) return false;
+    s_.used_knobs["REALIGN"] = std::to_string(realign_);
+    // 16-byte accesses: VECTORIZE (the widest access asked for) must allow them.
+    if (realign_ != 1 || s_.knobs.get_int("VECTORIZE", 4) < 8) return false;
+    constexpr int w = 8;  // 16-bit elements per 16-byte chunk
+    const size_t rank = c.vars.size();
+    if (fast != rank - 1 || ext[fast] % w != 0) return false;
+    // The fast variable enters only the source's last index, as a plain `+ var`.
+    for (size_t d = 0; d + 1 < c.src_index.size(); ++d)
+      if (c.src_index[d].uses(c.vars[fast])) return false;
+    int uses = 0;
+    bool plain = false;
+    for (const Expr& t : sum_terms(c.src_index.back()))
+      if (t.uses(c.vars[fast])) ++uses, plain = t.is_var();
+    if (uses != 1 || !plain) return false;
+    // The destination: 8 elements of one 16-byte unit, rows and ring slots whole units.
+    const auto ds = dst.strides();
+    for (size_t d = 0; d + 1 < ds.size(); ++d)
+      if (!provably_divisible(ds[d], w)) return false;
+    if (dst.swizzle.bits != 0 && dst.swizzle.base < 3) return false;
+    if (dst.row_chunk > 0 && dst.row_chunk % w != 0) return false;
+
+    // Thread e's vector: the decomposition of copy() with the fast dimension counting
+    // vectors of 8.
+    const int64_t n = std::accumulate(ext.begin(), ext.end(), int64_t(1), std::multiplies<>());
+    const int64_t units = n / w;
+    const int64_t per_thread = (units + T - 1) / T;
+    const std::string cv = c.shared + "_c", ev = c.shared + "_e";
+    const Expr e = Expr::var(ev);
+    std::map<std::string, Expr> coord;
+    Expr rest = e;
+    for (size_t oi = 0; oi < order.size(); ++oi) {
+      const size_t j = order[oi];
+      const int64_t extent = oi == 0 ? ext[j] / w : ext[j];
+      const Expr v = oi + 1 == order.size() ? rest : rest % extent;
+      coord[c.vars[j]] = oi == 0 ? v * w : v;
+      rest = rest / extent;
+    }
+    std::vector<Expr> src_idx, dst_idx = c.shared_prefix;
+    for (const auto& x : c.src_index) src_idx.push_back(x.substitute(coord));
+    for (size_t j = 0; j < rank; ++j) dst_idx.push_back(coord[c.vars[j]]);
+    const Expr g = flat(src, src_idx), d = flat(dst, dst_idx);
+
+    Ranges inner = r;
+    inner[cv] = {0, per_thread - 1};
+    inner[ev] = {0, units - 1};
+    const Expr& col = src_idx.back();
+    const Expr& row_len = src.shape.back();
+    Expr valid = w;
+    if (!provably_less(col + (w - 1), row_len, inner))
+      valid = Expr::make(Expr::Kind::Min,
+                         Expr::make(Expr::Kind::Max, row_len - col, Expr(0)), Expr(w));
+    for (size_t k = 0; k + 1 < src_idx.size(); ++k)
+      if (!provably_less(src_idx[k], src.shape[k], inner)) valid = (src_idx[k] < src.shape[k]) * valid;
+
+    const std::string v = c.shared + "_v";
+    allocs.push_back(Stmt::Alloc(v, {Expr(per_thread), Expr(2 * w)}));
+    const Expr slot = Expr::var(cv);
+    Stmt let_e = Stmt::Let(ev, Expr::var(cv) * T + Expr::var("threadIdx.x"));
+    auto realign_loop = [&](const std::string& axis, Block move) {
+      if (units % T != 0) move = {Stmt::If(e < units, move)};
+      move.insert(move.begin(), let_e);
+      return Stmt::For(cv, Expr(per_thread), LoopKind::Parallel, axis, move, Tier::Register);
+    };
+    loads.push_back(realign_loop("copy.load", {ChunkLoad(v, {slot}, c.src, g, w, valid)}));
+    stores.push_back(realign_loop("copy.store", {RealignedStore(c.shared, d, v, {slot}, g, w, valid)}));
+    return true;
   }
 
   // Elements per thread-copy: 16 bytes when every condition holds, else narrower.
@@ -588,6 +681,7 @@ class Lowerer {
   };
   std::vector<ClusterDigit> digits_;
   bool async_proxy_reads_ = false;  // wgmma (ATOM=wgmma_*) reads the staged slabs
+  int64_t realign_ = 0;             // REALIGN: realigned 16-byte copies of odd 16-bit rows
 };
 
 // A swizzled slab wgmma reads must start on its pattern's repeat (8 rows of its span):
@@ -627,7 +721,7 @@ Pass pass_lower_stages() {
               "no Stage bundles: slabs move by cooperative (vector) copies or cp.async, "
               "fenced by barriers, or by TMA boxes completing on mbarriers; shared memory "
               "fits the block",
-              {"VECTORIZE"},
+              {"VECTORIZE", "REALIGN"},
               [](CompileState& s) {
                 for (auto& k : s.kernel.kernels) {
                   Lowerer(s, s.kernel, k).run();

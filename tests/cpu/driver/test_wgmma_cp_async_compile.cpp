@@ -38,9 +38,12 @@ TEST(WgmmaCpAsyncCompile, EveryGpuCaseCompilesWithoutSpills) {
 // descriptors read it: 4096x4095 bf16's B slab is [32][128] in two 64-column chunks of
 // 32 x 64, so column c of row r lands at c / 64 * 2048 + r * 64 + c % 64 (then the
 // swizzle). Before codegen permuted thread accesses, the stores went to r * 128 + c.
+// The realigned copy's 16-byte stores (REALIGN=1, the default here) go through the same
+// placement: each thread's 8 columns c8*8.. land in chunk c8*8 / 64.
 TEST(WgmmaCpAsyncCompile, ThreadStoresFollowTheChunkedLayout) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
+  opt.knobs = Knobs::parse("REALIGN=0");
   const CompiledProgram p = compile_expression("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", opt);
   ASSERT_EQ(p.state.kernel.tensor("B_s").row_chunk, 64);
   const size_t store = p.cuda.find("loom::st_bf16(&loom_t_B_s[");
@@ -48,6 +51,15 @@ TEST(WgmmaCpAsyncCompile, ThreadStoresFollowTheChunkedLayout) {
   const std::string line = p.cuda.substr(store, p.cuda.find('\n', store) - store);
   EXPECT_NE(line.find("% 128 / 64 * 2048"), std::string::npos) << line;  // the column's chunk
   EXPECT_EQ(line.find("B_s_e / 128 * 128 + B_s_e % 128"), std::string::npos) << line;
+
+  opt.knobs = Knobs();
+  const CompiledProgram r = compile_expression("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", opt);
+  EXPECT_EQ(r.cuda.find("loom::st_bf16(&loom_t_B_s["), std::string::npos);
+  const size_t realigned = r.cuda.find("loom::st_realign16(&loom_t_B_s[");
+  ASSERT_NE(realigned, std::string::npos) << r.cuda;
+  const std::string rline = r.cuda.substr(realigned, r.cuda.find('\n', realigned) - realigned);
+  EXPECT_NE(rline.find("B_s_e % 16 * 8 / 64 * 2048"), std::string::npos) << rline;
+  EXPECT_NE(r.cuda.find("loom::ld_chunks16(&B_s_v["), std::string::npos);
 }
 
 }  // namespace

@@ -71,6 +71,27 @@ TEST(Prune, WgmmaTakesTheThreadsCopiesWhereTmaCannot) {
   EXPECT_NE(why(t, "ATOM=wgmma_tf32," + w + "BK=32,STAGE=tma").find("K-major"), std::string::npos);
 }
 
+// REALIGN=1 is a different kernel only where the threads copy odd 16-bit rows.
+TEST(Prune, RealignOnlyWhereOddSixteenBitRowsAreCopied) {
+  const std::string w = "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,SWIZZLE=128B,STAGES=4,BK=32,";
+  Case odd_n = problem(gemm(4096, 4095, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_EQ(why(odd_n, w + "STAGE=cp_async,REALIGN=1"), "");
+  EXPECT_EQ(why(odd_n, w + "STAGE=cp_async,REALIGN=0"), "");
+  Case odd_k = problem(gemm(4096, 4096, 4095, "bf16"), "wgmma_bf16");
+  EXPECT_EQ(why(odd_k, w + "STAGE=cp_async,REALIGN=1"), "");
+  Case four = problem(gemm(4096, 4094, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(four, w + "STAGE=cp_async,REALIGN=1").find("REALIGN=0's"), std::string::npos);
+  Case aligned = problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16");
+  EXPECT_NE(why(aligned, w + "STAGE=tma,REALIGN=1").find("REALIGN=0's"), std::string::npos);
+  // mma.sync's copies too: an odd N keeps both values, aligned rows only REALIGN=0.
+  const std::string m = "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=4,BK=32,STAGE=cp_async,STAGES=3,";
+  Case small = problem(gemm(1000, 777, 333, "f16"), "mma_f16", 90);
+  EXPECT_EQ(why(small, m + "REALIGN=1"), "");
+  Case mma_aligned = problem(gemm(1024, 1024, 1024, "f16"), "mma_f16", 90);
+  EXPECT_NE(why(mma_aligned, m + "REALIGN=1").find("REALIGN=0's"), std::string::npos);
+  EXPECT_EQ(why(mma_aligned, m + "REALIGN=0"), "");
+}
+
 TEST(Prune, SharedMemoryOverTheOptInLimitNamesBytesAndLimit) {
   Case c = problem(gemm(4096, 4096, 4096, "f32"), "fma");
   std::string r = why(c, "BM=256,BN=256,FM=16,FN=8,BK=32,STAGE=cp_async,STAGES=4");

@@ -126,6 +126,11 @@ int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_
   return std::min(base, cap);
 }
 
+int64_t default_kv_stages(CompileState& s, const AttentionLoops& a) {
+  if (!attention_is_decode(a) || wgmma_asked(s)) return 2;
+  return kDecodeKvStages;
+}
+
 AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,
                                  int64_t block_n, const ProgramBase* p) {
   AttentionDecode d;
@@ -152,7 +157,8 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
-    const int64_t smem = (block_m + 4 * block_n) * *D * 2 + 1024;
+    const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
+    const int64_t smem = (block_m + 2 * stages * block_n) * *D * 2 + 1024;
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
     const int64_t most = std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks);

@@ -53,6 +53,8 @@ struct AttentionDecode {
 
 // Whether the decode defaults apply: a constant Sq of at most 64 (kDecodeRows).
 inline constexpr int64_t kDecodeRows = 64;
+// The mma.sync kernel's K/V ring for decode shapes (default_kv_stages).
+inline constexpr int64_t kDecodeKvStages = 2;
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.

@@ -225,8 +225,8 @@ const std::vector<KnobDef>& knob_registry() {
        "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
       {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
        "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
-       "block's math; 3, ATTN_MMA=wgmma only: a ring of three, two blocks in flight)",
-       "k:012_lower_attention", 1, 3},
+       "block's math; 3, 4: rings with two or three blocks in flight (4: mma.sync only))",
+       "k:012_lower_attention", 1, 4},
       {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
        "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
        "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},

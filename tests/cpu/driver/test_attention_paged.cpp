@@ -145,6 +145,8 @@ TEST(AttentionPaged, Page256AndMqa) {
   for (const char* causal : attention_test::kMasks) {
     check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_N=64", seed++);
     check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=1", seed++);
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=3", seed++);
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_N=16,KV_STAGES=4", seed++);
   }
 }
 

@@ -202,6 +202,61 @@ TEST(AttentionDecode, Defaults) {
   EXPECT_EQ(big.kernel.kernels.size(), 1u);
 }
 
+// KV_STAGES=3 and 4 (rings of three and four K/V blocks, two and three in flight): the
+// prologue issues blocks 0 .. S-2, so splits shorter than the ring (1 and 2 blocks: its
+// commit groups stay empty past the split's end, the wait counts unchanged) and longer
+// ones (the ring wraps: slot kb % S); no split; odd Sk, Sk not a multiple of the split,
+// Sq 1, 4, 7, the three masks, GQA 32/8, MQA and LSE. The interpreter retires cp.async
+// groups by the wait counts, so a wrong count reads a slot before its copy landed.
+TEST(AttentionDecode, DeepKvRing) {
+  uint64_t seed = 90;
+  for (const char* stages : {"3", "4"}) {
+    const std::string ring = std::string("KV_STAGES=") + stages + ",BLOCK_N=16";
+    for (const char* causal : kMasks) {
+      // 7 blocks in 3 splits of 3, 3, 1; 7 blocks in 7 splits of 1; one split of 7.
+      check_decode(attention(4, 2, 1, 100, 16, causal), ring + ",SPLIT_KV=3,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 7, 100, 16, causal), ring + ",SPLIT_KV=7,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 4, 37, 16, causal, "bf16", false), ring + ",SPLIT_KV=1",
+                   seed++);
+      // GQA 32/8 packed, split in 2 splits of 2 blocks and 3 of 6; MQA with 7 rows each.
+      check_decode(attention(32, 8, 1, 61, 16, causal), ring + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+      check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), ring + ",GQA_PACK=1,SPLIT_KV=3",
+                   seed++);
+      check_decode(attention(4, 1, 7, 37, 32, causal), ring + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+    }
+    // Sq > Sk (rows and splits with no key), and the decode defaults' own tile (BLOCK_N
+    // = 32 for a one-warp CTA) on sm_80.
+    check_decode(attention(4, 2, 7, 5, 16, "true"), ring + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+    check_decode(attention(8, 2, 1, 300, 32, "false"), std::string("KV_STAGES=") + stages, seed++,
+                 "sm_80");
+  }
+}
+
+// The split default sizes its wave by the ring's shared memory: a deeper ring leaves fewer
+// CTAs per SM, so fewer splits (one-warp CTAs at D = 128, BLOCK_N = 32: (16 + 2·S·32)·256 B
+// + 1 KB each, 6, 4 and 3 per SM for S = 2, 3, 4), and every level reads the same count
+// (the workspace l:005 declares is the one k:012 and the combine index).
+TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
+  auto splits = [](const std::string& knobs) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, 32768, 128, "false"));
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    EXPECT_EQ(s.kernel.tensor("attn_part_lse").shape[3].str(), s.used_knobs.at("SPLIT_KV"));
+    return std::stoll(s.used_knobs.at("SPLIT_KV"));
+  };
+  const int64_t sm = Target::for_arch("sm_90a").sm_count;
+  // 8 CTAs (one per KV head) before the split; 1024 key blocks of 32.
+  auto expect = [&](int64_t per_sm) {
+    const int64_t want = (sm * per_sm + 7) / 8, per = (1024 + want - 1) / want;
+    return (1024 + per - 1) / per;
+  };
+  EXPECT_EQ(splits("KV_STAGES=2"), expect(6));
+  EXPECT_EQ(splits("KV_STAGES=3"), expect(4));
+  EXPECT_EQ(splits("KV_STAGES=4"), expect(3));
+}
+
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
   CompileState s;
   s.graph = parse_expression(expr);
@@ -221,6 +276,8 @@ TEST(AttentionDecode, KnobErrors) {
   expect_error(e, "ATTN_MMA=wgmma,GQA_PACK=1", "use ATTN_MMA=mma_sync, or drop GQA_PACK");
   expect_error(e, "SPLIT_KV=2,STAGE_OUTPUT=1,GQA_PACK=0", "SPLIT_KV writes f32 partials");
   expect_error(e, "SPLIT_KV=1,STAGE_OUTPUT=1,GQA_PACK=1", "use STAGE_OUTPUT=0, or GQA_PACK=0");
+  // KV_STAGES=4 is the mma.sync kernel's ring; the wgmma kernel's takes 2 or 3.
+  expect_error(e, "ATTN_MMA=wgmma,KV_STAGES=4", "ring of 2 or 3");
 }
 
 }  // namespace

@@ -162,7 +162,11 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
     const int64_t most = std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks);
-    def = std::clamp<int64_t>(cdiv(wave, ctas), 1, std::min<int64_t>(most, 128));
+    // At most one wave: rounding the split count up put a second, nearly empty wave
+    // behind the first (B = 1, Hkv = 32: 32 row sets x 25 splits = 800 CTAs for 792
+    // slots; B = 8, Hkv = 8: 64 x 13 = 832), the whole kernel's time again for its few
+    // CTAs. Rounded down, every split runs in the first wave.
+    def = std::clamp<int64_t>(wave / ctas, 1, std::min<int64_t>(most, 128));
   }
   d.splits = s.knob("SPLIT_KV", def);
   if (d.splits < 1)

@@ -249,12 +249,45 @@ TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
   const int64_t sm = Target::for_arch("sm_90a").sm_count;
   // 8 CTAs (one per KV head) before the split; 1024 key blocks of 32.
   auto expect = [&](int64_t per_sm) {
-    const int64_t want = (sm * per_sm + 7) / 8, per = (1024 + want - 1) / want;
+    const int64_t want = sm * per_sm / 8, per = (1024 + want - 1) / want;
     return (1024 + per - 1) / per;
   };
   EXPECT_EQ(splits("KV_STAGES=2"), expect(6));
   EXPECT_EQ(splits("KV_STAGES=3"), expect(4));
   EXPECT_EQ(splits("KV_STAGES=4"), expect(3));
+}
+
+// Over the decode grid (B 1/8/64, Hkv 32/8, Sq 1/4, Sk 1k..128k, D = 128, and the deeper
+// rings) the default split's grid fits one wave of resident CTAs: rounding the split
+// count up made a second wave of a few CTAs (B = 1, Hkv = 32: 800 CTAs for 792 slots),
+// which costs the kernel's whole time again.
+TEST(AttentionDecode, SplitGridFitsOneWave) {
+  const Target t = Target::for_arch("sm_90a");
+  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4"})
+    for (int b : {1, 8, 64})
+      for (int hkv : {32, 8})
+        for (int sq : {1, 4})
+          for (int sk : {1024, 8192, 32768, 131072}) {
+            const std::string e = attention(32, hkv, sq, sk, 128, "false", "bf16", false, b);
+            SCOPED_TRACE(e + " " + ring);
+            CompileState s;
+            s.graph = parse_expression(e);
+            s.knobs = Knobs::parse(ring);
+            s.target = t;
+            for (const auto& p : pipeline()) p.run(s);
+            const int64_t splits = std::stoll(s.used_knobs.at("SPLIT_KV"));
+            if (splits == 1) continue;
+            const int64_t bm = std::stoll(s.used_knobs.at("BLOCK_M")),
+                          bn = std::stoll(s.used_knobs.at("BLOCK_N"));
+            const int64_t stages = std::stoll(s.used_knobs.at("KV_STAGES"));
+            const bool packed = s.used_knobs.count("GQA_PACK") && s.used_knobs.at("GQA_PACK") == "1";
+            const int64_t rows = int64_t(sq) * (packed ? 32 / hkv : 1);
+            const int64_t row_sets = int64_t(b) * (packed ? hkv : 32) * ((rows + bm - 1) / bm);
+            const int64_t per_sm =
+                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn) * 128 * 2 + 1024));
+            EXPECT_LE(row_sets * splits, t.sm_count * per_sm)
+                << row_sets << " row sets x " << splits << " splits";
+          }
 }
 
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {

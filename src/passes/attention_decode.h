@@ -83,8 +83,9 @@ Block finish_split_row(const AttentionLoops& a, const AttentionDecode& d, Block 
 // keys of the row, LSE = max + log Σ w_s; a row with no key gets O = 0, LSE = -inf.
 Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, bool tiled);
 inline constexpr const char* kCombineOp = "attention_combine";
-// The combine kernel (k:012's second kernel): one CTA per (i, h, b), a thread per d.
+// The combine kernel (k:012's second kernel): one CTA per (i, h, b), G groups of a thread
+// per d, each group folding every G-th split; declares its shared tensors in `p`.
 KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
-                                  const KernelProgram& p);
+                                  KernelProgram& p);
 
 }  // namespace loom

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "attention_exprs.h"
 #include "pass_check.h"
@@ -166,6 +167,27 @@ TEST(AttentionDecode, SplitKvClampedToKeyBlocks) {
   // On sm_90a the combine waits for the split kernel as its programmatic dependent.
   EXPECT_TRUE(s.kernel.kernels[1].wait_prior_grid);
   EXPECT_TRUE(s.kernel.kernels[0].trigger_dependents);
+}
+
+// The combine over many splits: G = ceil(S / 8) groups of D threads per row, each
+// folding every G-th split online, the groups meeting in shared memory. S = 11 (G = 2,
+// the last group one split short), 63 (G = 8) and 40 (G = 5, a multiple), causal rows
+// whose keys end in the first splits (their later splits skipped, and groups with no
+// split of the row at all: m = -inf, weight 0), Sq > Sk (rows with no key), LSE.
+TEST(AttentionDecode, CombineOverManySplits) {
+  uint64_t seed = 120;
+  for (const char* causal : kMasks) {
+    for (auto [sq, sk, splits, groups] :
+         {std::tuple{1, 350, 11, 2}, std::tuple{7, 1000, 63, 8}, std::tuple{4, 640, 40, 5},
+          std::tuple{9, 40, 3, 1}}) {
+      const CompileState s =
+          check_decode(attention(4, 2, sq, sk, 16, causal), "BLOCK_N=16,GQA_PACK=0,SPLIT_KV=" +
+                                                                std::to_string(splits), seed++);
+      ASSERT_EQ(used(s, "SPLIT_KV"), std::to_string(splits));
+      ASSERT_EQ(s.kernel.kernels.size(), 2u);
+      EXPECT_EQ(s.kernel.kernels[1].block_threads, 16 * groups);
+    }
+  }
 }
 
 // GQA packing, alone and with splits: 32 query heads on 8 KV heads (rows = Sq x 4), MQA

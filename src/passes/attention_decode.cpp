@@ -292,18 +292,25 @@ Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, 
 // One CTA per (i, h, b) of D·G threads: thread (g, d) folds splits g, g + G, .. of the
 // row into a running (m, l, acc) — online, one pass: acc = acc·e^(m − m') + e^(x − m')·O
 // — then the G partial states meet in shared memory and threads g = 0 form O and LSE.
-// G = ceil(S / kCombineSplitsPerThread) (at most 1024 / D threads): each thread's loads
+// G = ceil(S / 8) by default (at most 1024 / D threads): each thread's loads
 // are a few independent L2 reads instead of S of them in a row (S = 64-94 splits at
 // B = 1: two loops of 64-94 loads per thread kept the combine at several µs, a large
 // part of an 11 µs decode).
-KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
-                                  KernelProgram& p) {
+int64_t combine_groups_default(int64_t splits, int64_t head_dim) {
   constexpr int64_t kCombineSplitsPerThread = 8;
+  return std::clamp<int64_t>(cdiv(splits, kCombineSplitsPerThread), 1,
+                             std::max<int64_t>(1, 1024 / head_dim));
+}
+
+KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
+                                  KernelProgram& p, int64_t groups) {
   const Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), sp = Expr::var("sp"),
              dd = Expr::var("d"), g = Expr::var("g"), j = Expr::var("j"), gg = Expr::var("gg");
-  const int64_t D = a.D.const_value(), S = d.splits;
-  const int64_t G = std::clamp<int64_t>(cdiv(S, kCombineSplitsPerThread), 1,
-                                        std::max<int64_t>(1, 1024 / D));
+  const int64_t D = a.D.const_value(), S = d.splits, G = groups;
+  if (G < 1 || D * G > 1024)
+    throw Error("COMBINE_GROUPS=" + std::to_string(G) + ": the combine kernel's CTA is G groups "
+                "of D = " + std::to_string(D) + " threads, at most 1024 threads: use 1 to " +
+                std::to_string(std::max<int64_t>(1, 1024 / D)));
   auto shared = [&](const std::string& base, int64_t n) {
     TensorDecl t;
     t.name = fresh_tensor_name(p, base);

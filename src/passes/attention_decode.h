@@ -85,7 +85,10 @@ Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, 
 inline constexpr const char* kCombineOp = "attention_combine";
 // The combine kernel (k:012's second kernel): one CTA per (i, h, b), G groups of a thread
 // per d, each group folding every G-th split; declares its shared tensors in `p`.
+// `groups`: G (COMBINE_GROUPS; combine_groups_default).
 KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
-                                  KernelProgram& p);
+                                  KernelProgram& p, int64_t groups);
+// ceil(splits / 8) groups, at most 1024 / D threads: each thread folds at most 8 splits.
+int64_t combine_groups_default(int64_t splits, int64_t head_dim);
 
 }  // namespace loom

@@ -260,6 +260,9 @@ const std::vector<KnobDef>& knob_registry() {
       {"GQA_PACK", "attention (mma.sync kernel): the Hq/Hkv query heads of a KV head packed "
        "into one CTA's rows (Sq x group rows), so K and V are read once per group (0/1; "
        "default 1 for Sq <= 64 with Hq > Hkv)", "l:005_online_softmax", 0, 1},
+      {"COMBINE_GROUPS", "attention with SPLIT_KV > 1: groups of D threads per row in the "
+       "combine kernel, group g folding splits g, g + G, .. before the groups meet in shared "
+       "memory (default ceil(SPLIT_KV / 8), at most 1024 / D)", "k:012_lower_attention", 1, 16},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

@@ -48,7 +48,7 @@
 // conflicts with SWIZZLE=none).
 // Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1 to 4), Q_IN_REGS, SWIZZLE (none, xor),
 // MIN_BLOCKS, INTERLEAVE_LOADS, FRAG_BUFFERS, SOFTMAX (exp2, exp), ZERO_INIT (mma, init),
-// STAGE_OUTPUT.
+// STAGE_OUTPUT, COMBINE_GROUPS (the combine kernel's thread groups per row).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -692,7 +692,8 @@ Pass pass_lower_attention() {
               "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
               "write their own heads; SPLIT_KV: f32 partial O/LSE, then k_attention_combine",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
-               "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
+               "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT",
+               "COMBINE_GROUPS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || attention_uses_wgmma(s)) return;  // k:013's
                 if (s.target.compute_capability() < 80)
@@ -726,7 +727,11 @@ Pass pass_lower_attention() {
                 lower.swizzle = sw == "xor";
                 kp.kernels.push_back(lower.run());
                 // SPLIT_KV: the combine, launched after (k:065: as a programmatic dependent).
-                if (dec.split()) kp.kernels.push_back(attention_combine_kernel(a, dec, kp));
+                if (dec.split()) {
+                  const int64_t groups = s.knob(
+                      "COMBINE_GROUPS", combine_groups_default(dec.splits, t.head_dim));
+                  kp.kernels.push_back(attention_combine_kernel(a, dec, kp, groups));
+                }
                 s.kernel = std::move(kp);
                 s.level = Level::Kernel;
               }};

@@ -187,6 +187,15 @@ TEST(AttentionDecode, CombineOverManySplits) {
       ASSERT_EQ(s.kernel.kernels.size(), 2u);
       EXPECT_EQ(s.kernel.kernels[1].block_threads, 16 * groups);
     }
+    // COMBINE_GROUPS set: one group (every split by one thread per d), and 5 groups of a
+    // 63-split row (the last group one split short).
+    for (int groups : {1, 5}) {
+      const CompileState s = check_decode(
+          attention(4, 2, 7, 1000, 16, causal),
+          "BLOCK_N=16,GQA_PACK=0,SPLIT_KV=63,COMBINE_GROUPS=" + std::to_string(groups), seed++);
+      ASSERT_EQ(s.kernel.kernels.size(), 2u);
+      EXPECT_EQ(s.kernel.kernels[1].block_threads, 16 * groups);
+    }
   }
 }
 
@@ -333,6 +342,8 @@ TEST(AttentionDecode, KnobErrors) {
   expect_error(e, "SPLIT_KV=1,STAGE_OUTPUT=1,GQA_PACK=1", "use STAGE_OUTPUT=0, or GQA_PACK=0");
   // KV_STAGES=4 is the mma.sync kernel's ring; the wgmma kernel's takes 2 or 3.
   expect_error(e, "ATTN_MMA=wgmma,KV_STAGES=4", "ring of 2 or 3");
+  expect_error(attention(4, 2, 4, 100, 128, "false"), "SPLIT_KV=2,COMBINE_GROUPS=16",
+               "at most 1024 threads: use 1 to 8");
 }
 
 }  // namespace

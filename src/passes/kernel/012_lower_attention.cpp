@@ -690,7 +690,8 @@ Pass pass_lower_attention() {
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
-              "write their own heads; SPLIT_KV: f32 partial O/LSE, then k_attention_combine",
+              "write their own heads; KV_STAGES 2-4: rings of K/V blocks in flight; SPLIT_KV: f32 "
+              "partial O/LSE, then k_attention_combine (COMBINE_GROUPS thread groups per row)",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT",
                "COMBINE_GROUPS"},

@@ -146,10 +146,13 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // The default split: 1 unless decode with numeric B, heads and Sk. Then enough splits
   // that the grid fills about one wave of resident CTAs (SMs x the CTAs per SM the
   // shared memory allows) — decode is bound by the bytes of K and V, and what keeps
-  // DRAM busy is enough copies in flight on every SM — but no split shorter than
-  // kMinSplitBlocks key blocks, whose fixed costs (Q's load, the partial's store, one
-  // more combine term) would outweigh its keys.
-  constexpr int64_t kMinSplitBlocks = 4;
+  // DRAM busy is enough copies in flight on every SM — and at most one split per key
+  // block. Splits of one block are not too short: a one-warp CTA takes ~0.6 µs per
+  // 32-key block of math, so a split's blocks are a chain, and within one wave shorter
+  // chains won on the H100 (B = 1, Hkv = 8, 1k keys: 8 splits of 4 blocks 11.6 µs, 16 of
+  // 2 10.4, 32 of 1 9.2; SDPA's best 11.9). Past one wave more splits lost (B = 8: 8
+  // splits 19.6 µs, 16 and 32 20.6), which the wave cap below keeps.
+  constexpr int64_t kMinSplitBlocks = 1;
   int64_t def = 1;
   // Paged, the split count is sized by the table's capacity (maxp·page keys): the grid is
   // fixed at compile time, each sequence's own length divides among the splits at run time.

@@ -53,8 +53,10 @@ struct AttentionDecode {
 
 // Whether the decode defaults apply: a constant Sq of at most 64 (kDecodeRows).
 inline constexpr int64_t kDecodeRows = 64;
-// The mma.sync kernel's K/V ring for decode shapes (default_kv_stages).
-inline constexpr int64_t kDecodeKvStages = 2;
+// The mma.sync kernel's K/V ring for decode shapes (default_kv_stages): 3 measured equal
+// to or faster than 2 at every B = 1 point of the H100 A/B (Sq = 1, 8k and 32k keys, Hkv
+// 8 and 32: 0-4 %), 4 within noise of 3 and slower at two points (bench/NOTES.md).
+inline constexpr int64_t kDecodeKvStages = 3;
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.

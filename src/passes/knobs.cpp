@@ -255,8 +255,8 @@ const std::vector<KnobDef>& knob_registry() {
        "products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
-       "combines (1 = no split; default for Sq <= 64: about one wave of CTAs, splits of at "
-       "least 4 key blocks; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
+       "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "
+       "per key block; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
       {"GQA_PACK", "attention (mma.sync kernel): the Hq/Hkv query heads of a KV head packed "
        "into one CTA's rows (Sq x group rows), so K and V are read once per group (0/1; "
        "default 1 for Sq <= 64 with Hq > Hkv)", "l:005_online_softmax", 0, 1},

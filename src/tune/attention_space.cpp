@@ -259,8 +259,8 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       }
   }
   // Decode shapes: the split count around each mma.sync default's (half, double, none),
-  // the K/V ring's depth and GQA packing flipped (attention_decode.h's defaults are a rule of thumb: a wave
-  // of CTAs, splits of at least 4 key blocks).
+  // the K/V ring's depth and GQA packing flipped (attention_decode.h's defaults are a rule
+  // of thumb: at most a wave of CTAs, at most a split per key block).
   for (const auto& d : defaults) {
     if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
     if (!d.knobs.has("SPLIT_KV") || g.node(g.attention()->inputs[0]).shape[2].value > kDecodeRows)

@@ -286,6 +286,33 @@ TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
   EXPECT_EQ(splits("KV_STAGES=2"), expect(6));
   EXPECT_EQ(splits("KV_STAGES=3"), expect(4));
   EXPECT_EQ(splits("KV_STAGES=4"), expect(3));
+  EXPECT_EQ(splits(""), expect(4));  // decode's default ring: 3 (the H100 A/B)
+}
+
+// The decode defaults the H100 A/B chose (bench/NOTES.md): a ring of 3, and splits as
+// short as one key block while the grid stays within one wave (B = 1, Hkv = 8, 1k keys:
+// 32 blocks of 32 keys -> 32 splits of one block, 256 CTAs; 8 splits of 4 ran 1.26x
+// slower), but no more splits than a wave holds (B = 8: 64 row sets x 8 = 512 of 528).
+TEST(AttentionDecode, DefaultsFromTheH100AB) {
+  auto run = [](int batch, int sk) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, sk, 128, "false", "bf16", false, batch));
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    return s;
+  };
+  const CompileState one = run(1, 1024);
+  EXPECT_EQ(used(one, "KV_STAGES"), "3");
+  EXPECT_EQ(used(one, "SPLIT_KV"), "32");
+  EXPECT_EQ(used(run(8, 1024), "SPLIT_KV"), "8");
+  EXPECT_EQ(used(run(1, 8192), "SPLIT_KV"), "64");  // 66 asked: 64 splits of 4 blocks
+  // Not decode: the prefill ring stays 2.
+  CompileState big;
+  big.graph = parse_expression(attention(4, 2, 65, 300, 64, "false"));
+  big.knobs = Knobs::parse("ATTN_MMA=mma_sync");
+  big.target = Target::for_arch("sm_90a");
+  for (const auto& p : pipeline()) p.run(big);
+  EXPECT_EQ(used(big, "KV_STAGES"), "2");
 }
 
 // Over the decode grid (B 1/8/64, Hkv 32/8, Sq 1/4, Sk 1k..128k, D = 128, and the deeper

@@ -19,6 +19,8 @@ backends (those that refuse the shape are skipped; GQA through enable_gqa) and a
 device-to-device copy of K and V's byte count are timed interleaved with a cold L2.
 Prints loom/best-SDPA and the bytes of K and V Loom reads per second against the copy's
 bandwidth (bytes read + written per second), the bar of decode (>= 1.2x, >= 80%).
+--ab KNOBS..: more Loom rows per point, one per knob set, in the same interleaved timing
+(an A/B of knobs against the same SDPA and copy times).
 
 Paged mode (--paged PAGE): the decode grid with K and V also stored as a page pool
 [P, Hkv, PAGE, D] (FlashInfer's HND layout, docs/attention.md "Serving forms: paged KV"),
@@ -45,6 +47,7 @@ Usage:
   python3 scripts/attention_bench.py --ladder flash [--shape BxHxSxD] [--causal] [--dtype bf16]
   python3 scripts/attention_bench.py --decode [--batches 1 8 64] [--kv-heads 32 8]
       [--sq 1 4] [--sk 1024 8192 32768 131072] [--knobs SPLIT_KV=8,..]
+      [--ab KV_STAGES=4 SPLIT_KV=16,KV_STAGES=3 ..]
   python3 scripts/attention_bench.py --paged 16 [--batches 1 8] [--kv-heads 8] [--sk 8192]
   python3 scripts/attention_bench.py --varlen [--masks false true]
 """
@@ -170,14 +173,18 @@ def decode_expression(b, hq, hkv, sq, sk, d, dtype):
 
 
 def decode(args, flush):
-    """The decode grid: Loom, SDPA's backends and a copy of K and V's bytes, interleaved."""
+    """The decode grid: Loom, SDPA's backends and a copy of K and V's bytes, interleaved.
+    With --ab, each knob set is one more Loom row of the point, timed in the same
+    interleaved run (the SDPA and copy columns are shared)."""
     names_sdpa = [n for n, _ in DECODE_BACKENDS]
     print("%-3s %-3s %-3s %-3s %-6s  %8s %8s %8s %8s %8s  %9s %8s %8s %6s  %s" % (
         "B", "Hq", "Hkv", "Sq", "Sk", "loom_us", "flash", "effic", "cudnn", "copy_us",
         "loom/best", "kv_GB/s", "copyGB/s", "frac", "loom knobs / notes"))
     dtype = lt.TORCH_DTYPES[args.dtype]
     hq, d = args.q_heads, args.head_dim
-    summary = []
+    # The Loom variants of every point: --knobs, then each --ab set (on top of --knobs).
+    variants = [args.knobs] + [",".join(x for x in (args.knobs, ab) if x) for ab in args.ab]
+    summary = {v: [] for v in variants}
     for b in args.batches:
         for hkv in args.kv_heads:
             for sq in args.sq:
@@ -191,40 +198,42 @@ def decode(args, flush):
                     q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype, generator=g)
                     k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
                     v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
-                    fns, names, note = [], [], ""
-                    try:
-                        op = lt.LoomOp(decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
-                                       args.knobs, {"Q": q, "K": k, "V": v},
-                                       use_db=not args.no_db)
-                        ref = lt.attention_reference_f32(q, k, v, False)
-                        torch_out = None
-                        for _, be in DECODE_BACKENDS:
-                            try:
-                                torch_out = sdpa_gqa(q, k, v, be)
-                                break
-                            except Exception:  # noqa: BLE001 (a backend refusing the shape)
-                                continue
-                        if torch_out is None and hq != hkv:
-                            # No backend takes enable_gqa (an older torch): the error yardstick
-                            # from K and V expanded to Hq heads (not timed).
-                            rep = hq // hkv
-                            torch_out = torch.nn.functional.scaled_dot_product_attention(
-                                q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1))
-                        out = op()
-                        torch.cuda.synchronize()
-                        if torch_out is None:
-                            ok = False
-                            msg = "no SDPA backend ran this shape to compare errors with"
-                        else:
-                            ok, le, te = lt.check_attention(out, torch_out, ref)
-                            msg = "max err %.2e vs PyTorch's %.2e (limit 2x)" % (le, te)
-                        del ref, torch_out, out
-                        note = op.program.knobs if ok else "FAIL " + msg
-                        if ok:
-                            fns.append(op)
-                            names.append("loom")
-                    except (RuntimeError, ValueError) as e:
-                        note = "not run: " + first_line(e)
+                    fns, names, notes = [], [], {}
+                    ref = lt.attention_reference_f32(q, k, v, False)
+                    torch_out = None
+                    for _, be in DECODE_BACKENDS:
+                        try:
+                            torch_out = sdpa_gqa(q, k, v, be)
+                            break
+                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                            continue
+                    if torch_out is None and hq != hkv:
+                        # No backend takes enable_gqa (an older torch): the error yardstick
+                        # from K and V expanded to Hq heads (not timed).
+                        rep = hq // hkv
+                        torch_out = torch.nn.functional.scaled_dot_product_attention(
+                            q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1))
+                    for vi, knobs in enumerate(variants):
+                        try:
+                            op = lt.LoomOp(decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
+                                           knobs, {"Q": q, "K": k, "V": v},
+                                           use_db=not args.no_db)
+                            out = op()
+                            torch.cuda.synchronize()
+                            if torch_out is None:
+                                ok = False
+                                msg = "no SDPA backend ran this shape to compare errors with"
+                            else:
+                                ok, le, te = lt.check_attention(out, torch_out, ref)
+                                msg = "max err %.2e vs PyTorch's %.2e (limit 2x)" % (le, te)
+                            del out
+                            notes[knobs] = op.program.knobs if ok else "FAIL " + msg
+                            if ok:
+                                fns.append(op)
+                                names.append("loom%d" % vi)
+                        except (RuntimeError, ValueError) as e:
+                            notes[knobs] = "not run: " + first_line(e)
+                    del ref, torch_out
                     for name, be in DECODE_BACKENDS:
                         try:
                             sdpa_gqa(q, k, v, be)
@@ -238,26 +247,33 @@ def decode(args, flush):
                     names.append("copy")
                     us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
                     best = min([us[n] for n in names_sdpa if n in us], default=None)
-                    ratio = best / us["loom"] if best and "loom" in us else None
-                    kv_gbs = kv_bytes / (us["loom"] * 1e-6) / 1e9 if "loom" in us else None
                     copy_gbs = 2 * kv_bytes / (us["copy"] * 1e-6) / 1e9
-                    frac = kv_gbs / copy_gbs if kv_gbs else None
-                    print("%-3d %-3d %-3d %-3d %-6d  %8s %8s %8s %8s %8.1f  %9s %8s %8.0f %6s  %s" % (
-                        b, hq, hkv, sq, sk, fmt(us.get("loom")), fmt(us.get("flash")),
-                        fmt(us.get("efficient")), fmt(us.get("cudnn")), us["copy"],
-                        fmt(ratio, "%.2f"), fmt(kv_gbs, "%.0f"), copy_gbs, fmt(frac, "%.2f"),
-                        note), flush=True)
-                    summary.append((ratio, frac, sk))
+                    for vi, knobs in enumerate(variants):
+                        mine = us.get("loom%d" % vi)
+                        ratio = best / mine if best and mine else None
+                        kv_gbs = kv_bytes / (mine * 1e-6) / 1e9 if mine else None
+                        frac = kv_gbs / copy_gbs if kv_gbs else None
+                        note = notes.get(knobs, "")
+                        if vi > 0:
+                            note = "[ab %s] %s" % (args.ab[vi - 1], note)
+                        print("%-3d %-3d %-3d %-3d %-6d  %8s %8s %8s %8s %8.1f  %9s %8s %8.0f %6s  %s"
+                              % (b, hq, hkv, sq, sk, fmt(mine), fmt(us.get("flash")),
+                                 fmt(us.get("efficient")), fmt(us.get("cudnn")), us["copy"],
+                                 fmt(ratio, "%.2f"), fmt(kv_gbs, "%.0f"), copy_gbs,
+                                 fmt(frac, "%.2f"), note), flush=True)
+                        summary[knobs].append((ratio, frac, sk))
                     fns = op = q = k = v = src = dst = None
                     torch.cuda.empty_cache()
-    ratios = [r for r, _, _ in summary if r is not None]
-    fracs = [f for _, f, sk in summary if f is not None and sk >= 8192]
-    print("# decode summary: %d points, loom/best-SDPA %s, K/V bandwidth / copy (Sk >= 8k) %s"
-          % (len(summary),
-             "min %.2f median %.2f max %.2f" % (min(ratios), sorted(ratios)[len(ratios) // 2],
-                                                  max(ratios)) if ratios else "-",
-             "min %.2f median %.2f max %.2f" % (min(fracs), sorted(fracs)[len(fracs) // 2],
-                                                  max(fracs)) if fracs else "-"))
+    for vi, knobs in enumerate(variants):
+        rows = summary[knobs]
+        ratios = [r for r, _, _ in rows if r is not None]
+        fracs = [f for _, f, sk in rows if f is not None and sk >= 8192]
+        print("# decode summary%s: %d points, loom/best-SDPA %s, K/V bandwidth / copy (Sk >= 8k) %s"
+              % (" [ab %s]" % args.ab[vi - 1] if vi else "", len(rows),
+                 "min %.2f median %.2f max %.2f" % (min(ratios), sorted(ratios)[len(ratios) // 2],
+                                                      max(ratios)) if ratios else "-",
+                 "min %.2f median %.2f max %.2f" % (min(fracs), sorted(fracs)[len(fracs) // 2],
+                                                      max(fracs)) if fracs else "-"))
 
 
 def paged_expression(b, hq, hkv, sq, d, pages, page, maxp, dtype):
@@ -509,6 +525,9 @@ def main():
     p.add_argument("--kv-heads", type=int, nargs="+", default=[32, 8])
     p.add_argument("--sq", type=int, nargs="+", default=[1, 4])
     p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
+    p.add_argument("--ab", nargs="+", default=[], metavar="KNOBS",
+                   help="decode: more Loom knob sets (each on top of --knobs), one row each "
+                        "per point, timed in the same interleaved run")
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--varlen", action="store_true",

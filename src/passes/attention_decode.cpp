@@ -126,6 +126,11 @@ int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_
   return std::min(base, cap);
 }
 
+int64_t default_kv_stages(CompileState& s, const AttentionLoops& a) {
+  if (!attention_is_decode(a) || wgmma_asked(s)) return 2;
+  return kDecodeKvStages;
+}
+
 AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64_t block_m,
                                  int64_t block_n, const ProgramBase* p) {
   AttentionDecode d;
@@ -141,10 +146,13 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // The default split: 1 unless decode with numeric B, heads and Sk. Then enough splits
   // that the grid fills about one wave of resident CTAs (SMs x the CTAs per SM the
   // shared memory allows) — decode is bound by the bytes of K and V, and what keeps
-  // DRAM busy is enough copies in flight on every SM — but no split shorter than
-  // kMinSplitBlocks key blocks, whose fixed costs (Q's load, the partial's store, one
-  // more combine term) would outweigh its keys.
-  constexpr int64_t kMinSplitBlocks = 4;
+  // DRAM busy is enough copies in flight on every SM — and at most one split per key
+  // block. Splits of one block are not too short: a one-warp CTA takes ~0.6 µs per
+  // 32-key block of math, so a split's blocks are a chain, and within one wave shorter
+  // chains won on the H100 (B = 1, Hkv = 8, 1k keys: 8 splits of 4 blocks 11.6 µs, 16 of
+  // 2 10.4, 32 of 1 9.2; SDPA's best 11.9). Past one wave more splits lost (B = 8: 8
+  // splits 19.6 µs, 16 and 32 20.6), which the wave cap below keeps.
+  constexpr int64_t kMinSplitBlocks = 1;
   int64_t def = 1;
   // Paged, the split count is sized by the table's capacity (maxp·page keys): the grid is
   // fixed at compile time, each sequence's own length divides among the splits at run time.
@@ -152,11 +160,16 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
-    const int64_t smem = (block_m + 4 * block_n) * *D * 2 + 1024;
+    const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
+    const int64_t smem = (block_m + 2 * stages * block_n) * *D * 2 + 1024;
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
     const int64_t most = std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks);
-    def = std::clamp<int64_t>(cdiv(wave, ctas), 1, std::min<int64_t>(most, 128));
+    // At most one wave: rounding the split count up put a second, nearly empty wave
+    // behind the first (B = 1, Hkv = 32: 32 row sets x 25 splits = 800 CTAs for 792
+    // slots; B = 8, Hkv = 8: 64 x 13 = 832), the whole kernel's time again for its few
+    // CTAs. Rounded down, every split runs in the first wave.
+    def = std::clamp<int64_t>(wave / ctas, 1, std::min<int64_t>(most, 128));
   }
   d.splits = s.knob("SPLIT_KV", def);
   if (d.splits < 1)
@@ -279,43 +292,100 @@ Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, 
                     grid)};
 }
 
-// One CTA per (i, h, b), thread d: every thread forms the row's max and weights itself
-// (S loads of one LSE each, broadcast through L1), then its own d; thread 0 writes LSE.
+// One CTA per (i, h, b) of D·G threads: thread (g, d) folds splits g, g + G, .. of the
+// row into a running (m, l, acc) — online, one pass: acc = acc·e^(m − m') + e^(x − m')·O
+// — then the G partial states meet in shared memory and threads g = 0 form O and LSE.
+// G = ceil(S / 8) by default (at most 1024 / D threads): each thread's loads
+// are a few independent L2 reads instead of S of them in a row (S = 64-94 splits at
+// B = 1: two loops of 64-94 loads per thread kept the combine at several µs, a large
+// part of an 11 µs decode).
+int64_t combine_groups_default(int64_t splits, int64_t head_dim) {
+  constexpr int64_t kCombineSplitsPerThread = 8;
+  return std::clamp<int64_t>(cdiv(splits, kCombineSplitsPerThread), 1,
+                             std::max<int64_t>(1, 1024 / head_dim));
+}
+
 KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
-                                  const KernelProgram& p) {
+                                  KernelProgram& p, int64_t groups) {
   const Expr b = Expr::var("b"), h = Expr::var("h"), i = Expr::var("i"), sp = Expr::var("sp"),
-             dd = Expr::var("d");
-  const TensorDecl &po = p.tensor(d.part_o), &pl = p.tensor(d.part_lse);
-  const Expr lse_at = flat(pl, {b, h, i, sp});
-  const Expr holds = d.has_keys(a, i, sp);
-  auto w_of = [&] {
-    return Block{Stmt::Load("x", d.part_lse, {lse_at}),
-                 Stmt::Compute("x_m", ScalarOp::Sub, {val("x"), val("m")}),
-                 Stmt::Compute("w", ScalarOp::Exp, {val("x_m")})};
+             dd = Expr::var("d"), g = Expr::var("g"), j = Expr::var("j"), gg = Expr::var("gg");
+  const int64_t D = a.D.const_value(), S = d.splits, G = groups;
+  if (G < 1 || D * G > 1024)
+    throw Error("COMBINE_GROUPS=" + std::to_string(G) + ": the combine kernel's CTA is G groups "
+                "of D = " + std::to_string(D) + " threads, at most 1024 threads: use 1 to " +
+                std::to_string(std::max<int64_t>(1, 1024 / D)));
+  auto shared = [&](const std::string& base, int64_t n) {
+    TensorDecl t;
+    t.name = fresh_tensor_name(p, base);
+    t.dtype = DType::F32;
+    t.shape = {Expr(n)};
+    t.role = TensorRole::Shared;
+    p.tensors.push_back(t);
+    return t.name;
   };
-  Block term = w_of();
-  term.push_back(Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}));
-  term.push_back(Stmt::Compute("wo", ScalarOp::Mul, {val("w"), val("o")}));
-  term.push_back(Stmt::Accum("acc", val("wo")));
-  term.push_back(Stmt::Accum("l", val("w")));
+  const std::string acc_s = shared("comb_acc", G * D), ml_s = shared("comb_ml", 2 * G);
+  // (After the shared tensors join p.tensors: references into it stay valid from here.)
+  const TensorDecl &po = p.tensor(d.part_o), &pl = p.tensor(d.part_lse);
+  const Expr holds = d.has_keys(a, i, sp);
+  // 1. This thread's splits, online.
+  Block fold = {
+      Stmt::Load("x", d.part_lse, {flat(pl, {b, h, i, sp})}),
+      Stmt::Compute("m_new", ScalarOp::Max, {val("m"), val("x")}),
+      Stmt::Compute("m_d", ScalarOp::Sub, {val("m"), val("m_new")}),
+      Stmt::Compute("c", ScalarOp::Exp, {val("m_d")}),  // m = -inf first: c = 0
+      Stmt::Compute("x_m", ScalarOp::Sub, {val("x"), val("m_new")}),
+      Stmt::Compute("w", ScalarOp::Exp, {val("x_m")}),
+      Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}),
+      Stmt::Compute("wo", ScalarOp::Mul, {val("w"), val("o")}),
+      Stmt::Accum("acc", val("c"), ScalarOp::Mul),
+      Stmt::Accum("acc", val("wo")),
+      Stmt::Accum("l", val("c"), ScalarOp::Mul),
+      Stmt::Accum("l", val("w")),
+      Stmt::Accum("m", val("x"), ScalarOp::Max),
+  };
+  Block step = {Stmt::Let("sp", j * G + g)};
+  Block in = guarded(S % G == 0 ? holds : (sp < Expr(S) && holds), std::move(fold));
+  step.insert(step.end(), in.begin(), in.end());
+  // 2. The G states meet: M = max m_g (finite: group 0 holds split 0, which holds key 0
+  //    of every row with keys), O = Σ acc_g e^(m_g − M) / Σ l_g e^(m_g − M).
   const Expr out_at = flat(p.tensor("out"), {b, h, i, dd});
+  Block meet = {
+      Stmt::Init("mm", -std::numeric_limits<double>::infinity()),
+      Stmt::For("gg", Expr(G), LoopKind::Reduce, "gg",
+                {Stmt::Load("mg", ml_s, {gg * 2}), Stmt::Accum("mm", val("mg"), ScalarOp::Max)}),
+      Stmt::Init("ll", 0.0),
+      Stmt::Init("aa", 0.0),
+      Stmt::For("gg", Expr(G), LoopKind::Reduce, "gg",
+                {Stmt::Load("mg", ml_s, {gg * 2}), Stmt::Load("lg", ml_s, {gg * 2 + 1}),
+                 Stmt::Load("ag", acc_s, {gg * D + dd}),
+                 Stmt::Compute("mg_d", ScalarOp::Sub, {val("mg"), val("mm")}),
+                 Stmt::Compute("cg", ScalarOp::Exp, {val("mg_d")}),
+                 Stmt::Compute("lc", ScalarOp::Mul, {val("lg"), val("cg")}),
+                 Stmt::Compute("ac", ScalarOp::Mul, {val("ag"), val("cg")}),
+                 Stmt::Accum("ll", val("lc")), Stmt::Accum("aa", val("ac"))}),
+      Stmt::Compute("y", ScalarOp::Div, {val("aa"), val("ll")}),
+      Stmt::Write("out", {out_at}, val("y")),
+  };
+  if (a.lse) {
+    const Expr at = flat(p.tensor(kLseTensor), {b, h, i});
+    meet.push_back(Stmt::If(dd < 1, {Stmt::Compute("log_l", ScalarOp::Log, {val("ll")}),
+                                     Stmt::Compute("lse_i", ScalarOp::Add, {val("mm"), val("log_l")}),
+                                     Stmt::Write(kLseTensor, {at}, val("lse_i"))}));
+  }
   Block row = {
-      Stmt::Init("m", kNegInf),
-      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp",
-                guarded(holds, {Stmt::Load("x", d.part_lse, {lse_at}),
-                                Stmt::Accum("m", val("x"), ScalarOp::Max)})),
+      Stmt::Init("m", -std::numeric_limits<double>::infinity()),
       Stmt::Init("l", 0.0),
       Stmt::Init("acc", 0.0),
-      Stmt::For("sp", Expr(d.splits), LoopKind::Reduce, "sp", guarded(holds, std::move(term))),
-      Stmt::Compute("y", ScalarOp::Div, {val("acc"), val("l")}),
-      Stmt::Write("out", {out_at}, val("y")),
+      Stmt::For("j", Expr(cdiv(S, G)), LoopKind::Reduce, "j", std::move(step)),
+      Stmt::Write(acc_s, {g * D + dd}, val("acc")),
+      Stmt::If(dd < 1, {Stmt::Write(ml_s, {g * 2}, val("m")),
+                        Stmt::Write(ml_s, {g * 2 + 1}, val("l"))}),
+      Stmt::Barrier(),
+      Stmt::If(g < 1, std::move(meet)),
   };
   Block empty = {Stmt::Write("out", {out_at}, Operand::constant(0.0))};
   if (a.lse) {
     const Expr at = flat(p.tensor(kLseTensor), {b, h, i});
-    row.push_back(Stmt::If(dd < 1, {Stmt::Compute("log_l", ScalarOp::Log, {val("l")}),
-                                    Stmt::Compute("lse_i", ScalarOp::Add, {val("m"), val("log_l")}),
-                                    Stmt::Write(kLseTensor, {at}, val("lse_i"))}));
     empty.push_back(Stmt::If(dd < 1, {Stmt::Write(kLseTensor, {at}, Operand::constant(kNegInf))}));
   }
   KernelOp k;
@@ -323,16 +393,19 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
   k.grid[0] = a.Sq;
   k.grid[1] = a.Hq;
   k.grid[2] = a.B;
-  k.block_threads = int(a.D.const_value());
-  // __launch_bounds__(D, 1): without a minimum NVRTC's ptxas (13.0) capped this kernel at
+  k.block_threads = int(D * G);
+  // __launch_bounds__(D·G, 1): without a minimum NVRTC's ptxas (13.0) capped this kernel at
   // 32 registers and spilled 8 B (the same quirk as k:012's MIN_BLOCKS comment).
   k.min_blocks_per_sm = 1;
   k.body = {Stmt::Let("i", Expr::var("blockIdx.x")), Stmt::Let("h", Expr::var("blockIdx.y")),
-            Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("d", Expr::var("threadIdx.x"))};
+            Stmt::Let("b", Expr::var("blockIdx.z")),
+            Stmt::Let("g", Expr::var("threadIdx.x") / D),
+            Stmt::Let("d", Expr::var("threadIdx.x") % D)};
   if (a.paged)
     k.body.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
+  // Both conditions are uniform over the CTA (i, b): every thread reaches the barrier.
   Block cell = guarded(a.has_keys(i), std::move(row));
-  Block none = guarded(a.empty_row(i), std::move(empty));
+  Block none = guarded(a.empty_row(i), {Stmt::If(g < 1, std::move(empty))});
   k.body.insert(k.body.end(), cell.begin(), cell.end());
   k.body.insert(k.body.end(), none.begin(), none.end());
   for (const std::string& t : {d.part_o, d.part_lse, std::string("out")}) k.params.push_back(t);

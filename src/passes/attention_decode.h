@@ -53,6 +53,10 @@ struct AttentionDecode {
 
 // Whether the decode defaults apply: a constant Sq of at most 64 (kDecodeRows).
 inline constexpr int64_t kDecodeRows = 64;
+// The mma.sync kernel's K/V ring for decode shapes (default_kv_stages): 3 measured equal
+// to or faster than 2 at every B = 1 point of the H100 A/B (Sq = 1, 8k and 32k keys, Hkv
+// 8 and 32: 0-4 %), 4 within noise of 3 and slower at two points (bench/NOTES.md).
+inline constexpr int64_t kDecodeKvStages = 3;
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.
@@ -81,8 +85,12 @@ Block finish_split_row(const AttentionLoops& a, const AttentionDecode& d, Block 
 // keys of the row, LSE = max + log Σ w_s; a row with no key gets O = 0, LSE = -inf.
 Block attention_combine_body(const AttentionLoops& a, const AttentionDecode& d, bool tiled);
 inline constexpr const char* kCombineOp = "attention_combine";
-// The combine kernel (k:012's second kernel): one CTA per (i, h, b), a thread per d.
+// The combine kernel (k:012's second kernel): one CTA per (i, h, b), G groups of a thread
+// per d, each group folding every G-th split; declares its shared tensors in `p`.
+// `groups`: G (COMBINE_GROUPS; combine_groups_default).
 KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode& d,
-                                  const KernelProgram& p);
+                                  KernelProgram& p, int64_t groups);
+// ceil(splits / 8) groups, at most 1024 / D threads: each thread folds at most 8 splits.
+int64_t combine_groups_default(int64_t splits, int64_t head_dim);
 
 }  // namespace loom

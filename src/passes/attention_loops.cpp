@@ -344,7 +344,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   t.block_m = s.knob("BLOCK_M", default_block_m(s, a));
   t.block_n = s.knob("BLOCK_N", default_block_n(s, a, t.block_m));
   t.warps = s.knob("WARPS", std::max<int64_t>(1, std::min<int64_t>(8, t.block_m / 16)));
-  t.kv_stages = s.knob("KV_STAGES", 2);
+  t.kv_stages = s.knob("KV_STAGES", default_kv_stages(s, a));
   t.q_in_regs = s.knob("Q_IN_REGS", 1) != 0;
   t.interleave_loads = s.knob("INTERLEAVE_LOADS", 1) != 0;
   t.frag_buffers = s.knob("FRAG_BUFFERS", 1);
@@ -399,10 +399,11 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   if (t.block_n % 16 != 0)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " must be a multiple of 16 (P's "
                 "m16n8 tiles pair up into the k16 A fragments of O += P V)");
-  if (t.kv_stages != 1 && t.kv_stages != 2)
-    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": attention buffers K and V "
-                "once (1: loaded at each key block) or twice (2: the next block's loads "
-                "issued eagerly, under this block's math)");
+  if (t.kv_stages < 1 || t.kv_stages > 4)
+    throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": attention's mma.sync kernel "
+                "buffers K and V once (1: loaded at each key block) or in a ring of 2 to 4 "
+                "(the next KV_STAGES-1 blocks' loads issued eagerly, under this block's "
+                "math); use 1, 2, 3 or 4");
   t.row_atoms = t.block_m / (16 * t.warps);
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * t.head_dim * 2;
   if (t.smem_bytes > s.target.smem_per_block)

@@ -100,6 +100,10 @@ int64_t default_block_n(const AttentionLoops& a);
 // thread and block; 64 and default_block_n(a) otherwise.
 int64_t default_block_m(CompileState& s, const AttentionLoops& a);
 int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m);
+// KV_STAGES of the mma.sync kernel (k:012): 2, or for decode kDecodeKvStages (the ring
+// that keeps a short split's blocks in flight). Read by t:012 and by the split default
+// (its shared-memory estimate), so every level sizes the same ring.
+int64_t default_kv_stages(CompileState& s, const AttentionLoops& a);
 
 // Names of the tensors the attention forms add. The output O is `out` like every
 // result; the optional log-sum-exp is `lse`.

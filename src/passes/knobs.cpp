@@ -231,8 +231,8 @@ const std::vector<KnobDef>& knob_registry() {
        "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
       {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
        "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
-       "block's math; 3, ATTN_MMA=wgmma only: a ring of three, two blocks in flight)",
-       "k:012_lower_attention", 1, 3},
+       "block's math; 3, 4: rings with two or three blocks in flight (4: mma.sync only))",
+       "k:012_lower_attention", 1, 4},
       {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
        "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
        "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},
@@ -261,11 +261,14 @@ const std::vector<KnobDef>& knob_registry() {
        "products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
-       "combines (1 = no split; default for Sq <= 64: about one wave of CTAs, splits of at "
-       "least 4 key blocks; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
+       "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "
+       "per key block; clamped to the key blocks)", "l:005_online_softmax", 1, 1024},
       {"GQA_PACK", "attention (mma.sync kernel): the Hq/Hkv query heads of a KV head packed "
        "into one CTA's rows (Sq x group rows), so K and V are read once per group (0/1; "
        "default 1 for Sq <= 64 with Hq > Hkv)", "l:005_online_softmax", 0, 1},
+      {"COMBINE_GROUPS", "attention with SPLIT_KV > 1: groups of D threads per row in the "
+       "combine kernel, group g folding splits g, g + G, .. before the groups meet in shared "
+       "memory (default ceil(SPLIT_KV / 8), at most 1024 / D)", "k:012_lower_attention", 1, 16},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

@@ -258,9 +258,9 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
         break;  // one variant per knob: its first value other than the default's
       }
   }
-  // Decode shapes: the split count around each mma.sync default's (half, double, none)
-  // and GQA packing flipped (attention_decode.h's defaults are a rule of thumb: a wave
-  // of CTAs, splits of at least 4 key blocks).
+  // Decode shapes: the split count around each mma.sync default's (half, double, none),
+  // the K/V ring's depth and GQA packing flipped (attention_decode.h's defaults are a rule
+  // of thumb: at most a wave of CTAs, at most a split per key block).
   for (const auto& d : defaults) {
     if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
     if (!d.knobs.has("SPLIT_KV") || g.node(g.attention()->inputs[0]).shape[2].value > kDecodeRows)
@@ -272,6 +272,22 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       Knobs k = d.knobs;
       const std::string why = set_knob(k, {"SPLIT_KV", {}}, std::to_string(v));
       points.push_back({k, why, "mma_sync", "SPLIT_KV=" + std::to_string(v)});
+    }
+    // The K/V ring (k:012's KV_STAGES 2 to 4): each other depth with this split count,
+    // and with the split the default rule gives that depth (a deeper ring has fewer CTAs
+    // per SM, so fewer splits fill the wave).
+    const int64_t ring = d.knobs.get_int("KV_STAGES", 2);
+    for (int64_t v : {int64_t(2), int64_t(3), int64_t(4)}) {
+      if (v == ring) continue;
+      Knobs same = d.knobs;
+      const std::string why = set_knob(same, {"KV_STAGES", {}}, std::to_string(v));
+      points.push_back({same, why, "mma_sync", "KV_STAGES=" + std::to_string(v)});
+      Knobs ruled;
+      for (const auto& [n, x] : d.knobs.values())
+        if (n != "SPLIT_KV") ruled.set(n, x);
+      ruled.set("KV_STAGES", std::to_string(v));
+      points.push_back({ruled, "", "mma_sync",
+                        "KV_STAGES=" + std::to_string(v) + " (its default SPLIT_KV)"});
     }
     if (d.knobs.has("GQA_PACK")) {
       const std::string v = d.knobs.get_int("GQA_PACK", 0) ? "0" : "1";

@@ -36,6 +36,9 @@ inline std::vector<Case> paged_cases() {
     v.push_back({paged_expr(2, 8, 2, 100, 64, 24, 128, 8, causal, "bf16", true), ""});
   }
   v.push_back({paged_expr(2, 32, 8, 1, 128, 256, 16, 128, "false", "bf16", true), "BLOCK_N=16"});
+  // The decode kernel's deeper K/V rings (KV_STAGES=3, 4) read through the table.
+  v.push_back({paged_expr(4, 32, 8, 1, 128, 300, 16, 64, "true", "bf16", true), "KV_STAGES=3"});
+  v.push_back({paged_expr(2, 32, 8, 4, 128, 40, 256, 16, "false", "bf16", true), "KV_STAGES=4"});
   return v;
 }
 

@@ -29,6 +29,9 @@ inline std::vector<Case> varlen_cases() {
     v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, causal, "f16", false), ""});
   }
   v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, "true", "bf16", true), ""});
+  // The deeper K/V rings (KV_STAGES=3, 4) over packed sequences.
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true), "KV_STAGES=3"});
+  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "false", "f16", false), "KV_STAGES=4"});
   return v;
 }
 

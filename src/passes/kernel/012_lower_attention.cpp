@@ -7,10 +7,11 @@
 //     16-byte cp.async (rows past Sq zero-filled), and each warp ldmatrix.x4s its rows into
 //     A fragments for all D/16 k-steps, kept for the whole key loop (Q_IN_REGS=0: loaded
 //     again at each k-step of S, the registers going to more rows per warp). With
-//     KV_STAGES=2 block 0's K and V are issued before Q is waited for.
+//     KV_STAGES=S >= 2 blocks 0 .. S-2's K and V are issued before Q is waited for.
 //  3. Key loop over the query block's causal bound: K and V blocks by cp.async, one commit
-//     group each (rows past Sk zero-filled). KV_STAGES=2: rings of two, block kb+1's K
-//     issued right after S_kb and its V right after O += P_kb V_kb (eager loads);
+//     group each (rows past Sk zero-filled). KV_STAGES=S >= 2: rings of S, block
+//     kb+S-1's K issued right after S_kb and its V right after O += P_kb V_kb (eager
+//     loads; S = 3, 4 keep more bytes in flight for decode's one-warp CTAs);
 //     KV_STAGES=1: each block loads its own K and V at its top (V overlaps S only).
 //     K [key][d] is the "B stored N x K" operand: plain ldmatrix.x4 (two n8 tiles per
 //     load); V [key][d] is B stored K x N: ldmatrix.x4.trans. Fragment schedule
@@ -45,9 +46,9 @@
 // (Swizzle<B,3,log2(D)-3>): the 8 rows one ldmatrix matrix reads then sit in 8 different
 // bank groups instead of one (rows of 128 or 256 bytes all start at bank 0: 8-way
 // conflicts with SWIZZLE=none).
-// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1, 2), Q_IN_REGS, SWIZZLE (none, xor),
+// Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1 to 4), Q_IN_REGS, SWIZZLE (none, xor),
 // MIN_BLOCKS, INTERLEAVE_LOADS, FRAG_BUFFERS, SOFTMAX (exp2, exp), ZERO_INIT (mma, init),
-// STAGE_OUTPUT.
+// STAGE_OUTPUT, COMBINE_GROUPS (the combine kernel's thread groups per row).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -383,18 +384,27 @@ struct Lowering {
     const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
     const Expr key_blocks = dec.block_count(sp, ceil_div(a.keys_for_rows(rows_end), Expr(BN)));
     auto key = [&](const Expr& x) { return (dec.split() ? kb0 + x : x) * BN; };
-    const bool eager = t.kv_stages == 2;
+    // KV_STAGES=S >= 2: a ring of S slots, S - 1 blocks' K and V in flight ahead of the
+    // block being computed on. `ahead` commit groups (K, V of each) precede a block's own.
+    const int64_t S = t.kv_stages;
+    const bool eager = S >= 2;
+    const int ahead = int(2 * (S - 1));
     if (eager) {
-      // The prologue, block 0's K and V, issued before Q is waited for: the two DRAM
+      // The prologue, blocks 0 .. S-2's K and V, issued before Q is waited for: the DRAM
       // latencies overlap instead of following each other (a split of decode walks only
       // a few key blocks, so its CTA's start is a large part of its time). Groups complete
-      // in order: wait 2 = Q landed, K_0 and V_0 may still be in flight.
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(k_s, a.k, hk, key(Expr(0)), BN, a.Sk, "k"))});
-      append({Stmt::AsyncCommit()});
-      append({Stmt::If(Expr(0) < key_blocks, copy_block(v_s, a.v, hk, key(Expr(0)), BN, a.Sk, "v"))});
-      append({Stmt::AsyncCommit()});
+      // in order: wait 2(S-1) = Q landed, the prologue's K and V may still be in flight.
+      for (int64_t st = 0; st + 1 < S; ++st) {
+        const Expr at(st * BN * D);
+        append({Stmt::If(Expr(st) < key_blocks,
+                         copy_block(k_s, a.k, hk, key(Expr(st)), BN, a.Sk, "k", at))});
+        append({Stmt::AsyncCommit()});
+        append({Stmt::If(Expr(st) < key_blocks,
+                         copy_block(v_s, a.v, hk, key(Expr(st)), BN, a.Sk, "v", at))});
+        append({Stmt::AsyncCommit()});
+      }
     }
-    append({Stmt::AsyncWait(eager ? 2 : 0), Stmt::Barrier()});
+    append({Stmt::AsyncWait(eager ? ahead : 0), Stmt::Barrier()});
     if (t.q_in_regs)
       append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
               reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load("q_frag", {m_a, d_k}, d_k)})})});
@@ -408,25 +418,28 @@ struct Lowering {
                 with_dst(Stmt::Init("l_i", 0.0), {m_a, r2})})})});
 
     // 3. The key loop.
-    // KV_STAGES=1: every block waits for its own K (V overlaps S only). KV_STAGES=2 (the
-    // articles' eager loads): K_{kb+1} is issued into the other buffer right after
-    // S_kb = Q K_kbᵀ, V_{kb+1} right after O += P_kb V_kb, so each load runs under a
-    // whole phase of math. One commit group per copy, empty past the last block, keeps
-    // the count the waits rely on: at the top of block kb the groups in flight are K_kb
-    // then V_kb (wait 1: K_kb landed); before P·V, V_kb then K_{kb+1} (wait 1: V_kb).
-    const Expr slot = eager ? kb % 2 * (BN * D) : Expr(0);
-    const Expr next_slot = (kb + 1) % 2 * (BN * D);
+    // KV_STAGES=1: every block waits for its own K (V overlaps S only). KV_STAGES=S >= 2
+    // (the articles' eager loads, on a ring of S): K_{kb+S-1} is issued into the slot of
+    // K_{kb-1} right after S_kb = Q K_kbᵀ, V_{kb+S-1} into V_{kb-1}'s right after
+    // O += P_kb V_kb, so each load runs under S - 1 blocks of math. One commit group per
+    // copy, empty past the last block, keeps the count the waits rely on: at the top of
+    // block kb the groups in flight are K_kb, V_kb, .., K_{kb+S-2}, V_{kb+S-2} (wait
+    // 2S-3: K_kb landed); before P·V, V_kb .. K_{kb+S-1} (wait 2S-3: V_kb landed).
+    const Expr slot = eager ? kb % S * (BN * D) : Expr(0);
+    const Expr next_slot = (kb + (S - 1)) % S * (BN * D);
     auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
-      Block issue = {Stmt::If(kb + 1 < key_blocks,
-                              copy_block(dst, src, hk, key(kb + 1), BN, a.Sk, tag, next_slot))};
+      Block issue = {Stmt::If(kb + (S - 1) < key_blocks,
+                              copy_block(dst, src, hk, key(kb + (S - 1)), BN, a.Sk, tag,
+                                         next_slot))};
       issue.push_back(Stmt::AsyncCommit());
       return issue;
     };
     Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
     if (eager) {
-      // In flight here: K_kb, V_kb (and nothing older): wait until only V_kb may be.
-      add({Stmt::AsyncWait(1), Stmt::Barrier()});
+      // In flight here: the ring's 2(S-1) groups from K_kb on: wait until only those after
+      // K_kb may be.
+      add({Stmt::AsyncWait(ahead - 1), Stmt::Barrier()});
     } else {
       add({Stmt::Barrier()});  // every warp is done with the previous K and V
       add(copy_block(k_s, a.k, hk, key(kb), BN, a.Sk, "k"));
@@ -436,7 +449,7 @@ struct Lowering {
     }
     // S = Q Kᵀ (unscaled; the scale rides in the exponent), over D/16 k-steps.
     add(s_product(mma, slot));
-    // K_{kb+1} goes to the other slot, which every warp finished reading (S_{kb-1})
+    // K_{kb+S-1} goes to K_{kb-1}'s slot, which every warp finished reading (S_{kb-1})
     // before this iteration's barrier.
     if (eager) add(next(k_s, a.k, "k"));
     // 4. Masks: only where the block reaches past Sk or past the first row's last key.
@@ -522,10 +535,10 @@ struct Lowering {
       add({reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(row_max))})});
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
-    // V_kb landed: eager, only K_{kb+1} may still be in flight.
-    add({Stmt::AsyncWait(eager ? 1 : 0), Stmt::Barrier()});
+    // V_kb landed: eager, only the 2S-3 groups after it may still be in flight.
+    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), Stmt::Barrier()});
     add(pv_product(mma, slot));
-    // V_{kb+1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
+    // V_{kb+S-1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
     if (eager) add(next(v_s, a.v, "v"));
     append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
     if (eager) append({Stmt::AsyncWait(0)});  // no copy outlives the kernel's shared memory
@@ -628,8 +641,8 @@ struct Lowering {
 
   KernelOp run() {
     q_s = shared("Q_s", BM);
-    k_s = shared("K_s", BN, t.kv_stages == 2 ? 2 : 0);
-    v_s = shared("V_s", BN, t.kv_stages == 2 ? 2 : 0);
+    k_s = shared("K_s", BN, t.kv_stages >= 2 ? t.kv_stages : 0);
+    v_s = shared("V_s", BN, t.kv_stages >= 2 ? t.kv_stages : 0);
     const AtomDef& mma_def =
         atom(dt == DType::F16 ? "mma_m16n8k16_f32_f16" : "mma_m16n8k16_f32_bf16");
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
@@ -677,9 +690,11 @@ Pass pass_lower_attention() {
               "attention is one mma.sync kernel: Q in registers, K/V blocks by cp.async, "
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
-              "write their own heads; SPLIT_KV: f32 partial O/LSE, then k_attention_combine",
+              "write their own heads; KV_STAGES 2-4: rings of K/V blocks in flight; SPLIT_KV: f32 "
+              "partial O/LSE, then k_attention_combine (COMBINE_GROUPS thread groups per row)",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
-               "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT"},
+               "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT",
+               "COMBINE_GROUPS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || attention_uses_wgmma(s)) return;  // k:013's
                 if (s.target.compute_capability() < 80)
@@ -713,7 +728,11 @@ Pass pass_lower_attention() {
                 lower.swizzle = sw == "xor";
                 kp.kernels.push_back(lower.run());
                 // SPLIT_KV: the combine, launched after (k:065: as a programmatic dependent).
-                if (dec.split()) kp.kernels.push_back(attention_combine_kernel(a, dec, kp));
+                if (dec.split()) {
+                  const int64_t groups = s.knob(
+                      "COMBINE_GROUPS", combine_groups_default(dec.splits, t.head_dim));
+                  kp.kernels.push_back(attention_combine_kernel(a, dec, kp, groups));
+                }
                 s.kernel = std::move(kp);
                 s.level = Level::Kernel;
               }};

@@ -145,6 +145,8 @@ TEST(AttentionPaged, Page256AndMqa) {
   for (const char* causal : attention_test::kMasks) {
     check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "BLOCK_N=64", seed++);
     check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=1", seed++);
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal}, "SPLIT_KV=4,KV_STAGES=3", seed++);
+    check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, "BLOCK_N=16,KV_STAGES=4", seed++);
   }
 }
 
@@ -202,7 +204,8 @@ TEST(AttentionPaged, ReferenceMatchesDenseOnGatheredKeys) {
 TEST(AttentionPaged, LoopFormsReadThroughTheTable) {
   CompileState s;
   s.graph = parse_expression(attention_test::paged_attention(2, 4, 2, 3, 16, 8, 16, 3, "true"));
-  s.knobs = Knobs::parse("BLOCK_M=4,BLOCK_N=16");
+  // Unsplit (the decode default splits even 3 key blocks, one per split).
+  s.knobs = Knobs::parse("BLOCK_M=4,BLOCK_N=16,SPLIT_KV=1");
   run_pipeline(s, "l:000_lower_graph");
   std::string ir = print(s.loop);
   EXPECT_NE(ir.find("let kv_len = load L[b]"), std::string::npos) << ir;

@@ -116,6 +116,9 @@ TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
     check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal, "bf16", false}, "BLOCK_N=16,KV_STAGES=1",
                  seed++);
     check_varlen({4, 2, 16, {3, 4}, {9, 4}, 4, causal}, "GQA_PACK=1,BLOCK_M=16,BLOCK_N=16", seed++);
+    check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal}, "BLOCK_N=16,KV_STAGES=3", seed++);
+    check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 40}, 5, causal},
+                 "BLOCK_M=16,BLOCK_N=16,KV_STAGES=4", seed++);
   }
 }
 

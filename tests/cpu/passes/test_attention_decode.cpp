@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "attention_exprs.h"
 #include "pass_check.h"
@@ -168,6 +169,36 @@ TEST(AttentionDecode, SplitKvClampedToKeyBlocks) {
   EXPECT_TRUE(s.kernel.kernels[0].trigger_dependents);
 }
 
+// The combine over many splits: G = ceil(S / 8) groups of D threads per row, each
+// folding every G-th split online, the groups meeting in shared memory. S = 11 (G = 2,
+// the last group one split short), 63 (G = 8) and 40 (G = 5, a multiple), causal rows
+// whose keys end in the first splits (their later splits skipped, and groups with no
+// split of the row at all: m = -inf, weight 0), Sq > Sk (rows with no key), LSE.
+TEST(AttentionDecode, CombineOverManySplits) {
+  uint64_t seed = 120;
+  for (const char* causal : kMasks) {
+    for (auto [sq, sk, splits, groups] :
+         {std::tuple{1, 350, 11, 2}, std::tuple{7, 1000, 63, 8}, std::tuple{4, 640, 40, 5},
+          std::tuple{9, 40, 3, 1}}) {
+      const CompileState s =
+          check_decode(attention(4, 2, sq, sk, 16, causal), "BLOCK_N=16,GQA_PACK=0,SPLIT_KV=" +
+                                                                std::to_string(splits), seed++);
+      ASSERT_EQ(used(s, "SPLIT_KV"), std::to_string(splits));
+      ASSERT_EQ(s.kernel.kernels.size(), 2u);
+      EXPECT_EQ(s.kernel.kernels[1].block_threads, 16 * groups);
+    }
+    // COMBINE_GROUPS set: one group (every split by one thread per d), and 5 groups of a
+    // 63-split row (the last group one split short).
+    for (int groups : {1, 5}) {
+      const CompileState s = check_decode(
+          attention(4, 2, 7, 1000, 16, causal),
+          "BLOCK_N=16,GQA_PACK=0,SPLIT_KV=63,COMBINE_GROUPS=" + std::to_string(groups), seed++);
+      ASSERT_EQ(s.kernel.kernels.size(), 2u);
+      EXPECT_EQ(s.kernel.kernels[1].block_threads, 16 * groups);
+    }
+  }
+}
+
 // GQA packing, alone and with splits: 32 query heads on 8 KV heads (rows = Sq x 4), MQA
 // (4 query heads on one: Sq 7 x 4 = 28 rows in one 32-row tile of two warps), f16.
 TEST(AttentionDecode, GqaPacking) {
@@ -202,6 +233,121 @@ TEST(AttentionDecode, Defaults) {
   EXPECT_EQ(big.kernel.kernels.size(), 1u);
 }
 
+// KV_STAGES=3 and 4 (rings of three and four K/V blocks, two and three in flight): the
+// prologue issues blocks 0 .. S-2, so splits shorter than the ring (1 and 2 blocks: its
+// commit groups stay empty past the split's end, the wait counts unchanged) and longer
+// ones (the ring wraps: slot kb % S); no split; odd Sk, Sk not a multiple of the split,
+// Sq 1, 4, 7, the three masks, GQA 32/8, MQA and LSE. The interpreter retires cp.async
+// groups by the wait counts, so a wrong count reads a slot before its copy landed.
+TEST(AttentionDecode, DeepKvRing) {
+  uint64_t seed = 90;
+  for (const char* stages : {"3", "4"}) {
+    const std::string ring = std::string("KV_STAGES=") + stages + ",BLOCK_N=16";
+    for (const char* causal : kMasks) {
+      // 7 blocks in 3 splits of 3, 3, 1; 7 blocks in 7 splits of 1; one split of 7.
+      check_decode(attention(4, 2, 1, 100, 16, causal), ring + ",SPLIT_KV=3,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 7, 100, 16, causal), ring + ",SPLIT_KV=7,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 4, 37, 16, causal, "bf16", false), ring + ",SPLIT_KV=1",
+                   seed++);
+      // GQA 32/8 packed, split in 2 splits of 2 blocks and 3 of 6; MQA with 7 rows each.
+      check_decode(attention(32, 8, 1, 61, 16, causal), ring + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+      check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), ring + ",GQA_PACK=1,SPLIT_KV=3",
+                   seed++);
+      check_decode(attention(4, 1, 7, 37, 32, causal), ring + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+    }
+    // Sq > Sk (rows and splits with no key), and the decode defaults' own tile (BLOCK_N
+    // = 32 for a one-warp CTA) on sm_80.
+    check_decode(attention(4, 2, 7, 5, 16, "true"), ring + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+    check_decode(attention(8, 2, 1, 300, 32, "false"), std::string("KV_STAGES=") + stages, seed++,
+                 "sm_80");
+  }
+}
+
+// The split default sizes its wave by the ring's shared memory: a deeper ring leaves fewer
+// CTAs per SM, so fewer splits (one-warp CTAs at D = 128, BLOCK_N = 32: (16 + 2·S·32)·256 B
+// + 1 KB each, 6, 4 and 3 per SM for S = 2, 3, 4), and every level reads the same count
+// (the workspace l:005 declares is the one k:012 and the combine index).
+TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
+  auto splits = [](const std::string& knobs) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, 32768, 128, "false"));
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    EXPECT_EQ(s.kernel.tensor("attn_part_lse").shape[3].str(), s.used_knobs.at("SPLIT_KV"));
+    return std::stoll(s.used_knobs.at("SPLIT_KV"));
+  };
+  const int64_t sm = Target::for_arch("sm_90a").sm_count;
+  // 8 CTAs (one per KV head) before the split; 1024 key blocks of 32.
+  auto expect = [&](int64_t per_sm) {
+    const int64_t want = sm * per_sm / 8, per = (1024 + want - 1) / want;
+    return (1024 + per - 1) / per;
+  };
+  EXPECT_EQ(splits("KV_STAGES=2"), expect(6));
+  EXPECT_EQ(splits("KV_STAGES=3"), expect(4));
+  EXPECT_EQ(splits("KV_STAGES=4"), expect(3));
+  EXPECT_EQ(splits(""), expect(4));  // decode's default ring: 3 (the H100 A/B)
+}
+
+// The decode defaults the H100 A/B chose (bench/NOTES.md): a ring of 3, and splits as
+// short as one key block while the grid stays within one wave (B = 1, Hkv = 8, 1k keys:
+// 32 blocks of 32 keys -> 32 splits of one block, 256 CTAs; 8 splits of 4 ran 1.26x
+// slower), but no more splits than a wave holds (B = 8: 64 row sets x 8 = 512 of 528).
+TEST(AttentionDecode, DefaultsFromTheH100AB) {
+  auto run = [](int batch, int sk) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, sk, 128, "false", "bf16", false, batch));
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    return s;
+  };
+  const CompileState one = run(1, 1024);
+  EXPECT_EQ(used(one, "KV_STAGES"), "3");
+  EXPECT_EQ(used(one, "SPLIT_KV"), "32");
+  EXPECT_EQ(used(run(8, 1024), "SPLIT_KV"), "8");
+  EXPECT_EQ(used(run(1, 8192), "SPLIT_KV"), "64");  // 66 asked: 64 splits of 4 blocks
+  // Not decode: the prefill ring stays 2.
+  CompileState big;
+  big.graph = parse_expression(attention(4, 2, 65, 300, 64, "false"));
+  big.knobs = Knobs::parse("ATTN_MMA=mma_sync");
+  big.target = Target::for_arch("sm_90a");
+  for (const auto& p : pipeline()) p.run(big);
+  EXPECT_EQ(used(big, "KV_STAGES"), "2");
+}
+
+// Over the decode grid (B 1/8/64, Hkv 32/8, Sq 1/4, Sk 1k..128k, D = 128, and the deeper
+// rings) the default split's grid fits one wave of resident CTAs: rounding the split
+// count up made a second wave of a few CTAs (B = 1, Hkv = 32: 800 CTAs for 792 slots),
+// which costs the kernel's whole time again.
+TEST(AttentionDecode, SplitGridFitsOneWave) {
+  const Target t = Target::for_arch("sm_90a");
+  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4"})
+    for (int b : {1, 8, 64})
+      for (int hkv : {32, 8})
+        for (int sq : {1, 4})
+          for (int sk : {1024, 8192, 32768, 131072}) {
+            const std::string e = attention(32, hkv, sq, sk, 128, "false", "bf16", false, b);
+            SCOPED_TRACE(e + " " + ring);
+            CompileState s;
+            s.graph = parse_expression(e);
+            s.knobs = Knobs::parse(ring);
+            s.target = t;
+            for (const auto& p : pipeline()) p.run(s);
+            const int64_t splits = std::stoll(s.used_knobs.at("SPLIT_KV"));
+            if (splits == 1) continue;
+            const int64_t bm = std::stoll(s.used_knobs.at("BLOCK_M")),
+                          bn = std::stoll(s.used_knobs.at("BLOCK_N"));
+            const int64_t stages = std::stoll(s.used_knobs.at("KV_STAGES"));
+            const bool packed = s.used_knobs.count("GQA_PACK") && s.used_knobs.at("GQA_PACK") == "1";
+            const int64_t rows = int64_t(sq) * (packed ? 32 / hkv : 1);
+            const int64_t row_sets = int64_t(b) * (packed ? hkv : 32) * ((rows + bm - 1) / bm);
+            const int64_t per_sm =
+                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn) * 128 * 2 + 1024));
+            EXPECT_LE(row_sets * splits, t.sm_count * per_sm)
+                << row_sets << " row sets x " << splits << " splits";
+          }
+}
+
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
   CompileState s;
   s.graph = parse_expression(expr);
@@ -221,6 +367,10 @@ TEST(AttentionDecode, KnobErrors) {
   expect_error(e, "ATTN_MMA=wgmma,GQA_PACK=1", "use ATTN_MMA=mma_sync, or drop GQA_PACK");
   expect_error(e, "SPLIT_KV=2,STAGE_OUTPUT=1,GQA_PACK=0", "SPLIT_KV writes f32 partials");
   expect_error(e, "SPLIT_KV=1,STAGE_OUTPUT=1,GQA_PACK=1", "use STAGE_OUTPUT=0, or GQA_PACK=0");
+  // KV_STAGES=4 is the mma.sync kernel's ring; the wgmma kernel's takes 2 or 3.
+  expect_error(e, "ATTN_MMA=wgmma,KV_STAGES=4", "ring of 2 or 3");
+  expect_error(attention(4, 2, 4, 100, 128, "false"), "SPLIT_KV=2,COMBINE_GROUPS=16",
+               "at most 1024 threads: use 1 to 8");
 }
 
 }  // namespace

@@ -265,7 +265,10 @@ TEST(AttentionKernel, KnobLimitsAreNamed) {
   expect_refused(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4", "registers of fragments per thread");
   EXPECT_NO_THROW(kernel_ir(e128, "Q_IN_REGS=0,BLOCK_M=128,WARPS=4,BLOCK_N=32"));
   expect_refused(attention(2, 2, 128, 128, 40, "false"), "", "multiples of 16");
-  expect_refused(e128, "KV_STAGES=3", "KV_STAGES");
+  expect_refused(e128, "KV_STAGES=5", "KV_STAGES");  // rings of 1 to 4
+  expect_refused(attention(2, 2, 128, 128, 256, "false"), "BLOCK_N=64,KV_STAGES=4",
+                 "B of shared memory");
+  EXPECT_NO_THROW(kernel_ir(e128, "KV_STAGES=4"));
   expect_refused(attention(2, 2, 128, 128, 48, "false"), "SWIZZLE=xor", "power-of-two head dim");
   expect_refused(e128, "SWIZZLE=128B", "SWIZZLE=128B");
   expect_refused(e128, "INTERLEAVE_LOADS=0,FRAG_BUFFERS=2", "FRAG_BUFFERS=2 with INTERLEAVE_LOADS=0");

@@ -4,6 +4,7 @@
 // kept and reachable by the search, and the passes' refusals pruned with their messages.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "driver/compile.h"
@@ -281,7 +282,7 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
 }
 
 // Decode (Sq <= 64): the space adds the split count around the default's (half, double,
-// none) and packing flipped, all of the mma.sync family; the model ranks the split,
+// none), the K/V ring's depth and packing flipped, all of the mma.sync family; the model ranks the split,
 // packed default ahead of one CTA per row set (8 CTAs on 132 SMs) and of unpacked rows
 // (K and V read 4 times).
 TEST(AttentionSpace, DecodeSplitAndPackVariants) {
@@ -308,6 +309,17 @@ TEST(AttentionSpace, DecodeSplitAndPackVariants) {
   for (int64_t v : {split, split / 2, split * 2, int64_t(1)})
     EXPECT_TRUE(splits.count(std::to_string(v))) << "SPLIT_KV=" << v;
   EXPECT_TRUE(packs.count("0"));
+  // The K/V ring's depths (KV_STAGES 2 to 4), each with the default's split and with the
+  // split the rule gives that depth (fewer: a deeper ring leaves fewer CTAs per SM).
+  const std::string ring = plain->knobs.get_str("KV_STAGES", "");
+  std::map<std::string, std::set<int64_t>> ring_splits;
+  for (const auto& c : s.kept)
+    ring_splits[c.knobs.get_str("KV_STAGES", "")].insert(c.knobs.get_int("SPLIT_KV", 1));
+  for (const char* v : {"2", "3", "4"}) {
+    if (v == ring) continue;
+    EXPECT_TRUE(ring_splits[v].count(split)) << "KV_STAGES=" << v << " SPLIT_KV=" << split;
+    EXPECT_GE(ring_splits[v].size(), 2u) << "KV_STAGES=" << v << ": only the default's split";
+  }
   Knobs no_split = plain->knobs, no_pack = plain->knobs;
   no_split.set("SPLIT_KV", "1");
   no_pack.set("GQA_PACK", "0");

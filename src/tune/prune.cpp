@@ -19,6 +19,14 @@ int64_t pow2_at_least(int64_t v) {
   return p;
 }
 
+// tf32 with a K-major A and an N-major B (B [K, N] as given): wgmma reads tf32 shared
+// operands K-major only, so the GEMM runs swapped, B^T as wgmma's A from registers
+// (which may lie M-major), A^T as its K-major B. The swap is its orientation there,
+// whatever M and N are.
+bool tf32_swap_orients(const TuneProblem& p) {
+  return dtype_bytes(p.in) == 4 && !p.a_transposed && !p.b_transposed;
+}
+
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The share of a GPU's SMs that clusters of 4 or 8 CTAs can occupy at once: clusters do
@@ -33,9 +41,11 @@ std::string tiling_violation(const TuneProblem& given, const AtomChoice& a, cons
   const BlockShape b = block_shape(k, a);
   // The swap pays where a small M would waste most of wgmma's 64 rows (decode); on a
   // square-ish GEMM it is the same work transposed, not worth a measurement.
-  if (k.get_int("SWAP_AB", 0) == 1 && (given.M > 128 || given.M >= given.N))
+  if (k.get_int("SWAP_AB", 0) == 1 && (given.M > 128 || given.M >= given.N) &&
+      !(a.wgmma() && tf32_swap_orients(given)))
     return "SWAP_AB=1 with M=" + str(given.M) + ", N=" + str(given.N) +
-           ": the swap is for a small M against a wide N (M <= 128, M < N)";
+           ": the swap is for a small M against a wide N (M <= 128, M < N), or for tf32 "
+           "with a K-major A and an N-major B (B^T becomes wgmma's A, from registers)";
   if (a.wgmma()) {
     if (b.WN * b.FN <= 0 || b.BN % (b.WN * b.FN) != 0 || b.atom_n % 8 != 0 || b.atom_n < 8 ||
         b.atom_n > 256)
@@ -110,16 +120,25 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     const int64_t b_row = given.b_transposed ? given.K : given.N;
     const bool rows16 = a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
     const bool tf32_k_major = elem != 4 || (!given.a_transposed && given.b_transposed);
+    // tf32 that TMA can still load: the slab wgmma reads as B is K-major (B.T unswapped,
+    // A swapped) and the one it reads as A is K-major or goes through registers.
+    const bool swapped = k.get_int("SWAP_AB", 0) == 1;
+    const bool tma_orients =
+        tf32_k_major ||
+        ((swapped ? !given.a_transposed : given.b_transposed) &&
+         ((swapped ? given.b_transposed : !given.a_transposed) || b.a_regs));
     if (b.stage != "tma" && b.stage != "cp_async")
       return "ATOM=" + a.knob + " with STAGE=" + b.stage +
              ": wgmma's slabs are filled by TMA or, where TMA cannot address them, cp.async";
-    if (b.stage == "cp_async" && rows16 && tf32_k_major)
+    if (b.stage == "cp_async" && rows16 && tma_orients)
       return "ATOM=" + a.knob + " with STAGE=cp_async: TMA can load these operands (rows of " +
-             "whole 16-byte units, K-major where 32-bit); the threads' copies are for those it "
-             "cannot";
-    if (b.stage == "tma" && !tf32_k_major)
-      return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
-             "TMA cannot transpose; STAGE=cp_async transposes while it copies";
+             "whole 16-byte units, tf32 K-major where wgmma reads it from shared memory); the "
+             "threads' copies are for those it cannot";
+    if (b.stage == "tma" && !tma_orients)
+      return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 shared operands K-major only "
+             "and TMA cannot transpose; STAGE=cp_async transposes while it copies (or, with one "
+             "operand K-major: WGMMA_A=regs for an M-major A, SWAP_AB=1,WGMMA_A=regs for an "
+             "N-major B)";
     // The cp.async producer warpgroup (k:030) feeds one tile per CTA, without clusters.
     if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
         (k.get_int("PERSISTENT", 0) == 1 || k.get_int("CLUSTER_M", 1) > 1 ||
@@ -232,15 +251,6 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
     if (b.epi_buffers > 0 && b.WN > 1)
       return "EPI_BUFFERS=" + str(b.epi_buffers) + " with WN=" + str(b.WN) +
              ": strip buffers belong to one warpgroup column (use WN=1 or EPI_BUFFERS=0)";
-  }
-  if (b.a_regs) {
-    // The computed A is B^T under the swap: K-major when B was given transposed.
-    const bool k_major = swapped ? p.b_transposed : !p.a_transposed;
-    if (!k_major)
-      return std::string("WGMMA_A=regs needs A K-major in its slab; ") +
-             (swapped ? "SWAP_AB=1 makes A the row-major B, transposed (M-major)"
-                      : "A is given transposed (M-major)") +
-             ": M-major register fills are refused until verified on the GPU";
   }
   return "";
 }

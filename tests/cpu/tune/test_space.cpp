@@ -70,8 +70,8 @@ void expect_sound_space(const Graph& g, const std::vector<std::string>& default_
 
 TEST(Space, F32At4096) {
   Graph g = gemm(4096, 4096, 4096, "f32");
-  // Three shipped defaults: SIMT, mma.sync tf32, and wgmma tf32 on the threads' copies
-  // (B [K, N] transposed into the K-major slab; TMA's schedule cannot take it).
+  // Three shipped defaults: SIMT, mma.sync tf32, and wgmma tf32 (B [K, N]: swapped, its
+  // transpose in registers, on the TMA schedule).
   expect_sound_space(g, {"", "ATOM=mma_tf32", "ATOM=wgmma_tf32"});
 }
 

@@ -234,9 +234,13 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
     if (p.batch != 1 && p.out_rank != 3)
       return "EPILOGUE=tma_store takes a 2-D output or a bmm's [B, M, N]; this one has rank " +
              str(int64_t(p.out_rank));
-    if (swapped)
-      return "EPILOGUE=tma_store with SWAP_AB=1: the swapped kernel stores a transposed tile, "
-             "which k:053 does not take";
+    // Swapped, each consumer warpgroup's cells are a column band of C and one store
+    // statement's cells span its warps' column strips: k:053 takes the whole tile
+    // (EPI_BUFFERS=0), not the strip stream.
+    if (swapped && b.epi_buffers > 0)
+      return "EPILOGUE=tma_store,EPI_BUFFERS=" + str(b.epi_buffers) +
+             " with SWAP_AB=1: the swapped kernel stores a transposed tile, whose store "
+             "statements span column strips; use EPI_BUFFERS=0 (the whole tile)";
     if (p.N * dtype_bytes(p.out) % 16 != 0)
       return "EPILOGUE=tma_store: output rows of " + str(p.N * dtype_bytes(p.out)) +
              " B are not a multiple of 16 B (a tensor map's stride)";

@@ -189,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(
                        ",WM=2,BN=32" + kWs},
         HopperCase{"linear(X[48,4096]:f16, W[1024,4096]:f16)",
                    "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=128B,BK=128,STAGES=6" + kSwap +
-                       ",WM=1,BN=48" + kWs}));
+                       ",WM=1,BN=48" + kWs},
+        // The transposed tile through the TMA store, whole (EPI_BUFFERS=0): ragged M.
+        HopperCase{"matmul(A[20,1024]:bf16, B[1024,2048]:bf16)",
+                   kBf16 + kSwap + ",WM=1,BN=24,CLUSTER_K=1,EPILOGUE=tma_store,EPI_BUFFERS=0" + kWs}));
 
 class GpuTmaStoreEpilogue : public ::testing::TestWithParam<tma_store_test::Case> {
  protected:

@@ -42,6 +42,10 @@ inline std::vector<Case> cases() {
       {"relu(add(matmul(A[333,200]:f32, B[200,1000]:f32), bias[1000]:f32))", tf32 + ",WM=1,BN=64" + ws},
       {"matmul(A[4096,1024]:f32, B[1024,4096]:f32)", tf32 + ",WM=2,BN=256,CLUSTER_M=2" + persistent},
       {"matmul(A[1000,520]:tf32, B[520,2056]:tf32)", tf32 + ",WM=2,BN=256,CLUSTER_M=2" + persistent},
+      // Swapped through the TMA store: the whole transposed tile, each warpgroup a column
+      // band of C.
+      {"matmul(A[1000,520]:tf32, B[520,2056]:tf32)",
+       tf32 + ",WM=2,BN=128,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=0" + persistent},
       // tf32, A given transposed (M-major) with a K-major B: unswapped, A in registers; the
       // large schedule with the TMA-store epilogue.
       {"matmul(A[520,1000]:f32.T, B[776,520]:f32.T)",

@@ -149,6 +149,20 @@ TEST(WgmmaRs, Tf32SwappedPersistentClusterEveryPassMatches) {
       73, {}, round_tf32, std::nullopt, t);
 }
 
+// Swapped, the tile is C^T: the TMA-store epilogue takes it whole (EPI_BUFFERS=0), each
+// consumer warpgroup owning a column band of C (its strips, 32 f32 columns wide, are
+// stored as boxes of the tile's rows).
+TEST(WgmmaRs, Tf32SwappedThroughTheTmaStoreEveryPassMatches) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 2;
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[136,64]:f32, B[64,200]:f32)",
+      Knobs::parse(kTf32SwapBase + ",WM=2,BN=64,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,"
+                                   "EPILOGUE=tma_store,EPI_BUFFERS=0"),
+      89, {}, round_tf32, std::nullopt, t);
+  EXPECT_GE(count(s.kernel.kernels.at(0).body, StmtKind::TmaStore), 1);
+}
+
 // tf32 with A given transposed (M-major) and a K-major B: unswapped, A in registers read
 // M-major from its chunked slab; the TMA-store epilogue as the K-major schedule has it.
 TEST(WgmmaRs, Tf32MMajorAEveryPassMatches) {

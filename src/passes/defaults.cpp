@@ -439,9 +439,13 @@ static Knobs wgmma_thread_copy_defaults(const Gemm& s, int sm_count) {
 // problem as computed (the swapped one: N rows, M columns). Until 2026-11-27 these took
 // the threads' transposing copies (4096^3 with B [K, N]: 0.42x cuBLAS TF32 on H100,
 // bench/NOTES.md, wgmma without TMA). Both operands M-/N-major leave no orientation with
-// a K-major B: those keep the threads' copies (wgmma_thread_copies).
-static bool wgmma_tf32_oriented(const Gemm& s) {
-  return s.known && s.batch == 1 && s.f32_operands && s.tma_rows && s.a_k_major != s.b_k_major;
+// a K-major B: those keep the threads' copies (wgmma_thread_copies), and so do shapes the
+// large schedule does not take as computed (a wave of 128x256 tiles, M, N, K multiples of
+// 8), as before.
+static Gemm tf32_as_computed(const Gemm& s);
+static bool wgmma_tf32_oriented(const Gemm& s, int sm_count) {
+  return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
+         s.a_k_major != s.b_k_major && wgmma_large(tf32_as_computed(s), sm_count);
 }
 
 // The problem wgmma computes under wgmma_tf32_oriented: swapped for an N-major B, both
@@ -472,7 +476,7 @@ static Knobs wgmma_tf32_oriented_defaults(const Gemm& s, const Target& t) {
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
-  if (wgmma_tf32_oriented(s)) return wgmma_tf32_oriented_defaults(s, t);
+  if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
@@ -561,9 +565,9 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
 // takes the large TMA schedule too, in registers or swapped (wgmma_tf32_oriented).
 static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
   const bool wgmma = t.arch == "sm_90a" && s.batch == 1 &&
-                     (wgmma_tf32_oriented(s)   ? wgmma_large(tf32_as_computed(s), t.sm_count)
-                      : wgmma_thread_copies(s) ? wgmma_thread_copies_fill(s, t.sm_count)
-                                               : wgmma_large(s, t.sm_count));
+                     (wgmma_tf32_oriented(s, t.sm_count) ||
+                      (wgmma_thread_copies(s) ? wgmma_thread_copies_fill(s, t.sm_count)
+                                              : wgmma_large(s, t.sm_count)));
   if (wgmma) k.set("ATOM", "wgmma_tf32");
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }

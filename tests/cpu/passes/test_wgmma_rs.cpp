@@ -277,9 +277,13 @@ TEST(WgmmaRs, DefaultsOrientTf32ForEveryMajorness) {
   auto neither = default_knobs_of("matmul(A[4096,4096]:f32.T, B[4096,4096]:f32)", "wgmma_tf32");
   EXPECT_EQ(neither.at("STAGE"), "cp_async");
   EXPECT_EQ(neither.at("WGMMA_A"), "smem");
-  // Rows TMA cannot address (N = 4090: 16360-byte rows) keep the threads' copies.
+  // Rows TMA cannot address (N = 4090: 16360-byte rows) keep the threads' copies, and so
+  // does N = 4092 (rows TMA can address, but no multiple of 8 for the swapped wgmma's N).
   auto ragged = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4090]:f32)", "wgmma_tf32");
   EXPECT_EQ(ragged.at("STAGE"), "cp_async");
+  auto n4092 = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4092]:f32)", "wgmma_tf32");
+  EXPECT_EQ(n4092.at("STAGE"), "cp_async");
+  EXPECT_EQ(n4092.at("SWAP_AB"), "0");
   // 16-bit operands take the descriptor's transpose: nothing changes for them.
   auto bf16 = default_knobs_of("matmul(A[1024,1024]:bf16, B[1024,1024]:bf16)", "wgmma_bf16");
   EXPECT_EQ(bf16.at("WGMMA_A"), "smem");

@@ -121,12 +121,14 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     const bool rows16 = a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
     const bool tf32_k_major = elem != 4 || (!given.a_transposed && given.b_transposed);
     // tf32 that TMA can still load: the slab wgmma reads as B is K-major (B.T unswapped,
-    // A swapped) and the one it reads as A is K-major or goes through registers.
+    // A swapped) and the one it reads as A is K-major or goes through registers (WGMMA_A,
+    // a later group of the search: unset here means either; other_violation decides).
     const bool swapped = k.get_int("SWAP_AB", 0) == 1;
     const bool tma_orients =
         tf32_k_major ||
         ((swapped ? !given.a_transposed : given.b_transposed) &&
-         ((swapped ? given.b_transposed : !given.a_transposed) || b.a_regs));
+         ((swapped ? given.b_transposed : !given.a_transposed) || b.a_regs ||
+          !k.has("WGMMA_A")));
     if (b.stage != "tma" && b.stage != "cp_async")
       return "ATOM=" + a.knob + " with STAGE=" + b.stage +
              ": wgmma's slabs are filled by TMA or, where TMA cannot address them, cp.async";
@@ -229,6 +231,15 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
 std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
   const BlockShape b = block_shape(k, a);
   const bool swapped = k.get_int("SWAP_AB", 0) == 1;
+  // tf32 on TMA slabs with A in shared memory: the computed A (B^T when swapped) must be
+  // K-major; an M-major one goes through registers (staging_violation let it pass while
+  // WGMMA_A was open).
+  if (a.wgmma() && dtype_bytes(p.in) == 4 && b.stage == "tma" && !b.a_regs &&
+      !(swapped ? p.b_transposed : !p.a_transposed))
+    return "ATOM=" + a.knob + " with STAGE=tma and WGMMA_A=smem: wgmma reads tf32 shared "
+           "operands K-major only, and its A is M-major here (" +
+           (swapped ? "SWAP_AB=1 makes A the row-major B, transposed" : "A is given transposed") +
+           "): use WGMMA_A=regs";
   if (b.epilogue == "tma_store") {
     if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
     if (p.batch != 1 && p.out_rank != 3)

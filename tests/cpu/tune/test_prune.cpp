@@ -337,6 +337,11 @@ TEST(Prune, RegisterAOrientsTf32) {
   EXPECT_EQ(why(am, tf32 + "WGMMA_A=regs"), "");
   EXPECT_NE(why(am, tf32 + "WGMMA_A=smem").find("WGMMA_A=regs for an M-major A"),
             std::string::npos);
+  // WGMMA_A unset (the search's staging stage leaves it open): the full knob set still
+  // refuses the shared M-major A, naming the fix.
+  EXPECT_NE(why(am, tf32.substr(0, tf32.size() - 1)).find("use WGMMA_A=regs"), std::string::npos)
+      << why(am, tf32.substr(0, tf32.size() - 1));
+  EXPECT_NE(why(bn, tf32 + "SWAP_AB=1").find("use WGMMA_A=regs"), std::string::npos);
   // Neither K-major: no orientation; only the threads' transposing copies.
   Case both = problem(parse_expression("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)"),
                       "wgmma_tf32");

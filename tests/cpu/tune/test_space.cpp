@@ -258,8 +258,10 @@ std::vector<HopperGemmShape> hopper_gemm_shapes() {
       out.push_back({"matmul(" + e + ")", "wgmma_" + t});
     }
   }
-  // tf32 reads a K-major B (B given transposed), on an explicit ATOM.
+  // tf32 reads a K-major B (B given transposed), on an explicit ATOM; a row-major B runs
+  // swapped with B^T in registers (the default of `:tf32`).
   out.push_back({"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32"});
+  out.push_back({"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", "wgmma_tf32"});
   out.push_back({"matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});

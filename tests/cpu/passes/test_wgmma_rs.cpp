@@ -115,6 +115,13 @@ TEST(WgmmaRs, Tf32RowMajorBWithBiasEveryPassMatches) {
   passcheck::check_every_pass("relu(add(matmul(A[M,K]:f32, B[K,N]:f32), bias[N]:f32))",
                               Knobs::parse(kTf32Swap), 59, {{"M", 50}, {"N", 72}, {"K", 40}},
                               round_tf32);
+  // A residual read through the transposed cell, and a 16-bit output.
+  passcheck::check_every_pass("add(matmul(A[M,K]:f32, B[K,N]:f32), R[M,N]:f32)",
+                              Knobs::parse(kTf32Swap), 61, {{"M", 44}, {"N", 68}, {"K", 40}},
+                              round_tf32);
+  passcheck::check_every_pass("matmul(A[M,K]:tf32, B[K,N]:tf32, out=bf16)",
+                              Knobs::parse(kTf32Swap), 63, {{"M", 40}, {"N", 64}, {"K", 48}},
+                              round_tf32);
 }
 
 TEST(WgmmaRs, Tf32RowMajorBWarpSpecializedEveryPassMatches) {

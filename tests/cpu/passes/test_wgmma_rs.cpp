@@ -146,12 +146,12 @@ TEST(WgmmaRs, Tf32SwappedPersistentClusterEveryPassMatches) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = 2;
   passcheck::check_every_pass(
-      "matmul(A[70,64]:f32, B[64,260]:f32)",
+      "matmul(A[40,64]:f32, B[64,260]:f32)",
       Knobs::parse(kTf32SwapBase + ",WM=2,BN=32,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,GROUP_M=2"),
       71,
       {}, round_tf32, std::nullopt, t);
   passcheck::check_every_pass(
-      "matmul(A[256,64]:f32, B[64,256]:f32)",
+      "matmul(A[64,64]:f32, B[64,256]:f32)",
       Knobs::parse(kTf32SwapBase + ",WM=2,BN=64,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2"),
       73, {}, round_tf32, std::nullopt, t);
 }
@@ -163,7 +163,7 @@ TEST(WgmmaRs, Tf32SwappedThroughTheTmaStoreEveryPassMatches) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = 2;
   CompileState s = passcheck::check_every_pass(
-      "matmul(A[136,64]:f32, B[64,200]:f32)",
+      "matmul(A[72,64]:f32, B[64,200]:f32)",
       Knobs::parse(kTf32SwapBase + ",WM=2,BN=64,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,"
                                    "EPILOGUE=tma_store,EPI_BUFFERS=0"),
       89, {}, round_tf32, std::nullopt, t);
@@ -180,7 +180,7 @@ TEST(WgmmaRs, Tf32MMajorAEveryPassMatches) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = 2;
   passcheck::check_every_pass(
-      "matmul(A[72,200]:f32.T, B[136,72]:f32.T)",
+      "matmul(A[64,200]:f32.T, B[72,64]:f32.T)",
       Knobs::parse("ATOM=wgmma_tf32,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=3,"
                    "WGMMA_A=regs,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2"),
       83, {}, round_tf32, std::nullopt, t);

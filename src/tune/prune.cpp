@@ -119,28 +119,21 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     const int64_t a_row = given.a_transposed ? given.M : given.K;
     const int64_t b_row = given.b_transposed ? given.K : given.N;
     const bool rows16 = a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
-    const bool tf32_k_major = elem != 4 || (!given.a_transposed && given.b_transposed);
-    // tf32 that TMA can still load: the slab wgmma reads as B is K-major (B.T unswapped,
-    // A swapped) and the one it reads as A is K-major or goes through registers (WGMMA_A,
-    // a later group of the search: unset here means either; other_violation decides).
-    const bool swapped = k.get_int("SWAP_AB", 0) == 1;
-    const bool tma_orients =
-        tf32_k_major ||
-        ((swapped ? !given.a_transposed : given.b_transposed) &&
-         ((swapped ? given.b_transposed : !given.a_transposed) || b.a_regs ||
-          !k.has("WGMMA_A")));
+    // tf32: the slab wgmma reads as B must be K-major — B given transposed, or A when
+    // swapped (SWAP_AB=1: B^T is then wgmma's A, which registers may hold M-major;
+    // other_violation checks WGMMA_A for it, a later group of the search).
+    const bool tf32_k_major =
+        elem != 4 || (k.get_int("SWAP_AB", 0) == 1 ? !given.a_transposed : given.b_transposed);
     if (b.stage != "tma" && b.stage != "cp_async")
       return "ATOM=" + a.knob + " with STAGE=" + b.stage +
              ": wgmma's slabs are filled by TMA or, where TMA cannot address them, cp.async";
-    if (b.stage == "cp_async" && rows16 && tma_orients)
+    if (b.stage == "cp_async" && rows16 && tf32_k_major)
       return "ATOM=" + a.knob + " with STAGE=cp_async: TMA can load these operands (rows of " +
-             "whole 16-byte units, tf32 K-major where wgmma reads it from shared memory); the "
-             "threads' copies are for those it cannot";
-    if (b.stage == "tma" && !tma_orients)
-      return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 shared operands K-major only "
-             "and TMA cannot transpose; STAGE=cp_async transposes while it copies (or, with one "
-             "operand K-major: WGMMA_A=regs for an M-major A, SWAP_AB=1,WGMMA_A=regs for an "
-             "N-major B)";
+             "whole 16-byte units, K-major where 32-bit); the threads' copies are for those it "
+             "cannot";
+    if (b.stage == "tma" && !tf32_k_major)
+      return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
+             "TMA cannot transpose; STAGE=cp_async transposes while it copies";
     // The cp.async producer warpgroup (k:030) feeds one tile per CTA, without clusters.
     if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
         (k.get_int("PERSISTENT", 0) == 1 || k.get_int("CLUSTER_M", 1) > 1 ||
@@ -232,8 +225,8 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
   const BlockShape b = block_shape(k, a);
   const bool swapped = k.get_int("SWAP_AB", 0) == 1;
   // tf32 on TMA slabs with A in shared memory: the computed A (B^T when swapped) must be
-  // K-major; an M-major one goes through registers (staging_violation let it pass while
-  // WGMMA_A was open).
+  // K-major; an M-major one goes through registers (staging_violation checks only the
+  // computed B: WGMMA_A is a later group of the search).
   if (a.wgmma() && dtype_bytes(p.in) == 4 && b.stage == "tma" && !b.a_regs &&
       !(swapped ? p.b_transposed : !p.a_transposed))
     return "ATOM=" + a.knob + " with STAGE=tma and WGMMA_A=smem: wgmma reads tf32 shared "

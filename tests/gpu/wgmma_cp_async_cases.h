@@ -66,12 +66,11 @@ inline std::vector<Case> cases() {
       {"matmul(A[512,333]:tf32, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128,SLAB_B=kinner"},
       // A given transposed (M-major) too: both slabs transposed while written.
       {"matmul(A[333,512]:tf32.T, B[333,1000]:tf32)", tf32 + ",WM=1,BN=128"},
-      // The sm_90a defaults: ragged 16-bit GEMMs and tf32 with a wave of 128x128 tiles
-      // (smaller ones keep mma.sync) that the TMA schedule does not take (both operands
-      // M-/N-major; a ragged M, N or K), a fused bias, M-major A.
+      // The sm_90a defaults: ragged 16-bit GEMMs and tf32 of either B layout with a wave of
+      // 128x128 tiles (smaller ones keep mma.sync), a fused bias, M-major A.
       {"matmul(A[2048,2048]:bf16, B[2048,2047]:bf16)", ""},
       {"matmul(A[2000,333]:f16, B[333,1777]:f16)", ""},
-      {"matmul(A[1024,2048]:tf32.T, B[1024,2048]:tf32)", ""},
+      {"matmul(A[1024,2048]:tf32.T, B[1024,2048]:tf32)", ""},  // neither K-major: no TMA form
       {"matmul(A[2048,1024]:tf32, B[2048,1024]:tf32.T)", ""},
       {"matmul(A[2000,333]:tf32, B[333,1777]:tf32)", ""},
       {"matmul(A[333,2000]:tf32.T, B[1777,333]:tf32.T)", ""},

@@ -434,9 +434,9 @@ class WgmmaLowering {
   //       wgmma.fence
   //       acc <- wgmma(frag[k_i, ..], B_s)
   //       wgmma.commit                        one group per step
-  //     wgmma.wait 0                          (k:030: wait 1, then release the previous slot)
-  // The wait before a fill only holds anything up where the previous slab's last group
-  // still runs, which is what k:030's wait 1 leaves in flight; the allocation leaves the
+  //     wgmma.wait 0                          (k:030: wait E, then release the previous slot)
+  // The wait before a fill only holds anything up where the previous slab's group for the
+  // same step still runs, which k:030's wait E may leave in flight; the allocation leaves the
   // slab loop so that it does not reset registers a wgmma still reads.
   void order_async_rs(Block& b) {
     for (size_t i = 0; i < b.size(); ++i) {

@@ -131,13 +131,15 @@ TEST(WgmmaRs, Tf32RowMajorBWarpSpecializedEveryPassMatches) {
       {{"M", 30}, {"N", 130}, {"K", 200}}, round_tf32);
   const KernelOp& k = s.kernel.kernels.at(0);
   EXPECT_EQ(count(k.body, StmtKind::Specialize), 1);
-  // The slab closes with wait 1 (one group in flight, the previous slab released); the
-  // wait before each fill keeps E - 1 = 3 groups.
+  // The slab closes with wait E = 4 (this slab's 4 groups in flight, the previous slab's
+  // retired and its slot released: one wait 1 drained the warpgroup to one group at
+  // every slab boundary, 0.87x cuBLAS on H100 against shared A's 0.99x); the wait before
+  // each fill keeps E - 1 = 3 groups.
   std::vector<int64_t> waits;
   walk(k.body, [&](const Stmt& x) {
     if (x.kind == StmtKind::WgmmaWait) waits.push_back(int64_t(x.imm));
   });
-  EXPECT_EQ(waits, (std::vector<int64_t>{3, 1, 0}));
+  EXPECT_EQ(waits, (std::vector<int64_t>{3, 4, 0}));
 }
 
 TEST(WgmmaRs, Tf32SwappedPersistentClusterEveryPassMatches) {

@@ -431,9 +431,55 @@ static Knobs wgmma_thread_copy_defaults(const Gemm& s, int sm_count) {
   return k;  // tf32's N-major B (M-major A) is transposed by t:040's default for wgmma_tf32
 }
 
+// tf32 operands that TMA can load (rows of whole 16-byte units), exactly one of them
+// not K-major: wgmma reads tf32 shared operands K-major only (its descriptors transpose
+// 16-bit types alone), but an A operand loaded into registers (WGMMA_A=regs, k:026's
+// fills: one 32-bit ld.shared per value, src/passes/wgmma_fragment.cpp) may lie either
+// way. So an M-major A (A.T) with a K-major B goes through registers, and an N-major B
+// (B [K, N] as given) with a K-major A runs swapped, C^T = B^T A^T (SWAP_AB=1): B^T is
+// wgmma's A, M-major, in registers, and A^T its B, K-major. Both keep TMA, warp
+// specialization, persistence and clusters: the schedule is the K-major one of the
+// problem as computed (the swapped one: N rows, M columns). Until 2026-11-27 these took
+// the threads' transposing copies (4096^3 with B [K, N]: 0.42x cuBLAS TF32 on H100,
+// bench/NOTES.md, wgmma without TMA). Both operands M-/N-major leave no orientation with
+// a K-major B: those keep the threads' copies (wgmma_thread_copies), and so do shapes the
+// large schedule does not take as computed (a wave of 128x256 tiles, M, N, K multiples of
+// 8), as before.
+static Gemm tf32_as_computed(const Gemm& s);
+static bool wgmma_tf32_oriented(const Gemm& s, int sm_count) {
+  return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
+         s.a_k_major != s.b_k_major && wgmma_large(tf32_as_computed(s), sm_count);
+}
+
+// The problem wgmma computes under wgmma_tf32_oriented: swapped for an N-major B, both
+// operands then as the schedule sees them (K-major B; A K-major or in registers).
+static Gemm tf32_as_computed(const Gemm& s) {
+  Gemm c = s;
+  if (!s.b_k_major) std::swap(c.M, c.N);
+  c.a_k_major = c.b_k_major = true;
+  return c;
+}
+
+// Swapped, the kernel's tile is a tile of C^T: its consumer warpgroups, stacked along the
+// swapped M, own column bands of C, which k:053's strips (rows of C, one strip per store
+// statement) cannot follow, so the swapped form stores directly from the accumulators. At
+// K = 4096 a 128x256 tile's 128 slabs of tf32 wgmma take ~130k cycles and its direct
+// stores ~1-2k cycles of issue, so the TMA store's overlap is worth little there.
+static Knobs wgmma_tf32_oriented_defaults(const Gemm& s, const Target& t) {
+  Knobs k = wgmma_defaults_for(tf32_as_computed(s), t);
+  k.set("WGMMA_A", "regs");
+  if (!s.b_k_major) {
+    k.set("SWAP_AB", "1");
+    k.set("EPILOGUE", "direct");
+    k.set("EPI_BUFFERS", "0");
+  }
+  return k;
+}
+
 static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
+  if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
@@ -506,19 +552,25 @@ static Knobs wgmma_defaults_for(const Gemm& s, const Target& t) {
 
 // `:tf32` operands (never plain f32, which stays exact on FFMA) run on the tensor cores
 // in the large and medium classes: FFMA measured 0.06x cuBLAS TF32 at 4096^3 on H100,
-// wgmma_tf32 0.96x (K-major B) and mma.sync tf32 0.43x (bench/NOTES.md). On sm_90a both
-// majornesses take wgmma_tf32 where its schedules have the tiles (below): K-major operands
-// TMA can load the TMA schedules, the rest the threads' copies, which transpose an
-// N-major B (M-major A) into the K-major slab wgmma reads (wgmma_thread_copy_defaults).
-// Elsewhere, and on sm_80 to sm_89: mma.sync tf32 (mma_defaults_for's tf32 tiles).
+// wgmma_tf32 0.96x (K-major B) and mma.sync tf32 0.43x (bench/NOTES.md). On sm_90a every
+// majorness takes wgmma_tf32 where its schedules have the tiles (below): operands TMA can
+// load the TMA schedules (one of them M-/N-major: in registers, swapped for an N-major B,
+// wgmma_tf32_oriented), the rest (both M-/N-major, or rows TMA cannot address) the
+// threads' copies, which transpose into the K-major slab wgmma reads
+// (wgmma_thread_copy_defaults). Elsewhere, and on sm_80 to sm_89: mma.sync tf32
+// (mma_defaults_for's tf32 tiles).
 // wgmma_tf32 where a wgmma schedule has the tiles for it: the large TMA one (K-major
-// operands TMA can load: 0.99x cuBLAS TF32 at 4096^3 on H100), or the threads' copies
-// with a wave of 128x128 tiles (B [K, N] at 4096^3: 0.42x, mma.sync tf32 0.38x). Other
-// shapes, and batches (wgmma's schedules here take one GEMM), keep mma.sync tf32.
+// operands TMA can load: 0.99x cuBLAS TF32 at 4096^3 on H100; oriented ones: the problem
+// as computed), or the threads' copies with a wave of 128x128 tiles (B [K, N] at 4096^3:
+// 0.42x, mma.sync tf32 0.38x). Other shapes, and batches (wgmma's schedules here take one
+// GEMM), keep mma.sync tf32.
+// Since 2026-11-27 an M-major A or an N-major B that TMA can load (one operand K-major)
+// takes the large TMA schedule too, in registers or swapped (wgmma_tf32_oriented).
 static void set_tf32_atom(Knobs& k, const Gemm& s, const Target& t) {
   const bool wgmma = t.arch == "sm_90a" && s.batch == 1 &&
-                     (wgmma_thread_copies(s) ? wgmma_thread_copies_fill(s, t.sm_count)
-                                             : wgmma_large(s, t.sm_count));
+                     (wgmma_tf32_oriented(s, t.sm_count) ||
+                      (wgmma_thread_copies(s) ? wgmma_thread_copies_fill(s, t.sm_count)
+                                              : wgmma_large(s, t.sm_count)));
   if (wgmma) k.set("ATOM", "wgmma_tf32");
   else if (t.compute_capability() >= 80) k.set("ATOM", "mma_tf32");
 }

@@ -135,32 +135,15 @@ FragmentFill element_fill(const AtomDef& wgmma, const Stmt& load, const std::str
 FragmentFill wgmma_a_fragment_fill(const AtomDef& wgmma, const ProgramBase& p, const Stmt& load,
                                    const std::string& row, const std::string& col,
                                    const Expr& thread) {
-  // An M-major A (consecutive rows adjacent in the slab: a swapped row-major B, or A
-  // given transposed) is refused. Its fills — ldmatrix.trans for 16-bit, one ld.shared per
-  // value for tf32 — pass every interpreted test but computed wrong products on an H100
-  // (2026-11-22: all 4 M-major GPU cases, rel. error ~1.4; the K-major fills pass): the
-  // slab's index expression and the layout TMA writes for an M-major box disagree somewhere
-  // the interpreter cannot see, since it writes boxes through that same expression.
-  {
-    const Expr& e = load.index[0];
-    std::set<std::string> vars;
-    e.collect_vars(vars);
-    Expr::Env env;
-    for (const std::string& v : vars) env[v] = 0;
-    env[col] = 0;
-    env[row] = 0;
-    const int64_t origin = e.eval(env);
-    env[row] = 1;
-    const int64_t down = e.eval(env);
-    env[row] = 0;
-    env[col] = 1;
-    const int64_t across = e.eval(env);
-    if (down - origin == 1 && across - origin != 1)
-      throw Error("WGMMA_A=regs: A lies M-major in its shared slab `" + load.tensor +
-                  "`, and register fills of M-major slabs are not verified on the GPU yet "
-                  "(they computed wrong products on H100); give A K-major (for a row-major "
-                  "B: B.T, or WGMMA_A=smem with a 16-bit type)");
-  }
+  // An M-major A (consecutive rows adjacent in the slab: a swapped row-major B, or A given
+  // transposed) is filled like a K-major one: ldmatrix .trans for 16-bit types, one
+  // ld.shared per value for tf32. Its slab rows are BM wide, wider than a 128-byte swizzle
+  // span from BM = 64 (16-bit) or 32 (tf32) up, so TMA lands them as span-wide chunks
+  // (TensorDecl::row_chunk). These fills were refused from 2026-11-22 to 2026-11-27: they
+  // computed wrong products on H100 because codegen placed thread accesses of a chunked
+  // slab by the swizzle alone, without the chunk permutation the interpreter and the
+  // descriptors apply; codegen's address_of now goes through the same layout
+  // (TensorDecl::physical), so the fills read what TMA wrote.
   if (std::optional<FragmentFill> f =
           ldmatrix_fill(wgmma, p.tensor(load.tensor), load, row, col, thread))
     return *f;

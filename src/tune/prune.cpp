@@ -19,6 +19,14 @@ int64_t pow2_at_least(int64_t v) {
   return p;
 }
 
+// tf32 with a K-major A and an N-major B (B [K, N] as given): wgmma reads tf32 shared
+// operands K-major only, so the GEMM runs swapped, B^T as wgmma's A from registers
+// (which may lie M-major), A^T as its K-major B. The swap is its orientation there,
+// whatever M and N are.
+bool tf32_swap_orients(const TuneProblem& p) {
+  return dtype_bytes(p.in) == 4 && !p.a_transposed && !p.b_transposed;
+}
+
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The share of a GPU's SMs that clusters of 4 or 8 CTAs can occupy at once: clusters do
@@ -33,9 +41,11 @@ std::string tiling_violation(const TuneProblem& given, const AtomChoice& a, cons
   const BlockShape b = block_shape(k, a);
   // The swap pays where a small M would waste most of wgmma's 64 rows (decode); on a
   // square-ish GEMM it is the same work transposed, not worth a measurement.
-  if (k.get_int("SWAP_AB", 0) == 1 && (given.M > 128 || given.M >= given.N))
+  if (k.get_int("SWAP_AB", 0) == 1 && (given.M > 128 || given.M >= given.N) &&
+      !(a.wgmma() && tf32_swap_orients(given)))
     return "SWAP_AB=1 with M=" + str(given.M) + ", N=" + str(given.N) +
-           ": the swap is for a small M against a wide N (M <= 128, M < N)";
+           ": the swap is for a small M against a wide N (M <= 128, M < N), or for tf32 "
+           "with a K-major A and an N-major B (B^T becomes wgmma's A, from registers)";
   if (a.wgmma()) {
     if (b.WN * b.FN <= 0 || b.BN % (b.WN * b.FN) != 0 || b.atom_n % 8 != 0 || b.atom_n < 8 ||
         b.atom_n > 256)
@@ -109,7 +119,11 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
     const int64_t a_row = given.a_transposed ? given.M : given.K;
     const int64_t b_row = given.b_transposed ? given.K : given.N;
     const bool rows16 = a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
-    const bool tf32_k_major = elem != 4 || (!given.a_transposed && given.b_transposed);
+    // tf32: the slab wgmma reads as B must be K-major — B given transposed, or A when
+    // swapped (SWAP_AB=1: B^T is then wgmma's A, which registers may hold M-major;
+    // other_violation checks WGMMA_A for it, a later group of the search).
+    const bool tf32_k_major =
+        elem != 4 || (k.get_int("SWAP_AB", 0) == 1 ? !given.a_transposed : given.b_transposed);
     if (b.stage != "tma" && b.stage != "cp_async")
       return "ATOM=" + a.knob + " with STAGE=" + b.stage +
              ": wgmma's slabs are filled by TMA or, where TMA cannot address them, cp.async";
@@ -221,14 +235,27 @@ std::string split_violation(const TuneProblem& given, const AtomChoice& a, const
 std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Knobs& k) {
   const BlockShape b = block_shape(k, a);
   const bool swapped = k.get_int("SWAP_AB", 0) == 1;
+  // tf32 on TMA slabs with A in shared memory: the computed A (B^T when swapped) must be
+  // K-major; an M-major one goes through registers (staging_violation checks only the
+  // computed B: WGMMA_A is a later group of the search).
+  if (a.wgmma() && dtype_bytes(p.in) == 4 && b.stage == "tma" && !b.a_regs &&
+      !(swapped ? p.b_transposed : !p.a_transposed))
+    return "ATOM=" + a.knob + " with STAGE=tma and WGMMA_A=smem: wgmma reads tf32 shared "
+           "operands K-major only, and its A is M-major here (" +
+           (swapped ? "SWAP_AB=1 makes A the row-major B, transposed" : "A is given transposed") +
+           "): use WGMMA_A=regs";
   if (b.epilogue == "tma_store") {
     if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
     if (p.batch != 1 && p.out_rank != 3)
       return "EPILOGUE=tma_store takes a 2-D output or a bmm's [B, M, N]; this one has rank " +
              str(int64_t(p.out_rank));
-    if (swapped)
-      return "EPILOGUE=tma_store with SWAP_AB=1: the swapped kernel stores a transposed tile, "
-             "which k:053 does not take";
+    // Swapped, each consumer warpgroup's cells are a column band of C and one store
+    // statement's cells span its warps' column strips: k:053 takes the whole tile
+    // (EPI_BUFFERS=0), not the strip stream.
+    if (swapped && b.epi_buffers > 0)
+      return "EPILOGUE=tma_store,EPI_BUFFERS=" + str(b.epi_buffers) +
+             " with SWAP_AB=1: the swapped kernel stores a transposed tile, whose store "
+             "statements span column strips; use EPI_BUFFERS=0 (the whole tile)";
     if (p.N * dtype_bytes(p.out) % 16 != 0)
       return "EPILOGUE=tma_store: output rows of " + str(p.N * dtype_bytes(p.out)) +
              " B are not a multiple of 16 B (a tensor map's stride)";
@@ -243,15 +270,6 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
     if (b.epi_buffers > 0 && b.WN > 1)
       return "EPI_BUFFERS=" + str(b.epi_buffers) + " with WN=" + str(b.WN) +
              ": strip buffers belong to one warpgroup column (use WN=1 or EPI_BUFFERS=0)";
-  }
-  if (b.a_regs) {
-    // The computed A is B^T under the swap: K-major when B was given transposed.
-    const bool k_major = swapped ? p.b_transposed : !p.a_transposed;
-    if (!k_major)
-      return std::string("WGMMA_A=regs needs A K-major in its slab; ") +
-             (swapped ? "SWAP_AB=1 makes A the row-major B, transposed (M-major)"
-                      : "A is given transposed (M-major)") +
-             ": M-major register fills are refused until verified on the GPU";
   }
   return "";
 }

@@ -132,6 +132,20 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));
 
+// The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
+// schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T
+// in registers), A given transposed (A in registers), both M-/N-major (the threads'
+// transposing copies); a fused bias.
+INSTANTIATE_TEST_SUITE_P(
+    Tf32Defaults, GpuHopperGemm,
+    ::testing::Values(HopperCase{"matmul(A[1000,520]:tf32, B[2056,520]:tf32.T)", ""},
+                      HopperCase{"matmul(A[1000,520]:tf32, B[520,2056]:tf32)", ""},
+                      HopperCase{"matmul(A[520,2056]:tf32.T, B[1000,520]:tf32.T)", ""},
+                      HopperCase{"matmul(A[520,2056]:tf32.T, B[520,1000]:tf32)", ""},
+                      HopperCase{"relu(add(matmul(A[1000,520]:tf32, B[520,2056]:tf32), "
+                                 "bias[2056]:tf32))",
+                                 ""}));
+
 // wgmma with A from registers (WGMMA_A=regs): tests/gpu/wgmma_rs_cases.h.
 class GpuHopperGemmRegsA : public ::testing::TestWithParam<wgmma_rs_test::Case> {
  protected:
@@ -175,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(
                        ",WM=2,BN=32" + kWs},
         HopperCase{"linear(X[48,4096]:f16, W[1024,4096]:f16)",
                    "ATOM=wgmma_f16,STAGE=tma,SWIZZLE=128B,BK=128,STAGES=6" + kSwap +
-                       ",WM=1,BN=48" + kWs}));
+                       ",WM=1,BN=48" + kWs},
+        // The transposed tile through the TMA store, whole (EPI_BUFFERS=0): ragged M.
+        HopperCase{"matmul(A[20,1024]:bf16, B[1024,2048]:bf16)",
+                   kBf16 + kSwap + ",WM=1,BN=24,CLUSTER_K=1,EPILOGUE=tma_store,EPI_BUFFERS=0" + kWs}));
 
 class GpuTmaStoreEpilogue : public ::testing::TestWithParam<tma_store_test::Case> {
  protected:

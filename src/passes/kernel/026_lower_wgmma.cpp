@@ -32,7 +32,8 @@
 // one fragment and one commit group per atom step, a wait before each fill (wgmma reads A
 // registers asynchronously) and a fence between fill and wgmma. tf32 shared operands must
 // be K-major (no descriptor transpose for 32-bit types): an M-major shared A or an
-// N-major B is an error naming the orientation that works.
+// N-major B is an error naming the orientation that works (A from registers, which may
+// lie M-major; SWAP_AB=1 to make an N-major B that A; or the threads' transposing copies).
 // Step 6 (WGMMA_ZERO=scale_d, the default): the zeroing of the accumulators right before
 // that reduce loop goes, and each wgmma in the loop takes scale-d `0 < k_o || 0 < k_i`
 // (over the reduce loops from the slab loop down to it): the tile's first atom step
@@ -293,11 +294,15 @@ class WgmmaLowering {
       if (!regs_ && !unit(a_operand.index[2]))
         throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads A from " +
                     a_operand.name + " M-major, and wgmma reads tf32 shared operands K-major only "
-                    "(the descriptor transposes 16-bit types alone): give A K-major");
+                    "(the descriptor transposes 16-bit types alone): load A into registers "
+                    "(WGMMA_A=regs), or give A K-major");
       if (!unit(b_operand.index[1]))
         throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads B from " + b_operand.name +
                     " N-major, and wgmma reads tf32 shared operands K-major only (the descriptor "
-                    "transposes 16-bit types alone): give B K-major (B.T)");
+                    "transposes 16-bit types alone): give B K-major (B.T); with A K-major, run "
+                    "the GEMM swapped with A from registers (SWAP_AB=1,WGMMA_A=regs: B^T "
+                    "becomes an A that registers may hold M-major); or let the threads "
+                    "transpose the slabs while they copy (STAGE=cp_async)");
     }
     Stmt out = Stmt::Atom(id_, fma.dst, {a_operand, b_operand});
     out.dst_index.assign(fma.dst_index.begin(), fma.dst_index.end() - 2);
@@ -429,9 +434,9 @@ class WgmmaLowering {
   //       wgmma.fence
   //       acc <- wgmma(frag[k_i, ..], B_s)
   //       wgmma.commit                        one group per step
-  //     wgmma.wait 0                          (k:030: wait 1, then release the previous slot)
-  // The wait before a fill only holds anything up where the previous slab's last group
-  // still runs, which is what k:030's wait 1 leaves in flight; the allocation leaves the
+  //     wgmma.wait 0                          (k:030: wait E, then release the previous slot)
+  // The wait before a fill only holds anything up where the previous slab's group for the
+  // same step still runs, which k:030's wait E may leave in flight; the allocation leaves the
   // slab loop so that it does not reset registers a wgmma still reads.
   void order_async_rs(Block& b) {
     for (size_t i = 0; i < b.size(); ++i) {

@@ -84,6 +84,36 @@ bool has_issue(const Stmt& s) { return contains(s, is_tma_issue); }
 
 // With ping-pong consumers, warpgroup w's loop over the persistent tile loop's tiles
 // w, w + 2, ...: `for t_w in 0..(n + 1 - w) / 2: let t_i = t_w * 2 + w; ...`.
+// The wgmma groups one slab iteration commits, every one of them unconditionally: one for
+// shared-A kernels, one per atom step with WGMMA_A=regs (k:026's step 5r: 4 for a 32-deep
+// tf32 slab). The slab's closing wait keeps that many in flight — this slab's groups —
+// while every earlier group, the previous slab's whose slot is released next, is retired
+// (wgmma.wait_group N: all but the newest N groups complete, in commit order). With one
+// wait 1 a register-A slab drained its consumer warpgroup to one group at every slab
+// boundary: 0.87x cuBLAS TF32 at 4096^3 against the shared-A kernel's 0.99x (H100,
+// bench/NOTES.md, 2026-11-27, TF32 with an N-major B). 1 where a commit sits under a
+// condition or a loop of run-time extent (the count would be an upper bound, unsafe).
+int64_t groups_per_slab(const Block& b) {
+  int64_t n = 0;
+  for (const Stmt& s : b) {
+    if (s.kind == StmtKind::WgmmaCommit) {
+      ++n;
+    } else if (s.kind == StmtKind::For || s.kind == StmtKind::If) {
+      const int64_t inner = groups_per_slab(s.body);
+      if (inner == 0) continue;
+      if (s.kind == StmtKind::If || !s.extent.is_const() || inner < 0) return -1;
+      n += s.extent.const_value() * inner;
+    }
+  }
+  return n;
+}
+
+// The closing wait's count for a slab loop body: groups_per_slab, or 1 where it is unknown.
+int64_t closing_wait(const Block& b) {
+  const int64_t n = groups_per_slab(b);
+  return n >= 1 ? n : 1;
+}
+
 void own_tiles(Block& b, int64_t w) {
   for (Stmt& s : b) {
     if (s.kind == StmtKind::For && s.axis == "persistent") {
@@ -361,8 +391,8 @@ class Specializer {
       // reaches it; the empty barriers take its place.
       if (c.kind == StmtKind::Barrier || c.kind == StmtKind::ClusterSync) continue;
       if (&c == &loop.body[closing]) {
-        // One group (this slab's) may stay in flight; the previous slab is read.
-        out.push_back(Stmt::WgmmaWait(1));
+        // This slab's groups may stay in flight; the previous slab is read.
+        out.push_back(Stmt::WgmmaWait(int(closing_wait(loop.body))));
         waited = true;
         continue;
       }
@@ -506,7 +536,7 @@ class CpAsyncSpecializer {
       throw Error("WARP_SPECIALIZE=1: kernel " + k_.name + "'s slab loop has no wgmma.wait; "
                   "the consumers release a slot once the wgmma reading it retired "
                   "(ATOM=wgmma_*)");
-    math[closing] = Stmt::WgmmaWait(1);
+    math[closing] = Stmt::WgmmaWait(int(closing_wait(math)));
     const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("wg_thread"), Expr(0));
     Block consume = {Stmt::MbarWait(Expr(full) + slot, ko / S % 2)};
     consume.insert(consume.end(), math.begin(), math.end());

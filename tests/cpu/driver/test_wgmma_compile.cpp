@@ -239,6 +239,35 @@ TEST(WgmmaCompile, RegisterACasesCompileWithoutSpills) {
   }
 }
 
+// The register fills of an M-major tf32 A read its slab where TMA wrote it: the defaults'
+// swapped 4096^3 GEMM with B [K, N] has B^T's slab [32][128] (BK x BM) in four 32-column
+// chunks of 32 x 32 (128-byte swizzle spans), so column c of row r lies at
+// c / 32 * 1024 + r * 32 + c % 32, then swizzled. Codegen once placed thread accesses by
+// the swizzle alone (r * 128 + c): the M-major fills computed wrong products on H100
+// (2026-11-22) while the interpreter, which applies the permutation, passed them.
+TEST(WgmmaCompile, MMajorRegisterFillsReadTheChunkedLayout) {
+  for (const std::string expr : {"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)",
+                                 "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)"}) {
+    SCOPED_TRACE(expr);
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(expr, opt);
+    EXPECT_EQ(p.state.used_knobs.at("WGMMA_A"), "regs");
+    const std::string slab = p.state.used_knobs.at("SWAP_AB") == "1" ? "B_s" : "A_s";
+    ASSERT_EQ(p.state.kernel.tensor(slab).row_chunk, 32);
+    const size_t fill = p.cuda.find("loom::ld_tf32(&loom_t_" + slab + "[");
+    ASSERT_NE(fill, std::string::npos) << p.cuda;
+    const std::string line = p.cuda.substr(fill, p.cuda.find('\n', fill) - fill);
+    EXPECT_NE(line.find("% 128 / 32 * 1024"), std::string::npos) << line;  // the column's chunk
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
 TEST(WgmmaCompile, AWgmmaWrapperOutsideSm90aIsAFrontEndErrorNamingIt) {
   // Plain sm_90 has no wgmma: the guard makes that a compile error with the wrapper's
   // name instead of a ptxas failure.

@@ -309,9 +309,12 @@ TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {
   EXPECT_NE(why(split, knobs_over(big, "SPLITK=8,PERSISTENT=0")).find("partial sums"), std::string::npos);
   Case d = problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16");
   EXPECT_NE(why(d, "ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,"
-                   "SWIZZLE=128B,BK=128,STAGES=8,EPILOGUE=tma_store")
-                .find("transposed tile"),
+                   "SWIZZLE=128B,BK=128,STAGES=8,EPILOGUE=tma_store,EPI_BUFFERS=2")
+                .find("use EPI_BUFFERS=0"),
             std::string::npos);
+  EXPECT_EQ(why(d, "ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,"
+                   "SWIZZLE=128B,BK=128,STAGES=8,EPILOGUE=tma_store,EPI_BUFFERS=0"),
+            "");
   // A bmm's [B, M, N] goes through a rank-3 map (k:053); a rank-4 output does not.
   Case bmm = problem(parse_expression("bmm(A[8,512,512]:bf16, B[8,512,512]:bf16)"), "wgmma_bf16");
   EXPECT_EQ(why(bmm, big + "EPI_BUFFERS=2"), "");
@@ -320,21 +323,56 @@ TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {
   EXPECT_NE(why(rank4, big + "EPI_BUFFERS=2").find("has rank 4"), std::string::npos);
 }
 
-TEST(Prune, RegisterAWantsAKMajorA) {
+TEST(Prune, RegisterAOrientsTf32) {
   const std::string regs = std::string(kWgmma128) + "WGMMA_A=regs";
   EXPECT_EQ(why(problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16"), regs), "");
+  // An M-major A in registers (ldmatrix .trans for 16-bit types, ld.shared for tf32).
   Case at = problem(parse_expression("matmul(A[4096,4096]:bf16.T, B[4096,4096]:bf16)"),
                     "wgmma_bf16");
-  EXPECT_NE(why(at, regs).find("A is given transposed"), std::string::npos) << why(at, regs);
+  EXPECT_EQ(why(at, regs), "");
   // Swapped, A is B^T: M-major for a row-major B, K-major for B given transposed.
   const std::string swapped =
       "ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,SWIZZLE=128B,BK=64,"
       "WGMMA_A=regs";
-  EXPECT_NE(why(problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16"), swapped).find("SWAP_AB=1"),
-            std::string::npos);
+  EXPECT_EQ(why(problem(gemm(16, 4096, 4096, "bf16"), "wgmma_bf16"), swapped), "");
   Case bt = problem(parse_expression("matmul(A[16,4096]:bf16, B[4096,4096]:bf16.T)"),
                     "wgmma_bf16");
   EXPECT_EQ(why(bt, swapped), "");
+  // tf32: TMA loads every operand that has a K-major side for wgmma's B. B [K, N] runs
+  // swapped (whatever M and N are) with B^T in registers; A.T unswapped in registers.
+  const std::string tf32 =
+      "ATOM=wgmma_tf32,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,";
+  Case bn = problem(gemm(4096, 4096, 4096, "tf32"), "wgmma_tf32");
+  EXPECT_EQ(why(bn, tf32 + "SWAP_AB=1,WGMMA_A=regs"), "");
+  EXPECT_NE(why(bn, tf32 + "SWAP_AB=1,WGMMA_A=smem").find("use WGMMA_A=regs"),
+            std::string::npos)
+      << why(bn, tf32 + "SWAP_AB=1,WGMMA_A=smem");
+  EXPECT_NE(why(bn, tf32 + "WGMMA_A=regs").find("K-major only"), std::string::npos);
+  // TMA can load them, so the threads' copies are pruned in the swapped orientation.
+  EXPECT_NE(why(bn, "ATOM=wgmma_tf32,WM=2,WN=1,FM=1,FN=1,BN=128,SWIZZLE=128B,BK=32,STAGES=4,"
+                    "STAGE=cp_async,SWAP_AB=1,WGMMA_A=regs")
+                .find("TMA can load these operands"),
+            std::string::npos);
+  Case am = problem(parse_expression("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)"),
+                    "wgmma_tf32");
+  EXPECT_EQ(why(am, tf32 + "WGMMA_A=regs"), "");
+  EXPECT_NE(why(am, tf32 + "WGMMA_A=smem").find("use WGMMA_A=regs"), std::string::npos);
+  // WGMMA_A unset (the search's staging stage leaves it open): the full knob set still
+  // refuses the shared M-major A, naming the fix.
+  EXPECT_NE(why(am, tf32.substr(0, tf32.size() - 1)).find("use WGMMA_A=regs"), std::string::npos)
+      << why(am, tf32.substr(0, tf32.size() - 1));
+  EXPECT_NE(why(bn, tf32 + "SWAP_AB=1").find("use WGMMA_A=regs"), std::string::npos);
+  // Neither K-major: no orientation; only the threads' transposing copies.
+  Case both = problem(parse_expression("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)"),
+                      "wgmma_tf32");
+  EXPECT_NE(why(both, tf32 + "SWAP_AB=1,WGMMA_A=regs").find("tf32 with a K-major A"),
+            std::string::npos);
+  EXPECT_NE(why(both, tf32 + "WGMMA_A=regs").find("STAGE=cp_async"), std::string::npos);
+  // A square 16-bit GEMM still is not swapped.
+  EXPECT_NE(why(problem(gemm(4096, 4096, 4096, "bf16"), "wgmma_bf16"),
+                std::string(kWgmma128) + "SWAP_AB=1")
+                .find("the swap is for a small M"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -70,8 +70,8 @@ void expect_sound_space(const Graph& g, const std::vector<std::string>& default_
 
 TEST(Space, F32At4096) {
   Graph g = gemm(4096, 4096, 4096, "f32");
-  // Three shipped defaults: SIMT, mma.sync tf32, and wgmma tf32 on the threads' copies
-  // (B [K, N] transposed into the K-major slab; TMA's schedule cannot take it).
+  // Three shipped defaults: SIMT, mma.sync tf32, and wgmma tf32 (B [K, N]: swapped, its
+  // transpose in registers, on the TMA schedule).
   expect_sound_space(g, {"", "ATOM=mma_tf32", "ATOM=wgmma_tf32"});
 }
 
@@ -258,8 +258,10 @@ std::vector<HopperGemmShape> hopper_gemm_shapes() {
       out.push_back({"matmul(" + e + ")", "wgmma_" + t});
     }
   }
-  // tf32 reads a K-major B (B given transposed), on an explicit ATOM.
+  // tf32 reads a K-major B (B given transposed), on an explicit ATOM; a row-major B runs
+  // swapped with B^T in registers (the default of `:tf32`).
   out.push_back({"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32"});
+  out.push_back({"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", "wgmma_tf32"});
   out.push_back({"matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});

@@ -733,7 +733,7 @@ class Renderer {
       }
       case StmtKind::Barrier:
         if (s.named_barrier())
-          line(d, "loom::bar_sync(" + ix(s.value) + ", " + std::to_string(int64_t(s.imm)) + ");");
+          line(d, std::string(s.named_arrive() ? "loom::bar_arrive(" : "loom::bar_sync(") + ix(s.value) + ", " + std::to_string(int64_t(s.imm)) + ");");
         else
           line(d, "__syncthreads();");
         break;

@@ -6,6 +6,11 @@
 
 namespace loom {
 
+namespace {
+// The registers besides the accumulators with ATTN_OVERLAP up to D = 128 (below).
+constexpr int64_t kOverlapOverhead = 64;
+}  // namespace
+
 bool attention_wgmma_head_dim(int64_t D) { return D > 0 && D % 8 == 0 && D <= 256; }
 
 std::vector<AttentionSpan> attention_spans(int64_t D) {
@@ -142,7 +147,13 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // consumers' 240, no spills, and measured 1.08x / 1.17x cuDNN against 64 keys' 1.02x /
   // 1.11x (H100, 16k tokens); 64 stays D = 192's and 256's measured choice (D = 256 at 176
   // accumulators spilled).
-  const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64) : 128;
+  // With ATTN_OVERLAP up to 128 columns: the most keys (a multiple of 16, at most 128)
+  // whose two S arrays and O fit 240 registers with the overlap's larger overhead (below):
+  // 128 up to D = 96, 112 at D = 112 and 128 (128 there made ptxas serialize the wgmmas).
+  const int64_t overlap_n = std::min<int64_t>(128, (240 - kOverlapOverhead - Dp / 2) / 16 * 16);
+  const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64)
+                         : t.overlap                         ? overlap_n
+                                                             : 128;
   t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : Dp <= 112 ? 128 : 112) : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
@@ -157,12 +168,29 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_OVERLAP=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads after "
                 "a block barrier, a slot is free only once the block after it was read, one "
                 "block too late for the next block's S; add ATTN_PRODUCER=1");
+  // ATTN_PINGPONG=1 (FlashAttention-3's inter-warpgroup ping-pong): named barrier 1 + w
+  // hands warpgroup w the turn to issue its wgmmas; it needs two or more consumer
+  // warpgroups that run apart from the producer (thread 0 issuing puts a block barrier in
+  // every key block, which already lines the warpgroups up).
+  t.pingpong = s.knob("ATTN_PINGPONG", 0) != 0;
+  if (t.pingpong && t.warpgroups < 2)
+    throw Error("ATTN_PINGPONG=1 with ATTN_WG=" + std::to_string(t.warpgroups) + ": the ping-pong "
+                "hands the tensor cores between consumer warpgroups and needs 2 or 3 of them; "
+                "set ATTN_WG=2 or 3 (or BLOCK_M=128 or 192), or drop ATTN_PINGPONG");
+  if (t.pingpong && !t.producer)
+    throw Error("ATTN_PINGPONG=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads every key "
+                "block starts with a block barrier that lines the warpgroups up, so they cannot "
+                "take turns; add ATTN_PRODUCER=1");
   t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + Dp / 2;
   // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
-  // up to D = 128 (NVRTC 13.0, sm_90a: 192 accumulators at D = 128 with ATTN_OVERLAP fit
-  // 240 without spilling), ~72 at D = 256 (192 accumulators there spilled 144 B, 176
-  // spilled 20 B, 160 none).
-  const int64_t overhead = Dp > 128 ? 72 : 40;
+  // up to D = 128, ~72 at D = 256 (192 accumulators there spilled 144 B, 176 spilled
+  // 20 B, 160 none). With ATTN_OVERLAP up to D = 128, 64: P of block kb - 1, packed to
+  // 16-bit pairs, stays live under the asynchronous P V while the softmax of block kb
+  // works on the other S array, and ptxas, short of registers for that, serializes every
+  // wgmma (its C7512 "Potential Performance Loss", no spill): NVRTC 13.0, sm_90a, D = 128,
+  // BLOCK_N = 128 (192 accumulators) did, 112 (176) did not — what measured ATTN_OVERLAP=1
+  // 5-30 % slower at D = 128 (bench/NOTES.md).
+  const int64_t overhead = Dp > 128 ? 72 : t.overlap ? kOverlapOverhead : 40;
   if (t.acc_regs + overhead > 255)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
                 " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "

@@ -253,6 +253,11 @@ const std::vector<KnobDef>& knob_registry() {
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
        "products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
+       "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
+       "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
+       "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong); "
+       "0 = each issues when ready", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
        "combines (1 = no split; default for Sq <= 64: about one wave of CTAs, splits of at "

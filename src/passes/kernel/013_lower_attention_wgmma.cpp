@@ -40,7 +40,11 @@
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
-// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+//     ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas (named
+//     barriers 1..ATTN_WG, bar.sync before a turn, bar.arrive for the next warpgroup after
+//     it), so one's softmax runs under another's products (FlashAttention-3 sec. 3.1).
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, BLOCK_N, KV_STAGES,
+// MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -355,31 +359,65 @@ struct Lowering {
       return Stmt::Alloc(name, {Expr(BN / 16), Expr(2), Expr(4)});
     };
     append({Stmt::Alloc("alpha", {Expr(2)})});
+    // ATTN_PINGPONG=1 (FlashAttention-3's ping-pong): the consumer warpgroups take turns
+    // issuing wgmmas, in the ring 0, 1, .., W-1, 0. Warpgroup w waits at named barrier
+    // 1 + w (bar.sync, 256 threads: its own 128 and the 128 of the warpgroup before it,
+    // which bar.arrive there) before its turn and arrives at 1 + (w + 1) % W after it, so
+    // one warpgroup's softmax runs while the next one's products hold the tensor cores.
+    // The last warpgroup's first arrive starts the ring and its last is left out: every
+    // phase completes within the block.
+    const int64_t W = t.warpgroups;
+    const int pp_threads = 256;
+    auto pp_sync = [&] {
+      return t.pingpong ? Block{Stmt::NamedBarrier(Expr(1) + wg, pp_threads)} : Block{};
+    };
+    auto pp_arrive = [&](const Expr& unless_last) {
+      if (!t.pingpong) return Block{};
+      const Stmt arrive = Stmt::NamedBarrierArrive(Expr(1) + (wg + 1) % W, pp_threads);
+      return Block{Stmt::If(wg < Expr(W - 1) || unless_last, {arrive})};
+    };
+    auto pp_start = [&](const Expr& enough) {
+      if (!t.pingpong) return Block{};
+      const Expr last_wg = Expr::make(Expr::Kind::Eq, wg, Expr(W - 1));
+      return Block{Stmt::If(last_wg && enough,
+                            {Stmt::NamedBarrierArrive(Expr(1), pp_threads)})};
+    };
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
-      // retired its wgmmas on it).
+      // retired its wgmmas on it). ATTN_PINGPONG=1: a warpgroup's turn is P V of block kb - 1
+      // (waited for) and S of block kb (issued), FlashAttention-3's order; the softmax runs
+      // outside it.
       const Expr next = kb + (S - 1);
       Block step;
       if (!producer)
         step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
       step.push_back(s_alloc(s_a));
       step = cat(step, s_issue(kb, s_a));
+      step = cat(step, pp_arrive(Expr(1)));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, softmax(kb, s_a, true));
+      step = cat(step, pp_sync());
       step = cat(step, pv_issue(kb, s_a));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, release(kb));
+      const Expr any = Expr(0) < key_blocks;
+      append(pp_start(any));
+      if (t.pingpong) append({Stmt::If(any, pp_sync())});
       append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+      if (t.pingpong) append({Stmt::If(any, pp_arrive(Expr(0)))});
     } else {
       // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
       // issued before O += P V of block kb - 1, and its softmax runs while that product is
       // in flight; O's rescale by block kb's alpha waits for it. P of kb - 1 is being read
       // (register A) while the softmax writes P of kb, so the two live in two arrays that
       // trade roles every block: the loop is unrolled by two (kb = 2 kb2 + 1, 2 kb2 + 2).
+      // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
       auto block = [&](const Expr& kbx, const std::string& cur, const std::string& nxt) {
-        Block x = s_issue(kbx, nxt);
+        Block x = pp_sync();
+        x = cat(x, s_issue(kbx, nxt));
         x = cat(x, pv_issue(kbx - 1, cur));
+        x = cat(x, pp_arrive(kbx + 1 < key_blocks));
         x.push_back(Stmt::WgmmaWait(1));  // S of kbx retired; P V of kbx - 1 may run on
         x = cat(x, softmax(kbx, nxt, false));
         x.push_back(Stmt::WgmmaWait(0));
@@ -387,7 +425,8 @@ struct Lowering {
         return cat(x, rescale_o());
       };
       const Expr kb2 = Expr::var("kb2");
-      Block first = s_issue(Expr(0), s_a);
+      Block first = pp_start(Expr(1) < key_blocks);
+      first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
       Block pair = block(kb2 * 2 + 1, s_a, s_b);
@@ -456,6 +495,8 @@ struct Lowering {
                    Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
     body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
                                      Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
+    // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
+    if (t.pingpong) body.back().mode = "warpgroups";
     return body;
   }
 
@@ -526,8 +567,8 @@ Pass pass_lower_attention_wgmma() {
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
               "softmax on the accumulators, one warpgroup per 64 query rows",
-              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "BLOCK_N", "KV_STAGES",
-               "MIN_BLOCKS"},
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "BLOCK_N",
+               "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

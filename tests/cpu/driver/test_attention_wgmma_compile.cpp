@@ -35,6 +35,7 @@ void expect_compiles(const std::string& expr, const std::string& knobs) {
   }
   if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache left no ptxas report";
   nvrtc_check::expect_no_spills(p, r);
+  nvrtc_check::expect_wgmma_not_serialized(r);
   for (const auto& [name, res] : r.resources)
     std::cout << "[ ptxas    ] sm_90a " << knobs << " " << expr << ": " << res.registers
               << " registers, " << res.stack_frame_bytes << " B stack\n";
@@ -74,6 +75,19 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
 
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// ATTN_PINGPONG=1: the GPU test's cases and the benchmark's shapes (the bar.sync /
+// bar.arrive pair costs no registers: no spills at 160 with three warpgroups, 240 with two).
+TEST(AttentionWgmmaCompile, PingPong) {
+  for (const auto& c : attention_test::wgmma_pingpong_cases()) expect_compiles(c.expr, c.knobs);
+  for (int d : {128, 256})
+    for (const char* causal : {"false", "true"})
+      for (const char* knobs : {"ATTN_PINGPONG=1", "ATTN_PINGPONG=1,ATTN_WG=2",
+                                "ATTN_PINGPONG=1,ATTN_WG=2,ATTN_OVERLAP=1"})
+        expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16",
+                                             false),
+                        knobs);
 }
 
 // The head dims between the multiples of 64 (column spans of 64, 32 and 16 columns, each

@@ -96,6 +96,31 @@ TEST(AttentionWgmma, OverlappedProducts) {
   check_wgmma(attention(1, 1, 70, 150, 128, "true"), "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=64", seed++);
 }
 
+// ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas through named
+// barriers 1..ATTN_WG (bar.sync before a turn, bar.arrive for the next warpgroup after
+// it). The interpreter runs each warpgroup as its own task, so a ring that deadlocks,
+// leaves a phase short at the block's end or lets a warpgroup skip its turn fails here.
+// Two and three warpgroups, without and with ATTN_OVERLAP, one to many key blocks (odd and
+// even counts), the three masks (causal blocks with no key: the ring must not start),
+// ragged lengths, GQA, LSE, f16, D 64, 96, 128 and 256.
+TEST(AttentionWgmma, PingPong) {
+  uint64_t seed = 1500;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,BLOCK_N=32",
+                seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 130, 150, 96, causal, "bf16", false),
+                "ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=2,BLOCK_N=32", seed++);
+  }
+  // Three warpgroups (the ring 0, 1, 2), FA3's D = 128 tile; one key block; D = 256.
+  check_wgmma(attention(2, 1, 190, 250, 128, "true"), "ATTN_PINGPONG=1,BLOCK_N=48", seed++);
+  check_wgmma(attention(1, 1, 190, 250, 128, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=3,BLOCK_N=16", seed++);
+  check_wgmma(attention(1, 1, 100, 17, 64, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1", seed++);
+  check_wgmma(attention(1, 1, 100, 17, 64, "true"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "false", "f16"), "ATTN_PINGPONG=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+}
+
 TEST(AttentionWgmma, HeadDim128) {
   uint64_t seed = 300;
   for (const char* causal : kMasks)
@@ -129,6 +154,20 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
   s.target = Target::for_arch(arch);
   run_pipeline(s);
   return print(s.kernel);
+}
+
+// The ping-pong in the kernel: named barrier 1 + wg awaited, the next warpgroup's arrived
+// at, the ring started by the last warpgroup, the arms run per warpgroup on the interpreter.
+TEST(AttentionWgmma, PingPongKernelShape) {
+  const std::string ir = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_PINGPONG=1");
+  EXPECT_NE(ir.find("bar.sync wg + 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("bar.arrive (wg + 1) % 2 + 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("bar.arrive 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("specialize warpgroups:"), std::string::npos) << ir;
+  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2");
+  EXPECT_EQ(plain.find(" bar.sync"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find(" bar.arrive"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("specialize warpgroups:"), std::string::npos) << plain;
 }
 
 // The kernel's shape: TMA tensor maps over [B, H, S, D] (S its own dimension: ragged
@@ -326,6 +365,10 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_MMA=mma_sync,KV_STAGES=3", "KV_STAGES=3: attention buffers");
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_PRODUCER=2", "ATTN_PRODUCER");
   expect_refused(e128, "ATTN_PRODUCER=0,ATTN_OVERLAP=1", "needs ATTN_PRODUCER=1");
+  expect_refused(e128, "ATTN_PRODUCER=0,ATTN_PINGPONG=1", "ATTN_PINGPONG=1 needs ATTN_PRODUCER=1");
+  expect_refused(e128, "ATTN_WG=1,ATTN_PINGPONG=1", "needs 2 or 3 of them; set ATTN_WG=2 or 3");
+  expect_refused(e128, "ATTN_PINGPONG=2", "ATTN_PINGPONG");  // the registry's range
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PINGPONG=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1,BLOCK_N=128",
                  "leaves 160 registers per consumer thread");
@@ -359,7 +402,7 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
   // The reverse: the wgmma kernel's knobs where the mma.sync kernel is chosen, refused
   // naming the knob, the kernel and why it was chosen (never silently ignored).
-  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0"}) {
+  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0", "ATTN_PINGPONG=1"}) {
     expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k,
                    std::string(k).substr(0, std::string(k).find('=')) +
                        " is a knob of attention's wgmma kernel (k:013), and this one is the "

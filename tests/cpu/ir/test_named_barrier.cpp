@@ -288,6 +288,38 @@ TEST(NamedBarrier, PingPongBetweenTheWarpgroupsOfAnArm) {
   EXPECT_CONTAINS(error_of([&] { interpret(q, c); }), "deadlock");
 }
 
+// The same hand-off in a loop: each warpgroup task runs the loop at its own pace, so each
+// keeps its own counter (a loop in an arm once set it for every thread of the block, and
+// the warpgroup that ran ahead moved the other's).
+TEST(NamedBarrier, PingPongInALoopKeepsEachWarpgroupsCounter) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {256}, TensorRole::Input),
+               decl("O", DType::F32, {768}, TensorRole::Output)};
+  KernelOp k;
+  k.name = "k_pingpong_loop";
+  k.params = {"X", "O"};
+  k.block_threads = 256;
+  const Expr wg = tid() / 128, i = Expr::var("i");
+  Block turn = {
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(1)),
+               {Stmt::NamedBarrierArrive(Expr(1), 256), Stmt::NamedBarrier(Expr(2), 256)}),
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(0)),
+               {Stmt::NamedBarrier(Expr(1), 256), Stmt::NamedBarrierArrive(Expr(2), 256)}),
+      Stmt::Write("O", {i * 256 + tid()}, Operand::value("x"))};
+  Stmt spec = Stmt::Specialize({Stmt::If(tid() < 256, {Stmt::Load("x", "X", {tid()}),
+                                                      Stmt::For("i", Expr(3), LoopKind::Reduce, "i", turn)})});
+  spec.mode = "warpgroups";
+  k.body = {spec};
+  p.kernels.push_back(std::move(k));
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 15);
+  interpret(p, b);
+  const std::vector<double>& X = b.tensors.at("X").data;
+  const std::vector<double>& O = b.tensors.at("O").data;
+  for (int j = 0; j < 768; ++j) EXPECT_EQ(O[size_t(j)], X[size_t(j % 256)]) << j;
+}
+
 TEST(NamedBarrier, VerifierChecksModes) {
   KernelProgram p = exchange_kernel(Exchange{});
   p.kernels[0].body[2].mode = "red";

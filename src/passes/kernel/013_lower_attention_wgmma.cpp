@@ -25,7 +25,8 @@
 //  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
 //     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
 //     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
-//     blocks the causal bound or the ragged end reaches, p = exp2(s c - m c).
+//     blocks the causal bound (of the warpgroup's first row) or the ragged end reaches,
+//     p = exp2(s c - m c).
 //  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
 //     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
 //     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
@@ -289,7 +290,11 @@ struct Lowering {
         const Expr j = kbx * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
         const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
         const Expr last = kbx * BN + (BN - 1);
-        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+        // Per warpgroup (uniform over it): its first row keeps the fewest keys, so a
+        // warpgroup whose first row keeps the block's last key masks nothing there (with
+        // three warpgroups of 64 rows the CTA's diagonal band is 2-3 key blocks; each
+        // warpgroup's is 1-2).
+        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM + wg * 64, last);
         std::map<std::string, Expr::Range> ranges;
         if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
         if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};

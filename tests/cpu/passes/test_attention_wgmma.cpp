@@ -226,6 +226,10 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_EQ(ir.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ir;
   const std::string ragged = kernel_ir(attention(2, 2, 256, 200, 64, "false"), "ATTN_MMA=wgmma");
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
+  // Causal: the block is masked where the warpgroup's first row (not the CTA's) drops its
+  // last key.
+  const std::string causal = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma");
+  EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
 // Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte

@@ -59,8 +59,9 @@ struct AttentionWgmmaTiles {
   int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
   std::vector<AttentionSpan> spans;
   int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit, padded_dim columns
-  int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2, twice
-                            // with ATTN_OVERLAP) + O (padded_dim/2)
+  int64_t acc_regs = 0;     // accumulator registers per thread: S (BLOCK_N/2; with
+                            // ATTN_OVERLAP P's 16-bit pairs, BLOCK_N/4, too) + O
+                            // (padded_dim/2)
 };
 AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a);
 

@@ -251,8 +251,8 @@ const std::vector<KnobDef>& knob_registry() {
        "default up to D = 64)", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
-       "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
-       "products in turn", "k:013_lower_attention_wgmma", 0, 1},
+       "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array); "
+       "0 = each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
        "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "

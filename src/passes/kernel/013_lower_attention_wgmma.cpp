@@ -33,8 +33,10 @@
 //     the descriptor's transpose), one wgmma m64n{width}k16 per span into the span's own
 //     accumulator (o_acc, o_acc1, o_acc2), all reading the same P registers. O is
 //     rescaled by alpha while no wgmma writes it.
-//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn. ATTN_OVERLAP=1: S of block kb
-//     issued before P V of kb-1, the softmax under that product (two S/P arrays).
+//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn (P packed from S at the wgmma).
+//     ATTN_OVERLAP=1: S of block kb issued before P V of kb-1, the softmax under that
+//     product; P V reads P from a 16-bit register array (p_acc) the softmax's result is
+//     converted into (FlashAttention-3's tOrP), so one f32 S array suffices.
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
 //     skipped), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
 //     LSE = -inf (k:012's semantics).
@@ -298,7 +300,8 @@ struct Lowering {
         std::map<std::string, Expr::Range> ranges;
         if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
         if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
-        const auto never = kbx.uses("kb2") ? std::nullopt : reaches.bounds(ranges);
+        // (The overlap's loop runs block kb + 1: a range one wider, still a sound bound.)
+        const auto never = reaches.bounds(ranges);
         if (!(never && never->hi == 0))
           out = guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
                     guarded(drop, {with_dst(Stmt::Init(sa, kNegInf), {n2, hf, e})}))})})});
@@ -359,7 +362,7 @@ struct Lowering {
       x.insert(x.end(), y.begin(), y.end());
       return x;
     };
-    const std::string s_a = "s_acc", s_b = "s_next";
+    const std::string s_a = "s_acc", p_a = "p_acc";
     auto s_alloc = [&](const std::string& name) {
       return Stmt::Alloc(name, {Expr(BN / 16), Expr(2), Expr(4)});
     };
@@ -414,40 +417,45 @@ struct Lowering {
     } else {
       // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
       // issued before O += P V of block kb - 1, and its softmax runs while that product is
-      // in flight; O's rescale by block kb's alpha waits for it. P of kb - 1 is being read
-      // (register A) while the softmax writes P of kb, so the two live in two arrays that
-      // trade roles every block: the loop is unrolled by two (kb = 2 kb2 + 1, 2 kb2 + 2).
+      // in flight; O's rescale by block kb's alpha waits for it. P V reads P from `p_acc`,
+      // a register array of 16-bit pairs (codegen's packed fragment) that the softmax's f32
+      // result is converted into once P V of the block before has retired — FlashAttention-
+      // 3's tOrP: S's f32 array is free for the next S as soon as it is converted, so one S
+      // array and BLOCK_N/4 packed registers, not two S arrays.
       // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
-      auto block = [&](const Expr& kbx, const std::string& cur, const std::string& nxt) {
-        Block x = pp_sync();
-        x = cat(x, s_issue(kbx, nxt));
-        x = cat(x, pv_issue(kbx - 1, cur));
-        x = cat(x, pp_arrive(kbx + 1 < key_blocks));
-        x.push_back(Stmt::WgmmaWait(1));  // S of kbx retired; P V of kbx - 1 may run on
-        x = cat(x, softmax(kbx, nxt, false));
-        x.push_back(Stmt::WgmmaWait(0));
-        x = cat(x, release(kbx - 1));
-        return cat(x, rescale_o());
-      };
-      const Expr kb2 = Expr::var("kb2");
+      // Value v of P's k-step kk is S's (kk, v / 4, v % 4) (check_p_repack); one statement
+      // per value (a packed fragment's value index is a constant: codegen pairs v, v + 1
+      // into one cvt.rn.*x2.f32).
+      Block per_kk;
+      for (int64_t v = 0; v < 8; ++v)
+        per_kk.push_back(with_dst(Stmt::Compute(p_a, ScalarOp::Mul,
+                                                {val(s_a, {kk, Expr(v / 4), Expr(v % 4)}),
+                                                 Operand::constant(1.0)}),
+                                  {kk, Expr(v)}));
+      const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
+      const Expr kbx = kb + 1;  // the loop's kb runs 0 .. key_blocks - 2: block kb + 1
+      Block step = pp_sync();
+      step = cat(step, s_issue(kbx, s_a));
+      step = cat(step, pv_issue(kbx - 1, p_a));
+      step = cat(step, pp_arrive(kbx + 1 < key_blocks));
+      step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
+      step = cat(step, softmax(kbx, s_a, false));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, release(kbx - 1));
+      step = cat(step, to_p);
+      step = cat(step, rescale_o());
       Block first = pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
-      Block pair = block(kb2 * 2 + 1, s_a, s_b);
-      pair = cat(pair, guarded(kb2 * 2 + 2 < key_blocks, block(kb2 * 2 + 2, s_b, s_a)));
-      first.push_back(Stmt::For("kb2", key_blocks / 2, LoopKind::Reduce, "kb2",
-                                std::move(pair)));
-      // The last block's P is in s_a after an even number of blocks past the first.
-      const Expr last = key_blocks - 1;
-      for (int odd = 0; odd < 2; ++odd) {
-        const std::string sa = odd ? s_b : s_a;
-        Block tail = pv_issue(last, sa);
-        tail.push_back(Stmt::WgmmaWait(0));
-        tail = cat(tail, release(last));
-        first.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, last % 2, Expr(odd)), std::move(tail)));
-      }
-      append({s_alloc(s_a), s_alloc(s_b), Stmt::If(Expr(0) < key_blocks, std::move(first))});
+      first = cat(first, to_p);
+      first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
+      Block tail = pv_issue(key_blocks - 1, p_a);
+      tail.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, tail);
+      first = cat(first, release(key_blocks - 1));
+      append({s_alloc(s_a), Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}),
+              Stmt::If(Expr(0) < key_blocks, std::move(first))});
     }
 
     // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones

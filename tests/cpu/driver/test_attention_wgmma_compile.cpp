@@ -53,6 +53,24 @@ TEST(AttentionWgmmaCompile, Source) {
   EXPECT_EQ(cu.find("ldmatrix"), std::string::npos) << cu;
 }
 
+// ATTN_OVERLAP=1: P V reads P from its own 16-bit register array, filled from the softmax's
+// f32 result one cvt.rn.bf16x2.f32 per pair (FlashAttention-3's tOrP), not packed at each
+// wgmma from one of two f32 S arrays (which made ptxas serialize the wgmmas at 128 keys).
+TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
+  const std::string e = attention_test::expr(2, 8, 2, 1000, 1000, 128, "true", "bf16", true);
+  const std::string cu = compile_for(e, "ATTN_WG=2,ATTN_OVERLAP=1,BLOCK_N=128").cuda;
+  for (const char* part : {"unsigned p_acc[8][4]",
+                           "p_acc[kk][0] = loom::pack_bf16x2(s_acc[kk][0][0]",
+                           "p_acc[kk][3] = loom::pack_bf16x2(s_acc[kk][1][2]",
+                           "loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, p_acc[kk], "})
+    EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
+  EXPECT_EQ(cu.find("pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])"), std::string::npos) << cu;
+  expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,BLOCK_N=128");
+  expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,ATTN_PINGPONG=1,BLOCK_N=176");
+  expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "false", "bf16", false),
+                  "ATTN_OVERLAP=1");  // BLOCK_N = 80
+}
+
 // The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
 // both masks, the default tiling and its knob variants; D = 192 and 256.
 TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {

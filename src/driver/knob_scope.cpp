@@ -150,7 +150,7 @@ const std::vector<ScopedKnob>& attention_only_knobs() {
       {"BLOCK_M", {}},   {"BLOCK_N", {}},   {"WARPS", {}},       {"KV_STAGES", {}},
       {"Q_IN_REGS", {}}, {"SOFTMAX", {}},   {"ZERO_INIT", {}},   {"STAGE_OUTPUT", {}},
       {"ATTN_MMA", {}},  {"ATTN_WG", {}},   {"ATTN_PRODUCER", {}}, {"ATTN_OVERLAP", {}},
-      {"ATTN_PINGPONG", {}}, {"SPLIT_KV", {}},  {"GQA_PACK", {}}};
+      {"ATTN_PINGPONG", {}}, {"ATTN_PACK_P", {}}, {"SPLIT_KV", {}},  {"GQA_PACK", {}}};
   return knobs;
 }
 

@@ -172,6 +172,17 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_PINGPONG=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads every key "
                 "block starts with a block barrier that lines the warpgroups up, so they cannot "
                 "take turns; add ATTN_PRODUCER=1");
+  // ATTN_PACK_P=1: P V reads P from a 16-bit register array the softmax's result is
+  // converted into once (FlashAttention-3's tOrP), not packed from S's f32 accumulators at
+  // each wgmma (where ptxas injects a warpgroup.arrive per k-step, C7519). The overlap
+  // needs it (the next S overwrites S's array while P V runs).
+  t.pack_p = s.knob("ATTN_PACK_P", t.overlap ? 1 : 0) != 0;
+  if (t.overlap && !t.pack_p)
+    throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
+                "S's accumulators while P V still reads P, so P must live in its own 16-bit "
+                "array; drop ATTN_PACK_P=0, or ATTN_OVERLAP");
+  // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
+  // after); with it S is busy again with the next block while P V reads P.
   t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;
   // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
   // up to D = 128, ~72 at D = 256 (192 accumulators there spilled 144 B, 176 spilled

@@ -53,6 +53,8 @@ struct AttentionWgmmaTiles {
                                 // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
+  bool pack_p = false;          // ATTN_PACK_P: P converted once into a 16-bit register
+                                // array after the softmax (always with ATTN_OVERLAP)
   bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing
                                 // their wgmmas (named barriers 1..ATTN_WG, bar.sync/arrive)
   int64_t head_dim = 0;

@@ -253,6 +253,10 @@ const std::vector<KnobDef>& knob_registry() {
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array); "
        "0 = each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
+       "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
+       "always with ATTN_OVERLAP=1); 0 = P packed from S's f32 accumulators at each P V wgmma "
+       "(the default without the overlap)", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
        "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "

@@ -23,7 +23,8 @@ const std::vector<AttentionFamily>& attention_families() {
   // tuned (every multiple of 8 up to 256 runs the wgmma kernel). mma.sync: the tiles of
   // bench/NOTES.md's D = 128 A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with
   // Q re-read). ATTN_PINGPONG (the consumer warpgroups taking turns) is searched where the
-  // producer warpgroup runs; the pass refuses it with one warpgroup.
+  // producer warpgroup runs; the pass refuses it with one warpgroup. ATTN_PACK_P both ways
+  // without the overlap (which needs it: 1 there).
   static const std::vector<AttentionFamily> families = {
       {"wgmma",
        90,
@@ -34,8 +35,10 @@ const std::vector<AttentionFamily>& attention_families() {
         {"KV_STAGES", {"2", "3"}},
         {"ATTN_PRODUCER", {"1", "0"}},
         {"ATTN_OVERLAP", {"0", "1"}},
-        {"ATTN_PINGPONG", {"0", "1"}}},
-       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}, {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"}}},
+        {"ATTN_PINGPONG", {"0", "1"}},
+        {"ATTN_PACK_P", {"1", "0"}}},
+       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}, {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
+        {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}}},
       {"mma_sync",
        80,
        false,

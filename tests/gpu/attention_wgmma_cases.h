@@ -61,6 +61,10 @@ inline std::vector<Case> wgmma_pingpong_cases() {
     v.push_back({expr(2, 8, 2, 1000, 777, 96, causal, "bf16", true), pp});
     v.push_back({expr(1, 8, 2, 4097, 1000, 256, causal, "bf16", true), pp + ",ATTN_OVERLAP=1"});
     v.push_back({expr(2, 4, 4, 1000, 1000, 64, causal, "f16", true), pp + ",ATTN_OVERLAP=1"});
+    // ATTN_PACK_P=1 without the overlap: P converted once after the softmax.
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), "ATTN_MMA=wgmma,ATTN_PACK_P=1"});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "f16", true), pp + ",ATTN_PACK_P=1"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 64, causal, "bf16", true), "ATTN_MMA=wgmma,ATTN_PACK_P=1"});
   }
   return v;
 }

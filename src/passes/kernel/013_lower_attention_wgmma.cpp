@@ -46,8 +46,10 @@
 //     ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas (named
 //     barriers 1..ATTN_WG, bar.sync before a turn, bar.arrive for the next warpgroup after
 //     it), so one's softmax runs under another's products (FlashAttention-3 sec. 3.1).
-// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, BLOCK_N, KV_STAGES,
-// MIN_BLOCKS.
+//     ATTN_PACK_P=1 (always with the overlap): P converted once into p_acc, not packed from
+//     S at each P V wgmma.
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P,
+// BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -390,6 +392,16 @@ struct Lowering {
       return Block{Stmt::If(last_wg && enough,
                             {Stmt::NamedBarrierArrive(Expr(1), pp_threads)})};
     };
+    // Value v of P's k-step kk is S's (kk, v / 4, v % 4) (check_p_repack); one statement
+    // per value (a packed fragment's value index is a constant: codegen pairs v, v + 1
+    // into one cvt.rn.*x2.f32).
+    Block per_kk;
+    for (int64_t v = 0; v < 8; ++v)
+      per_kk.push_back(with_dst(Stmt::Compute(p_a, ScalarOp::Mul,
+                                              {val(s_a, {kk, Expr(v / 4), Expr(v % 4)}),
+                                               Operand::constant(1.0)}),
+                                {kk, Expr(v)}));
+    const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
@@ -401,12 +413,14 @@ struct Lowering {
       if (!producer)
         step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
       step.push_back(s_alloc(s_a));
+      if (t.pack_p) step.push_back(Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}));
       step = cat(step, s_issue(kb, s_a));
       step = cat(step, pp_arrive(Expr(1)));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, softmax(kb, s_a, true));
+      if (t.pack_p) step = cat(step, to_p);
       step = cat(step, pp_sync());
-      step = cat(step, pv_issue(kb, s_a));
+      step = cat(step, pv_issue(kb, t.pack_p ? p_a : s_a));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, release(kb));
       const Expr any = Expr(0) < key_blocks;
@@ -423,16 +437,6 @@ struct Lowering {
       // 3's tOrP: S's f32 array is free for the next S as soon as it is converted, so one S
       // array and BLOCK_N/4 packed registers, not two S arrays.
       // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
-      // Value v of P's k-step kk is S's (kk, v / 4, v % 4) (check_p_repack); one statement
-      // per value (a packed fragment's value index is a constant: codegen pairs v, v + 1
-      // into one cvt.rn.*x2.f32).
-      Block per_kk;
-      for (int64_t v = 0; v < 8; ++v)
-        per_kk.push_back(with_dst(Stmt::Compute(p_a, ScalarOp::Mul,
-                                                {val(s_a, {kk, Expr(v / 4), Expr(v % 4)}),
-                                                 Operand::constant(1.0)}),
-                                  {kk, Expr(v)}));
-      const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
       const Expr kbx = kb + 1;  // the loop's kb runs 0 .. key_blocks - 2: block kb + 1
       Block step = pp_sync();
       step = cat(step, s_issue(kbx, s_a));
@@ -580,8 +584,8 @@ Pass pass_lower_attention_wgmma() {
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
               "softmax on the accumulators, one warpgroup per 64 query rows",
-              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "BLOCK_N",
-               "KV_STAGES", "MIN_BLOCKS"},
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
+               "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

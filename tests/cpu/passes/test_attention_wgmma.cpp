@@ -156,6 +156,22 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
   return print(s.kernel);
 }
 
+// ATTN_PACK_P=1 without the overlap: P converted once after the softmax into a 16-bit
+// register array that P V reads as it is (the interpreter checks the conversion comes
+// after the wgmma of the block before retired and before P V reads it). D 64/128/256, the
+// masks, ragged lengths, GQA, LSE, with the ping-pong and three warpgroups.
+TEST(AttentionWgmma, PackedP) {
+  uint64_t seed = 1700;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_PACK_P=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), "ATTN_PACK_P=1,ATTN_PINGPONG=1,BLOCK_N=32",
+                seed++);
+  }
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PACK_P=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(2, 2, 100, 130, 96, "false", "bf16", false), "ATTN_PACK_P=1,ATTN_PRODUCER=0",
+              seed++);
+}
+
 // The ping-pong in the kernel: named barrier 1 + wg awaited, the next warpgroup's arrived
 // at, the ring started by the last warpgroup, the arms run per warpgroup on the interpreter.
 TEST(AttentionWgmma, PingPongKernelShape) {
@@ -372,6 +388,9 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_PRODUCER=0,ATTN_PINGPONG=1", "ATTN_PINGPONG=1 needs ATTN_PRODUCER=1");
   expect_refused(e128, "ATTN_WG=1,ATTN_PINGPONG=1", "needs 2 or 3 of them; set ATTN_WG=2 or 3");
   expect_refused(e128, "ATTN_PINGPONG=2", "ATTN_PINGPONG");  // the registry's range
+  expect_refused(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PACK_P=0",
+                 "ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S");
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PACK_P=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PINGPONG=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1,BLOCK_N=128",
@@ -406,7 +425,8 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
   // The reverse: the wgmma kernel's knobs where the mma.sync kernel is chosen, refused
   // naming the knob, the kernel and why it was chosen (never silently ignored).
-  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0", "ATTN_PINGPONG=1"}) {
+  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0", "ATTN_PINGPONG=1",
+                        "ATTN_PACK_P=1"}) {
     expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k,
                    std::string(k).substr(0, std::string(k).find('=')) +
                        " is a knob of attention's wgmma kernel (k:013), and this one is the "

@@ -175,8 +175,13 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // ATTN_PACK_P=1: P V reads P from a 16-bit register array the softmax's result is
   // converted into once (FlashAttention-3's tOrP), not packed from S's f32 accumulators at
   // each wgmma (where ptxas injects a warpgroup.arrive per k-step, C7519). The overlap
-  // needs it (the next S overwrites S's array while P V runs).
-  t.pack_p = s.knob("ATTN_PACK_P", t.overlap ? 1 : 0) != 0;
+  // needs it (the next S overwrites S's array while P V runs). The default at D = 128
+  // (113..128 stored columns): measured on the H100 (2026-11-27, 16k tokens, the 3 x 112
+  // tile) 0.971x / 1.009x cuDNN non-causal at 4k / 16k and 0.947x / 1.067x causal,
+  // against 0.963x / 0.986x / 0.927x / 1.026x packing at each wgmma. At D = 256 (2 x 64,
+  // 4k non-causal) it measured the same (0.870x / 0.873x): left off there and elsewhere
+  // until measured.
+  t.pack_p = s.knob("ATTN_PACK_P", t.overlap || (Dp > 112 && Dp <= 128) ? 1 : 0) != 0;
   if (t.overlap && !t.pack_p)
     throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
                 "S's accumulators while P V still reads P, so P must live in its own 16-bit "

@@ -43,7 +43,7 @@ void expect_compiles(const std::string& expr, const std::string& knobs) {
 
 TEST(AttentionWgmmaCompile, Source) {
   const std::string e = attention_test::expr(2, 8, 2, 1000, 1000, 128, "true", "bf16", true);
-  const std::string cu = compile_for(e, "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128").cuda;
+  const std::string cu = compile_for(e, "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0").cuda;
   for (const char* part : {"loom::wgmma_m64n128k16_f32_bf16_ss<0, 0>(reinterpret_cast<float (&)[64]>(s_acc), ",
                            "loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, a_,",
                            "loom::pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])",
@@ -66,6 +66,12 @@ TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
     EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
   EXPECT_EQ(cu.find("pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])"), std::string::npos) << cu;
   expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,BLOCK_N=128");
+  // D = 128's default (3 x 112) converts P into the array too (ATTN_PACK_P's default there).
+  const std::string d = compile_for(e, "").cuda;
+  EXPECT_NE(d.find("loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, p_acc[kk], "), std::string::npos) << d;
+  EXPECT_NE(compile_for(attention_test::expr(2, 8, 2, 1000, 1000, 256, "true", "bf16", true), "")
+                .cuda.find("a_, "),
+            std::string::npos);  // D = 256 packs at the wgmma (not measured better there)
   expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,ATTN_PINGPONG=1,BLOCK_N=176");
   expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "false", "bf16", false),
                   "ATTN_OVERLAP=1");  // BLOCK_N = 80

@@ -193,7 +193,7 @@ TEST(AttentionWgmma, KernelShape) {
   // ATTN_PRODUCER=0 (the default at D = 64): thread 0 issues block kb+1 at the top of kb.
   // Two consumer warpgroups by 128 keys (D = 128's default is three by 112: below).
   const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
-                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=128");
+                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0");
   EXPECT_NE(ir.find("kernel k_attention<<<grid(8, 8, 1), block(256)>>>(Q, K, V, out, lse)"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
@@ -203,7 +203,7 @@ TEST(AttentionWgmma, KernelShape) {
   // ATTN_PRODUCER=1 (the default from D = 128 on): a producer warpgroup; slot kb % 2 is
   // refilled once both consumer warpgroups released it.
   const std::string pr =
-      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128");
+      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0");
   EXPECT_NE(pr.find("tma.load K_s[kb % 2 * 16384 + 64] <- K[b, h / 4, kb * 128, 64]"),
             std::string::npos) << pr;
   EXPECT_NE(pr.find("block(384)"), std::string::npos) << pr;

@@ -180,8 +180,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // tile) 0.971x / 1.009x cuDNN non-causal at 4k / 16k and 0.947x / 1.067x causal,
   // against 0.963x / 0.986x / 0.927x / 1.026x packing at each wgmma. At D = 256 (2 x 64,
   // 4k non-causal) it measured the same (0.870x / 0.873x): left off there and elsewhere
-  // until measured.
-  t.pack_p = s.knob("ATTN_PACK_P", t.overlap || (Dp > 112 && Dp <= 128) ? 1 : 0) != 0;
+  // until measured. Nor where the keys are a constant that fits one block: no key loop for
+  // it to gain in, and there (causal, Sq > Sk: Sk = 17 or 100 at 1000 queries) ptxas
+  // spilled 8 B with the array in the three warpgroups' 160 registers.
+  const bool one_key_block = a.Sk.is_const() && a.Sk.const_value() <= t.block_n;
+  t.pack_p = s.knob("ATTN_PACK_P",
+                    t.overlap || (Dp > 112 && Dp <= 128 && !one_key_block) ? 1 : 0) != 0;
   if (t.overlap && !t.pack_p)
     throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
                 "S's accumulators while P V still reads P, so P must live in its own 16-bit "

@@ -255,8 +255,10 @@ const std::vector<KnobDef>& knob_registry() {
        "0 = each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
        "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
-       "always with ATTN_OVERLAP=1); 0 = P packed from S's f32 accumulators at each P V wgmma "
-       "(the default without the overlap)", "k:013_lower_attention_wgmma", 0, 1},
+       "always with ATTN_OVERLAP=1; the default at D = 113..128 past one key block); 0 = P "
+       "packed from S's f32 "
+       "accumulators at each P V wgmma (the default elsewhere)", "k:013_lower_attention_wgmma",
+       0, 1},
       {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
        "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "

@@ -72,6 +72,13 @@ TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
   EXPECT_NE(compile_for(attention_test::expr(2, 8, 2, 1000, 1000, 256, "true", "bf16", true), "")
                 .cuda.find("a_, "),
             std::string::npos);  // D = 256 packs at the wgmma (not measured better there)
+  // Keys that fit one block (a constant Sk <= BLOCK_N) pack at the wgmma too: the array
+  // spilled 8 B there (causal, 1000 queries by 17 or 100 keys, the 160-register tile).
+  for (int sk : {17, 100}) {
+    const std::string one = attention_test::expr(2, 4, 4, 1000, sk, 128, "true", "bf16", true);
+    EXPECT_NE(compile_for(one, "").cuda.find("(o_acc, a_, "), std::string::npos) << sk;
+    expect_compiles(one, "");
+  }
   expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,ATTN_PINGPONG=1,BLOCK_N=176");
   expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "false", "bf16", false),
                   "ATTN_OVERLAP=1");  // BLOCK_N = 80

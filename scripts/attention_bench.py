@@ -50,6 +50,12 @@ Usage:
       [--ab KV_STAGES=4 SPLIT_KV=16,KV_STAGES=3 ..]
   python3 scripts/attention_bench.py --paged 16 [--batches 1 8] [--kv-heads 8] [--sk 8192]
   python3 scripts/attention_bench.py --varlen [--masks false true]
+  python3 scripts/attention_bench.py --variants base: pp:ATTN_PINGPONG=1 [--dims ..]
+      [--masks ..] [--seqlens ..]
+
+A/B mode (--variants NAME:KNOBS ...): the table's points, each Loom knob set verified
+(the same rule) and timed interleaved with cuDNN and the other sets; prints TFLOP/s and
+the ratio to cuDNN per set.
 """
 import argparse
 import datetime
@@ -90,13 +96,19 @@ def expression(b, h, s, d, dtype, causal):
     return "attention(Q%s, K%s, V%s, causal=%s)" % (t, t, t, "true" if causal else "false")
 
 
-def verify(op, q, k, v, causal):
-    """Loom's output on q, k, v against the f32 reference (the issue's rule)."""
+def references(q, k, v, causal):
+    """The f32 reference and PyTorch's 16-bit output (the bar of verify())."""
     ref = lt.attention_reference_f32(q, k, v, causal)
     try:
         torch_out = lt.sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION)
     except RuntimeError:
         torch_out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return ref, torch_out
+
+
+def verify(op, q, k, v, causal, refs=None):
+    """Loom's output on q, k, v against the f32 reference (the issue's rule)."""
+    ref, torch_out = refs or references(q, k, v, causal)
     out = op()
     torch.cuda.synchronize()
     ok, le, te = lt.check_attention(out, torch_out, ref)
@@ -148,6 +160,84 @@ def table(args, flush):
                     fmt(tf.get("cudnn")), fmt(r("loom", "fa2"), "%.2f"),
                     fmt(r("loom", "cudnn"), "%.2f"), note), flush=True)
                 fns = op = None
+                torch.cuda.empty_cache()
+
+
+def prewarm(programs, jobs):
+    """Compiles (expression, knobs) pairs in `jobs` processes at a time, so that the cubin
+    cache (LOOM_CACHE_DIR) has them when this process builds the same programs: NVRTC
+    dominates an A/B run of many knob sets. Failures are left for the real build to report."""
+    import subprocess
+    code = ("import sys; sys.path.insert(0, %r); import loom_torch as lt; "
+            "lt.loom.Kernel(sys.argv[1], sys.argv[2], 0, False)"
+            % os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    running = []
+    for expr, knobs in programs:
+        while len(running) >= jobs:
+            running = [p for p in running if p.poll() is None]
+            if len(running) >= jobs:
+                running[0].wait()
+        running.append(subprocess.Popen([sys.executable, "-c", code, expr, knobs],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    for p in running:
+        p.wait()
+
+
+def ab(args, flush):
+    """--variants: several Loom knob sets per point of the table, each verified, timed
+    interleaved with cuDNN (and each other) in one process with a cold L2; prints each
+    variant's TFLOP/s and its ratio to cuDNN."""
+    variants = []
+    for v in args.variants:
+        name, _, knobs = v.partition(":")
+        variants.append((name, knobs))
+    print("%-4s %-6s %6s %9s  %s" % ("D", "causal", "seqlen", "cudnn",
+                                     "  ".join("%s(TF, /cudnn)" % n for n, _ in variants)))
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    if args.prewarm > 0:
+        prewarm([(expression(16384 // s, 2048 // d, s, d, args.dtype, c), knobs)
+                 for d in args.dims for c in args.masks for s in args.seqlens
+                 for _, knobs in variants], args.prewarm)
+    for d in args.dims:
+        for causal in args.masks:
+            for s in args.seqlens:
+                b, h = 16384 // s, 2048 // d
+                flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+                q, k, v = attention_inputs(b, h, s, d, dtype)
+                refs = references(q, k, v, causal)
+                fns, names, notes = [], [], []
+                for name, knobs in variants:
+                    try:
+                        op = lt.LoomOp(expression(b, h, s, d, args.dtype, causal), knobs,
+                                       {"Q": q, "K": k, "V": v}, use_db=False)
+                        ok, msg = verify(op, q, k, v, causal, refs)
+                        if ok:
+                            fns.append(op)
+                            names.append(name)
+                        else:
+                            notes.append("%s FAIL %s" % (name, msg))
+                    except RuntimeError as e:
+                        notes.append("%s not run: %s" % (name, first_line(e)))
+                refs = None
+                try:
+                    lt.sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION)
+                    fns.append(sdpa_call(q, k, v, causal, SDPBackend.CUDNN_ATTENTION))
+                    names.append("cudnn")
+                except RuntimeError:
+                    pass
+                us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+                tf = {n: flops / (us[n] * 1e-6) / 1e12 for n in us}
+                cells = []
+                for name, _ in variants:
+                    if name in tf:
+                        cells.append("%s %.0f %s" % (name, tf[name], fmt(
+                            tf[name] / tf["cudnn"] if "cudnn" in tf else None, "%.3f")))
+                    else:
+                        cells.append("%s -" % name)
+                print("%-4d %-6s %6d %9s  %s  %s" % (d, "true" if causal else "false", s,
+                                                     fmt(tf.get("cudnn")), "  ".join(cells),
+                                                     "; ".join(notes)), flush=True)
+                fns = None
                 torch.cuda.empty_cache()
 
 
@@ -516,6 +606,12 @@ def main():
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-db", action="store_true", help="Loom's defaults, not the tuning database")
+    p.add_argument("--variants", nargs="+", default=[], metavar="NAME:K=V,..",
+                   help="A/B mode: these Loom knob sets per point of the table (defaults, no "
+                   "tuning database), timed interleaved with cuDNN")
+    p.add_argument("--prewarm", type=int, default=0, metavar="JOBS",
+                   help="A/B mode: first compile every point's programs in JOBS processes "
+                   "(fills the cubin cache)")
     p.add_argument("--ladder", default="", help="run a ladder (flash) with an FA2 column")
     p.add_argument("--shape", default="", help="ladder shape BxHxSxD (default 4x16x4096x128)")
     p.add_argument("--causal", action="store_true", help="ladder: causal mask")
@@ -553,6 +649,9 @@ def main():
     elif args.varlen:
         args.dtype = args.dtype or "bf16"
         varlen(args, flush)
+    elif args.variants:
+        args.dtype = args.dtype or "bf16"
+        ab(args, flush)
     else:
         args.dtype = args.dtype or "bf16"
         table(args, flush)

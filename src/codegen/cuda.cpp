@@ -291,6 +291,10 @@ class Renderer {
         i += n - 1;
         continue;
       }
+      if (size_t n = packed_compute_pair(b, i, d)) {
+        i += n - 1;
+        continue;
+      }
       if (size_t n = shared_a_wgmmas(b, i, d)) {
         i += n - 1;
         continue;
@@ -615,6 +619,10 @@ class Renderer {
         break;
       }
       case StmtKind::Compute:
+        if (packed_.count(s.dst)) {
+          packed_compute(s, nullptr, d);
+          break;
+        }
         line(d, def(s) + " = " + compute_expr(s) + ";");
         break;
       case StmtKind::Init:
@@ -755,7 +763,7 @@ class Renderer {
       }
       case StmtKind::Barrier:
         if (s.named_barrier())
-          line(d, "loom::bar_sync(" + ix(s.value) + ", " + std::to_string(int64_t(s.imm)) + ");");
+          line(d, std::string(s.named_arrive() ? "loom::bar_arrive(" : "loom::bar_sync(") + ix(s.value) + ", " + std::to_string(int64_t(s.imm)) + ");");
         else
           line(d, "__syncthreads();");
         break;
@@ -996,9 +1004,12 @@ class Renderer {
       const bool atom = s.kind == StmtKind::Atom &&
                         (find_warp_atom(k, s.atom) || find_warp_copy(k, s.atom));
       auto it = packed_.find(s.dst);
+      // A Compute into an operand fragment converts its f32 result into the value's half
+      // (attention's P, converted once after the softmax: k:013 with ATTN_OVERLAP).
       const bool elementwise = it != packed_.end() && s.kind != StmtKind::Alloc && !atom &&
                                (it->second.accumulator ? s.kind == StmtKind::Init
-                                                       : s.kind == StmtKind::Load);
+                                                       : s.kind == StmtKind::Load ||
+                                                             s.kind == StmtKind::Compute);
       if (elementwise) {
         if (s.dst_index.empty() || !s.dst_index.back().is_const())
           throw Error("codegen: `" + first_line() + "` writes packed fragment `" + s.dst +
@@ -1025,6 +1036,44 @@ class Renderer {
     const int64_t v = index.back().const_value();
     index.back() = Expr(v / kHalves);
     return "loom::b16_half<" + std::to_string(v % kHalves) + ">(" + element(name, index) + ")";
+  }
+
+  // A Compute into a packed operand fragment: its f32 result rounded to the fragment's
+  // 16-bit type. With `pair` (the Compute of the register's other value, v + 1 after an
+  // even v) both go in with one cvt.rn.*x2.f32; alone, into its half.
+  void packed_compute(const Stmt& s, const Stmt* pair, int d) {
+    const DType t = packed_.at(s.dst).type;
+    const std::string pack = t == DType::F16 ? "loom::pack_f16x2(" : "loom::pack_bf16x2(";
+    std::vector<Expr> reg = s.dst_index;
+    const int64_t v = reg.back().const_value();
+    reg.back() = Expr(v / kHalves);
+    if (pair) {
+      line(d, element(s.dst, reg) + " = " + pack + compute_expr(s) + ", " + compute_expr(*pair) +
+                  ");");
+      return;
+    }
+    const std::string bits = "(unsigned short)(" + pack + compute_expr(s) + ", 0.0f) & 0xffffu)";
+    line(d, "loom::set_b16_half<" + std::to_string(v % kHalves) + ">(" + element(s.dst, reg) +
+                ", " + bits + ");");
+  }
+
+  // b[i] and b[i + 1] compute values v (even) and v + 1 of one packed register: one pack.
+  size_t packed_compute_pair(const Block& b, size_t i, int d) {
+    if (i + 1 >= b.size()) return 0;
+    const Stmt &x = b[i], &y = b[i + 1];
+    if (x.kind != StmtKind::Compute || y.kind != StmtKind::Compute || x.dst != y.dst ||
+        !packed_.count(x.dst) || x.dst_index.empty() || x.dst_index.size() != y.dst_index.size() ||
+        !x.dst_index.back().is_const() || !y.dst_index.back().is_const())
+      return 0;
+    const int64_t v = x.dst_index.back().const_value();
+    if (v % kHalves != 0 || y.dst_index.back().const_value() != v + 1) return 0;
+    for (size_t j = 0; j + 1 < x.dst_index.size(); ++j)
+      if (!x.dst_index[j].same_as(y.dst_index[j])) return 0;
+    // y must not read what x writes (it reads f32 values, never the packed fragment).
+    for (const Operand& o : y.args)
+      if (o.name == x.dst) return 0;
+    packed_compute(x, &y, d);
+    return 2;
   }
 
   // An accumulator's zeroing (Init), one value at a time into its half.

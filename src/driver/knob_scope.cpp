@@ -150,7 +150,8 @@ const std::vector<ScopedKnob>& attention_only_knobs() {
       {"BLOCK_M", {}},   {"BLOCK_N", {}},   {"WARPS", {}},       {"KV_STAGES", {}},
       {"Q_IN_REGS", {}}, {"SOFTMAX", {}},   {"ZERO_INIT", {}},   {"STAGE_OUTPUT", {}},
       {"ATTN_MMA", {}},  {"ATTN_WG", {}},   {"ATTN_PRODUCER", {}}, {"ATTN_OVERLAP", {}},
-      {"SPLIT_KV", {}},  {"GQA_PACK", {}},  {"COMBINE_GROUPS", {}}};
+      {"ATTN_PINGPONG", {}}, {"ATTN_PACK_P", {}}, {"SPLIT_KV", {}},  {"GQA_PACK", {}},
+      {"COMBINE_GROUPS", {}}};
   return knobs;
 }
 

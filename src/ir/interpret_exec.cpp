@@ -329,10 +329,16 @@ void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t dep
                  "(guard the body with an If instead)",
              t);
     }
-  // Only the running CTA's threads: a peer CTA may be paused inside the same loop.
+  // Only the running CTA's threads: a peer CTA may be paused inside the same loop. In an
+  // arm of a specialize only the arm's own threads: the warpgroups of a `specialize
+  // warpgroups` arm run the same loop as tasks of their own, each at its own iteration.
   int64_t* row = &ints_[size_t(n.var) * size_t(threads_) + size_t(cta_ * cta_threads_)];
+  int64_t* all = &ints_[size_t(n.var) * size_t(threads_)];
   for (int64_t i = 0; i < extent; ++i) {
-    std::fill(row, row + cta_threads_, i);
+    if (arm_)
+      for (int t : active) all[t] = i;
+    else
+      std::fill(row, row + cta_threads_, i);
     run_block(n.body, active, depth);
   }
 }

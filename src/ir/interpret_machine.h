@@ -188,6 +188,8 @@ class Machine {
 
   // ---- named barriers (interpret_named_barrier.cpp) ------------------------------
   void exec_named_barrier(const Node& n, const std::vector<int>& active);
+  // At the end of a block: a phase left short (bar.arrive's arrivals nobody awaited).
+  void end_named_barriers();
 
   // ---- warp specialization (interpret_specialize.cpp) ----------------------------
   void exec_specialize(const Node& n, const std::vector<int>& active, size_t depth);
@@ -303,6 +305,10 @@ class Machine {
   // threads waiting there (whole warps), the count they expect, how often it completed.
   struct NamedBarrier {
     std::vector<int> waiting;
+    // Threads that bar.arrive'd in this phase (they ran on) and the join of their vector
+    // clocks at the arrive: what the waiters learn when the phase completes.
+    std::vector<int> arrived;
+    std::vector<int64_t> released;
     int64_t count = 0;
     int64_t completed = 0;
     const Stmt* stmt = nullptr;

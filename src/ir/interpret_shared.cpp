@@ -71,10 +71,25 @@ void SharedMemory::barrier(int cta) {
 }
 
 void SharedMemory::named_barrier(const std::vector<int>& threads) {
+  named_barrier(threads, {});
+}
+
+void SharedMemory::named_arrive(int thread, std::vector<int64_t>& released) {
+  const int64_t e = ++epoch_;  // the arriver's later accesses carry e or more: not released
+  const size_t n = threads_.size();
+  if (sync_.empty()) sync_.assign(n, std::vector<int64_t>(n, 0));
+  if (released.size() != n) released.assign(n, 0);
+  join(released, sync_[size_t(thread)]);
+  released[size_t(thread)] = std::max(released[size_t(thread)], e);
+}
+
+void SharedMemory::named_barrier(const std::vector<int>& threads,
+                                 const std::vector<int64_t>& released) {
   const int64_t e = ++epoch_;
   const size_t n = threads_.size();
   if (sync_.empty()) sync_.assign(n, std::vector<int64_t>(n, 0));
   std::vector<int64_t> joined(n, 0);
+  if (released.size() == n) join(joined, released);
   for (int t : threads) join(joined, sync_[size_t(t)]);
   for (int t : threads) joined[size_t(t)] = e;
   for (int t : threads) sync_[size_t(t)] = joined;

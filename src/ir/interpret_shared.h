@@ -82,6 +82,11 @@ class SharedMemory {
   // A named barrier completed by `threads` (all of one CTA): their earlier accesses
   // happen-before their later ones, and nobody else's.
   void named_barrier(const std::vector<int>& threads);
+  // bar.arrive by `thread`: its vector clock with its own accesses so far, joined into
+  // `released` (what the barrier's waiters learn when the phase completes).
+  void named_arrive(int thread, std::vector<int64_t>& released);
+  // The phase completes: the waiters meet (as named_barrier) and also learn `released`.
+  void named_barrier(const std::vector<int>& threads, const std::vector<int64_t>& released);
   void cluster_barrier();     // barrier.cluster: every CTA's threads
   int ctas() const { return ctas_; }
   int cta_of(int thread) const { return thread / cta_threads_; }

@@ -49,30 +49,46 @@ void Machine::exec_specialize(const Node& n, const std::vector<int>& active, siz
       threads[i].push_back(t);
     }
 
-  // A block alone gets a scheduler of its own; a CTA of a cluster spawns its arms into the
-  // cluster's, whose task ids continue after the CTAs'.
+  // A specialize marked "warpgroups" (Stmt::per_warpgroup) runs each arm as one task per
+  // warpgroup of its threads: warpgroups of one arm then proceed independently, as they
+  // do on the GPU, so one may wait at a named barrier for another's bar.arrive.
+  std::vector<std::pair<size_t, std::vector<int>>> groups;  // (arm, its threads)
+  for (size_t i = 0; i < n.body.size(); ++i) {
+    if (threads[i].empty()) continue;
+    if (!(kernel_ && s.per_warpgroup())) {
+      groups.emplace_back(i, threads[i]);
+      continue;
+    }
+    for (int t : threads[i]) {
+      const int g = t % cta_threads_ / 128;
+      if (groups.empty() || groups.back().first != i ||
+          groups.back().second.back() % cta_threads_ / 128 != g)
+        groups.emplace_back(i, std::vector<int>{});
+      groups.back().second.push_back(t);
+    }
+  }
   const bool own = sched_ == nullptr;
   if (own) contexts_.clear();
   const std::string cta = ctas_ > 1 ? "CTA " + std::to_string(cta_) + " " : "";
   std::vector<Scheduler::Task> tasks;
-  std::vector<size_t> arm_index;
-  for (size_t i = 0; i < n.body.size(); ++i) {
-    if (threads[i].empty()) continue;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const size_t i = groups[gi].first;
     const size_t id = contexts_.size();
     contexts_.push_back(TaskContext{{}, cta_, true});
+    const std::string wg = s.per_warpgroup() ? ", warpgroup " +
+        std::to_string(groups[gi].second[0] % cta_threads_ / 128) : "";
     tasks.push_back(Scheduler::Task{
-        [this, &n, &threads, i, id] {
+        [this, &n, &groups, gi, i, id] {
           resume(id);
-          run_block(n.body[i].body, threads[i], 0);
+          run_block(n.body[i].body, groups[gi].second, 0);
         },
-        cta + "arm " + std::to_string(i) + " (`" + first_line(*n.body[i].s) + "`)"});
-    arm_index.push_back(i);
+        cta + "arm " + std::to_string(i) + wg + " (`" + first_line(*n.body[i].s) + "`)"});
   }
   if (kernel_)
-    for (size_t i : arm_index) shared_.begin_task(threads[i]);
+    for (const auto& g : groups) shared_.begin_task(g.second);
   auto end_tasks = [&] {
     if (kernel_)
-      for (size_t i : arm_index) shared_.end_task(threads[i]);
+      for (const auto& g : groups) shared_.end_task(g.second);
   };
 
   if (!own) {

@@ -178,6 +178,7 @@ void Machine::run_kernel(const KernelOp& k) {
           run_block(nodes, all, 0);
         else
           run_cluster(nodes);
+        end_named_barriers();
         end_hopper_block();
         shared_.end_block();
       }

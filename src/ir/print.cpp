@@ -109,7 +109,7 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::Alloc: return "alloc " + s.dst + "[" + join_exprs(s.index) + "]";
     case StmtKind::Stage: return "stage " + s.mode + ":";
     case StmtKind::Barrier:
-      return s.named_barrier() ? "bar.sync " + s.value.str() + ", " + std::to_string(int64_t(s.imm))
+      return s.named_barrier() ? (s.named_arrive() ? "bar.arrive " : "bar.sync ") + s.value.str() + ", " + std::to_string(int64_t(s.imm))
                                : "barrier";
     case StmtKind::AsyncCopy:
       return "cp.async " + s.tensor + "[" + join_exprs(s.index) + "] <- " + s.src + "[" +
@@ -137,7 +137,7 @@ std::string stmt_line(const Stmt& s) {
              join_exprs(s.index) + "] via " + s.dst;
     case StmtKind::BulkCommit: return "bulk.commit";
     case StmtKind::BulkWait: return "bulk.wait.read " + std::to_string(int(s.imm));
-    case StmtKind::Specialize: return "specialize:";
+    case StmtKind::Specialize: return s.per_warpgroup() ? "specialize warpgroups:" : "specialize:";
     case StmtKind::ClusterSync: return s.mode == "relaxed" ? "cluster.sync relaxed" : "cluster.sync";
     case StmtKind::TileArrive:
       return "let " + s.var + " = tile.arrive " + s.tensor + "[" + join_exprs(s.index) + "] of " +

@@ -255,6 +255,12 @@ Stmt Stmt::NamedBarrier(Expr id, int threads) {
   return s;
 }
 
+Stmt Stmt::NamedBarrierArrive(Expr id, int threads) {
+  Stmt s = NamedBarrier(std::move(id), threads);
+  s.mode = "arrive";
+  return s;
+}
+
 Stmt Stmt::AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
                      int width, Expr pred) {
   Stmt s;

@@ -271,7 +271,13 @@ struct Stmt {
   // id wait for each other; threads of other warps are not held. `id` may depend on the
   // thread (e.g. 1 + threadIdx.x / 128: each warpgroup its own barrier).
   static Stmt NamedBarrier(Expr id, int threads);
+  // bar.arrive id, threads: counts this thread's warp toward barrier `id`'s `threads`
+  // without waiting (PTX ISA 9.7.13.1): the producer's half of a hand-off whose consumer
+  // executes bar.sync id, threads. Its accesses before the arrive happen-before the
+  // waiters' accesses after the barrier completes; nothing orders the other way.
+  static Stmt NamedBarrierArrive(Expr id, int threads);
   bool named_barrier() const { return kind == StmtKind::Barrier && imm > 0; }
+  bool named_arrive() const { return named_barrier() && mode == "arrive"; }
   static Stmt AsyncCopy(std::string dst, Expr dst_offset, std::string src, Expr src_offset,
                         int width, Expr pred);
   static Stmt AsyncCommit();
@@ -299,6 +305,10 @@ struct Stmt {
   static Stmt BulkCommit();
   static Stmt BulkWait(int keep_reading);
   static Stmt Specialize(std::vector<Stmt> arms);
+  // mode "warpgroups": the interpreter runs each arm as one task per warpgroup (they
+  // proceed independently, as on the GPU: one may wait at a named barrier for another's
+  // bar.arrive); codegen is the same.
+  bool per_warpgroup() const { return kind == StmtKind::Specialize && mode == "warpgroups"; }
   // relaxed: the arrive orders none of the thread's memory accesses (barrier.cluster.arrive
   // .relaxed): a barrier that only says "every CTA has started" (its mbarriers are
   // initialized: fence.mbarrier_init orders those).

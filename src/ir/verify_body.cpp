@@ -836,6 +836,9 @@ class BodyChecker {
       case StmtKind::Stage: check_stage(s); break;
       case StmtKind::Barrier:
         require_level(s, Level::Kernel, "Barrier");
+        if (!s.mode.empty() && !s.named_arrive())
+          fail(s, "barrier mode `" + s.mode + "`: a barrier is bar.sync, or bar.arrive (mode "
+                      "arrive) on a named barrier (id 1..15 and a thread count)");
         if (s.named_barrier()) {
           check_named_barrier(s);
           break;
@@ -868,7 +871,11 @@ class BodyChecker {
       case StmtKind::TmaStore:
       case StmtKind::BulkCommit:
       case StmtKind::BulkWait: check_hopper(s); break;
-      case StmtKind::Specialize: check_specialize(s); break;
+      case StmtKind::Specialize:
+        if (!s.mode.empty() && !s.per_warpgroup())
+          fail(s, "specialize mode `" + s.mode + "` is not warpgroups");
+        check_specialize(s);
+        break;
       case StmtKind::ClusterSync: check_cluster_sync(s); break;
       case StmtKind::TileArrive: check_tile_arrive(s); break;
       case StmtKind::LaneReduce: check_lane_reduce(s); break;

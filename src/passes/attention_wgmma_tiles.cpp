@@ -100,7 +100,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // and 0.89x / 0.92x for two warpgroups by 128 keys (96 keys: 0.94 / 0.97 / 0.93 / 1.01;
   // 80: 0.92 / 0.93 / 0.88 / 0.95; a third K/V stage: no gain). D = 64 keeps two
   // warpgroups (three measured 0.95-1.09x against its 1.04-1.05x). Not with ATTN_OVERLAP
-  // (its second S array does not fit 160), nor where BLOCK_M or ATTN_WG is given, nor
+  // (S, P's 16-bit pairs and O do not fit 160), nor where BLOCK_M or ATTN_WG is given, nor
   // with a given BLOCK_N whose accumulators do not fit 160 registers (two warpgroups
   // then, as before this tile: an explicit BLOCK_N=176 at D = 128 stays legal).
   const bool n_fits_wg3 = !s.knobs.has("BLOCK_N") || s.knobs.get_int("BLOCK_N", 0) / 2 + Dp / 2 + 40 <= 160;
@@ -137,12 +137,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   t.producer =
       s.knob("ATTN_PRODUCER", Dp > 64 && (t.warpgroups < 3 || wg3_tile) ? 1 : 0) != 0;
   // BLOCK_N: 144 / 128 / 112 in the three-warpgroup tile above; otherwise 128 up to 160 stored
-  // columns, then 64 (32 with ATTN_OVERLAP's second S array), what the registers allow
+  // columns, then 64, what the registers allow
   // (below). D = 160 at 128 keys keeps 64 + 80 accumulators plus ~72, 216 of the
   // consumers' 240, no spills, and measured 1.08x / 1.17x cuDNN against 64 keys' 1.02x /
   // 1.11x (H100, 16k tokens); 64 stays D = 192's and 256's measured choice (D = 256 at 176
   // accumulators spilled).
-  const int64_t wide_n = Dp > 160 || (Dp > 128 && t.overlap) ? (t.overlap ? 32 : 64) : 128;
+  // With ATTN_OVERLAP: 128 up to 160 stored columns, 80 above (FlashAttention-3's D = 256
+  // tile): S (BLOCK_N/2), P's 16-bit pairs (BLOCK_N/4) and O fit 240 registers there.
+  const int64_t wide_n = Dp > 160 ? (t.overlap ? 80 : 64) : 128;
   t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : Dp <= 112 ? 128 : 112) : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
@@ -157,16 +159,54 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_OVERLAP=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads after "
                 "a block barrier, a slot is free only once the block after it was read, one "
                 "block too late for the next block's S; add ATTN_PRODUCER=1");
-  t.acc_regs = (t.overlap ? t.block_n : t.block_n / 2) + Dp / 2;
+  // ATTN_PINGPONG=1 (FlashAttention-3's inter-warpgroup ping-pong): named barrier 1 + w
+  // hands warpgroup w the turn to issue its wgmmas; it needs two or more consumer
+  // warpgroups that run apart from the producer (thread 0 issuing puts a block barrier in
+  // every key block, which already lines the warpgroups up).
+  t.pingpong = s.knob("ATTN_PINGPONG", 0) != 0;
+  if (t.pingpong && t.warpgroups < 2)
+    throw Error("ATTN_PINGPONG=1 with ATTN_WG=" + std::to_string(t.warpgroups) + ": the ping-pong "
+                "hands the tensor cores between consumer warpgroups and needs 2 or 3 of them; "
+                "set ATTN_WG=2 or 3 (or BLOCK_M=128 or 192), or drop ATTN_PINGPONG");
+  if (t.pingpong && !t.producer)
+    throw Error("ATTN_PINGPONG=1 needs ATTN_PRODUCER=1: with thread 0 issuing the loads every key "
+                "block starts with a block barrier that lines the warpgroups up, so they cannot "
+                "take turns; add ATTN_PRODUCER=1");
+  // ATTN_PACK_P=1: P V reads P from a 16-bit register array the softmax's result is
+  // converted into once (FlashAttention-3's tOrP), not packed from S's f32 accumulators at
+  // each wgmma (where ptxas injects a warpgroup.arrive per k-step, C7519). The overlap
+  // needs it (the next S overwrites S's array while P V runs). The default at D = 128
+  // (113..128 stored columns): measured on the H100 (2026-11-27, 16k tokens, the 3 x 112
+  // tile) 0.971x / 1.009x cuDNN non-causal at 4k / 16k and 0.947x / 1.067x causal,
+  // against 0.963x / 0.986x / 0.927x / 1.026x packing at each wgmma. At D = 256 (2 x 64,
+  // 4k non-causal) it measured the same (0.870x / 0.873x): left off there and elsewhere
+  // until measured. Nor where the keys are a constant that fits one block: no key loop for
+  // it to gain in, and there (causal, Sq > Sk: Sk = 17 or 100 at 1000 queries) ptxas
+  // spilled 8 B with the array in the three warpgroups' 160 registers.
+  const bool one_key_block = a.Sk.is_const() && a.Sk.const_value() <= t.block_n;
+  t.pack_p = s.knob("ATTN_PACK_P",
+                    t.overlap || (Dp > 112 && Dp <= 128 && !one_key_block) ? 1 : 0) != 0;
+  if (t.overlap && !t.pack_p)
+    throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
+                "S's accumulators while P V still reads P, so P must live in its own 16-bit "
+                "array; drop ATTN_PACK_P=0, or ATTN_OVERLAP");
+  // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
+  // after); with it S is busy again with the next block while P V reads P.
+  t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;
   // Besides the accumulators: row statistics, addresses, P's packed pairs, the loop. ~40
-  // up to D = 128 (NVRTC 13.0, sm_90a: 192 accumulators at D = 128 with ATTN_OVERLAP fit
-  // 240 without spilling), ~72 at D = 256 (192 accumulators there spilled 144 B, 176
-  // spilled 20 B, 160 none).
-  const int64_t overhead = Dp > 128 ? 72 : 40;
+  // up to D = 128, ~72 at D = 256 (192 accumulators there spilled 144 B, 176 spilled
+  // 20 B, 160 none). With ATTN_OVERLAP, ~40 at every D, P's pairs counted in acc_regs
+  // (NVRTC 13.0, sm_90a, no spill and no wgmma serialized: D = 128 at BLOCK_N = 176, 196
+  // accumulators; D = 256 at 80, 188). Before P had its own 16-bit array the overlap kept
+  // two f32 S arrays, and at D = 128, BLOCK_N = 128 (192 accumulators) ptxas serialized
+  // every wgmma for want of registers (its C7512 "Potential Performance Loss", no spill):
+  // what measured ATTN_OVERLAP=1 5-30 % slower at D = 128 (bench/NOTES.md).
+  const int64_t overhead = t.overlap ? 40 : Dp > 128 ? 72 : 40;
   if (t.acc_regs + overhead > 255)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with D=" + std::to_string(D) +
                 " and ATTN_MMA=wgmma keeps " + std::to_string(t.acc_regs) + " f32 accumulator "
-                "registers per thread (S: BLOCK_N/2, twice with ATTN_OVERLAP; O: D/2) plus ~" +
+                "registers per thread (S: BLOCK_N/2, and P's 16-bit pairs BLOCK_N/4 with ATTN_OVERLAP; "
+                "O: D/2) plus ~" +
                 std::to_string(overhead) + " more, past 255: use a smaller BLOCK_N");
   if (t.producer) {
     // The consumers' share of the register file once the producer dropped to 24: 240 for

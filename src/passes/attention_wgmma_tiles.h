@@ -53,12 +53,17 @@ struct AttentionWgmmaTiles {
                                 // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
+  bool pack_p = false;          // ATTN_PACK_P: P converted once into a 16-bit register
+                                // array after the softmax (always with ATTN_OVERLAP)
+  bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing
+                                // their wgmmas (named barriers 1..ATTN_WG, bar.sync/arrive)
   int64_t head_dim = 0;
   int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
   std::vector<AttentionSpan> spans;
   int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit, padded_dim columns
-  int64_t acc_regs = 0;     // f32 accumulator registers per thread: S (BLOCK_N/2, twice
-                            // with ATTN_OVERLAP) + O (padded_dim/2)
+  int64_t acc_regs = 0;     // accumulator registers per thread: S (BLOCK_N/2; with
+                            // ATTN_OVERLAP P's 16-bit pairs, BLOCK_N/4, too) + O
+                            // (padded_dim/2)
 };
 AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops& a);
 

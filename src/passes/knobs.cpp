@@ -257,8 +257,19 @@ const std::vector<KnobDef>& knob_registry() {
        "default up to D = 64)", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
-       "flight (FlashAttention-3's intra-warpgroup overlap; two S/P arrays); 0 = each block's "
-       "products in turn", "k:013_lower_attention_wgmma", 0, 1},
+       "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array); "
+       "0 = each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
+       "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
+       "always with ATTN_OVERLAP=1; the default at D = 113..128 past one key block); 0 = P "
+       "packed from S's f32 "
+       "accumulators at each P V wgmma (the default elsewhere)", "k:013_lower_attention_wgmma",
+       0, 1},
+      {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
+       "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
+       "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
+       "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong); "
+       "0 = each issues when ready", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
        "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "

@@ -22,7 +22,9 @@ const std::vector<AttentionFamily>& attention_families() {
   // passes refuse those whose accumulators or K/V ring do not fit at the head dim being
   // tuned (every multiple of 8 up to 256 runs the wgmma kernel). mma.sync: the tiles of
   // bench/NOTES.md's D = 128 A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with
-  // Q re-read).
+  // Q re-read). ATTN_PINGPONG (the consumer warpgroups taking turns) is searched where the
+  // producer warpgroup runs; the pass refuses it with one warpgroup. ATTN_PACK_P both ways
+  // without the overlap (which needs it: 1 there).
   static const std::vector<AttentionFamily> families = {
       {"wgmma",
        90,
@@ -32,8 +34,11 @@ const std::vector<AttentionFamily>& attention_families() {
         {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256", "144", "112"}},
         {"KV_STAGES", {"2", "3"}},
         {"ATTN_PRODUCER", {"1", "0"}},
-        {"ATTN_OVERLAP", {"0", "1"}}},
-       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}}},
+        {"ATTN_OVERLAP", {"0", "1"}},
+        {"ATTN_PINGPONG", {"0", "1"}},
+        {"ATTN_PACK_P", {"1", "0"}}},
+       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}, {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
+        {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}}},
       {"mma_sync",
        80,
        false,

@@ -39,6 +39,36 @@ inline std::vector<Case> wgmma_head_dim_cases() {
   return v;
 }
 
+// ATTN_PINGPONG=1 (the consumer warpgroups take turns issuing wgmmas through named
+// barriers): two and three warpgroups, with and without ATTN_OVERLAP, D 64, 96, 128, 256,
+// the three masks, odd lengths, Sq != Sk both ways, GQA 32/8, LSE, bf16 and f16 (the GPU
+// test's PingPong group).
+inline std::vector<Case> wgmma_pingpong_cases() {
+  std::vector<Case> v;
+  const std::string pp = "ATTN_MMA=wgmma,ATTN_PRODUCER=1,ATTN_PINGPONG=1";
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({expr(1, 4, 2, 1000, 777, 128, causal, "bf16", true), pp});  // 3 x 64 rows
+    v.push_back({expr(2, 4, 4, 17, 1000, 128, causal, "f16", true), pp + ",ATTN_WG=2"});
+    v.push_back({expr(2, 8, 2, 1000, 17, 64, causal, "bf16", true), pp});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), pp});
+  }
+  for (const char* causal : {"true", "false"}) {
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), pp});
+    v.push_back({expr(1, 32, 8, 1000, 1000, 128, causal, "bf16", false),
+                 pp + ",ATTN_WG=2,ATTN_OVERLAP=1"});
+    v.push_back({expr(1, 4, 1, 1000, 777, 128, causal, "bf16", true), pp + ",ATTN_WG=2,BLOCK_N=176"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), pp + ",ATTN_WG=2,BLOCK_N=128"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 96, causal, "bf16", true), pp});
+    v.push_back({expr(1, 8, 2, 4097, 1000, 256, causal, "bf16", true), pp + ",ATTN_OVERLAP=1"});
+    v.push_back({expr(2, 4, 4, 1000, 1000, 64, causal, "f16", true), pp + ",ATTN_OVERLAP=1"});
+    // ATTN_PACK_P=1 without the overlap: P converted once after the softmax.
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), "ATTN_MMA=wgmma,ATTN_PACK_P=1"});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "f16", true), pp + ",ATTN_PACK_P=1"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 64, causal, "bf16", true), "ATTN_MMA=wgmma,ATTN_PACK_P=1"});
+  }
+  return v;
+}
+
 inline std::vector<Case> wgmma_cases() {
   std::vector<Case> v;
   const std::string wg = "ATTN_MMA=wgmma";

@@ -517,6 +517,12 @@ __device__ __forceinline__ void bar_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// PTX ISA 9.7.13.1 bar.arrive a, b: this warp counts toward barrier `id`'s `threads`
+// and runs on; the warps that bar.sync the same id wait for it (a one-way hand-off).
+__device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // PTX ISA 9.7.9.25 cp.async.bulk.commit_group: close the bulk group of the TMA stores
 // issued so far by this thread.
 __device__ __forceinline__ void bulk_commit_group() {

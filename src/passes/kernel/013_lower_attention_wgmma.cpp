@@ -25,22 +25,31 @@
 //  5. Masks and online softmax on the accumulator: a warpgroup's C is the m16n8 C layout
 //     of each warp over rows 16w.., repeated over N/8 column tiles, so a row's values live
 //     in one quad (lane_reduce over 4 lanes) exactly as in k:012: masks per element only in
-//     blocks the causal bound or the ragged end reaches, p = exp2(s c - m c).
+//     blocks the causal bound (of the warpgroup's first row) or the ragged end reaches,
+//     p = exp2(s c - m c).
 //  6. O += P V: S tiles 2kk and 2kk+1 are value for value the register A fragment of
 //     k-step kk (checked against the atom table here); codegen packs them to 16-bit pairs
 //     at the wgmma. B = V (shared, MN-major: V [key][d] is B stored K x N, d contiguous:
 //     the descriptor's transpose), one wgmma m64n{width}k16 per span into the span's own
 //     accumulator (o_acc, o_acc1, o_acc2), all reading the same P registers. O is
 //     rescaled by alpha while no wgmma writes it.
-//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn. ATTN_OVERLAP=1: S of block kb
-//     issued before P V of kb-1, the softmax under that product (two S/P arrays).
+//     ATTN_OVERLAP=0: each block's S, softmax, P V in turn (P packed from S at the wgmma).
+//     ATTN_OVERLAP=1: S of block kb issued before P V of kb-1, the softmax under that
+//     product; P V reads P from a 16-bit register array (p_acc) the softmax's result is
+//     converted into (FlashAttention-3's tOrP), so one f32 S array suffices.
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
 //     skipped), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
 //     LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
-// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+//     ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas (named
+//     barriers 1..ATTN_WG, bar.sync before a turn, bar.arrive for the next warpgroup after
+//     it), so one's softmax runs under another's products (FlashAttention-3 sec. 3.1).
+//     ATTN_PACK_P=1 (always with the overlap): P converted once into p_acc, not packed from
+//     S at each P V wgmma.
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P,
+// BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -285,11 +294,16 @@ struct Lowering {
         const Expr j = kbx * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
         const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
         const Expr last = kbx * BN + (BN - 1);
-        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM, last);
+        // Per warpgroup (uniform over it): its first row keeps the fewest keys, so a
+        // warpgroup whose first row keeps the block's last key masks nothing there (with
+        // three warpgroups of 64 rows the CTA's diagonal band is 2-3 key blocks; each
+        // warpgroup's is 1-2).
+        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM + wg * 64, last);
         std::map<std::string, Expr::Range> ranges;
         if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
         if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
-        const auto never = kbx.uses("kb2") ? std::nullopt : reaches.bounds(ranges);
+        // (The overlap's loop runs block kb + 1: a range one wider, still a sound bound.)
+        const auto never = reaches.bounds(ranges);
         if (!(never && never->hi == 0))
           out = guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
                     guarded(drop, {with_dst(Stmt::Init(sa, kNegInf), {n2, hf, e})}))})})});
@@ -350,60 +364,102 @@ struct Lowering {
       x.insert(x.end(), y.begin(), y.end());
       return x;
     };
-    const std::string s_a = "s_acc", s_b = "s_next";
+    const std::string s_a = "s_acc", p_a = "p_acc";
     auto s_alloc = [&](const std::string& name) {
       return Stmt::Alloc(name, {Expr(BN / 16), Expr(2), Expr(4)});
     };
     append({Stmt::Alloc("alpha", {Expr(2)})});
+    // ATTN_PINGPONG=1 (FlashAttention-3's ping-pong): the consumer warpgroups take turns
+    // issuing wgmmas, in the ring 0, 1, .., W-1, 0. Warpgroup w waits at named barrier
+    // 1 + w (bar.sync, 256 threads: its own 128 and the 128 of the warpgroup before it,
+    // which bar.arrive there) before its turn and arrives at 1 + (w + 1) % W after it, so
+    // one warpgroup's softmax runs while the next one's products hold the tensor cores.
+    // The last warpgroup's first arrive starts the ring and its last is left out: every
+    // phase completes within the block.
+    const int64_t W = t.warpgroups;
+    const int pp_threads = 256;
+    auto pp_sync = [&] {
+      return t.pingpong ? Block{Stmt::NamedBarrier(Expr(1) + wg, pp_threads)} : Block{};
+    };
+    auto pp_arrive = [&](const Expr& unless_last) {
+      if (!t.pingpong) return Block{};
+      const Stmt arrive = Stmt::NamedBarrierArrive(Expr(1) + (wg + 1) % W, pp_threads);
+      return Block{Stmt::If(wg < Expr(W - 1) || unless_last, {arrive})};
+    };
+    auto pp_start = [&](const Expr& enough) {
+      if (!t.pingpong) return Block{};
+      const Expr last_wg = Expr::make(Expr::Kind::Eq, wg, Expr(W - 1));
+      return Block{Stmt::If(last_wg && enough,
+                            {Stmt::NamedBarrierArrive(Expr(1), pp_threads)})};
+    };
+    // Value v of P's k-step kk is S's (kk, v / 4, v % 4) (check_p_repack); one statement
+    // per value (a packed fragment's value index is a constant: codegen pairs v, v + 1
+    // into one cvt.rn.*x2.f32).
+    Block per_kk;
+    for (int64_t v = 0; v < 8; ++v)
+      per_kk.push_back(with_dst(Stmt::Compute(p_a, ScalarOp::Mul,
+                                              {val(s_a, {kk, Expr(v / 4), Expr(v % 4)}),
+                                               Operand::constant(1.0)}),
+                                {kk, Expr(v)}));
+    const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
-      // retired its wgmmas on it).
+      // retired its wgmmas on it). ATTN_PINGPONG=1: a warpgroup's turn is P V of block kb - 1
+      // (waited for) and S of block kb (issued), FlashAttention-3's order; the softmax runs
+      // outside it.
       const Expr next = kb + (S - 1);
       Block step;
       if (!producer)
         step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
       step.push_back(s_alloc(s_a));
+      if (t.pack_p) step.push_back(Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}));
       step = cat(step, s_issue(kb, s_a));
+      step = cat(step, pp_arrive(Expr(1)));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, softmax(kb, s_a, true));
-      step = cat(step, pv_issue(kb, s_a));
+      if (t.pack_p) step = cat(step, to_p);
+      step = cat(step, pp_sync());
+      step = cat(step, pv_issue(kb, t.pack_p ? p_a : s_a));
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, release(kb));
+      const Expr any = Expr(0) < key_blocks;
+      append(pp_start(any));
+      if (t.pingpong) append({Stmt::If(any, pp_sync())});
       append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+      if (t.pingpong) append({Stmt::If(any, pp_arrive(Expr(0)))});
     } else {
       // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
       // issued before O += P V of block kb - 1, and its softmax runs while that product is
-      // in flight; O's rescale by block kb's alpha waits for it. P of kb - 1 is being read
-      // (register A) while the softmax writes P of kb, so the two live in two arrays that
-      // trade roles every block: the loop is unrolled by two (kb = 2 kb2 + 1, 2 kb2 + 2).
-      auto block = [&](const Expr& kbx, const std::string& cur, const std::string& nxt) {
-        Block x = s_issue(kbx, nxt);
-        x = cat(x, pv_issue(kbx - 1, cur));
-        x.push_back(Stmt::WgmmaWait(1));  // S of kbx retired; P V of kbx - 1 may run on
-        x = cat(x, softmax(kbx, nxt, false));
-        x.push_back(Stmt::WgmmaWait(0));
-        x = cat(x, release(kbx - 1));
-        return cat(x, rescale_o());
-      };
-      const Expr kb2 = Expr::var("kb2");
-      Block first = s_issue(Expr(0), s_a);
+      // in flight; O's rescale by block kb's alpha waits for it. P V reads P from `p_acc`,
+      // a register array of 16-bit pairs (codegen's packed fragment) that the softmax's f32
+      // result is converted into once P V of the block before has retired — FlashAttention-
+      // 3's tOrP: S's f32 array is free for the next S as soon as it is converted, so one S
+      // array and BLOCK_N/4 packed registers, not two S arrays.
+      // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
+      const Expr kbx = kb + 1;  // the loop's kb runs 0 .. key_blocks - 2: block kb + 1
+      Block step = pp_sync();
+      step = cat(step, s_issue(kbx, s_a));
+      step = cat(step, pv_issue(kbx - 1, p_a));
+      step = cat(step, pp_arrive(kbx + 1 < key_blocks));
+      step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
+      step = cat(step, softmax(kbx, s_a, false));
+      step.push_back(Stmt::WgmmaWait(0));
+      step = cat(step, release(kbx - 1));
+      step = cat(step, to_p);
+      step = cat(step, rescale_o());
+      Block first = pp_start(Expr(1) < key_blocks);
+      first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
-      Block pair = block(kb2 * 2 + 1, s_a, s_b);
-      pair = cat(pair, guarded(kb2 * 2 + 2 < key_blocks, block(kb2 * 2 + 2, s_b, s_a)));
-      first.push_back(Stmt::For("kb2", key_blocks / 2, LoopKind::Reduce, "kb2",
-                                std::move(pair)));
-      // The last block's P is in s_a after an even number of blocks past the first.
-      const Expr last = key_blocks - 1;
-      for (int odd = 0; odd < 2; ++odd) {
-        const std::string sa = odd ? s_b : s_a;
-        Block tail = pv_issue(last, sa);
-        tail.push_back(Stmt::WgmmaWait(0));
-        tail = cat(tail, release(last));
-        first.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, last % 2, Expr(odd)), std::move(tail)));
-      }
-      append({s_alloc(s_a), s_alloc(s_b), Stmt::If(Expr(0) < key_blocks, std::move(first))});
+      first = cat(first, to_p);
+      first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
+      Block tail = pv_issue(key_blocks - 1, p_a);
+      tail.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, tail);
+      first = cat(first, release(key_blocks - 1));
+      append({s_alloc(s_a), Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}),
+              Stmt::If(Expr(0) < key_blocks, std::move(first))});
     }
 
     // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones
@@ -456,6 +512,8 @@ struct Lowering {
                    Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
     body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
                                      Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
+    // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
+    if (t.pingpong) body.back().mode = "warpgroups";
     return body;
   }
 
@@ -526,8 +584,8 @@ Pass pass_lower_attention_wgmma() {
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
               "softmax on the accumulators, one warpgroup per 64 query rows",
-              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "BLOCK_N", "KV_STAGES",
-               "MIN_BLOCKS"},
+              {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
+               "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

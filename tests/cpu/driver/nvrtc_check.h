@@ -27,6 +27,13 @@ inline void expect_setmaxnreg_honoured(const CompileResult& r) {
   EXPECT_EQ(r.log.find("'setmaxnreg' ignored"), std::string::npos) << r.log;
 }
 
+// ptxas issued the wgmmas asynchronously as written: short of registers it serializes them
+// (a wait after each), with only an info line (C7512 "Potential Performance Loss"), and the
+// kernel runs correct but without any overlap of the tensor cores with the rest.
+inline void expect_wgmma_not_serialized(const CompileResult& r) {
+  EXPECT_EQ(r.log.find("wgmma.mma_async instructions are serialized"), std::string::npos) << r.log;
+}
+
 // Every kernel of `p` has a ptxas report in `r`, without spill stores or loads, and no
 // setmaxnreg was ignored. The caller skips first where NVRTC's cache left no report
 // (r.resources empty).

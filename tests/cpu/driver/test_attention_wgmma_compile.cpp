@@ -35,6 +35,7 @@ void expect_compiles(const std::string& expr, const std::string& knobs) {
   }
   if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache left no ptxas report";
   nvrtc_check::expect_no_spills(p, r);
+  nvrtc_check::expect_wgmma_not_serialized(r);
   for (const auto& [name, res] : r.resources)
     std::cout << "[ ptxas    ] sm_90a " << knobs << " " << expr << ": " << res.registers
               << " registers, " << res.stack_frame_bytes << " B stack\n";
@@ -42,7 +43,7 @@ void expect_compiles(const std::string& expr, const std::string& knobs) {
 
 TEST(AttentionWgmmaCompile, Source) {
   const std::string e = attention_test::expr(2, 8, 2, 1000, 1000, 128, "true", "bf16", true);
-  const std::string cu = compile_for(e, "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128").cuda;
+  const std::string cu = compile_for(e, "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0").cuda;
   for (const char* part : {"loom::wgmma_m64n128k16_f32_bf16_ss<0, 0>(reinterpret_cast<float (&)[64]>(s_acc), ",
                            "loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, a_,",
                            "loom::pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])",
@@ -50,6 +51,37 @@ TEST(AttentionWgmmaCompile, Source) {
                            "Q_s_tmap", "K_s_tmap", "V_s_tmap"})
     EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
   EXPECT_EQ(cu.find("ldmatrix"), std::string::npos) << cu;
+}
+
+// ATTN_OVERLAP=1: P V reads P from its own 16-bit register array, filled from the softmax's
+// f32 result one cvt.rn.bf16x2.f32 per pair (FlashAttention-3's tOrP), not packed at each
+// wgmma from one of two f32 S arrays (which made ptxas serialize the wgmmas at 128 keys).
+TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
+  const std::string e = attention_test::expr(2, 8, 2, 1000, 1000, 128, "true", "bf16", true);
+  const std::string cu = compile_for(e, "ATTN_WG=2,ATTN_OVERLAP=1,BLOCK_N=128").cuda;
+  for (const char* part : {"unsigned p_acc[8][4]",
+                           "p_acc[kk][0] = loom::pack_bf16x2(s_acc[kk][0][0]",
+                           "p_acc[kk][3] = loom::pack_bf16x2(s_acc[kk][1][2]",
+                           "loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, p_acc[kk], "})
+    EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
+  EXPECT_EQ(cu.find("pack_bf16x2(s_acc[kk][0][0], s_acc[kk][0][1])"), std::string::npos) << cu;
+  expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,BLOCK_N=128");
+  // D = 128's default (3 x 112) converts P into the array too (ATTN_PACK_P's default there).
+  const std::string d = compile_for(e, "").cuda;
+  EXPECT_NE(d.find("loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, p_acc[kk], "), std::string::npos) << d;
+  EXPECT_NE(compile_for(attention_test::expr(2, 8, 2, 1000, 1000, 256, "true", "bf16", true), "")
+                .cuda.find("a_, "),
+            std::string::npos);  // D = 256 packs at the wgmma (not measured better there)
+  // Keys that fit one block (a constant Sk <= BLOCK_N) pack at the wgmma too: the array
+  // spilled 8 B there (causal, 1000 queries by 17 or 100 keys, the 160-register tile).
+  for (int sk : {17, 100}) {
+    const std::string one = attention_test::expr(2, 4, 4, 1000, sk, 128, "true", "bf16", true);
+    EXPECT_NE(compile_for(one, "").cuda.find("(o_acc, a_, "), std::string::npos) << sk;
+    expect_compiles(one, "");
+  }
+  expect_compiles(e, "ATTN_WG=2,ATTN_OVERLAP=1,ATTN_PINGPONG=1,BLOCK_N=176");
+  expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, 256, "false", "bf16", false),
+                  "ATTN_OVERLAP=1");  // BLOCK_N = 80
 }
 
 // The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
@@ -74,6 +106,19 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
 
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// ATTN_PINGPONG=1: the GPU test's cases and the benchmark's shapes (the bar.sync /
+// bar.arrive pair costs no registers: no spills at 160 with three warpgroups, 240 with two).
+TEST(AttentionWgmmaCompile, PingPong) {
+  for (const auto& c : attention_test::wgmma_pingpong_cases()) expect_compiles(c.expr, c.knobs);
+  for (int d : {128, 256})
+    for (const char* causal : {"false", "true"})
+      for (const char* knobs : {"ATTN_PINGPONG=1", "ATTN_PINGPONG=1,ATTN_WG=2",
+                                "ATTN_PINGPONG=1,ATTN_WG=2,ATTN_OVERLAP=1"})
+        expect_compiles(attention_test::expr(4, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16",
+                                             false),
+                        knobs);
 }
 
 // The head dims between the multiples of 64 (column spans of 64, 32 and 16 columns, each

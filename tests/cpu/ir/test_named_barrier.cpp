@@ -155,5 +155,179 @@ TEST(NamedBarrier, ACountNoArmCanCompleteIsADeadlock) {
   EXPECT_CONTAINS(msg, "bar.sync 2, 384");
 }
 
+// bar.arrive: the writer arm arrives (and runs on), the reader arm waits. The reader's arm
+// comes first, so the interpreter runs it up to its bar.sync before the writer starts.
+// `late_write`: the writer writes Ts again after its arrive; `arriver_reads`: it reads
+// the reader's Us (written before the reader's bar.sync) after its arrive. The barrier
+// orders neither. `arrive_count`: the count the writer's bar.arrive gives.
+KernelProgram arrive_kernel(bool late_write, bool arriver_reads, int arrive_count = 256) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {128}, TensorRole::Input),
+               decl("O", DType::F32, {256}, TensorRole::Output),
+               decl("Ts", DType::F32, {128}, TensorRole::Shared),
+               decl("Us", DType::F32, {128}, TensorRole::Shared)};
+  KernelOp k;
+  k.name = "k_arrive";
+  k.params = {"X", "O"};
+  k.block_threads = 256;
+  Block writer = {Stmt::Load("x", "X", {tid() - 128}), Stmt::Write("Ts", {tid() - 128}, Operand::value("x"))};
+  writer.push_back(Stmt::NamedBarrierArrive(Expr(2), arrive_count));
+  if (late_write) writer.push_back(Stmt::Write("Ts", {tid() - 128}, Operand::constant(1.0)));
+  if (arriver_reads) {
+    writer.push_back(Stmt::Load("u", "Us", {tid() - 128}));
+    writer.push_back(Stmt::Write("O", {tid()}, Operand::value("u")));
+  }
+  Block reader = {Stmt::Write("Us", {tid()}, Operand::constant(2.0)),
+                  Stmt::NamedBarrier(Expr(2), 256),
+                  Stmt::Load("y", "Ts", {(tid() + 5) % 128}),
+                  Stmt::Write("O", {tid()}, Operand::value("y"))};
+  k.body = {Stmt::Specialize({Stmt::If(tid() < 128, reader), Stmt::If(Expr(128) <= tid(), writer)})};
+  p.kernels.push_back(std::move(k));
+  return p;
+}
+
+TEST(NamedBarrier, ArriveHandsOffOneWay) {
+  KernelProgram p = arrive_kernel(false, false);
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 9);
+  interpret(p, b);
+  EXPECT_EQ(b.tensors.at("O").data[3], b.tensors.at("X").data[8]);
+  EXPECT_EQ(print_block({Stmt::NamedBarrierArrive(Expr(2), 256)}), "bar.arrive 2, 256\n");
+}
+
+TEST(NamedBarrier, ArriveOrdersNothingAfterIt) {
+  // The arriver writes Ts again after its arrive: the waiters' reads race with it.
+  KernelProgram p = arrive_kernel(true, false);
+  Bindings b;
+  make_random_inputs(p, b, 10);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }), "race");
+}
+
+TEST(NamedBarrier, ArriveLearnsNothingFromTheWaiters) {
+  // The reader wrote Us before its bar.sync; the arriver reads Us after its arrive: the
+  // barrier orders the other way only.
+  KernelProgram p = arrive_kernel(false, true);
+  Bindings b;
+  make_random_inputs(p, b, 11);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }), "race");
+}
+
+TEST(NamedBarrier, ArrivalsLeftAtTheEndAreReported) {
+  // Warpgroup 1 arrives at barrier 4 and nobody ever waits there: on the GPU the phase
+  // stays open into the next use of the id.
+  KernelProgram p = exchange_kernel(Exchange{});
+  p.kernels[0].body.push_back(
+      Stmt::If(Expr(128) <= tid(), {Stmt::NamedBarrierArrive(Expr(4), 256)}));
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 12);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }),
+                  "barrier 4 ends the block with 128 of its 256 threads arrived (bar.arrive)");
+}
+
+TEST(NamedBarrier, ArriveAndSyncMustAgreeOnTheCount) {
+  // The reader waits for 256 at barrier 2; the writer's arrive says 128.
+  KernelProgram p = arrive_kernel(false, false, 128);
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 13);
+  EXPECT_CONTAINS(error_of([&] { interpret(p, b); }), "every thread of a named barrier must give the same count");
+}
+
+// FlashAttention-3's ping-pong inside one arm: warpgroup 0 waits at barrier 1 for
+// warpgroup 1's arrive, then arrives at 2 where warpgroup 1 waits. Under a plain
+// specialize the arm's two warpgroups run in lockstep and deadlock; `specialize
+// warpgroups` runs them as tasks of their own.
+KernelProgram pingpong_kernel(bool per_warpgroup) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {256}, TensorRole::Input),
+               decl("O", DType::F32, {256}, TensorRole::Output),
+               decl("Ts", DType::F32, {256}, TensorRole::Shared)};
+  KernelOp k;
+  k.name = "k_pingpong";
+  k.params = {"X", "O"};
+  k.block_threads = 384;
+  const Expr wg = tid() / 128;
+  // Warpgroup 1 writes its cells and hands the turn to 0, which reads them, writes its own
+  // and hands the turn back; warpgroup 1 then reads warpgroup 0's.
+  Block arm = {
+      Stmt::Load("x", "X", {tid()}),
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(1)),
+               {Stmt::Write("Ts", {tid()}, Operand::value("x")),
+                Stmt::NamedBarrierArrive(Expr(1), 256), Stmt::NamedBarrier(Expr(2), 256),
+                Stmt::Load("y", "Ts", {tid() - 128}), Stmt::Write("O", {tid()}, Operand::value("y"))}),
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(0)),
+               {Stmt::NamedBarrier(Expr(1), 256), Stmt::Load("y", "Ts", {tid() + 128}),
+                Stmt::Write("O", {tid()}, Operand::value("y")),
+                Stmt::Write("Ts", {tid()}, Operand::value("x")),
+                Stmt::NamedBarrierArrive(Expr(2), 256)}),
+  };
+  Stmt spec = Stmt::Specialize({Stmt::If(Expr(256) <= tid(), {}), Stmt::If(tid() < 256, arm)});
+  if (per_warpgroup) spec.mode = "warpgroups";
+  k.body = {spec};
+  p.kernels.push_back(std::move(k));
+  return p;
+}
+
+TEST(NamedBarrier, PingPongBetweenTheWarpgroupsOfAnArm) {
+  KernelProgram p = pingpong_kernel(true);
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 14);
+  interpret(p, b);
+  const std::vector<double>& X = b.tensors.at("X").data;
+  const std::vector<double>& O = b.tensors.at("O").data;
+  for (int t = 0; t < 256; ++t) EXPECT_EQ(O[size_t(t)], X[size_t((t + 128) % 256)]) << t;
+  EXPECT_CONTAINS(print(p), "specialize warpgroups:");
+  // In lockstep, warpgroup 0's bar.sync 1 waits for warpgroup 1's arrive, which the same
+  // task can never reach first: a deadlock, reported.
+  KernelProgram q = pingpong_kernel(false);
+  Bindings c;
+  make_random_inputs(q, c, 14);
+  EXPECT_CONTAINS(error_of([&] { interpret(q, c); }), "deadlock");
+}
+
+// The same hand-off in a loop: each warpgroup task runs the loop at its own pace, so each
+// keeps its own counter (a loop in an arm once set it for every thread of the block, and
+// the warpgroup that ran ahead moved the other's).
+TEST(NamedBarrier, PingPongInALoopKeepsEachWarpgroupsCounter) {
+  KernelProgram p;
+  p.tensors = {decl("X", DType::F32, {256}, TensorRole::Input),
+               decl("O", DType::F32, {768}, TensorRole::Output)};
+  KernelOp k;
+  k.name = "k_pingpong_loop";
+  k.params = {"X", "O"};
+  k.block_threads = 256;
+  const Expr wg = tid() / 128, i = Expr::var("i");
+  Block turn = {
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(1)),
+               {Stmt::NamedBarrierArrive(Expr(1), 256), Stmt::NamedBarrier(Expr(2), 256)}),
+      Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(0)),
+               {Stmt::NamedBarrier(Expr(1), 256), Stmt::NamedBarrierArrive(Expr(2), 256)}),
+      Stmt::Write("O", {i * 256 + tid()}, Operand::value("x"))};
+  Stmt spec = Stmt::Specialize({Stmt::If(tid() < 256, {Stmt::Load("x", "X", {tid()}),
+                                                      Stmt::For("i", Expr(3), LoopKind::Reduce, "i", turn)})});
+  spec.mode = "warpgroups";
+  k.body = {spec};
+  p.kernels.push_back(std::move(k));
+  verify(p);
+  Bindings b;
+  make_random_inputs(p, b, 15);
+  interpret(p, b);
+  const std::vector<double>& X = b.tensors.at("X").data;
+  const std::vector<double>& O = b.tensors.at("O").data;
+  for (int j = 0; j < 768; ++j) EXPECT_EQ(O[size_t(j)], X[size_t(j % 256)]) << j;
+}
+
+TEST(NamedBarrier, VerifierChecksModes) {
+  KernelProgram p = exchange_kernel(Exchange{});
+  p.kernels[0].body[2].mode = "red";
+  EXPECT_CONTAINS(error_of([&] { verify(p); }), "barrier mode `red`");
+  KernelProgram q = pingpong_kernel(true);
+  q.kernels[0].body[0].mode = "warps";
+  EXPECT_CONTAINS(error_of([&] { verify(q); }), "specialize mode `warps` is not warpgroups");
+}
+
 }  // namespace
 }  // namespace loom

@@ -96,6 +96,31 @@ TEST(AttentionWgmma, OverlappedProducts) {
   check_wgmma(attention(1, 1, 70, 150, 128, "true"), "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=64", seed++);
 }
 
+// ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas through named
+// barriers 1..ATTN_WG (bar.sync before a turn, bar.arrive for the next warpgroup after
+// it). The interpreter runs each warpgroup as its own task, so a ring that deadlocks,
+// leaves a phase short at the block's end or lets a warpgroup skip its turn fails here.
+// Two and three warpgroups, without and with ATTN_OVERLAP, one to many key blocks (odd and
+// even counts), the three masks (causal blocks with no key: the ring must not start),
+// ragged lengths, GQA, LSE, f16, D 64, 96, 128 and 256.
+TEST(AttentionWgmma, PingPong) {
+  uint64_t seed = 1500;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,BLOCK_N=32",
+                seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 130, 150, 96, causal, "bf16", false),
+                "ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=2,BLOCK_N=32", seed++);
+  }
+  // Three warpgroups (the ring 0, 1, 2), FA3's D = 128 tile; one key block; D = 256.
+  check_wgmma(attention(2, 1, 190, 250, 128, "true"), "ATTN_PINGPONG=1,BLOCK_N=48", seed++);
+  check_wgmma(attention(1, 1, 190, 250, 128, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=3,BLOCK_N=16", seed++);
+  check_wgmma(attention(1, 1, 100, 17, 64, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1", seed++);
+  check_wgmma(attention(1, 1, 100, 17, 64, "true"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "false", "f16"), "ATTN_PINGPONG=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+}
+
 TEST(AttentionWgmma, HeadDim128) {
   uint64_t seed = 300;
   for (const char* causal : kMasks)
@@ -131,6 +156,36 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
   return print(s.kernel);
 }
 
+// ATTN_PACK_P=1 without the overlap: P converted once after the softmax into a 16-bit
+// register array that P V reads as it is (the interpreter checks the conversion comes
+// after the wgmma of the block before retired and before P V reads it). D 64/128/256, the
+// masks, ragged lengths, GQA, LSE, with the ping-pong and three warpgroups.
+TEST(AttentionWgmma, PackedP) {
+  uint64_t seed = 1700;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_PACK_P=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), "ATTN_PACK_P=1,ATTN_PINGPONG=1,BLOCK_N=32",
+                seed++);
+  }
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PACK_P=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(2, 2, 100, 130, 96, "false", "bf16", false), "ATTN_PACK_P=1,ATTN_PRODUCER=0",
+              seed++);
+}
+
+// The ping-pong in the kernel: named barrier 1 + wg awaited, the next warpgroup's arrived
+// at, the ring started by the last warpgroup, the arms run per warpgroup on the interpreter.
+TEST(AttentionWgmma, PingPongKernelShape) {
+  const std::string ir = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_PINGPONG=1");
+  EXPECT_NE(ir.find("bar.sync wg + 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("bar.arrive (wg + 1) % 2 + 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("bar.arrive 1, 256"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("specialize warpgroups:"), std::string::npos) << ir;
+  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2");
+  EXPECT_EQ(plain.find(" bar.sync"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find(" bar.arrive"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("specialize warpgroups:"), std::string::npos) << plain;
+}
+
 // The kernel's shape: TMA tensor maps over [B, H, S, D] (S its own dimension: ragged
 // blocks read the map's zero fill, never the next head), the ss wgmma for S with scale-d
 // off on its first k-step, the rs wgmma reading P straight from S's accumulator.
@@ -138,7 +193,7 @@ TEST(AttentionWgmma, KernelShape) {
   // ATTN_PRODUCER=0 (the default at D = 64): thread 0 issues block kb+1 at the top of kb.
   // Two consumer warpgroups by 128 keys (D = 128's default is three by 112: below).
   const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
-                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=128");
+                                   "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0");
   EXPECT_NE(ir.find("kernel k_attention<<<grid(8, 8, 1), block(256)>>>(Q, K, V, out, lse)"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
@@ -148,7 +203,7 @@ TEST(AttentionWgmma, KernelShape) {
   // ATTN_PRODUCER=1 (the default from D = 128 on): a producer warpgroup; slot kb % 2 is
   // refilled once both consumer warpgroups released it.
   const std::string pr =
-      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128");
+      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0");
   EXPECT_NE(pr.find("tma.load K_s[kb % 2 * 16384 + 64] <- K[b, h / 4, kb * 128, 64]"),
             std::string::npos) << pr;
   EXPECT_NE(pr.find("block(384)"), std::string::npos) << pr;
@@ -187,6 +242,10 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_EQ(ir.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ir;
   const std::string ragged = kernel_ir(attention(2, 2, 256, 200, 64, "false"), "ATTN_MMA=wgmma");
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
+  // Causal: the block is masked where the warpgroup's first row (not the CTA's) drops its
+  // last key.
+  const std::string causal = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma");
+  EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
 // Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte
@@ -326,6 +385,13 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "ATTN_MMA=mma_sync,KV_STAGES=5", "KV_STAGES=5");  // rings of 1 to 4
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_PRODUCER=2", "ATTN_PRODUCER");
   expect_refused(e128, "ATTN_PRODUCER=0,ATTN_OVERLAP=1", "needs ATTN_PRODUCER=1");
+  expect_refused(e128, "ATTN_PRODUCER=0,ATTN_PINGPONG=1", "ATTN_PINGPONG=1 needs ATTN_PRODUCER=1");
+  expect_refused(e128, "ATTN_WG=1,ATTN_PINGPONG=1", "needs 2 or 3 of them; set ATTN_WG=2 or 3");
+  expect_refused(e128, "ATTN_PINGPONG=2", "ATTN_PINGPONG");  // the registry's range
+  expect_refused(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PACK_P=0",
+                 "ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S");
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PACK_P=1"));
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PINGPONG=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1,BLOCK_N=128",
                  "leaves 160 registers per consumer thread");
@@ -359,7 +425,8 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   expect_refused(e128, "BLOCK_M=96", "or use ATTN_MMA=mma_sync");
   // The reverse: the wgmma kernel's knobs where the mma.sync kernel is chosen, refused
   // naming the knob, the kernel and why it was chosen (never silently ignored).
-  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0"}) {
+  for (const char* k : {"ATTN_WG=1", "ATTN_PRODUCER=1", "ATTN_OVERLAP=0", "ATTN_PINGPONG=1",
+                        "ATTN_PACK_P=1"}) {
     expect_refused(e128, std::string("ATTN_MMA=mma_sync,") + k,
                    std::string(k).substr(0, std::string(k).find('=')) +
                        " is a knob of attention's wgmma kernel (k:013), and this one is the "

@@ -54,7 +54,7 @@ TEST(AttentionSpace, TableSizePerTarget) {
       EXPECT_EQ(Knobs::parse(p.knobs.str()).str(), p.knobs.str());
       EXPECT_EQ(p.knobs.get_str("ATTN_MMA", ""), "mma_sync");
       // The wgmma kernel's knobs: k:012 refuses them, so a point setting one is no point.
-      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P"})
         EXPECT_FALSE(p.knobs.has(k)) << arch << " " << p.knobs.str();
     }
   }
@@ -62,8 +62,10 @@ TEST(AttentionSpace, TableSizePerTarget) {
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
       << "wgmma and setmaxnreg exist on sm_90a only";
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
-  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP at 0; ATTN_PRODUCER=1 takes both: 60 x (1 + 2).
-  EXPECT_EQ(wg.size(), 180u);
+  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP and ATTN_PINGPONG at 0; ATTN_PRODUCER=1 takes
+  // every pair of them; ATTN_PACK_P takes both values where ATTN_OVERLAP=0 and stays 1
+  // with it: 60 x (2 + (2 x 2 + 2)).
+  EXPECT_EQ(wg.size(), 480u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -72,7 +74,9 @@ TEST(AttentionSpace, TableSizePerTarget) {
   }
   EXPECT_EQ(distinct.size(), wg.size()) << "no point enumerated twice";
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=176,KV_STAGES=3,ATTN_PRODUCER=0,"
-                             "ATTN_OVERLAP=0"));
+                             "ATTN_OVERLAP=0,ATTN_PINGPONG=0,ATTN_PACK_P=0"));
+  EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=112,KV_STAGES=2,ATTN_PRODUCER=1,"
+                             "ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PACK_P=1"));
 }
 
 // Every knob the table names is one the registry knows, with each value in its range.
@@ -159,7 +163,7 @@ void expect_sound_space(const std::string& expr, const DeviceInfo& dev, const ch
       EXPECT_EQ(fam, "mma_sync");
     }
     if (fam == "mma_sync") {
-      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP"})
+      for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P"})
         EXPECT_FALSE(c.knobs.has(k)) << c.knobs.str();
     }
   }

@@ -426,7 +426,14 @@ struct Lowering {
       const Expr any = Expr(0) < key_blocks;
       append(pp_start(any));
       if (t.pingpong) append({Stmt::If(any, pp_sync())});
-      append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+      Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step));
+      // With P's 16-bit array (ATTN_PACK_P) and a small constant key count (at most 8
+      // blocks), one copy of the loop (#pragma unroll 1): NVRTC unrolls it there, and the
+      // copies' arrays spilled (116 B at 200 keys, D = 128, the 3 x 112 tile,
+      // test_families). Long or run-time key counts keep NVRTC's choice, which is what was
+      // measured (unroll 1 changes their SASS too).
+      loop.no_unroll = t.pack_p && a.Sk.is_const() && a.Sk.const_value() <= 8 * BN;
+      append({std::move(loop)});
       if (t.pingpong) append({Stmt::If(any, pp_arrive(Expr(0)))});
     } else {
       // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is

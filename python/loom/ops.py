@@ -19,6 +19,7 @@ graph once the kernel is compiled (call the op once before capturing, as CUDA gr
 warm-up does anyway; compiling inside a capture is refused with an error saying so).
 """
 import atexit
+import re
 import threading
 from typing import List, Optional, Tuple
 
@@ -370,15 +371,17 @@ def runtime_m(enabled=True):
     return prev
 
 
-def _with_runtime_m(expr, first, rows):
-    """(expr, sizes): with runtime_m on and the first operand `first` row-major, `expr`
-    with that operand's row count spelled as the size symbol M and sizes {"M": rows};
-    otherwise (expr, None). Every other size of the expression is a number."""
-    if not _runtime_m[0] or not first.is_contiguous() or first.dim() != 2:
+def _with_runtime_m(expr, first, rows, on=False):
+    """(expr, sizes): with run-time M asked for (`on`, or loom.runtime_m()) and the first
+    operand `first` row-major, `expr` with that operand's row count spelled as the size
+    symbol M -- and the rows of every epilogue operand of the result's shape (E0[rows, N]..)
+    -- and sizes {"M": rows}; otherwise (expr, None). Every other size is a number."""
+    if not (on or _runtime_m[0]) or not first.is_contiguous() or first.dim() != 2:
         return expr, None
     head, rest = expr.split("[", 1)  # "linear(X", "128,4096]:bf16, W[...]..."
     assert rest.startswith("%d," % rows), expr
-    return "%s[M,%s" % (head, rest.split(",", 1)[1]), {"M": rows}
+    rest = re.sub(r"\b(E\d+)\[%d," % rows, r"\1[M,", rest.split(",", 1)[1])
+    return "%s[M,%s" % (head, rest), {"M": rows}
 
 
 def _knobs(knobs):
@@ -419,7 +422,7 @@ def _written(key, write):
     return hit
 
 
-def _mm_impl(op, a, b, knobs, use_db):
+def _mm_impl(op, a, b, knobs, use_db, runtime_m=False):
     # checks dtypes and strides before any empty return
     shape, expr = _written(_signature(op, a, b),
                            lambda: (_matmul_shape(op, a, b), _matmul_expr(op, a, b)))
@@ -427,13 +430,14 @@ def _mm_impl(op, a, b, knobs, use_db):
         return a.new_zeros(shape)
     sizes = None
     if op == "matmul" and b.dim() == 2:
-        expr, sizes = _with_runtime_m(expr, a, a.shape[0])
+        expr, sizes = _with_runtime_m(expr, a, a.shape[0], runtime_m)
     return _launch(op, expr, {"A": a, "B": b}, a.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::matmul", mutates_args=())
-def _matmul_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch.Tensor:
-    return _mm_impl("matmul", a, b, knobs, use_db)
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool,
+               runtime_m: bool = False) -> torch.Tensor:
+    return _mm_impl("matmul", a, b, knobs, use_db, runtime_m)
 
 
 @torch.library.custom_op("loom::bmm", mutates_args=())
@@ -442,7 +446,7 @@ def _bmm_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch
 
 
 def _mm_fake(op):
-    def fake(a, b, knobs, use_db):
+    def fake(a, b, knobs, use_db, runtime_m=False):
         shape = _matmul_shape(op, a, b)
         _check(op, "a", a)
         _check(op, "b", b)
@@ -468,7 +472,8 @@ def _sum_to(t, shape):
 
 
 def _mm_setup(ctx, inputs, output):
-    a, b, knobs, use_db = inputs
+    a, b = inputs[:2]
+    use_db = inputs[3]
     ctx.save_for_backward(a, b)
     ctx.use_db = use_db
 
@@ -482,7 +487,7 @@ def _mm_backward_for(opfn):
             da = _sum_to(opfn(g, b.transpose(-1, -2), "", ctx.use_db), a.shape)
         if ctx.needs_input_grad[1]:  # dB = Aᵀ·dC
             db = _sum_to(opfn(a.transpose(-1, -2), g, "", ctx.use_db), b.shape)
-        return da, db, None, None
+        return (da, db) + (None,) * (len(ctx.needs_input_grad) - 2)
     return backward
 
 
@@ -490,7 +495,7 @@ _matmul_op.register_autograd(_mm_backward_for(_matmul_op), setup_context=_mm_set
 _bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
 
 
-def _linear_impl(x, w, bias, activation, knobs, use_db):
+def _linear_impl(x, w, bias, activation, knobs, use_db, runtime_m=False):
     def write():
         act = _check_activation(activation or None)
         return act, _linear_shape(x, w, bias), _linear_expr(x, w, bias, act)
@@ -503,18 +508,18 @@ def _linear_impl(x, w, bias, activation, knobs, use_db):
     ins = {"X": x, "W": w}
     if bias is not None:
         ins["bias"] = bias
-    expr, sizes = _with_runtime_m(expr, x, x.shape[0])
+    expr, sizes = _with_runtime_m(expr, x, x.shape[0], runtime_m)
     return _launch("linear", expr, ins, x.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::linear", mutates_args=())
 def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               knobs: str, use_db: bool) -> torch.Tensor:
-    return _linear_impl(x, w, bias, activation, knobs, use_db)
+               knobs: str, use_db: bool, runtime_m: bool = False) -> torch.Tensor:
+    return _linear_impl(x, w, bias, activation, knobs, use_db, runtime_m)
 
 
 @_linear_op.register_fake
-def _linear_fake(x, w, bias, activation, knobs, use_db):
+def _linear_fake(x, w, bias, activation, knobs, use_db, runtime_m=False):
     _check_activation(activation or None)
     shape = _linear_shape(x, w, bias)
     for n, t in (("x", x), ("w", w), ("bias", bias)):
@@ -524,7 +529,7 @@ def _linear_fake(x, w, bias, activation, knobs, use_db):
 
 
 def _linear_setup(ctx, inputs, output):
-    x, w, bias, activation, knobs, use_db = inputs
+    x, w, bias, activation, knobs, use_db = inputs[:6]
     ctx.activation = activation or None
     ctx.use_db = use_db
     ctx.has_bias = bias is not None
@@ -553,7 +558,7 @@ def _linear_backward(ctx, grad):
         dw = _matmul_op(dz.transpose(0, 1), x, "", ctx.use_db)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = dz.sum(0, dtype=torch.float32).to(bias.dtype)
-    return dx, dw, db, None, None, None
+    return (dx, dw, db) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
@@ -712,7 +717,7 @@ def _apply_steps(z, extras, steps):
     return z
 
 
-def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m=False):
     out_dtype = _out_dtype(kind, out_dtype)
     expr, shape = _written(_signature("gemm_epilogue", kind, a, b, bias, steps, out_dtype, *extras),
                            lambda: _ep_expr(kind, a, b, bias, extras, steps, out_dtype))
@@ -727,18 +732,21 @@ def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
         ins["bias"] = bias
     for i, t in enumerate(extras):
         ins["E%d" % i] = t
-    return _launch(kind, expr, ins, a.device, knobs, use_db)["out"]
+    sizes = None
+    if kind == "linear" or (kind == "matmul" and b.dim() == 2):
+        expr, sizes = _with_runtime_m(expr, a, a.shape[0], runtime_m)
+    return _launch(kind, expr, ins, a.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::gemm_epilogue", mutates_args=())
 def _ep_op(kind: str, a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
            extras: List[torch.Tensor], steps: str, out_dtype: str, knobs: str,
-           use_db: bool) -> torch.Tensor:
-    return _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db)
+           use_db: bool, runtime_m: bool = False) -> torch.Tensor:
+    return _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m)
 
 
 @_ep_op.register_fake
-def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m=False):
     out_dtype = _out_dtype(kind, out_dtype)
     _parse_steps(steps, len(extras))
     if kind == "linear":
@@ -755,7 +763,7 @@ def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
 
 
 def _ep_setup(ctx, inputs, output):
-    kind, a, b, bias, extras, steps, out_dtype, knobs, use_db = inputs
+    kind, a, b, bias, extras, steps, out_dtype, knobs, use_db = inputs[:9]
     ctx.kind, ctx.steps, ctx.use_db = kind, steps, use_db
     ctx.n_extras = len(extras)
     ctx.save_for_backward(a, b, bias, *extras)
@@ -798,14 +806,14 @@ def _ep_backward(ctx, grad):
             da = _sum_to(opfn(dz, b.transpose(-1, -2), "", ctx.use_db), a.shape)
         if ctx.needs_input_grad[2]:
             db = _sum_to(opfn(a.transpose(-1, -2), dz, "", ctx.use_db), b.shape)
-    return None, da, db, dbias, dextras, None, None, None, None
+    return (None, da, db, dbias, dextras) + (None,) * (len(ctx.needs_input_grad) - 5)
 
 
 _ep_op.register_autograd(_ep_backward, setup_context=_ep_setup)
 
 
 def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *, knobs=None,
-                  use_db=True):
+                  use_db=True, runtime_m=False):
     """A GEMM (kind 'linear': a·bᵀ + bias, b [N,K]; 'matmul'/'bmm': a·b) with the epilogue
     `steps` (see above) as one Loom kernel; extras: the tensors the steps name (t0, t1, ..).
     torch.ops.loom.gemm_epilogue is the op; this wrapper takes eager calls past the
@@ -817,15 +825,17 @@ def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *,
             _layout("linear", "x", a, transposable=False)
         flat = [t.reshape(-1, t.shape[-1]) if t.dim() == a.dim() else t for t in extras]
         y = gemm_epilogue(kind, a.reshape(-1, a.shape[-1]), b, bias, flat, steps, out_dtype,
-                          knobs=knobs, use_db=use_db)
+                          knobs=knobs, use_db=use_db, runtime_m=runtime_m)
         return y.view(lead + [b.shape[0]])
     od = "" if out_dtype is None else (_DTYPES.get(out_dtype) if isinstance(out_dtype, torch.dtype)
                                        else str(out_dtype))
     if od is None:
         raise ValueError("loom.gemm_epilogue: out_dtype=%r; torch.float32, float16 or bfloat16" % (out_dtype,))
     if _direct(a, b, bias, *extras):
-        return _ep_impl(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
-    return _ep_op(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
+        return _ep_impl(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db),
+                        bool(runtime_m))
+    return _ep_op(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db),
+                  bool(runtime_m))
 
 
 # ---- the public functions ----------------------------------------------------------
@@ -860,13 +870,16 @@ def _direct(*tensors):
     return True
 
 
-def matmul(a, b, *, knobs=None, use_db=True):
+def matmul(a, b, *, knobs=None, use_db=True, runtime_m=False):
     """a @ b on Loom: [M,K]·[K,N] under up to two batch dims (equal in both, or absent from
     one operand). float32, float16 or bfloat16 (both alike; the result has their dtype).
-    knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict)."""
+    knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict).
+    runtime_m=True: a row-major 2-D `a`'s row count is left to run time, one kernel for
+    every M (as loom.runtime_m() does for every call; the torch.compile backend asks for it
+    where Dynamo made the token count a symbol)."""
     if _direct(a, b):
-        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db))
-    return _matmul_op(a, b, _knobs(knobs), bool(use_db))
+        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db), bool(runtime_m))
+    return _matmul_op(a, b, _knobs(knobs), bool(use_db), bool(runtime_m))
 
 
 def bmm(a, b, *, knobs=None, use_db=True):
@@ -877,12 +890,14 @@ def bmm(a, b, *, knobs=None, use_db=True):
 
 
 def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_dtype=None,
-           knobs=None, use_db=True):
+           knobs=None, use_db=True, runtime_m=False):
     """activation(x @ w.T + bias) · scale + residual as one Loom kernel
     (torch.nn.functional.linear's layout: w is [N,K], bias [N]); x may have leading dims
     ([..., K], contiguous). activation: None, 'relu', 'gelu' (the erf form, torch's
     default) or 'silu'. scale: a number; residual: a tensor of the result's shape (or [N]);
-    out_dtype: the result's dtype (default x's), e.g. torch.float32."""
+    out_dtype: the result's dtype (default x's), e.g. torch.float32. runtime_m=True: the
+    row count (x's leading dims together) is left to run time, one kernel for every M
+    (loom.matmul's runtime_m)."""
     act = _check_activation(activation)
     if scale is not None or residual is not None or out_dtype is not None:
         steps = [act] if act else []
@@ -894,16 +909,18 @@ def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_d
                           residual.dim() == x.dim() else residual)
             steps.append("add:t0")
         y = gemm_epilogue("linear", x.reshape(-1, x.shape[-1]) if x.dim() > 2 else x, w, bias,
-                          extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db)
+                          extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db,
+                          runtime_m=runtime_m)
         return y.view(list(x.shape[:-1]) + [w.shape[0]]) if x.dim() > 2 else y
     op = _linear_impl if _direct(x, w, bias) else _linear_op
     if x.dim() > 2:
         lead = list(x.shape[:-1])
         if not x.is_contiguous():
             _layout("linear", "x", x, transposable=False)
-        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db))
+        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db),
+               bool(runtime_m))
         return y.view(lead + [w.shape[0]])
-    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db))
+    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db), bool(runtime_m))
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True):

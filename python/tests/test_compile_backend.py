@@ -404,3 +404,98 @@ def test_dynamic_shapes_keep_the_gemms_and_say_why_a_mask_stays():
     text = str(report)
     assert "linear -> loom.linear" in text, text
     assert len(report.unmatched) == 1 and "not a constant" in report.unmatched[0], text
+
+
+def test_a_symbolic_token_count_takes_the_run_time_m_kernel():
+    # dynamic=True makes the token count a symbol: linears (plain, fused, 3-D input) and a
+    # 2-D matmul get runtime_m=True (one kernel for every M) where runtime_rows says the
+    # GPU has that kernel; bmm and attention keep a kernel per size; the report says which.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(64, 128, bias=False)
+            self.up = torch.nn.Linear(64, 128, bias=False)
+            self.out = torch.nn.Linear(128, 64)
+            self.w = torch.nn.Parameter(torch.randn(64, 32))  # static, as parameters are
+
+        def forward(self, x, w, a, b, q):
+            h = self.out(F.silu(self.gate(x)) * self.up(x))
+            return (h, torch.matmul(x[0], self.w), torch.matmul(x[0], w),  # w: an input,
+                    torch.bmm(a, b), F.scaled_dot_product_attention(q, q, q))  # its sizes symbols
+
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def capture():
+        graphs.clear()
+        torch._dynamo.reset()
+        f = torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=True)
+        r = lambda *s: torch.randn(*s, dtype=torch.bfloat16)  # noqa: E731
+        f(r(1, 24, 64), r(64, 32), r(2, 24, 64), r(2, 64, 24), r(1, 2, 24, 64))
+        assert len(graphs) == 1
+        return graphs[0]
+
+    def runtime_m_of(gm):
+        return sorted((getattr(n.target, "__name__", str(n.target)), n.kwargs.get("runtime_m", False))
+                      for n in gm.graph.nodes if n.op == "call_function"
+                      and getattr(n.target, "__module__", "").startswith("loom"))
+
+    gm = capture()
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=True))
+    assert runtime_m_of(gm) == [("attention", False), ("bmm", False), ("gemm_epilogue", True),
+                                ("linear", True), ("linear", True), ("matmul", False),
+                                ("matmul", True)], runtime_m_of(gm)
+    assert text.count("[rows symbolic: one kernel, M at run time]") == 4, text
+    assert text.count("[symbolic sizes: a kernel per size, cached]") == 3, text
+    gm = capture()
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=False))  # e.g. not an sm_90 GPU
+    assert all(not rt for _, rt in runtime_m_of(gm)), runtime_m_of(gm)
+    assert text.count("[symbolic sizes: a kernel per size, cached]") == 7, text
+    # static shapes: no word on sizes, no runtime_m
+    graphs.clear()
+    torch._dynamo.reset()
+    torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=False)(
+        *[torch.randn(*s, dtype=torch.bfloat16) for s in
+          ((1, 24, 64), (64, 32), (2, 24, 64), (2, 64, 24), (1, 2, 24, 64))])
+    text = str(cb.rewrite(graphs[0], devices=("cpu",), runtime_rows=True))
+    assert "symbolic" not in text and all(not rt for _, rt in runtime_m_of(graphs[0])), text
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                    reason="needs an sm_90 GPU (the run-time-M wgmma kernel)")
+def test_dynamic_token_counts_run_one_kernel_per_linear_on_the_gpu():
+    # torch.compile(dynamic=True) of an MLP block: one graph, each linear one Loom kernel
+    # (M at run time) for every token count, each result within the error rule (twice the
+    # eager bf16 module's error against f32).
+    class Mlp(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(256, 512, bias=False)
+            self.up = torch.nn.Linear(256, 512, bias=False)
+            self.down = torch.nn.Linear(512, 256)
+
+        def forward(self, x):
+            return self.down(F.silu(self.gate(x)) * self.up(x)) + x
+
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    loom.clear_cache()
+    m = Mlp().cuda().to(torch.bfloat16)
+    m32 = Mlp().cuda()
+    m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+    compiled = torch.compile(m, backend="loom", dynamic=True)
+    with torch.no_grad():
+        for rows in (1, 7, 64, 1000, 4097):
+            x = torch.randn(1, rows, 256, device="cuda", dtype=torch.bfloat16)
+            got, eager, ref = compiled(x), m(x), m32(x.float())
+            le = (got.float() - ref).abs().max().item()
+            te = (eager.float() - ref).abs().max().item()
+            assert le <= 2 * te, (rows, le, te)
+    text = loom.explain()
+    assert text.startswith("loom backend: 3 call(s) on Loom"), text  # gate·silu·up, up, down+x
+    assert text.count("M at run time") == 3, text
+    kernels = sorted(k[0] for k in loom.cache_info()["kernels"])
+    assert len(kernels) == 3 and all("[M," in k for k in kernels), kernels

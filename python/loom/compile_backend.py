@@ -320,18 +320,37 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",), runtime_rows=None) -> R
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
+            runtime = _attention_runtime(_value(q), _value(k), _value(v))
+            kwargs = {"causal": causal or False, "scale": kw.get("scale")}
+            if runtime:
+                kwargs["runtime"] = runtime
             with g.inserting_before(node):
                 new = g.call_function(loom.attention, tuple(_contiguous(g, x) for x in (q, k, v)),
-                                      {"causal": causal or False, "scale": kw.get("scale")})
+                                      kwargs)
             new.meta = dict(node.meta)
             node.replace_all_uses_with(new)
             g.erase_node(node)
             report.matched.append("%s: scaled_dot_product_attention%s -> loom.attention%s" % (
                 node.name, mask_form or (" (causal)" if causal else ""),
+                " [%s symbolic: one kernel, at run time]" % runtime if runtime else
                 _sizes_note(False, [_value(q), _value(k), _value(v)])))
     g.lint()
     gm.recompile()
     return report
+
+
+def _attention_runtime(q, k, v):
+    """The sizes of an attention Loom's kernel takes at run time that are symbols here
+    ("B,Sq,Sk" or a part), or "" when none is or another size (heads, D) is one too."""
+    if not any(_dynamic(t) for t in (q, k, v)):
+        return ""
+    if not all(_concrete(t.shape[i]) for t in (q, k, v) for i in (1, 3)):
+        return ""
+    names = [n for n, d in (("B", q.shape[0]), ("Sq", q.shape[2]), ("Sk", k.shape[2]))
+             if not _concrete(d)]
+    if "B" not in names and not all(_concrete(t.shape[0]) for t in (k, v)):
+        return ""  # K/V's batch symbolic while Q's is not: not one size Loom can name
+    return ",".join(names)
 
 
 def _runtime_rows(asked, tensors):

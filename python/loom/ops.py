@@ -306,9 +306,10 @@ def _entry(op, expr, index, knobs, use_db, runtime=""):
         return _cache.setdefault(key, e)
 
 
-def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
+def _launch(op, expr, inputs, device, knobs, use_db, sizes=None, shapes=None):
     """Runs `expr` on `inputs` ({tensor name: torch tensor}); returns {output name: tensor}.
-    sizes: the values of `expr`'s run-time sizes ({"M": 1000}: _with_runtime_m)."""
+    sizes: the values of `expr`'s run-time sizes ({"M": 1000}: _with_runtime_m); shapes:
+    the outputs' shapes where they hold run-time sizes other than M (by output name)."""
     if device.type != "cuda":
         raise ValueError("loom.%s: the operands are on %s; Loom's kernels run on CUDA tensors "
                          "(move them with .cuda())" % (op, device))
@@ -324,7 +325,9 @@ def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
     ptrs = {name: t.data_ptr() for name, t in inputs.items()}
     outs = {}
     for name, shape, dt in e.outputs:
-        if sizes:  # a run-time M: the output's -1 dims are its rows
+        if sizes and shapes and name in shapes:
+            shape = shapes[name]
+        elif sizes:  # a run-time M: the output's -1 dims are its rows
             shape = [sizes["M"] if d < 0 else d for d in shape]
         outs[name] = torch.empty(shape, dtype=dt, device=device)
         ptrs[name] = outs[name].data_ptr()
@@ -564,7 +567,38 @@ def _linear_backward(ctx, grad):
 _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
-def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
+# attention's sizes that may be left to run time, and where each sits in Q and in K/V
+_ATTENTION_RUNTIME = {"B": (0, 0), "Sq": (2, None), "Sk": (None, 2)}
+
+
+def _attention_runtime(expr, q, k, names):
+    """(expr, sizes): attention's `expr` with the sizes `names` (a comma-joined subset of
+    B, Sq, Sk) spelled as symbols in Q, K and V, and their values; (expr, None) for none.
+    One kernel then serves every value (docs/api.md: the lengths are kernel arguments)."""
+    names = [n for n in names.split(",") if n]
+    if not names:
+        return expr, None
+    bad = [n for n in names if n not in _ATTENTION_RUNTIME]
+    if bad:
+        raise ValueError("loom.attention: runtime sizes %s; the run-time sizes of attention are "
+                         "B, Sq and Sk" % ",".join(bad))
+    head, rest = expr.split("(", 1)
+    parts = rest.split(", ")
+    for i, label in enumerate(("Q", "K", "V")):  # "Q[2,32,1000,128]:bf16"
+        name, tail = parts[i].split("[", 1)
+        assert name == label, expr
+        dims, tail = tail.split("]", 1)
+        dims = dims.split(",")
+        for n in names:
+            at = _ATTENTION_RUNTIME[n][0 if label == "Q" else 1]
+            if at is not None:
+                dims[at] = n
+        parts[i] = "%s[%s]%s" % (label, ",".join(dims), tail)
+    sizes = {"B": q.shape[0], "Sq": q.shape[2], "Sk": k.shape[2]}
+    return "%s(%s" % (head, ", ".join(parts)), {n: sizes[n] for n in names}
+
+
+def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db, runtime=""):
     def write():
         c = _causal(causal)
         _check_scale(scale)
@@ -575,7 +609,9 @@ def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
         lse = torch.full(lshape if return_lse else [0], float("-inf"), dtype=torch.float32,
                          device=q.device)
         return q.new_zeros(oshape), lse
-    outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db)
+    expr, sizes = _attention_runtime(expr, q, k, runtime)
+    outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db, sizes,
+                   {"out": oshape, "lse": lshape})
     lse = outs["lse"] if return_lse else torch.empty(0, dtype=torch.float32, device=q.device)
     return outs["out"], lse
 
@@ -583,12 +619,12 @@ def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
 @torch.library.custom_op("loom::attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
                   scale: Optional[float], return_lse: bool, knobs: str,
-                  use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db)
+                  use_db: bool, runtime: str = "") -> Tuple[torch.Tensor, torch.Tensor]:
+    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db, runtime)
 
 
 @_attention_op.register_fake
-def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db):
+def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db, runtime=""):
     _causal(causal)
     _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
@@ -923,15 +959,18 @@ def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_d
     return op(x, w, bias, act or "", _knobs(knobs), bool(use_db), bool(runtime_m))
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True):
+def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True,
+              runtime=""):
     """softmax(scale·q·kᵀ, masked)·v on Loom, q [B,Hq,Sq,D], k and v [B,Hkv,Sk,D] (Hkv
     divides Hq: GQA, MQA), float16 or bfloat16, contiguous. causal: False, True (as
     torch's scaled_dot_product_attention(is_causal=True): top-left aligned),
     'top_left', or 'bottom_right' (FlashAttention's alignment when Sq != Sk). A row
     that keeps no key gets O = 0 (and LSE = -inf). scale: default 1/sqrt(D).
     return_lse: also return the f32 log-sum-exp [B,Hq,Sq]. Inference only: its backward
-    raises."""
+    raises. runtime: sizes left to run time, a comma-joined subset of "B,Sq,Sk" (one kernel
+    for every batch / length; the torch.compile backend passes the sizes Dynamo made
+    symbols). A decode shape with a run-time Sk runs without split-KV (docs/api.md)."""
     op = _attention_impl if _direct(q, k, v) else _attention_op
     out, lse = op(q, k, v, _causal(causal), None if scale is None else float(scale),
-                  bool(return_lse), _knobs(knobs), bool(use_db))
+                  bool(return_lse), _knobs(knobs), bool(use_db), str(runtime))
     return (out, lse) if return_lse else out

@@ -428,6 +428,24 @@ def test_runtime_m_spells_the_rows_of_the_gemm_and_of_its_epilogue_operands():
     assert "wgmma" in p.cuda, "the run-time-M schedule is the wgmma one"
 
 
+def test_attention_runtime_sizes_spell_batch_and_lengths_as_symbols():
+    from loom import ops
+    q, k = meta(2, 8, 100, 64), meta(2, 2, 300, 64)
+    e = loom.expression("attention", q, k, k, causal=True)
+    got, sizes = ops._attention_runtime(e, q, k, "B,Sq,Sk")
+    assert got == ("attention(Q[B,8,Sq,64]:bf16, K[B,2,Sk,64]:bf16, V[B,2,Sk,64]:bf16, "
+                   "causal=top_left)"), got
+    assert sizes == {"B": 2, "Sq": 100, "Sk": 300}
+    got, sizes = ops._attention_runtime(e, q, k, "Sk")
+    assert got.startswith("attention(Q[2,8,100,64]:bf16, K[2,2,Sk,64]:bf16") and sizes == {"Sk": 300}
+    assert ops._attention_runtime(e, q, k, "") == (e, None)
+    with pytest.raises(ValueError, match="runtime sizes H.*B, Sq and Sk"):
+        ops._attention_runtime(e, q, k, "H")
+    for target in ("sm_90a", "sm_80"):  # one kernel for every size compiles
+        loom.compile(ops._attention_runtime(e, q, k, "B,Sq,Sk")[0], target=target,
+                     runtime="B,Sq,Sk")
+
+
 def test_epilogue_errors_name_the_step_and_the_fix():
     x, w, r = meta(128, 64), meta(256, 64), meta(128, 256)
     for steps, extras, what in [

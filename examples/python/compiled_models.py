@@ -29,7 +29,6 @@ count timed against eager and Inductor (also dynamic).
 import argparse
 import copy
 import os
-import statistics
 import sys
 import time
 
@@ -39,28 +38,7 @@ import torch  # noqa: E402
 import loom  # noqa: E402
 from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-
-def time_interleaved(fns, reps, warmup=2, before=None):
-    """Median µs of each fn, interleaved; `before(i)` (untimed) runs before each call."""
-    for i, f in enumerate(fns):
-        for _ in range(warmup):
-            if before:
-                before(i)
-            f()
-    torch.cuda.synchronize()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            if before:
-                before(i)
-            torch.cuda.synchronize()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            f()
-            e.record()
-            torch.cuda.synchronize()
-            times[i].append(s.elapsed_time(e) * 1e3)
-    return [statistics.median(t) for t in times]
+from timing import time_interleaved  # noqa: E402  (examples/python/timing.py)
 
 
 def check(name, outs, ref):

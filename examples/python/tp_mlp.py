@@ -15,6 +15,7 @@ interleaved, CUDA events, median.
 """
 import argparse
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -23,8 +24,6 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import loom  # noqa: E402
-
-from timing import time_interleaved  # noqa: E402  (examples/python/timing.py)
 
 
 def main():
@@ -80,8 +79,21 @@ def main():
         print("max error against f32: Loom TP %.4g, torch TP %.4g, torch unsplit bf16 %.4g: %s" % (
             le, tpe, te, "PASS" if ok else "FAIL"))
 
-    lm, tm = time_interleaved([tp_loom, tp_torch], args.reps, warmup=3, between=dist.barrier)
+    times = {"loom": [], "torch": []}
+    for _ in range(3):
+        tp_loom(), tp_torch()
+    torch.cuda.synchronize()
+    for _ in range(args.reps):
+        for name, f in (("loom", tp_loom), ("torch", tp_torch)):
+            dist.barrier()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            f()
+            e.record()
+            torch.cuda.synchronize()
+            times[name].append(s.elapsed_time(e) * 1e3)
     if rank == 0:
+        lm, tm = statistics.median(times["loom"]), statistics.median(times["torch"])
         print("TP step (3 GEMMs + all-reduce): Loom %.0f us, torch %.0f us: %.2fx" % (lm, tm, tm / lm))
     dist.destroy_process_group()
     return 0 if ok else 1

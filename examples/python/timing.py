@@ -5,10 +5,9 @@ import statistics
 import torch
 
 
-def time_interleaved(fns, reps, warmup=2, before=None, between=None):
+def time_interleaved(fns, reps, warmup=2, before=None):
     """Median µs of each fn over `reps` interleaved rounds, after `warmup` calls of each.
-    before(i): untimed work before each call of fns[i] (e.g. a fresh copy of a cache);
-    between(): run before every timed call, after `before` (e.g. a barrier across ranks)."""
+    before(i): untimed work before each call of fns[i] (e.g. a fresh copy of a cache)."""
     for i, f in enumerate(fns):
         for _ in range(warmup):
             if before:
@@ -20,8 +19,6 @@ def time_interleaved(fns, reps, warmup=2, before=None, between=None):
         for i, f in enumerate(fns):
             if before:
                 before(i)
-            if between:
-                between()
             torch.cuda.synchronize()
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()

@@ -34,7 +34,8 @@ class Block(torch.nn.Module):
         return y, a, b, s
 
 
-def captured(module, *inputs, with_inputs=False):
+def captured(module, *inputs, with_inputs=False, dynamic=None):
+    """The one graph Dynamo captures of module(*inputs) (dynamic: torch.compile's)."""
     graphs = []
 
     def grab(gm, example_inputs):
@@ -42,7 +43,7 @@ def captured(module, *inputs, with_inputs=False):
         return gm.forward
 
     torch._dynamo.reset()
-    torch.compile(module, backend=grab, fullgraph=True)(*inputs)
+    torch.compile(module, backend=grab, fullgraph=True, dynamic=dynamic)(*inputs)
     assert len(graphs) == 1
     return graphs[0] if with_inputs else graphs[0][0]
 
@@ -389,18 +390,10 @@ def test_dynamic_shapes_keep_the_gemms_and_say_why_a_mask_stays():
             mask = torch.arange(s)[None, :] <= i
             return self.lin(x), F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    graphs = []
-
-    def grab(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    torch._dynamo.reset()
-    f = torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=True)
     q = torch.randn(1, 2, 24, 64, dtype=torch.bfloat16)
-    f(torch.randn(24, 64, dtype=torch.bfloat16), q, q, q)
-    assert len(graphs) == 1
-    report = cb.rewrite(graphs[0], devices=("cpu",))
+    gm = captured(M().to(torch.bfloat16), torch.randn(24, 64, dtype=torch.bfloat16), q, q, q,
+                  dynamic=True)
+    report = cb.rewrite(gm, devices=("cpu",))
     text = str(report)
     assert "linear -> loom.linear" in text, text
     assert len(report.unmatched) == 1 and "not a constant" in report.unmatched[0], text
@@ -427,20 +420,9 @@ def test_a_symbolic_token_count_takes_the_run_time_m_kernel():
                     torch.bmm(a, b), F.scaled_dot_product_attention(q, q, q),  # its sizes symbols
                     F.scaled_dot_product_attention(p, p, p, is_causal=True))
 
-    graphs = []
-
-    def grab(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    def capture():
-        graphs.clear()
-        torch._dynamo.reset()
-        f = torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=True)
-        r = lambda *s: torch.randn(*s, dtype=torch.bfloat16)  # noqa: E731
-        f(r(1, 24, 64), r(64, 32), r(2, 24, 64), r(2, 64, 24), r(1, 2, 24, 64))
-        assert len(graphs) == 1
-        return graphs[0]
+    def capture(dynamic=True):
+        return captured(M().to(torch.bfloat16), *[torch.randn(*s, dtype=torch.bfloat16) for s in (
+            (1, 24, 64), (64, 32), (2, 24, 64), (2, 64, 24), (1, 2, 24, 64))], dynamic=dynamic)
 
     def runtime_m_of(gm):
         return sorted(((getattr(n.target, "__name__", str(n.target)),
@@ -460,14 +442,9 @@ def test_a_symbolic_token_count_takes_the_run_time_m_kernel():
     text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=False))  # e.g. not an sm_90 GPU
     assert [rt for _, rt in runtime_m_of(gm)] == ["Sq,Sk"] + [False] * 8, runtime_m_of(gm)
     assert text.count("[symbolic sizes: a kernel per size, cached]") == 8, text
-    # static shapes: no word on sizes, no runtime_m
-    graphs.clear()
-    torch._dynamo.reset()
-    torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=False)(
-        *[torch.randn(*s, dtype=torch.bfloat16) for s in
-          ((1, 24, 64), (64, 32), (2, 24, 64), (2, 64, 24), (1, 2, 24, 64))])
-    text = str(cb.rewrite(graphs[0], devices=("cpu",), runtime_rows=True))
-    assert "symbolic" not in text and all(not rt for _, rt in runtime_m_of(graphs[0])), text
+    gm = capture(dynamic=False)  # static shapes: no word on sizes, no runtime_m
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=True))
+    assert "symbolic" not in text and all(not rt for _, rt in runtime_m_of(gm)), text
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),

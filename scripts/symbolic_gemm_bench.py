@@ -24,7 +24,8 @@ line "goal: max symbolic/constant over M = ..." (the brief's goal: within 1.10 a
 
 Usage (GPU machine, after `cmake --build build-device`):
   LOOM_PY_PATH=$PWD/build-device python3 scripts/symbolic_gemm_bench.py
-      [--m 1,16,128,512,4096,16384] [--n 4096] [--k 4096] [--nk 4096x4096x4096,1000x4104x4104]
+      [--m 1,16,64,128,256,512,4096,16384] [--n 4096] [--k 4096]
+      [--nk 4096x4096x4096,1000x4104x4104]
       [--reps 20]
 """
 import argparse
@@ -77,7 +78,8 @@ def run_row(label, sym, sym_sizes, const_expr, a, b, m, n, k, reps, flush, failu
                 label, m, n, k, name, err, torch_err))
     t_sym, t_const, t_cub = lt.time_interleaved([f_sym, f_const, f_cub], reps=reps, flush=flush)
     v = sym.variants[sym.variant_for(sym_sizes)]
-    rng = "%s=%d..%s" % (v["size"], v["lo"], "" if v["hi"] >= 2**62 else v["hi"]) if v["size"] else "one"
+    top = "" if v["hi"] >= 2**62 else v["hi"]
+    rng = "%s=%d..%s" % (v["size"], v["lo"], top) if v["size"] else "one"
     print("%-4s %6d %6d %6d | %9.1f %9.1f %9.1f | %9.3f %9.3f | %-11s %s | const %s" % (
         label, m, n, k, t_sym, t_const, t_cub, t_sym / t_const, t_cub / t_sym, rng,
         short_knobs(v["knobs"]), short_knobs(const.program.knobs)))
@@ -87,7 +89,7 @@ def run_row(label, sym, sym_sizes, const_expr, a, b, m, n, k, reps, flush, failu
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--m", default="1,16,128,512,4096,16384")
+    ap.add_argument("--m", default="1,16,64,128,256,512,4096,16384")
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--nk", default="4096x4096x4096,1000x4104x4104",

@@ -100,6 +100,16 @@ TEST(WgmmaSymbolic, SwappedDecodeTileOverRunTimeM) {
   }
 }
 
+TEST(WgmmaSymbolic, SwappedDecodeWithClusterKOverRunTimeM) {
+  // H200's decode default splits K between the 2 CTAs of a cluster (CLUSTER_K=2, their
+  // partial tiles added through distributed shared memory): the same over a run-time M.
+  passcheck::check_every_pass(
+      "matmul(A[M,512]:bf16, B[512,128]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,BN=16,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=2,WARP_SPECIALIZE=1,CLUSTER_K=2"),
+      57, {{"M", 7}});
+}
+
 TEST(WgmmaSymbolic, OneRowTileOverRunTimeM) {
   const std::string knobs =
       "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"

@@ -620,8 +620,9 @@ static const Node* runtime_size_gemm(const Graph& g, const Target& t) {
 // A run-time N or K is a row length (of B, the output, A): TMA needs it a multiple of 8
 // 16-bit elements, which a launch checks (refused there naming STAGE=tma or
 // EPILOGUE=tma_store and the fix). The realigned copies (REALIGN, k:015) would take any
-// row, but through the threads' copies at 0.6x the TMA kernel's speed on every size, the
-// aligned ones torch.compile's dynamic shapes bring included: not the default.
+// row, but as the threads' copies (no TMA, no producer warpgroup) on every size, the
+// aligned ones torch.compile's dynamic shapes nearly always bring included, where the
+// bound defaults pick the TMA kernel: not the default; bind a ragged size instead.
 // The bound sizes must make the large class at a large M (a run-time N or K counted as
 // 4096); anything else keeps the SIMT "symbolic" class. Returns false then.
 static bool symbolic_wgmma_defaults(const Graph& g, const Target& t, DefaultChoice& c) {

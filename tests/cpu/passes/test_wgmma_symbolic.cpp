@@ -100,6 +100,16 @@ TEST(WgmmaSymbolic, SwappedDecodeTileOverRunTimeM) {
   }
 }
 
+TEST(WgmmaSymbolic, SwappedDecodeWithResidualOverRunTimeM) {
+  // The swapped tile writes out[n, m] through its transpose: a residual R[M, N] (and an
+  // f32 output) read at the same transposed cell, bounded by the run-time M.
+  passcheck::check_every_pass(
+      "add(matmul(A[M,128]:bf16, B[128,128]:bf16, out=f32), R[M,128]:f32)",
+      Knobs::parse("ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,"
+                   "SWIZZLE=128B,BK=64,STAGES=4,EPILOGUE=direct,WARP_SPECIALIZE=1"),
+      58, {{"M", 7}});
+}
+
 TEST(WgmmaSymbolic, SwappedDecodeWithClusterKOverRunTimeM) {
   // H200's decode default splits K between the 2 CTAs of a cluster (CLUSTER_K=2, their
   // partial tiles added through distributed shared memory): the same over a run-time M.

@@ -47,6 +47,10 @@ inline std::vector<SymbolicCase> symbolic_cases() {
       // schedule spelled out.
       {"matmul(A[M,4096]:bf16, B[4096,4096]:bf16)", "", {"M"}, range_ends()},
       {"matmul(A[M,1024]:bf16, B[1024,2048]:bf16)", kSymbolicLarge, {"M"}, token_counts()},
+      // A residual read through the swapped decode tile's transposed cells: the default's
+      // ranges at M = 1, 7, 64, 1000, 4097.
+      {"add(matmul(A[M,1024]:bf16, B[1024,2048]:bf16), R[M,2048]:bf16)", "", {"M"},
+       token_counts()},
       // linear's [N, K] weight with a fused bias and gelu, f16, the default.
       {"gelu(linear(X[M,512]:f16, W[1032,512]:f16, bias[1032]:f16))", "", {"M"}, token_counts()},
       // Every size at run time, the default (the large schedule) and explicit knobs.

@@ -93,7 +93,9 @@ SizeVariants compile_size_variants(const Graph& g, const CompileOptions& opt,
     if (!serves_runtime_size(p, top)) continue;
     if (!out.variants.empty() &&
         used_knobs_string(out.variants.back().program) == used_knobs_string(p)) {
+      // The same kernel: one range, described by its new top's defaults.
       out.variants.back().range.hi = r.hi;
+      out.variants.back().program = std::move(p);
     } else {
       out.variants.push_back({kept, std::move(p)});
     }

@@ -21,7 +21,7 @@ namespace loom {
 namespace {
 
 // No spill stores or loads in any kernel of `p`. Not expect_no_spills' setmaxnreg check:
-// the medium class's persistent form (the ranges 129..256 of a 4096 x 4096 weight, and
+// the medium class's persistent form (the ranges 129..256 and 257..384 of a 4096 x 4096 weight, and
 // f16 linear's 65..512 of a 1032 x 512 one) has ptxas ignore its setmaxnreg (C7508) as a
 // bound M of 256 does with the same knobs: the range kernels are the bound defaults.
 void expect_no_spill_bytes(const CompiledProgram& p, const CompileResult& r) {
@@ -124,9 +124,11 @@ TEST(WgmmaSymbolicCompile, RunTimeMRangesTakeTheBoundDefaultsOfTheirTop) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
   const SizeVariants v = compile_size_variants(parse_expression(expr), opt, expr);
-  ASSERT_EQ(v.variants.size(), 6u) << v.describe();
+  // The tops 16, 64, 95, 128, 256, 384, 512; 384's knobs are 512's (BN = 128 for 3 and 4
+  // rows of tiles), so one kernel serves 257..512.
+  ASSERT_EQ(v.variants.size(), 7u) << v.describe();
   const std::vector<std::pair<int64_t, int64_t>> ranges = {
-      {1, 16}, {17, 64}, {65, 128}, {129, 256}, {257, 512}, {513, INT64_MAX}};
+      {1, 16}, {17, 64}, {65, 95}, {96, 128}, {129, 256}, {257, 512}, {513, INT64_MAX}};
   for (size_t i = 0; i < ranges.size(); ++i) {
     const SizeVariant& x = v.variants[i];
     SCOPED_TRACE(range_string(x.range));
@@ -148,19 +150,22 @@ TEST(WgmmaSymbolicCompile, RunTimeMRangesTakeTheBoundDefaultsOfTheirTop) {
     EXPECT_NE(x.program.knob_source.find("as if M = " + std::to_string(top)), std::string::npos)
         << x.program.knob_source;
   }
-  // The schedules, by name: swapped decode (16 and 2 x 32 columns), one row of 128 x 32
-  // tiles, the medium persistent 64 and 128 columns, the large 256.
+  // The schedules, by name: swapped decode (16, 2 x 32 and 2 x 48 columns), one row of
+  // 128 x 64 tiles, the medium persistent 64 and 128 columns, the large 256.
   EXPECT_EQ(knob(v.variants[0].program, "SWAP_AB"), "1");
   EXPECT_EQ(knob(v.variants[0].program, "BN"), "16");
   EXPECT_EQ(knob(v.variants[1].program, "BN"), "32");
-  EXPECT_EQ(knob(v.variants[2].program, "PERSISTENT"), "0");
-  EXPECT_EQ(knob(v.variants[3].program, "BN"), "64");
-  EXPECT_EQ(knob(v.variants[4].program, "BN"), "128");
-  EXPECT_EQ(knob(v.variants[5].program, "BN"), "256");
+  EXPECT_EQ(knob(v.variants[2].program, "SWAP_AB"), "1");
+  EXPECT_EQ(knob(v.variants[2].program, "BN"), "48");
+  EXPECT_EQ(knob(v.variants[3].program, "SWAP_AB"), "0");
+  EXPECT_EQ(knob(v.variants[3].program, "PERSISTENT"), "0");
+  EXPECT_EQ(knob(v.variants[4].program, "BN"), "64");
+  EXPECT_EQ(knob(v.variants[5].program, "BN"), "128");
+  EXPECT_EQ(knob(v.variants[6].program, "BN"), "256");
   // The rule: the first range whose top holds M.
   for (auto [m, i] : std::vector<std::pair<int64_t, size_t>>{
-           {1, 0}, {16, 0}, {17, 1}, {64, 1}, {65, 2}, {128, 2}, {129, 3}, {256, 3}, {257, 4},
-           {512, 4}, {513, 5}, {4096, 5}, {int64_t(1) << 40, 5}})
+           {1, 0}, {16, 0}, {17, 1}, {64, 1}, {65, 2}, {95, 2}, {96, 3}, {128, 3}, {129, 4},
+           {256, 4}, {257, 5}, {384, 5}, {512, 5}, {513, 6}, {4096, 6}, {int64_t(1) << 40, 6}})
     EXPECT_EQ(v.index_for({{"M", m}}), i) << "M = " << m;
   EXPECT_NE(v.describe().find("M=1..16: "), std::string::npos) << v.describe();
   EXPECT_NE(v.describe().find("M=513..: "), std::string::npos) << v.describe();

@@ -24,7 +24,7 @@ line "goal: max symbolic/constant over M = ..." (the brief's goal: within 1.10 a
 
 Usage (GPU machine, after `cmake --build build-device`):
   LOOM_PY_PATH=$PWD/build-device python3 scripts/symbolic_gemm_bench.py
-      [--m 1,16,64,80,128,256,512,4096,16384] [--n 4096] [--k 4096]
+      [--m 1,16,40,64,80,128,256,512,4096,16384] [--n 4096] [--k 4096]
       [--nk 4096x4096x4096,1000x4104x4104]
       [--reps 20]
 """
@@ -89,7 +89,7 @@ def run_row(label, sym, sym_sizes, const_expr, a, b, m, n, k, reps, flush, failu
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--m", default="1,16,64,80,128,256,512,4096,16384")
+    ap.add_argument("--m", default="1,16,40,64,80,128,256,512,4096,16384")
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--nk", default="4096x4096x4096,1000x4104x4104",

@@ -649,15 +649,17 @@ static bool symbolic_wgmma_defaults(const Graph& g, const Target& t, DefaultChoi
 // 128 x 256 tiles give 16 CTAs over N = 4096 whatever M <= 128 is, 2.4x the bound M's
 // time at 128 rows and 1.6x at 512 (H100, bench/NOTES.md, symbolic sizes on the wgmma
 // kernel). The breakpoints are those of the bound classes at N = K = 4096: the swapped
-// decode's BN = M rounded up (16; 32 in two halves up to 64 rows; 48 in two halves up to
-// kSwappedDecodeMaxM = 95: 1.07x cuBLAS at 77 rows against 0.73x unswapped), one row of
+// decode's BN = M rounded up (16; in two halves of M / 2 rounded up to 8 columns from 33
+// rows: 24 up to 48, 32 up to 64, 40 up to 80, 48 up to kSwappedDecodeMaxM = 95, the
+// swapped form's last row count: 1.07x cuBLAS at 77 rows against 0.73x unswapped; one
+// tile of 2 x 48 columns for 65..95 ran 1.15x the bound M's 2 x 40 at 80 rows), one row of
 // 128-row tiles with BN from N (the medium class, one wave), the medium class's
 // persistent form whose BN depends on the row count (2 rows: 64, 3: 96, 4: 128: a wider
 // tile fills fewer SMs, 96 of 132 at 3 rows of 128-wide ones), then the large class. The
 // upper end, not the middle: a tile sized for the range's largest M serves every smaller
 // one (the tensor maps clip the rest), a tile sized for a smaller M would run more rounds
 // at the top. bench/NOTES.md (run-time N and K, and small run-time M) has the times.
-constexpr int64_t kRuntimeMRangeTops[] = {16, 64, kSwappedDecodeMaxM, 128, 256, 384, 512};
+constexpr int64_t kRuntimeMRangeTops[] = {16, 48, 64, 80, kSwappedDecodeMaxM, 128, 256, 384, 512};
 
 std::vector<SizeRange> runtime_size_ranges(const Graph& g, const Target& t) {
   const Node* mm = runtime_size_gemm(g, t);

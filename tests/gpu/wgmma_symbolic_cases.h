@@ -26,13 +26,13 @@ inline std::vector<std::map<std::string, int64_t>> token_counts() {
   return {{{"M", 1}}, {{"M", 7}}, {{"M", 64}}, {{"M", 1000}}, {{"M", 4097}}};
 }
 
-// Both ends of every range of the default's kernels (1..16, 17..64, 65..95, 96..128,
-// 129..256, 257..512, 513.. at N = K = 4096; 384 is a top whose neighbour has its knobs)
-// and the token counts above.
+// Both ends of every range of the default's kernels (1..16, 17..48, 49..64, 65..80,
+// 81..95, 96..128, 129..256, 257..512, 513.. at N = K = 4096; 384 is a top whose neighbour
+// has its knobs) and the token counts above.
 inline std::vector<std::map<std::string, int64_t>> range_ends() {
   std::vector<std::map<std::string, int64_t>> out;
-  for (int64_t m : {1, 7, 16, 17, 64, 65, 95, 96, 128, 129, 256, 257, 384, 385, 512, 513, 1000,
-                    4097})
+  for (int64_t m : {1, 7, 16, 17, 48, 49, 64, 65, 80, 81, 95, 96, 128, 129, 256, 257, 384, 385,
+                    512, 513, 1000, 4097})
     out.push_back({{"M", m}});
   return out;
 }

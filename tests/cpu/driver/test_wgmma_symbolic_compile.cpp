@@ -124,11 +124,12 @@ TEST(WgmmaSymbolicCompile, RunTimeMRangesTakeTheBoundDefaultsOfTheirTop) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
   const SizeVariants v = compile_size_variants(parse_expression(expr), opt, expr);
-  // The tops 16, 64, 95, 128, 256, 384, 512; 384's knobs are 512's (BN = 128 for 3 and 4
-  // rows of tiles), so one kernel serves 257..512.
-  ASSERT_EQ(v.variants.size(), 7u) << v.describe();
+  // The tops 16, 48, 64, 80, 95, 128, 256, 384, 512; 384's knobs are 512's (BN = 128 for
+  // 3 and 4 rows of tiles), so one kernel serves 257..512.
+  ASSERT_EQ(v.variants.size(), 9u) << v.describe();
   const std::vector<std::pair<int64_t, int64_t>> ranges = {
-      {1, 16}, {17, 64}, {65, 95}, {96, 128}, {129, 256}, {257, 512}, {513, INT64_MAX}};
+      {1, 16},    {17, 48},   {49, 64},   {65, 80},         {81, 95},
+      {96, 128},  {129, 256}, {257, 512}, {513, INT64_MAX}};
   for (size_t i = 0; i < ranges.size(); ++i) {
     const SizeVariant& x = v.variants[i];
     SCOPED_TRACE(range_string(x.range));
@@ -150,22 +151,25 @@ TEST(WgmmaSymbolicCompile, RunTimeMRangesTakeTheBoundDefaultsOfTheirTop) {
     EXPECT_NE(x.program.knob_source.find("as if M = " + std::to_string(top)), std::string::npos)
         << x.program.knob_source;
   }
-  // The schedules, by name: swapped decode (16, 2 x 32 and 2 x 48 columns), one row of
-  // 128 x 64 tiles, the medium persistent 64 and 128 columns, the large 256.
+  // The schedules, by name: swapped decode (16, then 2 x 24, 32, 40 and 48 columns), one
+  // row of 128 x 64 tiles, the medium persistent 64 and 128 columns, the large 256.
   EXPECT_EQ(knob(v.variants[0].program, "SWAP_AB"), "1");
   EXPECT_EQ(knob(v.variants[0].program, "BN"), "16");
-  EXPECT_EQ(knob(v.variants[1].program, "BN"), "32");
-  EXPECT_EQ(knob(v.variants[2].program, "SWAP_AB"), "1");
-  EXPECT_EQ(knob(v.variants[2].program, "BN"), "48");
-  EXPECT_EQ(knob(v.variants[3].program, "SWAP_AB"), "0");
-  EXPECT_EQ(knob(v.variants[3].program, "PERSISTENT"), "0");
-  EXPECT_EQ(knob(v.variants[4].program, "BN"), "64");
-  EXPECT_EQ(knob(v.variants[5].program, "BN"), "128");
-  EXPECT_EQ(knob(v.variants[6].program, "BN"), "256");
+  EXPECT_EQ(knob(v.variants[1].program, "BN"), "24");
+  EXPECT_EQ(knob(v.variants[2].program, "BN"), "32");
+  EXPECT_EQ(knob(v.variants[3].program, "BN"), "40");
+  EXPECT_EQ(knob(v.variants[4].program, "SWAP_AB"), "1");
+  EXPECT_EQ(knob(v.variants[4].program, "BN"), "48");
+  EXPECT_EQ(knob(v.variants[5].program, "SWAP_AB"), "0");
+  EXPECT_EQ(knob(v.variants[5].program, "PERSISTENT"), "0");
+  EXPECT_EQ(knob(v.variants[6].program, "BN"), "64");
+  EXPECT_EQ(knob(v.variants[7].program, "BN"), "128");
+  EXPECT_EQ(knob(v.variants[8].program, "BN"), "256");
   // The rule: the first range whose top holds M.
   for (auto [m, i] : std::vector<std::pair<int64_t, size_t>>{
-           {1, 0}, {16, 0}, {17, 1}, {64, 1}, {65, 2}, {95, 2}, {96, 3}, {128, 3}, {129, 4},
-           {256, 4}, {257, 5}, {384, 5}, {512, 5}, {513, 6}, {4096, 6}, {int64_t(1) << 40, 6}})
+           {1, 0}, {16, 0}, {17, 1}, {48, 1}, {49, 2}, {64, 2}, {65, 3}, {80, 3}, {81, 4},
+           {95, 4}, {96, 5}, {128, 5}, {129, 6}, {256, 6}, {257, 7}, {384, 7}, {512, 7},
+           {513, 8}, {4096, 8}, {int64_t(1) << 40, 8}})
     EXPECT_EQ(v.index_for({{"M", m}}), i) << "M = " << m;
   EXPECT_NE(v.describe().find("M=1..16: "), std::string::npos) << v.describe();
   EXPECT_NE(v.describe().find("M=513..: "), std::string::npos) << v.describe();

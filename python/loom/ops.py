@@ -365,10 +365,11 @@ def runtime_m(enabled=True):
     weight shape with the row count (the token count) M left to run time, and launch it
     for every M; off (the default), each M compiles its own kernel. One kernel avoids a
     compile (about a second, once per shape) for every new batch a serving stack or
-    torch.compile's dynamic shapes bring, and runs large M within a few percent of the
-    per-shape kernel; small M runs slower than the per-shape kernel's decode and medium
-    schedules (H100, a 4096 x 4096 weight: 2.4x at 128 rows, 1.6x at 512; docs/api.md).
-    Returns the previous setting."""
+    torch.compile's dynamic shapes bring. On sm_90a that "kernel" is a few, one per range
+    of M (a swapped decode tile for a few rows, one row of 128-row tiles, the medium and
+    the large persistent schedules: each the per-shape default at its range's top),
+    compiled together and picked by M at each launch (Kernel.variants lists them;
+    docs/api.md, run-time sizes). Returns the previous setting."""
     prev = _runtime_m[0]
     _runtime_m[0] = bool(enabled)
     return prev

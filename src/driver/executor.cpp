@@ -1,5 +1,8 @@
 #include "driver/executor.h"
 
+#include <numeric>
+#include <set>
+
 #include "bench/cuda_call.h"
 #include "bench/verify.h"
 #include "codegen/cuda.h"
@@ -59,7 +62,16 @@ CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void*
   // With run-time sizes this is the first place a row's length is known: the message
   // names the knob whose tensor map it is (the TMA-store epilogue's for an output).
   if (rank > 1 && strides[0] % 16 != 0) {
-    const std::string rows = t.name + "'s rows are " + std::to_string(strides[0]) + " B";
+    std::string rows = t.name + "'s rows are " + std::to_string(strides[0]) + " B";
+    // A run-time row length: the size to change (or bind when compiling), by name.
+    std::set<std::string> vars;
+    t.shape[rank - 1].collect_vars(vars);
+    if (vars.size() == 1) {
+      const std::string& v = *vars.begin();
+      rows += " at run-time size " + v + " = " + std::to_string(symbols.at(v)) + " (make " + v +
+              " a multiple of " + std::to_string(16 / std::gcd<uint64_t>(16, eb)) +
+              ", or bind it when compiling)";
+    }
     if (t.role == TensorRole::Output)
       throw Error("EPILOGUE=tma_store needs rows of " + t.name + " to be a multiple of 16 bytes; " +
                   rows + ": use EPILOGUE=direct (or sizes whose rows are whole 16-byte units)");

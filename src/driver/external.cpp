@@ -43,7 +43,8 @@ ExternalProgram compile_external(const std::string& expression, const Knobs& kno
   copt.knobs = knobs;
   copt.target = target;
   if (choose_tuned && device) choose_tuned(g, *device, copt);
-  p.program = compile_graph(g, copt, expression);
+  p.variants = compile_size_variants(g, copt, expression);
+  p.program = p.variants.primary();
   p.flops = p.runtime.empty() ? expression_flops(g) : 0;
   const Expr::Env no_symbols;
   auto known = [](const Expr& e) {

@@ -36,14 +36,6 @@ bool attention_uses_wgmma(CompileState& s) {
       s.knobs.get_str("ATTN_MMA", fits && !attention_wants_mma_sync(s) ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
-  if (s.graph.attention()->paged_attention())
-    throw Error("ATTN_MMA=wgmma with paged KV (block_table=): the wgmma kernel's TMA loads do "
-                "not read the block table yet; paged attention runs on the mma.sync kernel "
-                "(ATTN_MMA=mma_sync, its default)");
-  if (s.graph.attention()->varlen_attention())
-    throw Error("ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=): the wgmma kernel's TMA "
-                "maps do not address packed rows yet; varlen attention runs on the mma.sync "
-                "kernel (ATTN_MMA=mma_sync, its default)");
   if (s.target.arch != "sm_90a")
     throw Error("ATTN_MMA=wgmma: wgmma.mma_async and the TMA loads it reads need sm_90a; the "
                 "target is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --target sm_90a)");

@@ -49,7 +49,7 @@ Causal causal_of(const std::string& c) {
 // Every pass of the pipeline (the loop forms, t:012's tile form and k:012's kernel, per
 // lane) against the varlen reference, O and LSE, wherever a pass changed its program.
 void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
-                  const std::string& arch = "sm_90a") {
+                  const std::string& arch = "sm_90a", const char* mma = "mma_sync") {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
@@ -105,7 +105,7 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(s.level, Level::Kernel);
-  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), mma);
 }
 
 TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
@@ -129,6 +129,26 @@ TEST(AttentionVarlen, SeveralQueryBlocksAndSm80) {
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "true"}, "BLOCK_M=16,BLOCK_N=16", 41);
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "top_left"}, "", 42, "sm_80");
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "false", "f16"}, "", 43);
+}
+
+// The wgmma kernel (k:013: the default on sm_90a once max_seqlen_q passes 64), per lane on
+// the interpreter: TMA boxes over the 3-D maps of Q, K and V at token q_start + block row
+// and kv_start + key, rows past a sequence masked (keys) or not stored (queries), query
+// blocks past a short sequence exiting before the mbarriers' setup. Odd lengths, a
+// sequence with no query and one with no key, Sq > Sk and Sq < Sk, several query blocks
+// per sequence, 1-3 warpgroups, both issue schemes, GQA 4/2 and MQA, the three masks,
+// bf16/f16, with and without LSE.
+TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
+  uint64_t seed = 101;
+  for (const char* causal : {"false", "true", "top_left"}) {
+    check_varlen({4, 2, 16, {70, 0, 5, 130}, {33, 20, 0, 150}, 130, causal}, "ATTN_WG=1,BLOCK_N=32",
+                 seed++, "sm_90a", "wgmma");
+    check_varlen({4, 1, 16, {90, 3}, {100, 66}, 90, causal, "f16", false}, "ATTN_WG=1,BLOCK_N=16",
+                 seed++, "sm_90a", "wgmma");
+    check_varlen({2, 2, 32, {65, 140}, {140, 65}, 140, causal}, "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1",
+                 seed++, "sm_90a", "wgmma");
+  }
+  check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "true"}, "", seed++, "sm_90a", "wgmma");
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
@@ -219,22 +239,32 @@ TEST(AttentionVarlen, ErrorsNameTheProblem) {
   const std::string ok = qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)";
   has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
       "SPLIT_KV=2 with packed sequences (cu_seqlens_q=)");
-  has(error_of(ok, "ATTN_MMA=wgmma", "t:012_partition_attention"),
-      "ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=)");
+  // The wgmma kernel takes packed sequences (max_seqlen_q <= 64 defaults to the mma.sync
+  // kernel, and asking for wgmma is fine); its knobs' errors still name them.
+  EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
+  has(error_of(ok, "ATTN_MMA=wgmma,GQA_PACK=1"), "GQA_PACK");
   has(error_of(ok, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D]");
 }
 
-// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a and
-// sm_80 on the mma.sync kernel, ptxas spilling nothing.
+// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a (the
+// wgmma kernel past a decode-sized max_seqlen_q, the mma.sync kernel by name) and sm_80
+// (the mma.sync kernel), ptxas spilling nothing and serializing no wgmma.
 TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
   for (const char* arch : {"sm_90a", "sm_80"})
     for (const auto& c : attention_test::varlen_cases()) {
       SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      // The wgmma kernel's knobs name an sm_90a kernel.
+      if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
+                                           c.knobs.find("ATTN_PRODUCER") != std::string::npos))
+        continue;
       CompileOptions opt;
       opt.knobs = Knobs::parse(c.knobs);
       opt.target = Target::for_arch(arch);
       CompiledProgram p = compile_expression(c.expr, opt);
-      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      const bool wgmma = p.state.used_knobs.at("ATTN_MMA") == "wgmma";
+      if (std::string(arch) == "sm_80") {
+        ASSERT_FALSE(wgmma);
+      }
       EXPECT_NE(p.cuda.find("const int q_start = (int)__ldg(&loom_t_CQ[b]);"), std::string::npos);
       CompileResult r;
       try {
@@ -244,6 +274,9 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       }
       if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
       nvrtc_check::expect_no_spills(p, r);
+      if (wgmma) {
+        nvrtc_check::expect_wgmma_not_serialized(r);
+      }
     }
 }
 

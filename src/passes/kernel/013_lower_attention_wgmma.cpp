@@ -14,6 +14,14 @@
 //     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's,
 //     and so are the columns past D of a D that is 8 mod 16 (zero K and Q columns leave
 //     S unchanged; V's give O columns that are never stored).
+//     Serving forms (docs/attention.md, "Serving forms"): every CTA first binds its
+//     sequence's lengths (paged `kv_len`; varlen q_start, q_end, kv_start, kv_end; then
+//     seq_q, seq_k, which every bound and mask names). Varlen: 3-D maps over [T, H, D],
+//     the box's token coordinate q_start + row / kv_start + key (rows past the sequence are
+//     the next one's: keys masked, queries not stored); a query block at or past seq_q
+//     skips everything after the lets. Paged KV: a 4-D map over the pool [P, Hkv, page, D],
+//     a key block as gcd(BLOCK_N, page)-row boxes, each at the page BT[b, key / page] the
+//     issuing thread reads just before them.
 //  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
 //     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
 //     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
@@ -38,7 +46,8 @@
 //     product; P V reads P from a 16-bit register array (p_acc) the softmax's result is
 //     converted into (FlashAttention-3's tOrP), so one f32 S array suffices.
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
-//     skipped), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
+//     skipped; varlen at token q_start + row: predicated stores, where a TMA store's box
+//     would write into the next sequence's rows), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
 //     LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
@@ -672,7 +681,8 @@ Pass pass_lower_attention_wgmma() {
   return Pass{"k:013_lower_attention_wgmma", Level::Tile, Level::Kernel,
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
-              "softmax on the accumulators, one warpgroup per 64 query rows",
+              "softmax on the accumulators, one warpgroup per 64 query rows; varlen by 3-D maps over "
+              "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
                "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {

@@ -355,6 +355,24 @@ TEST(AttentionPaged, SymbolicSizesCompile) {
   }
 }
 
+// Prefill with symbolic sizes on the wgmma kernel: the pool's page count and the table's
+// width are run-time sizes of the tensor maps (the executor encodes them per launch), and
+// the clamp of a piece's slot reads the table's width. Compiles for sm_90a with NVRTC.
+TEST(AttentionPaged, WgmmaSymbolicSizesCompile) {
+  const std::string expr = "attention(Q[B,32,1024,128]:bf16, Kc[P,8,64,128]:bf16, "
+                           "Vc[P,8,64,128]:bf16, block_table=BT[B,M]:i32, seqlens_k=L[B]:i32, "
+                           "causal=true, lse=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_EQ(p.state.used_knobs.at("ATTN_MMA"), "wgmma");
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_paged_wgmma_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
+}
+
 // `loom run`'s inputs for a paged problem: a table of distinct shuffled pages over each
 // sequence's length, dead slots -1, unused pages NaN.
 TEST(AttentionPaged, RunInputsFillTheTable) {

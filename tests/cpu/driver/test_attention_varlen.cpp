@@ -149,6 +149,14 @@ TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
                  seed++, "sm_90a", "wgmma");
   }
   check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "true"}, "", seed++, "sm_90a", "wgmma");
+  // The overlapped schedule and the ping-pong (the interpreter runs each warpgroup as a
+  // task) under the early exit of query blocks past a sequence.
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1", seed++,
+               "sm_90a", "wgmma");
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "top_left"},
+               "ATTN_WG=3,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PINGPONG=1,KV_STAGES=3", seed++,
+               "sm_90a", "wgmma");
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {

@@ -490,11 +490,19 @@ VARLEN_MIXES = [[4096, 2048, 1024, 512, 256, 128], [1023, 777, 3001, 129, 2048, 
 
 
 def sdpa_gqa_causal(q, k, v, causal, backend):
-    """SDPA through one backend, GQA by enable_gqa; causal is top-left (Sq = Sk here)."""
+    """SDPA through one backend, GQA by enable_gqa (or, where the backend refuses it, K and V
+    expanded to Q's heads); causal is top-left (Sq = Sk here)."""
     from torch.nn.attention import sdpa_kernel
     with sdpa_kernel(backend):
-        return torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+        if q.shape[1] == k.shape[1]:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        try:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                    enable_gqa=True)
+        except RuntimeError:
+            g = q.shape[1] // k.shape[1]
+            return torch.nn.functional.scaled_dot_product_attention(
+                q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=causal)
 
 
 def varlen(args, flush):

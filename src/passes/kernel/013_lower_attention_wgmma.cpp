@@ -21,7 +21,9 @@
 //     the next one's: keys masked, queries not stored); a query block at or past seq_q
 //     skips everything after the lets. Paged KV: a 4-D map over the pool [P, Hkv, page, D],
 //     a key block as gcd(BLOCK_N, page)-row boxes, each at the page BT[b, key / page] the
-//     issuing thread reads just before them.
+//     issuing thread reads just before them. In the block that holds the sequence's last
+//     key, the consumers zero the V rows past it once they land (clean_v): they are real
+//     memory (slack, a page's unwritten tail), and 0 x NaN would reach O.
 //  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
 //     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
 //     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
@@ -433,6 +435,42 @@ struct Lowering {
       return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
                    reg_loop("kk", BN / 16, std::move(step), LoopKind::Reduce), Stmt::WgmmaCommit()};
     };
+    // Serving forms: the block that holds the sequence's last key was loaded whole, so its
+    // V rows past Sk are the next sequence's, the rest of the last page, or a page a clamped
+    // slot names — memory whose values the caller does not promise (slack past
+    // cu_seqlens_k[B], unwritten cache rows). P is 0 there, but 0 x NaN is NaN: once V has
+    // landed, the consumer threads zero those rows of the slot (each element by one
+    // thread), fence them for the async proxy, and meet (a block barrier, or with the
+    // producer named barrier W + 1 over the consumers; once before the zeroing too) before
+    // any P V reads the slot. Only
+    // in that block (a CTA-uniform test); the dense form's rows past Sk are TMA zero fill.
+    auto clean_v = [&](const Expr& kbx) {
+      if (!a.paged && !a.varlen) return Block{};
+      const Stmt meet = producer ? Stmt::NamedBarrier(Expr(t.warpgroups + 1), int(c_threads))
+                                 : Stmt::Barrier();
+      // The first meeting orders the landed box before every thread's zeroing (each element
+      // is zeroed by a thread that may not be the one whose wait retired the load).
+      Block body = {Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), meet};
+      const Expr first = a.Sk - kbx * BN;  // the slot's first row past the sequence
+      for (size_t i = 0; i < n_spans; ++i) {
+        const int64_t wd = t.spans[i].width, n = BN * wd;
+        const std::string c = "vz_c" + std::to_string(i), ev = "vz_e" + std::to_string(i);
+        const Expr e = Expr::var(ev);
+        Expr keep = first <= e / wd;
+        if (n % c_threads != 0) keep = e < n && keep;
+        Stmt zero = Stmt::For(
+            c, Expr((n + c_threads - 1) / c_threads), LoopKind::Parallel, c,
+            {Stmt::Let(ev, Expr::var(c) * c_threads + tid),
+             Stmt::If(keep, {Stmt::Write(v_s[i], {kbx % S * n + e}, Operand::constant(0.0))})});
+        // One copy (#pragma unroll 1): unrolled, its addresses spilled 72 B in the three
+        // warpgroups' 160 registers (D = 96, 144 keys).
+        zero.no_unroll = true;
+        body.push_back(std::move(zero));
+      }
+      body.push_back(Stmt::FenceProxyAsync());
+      body.push_back(meet);
+      return Block{Stmt::If(a.Sk < (kbx + 1) * BN, std::move(body))};
+    };
     // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
     auto release = [&](const Expr& kbx) {
       return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(kbx % S))})} : Block{};
@@ -496,6 +534,9 @@ struct Lowering {
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, softmax(kb, s_a, true));
       if (t.pack_p) step = cat(step, to_p);
+      // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
+      // warpgroup's.
+      step = cat(step, clean_v(kb));
       step = cat(step, pp_sync());
       step = cat(step, pv_issue(kb, t.pack_p ? p_a : s_a));
       step.push_back(Stmt::WgmmaWait(0));
@@ -538,7 +579,9 @@ struct Lowering {
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
       first = cat(first, to_p);
       first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
-      Block tail = pv_issue(key_blocks - 1, p_a);
+      // The block that can reach past Sk is the last (no block past it is visited), whose
+      // P V is this one, outside every ping-pong turn.
+      Block tail = cat(clean_v(key_blocks - 1), pv_issue(key_blocks - 1, p_a));
       tail.push_back(Stmt::WgmmaWait(0));
       first = cat(first, tail);
       first = cat(first, release(key_blocks - 1));

@@ -41,7 +41,8 @@ Causal causal_of(const std::string& c) {
 
 // Shuffled pages: every (sequence, slot) gets its own page of a pool twice the table's
 // size, in random order; slots past the sequence's length name page 1 << 20 (outside the
-// pool) and every page no sequence uses is NaN.
+// pool), every page no sequence uses is NaN, and so are the rows of each sequence's last
+// page past its length.
 void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> order(static_cast<size_t>(pages));
@@ -66,6 +67,20 @@ void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
       if (!used[size_t(pg)])
         std::fill_n(b.tensors.at(pool).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
                     per_page, std::numeric_limits<double>::quiet_NaN());
+  // The rows of a sequence's last page past its length are NaN too (a cache's unwritten
+  // rows): a kernel that reads them must mask K and keep V out of O (the wgmma kernel loads
+  // the whole block and zeroes them; the mma.sync kernel zero-fills).
+  for (int s = 0; s < c.batch; ++s) {
+    const int64_t kept = std::clamp<int64_t>(c.lens[size_t(s)], 0, int64_t(c.maxp) * c.page);
+    if (kept % c.page == 0) continue;
+    const int64_t pg = int64_t(bt.data[size_t(s * c.maxp + kept / c.page)]);
+    for (const char* pool : {"Kc", "Vc"})
+      for (int64_t hk = 0; hk < c.hkv; ++hk)
+        for (int64_t r = kept % c.page; r < c.page; ++r)
+          std::fill_n(b.tensors.at(pool).data.begin() +
+                          std::ptrdiff_t(((pg * c.hkv + hk) * c.page + r) * c.d),
+                      c.d, std::numeric_limits<double>::quiet_NaN());
+  }
 }
 
 void expect_matches(const HostTensor& got, const std::vector<double>& want, double tol,

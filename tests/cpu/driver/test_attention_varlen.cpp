@@ -9,6 +9,7 @@
 // kernels refuse it by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,13 +50,17 @@ Causal causal_of(const std::string& c) {
 // Every pass of the pipeline (the loop forms, t:012's tile form and k:012's kernel, per
 // lane) against the varlen reference, O and LSE, wherever a pass changed its program.
 void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
-                  const std::string& arch = "sm_90a", const char* mma = "mma_sync") {
+                  const std::string& arch = "sm_90a", const char* mma = "mma_sync",
+                  int64_t slack = 0) {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
     cu_k.push_back(cu_k.back() + c.lens_k[b]);
   }
-  const int64_t tq = std::max<int64_t>(1, cu_q.back()), tk = std::max<int64_t>(1, cu_k.back());
+  // K and V have `slack` rows past the last sequence's keys, NaN (a caller's unused
+  // capacity): no kernel may let them reach O.
+  const int64_t tq = std::max<int64_t>(1, cu_q.back()),
+                tk = std::max<int64_t>(1, cu_k.back() + slack);
   const std::string expr = varlen_expr(c, tq, tk);
   SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
   CompileState s;
@@ -74,6 +79,11 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
       for (size_t i = 0; i < cu_q.size(); ++i) {
         inputs.tensors.at("CQ").data[i] = double(cu_q[i]);
         inputs.tensors.at("CK").data[i] = double(cu_k[i]);
+      }
+      for (const char* t : {"K", "V"}) {
+        std::vector<double>& x = inputs.tensors.at(t).data;
+        std::fill(x.begin() + std::ptrdiff_t(cu_k.back() * c.hkv * c.d), x.end(),
+                  std::numeric_limits<double>::quiet_NaN());
       }
       AttentionShape sh{int64_t(c.lens_q.size()), c.hq, c.hkv, 0, 0, c.d};
       AttentionAttrs attrs;
@@ -149,6 +159,18 @@ TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
                  seed++, "sm_90a", "wgmma");
   }
   check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "true"}, "", seed++, "sm_90a", "wgmma");
+  // NaN rows of K and V past the last sequence's keys, inside its last key block: the wgmma
+  // kernel loads them (the block is one box) and must keep them out of O; the mma.sync
+  // kernel zero-fills them.
+  for (const char* causal : {"false", "true"}) {
+    check_varlen({4, 2, 16, {70, 33}, {50, 45}, 70, causal}, "ATTN_WG=1,BLOCK_N=32", seed++,
+                 "sm_90a", "wgmma", 30);
+    check_varlen({4, 2, 32, {140, 70}, {100, 85}, 140, causal},
+                 "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1", seed++,
+                 "sm_90a", "wgmma", 30);
+    check_varlen({4, 2, 16, {70, 33}, {50, 45}, 70, causal}, "ATTN_MMA=mma_sync,BLOCK_N=32", seed++, "sm_90a",
+                 "mma_sync", 30);
+  }
   // The overlapped schedule and the ping-pong (the interpreter runs each warpgroup as a
   // task) under the early exit of query blocks past a sequence.
   check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "true"},

@@ -421,6 +421,18 @@ TEST(AttentionPaged, RunInputsFillTheTable) {
     const double first = b.tensors.at("Kc").data[size_t(pg) * 2 * 16 * 16];
     EXPECT_EQ(std::isnan(first), uses[size_t(pg)] == 0) << "page " << pg;
   }
+  // A sequence's last page past its length is NaN (K and V, every head); its keys are not.
+  for (int seq = 0; seq < 3; ++seq) {
+    const int64_t n = int64_t(len.data[size_t(seq)]);
+    if (n % 16 == 0) continue;
+    const int64_t pg = int64_t(bt.data[size_t(seq * 3 + n / 16)]);
+    for (const char* pool : {"Kc", "Vc"})
+      for (int64_t hk = 0; hk < 2; ++hk) {
+        const auto& x = b.tensors.at(pool).data;
+        EXPECT_FALSE(std::isnan(x[size_t(((pg * 2 + hk) * 16 + n % 16 - 1) * 16)])) << seq;
+        EXPECT_TRUE(std::isnan(x[size_t(((pg * 2 + hk) * 16 + n % 16) * 16)])) << seq;
+      }
+  }
 }
 
 }  // namespace

@@ -350,6 +350,15 @@ TEST(AttentionVarlen, RunInputsFillTheLengths) {
   }
   EXPECT_LE(cq.data.back(), 100.0);
   EXPECT_LE(ck.data.back(), 60.0);
+  // K and V rows past the last sequence's keys are NaN, the keys themselves are not.
+  const size_t row = 2 * 16, end = size_t(ck.data.back());
+  for (const char* t : {"K", "V"}) {
+    const auto& x = b.tensors.at(t).data;
+    ASSERT_LT(end, size_t(60)) << "the fill leaves slack rows here";
+    EXPECT_FALSE(std::isnan(x[end * row - 1]));
+    EXPECT_TRUE(std::isnan(x[end * row]));
+    EXPECT_TRUE(std::isnan(x.back()));
+  }
 }
 
 }  // namespace

@@ -49,8 +49,8 @@
 //     converted into (FlashAttention-3's tOrP), so one f32 S array suffices.
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
 //     skipped; varlen at token q_start + row: predicated stores, where a TMA store's box
-//     would write into the next sequence's rows), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
-//     LSE = -inf (k:012's semantics).
+//     would write into the next sequence's rows), LSE by lane t = 0 of each quad. Rows
+//     that keep no key: O = 0, LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.

@@ -71,6 +71,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   t.spans = attention_spans(D);
   const int64_t Dp = t.padded_dim;
   // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
+  // Packed sequences refuse STAGE_OUTPUT on both kernels (k:012: their rows are [T, H, D]):
+  // the only fix is to drop it.
+  if (a.varlen && s.knobs.has("STAGE_OUTPUT") && s.knobs.get_int("STAGE_OUTPUT", 0) != 0)
+    throw Error("STAGE_OUTPUT=1 copies a block's rows of O out as one contiguous [BLOCK_M, D] of "
+                "one head, and packed sequences' rows are [T, H, D] (a row stride of H·D); no "
+                "attention kernel stages them: drop STAGE_OUTPUT");
   for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
                         "ZERO_INIT", "STAGE_OUTPUT"})
     if (s.knobs.has(k))

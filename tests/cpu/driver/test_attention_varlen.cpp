@@ -274,6 +274,13 @@ TEST(AttentionVarlen, ErrorsNameTheProblem) {
   EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
   has(error_of(ok, "ATTN_MMA=wgmma,GQA_PACK=1"), "GQA_PACK");
   has(error_of(ok, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D]");
+  // Past a decode-sized max_seqlen_q the wgmma kernel is the default: the same refusal, with
+  // the one fix that works (not ATTN_MMA=mma_sync, which refuses it too).
+  const std::string prefill = "attention(Q[200,4,16]:bf16, K[200,2,16]:bf16, V[200,2,16]:bf16, "
+                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=100)";
+  has(error_of(prefill, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D] (a row stride "
+                                           "of H·D); no attention kernel stages them: drop "
+                                           "STAGE_OUTPUT");
 }
 
 // Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a (the

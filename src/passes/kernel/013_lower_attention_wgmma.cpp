@@ -234,51 +234,6 @@ struct Lowering {
     return out;
   }
 
-  // Varlen with at most kCompactSeqs sequences: the grid's x enumerates the query blocks
-  // the sequences have (sequence by sequence), not max_seqlen_q's blocks for every sequence,
-  // of which a short sequence's are mostly past its rows. Measured on the H100 (B = 8,
-  // lengths 512..4096, 3 x 112 tile): those CTAs, each exiting after four loads, cost
-  // 7 % (non-causal) and 16 % (causal) over the padded batch's time, which a model of
-  // the grid (one CTA per SM, ~4 us per exiting CTA) reproduces. Each CTA reads every
-  // sequence's length (B + 1 loads, L2-resident) and finds its (sequence, block) from
-  // the running counts; CTAs past the last block exit.
-  static constexpr int64_t kCompactSeqs = 64;
-  bool compact = false;
-  std::string qp(int64_t k) const { return "qp" + std::to_string(k); }
-  std::string nq(int64_t k) const { return "nq" + std::to_string(k); }
-
-  // compact: the lets that find this CTA's sequence b and query block qb. Sequence k has
-  // nq_k = ceil(min(max(CQ[k+1] - CQ[k], 0), max_seqlen_q) / BLOCK_M) query blocks and
-  // qp_k of them come before it; x = blockIdx.x is block x - qp_b of sequence b, where b
-  // counts the qp_{k+1} <= x (causal: the last first, as the dense grid orders them).
-  Block compact_lets() const {
-    const int64_t nb = a.B.const_value();
-    const Expr x = Expr::var("blockIdx.x");
-    Block out;
-    for (int64_t k = 0; k <= nb; ++k)
-      out.push_back(Stmt::LetLoad("cq" + std::to_string(k), a.cu_q, {flat(p.tensor(a.cu_q), {Expr(k)})}));
-    Expr before(0), count(0), own(0);
-    for (int64_t k = 0; k < nb; ++k) {
-      const Expr len = Expr::var("cq" + std::to_string(k + 1)) - Expr::var("cq" + std::to_string(k));
-      out.push_back(Stmt::Let(nq(k), ceil_div(min(max(len, Expr(0)), a.q_cap), Expr(BM))));
-      out.push_back(Stmt::Let(qp(k + 1), (k ? Expr::var(qp(k)) : Expr(0)) + Expr::var(nq(k))));
-      const Expr past = Expr::var(qp(k + 1)) <= x;  // 1 when sequence k ends before block x
-      count = count + past;
-      before = before + past * Expr::var(nq(k));
-    }
-    out.push_back(Stmt::Let("seq_b", count));
-    out.push_back(Stmt::Let("b", min(Expr::var("seq_b"), Expr(nb - 1))));
-    const Expr j = x - before;  // the block's index within its sequence
-    if (a.causal == Causal::None) {
-      out.push_back(Stmt::Let("qb", j));
-    } else {
-      for (int64_t k = 0; k < nb; ++k)
-        own = own + Expr::make(Expr::Kind::Eq, Expr::var("seq_b"), Expr(k)) * Expr::var(nq(k));
-      out.push_back(Stmt::Let("qb", own - 1 - j));
-    }
-    return out;
-  }
-
   Expr query_block() const {
     const Expr x = Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
@@ -295,10 +250,11 @@ struct Lowering {
     const double c = a.scale * M_LOG2E;
     const Expr hk = a.kv_head(h);
     const Expr elected = Expr::make(Expr::Kind::Eq, tid, Expr(0));
-    Block body = compact ? compact_lets()
-                         : Block{Stmt::Let("qb", query_block()), Stmt::Let("b", Expr::var("blockIdx.z"))};
-    body.insert(body.end(), {Stmt::Let("h", Expr::var("blockIdx.y")), Stmt::Let("w", tid / 32),
-                             Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32)});
+    Block body = {
+        Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
+        Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / 32),
+        Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
+    };
     // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
     // by every thread, before anything uses Sq or Sk.
     if (a.paged)
@@ -693,10 +649,7 @@ struct Lowering {
       // no load and leaves no transaction pending.
       Block rest(body.begin() + std::ptrdiff_t(lets), body.end());
       body.erase(body.begin() + std::ptrdiff_t(lets), body.end());
-      Expr live = qb * BM < a.Sq;
-      // compact: a CTA past the last sequence's blocks (the grid is an upper bound).
-      if (compact) live = Expr::var("blockIdx.x") < Expr::var(qp(a.B.const_value())) && live;
-      body.push_back(Stmt::If(live, std::move(rest)));
+      body.push_back(Stmt::If(qb * BM < a.Sq, std::move(rest)));
     }
     return body;
   }
@@ -738,15 +691,9 @@ struct Lowering {
       }
     }
     k.name = "k_attention";
-    compact = a.varlen && a.B.is_const() && a.B.const_value() <= kCompactSeqs;
-    // compact: at most ceil((Tq + B (BLOCK_M - 1)) / BLOCK_M) query blocks in all (each
-    // sequence's ceil(n / BLOCK_M) <= (n + BLOCK_M - 1) / BLOCK_M, and the n add up to
-    // Tq at most), nor more than B ceil(max_seqlen_q / BLOCK_M).
-    k.grid[0] = compact ? min(ceil_div(p.tensor(a.q).shape[0] + a.B * (BM - 1), Expr(BM)),
-                              a.B * ceil_div(a.q_cap, Expr(BM)))
-                        : ceil_div(a.q_cap, Expr(BM));
+    k.grid[0] = ceil_div(a.q_cap, Expr(BM));
     k.grid[1] = a.Hq;
-    k.grid[2] = compact ? Expr(1) : a.B;
+    k.grid[2] = a.B;
     k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
     k.min_blocks_per_sm = int(min_blocks);
     k.warp_atoms = {warpgroup_atom(*s_def, false)};

@@ -159,15 +159,6 @@ TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
                  seed++, "sm_90a", "wgmma");
   }
   check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "true"}, "", seed++, "sm_90a", "wgmma");
-  // Up to 64 sequences the grid enumerates the query blocks the sequences have (compact);
-  // past 64 it is max_seqlen_q's blocks for each sequence, a CTA past its sequence exiting.
-  {
-    std::vector<int64_t> lq(66, 0), lk(66, 0);
-    lq[3] = 70, lk[3] = 40, lq[40] = 3, lk[40] = 90, lq[65] = 130, lk[65] = 1;
-    for (const char* causal : {"false", "true"})
-      check_varlen({4, 2, 16, lq, lk, 130, causal}, "ATTN_WG=1,BLOCK_N=32", seed++, "sm_90a",
-                   "wgmma");
-  }
   // NaN rows of K and V past the last sequence's keys, inside its last key block: the wgmma
   // kernel loads them (the block is one box) and must keep them out of O; the mma.sync
   // kernel zero-fills them.

@@ -799,7 +799,7 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
       }
       // Out-of-range box elements are the tensor map's OOB fill: zeros.
       box[size_t(e)] = inside ? src.host->data[size_t(from)] : 0.0;
-      at[size_t(e)] = origin + box_offset(dst, point);
+      at[size_t(e)] = origin + box_offset(dst, point, n.box);
       for (size_t d = rank; d-- > 0;) {
         if (++point[d] < n.box[d]) break;
         point[d] = 0;
@@ -817,10 +817,23 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
 // box covers the tensor's last dimensions. Dense boxes step by one element; the boxes of
 // a slab stored in chunks (TensorDecl::row_chunk) are one chunk wide, so their rows step
 // by the whole row, and physical() then lays each chunk out contiguously.
-int64_t Machine::box_offset(const TensorSlot& shared, const std::vector<int64_t>& point) {
-  const size_t np = shared.strides.size() - point.size();
+//
+// The box's dimensions of extent 1 hold no step, so they are left out before the match:
+// the box's other dimensions, innermost last, step by the shared tensor's innermost
+// strides. A box of one head and `rows` tokens over a [T, H, D] tensor ([rows, 1, D],
+// varlen attention) then fills [rows, D] as a [1, 1, rows, D] box of a [B, H, S, D] one.
+int64_t Machine::box_offset(const TensorSlot& shared, const std::vector<int64_t>& point,
+                            const std::vector<int64_t>& box) {
+  std::vector<size_t> steps;
+  for (size_t d = 0; d < box.size(); ++d)
+    if (box[d] > 1) steps.push_back(d);
+  if (steps.size() > shared.strides.size())
+    throw Error("internal error: a TMA box of " + std::to_string(steps.size()) +
+                " dimensions over a shared tensor of rank " +
+                std::to_string(shared.strides.size()));
+  const size_t np = shared.strides.size() - steps.size();
   int64_t off = 0;
-  for (size_t d = 0; d < point.size(); ++d) off += point[d] * shared.strides[np + d];
+  for (size_t i = 0; i < steps.size(); ++i) off += point[steps[i]] * shared.strides[np + i];
   return off;
 }
 

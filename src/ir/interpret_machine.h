@@ -160,7 +160,8 @@ class Machine {
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
   void exec_tma_load(const Node& n, const std::vector<int>& active);
-  static int64_t box_offset(const TensorSlot& shared, const std::vector<int64_t>& point);
+  static int64_t box_offset(const TensorSlot& shared, const std::vector<int64_t>& point,
+                            const std::vector<int64_t>& box);
   void exec_mbarrier(const Node& n, const std::vector<int>& active);
   void require_all_threads(const Node& n, const std::vector<int>& active, const char* what);
   // Runs `fn(group)` for each group of `size` consecutive threads among `active`

@@ -144,16 +144,51 @@ class Parser {
                 tensor + ", found " + describe(t));
   }
 
+  // One stride after '|' in a tensor's shape: a positive integer number of elements.
+  int64_t stride(const std::string& tensor) {
+    const Token& t = next();
+    if (t.kind == TokenKind::Number) {
+      int64_t value = 0;
+      auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+      bool whole = t.is_integer && r.ec == std::errc() && r.ptr == t.text.data() + t.text.size();
+      if (t.is_integer && r.ec == std::errc::result_out_of_range)
+        fail(t, "stride " + t.text + " of " + tensor + " is too large");
+      if (whole && value > 0) return value;
+      fail(t, "a stride of " + tensor + " must be a positive integer number of elements, found " +
+                  t.text);
+    }
+    if (t.kind == TokenKind::Ident)
+      fail(t, "a stride of " + tensor + " must be a number of elements, found the symbol " +
+                  t.text + " (strides after '|' are numbers: the row pitch of the buffer, e.g. " +
+                  tensor + "[M,K|1056])");
+    fail(t, "expected a stride (a positive integer: the row pitch, e.g. " + tensor +
+                "[M,K|1056]) after '|' in the shape of " + tensor + ", found " + describe(t));
+  }
+
   Value tensor() {
     const Token& name = next();
     next();  // '['
     std::vector<Dim> shape;
+    std::vector<int64_t> pitch;
+    int pitch_column = 0;
     while (true) {
       shape.push_back(dimension(name.text));
       const Token& t = next();
       if (t.kind == TokenKind::RBracket) break;
+      if (t.kind == TokenKind::Bar) {
+        pitch_column = peek().column;
+        while (true) {
+          pitch.push_back(stride(name.text));
+          const Token& u = next();
+          if (u.kind == TokenKind::RBracket) break;
+          if (u.kind != TokenKind::Comma)
+            fail(u, "expected ']' to close the strides of " + name.text + ", found " + describe(u));
+        }
+        break;
+      }
       if (t.kind != TokenKind::Comma) {
-        fail(t, "expected ']' to close the shape of " + name.text + ", found " + describe(t));
+        fail(t, "expected ']' to close the shape of " + name.text + " (or '|' and its row "
+                "pitch, e.g. " + name.text + "[M,K|1056]), found " + describe(t));
       }
     }
     const Token& colon = next();
@@ -174,8 +209,8 @@ class Parser {
     }
     Value v;
     v.column = name.column;
-    v.tensor = with_column(name.column, [&] {
-      return builder_.input(name.text, shape, type, transposed);
+    v.tensor = with_column(pitch.empty() ? name.column : pitch_column, [&] {
+      return builder_.input(name.text, shape, type, transposed, pitch);
     });
     return v;
   }

@@ -108,6 +108,7 @@ class Lowering {
     t.name = n.name;
     t.dtype = n.dtype;
     t.shape = exprs(n.storage_shape());
+    t.pitch = n.storage_strides();  // a view's strides; {} when dense
     t.role = TensorRole::Input;
     p_.tensors.push_back(t);
   }

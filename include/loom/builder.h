@@ -97,7 +97,9 @@ class GraphBuilder {
 
   // The graph computing `result`: only the nodes it depends on, renumbered in
   // topological order, checked to hold one contraction and verified (Graph::verify).
-  Graph build(TensorRef result) const;
+  // `out_pitch`: the output is a view into a larger buffer (the expression language's
+  // out_pitch=): its row pitch in elements, as `input`'s pitch; rows of whole 16-byte units.
+  Graph build(TensorRef result, const std::vector<int64_t>& out_pitch = {}) const;
 
   // Source column (1-based) recorded in Node::column of the nodes made next; the parser
   // sets it so later stages can point at the text. 0 means "not from text".

@@ -65,6 +65,7 @@ GemmProblem gemm_problem(const Graph& g) {
 Graph contraction_only(const Graph& g) {
   Graph c = g;
   c.nodes.resize(size_t(contraction_node(g)) + 1);
+  c.out_pitch.clear();  // cuBLAS writes its own dense buffer
   return c;
 }
 

@@ -585,7 +585,7 @@ TensorRef GraphBuilder::max(TensorRef x, TensorRef y) {
 }
 TensorRef GraphBuilder::max(TensorRef x, double y) { return binary("max", ScalarOp::Max, x, y); }
 
-Graph GraphBuilder::build(TensorRef result) const {
+Graph GraphBuilder::build(TensorRef result, const std::vector<int64_t>& out_pitch) const {
   const Node& top = node(result, "build");
   if (top.kind == OpKind::Input) {
     throw Error("the expression has no contraction, only the tensor " + operand_text(top) +
@@ -621,6 +621,22 @@ Graph GraphBuilder::build(TensorRef result) const {
   // The elementwise ops refuse a second contraction as they are built, so only a bug
   // could break this.
   LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction or attention");
+  if (!out_pitch.empty()) {
+    const Node& r = g.nodes.back();
+    if (r.kind == OpKind::Attention)
+      throw Error("out_pitch=: attention writes a dense O (a pitched output is for matmul, bmm "
+                  "and linear); drop out_pitch=");
+    check_pitch("out", r.shape, out_pitch);
+    // The epilogue stores 16-byte vectors and TMA boxes from the start of every row.
+    for (int64_t p : out_pitch)
+      if (p * dtype_bytes(r.dtype) % 16 != 0)
+        throw Error("out_pitch=" + std::to_string(p) + ": the output's rows must start at "
+                    "16-byte units (" + std::to_string(p) + " x " +
+                    std::to_string(dtype_bytes(r.dtype)) + " B of " + dtype_name(r.dtype) +
+                    " is not), for the epilogue's vector and TMA stores; give a multiple of " +
+                    std::to_string(16 / dtype_bytes(r.dtype)));
+    g.out_pitch = out_pitch;
+  }
   g.verify();
   check_tensor_sizes(g);
   return g;

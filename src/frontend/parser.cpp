@@ -61,7 +61,8 @@ class Parser {
                          "; Loom lowers one contraction per expression, e.g. "
                          "matmul(A[M,K]:f16, B[K,N]:f16)");
     }
-    return with_column(v.column, [&] { return builder_.build(*v.tensor); });
+    return with_column(out_pitch_.empty() ? v.column : out_pitch_column_,
+                       [&] { return builder_.build(*v.tensor, out_pitch_); });
   }
 
  private:
@@ -264,9 +265,18 @@ class Parser {
       fail(key, f + " takes no keyword arguments (out= is for matmul, bmm and linear; "
                     "causal=, scale= and lse= for attention)");
     }
+    if (key.text == "out_pitch") {
+      // The program's output is a view into a larger buffer: its row pitch.
+      if (!out_pitch_.empty()) fail(key, "out_pitch= is given twice");
+      out_pitch_column_ = peek().column;
+      out_pitch_ = {stride("the output (out_pitch=)")};
+      kw.given.push_back(key.text);
+      return;
+    }
     if (key.text != "out") {
       fail(key, "unknown keyword argument '" + key.text + "' for " + f +
-                    "; the only one is out=<dtype>");
+                    "; the only one is out=<dtype> (and out_pitch=<elements> for an output "
+                    "that is a view into a larger buffer)");
     }
     if (kw.out) fail(key, "out= is given twice in the call to " + f);
     kw.given.push_back(key.text);
@@ -424,6 +434,8 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::vector<int64_t> out_pitch_;  // out_pitch=: the output's row pitch
+  int out_pitch_column_ = 0;
   GraphBuilder builder_;
 };
 

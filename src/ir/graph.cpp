@@ -83,9 +83,12 @@ std::vector<Dim> Node::storage_shape() const {
   return s;
 }
 
-std::vector<Expr> Node::storage_strides() const {
+namespace {
+
+// The strides of every dim of `s` but the innermost, from a suffix of them (`pitch`): the
+// outer ones not given are dense over the inner ones.
+std::vector<Expr> strides_of(const std::vector<Dim>& s, const std::vector<int64_t>& pitch) {
   if (pitch.empty()) return {};
-  const std::vector<Dim> s = storage_shape();
   std::vector<Expr> out(s.size() - 1, Expr(0));
   const size_t given = pitch.size();
   for (size_t i = out.size(); i-- > 0;) {
@@ -94,6 +97,14 @@ std::vector<Expr> Node::storage_strides() const {
                               : s[i + 1].expr() * out[i + 1];  // dense over the inner ones
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Expr> Node::storage_strides() const { return strides_of(storage_shape(), pitch); }
+
+std::vector<Expr> Graph::out_strides() const {
+  return nodes.empty() ? std::vector<Expr>{} : strides_of(nodes.back().shape, out_pitch);
 }
 
 Dim Node::stride_unit() const {
@@ -155,6 +166,11 @@ std::string Graph::str() const {
     }
     s += "\n";
   }
+  if (!out_pitch.empty()) {
+    s += "output pitch |";
+    for (size_t i = 0; i < out_pitch.size(); ++i) s += (i ? ", " : "") + std::to_string(out_pitch[i]);
+    s += " (a view into a larger buffer)\n";
+  }
   for (const auto& [spelled, user] : symbol_names)
     s += "symbol " + spelled + " is the user's " + user + " (spelled apart from a generated name)\n";
   return s;
@@ -162,6 +178,8 @@ std::string Graph::str() const {
 
 void Graph::verify() const {
   if (nodes.empty()) throw Error("graph: no nodes (a graph needs at least its result)");
+  if (out_pitch.size() >= nodes.back().shape.size() && !out_pitch.empty())
+    throw Error("graph: the output pitch gives more than rank - 1 strides");
   std::set<std::string> tensor_names, symbol_names;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];

@@ -119,6 +119,10 @@ struct Graph {
   // src/passes/symbol_spelling.h): the IR spelling -> the name the user wrote. Empty
   // unless a symbol was renamed.
   std::map<std::string, std::string> symbol_names;
+  // The output is a view into a larger buffer (out_pitch=): its row pitch, as Node::pitch
+  // (a suffix of the strides of every dim but the innermost). Empty: dense.
+  std::vector<int64_t> out_pitch = {};
+  std::vector<Expr> out_strides() const;  // every dim but the innermost; {} when dense
   int result() const { return int(nodes.size()) - 1; }
   const Node& node(int id) const { return nodes.at(id); }
   std::vector<std::string> symbols() const;  // distinct dim symbols, first-use order

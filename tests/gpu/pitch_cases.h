@@ -31,6 +31,11 @@ inline std::vector<PitchCase> pitch_cases() {
       {"matmul(A[1000,999|1001]:f16, B[520,999|1003]:f16.T)", "", "mma"},
       {"bmm(A[4,1024,1024|1048580,1024]:bf16, B[4,1024,1024]:bf16)", "", "mma"},
       {"linear(X[8,512,1024|600000,1040]:bf16, W[768,1024]:bf16)", "", "wgmma"},
+      // A pitched output: the TMA-store epilogue, the defaults.
+      {"relu(matmul(A[512,256]:bf16, B[256,384]:bf16, out_pitch=448))", tma + ",EPILOGUE=tma_store",
+       "wgmma"},
+      {"add(linear(X[2048,1024|1032]:bf16, W[1000,1024]:bf16, out_pitch=1024), b[1000]:bf16)", "",
+       "wgmma"},
       // mma.sync and SIMT.
       {"matmul(A[300,200|208]:f16, B[200,136|144]:f16)",
        "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=32,STAGE=cp_async,STAGES=3", "mma"},

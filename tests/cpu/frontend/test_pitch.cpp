@@ -90,6 +90,23 @@ TEST(Pitch, ThreeDimensionalLinear) {
             parse_expression("linear(X[8,512,4096]:bf16, W[1024,4096]:bf16)").str());
 }
 
+TEST(Pitch, PitchedOutput) {
+  // The result written into a slice of a larger buffer: rows 64 apart, 48 wide.
+  Graph g = parse_expression("relu(matmul(A[64,32]:bf16, B[32,48]:bf16, out_pitch=64))");
+  EXPECT_EQ(g.out_pitch, std::vector<int64_t>({64}));
+  ASSERT_EQ(g.out_strides().size(), 1u);
+  EXPECT_EQ(g.out_strides()[0].str(), "64");
+  EXPECT_NE(g.str().find("output pitch |64"), std::string::npos) << g.str();
+  g = parse_expression("bmm(A[2,16,8]:f32, B[2,8,12]:f32, out_pitch=16)");
+  ASSERT_EQ(g.out_strides().size(), 2u);
+  EXPECT_EQ(g.out_strides()[0].str(), "256");  // dense over the pitched rows
+  GraphBuilder b;
+  auto x = b.input("A", {dim(64), dim(32)}, DType::BF16);
+  auto y = b.input("B", {dim(32), dim(48)}, DType::BF16);
+  EXPECT_EQ(b.build(b.relu(b.matmul(x, y)), {64}).str(),
+            parse_expression("relu(matmul(A[64,32]:bf16, B[32,48]:bf16, out_pitch=64))").str());
+}
+
 struct Failure {
   int column = 0;
   std::string message;
@@ -183,6 +200,26 @@ TEST(PitchErrors, AttentionOperandsAreDense) {
   Failure f = fails("attention(Q[1,2,64,64|8192,4096,64]:bf16, K[1,2,64,64]:bf16, V[1,2,64,64]:bf16)");
   EXPECT_NE(f.message.find("attention: Q is Q[1,2,64,64|8192,4096,64], a pitched view"),
             std::string::npos) << f.message;
+}
+
+TEST(PitchErrors, PitchedOutput) {
+  std::string text = "matmul(A[64,32]:bf16, B[32,48]:bf16, out_pitch=40)";
+  Failure f = fails(text);
+  EXPECT_EQ(f.column, column_of(text, "40"));
+  EXPECT_NE(f.message.find("tensor out[64,48|40]: its row pitch 40 is below the 48 elements of a row"),
+            std::string::npos) << f.message;
+  f = fails("matmul(A[64,32]:bf16, B[32,48]:bf16, out_pitch=52)");
+  EXPECT_NE(f.message.find("out_pitch=52: the output's rows must start at 16-byte units (52 x 2 B "
+                           "of bf16 is not)"),
+            std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("give a multiple of 8"), std::string::npos) << f.message;
+  EXPECT_NE(fails("matmul(A[64,32]:f32, B[32,48]:f32, out_pitch=64, out_pitch=64)")
+                .message.find("out_pitch= is given twice"),
+            std::string::npos);
+  EXPECT_NE(fails("matmul(A[64,32]:f32, B[32,48]:f32, out_pitch=M)").message.find("found the symbol M"),
+            std::string::npos);
+  EXPECT_NE(fails("matmul(A[64,32]:f32, B[32,48]:f32, pitch=64)").message.find("out_pitch=<elements>"),
+            std::string::npos);
 }
 
 TEST(PitchErrors, BuilderRefusesNonPositiveStrides) {

@@ -75,7 +75,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"add(matmul(A[30,20|24]:f32, B[20,18]:f32), R[30,18|32]:f32)", "BM=16,BN=16,FM=2,FN=2,BK=8"},
         // 3-D linear: W shared by every batch entry; X a pitched [B,S,K] view.
         Case{"linear(X[2,64,64|72]:bf16, W[64,64]:bf16, b[64]:bf16)", kWgmmaTma},
-        Case{"linear(X[2,3,17,20|24]:f32, W[12,20]:f32)", "BM=16,BN=16,FM=2,FN=2,BK=8"}));
+        Case{"linear(X[2,3,17,20|24]:f32, W[12,20]:f32)", "BM=16,BN=16,FM=2,FN=2,BK=8"},
+        // A pitched output (out_pitch=): the direct, staged and TMA-store epilogues, split-K.
+        Case{"relu(matmul(A[37,20|24]:f32, B[20,29]:f32, out_pitch=36))", "BM=16,BN=16,FM=2,FN=2,BK=8"},
+        Case{"matmul(A[37,20]:f32, B[20,29]:f32, out_pitch=32)",
+             "BM=16,BN=16,FM=2,FN=2,BK=8,SPLITK=2,SPLITK_MODE=reduce"},
+        Case{"bmm(A[2,30,20]:f32, B[2,20,12]:f32, out_pitch=16)", "BM=16,BN=16,FM=2,FN=2,BK=8"},
+        Case{"add(matmul(A[128,64]:bf16, B[64,128]:bf16, out_pitch=136), b[128]:bf16)",
+             kWgmmaTma + ",EPILOGUE=tma_store"},
+        Case{"relu(matmul(A[100,64]:bf16, B[64,72]:bf16, out_pitch=80))", kMma + ",EPILOGUE=smem"}));
 
 TEST(Pitch, TheStridesShowAtEveryLevel) {
   CompileState s;

@@ -1390,7 +1390,8 @@ void refuse_reserved_spellings(const KernelOp& k) {
 
 const char* index_ctype(const ProgramBase& p) {
   for (const auto& t : p.tensors) {
-    Expr n = t.numel();
+    // A view's offsets reach its footprint (its pitch), not just its element count.
+    Expr n = t.pitched() ? t.footprint() : t.numel();
     if (!n.is_const() || n.const_value() >= (int64_t(1) << 31)) return "long long";
   }
   return "int";

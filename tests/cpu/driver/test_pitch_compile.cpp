@@ -60,5 +60,21 @@ TEST(PitchCompile, DefaultsFollowTheStrides) {
   EXPECT_NE(knob("bmm(A[8,2048,2048|4194308,2048]:bf16, B[8,2048,2048]:bf16)", "STAGE"), "tma");
 }
 
+// Offsets reach a view's footprint: 40000 rows of 1000 elements are 4e7 elements, but rows
+// 60000 apart put the last one past 2^31, so the kernel indexes in 64 bits; the same rows
+// 1024 apart stay in 32-bit indices.
+TEST(PitchCompile, IndexWidthFollowsTheFootprint) {
+  const std::string knobs = "ATOM=mma_bf16,WM=2,WN=2,FM=2,FN=2,BK=16,STAGE=cp_async,STAGES=2";
+  EXPECT_EQ(index_ctype(compiled("matmul(A[40000,1000|1024]:bf16, B[1000,64]:bf16)", knobs,
+                                 "sm_90a").state.kernel),
+            std::string("int"));
+  EXPECT_EQ(index_ctype(compiled("matmul(A[40000,1000|60000]:bf16, B[1000,64]:bf16)", knobs,
+                                 "sm_90a").state.kernel),
+            std::string("long long"));
+  EXPECT_EQ(index_ctype(compiled("matmul(A[64,1000]:bf16, B[1000,64]:bf16, out_pitch=40000000)",
+                                 knobs, "sm_90a").state.kernel),
+            std::string("long long"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -222,6 +222,17 @@ TEST(PitchErrors, PitchedOutput) {
             std::string::npos);
 }
 
+TEST(PitchErrors, FootprintOverTheLimit) {
+  // 4 rows 2^60 elements apart: 8 elements, but the view spans 3 * 2^60 of them.
+  Failure f = fails("matmul(A[4,8|1152921504606846976]:f32, B[8,4]:f32)");
+  EXPECT_NE(f.message.find("is too large"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("over Loom's limit of 2^48"), std::string::npos) << f.message;
+  f = fails("matmul(A[4,8|9223372036854775807]:f32, B[8,4]:f32)");  // INT64_MAX: no overflow
+  EXPECT_NE(f.message.find("is too large"), std::string::npos) << f.message;
+  f = fails("matmul(A[4,8]:f32, B[8,4]:f32, out_pitch=4611686018427387904)");
+  EXPECT_NE(f.message.find("is too large"), std::string::npos) << f.message;
+}
+
 TEST(PitchErrors, BuilderRefusesNonPositiveStrides) {
   GraphBuilder b;
   try {

@@ -63,6 +63,12 @@ INSTANTIATE_TEST_SUITE_P(
         // wgmma with the threads' 16-byte cp.async copies, and odd pitches: realigned copies.
         Case{"matmul(A[100,64|80]:bf16, B[64,72|88]:bf16)", kWgmmaCp},
         Case{"matmul(A[100,64|67]:bf16, B[64,72|77]:bf16)", kWgmmaCp + ",REALIGN=1"},
+        // Ragged widths in 16-byte pitches: a row's last 16-byte unit reaches into the gap.
+        Case{"matmul(A[100,60|64]:bf16, B[60,70|80]:bf16)", kWgmmaCp},
+        Case{"matmul(A[100,60|64]:bf16, B[60,70|80]:bf16)", kWgmmaTma},
+        Case{"matmul(A[70,36|40]:f16, B[36,70|72]:f16)",
+             "ATOM=mma_f16,WM=2,WN=2,FM=2,FN=2,BK=16,STAGE=cp_async,STAGES=2"},
+        Case{"matmul(A[100,60|64]:bf16, B[60,70|80]:bf16)", "defaults"},
         Case{"matmul(A[100,64|67]:bf16, B[64,72|77]:bf16)", "defaults"},
         Case{"matmul(A[256,128|136]:bf16, B[128,256|264]:bf16)", "defaults"},
         Case{"linear(X[2,64,128|136]:bf16, W[64,128]:bf16, b[64]:bf16)", "defaults"},
@@ -110,6 +116,23 @@ TEST(Pitch, DefaultsChooseTheCopiesFromTheStrides) {
   EXPECT_EQ(stage("matmul(A[1024,1024|1032]:bf16, B[1024,1024]:bf16)"), "tma");
   EXPECT_EQ(stage("matmul(A[1024,1024|1028]:bf16, B[1024,1024]:bf16)"), "cp_async");
   EXPECT_EQ(stage("matmul(A[1024,1024|1025]:bf16, B[1024,1024]:bf16)"), "cp_async,REALIGN=1");
+}
+
+// An explicit STAGE=tma on a view whose pitch is not 16-byte units is refused when the
+// boxes are made (k:015), naming the pitch and the fix; its width alone (128 B) would pass.
+TEST(Pitch, TmaRefusesAPitchOfOddSixteenByteUnits) {
+  CompileState s;
+  s.graph = parse_expression("matmul(A[128,64|68]:bf16, B[64,128]:bf16)");
+  s.knobs = Knobs::parse(kWgmmaTma);
+  s.target = Target::for_arch("sm_90a");
+  try {
+    for (const auto& p : pipeline()) p.run(s);
+    ADD_FAILURE() << "STAGE=tma accepted a 136-byte pitch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("STAGE=tma needs the strides of A to be multiples of 16 "
+                                         "bytes; its row pitch is 136 B: use STAGE=cp_async"),
+              std::string::npos) << e.what();
+  }
 }
 
 // A Kernel IR program whose A is declared with a wider pitch than its accesses were

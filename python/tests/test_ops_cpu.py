@@ -197,7 +197,7 @@ def test_views_are_read_in_place_with_their_pitch():
     assert "out" in [t["name"] for t in loom.compile(e).tensors]
     # The transpose of a pitched tensor: stored [64, 1000|1024], read as its .T.
     assert (loom.expression("matmul", meta(64, 32), a[:, :32].T) ==
-            "matmul(A[64,32]:bf16, B[32,64|1024]:bf16.T)")
+            "matmul(A[64,32]:bf16, B[64,32|1024]:bf16.T)")
     assert loom.expression("matmul", a.T, meta(64, 8)) == "matmul(A[64,1000|1024]:bf16.T, B[64,8]:bf16)"
     # A pitched batch, and a KV cache with capacity past its length (batch stride 16384).
     assert (loom.expression("bmm", meta(4, 64, 128)[:, :, :100], meta(4, 100, 8)) ==

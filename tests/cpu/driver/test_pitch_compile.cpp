@@ -76,5 +76,30 @@ TEST(PitchCompile, IndexWidthFollowsTheFootprint) {
             std::string("long long"));
 }
 
+// A realigned chunk load (ld_chunks16) never reads past its bound: for a view that is the
+// footprint. A[1000,999|1001]'s last rows start past 1000 x 999 elements; bounded by the
+// element count (999000) they were zero-filled on the GPU (2026-11-27 checkpoint: rows near
+// M's end read 0), while the interpreter, which bounds by the footprint, was right.
+TEST(PitchCompile, ChunkLoadsAreBoundedByTheFootprint) {
+  const CompiledProgram p = compiled("matmul(A[1000,999|1001]:bf16, B[999,520|521]:bf16)",
+                                     "ATOM=mma_bf16,WM=2,WN=2,FM=2,FN=2,BK=16,STAGE=sync,"
+                                     "STAGES=2,REALIGN=1",
+                                     "sm_90a");
+  size_t at = 0;
+  int calls = 0, a = 0, b = 0;
+  while ((at = p.cuda.find("loom::ld_chunks16(", at)) != std::string::npos) {
+    const std::string call = p.cuda.substr(at, p.cuda.find(';', at) - at);
+    ++calls;
+    // A: 999 x 1001 + 999 = 1000998 elements; B: 998 x 521 + 520 = 520478.
+    a += call.find("loom_t_A") != std::string::npos && call.find("1000998") != std::string::npos;
+    b += call.find("loom_t_B") != std::string::npos && call.find("520478") != std::string::npos;
+    EXPECT_EQ(call.find("999000"), std::string::npos) << call;
+    at += 1;
+  }
+  EXPECT_GT(calls, 0);
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, 0);
+}
+
 }  // namespace
 }  // namespace loom

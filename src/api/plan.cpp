@@ -240,7 +240,9 @@ TensorInfo Plan::Impl::info(const TensorDecl& t, const Expr::Env& env) const {
     e.dims.push_back(vars.empty() ? std::to_string(d.eval(env)) : d.str());
     known = known && ok;
   }
-  e.bytes = known ? t.numel().eval(env) * int64_t(dtype_bytes(t.dtype)) : -1;
+  // A pitched view's pointer must reach its footprint (its last row ends at its width).
+  e.bytes = known ? (t.pitched() ? t.footprint() : t.numel()).eval(env) * int64_t(dtype_bytes(t.dtype))
+                  : -1;
   return e;
 }
 

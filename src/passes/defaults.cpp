@@ -48,7 +48,7 @@ Gemm gemm_of(const Graph& g) {
     s.b_k_major = g.node(n.inputs[1]).transposed;
     s.tma_rows = true;
     for (int in : n.inputs) {
-      const Dim row = g.node(in).storage_shape().back();
+      const Dim row = g.node(in).stride_unit();  // a view's strides, else its row length
       s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
       s.odd_rows |= row.is_sym() || row.value * dtype_bytes(g.node(in).dtype) % 4 != 0;
     }

@@ -201,10 +201,10 @@ def test_views_are_read_in_place_with_their_pitch():
     assert loom.expression("matmul", a.T, meta(64, 8)) == "matmul(A[64,1000|1024]:bf16.T, B[64,8]:bf16)"
     # A pitched batch, and a KV cache with capacity past its length (batch stride 16384).
     assert (loom.expression("bmm", meta(4, 64, 128)[:, :, :100], meta(4, 100, 8)) ==
-            "bmm(A[4,64,100|8192,128]:bf16, B[4,100,8]:bf16)")
+            "matmul(A[4,64,100|8192,128]:bf16, B[4,100,8]:bf16)")
     k = meta(4, 256, 64)[:, :100]
     assert loom.expression("bmm", meta(4, 16, 64), k.transpose(1, 2)) == (
-        "bmm(A[4,16,64]:bf16, B[4,100,64|16384,64]:bf16.T)")
+        "matmul(A[4,16,64]:bf16, B[4,100,64|16384,64]:bf16.T)")
     # The Q third of a fused QKV projection's output, as linear's weight and as its x.
     qkv = meta(3 * 256, 512)
     assert (loom.expression("linear", meta(16, 512), qkv[:256]) ==

@@ -216,6 +216,24 @@ std::string render() {
         out << p.expr << " @" << p.arch << " {" << knobs << "}\n";
         out << compile_record(p.expr, p.arch, knobs, false);
       }
+  // Several refused knobs at once: the order the messages list them in.
+  const std::vector<std::pair<const char*, const char*>> combined = {
+      {"attention(Q[2,8,1024,128]:bf16, K[2,8,1024,128]:bf16, V[2,8,1024,128]:bf16, causal=true)",
+       "WGMMA_A=regs,BM=64,WM=2,ATOM=fma,CLUSTER_M=1,EPILOGUE=direct,STREAM_K=1,SPLITK=2"},
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",
+       "STAGE_OUTPUT=1,BLOCK_M=64,ATTN_PACK_P=1,COMBINE_GROUPS=2,WARPS=4"},
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",
+       "ATOM=fma,EPI_SYNC=2,CLUSTER_M=2,WARP_SPECIALIZE=1,WGMMA_A=regs,LDMATRIX=1"},
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", "FRAG_BUFFERS=2,LDMATRIX=1"},
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)",
+       "ATOM=mma_bf16,STAGE=cp_async,CONSUMERS=pingpong,PRODUCER_REGS=40"},
+      {"matmul(A[4096,4096]:bf16, B[4096,4096]:bf16)", "EPILOGUE=direct,STMATRIX=0,EPI_BUFFERS=2"},
+      {"matmul(A[1024,1024]:f32, B[1024,1024]:f32)", "EPI_SYNC=2,EPI_BUFFERS=2,CONSUMER_REGS=0"},
+  };
+  for (const auto& [expr, knobs] : combined) {
+    out << expr << " @sm_90a {" << knobs << "}\n";
+    out << compile_record(expr, "sm_90a", knobs, false);
+  }
   return out.str();
 }
 

@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/defaults.h"
 #include "passes/knobs.h"
 #include "passes/pass.h"
 
 namespace loom {
 
-struct DefaultChoice;
 struct GemmShape;
 
 // A knob a family reads or honours, with the values concerned (none: every value).
@@ -93,6 +93,10 @@ struct KernelFamily {
   // family is the default atom of the shape's class (`atom` gets the ATOM value; the first
   // family in registry order that claims wins, so more specialized families come first).
   Knobs (*schedule)(const GemmShape& s, const Target& t) = nullptr;
+  Knobs DefaultChoice::*schedule_slot = nullptr;  // where DefaultChoice keeps it
+  // The family whose schedules define the shape classes (SIMT, which every target runs):
+  // the shape's class ("decode" when `decode`) and its schedule.
+  std::string (*classify)(const GemmShape& s, const Target& t, bool decode, Knobs& schedule) = nullptr;
   bool (*claims)(const GemmShape& s, const Target& t, const std::string& shape_class,
                  std::string& atom) = nullptr;
   // Whether this family runs the shape as decode (a few rows against a large weight):

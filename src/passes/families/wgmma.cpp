@@ -599,6 +599,10 @@ KernelFamily wgmma_family() {
   f.decodes = wgmma_decodes;
   f.symbolic = symbolic_m_wgmma_defaults;
   f.refusal = refuse_organization_knobs;
+  // The tuner searches ATOM=wgmma_* on sm_90a-style targets only (tune/problem.cpp); the
+  // per-knob values it tries are the registry's (passes/knobs.cpp, .searched "wgmma").
+  f.tuner_min_cc = 90;
+  f.tuner_needs_accelerated = true;
   // EPI_BUFFERS, STMATRIX and EPI_SYNC shape only the TMA-store epilogue (k:053).
   f.variants = {{"EPILOGUE", "tma_store", "the TMA-store epilogue", "k:053",
                  {"EPI_BUFFERS", "STMATRIX", "EPI_SYNC"}}};

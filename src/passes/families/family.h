@@ -132,6 +132,11 @@ const std::vector<KnobUse>& generic_knobs();
 // take tf32), for the fixes in messages.
 std::string atom_for_operands(const Graph& g, const std::string& kind);
 
+// docs/knobs.md's "Knobs by kernel family" table, generated from the registry: one row per
+// family, what it computes, what selects it, the knobs it reads (KNOB=values where it reads
+// only some), and the knobs it honours at their off values. `loom knobs` prints it.
+std::string families_knob_table();
+
 // The families' registrations (one per file of src/passes/families/).
 KernelFamily simt_family();
 KernelFamily mma_sync_family();

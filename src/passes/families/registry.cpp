@@ -56,6 +56,36 @@ const KernelFamily& gemm_family_of_atom(const std::string& atom) {
   throw Error("internal: no GEMM family serves ATOM=" + atom);
 }
 
+namespace {
+
+std::string uses(const std::vector<KnobUse>& list) {
+  std::string out;
+  for (const auto& u : list) {
+    std::string values;
+    for (const auto& v : u.values) values += (values.empty() ? "" : "|") + v;
+    out += (out.empty() ? "" : " ") + u.name + (values.empty() ? "" : "=" + values);
+  }
+  return out.empty() ? "-" : "`" + out + "`";
+}
+
+}  // namespace
+
+std::string families_knob_table() {
+  std::string out =
+      "| family | computes | selected by | reads | honours unread (at these values) |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const auto& f : kernel_families()) {
+    std::string atoms;
+    if (f.serves_atom)
+      for (const auto& a : find_knob("ATOM")->choices)
+        if (f.serves_atom(a)) atoms += (atoms.empty() ? "" : ", ") + ("`ATOM=" + a + "`");
+    const std::string chosen = f.serves_atom ? atoms : f.chosen_by;
+    out += "| " + f.name + " | " + f.summary + " | " + chosen + " | " + uses(f.reads) + " | " +
+           uses(f.honours) + " |\n";
+  }
+  return out;
+}
+
 std::string atom_for_operands(const Graph& g, const std::string& kind) {
   for (const auto& n : g.nodes)
     if (n.kind == OpKind::Matmul) {

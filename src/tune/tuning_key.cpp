@@ -123,7 +123,7 @@ std::string op_signature(const Graph& g) {
 std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::string* why_not) {
   // A contraction keys a run-time size as `*` (M=*): one kernel serves every value of it,
   // so one record does, apart from every bound size's record (its defaults differ too:
-  // defaults.cpp, symbolic_m_wgmma_defaults). Attention's defaults do not depend on its
+  // families/wgmma.cpp, symbolic_m_wgmma_defaults). Attention's defaults do not depend on its
   // lengths, and its records stay per shape.
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)

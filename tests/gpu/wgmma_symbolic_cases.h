@@ -1,7 +1,7 @@
 // GEMMs on wgmma with run-time sizes (tests/gpu/test_hopper_symbolic.cpp runs each at
 // several sizes from one compiled plan; tests/cpu/driver/test_wgmma_symbolic_compile.cpp
 // compiles each for sm_90a with NVRTC and checks ptxas spilled nothing). Empty knobs: the
-// sm_90a default for a run-time M (defaults.cpp, symbolic_m_wgmma_defaults: the large
+// sm_90a default for a run-time M (families/wgmma.cpp, symbolic_m_wgmma_defaults: the large
 // persistent schedule). The sizes are those of the GPU run: M = 1, 7, 64, 1000, 4097 for a
 // run-time M, off-grid triples for M, N and K (N and K multiples of 8: TMA rows).
 #pragma once

@@ -14,7 +14,7 @@
 //  - its tuner space (what `loom tune` varies for it beyond the registry's per-knob
 //    search values).
 // The driver's knob scope (src/driver/knob_scope.cpp), the shape-class defaults
-// (src/passes/defaults.cpp), `loom knobs --families` and docs/knobs.md's family table
+// (src/passes/defaults.cpp), `loom knobs` and docs/knobs.md's family table
 // derive from these declarations: adding a family is one registration
 // (docs/architecture.md, "Kernel families").
 #pragma once

@@ -101,22 +101,26 @@ std::string tiling_knobs_choosing_fma(const Knobs& defaults, const Knobs& explic
   return simt_tiling_knobs(explicit_knobs);
 }
 
-// A wgmma schedule's producer warpgroup, cluster multicast and TMA-store epilogue ride on
-// TMA slabs: an explicit STAGE=cp_async (or sync) drops those defaults instead of failing
-// on knobs the person never wrote (k:030 refuses WARP_SPECIALIZE=1 without TMA). What
-// they set explicitly stays, and gets the pass's error.
-static void drop_tma_organization(Knobs& out, const Knobs& explicit_knobs) {
-  const std::string stage = explicit_knobs.get_str("STAGE", "tma");
-  if (stage == "tma" || out.get_str("ATOM", "fma").rfind("wgmma_", 0) != 0) return;
-  Knobs kept;
-  for (const auto& [name, value] : out.values()) {
-    const bool tma_only = name == "WARP_SPECIALIZE" || name == "PRODUCER_REGS" ||
-                          name == "CONSUMER_REGS" || name == "CONSUMERS" || name == "CLUSTER_M" ||
-                          name == "CLUSTER_N" || name == "EPI_BUFFERS" || name == "STMATRIX" ||
-                          name == "EPI_SYNC" || (name == "EPILOGUE" && value == "tma_store");
-    if (!tma_only || explicit_knobs.has(name)) kept.set(name, value);
+// A transport's organization (the wgmma family's: its producer warpgroup, cluster
+// multicast and TMA-store epilogue ride on TMA slabs, families/wgmma.cpp) drops from the
+// defaults when an explicit STAGE picks another transport (cp_async, sync) instead of
+// failing on knobs the person never wrote (k:030 refuses WARP_SPECIALIZE=1 without TMA).
+// What they set explicitly stays, and gets the pass's error.
+static void drop_other_transports(Knobs& out, const Knobs& explicit_knobs) {
+  if (!explicit_knobs.has("STAGE")) return;
+  const std::string stage = explicit_knobs.get_str("STAGE", "");
+  const KernelFamily& family = gemm_family_of_atom(out.get_str("ATOM", "fma"));
+  for (const Transport& t : family.transports) {
+    if (t.stage == stage) continue;
+    Knobs kept;
+    for (const auto& [name, value] : out.values()) {
+      const bool rides = std::any_of(t.knobs.begin(), t.knobs.end(), [&](const KnobUse& u) {
+        return u.name == name && u.covers(value);
+      });
+      if (!rides || explicit_knobs.has(name)) kept.set(name, value);
+    }
+    out = kept;
   }
-  out = kept;
 }
 
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
@@ -165,7 +169,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   if (out.get_int("SPLITK", 1) > 1 && out.get_str("SPLITK_MODE", "reduce") != "reduce" &&
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
-  drop_tma_organization(out, explicit_knobs);
+  drop_other_transports(out, explicit_knobs);
   // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
   // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
   if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&

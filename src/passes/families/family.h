@@ -51,6 +51,14 @@ struct KnobVariant {
   std::vector<std::string> knobs;  // EPI_BUFFERS, STMATRIX, EPI_SYNC
 };
 
+// A way slabs reach shared memory (a STAGE value) and the organization that rides on it:
+// defaults of those knobs drop when an explicit STAGE picks another transport (a wgmma
+// schedule's producer warpgroup, multicast clusters and TMA-store epilogue need TMA slabs).
+struct Transport {
+  std::string stage;           // "tma"
+  std::vector<KnobUse> knobs;  // WARP_SPECIALIZE, ..., EPILOGUE=tma_store
+};
+
 // What a refusal message is built from: the program, the explicit knobs, the knob set
 // they merge over (class defaults or a tuning record), the atom that will run, and the
 // refused knobs ("A=1,B=2", how many).
@@ -109,6 +117,7 @@ struct KernelFamily {
   // neither reads nor honours (null: no such refusal, the knobs pass to the passes).
   std::string (*refusal)(const RefusalContext& r) = nullptr;
   std::vector<KnobVariant> variants;
+  std::vector<Transport> transports;
   std::vector<TunerDim> tuner_space;
   std::vector<TunerRule> tuner_rules;
   int tuner_min_cc = 0;

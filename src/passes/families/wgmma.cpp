@@ -606,6 +606,13 @@ KernelFamily wgmma_family() {
   // EPI_BUFFERS, STMATRIX and EPI_SYNC shape only the TMA-store epilogue (k:053).
   f.variants = {{"EPILOGUE", "tma_store", "the TMA-store epilogue", "k:053",
                  {"EPI_BUFFERS", "STMATRIX", "EPI_SYNC"}}};
+  // The producer warpgroup (k:030 refuses WARP_SPECIALIZE=1 without TMA), its register
+  // split and consumers, multicast clusters and the TMA-store epilogue ride on TMA slabs;
+  // the threads' copies (STAGE=cp_async) take none of them.
+  f.transports = {{"tma",
+                   {{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
+                    {"CLUSTER_M"}, {"CLUSTER_N"}, {"EPI_BUFFERS"}, {"STMATRIX"}, {"EPI_SYNC"},
+                    {"EPILOGUE", {"tma_store"}}}}};
   return f;
 }
 

@@ -18,13 +18,17 @@ script
    against the KV cache of that prefill (a fresh copy of the cache per call, made outside
    the timed region), and the BERT's forward.
 
+With --dynamic, the Llama's prefill is compiled with dynamic=True and run at three token
+counts: one graph for all three, the linears on Loom's run-time-M kernel (one kernel per
+weight shape, whatever the count), each count's logits checked, and the calls of a new
+count timed against eager and Inductor (also dynamic).
+
   python3 examples/python/compiled_models.py [--layers 8] [--seq 1024] [--reps 10] [--only llama|bert]
-                                            [--cudagraphs]
+                                            [--cudagraphs] [--dynamic]
 """
 import argparse
 import copy
 import os
-import statistics
 import sys
 import time
 
@@ -34,28 +38,7 @@ import torch  # noqa: E402
 import loom  # noqa: E402
 from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-
-def time_interleaved(fns, reps, warmup=2, before=None):
-    """Median µs of each fn, interleaved; `before(i)` (untimed) runs before each call."""
-    for i, f in enumerate(fns):
-        for _ in range(warmup):
-            if before:
-                before(i)
-            f()
-    torch.cuda.synchronize()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            if before:
-                before(i)
-            torch.cuda.synchronize()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            f()
-            e.record()
-            torch.cuda.synchronize()
-            times[i].append(s.elapsed_time(e) * 1e3)
-    return [statistics.median(t) for t in times]
+from timing import time_interleaved  # noqa: E402  (examples/python/timing.py)
 
 
 def check(name, outs, ref):
@@ -178,6 +161,50 @@ def llama(args):
     return ok
 
 
+def llama_dynamic(args):
+    """The Llama's prefill under dynamic=True at three token counts (see the docstring)."""
+    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=4 * args.hidden,
+                      num_hidden_layers=args.layers, num_attention_heads=args.hidden // 128,
+                      num_key_value_heads=max(1, args.hidden // 512), vocab_size=32000,
+                      max_position_embeddings=max(4096, 2 * args.seq), attn_implementation="sdpa")
+    torch.manual_seed(0)
+    m32 = LlamaForCausalLM(cfg).cuda().eval()
+    m16 = copy.deepcopy(m32).to(torch.bfloat16)
+    counts = [args.seq, args.seq // 2 + 37, args.seq // 4 + 5]
+    print("# Llama-architecture, dynamic=True: %d layers, hidden %d, bf16, prefill at %s tokens"
+          % (args.layers, args.hidden, counts))
+    torch._dynamo.reset()
+    loom.clear_cache()
+    vs = {"eager": m16, "inductor": torch.compile(m16, dynamic=True),
+          "loom": torch.compile(m16, backend="loom", dynamic=True)}
+    ok = True
+    loom.explain(reset=True)
+    with torch.no_grad():
+        for n in counts:
+            ids = torch.randint(0, cfg.vocab_size, (1, n), device="cuda")
+            ref = m32(ids, use_cache=False).logits.float()
+            t0 = time.time()
+            outs = {k: f(ids, use_cache=False).logits.clone() for k, f in vs.items()}
+            print("  %d tokens: first calls %.1f s" % (n, time.time() - t0))
+            ok &= check("  %d-token logits" % n, outs, ref)
+            t = time_interleaved([lambda f=f: f(ids, use_cache=False) for f in vs.values()], args.reps)
+            report_times("prefill at %d tokens" % n, list(vs), t)
+    from loom import compile_backend
+    graphs = len(compile_backend._reports)
+    text = loom.explain(reset=True)
+    lines = [l.strip() for l in text.splitlines()]
+    runtime = sum("M at run time" in l for l in lines)
+    linears = sum(1 for l in lines if l.startswith("loom:") and ": linear" in l)
+    gemm_kernels = [k[0] for k in loom.cache_info()["kernels"] if not k[0].startswith("attention")]
+    print("  graphs compiled by the loom backend: %d; linears on Loom %d (%d with M at run time); "
+          "GEMM kernels compiled for the three counts: %d, with M at run time: %d" % (
+              graphs, linears, runtime, len(gemm_kernels), sum("[M," in k for k in gemm_kernels)))
+    for l in lines:
+        if l.startswith("inductor:"):
+            print("    " + l)
+    return ok
+
+
 def _decode_ref(m32, cache, nxt):
     """The f32 model's decode-step logits on the bf16 prefill's cache (upcast)."""
     c = copy.deepcopy(cache)
@@ -232,12 +259,18 @@ def main():
                     help="print the GPU kernels of one Inductor and one loom call (torch.profiler)")
     ap.add_argument("--cudagraphs", action="store_true",
                     help="also time both backends with mode='reduce-overhead' (CUDA graphs)")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="the Llama's prefill under dynamic=True at three token counts")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("compiled_models.py needs a CUDA GPU: %s" % (loom.no_device_reason() or "torch sees none"))
         return 0
     print("# %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
     ok = True
+    if args.dynamic:
+        ok &= llama_dynamic(args)
+        print("RESULT: %s" % ("PASS" if ok else "FAIL"))
+        return 0 if ok else 1
     if args.only in (None, "llama"):
         ok &= llama(args)
     if args.only in (None, "bert"):

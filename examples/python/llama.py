@@ -24,7 +24,6 @@ import argparse
 import copy
 import math
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -34,6 +33,8 @@ import loom  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask  # noqa: E402
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS  # noqa: E402
+
+from timing import time_interleaved  # noqa: E402  (examples/python/timing.py)
 
 CALLS = {"linear": 0, "attention": 0, "attention_fallback": 0}
 FALLBACK_WHY = set()
@@ -77,23 +78,6 @@ def loom_model(model):
             mod.forward = loom_linear_forward(mod)
     m.set_attn_implementation("loom")
     return m
-
-
-def time_interleaved(fns, reps, warmup=2):
-    for f in fns:
-        for _ in range(warmup):
-            f()
-    torch.cuda.synchronize()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            f()
-            e.record()
-            torch.cuda.synchronize()
-            times[i].append(s.elapsed_time(e) * 1e3)
-    return [statistics.median(t) for t in times]
 
 
 def main():

@@ -15,8 +15,13 @@ whole, with no graph break.
 
 What is rewritten, and what is not and why, is kept as a report: `loom.explain()` returns
 the last compile's, and LOOM_EXPLAIN=1 prints each as it is made. Shapes are the ones of
-each compile: Dynamo recompiles for new shapes (or marks them dynamic, which Loom's ops
-take: they compile one kernel per concrete shape at run time and cache it).
+each compile: Dynamo recompiles for new shapes, or makes a size a symbol (dynamic=True, or
+its automatic dynamic shapes after a size changed). A symbolic size goes to Loom's symbolic
+dimensions where the kernel family takes one: a linear's or a 2-D matmul's row count (the
+token count; N and K numbers, 16-bit, on sm_90a) compiles one wgmma kernel with M left to
+run time (`runtime_m=True`), launched for every M. Any other symbolic size (a batch, a
+sequence length of attention, N or K) runs a kernel per concrete size, compiled at its first
+call and cached. The report says which each op got.
 """
 import operator
 import os
@@ -83,6 +88,31 @@ def _value(arg):
         v = arg.meta.get("example_value", arg.meta.get("val"))
         return v if isinstance(v, torch.Tensor) else None
     return None
+
+
+def _concrete(d):
+    """Whether size `d` is a number (a SymInt Dynamo specialized counts as one)."""
+    from torch.fx.experimental.symbolic_shapes import is_concrete_int
+    return is_concrete_int(d)
+
+
+def _dynamic(t):
+    """Whether example tensor `t` has a symbolic size."""
+    return t is not None and not all(_concrete(d) for d in t.shape)
+
+
+def _rows_at_run_time(first, second, runtime_rows):
+    """Whether a GEMM whose first operand is `first` ([..., M, K], its rows the leading
+    dims together) and second `second` (2-D) takes the run-time-M kernel: asked for
+    (runtime_rows), some leading dim symbolic, every other size a number."""
+    return (runtime_rows and second.dim() == 2 and _dynamic(first)
+            and _concrete(first.shape[-1]) and not _dynamic(second))
+
+
+def _sm90(tensors):
+    """runtime_rows' default: the run-time-M wgmma kernel is built for sm_90a."""
+    dev = tensors[0].device
+    return dev.type == "cuda" and torch.cuda.get_device_capability(dev) == (9, 0)
 
 
 def _why_not(tensors, devices):
@@ -187,10 +217,11 @@ def _epilogue_chain(node):
     return steps, extras, cur, what
 
 
-def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
+def rewrite(gm: torch.fx.GraphModule, devices=("cuda",), runtime_rows=None) -> Report:
     """Replaces, in place, the calls of `gm` that Loom's ops take (see the module's
     docstring); returns the report. `devices`: the tensor device types taken (tests pass
-    "cpu" to check the matching on a CPU-captured graph)."""
+    "cpu" to check the matching on a CPU-captured graph). runtime_rows: whether a symbolic
+    row count takes the run-time-M kernel (None: where the operands' GPU is sm_90)."""
     import loom  # the ops; imported here so importing this module stays cheap
 
     report = Report()
@@ -213,21 +244,26 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             steps, extras, last, what = _epilogue_chain(node)
             final = _value(last)
             cast = final is not None and final.dtype != _value(x).dtype
+            rt = _rows_at_run_time(_value(x), _value(w), _runtime_rows(runtime_rows, tensors))
             with g.inserting_before(last):
                 if len(steps) <= 1 and not extras and not cast and (
                         not steps or steps[0] in ("relu", "silu", "gelu", "gelu_tanh")):
-                    new = g.call_function(loom.linear, (_contiguous(g, x), w, bias),
-                                          {"activation": steps[0]} if steps else {})
+                    kw = {"activation": steps[0]} if steps else {}
+                    if rt:
+                        kw["runtime_m"] = True
+                    new = g.call_function(loom.linear, (_contiguous(g, x), w, bias), kw)
                     opname = "loom.linear"
                 else:
                     ex = [_contiguous(g, e) for e in extras]
                     new = g.call_function(loom.gemm_epilogue, ("linear", _contiguous(g, x), w, bias, ex,
                                                                ";".join(steps),
-                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                                                               _DTYPE_NAMES[final.dtype] if cast else None),
+                                          {"runtime_m": True} if rt else {})
                     opname = "loom.gemm_epilogue"
             _replace_chain(g, node, last, new)
-            report.matched.append("%s: linear%s -> %s" % (
-                node.name, "".join(" + " + w_ for w_ in what), opname))
+            report.matched.append("%s: linear%s -> %s%s" % (
+                node.name, "".join(" + " + w_ for w_ in what), opname,
+                _sizes_note(rt, tensors + [_value(e) for e in extras])))
         elif t in _MATMUL:
             a, b = node.args[0], node.args[1]
             why = _why_not([_value(a), _value(b)], devices)
@@ -240,20 +276,25 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             steps, extras, last, what = _epilogue_chain(node)
             final = _value(last)
             cast = final is not None and final.dtype != _value(a).dtype
+            rt = (kind == "matmul" and _value(a).dim() == 2 and _rows_at_run_time(
+                _value(a), _value(b), _runtime_rows(runtime_rows, [_value(a)])))
+            kw = {"runtime_m": True} if rt else {}
             with g.inserting_before(last):
                 if not steps and not cast:
                     op = loom.bmm if kind == "bmm" else loom.matmul
-                    new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)))
+                    new = g.call_function(op, (_contiguous(g, a), _contiguous(g, b)), kw)
                     opname = "loom." + op.__name__
                 else:
                     ex = [_contiguous(g, e) for e in extras]
                     new = g.call_function(loom.gemm_epilogue, (kind, _contiguous(g, a), _contiguous(g, b),
                                                                None, ex, ";".join(steps),
-                                                               _DTYPE_NAMES[final.dtype] if cast else None))
+                                                               _DTYPE_NAMES[final.dtype] if cast else None),
+                                          kw)
                     opname = "loom.gemm_epilogue"
             _replace_chain(g, node, last, new)
-            report.matched.append("%s: %s%s -> %s" % (
-                node.name, name, "".join(" + " + w_ for w_ in what), opname))
+            report.matched.append("%s: %s%s -> %s%s" % (
+                node.name, name, "".join(" + " + w_ for w_ in what), opname,
+                _sizes_note(rt, [_value(a), _value(b)] + [_value(e) for e in extras])))
         elif t in _SDPA:
             q, k, v = node.args[:3]
             kw = dict(node.kwargs)
@@ -279,17 +320,50 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",)) -> Report:
             if why:
                 report.unmatched.append("%s (%s): %s" % (node.name, name, why))
                 continue
+            runtime = _attention_runtime(_value(q), _value(k), _value(v))
+            kwargs = {"causal": causal or False, "scale": kw.get("scale")}
+            if runtime:
+                kwargs["runtime"] = runtime
             with g.inserting_before(node):
                 new = g.call_function(loom.attention, tuple(_contiguous(g, x) for x in (q, k, v)),
-                                      {"causal": causal or False, "scale": kw.get("scale")})
+                                      kwargs)
             new.meta = dict(node.meta)
             node.replace_all_uses_with(new)
             g.erase_node(node)
-            report.matched.append("%s: scaled_dot_product_attention%s -> loom.attention" % (
-                node.name, mask_form or (" (causal)" if causal else "")))
+            report.matched.append("%s: scaled_dot_product_attention%s -> loom.attention%s" % (
+                node.name, mask_form or (" (causal)" if causal else ""),
+                " [%s symbolic: one kernel, at run time]" % runtime if runtime else
+                _sizes_note(False, [_value(q), _value(k), _value(v)])))
     g.lint()
     gm.recompile()
     return report
+
+
+def _attention_runtime(q, k, v):
+    """The sizes of an attention Loom's kernel takes at run time that are symbols here
+    ("B,Sq,Sk" or a part), or "" when none is or another size (heads, D) is one too."""
+    if not any(_dynamic(t) for t in (q, k, v)):
+        return ""
+    if not all(_concrete(t.shape[i]) for t in (q, k, v) for i in (1, 3)):
+        return ""
+    names = [n for n, d in (("B", q.shape[0]), ("Sq", q.shape[2]), ("Sk", k.shape[2]))
+             if not _concrete(d)]
+    if "B" not in names and not all(_concrete(t.shape[0]) for t in (k, v)):
+        return ""  # K/V's batch symbolic while Q's is not: not one size Loom can name
+    return ",".join(names)
+
+
+def _runtime_rows(asked, tensors):
+    return _sm90(tensors) if asked is None else bool(asked)
+
+
+def _sizes_note(runtime_m, tensors):
+    """The report's word on symbolic sizes: which kernel a dynamic op gets."""
+    if runtime_m:
+        return " [rows symbolic: one kernel, M at run time]"
+    if any(_dynamic(t) for t in tensors):
+        return " [symbolic sizes: a kernel per size, cached]"
+    return ""
 
 
 _RANDOM = ("rand", "bernoulli", "dropout", "normal", "uniform", "multinomial", "poisson")

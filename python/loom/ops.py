@@ -19,6 +19,7 @@ graph once the kernel is compiled (call the op once before capturing, as CUDA gr
 warm-up does anyway; compiling inside a capture is refused with an error saying so).
 """
 import atexit
+import re
 import threading
 from typing import List, Optional, Tuple
 
@@ -305,9 +306,10 @@ def _entry(op, expr, index, knobs, use_db, runtime=""):
         return _cache.setdefault(key, e)
 
 
-def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
+def _launch(op, expr, inputs, device, knobs, use_db, sizes=None, shapes=None):
     """Runs `expr` on `inputs` ({tensor name: torch tensor}); returns {output name: tensor}.
-    sizes: the values of `expr`'s run-time sizes ({"M": 1000}: _with_runtime_m)."""
+    sizes: the values of `expr`'s run-time sizes ({"M": 1000}: _with_runtime_m); shapes:
+    the outputs' shapes where they hold run-time sizes other than M (by output name)."""
     if device.type != "cuda":
         raise ValueError("loom.%s: the operands are on %s; Loom's kernels run on CUDA tensors "
                          "(move them with .cuda())" % (op, device))
@@ -323,7 +325,9 @@ def _launch(op, expr, inputs, device, knobs, use_db, sizes=None):
     ptrs = {name: t.data_ptr() for name, t in inputs.items()}
     outs = {}
     for name, shape, dt in e.outputs:
-        if sizes:  # a run-time M: the output's -1 dims are its rows
+        if sizes and shapes and name in shapes:
+            shape = shapes[name]
+        elif sizes:  # a run-time M: the output's -1 dims are its rows
             shape = [sizes["M"] if d < 0 else d for d in shape]
         outs[name] = torch.empty(shape, dtype=dt, device=device)
         ptrs[name] = outs[name].data_ptr()
@@ -370,15 +374,17 @@ def runtime_m(enabled=True):
     return prev
 
 
-def _with_runtime_m(expr, first, rows):
-    """(expr, sizes): with runtime_m on and the first operand `first` row-major, `expr`
-    with that operand's row count spelled as the size symbol M and sizes {"M": rows};
-    otherwise (expr, None). Every other size of the expression is a number."""
-    if not _runtime_m[0] or not first.is_contiguous() or first.dim() != 2:
+def _with_runtime_m(expr, first, rows, on=False):
+    """(expr, sizes): with run-time M asked for (`on`, or loom.runtime_m()) and the first
+    operand `first` row-major, `expr` with that operand's row count spelled as the size
+    symbol M -- and the rows of every epilogue operand of the result's shape (E0[rows, N]..)
+    -- and sizes {"M": rows}; otherwise (expr, None). Every other size is a number."""
+    if not (on or _runtime_m[0]) or not first.is_contiguous() or first.dim() != 2:
         return expr, None
     head, rest = expr.split("[", 1)  # "linear(X", "128,4096]:bf16, W[...]..."
     assert rest.startswith("%d," % rows), expr
-    return "%s[M,%s" % (head, rest.split(",", 1)[1]), {"M": rows}
+    rest = re.sub(r"\b(E\d+)\[%d," % rows, r"\1[M,", rest.split(",", 1)[1])
+    return "%s[M,%s" % (head, rest), {"M": rows}
 
 
 def _knobs(knobs):
@@ -419,7 +425,7 @@ def _written(key, write):
     return hit
 
 
-def _mm_impl(op, a, b, knobs, use_db):
+def _mm_impl(op, a, b, knobs, use_db, runtime_m=False):
     # checks dtypes and strides before any empty return
     shape, expr = _written(_signature(op, a, b),
                            lambda: (_matmul_shape(op, a, b), _matmul_expr(op, a, b)))
@@ -427,13 +433,14 @@ def _mm_impl(op, a, b, knobs, use_db):
         return a.new_zeros(shape)
     sizes = None
     if op == "matmul" and b.dim() == 2:
-        expr, sizes = _with_runtime_m(expr, a, a.shape[0])
+        expr, sizes = _with_runtime_m(expr, a, a.shape[0], runtime_m)
     return _launch(op, expr, {"A": a, "B": b}, a.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::matmul", mutates_args=())
-def _matmul_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch.Tensor:
-    return _mm_impl("matmul", a, b, knobs, use_db)
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool,
+               runtime_m: bool = False) -> torch.Tensor:
+    return _mm_impl("matmul", a, b, knobs, use_db, runtime_m)
 
 
 @torch.library.custom_op("loom::bmm", mutates_args=())
@@ -442,7 +449,7 @@ def _bmm_op(a: torch.Tensor, b: torch.Tensor, knobs: str, use_db: bool) -> torch
 
 
 def _mm_fake(op):
-    def fake(a, b, knobs, use_db):
+    def fake(a, b, knobs, use_db, runtime_m=False):
         shape = _matmul_shape(op, a, b)
         _check(op, "a", a)
         _check(op, "b", b)
@@ -468,7 +475,8 @@ def _sum_to(t, shape):
 
 
 def _mm_setup(ctx, inputs, output):
-    a, b, knobs, use_db = inputs
+    a, b = inputs[:2]
+    use_db = inputs[3]
     ctx.save_for_backward(a, b)
     ctx.use_db = use_db
 
@@ -482,7 +490,7 @@ def _mm_backward_for(opfn):
             da = _sum_to(opfn(g, b.transpose(-1, -2), "", ctx.use_db), a.shape)
         if ctx.needs_input_grad[1]:  # dB = Aᵀ·dC
             db = _sum_to(opfn(a.transpose(-1, -2), g, "", ctx.use_db), b.shape)
-        return da, db, None, None
+        return (da, db) + (None,) * (len(ctx.needs_input_grad) - 2)
     return backward
 
 
@@ -490,7 +498,7 @@ _matmul_op.register_autograd(_mm_backward_for(_matmul_op), setup_context=_mm_set
 _bmm_op.register_autograd(_mm_backward_for(_bmm_op), setup_context=_mm_setup)
 
 
-def _linear_impl(x, w, bias, activation, knobs, use_db):
+def _linear_impl(x, w, bias, activation, knobs, use_db, runtime_m=False):
     def write():
         act = _check_activation(activation or None)
         return act, _linear_shape(x, w, bias), _linear_expr(x, w, bias, act)
@@ -503,18 +511,18 @@ def _linear_impl(x, w, bias, activation, knobs, use_db):
     ins = {"X": x, "W": w}
     if bias is not None:
         ins["bias"] = bias
-    expr, sizes = _with_runtime_m(expr, x, x.shape[0])
+    expr, sizes = _with_runtime_m(expr, x, x.shape[0], runtime_m)
     return _launch("linear", expr, ins, x.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::linear", mutates_args=())
 def _linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               knobs: str, use_db: bool) -> torch.Tensor:
-    return _linear_impl(x, w, bias, activation, knobs, use_db)
+               knobs: str, use_db: bool, runtime_m: bool = False) -> torch.Tensor:
+    return _linear_impl(x, w, bias, activation, knobs, use_db, runtime_m)
 
 
 @_linear_op.register_fake
-def _linear_fake(x, w, bias, activation, knobs, use_db):
+def _linear_fake(x, w, bias, activation, knobs, use_db, runtime_m=False):
     _check_activation(activation or None)
     shape = _linear_shape(x, w, bias)
     for n, t in (("x", x), ("w", w), ("bias", bias)):
@@ -524,7 +532,7 @@ def _linear_fake(x, w, bias, activation, knobs, use_db):
 
 
 def _linear_setup(ctx, inputs, output):
-    x, w, bias, activation, knobs, use_db = inputs
+    x, w, bias, activation, knobs, use_db = inputs[:6]
     ctx.activation = activation or None
     ctx.use_db = use_db
     ctx.has_bias = bias is not None
@@ -553,13 +561,44 @@ def _linear_backward(ctx, grad):
         dw = _matmul_op(dz.transpose(0, 1), x, "", ctx.use_db)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = dz.sum(0, dtype=torch.float32).to(bias.dtype)
-    return dx, dw, db, None, None, None
+    return (dx, dw, db) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 _linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 
-def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
+# attention's sizes that may be left to run time, and where each sits in Q and in K/V
+_ATTENTION_RUNTIME = {"B": (0, 0), "Sq": (2, None), "Sk": (None, 2)}
+
+
+def _attention_runtime(expr, q, k, names):
+    """(expr, sizes): attention's `expr` with the sizes `names` (a comma-joined subset of
+    B, Sq, Sk) spelled as symbols in Q, K and V, and their values; (expr, None) for none.
+    One kernel then serves every value (docs/api.md: the lengths are kernel arguments)."""
+    names = [n for n in names.split(",") if n]
+    if not names:
+        return expr, None
+    bad = [n for n in names if n not in _ATTENTION_RUNTIME]
+    if bad:
+        raise ValueError("loom.attention: runtime sizes %s; the run-time sizes of attention are "
+                         "B, Sq and Sk" % ",".join(bad))
+    head, rest = expr.split("(", 1)
+    parts = rest.split(", ")
+    for i, label in enumerate(("Q", "K", "V")):  # "Q[2,32,1000,128]:bf16"
+        name, tail = parts[i].split("[", 1)
+        assert name == label, expr
+        dims, tail = tail.split("]", 1)
+        dims = dims.split(",")
+        for n in names:
+            at = _ATTENTION_RUNTIME[n][0 if label == "Q" else 1]
+            if at is not None:
+                dims[at] = n
+        parts[i] = "%s[%s]%s" % (label, ",".join(dims), tail)
+    sizes = {"B": q.shape[0], "Sq": q.shape[2], "Sk": k.shape[2]}
+    return "%s(%s" % (head, ", ".join(parts)), {n: sizes[n] for n in names}
+
+
+def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db, runtime=""):
     def write():
         c = _causal(causal)
         _check_scale(scale)
@@ -570,7 +609,9 @@ def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
         lse = torch.full(lshape if return_lse else [0], float("-inf"), dtype=torch.float32,
                          device=q.device)
         return q.new_zeros(oshape), lse
-    outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db)
+    expr, sizes = _attention_runtime(expr, q, k, runtime)
+    outs = _launch("attention", expr, {"Q": q, "K": k, "V": v}, q.device, knobs, use_db, sizes,
+                   {"out": oshape, "lse": lshape})
     lse = outs["lse"] if return_lse else torch.empty(0, dtype=torch.float32, device=q.device)
     return outs["out"], lse
 
@@ -578,12 +619,12 @@ def _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db):
 @torch.library.custom_op("loom::attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
                   scale: Optional[float], return_lse: bool, knobs: str,
-                  use_db: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db)
+                  use_db: bool, runtime: str = "") -> Tuple[torch.Tensor, torch.Tensor]:
+    return _attention_impl(q, k, v, causal, scale, return_lse, knobs, use_db, runtime)
 
 
 @_attention_op.register_fake
-def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db):
+def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db, runtime=""):
     _causal(causal)
     _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
@@ -712,7 +753,7 @@ def _apply_steps(z, extras, steps):
     return z
 
 
-def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m=False):
     out_dtype = _out_dtype(kind, out_dtype)
     expr, shape = _written(_signature("gemm_epilogue", kind, a, b, bias, steps, out_dtype, *extras),
                            lambda: _ep_expr(kind, a, b, bias, extras, steps, out_dtype))
@@ -727,18 +768,21 @@ def _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
         ins["bias"] = bias
     for i, t in enumerate(extras):
         ins["E%d" % i] = t
-    return _launch(kind, expr, ins, a.device, knobs, use_db)["out"]
+    sizes = None
+    if kind == "linear" or (kind == "matmul" and b.dim() == 2):
+        expr, sizes = _with_runtime_m(expr, a, a.shape[0], runtime_m)
+    return _launch(kind, expr, ins, a.device, knobs, use_db, sizes)["out"]
 
 
 @torch.library.custom_op("loom::gemm_epilogue", mutates_args=())
 def _ep_op(kind: str, a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
            extras: List[torch.Tensor], steps: str, out_dtype: str, knobs: str,
-           use_db: bool) -> torch.Tensor:
-    return _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db)
+           use_db: bool, runtime_m: bool = False) -> torch.Tensor:
+    return _ep_impl(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m)
 
 
 @_ep_op.register_fake
-def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
+def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db, runtime_m=False):
     out_dtype = _out_dtype(kind, out_dtype)
     _parse_steps(steps, len(extras))
     if kind == "linear":
@@ -755,7 +799,7 @@ def _ep_fake(kind, a, b, bias, extras, steps, out_dtype, knobs, use_db):
 
 
 def _ep_setup(ctx, inputs, output):
-    kind, a, b, bias, extras, steps, out_dtype, knobs, use_db = inputs
+    kind, a, b, bias, extras, steps, out_dtype, knobs, use_db = inputs[:9]
     ctx.kind, ctx.steps, ctx.use_db = kind, steps, use_db
     ctx.n_extras = len(extras)
     ctx.save_for_backward(a, b, bias, *extras)
@@ -798,14 +842,14 @@ def _ep_backward(ctx, grad):
             da = _sum_to(opfn(dz, b.transpose(-1, -2), "", ctx.use_db), a.shape)
         if ctx.needs_input_grad[2]:
             db = _sum_to(opfn(a.transpose(-1, -2), dz, "", ctx.use_db), b.shape)
-    return None, da, db, dbias, dextras, None, None, None, None
+    return (None, da, db, dbias, dextras) + (None,) * (len(ctx.needs_input_grad) - 5)
 
 
 _ep_op.register_autograd(_ep_backward, setup_context=_ep_setup)
 
 
 def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *, knobs=None,
-                  use_db=True):
+                  use_db=True, runtime_m=False):
     """A GEMM (kind 'linear': a·bᵀ + bias, b [N,K]; 'matmul'/'bmm': a·b) with the epilogue
     `steps` (see above) as one Loom kernel; extras: the tensors the steps name (t0, t1, ..).
     torch.ops.loom.gemm_epilogue is the op; this wrapper takes eager calls past the
@@ -817,15 +861,17 @@ def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *,
             _layout("linear", "x", a, transposable=False)
         flat = [t.reshape(-1, t.shape[-1]) if t.dim() == a.dim() else t for t in extras]
         y = gemm_epilogue(kind, a.reshape(-1, a.shape[-1]), b, bias, flat, steps, out_dtype,
-                          knobs=knobs, use_db=use_db)
+                          knobs=knobs, use_db=use_db, runtime_m=runtime_m)
         return y.view(lead + [b.shape[0]])
     od = "" if out_dtype is None else (_DTYPES.get(out_dtype) if isinstance(out_dtype, torch.dtype)
                                        else str(out_dtype))
     if od is None:
         raise ValueError("loom.gemm_epilogue: out_dtype=%r; torch.float32, float16 or bfloat16" % (out_dtype,))
     if _direct(a, b, bias, *extras):
-        return _ep_impl(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
-    return _ep_op(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db))
+        return _ep_impl(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db),
+                        bool(runtime_m))
+    return _ep_op(kind, a, b, bias, extras, steps, od, _knobs(knobs), bool(use_db),
+                  bool(runtime_m))
 
 
 # ---- the public functions ----------------------------------------------------------
@@ -860,13 +906,16 @@ def _direct(*tensors):
     return True
 
 
-def matmul(a, b, *, knobs=None, use_db=True):
+def matmul(a, b, *, knobs=None, use_db=True, runtime_m=False):
     """a @ b on Loom: [M,K]·[K,N] under up to two batch dims (equal in both, or absent from
     one operand). float32, float16 or bfloat16 (both alike; the result has their dtype).
-    knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict)."""
+    knobs: Loom knobs over the defaults/tuned record ("BM=128,BN=128" or a dict).
+    runtime_m=True: a row-major 2-D `a`'s row count is left to run time, one kernel for
+    every M (as loom.runtime_m() does for every call; the torch.compile backend asks for it
+    where Dynamo made the token count a symbol)."""
     if _direct(a, b):
-        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db))
-    return _matmul_op(a, b, _knobs(knobs), bool(use_db))
+        return _mm_impl("matmul", a, b, _knobs(knobs), bool(use_db), bool(runtime_m))
+    return _matmul_op(a, b, _knobs(knobs), bool(use_db), bool(runtime_m))
 
 
 def bmm(a, b, *, knobs=None, use_db=True):
@@ -877,12 +926,14 @@ def bmm(a, b, *, knobs=None, use_db=True):
 
 
 def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_dtype=None,
-           knobs=None, use_db=True):
+           knobs=None, use_db=True, runtime_m=False):
     """activation(x @ w.T + bias) · scale + residual as one Loom kernel
     (torch.nn.functional.linear's layout: w is [N,K], bias [N]); x may have leading dims
     ([..., K], contiguous). activation: None, 'relu', 'gelu' (the erf form, torch's
     default) or 'silu'. scale: a number; residual: a tensor of the result's shape (or [N]);
-    out_dtype: the result's dtype (default x's), e.g. torch.float32."""
+    out_dtype: the result's dtype (default x's), e.g. torch.float32. runtime_m=True: the
+    row count (x's leading dims together) is left to run time, one kernel for every M
+    (loom.matmul's runtime_m)."""
     act = _check_activation(activation)
     if scale is not None or residual is not None or out_dtype is not None:
         steps = [act] if act else []
@@ -894,27 +945,32 @@ def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_d
                           residual.dim() == x.dim() else residual)
             steps.append("add:t0")
         y = gemm_epilogue("linear", x.reshape(-1, x.shape[-1]) if x.dim() > 2 else x, w, bias,
-                          extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db)
+                          extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db,
+                          runtime_m=runtime_m)
         return y.view(list(x.shape[:-1]) + [w.shape[0]]) if x.dim() > 2 else y
     op = _linear_impl if _direct(x, w, bias) else _linear_op
     if x.dim() > 2:
         lead = list(x.shape[:-1])
         if not x.is_contiguous():
             _layout("linear", "x", x, transposable=False)
-        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db))
+        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db),
+               bool(runtime_m))
         return y.view(lead + [w.shape[0]])
-    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db))
+    return op(x, w, bias, act or "", _knobs(knobs), bool(use_db), bool(runtime_m))
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True):
+def attention(q, k, v, causal=False, scale=None, return_lse=False, *, knobs=None, use_db=True,
+              runtime=""):
     """softmax(scale·q·kᵀ, masked)·v on Loom, q [B,Hq,Sq,D], k and v [B,Hkv,Sk,D] (Hkv
     divides Hq: GQA, MQA), float16 or bfloat16, contiguous. causal: False, True (as
     torch's scaled_dot_product_attention(is_causal=True): top-left aligned),
     'top_left', or 'bottom_right' (FlashAttention's alignment when Sq != Sk). A row
     that keeps no key gets O = 0 (and LSE = -inf). scale: default 1/sqrt(D).
     return_lse: also return the f32 log-sum-exp [B,Hq,Sq]. Inference only: its backward
-    raises."""
+    raises. runtime: sizes left to run time, a comma-joined subset of "B,Sq,Sk" (one kernel
+    for every batch / length; the torch.compile backend passes the sizes Dynamo made
+    symbols). A decode shape with a run-time Sk runs without split-KV (docs/api.md)."""
     op = _attention_impl if _direct(q, k, v) else _attention_op
     out, lse = op(q, k, v, _causal(causal), None if scale is None else float(scale),
-                  bool(return_lse), _knobs(knobs), bool(use_db))
+                  bool(return_lse), _knobs(knobs), bool(use_db), str(runtime))
     return (out, lse) if return_lse else out

@@ -71,10 +71,22 @@ DeviceInfo current_device(int ordinal) {
 }
 
 // compile(expr, knobs, target, dims): the CPU half, for a named target (no GPU).
+// "M,N" -> {"M", "N"}: the size symbols a launch gives (Kernel's and compile's runtime=).
+std::vector<std::string> symbol_list(const std::string& runtime) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at < runtime.size();) {
+    size_t comma = std::min(runtime.find(',', at), runtime.size());
+    if (comma > at) names.push_back(runtime.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return names;
+}
+
 ExternalProgram compile_for_target(const std::string& expr, const std::string& knobs,
-                                   const std::string& target, const std::string& dims) {
-  ExternalProgram p =
-      compile_external(expr, Knobs::parse(knobs), Target::for_arch(target), parse_dims(dims));
+                                   const std::string& target, const std::string& dims,
+                                   const std::string& runtime) {
+  ExternalProgram p = compile_external(expr, Knobs::parse(knobs), Target::for_arch(target),
+                                       parse_dims(dims), nullptr, nullptr, symbol_list(runtime));
   warn_notes(p.program.notes);
   return p;
 }
@@ -88,14 +100,8 @@ class Kernel {
          const std::string& dims, const std::string& runtime)
       : device_(device) {
     DeviceInfo dev = current_device(device);
-    std::vector<std::string> names;
-    for (size_t at = 0; at < runtime.size();) {
-      size_t comma = std::min(runtime.find(',', at), runtime.size());
-      if (comma > at) names.push_back(runtime.substr(at, comma - at));
-      at = comma + 1;
-    }
     p_ = compile_external(expr, Knobs::parse(knobs), target_for_device(dev), parse_dims(dims),
-                          tune::tuning_db_lookup(use_db), &dev, names);
+                          tune::tuning_db_lookup(use_db), &dev, symbol_list(runtime));
     warn_notes(p_.program.notes);
     const Expr::Env no_symbols;
     for (const auto& t : p_.program.state.kernel.tensors) {
@@ -252,8 +258,9 @@ NB_MODULE(_C, m) {
            "Raises unless ptrs names every input and output with a non-null address");
 
   m.def("compile", &compile_for_target, nb::arg("expression"), nb::arg("knobs") = "",
-        nb::arg("target") = "sm_90a", nb::arg("dims") = "",
-        "Compile through the pipeline for a named target (no GPU needed)");
+        nb::arg("target") = "sm_90a", nb::arg("dims") = "", nb::arg("runtime") = "",
+        "Compile through the pipeline for a named target (no GPU needed); runtime: size "
+        "symbols left unbound (\"M\"), as a Kernel's launches would give them");
 
   nb::class_<Kernel>(m, "Kernel")
       .def(nb::init<const std::string&, const std::string&, int, bool, const std::string&,

@@ -34,7 +34,8 @@ class Block(torch.nn.Module):
         return y, a, b, s
 
 
-def captured(module, *inputs, with_inputs=False):
+def captured(module, *inputs, with_inputs=False, dynamic=None):
+    """The one graph Dynamo captures of module(*inputs) (dynamic: torch.compile's)."""
     graphs = []
 
     def grab(gm, example_inputs):
@@ -42,7 +43,7 @@ def captured(module, *inputs, with_inputs=False):
         return gm.forward
 
     torch._dynamo.reset()
-    torch.compile(module, backend=grab, fullgraph=True)(*inputs)
+    torch.compile(module, backend=grab, fullgraph=True, dynamic=dynamic)(*inputs)
     assert len(graphs) == 1
     return graphs[0] if with_inputs else graphs[0][0]
 
@@ -389,18 +390,131 @@ def test_dynamic_shapes_keep_the_gemms_and_say_why_a_mask_stays():
             mask = torch.arange(s)[None, :] <= i
             return self.lin(x), F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    graphs = []
-
-    def grab(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    torch._dynamo.reset()
-    f = torch.compile(M().to(torch.bfloat16), backend=grab, dynamic=True)
     q = torch.randn(1, 2, 24, 64, dtype=torch.bfloat16)
-    f(torch.randn(24, 64, dtype=torch.bfloat16), q, q, q)
-    assert len(graphs) == 1
-    report = cb.rewrite(graphs[0], devices=("cpu",))
+    gm = captured(M().to(torch.bfloat16), torch.randn(24, 64, dtype=torch.bfloat16), q, q, q,
+                  dynamic=True)
+    report = cb.rewrite(gm, devices=("cpu",))
     text = str(report)
     assert "linear -> loom.linear" in text, text
     assert len(report.unmatched) == 1 and "not a constant" in report.unmatched[0], text
+
+
+def test_a_symbolic_token_count_takes_the_run_time_m_kernel():
+    # dynamic=True makes the token count a symbol: linears (plain, fused, 3-D input) and a
+    # 2-D matmul get runtime_m=True (one kernel for every M) where runtime_rows says the
+    # GPU has that kernel; attention on projected heads gets its lengths at run time
+    # (runtime="Sq,Sk"), and on inputs whose head count and head dim are symbols too a
+    # kernel per size, as bmm and a matmul with a symbolic N; the report says which.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(64, 128, bias=False)
+            self.up = torch.nn.Linear(64, 128, bias=False)
+            self.out = torch.nn.Linear(128, 64)
+            self.w = torch.nn.Parameter(torch.randn(64, 32))  # static, as parameters are
+
+        def forward(self, x, w, a, b, q):
+            h = self.out(F.silu(self.gate(x)) * self.up(x))
+            p = self.gate(x).view(1, x.shape[1], 2, 64).transpose(1, 2)  # [1, 2, S, 64]
+            return (h, torch.matmul(x[0], self.w), torch.matmul(x[0], w),  # w: an input,
+                    torch.bmm(a, b), F.scaled_dot_product_attention(q, q, q),  # its sizes symbols
+                    F.scaled_dot_product_attention(p, p, p, is_causal=True))
+
+    def capture(dynamic=True):
+        return captured(M().to(torch.bfloat16), *[torch.randn(*s, dtype=torch.bfloat16) for s in (
+            (1, 24, 64), (64, 32), (2, 24, 64), (2, 64, 24), (1, 2, 24, 64))], dynamic=dynamic)
+
+    def runtime_m_of(gm):
+        return sorted(((getattr(n.target, "__name__", str(n.target)),
+                        n.kwargs.get("runtime_m", n.kwargs.get("runtime", False)))
+                       for n in gm.graph.nodes if n.op == "call_function"
+                       and getattr(n.target, "__module__", "").startswith("loom")), key=str)
+
+    gm = capture()
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=True))
+    assert runtime_m_of(gm) == [("attention", "Sq,Sk"), ("attention", False), ("bmm", False),
+                                ("gemm_epilogue", True), ("linear", True), ("linear", True),
+                                ("linear", True), ("matmul", False), ("matmul", True)], runtime_m_of(gm)
+    assert text.count("[rows symbolic: one kernel, M at run time]") == 5, text
+    assert text.count("[Sq,Sk symbolic: one kernel, at run time]") == 1, text
+    assert text.count("[symbolic sizes: a kernel per size, cached]") == 3, text
+    gm = capture()
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=False))  # e.g. not an sm_90 GPU
+    assert [rt for _, rt in runtime_m_of(gm)] == ["Sq,Sk"] + [False] * 8, runtime_m_of(gm)
+    assert text.count("[symbolic sizes: a kernel per size, cached]") == 8, text
+    gm = capture(dynamic=False)  # static shapes: no word on sizes, no runtime_m
+    text = str(cb.rewrite(gm, devices=("cpu",), runtime_rows=True))
+    assert "symbolic" not in text and all(not rt for _, rt in runtime_m_of(gm)), text
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+                    reason="needs an sm_90 GPU (the run-time-M wgmma kernel)")
+def test_dynamic_token_counts_run_one_kernel_per_linear_on_the_gpu():
+    # torch.compile(dynamic=True) of an MLP block: one graph, each linear one Loom kernel
+    # (M at run time) for every token count, each result within the error rule (twice the
+    # eager bf16 module's error against f32).
+    class Mlp(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(256, 512, bias=False)
+            self.up = torch.nn.Linear(256, 512, bias=False)
+            self.down = torch.nn.Linear(512, 256)
+
+        def forward(self, x):
+            return self.down(F.silu(self.gate(x)) * self.up(x)) + x
+
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    loom.clear_cache()
+    m = Mlp().cuda().to(torch.bfloat16)
+    m32 = Mlp().cuda()
+    m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+    compiled = torch.compile(m, backend="loom", dynamic=True)
+    with torch.no_grad():
+        for rows in (1, 7, 64, 1000, 4097):
+            x = torch.randn(1, rows, 256, device="cuda", dtype=torch.bfloat16)
+            got, eager, ref = compiled(x), m(x), m32(x.float())
+            le = (got.float() - ref).abs().max().item()
+            te = (eager.float() - ref).abs().max().item()
+            assert le <= 2 * te, (rows, le, te)
+    text = loom.explain()
+    assert text.startswith("loom backend: 3 call(s) on Loom"), text  # gate·silu·up, up, down+x
+    assert text.count("M at run time") == 3, text
+    kernels = sorted(k[0] for k in loom.cache_info()["kernels"])
+    assert len(kernels) == 3 and all("[M," in k for k in kernels), kernels
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_dynamic_lengths_run_one_attention_kernel_on_the_gpu():
+    # torch.compile(dynamic=True) of causal self-attention on projected heads: one graph,
+    # the attention one Loom kernel with its lengths at run time, each length within the
+    # rule against an f32 run.
+    class Attn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(512, 3 * 512, bias=False)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).view(b, s, 3, 4, 128).permute(2, 0, 3, 1, 4)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    torch._dynamo.reset()
+    loom.explain(reset=True)
+    loom.clear_cache()
+    m = Attn().cuda().to(torch.bfloat16)
+    m32 = Attn().cuda()
+    m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+    compiled = torch.compile(m, backend="loom", dynamic=True)
+    with torch.no_grad():
+        for s in (17, 300, 1000, 2049):
+            x = torch.randn(2, s, 512, device="cuda", dtype=torch.bfloat16)
+            got, eager, ref = compiled(x), m(x), m32(x.float())
+            le = (got.float() - ref).abs().max().item()
+            te = (eager.float() - ref).abs().max().item()
+            assert le <= 2 * te, (s, le, te)
+    text = loom.explain()
+    assert "scaled_dot_product_attention (causal) -> loom.attention [B,Sq,Sk symbolic" in text or \
+        "scaled_dot_product_attention (causal) -> loom.attention [Sq,Sk symbolic" in text, text
+    attn = [k[0] for k in loom.cache_info()["kernels"] if k[0].startswith("attention")]
+    assert len(attn) == 1, attn

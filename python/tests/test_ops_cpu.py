@@ -410,6 +410,42 @@ def test_epilogue_expressions_apply_the_steps_in_order():
         loom.compile(loom.expression("gemm_epilogue", x, w, kind="linear", extras=[r], steps=st))
 
 
+def test_runtime_m_spells_the_rows_of_the_gemm_and_of_its_epilogue_operands():
+    # runtime_m: the first operand's rows and those of every extra of the result's shape
+    # become the symbol M (an [N] extra keeps its number); the expression compiles to the
+    # wgmma kernel for sm_90a.
+    from loom import ops
+    x, w, r, v = meta(96, 64), meta(256, 64), meta(96, 256), meta(256)
+    e = loom.expression("gemm_epilogue", x, w, kind="linear", extras=[r, v],
+                        steps="silu;mul:t0;add:t1")
+    got, sizes = ops._with_runtime_m(e, x, 96, True)
+    assert got == ("add(mul(silu(linear(X[M,64]:bf16, W[256,64]:bf16)), E0[M,256]:bf16), "
+                   "E1[256]:bf16)"), got
+    assert sizes == {"M": 96}
+    assert ops._with_runtime_m(e, x, 96, False) == (e, None)  # off, and loom.runtime_m() off
+    assert ops._with_runtime_m(e, x.T.contiguous().T, 96, True) == (e, None)  # not row-major
+    p = loom.compile(got.replace("64]", "4096]").replace("256", "4096"), target="sm_90a", runtime="M")
+    assert "wgmma" in p.cuda, "the run-time-M schedule is the wgmma one"
+
+
+def test_attention_runtime_sizes_spell_batch_and_lengths_as_symbols():
+    from loom import ops
+    q, k = meta(2, 8, 100, 64), meta(2, 2, 300, 64)
+    e = loom.expression("attention", q, k, k, causal=True)
+    got, sizes = ops._attention_runtime(e, q, k, "B,Sq,Sk")
+    assert got == ("attention(Q[B,8,Sq,64]:bf16, K[B,2,Sk,64]:bf16, V[B,2,Sk,64]:bf16, "
+                   "causal=top_left)"), got
+    assert sizes == {"B": 2, "Sq": 100, "Sk": 300}
+    got, sizes = ops._attention_runtime(e, q, k, "Sk")
+    assert got.startswith("attention(Q[2,8,100,64]:bf16, K[2,2,Sk,64]:bf16") and sizes == {"Sk": 300}
+    assert ops._attention_runtime(e, q, k, "") == (e, None)
+    with pytest.raises(ValueError, match="runtime sizes H.*B, Sq and Sk"):
+        ops._attention_runtime(e, q, k, "H")
+    for target in ("sm_90a", "sm_80"):  # one kernel for every size compiles
+        loom.compile(ops._attention_runtime(e, q, k, "B,Sq,Sk")[0], target=target,
+                     runtime="B,Sq,Sk")
+
+
 def test_epilogue_errors_name_the_step_and_the_fix():
     x, w, r = meta(128, 64), meta(256, 64), meta(128, 256)
     for steps, extras, what in [

@@ -142,6 +142,31 @@ def test_attention_matches_torch(b, hq, hkv, sq, sk, d, causal):
         check(out, sd, ref, "vs sdpa(is_causal=True)")
 
 
+def test_attention_runtime_sizes_serve_every_length_with_one_kernel():
+    # runtime="B,Sq,Sk": one kernel (batch and lengths at each launch) for prefill shapes,
+    # causal and not, GQA, against f64 by the rule; a decode shape (Sq = 1, run-time Sk)
+    # another one.
+    loom.clear_cache()
+    for causal in (False, "bottom_right"):
+        for b, sq, sk in ((1, 17, 17), (2, 100, 300), (3, 1000, 1000), (1, 4097, 4097)):
+            q, k, v = rnd(b, 8, sq, 128, seed=sq), rnd(b, 2, sk, 128, seed=sk), rnd(b, 2, sk, 128, seed=7)
+            out, lse = loom.attention(q, k, v, causal=causal, return_lse=True, runtime="B,Sq,Sk")
+            ref, ref_lse = attention_f64(q, k, v, causal or None, 1 / math.sqrt(128))
+            check(out, attention_torch(q, k, v, causal or None, 1 / math.sqrt(128)), ref,
+                  "runtime B=%d Sq=%d Sk=%d causal=%s" % (b, sq, sk, causal))
+            keep = torch.isfinite(ref_lse)
+            assert (lse[keep].double() - ref_lse[keep]).abs().max().item() <= 1e-3 * max(
+                1.0, ref_lse[keep].abs().max().item())
+    kernels = [k[0] for k in loom.cache_info()["kernels"]]
+    assert len(kernels) == 2 and all("Q[B,8,Sq,128]" in k for k in kernels), kernels
+    for sk in (1, 1000, 8191):
+        q, k = rnd(4, 32, 1, 128, seed=sk), rnd(4, 8, sk, 128, seed=sk + 1)
+        out = loom.attention(q, k, k, runtime="Sk")
+        ref, _ = attention_f64(q, k, k, None, 1 / math.sqrt(128))
+        check(out, attention_torch(q, k, k, None, 1 / math.sqrt(128)), ref, "decode Sk=%d" % sk)
+    assert len(loom.cache_info()["kernels"]) == 3
+
+
 def test_attention_scale_and_no_lse():
     q, k = rnd(1, 2, 64, 64, seed=11), rnd(1, 2, 64, 64, seed=12)
     out = loom.attention(q, k, k, scale=0.3)

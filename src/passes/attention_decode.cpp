@@ -156,15 +156,21 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   int64_t def = 1;
   // Paged, the split count is sized by the table's capacity (maxp·page keys): the grid is
   // fixed at compile time, each sequence's own length divides among the splits at run time.
+  // A run-time Sk (one kernel for every cache length: a serving loop, torch.compile's
+  // dynamic shapes) is split the same way, sized for long caches: the wave's worth of
+  // splits, each taking ceil(blocks / splits) at run time; at a short length the splits
+  // past the last block hold no key (LSE = -inf, skipped by the combine). Unsplit, B = 1
+  // with 8 KV heads ran 8 CTAs on 132 SMs whatever the length.
   const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.key_cap), D = known(a.D);
-  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && Sk && D) {
+  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && D &&
+      (Sk || !a.varlen)) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
     const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
     const int64_t smem = (block_m + 2 * stages * block_n) * *D * 2 + 1024;
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
-    const int64_t most = std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks);
+    const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks) : 128;
     // At most one wave: rounding the split count up put a second, nearly empty wave
     // behind the first (B = 1, Hkv = 32: 32 row sets x 25 splits = 800 CTAs for 792
     // slots; B = 8, Hkv = 8: 64 x 13 = 832), the whole kernel's time again for its few

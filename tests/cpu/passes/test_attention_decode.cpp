@@ -157,6 +157,22 @@ TEST(AttentionDecode, SymbolicKeyLength) {
                    {{"S", sk}});
 }
 
+// A run-time key length gets split-KV by default (sized for long caches: the wave's worth
+// of splits), and a short length leaves most splits without a key: S = 20 and 300 under
+// the default tile on the interpreter, the masks, GQA packed.
+TEST(AttentionDecode, SymbolicKeyLengthSplitsByDefault) {
+  const std::string e = "attention(Q[1,8,1,64]:bf16, K[1,2,S,64]:bf16, V[1,2,S,64]:bf16, causal=";
+  uint64_t seed = 90;
+  for (const char* causal : kMasks)
+    for (int64_t sk : {20, 300}) {
+      const CompileState s = check_decode(e + causal + ", lse=true)", "", seed++, "sm_90a",
+                                          {{"S", sk}});
+      EXPECT_GT(std::stoll(used(s, "SPLIT_KV")), 8) << "a run-time S splits for long caches";
+      ASSERT_EQ(s.kernel.kernels.size(), 2u);
+      EXPECT_EQ(s.kernel.kernels[1].name, "k_attention_combine");
+    }
+}
+
 // More splits than key blocks are clamped (5 blocks: SPLIT_KV=8 runs 5 splits of one).
 TEST(AttentionDecode, SplitKvClampedToKeyBlocks) {
   const CompileState s = check_decode(attention(2, 1, 1, 70, 16, "true"),

@@ -97,14 +97,15 @@ struct KernelFamily {
   std::vector<KnobUse> reads;    // in the order its refusals list them
   std::vector<KnobUse> honours;  // knobs it does not read, at the values that switch them off
   // GEMM families: the family's schedule for the shape (what DefaultChoice keeps for its
-  // atom; the SIMT family's is the shape class's own and is null here), and whether the
-  // family is the default atom of the shape's class (`atom` gets the ATOM value; the first
-  // family in registry order that claims wins, so more specialized families come first).
+  // atom; the SIMT family's is the shape class's own and is null here).
   Knobs (*schedule)(const GemmShape& s, const Target& t) = nullptr;
   Knobs DefaultChoice::*schedule_slot = nullptr;  // where DefaultChoice keeps it
   // The family whose schedules define the shape classes (SIMT, which every target runs):
   // the shape's class ("decode" when `decode`) and its schedule.
   std::string (*classify)(const GemmShape& s, const Target& t, bool decode, Knobs& schedule) = nullptr;
+  // Whether the family is the default atom of the shape's class (`atom` gets the ATOM
+  // value; the first family in registry order that claims wins, so more specialized
+  // families come first).
   bool (*claims)(const GemmShape& s, const Target& t, const std::string& shape_class,
                  std::string& atom) = nullptr;
   // Whether this family runs the shape as decode (a few rows against a large weight):

@@ -266,6 +266,11 @@ TEST(FamilyGolden, EveryProblemKeepsItsDefaultsAndEveryExplicitKnobItsAnswer) {
     ++shown;
   }
   EXPECT_EQ(a.size(), b.size());
+  if (shown)
+    ADD_FAILURE() << "the families' answers changed. A refactor must keep them; a deliberate "
+                     "default change, or a new problem in bench/suites/*.txt, regenerates "
+                     "the file (LOOM_UPDATE_GOLDEN=1 " << "test_driver_family_golden) and the "
+                     "diff is reviewed with the change";
 }
 
 }  // namespace

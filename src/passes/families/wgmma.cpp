@@ -61,10 +61,19 @@ static bool wgmma_batched(const GemmShape& s, int sm_count) {
 // 0.73x for an unswapped 64x128 wgmma tile (bench/NOTES.md, 2026-11-27, the model-shape
 // suite). From 96 rows the one-row medium schedule below takes over (128 x 4096 x 4096:
 // the swapped BN = 64 form 0.78x, the one-row 128x32 tile 0.96x).
+// Narrower weights down to N = 128 (a KV projection of a few 128-wide heads: 4 heads,
+// N = 512, in a 2048-wide Llama) take it too at up to 32 rows and K below the split-K
+// class's 4096 (which keeps the longer ones), their few 64-row CTAs multiplied by
+// CLUSTER_K (wgmma_decode_defaults): until 2026-11-27 they fell past every tensor-core
+// class to the "small" SIMT kernel (1 x 512 x 2048: 8 CTAs of 16 threads), which took
+// most of a decode step's GPU time under torch.compile (bench/NOTES.md, "dynamic shapes
+// under the loom backend").
 constexpr int64_t kSwappedDecodeMaxM = 95;
+constexpr int64_t kNarrowDecodeMaxM = 32, kNarrowDecodeMinN = 128, kNarrowDecodeMaxK = 4095;
 static bool wgmma_decode(const GemmShape& s) {
+  const bool narrow = s.M <= kNarrowDecodeMaxM && s.N >= kNarrowDecodeMinN && s.K <= kNarrowDecodeMaxK;
   return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows &&
-         s.M <= kSwappedDecodeMaxM && s.N >= 1024;
+         s.M <= kSwappedDecodeMaxM && (s.N >= 1024 || narrow);
 }
 
 // The swapped decode schedule. Streaming the weight (N*K*2 bytes, read once) is the whole

@@ -1,8 +1,8 @@
 // l:010_fuse_epilogue — fold elementwise LoopOps into the op that produces their input.
 //
 // Legal when the consumer is a perfect nest of parallel loops with the producer's
-// extents, reads the producer's tensor exactly at its own loop position, and nothing
-// else reads that tensor. Steps:
+// extents, reads the producer's tensor exactly at its own loop position (index 0 in a
+// dimension of extent 1 counts), and nothing else reads that tensor. Steps:
 //  1. Find the producer's Write of the temp tensor and its index variables.
 //  2. Rename the consumer's loop variables to the producer's, drop its load of the temp
 //     and use the written value in its place.
@@ -82,13 +82,21 @@ bool try_fuse(LoopProgram& p, size_t ci) {
       if (!write->index[i].is_var()) ok = false;
       else rename[cloops[i]->var] = write->index[i];
     }
-    // The consumer must read the temp at exactly its own loop position.
+    // The consumer must read the temp at exactly its own loop position. A dimension of
+    // extent 1 may be read at index 0 (l:000 indexes size-1 dimensions by 0, broadcast
+    // style): that is the loop variable's only value. Without this a GEMM with M = 1
+    // (a decode step's token) ran its epilogue as separate elementwise kernels.
     Block cell = *cinner;
     std::string loaded;
     for (auto it = cell.begin(); ok && it != cell.end(); ++it) {
       if (it->kind != StmtKind::Load || it->tensor != prod.output) continue;
-      for (size_t i = 0; i < cloops.size(); ++i)
-        if (!it->index[i].is_var() || it->index[i].var_name() != cloops[i]->var) ok = false;
+      for (size_t i = 0; i < cloops.size(); ++i) {
+        const Expr& ix = it->index[i];
+        const bool at_var = ix.is_var() && ix.var_name() == cloops[i]->var;
+        const bool unit = ix.is_const() && ix.const_value() == 0 &&
+                          cloops[i]->extent.is_const() && cloops[i]->extent.const_value() == 1;
+        if (!at_var && !unit) ok = false;
+      }
       loaded = it->dst;
       cell.erase(it);
       break;

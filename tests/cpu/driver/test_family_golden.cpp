@@ -73,6 +73,11 @@ std::vector<std::string> problems() {
       "matmul(A[96,4096]:bf16, B[4096,4096]:bf16)",
       "matmul(A[256,8192]:bf16, B[8192,256]:bf16)",
       "matmul(A[128,4096]:f16, B[4096,128]:f16)",
+      // Narrow decode weights (N 128..1023, K < 4096) and the row count past them.
+      "linear(X[1,2048]:bf16, W[512,2048]:bf16)",
+      "linear(X[16,2048]:f16, W[256,2048]:f16)",
+      "linear(X[32,1024]:bf16, W[128,1024]:bf16)",
+      "linear(X[40,2048]:bf16, W[512,2048]:bf16)",
       "gelu(matmul(A[1000,777]:f16, B[777,333]:f16))",
       // Batches: bmm ranks 3 and 4, thin, short K, ragged entries.
       "bmm(A[4,512,512]:bf16, B[4,512,512]:bf16)",

@@ -78,7 +78,7 @@ TEST(SwapAbDefaults, OtherShapesAndTargetsDoNotSwap) {
   EXPECT_EQ(sm80.get_str("ATOM", ""), "mma_bf16");
   EXPECT_EQ(sm80.get_int("SWAP_AB", 0), 0);
   // A transposed A whose 20-element rows TMA cannot load (40 B), more than 64 rows, a
-  // narrow weight, f32 operands: no swap.
+  // narrow weight with a long K (the split-K class), f32 operands: no swap.
   for (const char* e : {"matmul(A[4096,20]:bf16.T, B[4096,4096]:bf16)",
                         "matmul(A[128,4096]:bf16, B[4096,4096]:bf16)",
                         "matmul(A[16,4096]:bf16, B[4096,512]:bf16)",
@@ -103,6 +103,13 @@ TEST(SwapAbCompile, SwappedKernelsCompileForSm90aWithoutSpills) {
       {"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", ""},
       {"matmul(A[16,4096]:bf16, B[4096,4096]:bf16)", ""},
       {"matmul(A[1,4096]:f16, B[4096,2048]:f16, out=f32)", ""},
+      // narrow weights at decode (a 2048-wide Llama's KV projection, 8-CTA clusters over K),
+      // and a decode step's fused epilogues (M = 1: its broadcast-style index fuses)
+      {"linear(X[1,2048]:bf16, W[512,2048]:bf16)", ""},
+      {"linear(X[16,2048]:f16, W[256,2048]:f16)", ""},
+      {"linear(X[1,4000]:bf16, W[128,4000]:bf16)", ""},
+      {"mul(silu(linear(X[1,2048]:bf16, W[8192,2048]:bf16)), E0[1,8192]:bf16)", ""},
+      {"add(linear(X[1,8192]:bf16, W[2048,8192]:bf16), E0[1,2048]:bf16)", ""},
       {"matmul(A[24,1024]:f16, B[1024,2048]:f16)",
        "ATOM=wgmma_f16," + tma + "BK=64,STAGES=4" + swap + ",WM=1,BN=16"},
       {"matmul(A[20,520]:bf16, B[520,1096]:bf16)",
@@ -121,6 +128,7 @@ TEST(SwapAbCompile, SwappedKernelsCompileForSm90aWithoutSpills) {
     opt.target = Target::for_arch("sm_90a");
     CompiledProgram c = compile_expression(expr, opt);
     EXPECT_EQ(c.state.used_knobs.at("SWAP_AB"), "1");
+    EXPECT_EQ(c.state.kernel.kernels.size(), 1u) << "the epilogue in the GEMM's kernel";
     ASSERT_NE(c.cuda.find("wgmma_m64n"), std::string::npos);
     CompileResult r = nvrtc(c);
     EXPECT_GT(r.cubin.size(), 0u);

@@ -164,6 +164,20 @@ TEST(Passes, FusionLeavesOneKernel) {
   EXPECT_FALSE(s.kernel.has_tensor("t2"));  // temps are gone
 }
 
+// One row (a decode step's token): l:000 indexes the size-1 dimension by 0, broadcast
+// style, and the fusion takes index 0 in an extent-1 loop as the loop's position, so the
+// epilogue stays in the GEMM's kernel (it ran as separate elementwise kernels before).
+TEST(Passes, FusionOfASingleRowLeavesOneKernel) {
+  CompileState s;
+  s.graph = parse_expression("silu(add(matmul(A[1,8]:f16, B[8,8]:f16), R[1,8]:f16))");
+  run_pipeline(s);
+  ASSERT_EQ(s.kernel.kernels.size(), 1u);
+  EXPECT_EQ(s.kernel.kernels[0].name, "k_matmul_add_silu");
+  // and it computes what the unfused program does, after every pass
+  passcheck::check_every_pass("mul(silu(linear(X[1,64]:bf16, W[40,64]:bf16)), E0[1,40]:bf16)",
+                              Knobs(), 61, {}, {}, std::nullopt, Target::for_arch("sm_80"));
+}
+
 TEST(Passes, ImpossibleKnobsNameTheLimit) {
   auto compile = [](const std::string& knobs) {
     CompileState s;

@@ -92,6 +92,17 @@ TEST(SwapAb, BiasIndexedByTheOutputColumnEveryPassMatches) {
                               {{"M", 16}, {"N", 64}, {"K", 64}});
 }
 
+TEST(SwapAb, SingleRowFusedEpilogueEveryPassMatches) {
+  // M = 1 (a decode step): the gated epilogue (silu, times an [1, N] operand) and a
+  // residual add fuse into the swapped GEMM's one kernel and match after every pass.
+  for (const char* e : {"mul(silu(linear(X[1,128]:bf16, W[72,128]:bf16)), E0[1,72]:bf16)",
+                        "add(linear(X[1,128]:bf16, W[72,128]:bf16, bias[72]:bf16), E0[1,72]:bf16)"}) {
+    CompileState s = passcheck::check_every_pass(
+        e, Knobs::parse(swapped("wgmma_bf16", 8, ",WARP_SPECIALIZE=1")), 37);
+    ASSERT_EQ(s.kernel.kernels.size(), 1u) << e;
+  }
+}
+
 TEST(SwapAb, ChunkedSlabsBm128AndBk128EveryPassMatches) {
   // BM = 128: B's slab rows are two 64-column chunks (M-major A, one chunk per
   // warpgroup); BK = 128: A's slab rows are two K chunks (K-major B).

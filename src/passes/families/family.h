@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "atoms/atoms.h"
 #include "ir/graph.h"
 #include "passes/defaults.h"
 #include "passes/knobs.h"
@@ -91,6 +92,11 @@ struct KernelFamily {
   // GEMM families: whether the kernel compiled for ATOM=`atom` is this family's (the
   // atom choice itself is resolved_atom's: explicit ATOM, SIMT tiling knobs, defaults).
   bool (*serves_atom)(const std::string& atom) = nullptr;
+  // GEMM families: the atom table entry ATOM=`atom` compiles to under the state's knobs
+  // (ACC, and wgmma's N from BN, WN, FN), nullptr for the SIMT path; throws loom::Error
+  // naming the limit and the fix for a combination the family has no atom for
+  // (passes/mma_choice.h's chosen_mma calls it).
+  const AtomDef* (*atom_def)(CompileState& s, const std::string& atom) = nullptr;
   // Attention families: which knob values select the kernel, for the table (the passes
   // decide: t:012 by ATTN_MMA and the head dim, l:005/k:012 decode by the query rows).
   std::string chosen_by;

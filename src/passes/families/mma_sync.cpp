@@ -2,6 +2,7 @@
 // m16n8k16 (tf32: m16n8k8) atoms fed by ldmatrix fragments from a cp.async ring.
 #include "passes/families/family.h"
 
+#include "ir/error.h"
 #include "passes/defaults.h"
 #include "passes/families/gemm_knobs.h"
 #include "passes/families/gemm_shape.h"
@@ -125,6 +126,31 @@ std::string refuse_fragment_knobs(const RefusalContext& r) {
 
 }  // namespace
 
+// The warp-collective compute atom of the table multiplying `in` operands into an `acc`
+// accumulator; nullptr when the table has none.
+static const AtomDef* mma_atom(DType in, DType acc) {
+  for (const AtomDef& a : atom_table())
+    if (a.kind == AtomKind::Compute && a.threads == WarpAtom::kLanes && a.a_type == in &&
+        a.acc_type == acc)
+      return &a;
+  return nullptr;
+}
+
+// ATOM=mma_f16 | mma_bf16 | mma_tf32: the mma.sync entry by operand type and ACC.
+static const AtomDef* mma_atom_def(CompileState& s, const std::string& v) {
+  const std::string acc = s.knobs.get_str("ACC", "f32");
+  const DType in = v == "mma_f16" ? DType::F16 : v == "mma_bf16" ? DType::BF16 : DType::TF32;
+  const DType acc_type = acc == "f16" ? DType::F16 : DType::F32;
+  const AtomDef* a = mma_atom(in, acc_type);
+  if (!a)
+    throw Error("ACC=" + acc + " with ATOM=" + v + ": PTX's " + dtype_name(in) + " mma.sync (" +
+                mma_atom(in, DType::F32)->ptx + ") accumulates in f32 only; f16 accumulation "
+                "exists for f16 operands (m16n8k16 .f16.f16.f16.f16) — use ACC=f32, or "
+                "ATOM=mma_f16 on f16 inputs");
+  s.used_knobs["ACC"] = acc;
+  return a;
+}
+
 KernelFamily mma_sync_family() {
   KernelFamily f;
   f.name = "mma_sync";
@@ -140,6 +166,7 @@ KernelFamily mma_sync_family() {
   f.schedule = mma_schedule;
   f.claims = mma_claims;
   f.decodes = mma_decodes;
+  f.atom_def = mma_atom_def;
   f.refusal = refuse_fragment_knobs;
   return f;
 }

@@ -2,6 +2,7 @@
 // shape classes' own schedules (large, medium, small, split-k, symbolic: defaults.cpp).
 #include "passes/families/family.h"
 
+#include "ir/error.h"
 #include "passes/families/gemm_knobs.h"
 #include "passes/families/gemm_shape.h"
 
@@ -69,6 +70,16 @@ static std::string simt_classify(const GemmShape& s, const Target& t, bool decod
 }
 
 
+// ATOM=fma: no atom table entry (the SIMT path's FMA cells); ACC must be f32.
+static const AtomDef* simt_atom_def(CompileState& s, const std::string&) {
+  const std::string acc = s.knobs.get_str("ACC", "f32");
+  if (acc != "f32")
+    throw Error("ACC=" + acc + " with ATOM=fma: the SIMT path accumulates in f32 (fma.rn.f32); "
+                "an f16 accumulator is the tensor-core atom m16n8k16 .f16.f16.f16.f16 — set "
+                "ATOM=mma_f16 (f16 inputs) or ACC=f32");
+  return nullptr;
+}
+
 KernelFamily simt_family() {
   KernelFamily f;
   f.name = "simt";
@@ -82,6 +93,7 @@ KernelFamily simt_family() {
                {"CLUSTER_N", {"1"}},       {"CLUSTER_K", {"1"}},     {"LDMATRIX", {"0"}},
                {"FRAG_BUFFERS", {"1"}}};
   f.classify = simt_classify;
+  f.atom_def = simt_atom_def;
   return f;
 }
 

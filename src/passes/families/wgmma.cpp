@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "ir/error.h"
 #include "passes/defaults.h"
 #include "passes/families/gemm_knobs.h"
 #include "passes/families/gemm_shape.h"
@@ -588,6 +589,30 @@ std::string refuse_organization_knobs(const RefusalContext& r) {
 
 }  // namespace
 
+// The wgmma entry ATOM names: its N is the warpgroup's columns per atom.
+static const AtomDef* wgmma_atom_def(CompileState& s, const std::string& v) {
+  const std::string acc = s.knobs.get_str("ACC", "f32");
+  if (acc != "f32")
+    throw Error("ACC=" + acc + " with ATOM=" + v + ": Loom's wgmma atoms accumulate in f32; "
+                "use ACC=f32");
+  const std::string in = v.substr(6);  // f16 | bf16 | tf32
+  const int64_t WN = s.knob("WN", 1), FN = s.knob("FN", 1), BN = s.knob("BN", 128);
+  if (WN < 1 || FN < 1 || BN % (WN * FN) != 0)
+    throw Error("BN=" + std::to_string(BN) + " with WN=" + std::to_string(WN) + ",FN=" +
+                std::to_string(FN) + ": with ATOM=" + v + " each of the WN warpgroups covers "
+                "FN atoms of BN/(WN*FN) columns; choose BN as a multiple of WN*FN");
+  const int64_t n = BN / (WN * FN);
+  const std::string id = "wgmma_m64n" + std::to_string(n) + (in == "tf32" ? "k8" : "k16") +
+                         "_f32_" + in;
+  const AtomDef* a = find_atom(id);
+  if (!a)
+    throw Error("ATOM=" + v + " with BN=" + std::to_string(BN) + ",WN=" + std::to_string(WN) +
+                ",FN=" + std::to_string(FN) + " needs a wgmma of N=" + std::to_string(n) +
+                " columns; wgmma's N is a multiple of 8 from 8 to 256 (choose BN/(WN*FN) so)");
+  s.used_knobs["ACC"] = acc;
+  return a;
+}
+
 KernelFamily wgmma_family() {
   KernelFamily f;
   f.name = "wgmma";
@@ -607,6 +632,7 @@ KernelFamily wgmma_family() {
   f.claims = wgmma_claims;
   f.decodes = wgmma_decodes;
   f.symbolic = symbolic_m_wgmma_defaults;
+  f.atom_def = wgmma_atom_def;
   f.refusal = refuse_organization_knobs;
   // The tuner searches ATOM=wgmma_* on sm_90a-style targets only (tune/problem.cpp); the
   // per-knob values it tries are the registry's (passes/knobs.cpp, .searched "wgmma").

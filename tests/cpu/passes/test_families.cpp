@@ -51,11 +51,12 @@ TEST(Families, GemmFamiliesHaveTheHooksTheDefaultsCall) {
   int classifiers = 0;
   for (const auto& f : kernel_families()) {
     if (f.op != FamilyOp::gemm) {
-      EXPECT_FALSE(f.serves_atom || f.schedule || f.classify || f.claims) << f.name;
+      EXPECT_FALSE(f.serves_atom || f.schedule || f.classify || f.claims || f.atom_def) << f.name;
       EXPECT_FALSE(f.chosen_by.empty()) << f.name;
       continue;
     }
     EXPECT_TRUE(f.serves_atom) << f.name;
+    EXPECT_TRUE(f.atom_def) << f.name;
     EXPECT_EQ(f.schedule == nullptr, f.schedule_slot == nullptr) << f.name;
     classifiers += f.classify != nullptr;
   }

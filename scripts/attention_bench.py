@@ -27,12 +27,13 @@ Paged mode (--paged PAGE): the decode grid with K and V also stored as a page po
 the pages in shuffled order behind a block table, every sequence full length. Loom paged
 and Loom contiguous run the same shapes, each verified first (the same rule, against the
 f32 reference on the contiguous K and V), then both and SDPA's backends on the contiguous
-form are timed interleaved with a cold L2. Prints paged/contiguous time (the bar: <= 1.10).
+form are timed interleaved with a cold L2. Prints paged/contiguous time (the bar: <= 1.10);
+--mma-column adds the paged form on the mma.sync kernel (prefill: --sq 2048 --sk 2048).
 
 Varlen mode (--varlen): packed sequences of a few length mixes (bf16, D = 128, 16 heads,
-causal and not): Loom's varlen form against Loom on the padded batch [B, H, max, D] (its
-default kernel, and the mma.sync kernel the varlen form runs on) and SDPA's flash backend on
-the padded batch. Verified first per sequence (the same rule). Prints varlen time over the
+causal and not; --mixes, --varlen-heads HQ HKV): Loom's varlen form (its default kernel and
+the mma.sync kernel) against Loom on the padded batch [B, H, max, D] (its default kernel and
+the mma.sync kernel) and SDPA's flash backend on the padded batch. Verified first per sequence (the same rule). Prints varlen time over the
 padded time scaled by real/padded (query, key) pairs — the padding's work subtracted; the
 bar is <= 1.10.
 
@@ -372,6 +373,10 @@ def paged_expression(b, hq, hkv, sq, d, pages, page, maxp, dtype):
             "seqlens_k=L[%d]:i32, causal=false)" % (b, hq, sq, d, dtype, pool, pool, b, maxp, b))
 
 
+def with_knob(knobs, extra):
+    return ",".join(x for x in (knobs, extra) if x)
+
+
 def to_pages(x, page, perm):
     """[B, Hkv, Sk, D] -> the pool [B*Sk/page, Hkv, page, D], page (b, slot) at perm[b*maxp+slot]."""
     b, hkv, sk, d = x.shape
@@ -387,9 +392,10 @@ def paged(args, flush):
     page = args.paged
     names_sdpa = [n for n, _ in DECODE_BACKENDS]
     print("# paged KV: page %d, pages shuffled, every sequence Sk keys" % page)
-    print("%-3s %-3s %-3s %-3s %-6s  %9s %9s %8s %8s %8s  %11s %9s  %s" % (
-        "B", "Hq", "Hkv", "Sq", "Sk", "paged_us", "contig_us", "flash", "effic", "cudnn",
-        "paged/contig", "paged/best", "knobs (paged | contiguous) / notes"))
+    print("%-3s %-3s %-3s %-4s %-6s  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
+        "B", "Hq", "Hkv", "Sq", "Sk", "paged_us", "pmma_us", "contig_us", "flash", "effic",
+        "cudnn", "paged/contig", "pmma/contig", "paged/best",
+        "knobs (paged | paged mma.sync | contiguous) / notes"))
     dtype = lt.TORCH_DTYPES[args.dtype]
     hq, d = args.q_heads, args.head_dim
     summary = []
@@ -424,14 +430,19 @@ def paged(args, flush):
                             break
                         except Exception:  # noqa: BLE001 (a backend refusing the shape)
                             continue
-                    for name, expr, tensors in (
-                            ("paged", paged_expression(b, hq, hkv, sq, d, b * maxp, page, maxp,
-                                                       args.dtype),
-                             {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}),
+                    pexpr = paged_expression(b, hq, hkv, sq, d, b * maxp, page, maxp, args.dtype)
+                    ptensors = {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}
+                    # The paged form on its default kernel, on the mma.sync kernel (a column:
+                    # the wgmma kernel is prefill's default on sm_90a), and the contiguous form.
+                    for name, expr, tensors, knobs in (
+                            ("paged", pexpr, ptensors, args.knobs),
+                            ("paged_mma", pexpr, ptensors, with_knob(args.knobs, "ATTN_MMA=mma_sync")),
                             ("contig", decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
-                             {"Q": q, "K": k, "V": v})):
+                             {"Q": q, "K": k, "V": v}, args.knobs)):
+                        if name == "paged_mma" and not args.mma_column:
+                            continue
                         try:
-                            op = lt.LoomOp(expr, args.knobs, tensors, use_db=not args.no_db)
+                            op = lt.LoomOp(expr, knobs, tensors, use_db=not args.no_db)
                             out = op()
                             torch.cuda.synchronize()
                             if torch_out is None:
@@ -457,11 +468,14 @@ def paged(args, flush):
                     us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
                     best = min([us[n] for n in names_sdpa if n in us], default=None)
                     ratio = us["paged"] / us["contig"] if "paged" in us and "contig" in us else None
+                    r_mma = (us["paged_mma"] / us["contig"]
+                             if "paged_mma" in us and "contig" in us else None)
                     vs_best = best / us["paged"] if best and "paged" in us else None
-                    print("%-3d %-3d %-3d %-3d %-6d  %9s %9s %8s %8s %8s  %11s %9s  %s" % (
-                        b, hq, hkv, sq, sk, fmt(us.get("paged")), fmt(us.get("contig")),
-                        fmt(us.get("flash")), fmt(us.get("efficient")), fmt(us.get("cudnn")),
-                        fmt(ratio, "%.3f"), fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
+                    print("%-3d %-3d %-3d %-4d %-6d  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
+                        b, hq, hkv, sq, sk, fmt(us.get("paged")), fmt(us.get("paged_mma")),
+                        fmt(us.get("contig")), fmt(us.get("flash")), fmt(us.get("efficient")),
+                        fmt(us.get("cudnn")), fmt(ratio, "%.3f"), fmt(r_mma, "%.3f"),
+                        fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
                     summary.append(ratio)
                     fns = op = q = k = v = kc = vc = None
                     torch.cuda.empty_cache()
@@ -475,21 +489,43 @@ VARLEN_MIXES = [[4096, 2048, 1024, 512, 256, 128], [1023, 777, 3001, 129, 2048, 
                 [8192] + [512] * 8]
 
 
+def sdpa_gqa_causal(q, k, v, causal, backend):
+    """SDPA through one backend, GQA by enable_gqa (or, where the backend refuses it, K and V
+    expanded to Q's heads); causal is top-left (Sq = Sk here)."""
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        if q.shape[1] == k.shape[1]:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        try:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                    enable_gqa=True)
+        except RuntimeError:
+            g = q.shape[1] // k.shape[1]
+            return torch.nn.functional.scaled_dot_product_attention(
+                q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=causal)
+
+
 def varlen(args, flush):
-    """Varlen Loom vs padded-batch Loom (default and mma.sync) and SDPA flash, padded."""
+    """Varlen Loom (default kernel and mma.sync) vs padded-batch Loom (default and mma.sync)
+    and SDPA flash, padded."""
     dtype = lt.TORCH_DTYPES[args.dtype]
-    h, d = 16, 128
-    print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
-        "causal", "lengths", "varlen_us", "pad_us", "pad_mma", "fa2_pad", "vs_pad", "vs_mma",
-        "notes (vs_*: varlen / (padded x real/padded pairs); bar <= 1.10)"))
+    hq, hkv = args.varlen_heads
+    d = args.head_dim
+    mixes = [[int(x) for x in m.split(",")] for m in args.mixes] if args.mixes else VARLEN_MIXES
+    print("# varlen: Hq %d, Hkv %d, D %d" % (hq, hkv, d))
+    print("%-6s %-34s  %9s %9s %9s %9s %9s  %8s %8s %8s  %s" % (
+        "causal", "lengths", "varlen_us", "vmma_us", "pad_us", "pad_mma", "fa2_pad", "vs_pad",
+        "vs_mma", "vmma_pad",
+        "notes (vs_pad: varlen / (padded x real/padded pairs), vs_mma: the same over the padded "
+        "mma.sync, vmma_pad: varlen on mma.sync over the padded default; bar <= 1.10)"))
     summary = []
     for causal in args.masks:
-        for lens in VARLEN_MIXES:
+        for lens in mixes:
             b, m, t = len(lens), max(lens), sum(lens)
             g = torch.Generator(device="cuda").manual_seed(1)
-            qp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
-            kp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
-            vp = torch.randn(b, h, m, d, device="cuda", dtype=dtype, generator=g)
+            qp = torch.randn(b, hq, m, d, device="cuda", dtype=dtype, generator=g)
+            kp = torch.randn(b, hkv, m, d, device="cuda", dtype=dtype, generator=g)
+            vp = torch.randn(b, hkv, m, d, device="cuda", dtype=dtype, generator=g)
             pack = lambda x: torch.cat([x[i, :, :n].transpose(0, 1) for i, n in enumerate(lens)]
                                        ).contiguous()  # noqa: E731
             q, k, v = pack(qp), pack(kp), pack(vp)
@@ -498,43 +534,52 @@ def varlen(args, flush):
             c = "true" if causal else "false"
             vexpr = ("attention(Q[%d,%d,%d]:%s, K[%d,%d,%d]:%s, V[%d,%d,%d]:%s, cu_seqlens_q=CQ[%d]:i32, "
                      "cu_seqlens_k=CK[%d]:i32, max_seqlen_q=%d, causal=%s)" % (
-                         t, h, d, args.dtype, t, h, d, args.dtype, t, h, d, args.dtype, b + 1, b + 1,
-                         m, c))
-            pexpr = expression(b, h, m, d, args.dtype, causal)
+                         t, hq, d, args.dtype, t, hkv, d, args.dtype, t, hkv, d, args.dtype, b + 1,
+                         b + 1, m, c))
+
+            def tq(hh):
+                return "[%d,%d,%d,%d]:%s" % (b, hh, m, d, args.dtype)
+            pexpr = "attention(Q%s, K%s, V%s, causal=%s)" % (tq(hq), tq(hkv), tq(hkv), c)
             fns, names, notes = [], [], []
-            try:
-                op = lt.LoomOp(vexpr, args.knobs, {"Q": q, "K": k, "V": v, "CQ": cu, "CK": cu},
-                               use_db=False)
-                out = op()
-                torch.cuda.synchronize()
-                ok = True
-                worst = (0.0, 0.0)
-                for i, n in enumerate(lens):
-                    s0 = int(cu[i])
-                    qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
-                    ref = lt.attention_reference_f32(qi, ki, vi, causal)
-                    tor = lt.sdpa(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)
-                    got = out[s0:s0 + n].transpose(0, 1).unsqueeze(0)
-                    good, le, te = lt.check_attention(got, tor, ref)
-                    ok = ok and good
-                    worst = max(worst, (le, te))
-                if ok:
-                    fns.append(op)
-                    names.append("varlen")
-                    notes.append(op.program.knobs)
-                else:
-                    notes.append("varlen FAIL max err %.2e vs PyTorch's %.2e" % worst)
-            except (RuntimeError, ValueError) as e:
-                notes.append("varlen not run: " + first_line(e))
+            refs = []
+            for i, n in enumerate(lens):
+                qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
+                refs.append((lt.attention_reference_f32(qi, ki, vi, causal),
+                             sdpa_gqa_causal(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)))
+            for name, knobs in (("varlen", args.knobs),
+                                ("vmma", with_knob(args.knobs, "ATTN_MMA=mma_sync"))):
+                try:
+                    op = lt.LoomOp(vexpr, knobs, {"Q": q, "K": k, "V": v, "CQ": cu, "CK": cu},
+                                   use_db=False)
+                    out = op()
+                    torch.cuda.synchronize()
+                    ok = True
+                    worst = (0.0, 0.0)
+                    for i, n in enumerate(lens):
+                        s0 = int(cu[i])
+                        ref, tor = refs[i]
+                        got = out[s0:s0 + n].transpose(0, 1).unsqueeze(0)
+                        good, le, te = lt.check_attention(got, tor, ref)
+                        ok = ok and good
+                        worst = max(worst, (le, te))
+                    if ok:
+                        fns.append(op)
+                        names.append(name)
+                        notes.append(op.program.knobs)
+                    else:
+                        notes.append("%s FAIL max err %.2e vs PyTorch's %.2e" % ((name,) + worst))
+                except (RuntimeError, ValueError) as e:
+                    notes.append(name + " not run: " + first_line(e))
+            refs = None
             for name, knobs in (("pad", args.knobs),
-                                ("pad_mma", ",".join(x for x in (args.knobs, "ATTN_MMA=mma_sync") if x))):
+                                ("pad_mma", with_knob(args.knobs, "ATTN_MMA=mma_sync"))):
                 try:
                     pop = lt.LoomOp(pexpr, knobs, {"Q": qp, "K": kp, "V": vp}, use_db=not args.no_db)
                     fns.append(pop)
                     names.append(name)
                 except (RuntimeError, ValueError) as e:
                     notes.append(name + " not run: " + first_line(e))
-            fns.append(sdpa_call(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
+            fns.append(lambda: sdpa_gqa_causal(qp, kp, vp, causal, SDPBackend.FLASH_ATTENTION))
             names.append("fa2")
             us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
             if causal:
@@ -547,14 +592,17 @@ def varlen(args, flush):
             r_pad = us["varlen"] / (us["pad"] * frac) if "varlen" in us and "pad" in us else None
             r_mma = (us["varlen"] / (us["pad_mma"] * frac)
                      if "varlen" in us and "pad_mma" in us else None)
-            print("%-6s %-34s  %9s %9s %9s %9s  %8s %8s  %s" % (
-                c, ",".join(map(str, lens))[:34], fmt(us.get("varlen")), fmt(us.get("pad")),
-                fmt(us.get("pad_mma")), fmt(us.get("fa2")), fmt(r_pad, "%.3f"),
-                fmt(r_mma, "%.3f"), " | ".join(notes)), flush=True)
-            summary.append((r_pad, r_mma))
+            r_vmma = us["vmma"] / (us["pad"] * frac) if "vmma" in us and "pad" in us else None
+            print("%-6s %-34s  %9s %9s %9s %9s %9s  %8s %8s %8s  %s" % (
+                c, ",".join(map(str, lens))[:34], fmt(us.get("varlen")), fmt(us.get("vmma")),
+                fmt(us.get("pad")), fmt(us.get("pad_mma")), fmt(us.get("fa2")),
+                fmt(r_pad, "%.3f"), fmt(r_mma, "%.3f"), fmt(r_vmma, "%.3f"), " | ".join(notes)),
+                flush=True)
+            summary.append((r_pad, r_mma, r_vmma))
             fns = op = q = k = v = qp = kp = vp = None
             torch.cuda.empty_cache()
-    for i, what in ((0, "padded default"), (1, "padded mma.sync")):
+    for i, what in ((0, "padded default"), (1, "padded mma.sync"),
+                    (2, "padded default, varlen on mma.sync")):
         rs = [x[i] for x in summary if x[i] is not None]
         print("# varlen summary vs %s: %s" % (what, "min %.3f median %.3f max %.3f" % (
             min(rs), sorted(rs)[len(rs) // 2], max(rs)) if rs else "-"))
@@ -630,6 +678,12 @@ def main():
                    help="varlen mode: packed sequences vs the padded batch")
     p.add_argument("--paged", type=int, default=0, metavar="PAGE",
                    help="paged KV mode: the decode grid, paged (pages of PAGE keys) vs contiguous")
+    p.add_argument("--mma-column", action="store_true",
+                   help="paged: also time the paged form on the mma.sync kernel")
+    p.add_argument("--mixes", nargs="+", default=[], metavar="L1,L2,..",
+                   help="varlen: the length mixes (default: three mixes of 6-9 sequences)")
+    p.add_argument("--varlen-heads", type=int, nargs=2, default=[16, 16], metavar=("HQ", "HKV"),
+                   help="varlen: query and key/value heads (default 16 16)")
     p.add_argument("--max-kv-gb", type=float, default=20.0,
                    help="decode: skip points whose K and V exceed this many GB")
     args = p.parse_args()

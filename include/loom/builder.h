@@ -54,8 +54,12 @@ class GraphBuilder {
   // An input tensor (see the shape convention above). Naming the same tensor again
   // with the same storage shape and dtype is allowed (e.g. A and A.T); identical uses
   // share one node.
+  // `pitch`: the tensor is a view into a larger buffer — the strides (elements) of the
+  // dimensions outside the innermost, the row pitch last; fewer than rank - 1 leave the
+  // outer ones dense over the given ones; empty: dense. input("A", {M, K}, BF16, false,
+  // {1056}) is the expression language's A[M,K|1056]:bf16.
   TensorRef input(std::string name, std::vector<Dim> storage_shape, DType dtype,
-                  bool transposed = false);
+                  bool transposed = false, std::vector<int64_t> pitch = {});
 
   // [M,K] x [K,N] -> [M,N], or batched [B,M,K] x [B,K,N] -> [B,M,N] (logical shapes).
   // Output dtype: `out`, else f32 for f32/tf32 operands and the operand dtype otherwise.
@@ -64,6 +68,7 @@ class GraphBuilder {
   TensorRef bmm(TensorRef a, TensorRef b, std::optional<DType> out = {});
   // X[M,K] . W[N,K]ᵀ (+ bias[N]), as torch.nn.functional.linear: built as a matmul
   // with W used transposed, then an add of the bias; both nodes have origin "linear".
+  // X may have one or two leading dims ([B,S,K], [B,H,S,K]): W is shared by every entry.
   TensorRef linear(TensorRef x, TensorRef w, std::optional<TensorRef> bias = {},
                    std::optional<DType> out = {});
 
@@ -92,7 +97,9 @@ class GraphBuilder {
 
   // The graph computing `result`: only the nodes it depends on, renumbered in
   // topological order, checked to hold one contraction and verified (Graph::verify).
-  Graph build(TensorRef result) const;
+  // `out_pitch`: the output is a view into a larger buffer (the expression language's
+  // out_pitch=): its row pitch in elements, as `input`'s pitch; rows of whole 16-byte units.
+  Graph build(TensorRef result, const std::vector<int64_t>& out_pitch = {}) const;
 
   // Source column (1-based) recorded in Node::column of the nodes made next; the parser
   // sets it so later stages can point at the text. 0 means "not from text".
@@ -100,6 +107,8 @@ class GraphBuilder {
 
  private:
   const Node& node(TensorRef r, const std::string& op) const;
+  void check_pitch(const std::string& name, const std::vector<Dim>& shape,
+                   const std::vector<int64_t>& pitch) const;
   const Node& contraction_operand(TensorRef r, const std::string& op, const char* role) const;
   TensorRef contract(const std::string& op, const Node& a, const Node& b,
                      const std::string& a_text, const std::string& b_text,

@@ -16,15 +16,16 @@
 // (PlanOptions::sizes: a plan per size), or, listed in PlanOptions::runtime_sizes, given
 // at each execute(). Run-time sizes suit attention (its kernels take batch and sequence
 // lengths as arguments, with the knobs a bound prefill shape gets: 1.07x its time on
-// the H100 shape docs/api.md measures); so does a 16-bit GEMM's M on sm_90a (the large
-// wgmma schedule, with N and K bound). A GEMM's run-time N or K compiles to the CUDA-core
-// kernels, several times slower than the tensor-core ones a bound size gets. docs/api.md
-// says which to pick.
+// the H100 shape docs/api.md measures); so do a 16-bit GEMM's M, N and K on sm_90a (the
+// wgmma kernels; a run-time M alone gets one kernel per range of M, PlanVariant). Other
+// GEMMs with run-time sizes compile to the CUDA-core kernels, several times slower than
+// the tensor-core ones a bound size gets. docs/api.md says which to pick.
 //
 // Every failure is a loom::Error whose message names the problem and the fix.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,6 +80,18 @@ struct TensorInfo {
   std::vector<int64_t> shape;  // storage shape (a .T operand: as stored); -1: a run-time size
   std::vector<std::string> dims;  // the same as text: "4096", or the symbol "S"
   int64_t bytes = 0;              // -1 when a dim is a run-time size
+};
+
+// One kernel of a plan and the run-time sizes it serves. A plan holds one kernel, or, for
+// a 16-bit GEMM on sm_90a whose run-time size is M alone and whose knobs are the defaults,
+// one per range of M (a swapped decode tile for a few rows, one row of 128-row tiles, the
+// medium and the large persistent schedules): each execute() runs the one whose range
+// holds its M. docs/api.md has the ranges.
+struct PlanVariant {
+  std::string size;  // the run-time size whose value picks it ("M"); "" for a single kernel
+  int64_t lo = 1, hi = std::numeric_limits<int64_t>::max();  // its range of that size, both ends included
+  std::string knobs;               // "K=V,K=V", as knobs_string()
+  std::string knob_source;         // where they came from ("default: class decode as if M = 16, ...")
 };
 
 // Why GPU `device` cannot run plans ("no CUDA driver", ...), or "" when it can.
@@ -149,6 +162,11 @@ class Plan {
   const std::string& arch() const;  // the compile target, e.g. "sm_90a"
   double flops() const;             // useful work of one execution (0 with run-time sizes)
   int device() const;
+  // The plan's kernels, lowest range first (one entry for a plan with one kernel), and the
+  // index of the one execute() runs at `sizes` (the plan's run-time sizes, as execute()
+  // takes them). knobs(), knob_source() and cuda_source() are the last variant's.
+  std::vector<PlanVariant> variants() const;
+  size_t variant_for(const std::map<std::string, int64_t>& sizes) const;
   // Whether execute() can run (false for a compile-only plan) and, if not, why.
   bool executable() const;
   const std::string& not_executable_reason() const;

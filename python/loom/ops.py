@@ -58,35 +58,77 @@ def _dims(shape):
     return ",".join(str(int(s)) for s in shape)
 
 
-def _layout(op, name, t, transposable=True):
-    """'' when t is stored row-major, '.T' when it is the transpose of a row-major tensor
-    (of its last two dims); otherwise LoomStrideError."""
-    if t.is_contiguous():
+def _pitch(shape, strides):
+    """The '|' part of a row-major view's shape ('' when dense): the strides of every dim
+    but the innermost, when the innermost stride is 1 and each other stride is at least the
+    extent of the dims inside it (rows that do not overlap: a column slice x[:, :1000], a
+    pitched batch); None for any other layout."""
+    r = len(shape)
+    if r == 0 or 0 in shape:
         return ""
-    if transposable and t.dim() >= 2 and t.transpose(-1, -2).is_contiguous():
-        return ".T"
-    what = ("row-major (contiguous) or the transpose of a row-major tensor (x.T, "
-            "x.transpose(-1, -2) of a contiguous x)" if transposable else
-            "row-major (contiguous) [B, H, S, D]")
+    if shape[-1] != 1 and strides[-1] != 1:
+        return None
+    out = [0] * (r - 1)
+    extent = shape[-1]
+    dense, inner = True, shape[-1]
+    for i in range(r - 2, -1, -1):
+        s = strides[i] if shape[i] != 1 else max(extent, inner)  # a size-1 dim's stride is moot
+        if s < extent:
+            return None
+        out[i] = s
+        dense = dense and s == inner
+        extent = (shape[i] - 1) * s + extent
+        inner *= shape[i]
+    return "" if dense else "|" + ",".join(str(int(s)) for s in out)
+
+
+def _view(op, name, t, transposable=True, pitched=True):
+    """How Loom reads t: ('' or '.T', storage shape, '' or '|strides'). Row-major storage,
+    dense or a view into a larger buffer (Loom's `A[M,K|1056]`), or the transpose (of the
+    last two dims) of such storage, e.g. x.T of a column slice; otherwise LoomStrideError."""
+    shape, st = list(t.shape), list(t.stride())
+    if t.is_contiguous():
+        return "", shape, ""
+    cands = [("", shape, st)]
+    if transposable and t.dim() >= 2:
+        cands.append((".T", shape[:-2] + [shape[-1], shape[-2]], st[:-2] + [st[-1], st[-2]]))
+    for tr, sh, s in cands:
+        p = _pitch(sh, s)
+        if p is not None and (pitched or not p):
+            return tr, sh, p
+    if not pitched:
+        what = "row-major (contiguous) [B, H, S, D]"
+    else:
+        what = ("row-major rows with unit innermost stride whose other strides do not let "
+                "rows overlap (contiguous, a slice such as x[:, :1000], a pitched batch)%s" %
+                (", or the transpose of such a tensor (x.T)" if transposable else ""))
     raise LoomStrideError(
         "loom.%s: %s has shape %s and strides %s, which Loom's kernels cannot read: they take "
         "%s. Pass %s.contiguous()" % (op, name, list(t.shape), list(t.stride()), what, name))
 
 
-def _check(op, name, t, transposable=True):
+def _layout(op, name, t, transposable=True):
+    """'' when t is stored row-major (dense or pitched), '.T' when it is the transpose of
+    such storage; otherwise LoomStrideError."""
+    return _view(op, name, t, transposable)[0]
+
+
+def _check(op, name, t, transposable=True, pitched=True):
     """What _operand checks, without writing sizes: the fake implementations call it, where
     sizes may be symbolic (torch.compile's dynamic shapes)."""
     _dtype(op, name, t)
-    _layout(op, name, t, transposable)
+    if t.is_contiguous():
+        return
+    try:
+        _view(op, name, t, transposable, pitched)
+    except TypeError:  # symbolic strides: the real call checks them
+        pass
 
 
-def _operand(op, name, label, t, dtype=None, transposable=True):
+def _operand(op, name, label, t, dtype=None, transposable=True, pitched=True):
     dt = dtype or _dtype(op, name, t)
-    tr = _layout(op, name, t, transposable)
-    shape = list(t.shape)
-    if tr:
-        shape = shape[:-2] + [shape[-1], shape[-2]]
-    return "%s[%s]:%s%s" % (label, _dims(shape), dt, tr)
+    tr, shape, pitch = _view(op, name, t, transposable, pitched)
+    return "%s[%s%s]:%s%s" % (label, _dims(shape), pitch, dt, tr)
 
 
 def _same(op, tensors):
@@ -145,12 +187,12 @@ _ACT_FNS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
 
 
 def _linear_shape(x, w, bias):
-    if x.dim() != 2 or w.dim() != 2:
-        raise ValueError("loom.linear: x must be [M,K] and w [N,K] (torch's layout); got x %s, "
-                         "w %s" % (list(x.shape), list(w.shape)))
-    if x.shape[1] != w.shape[1]:
+    if x.dim() < 2 or x.dim() > 4 or w.dim() != 2:
+        raise ValueError("loom.linear: x must be [M,K], [B,S,K] or [B,H,S,K] and w [N,K] (torch's "
+                         "layout); got x %s, w %s" % (list(x.shape), list(w.shape)))
+    if x.shape[-1] != w.shape[1]:
         raise ValueError("loom.linear: inner dimensions differ: x %s has K=%d but w %s has K=%d" % (
-            list(x.shape), x.shape[1], list(w.shape), w.shape[1]))
+            list(x.shape), x.shape[-1], list(w.shape), w.shape[1]))
     ts = [("x", x), ("w", w)]
     if bias is not None:
         if bias.dim() != 1 or bias.shape[0] != w.shape[0]:
@@ -158,7 +200,16 @@ def _linear_shape(x, w, bias):
                 w.shape[0], list(bias.shape)))
         ts.append(("bias", bias))
     _same("linear", ts)
-    return [x.shape[0], w.shape[0]]
+    return list(x.shape[:-1]) + [w.shape[0]]
+
+
+def _rows(x):
+    """x [..., K] as [rows, K]: a view when the leading dims are dense over the rows (a pitched
+    x keeps its pitch), else a copy."""
+    try:
+        return x.view(-1, x.shape[-1])
+    except RuntimeError:
+        return x.reshape(-1, x.shape[-1])
 
 
 def _linear_expr(x, w, bias, activation):
@@ -212,7 +263,7 @@ def _attention_shape(q, k, v):
 
 
 def _attention_expr(q, k, v, causal, scale, lse=True):
-    args = [_operand("attention", n, n.upper(), t, transposable=False)
+    args = [_operand("attention", n, n.upper(), t, transposable=False, pitched=False)
             for n, t in (("q", q), ("k", k), ("v", v))]
     args.append("causal=" + CAUSAL[causal])
     if scale is not None:
@@ -365,10 +416,11 @@ def runtime_m(enabled=True):
     weight shape with the row count (the token count) M left to run time, and launch it
     for every M; off (the default), each M compiles its own kernel. One kernel avoids a
     compile (about a second, once per shape) for every new batch a serving stack or
-    torch.compile's dynamic shapes bring, and runs large M within a few percent of the
-    per-shape kernel; small M runs slower than the per-shape kernel's decode and medium
-    schedules (H100, a 4096 x 4096 weight: 2.4x at 128 rows, 1.6x at 512; docs/api.md).
-    Returns the previous setting."""
+    torch.compile's dynamic shapes bring. On sm_90a that "kernel" is a few, one per range
+    of M (a swapped decode tile for a few rows, one row of 128-row tiles, the medium and
+    the large persistent schedules: each the per-shape default at its range's top),
+    compiled together and picked by M at each launch (Kernel.variants lists them;
+    docs/api.md, run-time sizes). Returns the previous setting."""
     prev = _runtime_m[0]
     _runtime_m[0] = bool(enabled)
     return prev
@@ -505,7 +557,7 @@ def _linear_impl(x, w, bias, activation, knobs, use_db, runtime_m=False):
     act, shape, expr = _written(_signature("linear", x, w, bias, activation), write)
     if 0 in shape:
         return x.new_empty(shape)
-    if x.shape[1] == 0:  # an empty sum: act(0 + bias)
+    if x.shape[-1] == 0:  # an empty sum: act(0 + bias)
         y = x.new_zeros(shape) + (bias if bias is not None else 0)
         return _ACT_FNS.get(act, lambda t: t)(y)
     ins = {"X": x, "W": w}
@@ -629,7 +681,7 @@ def _attention_fake(q, k, v, causal, scale, return_lse, knobs, use_db, runtime="
     _check_scale(scale)
     oshape, lshape = _attention_shape(q, k, v)
     for n, t in (("q", q), ("k", k), ("v", v)):
-        _check("attention", n, t, transposable=False)
+        _check("attention", n, t, transposable=False, pitched=False)
     return q.new_empty(oshape), q.new_empty(lshape if return_lse else [0], dtype=torch.float32)
 
 
@@ -857,10 +909,9 @@ def gemm_epilogue(kind, a, b, bias=None, extras=(), steps="", out_dtype=None, *,
     extras = list(extras)
     if kind == "linear" and a.dim() > 2:  # leading dims: one [rows, K] GEMM, as loom.linear
         lead = list(a.shape[:-1])
-        if not a.is_contiguous():
-            _layout("linear", "x", a, transposable=False)
+        _layout("linear", "x", a, transposable=False)
         flat = [t.reshape(-1, t.shape[-1]) if t.dim() == a.dim() else t for t in extras]
-        y = gemm_epilogue(kind, a.reshape(-1, a.shape[-1]), b, bias, flat, steps, out_dtype,
+        y = gemm_epilogue(kind, _rows(a), b, bias, flat, steps, out_dtype,
                           knobs=knobs, use_db=use_db, runtime_m=runtime_m)
         return y.view(lead + [b.shape[0]])
     od = "" if out_dtype is None else (_DTYPES.get(out_dtype) if isinstance(out_dtype, torch.dtype)
@@ -948,13 +999,18 @@ def linear(x, w, bias=None, activation=None, *, scale=None, residual=None, out_d
                           extras, ";".join(steps), out_dtype, knobs=knobs, use_db=use_db,
                           runtime_m=runtime_m)
         return y.view(list(x.shape[:-1]) + [w.shape[0]]) if x.dim() > 2 else y
-    op = _linear_impl if _direct(x, w, bias) else _linear_op
+    direct = _direct(x, w, bias)
+    op = _linear_impl if direct else _linear_op
     if x.dim() > 2:
         lead = list(x.shape[:-1])
-        if not x.is_contiguous():
-            _layout("linear", "x", x, transposable=False)
-        y = op(x.reshape(-1, x.shape[-1]), w, bias, act or "", _knobs(knobs), bool(use_db),
-               bool(runtime_m))
+        _layout("linear", "x", x, transposable=False)
+        try:  # one [rows, K] GEMM; a view, so the rows keep a pitched x's pitch
+            rows = x.view(-1, x.shape[-1])
+        except RuntimeError:  # batch strides that are not dense over the rows
+            if direct:  # Loom reads x as it is: X[B,S,K|strides], a batch of GEMMs
+                return _linear_impl(x, w, bias, act or "", _knobs(knobs), bool(use_db))
+            rows = x.reshape(-1, x.shape[-1])  # the autograd op takes [M,K]: a copy
+        y = op(rows, w, bias, act or "", _knobs(knobs), bool(use_db), bool(runtime_m))
         return y.view(lead + [w.shape[0]])
     return op(x, w, bias, act or "", _knobs(knobs), bool(use_db), bool(runtime_m))
 

@@ -114,8 +114,10 @@ class Kernel {
       temps_.push_back(t.name);
     }
     CubinCache cache;
-    CompileResult cr = compile(nvrtc_request(p_.program.cuda, dev.arch()), &cache);
-    module_ = std::make_unique<Module>(Module::load(cr.cubin));
+    for (const auto& v : p_.variants.variants) {
+      CompileResult cr = compile(nvrtc_request(v.program.cuda, dev.arch()), &cache);
+      modules_.push_back(std::make_unique<Module>(Module::load(cr.cubin)));
+    }
   }
   // ptrs: tensor name -> device address (torch.Tensor.data_ptr()) for every input, output
   // and workspace buffer; stream: a cudaStream_t as an integer
@@ -142,7 +144,9 @@ class Kernel {
       }
       // No make_device_current here: its cudaFree(0) may not run inside a stream capture,
       // and the caller (python/loom/ops.py) has made the device current already.
-      const KernelProgram& kp = p_.program.state.kernel;
+      // The kernel of these sizes (one per range of a run-time M, driver/size_variants.h).
+      const size_t v = p_.variants.index_for(sizes);
+      const KernelProgram& kp = p_.variants.variants[v].program.state.kernel;
       // Shared-memory tensors live in each kernel's dynamic shared memory and are never a
       // kernel argument, but DeviceTensors::adopt gives a device buffer to every tensor it
       // is not handed: a cudaMalloc (and later a cudaFree) per rebind, which a CUDA graph
@@ -159,7 +163,7 @@ class Kernel {
         launcher_.reset();
         tensors_ = std::make_unique<DeviceTensors>();
         tensors_->adopt(kp, external, sizes);
-        launcher_ = std::make_unique<ProgramLauncher>(kp, *module_, *tensors_, sizes);
+        launcher_ = std::make_unique<ProgramLauncher>(kp, *modules_[v], *tensors_, sizes);
       }
       bound_ = ptrs;
       bound_sizes_ = sizes;
@@ -168,13 +172,38 @@ class Kernel {
   }
   const ExternalProgram& program() const { return p_; }
   nb::list workspace() const { return workspace_; }
+  // The kernels and the run-time sizes each serves (Plan::variants' fields), and which one
+  // a launch with `sizes` runs.
+  nb::list variants() const {
+    nb::list l;
+    for (const auto& v : p_.variants.variants) {
+      nb::dict d;
+      d["size"] = v.range.symbol;
+      d["lo"] = v.range.lo;
+      d["hi"] = v.range.hi;
+      std::string knobs;
+      for (const auto& r : knob_registry()) {
+        auto it = v.program.state.used_knobs.find(r.name);
+        if (it != v.program.state.used_knobs.end())
+          knobs += (knobs.empty() ? "" : ",") + r.name + "=" + it->second;
+      }
+      d["knobs"] = knobs;
+      d["knob_source"] = v.program.knob_source;
+      l.append(d);
+    }
+    return l;
+  }
+  size_t variant_for(const std::map<std::string, int64_t>& sizes) const {
+    check_runtime_sizes(p_, sizes);
+    return p_.variants.index_for(sizes);
+  }
 
  private:
   int device_ = 0;
   ExternalProgram p_;
   nb::list workspace_;
   std::vector<std::string> temps_;
-  std::unique_ptr<Module> module_;
+  std::vector<std::unique_ptr<Module>> modules_;  // one per variant
   std::map<std::string, uintptr_t> bound_;
   std::map<std::string, int64_t> bound_sizes_;
   std::unique_ptr<DeviceTensors> tensors_;
@@ -274,6 +303,11 @@ NB_MODULE(_C, m) {
            "Enqueue the program on the caller's device pointers (inputs, outputs, workspace) "
            "and stream, with the run-time sizes' values: no allocation, no sync")
       .def_prop_ro("program", &Kernel::program, nb::rv_policy::reference_internal)
+      .def_prop_ro("variants", &Kernel::variants,
+                   "The kernels and the run-time sizes each serves: one, or one per range of a "
+                   "run-time M (size, lo, hi, knobs, knob_source)")
+      .def("variant_for", &Kernel::variant_for, nb::arg("sizes"),
+           "The index in variants of the kernel a launch with these run-time sizes runs")
       .def_prop_ro("workspace", &Kernel::workspace,
                    "The program's own buffers (name, bytes, zero_init) the caller passes to "
                    "launch; zero_init ones must be zeroed (the kernels leave them zero)");

@@ -191,3 +191,33 @@ def test_bad_pointers_are_refused_before_launch():
     k = loom_py.Kernel(attn(1, 1, 1, 64, 64, 64))
     with pytest.raises(RuntimeError, match="no tensor named O"):
         k.launch({"Q": 1, "K": 2, "V": 3, "out": 4, "O": 5}, 0)
+
+
+@gpu
+def test_runtime_m_kernel_holds_a_kernel_per_range():
+    # A run-time M (the default knobs, sm_90a): one loom.Kernel holds a kernel per range of
+    # M and each launch runs its M's (Kernel.variants, Kernel.variant_for), each right.
+    if not torch.cuda.get_device_capability()[0] == 9:
+        pytest.skip("the ranges are sm_90a's defaults")
+    expr = "matmul(A[M,4096]:bf16, B[4096,4096]:bf16)"
+    k = loom_py.Kernel(expr, "", torch.cuda.current_device(), False, "", "M")
+    v = k.variants
+    assert len(v) > 1 and v[0]["size"] == "M" and v[0]["lo"] == 1, v
+    assert all(v[i]["lo"] == v[i - 1]["hi"] + 1 for i in range(1, len(v))), v
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    seen = set()
+    for m in (1, 50, 100, 300, 700):
+        i = k.variant_for({"M": m})
+        assert v[i]["lo"] <= m <= v[i]["hi"], (m, v[i])
+        seen.add(i)
+        a = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
+        out = torch.full((m, 4096), float("nan"), device="cuda", dtype=torch.bfloat16)
+        k.launch({"A": a.data_ptr(), "B": b.data_ptr(), "out": out.data_ptr()},
+                 torch.cuda.current_stream().cuda_stream, {"M": m})
+        ref = a.float() @ b.float()
+        err = (out.float() - ref).abs().max().item()
+        terr = ((a @ b).float() - ref).abs().max().item()
+        assert math.isfinite(err) and err <= 2 * terr + 1e-6, (m, err, terr, v[i]["knobs"])
+    assert len(seen) == 5, seen
+    with pytest.raises(RuntimeError, match="takes M at run time"):
+        k.variant_for({})

@@ -181,12 +181,57 @@ def test_strides_loom_cannot_read_name_the_stride_and_the_fix():
     q = meta(1, 16, 4, 64).transpose(1, 2)
     with pytest.raises(loom.LoomStrideError, match=r"q has shape \[1, 4, 16, 64\].*contiguous"):
         loom.attention(q, q.contiguous(), q.contiguous())
-    # linear's x with leading dims must be contiguous to be flattened without a copy.
+    # linear's x with leading dims: rows that do not overlap (a permuted batch overlaps).
     x = meta(4, 8, 32).transpose(0, 1)
     with pytest.raises(loom.LoomStrideError, match="x.contiguous"):
         loom.linear(x, meta(16, 32))
     # A tensor that is both (a [1, N] row) is simply contiguous.
     assert loom.expression("matmul", meta(1, 8), meta(8, 4)).startswith("matmul(A[1,8]:bf16,")
+
+
+def test_views_are_read_in_place_with_their_pitch():
+    # A column slice of a [64, 1024] buffer: rows 1024 apart, 1000 wide.
+    a = meta(64, 1024)[:, :1000]
+    e = loom.expression("matmul", a, meta(1000, 32))
+    assert e == "matmul(A[64,1000|1024]:bf16, B[1000,32]:bf16)"
+    assert "out" in [t["name"] for t in loom.compile(e).tensors]
+    # The transpose of a pitched tensor: stored [64, 1000|1024], read as its .T.
+    assert (loom.expression("matmul", meta(64, 32), a[:, :32].T) ==
+            "matmul(A[64,32]:bf16, B[64,32|1024]:bf16.T)")
+    assert loom.expression("matmul", a.T, meta(64, 8)) == "matmul(A[64,1000|1024]:bf16.T, B[64,8]:bf16)"
+    # A pitched batch, and a KV cache with capacity past its length (batch stride 16384).
+    assert (loom.expression("bmm", meta(4, 64, 128)[:, :, :100], meta(4, 100, 8)) ==
+            "bmm(A[4,64,100|8192,128]:bf16, B[4,100,8]:bf16)")
+    k = meta(4, 256, 64)[:, :100]
+    assert loom.expression("bmm", meta(4, 16, 64), k.transpose(1, 2)) == (
+        "bmm(A[4,16,64]:bf16, B[4,100,64|16384,64]:bf16.T)")
+    # The Q third of a fused QKV projection's output, as linear's weight and as its x.
+    qkv = meta(3 * 256, 512)
+    assert (loom.expression("linear", meta(16, 512), qkv[:256]) ==
+            "linear(X[16,512]:bf16, W[256,512]:bf16)")  # a row slice is dense
+    out = meta(16, 3 * 256)
+    assert (loom.expression("linear", out[:, :256], meta(64, 256)) ==
+            "linear(X[16,256|768]:bf16, W[64,256]:bf16)")
+    # 3-D linear from a pitched [B,S,K] view whose batches are not dense over its rows.
+    x = meta(8, 600, 4160)[:, :512, :4096]
+    assert (loom.expression("linear", x, meta(1024, 4096)) ==
+            "linear(X[8,512,4096|2496000,4160]:bf16, W[1024,4096]:bf16)")
+    # Expressions from views compile (the pitch reaches the kernel's tensors).
+    for e in ("linear(X[8,512,4096|2496000,4160]:bf16, W[1024,4096]:bf16)",
+              "bmm(A[4,16,64]:bf16, B[4,100,64|16384,64]:bf16.T)"):
+        assert "out" in [t["name"] for t in loom.compile(e).tensors], e
+
+
+def test_views_whose_rows_overlap_or_are_strided_are_still_refused():
+    # Columns 2 apart, and rows that overlap (stride 8 < width 16): no pitch says either.
+    with pytest.raises(loom.LoomStrideError, match=r"strides \[128, 2\]"):
+        loom.matmul(meta(64, 128)[:, ::2], meta(64, 32))
+    with pytest.raises(loom.LoomStrideError, match=r"strides \[8, 1\]"):
+        loom.matmul(meta(64, 16).as_strided((64, 16), (8, 1)), meta(16, 8))
+    # Attention reads dense [B,H,S,D]: a pitched q is refused, as before.
+    q = meta(1, 4, 16, 128)[..., :64]
+    with pytest.raises(loom.LoomStrideError, match="row-major .contiguous. .B, H, S, D."):
+        loom.attention(q, q.contiguous(), q.contiguous())
 
 
 def test_activations_are_the_epilogue_languages():

@@ -539,3 +539,69 @@ def test_gemm_epilogue_opcheck():
     torch.library.opcheck(torch.ops.loom.gemm_epilogue.default,
                           ("linear", a, w, None, [r], "relu;add:t0", "", "", True),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+# ---- views into larger buffers (leading dimensions) ---------------------------------
+
+def _ref(a, b):
+    return torch.matmul(a.double(), b.double())
+
+
+VIEW_CASES = ["col_slice", "col_slice_odd", "transposed_slice", "pitched_batch", "kv_cache",
+              "qkv_part", "offset_slice"]
+
+
+@pytest.mark.parametrize("case,dtype", [(c, torch.bfloat16) for c in VIEW_CASES] +
+                         [("col_slice", torch.float16), ("col_slice_odd", torch.float32),
+                          ("transposed_slice", torch.float32), ("kv_cache", torch.float16)])
+def test_views_match_torch_without_a_copy(case, dtype):
+    big = rnd(256, 1088, dtype=dtype, seed=11)
+    if case == "col_slice":  # a [256, 1000] slice of rows 1088 wide (16-byte pitch: TMA)
+        a, b = big[:, :1000], rnd(1000, 192, dtype=dtype, seed=12)
+    elif case == "col_slice_odd":  # an odd pitch (2-byte aligned rows for 16-bit types)
+        a, b = rnd(200, 1001, dtype=dtype, seed=11)[:, :999], rnd(999, 136, dtype=dtype, seed=12)
+    elif case == "transposed_slice":  # x.T of a pitched tensor, as both operands
+        a, b = big[:, :320].T, rnd(256, 1056, dtype=dtype, seed=12)[:, :192]
+    elif case == "pitched_batch":
+        a = rnd(3, 128, 400, dtype=dtype, seed=11)[:, :, :320]
+        b = rnd(3, 320, 136, dtype=dtype, seed=12)[:, :, :128]
+    elif case == "kv_cache":  # keys [B, capacity, D] filled to 100: batch stride 512 x 64
+        a = rnd(4, 64, 64, dtype=dtype, seed=11)
+        b = rnd(4, 512, 64, dtype=dtype, seed=12)[:, :100].transpose(1, 2)
+    elif case == "qkv_part":  # the K third of a fused QKV projection's output rows
+        a = rnd(128, 3 * 256, dtype=dtype, seed=11)[:, 256:512]
+        b = rnd(256, 64, dtype=dtype, seed=12)
+    else:  # a slice that starts inside the buffer (a 64-byte offset)
+        a, b = big[:, 32:1000], rnd(968, 64, dtype=dtype, seed=12)
+    assert not a.is_contiguous() or not b.is_contiguous(), case
+    e = loom.expression("matmul", a, b)
+    assert "|" in e, e  # read in place, with its pitch
+    got = loom.matmul(a, b)
+    check(got, torch.matmul(a, b), _ref(a, b), "%s %s: %s" % (case, dtype, e))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_linear_on_views_matches_torch(dtype):
+    w = rnd(256, 320, dtype=dtype, seed=21)
+    bias = rnd(256, dtype=dtype, seed=22)
+    # 3-D X with dense batches over a pitch: one [rows, K] GEMM on the view.
+    x = rnd(4, 64, 384, dtype=dtype, seed=23)[..., :320]
+    torch_out = torch.nn.functional.linear(x, w, bias)
+    ref = (x.double() @ w.double().T + bias.double())
+    check(loom.linear(x, w, bias), torch_out, ref, "linear 3-D pitched")
+    # Batches not dense over the rows: the 3-D expression X[B,S,K|strides].
+    x = rnd(4, 80, 384, dtype=dtype, seed=24)[:, :64, :320]
+    check(loom.linear(x, w, bias, activation="relu"),
+          torch.relu(torch.nn.functional.linear(x, w, bias)),
+          torch.relu(x.double() @ w.double().T + bias.double()), "linear 3-D batch-strided")
+    # W a slice of a fused weight, X a column slice.
+    wq = rnd(3 * 256, 336, dtype=dtype, seed=25)[256:512, :320]
+    x = rnd(100, 352, dtype=dtype, seed=26)[:, :320]
+    check(loom.linear(x, wq), torch.nn.functional.linear(x, wq), x.double() @ wq.double().T,
+          "linear on slices")
+
+
+def test_misaligned_view_is_refused_with_the_fix():
+    big = rnd(64, 1024, seed=31)
+    with pytest.raises(ValueError, match="not 16-byte aligned"):
+        loom.matmul(big[:, 1:1001], rnd(1000, 64, seed=32))

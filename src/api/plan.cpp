@@ -20,6 +20,7 @@
 #include "driver/compile.h"
 #include "driver/executor.h"
 #include "driver/run.h"
+#include "driver/size_variants.h"
 #include "frontend/parser.h"
 #include "frontend/sizes.h"
 #include "ir/graph.h"
@@ -120,13 +121,16 @@ struct Plan::Impl {
   std::string expression;
   Graph graph;                       // PlanOptions::sizes bound; run-time sizes symbolic
   std::vector<std::string> runtime;  // PlanOptions::runtime_sizes
-  CompiledProgram program;
+  // One kernel, or one per range of a run-time M (driver/size_variants.h); program() is
+  // the top range's, whose tensors every variant shares.
+  SizeVariants variants;
+  const CompiledProgram& program() const { return variants.primary(); }
   std::vector<TensorInfo> tensors;
   std::vector<std::pair<std::string, std::string>> knobs;
   double flops = 0;
   int device = 0;
   std::string not_executable;  // empty when loaded
-  std::unique_ptr<Module> module;
+  std::vector<std::unique_ptr<Module>> modules;  // one per variant
 
   // Per stream; cudaStreamPerThread is a different stream in every thread, so its key
   // carries the thread.
@@ -147,14 +151,14 @@ struct Plan::Impl {
 };
 
 Plan::Impl::~Impl() {
-  if (!module) return;
+  if (modules.empty()) return;
   // Freeing needs the plan's GPU current; a failure here has nobody to report to.
   try {
     DeviceScope scope(device);
     for (auto& [key, s] : streams)
       for (auto& [name, ptr] : s->temps) cudaFree(ptr);
     streams.clear();
-    module.reset();
+    modules.clear();
   } catch (const Error&) {
   }
 }
@@ -236,7 +240,9 @@ TensorInfo Plan::Impl::info(const TensorDecl& t, const Expr::Env& env) const {
     e.dims.push_back(vars.empty() ? std::to_string(d.eval(env)) : d.str());
     known = known && ok;
   }
-  e.bytes = known ? t.numel().eval(env) * int64_t(dtype_bytes(t.dtype)) : -1;
+  // A pitched view's pointer must reach its footprint (its last row ends at its width).
+  e.bytes = known ? (t.pitched() ? t.footprint() : t.numel()).eval(env) * int64_t(dtype_bytes(t.dtype))
+                  : -1;
   return e;
 }
 
@@ -267,7 +273,8 @@ void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
     scope.emplace(opt.device);
     tune::tuning_db_lookup(opt.use_tuning_db)(g, *dev, copt);
   }
-  program = compile_graph(g, copt, expression == "<graph>" ? "" : expression);
+  variants = compile_size_variants(g, copt, expression == "<graph>" ? "" : expression);
+  const CompiledProgram& program = this->program();
   if (runtime.empty()) flops = expression_flops(g);
 
   const Expr::Env no_symbols;
@@ -292,8 +299,10 @@ void Plan::Impl::compile(const Graph& parsed, const PlanOptions& opt) {
 
   if (!not_executable.empty()) return;
   CubinCache cache;
-  CompileResult cr = loom::compile(nvrtc_request(program.cuda, target.arch), &cache);
-  module = std::make_unique<Module>(Module::load(cr.cubin));
+  for (const auto& v : variants.variants) {
+    CompileResult cr = loom::compile(nvrtc_request(v.program.cuda, target.arch), &cache);
+    modules.push_back(std::make_unique<Module>(Module::load(cr.cubin)));
+  }
 }
 
 void Plan::Impl::check_names(const std::map<std::string, void*>& ptrs) const {
@@ -350,7 +359,7 @@ void Plan::Impl::check_device(const std::map<std::string, void*>& ptrs,
     const AddressRangeFn range = address_range_fn();
     if (!range || range(&base, &size, CUdeviceptr(ptr)) != CUDA_SUCCESS) continue;
     const uint64_t left = uint64_t(base) + size - uint64_t(CUdeviceptr(ptr));
-    for (const auto& t : program.state.kernel.tensors) {
+    for (const auto& t : program().state.kernel.tensors) {
       if (t.name != name) continue;
       const TensorInfo need = info(t, env);
       if (need.bytes >= 0 && uint64_t(need.bytes) > left) {
@@ -372,7 +381,7 @@ StreamState& Plan::Impl::state_for(CUstream_st* stream) {
   if (!s) {
     auto fresh = std::make_unique<StreamState>();
     const Expr::Env no_symbols;
-    for (const auto& t : program.state.kernel.tensors) {
+    for (const auto& t : program().state.kernel.tensors) {
       if (t.role == TensorRole::Input || t.role == TensorRole::Output) continue;
       size_t bytes = size_t(t.numel().eval(no_symbols)) * size_t(dtype_bytes(t.dtype));
       void* d = nullptr;
@@ -432,12 +441,15 @@ void Plan::execute(const std::map<std::string, void*>& tensors,
     std::map<std::string, void*> all = tensors;
     all.insert(s.temps.begin(), s.temps.end());
     DeviceTensors views;  // owns nothing: every tensor is given
-    views.adopt(p.program.state.kernel, all, sizes);
+    // The variant of these sizes: its own grid, functions and tensor maps.
+    const size_t v = p.variants.index_for(sizes);
+    const KernelProgram& kp = p.variants.variants[v].program.state.kernel;
+    views.adopt(kp, all, sizes);
     if (s.launcher && s.bound_sizes == sizes) {
       s.launcher->rebind(views);  // new buffers only: keep grids, functions, layouts
     } else {
       s.launcher.reset();
-      s.launcher = std::make_unique<ProgramLauncher>(p.program.state.kernel, *p.module, views, sizes);
+      s.launcher = std::make_unique<ProgramLauncher>(kp, *p.modules[v], views, sizes);
     }
     s.bound = tensors;
     s.bound_sizes = sizes;
@@ -469,7 +481,7 @@ TensorInfo Plan::tensor(const std::string& name, const std::map<std::string, int
   tensor(name);  // the unknown-name error
   impl_->check_sizes(sizes);
   const Expr::Env env(sizes.begin(), sizes.end());
-  for (const auto& t : impl_->program.state.kernel.tensors)
+  for (const auto& t : impl_->program().state.kernel.tensors)
     if (t.name == name) return impl_->info(t, env);
   throw ArgumentError("no tensor " + name);  // unreachable: tensor(name) found it
                       }
@@ -480,12 +492,35 @@ TensorInfo Plan::tensor(const std::string& name, const std::map<std::string, int
   for (const auto& [k, v] : impl_->knobs) s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
 }
-const std::string& Plan::knob_source() const { return impl_->program.knob_source; }
-const std::vector<std::string>& Plan::notes() const { return impl_->program.notes; }
-const std::string& Plan::cuda_source() const { return impl_->program.cuda; }
-const std::string& Plan::arch() const { return impl_->program.state.target.arch; }
+const std::string& Plan::knob_source() const { return impl_->program().knob_source; }
+const std::vector<std::string>& Plan::notes() const { return impl_->program().notes; }
+const std::string& Plan::cuda_source() const { return impl_->program().cuda; }
+const std::string& Plan::arch() const { return impl_->program().state.target.arch; }
 double Plan::flops() const { return impl_->flops; }
 int Plan::device() const { return impl_->device; }
+
+std::vector<PlanVariant> Plan::variants() const {
+  std::vector<PlanVariant> out;
+  for (const auto& v : impl_->variants.variants) {
+    PlanVariant pv;
+    pv.size = v.range.symbol;
+    pv.lo = v.range.lo;
+    pv.hi = v.range.hi;
+    for (const auto& d : knob_registry()) {
+      auto it = v.program.state.used_knobs.find(d.name);
+      if (it != v.program.state.used_knobs.end())
+        pv.knobs += (pv.knobs.empty() ? "" : ",") + d.name + "=" + it->second;
+    }
+    pv.knob_source = v.program.knob_source;
+    out.push_back(std::move(pv));
+  }
+  return out;
+}
+
+size_t Plan::variant_for(const std::map<std::string, int64_t>& sizes) const {
+  impl_->check_sizes(sizes);
+  return impl_->variants.index_for(sizes);
+}
 bool Plan::executable() const { return impl_->not_executable.empty(); }
 const std::string& Plan::not_executable_reason() const { return impl_->not_executable; }
 
@@ -496,14 +531,19 @@ std::string Plan::describe() const {
   s << "  target: " << arch() << ", GPU " << p.device
     << (executable() ? " (loaded)" : " (compile only: " + p.not_executable + ")") << "\n";
   if (!p.runtime.empty()) s << "  run-time sizes: " << joined(p.runtime) << "\n";
-  s << "  knobs: " << knobs_string() << " (" << p.program.knob_source << ")\n";
+  if (p.variants.variants.size() > 1) {
+    s << "  kernels, one per range of " << p.variants.variants.front().range.symbol
+      << " (each execute() runs its size's):\n" << p.variants.describe("    ");
+  } else {
+    s << "  knobs: " << knobs_string() << " (" << p.program().knob_source << ")\n";
+  }
   for (const auto& t : p.tensors) {
     s << "  " << t.role << " " << t.name << ": " << t.dtype << "[";
     for (size_t i = 0; i < t.dims.size(); ++i) s << (i ? "," : "") << t.dims[i];
     s << "], " << (t.bytes >= 0 ? std::to_string(t.bytes) + " bytes" : std::string("bytes by run-time sizes"))
       << "\n";
   }
-  for (const auto& n : p.program.notes) s << "  note: " << n << "\n";
+  for (const auto& n : p.program().notes) s << "  note: " << n << "\n";
   return s.str();
 }
 

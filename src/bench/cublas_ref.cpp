@@ -68,14 +68,16 @@ void CublasGemm::run(const void* A, const void* B, void* C, cudaStream_t stream)
   // A stored [M,K] is column-major K×M (ld K, no op); stored [K,M] it is M×K (ld M, op T).
   const cublasOperation_t opB = p_.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opA = p_.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ldb = p_.b_transposed ? K : N;
-  const int lda = p_.a_transposed ? M : K;
+  const int ldb = p_.ldb ? int(p_.ldb) : p_.b_transposed ? K : N;
+  const int lda = p_.lda ? int(p_.lda) : p_.a_transposed ? M : K;
+  const int64_t sb = p_.b_shared ? 0 : p_.batch_stride_b ? p_.batch_stride_b : p_.K * p_.N;
+  const int64_t sa = p_.a_shared ? 0 : p_.batch_stride_a ? p_.batch_stride_a : p_.M * p_.K;
   const cublasComputeType_t compute =
       p_.in == DType::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float alpha = 1.0f, beta = 0.0f;
   LOOM_CUBLAS(cublasGemmStridedBatchedEx(
-      handle_, opB, opA, N, M, K, &alpha, B, cuda_type(p_.in), ldb, p_.b_shared ? 0 : p_.K * p_.N,
-      A, cuda_type(p_.in), lda, p_.a_shared ? 0 : p_.M * p_.K, &beta, C, cuda_type(p_.out), N, p_.M * p_.N,
+      handle_, opB, opA, N, M, K, &alpha, B, cuda_type(p_.in), ldb, sb,
+      A, cuda_type(p_.in), lda, sa, &beta, C, cuda_type(p_.out), N, p_.M * p_.N,
       int(p_.batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 

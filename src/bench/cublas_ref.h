@@ -21,9 +21,13 @@ struct GemmProblem {
   bool b_transposed = false;  // B stored [N,K] instead of [K,N]
   // An operand without batch dims, shared by every batch entry (batch stride 0).
   bool a_shared = false, b_shared = false;
+  // Views into larger buffers (a pitched operand, `A[M,K|1056]`): the row pitch and the
+  // batch stride of each operand's storage, in elements; 0: dense.
+  int64_t lda = 0, ldb = 0, batch_stride_a = 0, batch_stride_b = 0;
 };
 
-// Operands are contiguous per batch (batch stride M*K, K*N, M*N elements; 0 for a shared one).
+// Operands are contiguous per batch (batch stride M*K, K*N, M*N elements; 0 for a shared one)
+// unless the problem gives their pitches.
 class CublasGemm {
  public:
   explicit CublasGemm(const GemmProblem& p);  // creates the handle and its workspace

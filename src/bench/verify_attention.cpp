@@ -347,6 +347,14 @@ void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
       cq.data[size_t(s + 1)] = double(q);
       ck.data[size_t(s + 1)] = double(k);
     }
+    // Rows of K and V past the last sequence's keys are no sequence's: NaN, so a kernel
+    // that lets one reach O (a masked key's V times P = 0) fails verification.
+    for (size_t in : {size_t(1), size_t(2)}) {
+      HostTensor& x = b.tensors.at(g.node(a->inputs[in]).name);
+      const size_t row = x.data.size() / size_t(std::max<int64_t>(1, tk));
+      std::fill(x.data.begin() + std::ptrdiff_t(size_t(k) * row), x.data.end(),
+                std::numeric_limits<double>::quiet_NaN());
+    }
     return;
   }
   if (!a || !a->paged_attention()) return;
@@ -361,6 +369,7 @@ void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
   std::vector<bool> used(size_t(pages), false);
+  std::vector<int> uses(size_t(pages), 0);
   for (int64_t s = 0; s < batch; ++s) {
     const int64_t n = std::max<int64_t>(0, maxp * page - (s * 37) % page);
     len.data[size_t(s)] = double(n);
@@ -368,7 +377,10 @@ void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
       const int64_t pg = order[size_t((s * maxp + slot) % pages)];
       const bool live = slot * page < n;
       bt.data[size_t(s * maxp + slot)] = live ? double(pg) : -1.0;
-      if (live) used[size_t(pg)] = true;
+      if (live) {
+        used[size_t(pg)] = true;
+        ++uses[size_t(pg)];
+      }
     }
   }
   const size_t per_page = pool.data.size() / size_t(pages);
@@ -377,6 +389,21 @@ void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed) {
       if (!used[size_t(pg)])
         std::fill_n(b.tensors.at(t).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
                     per_page, std::numeric_limits<double>::quiet_NaN());
+  // So are the rows of each sequence's last page past its length (a cache's unwritten
+  // rows): read by a kernel that loads the whole block, they must stay out of O. Not where
+  // the page is reused (a small pool): another sequence may keep those rows.
+  const int64_t hkv = pool.shape[1], d = pool.shape[3];
+  for (int64_t s = 0; s < batch; ++s) {
+    const int64_t n = int64_t(len.data[size_t(s)]);
+    if (n <= 0 || n % page == 0) continue;
+    const int64_t pg = int64_t(bt.data[size_t(s * maxp + n / page)]);
+    if (uses[size_t(pg)] != 1) continue;
+    for (const std::string& t : {kc, vc})
+      for (int64_t hk = 0; hk < hkv; ++hk)
+        std::fill_n(b.tensors.at(t).data.begin() +
+                        std::ptrdiff_t(((pg * hkv + hk) * page + n % page) * d),
+                    size_t((page - n % page) * d), std::numeric_limits<double>::quiet_NaN());
+  }
 }
 
 }  // namespace loom

@@ -59,8 +59,10 @@ struct AttentionReference {
 // (random inputs already made). Paged KV: sequence s has maxp·page - (37 s mod page) keys,
 // its pages drawn in shuffled order (distinct while the pool has them, then reused), dead
 // table slots -1, and every page no sequence uses NaN in Kc and Vc, so a wrong page read
-// shows. Varlen: cumulative lengths, the first sequence max_seqlen_q queries, the others
-// 1..max_seqlen_q while Tq lasts, keys in proportion. No-op for dense attention.
+// shows; so are the rows of a sequence's last page past its length (unless the page is
+// reused), so a masked key's V reaching O shows. Varlen: cumulative lengths, the first
+// sequence max_seqlen_q queries, the others 1..max_seqlen_q while Tq lasts, keys in
+// proportion, K and V rows past the last sequence's keys NaN. No-op for dense attention.
 void fill_serving_inputs(const Graph& g, Bindings& b, uint64_t seed);
 
 AttentionReference attention_reference(const Graph& g,

@@ -598,7 +598,7 @@ class Renderer {
         if (is_chunk_load(s)) {  // ir/realign.h: two aligned 16-byte chunks, raw bits
           line(d, "loom::ld_chunks16(&" + dst(s) + ", " + tn(s.tensor) + ", (long long)(" +
                       ix(s.index.at(0)) + "), int(" + ix(s.value) + "), " +
-                      numel(s.tensor) + ");");
+                      extent(s.tensor) + ");");
           break;
         }
         if (packed_.count(s.dst)) {
@@ -945,11 +945,12 @@ class Renderer {
     });
   }
 
-  // The element count of tensor `t`: a chunk load never reads past it.
-  std::string numel(const std::string& t) const {
-    Expr n = 1;
-    for (const Expr& e : p_.tensor(t).shape) n = n * e;
-    return "(long long)(" + ix(n) + ")";
+  // The elements of tensor `t`'s storage: a chunk load never reads past them. Its element
+  // count, or for a view (TensorDecl::pitch) its footprint: the last rows of a view sit past
+  // rows x width, and bounding them by the element count zero-filled them.
+  std::string extent(const std::string& t) const {
+    const TensorDecl& d = p_.tensor(t);
+    return "(long long)(" + ix(d.pitched() ? d.footprint() : d.numel()) + ")";
   }
 
   void find_packed(const KernelOp& k) {
@@ -1390,7 +1391,8 @@ void refuse_reserved_spellings(const KernelOp& k) {
 
 const char* index_ctype(const ProgramBase& p) {
   for (const auto& t : p.tensors) {
-    Expr n = t.numel();
+    // A view's offsets reach its footprint (its pitch), not just its element count.
+    Expr n = t.pitched() ? t.footprint() : t.numel();
     if (!n.is_const() || n.const_value() >= (int64_t(1) << 31)) return "long long";
   }
   return "int";

@@ -35,7 +35,7 @@ struct Resolved {
 Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::optional<Knobs>& tuned_rec,
                        const std::string& tuned_note) {
   Resolved out;
-  DefaultChoice d = default_knobs(g, opt.target);
+  DefaultChoice d = default_knobs(g, opt.target, opt.defaults_as_if);
   const std::string atom = opt.knobs.get_str("ATOM", "");
   const bool tuned = tuned_rec && (atom.empty() || atom == tuned_rec->get_str("ATOM", "fma"));
   // The atom that will run: the explicit one, else fma under explicit SIMT tiling knobs,

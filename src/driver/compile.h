@@ -26,6 +26,10 @@ struct CompileOptions {
   std::string tuned_source;
   Target target = Target::for_arch("sm_90a");
   std::map<std::string, int64_t> sizes;  // values of symbolic dims, when known
+  // Run-time sizes whose defaults are chosen as if they had these values, the program
+  // still taking them at run time: one range's kernel of a run-time size
+  // (driver/size_variants.h).
+  std::map<std::string, int64_t> defaults_as_if;
   std::string stop_after;                // run the pipeline up to this pass id
   PassObserver observer;                 // called after every pass (for -vv)
 };

@@ -1,5 +1,8 @@
 #include "driver/executor.h"
 
+#include <numeric>
+#include <set>
+
 #include "bench/cuda_call.h"
 #include "bench/verify.h"
 #include "codegen/cuda.h"
@@ -12,6 +15,37 @@ namespace {
 int64_t eval_size(const Expr& e, const std::map<std::string, int64_t>& symbols) {
   Expr::Env env(symbols.begin(), symbols.end());
   return e.eval(env);
+}
+
+// Bytes of a global tensor's storage: a pitched view's footprint (TensorDecl::pitch),
+// after checking that its rows do not overlap.
+size_t storage_bytes(const TensorDecl& t, const std::map<std::string, int64_t>& symbols) {
+  if (t.pitched()) {
+    t.check_pitch(Expr::Env(symbols.begin(), symbols.end()));
+    if (eval_size(t.numel(), symbols) == 0) return 0;
+  }
+  const Expr n = t.pitched() ? t.footprint() : t.numel();
+  return size_t(eval_size(n, symbols)) * size_t(dtype_bytes(t.dtype));
+}
+
+// Calls f(dense byte offset, strided byte offset, bytes) for each row of a pitched view.
+template <class F>
+void for_each_row(const TensorDecl& t, const std::map<std::string, int64_t>& symbols, F&& f) {
+  const size_t rank = t.shape.size(), eb = size_t(dtype_bytes(t.dtype));
+  std::vector<int64_t> shape, stride;
+  for (const Expr& d : t.shape) shape.push_back(eval_size(d, symbols));
+  for (const Expr& s : t.strides()) stride.push_back(eval_size(s, symbols));
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= shape[d];
+  if (shape.back() == 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, at = 0;
+    for (size_t d = rank - 1; d-- > 0;) {
+      at += rest % shape[d] * stride[d];
+      rest /= shape[d];
+    }
+    f(size_t(r * shape.back()) * eb, size_t(at) * eb, size_t(shape.back()) * eb);
+  }
 }
 
 CUtensorMapDataType tensor_map_dtype(DType t) {
@@ -55,11 +89,31 @@ CUtensorMap encode_tensor_map(const TmaDescriptor& d, const TensorDecl& t, void*
     box[i] = cuuint32_t(d.box[i]);
     elem_strides[i] = 1;
   }
-  for (size_t i = 1; i < rank; ++i) strides[i - 1] = (i == 1 ? eb : strides[i - 2]) * dims[i - 1];
+  // A pitched view's strides are its buffer's (TensorDecl::strides), in bytes here.
+  const std::vector<Expr> elem_stride = t.strides();
+  for (size_t i = 1; i < rank; ++i)
+    strides[i - 1] = cuuint64_t(eval_size(elem_stride[rank - 1 - i], symbols)) * eb;
   // With run-time sizes this is the first place a row's length is known: the message
   // names the knob whose tensor map it is (the TMA-store epilogue's for an output).
+  for (size_t i = 1; i < rank && t.pitched(); ++i)
+    if (strides[i - 1] % 16 != 0)
+      throw Error(std::string(t.role == TensorRole::Output ? "EPILOGUE=tma_store" : "STAGE=tma") +
+                  " needs the strides of " + t.name + " to be multiples of 16 bytes; its " +
+                  (i == 1 ? "row pitch" : "stride of dimension " + std::to_string(rank - 1 - i)) +
+                  " is " + std::to_string(strides[i - 1]) + " B: use " +
+                  (t.role == TensorRole::Output ? "EPILOGUE=direct" : "STAGE=cp_async") +
+                  " (or a buffer whose rows are whole 16-byte units)");
   if (rank > 1 && strides[0] % 16 != 0) {
-    const std::string rows = t.name + "'s rows are " + std::to_string(strides[0]) + " B";
+    std::string rows = t.name + "'s rows are " + std::to_string(strides[0]) + " B";
+    // A run-time row length: the size to change (or bind when compiling), by name.
+    std::set<std::string> vars;
+    t.shape[rank - 1].collect_vars(vars);
+    if (vars.size() == 1) {
+      const std::string& v = *vars.begin();
+      rows += " at run-time size " + v + " = " + std::to_string(symbols.at(v)) + " (make " + v +
+              " a multiple of " + std::to_string(16 / std::gcd<uint64_t>(16, eb)) +
+              ", or bind it when compiling)";
+    }
     if (t.role == TensorRole::Output)
       throw Error("EPILOGUE=tma_store needs rows of " + t.name + " to be a multiple of 16 bytes; " +
                   rows + ": use EPILOGUE=direct (or sizes whose rows are whole 16-byte units)");
@@ -83,9 +137,9 @@ DeviceTensors::~DeviceTensors() {
 
 void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
                              const DeviceTensors* inputs_from, const DeviceTensors* outputs_from) {
+  symbols_ = host.symbols;
   for (const auto& t : p.tensors) {
-    size_t n = size_t(eval_size(t.numel(), host.symbols));
-    size_t bytes = n * size_t(dtype_bytes(t.dtype));
+    size_t bytes = storage_bytes(t, host.symbols);
     const bool input = t.role == TensorRole::Input;
     if (const DeviceTensors* from = input ? inputs_from : outputs_from) {
       auto it = from->bytes_.find(t.name);
@@ -106,6 +160,15 @@ void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
       auto it = host.tensors.find(t.name);
       if (it == host.tensors.end()) throw Error("no host data for input tensor " + t.name);
       std::vector<char> raw = to_storage_bytes(it->second);
+      if (t.pitched()) {
+        // The view's rows into its buffer; the caller's elements between them are NaN
+        // (all ones), so a kernel that reads there produces NaN.
+        std::vector<char> pitched(bytes, char(0xFF));
+        for_each_row(t, host.symbols, [&](size_t dense, size_t at, size_t n) {
+          std::copy_n(raw.data() + dense, n, pitched.data() + at);
+        });
+        raw = std::move(pitched);
+      }
       if (raw.size() != bytes)
         throw Error("input " + t.name + " has " + std::to_string(raw.size()) +
                     " bytes of data but its shape needs " + std::to_string(bytes));
@@ -118,8 +181,9 @@ void DeviceTensors::allocate(const ProgramBase& p, const Bindings& host,
 void DeviceTensors::adopt(const ProgramBase& p, const std::map<std::string, void*>& external,
                           const std::map<std::string, int64_t>& symbols) {
   for (const auto& t : p.tensors) {
-    size_t bytes = size_t(eval_size(t.numel(), symbols)) * size_t(dtype_bytes(t.dtype));
+    size_t bytes = storage_bytes(t, symbols);
     bytes_[t.name] = bytes;
+    symbols_ = symbols;  // (the same for every tensor)
     auto it = external.find(t.name);
     if (it != external.end()) {
       ptrs_[t.name] = it->second;
@@ -142,9 +206,18 @@ void DeviceTensors::adopt(const ProgramBase& p, const std::map<std::string, void
 }
 
 void DeviceTensors::poison_outputs(const ProgramBase& p, cudaStream_t stream) {
-  for (const auto& t : p.tensors)
-    if (t.role != TensorRole::Input && !t.zero_init)
+  for (const auto& t : p.tensors) {
+    if (t.role == TensorRole::Input || t.zero_init) continue;
+    if (!t.pitched()) {
       LOOM_CUDA_RT(cudaMemsetAsync(ptrs_.at(t.name), 0xFF, bytes_.at(t.name), stream));
+      continue;
+    }
+    // A pitched output's buffer is the caller's between its rows: poison the rows only.
+    char* base = static_cast<char*>(ptrs_.at(t.name));
+    for_each_row(t, symbols_, [&](size_t, size_t at, size_t n) {
+      LOOM_CUDA_RT(cudaMemsetAsync(base + at, 0xFF, n, stream));
+    });
+  }
 }
 
 void* DeviceTensors::ptr(const std::string& tensor) const {
@@ -160,6 +233,15 @@ HostTensor DeviceTensors::download(const ProgramBase& p, const std::string& tens
   for (const auto& d : t.shape) shape.push_back(eval_size(d, symbols));
   std::vector<char> raw(bytes_.at(tensor));
   LOOM_CUDA_RT(cudaMemcpy(raw.data(), ptr(tensor), raw.size(), cudaMemcpyDeviceToHost));
+  if (t.pitched()) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<char> dense(size_t(n) * size_t(dtype_bytes(t.dtype)));
+    for_each_row(t, symbols, [&](size_t d, size_t at, size_t bytes) {
+      std::copy_n(raw.data() + at, bytes, dense.data() + d);
+    });
+    raw = std::move(dense);
+  }
   return from_device_bytes(raw.data(), raw.size(), t.dtype, shape);
 }
 

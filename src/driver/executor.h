@@ -51,6 +51,8 @@ class DeviceTensors {
   std::map<std::string, void*> ptrs_;
   std::map<std::string, size_t> bytes_;
   std::map<std::string, bool> owned_;
+  // The sizes the buffers were made for: a pitched output's rows (poison_outputs).
+  std::map<std::string, int64_t> symbols_;
 };
 
 // The tensor map of `d` over the device buffer `ptr` of tensor `t` (cuTensorMapEncodeTiled):

@@ -43,7 +43,8 @@ ExternalProgram compile_external(const std::string& expression, const Knobs& kno
   copt.knobs = knobs;
   copt.target = target;
   if (choose_tuned && device) choose_tuned(g, *device, copt);
-  p.program = compile_graph(g, copt, expression);
+  p.variants = compile_size_variants(g, copt, expression);
+  p.program = p.variants.primary();
   p.flops = p.runtime.empty() ? expression_flops(g) : 0;
   const Expr::Env no_symbols;
   auto known = [](const Expr& e) {
@@ -61,7 +62,9 @@ ExternalProgram compile_external(const std::string& expression, const Knobs& kno
     e.role = t.role;
     e.dtype = t.dtype;
     for (const auto& d : t.shape) e.shape.push_back(known(d) ? d.eval(no_symbols) : -1);
-    e.bytes = known(t.numel()) ? t.numel().eval(no_symbols) * int64_t(dtype_bytes(t.dtype)) : -1;
+    // A pitched view's buffer reaches its footprint (its last row ends at its width).
+    const Expr elems = t.pitched() ? t.footprint() : t.numel();
+    e.bytes = known(elems) ? elems.eval(no_symbols) * int64_t(dtype_bytes(t.dtype)) : -1;
     p.tensors.push_back(e);
   }
   for (const auto& d : knob_registry()) {

@@ -18,6 +18,7 @@
 
 #include "driver/compile.h"
 #include "driver/executor.h"
+#include "driver/size_variants.h"
 #include "runtime/device.h"
 
 namespace loom {
@@ -33,7 +34,10 @@ struct ExternalTensor {
 
 struct ExternalProgram {
   std::string expression;
-  CompiledProgram program;
+  CompiledProgram program;              // the top range's kernel (variants.primary())
+  // Every kernel with the run-time sizes it serves: one, or one per range of a run-time M
+  // (driver/size_variants.h); a launch runs variants.pick(sizes).
+  SizeVariants variants;
   std::vector<ExternalTensor> tensors;  // Inputs and Outputs, in the program's order
   std::vector<std::string> runtime;     // the size symbols every launch gives
   double flops = 0;                     // expression_flops (docs/benchmarking.md item 7)

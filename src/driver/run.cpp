@@ -49,6 +49,15 @@ GemmProblem gemm_problem(const Graph& g) {
   p.b_transposed = b.transposed;
   p.a_shared = r > 2 && a.shape.size() == 2;
   p.b_shared = r > 2 && b.shape.size() == 2;
+  // Pitched views: cuBLAS reads the same buffers with their leading dimensions.
+  auto pitch = [](const Node& n, int64_t& ld, int64_t& batch) {
+    const std::vector<Expr> s = n.storage_strides();
+    if (s.empty()) return;
+    ld = s.back().const_value();
+    if (s.size() >= 2) batch = s[s.size() - 2].const_value();
+  };
+  pitch(a, p.lda, p.batch_stride_a);
+  pitch(b, p.ldb, p.batch_stride_b);
   return p;
 }
 
@@ -56,6 +65,7 @@ GemmProblem gemm_problem(const Graph& g) {
 Graph contraction_only(const Graph& g) {
   Graph c = g;
   c.nodes.resize(size_t(contraction_node(g)) + 1);
+  c.out_pitch.clear();  // cuBLAS writes its own dense buffer
   return c;
 }
 

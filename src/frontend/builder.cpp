@@ -18,10 +18,19 @@ std::string shape_text(const std::vector<Dim>& shape) {
   return s + "]";
 }
 
+// A storage shape with its pitch, as the expression language writes it: [M,K|1056].
+std::string shape_text(const std::vector<Dim>& shape, const std::vector<int64_t>& pitch) {
+  std::string s = shape_text(shape);
+  if (pitch.empty()) return s;
+  s.pop_back();
+  for (size_t i = 0; i < pitch.size(); ++i) s += (i ? "," : "|") + std::to_string(pitch[i]);
+  return s + "]";
+}
+
 // An operand as the user wrote it: B[N,K].T for an input, "the result of relu" otherwise.
 std::string operand_text(const Node& n) {
   if (n.kind == OpKind::Input) {
-    return n.name + shape_text(n.storage_shape()) + (n.transposed ? ".T" : "");
+    return n.name + shape_text(n.storage_shape(), n.pitch) + (n.transposed ? ".T" : "");
   }
   return "the result of " + n.origin + " " + shape_text(n.shape);
 }
@@ -64,7 +73,7 @@ const Node& GraphBuilder::node(TensorRef r, const std::string& op) const {
 }
 
 TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, DType dtype,
-                              bool transposed) {
+                              bool transposed, std::vector<int64_t> pitch) {
   if (!is_identifier(name)) {
     throw Error("tensor name '" + name + "' is not an identifier (letters, digits, _)");
   }
@@ -125,17 +134,20 @@ TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, 
       }
     }
   }
+  check_pitch(name, storage_shape, pitch);
   Node n;
   n.kind = OpKind::Input;
   n.name = std::move(name);
   n.dtype = dtype;
   n.transposed = transposed;
+  n.pitch = std::move(pitch);
   n.shape = std::move(storage_shape);
   if (transposed) std::swap(n.shape[n.shape.size() - 2], n.shape.back());
 
   for (const Node& other : nodes_) {
     if (other.kind != OpKind::Input || other.name != n.name) continue;
-    if (other.storage_shape() != n.storage_shape() || other.dtype != n.dtype) {
+    if (other.storage_shape() != n.storage_shape() || other.dtype != n.dtype ||
+        other.pitch != n.pitch) {
       throw Error("tensor " + n.name + " is used twice with different storage: " +
                   operand_text(other) + ":" + dtype_name(other.dtype) + " and " +
                   operand_text(n) + ":" + dtype_name(n.dtype) +
@@ -144,6 +156,49 @@ TensorRef GraphBuilder::input(std::string name, std::vector<Dim> storage_shape, 
     if (other.transposed == n.transposed) return TensorRef{other.id};
   }
   return push(std::move(n));
+}
+
+void GraphBuilder::check_pitch(const std::string& name, const std::vector<Dim>& shape,
+                               const std::vector<int64_t>& pitch) const {
+  if (pitch.empty()) return;
+  const std::string text = name + shape_text(shape, pitch);
+  if (pitch.size() >= shape.size())
+    throw Error("tensor " + text + " gives " + std::to_string(pitch.size()) +
+                " strides for rank " + std::to_string(shape.size()) + "; after '|' come the "
+                "strides of the dimensions outside the innermost (whose stride is 1): the row "
+                "pitch last, batch strides before it, at most " +
+                std::to_string(shape.size() - 1));
+  for (int64_t p : pitch)
+    if (p <= 0)
+      throw Error("tensor " + text + ": a stride must be a positive number of elements, found " +
+                  std::to_string(p));
+  // Non-overlap, where the sizes are numbers (symbolic ones are checked when bound): each
+  // stride at least the extent of one entry of the dimensions inside it.
+  // Sizes and strides as numbers, -1 where a symbol leaves them unknown until bound.
+  const size_t r = shape.size();
+  auto known = [&](size_t d) -> int64_t { return shape[d].is_sym() ? -1 : shape[d].value; };
+  std::vector<int64_t> stride(r, -1);
+  stride[r - 1] = 1;
+  for (size_t i = r - 1; i-- > 0;) {
+    const size_t from_end = r - 2 - i;
+    if (from_end < pitch.size()) stride[i] = pitch[pitch.size() - 1 - from_end];
+    else if (stride[i + 1] >= 0 && known(i + 1) >= 0) stride[i] = known(i + 1) * stride[i + 1];
+  }
+  int64_t extent = known(r - 1);  // elements one entry of dims i+1.. spans
+  for (size_t i = r - 1; i-- > 0;) {
+    if (stride[i] >= 0 && extent >= 0 && stride[i] < extent) {
+      const bool row = i + 2 == r;
+      throw Error("tensor " + text + ": its " +
+                  (row ? std::string("row pitch") : "stride of dimension " + std::to_string(i)) +
+                  " " + std::to_string(stride[i]) + " is below the " + std::to_string(extent) +
+                  (row ? " elements of a row" : " elements one entry of the dimensions inside "
+                                                "it spans") +
+                  ", so elements would overlap; give at least " + std::to_string(extent) +
+                  " (the buffer's real " + (row ? "row length" : "stride") + ")");
+    }
+    extent = stride[i] >= 0 && extent >= 0 && known(i) >= 0 ? (known(i) - 1) * stride[i] + extent
+                                                            : -1;
+  }
 }
 
 const Node& GraphBuilder::contraction_operand(TensorRef r, const std::string& op,
@@ -245,15 +300,18 @@ TensorRef GraphBuilder::linear(TensorRef x, TensorRef w, std::optional<TensorRef
                                std::optional<DType> out) {
   Node nx = contraction_operand(x, "linear", "X");
   Node nw = contraction_operand(w, "linear", "W");
-  if (nx.shape.size() != 2 || nw.shape.size() != 2) {
-    throw Error("linear: X must be rank 2 [M,K] and W rank 2 [N,K]; got " + operand_text(nx) +
+  // X [..., K] under up to two leading dims (torch's F.linear on [B,S,K]): a matmul whose
+  // W is shared by every batch entry.
+  if (nx.shape.size() < 2 || nx.shape.size() > 4 || nw.shape.size() != 2) {
+    throw Error("linear: X must be [M,K], [B,S,K] or [B,H,S,K] and W rank 2 [N,K]; got " +
+                operand_text(nx) +
                 " of rank " + std::to_string(nx.shape.size()) + " and " + operand_text(nw) +
                 " of rank " + std::to_string(nw.shape.size()));
   }
   if (bias) node(*bias, "linear");
   // linear multiplies by Wᵀ: the same storage read with the other orientation.
   size_t before = nodes_.size();
-  TensorRef wt = input(nw.name, nw.storage_shape(), nw.dtype, !nw.transposed);
+  TensorRef wt = input(nw.name, nw.storage_shape(), nw.dtype, !nw.transposed, nw.pitch);
   if (size_t(wt.id) >= before) nodes_[wt.id].column = nw.column;
   TensorRef y = contract("linear", nx, Node(nodes_[wt.id]), operand_text(nx),
                          operand_text(nw), out);
@@ -279,6 +337,10 @@ TensorRef GraphBuilder::attention(TensorRef q, TensorRef k, TensorRef v,
     if (n[i]->kind != OpKind::Input)
       throw Error(std::string("attention: operand ") + role[i] + " is " + operand_text(*n[i]) +
                   ", but the operands of attention must be input tensors");
+    if (!n[i]->pitch.empty())
+      throw Error(std::string("attention: ") + role[i] + " is " + operand_text(*n[i]) +
+                  ", a pitched view; attention reads dense Q, K and V (pitches are for "
+                  "matmul, bmm and linear): drop the '|' strides and pass a contiguous tensor");
     if (n[i]->transposed)
       throw Error(std::string("attention: ") + role[i] + " is " + operand_text(*n[i]) +
                   "; attention reads Q, K and V as stored, [B,H,S,D] row-major (drop .T)");
@@ -523,7 +585,7 @@ TensorRef GraphBuilder::max(TensorRef x, TensorRef y) {
 }
 TensorRef GraphBuilder::max(TensorRef x, double y) { return binary("max", ScalarOp::Max, x, y); }
 
-Graph GraphBuilder::build(TensorRef result) const {
+Graph GraphBuilder::build(TensorRef result, const std::vector<int64_t>& out_pitch) const {
   const Node& top = node(result, "build");
   if (top.kind == OpKind::Input) {
     throw Error("the expression has no contraction, only the tensor " + operand_text(top) +
@@ -559,6 +621,22 @@ Graph GraphBuilder::build(TensorRef result) const {
   // The elementwise ops refuse a second contraction as they are built, so only a bug
   // could break this.
   LOOM_CHECK(contractions == 1, "a built graph holds exactly one contraction or attention");
+  if (!out_pitch.empty()) {
+    const Node& r = g.nodes.back();
+    if (r.kind == OpKind::Attention)
+      throw Error("out_pitch=: attention writes a dense O (a pitched output is for matmul, bmm "
+                  "and linear); drop out_pitch=");
+    check_pitch("out", r.shape, out_pitch);
+    // The epilogue stores 16-byte vectors and TMA boxes from the start of every row.
+    for (int64_t p : out_pitch)
+      if (p * dtype_bytes(r.dtype) % 16 != 0)
+        throw Error("out_pitch=" + std::to_string(p) + ": the output's rows must start at "
+                    "16-byte units (" + std::to_string(p) + " x " +
+                    std::to_string(dtype_bytes(r.dtype)) + " B of " + dtype_name(r.dtype) +
+                    " is not), for the epilogue's vector and TMA stores; give a multiple of " +
+                    std::to_string(16 / dtype_bytes(r.dtype)));
+    g.out_pitch = out_pitch;
+  }
   g.verify();
   check_tensor_sizes(g);
   return g;

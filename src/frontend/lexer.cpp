@@ -98,6 +98,7 @@ std::vector<Token> lex(std::string_view text) {
         case ':': t.kind = TokenKind::Colon; break;
         case '=': t.kind = TokenKind::Equals; break;
         case '.': t.kind = TokenKind::Dot; break;
+        case '|': t.kind = TokenKind::Bar; break;
         default:
           throw ExprError(text, t.column,
                           "unexpected " + describe_character(text, i) +

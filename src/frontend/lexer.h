@@ -7,7 +7,7 @@
 namespace loom {
 
 enum class TokenKind { Ident, Number, LParen, RParen, LBracket, RBracket, Comma, Colon,
-                       Equals, Dot, End };
+                       Equals, Dot, Bar, End };
 
 struct Token {
   TokenKind kind = TokenKind::End;

@@ -61,7 +61,8 @@ class Parser {
                          "; Loom lowers one contraction per expression, e.g. "
                          "matmul(A[M,K]:f16, B[K,N]:f16)");
     }
-    return with_column(v.column, [&] { return builder_.build(*v.tensor); });
+    return with_column(out_pitch_.empty() ? v.column : out_pitch_column_,
+                       [&] { return builder_.build(*v.tensor, out_pitch_); });
   }
 
  private:
@@ -144,16 +145,51 @@ class Parser {
                 tensor + ", found " + describe(t));
   }
 
+  // One stride after '|' in a tensor's shape: a positive integer number of elements.
+  int64_t stride(const std::string& tensor) {
+    const Token& t = next();
+    if (t.kind == TokenKind::Number) {
+      int64_t value = 0;
+      auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+      bool whole = t.is_integer && r.ec == std::errc() && r.ptr == t.text.data() + t.text.size();
+      if (t.is_integer && r.ec == std::errc::result_out_of_range)
+        fail(t, "stride " + t.text + " of " + tensor + " is too large");
+      if (whole && value > 0) return value;
+      fail(t, "a stride of " + tensor + " must be a positive integer number of elements, found " +
+                  t.text);
+    }
+    if (t.kind == TokenKind::Ident)
+      fail(t, "a stride of " + tensor + " must be a number of elements, found the symbol " +
+                  t.text + " (strides after '|' are numbers: the row pitch of the buffer, e.g. " +
+                  tensor + "[M,K|1056])");
+    fail(t, "expected a stride (a positive integer: the row pitch, e.g. " + tensor +
+                "[M,K|1056]) after '|' in the shape of " + tensor + ", found " + describe(t));
+  }
+
   Value tensor() {
     const Token& name = next();
     next();  // '['
     std::vector<Dim> shape;
+    std::vector<int64_t> pitch;
+    int pitch_column = 0;
     while (true) {
       shape.push_back(dimension(name.text));
       const Token& t = next();
       if (t.kind == TokenKind::RBracket) break;
+      if (t.kind == TokenKind::Bar) {
+        pitch_column = peek().column;
+        while (true) {
+          pitch.push_back(stride(name.text));
+          const Token& u = next();
+          if (u.kind == TokenKind::RBracket) break;
+          if (u.kind != TokenKind::Comma)
+            fail(u, "expected ']' to close the strides of " + name.text + ", found " + describe(u));
+        }
+        break;
+      }
       if (t.kind != TokenKind::Comma) {
-        fail(t, "expected ']' to close the shape of " + name.text + ", found " + describe(t));
+        fail(t, "expected ']' to close the shape of " + name.text + " (or '|' and its row "
+                "pitch, e.g. " + name.text + "[M,K|1056]), found " + describe(t));
       }
     }
     const Token& colon = next();
@@ -174,8 +210,8 @@ class Parser {
     }
     Value v;
     v.column = name.column;
-    v.tensor = with_column(name.column, [&] {
-      return builder_.input(name.text, shape, type, transposed);
+    v.tensor = with_column(pitch.empty() ? name.column : pitch_column, [&] {
+      return builder_.input(name.text, shape, type, transposed, pitch);
     });
     return v;
   }
@@ -229,9 +265,18 @@ class Parser {
       fail(key, f + " takes no keyword arguments (out= is for matmul, bmm and linear; "
                     "causal=, scale= and lse= for attention)");
     }
+    if (key.text == "out_pitch") {
+      // The program's output is a view into a larger buffer: its row pitch.
+      if (!out_pitch_.empty()) fail(key, "out_pitch= is given twice");
+      out_pitch_column_ = peek().column;
+      out_pitch_ = {stride("the output (out_pitch=)")};
+      kw.given.push_back(key.text);
+      return;
+    }
     if (key.text != "out") {
       fail(key, "unknown keyword argument '" + key.text + "' for " + f +
-                    "; the only one is out=<dtype>");
+                    "; the only one is out=<dtype> (and out_pitch=<elements> for an output "
+                    "that is a view into a larger buffer)");
     }
     if (kw.out) fail(key, "out= is given twice in the call to " + f);
     kw.given.push_back(key.text);
@@ -389,6 +434,8 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::vector<int64_t> out_pitch_;  // out_pitch=: the output's row pitch
+  int out_pitch_column_ = 0;
   GraphBuilder builder_;
 };
 

@@ -4,8 +4,10 @@
 //   expr   := call | tensor | number
 //   call   := IDENT '(' arg (',' arg)* ')'
 //   arg    := expr | IDENT '=' (IDENT | NUMBER)  keyword argument, after the operands
-//   tensor := IDENT '[' dim (',' dim)* ']' ':' DTYPE ['.T']
+//   tensor := IDENT '[' dim (',' dim)* ['|' INT (',' INT)*] ']' ':' DTYPE ['.T']
 //   dim    := INT | IDENT                       a positive size or a symbol (M, K, ...)
+//   '|'    strides of a view into a larger buffer (elements, the row pitch last; outer
+//          ones left out are dense): A[M,K|1056] is a column slice of a [M,1056] buffer
 //
 // e.g. `relu(linear(X[M,K]:bf16, W[N,K]:bf16, bias[N]:bf16))`,
 //      `matmul(A[M,K]:f16, B[N,K]:f16.T, out=f32)`,

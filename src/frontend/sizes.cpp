@@ -46,6 +46,31 @@ void check_tensor_sizes(const Graph& g, const std::map<std::string, int64_t>& si
       if (e > 0 && bytes > kMaxTensorBytes / e) over = true;
       if (!over) bytes *= e;
     }
+    // A view reaches its footprint, not its element count: one past its last element,
+    // in double so that a huge stride cannot overflow the check.
+    const std::vector<int64_t>& pitch =
+        n.kind == OpKind::Input ? n.pitch : (n.id == g.result() ? g.out_pitch : n.pitch);
+    if (!pitch.empty()) {
+      const std::vector<Dim> shape = n.kind == OpKind::Input ? n.storage_shape() : n.shape;
+      std::vector<double> extent(shape.size());
+      for (size_t i = 0; i < shape.size(); ++i) {
+        const Dim& d = shape[i];
+        extent[i] = double(d.is_sym() ? (sizes.count(d.sym) ? sizes.at(d.sym) : 1) : d.value);
+      }
+      const size_t r = shape.size();
+      double stride = 1, last = extent[r - 1] - 1;
+      for (size_t i = r - 1; i-- > 0;) {
+        const size_t from_end = r - 2 - i;
+        stride = from_end < pitch.size() ? double(pitch[pitch.size() - 1 - from_end])
+                                         : extent[i + 1] * stride;
+        last += (extent[i] - 1) * stride;
+      }
+      const double footprint = (last + 1) * dtype_bytes(n.dtype);
+      if (footprint > double(kMaxTensorBytes)) {
+        over = true;
+        approx = footprint;
+      }
+    }
     if (over) {
       char text[32];
       std::snprintf(text, sizeof text, "%.3g", approx);

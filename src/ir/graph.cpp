@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -82,6 +83,37 @@ std::vector<Dim> Node::storage_shape() const {
   return s;
 }
 
+namespace {
+
+// The strides of every dim of `s` but the innermost, from a suffix of them (`pitch`): the
+// outer ones not given are dense over the inner ones.
+std::vector<Expr> strides_of(const std::vector<Dim>& s, const std::vector<int64_t>& pitch) {
+  if (pitch.empty()) return {};
+  std::vector<Expr> out(s.size() - 1, Expr(0));
+  const size_t given = pitch.size();
+  for (size_t i = out.size(); i-- > 0;) {
+    const size_t from_end = out.size() - 1 - i;
+    out[i] = from_end < given ? Expr(pitch[given - 1 - from_end])
+                              : s[i + 1].expr() * out[i + 1];  // dense over the inner ones
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Expr> Node::storage_strides() const { return strides_of(storage_shape(), pitch); }
+
+std::vector<Expr> Graph::out_strides() const {
+  return nodes.empty() ? std::vector<Expr>{} : strides_of(nodes.back().shape, out_pitch);
+}
+
+Dim Node::stride_unit() const {
+  if (pitch.empty()) return storage_shape().back();
+  int64_t g = 0;
+  for (int64_t p : pitch) g = std::gcd(g, p);
+  return Dim{g, {}};
+}
+
 std::vector<std::string> Graph::symbols() const {
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -106,6 +138,12 @@ std::string Graph::str() const {
     s += "%" + std::to_string(n.id) + " = ";
     if (n.kind == OpKind::Input) {
       s += "input " + n.name + ": " + dtype_name(n.dtype) + shape_str(n.storage_shape());
+      if (!n.pitch.empty()) {
+        s.pop_back();  // the shape's ']': the pitch is written inside, A[M, K|1056]
+        for (size_t i = 0; i < n.pitch.size(); ++i)
+          s += (i ? ", " : "|") + std::to_string(n.pitch[i]);
+        s += "]";
+      }
       if (n.transposed) s += " .T  (logical " + shape_str(n.shape) + ")";
     } else {
       s += n.name + "(";
@@ -128,6 +166,11 @@ std::string Graph::str() const {
     }
     s += "\n";
   }
+  if (!out_pitch.empty()) {
+    s += "output pitch |";
+    for (size_t i = 0; i < out_pitch.size(); ++i) s += (i ? ", " : "") + std::to_string(out_pitch[i]);
+    s += " (a view into a larger buffer)\n";
+  }
   for (const auto& [spelled, user] : symbol_names)
     s += "symbol " + spelled + " is the user's " + user + " (spelled apart from a generated name)\n";
   return s;
@@ -135,6 +178,8 @@ std::string Graph::str() const {
 
 void Graph::verify() const {
   if (nodes.empty()) throw Error("graph: no nodes (a graph needs at least its result)");
+  if (out_pitch.size() >= nodes.back().shape.size() && !out_pitch.empty())
+    throw Error("graph: the output pitch gives more than rank - 1 strides");
   std::set<std::string> tensor_names, symbol_names;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
@@ -168,12 +213,16 @@ void Graph::verify() const {
           fail(std::string("dtype ") + dtype_name(n.dtype) + " is not an input dtype");
         }
         if (n.transposed && n.shape.size() < 2) fail(".T needs rank >= 2");
+        if (n.pitch.size() >= n.shape.size()) fail("a pitch gives at most rank - 1 strides");
+        for (int64_t p : n.pitch)
+          if (p <= 0) fail("a pitch is a positive number of elements");
         for (size_t j = 0; j < i; ++j) {
           const Node& o = nodes[j];
           if (o.kind == OpKind::Input && o.name == n.name &&
-              (o.storage_shape() != n.storage_shape() || o.dtype != n.dtype)) {
+              (o.storage_shape() != n.storage_shape() || o.dtype != n.dtype ||
+               o.pitch != n.pitch)) {
             fail("tensor " + n.name + " is also %" + std::to_string(j) +
-                 " with a different storage shape or dtype");
+                 " with a different storage shape, pitch or dtype");
           }
         }
         tensor_names.insert(n.name);

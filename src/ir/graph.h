@@ -82,6 +82,16 @@ struct Node {
   // logical [K,N] operand stored as [N,K]). storage_shape() undoes the swap.
   bool transposed = false;
   std::vector<Dim> storage_shape() const;
+  // Input: a view into a larger buffer (`A[M,K|1056]`): the storage strides, in elements,
+  // the user gave for the dimensions outside the innermost, the innermost-but-one last —
+  // a suffix, so `X[B,S,K|1056]` gives the row pitch alone and the batch stride is dense
+  // over it. Empty: dense row-major. storage_strides() resolves it for every dimension.
+  std::vector<int64_t> pitch = {};
+  std::vector<Expr> storage_strides() const;  // every dim but the innermost; {} when dense
+  // The elements whose alignment decides which copies can move the rows (TMA needs every
+  // stride 16-byte aligned, cp.async each row start): the row length when dense, else the
+  // greatest common divisor of the given strides.
+  Dim stride_unit() const;
 
   // Matmul: inputs[0] = A [..,M,K], inputs[1] = B [..,K,N] (logical shapes).
   // Attention: inputs = {Q, K, V}, or {Q, Kc, Vc, BT, L} paged; attributes in `attention`.
@@ -109,6 +119,10 @@ struct Graph {
   // src/passes/symbol_spelling.h): the IR spelling -> the name the user wrote. Empty
   // unless a symbol was renamed.
   std::map<std::string, std::string> symbol_names;
+  // The output is a view into a larger buffer (out_pitch=): its row pitch, as Node::pitch
+  // (a suffix of the strides of every dim but the innermost). Empty: dense.
+  std::vector<int64_t> out_pitch = {};
+  std::vector<Expr> out_strides() const;  // every dim but the innermost; {} when dense
   int result() const { return int(nodes.size()) - 1; }
   const Node& node(int id) const { return nodes.at(id); }
   std::vector<std::string> symbols() const;  // distinct dim symbols, first-use order

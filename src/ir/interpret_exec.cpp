@@ -80,6 +80,28 @@ int64_t Machine::offset(const Node& n, const Access& a, int t, int width, bool f
                    " elements, " + std::to_string(ts.shape.back()) + " used)",
                t);
     }
+    if (ts.decl->pitched() && ts.shared < 0) {
+      // A pitched view's flat offsets include the caller's elements between its rows:
+      // an access there reads or writes memory that is not the tensor's.
+      for (int i = 0; i < width; ++i) {
+        int64_t rest = v + i;
+        for (size_t k = 0; k < ts.shape.size(); ++k) {
+          const int64_t idx = rest / ts.strides[k];
+          rest %= ts.strides[k];
+          if (idx >= ts.shape[k])
+            fail(*n.s,
+                 "offset " + a.index[0].str() + " = " + std::to_string(v + i) +
+                     " lands outside the view " + ts.decl->name + ts.shape_str + " (index " +
+                     std::to_string(idx) + " of dimension " + std::to_string(k) +
+                     " with strides " + [&] {
+                       std::string st;
+                       for (int64_t x : ts.strides) st += (st.empty() ? "" : ", ") + std::to_string(x);
+                       return "[" + st + "]";
+                     }() + "): the caller's elements between its rows are not the tensor's",
+                 t);
+        }
+      }
+    }
     return v;
   }
   int64_t off = 0;
@@ -116,7 +138,7 @@ void Machine::offset_out_of_range(const Node& n, const Access& a, int t, int wid
 }
 
 double Machine::load_element(const Node& n, const TensorSlot& ts, int64_t off, int t) {
-  double v = ts.shared >= 0 ? shared_.read(ts.shared, off, t, *n.s) : ts.host->data[size_t(off)];
+  double v = ts.shared >= 0 ? shared_.read(ts.shared, off, t, *n.s) : ts.data[size_t(off)];
   return ts.decl->dtype == DType::TF32 ? double(round_to_tf32(float(v))) : v;
 }
 
@@ -300,7 +322,7 @@ void Machine::exec_tile_arrive(const Node& n, const std::vector<int>& active) {
       for (int t : group) row[t] = 1;
       continue;
     }
-    double& counter = n.access.tensor->host->data[size_t(off)];
+    double& counter = n.access.tensor->data[size_t(off)];
     if (std::isnan(counter) || counter < 0 || counter >= s.imm)
       fail(s, "counter " + s.tensor + "[" + std::to_string(off) + "] holds " +
               std::to_string(counter) + " before an arrival, outside [0, " +
@@ -412,7 +434,7 @@ void Machine::exec_write(const Node& n, const std::vector<int>& active) {
         if (s.atomic_add) shared_.atomic_add(ts.shared, off + i, v, t, s);
         else shared_.write(ts.shared, off + i, v, t, s);
       } else {
-        double& cell = ts.host->data[size_t(off + i)];
+        double& cell = ts.data[size_t(off + i)];
         cell = round_to_dtype(ts.decl->dtype, s.atomic_add ? cell + v : v);
       }
     }
@@ -738,7 +760,7 @@ void Machine::exec_stage(const Node& n, const std::vector<int>& active, size_t d
         inside = inside && i >= 0 && i < c.src->shape[d];
         src += i * c.src->strides[d];
       }
-      shared_.fill(c.shared->shared, dst, inside ? c.src->host->data[size_t(src)] : 0.0, s, cta_);
+      shared_.fill(c.shared->shared, dst, inside ? c.src->data[size_t(src)] : 0.0, s, cta_);
       size_t d = rank;
       while (d > 0 && ++point[d - 1] == extent[d - 1]) point[--d] = 0;
       if (d == 0) break;
@@ -761,7 +783,7 @@ void Machine::exec_async_copy(const Node& n, const std::vector<int>& active) {
     bool on = !predicated || eval(n.pred, t) != 0;
     int64_t soff = on ? offset(n, n.src, t, w, true) : 0;
     for (int i = 0; i < w; ++i)
-      shared_.async_copy(dst.shared, off + i, on ? src.host->data[size_t(soff + i)] : 0.0, t, s);
+      shared_.async_copy(dst.shared, off + i, on ? src.data[size_t(soff + i)] : 0.0, t, s);
   }
 }
 
@@ -798,8 +820,8 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
         from += i * src.strides[d];
       }
       // Out-of-range box elements are the tensor map's OOB fill: zeros.
-      box[size_t(e)] = inside ? src.host->data[size_t(from)] : 0.0;
-      at[size_t(e)] = origin + box_offset(dst, point);
+      box[size_t(e)] = inside ? src.data[size_t(from)] : 0.0;
+      at[size_t(e)] = origin + box_offset(dst, point, n.box);
       for (size_t d = rank; d-- > 0;) {
         if (++point[d] < n.box[d]) break;
         point[d] = 0;
@@ -817,10 +839,23 @@ void Machine::exec_tma_load(const Node& n, const std::vector<int>& active) {
 // box covers the tensor's last dimensions. Dense boxes step by one element; the boxes of
 // a slab stored in chunks (TensorDecl::row_chunk) are one chunk wide, so their rows step
 // by the whole row, and physical() then lays each chunk out contiguously.
-int64_t Machine::box_offset(const TensorSlot& shared, const std::vector<int64_t>& point) {
-  const size_t np = shared.strides.size() - point.size();
+//
+// The box's dimensions of extent 1 hold no step, so they are left out before the match:
+// the box's other dimensions, innermost last, step by the shared tensor's innermost
+// strides. A box of one head and `rows` tokens over a [T, H, D] tensor ([rows, 1, D],
+// varlen attention) then fills [rows, D] as a [1, 1, rows, D] box of a [B, H, S, D] one.
+int64_t Machine::box_offset(const TensorSlot& shared, const std::vector<int64_t>& point,
+                            const std::vector<int64_t>& box) {
+  std::vector<size_t> steps;
+  for (size_t d = 0; d < box.size(); ++d)
+    if (box[d] > 1) steps.push_back(d);
+  if (steps.size() > shared.strides.size())
+    throw Error("internal error: a TMA box of " + std::to_string(steps.size()) +
+                " dimensions over a shared tensor of rank " +
+                std::to_string(shared.strides.size()));
+  const size_t np = shared.strides.size() - steps.size();
   int64_t off = 0;
-  for (size_t d = 0; d < point.size(); ++d) off += point[d] * shared.strides[np + d];
+  for (size_t i = 0; i < steps.size(); ++i) off += point[steps[i]] * shared.strides[np + i];
   return off;
 }
 

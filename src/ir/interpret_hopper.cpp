@@ -356,9 +356,9 @@ void Machine::exec_tma_store(const Node& n, const std::vector<int>& active) {
         inside = inside && i >= 0 && i < to.shape[d];
         at += i * to.strides[d];
       }
-      const double v = shared_.async_read(reader, from.shared, origin + box_offset(from, point));
+      const double v = shared_.async_read(reader, from.shared, origin + box_offset(from, point, n.box));
       // The tensor map clips the box at the tensor's edges: nothing outside is written.
-      if (inside) to.host->data[size_t(at)] = round_to_dtype(to.decl->dtype, v);
+      if (inside) to.data[size_t(at)] = round_to_dtype(to.decl->dtype, v);
       for (size_t d = rank; d-- > 0;) {
         if (++point[d] < n.box[d]) break;
         point[d] = 0;

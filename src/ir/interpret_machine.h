@@ -45,6 +45,11 @@ struct TensorSlot {
   std::vector<int64_t> shape, strides;  // evaluated; strides include a shared row pad
   int64_t size = 0;              // flat offsets in [0, size): numel, or footprint if shared
   HostTensor* host = nullptr;    // global tensors
+  // Global tensors: their storage, flat offsets in [0, size). A dense tensor's is its
+  // HostTensor's data; a pitched one (TensorDecl::pitch) gets `pitched`, its footprint
+  // with NaN between the rows, filled from and written back to the dense HostTensor.
+  double* data = nullptr;
+  std::vector<double> pitched;
   int shared = -1;               // SharedMemory id of a shared tensor
   std::string shape_str;         // "[5, 3]", for messages
 };
@@ -107,6 +112,9 @@ class Machine {
   Machine(const ProgramBase& p, Bindings& b, bool kernel);
   void run_op(const std::string& where, const Block& body);
   void run_kernel(const KernelOp& k);
+  // Writes pitched tensors back to their dense HostTensors; throws when a run wrote
+  // between the rows of one (outside the view). Call once, after the last run.
+  void finish();
 
  private:
   struct ValueDef {
@@ -160,7 +168,8 @@ class Machine {
   void exec_stage(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_async_copy(const Node& n, const std::vector<int>& active);
   void exec_tma_load(const Node& n, const std::vector<int>& active);
-  static int64_t box_offset(const TensorSlot& shared, const std::vector<int64_t>& point);
+  static int64_t box_offset(const TensorSlot& shared, const std::vector<int64_t>& point,
+                            const std::vector<int64_t>& box);
   void exec_mbarrier(const Node& n, const std::vector<int>& active);
   void require_all_threads(const Node& n, const std::vector<int>& active, const char* what);
   // Runs `fn(group)` for each group of `size` consecutive threads among `active`

@@ -2,6 +2,7 @@
 // random inputs and the entry points. The machine that runs a body lives in
 // interpret_machine.h (resolution: interpret_resolve.cpp, execution:
 // interpret_exec.cpp); shared memory and its race checks in interpret_shared.h.
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -56,6 +57,24 @@ HostTensor make_tensor(DType dt, std::vector<int64_t> shape, double fill) {
   return h;
 }
 
+// Calls f(dense offset, strided offset) for every element of `shape`, in row-major order.
+template <class F>
+void for_each_element(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, F&& f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t at = 0;
+  for (int64_t dense = 0; dense < n; ++dense) {
+    f(dense, at);
+    for (size_t d = shape.size(); d-- > 0;) {
+      at += strides[d];
+      if (++idx[d] < shape[d]) break;
+      at -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 std::vector<int64_t> eval_all(const std::vector<Expr>& xs, const Expr::Env& symbols) {
   std::vector<int64_t> out;
   for (const Expr& x : xs) out.push_back(x.eval(symbols));
@@ -98,13 +117,44 @@ Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
     if (int64_t(h.data.size()) != h.numel())
       throw Error("interpreter: HostTensor " + t.name + " holds " +
                   std::to_string(h.data.size()) + " values for shape " + slot.shape_str);
-    // Global tensors are dense row-major (HostTensor's layout), whatever their pad says.
-    slot.strides.assign(slot.shape.size(), 1);
-    for (size_t i = slot.shape.size(); i-- > 1;)
-      slot.strides[i - 1] = slot.strides[i] * slot.shape[i];
-    slot.size = h.numel();
     slot.host = &h;
-    tensors_[t.name] = std::move(slot);
+    if (!t.pitched()) {
+      // Dense row-major: HostTensor's own layout.
+      slot.strides.assign(slot.shape.size(), 1);
+      for (size_t i = slot.shape.size(); i-- > 1;)
+        slot.strides[i - 1] = slot.strides[i] * slot.shape[i];
+      slot.size = h.numel();
+      slot.data = h.data.data();
+      tensors_[t.name] = std::move(slot);
+      continue;
+    }
+    // A view into a larger buffer: its footprint, NaN between the rows (so a kernel that
+    // reads there computes NaN, and finish() sees one that writes there).
+    t.check_pitch(symbols_);
+    slot.strides = eval_all(t.strides(), symbols_);
+    slot.size = slot.shape.empty() || h.numel() == 0 ? 0 : t.footprint().eval(symbols_);
+    slot.pitched.assign(size_t(slot.size), kNaN);
+    for_each_element(slot.shape, slot.strides, [&](int64_t dense, int64_t at) {
+      slot.pitched[size_t(at)] = h.data[size_t(dense)];
+    });
+    TensorSlot& placed = tensors_[t.name] = std::move(slot);
+    placed.data = placed.pitched.data();
+  }
+}
+
+void Machine::finish() {
+  for (auto& [name, ts] : tensors_) {
+    if (ts.shared >= 0 || !ts.decl->pitched()) continue;
+    std::vector<char> in_view(ts.pitched.size(), 0);
+    for_each_element(ts.shape, ts.strides, [&](int64_t dense, int64_t at) {
+      ts.host->data[size_t(dense)] = ts.pitched[size_t(at)];
+      in_view[size_t(at)] = 1;
+    });
+    for (size_t i = 0; i < ts.pitched.size(); ++i)
+      if (!in_view[i] && !std::isnan(ts.pitched[i]))
+        throw Error("interpreter: element " + std::to_string(i) + " of " + name +
+                    "'s storage, between the rows of the view " + name + ts.shape_str +
+                    ", was written: a write went outside the tensor");
   }
 }
 
@@ -215,16 +265,19 @@ void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed) {
 void interpret(const LoopProgram& p, Bindings& b) {
   interp::Machine m(p, b, false);
   for (const LoopOp& op : p.ops) m.run_op("op " + op.name, op.body);
+  m.finish();
 }
 
 void interpret(const TileProgram& p, Bindings& b) {
   interp::Machine m(p, b, false);
   for (const TileOp& op : p.ops) m.run_op("op " + op.name, op.body);
+  m.finish();
 }
 
 void interpret(const KernelProgram& p, Bindings& b) {
   interp::Machine m(p, b, true);
   for (const KernelOp& k : p.kernels) m.run_kernel(k);
+  m.finish();
 }
 
 }  // namespace loom

@@ -199,6 +199,7 @@ void print_header(std::ostringstream& os, const ProgramBase& p) {
     os << "  " << t.name << ": " << dtype_name(t.dtype) << "[" << join_exprs(t.shape) << "] "
        << role_name(t.role);
     if (t.zero_init) os << " zeroed";
+    if (t.pitched()) os << " strides=[" << join_exprs(t.strides()) << "]";
     if (t.pad) os << " pad=" << t.pad;
     if (t.swizzle.bits)
       os << " swizzle<" << t.swizzle.bits << "," << t.swizzle.base << "," << t.swizzle.shift << ">";

@@ -9,6 +9,12 @@
 namespace loom {
 
 std::vector<Expr> TensorDecl::strides() const {
+  if (pitched()) {
+    LOOM_CHECK(pitch.size() + 1 == shape.size(), "a pitch gives every stride but the innermost");
+    std::vector<Expr> s = pitch;
+    s.push_back(Expr(1));
+    return s;
+  }
   std::vector<Expr> s(shape.size(), Expr(1));
   for (size_t i = shape.size(); i-- > 1;)
     s[i - 1] = (i == shape.size() - 1 ? shape[i] + pad : shape[i]) * s[i];
@@ -17,7 +23,34 @@ std::vector<Expr> TensorDecl::strides() const {
 
 Expr TensorDecl::footprint() const {
   if (shape.empty()) return Expr(1);
+  if (pitched()) {
+    // One past the last element: the element at (shape - 1) in every dimension.
+    const std::vector<Expr> s = strides();
+    Expr last(0);
+    for (size_t i = 0; i < shape.size(); ++i) last = last + (shape[i] - 1) * s[i];
+    return last + 1;
+  }
   return shape[0] * strides()[0];
+}
+
+void TensorDecl::check_pitch(const Expr::Env& env) const {
+  if (!pitched()) return;
+  const std::vector<Expr> s = strides();
+  // extent: elements one entry of dimensions i+1.. spans, the smallest stride for i.
+  int64_t extent = shape.back().eval(env);
+  for (size_t i = shape.size() - 1; i-- > 0;) {
+    const int64_t stride = s[i].eval(env);
+    if (stride < extent) {
+      const bool row = i + 2 == shape.size();
+      throw Error("tensor " + name + ": its " + (row ? "row pitch" : "stride of dimension " +
+                  std::to_string(i)) + " is " + std::to_string(stride) + " elements, below the " +
+                  std::to_string(extent) + (row ? " of a row (its width " + shape.back().str() + ")"
+                                                : " one entry of the dimensions inside it spans") +
+                  ", so elements would overlap; give a " + (row ? "pitch" : "stride") +
+                  " of at least " + std::to_string(extent) + " (the buffer's real row length)");
+    }
+    extent = (shape[i].eval(env) - 1) * stride + extent;
+  }
 }
 
 int64_t Swizzle::apply(int64_t offset) const {

@@ -59,9 +59,25 @@ struct TensorDecl {
   // resets). The runtime clears it once when it allocates it and never poisons it; the
   // interpreter creates it zeroed.
   bool zero_init = false;
-  std::vector<Expr> strides() const;  // row-major strides of `shape`, padding included
+  // Inputs and outputs only: the strides (in elements) of every dimension but the
+  // innermost, outermost first — a row pitch of `shape.back()` or more, a batch stride of
+  // at least a batch entry's extent — for a tensor that is a view into a larger buffer
+  // (a column slice, the Q part of a fused QKV output, a KV cache with spare capacity).
+  // Empty: dense row-major. The innermost stride is always 1. A separate field, not `pad`:
+  // a pad is a layout the passes choose for shared memory (bank conflicts) and widens every
+  // row of a dense slab, while a pitch is a fact of the caller's buffer, may differ per
+  // dimension (a batch stride past rows x pitch) and never extends past the last row.
+  std::vector<Expr> pitch = {};
+  std::vector<Expr> strides() const;  // row-major strides of `shape`, padding or pitch included
   Expr numel() const;                 // elements of the shape (padding excluded)
-  Expr footprint() const;             // elements of storage (padding included)
+  // Elements of storage: padding included; for a pitched tensor, one past the last
+  // element it reaches (a column-slice view's last row ends at its width, not its pitch).
+  Expr footprint() const;
+  // Throws when a pitch makes two elements meet (a stride below the extent of the
+  // dimensions inside it, e.g. a row pitch below the row's width), naming the dimension
+  // and the smallest legal stride; a no-op for dense tensors. `env` binds the symbols.
+  void check_pitch(const Expr::Env& env) const;
+  bool pitched() const { return !pitch.empty(); }
   // Physical element offset of a (flat, padded) offset: the swizzle. Codegen, the
   // interpreter and the bank-conflict model all go through this one function.
   // With row_chunk, the chunking comes first, then the swizzle.

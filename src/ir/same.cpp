@@ -64,11 +64,11 @@ bool same(const StageCopy& a, const StageCopy& b) {
 }
 
 bool same(const TensorDecl& a, const TensorDecl& b) {
-  const auto& [name, dtype, shape, role, pad, swizzle, overlay, row_chunk, zero_init] = a;
+  const auto& [name, dtype, shape, role, pad, swizzle, overlay, row_chunk, zero_init, pitch] = a;
   return same(name, b.name) && same(dtype, b.dtype) && same(shape, b.shape) &&
          same(role, b.role) && same(pad, b.pad) && same(swizzle, b.swizzle) &&
          same(overlay, b.overlay) && same(row_chunk, b.row_chunk) &&
-         same(zero_init, b.zero_init);
+         same(zero_init, b.zero_init) && same(pitch, b.pitch);
 }
 
 template <typename Op>

@@ -72,6 +72,25 @@ void verify_decls(const ProgramBase& p, Level level) {
           throw Error(pre + "shape of tensor `" + t.name + "` uses `" + v +
                       "`, which is not a program symbol; add it to symbols");
     }
+    if (t.pitched()) {
+      if (t.role != TensorRole::Input && t.role != TensorRole::Output)
+        throw Error(pre + "tensor `" + t.name + "` has strides but is " +
+                    (t.role == TensorRole::Shared ? "shared (its layout is pad, swizzle and row_chunk)"
+                                                  : "a temp (Loom allocates temps dense)") +
+                    "; only inputs and the output are views of the caller's buffers");
+      if (t.pitch.size() + 1 != t.shape.size())
+        throw Error(pre + "tensor `" + t.name + "` has " + std::to_string(t.pitch.size()) +
+                    " strides for rank " + std::to_string(t.shape.size()) +
+                    "; a pitch gives the stride of every dimension but the innermost");
+      for (const Expr& d : t.pitch) {
+        std::set<std::string> vars;
+        d.collect_vars(vars);
+        for (const std::string& v : vars)
+          if (!symbols.count(v))
+            throw Error(pre + "strides of tensor `" + t.name + "` use `" + v +
+                        "`, which is not a program symbol; add it to symbols");
+      }
+    }
     if (t.role == TensorRole::Shared)
       verify_shared_decl(t, level, pre);
     else if (t.pad != 0 || t.swizzle.bits != 0 || t.row_chunk != 0)

@@ -98,10 +98,13 @@ int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
 
 bool attention_wants_mma_sync(const CompileState& s) {
   if (!s.graph.attention()) return false;
-  // Paged KV and varlen, too: only the mma.sync kernel reads pages and packed rows (k:012).
-  return attention_is_decode(AttentionLoops(s.graph)) || s.knobs.get_int("SPLIT_KV", 1) > 1 ||
-         s.knobs.get_int("GQA_PACK", 0) != 0 || s.graph.attention()->paged_attention() ||
-         s.graph.attention()->varlen_attention();
+  // Paged KV prefill (Sq > 64) and varlen prefill run on the wgmma kernel too (k:013 reads
+  // pages and packed rows through its tensor maps); paged decode keeps the split-KV kernel,
+  // and varlen whose longest sequence is a decode's (max_seqlen_q <= 64) the mma.sync kernel's
+  // 64-row blocks, not 128-192 rows mostly past every sequence.
+  const AttentionLoops a(s.graph);
+  return attention_is_decode(a) || (a.varlen && a.q_cap.const_value() <= kDecodeRows) ||
+         s.knobs.get_int("SPLIT_KV", 1) > 1 || s.knobs.get_int("GQA_PACK", 0) != 0;
 }
 
 int64_t default_block_m(CompileState& s, const AttentionLoops& a) {

@@ -90,8 +90,8 @@ struct AttentionTiles {
 struct CompileState;
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a);
 // Whether attention defaults to the mma.sync kernel on sm_90a for decode's sake: a decode
-// shape (Sq <= 64), or SPLIT_KV > 1 or GQA_PACK=1 set, neither of which the wgmma kernel
-// has (attention_decode.cpp).
+// shape (Sq <= 64, paged KV included), varlen with max_seqlen_q <= 64, or SPLIT_KV > 1 or
+// GQA_PACK=1 set, neither of which the wgmma kernel has (attention_decode.cpp).
 bool attention_wants_mma_sync(const CompileState& s);
 // BLOCK_N's default: 64, or 16 for head dims above 128 (the registers D = 256 needs).
 int64_t default_block_n(const AttentionLoops& a);

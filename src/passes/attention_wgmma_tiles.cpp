@@ -36,14 +36,6 @@ bool attention_uses_wgmma(CompileState& s) {
       s.knobs.get_str("ATTN_MMA", fits && !attention_wants_mma_sync(s) ? "wgmma" : "mma_sync");
   s.used_knobs["ATTN_MMA"] = mma;
   if (mma != "wgmma") return false;
-  if (s.graph.attention()->paged_attention())
-    throw Error("ATTN_MMA=wgmma with paged KV (block_table=): the wgmma kernel's TMA loads do "
-                "not read the block table yet; paged attention runs on the mma.sync kernel "
-                "(ATTN_MMA=mma_sync, its default)");
-  if (s.graph.attention()->varlen_attention())
-    throw Error("ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=): the wgmma kernel's TMA "
-                "maps do not address packed rows yet; varlen attention runs on the mma.sync "
-                "kernel (ATTN_MMA=mma_sync, its default)");
   if (s.target.arch != "sm_90a")
     throw Error("ATTN_MMA=wgmma: wgmma.mma_async and the TMA loads it reads need sm_90a; the "
                 "target is " + s.target.arch + ": use ATTN_MMA=mma_sync (or --target sm_90a)");
@@ -79,6 +71,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   t.spans = attention_spans(D);
   const int64_t Dp = t.padded_dim;
   // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
+  // Packed sequences refuse STAGE_OUTPUT on both kernels (k:012: their rows are [T, H, D]):
+  // the only fix is to drop it.
+  if (a.varlen && s.knobs.has("STAGE_OUTPUT") && s.knobs.get_int("STAGE_OUTPUT", 0) != 0)
+    throw Error("STAGE_OUTPUT=1 copies a block's rows of O out as one contiguous [BLOCK_M, D] of "
+                "one head, and packed sequences' rows are [T, H, D] (a row stride of H·D); no "
+                "attention kernel stages them: drop STAGE_OUTPUT");
   for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
                         "ZERO_INIT", "STAGE_OUTPUT"})
     if (s.knobs.has(k))

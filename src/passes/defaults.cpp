@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <utility>
 
 #include "passes/families/family.h"
@@ -64,10 +65,23 @@ static DefaultChoice class_defaults(const Graph& g, const Target& t) {
   return c;
 }
 
-DefaultChoice default_knobs(const Graph& g, const Target& t) {
+DefaultChoice default_knobs(const Graph& g, const Target& t,
+                           const std::map<std::string, int64_t>& as_if) {
+  if (!as_if.empty()) {
+    DefaultChoice c = default_knobs(bound_as_if(g, as_if), t);
+    for (const auto& [sym, v] : as_if) c.shape_class += " as if " + sym + " = " + std::to_string(v);
+    return c;
+  }
   DefaultChoice c = class_defaults(g, t);
   realign_odd_rows(c, gemm_shape_of(g), t);
   return c;
+}
+
+std::vector<SizeRange> runtime_size_ranges(const Graph& g, const Target& t) {
+  for (const auto& f : kernel_families())
+    if (f.size_ranges)
+      if (auto ranges = f.size_ranges(g, t); !ranges.empty()) return ranges;
+  return {};
 }
 
 bool is_group_leader(const std::string& knob) {

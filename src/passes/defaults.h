@@ -2,6 +2,11 @@
 // later, the tuning database take precedence). Each rule records the measurement that
 // justifies it in bench/NOTES.md.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "ir/graph.h"
 #include "passes/knobs.h"
 #include "passes/pass.h"
@@ -20,7 +25,25 @@ struct DefaultChoice {
 // cuBLAS at 4096^3 f16 on H100).
 Knobs mma_defaults_aligned();
 
-DefaultChoice default_knobs(const Graph& g, const Target& t);
+// `as_if`: run-time sizes to choose the defaults for as if they had these values (a size
+// range's kernel, below); the program still compiles with them symbolic.
+DefaultChoice default_knobs(const Graph& g, const Target& t,
+                            const std::map<std::string, int64_t>& as_if = {});
+
+// A range of a run-time size that compiles a kernel of its own: `symbol` in [lo, hi]
+// takes the defaults a bound value `as_if` gets (0: the run-time default itself,
+// class "symbolic"). Each launch runs the range its size falls in (driver/size_variants.h).
+struct SizeRange {
+  std::string symbol;
+  int64_t lo = 1, hi = 1;
+  int64_t as_if = 0;
+};
+
+// The ranges of the defaults for `g`'s run-time sizes, lowest first, covering 1..2^63-1;
+// empty where one kernel serves every size (the ranges are for a 16-bit GEMM on sm_90a
+// whose run-time size is M alone: families/wgmma.cpp, kRuntimeMRangeTops, has the rule;
+// the first family with a size_ranges hook that returns ranges gives them).
+std::vector<SizeRange> runtime_size_ranges(const Graph& g, const Target& t);
 
 // The knobs to compile with: `explicit_knobs` over the defaults, group by group — a
 // person who sets any tiling knob (BM BN FM FN WM WN MIN_BLOCKS) gets none of the

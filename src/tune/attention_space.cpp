@@ -148,12 +148,17 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   const int64_t block_n = std::max<int64_t>(16, k.get_int("BLOCK_N", 64));
   // Decode (attention_decode.h): GQA_PACK makes a KV head's query heads one row set,
   // SPLIT_KV multiplies the CTAs.
+  // The serving forms (docs/attention.md): varlen's Q is [T, Hq, D] with B = cu_seqlens_q's
+  // length - 1 sequences and a grid of max_seqlen_q rows each; paged K and V are pools read
+  // through BT [B, maxp] (maxp·page keys per sequence at most).
   const Node& kv = g.node(a->inputs[1]);
+  const bool varlen = a->varlen_attention(), paged = a->paged_attention();
   const int64_t group = std::max<int64_t>(1, q.shape[1].value / std::max<int64_t>(1, kv.shape[1].value));
   const int64_t pack = !wgmma && k.get_int("GQA_PACK", 0) != 0 ? group : 1;
   const int64_t splits = wgmma ? 1 : std::max<int64_t>(1, k.get_int("SPLIT_KV", 1));
-  const int64_t rows = q.shape[2].value * pack,
-                heads = q.shape[0].value * q.shape[1].value / pack;
+  const int64_t batch = varlen ? g.node(a->inputs[3]).shape[0].value - 1 : q.shape[0].value;
+  const int64_t rows = (varlen ? a->attention.max_seqlen_q : q.shape[2].value) * pack,
+                heads = batch * q.shape[1].value / pack;
   const int64_t ctas = heads * ((rows + block_m - 1) / block_m) * splits;
   // One CTA per SM at a time (these kernels fill an SM's registers or shared memory);
   // the last wave's idle SMs count.
@@ -166,8 +171,13 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   const double bus = dev.mem_clock_khz > 0 && dev.mem_bus_width > 0
                          ? 2.0 * dev.mem_clock_khz * 1e3 * dev.mem_bus_width / 8
                          : 3.35e12;
-  const double kv_bytes = 2.0 * double(kv.shape[0].value * kv.shape[1].value * kv.shape[2].value *
-                                       kv.shape[3].value) * 2.0;
+  double kv_elems = 1;
+  for (const Dim& d : kv.shape) kv_elems *= double(d.value);
+  if (paged) {  // the table's pages, not the whole pool
+    const Node& bt = g.node(a->inputs[3]);
+    kv_elems = double(bt.shape[0].value * bt.shape[1].value) * kv_elems / double(kv.shape[0].value);
+  }
+  const double kv_bytes = 2.0 * kv_elems * 2.0;
   const double memory_s = kv_bytes * double(group / pack) / (0.8 * bus);
   const double combine_us = splits > 1 ? 4.0 : 0.0;  // the second kernel, overlapped in part
   return std::max(math_s * block_overhead, memory_s) * 1e6 / wave_eff + 5.0 + combine_us;
@@ -176,11 +186,9 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
 Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Target& t,
                                const SpaceOptions& opt) {
   if (!g.attention()) throw Error("generate_attention_space: the expression has no attention op");
-  if (g.attention()->paged_attention() || g.attention()->varlen_attention())
-    throw Error(std::string("the tuner does not tune ") +
-                (g.attention()->paged_attention() ? "paged attention (block_table=)"
-                                                  : "attention over packed sequences (cu_seqlens_q=)") +
-                " yet: it has no tuning key; compile and run it with its defaults or --knobs");
+  // The serving forms (paged KV, varlen) are searched like the dense op, on both kernels
+  // (k:013 reads pages and packed rows too); with no tuning key for them yet, `loom tune`
+  // reports the winner without recording it.
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
       if (d.is_sym())
@@ -252,7 +260,9 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
   // of thumb: at most a wave of CTAs, at most a split per key block).
   for (const auto& d : defaults) {
     if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
-    if (!d.knobs.has("SPLIT_KV") || g.node(g.attention()->inputs[0]).shape[2].value > kDecodeRows)
+    // (Varlen has neither a split form nor a constant Sq: its Q is [T, H, D].)
+    if (!d.knobs.has("SPLIT_KV") || g.attention()->varlen_attention() ||
+        g.node(g.attention()->inputs[0]).shape[2].value > kDecodeRows)
       continue;
     const int64_t sk = d.knobs.get_int("SPLIT_KV", 1);
     std::set<int64_t> tried = {sk};

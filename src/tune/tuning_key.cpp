@@ -30,8 +30,12 @@ struct Signer {
   std::vector<std::string> out_roles;  // roles of the contraction's (and the result's) dims
 
   std::string input(const Node& n, const std::vector<std::string>& logical_roles) const {
-    return std::string(dtype_name(n.dtype)) + dims_text(logical_roles, n.transposed) +
-           (n.transposed ? ".T" : "");
+    // A view's strides key apart from the dense tensor: they decide which copies are
+    // legal (a dense row's TMA record would be refused for a pitch of odd 16-byte units).
+    std::string dims = dims_text(logical_roles, n.transposed);
+    for (size_t i = 0; i < n.pitch.size(); ++i)
+      dims.insert(dims.size() - 1, (i ? "," : "|") + std::to_string(n.pitch[i]));
+    return std::string(dtype_name(n.dtype)) + dims + (n.transposed ? ".T" : "");
   }
 
   // An elementwise operand broadcasts against the result from the right (numpy): each of
@@ -121,9 +125,11 @@ std::string op_signature(const Graph& g) {
 }
 
 std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::string* why_not) {
-  // A contraction keys a run-time size as `*` (M=*): one kernel serves every value of it,
-  // so one record does, apart from every bound size's record (its defaults differ too:
-  // families/wgmma.cpp, symbolic_m_wgmma_defaults). Attention's defaults do not depend on its
+  // A contraction keys each run-time size as `*` (M=*, and N=*, K=* for a run-time N or
+  // K): one kernel serves every value of it, so one record does, apart from every bound
+  // size's record (its defaults differ too: families/wgmma.cpp, symbolic_wgmma_defaults). A
+  // record replaces the defaults' kernel per range of a run-time M with its one kernel
+  // (driver/size_variants.h). Attention's defaults do not depend on its
   // lengths, and its records stay per shape.
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
@@ -237,6 +243,13 @@ class SignatureReader {
       if (!is_name(d)) return fail("expected a dim name (M, N, K, batch, B, Hq, ...) or 1");
       dims_.insert(std::string(d));
     } while (eat(","));
+    if (eat("|")) {  // a view's strides, numbers
+      do {
+        std::string_view d = word();
+        if (d.empty() || d.find_first_not_of("0123456789") != std::string_view::npos)
+          return fail("expected a stride (a number) after '|'");
+      } while (eat(","));
+    }
     if (!eat("]")) return fail("expected ']'");
     eat(".T");
     return true;

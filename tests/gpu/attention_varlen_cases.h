@@ -1,7 +1,10 @@
 // Varlen cases (docs/attention.md, "Serving forms: varlen"): packed sequences Q [Tq,Hq,D],
 // K/V [Tk,Hkv,D] with cumulative lengths from fill_serving_inputs (the first sequence
 // max_seqlen_q queries, the others random up to it, keys in proportion), the three masks,
-// GQA and MHA, D 64 and 128, bf16 and f16, with and without LSE, on the mma.sync kernel.
+// GQA and MHA, D 64, 96 and 128, bf16 and f16, with and without LSE: on sm_90a the wgmma
+// kernel (the default once max_seqlen_q passes 64: both issue schemes, the 3 x 112 tile at
+// D = 128, 64 + 32 column spans at D = 96), and the mma.sync kernel by ATTN_MMA=mma_sync
+// and for a decode-sized max_seqlen_q.
 // tests/gpu/test_attention_varlen.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_varlen.cpp compiles every kernel with NVRTC for sm_80 and
 // sm_90a (no spills).
@@ -31,7 +34,22 @@ inline std::vector<Case> varlen_cases() {
   v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, "true", "bf16", true), ""});
   // The deeper K/V rings (KV_STAGES=3, 4) over packed sequences.
   v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true), "KV_STAGES=3"});
-  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "false", "f16", false), "KV_STAGES=4"});
+  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "false", "f16", false),
+               "ATTN_MMA=mma_sync,KV_STAGES=4"});
+  // The mma.sync kernel by name (the wgmma kernel is sm_90a's default above), and by
+  // default for a decode-sized max_seqlen_q.
+  for (const char* causal : {"true", "false"})
+    v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, causal, "bf16", true),
+                 "ATTN_MMA=mma_sync"});
+  v.push_back({varlen_expr(6, 200, 900, 32, 8, 128, 48, "true", "bf16", true), ""});
+  // The wgmma kernel's variants: the producer warpgroup at D = 64, thread 0 issuing at
+  // D = 128, two warpgroups by 128 keys, D = 96 (64 + 32 columns), MQA.
+  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "true", "bf16", true), "ATTN_PRODUCER=1"});
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true),
+               "ATTN_PRODUCER=0"});
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "top_left", "bf16", true),
+               "ATTN_WG=2,BLOCK_N=128"});
+  v.push_back({varlen_expr(5, 3000, 3000, 8, 1, 96, 1000, "true", "f16", true), ""});
   return v;
 }
 

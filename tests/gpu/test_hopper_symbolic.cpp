@@ -1,6 +1,8 @@
-// One compiled wgmma kernel serving every size (tests/gpu/wgmma_symbolic_cases.h): a plan
+// One compiled wgmma plan serving every size (tests/gpu/wgmma_symbolic_cases.h): a plan
 // with run-time sizes (PlanOptions::runtime_sizes) executed at M = 1, 7, 64, 1000, 4097
-// (and run-time N and K where the case has them) on fresh random bf16/f16 inputs, the
+// (both ends of every range where the default holds a kernel per range of M, so each of
+// its kernels runs, in turn and back; and run-time N and K, with tails, where the case has
+// them) on fresh random bf16/f16 inputs, the
 // output poisoned with NaN first, each result against the fp64 reference (cuBLAS DGEMM
 // above 10^7 multiply-adds) under the dtype's threshold. The persistent grid (t:027) is
 // sized at each launch from M, and the tensor maps are encoded from the launch's sizes,
@@ -95,7 +97,7 @@ TEST_P(GpuHopperSymbolic, OnePlanServesEverySize) {
   LOOM_CUDA_RT(cudaStreamCreate(&s));
   uint32_t seed = 5;
   for (const auto& sizes : c.sizes) {
-    SCOPED_TRACE(sizes_str(sizes));
+    SCOPED_TRACE(sizes_str(sizes) + ", kernel " + plan.variants()[plan.variant_for(sizes)].knobs);
     EXPECT_EQ(check_at(plan, c.expr, sizes, seed++, s), "");
   }
   // The first size again after the largest: nothing of a launch outlives it.

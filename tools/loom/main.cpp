@@ -33,6 +33,7 @@
 #include "driver/ladder.h"
 #include "driver/ladder_plot.h"
 #include "driver/run.h"
+#include "driver/size_variants.h"
 #include "driver/write_file.h"
 #include "frontend/parser.h"
 #include "ir/diff.h"
@@ -364,6 +365,16 @@ int cmd_compile(const Args& a) {
   }
   if (a.verbose >= 1) {
     std::cerr << "knobs from: " << c.knob_source << "\n";
+    // A run-time M's defaults come as one kernel per range of M (driver/size_variants.h);
+    // the listing below is the top range's, the one printed.
+    if (!g.symbols().empty()) {
+      CompileOptions quiet = opt;
+      quiet.observer = nullptr;
+      const std::string ranges = compile_size_variants(g, quiet, a.expr).describe("  ");
+      if (!ranges.empty())
+        std::cerr << "kernels by run-time size (a launch runs its size's; printed: the last):\n"
+                  << ranges;
+    }
     std::cerr << "pipeline (" << c.summary << "):\n";
     for (const auto& r : ran) std::cerr << r << "\n";
     std::cerr << "NVRTC " << nvrtc_version_string() << " resource report for "

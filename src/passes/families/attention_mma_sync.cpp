@@ -1,7 +1,6 @@
 // Attention on mma.sync (k:012): FlashAttention-2's kernel, warps of m16n8k16 atoms over
 // BLOCK_M query rows, K/V tiles of BLOCK_N rows through a cp.async ring; sm_80 and newer,
-// and sm_90a where the wgmma kernel does not take the head dim or the layout (paged KV,
-// packed sequences).
+// and sm_90a where the wgmma kernel does not take the head dim.
 #include "passes/families/attention_knobs.h"
 
 namespace loom {
@@ -12,8 +11,8 @@ KernelFamily attention_mma_sync_family() {
   f.summary = "attention on mma.sync (k:012): warps of m16n8k16 atoms over BLOCK_M query rows, "
               "K/V through a cp.async ring; sm_80 and newer";
   f.op = FamilyOp::attention;
-  f.chosen_by = "ATTN_MMA=mma_sync (the default off sm_90a, and for paged KV, packed "
-                "sequences and head dims wgmma does not take)";
+  f.chosen_by = "ATTN_MMA=mma_sync (the default off sm_90a and for head dims wgmma does "
+                "not take)";
   f.reads = {{"BLOCK_M"},   {"BLOCK_N"},   {"WARPS"},      {"KV_STAGES"},        {"Q_IN_REGS"},
              {"SOFTMAX"},   {"ZERO_INIT"}, {"STAGE_OUTPUT"}, {"ATTN_MMA", {"mma_sync"}},
              {"SPLIT_KV"},  {"GQA_PACK"},  {"FRAG_BUFFERS"}, {"SWIZZLE"},       {"INTERLEAVE_LOADS"},

@@ -12,7 +12,7 @@ KernelFamily attention_wgmma_family() {
               "producer warpgroup streaming K/V; sm_90a";
   f.op = FamilyOp::attention;
   f.chosen_by = "ATTN_MMA=wgmma (the default on sm_90a for head dims that are multiples of 8 "
-                "up to 256, dense K/V)";
+                "up to 256, dense, paged or packed; not decode's split forms)";
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
              {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"},
              {"ATTN_PINGPONG"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},

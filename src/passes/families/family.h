@@ -120,6 +120,9 @@ struct KernelFamily {
   // A schedule for run-time sizes the SIMT "symbolic" class would otherwise take: fills
   // `c` and returns true.
   bool (*symbolic)(const Graph& g, const Target& t, DefaultChoice& c) = nullptr;
+  // The ranges of a run-time size that compile a kernel of their own (runtime_size_ranges,
+  // defaults.h); empty where one kernel serves every size.
+  std::vector<SizeRange> (*size_ranges)(const Graph& g, const Target& t) = nullptr;
   // The message refusing explicit knobs that this family reads and the serving family
   // neither reads nor honours (null: no such refusal, the knobs pass to the passes).
   std::string (*refusal)(const RefusalContext& r) = nullptr;

@@ -25,12 +25,20 @@ GemmShape gemm_shape_of(const Graph& g) {
     s.b_k_major = g.node(n.inputs[1]).transposed;
     s.tma_rows = true;
     for (int in : n.inputs) {
-      const Dim row = g.node(in).storage_shape().back();
+      const Dim row = g.node(in).stride_unit();  // a view's strides, else its row length
       s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
       s.odd_rows |= row.is_sym() || row.value * dtype_bytes(g.node(in).dtype) % 4 != 0;
     }
   }
   return s;
+}
+
+Graph bound_as_if(const Graph& g, const std::map<std::string, int64_t>& values) {
+  Graph bound = g;
+  for (auto& n : bound.nodes)
+    for (auto& d : n.shape)
+      if (d.is_sym() && values.count(d.sym)) d = Dim{values.at(d.sym), ""};
+  return bound;
 }
 
 bool tensor_core_operands(const GemmShape& s, const Target& t) {

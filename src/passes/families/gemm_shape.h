@@ -2,6 +2,8 @@
 // sizes when known, operand types and majorness, and what the copy engines can address.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "ir/graph.h"
 #include "passes/pass.h"
@@ -27,6 +29,9 @@ struct GemmShape {
 // The program's contraction (the last one, where there are several; known = false with a
 // run-time size, and then only f32_operands is set).
 GemmShape gemm_shape_of(const Graph& g);
+
+// Binds the size symbols `values` names in a copy of `g` (the rest stay symbolic).
+Graph bound_as_if(const Graph& g, const std::map<std::string, int64_t>& values);
 
 // 16-bit operands on a target with tensor cores (sm_80 and newer): the mma.sync and
 // wgmma families' operands.

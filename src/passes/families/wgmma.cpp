@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <utility>
 
 #include "ir/error.h"
@@ -468,41 +470,54 @@ static bool wgmma_takes_tf32(const GemmShape& s, const Target& t) {
                                   : wgmma_large(s, t.sm_count)));
 }
 
-// A 16-bit GEMM on sm_90a whose only run-time size is M (the token count of a linear
-// layer): one kernel serves every M, so it gets the schedule that matters where the time
-// goes, the large class's (persistent, warp-specialized, 2-CTA clusters along M sharing B
-// by multicast, the strip-buffered TMA store) as a constant M of 8192 rows would pick it,
-// with BN = 256: wave_width trims BN to the tile rounds of a known M, which a run-time M
-// does not have (it picks 256 at M = 4096 and 8192 for N = 4096). The tensor maps take
-// M at launch and clip the edge tiles; t:027 sizes the grid min(tiles, SMs) from M.
-// Small M pays for it: the decode and medium schedules (SWAP_AB, 32..256-column tiles,
-// chosen from M) need M's value, and 128 x 256 tiles give few CTAs at M <= 128
-// (bench/NOTES.md, symbolic sizes on the wgmma kernel, has the measured cost).
-// N and K must be numbers that make the large class at a large M, with rows TMA can
-// load (A K-major: its rows are K, not M); anything else keeps the SIMT "symbolic"
-// class (a run-time N or K has no known row alignment). Returns false then.
-static bool symbolic_m_wgmma_defaults(const Graph& g, const Target& t, DefaultChoice& c) {
-  if (t.arch != "sm_90a") return false;
+// The single 2-D 16-bit contraction of `g` on sm_90a whose A is row-major: the GEMMs
+// whose run-time sizes the wgmma kernel takes (below). nullptr for anything else.
+static const Node* runtime_size_gemm(const Graph& g, const Target& t) {
+  if (t.arch != "sm_90a") return nullptr;
   const Node* mm = nullptr;
   for (const auto& n : g.nodes)
     if (n.kind == OpKind::Matmul) {
-      if (mm) return false;  // one contraction per program
+      if (mm) return nullptr;  // one contraction per program
       mm = &n;
     }
-  if (!mm || mm->shape.size() != 2) return false;
+  if (!mm || mm->shape.size() != 2) return nullptr;
   const Node& a = g.node(mm->inputs[0]);
-  const Node& b = g.node(mm->inputs[1]);
-  if (a.dtype != DType::F16 && a.dtype != DType::BF16) return false;
-  if (a.transposed || !mm->shape[0].is_sym() || mm->shape[1].is_sym() || a.shape.back().is_sym())
-    return false;
-  for (const Dim& d : b.storage_shape())
-    if (d.is_sym()) return false;
-  Graph bound = g;  // M at a large representative value; everything else as written
-  const std::string m = mm->shape[0].sym;
-  for (auto& n : bound.nodes)
-    for (auto& d : n.shape)
-      if (d.is_sym() && d.sym == m) d = Dim{8192, ""};
-  GemmShape s = gemm_shape_of(bound);
+  if (a.dtype != DType::F16 && a.dtype != DType::BF16) return nullptr;
+  // A transposed stores rows of M, which a run-time M (any token count, 7 as often as
+  // 4096) leaves unaddressable by TMA; a run-time N or K is a row length of B or the
+  // output and must be a multiple of 8 at each launch (refused there, naming the knob).
+  if (a.transposed && mm->shape[0].is_sym()) return nullptr;
+  return mm;
+}
+
+// A 16-bit GEMM on sm_90a with run-time sizes (M: the token count of a linear layer; N
+// and K: dynamic shapes under torch.compile): one kernel serves every size, so it gets
+// the schedule that matters where the time goes, the large class's (persistent,
+// warp-specialized, 2-CTA clusters along M sharing B by multicast, the strip-buffered TMA
+// store) as M = 8192 rows would pick it, with BN = 256: wave_width trims BN to the tile
+// rounds of a known M, which a run-time M does not have (it picks 256 at M = 4096 and 8192
+// for N = 4096). The tensor maps take the sizes at launch and clip the edge tiles (a
+// partial last K slab is zero-filled, so it adds nothing); t:027 sizes the grid min(tiles,
+// SMs) from M and N; the K loop's trip count ceil(K / BK) reads K in the kernel.
+// Small M on its own: a run-time M alone gets a kernel per range of M besides this one
+// (runtime_size_ranges, below), picked at each launch.
+// A run-time N or K is a row length (of B, the output, A): TMA needs it a multiple of 8
+// 16-bit elements, which a launch checks (refused there naming STAGE=tma or
+// EPILOGUE=tma_store and the fix). The realigned copies (REALIGN, k:015) would take any
+// row, but as the threads' copies (no TMA, no producer warpgroup) on every size, the
+// aligned ones torch.compile's dynamic shapes nearly always bring included, where the
+// bound defaults pick the TMA kernel: not the default; bind a ragged size instead.
+// The bound sizes must make the large class at a large M (a run-time N or K counted as
+// 4096); anything else keeps the SIMT "symbolic" class. Returns false then.
+static bool symbolic_wgmma_defaults(const Graph& g, const Target& t, DefaultChoice& c) {
+  const Node* mm = runtime_size_gemm(g, t);
+  if (!mm) return false;
+  const Node& a = g.node(mm->inputs[0]);
+  std::map<std::string, int64_t> as_if;
+  if (mm->shape[0].is_sym()) as_if[mm->shape[0].sym] = 8192;
+  for (const Dim& d : {mm->shape[1], a.shape.back()})
+    if (d.is_sym() && !as_if.count(d.sym)) as_if[d.sym] = 4096;
+  GemmShape s = gemm_shape_of(bound_as_if(g, as_if));
   if (!s.known || !s.tma_rows || !wgmma_large(s, t.sm_count)) return false;
   c.shape_class = "symbolic";
   c.knobs = Knobs::parse("BM=64,BN=64,FM=4,FN=4,BK=16,STAGE=sync,STAGES=2");
@@ -510,6 +525,42 @@ static bool symbolic_m_wgmma_defaults(const Graph& g, const Target& t, DefaultCh
   c.wgmma = wgmma_defaults_for(s, t);
   c.wgmma.set("BN", "256");
   return true;
+}
+
+// The ranges of a run-time M (N and K bound) that compile a kernel of their own: each
+// range takes the defaults a bound M at its upper end gets, the last (513 rows up) the
+// large schedule above. Small M is where one schedule cannot serve: the large schedule's
+// 128 x 256 tiles give 16 CTAs over N = 4096 whatever M <= 128 is, 2.4x the bound M's
+// time at 128 rows and 1.6x at 512 (H100, bench/NOTES.md, symbolic sizes on the wgmma
+// kernel). The breakpoints are those of the bound classes at N = K = 4096: the swapped
+// decode's BN = M rounded up (16; in two halves of M / 2 rounded up to 8 columns from 33
+// rows: 24 up to 48, 32 up to 64, 40 up to 80, 48 up to kSwappedDecodeMaxM = 95, the
+// swapped form's last row count: 1.07x cuBLAS at 77 rows against 0.73x unswapped; one
+// tile of 2 x 48 columns for 65..95 ran 1.15x the bound M's 2 x 40 at 80 rows), one row of
+// 128-row tiles with BN from N (the medium class, one wave), the medium class's
+// persistent form whose BN depends on the row count (2 rows: 64, 3: 96, 4: 128: a wider
+// tile fills fewer SMs, 96 of 132 at 3 rows of 128-wide ones), then the large class. The
+// upper end, not the middle: a tile sized for the range's largest M serves every smaller
+// one (the tensor maps clip the rest), a tile sized for a smaller M would run more rounds
+// at the top. bench/NOTES.md (run-time N and K, and small run-time M) has the times.
+constexpr int64_t kRuntimeMRangeTops[] = {16, 48, 64, 80, kSwappedDecodeMaxM, 128, 256, 384, 512};
+
+static std::vector<SizeRange> wgmma_size_ranges(const Graph& g, const Target& t) {
+  const Node* mm = runtime_size_gemm(g, t);
+  if (!mm || !mm->shape[0].is_sym()) return {};
+  const Node& a = g.node(mm->inputs[0]);
+  if (mm->shape[1].is_sym() || a.shape.back().is_sym()) return {};  // N and K bound
+  DefaultChoice large;
+  if (!symbolic_wgmma_defaults(g, t, large)) return {};
+  const std::string m = mm->shape[0].sym;
+  std::vector<SizeRange> out;
+  int64_t lo = 1;
+  for (int64_t top : kRuntimeMRangeTops) {
+    out.push_back({m, lo, top, top});
+    lo = top + 1;
+  }
+  out.push_back({m, lo, std::numeric_limits<int64_t>::max(), 0});
+  return out;
 }
 
 // The default atom of the shape's class (defaults.cpp): decode shapes run swapped on
@@ -631,7 +682,8 @@ KernelFamily wgmma_family() {
   f.schedule = wgmma_defaults_for;
   f.claims = wgmma_claims;
   f.decodes = wgmma_decodes;
-  f.symbolic = symbolic_m_wgmma_defaults;
+  f.symbolic = symbolic_wgmma_defaults;
+  f.size_ranges = wgmma_size_ranges;
   f.atom_def = wgmma_atom_def;
   f.refusal = refuse_organization_knobs;
   // The tuner searches ATOM=wgmma_* on sm_90a-style targets only (tune/problem.cpp); the

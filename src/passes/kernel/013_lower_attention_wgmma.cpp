@@ -14,6 +14,16 @@
 //     [B, H, S, D], so rows past Sq or Sk are the map's zero fill, never the next head's,
 //     and so are the columns past D of a D that is 8 mod 16 (zero K and Q columns leave
 //     S unchanged; V's give O columns that are never stored).
+//     Serving forms (docs/attention.md, "Serving forms"): every CTA first binds its
+//     sequence's lengths (paged `kv_len`; varlen q_start, q_end, kv_start, kv_end; then
+//     seq_q, seq_k, which every bound and mask names). Varlen: 3-D maps over [T, H, D],
+//     the box's token coordinate q_start + row / kv_start + key (rows past the sequence are
+//     the next one's: keys masked, queries not stored); a query block at or past seq_q
+//     skips everything after the lets. Paged KV: a 4-D map over the pool [P, Hkv, page, D],
+//     a key block as gcd(BLOCK_N, page)-row boxes, each at the page BT[b, key / page] the
+//     issuing thread reads just before them. In the block that holds the sequence's last
+//     key, the consumers zero the V rows past it once they land (clean_v): they are real
+//     memory (slack, a page's unwritten tail), and 0 x NaN would reach O.
 //  3. Key loop over a ring of KV_STAGES slots. ATTN_PRODUCER=0: a block barrier at the top
 //     of block kb (every warpgroup retired its wgmmas on kb-1), then thread 0 issues block
 //     kb+S-1 into kb-1's slot. ATTN_PRODUCER=1: a producer warpgroup (setmaxnreg down)
@@ -38,8 +48,9 @@
 //     product; P V reads P from a 16-bit register array (p_acc) the softmax's result is
 //     converted into (FlashAttention-3's tOrP), so one f32 S array suffices.
 //  7. O (1/l) stored from the fragments (4-byte pairs, rows past Sq and columns past D
-//     skipped), LSE by lane t = 0 of each quad. Rows that keep no key: O = 0,
-//     LSE = -inf (k:012's semantics).
+//     skipped; varlen at token q_start + row: predicated stores, where a TMA store's box
+//     would write into the next sequence's rows), LSE by lane t = 0 of each quad. Rows
+//     that keep no key: O = 0, LSE = -inf (k:012's semantics).
 // Every shared operand's descriptor is checked against TensorDecl::physical() element by
 // element (check_descriptor), so the interpreter's reading of the tiles is the tensor
 // cores'.
@@ -54,6 +65,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "atoms/atoms.h"
@@ -101,7 +113,7 @@ void check_descriptor(const TensorDecl& t, WgmmaOperand op, int64_t origin, int6
 }
 
 struct Lowering {
-  const AttentionLoops& a;
+  AttentionLoops a;  // a copy: the serving forms bind Sq and Sk to lets (build())
   const AttentionWgmmaTiles& t;
   KernelProgram& p;
   KernelOp k;
@@ -148,30 +160,76 @@ struct Lowering {
   // The tensor map of `src` for span `sp`: boxes of min(width, 64) columns x `rows` rows
   // of one (batch, head), the span's swizzle. Columns past D (a D that is 8 mod 16) are
   // the map's zero fill.
+  // Varlen: a 3-D map over [T, H, D] (innermost first: d, head, token), boxes of one head
+  // and `rows` tokens; the box's token coordinate is the sequence's first row plus the
+  // block's, and rows past the sequence are the next sequence's (masked: keys past Sk;
+  // queries past Sq are not stored) or, past T, the map's zero fill. Paged K/V: a 4-D map
+  // over the pool [P, Hkv, page, D], boxes of `rows` = page_rows() rows of one page.
   void descriptor(const std::string& sh, const std::string& src, const AttentionSpan& sp,
                   int64_t rows) {
     TmaDescriptor d;
     d.name = sh + "_tmap";
     d.tensor = src;
     d.shared = sh;
-    d.box = {std::min(sp.width, kSpan), rows, 1, 1};
+    const int64_t w = std::min(sp.width, kSpan);
+    d.box = a.varlen ? std::vector<int64_t>{w, 1, rows} : std::vector<int64_t>{w, rows, 1, 1};
     d.swizzle_bytes = int(sp.swizzle_bytes());
     k.tma.push_back(d);
+  }
+
+  // Paged KV: the rows of one TMA box of K or V, gcd(BLOCK_N, page). A key block of
+  // BLOCK_N keys starts at a multiple of BLOCK_N, so each piece of this many rows starts at
+  // a multiple of it and lies within one page (it divides the page): BLOCK_N <= page and
+  // dividing it is one box per block; a BLOCK_N that does not divide the page (the 3 x 112
+  // tile at D = 128) or exceeds it (16-key pages) is several boxes, each with its own page.
+  int64_t page_rows() const { return std::gcd(BN, a.page); }
+
+  // The global coordinates of rows row0.. of head `head` of `src` at column `col`: dense
+  // [b, head, row0, col]; varlen [start + row0, head, col] (start: q_start for Q,
+  // kv_start for K and V); paged (K and V) [page, head, row0 % page, col].
+  std::vector<Expr> coords(const std::string& src, const Expr& head, const Expr& row0,
+                           const Expr& col, const Expr& page) const {
+    if (a.varlen)
+      return {Expr::var(src == a.q ? kQStartVar : kKvStartVar) + row0, head, col};
+    if (a.paged && src != a.q) return {page, head, row0 % Expr(a.page), col};
+    return {b, head, row0, col};
   }
 
   // rows x padded D of head `head` from row `row0` of `src` into the span tensors `dst`
   // (slot origin `slot` x rows x the span's width): one box per 64-column chunk or
   // narrower span, completing on mbarrier `mbar`.
+  // Paged KV: piece r (page_rows() keys) of the block at key `row0` reads page
+  // BT[b, (row0 + r·rows) / page]; the slot is clamped into the table (a piece past the
+  // sequence still forms a coordinate: its page is the last slot's, a live page or a dead
+  // slot's number, which the map zero-fills when it lies outside the pool).
+  std::string page_var(int64_t r) const { return std::string(kKvPageVar) + "_" + std::to_string(r); }
+  Block page_lets(const Expr& row0) const {
+    Block out;
+    const int64_t pr = page_rows();
+    const Expr last_slot = p.tensor(a.block_table).shape[1] - 1;
+    for (int64_t r = 0; r < BN / pr; ++r)
+      out.push_back(Stmt::LetLoad(page_var(r), a.block_table,
+                                  {flat(p.tensor(a.block_table),
+                                        {b, min((row0 + Expr(r * pr)) / Expr(a.page), last_slot)})}));
+    return out;
+  }
+
   Block tma_block(const std::vector<std::string>& dst, const std::string& src, const Expr& head,
                   const Expr& row0, int64_t rows, const Expr& slot, const Expr& mbar) const {
     Block out;
+    // Paged K/V: one box per page piece (its own page); otherwise the whole block.
+    const bool paged = a.paged && src != a.q;
+    const int64_t pr = paged ? page_rows() : rows;
     for (size_t i = 0; i < t.spans.size(); ++i) {
       const AttentionSpan& sp = t.spans[i];
       const int64_t box = std::min(sp.width, kSpan);
-      for (int64_t j = 0; j < sp.width / box; ++j)
-        out.push_back(Stmt::TmaLoad(dst[i], slot * (rows * sp.width) + Expr(j * box), src,
-                                    {b, head, row0, Expr(sp.col + j * box)}, dst[i] + "_tmap",
-                                    mbar, rows * box * 2));
+      for (int64_t r = 0; r < rows / pr; ++r)
+        for (int64_t j = 0; j < sp.width / box; ++j)
+          out.push_back(Stmt::TmaLoad(
+              dst[i], slot * (rows * sp.width) + Expr(r * pr * sp.width + j * box), src,
+              coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
+                     paged ? Expr::var(page_var(r)) : Expr(0)),
+              dst[i] + "_tmap", mbar, pr * box * 2));
     }
     return out;
   }
@@ -179,7 +237,7 @@ struct Lowering {
   Expr query_block() const {
     const Expr x = Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
-    return ceil_div(a.Sq, Expr(BM)) - 1 - x;
+    return ceil_div(a.q_cap, Expr(BM)) - 1 - x;  // q_cap: Sq, or varlen's max_seqlen_q
   }
 
   // Row of value r2 (0: row g, 1: g + 8) of this thread's accumulator fragments.
@@ -197,6 +255,26 @@ struct Lowering {
         Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / 32),
         Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
     };
+    // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
+    // by every thread, before anything uses Sq or Sk.
+    if (a.paged)
+      body.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
+    if (a.varlen)
+      body.insert(body.end(),
+                  {Stmt::LetLoad(kQStartVar, a.cu_q, {flat(p.tensor(a.cu_q), {b})}),
+                   Stmt::LetLoad(kQEndVar, a.cu_q, {flat(p.tensor(a.cu_q), {b + 1})}),
+                   Stmt::LetLoad(kKvStartVar, a.cu_k, {flat(p.tensor(a.cu_k), {b})}),
+                   Stmt::LetLoad(kKvEndVar, a.cu_k, {flat(p.tensor(a.cu_k), {b + 1})})});
+    // The sequence's lengths, once: every bound and mask below names them.
+    if (a.varlen) {
+      body.push_back(Stmt::Let("seq_q", a.Sq));
+      a.Sq = Expr::var("seq_q");
+    }
+    if (a.paged || a.varlen) {
+      body.push_back(Stmt::Let("seq_k", a.Sk));
+      a.Sk = Expr::var("seq_k");
+    }
+    const size_t lets = body.size();
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
     const int64_t kv_bytes = 2 * BN * Dp * 2;
     const size_t n_spans = t.spans.size();
@@ -221,7 +299,8 @@ struct Lowering {
     const Expr rows_end = min(a.Sq, (qb + 1) * BM);
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
     auto kv_issue = [&](const Expr& block, const Expr& slot) {
-      Block x = {Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2)};
+      Block x = a.paged ? page_lets(block * BN) : Block{};
+      x.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
       for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot, full_k(slot)))
         x.push_back(st);
       x.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
@@ -356,6 +435,42 @@ struct Lowering {
       return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
                    reg_loop("kk", BN / 16, std::move(step), LoopKind::Reduce), Stmt::WgmmaCommit()};
     };
+    // Serving forms: the block that holds the sequence's last key was loaded whole, so its
+    // V rows past Sk are the next sequence's, the rest of the last page, or a page a clamped
+    // slot names — memory whose values the caller does not promise (slack past
+    // cu_seqlens_k[B], unwritten cache rows). P is 0 there, but 0 x NaN is NaN: once V has
+    // landed, the consumer threads zero those rows of the slot (each element by one
+    // thread), fence them for the async proxy, and meet (a block barrier, or with the
+    // producer named barrier W + 1 over the consumers; once before the zeroing too) before
+    // any P V reads the slot. Only
+    // in that block (a CTA-uniform test); the dense form's rows past Sk are TMA zero fill.
+    auto clean_v = [&](const Expr& kbx) {
+      if (!a.paged && !a.varlen) return Block{};
+      const Stmt meet = producer ? Stmt::NamedBarrier(Expr(t.warpgroups + 1), int(c_threads))
+                                 : Stmt::Barrier();
+      // The first meeting orders the landed box before every thread's zeroing (each element
+      // is zeroed by a thread that may not be the one whose wait retired the load).
+      Block body = {Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), meet};
+      const Expr first = a.Sk - kbx * BN;  // the slot's first row past the sequence
+      for (size_t i = 0; i < n_spans; ++i) {
+        const int64_t wd = t.spans[i].width, n = BN * wd;
+        const std::string c = "vz_c" + std::to_string(i), ev = "vz_e" + std::to_string(i);
+        const Expr e = Expr::var(ev);
+        Expr keep = first <= e / wd;
+        if (n % c_threads != 0) keep = e < n && keep;
+        Stmt zero = Stmt::For(
+            c, Expr((n + c_threads - 1) / c_threads), LoopKind::Parallel, c,
+            {Stmt::Let(ev, Expr::var(c) * c_threads + tid),
+             Stmt::If(keep, {Stmt::Write(v_s[i], {kbx % S * n + e}, Operand::constant(0.0))})});
+        // One copy (#pragma unroll 1): unrolled, its addresses spilled 72 B in the three
+        // warpgroups' 160 registers (D = 96, 144 keys).
+        zero.no_unroll = true;
+        body.push_back(std::move(zero));
+      }
+      body.push_back(Stmt::FenceProxyAsync());
+      body.push_back(meet);
+      return Block{Stmt::If(a.Sk < (kbx + 1) * BN, std::move(body))};
+    };
     // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
     auto release = [&](const Expr& kbx) {
       return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(kbx % S))})} : Block{};
@@ -419,6 +534,9 @@ struct Lowering {
       step.push_back(Stmt::WgmmaWait(0));
       step = cat(step, softmax(kb, s_a, true));
       if (t.pack_p) step = cat(step, to_p);
+      // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
+      // warpgroup's.
+      step = cat(step, clean_v(kb));
       step = cat(step, pp_sync());
       step = cat(step, pv_issue(kb, t.pack_p ? p_a : s_a));
       step.push_back(Stmt::WgmmaWait(0));
@@ -461,7 +579,9 @@ struct Lowering {
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
       first = cat(first, to_p);
       first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
-      Block tail = pv_issue(key_blocks - 1, p_a);
+      // The block that can reach past Sk is the last (no block past it is visited), whose
+      // P V is this one, outside every ping-pong turn.
+      Block tail = cat(clean_v(key_blocks - 1), pv_issue(key_blocks - 1, p_a));
       tail.push_back(Stmt::WgmmaWait(0));
       first = cat(first, tail);
       first = cat(first, release(key_blocks - 1));
@@ -481,7 +601,7 @@ struct Lowering {
       fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
       for (size_t sp = 0; sp < n_spans; ++sp) {
         const Expr d = Expr(t.spans[sp].col) + dn * 8 + lane % 4 * 2;
-        Stmt st = Stmt::Write("out", {flat(p.tensor("out"), {b, h, i, d})}, val("y", {Expr(0)}));
+        Stmt st = Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, h, i, d))}, val("y", {Expr(0)}));
         st.width = 2;
         fin.push_back(reg_loop("dn", t.spans[sp].real / 8, {
             Stmt::Alloc("y", {Expr(2)}),
@@ -499,7 +619,7 @@ struct Lowering {
         Block none = guarded(a.empty_row(i), {with_dst(Stmt::Init("lse_v", kNegInf), {r2})});
         lse.insert(lse.end(), none.begin(), none.end());
         lse.push_back(Stmt::If(lane % 4 < 1 && i < a.Sq,
-                               {Stmt::Write(kLseTensor, {flat(p.tensor(kLseTensor), {b, h, i})},
+                               {Stmt::Write(kLseTensor, {flat(p.tensor(kLseTensor), a.lse_index(b, h, i))},
                                             val("lse_v", {r2}))}));
         fin.insert(fin.end(), lse.begin(), lse.end());
       }
@@ -508,8 +628,8 @@ struct Lowering {
       tail.push_back(reg_loop("r2", 2, std::move(fin)));
       append(std::move(tail));
     }
-    if (!producer) return body;
-    // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
+    if (producer) {
+      // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
     // registers to the consumers (setmaxnreg: 40 x 128 + consumer_regs x 128 ATTN_WG fits
     // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
     Block consumer(body.begin() + long(consumer_from), body.end());
@@ -519,8 +639,18 @@ struct Lowering {
                    Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
     body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
                                      Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
-    // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
-    if (t.pingpong) body.back().mode = "warpgroups";
+      // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
+      if (t.pingpong) body.back().mode = "warpgroups";
+    }
+    if (a.varlen) {
+      // A query block at or past its sequence's rows (the grid is sized by max_seqlen_q)
+      // has nothing to do: everything after the lets, the mbarriers' initialization
+      // included, is under one CTA-uniform condition, so such a CTA meets no barrier, issues
+      // no load and leaves no transaction pending.
+      Block rest(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.erase(body.begin() + std::ptrdiff_t(lets), body.end());
+      body.push_back(Stmt::If(qb * BM < a.Sq, std::move(rest)));
+    }
     return body;
   }
 
@@ -533,8 +663,8 @@ struct Lowering {
       v_s.push_back(shared("V_s", t.spans[i], i, BN, t.kv_stages));
     for (size_t i = 0; i < t.spans.size(); ++i) {
       descriptor(q_s[i], a.q, t.spans[i], BM);
-      descriptor(k_s[i], a.k, t.spans[i], BN);
-      descriptor(v_s[i], a.v, t.spans[i], BN);
+      descriptor(k_s[i], a.k, t.spans[i], a.paged ? page_rows() : BN);
+      descriptor(v_s[i], a.v, t.spans[i], a.paged ? page_rows() : BN);
       o_acc.push_back(i == 0 ? "o_acc" : "o_acc" + std::to_string(i));
     }
     const AtomDef* s_def = wgmma_atom(dt, int(BN));
@@ -561,7 +691,7 @@ struct Lowering {
       }
     }
     k.name = "k_attention";
-    k.grid[0] = ceil_div(a.Sq, Expr(BM));
+    k.grid[0] = ceil_div(a.q_cap, Expr(BM));
     k.grid[1] = a.Hq;
     k.grid[2] = a.B;
     k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
@@ -576,9 +706,13 @@ struct Lowering {
     }
     k.body = build(k.warp_atoms[0], pv_atoms);
     // One parameter per tensor: attention(Q, Q, Q) passes one pointer.
-    for (const std::string& t : {a.q, a.k, a.v, std::string("out")})
+    std::vector<std::string> tensors = {a.q, a.k, a.v};
+    if (a.paged) tensors.insert(tensors.end(), {a.block_table, a.seqlens});
+    if (a.varlen) tensors.insert(tensors.end(), {a.cu_q, a.cu_k});
+    tensors.push_back("out");
+    if (a.lse) tensors.push_back(kLseTensor);
+    for (const std::string& t : tensors)
       if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);
-    if (a.lse) k.params.push_back(kLseTensor);
     for (const auto& sym : p.symbols) k.params.push_back(sym);
     return std::move(k);
   }
@@ -590,7 +724,8 @@ Pass pass_lower_attention_wgmma() {
   return Pass{"k:013_lower_attention_wgmma", Level::Tile, Level::Kernel,
               "attention on sm_90a (ATTN_MMA=wgmma): Q, K, V by TMA into 128B-swizzled tiles, "
               "S = Q K^T and O += P V as warpgroup MMAs (P from registers), the online "
-              "softmax on the accumulators, one warpgroup per 64 query rows",
+              "softmax on the accumulators, one warpgroup per 64 query rows; varlen by 3-D maps over "
+              "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
                "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {

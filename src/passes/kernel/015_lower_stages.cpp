@@ -317,12 +317,20 @@ class Lowerer {
       throw Error("PAD_SMEM=" + std::to_string(dst.pad) + " with STAGE=tma: TMA writes dense "
                   "boxes and cannot pad rows; use SWIZZLE=128B (or another STAGE) instead");
     // cuTensorMapEncodeTiled: every global stride but the innermost element's is a
-    // multiple of 16 bytes; with dense rows that is the row itself.
+    // multiple of 16 bytes; with dense rows that is the row itself, for a view its pitches.
     const Expr& row = src.shape.back();
-    if (row.is_const() && row.const_value() * eb % 16 != 0 && src.shape.size() > 1)
+    if (!src.pitched() && row.is_const() && row.const_value() * eb % 16 != 0 && src.shape.size() > 1)
       throw Error("STAGE=tma needs rows of " + c.src + " to be a multiple of 16 bytes; " + c.src +
                   "'s rows are " + std::to_string(row.const_value() * eb) +
                   " B: use STAGE=cp_async");
+    const std::vector<Expr> src_strides = src.strides();
+    for (size_t d = 0; src.pitched() && d + 1 < src_strides.size(); ++d)
+      if (src_strides[d].is_const() && src_strides[d].const_value() * eb % 16 != 0)
+        throw Error("STAGE=tma needs the strides of " + c.src + " to be multiples of 16 bytes; its " +
+                    (d + 2 == src_strides.size() ? std::string("row pitch")
+                                                 : "stride of dimension " + std::to_string(d)) +
+                    " is " + std::to_string(src_strides[d].const_value() * eb) +
+                    " B: use STAGE=cp_async (or a buffer whose rows are whole 16-byte units)");
     const int64_t chunk = dst.row_chunk > 0 ? dst.row_chunk : ext[rank - 1];
     if (ext[rank - 1] % chunk != 0)
       throw Error("k:015_lower_stages: " + c.shared + "'s rows of " +

@@ -18,6 +18,7 @@
 // scalar loads, which ptxas kept ~30 in flight at a time (2026-11-23).
 #include <set>
 
+#include "ir/same.h"
 #include "passes/analysis.h"
 #include "passes/passes.h"
 
@@ -45,6 +46,7 @@ class Vectorizer {
   }
 
   void run(Block& b) {
+    merge_equal_guards(b);
     for (size_t i = 0; i < b.size(); ++i) {
       if (b[i].kind == StmtKind::For && b[i].tier == Tier::Register && split_accumulation(b, i))
         i += 1;  // b[i] is now the alloc, b[i + 1] the load loop, b[i + 2] the accumulations
@@ -145,6 +147,36 @@ class Vectorizer {
       }
       ++vectorized_;
       return;
+    }
+  }
+
+  // `if c: W1` `if c: W2` .. (the same condition, every body nothing but writes) is
+  // `if c: W1; W2; ..`: a writes' guard is an expression of loop variables, Lets and sizes,
+  // which no write changes. k:026 guards each element of a wgmma accumulator's store by
+  // its own row and column: with a run-time M the two elements of a row pair share the
+  // guard `row < M` but sat in two Ifs, so fold_writes saw no run and the epilogue stored
+  // 2-byte scalars where a bound M stores pairs (H100, 128 x 4096 x 4096 bf16, one row of
+  // 128 x 64 tiles: 22.1 us against the bound M's 19.3; bench/NOTES.md, run-time N and K,
+  // and small run-time M).
+  void merge_equal_guards(Block& b) {
+    auto only_writes = [](const Stmt& s) {
+      if (s.kind != StmtKind::If || s.body.empty()) return false;
+      for (const Stmt& w : s.body)
+        if (w.kind != StmtKind::Write) return false;
+      return true;
+    };
+    for (size_t i = 0; i + 1 < b.size();) {
+      if (only_writes(b[i]) && only_writes(b[i + 1])) {
+        Stmt x = b[i], y = b[i + 1];
+        x.body.clear();
+        y.body.clear();
+        if (same_block({x}, {y})) {
+          b[i].body.insert(b[i].body.end(), b[i + 1].body.begin(), b[i + 1].body.end());
+          b.erase(b.begin() + long(i) + 1);
+          continue;
+        }
+      }
+      ++i;
     }
   }
 

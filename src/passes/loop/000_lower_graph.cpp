@@ -89,6 +89,7 @@ class Lowering {
       out.dtype = n.id == g_.result() ? n.dtype : DType::F32;
       out.shape = exprs(n.shape);
       out.role = n.id == g_.result() ? TensorRole::Output : TensorRole::Temp;
+      if (n.id == g_.result()) out.pitch = g_.out_strides();  // out_pitch=: a view
       tensor_of_[n.id] = out.name;
       p_.tensors.push_back(out);
       if (n.kind == OpKind::Attention) {
@@ -108,6 +109,7 @@ class Lowering {
     t.name = n.name;
     t.dtype = n.dtype;
     t.shape = exprs(n.storage_shape());
+    t.pitch = n.storage_strides();  // a view's strides; {} when dense
     t.role = TensorRole::Input;
     p_.tensors.push_back(t);
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "loom/builder.h"
 #include "loom/plan.h"
@@ -177,6 +178,36 @@ TEST(Plan, RuntimeSizeArgumentErrors) {
     bound.execute({{"A", fake(0x1000)}, {"B", fake(0x2000)}, {"out", fake(0x3000)}}, {{"M", 4}});
   });
   EXPECT_NE(m.find("has no run-time sizes, so execute() takes no M"), std::string::npos) << m;
+}
+
+TEST(Plan, RunTimeMGemmHoldsAKernelPerRange) {
+  // A 16-bit GEMM on sm_90a whose run-time size is M alone: a kernel per range of M
+  // (tests/cpu/driver/test_wgmma_symbolic_compile.cpp has the ranges' knobs).
+  Plan p("matmul(A[M,4096]:bf16, B[4096,4096]:bf16)", runtime({"M"}));
+  const std::vector<PlanVariant> v = p.variants();
+  ASSERT_EQ(v.size(), 9u) << p.describe();
+  EXPECT_EQ(v.front().size, "M");
+  EXPECT_EQ(v.front().lo, 1);
+  EXPECT_EQ(v.front().hi, 16);
+  EXPECT_EQ(v.back().lo, 513);
+  EXPECT_EQ(v.back().hi, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p.knobs_string(), v.back().knobs);
+  EXPECT_EQ(p.variant_for({{"M", 1}}), 0u);
+  EXPECT_EQ(p.variant_for({{"M", 128}}), 5u);
+  EXPECT_EQ(p.variant_for({{"M", 4096}}), 8u);
+  const std::string d = p.describe();
+  EXPECT_NE(d.find("kernels, one per range of M"), std::string::npos) << d;
+  EXPECT_NE(d.find("M=49..64: "), std::string::npos) << d;
+  EXPECT_NE(d.find("as if M = 64"), std::string::npos) << d;
+  const std::string m = error_of<ArgumentError>([&] { p.variant_for({}); });
+  EXPECT_NE(m.find("takes M at run time"), std::string::npos) << m;
+  // One kernel: explicit knobs, or bound sizes.
+  PlanOptions o = runtime({"M"});
+  o.knobs = v.back().knobs;
+  EXPECT_EQ(Plan("matmul(A[M,4096]:bf16, B[4096,4096]:bf16)", o).variants().size(), 1u);
+  const std::vector<PlanVariant> one = Plan(kGemm, compile_only()).variants();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].size, "");
 }
 
 TEST(Plan, RuntimeSizedWorkspaceIsRefused) {

@@ -41,7 +41,8 @@ Causal causal_of(const std::string& c) {
 
 // Shuffled pages: every (sequence, slot) gets its own page of a pool twice the table's
 // size, in random order; slots past the sequence's length name page 1 << 20 (outside the
-// pool) and every page no sequence uses is NaN.
+// pool), every page no sequence uses is NaN, and so are the rows of each sequence's last
+// page past its length.
 void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> order(static_cast<size_t>(pages));
@@ -66,6 +67,20 @@ void fill_pages(const PagedCase& c, int pages, Bindings& b, uint64_t seed) {
       if (!used[size_t(pg)])
         std::fill_n(b.tensors.at(pool).data.begin() + std::ptrdiff_t(size_t(pg) * per_page),
                     per_page, std::numeric_limits<double>::quiet_NaN());
+  // The rows of a sequence's last page past its length are NaN too (a cache's unwritten
+  // rows): a kernel that reads them must mask K and keep V out of O (the wgmma kernel loads
+  // the whole block and zeroes them; the mma.sync kernel zero-fills).
+  for (int s = 0; s < c.batch; ++s) {
+    const int64_t kept = std::clamp<int64_t>(c.lens[size_t(s)], 0, int64_t(c.maxp) * c.page);
+    if (kept % c.page == 0) continue;
+    const int64_t pg = int64_t(bt.data[size_t(s * c.maxp + kept / c.page)]);
+    for (const char* pool : {"Kc", "Vc"})
+      for (int64_t hk = 0; hk < c.hkv; ++hk)
+        for (int64_t r = kept % c.page; r < c.page; ++r)
+          std::fill_n(b.tensors.at(pool).data.begin() +
+                          std::ptrdiff_t(((pg * c.hkv + hk) * c.page + r) * c.d),
+                      c.d, std::numeric_limits<double>::quiet_NaN());
+  }
 }
 
 void expect_matches(const HostTensor& got, const std::vector<double>& want, double tol,
@@ -85,7 +100,7 @@ void expect_matches(const HostTensor& got, const std::vector<double>& want, doub
 // split form's combine, per lane) on the same inputs against the paged reference, O and
 // LSE, wherever a pass changed its level's program.
 void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed,
-                 const std::string& arch = "sm_90a") {
+                 const std::string& arch = "sm_90a", const char* mma = "mma_sync") {
   const int pages = 2 * c.batch * c.maxp;
   const std::string expr = attention_test::paged_attention(
       c.batch, c.hq, c.hkv, c.sq, c.d, pages, c.page, c.maxp, c.causal, c.dtype, c.lse);
@@ -125,7 +140,7 @@ void check_paged(const PagedCase& c, const std::string& knobs, uint64_t seed,
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(s.level, Level::Kernel);
-  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), mma);
 }
 
 // BLOCK_N 16 (a block per page), 64 (four pages per block: the copy reads each row's
@@ -161,9 +176,40 @@ TEST(AttentionPaged, Gqa32By8Decode) {
 // Past the decode shapes (Sq > 64): the prefill defaults of the mma.sync kernel, 64-row
 // query blocks, on sm_80 too.
 TEST(AttentionPaged, PrefillRowsAndSm80) {
-  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "true"}, "", 41);
+  check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "true"}, "ATTN_MMA=mma_sync", 41);
   check_paged({2, 2, 1, 70, 16, 32, 4, {90, 33}, "top_left"}, "", 42, "sm_80");
   check_paged({2, 4, 2, 3, 16, 16, 3, {37, 0}, "false"}, "SPLIT_KV=2", 43, "sm_80");
+}
+
+// The wgmma kernel (k:013, the prefill default on sm_90a) over the pool's 4-D tensor map,
+// per lane on the interpreter: one TMA box per page piece of gcd(BLOCK_N, page) rows, each
+// with the page the table names. Pages 16, 64 and 256; BLOCK_N below the page (one box per
+// block), at it, above it (16-key pages: a box per page) and not dividing it (48 keys over
+// 64-key pages: 16-row pieces, as the 3 x 112 tile at D = 128 reads 64-key pages); odd
+// lengths, a sequence with no key, a length past the table (clamped), several query blocks
+// (Sq = 70 over 64-row warpgroups), Sq != Sk both ways, both issue schemes, GQA 4/2, 32/8
+// and MQA, the three masks, bf16 and f16, with and without LSE. Dead slots name a page
+// outside the pool (the map's zero fill) and unused pages are NaN, so a wrong page fails.
+TEST(AttentionPaged, WgmmaPagesBelowAtAndAboveTheBlock) {
+  uint64_t seed = 61;
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({2, 4, 2, 70, 16, 16, 5, {37, 0}, causal}, "ATTN_WG=1,BLOCK_N=16", seed++,
+                "sm_90a", "wgmma");
+    check_paged({2, 4, 2, 70, 16, 16, 5, {77, 45}, causal, "f16"}, "ATTN_WG=1,BLOCK_N=32", seed++,
+                "sm_90a", "wgmma");
+    check_paged({2, 4, 1, 70, 16, 64, 2, {100, 300}, causal}, "ATTN_WG=1,BLOCK_N=48", seed++,
+                "sm_90a", "wgmma");
+    check_paged({2, 2, 2, 70, 32, 64, 2, {128, 9}, causal, "bf16", false},
+                "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1", seed++, "sm_90a", "wgmma");
+    check_paged({1, 2, 1, 100, 16, 256, 1, {70}, causal}, "ATTN_WG=1,BLOCK_N=64", seed++,
+                "sm_90a", "wgmma");
+  }
+}
+
+// GQA 32/8 prefill with the defaults (the wgmma kernel from Sq = 65 on sm_90a).
+TEST(AttentionPaged, WgmmaGqa32By8Defaults) {
+  check_paged({1, 32, 8, 65, 16, 64, 2, {97}, "true"}, "ATTN_WG=1", 71, "sm_90a", "wgmma");
+  check_paged({1, 32, 8, 65, 16, 64, 2, {97}, "false"}, "", 72, "sm_90a", "wgmma");
 }
 
 // A length past the table is clamped to maxp·page, a negative one to 0 (the reference
@@ -262,23 +308,34 @@ TEST(AttentionPaged, ErrorsNameTheProblem) {
   has(error_of("matmul(A[4,4]:f32, B[4,4]:f32, out=i32)"), "out=i32 is not allowed");
   has(error_of("attention(Q[2,4,1,16]:i32, K[2,2,8,16]:i32, V[2,2,8,16]:i32)"),
       "attention takes f16 or bf16");
-  // The wgmma kernel does not read pages: the default is mma.sync, and asking is refused.
+  // Decode (Sq <= 64) defaults to the mma.sync kernel's split-KV; the wgmma kernel takes
+  // it when asked, and refuses the split by name.
   const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
-  has(error_of(ok, "ATTN_MMA=wgmma"), "ATTN_MMA=wgmma with paged KV (block_table=)");
+  EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
+  has(error_of(ok, "ATTN_MMA=wgmma,SPLIT_KV=2"), "SPLIT_KV");
 }
 
-// Every GPU case (tests/gpu/attention_paged_cases.h) compiles with NVRTC for sm_90a and
-// sm_80 on the mma.sync kernel, ptxas spilling nothing; the source reads the lengths once
-// per CTA and the pages through the table.
+
+// Every GPU case (tests/gpu/attention_paged_cases.h) compiles with NVRTC for sm_90a (the
+// wgmma kernel for prefill, the mma.sync kernel for decode and by name) and sm_80 (the
+// mma.sync kernel), ptxas spilling nothing and serializing no wgmma; the source reads the
+// lengths once per CTA and the pages through the table.
 TEST(AttentionPaged, GpuCasesCompileBothArchs) {
   for (const char* arch : {"sm_90a", "sm_80"})
     for (const auto& c : attention_test::paged_cases()) {
       SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      // The wgmma kernel's knobs name an sm_90a kernel.
+      if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
+                                           c.knobs.find("ATTN_PRODUCER") != std::string::npos))
+        continue;
       CompileOptions opt;
       opt.knobs = Knobs::parse(c.knobs);
       opt.target = Target::for_arch(arch);
       CompiledProgram p = compile_expression(c.expr, opt);
-      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      const bool wgmma = p.state.used_knobs.at("ATTN_MMA") == "wgmma";
+      if (std::string(arch) == "sm_80") {
+        ASSERT_FALSE(wgmma);
+      }
       EXPECT_NE(p.cuda.find("const int kv_len = (int)__ldg(&loom_t_L[b]);"), std::string::npos);
       EXPECT_NE(p.cuda.find("__ldg(&loom_t_BT["), std::string::npos);
       CompileResult r;
@@ -289,6 +346,9 @@ TEST(AttentionPaged, GpuCasesCompileBothArchs) {
       }
       if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
       nvrtc_check::expect_no_spills(p, r);
+      if (wgmma) {
+        nvrtc_check::expect_wgmma_not_serialized(r);
+      }
     }
 }
 
@@ -305,6 +365,24 @@ TEST(AttentionPaged, SymbolicSizesCompile) {
             std::string::npos) << p.cuda;
   try {
     nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_paged_symbolic.cu");
+  } catch (const Error& e) {
+    FAIL() << e.what() << "\n" << p.cuda;
+  }
+}
+
+// Prefill with symbolic sizes on the wgmma kernel: the pool's page count and the table's
+// width are run-time sizes of the tensor maps (the executor encodes them per launch), and
+// the clamp of a piece's slot reads the table's width. Compiles for sm_90a with NVRTC.
+TEST(AttentionPaged, WgmmaSymbolicSizesCompile) {
+  const std::string expr = "attention(Q[B,32,1024,128]:bf16, Kc[P,8,64,128]:bf16, "
+                           "Vc[P,8,64,128]:bf16, block_table=BT[B,M]:i32, seqlens_k=L[B]:i32, "
+                           "causal=true, lse=true)";
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  CompiledProgram p = compile_expression(expr, opt);
+  EXPECT_EQ(p.state.used_knobs.at("ATTN_MMA"), "wgmma");
+  try {
+    nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_paged_wgmma_symbolic.cu");
   } catch (const Error& e) {
     FAIL() << e.what() << "\n" << p.cuda;
   }
@@ -342,6 +420,18 @@ TEST(AttentionPaged, RunInputsFillTheTable) {
     EXPECT_LE(uses[size_t(pg)], 1);
     const double first = b.tensors.at("Kc").data[size_t(pg) * 2 * 16 * 16];
     EXPECT_EQ(std::isnan(first), uses[size_t(pg)] == 0) << "page " << pg;
+  }
+  // A sequence's last page past its length is NaN (K and V, every head); its keys are not.
+  for (int seq = 0; seq < 3; ++seq) {
+    const int64_t n = int64_t(len.data[size_t(seq)]);
+    if (n % 16 == 0) continue;
+    const int64_t pg = int64_t(bt.data[size_t(seq * 3 + n / 16)]);
+    for (const char* pool : {"Kc", "Vc"})
+      for (int64_t hk = 0; hk < 2; ++hk) {
+        const auto& x = b.tensors.at(pool).data;
+        EXPECT_FALSE(std::isnan(x[size_t(((pg * 2 + hk) * 16 + n % 16 - 1) * 16)])) << seq;
+        EXPECT_TRUE(std::isnan(x[size_t(((pg * 2 + hk) * 16 + n % 16) * 16)])) << seq;
+      }
   }
 }
 

@@ -9,6 +9,7 @@
 // kernels refuse it by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,13 +50,17 @@ Causal causal_of(const std::string& c) {
 // Every pass of the pipeline (the loop forms, t:012's tile form and k:012's kernel, per
 // lane) against the varlen reference, O and LSE, wherever a pass changed its program.
 void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
-                  const std::string& arch = "sm_90a") {
+                  const std::string& arch = "sm_90a", const char* mma = "mma_sync",
+                  int64_t slack = 0) {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
     cu_k.push_back(cu_k.back() + c.lens_k[b]);
   }
-  const int64_t tq = std::max<int64_t>(1, cu_q.back()), tk = std::max<int64_t>(1, cu_k.back());
+  // K and V have `slack` rows past the last sequence's keys, NaN (a caller's unused
+  // capacity): no kernel may let them reach O.
+  const int64_t tq = std::max<int64_t>(1, cu_q.back()),
+                tk = std::max<int64_t>(1, cu_k.back() + slack);
   const std::string expr = varlen_expr(c, tq, tk);
   SCOPED_TRACE(expr + " knobs=" + knobs + " " + arch);
   CompileState s;
@@ -74,6 +79,11 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
       for (size_t i = 0; i < cu_q.size(); ++i) {
         inputs.tensors.at("CQ").data[i] = double(cu_q[i]);
         inputs.tensors.at("CK").data[i] = double(cu_k[i]);
+      }
+      for (const char* t : {"K", "V"}) {
+        std::vector<double>& x = inputs.tensors.at(t).data;
+        std::fill(x.begin() + std::ptrdiff_t(cu_k.back() * c.hkv * c.d), x.end(),
+                  std::numeric_limits<double>::quiet_NaN());
       }
       AttentionShape sh{int64_t(c.lens_q.size()), c.hq, c.hkv, 0, 0, c.d};
       AttentionAttrs attrs;
@@ -105,7 +115,7 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(s.level, Level::Kernel);
-  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), "mma_sync");
+  EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), mma);
 }
 
 TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
@@ -129,6 +139,46 @@ TEST(AttentionVarlen, SeveralQueryBlocksAndSm80) {
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "true"}, "BLOCK_M=16,BLOCK_N=16", 41);
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "top_left"}, "", 42, "sm_80");
   check_varlen({2, 2, 16, {40, 7, 21}, {33, 50, 5}, 40, "false", "f16"}, "", 43);
+}
+
+// The wgmma kernel (k:013: the default on sm_90a once max_seqlen_q passes 64), per lane on
+// the interpreter: TMA boxes over the 3-D maps of Q, K and V at token q_start + block row
+// and kv_start + key, rows past a sequence masked (keys) or not stored (queries), query
+// blocks past a short sequence exiting before the mbarriers' setup. Odd lengths, a
+// sequence with no query and one with no key, Sq > Sk and Sq < Sk, several query blocks
+// per sequence, 1-3 warpgroups, both issue schemes, GQA 4/2 and MQA, the three masks,
+// bf16/f16, with and without LSE.
+TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
+  uint64_t seed = 101;
+  for (const char* causal : {"false", "true", "top_left"}) {
+    check_varlen({4, 2, 16, {70, 0, 5, 130}, {33, 20, 0, 150}, 130, causal}, "ATTN_WG=1,BLOCK_N=32",
+                 seed++, "sm_90a", "wgmma");
+    check_varlen({4, 1, 16, {90, 3}, {100, 66}, 90, causal, "f16", false}, "ATTN_WG=1,BLOCK_N=16",
+                 seed++, "sm_90a", "wgmma");
+    check_varlen({2, 2, 32, {65, 140}, {140, 65}, 140, causal}, "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1",
+                 seed++, "sm_90a", "wgmma");
+  }
+  check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "true"}, "", seed++, "sm_90a", "wgmma");
+  // NaN rows of K and V past the last sequence's keys, inside its last key block: the wgmma
+  // kernel loads them (the block is one box) and must keep them out of O; the mma.sync
+  // kernel zero-fills them.
+  for (const char* causal : {"false", "true"}) {
+    check_varlen({4, 2, 16, {70, 33}, {50, 45}, 70, causal}, "ATTN_WG=1,BLOCK_N=32", seed++,
+                 "sm_90a", "wgmma", 30);
+    check_varlen({4, 2, 32, {140, 70}, {100, 85}, 140, causal},
+                 "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1", seed++,
+                 "sm_90a", "wgmma", 30);
+    check_varlen({4, 2, 16, {70, 33}, {50, 45}, 70, causal}, "ATTN_MMA=mma_sync,BLOCK_N=32", seed++, "sm_90a",
+                 "mma_sync", 30);
+  }
+  // The overlapped schedule and the ping-pong (the interpreter runs each warpgroup as a
+  // task) under the early exit of query blocks past a sequence.
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1", seed++,
+               "sm_90a", "wgmma");
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "top_left"},
+               "ATTN_WG=3,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PINGPONG=1,KV_STAGES=3", seed++,
+               "sm_90a", "wgmma");
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
@@ -219,22 +269,39 @@ TEST(AttentionVarlen, ErrorsNameTheProblem) {
   const std::string ok = qkv + "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=5)";
   has(error_of(ok, "SPLIT_KV=2", "l:005_online_softmax"),
       "SPLIT_KV=2 with packed sequences (cu_seqlens_q=)");
-  has(error_of(ok, "ATTN_MMA=wgmma", "t:012_partition_attention"),
-      "ATTN_MMA=wgmma with packed sequences (cu_seqlens_q=)");
+  // The wgmma kernel takes packed sequences (max_seqlen_q <= 64 defaults to the mma.sync
+  // kernel, and asking for wgmma is fine); its knobs' errors still name them.
+  EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
+  has(error_of(ok, "ATTN_MMA=wgmma,GQA_PACK=1"), "GQA_PACK");
   has(error_of(ok, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D]");
+  // Past a decode-sized max_seqlen_q the wgmma kernel is the default: the same refusal, with
+  // the one fix that works (not ATTN_MMA=mma_sync, which refuses it too).
+  const std::string prefill = "attention(Q[200,4,16]:bf16, K[200,2,16]:bf16, V[200,2,16]:bf16, "
+                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=100)";
+  has(error_of(prefill, "STAGE_OUTPUT=1"), "packed sequences' rows are [T, H, D] (a row stride "
+                                           "of H·D); no attention kernel stages them: drop "
+                                           "STAGE_OUTPUT");
 }
 
-// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a and
-// sm_80 on the mma.sync kernel, ptxas spilling nothing.
+// Every GPU case (tests/gpu/attention_varlen_cases.h) compiles with NVRTC for sm_90a (the
+// wgmma kernel past a decode-sized max_seqlen_q, the mma.sync kernel by name) and sm_80
+// (the mma.sync kernel), ptxas spilling nothing and serializing no wgmma.
 TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
   for (const char* arch : {"sm_90a", "sm_80"})
     for (const auto& c : attention_test::varlen_cases()) {
       SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
+      // The wgmma kernel's knobs name an sm_90a kernel.
+      if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
+                                           c.knobs.find("ATTN_PRODUCER") != std::string::npos))
+        continue;
       CompileOptions opt;
       opt.knobs = Knobs::parse(c.knobs);
       opt.target = Target::for_arch(arch);
       CompiledProgram p = compile_expression(c.expr, opt);
-      ASSERT_EQ(p.state.used_knobs.at("ATTN_MMA"), "mma_sync");
+      const bool wgmma = p.state.used_knobs.at("ATTN_MMA") == "wgmma";
+      if (std::string(arch) == "sm_80") {
+        ASSERT_FALSE(wgmma);
+      }
       EXPECT_NE(p.cuda.find("const int q_start = (int)__ldg(&loom_t_CQ[b]);"), std::string::npos);
       CompileResult r;
       try {
@@ -244,6 +311,9 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       }
       if (r.resources.empty()) continue;  // NVRTC's cache left no ptxas report
       nvrtc_check::expect_no_spills(p, r);
+      if (wgmma) {
+        nvrtc_check::expect_wgmma_not_serialized(r);
+      }
     }
 }
 
@@ -287,6 +357,15 @@ TEST(AttentionVarlen, RunInputsFillTheLengths) {
   }
   EXPECT_LE(cq.data.back(), 100.0);
   EXPECT_LE(ck.data.back(), 60.0);
+  // K and V rows past the last sequence's keys are NaN, the keys themselves are not.
+  const size_t row = 2 * 16, end = size_t(ck.data.back());
+  for (const char* t : {"K", "V"}) {
+    const auto& x = b.tensors.at(t).data;
+    ASSERT_LT(end, size_t(60)) << "the fill leaves slack rows here";
+    EXPECT_FALSE(std::isnan(x[end * row - 1]));
+    EXPECT_TRUE(std::isnan(x[end * row]));
+    EXPECT_TRUE(std::isnan(x.back()));
+  }
 }
 
 }  // namespace

@@ -75,6 +75,18 @@ TEST(Cli, VerboseReportsResources) {
   EXPECT_TRUE(has(r.out, "spill st")) << r.out;
 }
 
+TEST(Cli, VerboseListsTheKernelsOfARunTimeM) {
+  // A run-time M's defaults hold a kernel per range of M; -v lists them, one line each.
+  auto r = loom_cmd("compile -c 'matmul(A[M,4096]:bf16, B[4096,4096]:bf16)' -v --no-db -o /dev/null");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "kernels by run-time size")) << r.out;
+  EXPECT_TRUE(has(r.out, "  M=1..16: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "  M=513..: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "class decode as if M = 16")) << r.out;
+  auto bound = loom_cmd("compile -c 'matmul(A[64,4096]:bf16, B[4096,4096]:bf16)' -v --no-db -o /dev/null");
+  EXPECT_FALSE(has(bound.out, "kernels by run-time size")) << bound.out;
+}
+
 TEST(Cli, WritesOutputFile) {
   std::string path = testing::TempDir() + "/loom_cli_kernel.cu";
   auto r = loom_cmd("compile -c 'matmul(A[8,8]:f16, B[8,8]:f16)' -o " + path);

@@ -218,7 +218,7 @@ TEST(Graph, VerifyRejectsDtypeChanges) {
 TEST(Graph, VerifyRejectsConflictingInputs) {
   Graph g = parse_expression("matmul(A[N,N]:f16, A[N,N]:f16.T)");
   g.nodes[1].dtype = DType::BF16;
-  EXPECT_NE(error_of([&] { g.verify(); }).find("different storage shape or dtype"),
+  EXPECT_NE(error_of([&] { g.verify(); }).find("different storage shape, pitch or dtype"),
             std::string::npos);
 }
 

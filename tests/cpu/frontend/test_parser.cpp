@@ -281,7 +281,7 @@ int column_of(const std::string& text, const std::string& needle, size_t from = 
 TEST(ParserErrors, UnclosedShapeShowsCaret) {
   Failure f = fails("matmul(A[4096,4096:f32, B[4096,4096]:f32)");
   EXPECT_EQ(f.what,
-            "error at column 19: expected ']' to close the shape of A, found ':'\n"
+            "error at column 19: expected ']' to close the shape of A (or '|' and its row pitch, e.g. A[M,K|1056]), found ':'\n"
             "  matmul(A[4096,4096:f32, B[4096,4096]:f32)\n"
             "                    ^");
 }
@@ -358,8 +358,11 @@ TEST(ParserErrors, Ranks) {
   f = fails("bmm(A[M,K]:f32, B[K,N]:f32)");
   EXPECT_NE(f.message.find("bmm: operands must both be rank 3"), std::string::npos)
       << f.message;
-  f = fails("linear(X[2,M,K]:f32, W[N,K]:f32)");
-  EXPECT_NE(f.message.find("linear: X must be rank 2"), std::string::npos) << f.message;
+  f = fails("linear(X[2,2,2,M,K]:f32, W[N,K]:f32)");
+  EXPECT_NE(f.message.find("linear: X must be [M,K], [B,S,K] or [B,H,S,K]"), std::string::npos)
+      << f.message;
+  f = fails("linear(X[2,M,K]:f32, W[2,N,K]:f32)");
+  EXPECT_NE(f.message.find("W rank 2 [N,K]"), std::string::npos) << f.message;
 }
 
 TEST(ParserErrors, OperandDoesNotBroadcast) {

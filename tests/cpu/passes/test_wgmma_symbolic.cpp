@@ -84,6 +84,67 @@ TEST(WgmmaSymbolic, NonPersistentF16SymbolicK) {
   }
 }
 
+// The small-M kernels of a run-time M (defaults.cpp, runtime_size_ranges): the swapped
+// decode tile, M on wgmma's N (BN = 16: M = 1, 7, 16 in one column tile; BN = 32 in two
+// halves: M = 40, two column tiles, the second ragged), and one row of 128-row tiles
+// (M = 1, 100: the tensor maps clip the rows past M).
+TEST(WgmmaSymbolic, SwappedDecodeTileOverRunTimeM) {
+  const std::string expr = "matmul(A[M,128]:bf16, B[128,192]:bf16)";
+  const std::string swapped =
+      "SWAP_AB=1,ATOM=wgmma_bf16,WM=1,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+      "EPILOGUE=direct,WARP_SPECIALIZE=1,BN=";
+  for (auto [m, bn] : {std::pair<int64_t, int>{1, 16}, {7, 16}, {16, 16}, {40, 32}}) {
+    SCOPED_TRACE("M = " + std::to_string(m) + ", BN = " + std::to_string(bn));
+    passcheck::check_every_pass(expr, Knobs::parse(swapped + std::to_string(bn)), 51 + m,
+                                {{"M", m}});
+  }
+}
+
+TEST(WgmmaSymbolic, SwappedDecodeWithResidualOverRunTimeM) {
+  // The swapped tile writes out[n, m] through its transpose: a residual R[M, N] (and an
+  // f32 output) read at the same transposed cell, bounded by the run-time M.
+  passcheck::check_every_pass(
+      "add(matmul(A[M,128]:bf16, B[128,128]:bf16, out=f32), R[M,128]:f32)",
+      Knobs::parse("ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=16,STAGE=tma,"
+                   "SWIZZLE=128B,BK=64,STAGES=4,EPILOGUE=direct,WARP_SPECIALIZE=1"),
+      58, {{"M", 7}});
+}
+
+TEST(WgmmaSymbolic, SwappedDecodeWithClusterKOverRunTimeM) {
+  // H200's decode default splits K between the 2 CTAs of a cluster (CLUSTER_K=2, their
+  // partial tiles added through distributed shared memory): the same over a run-time M.
+  passcheck::check_every_pass(
+      "matmul(A[M,512]:bf16, B[512,128]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,SWAP_AB=1,WM=1,WN=1,BN=16,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=2,WARP_SPECIALIZE=1,CLUSTER_K=2"),
+      57, {{"M", 7}});
+}
+
+TEST(WgmmaSymbolic, OneRowTileOverRunTimeM) {
+  const std::string knobs =
+      "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+      "WARP_SPECIALIZE=1,EPILOGUE=direct,CONSUMER_REGS=0";
+  for (int64_t m : {1, 100}) {
+    SCOPED_TRACE("M = " + std::to_string(m));
+    passcheck::check_every_pass("matmul(A[M,128]:bf16, B[128,96]:bf16)", Knobs::parse(knobs),
+                                61 + m, {{"M", m}});
+  }
+}
+
+TEST(WgmmaSymbolic, SplitKOverRunTimeK) {
+  // Split-K with a run-time K: S chunks of ceil(K / S) rounded up to whole slabs, trailing
+  // chunks empty when K is short (K = 72: one slab and a ragged one, the second split
+  // empty; 200: four slabs over two splits), the reduce kernel summing the partials.
+  const std::string knobs =
+      "ATOM=wgmma_bf16,WM=1,WN=1,FM=1,FN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+      "SPLITK=2,SPLITK_MODE=reduce";
+  for (int64_t k : {72, 200}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    passcheck::check_every_pass("matmul(A[64,K]:bf16, B[K,64]:bf16)", Knobs::parse(knobs), 71 + k,
+                                {{"K", k}});
+  }
+}
+
 TEST(WgmmaSymbolic, PersistentOverSymbolicBatchIsRefusedWithTheFix) {
   // The walk folds the batch into its work units with constant divisors.
   try {

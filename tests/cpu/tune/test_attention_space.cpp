@@ -4,6 +4,7 @@
 // kept and reachable by the search, and the passes' refusals pruned with their messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -267,6 +268,45 @@ TEST(AttentionSpace, FamiliesCanBeChosen) {
   EXPECT_THROW(generate_attention_space(parse_expression("matmul(A[64,64]:f32, B[64,64]:f32)"),
                                         h100(), Target::for_arch("sm_90a"), opt),
                Error);
+}
+
+// The serving forms (docs/attention.md): paged KV prefill and varlen are searched on both
+// kernels like the dense op (their wgmma default a point of the table, every kept point a
+// full knob set that builds), and the model reads their grids: varlen's rows are
+// max_seqlen_q per sequence (not Q's D), paged K/V bytes the table's pages (not the pool).
+TEST(AttentionSpace, ServingFormsOnH100) {
+  const std::string paged = "attention(Q[2,8,1024,128]:bf16, Kc[64,2,64,128]:bf16, "
+                            "Vc[64,2,64,128]:bf16, block_table=BT[2,16]:i32, seqlens_k=L[2]:i32, "
+                            "causal=true)";
+  const std::string varlen = "attention(Q[3000,8,64]:bf16, K[3000,2,64]:bf16, V[3000,2,64]:bf16, "
+                             "cu_seqlens_q=CQ[4]:i32, cu_seqlens_k=CK[4]:i32, max_seqlen_q=1500)";
+  for (const std::string& e : {paged, varlen}) {
+    expect_sound_space(e, h100(), "sm_90a");
+    Graph g = parse_expression(e);
+    SpaceOptions opt;
+    opt.max_candidates = 16;
+    opt.threads = 2;
+    Space s = generate_attention_space(g, h100(), Target::for_arch("sm_90a"), opt);
+    std::set<std::string> families;
+    for (const auto& c : s.kept) {
+      families.insert(attention_family_of(c.knobs));
+      if (c.plain_default) {
+        EXPECT_EQ(attention_family_of(c.knobs), "wgmma") << e;
+      }
+    }
+    EXPECT_EQ(families.size(), 2u) << e;
+  }
+  // Varlen: 3 sequences x 8 heads x ceil(1500 / 128) query blocks = 288 CTAs (0.73 of
+  // three waves on 132 SMs busy); with max_seqlen_q = 128 the same work in 24 CTAs (0.18
+  // of one wave) takes longer. Q's [T, H, D] read as [B, H, S, D] made 3000 x 8 CTAs of
+  // D = 64 rows in both, and the two the same.
+  const DeviceInfo dev = h100();
+  const Knobs wg = Knobs::parse("ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128");
+  const double full = predict_attention_us(parse_expression(varlen), wg, dev);
+  const std::string one = "attention(Q[3000,8,64]:bf16, K[3000,2,64]:bf16, V[3000,2,64]:bf16, "
+                          "cu_seqlens_q=CQ[4]:i32, cu_seqlens_k=CK[4]:i32, max_seqlen_q=128)";
+  EXPECT_LT(2 * full, predict_attention_us(parse_expression(one), wg, dev));
+  EXPECT_TRUE(std::isfinite(full));
 }
 
 // The ranking's model: the grid's last wave counts, and a longer key block costs fewer

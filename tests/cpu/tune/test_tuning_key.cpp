@@ -85,6 +85,11 @@ TEST(TuningKey, DifferentProblemsDifferentKeys) {
   EXPECT_NE(k, key_of("matmul(A[256,128]:f32, B[64,128]:f32.T)"));
   EXPECT_NE(k, key_of("matmul(A[128,256]:f32.T, B[128,64]:f32)"));
   EXPECT_NE(k, key_of("matmul(A[256,256]:f32, B[256,64]:f32)"));
+  // A view keys apart from the dense tensor (its strides decide which copies are legal).
+  const TuningKey pitched = key_of("matmul(A[256,128|136]:f32, B[128,64]:f32)");
+  EXPECT_NE(k, pitched);
+  EXPECT_NE(pitched, key_of("matmul(A[256,128|132]:f32, B[128,64]:f32)"));
+  EXPECT_NE(pitched.op.find("[M,K|136]"), std::string::npos) << pitched.op;
   EXPECT_NE(k, key_of("relu(" + base + ")"));
   EXPECT_NE(key_of("add(" + base + ", r[256,64]:f32)"), key_of("add(" + base + ", b[64]:f32)"));
   EXPECT_NE(key_of("matmul(A[256,128]:f16, B[128,64]:f16)"),

@@ -143,7 +143,13 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // With ATTN_OVERLAP: 128 up to 160 stored columns, 80 above (FlashAttention-3's D = 256
   // tile): S (BLOCK_N/2), P's 16-bit pairs (BLOCK_N/4) and O fit 240 registers there.
   const int64_t wide_n = Dp > 160 ? (t.overlap ? 80 : 64) : 128;
-  t.block_n = s.knob("BLOCK_N", wg3_tile ? (Dp <= 96 ? 144 : Dp <= 112 ? 128 : 112) : wide_n);
+  // Paged KV at D = 128: 96 keys, not 112. A key block is gcd(BLOCK_N, page)-row TMA
+  // boxes over the pool (k:013), and 112 keys are seven 16-row pieces at every page size;
+  // 96 are three of 32. Measured on the H100 (2026-11-27, B = 8, Hq 32 / Hkv 8, 2048 x
+  // 2048, page 256, one run): paged 1046 us at 96 keys against 1090 at 112, the contiguous
+  // form 915 and 910 (64 keys, one box per block over 64-key pages: paged 1098).
+  const int64_t wg3_n = Dp <= 96 ? 144 : Dp <= 112 ? 128 : a.paged ? 96 : 112;
+  t.block_n = s.knob("BLOCK_N", wg3_tile ? wg3_n : wide_n);
   if (t.block_n % 16 != 0 || t.block_n < 16 || t.block_n > 256)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " with ATTN_MMA=wgmma: S = Q K^T is one "
                 "m64nNk16 wgmma with N = BLOCK_N and O += P V steps k16 over it: a multiple of "

@@ -2,8 +2,9 @@
 // [P,Hkv,page,D] read through a block table, page sizes 16 to 256 (smaller than, equal to
 // and larger than the key block), decode (Sq 1 and 4, GQA 32/8 packed and not, MQA,
 // split and not) on the mma.sync kernel, prefill (Sq 100 to 400) on sm_90a's default wgmma
-// kernel (pages 16 to 256: one TMA box per block, several, or 16-row pieces under the
-// 3 x 112 tile at D = 128; both issue schemes; GQA 32/8) and on mma.sync, the three masks,
+// kernel (pages 16 to 256: one TMA box per block, several, 32-row pieces under D = 128's
+// paged 3 x 96 tile, 16-row ones under 112 keys; both issue schemes; GQA 32/8) and on
+// mma.sync, the three masks,
 // bf16 and f16, D 64 and 128, with and without LSE. The inputs come from
 // fill_serving_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
 // under the table's capacity and different per sequence, unused pages NaN.
@@ -41,8 +42,9 @@ inline std::vector<Case> paged_cases() {
   // The decode kernel's deeper K/V rings (KV_STAGES=3, 4) read through the table.
   v.push_back({paged_expr(4, 32, 8, 1, 128, 300, 16, 64, "true", "bf16", true), "KV_STAGES=3"});
   v.push_back({paged_expr(2, 32, 8, 4, 128, 40, 256, 16, "false", "bf16", true), "KV_STAGES=4"});
-  // Prefill on the wgmma kernel (the default from Sq = 65 on sm_90a): D = 128's 3 x 112
-  // tile over 64-key pages (16-row boxes) and 256-key ones, 2 x 128 over 16-key pages (a
+  // Prefill on the wgmma kernel (the default from Sq = 65 on sm_90a): D = 128's paged
+  // 3 x 96 tile over 64-key pages (32-row boxes) and 256-key ones, 112 keys (16-row boxes),
+  // 2 x 128 over 16-key pages (a
   // box per page), thread 0 issuing at D = 64 over 128-key pages, MQA, f16; and the
   // mma.sync kernel by name at the same shape.
   for (const char* causal : {"true", "false"}) {
@@ -51,6 +53,7 @@ inline std::vector<Case> paged_cases() {
                  "ATTN_MMA=mma_sync"});
   }
   v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "top_left", "bf16", true), ""});
+  v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "true", "bf16", true), "BLOCK_N=112"});
   v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({paged_expr(3, 8, 1, 300, 64, 12, 128, 4, "true", "bf16", false), ""});

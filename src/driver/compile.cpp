@@ -104,7 +104,7 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
                          std::string(kept_error.what()).substr(0, 160);
     }
   }
-  refuse_knobs_of_other_epilogues(opt, out.state);
+  refuse_knobs_of_other_variants(opt, out.state);
   return out;
 }
 

@@ -16,18 +16,20 @@ namespace loom {
 struct CompileOptions;
 
 // Before the pipeline runs. `base` is the knob set explicit knobs merge over (the class
-// defaults or a tuning record, `tuned` says which) and `atom` the atom that will run.
-//  - GEMM-only knobs (tiling, staging, epilogue, clusters, persistence) on a program with
-//    attention and no contraction, and attention-only knobs (BLOCK_M, WARPS, ATTN_*, ...)
-//    on one with a contraction and no attention;
-//  - wgmma-only knobs (warp specialization, register split, consumers, clusters, wgmma's
-//    operand and zeroing, the TMA-store epilogue) when the atom is not wgmma;
-//  - mma.sync-only knobs (LDMATRIX, FRAG_BUFFERS) when it is not mma.sync.
+// defaults or a tuning record, `tuned` says which) and `atom` the atom that will run. The
+// kernel families' declarations (src/passes/families/) say what each kernel reads:
+//  - GEMM knobs (no attention family reads them) on a program with attention and no
+//    contraction, and attention knobs on one with a contraction and no attention;
+//  - knobs that only another GEMM family reads than the one serving `atom`: wgmma's
+//    organization (warp specialization, register split, consumers, clusters, wgmma's
+//    operand and zeroing, the TMA-store epilogue) when the atom is not wgmma, mma.sync's
+//    fragments (LDMATRIX, FRAG_BUFFERS) when it is not mma.sync; each family's message.
 void refuse_inapplicable_knobs(const Graph& g, const CompileOptions& opt, const Knobs& base,
                                bool tuned, const std::string& atom);
 
-// After the pipeline ran: EPI_BUFFERS, STMATRIX and EPI_SYNC shape only the TMA-store
-// epilogue (k:053); refused when the epilogue that ran (k:054 records it) is another.
-void refuse_knobs_of_other_epilogues(const CompileOptions& opt, const CompileState& s);
+// After the pipeline ran: the knobs of a family's variant (EPI_BUFFERS, STMATRIX and
+// EPI_SYNC shape only the TMA-store epilogue, k:053) are refused when a pass recorded
+// another value for the variant's selector (k:054 records the epilogue that ran).
+void refuse_knobs_of_other_variants(const CompileOptions& opt, const CompileState& s);
 
 }  // namespace loom

@@ -41,7 +41,8 @@ struct SizeRange {
 
 // The ranges of the defaults for `g`'s run-time sizes, lowest first, covering 1..2^63-1;
 // empty where one kernel serves every size (the ranges are for a 16-bit GEMM on sm_90a
-// whose run-time size is M alone: defaults.cpp, kRuntimeMRangeTops, has the rule).
+// whose run-time size is M alone: families/wgmma.cpp, kRuntimeMRangeTops, has the rule;
+// the first family with a size_ranges hook that returns ranges gives them).
 std::vector<SizeRange> runtime_size_ranges(const Graph& g, const Target& t);
 
 // The knobs to compile with: `explicit_knobs` over the defaults, group by group — a

@@ -11,7 +11,8 @@
 
 namespace loom {
 
-// The mma atom ATOM and ACC name (ACC=f32 unless set), or nullptr for ATOM=fma. Throws
+// The mma atom ATOM and ACC name (ACC=f32 unless set), or nullptr for ATOM=fma: the atom's
+// kernel family picks it (KernelFamily::atom_def, src/passes/families/). Throws
 // loom::Error, naming the limit and the fix, for an ACC no such atom has (ACC=f16 is
 // m16n8k16 .f16.f16.f16.f16 only: PTX's bf16 and tf32 mma accumulate in f32, and the
 // SIMT FMA path in f32). Reads the knobs through s.knobs and records them in

@@ -10,47 +10,31 @@
 #include "driver/run.h"
 #include "ir/error.h"
 #include "passes/attention_decode.h"
+#include "passes/families/family.h"
 #include "tune/compile_pool.h"
 
 namespace loom::tune {
 
 const std::vector<AttentionFamily>& attention_families() {
-  // Values in search order; the first of each is where the enumeration starts. wgmma's
-  // BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's 176 (D = 128), 144
-  // (D = 96, with three consumer warpgroups), 112 (D = 192) and 80 (D = 256), 64 and 32
-  // (k:013's defaults above D = 128, without and with ATTN_OVERLAP), 256 for D = 64; the
-  // passes refuse those whose accumulators or K/V ring do not fit at the head dim being
-  // tuned (every multiple of 8 up to 256 runs the wgmma kernel). mma.sync: the tiles of
-  // bench/NOTES.md's D = 128 A/B (64x64 default, FA2's 128x64 with 4 warps, 128x32 with
-  // Q re-read). ATTN_PINGPONG (the consumer warpgroups taking turns) is searched where the
-  // producer warpgroup runs; the pass refuses it with one warpgroup. ATTN_PACK_P both ways
-  // without the overlap (which needs it: 1 there).
-  static const std::vector<AttentionFamily> families = {
-      {"wgmma",
-       90,
-       true,
-       {{"ATTN_MMA", {"wgmma"}},
-        {"ATTN_WG", {"2", "1", "3"}},
-        {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256", "144", "112"}},
-        {"KV_STAGES", {"2", "3"}},
-        {"ATTN_PRODUCER", {"1", "0"}},
-        {"ATTN_OVERLAP", {"0", "1"}},
-        {"ATTN_PINGPONG", {"0", "1"}},
-        {"ATTN_PACK_P", {"1", "0"}}},
-       {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"}, {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
-        {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}}},
-      {"mma_sync",
-       80,
-       false,
-       {{"ATTN_MMA", {"mma_sync"}},
-        {"BLOCK_M", {"64", "128"}},
-        {"BLOCK_N", {"64", "32", "48"}},
-        {"WARPS", {"4", "8"}},
-        {"Q_IN_REGS", {"1", "0"}},
-        {"KV_STAGES", {"2", "1"}},
-        {"SOFTMAX", {"exp2", "exp"}}},
-       {}},
-  };
+  // The attention kernel families' tuner spaces, declared with each family
+  // (src/passes/families/attention_wgmma.cpp, attention_mma_sync.cpp), in registry order;
+  // a family without one (decode attention: the split rule picks SPLIT_KV) is not searched
+  // here. The table's names drop the "attention_" prefix ("wgmma", "mma_sync").
+  static const std::vector<AttentionFamily> families = [] {
+    std::vector<AttentionFamily> out;
+    const std::string prefix = "attention_";
+    for (const auto& f : kernel_families()) {
+      if (f.op != FamilyOp::attention || f.tuner_space.empty()) continue;
+      AttentionFamily a;
+      a.name = f.name.rfind(prefix, 0) == 0 ? f.name.substr(prefix.size()) : f.name;
+      a.min_cc = f.tuner_min_cc;
+      a.needs_arch_accelerated = f.tuner_needs_accelerated;
+      for (const auto& d : f.tuner_space) a.dims.push_back({d.knob, d.values});
+      for (const auto& r : f.tuner_rules) a.only.push_back({r.knob, r.needs, r.value});
+      out.push_back(std::move(a));
+    }
+    return out;
+  }();
   return families;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "passes/families/family.h"
 
 namespace loom::tune {
 
@@ -48,7 +49,8 @@ std::vector<AtomChoice> atom_choices(const TuneProblem& p, int cc, bool arch_acc
       continue;
     }
     const bool warpgroup = v.rfind("wgmma_", 0) == 0;
-    if (warpgroup && !arch_accelerated) continue;
+    // The atom's family says which targets its kernels need (wgmma: sm_90a).
+    if (gemm_family_of_atom(v).tuner_needs_accelerated && !arch_accelerated) continue;
     auto type = parse_dtype(v.substr(v.find('_') + 1));
     if (!type) continue;
     const bool operands_fit = *type == p.in || (*type == DType::TF32 && p.in == DType::F32);

@@ -127,7 +127,7 @@ std::string op_signature(const Graph& g) {
 std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::string* why_not) {
   // A contraction keys each run-time size as `*` (M=*, and N=*, K=* for a run-time N or
   // K): one kernel serves every value of it, so one record does, apart from every bound
-  // size's record (its defaults differ too: defaults.cpp, symbolic_wgmma_defaults). A
+  // size's record (its defaults differ too: families/wgmma.cpp, symbolic_wgmma_defaults). A
   // record replaces the defaults' kernel per range of a run-time M with its one kernel
   // (driver/size_variants.h). Attention's defaults do not depend on its
   // lengths, and its records stay per shape.

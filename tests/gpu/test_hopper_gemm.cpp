@@ -118,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"bmm(A[3,600,512]:bf16, B[3,512,400]:bf16)",
                    kBf16 + ",WM=2,BN=128,PERSISTENT_CTAS=6" + kPersistent + ",STREAM_K=1"},
         // The default's 192-wide tiles where 256 would leave the last round idle
-        // (wave_width, defaults.cpp): square, a long K, ragged N.
+        // (wave_width, families/wgmma.cpp): square, a long K, ragged N.
         HopperCase{"matmul(A[3072,4096]:bf16, B[4096,3072]:bf16)", ""},
         HopperCase{"matmul(A[2560,8192]:f16, B[8192,2304]:f16)", ""},
         HopperCase{"matmul(A[3000,1024]:bf16, B[1024,3000]:bf16)", ""},

@@ -1,7 +1,7 @@
 // GEMMs on wgmma with run-time sizes (tests/gpu/test_hopper_symbolic.cpp runs each at
 // several sizes from one compiled plan; tests/cpu/driver/test_wgmma_symbolic_compile.cpp
 // compiles each, every range's kernel included, for sm_90a with NVRTC and checks ptxas
-// spilled nothing). Empty knobs: the sm_90a defaults (defaults.cpp,
+// spilled nothing). Empty knobs: the sm_90a defaults (families/wgmma.cpp,
 // symbolic_wgmma_defaults: the large persistent schedule; for a run-time M alone, a kernel
 // per range of M, runtime_size_ranges, picked at each launch). The sizes are those of the
 // GPU run: M = 1, 7, 64, 1000, 4097 for a run-time M (and each range's ends for the

@@ -43,6 +43,7 @@
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
 #include "passes/bank_conflicts.h"
+#include "passes/families/family.h"
 #include "tune/db_cli.h"
 #include "tune/db_file.h"
 #include "tune/tune_cli.h"
@@ -522,6 +523,9 @@ int cmd_knobs() {
     if (!text.empty()) searched.add_row({k.name, text});
   }
   std::cout << "\n" << searched.str();
+  // Which kernel family reads which knobs (src/passes/families/; docs/knobs.md, "Knobs by
+  // kernel family"): an explicit knob the chosen family neither reads nor honours is refused.
+  std::cout << "\nknobs by kernel family:\n" << families_knob_table();
   return 0;
 }
 

@@ -1,7 +1,7 @@
 // Every line of the benchmark case files compiles to CUDA for sm_90a with the knobs the
 // driver resolves for it (defaults, or the line's `@KNOBS` over them), without a GPU. The
 // defaults are rules from several hands (the large-grid, split-K, decode and epilogue rules
-// of src/passes/defaults.cpp); this is where a combination one rule makes and a pass
+// of the kernel families, src/passes/families/); this is where a combination one rule makes and a pass
 // refuses shows up on the CPU instead of on the device (2026-11-22: the swapped tf32
 // default met the strip epilogue, which k:053 refuses for a transposed tile).
 #include <gtest/gtest.h>

@@ -135,8 +135,8 @@ const char* kSplitK = "matmul(A[128,16384]:bf16, B[16384,128]:bf16)";
 const char* kF32 = "matmul(A[1024,1024]:f32, B[1024,1024]:f32)";
 const char* kAttention = "attention(Q[2,4,256,64]:bf16, K[2,4,256,64]:bf16, V[2,4,256,64]:bf16)";
 
-// The other scopes (refuse_knobs_of_absent_ops, refuse_mma_only_knobs,
-// refuse_knobs_of_other_epilogues): each case here left the generated CUDA byte-identical
+// The other scopes (refuse_knobs_of_absent_ops, mma.sync's refusal in refuse_knobs_of_other_families,
+// refuse_knobs_of_other_variants): each case here left the generated CUDA byte-identical
 // before it was refused.
 TEST(KnobScope, GemmKnobsOnAttentionAreRefused) {
   for (const char* arch : {"sm_90a", "sm_80"}) {

@@ -156,7 +156,7 @@ TEST(Tuner, DryRunRanksACompiledSpaceWithoutAGpu) {
   bool default_ranked = false;
   for (const auto& [knobs, us] : o.ranked) default_ranked |= knobs == o.default_knobs;
   EXPECT_TRUE(default_ranked) << "the shipped default is always a candidate";
-  // 1024^3 is a medium GEMM: one wave of 128x64 wgmma tiles (defaults.cpp, kMediumMaxRows).
+  // 1024^3 is a medium GEMM: one wave of 128x64 wgmma tiles (families/wgmma.cpp, kMediumMaxRows).
   EXPECT_NE(o.default_knobs.find("ATOM=wgmma_bf16"), std::string::npos) << o.default_knobs;
   std::string report = format_tune_report({o});
   EXPECT_NE(report.find("[default]"), std::string::npos) << report;

@@ -1,0 +1,45 @@
+// Attention on wgmma (k:013, sm_90a): FlashAttention-3's organization, ATTN_WG consumer
+// warpgroups of 64 query rows each, a TMA producer warpgroup streaming K/V tiles of
+// BLOCK_N rows, optional ping-pong consumers and softmax/GEMM overlap.
+#include "passes/families/attention_knobs.h"
+
+namespace loom {
+
+KernelFamily attention_wgmma_family() {
+  KernelFamily f;
+  f.name = "attention_wgmma";
+  f.summary = "attention on wgmma (k:013): ATTN_WG consumer warpgroups of 64 query rows, a TMA "
+              "producer warpgroup streaming K/V; sm_90a";
+  f.op = FamilyOp::attention;
+  f.chosen_by = "ATTN_MMA=wgmma (the default on sm_90a for head dims that are multiples of 8 "
+                "up to 256, dense, paged or packed; not decode's split forms)";
+  f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
+             {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"},
+             {"ATTN_PINGPONG"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
+             {"MIN_BLOCKS"}};
+  f.honours = attention_honours(f.reads);
+  // tune/attention_space.cpp. Values in search order; the first of each is where the
+  // enumeration starts. BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's
+  // 176 (D = 128), 144 (D = 96, with three consumer warpgroups), 112 (D = 192) and 80
+  // (D = 256), 64 and 32 (k:013's defaults above D = 128, without and with ATTN_OVERLAP),
+  // 256 for D = 64; the passes refuse those whose accumulators or K/V ring do not fit at
+  // the head dim being tuned. ATTN_PINGPONG (the consumer warpgroups taking turns) is
+  // searched where the producer warpgroup runs; the pass refuses it with one warpgroup.
+  // ATTN_PACK_P both ways without the overlap (which needs it: 1 there).
+  f.tuner_min_cc = 90;
+  f.tuner_needs_accelerated = true;
+  f.tuner_space = {{"ATTN_MMA", {"wgmma"}},
+                   {"ATTN_WG", {"2", "1", "3"}},
+                   {"BLOCK_N", {"128", "64", "96", "176", "192", "32", "80", "256", "144", "112"}},
+                   {"KV_STAGES", {"2", "3"}},
+                   {"ATTN_PRODUCER", {"1", "0"}},
+                   {"ATTN_OVERLAP", {"0", "1"}},
+                   {"ATTN_PINGPONG", {"0", "1"}},
+                   {"ATTN_PACK_P", {"1", "0"}}};
+  f.tuner_rules = {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"},
+                   {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
+                   {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}};
+  return f;
+}
+
+}  // namespace loom

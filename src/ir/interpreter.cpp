@@ -143,7 +143,11 @@ Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
 }
 
 void Machine::finish() {
-  for (auto& [name, ts] : tensors_) {
+  for (auto& entry : tensors_) {
+    // Not a structured binding: a lambda below captures the slot, which clang before 16
+    // refuses for a binding (the fuzz target's build).
+    const std::string& name = entry.first;
+    TensorSlot& ts = entry.second;
     if (ts.shared >= 0 || !ts.decl->pitched()) continue;
     std::vector<char> in_view(ts.pitched.size(), 0);
     for_each_element(ts.shape, ts.strides, [&](int64_t dense, int64_t at) {

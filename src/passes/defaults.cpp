@@ -127,7 +127,11 @@ static void drop_other_transports(Knobs& out, const Knobs& explicit_knobs) {
   for (const Transport& t : family.transports) {
     if (t.stage == stage) continue;
     Knobs kept;
-    for (const auto& [name, value] : out.values()) {
+    for (const auto& kv : out.values()) {
+      // Named copies, not a structured binding: clang before 16 refuses a binding captured
+      // by the lambda (the fuzz target's build).
+      const std::string& name = kv.first;
+      const auto& value = kv.second;
       const bool rides = std::any_of(t.knobs.begin(), t.knobs.end(), [&](const KnobUse& u) {
         return u.name == name && u.covers(value);
       });

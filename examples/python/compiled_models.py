@@ -102,14 +102,19 @@ def report_times(what, names, times):
     print(line + " (speedups)")
 
 
-def llama(args):
+def llama_models(args):
+    """The Llama-architecture config and its f32 and bf16 models (the same random weights)."""
     cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=4 * args.hidden,
                       num_hidden_layers=args.layers, num_attention_heads=args.hidden // 128,
                       num_key_value_heads=max(1, args.hidden // 512), vocab_size=32000,
                       max_position_embeddings=max(4096, 2 * args.seq), attn_implementation="sdpa")
     torch.manual_seed(0)
     m32 = LlamaForCausalLM(cfg).cuda().eval()
-    m16 = copy.deepcopy(m32).to(torch.bfloat16)
+    return cfg, m32, copy.deepcopy(m32).to(torch.bfloat16)
+
+
+def llama(args):
+    cfg, m32, m16 = llama_models(args)
     ids = torch.randint(0, cfg.vocab_size, (1, args.seq), device="cuda")
     print("# Llama-architecture: %d layers, hidden %d, MLP %d, %d/%d heads of 128, vocab %d, bf16, "
           "1 x %d tokens" % (args.layers, args.hidden, 4 * args.hidden, cfg.num_attention_heads,
@@ -163,13 +168,7 @@ def llama(args):
 
 def llama_dynamic(args):
     """The Llama's prefill under dynamic=True at three token counts (see the docstring)."""
-    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=4 * args.hidden,
-                      num_hidden_layers=args.layers, num_attention_heads=args.hidden // 128,
-                      num_key_value_heads=max(1, args.hidden // 512), vocab_size=32000,
-                      max_position_embeddings=max(4096, 2 * args.seq), attn_implementation="sdpa")
-    torch.manual_seed(0)
-    m32 = LlamaForCausalLM(cfg).cuda().eval()
-    m16 = copy.deepcopy(m32).to(torch.bfloat16)
+    cfg, m32, m16 = llama_models(args)
     counts = [args.seq, args.seq // 2 + 37, args.seq // 4 + 5]
     print("# Llama-architecture, dynamic=True: %d layers, hidden %d, bf16, prefill at %s tokens"
           % (args.layers, args.hidden, counts))

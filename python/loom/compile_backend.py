@@ -19,9 +19,10 @@ each compile: Dynamo recompiles for new shapes, or makes a size a symbol (dynami
 its automatic dynamic shapes after a size changed). A symbolic size goes to Loom's symbolic
 dimensions where the kernel family takes one: a linear's or a 2-D matmul's row count (the
 token count; N and K numbers, 16-bit, on sm_90a) compiles one wgmma kernel with M left to
-run time (`runtime_m=True`), launched for every M. Any other symbolic size (a batch, a
-sequence length of attention, N or K) runs a kernel per concrete size, compiled at its first
-call and cached. The report says which each op got.
+run time (`runtime_m=True`), launched for every M; an attention's symbolic batch and
+lengths (heads and head dim numbers) go to run time too (`runtime="B,Sq,Sk"`). Any other
+symbolic size (a bmm's batch, N or K) runs a kernel per concrete size, compiled at its
+first call and cached. The report says which each op got.
 """
 import operator
 import os
@@ -245,12 +246,11 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",), runtime_rows=None) -> R
             final = _value(last)
             cast = final is not None and final.dtype != _value(x).dtype
             rt = _rows_at_run_time(_value(x), _value(w), _runtime_rows(runtime_rows, tensors))
+            rt_kw = {"runtime_m": True} if rt else {}
             with g.inserting_before(last):
                 if len(steps) <= 1 and not extras and not cast and (
                         not steps or steps[0] in ("relu", "silu", "gelu", "gelu_tanh")):
-                    kw = {"activation": steps[0]} if steps else {}
-                    if rt:
-                        kw["runtime_m"] = True
+                    kw = dict(rt_kw, activation=steps[0]) if steps else rt_kw
                     new = g.call_function(loom.linear, (_contiguous(g, x), w, bias), kw)
                     opname = "loom.linear"
                 else:
@@ -258,7 +258,7 @@ def rewrite(gm: torch.fx.GraphModule, devices=("cuda",), runtime_rows=None) -> R
                     new = g.call_function(loom.gemm_epilogue, ("linear", _contiguous(g, x), w, bias, ex,
                                                                ";".join(steps),
                                                                _DTYPE_NAMES[final.dtype] if cast else None),
-                                          {"runtime_m": True} if rt else {})
+                                          rt_kw)
                     opname = "loom.gemm_epilogue"
             _replace_chain(g, node, last, new)
             report.matched.append("%s: linear%s -> %s%s" % (

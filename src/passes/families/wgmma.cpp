@@ -372,9 +372,47 @@ static Knobs wgmma_tf32_oriented_defaults(const GemmShape& s, const Target& t) {
   return k;
 }
 
+// tf32 operands TMA can load, one or both not K-major, transposed in shared memory (k:015's
+// transposing TMA stage, SLAB_A / SLAB_B = kinner with STAGE=tma): TMA lands each such box
+// as it lies in a staging slab, the consumer warpgroups write it K-major into the swizzled
+// slab, fence and meet at a named barrier, and the shared-A wgmma reads both operands from
+// shared memory — the K-major schedule of the problem as given (128x256 tiles, persistent,
+// 2-CTA clusters, the TMA store), unswapped. Its cost is shared memory: a staged operand's
+// slab is held twice per ring slot, so the ring takes the most slots (at most 4) that fit
+// beside the TMA store's 32 KB of strip buffers: 128x256x32 with B staged is 80 KB a slot,
+// 2 slots; A staged 64 KB, 3 slots; both 96 KB, 2 slots. The 2026-11-28 checkpoint
+// measures it against the register-A forms (bench/NOTES.md, TF32 with an N-major B:
+// transposing in shared memory); kTf32TransposeInSmem says which the defaults take.
+constexpr bool kTf32TransposeInSmem = false;
+
+static bool wgmma_tf32_transposing(const GemmShape& s, int sm_count) {
+  GemmShape c = s;
+  c.a_k_major = c.b_k_major = true;
+  return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
+         !(s.a_k_major && s.b_k_major) && wgmma_large(c, sm_count);
+}
+
+static Knobs wgmma_tf32_transposing_defaults(const GemmShape& s, const Target& t) {
+  GemmShape c = s;
+  c.a_k_major = c.b_k_major = true;
+  Knobs k = wgmma_defaults_for(c, t);
+  k.set("WGMMA_A", "smem");
+  k.set("SWAP_AB", "0");
+  if (!s.a_k_major) k.set("SLAB_A", "kinner");
+  if (!s.b_k_major) k.set("SLAB_B", "kinner");
+  const int64_t bm = 128, bn = k.get_int("BN", 256), bk = k.get_int("BK", 32), eb = 4;
+  const int64_t slot = (bm * bk * (s.a_k_major ? 1 : 2) + bn * bk * (s.b_k_major ? 1 : 2)) * eb;
+  const int64_t epilogue = k.get_str("EPILOGUE", "direct") == "tma_store" ? 32 * 1024 : 0;
+  const int64_t fit = (t.smem_per_block - epilogue - 1024) / slot;  // 1 KB: barriers, alignment
+  k.set("STAGES", std::to_string(std::clamp<int64_t>(fit, 2, 4)));
+  return k;
+}
+
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
+  if (kTf32TransposeInSmem && wgmma_tf32_transposing(s, sm_count))
+    return wgmma_tf32_transposing_defaults(s, t);
   if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);

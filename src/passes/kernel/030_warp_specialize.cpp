@@ -147,6 +147,13 @@ class Specializer {
                     "persistent kernel (t:010 tiles for one warpgroup with WM=2, t:027 loops "
                     "over tiles with PERSISTENT=1)");
       consumers_ = 2;
+      bool meets = false;
+      walk(k_.body, [&](const Stmt& x) { meets |= x.named_barrier(); });
+      if (meets)
+        throw Error("CONSUMERS=pingpong: kernel " + k_.name + " transposes a TMA-staged slab "
+                    "(SLAB_A / SLAB_B = kinner with STAGE=tma), whose threads meet at one named "
+                    "barrier per slab, which two warpgroups on different tiles cannot share: "
+                    "use CONSUMERS=cooperative");
     }
     // The slab loop and its slot count, as k:015 left them.
     Block& body = k_.body;
@@ -388,8 +395,10 @@ class Specializer {
         continue;
       }
       // The slab's closing barrier (a cluster sync in a cluster): the producer never
-      // reaches it; the empty barriers take its place.
-      if (c.kind == StmtKind::Barrier || c.kind == StmtKind::ClusterSync) continue;
+      // reaches it; the empty barriers take its place. A named barrier stays: the
+      // consumers' own meeting (k:015's transposing stage, after the transpose).
+      if ((c.kind == StmtKind::Barrier && !c.named_barrier()) || c.kind == StmtKind::ClusterSync)
+        continue;
       if (&c == &loop.body[closing]) {
         // This slab's groups may stay in flight; the previous slab is read.
         out.push_back(Stmt::WgmmaWait(int(closing_wait(loop.body))));

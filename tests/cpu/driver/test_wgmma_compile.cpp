@@ -15,6 +15,7 @@
 #include "../../gpu/tma_store_cases.h"
 #include "../../gpu/wgmma_cases.h"
 #include "../../gpu/wgmma_rs_cases.h"
+#include "../../gpu/wgmma_transpose_cases.h"
 
 namespace loom {
 namespace {
@@ -230,6 +231,33 @@ TEST(WgmmaCompile, RegisterACasesCompileWithoutSpills) {
     opt.target = Target::for_arch("sm_90a");
     const CompiledProgram p = compile_expression(c.expr, opt);
     EXPECT_NE(p.cuda.find("_rs"), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The transposing TMA stage's GPU cases compile without spills: the staged values (32 per
+// thread at 128x256x32) beside the 128 accumulators fit the consumers' registers; the
+// transpose stores 16-byte vectors into the swizzled K-major slab, and the wgmma is the
+// shared-A form.
+TEST(WgmmaCompile, TransposingTmaStageCasesCompileWithoutSpills) {
+  for (const wgmma_transpose_test::Case& c : wgmma_transpose_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_EQ(p.cuda.find("_rs("), std::string::npos);
+    const std::string slab = c.knobs.find("SLAB_B=kinner") != std::string::npos ? "B_s" : "A_s";
+    const size_t store = p.cuda.find("(&loom_t_" + slab + "[loom::swz<");
+    ASSERT_NE(store, std::string::npos) << p.cuda;
+    EXPECT_EQ(p.cuda.rfind("loom::st_v4_", store), p.cuda.rfind('\n', store) + 1 +
+              p.cuda.substr(p.cuda.rfind('\n', store) + 1).find_first_not_of(' '));
+    EXPECT_NE(p.cuda.find("loom::bar_sync(15, "), std::string::npos);
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

@@ -382,13 +382,17 @@ static Knobs wgmma_tf32_oriented_defaults(const GemmShape& s, const Target& t) {
 // beside the TMA store's 32 KB of strip buffers: 128x256x32 with B staged is 80 KB a slot,
 // 2 slots; A staged 64 KB, 3 slots; both 96 KB, 2 slots. The 2026-11-28 checkpoint
 // measures it against the register-A forms (bench/NOTES.md, TF32 with an N-major B:
-// transposing in shared memory); kTf32TransposeInSmem says which the defaults take.
-constexpr bool kTf32TransposeInSmem = false;
+// transposing in shared memory); these say which majornesses the defaults transpose:
+// B [K, N] with a K-major A, A given transposed with a K-major B, and neither K-major
+// (whose alternative is the threads' copies, wgmma_thread_copies).
+constexpr bool kTf32TransposeB = false, kTf32TransposeA = false, kTf32TransposeBoth = false;
 
 static bool wgmma_tf32_transposing(const GemmShape& s, int sm_count) {
   GemmShape c = s;
   c.a_k_major = c.b_k_major = true;
-  return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
+  const bool chosen =
+      s.a_k_major ? kTf32TransposeB : s.b_k_major ? kTf32TransposeA : kTf32TransposeBoth;
+  return chosen && s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
          !(s.a_k_major && s.b_k_major) && wgmma_large(c, sm_count);
 }
 
@@ -411,7 +415,7 @@ static Knobs wgmma_tf32_transposing_defaults(const GemmShape& s, const Target& t
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
-  if (kTf32TransposeInSmem && wgmma_tf32_transposing(s, sm_count))
+  if (wgmma_tf32_transposing(s, sm_count))
     return wgmma_tf32_transposing_defaults(s, t);
   if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);

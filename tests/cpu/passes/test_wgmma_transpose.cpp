@@ -84,6 +84,14 @@ TEST(WgmmaTranspose, NMajorBWithBiasAndNarrowOutputEveryPassMatches) {
   passcheck::check_every_pass("matmul(A[M,K]:tf32, B[K,N]:tf32, out=bf16)",
                               Knobs::parse(kTf32 + ",SLAB_B=kinner,WM=1,WN=1,BN=64,STAGES=2"), 105,
                               {{"M", 40}, {"N", 64}, {"K", 48}}, round_tf32);
+  // BK = 64: the K-major slab's 256-byte rows are stored as two 128-byte chunks
+  // (row_chunk), which the transposing stores follow.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f32, B[K,N]:f32)",
+      Knobs::parse("ATOM=wgmma_tf32,WGMMA_A=smem,STAGE=tma,SWIZZLE=128B,BK=64,SWAP_AB=0,"
+                   "SLAB_B=kinner,WM=1,WN=1,BN=32,STAGES=2"),
+      117, {{"M", 64}, {"N", 40}, {"K", 136}}, round_tf32);
+  EXPECT_EQ(s.kernel.tensor("B_s").row_chunk, 32);
 }
 
 TEST(WgmmaTranspose, NMajorBWarpSpecializedEveryPassMatches) {

@@ -135,7 +135,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
 // schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T
-// in registers), A given transposed (A in registers), both M-/N-major (the threads'
+// in registers), A given transposed (A in registers), both M-/N-major (TMA-staged and
+// transposed in shared memory with a wave of the large schedule's tiles, else the threads'
 // transposing copies); a fused bias.
 INSTANTIATE_TEST_SUITE_P(
     Tf32Defaults, GpuHopperGemm,

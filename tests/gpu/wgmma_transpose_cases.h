@@ -5,7 +5,8 @@
 // reference) and the CPU test that compiles each for sm_90a and checks ptxas' spills
 // (tests/cpu/driver/test_wgmma_compile.cpp): ragged shapes, a bias epilogue, the
 // warp-specialized, persistent and cluster schedules, the TMA store, 2-, 3- and 4-slot rings
-// (BK = 16 with the 64-byte swizzle), and the 4096^3 forms the benchmark measures.
+// (BK = 16 with the 64-byte swizzle), the 4096^3 forms the benchmark measures, and the
+// sm_90a default for neither operand K-major.
 #pragma once
 #include <ostream>
 #include <string>
@@ -48,6 +49,11 @@ inline std::vector<Case> cases() {
        tf32 + k32 + large + store + ",SLAB_A=kinner,SLAB_B=kinner,BN=256,STAGES=2,CLUSTER_M=2"},
       {"matmul(A[520,1000]:f32.T, B[520,776]:f32)",
        tf32 + k32 + ",SLAB_A=kinner,SLAB_B=kinner,WM=2,BN=128,STAGES=2,WARP_SPECIALIZE=1"},
+      // The sm_90a default for neither K-major (BK = 16, 4 slots), as knobs and as the
+      // default itself, ragged.
+      {"matmul(A[2048,3072]:tf32.T, B[2048,4096]:tf32)",
+       tf32 + k16 + large + store + ",SLAB_A=kinner,SLAB_B=kinner,BN=256,STAGES=4,CLUSTER_M=2"},
+      {"matmul(A[1032,4000]:tf32.T, B[1032,3000]:tf32)", ""},
   };
 }
 

@@ -377,15 +377,19 @@ static Knobs wgmma_tf32_oriented_defaults(const GemmShape& s, const Target& t) {
 // as it lies in a staging slab, the consumer warpgroups write it K-major into the swizzled
 // slab, fence and meet at a named barrier, and the shared-A wgmma reads both operands from
 // shared memory — the K-major schedule of the problem as given (128x256 tiles, persistent,
-// 2-CTA clusters, the TMA store), unswapped. Its cost is shared memory: a staged operand's
-// slab is held twice per ring slot, so the ring takes the most slots (at most 4) that fit
-// beside the TMA store's 32 KB of strip buffers: 128x256x32 with B staged is 80 KB a slot,
-// 2 slots; A staged 64 KB, 3 slots; both 96 KB, 2 slots. The 2026-11-28 checkpoint
-// measures it against the register-A forms (bench/NOTES.md, TF32 with an N-major B:
-// transposing in shared memory); these say which majornesses the defaults transpose:
-// B [K, N] with a K-major A, A given transposed with a K-major B, and neither K-major
-// (whose alternative is the threads' copies, wgmma_thread_copies).
-constexpr bool kTf32TransposeB = false, kTf32TransposeA = false, kTf32TransposeBoth = false;
+// 2-CTA clusters, the TMA store), unswapped. A staged operand's slab is held twice per ring
+// slot, so the ring takes the most slots that fit beside the TMA store's 32 KB.
+//
+// Measured (H100, 2026-11-28, bench/NOTES.md, TF32 with an N-major B: transposing in
+// shared memory; Loom / cuBLAS TF32 at 4096^3): the transpose costs about 0.12 cycles per
+// element on top of the K-major mainloop (it did not overlap the tensor work), and with 2
+// slots the copy's latency as well. B [K, N]: 0.45x at 128x256x32 with 2 slots, 0.58x at
+// BK = 16 with 4, against the swapped register form's 0.87x; A.T: 0.81x with 3 slots
+// against A in registers' 0.88x; neither K-major: 0.64x with 2 slots against the threads'
+// copies' 0.44x. So only neither-K-major takes it, at BK = 16 (64-byte swizzle) with 4
+// slots of 48 KB: the depth that took B [K, N] from 0.45x to 0.58x (2048x8192x4096: 0.55x
+// to 0.70x).
+constexpr bool kTf32TransposeB = false, kTf32TransposeA = false, kTf32TransposeBoth = true;
 
 static bool wgmma_tf32_transposing(const GemmShape& s, int sm_count) {
   GemmShape c = s;
@@ -404,11 +408,14 @@ static Knobs wgmma_tf32_transposing_defaults(const GemmShape& s, const Target& t
   k.set("SWAP_AB", "0");
   if (!s.a_k_major) k.set("SLAB_A", "kinner");
   if (!s.b_k_major) k.set("SLAB_B", "kinner");
-  const int64_t bm = 128, bn = k.get_int("BN", 256), bk = k.get_int("BK", 32), eb = 4;
+  const int64_t bk = 16, eb = 4;  // 16 tf32 = 64-byte K-major rows: the 64-byte swizzle
+  k.set("BK", std::to_string(bk));
+  k.set("SWIZZLE", "64B");
+  const int64_t bm = 128, bn = k.get_int("BN", 256);
   const int64_t slot = (bm * bk * (s.a_k_major ? 1 : 2) + bn * bk * (s.b_k_major ? 1 : 2)) * eb;
   const int64_t epilogue = k.get_str("EPILOGUE", "direct") == "tma_store" ? 32 * 1024 : 0;
   const int64_t fit = (t.smem_per_block - epilogue - 1024) / slot;  // 1 KB: barriers, alignment
-  k.set("STAGES", std::to_string(std::clamp<int64_t>(fit, 2, 4)));
+  k.set("STAGES", std::to_string(std::clamp<int64_t>(fit, 2, 6)));
   return k;
 }
 

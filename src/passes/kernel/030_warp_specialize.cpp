@@ -147,13 +147,6 @@ class Specializer {
                     "persistent kernel (t:010 tiles for one warpgroup with WM=2, t:027 loops "
                     "over tiles with PERSISTENT=1)");
       consumers_ = 2;
-      bool meets = false;
-      walk(k_.body, [&](const Stmt& x) { meets |= x.named_barrier(); });
-      if (meets)
-        throw Error("CONSUMERS=pingpong: kernel " + k_.name + " transposes a TMA-staged slab "
-                    "(SLAB_A / SLAB_B = kinner with STAGE=tma), whose threads meet at one named "
-                    "barrier per slab, which two warpgroups on different tiles cannot share: "
-                    "use CONSUMERS=cooperative");
     }
     // The slab loop and its slot count, as k:015 left them.
     Block& body = k_.body;
@@ -168,6 +161,13 @@ class Specializer {
     if (main == body.size())
       throw Error("WARP_SPECIALIZE=1 needs STAGE=tma: kernel " + k_.name +
                   " has no TMA copies for a producer to issue");
+    // A named barrier in the slab loop is k:015's transposing stage's meeting of the
+    // block's threads, once per slab.
+    if (pingpong_ && contains(body[main], [](const Stmt& x) { return x.named_barrier(); }))
+      throw Error("CONSUMERS=pingpong: kernel " + k_.name + " transposes a TMA-staged slab "
+                  "(SLAB_A / SLAB_B = kinner with STAGE=tma), whose threads meet at one named "
+                  "barrier per slab, which two warpgroups on different tiles cannot share: "
+                  "use CONSUMERS=cooperative");
     ring_ = k_.mbarriers;  // full barriers 0..S-1 (k:015); empty ones follow
     if (ring_ < 1) throw Error("k:030_warp_specialize: kernel " + k_.name + " has no mbarriers");
     empty_base_ = k_.mbarriers;

@@ -281,7 +281,8 @@ static int64_t wave_width(const GemmShape& s, int sm_count) {
 // (a ragged N or K of a 16-bit GEMM: TMA cannot address them), or 32-bit operands that
 // are not K-major (wgmma reads tf32 K-major only, and a TMA box lands in storage order).
 // The block's threads fill the slabs instead (STAGE=cp_async: t:040, k:015), in the
-// layout the descriptors read, transposing tf32's N-major B (M-major A) on the way.
+// layout the descriptors read, transposing tf32's N-major B (M-major A) on the way — where
+// no TMA form comes first (wgmma_tf32_oriented, wgmma_tf32_transposing).
 static bool wgmma_thread_copies(const GemmShape& s) {
   return s.known && s.batch == 1 &&
          (!s.tma_rows || (s.f32_operands && !(s.a_k_major && s.b_k_major)));
@@ -338,9 +339,9 @@ static Knobs wgmma_thread_copy_defaults(const GemmShape& s, int sm_count) {
 // problem as computed (the swapped one: N rows, M columns). Until 2026-11-27 these took
 // the threads' transposing copies (4096^3 with B [K, N]: 0.42x cuBLAS TF32 on H100,
 // bench/NOTES.md, wgmma without TMA). Both operands M-/N-major leave no orientation with
-// a K-major B: those keep the threads' copies (wgmma_thread_copies), and so do shapes the
-// large schedule does not take as computed (a wave of 128x256 tiles, M, N, K multiples of
-// 8), as before.
+// a K-major B: those are transposed in shared memory (wgmma_tf32_transposing, below), and
+// shapes the large schedule does not take as computed (a wave of 128x256 tiles, M, N, K
+// multiples of 8) keep the threads' copies (wgmma_thread_copies), as before.
 static GemmShape tf32_as_computed(const GemmShape& s);
 static bool wgmma_tf32_oriented(const GemmShape& s, int sm_count) {
   return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&

@@ -605,6 +605,8 @@ class Renderer {
           packed_load(s, d);
           break;
         }
+        // The fill of a truncating tf32 register A (TF32_ROUND=none): the raw f32 bits.
+        if (dt == DType::TF32 && raw_tf32_.count(s.dst)) dt = DType::F32;
         if (s.width > 1) {
           if (s.dst_index.empty() || !always(s.pred))
             throw Error("codegen: vector loads need a register-array destination and no "
@@ -956,6 +958,8 @@ class Renderer {
   void find_packed(const KernelOp& k) {
     find_chunk_arrays(k);
     packed_.clear();
+    raw_tf32_.clear();
+    rounded_tf32_.clear();
     std::set<std::string> accumulators;
     alloc_extents_.clear();
     walk(k.body, [&](const Stmt& s) {
@@ -977,6 +981,8 @@ class Renderer {
           if (!w->a_shared && dtype_bytes(w->a_type) == 2 &&
               !accumulators.count(s.args.at(0).name))
             packed_.emplace(s.args.at(0).name, Packed{w->a_type});
+          if (!w->a_shared && w->a_type == DType::TF32)
+            (w->a_truncated ? raw_tf32_ : rounded_tf32_).insert(s.args.at(0).name);
           return;
         }
         if (dtype_bytes(w->a_type) == 2)
@@ -1028,6 +1034,15 @@ class Renderer {
           continue;
         bad(o.name);
       }
+    });
+    // A tf32 register A is rounded at its fills only where every write to it is a tf32
+    // element load (ld_tf32); an ldmatrix fill or an f32 slab leaves the cvt at the wgmma.
+    walk(k.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::Alloc || (s.kind == StmtKind::Atom && find_warp_atom(k, s.atom)) ||
+          !rounded_tf32_.count(s.dst))
+        return;
+      if (s.kind != StmtKind::Load || is_chunk_load(s) || p_.tensor(s.tensor).dtype != DType::TF32)
+        rounded_tf32_.erase(s.dst);
     });
   }
 
@@ -1255,7 +1270,8 @@ class Renderer {
   // `0 < k_o` on a slab's first atom step makes the tile's first k-step D = A·B, which
   // replaces the zeroing (the wrapper turns it into the predicate operand with setp).
   // A register A (the _rs variant) is the fragment's 4 .b32 registers: the packed array
-  // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's).
+  // itself for f16/bf16, the f32 values rounded with cvt.rna for tf32 (as mma.sync's), or
+  // their raw bits with TF32_ROUND=none (WarpAtom::a_truncated).
   // `packed_a`: the caller declared the A fragment `a_` (shared_a_wgmmas).
   void warpgroup_atom(const Stmt& s, const AtomDef& a, const WarpAtom& w, int d,
                       bool packed_a = false) {
@@ -1290,9 +1306,14 @@ class Renderer {
       std::string regs;
       const std::string pack = w.a_type == DType::F16 ? "loom::pack_f16x2(" : "loom::pack_bf16x2(";
       const int per_reg = w.a_type == DType::TF32 ? 1 : 2;
+      // WarpAtom::a_truncated (TF32_ROUND=none), or values its fills rounded already: the
+      // bits as they are, no cvt.
+      const std::string tf32 = w.a_truncated || rounded_tf32_.count(fa.name)
+                                   ? "__float_as_uint("
+                                   : "loom::cvt_rna_tf32(";
       for (int v = 0; v < w.a_values; v += per_reg)
         regs += std::string(v ? ", " : "") +
-                (per_reg == 1 ? "loom::cvt_rna_tf32(" + fragment_value(fa, v) + ")"
+                (per_reg == 1 ? tf32 + fragment_value(fa, v) + ")"
                               : pack + fragment_value(fa, v) + ", " + fragment_value(fa, v + 1) + ")");
       line(d, "{  // " + a.ptx);
       line(d + 1, "const unsigned a_[" + std::to_string(w.a_values / per_reg) + "] = {" + regs + "};");
@@ -1348,6 +1369,11 @@ class Renderer {
     bool accumulator = false;  // an mma's C/D fragment (ACC=f16)
   };
   std::map<std::string, Packed> packed_;  // packed fragment arrays (find_packed)
+  // tf32 register A arrays of wgmma (find_packed): raw_tf32_ those of a truncating atom
+  // (WarpAtom::a_truncated: their fills load the raw f32 bits, ld_f32); rounded_tf32_
+  // those whose every fill is a tf32 load (ld_tf32 rounds with cvt.rna already, so the
+  // wgmma passes the bits on without a second cvt).
+  std::set<std::string> raw_tf32_, rounded_tf32_;
   std::set<std::string> chunks_;  // realigned copies' chunk registers (find_chunk_arrays)
   std::map<std::string, std::vector<int64_t>> alloc_extents_;  // register arrays (find_packed)
   std::ostringstream& out_;

@@ -100,6 +100,11 @@ float round_to_tf32(float f) {
   return std::bit_cast<float>(x);
 }
 
+float truncate_to_tf32(float f) {
+  if (!std::isfinite(f)) return f;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) & 0xffffe000u);
+}
+
 namespace {
 
 // double -> float rounding to odd: the truncated value with its lsb set when inexact.

@@ -26,6 +26,9 @@ float f16_bits_to_f32(uint16_t h);
 uint16_t f32_to_bf16_bits(float f);
 float bf16_bits_to_f32(uint16_t h);
 float round_to_tf32(float f);
+// The tf32 the tensor core reads from raw f32 bits: the top 19, the low 13 dropped
+// (truncation toward zero), as for an operand no cvt.rna rounded.
+float truncate_to_tf32(float f);
 
 // Relative Frobenius error threshold for verifying a GEMM of reduction length k whose
 // output is stored in `out` with inputs in `in` (see docs/verification.md).

@@ -139,7 +139,7 @@ void Machine::offset_out_of_range(const Node& n, const Access& a, int t, int wid
 
 double Machine::load_element(const Node& n, const TensorSlot& ts, int64_t off, int t) {
   double v = ts.shared >= 0 ? shared_.read(ts.shared, off, t, *n.s) : ts.data[size_t(off)];
-  return ts.decl->dtype == DType::TF32 ? double(round_to_tf32(float(v))) : v;
+  return ts.decl->dtype == DType::TF32 && !n.raw_tf32 ? double(round_to_tf32(float(v))) : v;
 }
 
 double Machine::operand(const Node& n, size_t i, int t, int64_t plus) const {

@@ -88,13 +88,15 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
   std::vector<double> a(size_t(w.m * w.k)), b(size_t(w.k * w.n)), c(size_t(w.m * w.n));
   auto gather = [&](std::vector<double>& tile, int cols,
                     const std::vector<std::pair<int, int>>& map, const ValueRef& r, int values,
-                    DType type, int group) {
+                    DType type, int group, bool truncated) {
     for (int lane = 0; lane < G; ++lane) {
       const int t = group * G + lane;
       const int64_t first = fragment_slot(n, r, t, values);
       for (int v = 0; v < values; ++v) {
         const auto [row, col] = map[size_t(lane * values + v)];
-        tile[size_t(row * cols + col)] = round_to(type, vals_[size_t(first + v) * T + size_t(t)]);
+        const double x = vals_[size_t(first + v) * T + size_t(t)];
+        tile[size_t(row * cols + col)] =
+            truncated ? double(truncate_to_tf32(float(x))) : round_to(type, x);
       }
     }
   };
@@ -135,12 +137,14 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
                  "the wgmma that reads it",
                  t);
       }
-      gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, group);
+      // TF32_ROUND=none: the fill kept the raw f32 bits (no cvt.rna) and the tensor core
+      // reads their top 19.
+      gather(a, w.k, w.a, n.args[0], w.a_values, w.a_type, group, w.a_truncated);
     }
     if (w.b_shared)
       read_tile(b, w.k, w.n, n.tiles[1], w.b_type, group, reader);
     else
-      gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, group);
+      gather(b, w.n, w.b, n.args[1], w.b_values, w.b_type, group, false);
     // scale-d 0: D = A·B, the accumulators not read (they may hold anything, e.g. the
     // NaN of a fresh alloc). One predicate for the warpgroup: it must agree.
     const int t0 = group * G;
@@ -152,7 +156,7 @@ void Machine::exec_wgmma(const Node& n, const std::vector<int>& active) {
                  std::to_string(group) + "; wgmma takes one scale-d predicate per warpgroup",
              t0 + lane);
     if (accumulate != 0)
-      gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, group);
+      gather(c, w.n, w.c, n.dst, w.c_values, w.acc_type, group, false);
     else
       std::fill(c.begin(), c.end(), 0.0);
     for (int row = 0; row < w.m; ++row)

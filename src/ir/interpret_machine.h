@@ -19,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,10 @@ struct Node {
   // the lanes, every lane of the warp (warpgroup) runs the nest whole, each holding a copy
   // of the same cells, so an atomic add of a cell is made once, not once per copy.
   bool in_atom_nest = false;
+  // A Load or warp copy that fills the register A of a wgmma with WarpAtom::a_truncated:
+  // it keeps a tf32 tensor's raw f32 bits (codegen issues no cvt.rna), where other loads
+  // of a tf32 tensor round.
+  bool raw_tf32 = false;
   std::vector<Node> body;
 };
 
@@ -246,6 +251,9 @@ class Machine {
   SharedMemory shared_;
   std::string where_;
   const KernelOp* kernel_op_ = nullptr;  // the kernel being run (its tensor maps)
+  // The register A arrays of the kernel's wgmmas with WarpAtom::a_truncated: their fills
+  // resolve with Node::raw_tf32.
+  std::set<std::string> raw_tf32_fragments_;
 
   // Resolution state.
   std::vector<std::map<std::string, int>> int_scopes_;

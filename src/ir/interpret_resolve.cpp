@@ -240,6 +240,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
       n.access = access(s, s.tensor, s.index, kernel_);
       n.pred = compile(s, s.pred);
       n.dst = destination(s, true);
+      n.raw_tf32 = raw_tf32_fragments_.count(s.dst) > 0;
       if (is_chunk_load(s)) {
         if (!kernel_ || n.access.tensor->shared >= 0)
           fail(s, "a chunk load is Kernel IR and reads a global tensor");
@@ -303,6 +304,7 @@ Node Machine::resolve_stmt(const Stmt& s) {
         }
         if (!s.args.empty()) fail(s, "warp copy " + s.atom + " takes no operands");
         n.dst = fragment(s, s.dst, s.dst_index, n.copy->values, "dst");
+        n.raw_tf32 = raw_tf32_fragments_.count(s.dst) > 0;
         break;
       }
       n.warp = kernel_op_ ? find_warp_atom(*kernel_op_, s.atom) : nullptr;

@@ -188,6 +188,16 @@ void Machine::run_kernel(const KernelOp& k) {
   const char* builtins[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x"};
   begin_resolution(int(T), {builtins, builtins + 4});
   kernel_op_ = &k;
+  raw_tf32_fragments_.clear();
+  std::function<void(const Block&)> find_raw = [&](const Block& b) {
+    for (const Stmt& s : b) {
+      if (s.kind == StmtKind::Atom && !s.args.empty())
+        if (const WarpAtom* w = find_warp_atom(k, s.atom); w && w->a_truncated)
+          raw_tf32_fragments_.insert(s.args[0].name);
+      find_raw(s.body);
+    }
+  };
+  find_raw(k.body);
   std::vector<Node> nodes = resolve_block(k.body);
 
   // A cluster's threads side by side: CTA r's thread i is r * T + i. blockIdx stays

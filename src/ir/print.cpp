@@ -172,7 +172,8 @@ std::string warp_atom_line(const WarpAtom& w) {
   return "warp atom " + w.id + ": m" + std::to_string(w.m) + "n" + std::to_string(w.n) + "k" +
          std::to_string(w.k) + " A " + tile(w.a_type, w.m, w.k, w.a_values) + ", B " +
          tile(w.b_type, w.k, w.n, w.b_values) + ", C/D " +
-         tile(w.acc_type, w.m, w.n, w.c_values);
+         tile(w.acc_type, w.m, w.n, w.c_values) +
+         (w.a_truncated ? ", A raw f32 bits (truncated to tf32)" : "");
 }
 
 std::string warp_copy_line(const WarpCopy& w) {

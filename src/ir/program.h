@@ -137,6 +137,10 @@ struct WarpAtom {
   // element of its tile exactly once.
   std::vector<std::pair<int, int>> a, b, c;
   int a_values = 0, b_values = 0, c_values = 0;
+  // tf32 A from registers filled with the slab's raw f32 bits (TF32_ROUND=none, k:026):
+  // no cvt.rna, so the tensor core reads each value's top 19 bits (truncation toward
+  // zero, as it reads a shared tf32 operand). The fill's loads keep the raw bits.
+  bool a_truncated = false;
 };
 
 // A warp-collective copy atom (ldmatrix) as Kernel IR carries it: the 32 lanes load a

@@ -89,13 +89,13 @@ bool same(const TmaDescriptor& a, const TmaDescriptor& b) {
 
 bool same(const WarpAtom& a, const WarpAtom& b) {
   const auto& [id, threads, a_shared, b_shared, m, n, k, a_type, b_type, acc_type, a_map,
-               b_map, c_map, a_values, b_values, c_values] = a;
+               b_map, c_map, a_values, b_values, c_values, a_truncated] = a;
   return same(id, b.id) && same(threads, b.threads) && same(a_shared, b.a_shared) &&
          same(b_shared, b.b_shared) && same(m, b.m) && same(n, b.n) && same(k, b.k) &&
          same(a_type, b.a_type) && same(b_type, b.b_type) && same(acc_type, b.acc_type) &&
          same(a_map, b.a) && same(b_map, b.b) && same(c_map, b.c) &&
          same(a_values, b.a_values) && same(b_values, b.b_values) &&
-         same(c_values, b.c_values);
+         same(c_values, b.c_values) && same(a_truncated, b.a_truncated);
 }
 
 bool same(const WarpCopy& a, const WarpCopy& b) {

@@ -88,6 +88,9 @@ class BodyChecker {
       if ((w.a_shared || w.b_shared) && w.threads != kWarpgroup)
         bad("it reads an operand from shared memory but runs on " + std::to_string(w.threads) +
             " threads; only warpgroup atoms (wgmma, threads = 128) take shared operands");
+      if (w.a_truncated && (w.a_shared || w.a_type != DType::TF32 || w.threads != kWarpgroup))
+        bad("its A is marked truncated (raw f32 bits, TF32_ROUND=none), which only a tf32 A "
+            "read from registers by a warpgroup atom (wgmma) can be");
       const std::string lanes = std::to_string(w.threads) + " lanes";
       auto check_map = [&](const char* op, const std::vector<std::pair<int, int>>& map,
                            int values, int rows, int cols) {

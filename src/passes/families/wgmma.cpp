@@ -725,7 +725,7 @@ KernelFamily wgmma_family() {
   f.reads = concat({{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
-                    {"EPI_SYNC"}},
+                    {"EPI_SYNC"},        {"TF32_ROUND"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;

@@ -101,9 +101,10 @@ struct SharedTile {
 
 class WgmmaLowering {
  public:
-  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs, bool scale_d)
-      : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), scale_d_(scale_d), p_(p),
-        c_(warpgroup_form(a)), k_(k) {}
+  WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs, bool scale_d,
+                bool truncate)
+      : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), scale_d_(scale_d),
+        truncate_(truncate), p_(p), c_(warpgroup_form(a)), k_(k) {}
 
   void run() {
     bool bound = false;
@@ -116,7 +117,10 @@ class WgmmaLowering {
     else
       order_async(k_.body);
     if (scale_d_) zero_by_scale_d(k_.body);
-    if (!find_warp_atom(k_, id_)) k_.warp_atoms.push_back(warpgroup_atom(atom_, regs_));
+    if (!find_warp_atom(k_, id_)) {
+      k_.warp_atoms.push_back(warpgroup_atom(atom_, regs_));
+      k_.warp_atoms.back().a_truncated = truncate_;
+    }
     for (const std::string& id : copies_used_)
       if (!find_warp_copy(k_, id)) k_.warp_copies.push_back(warp_copy(atom(id)));
   }
@@ -598,6 +602,7 @@ class WgmmaLowering {
   const std::string id_;  // the variant: the Atom statements' `atom`
   const bool regs_;       // WGMMA_A=regs: A from register fragments
   const bool scale_d_;    // WGMMA_ZERO=scale_d: step 6
+  const bool truncate_;   // TF32_ROUND=none: a tf32 register A keeps its raw f32 bits
   const ProgramBase& p_;
   const WarpgroupForm c_;
   KernelOp& k_;
@@ -614,7 +619,7 @@ Pass pass_lower_wgmma() {
   return Pass{"k:026_lower_wgmma", Level::Kernel, Level::Kernel,
               "no ATOM loops under warpgroups: each atom is one wgmma.mma_async reading its "
               "A and B tiles from shared memory, its accumulators spread by the C layout",
-              {"ATOM", "WGMMA_A", "WGMMA_ZERO"},
+              {"ATOM", "WGMMA_A", "WGMMA_ZERO", "TF32_ROUND"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
                 if (!is_wgmma(a)) return;
@@ -629,8 +634,20 @@ Pass pass_lower_wgmma() {
                               "accumulators through wgmma's scale-d (scale_d) or with a "
                               "zeroing loop (explicit)");
                 s.used_knobs["WGMMA_ZERO"] = zero;
+                // TF32_ROUND: how a tf32 register A is filled. rna rounds each value
+                // (cvt.rna, as mma.sync's fragments); none passes the slab's raw f32 bits,
+                // whose top 19 the tensor core reads (truncation, as it reads the shared B).
+                const std::string round = s.knobs.get_str("TF32_ROUND", "rna");
+                if (round != "rna" && round != "none")
+                  throw Error("TF32_ROUND=" + round + ": a tf32 register A operand is rounded "
+                              "to nearest (rna, cvt.rna) or passed as its raw f32 bits, which "
+                              "the tensor core truncates (none)");
+                const bool tf32_regs = from == "regs" && a->a_type == DType::TF32;
+                if (tf32_regs) s.used_knobs["TF32_ROUND"] = round;
                 for (auto& k : s.kernel.kernels)
-                  WgmmaLowering(*a, s.kernel, k, from == "regs", zero == "scale_d").run();
+                  WgmmaLowering(*a, s.kernel, k, from == "regs", zero == "scale_d",
+                                tf32_regs && round == "none")
+                      .run();
               }};
 }
 

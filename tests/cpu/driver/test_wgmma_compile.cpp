@@ -306,6 +306,48 @@ TEST(WgmmaCompile, MMajorRegisterFillsReadTheChunkedLayout) {
   }
 }
 
+// A tf32 register A is converted once at most: with TF32_ROUND=rna its element fills from
+// a tf32 slab round (ld_tf32: cvt.rna) and the wgmma passes the bits on (a second cvt.rna
+// per value doubled the fill's conversions); an f32 slab (ATOM=wgmma_tf32 on :f32 tensors)
+// keeps the cvt at the wgmma; TF32_ROUND=none loads the raw bits (ld_f32) and converts
+// nothing. The swapped 4096^3 form with B [K, N] and the A.T form, without spills.
+TEST(WgmmaCompile, Tf32RegisterFillsConvertAtMostOnce) {
+  const std::string regs =
+      "ATOM=wgmma_tf32,BM=128,BN=256,WM=2,WN=1,FM=1,FN=1,BK=32,STAGE=tma,SWIZZLE=128B,STAGES=4,"
+      "WGMMA_A=regs,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,GROUP_M=8,";
+  const std::string swapped = regs + "SWAP_AB=1,EPILOGUE=direct";
+  const std::string a_t = regs + "SWAP_AB=0,EPILOGUE=tma_store,EPI_BUFFERS=2";
+  struct Case {
+    std::string expr, knobs, slab;
+    bool rounded_fill, cvt_at_wgmma;
+  };
+  const std::string kn = "matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)";
+  const std::string at = "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)";
+  for (const Case& c : std::vector<Case>{
+           {kn, swapped, "B_s", true, false},
+           {kn, swapped + ",TF32_ROUND=none", "B_s", false, false},
+           {at, a_t, "A_s", true, false},
+           {at, a_t + ",TF32_ROUND=none", "A_s", false, false},
+           {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)", swapped, "B_s", false, true}}) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    const std::string fill = "(&loom_t_" + c.slab + "[";
+    EXPECT_EQ(p.cuda.find("loom::ld_tf32" + fill) != std::string::npos, c.rounded_fill);
+    EXPECT_EQ(p.cuda.find("loom::ld_f32" + fill) != std::string::npos, !c.rounded_fill);
+    EXPECT_EQ(p.cuda.find("loom::cvt_rna_tf32(") != std::string::npos, c.cvt_at_wgmma);
+    EXPECT_NE(p.cuda.find("_rs("), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
 TEST(WgmmaCompile, AWgmmaWrapperOutsideSm90aIsAFrontEndErrorNamingIt) {
   // Plain sm_90 has no wgmma: the guard makes that a compile error with the wrapper's
   // name instead of a ptxas failure.

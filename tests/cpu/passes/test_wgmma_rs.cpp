@@ -188,6 +188,79 @@ TEST(WgmmaRs, Tf32MMajorAEveryPassMatches) {
       83, {}, round_tf32, std::nullopt, t);
 }
 
+// TF32_ROUND=none: the register fills pass the slab's raw f32 bits (no cvt.rna), the
+// tensor core reads their top 19. On tf32-exact inputs every pass still matches, in the
+// swapped form (ragged, warp-specialized, persistent clusters) and with A given transposed.
+TEST(WgmmaRs, Tf32RawFillsEveryPassMatches) {
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f32, B[K,N]:f32)", Knobs::parse(kTf32Swap + ",TF32_ROUND=none"), 97,
+      {{"M", 36}, {"N", 100}, {"K", 72}}, round_tf32);
+  EXPECT_EQ(s.used_knobs.at("TF32_ROUND"), "none");
+  const KernelOp& k = s.kernel.kernels.at(0);
+  ASSERT_EQ(k.warp_atoms.size(), 1u);
+  EXPECT_TRUE(k.warp_atoms[0].a_truncated);
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 2;
+  passcheck::check_every_pass(
+      "matmul(A[64,64]:f32, B[64,256]:f32)",
+      Knobs::parse(kTf32SwapBase + ",WM=2,BN=64,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,"
+                                   "CLUSTER_M=2,TF32_ROUND=none"),
+      101, {}, round_tf32, std::nullopt, t);
+  passcheck::check_every_pass(
+      "matmul(A[K,M]:f32.T, B[N,K]:f32.T)",
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,"
+                   "WGMMA_A=regs,TF32_ROUND=none"),
+      103, {{"M", 72}, {"N", 40}, {"K", 104}}, round_tf32);
+  // rna is the default; shared-A kernels have no register fills, so the knob is not used.
+  EXPECT_EQ(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap)
+                .used_knobs.at("TF32_ROUND"),
+            "rna");
+  EXPECT_FALSE(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32.T)",
+                                        "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,"
+                                        "SWIZZLE=128B,BK=32,STAGES=2,TF32_ROUND=none")
+                   .used_knobs.count("TF32_ROUND"));
+  EXPECT_NE(passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap + ",TF32_ROUND=rz")
+                .find("TF32_ROUND=rz"),
+            std::string::npos);
+}
+
+// The interpreter computes what each mode's kernel computes: the register A operand
+// rounded to nearest (rna) or truncated (none), on values whose low 13 bits decide it.
+// 1 + 3 * 2^-12 rounds to 1 + 2^-10 and truncates to 1 (toward zero for either sign),
+// so each output is +-K (1 + 2^-10) with rna and +-K with none (exact in f32).
+TEST(WgmmaRs, Tf32RawFillsTruncateTheRegisterOperand) {
+  const double x = 1.0 + 3.0 / 4096.0;
+  struct Case {
+    std::string expr, knobs, reg;  // reg: the operand wgmma reads from registers
+    size_t n;                      // output columns
+  };
+  const std::vector<Case> cases = {
+      {"matmul(A[40,48]:f32, B[48,100]:f32)", kTf32Swap, "B", 100},  // swapped: B^T in registers
+      {"matmul(A[48,72]:f32.T, B[40,48]:f32.T)",
+       "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,WGMMA_A=regs",
+       "A", 40}};
+  for (const Case& c : cases)
+    for (const bool raw : {false, true}) {
+      SCOPED_TRACE(c.expr + (raw ? " TF32_ROUND=none" : " TF32_ROUND=rna"));
+      const CompileState s = passcheck::compile_sm90a(
+          c.expr, c.knobs + (raw ? ",TF32_ROUND=none" : ",TF32_ROUND=rna"));
+      Bindings b;
+      make_random_inputs(s.loop, b, 7);
+      for (auto& [name, t] : b.tensors) {
+        if (name == "out") continue;
+        // The register operand: +-x by output column (B [K, N]) or all x (A); the other 1.
+        for (size_t i = 0; i < t.data.size(); ++i)
+          t.data[i] = name != c.reg ? 1.0 : name == "B" && i % c.n % 2 ? -x : x;
+      }
+      const HostTensor got = passcheck::run_level(s, Level::Kernel, b);
+      const double K = 48, mag = raw ? K : K * (1.0 + 1.0 / 1024.0);
+      for (size_t i = 0; i < got.data.size(); ++i) {
+        const double sign = c.reg == "B" && i % c.n % 2 ? -1.0 : 1.0;
+        ASSERT_EQ(got.data[i], sign * mag) << "element " << i;
+      }
+    }
+}
+
 TEST(WgmmaRs, PingPongConsumersEveryPassMatch) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = 2;

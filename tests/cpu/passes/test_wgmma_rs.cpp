@@ -234,11 +234,14 @@ TEST(WgmmaRs, Tf32RawFillsTruncateTheRegisterOperand) {
     std::string expr, knobs, reg;  // reg: the operand wgmma reads from registers
     size_t n;                      // output columns
   };
+  // :tf32 tensors (their slabs' loads round unless the fill is raw) and :f32 ones.
+  const std::string at = "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,"
+                         "WGMMA_A=regs";
   const std::vector<Case> cases = {
-      {"matmul(A[40,48]:f32, B[48,100]:f32)", kTf32Swap, "B", 100},  // swapped: B^T in registers
-      {"matmul(A[48,72]:f32.T, B[40,48]:f32.T)",
-       "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,WGMMA_A=regs",
-       "A", 40}};
+      {"matmul(A[40,48]:tf32, B[48,100]:tf32)", kTf32Swap, "B", 100},  // swapped: B^T in registers
+      {"matmul(A[40,48]:f32, B[48,100]:f32)", kTf32Swap, "B", 100},
+      {"matmul(A[48,72]:tf32.T, B[40,48]:tf32.T)", at, "A", 40},
+      {"matmul(A[48,72]:f32.T, B[40,48]:f32.T)", at, "A", 40}};
   for (const Case& c : cases)
     for (const bool raw : {false, true}) {
       SCOPED_TRACE(c.expr + (raw ? " TF32_ROUND=none" : " TF32_ROUND=rna"));

@@ -54,6 +54,11 @@ TEST(VerifyHopper, WarpgroupAtomDeclarations) {
   p = good();
   p.kernels[0].warp_atoms[0].a_values = 8;
   EXPECT_CONTAINS(verify_error(p), "A is read from shared memory, so it has no fragment");
+  // TF32_ROUND=none's mark: only a tf32 A from registers can be truncated (this one is f16
+  // and shared).
+  p = good();
+  p.kernels[0].warp_atoms[0].a_truncated = true;
+  EXPECT_CONTAINS(verify_error(p), "only a tf32 A read from registers by a warpgroup atom");
   p = good();
   p.kernels[0].block_threads = 96;
   EXPECT_CONTAINS(verify_error(p), "runs on whole warpgroups of 128 threads but the block has 96");

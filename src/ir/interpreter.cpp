@@ -166,6 +166,7 @@ void Machine::run_op(const std::string& where, const Block& body) {
   where_ = where;
   ctas_ = cta_threads_ = 1;
   cta_ = 0;
+  raw_tf32_fragments_.clear();  // a Loop/Tile op has no wgmma: every tf32 load rounds
   begin_resolution(1, {});
   std::vector<Node> nodes = resolve_block(body);
   ints_.assign(int_dependent_.size(), 0);

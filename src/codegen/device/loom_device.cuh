@@ -300,10 +300,11 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // w[0..8) <- the chunks at elements a = g & ~7 and a + 8 of `base` (16-byte aligned), as
 // raw bits: a chunk only when it holds one of the `valid` wanted elements g.., and one that
-// straddles the tensor's end (numel elements) element by element, up to the end: no byte
-// outside the tensor is read. Registers of unread elements are 0.
+// straddles the tensor's end (`extent` elements of storage: the element count, or a
+// pitched view's footprint) element by element, up to the end: no byte outside the tensor
+// is read. Registers of unread elements are 0.
 __device__ __forceinline__ void ld_chunks16(unsigned* w, const void* base, long long g, int valid,
-                                            long long numel) {
+                                            long long extent) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) w[i] = 0u;
   if (valid <= 0) return;
@@ -313,13 +314,13 @@ __device__ __forceinline__ void ld_chunks16(unsigned* w, const void* base, long 
   for (int j = 0; j < 2; ++j) {
     const long long c0 = a + 8 * j;
     if (j == 1 && c0 >= g + valid) break;  // chunk 0 always holds element g
-    if (c0 + 8 <= numel) {
+    if (c0 + 8 <= extent) {
       const uint4 v = __ldg(reinterpret_cast<const uint4*>(e + c0));
       w[4 * j + 0] = v.x; w[4 * j + 1] = v.y; w[4 * j + 2] = v.z; w[4 * j + 3] = v.w;
     } else {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        if (c0 + i < numel) w[4 * j + i / 2] |= unsigned(e[c0 + i]) << (16 * (i % 2));
+        if (c0 + i < extent) w[4 * j + i / 2] |= unsigned(e[c0 + i]) << (16 * (i % 2));
     }
   }
 }

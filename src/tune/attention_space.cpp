@@ -187,8 +187,8 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
                                const SpaceOptions& opt) {
   if (!g.attention()) throw Error("generate_attention_space: the expression has no attention op");
   // The serving forms (paged KV, varlen) are searched like the dense op, on both kernels
-  // (k:013 reads pages and packed rows too); with no tuning key for them yet, `loom tune`
-  // reports the winner without recording it.
+  // (k:013 reads pages and packed rows too), and recorded under keys of their own
+  // (tuning_key.cpp: attention_signature names the pools, the table, the packed rows).
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
       if (d.is_sym())

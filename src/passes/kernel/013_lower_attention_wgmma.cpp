@@ -254,15 +254,32 @@ struct Lowering {
 
   // ATTN_PERSISTENT=1: the units (query block, head, batch), nq·Hq·B of them, walked by
   // grid() CTAs: CTA c takes units c, c + P, c + 2P, .. (P the grid). Without a mask the
-  // query block runs fastest (consecutive units share a head's K and V in L2); causal,
-  // longest first: the query block slowest and from the last (most keys) down, the heads
-  // and batches within it, so every CTA's units shrink as it goes and the last units of
-  // the walk are the shortest (LPT).
+  // query block runs fastest (consecutive units share a head's K and V in L2). Causal,
+  // longest first within sections of G (head, batch) pairs: the query block slowest and
+  // from the last (most keys) down, the section's pairs within it, so a CTA's units shrink
+  // as it goes through a section (LPT). G = causal_section(): as many pairs as keep their K
+  // and V within kL2Budget, so the next query block's units (the same keys, a block fewer)
+  // find them in L2 — over all the pairs at once the walk re-read K and V from DRAM once
+  // per query block.
+  static constexpr int64_t kL2Budget = int64_t(32) << 20;  // of the H100's 50 MB
   Expr query_blocks() const { return ceil_div(a.q_cap, Expr(BM)); }
   Expr units() const { return query_blocks() * a.Hq * a.B; }
   Expr grid() const { return min(units(), Expr(t.ctas)); }
   Expr units_for_cta() const {
     return (units() - Expr::var("blockIdx.x") + grid() - 1) / grid();
+  }
+  // The section's (head, batch) pairs: the largest divisor of Hq·B whose pairs' K and V
+  // (Sk x D x 2 x 2 bytes per KV head, shared by `group` query heads) fit kL2Budget; all
+  // of them where a size is symbolic.
+  Expr causal_section() const {
+    const Expr hb = a.Hq * a.B;
+    if (!hb.is_const() || !a.Sk.is_const() || !a.group.is_const()) return hb;
+    const int64_t pairs = hb.const_value(), g = std::max<int64_t>(1, a.group.const_value());
+    const int64_t kv = a.Sk.const_value() * Dp * 2 * 2;
+    int64_t best = 1;
+    for (int64_t d = 1; d <= pairs; ++d)
+      if (pairs % d == 0 && (d + g - 1) / g * kv <= kL2Budget) best = d;
+    return Expr(best);
   }
   Block persistent_unit_lets(const Expr& t_i) const {
     const Expr u = Expr::var("unit"), nq = query_blocks();
@@ -271,9 +288,11 @@ struct Lowering {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});
     } else {
-      const Expr hb = a.Hq * a.B;
-      out.insert(out.end(), {Stmt::Let("qb", nq - 1 - u / hb), Stmt::Let("h", u % hb % a.Hq),
-                             Stmt::Let("b", u % hb / a.Hq)});
+      // hb = section·G + the pair within it; qb from the last down within the section.
+      const Expr G = causal_section(), r = u % (G * nq);
+      const Expr hb = u / (G * nq) * G + r % G;
+      out.insert(out.end(), {Stmt::Let("qb", nq - 1 - r / G), Stmt::Let("h", hb % a.Hq),
+                             Stmt::Let("b", hb / a.Hq)});
     }
     return out;
   }

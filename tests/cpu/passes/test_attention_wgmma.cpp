@@ -439,11 +439,18 @@ TEST(AttentionWgmma, PersistentKernelShape) {
                            "bulk.wait.read 0"})
     EXPECT_NE(nc.find(part), std::string::npos) << part << "\n" << nc;
   EXPECT_EQ(nc.find("for kd in"), std::string::npos) << nc;  // no padding without a mask
-  const std::string c = kernel_ir(attention(16, 16, 1000, 1000, 128, "true", "bf16", false, 4),
+  // Causal: sections of 16 (head, batch) pairs, whose K and V (4000 keys x 128 x 2 x 2 B
+  // each) fit 32 MB, qb from the last down within each.
+  const std::string c = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
                                   "ATTN_PERSISTENT=1,ATTN_CTAS=20");
-  for (const char* part : {"grid(20, 1, 1)", "let qb = 5 - unit / 64", "let h = unit % 64 % 16",
-                           "let b = unit % 64 / 16", "for kd in 0.."})
+  for (const char* part : {"grid(20, 1, 1)", "let qb = 20 - unit % 336 / 16",
+                           "let h = (unit / 336 * 16 + unit % 336 % 16) % 16",
+                           "let b = (unit / 336 * 16 + unit % 336 % 16) / 16", "for kd in 0.."})
     EXPECT_NE(c.find(part), std::string::npos) << part << "\n" << c;
+  // All 64 pairs fit at 1000 keys: one section.
+  EXPECT_NE(kernel_ir(attention(16, 16, 1000, 1000, 128, "true", "bf16", false, 4), "ATTN_PERSISTENT=1")
+                .find("let qb = 5 - unit % 384 / 64"),
+            std::string::npos);
   // Fewer units than CTAs: the grid is the units.
   EXPECT_NE(kernel_ir(attention(1, 1, 100, 100, 128, "true"), "ATTN_PERSISTENT=1").find("grid(1, 1, 1)"),
             std::string::npos);

@@ -42,6 +42,21 @@ bool attention_uses_wgmma(CompileState& s) {
   return true;
 }
 
+// ATTN_PERSISTENT's default (the tiling `t` chosen so far): off until measured (the GPU
+// checkpoint's A/B, bench/NOTES.md "attention prefill: a persistent kernel"). Never where
+// the walk does not apply: thread 0 issuing, the serving forms.
+static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  if (!t.producer || a.varlen || a.paged) return false;
+  return false;
+}
+
+// ATTN_TMA_STORE's default: off until measured (as above); never for packed sequences.
+static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  if (a.varlen) return false;
+  (void)t;
+  return false;
+}
+
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
 // m64nN accumulator spreads 64 x N over 128 threads; D rounded up to 16, the spans'
 // columns); P's bf16 pairs are packed from S at each wgmma, the row statistics, addresses
@@ -229,7 +244,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // walk the work units; the producer starts the next unit's K/V and Q while the
   // consumers finish the current one. Dense only: the serving forms bind their lengths
   // once per CTA from the grid's batch index.
-  t.persistent = s.knob("ATTN_PERSISTENT", 0) != 0;
+  t.persistent = s.knob("ATTN_PERSISTENT", persistent_by_default(a, t) ? 1 : 0) != 0;
   if (t.persistent && !t.producer)
     throw Error("ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1: the producer warpgroup runs ahead into "
                 "the next work unit's loads while the consumers finish the current one, and "
@@ -254,7 +269,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // tensor map), into a buffer of its own when it fits beside Q and the ring (the next
   // unit's Q may then land while the store reads), else into Q's slot. Not for packed
   // sequences: a box past a sequence's rows would write the next sequence's.
-  t.tma_store = s.knob("ATTN_TMA_STORE", 0) != 0;
+  t.tma_store = s.knob("ATTN_TMA_STORE", tma_store_by_default(a, t) ? 1 : 0) != 0;
   if (t.tma_store && a.varlen)
     throw Error("ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows "
                 "[T, H, D] run into the next sequence's past a sequence's end (only a tensor's "

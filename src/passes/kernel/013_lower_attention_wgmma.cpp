@@ -288,9 +288,13 @@ struct Lowering {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});
     } else {
-      // hb = section·G + the pair within it; qb from the last down within the section.
-      const Expr G = causal_section(), r = u % (G * nq);
-      const Expr hb = u / (G * nq) * G + r % G;
+      // hb = section·G + the pair within it; qb from the last down within the section
+      // (one section: u / G and u % G).
+      const Expr G = causal_section();
+      const Expr pairs = a.Hq * a.B;  // causal_section() returns it where it is symbolic
+      const bool one = !G.is_const() || !pairs.is_const() || G.const_value() == pairs.const_value();
+      const Expr r = one ? u : u % (G * nq);
+      const Expr hb = one ? u % G : u / (G * nq) * G + r % G;
       out.insert(out.end(), {Stmt::Let("qb", nq - 1 - r / G), Stmt::Let("h", hb % a.Hq),
                              Stmt::Let("b", hb / a.Hq)});
     }

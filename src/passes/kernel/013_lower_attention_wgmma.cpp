@@ -642,6 +642,7 @@ struct Lowering {
                                                Operand::constant(1.0)}),
                                 {kk, Expr(v)}));
     const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
+    const Expr wg_first = Expr::make(Expr::Kind::Eq, tid % 128, Expr(0));
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
@@ -657,6 +658,9 @@ struct Lowering {
       step = cat(step, s_issue(kb, s_a));
       step = cat(step, pp_arrive(Expr(1)));
       step.push_back(Stmt::WgmmaWait(0));
+      if (persist && !t.o_in_q)
+        step.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, kb + 1, key_blocks) && wg_first,
+                                {Stmt::MbarArrive(q_empty)}));
       step = cat(step, softmax(kb, s_a, true));
       if (t.pack_p) step = cat(step, to_p);
       // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
@@ -715,9 +719,11 @@ struct Lowering {
     }
 
     // The warpgroup's S products retired: Q's slot is free for the next unit (with O in
-    // Q's slot, once its TMA store read it: below).
-    const Expr wg_first = Expr::make(Expr::Kind::Eq, tid % 128, Expr(0));
-    if (persist && !t.o_in_q) append({Stmt::If(wg_first, {Stmt::MbarArrive(q_empty)})});
+    // Q's slot, once its TMA store read it: below). Without the overlap, in the key loop
+    // right after the last block's S (the next Q then lands under its softmax, P V and the
+    // epilogue), or here for a unit with no key block; with the overlap, here.
+    if (persist && !t.o_in_q)
+      append({Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
 
     // The causal walk's padding (see `padded`): each block's phases waited for, the slot
     // handed back.

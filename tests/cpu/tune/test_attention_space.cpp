@@ -324,6 +324,18 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
   Graph w = parse_expression("attention(Q" + s + ", K" + s + ", V" + s + ")");
   EXPECT_LT(predict_attention_us(w, Knobs::parse("BLOCK_M=64,BLOCK_N=64,WARPS=4"), dev),
             predict_attention_us(w, Knobs::parse("BLOCK_M=128,BLOCK_N=64,WARPS=8"), dev));
+  // The wgmma walk (ATTN_PERSISTENT=1) hides most of a CTA's fixed cost: ahead of one CTA
+  // per query block where a unit has few key blocks (1k tokens), about even at 16k.
+  const std::string k1 = "[16,16,1024,128]:bf16", k16 = "[1,16,16384,128]:bf16";
+  const std::string wg = "ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=112,ATTN_PRODUCER=1";
+  for (const std::string& sh : {k1, k16}) {
+    Graph x = parse_expression("attention(Q" + sh + ", K" + sh + ", V" + sh + ")");
+    const double plain = predict_attention_us(x, Knobs::parse(wg), dev);
+    const double walk = predict_attention_us(x, Knobs::parse(wg + ",ATTN_PERSISTENT=1"), dev);
+    EXPECT_LT(walk, plain) << sh;
+    if (sh == k1) EXPECT_LT(walk, 0.8 * plain);
+    else EXPECT_GT(walk, 0.95 * plain);
+  }
 }
 
 // Decode (Sq <= 64): the space adds the split count around the default's (half, double,

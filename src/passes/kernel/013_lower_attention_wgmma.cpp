@@ -265,8 +265,19 @@ struct Lowering {
   Expr query_blocks() const { return ceil_div(a.q_cap, Expr(BM)); }
   Expr units() const { return query_blocks() * a.Hq * a.B; }
   Expr grid() const { return min(units(), Expr(t.ctas)); }
+  // Causal units differ in length, and the stride hands CTA 0 the longest unit of every
+  // round: the rounds alternate direction instead (round r: CTA c takes unit r P + c for
+  // even r, r P + P - 1 - c for odd r), so a CTA that took a round's longest unit takes
+  // the next round's shortest. The last, partial round (units % P of them) reaches CTAs
+  // 0.. of an even round and P - 1.. of an odd one.
+  bool snake() const { return a.causal != Causal::None; }
   Expr units_for_cta() const {
-    return (units() - Expr::var("blockIdx.x") + grid() - 1) / grid();
+    const Expr c = Expr::var("blockIdx.x");
+    if (!snake()) return (units() - c + grid() - 1) / grid();
+    const Expr rounds = units() / grid(), rem = units() % grid();
+    const Expr even = Expr::make(Expr::Kind::Eq, rounds % 2, Expr(0));
+    const Expr odd = Expr::make(Expr::Kind::Eq, rounds % 2, Expr(1));
+    return rounds + ((even && c < rem) || (odd && grid() - 1 - c < rem));
   }
   // The section's (head, batch) pairs: the largest divisor of Hq·B whose pairs' K and V
   // (Sk x D x 2 x 2 bytes per KV head, shared by `group` query heads) fit kL2Budget; all
@@ -283,7 +294,9 @@ struct Lowering {
   }
   Block persistent_unit_lets(const Expr& t_i) const {
     const Expr u = Expr::var("unit"), nq = query_blocks();
-    Block out = {Stmt::Let("unit", Expr::var("blockIdx.x") + t_i * grid())};
+    const Expr c = Expr::var("blockIdx.x");
+    Block out = {Stmt::Let("unit", snake() ? t_i * grid() + c + t_i % 2 * (grid() - 1 - c - c)
+                                           : c + t_i * grid())};
     if (a.causal == Causal::None) {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});

@@ -8,6 +8,11 @@
 // reads it, fails here), the quad shuffles and the P repack.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
 #include "attention_exprs.h"
 #include "pass_check.h"
 #include "passes/attention_wgmma_tiles.h"
@@ -458,6 +463,54 @@ TEST(AttentionWgmma, PersistentKernelShape) {
   const std::string d256 = kernel_ir(attention(2, 2, 100, 100, 256, "false"), "ATTN_TMA_STORE=1");
   EXPECT_NE(d256.find("tensor map Q_s_omap: out -> Q_s"), std::string::npos) << d256;
   EXPECT_EQ(d256.find("O_s"), std::string::npos) << d256;
+}
+
+// The walk deals every unit to exactly one (CTA, t_i): the unit let and the loop's trip
+// count evaluated for every CTA of grids from 1 CTA to more CTAs than units, causal
+// (rounds alternating direction, partial last rounds of both parities, L2 sections) and
+// not (the plain stride), each unit's (qb, h, b) a distinct cell of the grid it replaces.
+TEST(AttentionWgmma, PersistentWalkCoversEveryUnitOnce) {
+  for (const char* causal : {"false", "true"})
+    for (int ctas : {1, 2, 5, 7, 13, 64, 200}) {
+      // 2 batches x 3 heads x ceil(700 / 192) = 4 query blocks: 24 units; 16384 keys (8 MB
+      // of K and V a pair): causal sections of 3 pairs.
+      CompileState s;
+      s.graph = parse_expression(attention(3, 3, 700, 16384, 128, causal, "bf16", false, 2));
+      s.knobs = Knobs::parse("ATTN_PERSISTENT=1,ATTN_CTAS=" + std::to_string(ctas));
+      s.target = Target::for_arch("sm_90a");
+      run_pipeline(s);
+      const KernelOp& k = s.kernel.kernels.at(0);
+      const Stmt* walk = nullptr;
+      std::function<void(const Block&)> find = [&](const Block& b) {
+        for (const Stmt& st : b) {
+          if (walk) return;
+          if (st.kind == StmtKind::For && st.var == "t_i") walk = &st;
+          else find(st.body);
+        }
+      };
+      find(k.body);
+      ASSERT_TRUE(walk) << causal;
+      std::map<std::string, Expr> lets;
+      for (const Stmt& st : walk->body)
+        if (st.kind == StmtKind::Let) lets[st.var] = st.value;
+      const int64_t grid = k.grid[0].eval({});
+      EXPECT_EQ(grid, std::min(ctas, 24));
+      std::set<std::tuple<int64_t, int64_t, int64_t>> cells;
+      int64_t dealt = 0;
+      for (int64_t c = 0; c < grid; ++c) {
+        Expr::Env env = {{"blockIdx.x", c}};
+        const int64_t trips = walk->extent.eval(env);
+        for (int64_t t = 0; t < trips; ++t, ++dealt) {
+          env["t_i"] = t;
+          env["unit"] = lets.at("unit").eval(env);
+          cells.insert({lets.at("qb").eval(env), lets.at("h").eval(env), lets.at("b").eval(env)});
+        }
+      }
+      EXPECT_EQ(dealt, 24) << causal << " ctas=" << ctas;
+      EXPECT_EQ(cells.size(), 24u) << causal << " ctas=" << ctas;
+      for (const auto& [qb, h, b] : cells)
+        EXPECT_TRUE(qb >= 0 && qb < 4 && h >= 0 && h < 3 && b >= 0 && b < 2);
+    }
 }
 
 TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {

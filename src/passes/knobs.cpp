@@ -270,6 +270,18 @@ const std::vector<KnobDef>& knob_registry() {
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
        "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong); "
        "0 = each issues when ready", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense): 1 = a "
+       "persistent grid (ATTN_CTAS CTAs) walks the work units (query block, head, batch; causal "
+       "longest first), the producer loading the next unit while the consumers finish the "
+       "current one; 0 = one CTA per query block (the default causal, with thread 0 issuing and "
+       "for the serving forms; 1 without a mask)", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
+       "SM count)", "k:013_lower_attention_wgmma", 0, 65536},
+      {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
+       "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "
+       "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "
+       "with ATTN_PERSISTENT=1 where O's own buffer fits); 0 = 4-byte stores from the "
+       "fragments", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
        "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "

@@ -509,6 +509,15 @@ __device__ __forceinline__ void tma_store_3d(const loom_tensor_map* map, const v
       "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// 4-D: attention's O [B, H, S, D] (k:013, ATTN_TMA_STORE=1).
+__device__ __forceinline__ void tma_store_4d(const loom_tensor_map* map, const void* src, int c0,
+                                             int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          map),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
 
 // PTX ISA 9.7.13.1 bar.sync a, b: the warps that execute barrier `id` wait until `threads`
 // threads (a multiple of 32) arrived at it; other warps are not held — a named barrier

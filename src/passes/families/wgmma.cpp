@@ -675,7 +675,7 @@ KernelFamily wgmma_family() {
   f.reads = concat({{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
-                    {"EPI_SYNC"}},
+                    {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;
@@ -699,7 +699,7 @@ KernelFamily wgmma_family() {
   f.transports = {{"tma",
                    {{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"}, {"CLUSTER_N"}, {"EPI_BUFFERS"}, {"STMATRIX"}, {"EPI_SYNC"},
-                    {"EPILOGUE", {"tma_store"}}}}};
+                    {"EPILOGUE", {"tma_store"}}, {"EPI_LOAD", {"tma"}}, {"EPI_LOAD_BUFFERS"}}}};
   return f;
 }
 

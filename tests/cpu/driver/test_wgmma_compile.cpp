@@ -13,6 +13,7 @@
 #include "nvrtc_check.h"
 
 #include "../../gpu/tma_store_cases.h"
+#include "../../gpu/epilogue_operand_cases.h"
 #include "../../gpu/wgmma_cases.h"
 #include "../../gpu/wgmma_rs_cases.h"
 
@@ -162,6 +163,27 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
     EXPECT_EQ(p.cuda.find("loom::bulk_wait_group_read<2>()") != std::string::npos,
               has("EPI_BUFFERS=4"));
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The epilogue-operand GPU cases (EPI_LOAD=tma): the operand's tensor map is a kernel
+// parameter, its box loaded by TMA, and nothing spills.
+TEST(WgmmaCompile, EpilogueOperandCasesCompileWithoutSpills) {
+  for (const epilogue_operand_test::Case& c : epilogue_operand_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    const std::string op = c.expr.find("E0[") != std::string::npos ? "E0" : "R";
+    EXPECT_NE(p.cuda.find("loom_m_" + op + "_s_tmap"), std::string::npos);
+    EXPECT_EQ(p.state.used_knobs.at("EPI_LOAD"), "tma");
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

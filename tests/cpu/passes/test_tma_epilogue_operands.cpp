@@ -97,6 +97,24 @@ TEST(TmaEpilogueOperands, DirectEpilogueNonPersistent) {
   EXPECT_EQ(tma_loads_of(k, "R_s"), 1);
 }
 
+TEST(TmaEpilogueOperands, ClusterOfTwo) {
+  // The slabs multicast within a 2-CTA cluster; each CTA loads its own operand tile.
+  CompileState s = passcheck::check_every_pass(
+      "mul(silu(linear(X[384,64]:bf16, W[200,64]:bf16)), E0[384,200]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2,"
+                   "EPI_LOAD=tma"),
+      67, {}, {}, std::nullopt, sm90a_with_sms(4));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(loads_of(k, "E0"), 0);
+  int multicast = 0;
+  walk(k.body, [&](const Stmt& x) {
+    multicast += x.kind == StmtKind::TmaLoad && x.tensor == "E0_s" && !x.multicast.is_const();
+  });
+  EXPECT_EQ(multicast, 0);
+}
+
 TEST(TmaEpilogueOperands, RuntimeM) {
   CompileState s = passcheck::check_every_pass(
       "add(linear(X[M,64]:bf16, W[296,64]:bf16, b[296]:bf16), R[M,296]:bf16)",

@@ -29,6 +29,17 @@ GemmShape gemm_shape_of(const Graph& g) {
       s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
       s.odd_rows |= row.is_sym() || row.value * dtype_bytes(g.node(in).dtype) % 4 != 0;
     }
+    s.mn_operand = false;
+    for (const auto& e : g.nodes) {
+      if (e.id <= n.id || e.kind != OpKind::Binary) continue;
+      for (int in : e.inputs) {
+        const Node& x = g.node(in);
+        if (x.kind != OpKind::Input || x.transposed || x.shape.size() != 2 || r != 2) continue;
+        const Dim row = x.stride_unit();
+        s.mn_operand |= x.shape[0] == n.shape[0] && x.shape[1] == n.shape[1] && !row.is_sym() &&
+                        row.value * dtype_bytes(x.dtype) % 16 == 0;
+      }
+    }
   }
   return s;
 }

@@ -91,13 +91,14 @@ class OperandLoader {
       skipped.push_back("kernel " + k_.name + ": " + sk.why);
       return 0;
     }
-    // Candidate operands: rank-2 global inputs read in the epilogue.
+    // Candidate operands: global inputs of rank 2 or more read in the epilogue (a bias
+    // vector stays a direct read, as it should: one row, cached).
     std::vector<std::string> names;
     for (size_t i = e0_; i < epi_->size(); ++i)
       walk(Block{(*epi_)[i]}, [&](const Stmt& x) {
         if (x.kind != StmtKind::Load || !p_.has_tensor(x.tensor)) return;
         const TensorDecl& t = p_.tensor(x.tensor);
-        if (t.role == TensorRole::Input && t.shape.size() == 2 &&
+        if (t.role == TensorRole::Input && t.shape.size() >= 2 &&
             std::find(names.begin(), names.end(), x.tensor) == names.end())
           names.push_back(x.tensor);
       });
@@ -246,6 +247,9 @@ class OperandLoader {
 
   void load(const std::string& name) {
     const TensorDecl e = p_.tensor(name);
+    if (e.shape.size() != 2)
+      throw Skip{"it has rank " + std::to_string(e.shape.size()) + " (a batch of operands through a "
+                 "rank-3 tensor map is not built)"};
     const int64_t eb = dtype_bytes(e.dtype);
     const Expr ld = e.strides()[0];
     if (ld.is_const() && ld.const_value() * eb % 16 != 0)

@@ -115,6 +115,29 @@ TEST(TmaEpilogueOperands, ClusterOfTwo) {
   EXPECT_EQ(multicast, 0);
 }
 
+TEST(TmaEpilogueOperands, SwappedDecodeTile) {
+  // The decode schedule computes the transposed tile (SWAP_AB=1): the residual's rows are
+  // the kernel's columns, so its box is 64 output columns by the tile's 8 tokens.
+  CompileState s = passcheck::check_every_pass(
+      "add(linear(X[5,128]:bf16, W[136,128]:bf16), R[5,136]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,BN=8,SWAP_AB=1,WM=1,WN=1,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=2,WARP_SPECIALIZE=1,EPI_LOAD=tma"),
+      71);
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(loads_of(k, "R"), 0);
+  EXPECT_EQ(k.tma.back().box, (std::vector<int64_t>{64, 8}));
+}
+
+TEST(TmaEpilogueOperands, BatchedOperandKeepsDirectReadsWithANote) {
+  CompileState s = passcheck::compile_sm90a(
+      "add(bmm(A[2,136,64]:bf16, B[2,64,136]:bf16), R[2,136,136]:bf16)",
+      "ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+      "WARP_SPECIALIZE=1,PERSISTENT=1,EPI_LOAD=tma");
+  EXPECT_GT(loads_of(s.kernel.kernels.at(0), "R"), 0);
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("rank 3"), std::string::npos) << s.notes[0];
+}
+
 TEST(TmaEpilogueOperands, RuntimeM) {
   CompileState s = passcheck::check_every_pass(
       "add(linear(X[M,64]:bf16, W[296,64]:bf16, b[296]:bf16), R[M,296]:bf16)",

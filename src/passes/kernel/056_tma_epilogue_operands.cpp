@@ -25,9 +25,11 @@
 //  3. The consumers' epilogue statements (top level of the block that holds the mainloop,
 //     as k:053 left them: unrolled and sorted by column strip with EPI_BUFFERS) read the
 //     buffer instead: before the first statement reading strip j, `mbar.wait full[j % NB]
-//     parity F % 2`; after the last, `if threadIdx.x % 128 == 0: mbar.arrive empty[j % NB]`
-//     — the persistent kernel's next tile refills a buffer only after every consumer
-//     warpgroup has read it. A refill's wait must follow the release of the strip before
+//     parity F % 2`; after the last, once the warpgroup has met at a barrier (k:053's
+//     per-strip named barrier, or one added at the end of the epilogue: each thread reads
+//     its own cells, and the barrier orders all of them before the one thread's arrival),
+//     `if threadIdx.x % 128 == 0: mbar.arrive empty[j % NB]` — the persistent kernel's
+//     next tile refills a buffer only after every consumer warpgroup has read it. A refill's wait must follow the release of the strip before
 //     it in that buffer: where one statement reads both, the pass refuses (more buffers).
 //     Reads keep their predicates: past the tensor's edges the TMA box is zero-filled,
 //     as the predicated global load yielded 0.
@@ -347,8 +349,25 @@ class OperandLoader {
         if (it == span.end()) span[j] = {rd.top, rd.top};
         else it->second = {std::min(it->second.first, rd.top), std::max(it->second.second, rd.top)};
       }
+    // Each thread reads its own cells, but one thread per warpgroup releases the buffer:
+    // the release follows a barrier that holds the whole warpgroup (k:053's per-strip named
+    // barrier, or one added at the end of the epilogue), which orders every reader's loads
+    // before it. release[j]: the position the release goes in front of.
+    const Block& body = *epi_;
+    auto warpgroup_barrier = [&](const Stmt& x) {
+      return x.kind == StmtKind::Barrier && !x.named_arrive() &&
+             (x.imm == 0 || int64_t(x.imm) % kWarpgroup == 0);
+    };
+    bool add_barrier = false;
+    std::map<int64_t, size_t> release;
+    for (const auto& [j, fl] : span) {
+      size_t b = fl.second + 1;
+      while (b < body.size() && !warpgroup_barrier(body[b])) ++b;
+      if (b == body.size()) add_barrier = true;
+      release[j] = b + 1;
+    }
     for (const auto& [j, fl] : span)
-      if (auto prev = span.find(j - nb); j >= nb && prev != span.end() && prev->second.second >= fl.first)
+      if (auto prev = span.find(j - nb); j >= nb && prev != span.end() && release[j - nb] > fl.first)
         throw Error("EPI_LOAD=tma: kernel " + k_.name + "'s epilogue reads column strip " +
                     std::to_string(j) + " of " + name + " before it is done with strip " +
                     std::to_string(j - nb) + ", which shares its buffer (EPI_LOAD_BUFFERS=" +
@@ -405,7 +424,13 @@ class OperandLoader {
     const Expr first_thread = Expr::make(Expr::Kind::Eq, Expr::var("threadIdx.x") % kWarpgroup, Expr(0));
     for (const auto& [j, fl] : span) {
       inserts.push_back({fl.first, Stmt::MbarWait(Expr(full_base + j % nb), fill(j) % 2)});
-      inserts.push_back({fl.second + 1, Stmt::If(first_thread, {Stmt::MbarArrive(Expr(empty_base + j % nb))})});
+      inserts.push_back({release.at(j), Stmt::If(first_thread, {Stmt::MbarArrive(Expr(empty_base + j % nb))})});
+    }
+    if (add_barrier) {
+      // Every consumer thread runs the epilogue: a named barrier per consumer warpgroup
+      // (k:053's ids and counts), or the consumers' one where a warpgroup is the block.
+      const Expr tid = Expr::var("threadIdx.x");
+      epi_->push_back(Stmt::NamedBarrier(Expr(1) + tid / kWarpgroup, int(kWarpgroup)));
     }
     std::stable_sort(inserts.begin(), inserts.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -162,6 +162,18 @@ TEST(TmaEpilogueOperands, BatchedOperandKeepsDirectReadsWithANote) {
   EXPECT_NE(s.notes[0].find("rank 3"), std::string::npos) << s.notes[0];
 }
 
+TEST(TmaEpilogueOperands, StreamKResidual) {
+  // Stream-K: each unit (a tile, or a K range of one) loads the operand and releases it,
+  // though only the unit that finishes the tile runs the epilogue (`if sk_last`).
+  CompileState s = passcheck::check_every_pass(
+      "add(linear(X[200,104]:bf16, W[136,104]:bf16, bias[136]:bf16), R[200,136]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,STREAM_K=1,EPILOGUE=tma_store,EPI_BUFFERS=2,"
+                   "EPI_LOAD=tma"),
+      73, {}, {}, std::nullopt, sm90a_with_sms(4));
+  EXPECT_EQ(loads_of(s.kernel.kernels.at(0), "R"), 0);
+}
+
 TEST(TmaEpilogueOperands, RuntimeM) {
   CompileState s = passcheck::check_every_pass(
       "add(linear(X[M,64]:bf16, W[296,64]:bf16, b[296]:bf16), R[M,296]:bf16)",

@@ -21,7 +21,12 @@
 //       mbar.wait empty[j % NB] parity (F + 1) % 2   (the consumers read fill F - 1)
 //       expect_tx full[j % NB]; tma.load strip j -> E_s[j % NB]
 //     with F = t * (strips / NB) + j / NB the buffer's fill number (t: the persistent tile
-//     loop's count, 0 without one); a fresh barrier passes parity 1 at once.
+//     loop's count, 0 without one); a fresh barrier passes parity 1 at once. With fewer
+//     buffers than strips, strips NB.. of tile t wait for the release of strips 0.. in
+//     tile t's epilogue; in a persistent loop the producer issues them inside tile t + 1's
+//     slab loop once its first S slabs are out (the ring is full then, and frees only after
+//     that epilogue anyway), and the last tile's after the loop, so that they never hold
+//     back the next tile's first slabs.
 //  3. The consumers' epilogue statements (top level of the block that holds the mainloop,
 //     as k:053 left them: unrolled and sorted by column strip with EPI_BUFFERS) read the
 //     buffer instead: before the first statement reading strip j, `mbar.wait full[j % NB]
@@ -136,6 +141,7 @@ class OperandLoader {
     if (consumers_ % kWarpgroup != 0) throw Skip{"its consumers are not whole warpgroups"};
     find_epilogue(cons.body);
     if (!epi_) throw Skip{"no wgmma mainloop followed by an epilogue in one block"};
+    prod_arm_ = &prod.body;
     find_producer(prod.body);
     if (!prod_) throw Skip{"its producer has no TMA slab loop (a cp.async producer)"};
     for (const std::string& v : {tile_var_c_, tile_var_p_})
@@ -183,6 +189,7 @@ class OperandLoader {
       }
       if (x.kind == StmtKind::For && x.axis == "persistent") {
         tile_var_p_ = x.var;
+        tile_loop_p_ = {&b, i};
         for (const Stmt& c : x.body)
           if (c.kind == StmtKind::Let) prod_lets_.insert(c.var);
       }
@@ -191,6 +198,19 @@ class OperandLoader {
         if (prod_) return;
       }
     }
+  }
+
+  // The ring's depth S: the slab loop's slot `count % S` in its empty-barrier wait; 0 where
+  // the loop does not show it.
+  static int64_t ring_depth(const Stmt& loop) {
+    int64_t depth = 0;
+    std::function<void(const Expr&)> find = [&](const Expr& e) {
+      if (e.kind() == Expr::Kind::Mod && e.rhs().is_const()) depth = e.rhs().const_value();
+      else if (e.kind() == Expr::Kind::Add) find(e.lhs());
+    };
+    for (const Stmt& x : loop.body)
+      if (x.kind == StmtKind::MbarWait && depth == 0) find(x.value);
+    return depth;
   }
 
   // `e` with the tile loop's Lets substituted (m_b, n_b, ...) and the kernel's top ones.
@@ -248,6 +268,11 @@ class OperandLoader {
   }
 
   void load(const std::string& name) {
+    // The producer's blocks as the previous operand left them (its inserts move them).
+    prod_ = nullptr;
+    tile_loop_p_ = {nullptr, 0};
+    prod_lets_.clear();
+    find_producer(*prod_arm_);
     const TensorDecl e = p_.tensor(name);
     if (e.shape.size() != 2)
       throw Skip{"it has rank " + std::to_string(e.shape.size()) + " (a batch of operands through a "
@@ -450,20 +475,52 @@ class OperandLoader {
       i = j;
     }
 
-    // Producer: after the slab loop, every strip of this tile.
-    Block issue;
-    const Expr tp = tile_var_p_.empty() ? Expr(0) : Expr::var(tile_var_p_);
+    // Producer: after the slab loop, the tile's strips. With fewer buffers than strips,
+    // strips NB.. wait for the consumers to release strips 0.. of the same tile, in its
+    // epilogue: issued right after the slab loop they would hold back the next tile's
+    // first slabs until then. In a persistent loop they are issued instead inside the next
+    // tile's slab loop, once its first S slabs (the ring's depth) are issued — the ring is
+    // full then, and its next slot frees only after the epilogue anyway — and after the
+    // tile loop for the last tile.
     const Read& r0 = reads[0];
-    for (int64_t j = 0; j < strips; ++j) {
-      const Expr f = tp * (strips / nb) + Expr(j / nb);
+    auto issue = [&](int64_t j, const Expr& t, const Expr& row0, const Expr& col0) {
+      const Expr f = t * (strips / nb) + Expr(j / nb);
       const Expr full_b = Expr(full_base + j % nb), empty_b = Expr(empty_base + j % nb);
-      issue.push_back(Stmt::MbarWait(empty_b, (f + 1) % 2));
-      issue.push_back(Stmt::MbarArriveExpectTx(full_b, box_bytes));
-      issue.push_back(Stmt::TmaLoad(buf.name, Expr(j % nb * slab), name,
-                                    {r0.row_block, r0.col_block + Expr(j * S)}, d.name, full_b,
-                                    box_bytes));
+      return Block{Stmt::MbarWait(empty_b, (f + 1) % 2), Stmt::MbarArriveExpectTx(full_b, box_bytes),
+                   Stmt::TmaLoad(buf.name, Expr(j % nb * slab), name, {row0, col0 + Expr(j * S)},
+                                 d.name, full_b, box_bytes)};
+    };
+    const Expr tp = tile_var_p_.empty() ? Expr(0) : Expr::var(tile_var_p_);
+    Stmt& slab_loop = (*prod_)[p_at_];
+    const int64_t ring = ring_depth(slab_loop);
+    const bool defer = nb < strips && tile_loop_p_.first && ring > 0;
+    Block first_round;
+    for (int64_t j = 0; j < (defer ? nb : strips); ++j)
+      for (Stmt& x : issue(j, tp, r0.row_block, r0.col_block)) first_round.push_back(x);
+    if (defer) {
+      // The previous tile's strips NB..: its origin is the origin's Lets expanded, at t - 1.
+      const Expr row = full(r0.row_block), col = full(r0.col_block);
+      auto later = [&](const Expr& t) {
+        const std::map<std::string, Expr> at = {{tile_var_p_, t}};
+        Block b;
+        for (int64_t j = nb; j < strips; ++j)
+          for (Stmt& x : issue(j, t, row.substitute(at), col.substitute(at))) b.push_back(x);
+        return b;
+      };
+      const Expr ko = Expr::var(slab_loop.var);
+      const Expr when = Expr(0) < tp &&
+                        Expr::make(Expr::Kind::Eq, ko, min(Expr(ring), slab_loop.extent - 1));
+      slab_loop.body.insert(slab_loop.body.begin(), Stmt::If(when, later(tp - 1)));
+      prod_->insert(prod_->begin() + long(p_at_) + 1, first_round.begin(), first_round.end());
+      // Last: this moves the tile loop, and prod_ (its body) with it.
+      auto [outer, at] = tile_loop_p_;
+      const Expr tiles = (*outer)[at].extent;
+      const Stmt last = Stmt::If(Expr(0) < tiles, later(tiles - 1));
+      outer->insert(outer->begin() + long(at) + 1, last);
+    } else {
+      prod_->insert(prod_->begin() + long(p_at_) + 1, first_round.begin(), first_round.end());
     }
-    prod_->insert(prod_->begin() + long(p_at_) + 1, issue.begin(), issue.end());
+    prod_ = nullptr;
 
     // The barriers' setup, with k:015's and k:030's.
     bool inited = false;
@@ -512,6 +569,8 @@ class OperandLoader {
   Block* prod_ = nullptr;
   size_t p_at_ = 0;
   std::string tile_var_c_, tile_var_p_;
+  std::pair<Block*, size_t> tile_loop_p_{nullptr, 0};  // the producer's persistent loop
+  Block* prod_arm_ = nullptr;
   std::map<std::string, Expr> lets_;
   std::set<std::string> prod_lets_;
 };

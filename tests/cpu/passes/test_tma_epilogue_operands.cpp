@@ -185,6 +185,19 @@ TEST(TmaEpilogueOperands, StreamKResidual) {
   EXPECT_EQ(loads_of(s.kernel.kernels.at(0), "R"), 0);
 }
 
+TEST(TmaEpilogueOperands, TransposedResidual) {
+  // R given as R[N, M].T: its storage rows are the tile's columns, so the box is 64 of the
+  // tile's rows by its 128 columns, and each read's strip depends on the thread.
+  CompileState s = passcheck::check_every_pass(
+      "add(linear(X[200,64]:bf16, W[136,64]:bf16), R[136,200]:bf16.T)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2,EPI_LOAD=tma"),
+      79, {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(loads_of(k, "R"), 0);
+  EXPECT_EQ(k.tma.back().box, (std::vector<int64_t>{64, 128}));
+}
+
 TEST(TmaEpilogueOperands, RuntimeM) {
   CompileState s = passcheck::check_every_pass(
       "add(linear(X[M,64]:bf16, W[296,64]:bf16, b[296]:bf16), R[M,296]:bf16)",

@@ -183,6 +183,15 @@ TEST(TmaEpilogueOperands, StreamKResidual) {
                    "EPI_LOAD=tma"),
       73, {}, {}, std::nullopt, sm90a_with_sms(4));
   EXPECT_EQ(loads_of(s.kernel.kernels.at(0), "R"), 0);
+  // One buffer for two strips: the epilogue is one statement (`if sk_last: ...`) reading
+  // both, so strip 1 could never refill the buffer strip 0 holds: refused, by name.
+  const std::string err = passcheck::error_of(
+      "add(linear(X[200,104]:bf16, W[264,104]:bf16, bias[264]:bf16), R[200,264]:bf16)",
+      "ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+      "WARP_SPECIALIZE=1,PERSISTENT=1,STREAM_K=1,EPILOGUE=tma_store,EPI_BUFFERS=2,"
+      "EPI_LOAD=tma,EPI_LOAD_BUFFERS=1",
+      sm90a_with_sms(4));
+  EXPECT_NE(err.find("before it is done with strip 0"), std::string::npos) << err;
 }
 
 TEST(TmaEpilogueOperands, TransposedResidual) {

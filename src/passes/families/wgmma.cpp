@@ -372,6 +372,36 @@ static Knobs wgmma_tf32_oriented_defaults(const GemmShape& s, const Target& t) {
   return k;
 }
 
+// An epilogue operand of the output's shape (a residual, a SwiGLU gate) arrives by TMA
+// during the mainloop (k:056, EPI_LOAD=tma) in the persistent TMA-store schedules, instead
+// of 2-byte global loads after it. Its 128-row strips of 128 bytes take 16 KB each, beside
+// the ring's STAGES x (128 + BN) x 64 x 2 B and the output's two 16 KB strip buffers.
+// H100, 2026-11-28 (bench/NOTES.md, "epilogue operands by TMA during the mainloop"), Loom
+// direct -> TMA, the plain linear in brackets:
+//  - the whole tile beside the schedule's ring (1024 x 2048 x 8192, BN = 128, 4 stages):
+//    residual 53.7 -> 51.9 us, gate 59.0 -> 55.4 (51.0);
+//  - BN = 256 leaves no room beside 4 stages: 3 stages and 2 operand strip buffers,
+//    residual 57.0 -> 55.7, gate 84.3 -> 66.0 at 1024 x 8192 x 2048 (48.4); 195.6 -> 190.3,
+//    242.0 -> 209.9 at 4096^3 (179.5); 747.8 -> 729.1, 969.9 -> 807.0 at 16384 x 4096 x
+//    4096 (689.2). The stage costs the plain mainloop 2-3% at K <= 4096 (49.9, 183.5,
+//    702.1 us at STAGES=3) but 51 -> 77 us at 1024 x 2048 x 8192: a longer K keeps its
+//    stages and the direct reads.
+static void epilogue_operand_by_tma(Knobs& k, const GemmShape& s, const Target& t) {
+  const int64_t bn = k.get_int("BN", 256), stages = k.get_int("STAGES", 4);
+  const int64_t strips = (bn + 63) / 64, strip_bytes = 128 * 128;
+  auto fits = [&](int64_t ring, int64_t buffers) {
+    return ring * (128 + bn) * 64 * 2 + (2 + buffers) * strip_bytes + 1024 <= t.smem_per_block;
+  };
+  if (fits(stages, strips)) {
+    k.set("EPI_LOAD", "tma");
+    return;
+  }
+  if (s.K > 4096 || stages < 4) return;
+  k.set("EPI_LOAD", "tma");
+  k.set("STAGES", "3");
+  if (!fits(3, strips)) k.set("EPI_LOAD_BUFFERS", strips % 2 == 0 ? "2" : "1");
+}
+
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
@@ -379,7 +409,11 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
-  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
+  if (wgmma_medium(s, sm_count)) {
+    Knobs k = wgmma_medium_defaults(s, sm_count);
+    if (s.mn_operand && k.get_str("EPILOGUE", "") == "tma_store") epilogue_operand_by_tma(k, s, t);
+    return k;
+  }
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
     // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
@@ -403,6 +437,7 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
     if ((s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) || batched_tma_store(s)) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
+      if (s.mn_operand && !tf32) epilogue_operand_by_tma(k, s, t);
     }
     return k;
   }

@@ -193,6 +193,47 @@ TEST(WgmmaCompile, EpilogueOperandCasesCompileWithoutSpills) {
   }
 }
 
+// The defaults load one 16-bit epilogue operand of the output's shape by TMA where the
+// persistent TMA-store schedule has room (bench/NOTES.md, "epilogue operands by TMA during
+// the mainloop"): beside the ring as it is (BN = 128, 64), or for BN = 256 with a stage
+// fewer and 2 strip buffers up to K = 4096; a longer K, two such operands or a 4-byte one
+// keep the direct reads. Each default compiles (shared memory fits) without spills.
+TEST(WgmmaCompile, EpilogueOperandDefaults) {
+  struct Want {
+    std::string expr, load, stages, buffers;
+  };
+  const std::vector<Want> wants = {
+      {"mul(silu(linear(X[1024,2048]:bf16, W[8192,2048]:bf16)), E0[1024,8192]:bf16)", "tma", "3", "2"},
+      {"add(linear(X[4096,4096]:bf16, W[4096,4096]:bf16, b[4096]:bf16), R[4096,4096]:bf16)", "tma", "3", "2"},
+      {"add(linear(X[1024,8192]:bf16, W[2048,8192]:bf16), R[1024,2048]:bf16)", "tma", "4", "0"},
+      {"add(linear(X[256,4096]:bf16, W[4096,4096]:bf16), R[256,4096]:bf16)", "tma", "4", "0"},
+      {"add(linear(X[4096,8192]:bf16, W[4096,8192]:bf16), R[4096,4096]:bf16)", "", "4", ""},
+      {"add(mul(silu(linear(X[1024,2048]:bf16, W[8192,2048]:bf16)), E0[1024,8192]:bf16), "
+       "R[1024,8192]:bf16)", "", "4", ""},
+      {"add(linear(X[1024,2048]:bf16, W[8192,2048]:bf16, out=f32), R[1024,8192]:f32)", "", "4", ""},
+      {"linear(X[1024,2048]:bf16, W[8192,2048]:bf16)", "", "4", ""},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.expr);
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(w.expr, opt);
+    const auto& used = p.state.used_knobs;
+    auto knob = [&](const char* k) { return used.count(k) ? used.at(k) : std::string(); };
+    EXPECT_EQ(knob("EPI_LOAD"), w.load);
+    EXPECT_EQ(knob("STAGES"), w.stages);
+    EXPECT_EQ(knob("EPI_LOAD_BUFFERS"), w.buffers);
+    if (w.load != "tma") continue;
+    EXPECT_TRUE(p.notes.empty()) << p.notes.front();
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
 // The tile-transition GPU cases without the TMA-store epilogue (the old zeroing loop,
 // scale-d under split-K) compile without spills.
 TEST(WgmmaCompile, TileTransitionCasesCompileWithoutSpills) {

@@ -399,7 +399,9 @@ static void epilogue_operand_by_tma(Knobs& k, const GemmShape& s, const Target& 
   if (s.K > 4096 || stages < 4) return;
   k.set("EPI_LOAD", "tma");
   k.set("STAGES", "3");
-  if (!fits(3, strips)) k.set("EPI_LOAD_BUFFERS", strips % 2 == 0 ? "2" : "1");
+  // Set whenever the stage went to the operand: resolve_knobs gives it back when explicit
+  // knobs drop the operand's load (passes/defaults.cpp).
+  k.set("EPI_LOAD_BUFFERS", fits(3, strips) ? "0" : strips % 2 == 0 ? "2" : "1");
 }
 
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {

@@ -5,6 +5,8 @@
 // both codegen (the generator) and the runtime (NVRTC).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "codegen/cuda.h"
 #include "codegen/wgmma_wrappers.h"
 #include "driver/compile.h"
@@ -225,6 +227,24 @@ TEST(WgmmaCompile, EpilogueOperandDefaults) {
     EXPECT_EQ(knob("EPI_LOAD_BUFFERS"), w.buffers);
     if (w.load != "tma") continue;
     EXPECT_TRUE(p.notes.empty()) << p.notes.front();
+    if (w.stages == "3") {
+      // Explicit knobs that drop the operand's load get the stage back; an explicit deeper
+      // ring drops the default load it leaves no room for (passes/defaults.cpp).
+      for (const auto& [knobs, load, stages] :
+           std::vector<std::tuple<std::string, std::string, std::string>>{
+               // (EPI_LOAD=direct leaves nothing for k:056 to record)
+               {"EPI_LOAD=direct", "", "4"},
+               {"STAGES=4", "", "4"},
+               {"EPI_LOAD=direct,STAGES=3", "", "3"},
+               {"ATOM=wgmma_bf16,BN=128", "", "4"}}) {
+        SCOPED_TRACE(knobs);
+        CompileOptions o = opt;
+        o.knobs = Knobs::parse(knobs);
+        const auto q = compile_expression(w.expr, o).state.used_knobs;
+        EXPECT_EQ(q.count("EPI_LOAD") ? q.at("EPI_LOAD") : "", load);
+        EXPECT_EQ(q.at("STAGES"), stages);
+      }
+    }
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

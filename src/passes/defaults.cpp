@@ -190,6 +190,11 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
   drop_other_transports(out, explicit_knobs);
+  // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
+  // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
+  if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&
+      (explicit_knobs.get_int("CLUSTER_M", 1) > 1 || explicit_knobs.get_int("CLUSTER_N", 1) > 1))
+    out.set("CLUSTER_K", "1");
   // The defaults gave a BN = 256 schedule's fourth stage to the epilogue operand's buffers
   // (wgmma.cpp, epilogue_operand_by_tma, which then sets EPI_LOAD_BUFFERS): explicit knobs
   // that drop the operand's load (EPI_LOAD=direct, an explicit tile) get the stage back,
@@ -202,11 +207,6 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       out.set("STAGES", "4");  // (EPI_LOAD_BUFFERS is read only with EPI_LOAD=tma)
     }
   }
-  // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
-  // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
-  if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&
-      (explicit_knobs.get_int("CLUSTER_M", 1) > 1 || explicit_knobs.get_int("CLUSTER_N", 1) > 1))
-    out.set("CLUSTER_K", "1");
   return out;
 }
 

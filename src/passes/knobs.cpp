@@ -163,6 +163,16 @@ const std::vector<KnobDef>& knob_registry() {
        "barriers per strip, 1 (default: the storing thread's wait for the buffer moves in "
        "front of the barrier that hands the strip to TMA) or 2 (a barrier before the strip's "
        "writes as well)", "k:053_tma_store_epilogue", 1, 2},
+      {"EPI_LOAD", "how a wgmma kernel's epilogue reads an operand of the output's shape (a "
+       "residual R[M, N], a SwiGLU gate E[M, N]): direct (global loads after the mainloop) or "
+       "tma (WARP_SPECIALIZE=1: the producer loads its tile by TMA into swizzled shared strips "
+       "right after the tile's last K slab, and the epilogue reads them there; k:056). Default: "
+       "tma for one 16-bit operand in the persistent TMA-store schedules where it fits beside "
+       "the ring (BN = 256: with STAGES=3 and 2 strip buffers, up to K = 4096), else direct", "k:056_tma_epilogue_operands", 0, 0, false, {"direct", "tma"}},
+      {"EPI_LOAD_BUFFERS", "EPI_LOAD=tma: strip buffers per operand (64 columns of a 16-bit "
+       "operand, 32 of f32, by the tile's rows; 16 KB for 128 rows of bf16), strip j in buffer "
+       "j % N, refilled once every consumer warpgroup read it; 0 (default): the whole tile",
+       "k:056_tma_epilogue_operands", 0, 8},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",

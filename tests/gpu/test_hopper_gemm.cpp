@@ -16,6 +16,7 @@
 #include "compile_first.h"
 #include "driver/run.h"
 #include "tma_store_cases.h"
+#include "epilogue_operand_cases.h"
 #include "wgmma_batched_cases.h"
 #include "wgmma_rs_cases.h"
 #include "runtime/device.h"
@@ -211,6 +212,26 @@ TEST_P(GpuTmaStoreEpilogue, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(TmaStore, GpuTmaStoreEpilogue,
                          ::testing::ValuesIn(tma_store_test::cases()));
+
+// Epilogue operands loaded by TMA during the mainloop (epilogue_operand_cases.h): the
+// residual and the gate read from their shared strips, no global loads of them left.
+class GpuEpilogueOperands : public ::testing::TestWithParam<tma_store_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuEpilogueOperands, MatchesFp64Reference) {
+  const tma_store_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 29;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_EQ(r.program.state.used_knobs.at("EPI_LOAD"), "tma");
+}
+
+INSTANTIATE_TEST_SUITE_P(EpilogueOperands, GpuEpilogueOperands,
+                         ::testing::ValuesIn(epilogue_operand_test::cases()));
 
 // WGMMA_ZERO's old form and scale-d under split-K (tma_store_cases.h).
 class GpuTileTransition : public ::testing::TestWithParam<tma_store_test::Case> {

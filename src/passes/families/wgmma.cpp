@@ -241,6 +241,39 @@ static bool wgmma_split_k(const GemmShape& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t);
 
+// An epilogue operand of the output's shape (a residual, a SwiGLU gate) arrives by TMA
+// during the mainloop (k:056, EPI_LOAD=tma) in the persistent TMA-store schedules (the
+// large one and the medium one past a row of tiles: wgmma_schedule), instead of 2-byte
+// global loads after it. Its 128-row strips of 128 bytes take 16 KB each, beside
+// the ring's STAGES x (128 + BN) x 64 x 2 B and the output's two 16 KB strip buffers.
+// H100, 2026-11-28 (bench/NOTES.md, "epilogue operands by TMA during the mainloop"), Loom
+// direct -> TMA, the plain linear in brackets:
+//  - the whole tile beside the schedule's ring (1024 x 2048 x 8192, BN = 128, 4 stages):
+//    residual 53.7 -> 51.9 us, gate 59.0 -> 55.4 (51.0);
+//  - BN = 256 leaves no room beside 4 stages: 3 stages and 2 operand strip buffers,
+//    residual 57.0 -> 55.7, gate 84.3 -> 66.0 at 1024 x 8192 x 2048 (48.4); 195.6 -> 190.3,
+//    242.0 -> 209.9 at 4096^3 (179.5); 747.8 -> 729.1, 969.9 -> 807.0 at 16384 x 4096 x
+//    4096 (689.2). The stage costs the plain mainloop 2-3% at K <= 4096 (49.9, 183.5,
+//    702.1 us at STAGES=3) but 51 -> 77 us at 1024 x 2048 x 8192: a longer K keeps its
+//    stages and the direct reads.
+static void epilogue_operand_by_tma(Knobs& k, const GemmShape& s, const Target& t) {
+  const int64_t bn = k.get_int("BN", 256), stages = k.get_int("STAGES", 4);
+  const int64_t strips = (bn + 63) / 64, strip_bytes = 128 * 128;
+  auto fits = [&](int64_t ring, int64_t buffers) {
+    return ring * (128 + bn) * 64 * 2 + (2 + buffers) * strip_bytes + 1024 <= t.smem_per_block;
+  };
+  if (fits(stages, strips)) {
+    k.set("EPI_LOAD", "tma");
+    return;
+  }
+  if (s.K > 4096 || stages != 4) return;  // (measured from a 4-deep ring only)
+  k.set("EPI_LOAD", "tma");
+  k.set("STAGES", "3");
+  // Set whenever the stage went to the operand: resolve_knobs gives it back when explicit
+  // knobs drop the operand's load (passes/defaults.cpp).
+  k.set("EPI_LOAD_BUFFERS", fits(3, strips) ? "0" : strips % 2 == 0 ? "2" : "1");
+}
+
 // The persistent grid's rounds over 128 x bn tiles: clusters of 2 along M from two waves
 // of tiles up (the rule below), P = the SMs they fill.
 // A batch multiplies both: t:027 walks (batch, tile) units.
@@ -664,6 +697,20 @@ static const AtomDef* wgmma_atom_def(CompileState& s, const std::string& v) {
   return a;
 }
 
+// The family's schedule: the shape's defaults, then the epilogue operand's TMA load where
+// they are a cooperative persistent TMA-store schedule (what it was measured on). The
+// run-time-M schedule (symbolic_wgmma_defaults) keeps the direct reads: it widens BN after.
+static Knobs wgmma_schedule(const GemmShape& s, const Target& t) {
+  Knobs k = wgmma_defaults_for(s, t);
+  if (s.mn_operand && !s.f32_operands && s.batch == 1 &&
+      k.get_str("EPILOGUE", "") == "tma_store" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
+      k.get_int("PERSISTENT", 0) == 1 && k.get_int("SWAP_AB", 0) == 0 &&
+      k.get_int("CLUSTER_K", 1) == 1 && k.get_int("STREAM_K", 0) == 0 &&
+      k.get_str("CONSUMERS", "cooperative") == "cooperative")
+    epilogue_operand_by_tma(k, s, t);
+  return k;
+}
+
 KernelFamily wgmma_family() {
   KernelFamily f;
   f.name = "wgmma";
@@ -675,11 +722,11 @@ KernelFamily wgmma_family() {
   f.reads = concat({{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
-                    {"EPI_SYNC"}},
+                    {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;
-  f.schedule = wgmma_defaults_for;
+  f.schedule = wgmma_schedule;
   f.claims = wgmma_claims;
   f.decodes = wgmma_decodes;
   f.symbolic = symbolic_wgmma_defaults;
@@ -699,7 +746,7 @@ KernelFamily wgmma_family() {
   f.transports = {{"tma",
                    {{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"}, {"CLUSTER_N"}, {"EPI_BUFFERS"}, {"STMATRIX"}, {"EPI_SYNC"},
-                    {"EPILOGUE", {"tma_store"}}}}};
+                    {"EPILOGUE", {"tma_store"}}, {"EPI_LOAD", {"tma"}}, {"EPI_LOAD_BUFFERS"}}}};
   return f;
 }
 

@@ -9,6 +9,7 @@
 #include "driver/knob_scope.h"
 #include "ir/warn_once.h"
 #include "passes/defaults.h"
+#include "passes/families/gemm_shape.h"
 
 namespace loom {
 
@@ -20,6 +21,32 @@ std::string kept_defaults(const Knobs& keep, const Knobs& drop) {
   for (const auto& [name, value] : keep.values())
     if (!drop.has(name)) out += (out.empty() ? "" : ",") + name + "=" + value;
   return out;
+}
+
+// How a tf32 wgmma kernel reads an operand that is not K-major (wgmma reads tf32 shared
+// operands K-major only, its descriptors transpose 16-bit types alone), for the knob
+// source -v prints: which of the forms runs and the knobs that choose it; "" elsewhere.
+std::string tf32_operand_form(const CompileState& s) {
+  const auto used = [&](const char* k) {
+    auto it = s.used_knobs.find(k);
+    return it == s.used_knobs.end() ? std::string() : it->second;
+  };
+  if (used("ATOM") != "wgmma_tf32") return "";
+  const GemmShape g = gemm_shape_of(s.graph);
+  if (!g.known || (g.a_k_major && g.b_k_major)) return "";
+  std::string transposed;
+  for (const char* k : {"SLAB_A", "SLAB_B"})
+    if (used(k) == "kinner") transposed += (transposed.empty() ? "" : ",") + std::string(k) + "=kinner";
+  if (used("STAGE") == "tma" && !transposed.empty())
+    return "tf32 operand not K-major: TMA lands it as it lies and the consumers transpose it "
+           "in shared memory for the shared-A wgmma (" + transposed + ")";
+  if (used("SWAP_AB") == "1" && used("WGMMA_A") == "regs")
+    return "tf32 B [K, N]: swapped, B^T read into registers M-major (SWAP_AB=1,WGMMA_A=regs)";
+  if (used("SWAP_AB") != "1" && used("WGMMA_A") == "regs" && !g.a_k_major)
+    return "tf32 A given transposed: read into registers M-major (WGMMA_A=regs)";
+  if (used("STAGE") == "cp_async")
+    return "tf32 operand not K-major: the threads transpose it while they copy (STAGE=cp_async)";
+  return "";
 }
 
 // The pipeline's state and where its knobs came from, for one choice of base: the tuned
@@ -105,6 +132,8 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
     }
   }
   refuse_knobs_of_other_variants(opt, out.state);
+  if (const std::string form = tf32_operand_form(out.state); !form.empty())
+    out.knob_source += "; " + form;
   return out;
 }
 

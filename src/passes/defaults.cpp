@@ -141,6 +141,22 @@ static void drop_other_transports(Knobs& out, const Knobs& explicit_knobs) {
   }
 }
 
+// The tf32 defaults read an operand that is not K-major through k:015's transposing stage
+// (SLAB_A / SLAB_B = kinner under STAGE=tma, families/wgmma.cpp). An explicit knob that
+// picks another way — the register forms (SWAP_AB=1, WGMMA_A=regs) or another transport
+// (STAGE) — leaves the defaults' slab layouts behind with the form they were chosen for.
+static void drop_default_transposes(Knobs& out, const Knobs& base, const Knobs& explicit_knobs) {
+  const bool other_form = explicit_knobs.get_int("SWAP_AB", 0) == 1 ||
+                          explicit_knobs.get_str("WGMMA_A", "smem") == "regs" ||
+                          explicit_knobs.get_str("STAGE", "tma") != "tma";
+  if (!other_form) return;
+  Knobs kept;
+  for (const auto& [name, value] : out.values())
+    if ((name != "SLAB_A" && name != "SLAB_B") || explicit_knobs.has(name) || !base.has(name))
+      kept.set(name, value);
+  out = kept;
+}
+
 Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
                     const Knobs& mma_defaults, GroupMerge merge) {
   static const std::vector<std::vector<std::string>> groups = {
@@ -190,6 +206,7 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
       out.get_str("EPILOGUE", "direct") == "smem" && !explicit_knobs.has("EPILOGUE"))
     out.set("EPILOGUE", "direct");
   drop_other_transports(out, explicit_knobs);
+  drop_default_transposes(out, base, explicit_knobs);
   // A cluster spans the output tiles or K, not both: an explicit CLUSTER_M or CLUSTER_N
   // drops a default CLUSTER_K (the decode and split-K schedules' K clusters).
   if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&

@@ -133,6 +133,12 @@ int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Kno
   // dimension. The exact layout is the pipeline's; this is within a row's pad of it.
   const int64_t row = b.BK + b.pad;
   int64_t ring = b.stages * (align(b.BM * row * elem) + align(b.BN * row * elem));
+  // k:015's transposing stage holds a staged operand twice per slot: the box as TMA lands
+  // it and the K-major slab the threads write (SLAB_A / SLAB_B = kinner under STAGE=tma).
+  if (b.stage == "tma" && p.a_transposed && k.get_str("SLAB_A", "") == "kinner")
+    ring += b.stages * align(b.BM * b.BK * elem);
+  if (b.stage == "tma" && !p.b_transposed && k.get_str("SLAB_B", "") == "kinner")
+    ring += b.stages * align(b.BN * b.BK * elem);
   int64_t epi =
       k.get_str("EPILOGUE", "direct") == "smem" ? align(b.BM * b.BN * dtype_bytes(p.out)) : 0;
   return std::max(ring, epi) + epilogue_smem_bytes(b, p);

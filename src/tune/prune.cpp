@@ -131,9 +131,13 @@ std::string staging_violation(const TuneProblem& given, const AtomChoice& a, con
       return "ATOM=" + a.knob + " with STAGE=cp_async: TMA can load these operands (rows of " +
              "whole 16-byte units, K-major where 32-bit); the threads' copies are for those it "
              "cannot";
-    if (b.stage == "tma" && !tf32_k_major)
+    // Unswapped, k:015's transposing stage (SLAB_B=kinner) writes an N-major B K-major
+    // after TMA lands it.
+    if (b.stage == "tma" && !tf32_k_major &&
+        !(k.get_int("SWAP_AB", 0) == 0 && k.get_str("SLAB_B", "") == "kinner"))
       return "ATOM=" + a.knob + " with STAGE=tma: wgmma reads tf32 operands K-major only and "
-             "TMA cannot transpose; STAGE=cp_async transposes while it copies";
+             "TMA cannot transpose; SLAB_B=kinner transposes in shared memory after it, "
+             "STAGE=cp_async while the threads copy";
     // The cp.async producer warpgroup (k:030) feeds one tile per CTA, without clusters.
     if (b.stage == "cp_async" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
         (k.get_int("PERSISTENT", 0) == 1 || k.get_int("CLUSTER_M", 1) > 1 ||
@@ -239,11 +243,11 @@ std::string other_violation(const TuneProblem& p, const AtomChoice& a, const Kno
   // K-major; an M-major one goes through registers (staging_violation checks only the
   // computed B: WGMMA_A is a later group of the search).
   if (a.wgmma() && dtype_bytes(p.in) == 4 && b.stage == "tma" && !b.a_regs &&
-      !(swapped ? p.b_transposed : !p.a_transposed))
+      !(swapped ? p.b_transposed : !p.a_transposed || k.get_str("SLAB_A", "") == "kinner"))
     return "ATOM=" + a.knob + " with STAGE=tma and WGMMA_A=smem: wgmma reads tf32 shared "
            "operands K-major only, and its A is M-major here (" +
            (swapped ? "SWAP_AB=1 makes A the row-major B, transposed" : "A is given transposed") +
-           "): use WGMMA_A=regs";
+           "): use WGMMA_A=regs" + (swapped ? "" : ", or SLAB_A=kinner (transposed in shared memory)");
   if (b.epilogue == "tma_store") {
     if (!a.wgmma()) return "EPILOGUE=tma_store stores wgmma accumulators: it needs ATOM=wgmma_*";
     if (p.batch != 1 && p.out_rank != 3)
@@ -372,6 +376,14 @@ std::string resource_violation(const CompiledCandidate& c, const DeviceInfo& dev
              str(dev.smem_per_block_optin) + " B per block";
   }
   return "";
+}
+
+void tf32_transposing_slabs(const TuneProblem& given, const AtomChoice& a, Knobs& k) {
+  if (!a.wgmma() || dtype_bytes(given.in) != 4 || k.get_str("STAGE", "") != "tma" ||
+      k.get_int("SWAP_AB", 0) == 1)
+    return;
+  if (given.a_transposed) k.set("SLAB_A", "kinner");
+  if (!given.b_transposed) k.set("SLAB_B", "kinner");
 }
 
 }  // namespace loom::tune

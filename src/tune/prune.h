@@ -38,6 +38,11 @@ std::string split_violation(const TuneProblem& p, const AtomChoice& atom, const 
 // cluster knobs are not here: PassRefusals asks the passes themselves.
 std::string other_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k);
 
+// tf32 wgmma on TMA slabs, unswapped: an operand given M-/N-major (A.T, B [K, N]) is read
+// K-major through k:015's transposing stage, which SLAB_A / SLAB_B = kinner ask for; sets
+// them on `k` where they apply (the staging group's candidates, before its rules).
+void tf32_transposing_slabs(const TuneProblem& given, const AtomChoice& atom, Knobs& k);
+
 std::string knob_rule_violation(const TuneProblem& p, const AtomChoice& atom, const Knobs& k,
                                 const DeviceInfo& dev);
 

@@ -136,7 +136,8 @@ struct Builder {
 
   void stagings(const AtomChoice& a, const Knobs& split) {
     const Dims others = values(SearchGroup::other, a);
-    product(values(SearchGroup::staging, a), 0, split, [&](const Knobs& staged) {
+    product(values(SearchGroup::staging, a), 0, split, [&](Knobs staged) {
+      tf32_transposing_slabs(p, a, staged);
       ++space.enumerated;
       if (auto why = staging_violation(p, a, staged, dev); !why.empty()) return prune(staged, why);
       bases(a, staged, others);

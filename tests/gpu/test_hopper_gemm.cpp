@@ -19,6 +19,7 @@
 #include "epilogue_operand_cases.h"
 #include "wgmma_batched_cases.h"
 #include "wgmma_rs_cases.h"
+#include "wgmma_transpose_cases.h"
 #include "runtime/device.h"
 
 namespace loom {
@@ -135,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
 // schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T
-// in registers), A given transposed (A in registers), both M-/N-major (the threads'
+// in registers), A given transposed (A in registers), both M-/N-major (TMA-staged and
+// transposed in shared memory with a wave of the large schedule's tiles, else the threads'
 // transposing copies); a fused bias.
 INSTANTIATE_TEST_SUITE_P(
     Tf32Defaults, GpuHopperGemm,
@@ -164,6 +166,27 @@ TEST_P(GpuHopperGemmRegsA, MatchesFp64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Hopper, GpuHopperGemmRegsA, ::testing::ValuesIn(wgmma_rs_test::cases()));
+
+// tf32 operands that are not K-major, TMA-staged and transposed in shared memory by the
+// threads (SLAB_A / SLAB_B = kinner with STAGE=tma): tests/gpu/wgmma_transpose_cases.h.
+class GpuHopperGemmTransposed : public ::testing::TestWithParam<wgmma_transpose_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuHopperGemmTransposed, MatchesFp64Reference) {
+  const wgmma_transpose_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 31;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_NE(r.program.cuda.find("loom::bar_sync(15, "), std::string::npos);
+  EXPECT_EQ(r.program.cuda.find("_rs("), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hopper, GpuHopperGemmTransposed,
+                         ::testing::ValuesIn(wgmma_transpose_test::cases()));
 
 // SWAP_AB (decode): C^T = B^T A^T, the weight's N on wgmma's M, the small M on its N;
 // the transposed direct store. BM/WM tile N, BN tiles M.

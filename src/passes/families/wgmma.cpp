@@ -314,7 +314,8 @@ static int64_t wave_width(const GemmShape& s, int sm_count) {
 // (a ragged N or K of a 16-bit GEMM: TMA cannot address them), or 32-bit operands that
 // are not K-major (wgmma reads tf32 K-major only, and a TMA box lands in storage order).
 // The block's threads fill the slabs instead (STAGE=cp_async: t:040, k:015), in the
-// layout the descriptors read, transposing tf32's N-major B (M-major A) on the way.
+// layout the descriptors read, transposing tf32's N-major B (M-major A) on the way — where
+// no TMA form comes first (wgmma_tf32_oriented, wgmma_tf32_transposing).
 static bool wgmma_thread_copies(const GemmShape& s) {
   return s.known && s.batch == 1 &&
          (!s.tma_rows || (s.f32_operands && !(s.a_k_major && s.b_k_major)));
@@ -371,9 +372,9 @@ static Knobs wgmma_thread_copy_defaults(const GemmShape& s, int sm_count) {
 // problem as computed (the swapped one: N rows, M columns). Until 2026-11-27 these took
 // the threads' transposing copies (4096^3 with B [K, N]: 0.42x cuBLAS TF32 on H100,
 // bench/NOTES.md, wgmma without TMA). Both operands M-/N-major leave no orientation with
-// a K-major B: those keep the threads' copies (wgmma_thread_copies), and so do shapes the
-// large schedule does not take as computed (a wave of 128x256 tiles, M, N, K multiples of
-// 8), as before.
+// a K-major B: those are transposed in shared memory (wgmma_tf32_transposing, below), and
+// shapes the large schedule does not take as computed (a wave of 128x256 tiles, M, N, K
+// multiples of 8) keep the threads' copies (wgmma_thread_copies), as before.
 static GemmShape tf32_as_computed(const GemmShape& s);
 static bool wgmma_tf32_oriented(const GemmShape& s, int sm_count) {
   return s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
@@ -405,9 +406,58 @@ static Knobs wgmma_tf32_oriented_defaults(const GemmShape& s, const Target& t) {
   return k;
 }
 
+// tf32 operands TMA can load, one or both not K-major, transposed in shared memory (k:015's
+// transposing TMA stage, SLAB_A / SLAB_B = kinner with STAGE=tma): TMA lands each such box
+// as it lies in a staging slab, the consumer warpgroups write it K-major into the swizzled
+// slab, fence and meet at a named barrier, and the shared-A wgmma reads both operands from
+// shared memory — the K-major schedule of the problem as given (128x256 tiles, persistent,
+// 2-CTA clusters, the TMA store), unswapped. A staged operand's slab is held twice per ring
+// slot, so the ring takes the most slots that fit beside the TMA store's 32 KB.
+//
+// Measured (H100, 2026-11-28, bench/NOTES.md, TF32 with an N-major B: transposing in
+// shared memory; Loom / cuBLAS TF32 at 4096^3): the transpose costs about 0.12 cycles per
+// element on top of the K-major mainloop (it did not overlap the tensor work), and with 2
+// slots the copy's latency as well. B [K, N]: 0.45x at 128x256x32 with 2 slots, 0.58x at
+// BK = 16 with 4, against the swapped register form's 0.87x; A.T: 0.81x with 3 slots
+// against A in registers' 0.88x; neither K-major: 0.64x with 2 slots against the threads'
+// copies' 0.44x. So only neither-K-major takes it, at BK = 16 (64-byte swizzle) with 4
+// slots of 48 KB: the depth that took B [K, N] from 0.45x to 0.58x (2048x8192x4096: 0.55x
+// to 0.70x).
+constexpr bool kTf32TransposeB = false, kTf32TransposeA = false, kTf32TransposeBoth = true;
+
+static bool wgmma_tf32_transposing(const GemmShape& s, int sm_count) {
+  GemmShape c = s;
+  c.a_k_major = c.b_k_major = true;
+  const bool chosen =
+      s.a_k_major ? kTf32TransposeB : s.b_k_major ? kTf32TransposeA : kTf32TransposeBoth;
+  return chosen && s.known && s.batch == 1 && s.f32_operands && s.tma_rows &&
+         !(s.a_k_major && s.b_k_major) && wgmma_large(c, sm_count);
+}
+
+static Knobs wgmma_tf32_transposing_defaults(const GemmShape& s, const Target& t) {
+  GemmShape c = s;
+  c.a_k_major = c.b_k_major = true;
+  Knobs k = wgmma_defaults_for(c, t);
+  k.set("WGMMA_A", "smem");
+  k.set("SWAP_AB", "0");
+  if (!s.a_k_major) k.set("SLAB_A", "kinner");
+  if (!s.b_k_major) k.set("SLAB_B", "kinner");
+  const int64_t bk = 16, eb = 4;  // 16 tf32 = 64-byte K-major rows: the 64-byte swizzle
+  k.set("BK", std::to_string(bk));
+  k.set("SWIZZLE", "64B");
+  const int64_t bm = 128, bn = k.get_int("BN", 256);
+  const int64_t slot = (bm * bk * (s.a_k_major ? 1 : 2) + bn * bk * (s.b_k_major ? 1 : 2)) * eb;
+  const int64_t epilogue = k.get_str("EPILOGUE", "direct") == "tma_store" ? 32 * 1024 : 0;
+  const int64_t fit = (t.smem_per_block - epilogue - 1024) / slot;  // 1 KB: barriers, alignment
+  k.set("STAGES", std::to_string(std::clamp<int64_t>(fit, 2, 6)));
+  return k;
+}
+
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const bool tf32 = s.f32_operands;
+  if (wgmma_tf32_transposing(s, sm_count))
+    return wgmma_tf32_transposing_defaults(s, t);
   if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);

@@ -34,6 +34,10 @@
 namespace loom {
 namespace {
 
+// The named barrier at which the threads meet after transposing a TMA-staged slab (ids
+// 1..3 are the epilogues' of k:053).
+constexpr int64_t kTransposeBarrier = 15;
+
 class Lowerer {
  public:
   Lowerer(CompileState& s, KernelProgram& p, KernelOp& k) : s_(s), p_(p), k_(k) {}
@@ -150,10 +154,17 @@ class Lowerer {
     Expr mbar = Expr(int64_t(k_.mbarriers)) + slot;
     k_.mbarriers += int(S);
 
-    Block issue;
+    Block issue, transposes;
     int64_t total = 0;
-    for (const StageCopy& c : st.copies)
-      for (Stmt& load : tma_copy(c, mbar, total)) issue.push_back(std::move(load));
+    for (const StageCopy& c : st.copies) {
+      if (!transposed(c)) {
+        for (Stmt& load : tma_copy(c, mbar, total)) issue.push_back(std::move(load));
+        continue;
+      }
+      const StageCopy staged = staging_copy(c);
+      for (Stmt& load : tma_copy(staged, mbar, total)) issue.push_back(std::move(load));
+      for (Stmt& t : transpose(c, staged)) transposes.push_back(std::move(t));
+    }
     issue.insert(issue.begin(), Stmt::MbarArriveExpectTx(mbar, total));
 
     // The fill count of the ring: slot = count % S (t:050; count = k_o, or with a
@@ -161,6 +172,23 @@ class Lowerer {
     Expr count = ko;
     if (slot.kind() == Expr::Kind::Mod && slot.rhs().is_const()) count = slot.lhs();
     Block out = {Stmt::If(elected(), issue), Stmt::MbarWait(mbar, count / S % 2)};
+    if (!transposes.empty()) {
+      // The slot's K-major slab was last read by the wgmmas of fill count - S, which every
+      // thread retired (its slab's closing wait) before the meeting of count - S + 1; with
+      // S >= 3 a thread has passed that meeting before it writes here. With S = 2 only the
+      // ring's mbarrier hand-off orders another warpgroup's retirement before these writes
+      // (its release, the producer's wait and refill, this thread's wait on the full
+      // barrier): sound in PTX's memory model, but the interpreter orders the threads of
+      // one role by barriers alone, so the threads meet once more before writing.
+      if (S < 3)
+        out.push_back(Stmt::NamedBarrier(Expr(kTransposeBarrier), int(k_.block_threads)));
+      // Every writer fences its shared stores for the async proxy (wgmma reads the slab
+      // through descriptors), then the block's threads meet: a named barrier, which k:030
+      // keeps for the consumer warpgroups (its producer never transposes).
+      out.insert(out.end(), transposes.begin(), transposes.end());
+      out.push_back(Stmt::FenceProxyAsync());
+      out.push_back(Stmt::NamedBarrier(Expr(kTransposeBarrier), int(k_.block_threads)));
+    }
     for (const auto& s : st.body) out.push_back(s);
     // In a cluster the next fill of this slot is partly a peer's multicast: every CTA must
     // be done reading it, so the slab ends in a cluster-wide sync (k:030, which clusters
@@ -171,6 +199,108 @@ class Lowerer {
 
   static Expr elected() {
     return Expr::make(Expr::Kind::Eq, Expr::var("threadIdx.x"), Expr(0));
+  }
+
+  // ---- STAGE=tma with a transposed slab ----------------------------------------------
+  // A slab stored in another dimension order than its source (t:040's SLAB_A / SLAB_B =
+  // kinner of an M-/N-major operand: wgmma reads tf32 shared operands K-major only) is a
+  // box TMA cannot write. Each such slab gets a staging slab `<slab>_nm` in the source's
+  // order, in the same ring slot (its own ring buffer per slot), filled by TMA with the
+  // slot's other boxes; after the slot's full barrier every thread of the block
+  // transposes its share into the K-major slab (the layout t:046 gave it, swizzle and
+  // chunking applied by TensorDecl::physical), fences for the async proxy and meets the
+  // others at named barrier kTransposeBarrier before the wgmma reads it. CUTLASS's sm90
+  // route for tf32 MN-major operands (its wgmma transpose collective), in Loom's ring:
+  // the K-major slab shares the slot's lifetime, released once the wgmma retired.
+  //
+  // Thread e (of units = E_a / w * E_b, the block's T threads striding) takes w
+  // consecutive elements of the slab's row b (its contiguous dimension a, the source's
+  // outer one): w scalar loads from staging rows a..a+w-1 at column b — a warp reads 32
+  // consecutive columns of one row, one wavefront — then the w values as one vector store
+  // (k:040 folds the run) into the 16-byte unit of row b; the swizzle spreads a quarter
+  // warp's 8 rows over 8 distinct units of the banks: no conflicts either way.
+  static bool transposed(const StageCopy& c) {
+    for (size_t j = 0; j < c.vars.size() && j < c.src_index.size(); ++j)
+      if (!c.src_index[j].uses(c.vars[j])) return true;
+    return false;
+  }
+
+  StageCopy staging_copy(const StageCopy& c) {
+    const size_t rank = c.vars.size(), np = c.shared_prefix.size();
+    if (!async_proxy_reads_ || rank != 2)
+      throw Error("k:015_lower_stages: slab " + c.shared + " of " + c.src + " is stored "
+                  "transposed (SLAB_A / SLAB_B = kinner) under STAGE=tma; the transposing TMA "
+                  "stage is built for 2-D wgmma operand slabs (ATOM=wgmma_*, one GEMM): use "
+                  "STAGE=cp_async, or leave SLAB_A / SLAB_B unset");
+    if (k_.block_threads % 32 != 0)
+      throw Error("k:015_lower_stages: the transposing TMA stage of " + c.shared + " meets at a "
+                  "named barrier of whole warps; the block has " +
+                  std::to_string(k_.block_threads) + " threads");
+    StageCopy st;
+    st.shared = c.shared + "_nm";
+    st.src = c.src;
+    st.shared_prefix = c.shared_prefix;
+    st.src_index.resize(rank);
+    st.vars.resize(rank);
+    st.extents.resize(rank);
+    // Source dimension d is the one whose index names the slab's variable j.
+    for (size_t j = 0; j < rank; ++j) {
+      size_t d = rank;
+      for (size_t dd = 0; dd < rank; ++dd)
+        if (c.src_index[dd].uses(c.vars[j])) d = dd;
+      if (d == rank)
+        throw Error("k:015_lower_stages: slab " + c.shared + "'s variable " + c.vars[j] +
+                    " indexes no dimension of " + c.src);
+      st.vars[d] = c.vars[j];
+      st.extents[d] = c.extents[j];
+    }
+    st.src_index = c.src_index;
+    const TensorDecl slab = p_.tensor(c.shared);
+    if (p_.has_tensor(st.shared))
+      throw Error("k:015_lower_stages: tensor " + st.shared + " exists already; the transposing "
+                  "TMA stage names its staging slab so");
+    TensorDecl t;
+    t.name = st.shared;
+    t.dtype = slab.dtype;
+    t.role = TensorRole::Shared;
+    t.overlay = slab.overlay;
+    for (size_t i = 0; i < np; ++i) t.shape.push_back(slab.shape[i]);
+    for (const Expr& e : st.extents) t.shape.push_back(e);
+    p_.tensors.push_back(t);  // no swizzle: TMA writes it dense, rows of the source's order
+    return st;
+  }
+
+  Block transpose(const StageCopy& c, const StageCopy& staged) {
+    const TensorDecl& slab = p_.tensor(c.shared);
+    const TensorDecl& stg = p_.tensor(staged.shared);
+    // Staging [.., E_a, E_b] (source order), slab [.., E_b, E_a].
+    const int64_t Ea = staged.extents[0].const_value(), Eb = staged.extents[1].const_value();
+    int64_t w = std::min<int64_t>(s_.knobs.get_int("VECTORIZE", 4), 4);
+    while (w > 1 && Ea % w != 0) w /= 2;
+    if (w < 1) w = 1;
+    const int64_t T = k_.block_threads, units = Ea / w * Eb, per_thread = (units + T - 1) / T;
+    const std::string cv = c.shared + "_tc", ev = c.shared + "_te", vv = c.shared + "_tv",
+                      reg = c.shared + "_tr";
+    const Expr e = Expr::var(ev), b = e % Eb, a = e / Eb * w + Expr::var(vv);
+    std::vector<Expr> at_stg = staged.shared_prefix, at_slab = c.shared_prefix;
+    at_stg.push_back(a);
+    at_stg.push_back(b);
+    at_slab.push_back(b);
+    at_slab.push_back(a);
+    const Expr src_off = flat(stg, at_stg), dst_off = flat(slab, at_slab);
+    const Expr slot = Expr::var(cv);
+    Stmt ld = Stmt::Load(reg, staged.shared, {src_off});
+    ld.dst_index = {slot, Expr::var(vv)};
+    const Stmt wr = Stmt::Write(c.shared, {dst_off}, Operand::value(reg, {slot, Expr::var(vv)}));
+    auto loop = [&](const std::string& axis, const Stmt& move) {
+      Block inner = {Stmt::For(vv, Expr(w), LoopKind::Parallel, axis, {move}, Tier::Register)};
+      if (units % T != 0) inner = {Stmt::If(e < units, inner)};
+      inner.insert(inner.begin(), Stmt::Let(ev, Expr::var(cv) * T + Expr::var("threadIdx.x")));
+      return Stmt::For(cv, Expr(per_thread), LoopKind::Parallel, axis, inner, Tier::Register);
+    };
+    // All loads, then all stores: the loads of every pass are in flight together.
+    return {Stmt::Alloc(reg, {Expr(per_thread), Expr(w)}), loop("transpose.load", ld),
+            loop("transpose.store", wr)};
   }
 
   // The copy engine (cp.async.bulk.tensor, mbarrier complete_tx) exists from sm_90 on.

@@ -295,14 +295,16 @@ class WgmmaLowering {
         throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads A from " +
                     a_operand.name + " M-major, and wgmma reads tf32 shared operands K-major only "
                     "(the descriptor transposes 16-bit types alone): load A into registers "
-                    "(WGMMA_A=regs), or give A K-major");
+                    "(WGMMA_A=regs), transpose it in shared memory after TMA lands it "
+                    "(SLAB_A=kinner with STAGE=tma), or give A K-major");
       if (!unit(b_operand.index[1]))
         throw Error("k:026_lower_wgmma: ATOM=wgmma_tf32 reads B from " + b_operand.name +
                     " N-major, and wgmma reads tf32 shared operands K-major only (the descriptor "
                     "transposes 16-bit types alone): give B K-major (B.T); with A K-major, run "
                     "the GEMM swapped with A from registers (SWAP_AB=1,WGMMA_A=regs: B^T "
-                    "becomes an A that registers may hold M-major); or let the threads "
-                    "transpose the slabs while they copy (STAGE=cp_async)");
+                    "becomes an A that registers may hold M-major); transpose it in shared "
+                    "memory after TMA lands it (SLAB_B=kinner with STAGE=tma); or let the "
+                    "threads transpose the slabs while they copy (STAGE=cp_async)");
     }
     Stmt out = Stmt::Atom(id_, fma.dst, {a_operand, b_operand});
     out.dst_index.assign(fma.dst_index.begin(), fma.dst_index.end() - 2);

@@ -161,6 +161,13 @@ class Specializer {
     if (main == body.size())
       throw Error("WARP_SPECIALIZE=1 needs STAGE=tma: kernel " + k_.name +
                   " has no TMA copies for a producer to issue");
+    // A named barrier in the slab loop is k:015's transposing stage's meeting of the
+    // block's threads, once per slab.
+    if (pingpong_ && contains(body[main], [](const Stmt& x) { return x.named_barrier(); }))
+      throw Error("CONSUMERS=pingpong: kernel " + k_.name + " transposes a TMA-staged slab "
+                  "(SLAB_A / SLAB_B = kinner with STAGE=tma), whose threads meet at one named "
+                  "barrier per slab, which two warpgroups on different tiles cannot share: "
+                  "use CONSUMERS=cooperative");
     ring_ = k_.mbarriers;  // full barriers 0..S-1 (k:015); empty ones follow
     if (ring_ < 1) throw Error("k:030_warp_specialize: kernel " + k_.name + " has no mbarriers");
     empty_base_ = k_.mbarriers;
@@ -388,8 +395,10 @@ class Specializer {
         continue;
       }
       // The slab's closing barrier (a cluster sync in a cluster): the producer never
-      // reaches it; the empty barriers take its place.
-      if (c.kind == StmtKind::Barrier || c.kind == StmtKind::ClusterSync) continue;
+      // reaches it; the empty barriers take its place. A named barrier stays: the
+      // consumers' own meeting (k:015's transposing stage, after the transpose).
+      if ((c.kind == StmtKind::Barrier && !c.named_barrier()) || c.kind == StmtKind::ClusterSync)
+        continue;
       if (&c == &loop.body[closing]) {
         // This slab's groups may stay in flight; the previous slab is read.
         out.push_back(Stmt::WgmmaWait(int(closing_wait(loop.body))));

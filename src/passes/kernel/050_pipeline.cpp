@@ -65,10 +65,11 @@ bool pipeline_tma(const Stmt& loop, int64_t S, Block& out) {
   int barriers = 0;
   for (const auto& s : loop.body) {
     if (is_tma_issue(s)) issue.push_back(s);
-    else if (s.kind == StmtKind::Barrier) ++barriers;
-    else rest.push_back(s);
+    else if (s.kind == StmtKind::Barrier && !s.named_barrier()) ++barriers;
+    else rest.push_back(s);  // a named barrier: the threads' meeting after a transpose
   }
-  if (issue.size() != 1 || barriers != 1 || loop.body.back().kind != StmtKind::Barrier)
+  if (issue.size() != 1 || barriers != 1 || loop.body.back().kind != StmtKind::Barrier ||
+      loop.body.back().named_barrier())
     return false;
   const std::string& k = loop.var;
   Expr ko = Expr::var(k), KO = loop.extent;

@@ -41,7 +41,10 @@
 // ragged rows that TMA cannot address still reach wgmma. A slab may then also be
 // transposed while it is written (SLAB_A / SLAB_B = kinner): what tf32 needs, since
 // wgmma reads 32-bit operands K-major only, so with ATOM=wgmma_tf32 and a thread-filled
-// slab kinner is the default for both operands.
+// slab kinner is the default for both operands. With STAGE=tma a kinner slab of an M-/N-major
+// tf32 operand is asked for explicitly (the tf32 defaults of src/passes/families/wgmma.cpp):
+// TMA lands each box in storage order in a staging slab beside it and the block's threads
+// transpose it in shared memory (k:015_lower_stages).
 #include <algorithm>
 #include <set>
 
@@ -218,7 +221,11 @@ class Stager {
     std::vector<StageCopy> copies;
     for (const auto& sl : slabs) {
       std::vector<int> dims = dim_order(sl);
-      if (mode_ == "tma")
+      // A tf32 wgmma slab made K-major (kinner) from an M-/N-major operand is TMA-staged in
+      // storage order and transposed by the threads (k:015's transposing stage); 16-bit
+      // wgmma reads either majorness through its descriptors and needs none.
+      const bool transposing = tf32_wgmma_ && sl.k_dim >= 0 && dims.back() == sl.k_dim;
+      if (mode_ == "tma" && !transposing)
         for (size_t d = 0; d < dims.size(); ++d)
           if (dims[d] != int(d)) {
             const std::string knob = operand_knob(sl);

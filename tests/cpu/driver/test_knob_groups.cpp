@@ -151,5 +151,55 @@ TEST(KnobGroups, ExplicitTilingWithoutAtomSaysItLeavesTheDefaultAtom) {
   EXPECT_TRUE(build(kBf16, "ATOM=fma,BN=128,FM=2").notes.empty());
 }
 
+// -v's knob source says how a tf32 wgmma kernel reads an operand that is not K-major (the
+// descriptors read tf32 K-major only): which form runs and the knobs that choose it.
+TEST(KnobGroups, Tf32KnobSourceSaysHowANonKMajorOperandIsRead) {
+  const auto source = [](const std::string& expr, const std::string& knobs = "") {
+    return build(expr, knobs).knob_source;
+  };
+  // The defaults: B [K, N] swapped with B^T in registers, A.T in registers, neither
+  // K-major transposed in shared memory.
+  const std::string kn = "matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)";
+  EXPECT_NE(source(kn).find("SWAP_AB=1,WGMMA_A=regs"), std::string::npos) << source(kn);
+  const std::string at = "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)";
+  EXPECT_NE(source(at).find("A given transposed: read into registers"), std::string::npos)
+      << source(at);
+  const std::string both = "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)";
+  EXPECT_NE(source(both).find("transpose it in shared memory for the shared-A wgmma "
+                              "(SLAB_A=kinner,SLAB_B=kinner)"),
+            std::string::npos)
+      << source(both);
+  // The other forms, as knob sets: B [K, N] transposed, the threads' copies.
+  const std::string t = source(kn, "ATOM=wgmma_tf32,BM=128,BN=256,WM=2,WN=1,FM=1,FN=1,BK=32,"
+                                   "SWIZZLE=128B,SWAP_AB=0,WGMMA_A=smem,STAGE=tma,SLAB_B=kinner,"
+                                   "STAGES=2,EPILOGUE=tma_store,EPI_BUFFERS=2");
+  EXPECT_NE(t.find("(SLAB_B=kinner)"), std::string::npos) << t;
+  const std::string copies = source(both, "STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=4");
+  EXPECT_NE(copies.find("(STAGE=cp_async)"), std::string::npos) << copies;
+  // K-major operands, and 16-bit ones, need none of it.
+  EXPECT_EQ(source("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32.T)").find("tf32"),
+            std::string::npos);
+  EXPECT_EQ(source(kBf16).find("K-major"), std::string::npos);
+}
+
+// The defaults' transposing slab layouts (SLAB_A / SLAB_B = kinner, neither operand
+// K-major) yield to explicit knobs that pick another form: the register forms, another
+// transport; knobs that keep the form (STAGES, BK) keep them.
+TEST(KnobGroups, Tf32TransposingSlabsYieldToAnotherForm) {
+  const std::string both = "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)";
+  CompiledProgram deeper = build(both, "STAGES=3");
+  EXPECT_EQ(used(deeper, "SLAB_A"), "kinner");
+  EXPECT_EQ(used(deeper, "SLAB_B"), "kinner");
+  EXPECT_EQ(used(deeper, "STAGES"), "3");
+  CompiledProgram copies = build(both, "STAGE=cp_async,SWIZZLE=128B,BK=32,STAGES=4");
+  EXPECT_EQ(used(copies, "SLAB_A"), "<unused>");
+  EXPECT_EQ(used(copies, "SLAB_B"), "<unused>");
+  // A.T's register form with a transposed B: SLAB_B given again, SLAB_A left behind.
+  CompiledProgram regs = build(both, "WGMMA_A=regs,SLAB_B=kinner");
+  EXPECT_EQ(used(regs, "SLAB_A"), "<unused>");
+  EXPECT_EQ(used(regs, "SLAB_B"), "kinner");
+  EXPECT_EQ(used(regs, "WGMMA_A"), "regs");
+}
+
 }  // namespace
 }  // namespace loom

@@ -18,6 +18,7 @@
 #include "../../gpu/epilogue_operand_cases.h"
 #include "../../gpu/wgmma_cases.h"
 #include "../../gpu/wgmma_rs_cases.h"
+#include "../../gpu/wgmma_transpose_cases.h"
 
 namespace loom {
 namespace {
@@ -322,17 +323,54 @@ TEST(WgmmaCompile, RegisterACasesCompileWithoutSpills) {
   }
 }
 
-// The register fills of an M-major tf32 A read its slab where TMA wrote it: the defaults'
-// swapped 4096^3 GEMM with B [K, N] has B^T's slab [32][128] (BK x BM) in four 32-column
+// The transposing TMA stage's GPU cases compile without spills: the staged values (32 per
+// thread at 128x256x32) beside the 128 accumulators fit the consumers' registers; the
+// transpose stores 16-byte vectors into the swizzled K-major slab, and the wgmma is the
+// shared-A form.
+TEST(WgmmaCompile, TransposingTmaStageCasesCompileWithoutSpills) {
+  for (const wgmma_transpose_test::Case& c : wgmma_transpose_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_EQ(p.cuda.find("_rs("), std::string::npos);
+    const std::string slab = c.knobs.find("SLAB_B=kinner") != std::string::npos ? "B_s" : "A_s";
+    const size_t store = p.cuda.find("(&loom_t_" + slab + "[loom::swz<");
+    ASSERT_NE(store, std::string::npos) << p.cuda;
+    EXPECT_EQ(p.cuda.rfind("loom::st_v4_", store), p.cuda.rfind('\n', store) + 1 +
+              p.cuda.substr(p.cuda.rfind('\n', store) + 1).find_first_not_of(' '));
+    EXPECT_NE(p.cuda.find("loom::bar_sync(15, "), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    // The transpose's registers beside the accumulators leave the wgmmas asynchronous.
+    nvrtc_check::expect_wgmma_not_serialized(r);
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The register fills of an M-major tf32 A read its slab where TMA wrote it: the register
+// form's swapped 4096^3 GEMM with B [K, N] has B^T's slab [32][128] (BK x BM) in four 32-column
 // chunks of 32 x 32 (128-byte swizzle spans), so column c of row r lies at
 // c / 32 * 1024 + r * 32 + c % 32, then swizzled. Codegen once placed thread accesses by
 // the swizzle alone (r * 128 + c): the M-major fills computed wrong products on H100
 // (2026-11-22) while the interpreter, which applies the permutation, passed them.
 TEST(WgmmaCompile, MMajorRegisterFillsReadTheChunkedLayout) {
-  for (const std::string expr : {"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)",
-                                 "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)"}) {
+  // The register forms (the defaults until the transposing stage took over, 2026-11-28).
+  const std::string regs =
+      "ATOM=wgmma_tf32,BM=128,BN=256,WM=2,WN=1,FM=1,FN=1,BK=32,STAGE=tma,SWIZZLE=128B,STAGES=4,"
+      "WGMMA_A=regs,WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_M=2,GROUP_M=8,";
+  for (const auto& [expr, knobs] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", regs + "SWAP_AB=1,EPILOGUE=direct"},
+           {"matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)",
+            regs + "SWAP_AB=0,EPILOGUE=tma_store,EPI_BUFFERS=2"}}) {
     SCOPED_TRACE(expr);
     CompileOptions opt;
+    opt.knobs = Knobs::parse(knobs);
     opt.target = Target::for_arch("sm_90a");
     const CompiledProgram p = compile_expression(expr, opt);
     EXPECT_EQ(p.state.used_knobs.at("WGMMA_A"), "regs");

@@ -180,15 +180,19 @@ TEST(WgmmaCpAsync, DefaultsChooseTheThreadCopiesWhereTmaCannot) {
             "mma_tf32");
   EXPECT_EQ(choice("matmul(A[1000,512]:tf32, B[777,512]:tf32.T)", h).knobs.get_str("ATOM", ""),
             "mma_tf32");
-  // tf32: B [K, N] and A.T run on TMA in registers (swapped for B [K, N]: test_wgmma_rs.cpp);
-  // both M-/N-major on the threads' copies, B.T keeps the TMA schedule; sm_80 mma.sync.
+  // tf32: B [K, N] and A.T run on TMA in registers (swapped for B [K, N]: test_wgmma_rs.cpp),
+  // both M-/N-major on TMA transposed in shared memory, B.T keeps the TMA schedule; sm_80
+  // mma.sync. Rows TMA cannot address keep the threads' copies.
   DefaultChoice kn = choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", h);
   EXPECT_EQ(kn.knobs.get_str("ATOM", ""), "wgmma_tf32");
   EXPECT_EQ(kn.wgmma.get_str("STAGE", ""), "tma");
   EXPECT_EQ(kn.wgmma.get_str("SWAP_AB", ""), "1");
   DefaultChoice both = choice("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)", h);
   EXPECT_EQ(both.knobs.get_str("ATOM", ""), "wgmma_tf32");
-  EXPECT_EQ(both.wgmma.get_str("STAGE", ""), "cp_async");
+  EXPECT_EQ(both.wgmma.get_str("STAGE", ""), "tma");
+  DefaultChoice ragged = choice("matmul(A[4096,4096]:tf32.T, B[4096,4090]:tf32)", h);
+  EXPECT_EQ(ragged.knobs.get_str("ATOM", ""), "wgmma_tf32");
+  EXPECT_EQ(ragged.wgmma.get_str("STAGE", ""), "cp_async");
   DefaultChoice bt = choice("matmul(A[4096,4096]:tf32, B[4096,4096]:tf32.T)", h);
   EXPECT_EQ(bt.knobs.get_str("ATOM", ""), "wgmma_tf32");
   EXPECT_EQ(bt.wgmma.get_str("STAGE", ""), "tma");

@@ -282,10 +282,21 @@ TEST(WgmmaRs, DefaultsOrientTf32ForEveryMajorness) {
   EXPECT_EQ(k_major.at("SWAP_AB"), "0");
   EXPECT_EQ(k_major.at("WGMMA_A"), "smem");
   EXPECT_EQ(k_major.at("STAGE"), "tma");
-  // Neither K-major: no orientation gives wgmma a K-major B; the threads transpose.
+  // Neither K-major: no orientation gives wgmma a K-major B; both are TMA-staged and
+  // transposed in shared memory (k:015), BK = 16 with 4 slots of 48 KB (0.64x cuBLAS at
+  // BK = 32 with 2 slots on H100 against the threads' copies' 0.44x; test_wgmma_transpose).
   auto neither = default_knobs_of("matmul(A[4096,4096]:f32.T, B[4096,4096]:f32)", "wgmma_tf32");
-  EXPECT_EQ(neither.at("STAGE"), "cp_async");
+  EXPECT_EQ(neither.at("STAGE"), "tma");
   EXPECT_EQ(neither.at("WGMMA_A"), "smem");
+  EXPECT_EQ(neither.at("SLAB_A"), "kinner");
+  EXPECT_EQ(neither.at("SLAB_B"), "kinner");
+  EXPECT_EQ(neither.at("BK"), "16");
+  EXPECT_EQ(neither.at("SWIZZLE"), "64B");
+  EXPECT_EQ(neither.at("STAGES"), "4");
+  EXPECT_EQ(neither.at("EPILOGUE"), "tma_store");
+  // B [K, N] and A.T keep their register forms (the transpose measured slower there).
+  EXPECT_EQ(n_major.count("SLAB_B"), 0u);
+  EXPECT_EQ(a_m.count("SLAB_A"), 0u);
   // Rows TMA cannot address (N = 4090: 16360-byte rows) keep the threads' copies, and so
   // does N = 4092 (rows TMA can address, but no multiple of 8 for the swapped wgmma's N).
   auto ragged = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4090]:f32)", "wgmma_tf32");

@@ -375,5 +375,34 @@ TEST(Prune, RegisterAOrientsTf32) {
             std::string::npos);
 }
 
+// tf32 operands that are not K-major, unswapped on TMA slabs: k:015's transposing stage
+// (SLAB_A / SLAB_B = kinner, which the space sets on such candidates) makes them legal,
+// and each staged operand counts twice per ring slot in the shared-memory estimate.
+TEST(Prune, Tf32TransposingStageIsAPointWithItsSharedMemory) {
+  const std::string tf32 = "ATOM=wgmma_tf32,WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=32,"
+                           "SWAP_AB=0,WGMMA_A=smem,EPILOGUE=direct,";
+  Case bn = problem(gemm(4096, 4096, 4096, "tf32"), "wgmma_tf32");
+  EXPECT_EQ(why(bn, tf32 + "STAGES=2,SLAB_B=kinner"), "");
+  EXPECT_NE(why(bn, tf32 + "STAGES=2").find("SLAB_B=kinner"), std::string::npos);
+  // 3 slots x (16 + 32 + 32) KB = 245760 B: over the opt-in limit (2 x 80 KB fit).
+  const std::string three = why(bn, tf32 + "STAGES=3,SLAB_B=kinner");
+  EXPECT_NE(three.find("245760 B of shared memory"), std::string::npos) << three;
+  Case am = problem(parse_expression("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)"),
+                    "wgmma_tf32");
+  EXPECT_EQ(why(am, tf32 + "STAGES=3,SLAB_A=kinner"), "");
+  EXPECT_NE(why(am, tf32 + "STAGES=3").find("SLAB_A=kinner"), std::string::npos);
+  Case both = problem(parse_expression("matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)"),
+                      "wgmma_tf32");
+  EXPECT_EQ(why(both, tf32 + "STAGES=2,SLAB_A=kinner,SLAB_B=kinner"), "");
+  // The space's candidates carry the slab knobs; a swapped or cp_async one does not.
+  Knobs k = Knobs::parse(tf32 + "STAGES=2");
+  tf32_transposing_slabs(both.p, both.atom, k);
+  EXPECT_EQ(k.get_str("SLAB_A", ""), "kinner");
+  EXPECT_EQ(k.get_str("SLAB_B", ""), "kinner");
+  Knobs swapped = Knobs::parse("ATOM=wgmma_tf32,STAGE=tma,SWAP_AB=1");
+  tf32_transposing_slabs(bn.p, bn.atom, swapped);
+  EXPECT_FALSE(swapped.has("SLAB_B"));
+}
+
 }  // namespace
 }  // namespace loom::tune

@@ -262,6 +262,9 @@ std::vector<HopperGemmShape> hopper_gemm_shapes() {
   // swapped with B^T in registers (the default of `:tf32`).
   out.push_back({"matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32"});
   out.push_back({"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)", "wgmma_tf32"});
+  // Neither K-major: both TMA-staged and transposed in shared memory (SLAB_A / SLAB_B =
+  // kinner, which the space sets; BK = 16 and the 64-byte swizzle join as the default's).
+  out.push_back({"matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32)", "wgmma_tf32"});
   out.push_back({"matmul(A[128,16384]:bf16, B[16384,128]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});
   out.push_back({"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", "wgmma_bf16"});

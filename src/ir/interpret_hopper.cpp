@@ -285,7 +285,12 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
         check(t, n.dst.base, n.alloc_size, n.dst.name);
         break;
       case StmtKind::Atom:
-        if (n.copy) {
+        // A warp copy's registers: ldmatrix writes its dst fragment; stmatrix reads its
+        // operands (an epilogue's accumulators: they must be retired first) and has no
+        // register dst (n.dst is unset: fragment_slot would be -1, a slot before vals_).
+        if (n.copy && n.copy->to_shared) {
+          for (const ValueRef& r : n.args) element(r, t, 1);
+        } else if (n.copy) {
           frag(n.dst, t, n.copy->values);
         } else if (n.warp) {
           const int values[2] = {n.warp->a_values, n.warp->b_values};
@@ -322,7 +327,7 @@ void Machine::note_register_writes(const Node& n, const std::vector<int>& active
         if (n.dst.base >= 0) stamp(t, slot(n, n.dst, t, 1), 1);
         break;
       case StmtKind::Atom:
-        if (n.copy)
+        if (n.copy && !n.copy->to_shared)  // stmatrix writes shared memory, no register
           stamp(t, fragment_slot(n, n.dst, t, n.copy->values), n.copy->values);
         else if (!n.warp && n.dst.base >= 0)
           stamp(t, slot(n, n.dst, t, 1), 1);

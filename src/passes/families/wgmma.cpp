@@ -27,6 +27,18 @@ static bool wgmma_large(const GemmShape& s, int sm_count) {
          2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
+// A 16-bit GEMM with the large class's wave of tiles whose operands TMA can load but
+// whose output rows it cannot store (N not a multiple of 8: the 50257-column GPT-2 LM
+// head, rows of 100514 bytes): the large schedule with the direct epilogue (the TMA store
+// needs 16-byte row strides; wgmma_defaults_for leaves it out by the output's row bytes).
+// Until 2026-11-28 these ran mma.sync's 128x64 tiles (2048 x 50257 x 768 bf16: 1.21x
+// torch, 116 TFLOP/s: cuBLAS has no TMA kernel for the odd ldc either), whose K = 768
+// makes every CTA re-read a 128-row A slab and a 64-row B slab for 12 slabs of math.
+static bool wgmma_large_ragged_out(const GemmShape& s, int sm_count) {
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M % 8 == 0 &&
+         s.K % 8 == 0 && s.N % 8 != 0 && 2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
+}
+
 // A batched 16-bit GEMM (bmm, rank 4) that TMA can load (every operand row a multiple of
 // 16 bytes; rank-3 boxes of one entry, so edge tiles zero-fill per entry) with half a wave
 // of 128x256 (batch, tile) units and a K deep enough to hide the tile's epilogue: the large
@@ -177,7 +189,21 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // One row of tiles (M <= 128): each CTA streams its BN rows of the weight once, so one
 // wave of CTAs, non-persistent, as deep a ring as 216 KB holds (up to 8 slabs), stores
 // straight from the accumulators. More rows: the large schedule's persistent form with
-// the TMA-store epilogue (512 x 4096 x 4096 at BN = 128: 0.92x; with 2-CTA clusters 0.85x).
+// the TMA-store epilogue (512 x 4096 x 4096 at BN = 128: 0.92x; with 2-CTA clusters 0.85x,
+// both on a 4-deep ring), its ring as deep as the opt-in 227 KB holds beside the 32 KB of
+// strip buffers, up to 6 slabs (medium_depth).
+// Why deeper: a 128 x 128 x 64 slab is ~512 cycles of math for the two consumer
+// warpgroups, half a 128 x 256 one's, so 4 slots give a refill ~1.5k cycles (3 slabs)
+// to land, about one L2-loaded TMA round trip under load; cuBLAS runs this tile with 6
+// (nvjet_sm90_tst_128x128_64x6_2x1: 213 KB, 25.4 us at 512 x 4096 x 4096 against our
+// 29.0 us with 4, ncu on H100, 2026-11-28). A 2-CTA cluster couples the two CTAs' rings
+// (a slot is refilled only when the consumers of both released it), so the slowest CTA's
+// latency sets the pace: the shallow ring is what made clusters lose here.
+constexpr int64_t kOptInSmem = 232448;  // 227 KB per block on sm_90
+static int64_t medium_depth(int64_t bn) {
+  const int64_t strips = 32 * 1024, barriers = 1024;
+  return std::min<int64_t>(6, (kOptInSmem - strips - barriers) / ((128 + bn) * 64 * 2));
+}
 static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
   const int64_t bn = medium_width(s, sm_count);
   const std::string tile = "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
@@ -189,7 +215,8 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
     return Knobs::parse(tile + "STAGES=" + std::to_string(depth) +
                         ",EPILOGUE=direct,CONSUMER_REGS=0");
   }
-  return Knobs::parse(tile + "STAGES=4,GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
+  return Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn)) +
+                      ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
 }
 
 // Batches of 16-bit GEMMs with few rows per entry (M <= 128: mixture-of-experts layers,
@@ -381,7 +408,8 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
   if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
-  if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
+  if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count) ||
+      wgmma_large_ragged_out(s, sm_count)) {
     // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
     // tiles (0.94-1.05x) stream their stores better than 128x256 ones (0.89-0.97x).
     const bool short_batched = s.batch > 1 && s.K < kBatchedWgmmaMinK;
@@ -586,7 +614,8 @@ static bool wgmma_claims(const GemmShape& s, const Target& t, const std::string&
     claims = wgmma_split_k(s, n) || wgmma_batched(s, n) || wgmma_batched_thin(s);
   else if (shape_class == "large" || shape_class == "medium")
     claims = wgmma_large(s, n) || wgmma_medium(s, n) || wgmma_split_k(s, n) ||
-             wgmma_batched(s, n) || wgmma_batched_thin(s) || wgmma_ragged(s, n);
+             wgmma_batched(s, n) || wgmma_batched_thin(s) || wgmma_ragged(s, n) ||
+             wgmma_large_ragged_out(s, n);
   if (claims) atom = atom_16bit(s, "wgmma");
   return claims;
 }

@@ -200,13 +200,14 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // 29.0 us with 4, ncu on H100, 2026-11-28). A 2-CTA cluster couples the two CTAs' rings
 // (a slot is refilled only when the consumers of both released it), so the slowest CTA's
 // latency sets the pace: the shallow ring is what made clusters lose here.
-constexpr int64_t kOptInSmem = 232448;  // 227 KB per block on sm_90
+// `smem` is the block's opt-in limit (Target::smem_per_block: 227 KB on sm_90a).
 constexpr int64_t kMediumClusterMinK = 8192;
-static int64_t medium_depth(int64_t bn) {
+static int64_t medium_depth(int64_t bn, int64_t smem) {
   const int64_t strips = 32 * 1024, barriers = 1024;
-  return std::min<int64_t>(6, (kOptInSmem - strips - barriers) / ((128 + bn) * 64 * 2));
+  return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
 }
-static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
+static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
+  const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
   const std::string tile = "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
                            ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,";
@@ -217,7 +218,7 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
     return Knobs::parse(tile + "STAGES=" + std::to_string(depth) +
                         ",EPILOGUE=direct,CONSUMER_REGS=0");
   }
-  Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn)) +
+  Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn, t.smem_per_block)) +
                          ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
   // On the deep ring 2-CTA clusters along M (pairs sharing W's slab) pay where K is long:
   // H100 against cuBLAS, no cluster -> CLUSTER_M=2: 512 x 4096 x 14336 0.93x -> 0.95x,
@@ -419,7 +420,7 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
-  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
+  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, t);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count) ||
       wgmma_large_ragged_out(s, sm_count)) {
@@ -430,7 +431,8 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
     // A 128-wide tile of wave_width takes the medium form's deep ring (medium_depth).
-    if (bn == 128 && !tf32 && !short_batched) k.set("STAGES", std::to_string(medium_depth(bn)));
+    if (bn == 128 && !tf32 && !short_batched)
+      k.set("STAGES", std::to_string(medium_depth(bn, t.smem_per_block)));
     const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
     // Batches through the TMA store were measured without clusters (above), except a
     // short reduction (10-15 slabs: the ragged 8 x 1000 x 776 x 1000 bmm, cuBLAS's

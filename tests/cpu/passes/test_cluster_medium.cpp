@@ -4,7 +4,8 @@
 // strip-buffered TMA store (stmatrix), a persistent grid of one cluster walking every tile
 // (the ring wraps across tiles, its phases too) and cluster halves past the edge; the
 // large schedule with direct stores for outputs whose rows TMA cannot store (N odd: the
-// GPT-2 LM head's class). The ring's logic does not depend on the tile's size, so the
+// GPT-2 LM head's class); a batch through the rank-3 TMA store in clusters (the ragged
+// bmm's default). The ring's logic does not depend on the tile's size, so the
 // interpreter runs it on 64 x 64 tiles of one consumer warpgroup (a 128 x 128 cluster
 // pair took 100 s); the 128 x 128 form's shared memory is checked at full size, and
 // tests/cpu/driver/test_model_suite_compile checks the sm_90a defaults and compiles them
@@ -122,6 +123,23 @@ TEST(ClusterMedium, SixSlabsOfOneTwentyEightFitAndSevenDoNot) {
   const std::string err = passcheck::error_of(e, kMedium.substr(0, kMedium.find("STAGES=6")) +
                                                      "STAGES=7" + kMedium.substr(kMedium.find("STAGES=6") + 8));
   EXPECT_NE(err.find("232448"), std::string::npos) << err;
+}
+
+TEST(ClusterMedium, ClusteredBatchThroughTheTmaStoreMatchesEveryPass) {
+  // The ragged bmm's default form (2-CTA clusters along M, B [K, N] N-major multicast in
+  // halves, the rank-3 TMA store) at a small size: 3 rows of 64 per entry, so the second
+  // cluster of each entry has its upper half past M (its boxes clip at the entry's edge:
+  // zeros, never the next entry's rows); N ragged (136); K = 160 (the last slab partial);
+  // one persistent cluster walks both entries' 12 cluster tiles.
+  CompileState s = passcheck::check_every_pass(
+      "bmm(A[2,150,160]:bf16, B[2,160,136]:bf16)",
+      Knobs::parse(kSmall.substr(0, kSmall.find("STAGES=6")) + "STAGES=4" +
+                   kSmall.substr(kSmall.find("STAGES=6") + 8) + ",CLUSTER_M=2,PERSISTENT_CTAS=2"),
+      85);
+  ASSERT_EQ(s.kernel.kernels.size(), 1u);
+  const KernelOp& k = s.kernel.kernels[0];
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_FALSE(all_of(k, StmtKind::TmaStore).empty());
 }
 
 // The interpreter checks a stmatrix's operands (accumulators) against in-flight wgmma:

@@ -242,6 +242,8 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
   // split over N reads one P fragment from several wgmmas of one group).
   auto check = [&](int t, int64_t first, int64_t count, const std::string& name,
                    bool a_read = false) {
+    // A register slot: -1 (no register operand) would index before the value array.
+    LOOM_CHECK(first >= 0, "check_accumulators on a statement without registers there");
     for (int64_t i = 0; i < count; ++i) {
       const int32_t op = acc_writer_[size_t(first + i) * T + size_t(t)];
       if (op == 0) continue;
@@ -314,6 +316,7 @@ void Machine::note_register_writes(const Node& n, const std::vector<int>& active
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
   auto stamp = [&](int t, int64_t first, int64_t count) {
+    LOOM_CHECK(first >= 0, "note_register_writes on a statement without registers there");
     for (int64_t i = 0; i < count; ++i)
       written_after_[size_t(first + i) * T + size_t(t)] = fences_[size_t(t)] + 1;
   };

@@ -50,6 +50,7 @@ Usage:
       [--sq 1 4] [--sk 1024 8192 32768 131072] [--knobs SPLIT_KV=8,..]
       [--ab KV_STAGES=4 SPLIT_KV=16,KV_STAGES=3 ..]
   python3 scripts/attention_bench.py --paged 16 [--batches 1 8] [--kv-heads 8] [--sk 8192]
+  python3 scripts/attention_bench.py --gqa 32:8 32:1 --seqlens 2048 4096 8192 [--head-dim 128]
   python3 scripts/attention_bench.py --varlen [--masks false true]
   python3 scripts/attention_bench.py --variants base: pp:ATTN_PINGPONG=1 [--dims ..]
       [--masks ..] [--seqlens ..]
@@ -240,6 +241,83 @@ def ab(args, flush):
                                                      "; ".join(notes)), flush=True)
                 fns = None
                 torch.cuda.empty_cache()
+
+
+def gqa_table(args, flush):
+    """--gqa HQ:HKV ..: prefill with grouped K/V heads (GQA; HKV = 1 is MQA), D = --head-dim,
+    16384 tokens (batch = 16384 / seqlen), causal and not. Loom against SDPA's backends
+    with enable_gqa (K and V not expanded), each verified against the f32 reference."""
+    print("%-7s %-4s %-6s %6s  %9s %9s %9s %9s  %9s  %s" % (
+        "Hq:Hkv", "D", "causal", "seqlen", "loom", "fa2", "effic", "cudnn", "loom/best",
+        "loom knobs / notes (TFLOP/s)"))
+    dtype = lt.TORCH_DTYPES[args.dtype]
+    d = args.head_dim
+    backends = [("fa2", SDPBackend.FLASH_ATTENTION), ("effic", SDPBackend.EFFICIENT_ATTENTION),
+                ("cudnn", SDPBackend.CUDNN_ATTENTION)]
+    ratios = []
+    for pair in args.gqa:
+        hq, hkv = (int(x) for x in pair.split(":"))
+        for causal in args.masks:
+            for s in args.seqlens:
+                b = max(1, 16384 // s)
+                flops = 4.0 * b * hq * s * s * d / (2 if causal else 1)
+                g = torch.Generator(device="cuda").manual_seed(1)
+                q = torch.randn(b, hq, s, d, device="cuda", dtype=dtype, generator=g)
+                k = torch.randn(b, hkv, s, d, device="cuda", dtype=dtype, generator=g)
+                v = torch.randn(b, hkv, s, d, device="cuda", dtype=dtype, generator=g)
+
+                def sdpa(be):
+                    from torch.nn.attention import sdpa_kernel
+                    with sdpa_kernel(be):
+                        return torch.nn.functional.scaled_dot_product_attention(
+                            q, k, v, is_causal=causal, enable_gqa=hq != hkv)
+                fns, names, note = [], [], ""
+                torch_out = None
+                for name, be in backends:
+                    try:
+                        out = sdpa(be)
+                        torch_out = out if torch_out is None else torch_out
+                        fns.append(lambda be=be: sdpa(be))
+                        names.append(name)
+                    except RuntimeError:
+                        pass
+                t = lambda h: "[%d,%d,%d,%d]:%s" % (b, h, s, d, args.dtype)  # noqa: E731
+                expr = "attention(Q%s, K%s, V%s, causal=%s)" % (t(hq), t(hkv), t(hkv),
+                                                                "true" if causal else "false")
+                try:
+                    op = lt.LoomOp(expr, args.knobs, {"Q": q, "K": k, "V": v},
+                                   use_db=not args.no_db)
+                    out = op()
+                    torch.cuda.synchronize()
+                    if torch_out is None:
+                        note = "FAIL no SDPA backend ran this shape to compare errors with"
+                    else:
+                        ref = lt.attention_reference_f32(q, k, v, causal)
+                        ok, le, te = lt.check_attention(out, torch_out, ref)
+                        del ref
+                        note = op.program.knobs if ok else "FAIL max err %.2e vs PyTorch's %.2e" % (le, te)
+                        if ok:
+                            fns.insert(0, op)
+                            names.insert(0, "loom")
+                    del out
+                except RuntimeError as e:
+                    note = "not run: " + first_line(e)
+                torch_out = None
+                us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+                tf = {n: flops / (us[n] * 1e-6) / 1e12 for n in us}
+                best = max([tf[n] for n, _ in backends if n in tf], default=None)
+                ratio = tf["loom"] / best if "loom" in tf and best else None
+                if ratio is not None:
+                    ratios.append(ratio)
+                print("%-7s %-4d %-6s %6d  %9s %9s %9s %9s  %9s  %s" % (
+                    "%d:%d" % (hq, hkv), d, "true" if causal else "false", s, fmt(tf.get("loom")),
+                    fmt(tf.get("fa2")), fmt(tf.get("effic")), fmt(tf.get("cudnn")),
+                    fmt(ratio, "%.2f"), note), flush=True)
+                fns = op = q = k = v = None
+                torch.cuda.empty_cache()
+    if ratios:
+        print("# gqa summary: %d points, loom/best-SDPA min %.2f median %.2f max %.2f (bar >= 1.00)"
+              % (len(ratios), min(ratios), sorted(ratios)[len(ratios) // 2], max(ratios)))
 
 
 DECODE_BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION),
@@ -684,6 +762,9 @@ def main():
                    help="varlen: the length mixes (default: three mixes of 6-9 sequences)")
     p.add_argument("--varlen-heads", type=int, nargs=2, default=[16, 16], metavar=("HQ", "HKV"),
                    help="varlen: query and key/value heads (default 16 16)")
+    p.add_argument("--gqa", nargs="+", default=[], metavar="HQ:HKV",
+                   help="GQA/MQA prefill: these head groupings at --head-dim over --seqlens "
+                        "(16384 tokens), against SDPA's backends with enable_gqa")
     p.add_argument("--max-kv-gb", type=float, default=20.0,
                    help="decode: skip points whose K and V exceed this many GB")
     args = p.parse_args()
@@ -706,6 +787,9 @@ def main():
     elif args.variants:
         args.dtype = args.dtype or "bf16"
         ab(args, flush)
+    elif args.gqa:
+        args.dtype = args.dtype or "bf16"
+        gqa_table(args, flush)
     else:
         args.dtype = args.dtype or "bf16"
         table(args, flush)

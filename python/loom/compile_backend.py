@@ -93,6 +93,8 @@ def _value(arg):
 
 def _concrete(d):
     """Whether size `d` is a number (a SymInt Dynamo specialized counts as one)."""
+    # Exported in symbolic_shapes.__all__ (a public name, unlike SymInt.node.expr, which
+    # is what it reads).
     from torch.fx.experimental.symbolic_shapes import is_concrete_int
     return is_concrete_int(d)
 

@@ -177,6 +177,7 @@ CompiledProgram compile_graph(const Graph& g, const CompileOptions& opt,
   out.state = std::move(r.state);
   out.knob_source = std::move(r.knob_source);
   if (!r.note.empty()) out.notes.push_back(std::move(r.note));
+  for (const std::string& n : out.state.notes) out.notes.push_back(n);
   for (const std::string& n : opt.knobs.alias_notes())
     out.notes.push_back("knobs by the article's names: " + n);
   const CompileState& s = out.state;

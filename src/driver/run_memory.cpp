@@ -18,6 +18,21 @@ int64_t numel(const std::vector<Dim>& shape) {
   return n;
 }
 
+// Elements of storage a graph tensor reaches: its element count, or for a view with
+// strides (`X[M,K|1056]`, `out_pitch=`) one past its last element, the same rule as the
+// frontend's size check (frontend/sizes.cpp) and the executor's allocation.
+int64_t storage_elems(const std::vector<Dim>& shape, const std::vector<int64_t>& pitch) {
+  if (pitch.empty()) return numel(shape);
+  const size_t r = shape.size();
+  int64_t stride = 1, last = shape[r - 1].value - 1;
+  for (size_t i = r - 1; i-- > 0;) {
+    const size_t from_end = r - 2 - i;
+    stride = from_end < pitch.size() ? pitch[pitch.size() - 1 - from_end] : shape[i + 1].value * stride;
+    last += (shape[i].value - 1) * stride;
+  }
+  return last + 1;
+}
+
 int64_t sum(const std::vector<MemoryPart>& parts) {
   int64_t s = 0;
   for (const auto& p : parts) s += p.bytes;
@@ -43,15 +58,16 @@ RunMemoryNeed run_memory_need(const Graph& g, const KernelProgram* kp, bool benc
   const Node* contraction = nullptr;
   for (const Node& n : g.nodes) {
     if (n.kind == OpKind::Input) {
-      in_elems += numel(n.shape);
-      in_bytes += numel(n.shape) * dtype_bytes(n.dtype);
+      const int64_t elems = storage_elems(n.storage_shape(), n.pitch);
+      in_elems += elems;
+      in_bytes += elems * dtype_bytes(n.dtype);
     } else {
       op_elems += numel(n.shape);
     }
     if (n.kind == OpKind::Matmul) contraction = &n;
   }
   const Node& result = g.node(g.result());
-  const int64_t out_elems = numel(result.shape);
+  const int64_t out_elems = storage_elems(result.shape, g.out_pitch);
 
   int64_t program_elems = in_elems + out_elems, program_bytes = in_bytes + out_elems * dtype_bytes(result.dtype);
   if (kp) {
@@ -59,7 +75,8 @@ RunMemoryNeed run_memory_need(const Graph& g, const KernelProgram* kp, bool benc
     Expr::Env env;
     for (const auto& t : kp->tensors) {
       if (t.role == TensorRole::Shared) continue;
-      const int64_t n = t.numel().eval(env);
+      // What the executor allocates: a pitched view's footprint (its rows at their pitch).
+      const int64_t n = (t.pitched() ? t.footprint() : t.numel()).eval(env);
       program_elems += n;
       program_bytes += n * dtype_bytes(t.dtype);
     }

@@ -246,6 +246,8 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
   // split over N reads one P fragment from several wgmmas of one group).
   auto check = [&](int t, int64_t first, int64_t count, const std::string& name,
                    bool a_read = false) {
+    // A register slot: -1 (no register operand) would index before the value array.
+    LOOM_CHECK(first >= 0, "check_accumulators on a statement without registers there");
     for (int64_t i = 0; i < count; ++i) {
       const int32_t op = acc_writer_[size_t(first + i) * T + size_t(t)];
       if (op == 0) continue;
@@ -289,7 +291,12 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
         check(t, n.dst.base, n.alloc_size, n.dst.name);
         break;
       case StmtKind::Atom:
-        if (n.copy) {
+        // A warp copy's registers: ldmatrix writes its dst fragment; stmatrix reads its
+        // operands (an epilogue's accumulators: they must be retired first) and has no
+        // register dst (n.dst is unset: fragment_slot would be -1, a slot before vals_).
+        if (n.copy && n.copy->to_shared) {
+          for (const ValueRef& r : n.args) element(r, t, 1);
+        } else if (n.copy) {
           frag(n.dst, t, n.copy->values);
         } else if (n.warp) {
           const int values[2] = {n.warp->a_values, n.warp->b_values};
@@ -313,6 +320,7 @@ void Machine::note_register_writes(const Node& n, const std::vector<int>& active
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
   auto stamp = [&](int t, int64_t first, int64_t count) {
+    LOOM_CHECK(first >= 0, "note_register_writes on a statement without registers there");
     for (int64_t i = 0; i < count; ++i)
       written_after_[size_t(first + i) * T + size_t(t)] = fences_[size_t(t)] + 1;
   };
@@ -326,7 +334,7 @@ void Machine::note_register_writes(const Node& n, const std::vector<int>& active
         if (n.dst.base >= 0) stamp(t, slot(n, n.dst, t, 1), 1);
         break;
       case StmtKind::Atom:
-        if (n.copy)
+        if (n.copy && !n.copy->to_shared)  // stmatrix writes shared memory, no register
           stamp(t, fragment_slot(n, n.dst, t, n.copy->values), n.copy->values);
         else if (!n.warp && n.dst.base >= 0)
           stamp(t, slot(n, n.dst, t, 1), 1);

@@ -42,6 +42,28 @@ bool attention_uses_wgmma(CompileState& s) {
   return true;
 }
 
+// ATTN_PERSISTENT's default (the tiling `t` chosen so far): on without a mask wherever the
+// walk applies (the producer warpgroup, dense attention). Measured on the H100 (2026-11-28,
+// D = 128, bf16, 16k tokens; loom/cuDNN): 1k non-causal 0.765x -> 0.822x, 4k 0.974x ->
+// 0.996x (with the TMA store below 0.837x and 1.007x). Causal measured slower (1k:
+// 0.730x -> 0.695x): the static stride deals each CTA its units whatever their length,
+// where the hardware hands a freed SM the next CTA of the plain grid (LPT by blockIdx),
+// and each causal unit pays its padding to 2 x KV_STAGES ring blocks; off there.
+// D = 96 and 256 by the same reasoning (their fixed cost per CTA is the same Q load,
+// first K/V block and epilogue; D = 256's larger), unmeasured at the checkpoint.
+static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return t.producer && !a.varlen && !a.paged && a.causal == Causal::None;
+}
+
+// ATTN_TMA_STORE's default: with the walk where O's buffer fits beside Q and the ring
+// (D = 128: 0.822x -> 0.837x at 1k, 0.996x -> 1.007x at 4k; alone, without the walk,
+// 0.763x / 0.978x: no gain, the epilogue is then not under anything). Not where O would
+// take Q's slot (D = 256): the next unit's Q would wait for the store to read it.
+static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t,
+                                 bool o_fits) {
+  return !a.varlen && t.persistent && o_fits;
+}
+
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
 // m64nN accumulator spreads 64 x N over 128 threads; D rounded up to 16, the spans'
 // columns); P's bf16 pairs are packed from S at each wgmma, the row statistics, addresses
@@ -224,6 +246,46 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
   }
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * Dp * 2;
+  // ATTN_PERSISTENT=1: the grid is ATTN_CTAS CTAs (default the SM count: the producer
+  // kernel holds one CTA per SM, its setmaxnreg split of the whole register file) that
+  // walk the work units; the producer starts the next unit's K/V and Q while the
+  // consumers finish the current one. Dense only: the serving forms bind their lengths
+  // once per CTA from the grid's batch index.
+  t.persistent = s.knob("ATTN_PERSISTENT", persistent_by_default(a, t) ? 1 : 0) != 0;
+  if (t.persistent && !t.producer)
+    throw Error("ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1: the producer warpgroup runs ahead into "
+                "the next work unit's loads while the consumers finish the current one, and "
+                "thread 0 issuing between block barriers cannot; add ATTN_PRODUCER=1 (or drop "
+                "ATTN_PERSISTENT)");
+  if (t.persistent && (a.varlen || a.paged))
+    throw Error(std::string("ATTN_PERSISTENT=1 walks dense [B, H, S, D] work units, and this "
+                            "attention has ") + (a.varlen ? "packed sequences (cu_seqlens)" : "paged KV (a block table)") +
+                ", whose lengths each CTA binds once from its batch index: drop ATTN_PERSISTENT "
+                "(the serving forms run one CTA per query block)");
+  t.ctas = s.knob("ATTN_CTAS", 0);
+  if (t.ctas != 0 && !t.persistent)
+    throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "
+                "ATTN_PERSISTENT=1, or drop ATTN_CTAS");
+  if (t.persistent && t.ctas == 0) {
+    if (s.target.sm_count < 1)
+      throw Error("ATTN_PERSISTENT=1 sizes the grid by the GPU's SM count, and the target has "
+                  "none: compile for a probed GPU, or give ATTN_CTAS");
+    t.ctas = s.target.sm_count;
+  }
+  // ATTN_TMA_STORE=1: O through shared memory and TMA stores (clipped at Sq and D by the
+  // tensor map), into a buffer of its own when it fits beside Q and the ring (the next
+  // unit's Q may then land while the store reads), else into Q's slot. Not for packed
+  // sequences: a box past a sequence's rows would write the next sequence's.
+  const bool o_fits = t.smem_bytes + t.block_m * Dp * 2 + 64 <= s.target.smem_per_block;
+  t.tma_store = s.knob("ATTN_TMA_STORE", tma_store_by_default(a, t, o_fits) ? 1 : 0) != 0;
+  if (t.tma_store && a.varlen)
+    throw Error("ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows "
+                "[T, H, D] run into the next sequence's past a sequence's end (only a tensor's "
+                "end clips a box): drop ATTN_TMA_STORE for varlen attention");
+  if (t.tma_store) {
+    t.o_in_q = !o_fits;
+    if (!t.o_in_q) t.smem_bytes += t.block_m * Dp * 2;
+  }
   if (t.smem_bytes + 64 > s.target.smem_per_block)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
                 ",KV_STAGES=" + std::to_string(t.kv_stages) +

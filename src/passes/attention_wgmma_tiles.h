@@ -57,10 +57,21 @@ struct AttentionWgmmaTiles {
                                 // array after the softmax (always with ATTN_OVERLAP)
   bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing
                                 // their wgmmas (named barriers 1..ATTN_WG, bar.sync/arrive)
+  // ATTN_PERSISTENT: `ctas` CTAs (ATTN_CTAS, default the target's SM count: one CTA per
+  // SM, the producer kernel's occupancy) walk the work units (query block, head, batch)
+  // with a stride of the grid; causal in longest-first order (docs/attention.md,
+  // "The persistent walk").
+  bool persistent = false;
+  int64_t ctas = 0;
+  // ATTN_TMA_STORE: O (1/l) leaves through shared memory by TMA store, each warpgroup its
+  // 64 rows; into a buffer of its own where it fits beside Q and the ring, else into Q's
+  // slot (o_in_q).
+  bool tma_store = false;
+  bool o_in_q = false;
   int64_t head_dim = 0;
   int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
   std::vector<AttentionSpan> spans;
-  int64_t smem_bytes = 0;   // Q + kv_stages (K + V), 16-bit, padded_dim columns
+  int64_t smem_bytes = 0;   // Q + kv_stages (K + V) (+ O's buffer), 16-bit, padded_dim columns
   int64_t acc_regs = 0;     // accumulator registers per thread: S (BLOCK_N/2; with
                             // ATTN_OVERLAP P's 16-bit pairs, BLOCK_N/4, too) + O
                             // (padded_dim/2)

@@ -174,7 +174,9 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
        "PRODUCER_REGS", "CONSUMER_REGS", "PERSISTENT", "PERSISTENT_CTAS", "STREAM_K", "CLUSTER_M",
        "CLUSTER_N",
        "SWAP_AB",
-       "CONSUMERS"},
+       "CONSUMERS",
+       // The epilogue operand's TMA load (k:056) is sized for the default tile's ring.
+       "EPI_LOAD", "EPI_LOAD_BUFFERS"},
       {"STAGE", "BK", "STAGES", "PIPELINE", "PAD_SMEM", "PAD_KOUTER", "SWIZZLE", "SLAB_KOUTER"},
       {"SPLITK", "SPLITK_MODE", "CLUSTER_K"}};
   // The shape classes' schedules are SIMT schedules. An mma atom gets its own tile and
@@ -210,6 +212,18 @@ Knobs resolve_knobs(const Knobs& defaults, const Knobs& explicit_knobs,
   if (!explicit_knobs.has("CLUSTER_K") && out.get_int("CLUSTER_K", 1) > 1 &&
       (explicit_knobs.get_int("CLUSTER_M", 1) > 1 || explicit_knobs.get_int("CLUSTER_N", 1) > 1))
     out.set("CLUSTER_K", "1");
+  // The defaults gave a BN = 256 schedule's fourth stage to the epilogue operand's buffers
+  // (wgmma.cpp, epilogue_operand_by_tma, which then sets EPI_LOAD_BUFFERS): explicit knobs
+  // that drop the operand's load (EPI_LOAD=direct, an explicit tile) get the stage back,
+  // and an explicit deeper ring drops the default load it leaves no room for.
+  if (base.get_str("EPI_LOAD", "direct") == "tma" && base.has("EPI_LOAD_BUFFERS")) {
+    if (explicit_knobs.has("STAGES")) {
+      if (!explicit_knobs.has("EPI_LOAD") && explicit_knobs.get_int("STAGES", 3) > 3)
+        out.set("EPI_LOAD", "direct");
+    } else if (out.get_str("EPI_LOAD", "direct") != "tma" && out.get_int("STAGES", 4) == 3) {
+      out.set("STAGES", "4");  // (EPI_LOAD_BUFFERS is read only with EPI_LOAD=tma)
+    }
+  }
   return out;
 }
 

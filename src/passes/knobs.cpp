@@ -168,6 +168,16 @@ const std::vector<KnobDef>& knob_registry() {
        "barriers per strip, 1 (default: the storing thread's wait for the buffer moves in "
        "front of the barrier that hands the strip to TMA) or 2 (a barrier before the strip's "
        "writes as well)", "k:053_tma_store_epilogue", 1, 2},
+      {"EPI_LOAD", "how a wgmma kernel's epilogue reads an operand of the output's shape (a "
+       "residual R[M, N], a SwiGLU gate E[M, N]): direct (global loads after the mainloop) or "
+       "tma (WARP_SPECIALIZE=1: the producer loads its tile by TMA into swizzled shared strips "
+       "right after the tile's last K slab, and the epilogue reads them there; k:056). Default: "
+       "tma for one 16-bit operand in the persistent TMA-store schedules where it fits beside "
+       "the ring (BN = 256: with STAGES=3 and 2 strip buffers, up to K = 4096), else direct", "k:056_tma_epilogue_operands", 0, 0, false, {"direct", "tma"}},
+      {"EPI_LOAD_BUFFERS", "EPI_LOAD=tma: strip buffers per operand (64 columns of a 16-bit "
+       "operand, 32 of f32, by the tile's rows; 16 KB for 128 rows of bf16), strip j in buffer "
+       "j % N, refilled once every consumer warpgroup read it; 0 (default): the whole tile",
+       "k:056_tma_epilogue_operands", 0, 8},
       {"UNROLL_K", "fully unroll constant reductions up to this many steps (0 = none)",
        "k:055_unroll_registers", 0, 256},
       KnobDef{"MIN_BLOCKS", "resident blocks per SM requested via __launch_bounds__ (0 = none)",
@@ -275,6 +285,18 @@ const std::vector<KnobDef>& knob_registry() {
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
        "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong); "
        "0 = each issues when ready", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense): 1 = a "
+       "persistent grid (ATTN_CTAS CTAs) walks the work units (query block, head, batch; causal "
+       "longest first), the producer loading the next unit while the consumers finish the "
+       "current one; 0 = one CTA per query block (the default causal, with thread 0 issuing and "
+       "for the serving forms; 1 without a mask)", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
+       "SM count)", "k:013_lower_attention_wgmma", 0, 65536},
+      {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
+       "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "
+       "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "
+       "with ATTN_PERSISTENT=1 where O's own buffer fits); 0 = 4-byte stores from the "
+       "fragments", "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
        "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "

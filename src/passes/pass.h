@@ -50,6 +50,11 @@ struct CompileState {
   // that its l:000 does not look ahead again.
   bool spelling_symbols = false;
 
+  // What a pass chose not to do that its knobs asked for, and why (e.g. an epilogue
+  // operand TMA cannot address keeps its direct reads): `loom compile` and `loom run`
+  // print them as notes (CompiledProgram::notes).
+  std::vector<std::string> notes;
+
   // Record and return a knob: the explicit value if given, else `fallback`.
   int64_t knob(const std::string& name, int64_t fallback);
 };

@@ -32,6 +32,7 @@ Pass pass_lower_wgmma();       // kernel/026_lower_wgmma.cpp
 Pass pass_frag_buffers();      // kernel/027_frag_buffers.cpp
 Pass pass_warp_specialize();   // kernel/030_warp_specialize.cpp
 Pass pass_tma_store_epilogue();  // kernel/053_tma_store_epilogue.cpp
+Pass pass_tma_epilogue_operands();  // kernel/056_tma_epilogue_operands.cpp
 Pass pass_stage_epilogue();    // kernel/054_stage_epilogue.cpp
 Pass pass_unroll_registers();  // kernel/055_unroll_registers.cpp
 Pass pass_vectorize();         // kernel/040_vectorize.cpp

@@ -135,6 +135,10 @@ const std::vector<Pass>& pipeline() {
       // order): it must know what the mainloop leaves in flight and in shared memory.
       // Before k:055, which unrolls its register loops with everyone else's.
       pass_stage_epilogue(),
+      // Epilogue operands by TMA once the epilogue is final in order (k:053 sorted it by
+      // column strip, which the operand's strip buffers follow) and the producer exists
+      // (k:030); before k:055 unrolls what is left.
+      pass_tma_epilogue_operands(),
       // Unrolling is a codegen hint and must see the final register loops.
       pass_unroll_registers(),
       // Split-K's fixup joins the split kernel once both are final in form (nothing after

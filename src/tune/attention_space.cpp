@@ -180,15 +180,28 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   const double kv_bytes = 2.0 * kv_elems * 2.0;
   const double memory_s = kv_bytes * double(group / pack) / (0.8 * bus);
   const double combine_us = splits > 1 ? 4.0 : 0.0;  // the second kernel, overlapped in part
-  return std::max(math_s * block_overhead, memory_s) * 1e6 / wave_eff + 5.0 + combine_us;
+  // The wgmma kernel's per-CTA fixed cost — Q's load, the first K/V block's latency, the
+  // epilogue — about kFixedBlocks key blocks (1k tokens at D = 128 ran 0.76x cuDNN where
+  // 16k ran 1.04x: (10 / (10 + F)) / (147 / (147 + F)) = 0.655 / 0.896 gives F ~ 5);
+  // ATTN_PERSISTENT=1 runs the next unit's loads under it, leaving kWalkBlocks. The
+  // other points' predictions keep their form: the walk's is theirs scaled by the ratio.
+  double walk = 1.0;
+  const int64_t keys = kv.shape[2].value;  // dense: the walk refuses the serving forms
+  if (wgmma && k.get_int("ATTN_PERSISTENT", 0) != 0 && !varlen && !paged && keys > 0) {
+    constexpr double kFixedBlocks = 5.0, kWalkBlocks = 1.0;
+    double blocks = std::ceil(double(keys) / double(block_n));
+    if (a->attention.causal != Causal::None) blocks = (blocks + 1) / 2;
+    walk = (blocks + kWalkBlocks) / (blocks + kFixedBlocks);
+  }
+  return std::max(math_s * block_overhead * walk, memory_s) * 1e6 / wave_eff + 5.0 + combine_us;
 }
 
 Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Target& t,
                                const SpaceOptions& opt) {
   if (!g.attention()) throw Error("generate_attention_space: the expression has no attention op");
   // The serving forms (paged KV, varlen) are searched like the dense op, on both kernels
-  // (k:013 reads pages and packed rows too); with no tuning key for them yet, `loom tune`
-  // reports the winner without recording it.
+  // (k:013 reads pages and packed rows too), and recorded under keys of their own
+  // (tuning_key.cpp: attention_signature names the pools, the table, the packed rows).
   for (const Node& n : g.nodes)
     for (const Dim& d : n.shape)
       if (d.is_sym())

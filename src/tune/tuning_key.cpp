@@ -82,20 +82,42 @@ struct Signer {
 
 // Attention's signature: the operands' dtype and roles, the mask and whether LSE is a
 // result. The scale is left out, like an elementwise immediate: it is one multiply
-// folded into the softmax and does not change the schedule.
+// folded into the softmax and does not change the schedule. The serving forms
+// (docs/attention.md) name their own roles, so no dense record lands on them: paged KV
+// reads K and V as pools [P,Hkv,page,D] through a block table [B,maxp] and lengths [B];
+// packed sequences (varlen) read Q [Tq,Hq,D] and K, V [Tk,Hkv,D] through two cumulative
+// length arrays of B + 1 entries, and max_seqlen_q (Sq) sizes the grid.
 std::string attention_signature(const Graph& g, const Node& a) {
   const std::string q = dtype_name(g.node(a.inputs[0]).dtype);
   const std::string kv = dtype_name(g.node(a.inputs[1]).dtype);
-  return "attention(" + q + "[B,Hq,Sq,D], " + kv + "[B,Hkv,Sk,D], " + kv + "[B,Hkv,Sk,D], causal=" +
-         causal_name(a.attention.causal) + (a.attention.lse ? ", lse=true" : "") + "):" +
-         dtype_name(a.dtype);
+  std::string operands;
+  if (a.paged_attention())
+    operands = q + "[B,Hq,Sq,D], " + kv + "[P,Hkv,page,D], " + kv + "[P,Hkv,page,D], i32[B,maxp], i32[B]";
+  else if (a.varlen_attention())
+    operands = q + "[Tq,Hq,D], " + kv + "[Tk,Hkv,D], " + kv + "[Tk,Hkv,D], i32[Bplus1], i32[Bplus1], max_seqlen_q=Sq";
+  else
+    operands = q + "[B,Hq,Sq,D], " + kv + "[B,Hkv,Sk,D], " + kv + "[B,Hkv,Sk,D]";
+  return "attention(" + operands + ", causal=" + causal_name(a.attention.causal) +
+         (a.attention.lse ? ", lse=true" : "") + "):" + dtype_name(a.dtype);
 }
 
-// B=..,Hq=..,Hkv=..,Sq=..,Sk=..,D=.. of a bound attention graph.
+// The sizes of a bound attention graph, named as its signature names them.
 std::string attention_shape(const Graph& g, const Node& a) {
   const Node& q = g.node(a.inputs[0]);
   const Node& k = g.node(a.inputs[1]);
   auto v = [](const Dim& d) { return std::to_string(d.value); };
+  if (a.paged_attention()) {
+    const Node& table = g.node(a.inputs[3]);
+    return "B=" + v(q.shape[0]) + ",Hq=" + v(q.shape[1]) + ",Sq=" + v(q.shape[2]) + ",D=" + v(q.shape[3]) +
+           ",P=" + v(k.shape[0]) + ",Hkv=" + v(k.shape[1]) + ",page=" + v(k.shape[2]) +
+           ",maxp=" + v(table.shape[1]);
+  }
+  if (a.varlen_attention()) {
+    const Node& cu = g.node(a.inputs[3]);
+    return "Tq=" + v(q.shape[0]) + ",Hq=" + v(q.shape[1]) + ",D=" + v(q.shape[2]) + ",Tk=" + v(k.shape[0]) +
+           ",Hkv=" + v(k.shape[1]) + ",Bplus1=" + v(cu.shape[0]) +
+           ",Sq=" + std::to_string(a.attention.max_seqlen_q);
+  }
   return "B=" + v(q.shape[0]) + ",Hq=" + v(q.shape[1]) + ",Hkv=" + v(k.shape[1]) +
          ",Sq=" + v(q.shape[2]) + ",Sk=" + v(k.shape[2]) + ",D=" + v(q.shape[3]);
 }
@@ -139,15 +161,6 @@ std::optional<TuningKey> key_for(const Graph& g, const DeviceInfo& dev, std::str
                      "=<size>): tuning records are per shape";
         return std::nullopt;
       }
-  // Paged attention's signature would read as the dense op's (the pool's dims in K's
-  // place), so a dense record could land on it: no key until the key grammar has the form.
-  if (const Node* a = g.attention(); a && (a->paged_attention() || a->varlen_attention())) {
-    if (why_not)
-      *why_not = std::string(a->paged_attention() ? "paged attention (block_table=)"
-                                                  : "attention over packed sequences (cu_seqlens_q=)") +
-                 " has no tuning key yet: its defaults are used";
-    return std::nullopt;
-  }
   TuningKey k;
   k.gpu = dev.name;
   k.sm_count = dev.sm_count;
@@ -255,7 +268,7 @@ class SignatureReader {
     return true;
   }
 
-  enum class Arg { call, operand, scalar, causal, lse };
+  enum class Arg { call, operand, scalar, causal, lse, max_seqlen_q };
 
   bool arg(Arg& kind, bool in_attention) {
     std::string_view w = word();
@@ -276,6 +289,11 @@ class SignatureReader {
       }
       if (in_attention && w == "lse" && v == "true") {
         kind = Arg::lse;
+        return true;
+      }
+      if (in_attention && w == "max_seqlen_q" && is_name(v)) {  // varlen: the dim that sizes the grid
+        kind = Arg::max_seqlen_q;
+        dims_.insert(std::string(v));
         return true;
       }
       return fail("'" + quoted_text(w) + "=" + quoted_text(v) + "' is not an attention option");
@@ -305,9 +323,15 @@ class SignatureReader {
     auto is = [&](size_t k, Arg a) { return args.size() > k && args[k] == a; };
     if (attention) {
       attention_ = true;
-      bool ok = (args.size() == 4 || (args.size() == 5 && is(4, Arg::lse))) && is(0, Arg::operand) &&
-                is(1, Arg::operand) && is(2, Arg::operand) && is(3, Arg::causal);
-      return ok || fail("attention takes q, k, v, causal= and an optional lse=true");
+      // q, k, v (dense), or q, k, v and two i32 operands: paged (block table, lengths) or
+      // varlen (cumulative lengths twice, then max_seqlen_q=); then causal= and lse=true.
+      size_t n = 0;
+      while (is(n, Arg::operand)) ++n;
+      if (n == 5 && is(n, Arg::max_seqlen_q)) ++n;
+      bool ok = (n == 3 || n == 5 || n == 6) && is(n, Arg::causal) &&
+                (args.size() == n + 1 || (args.size() == n + 2 && is(n + 1, Arg::lse)));
+      return ok || fail("attention takes q, k, v (and a paged or varlen form's two i32 operands, "
+                        "varlen's max_seqlen_q=), causal= and an optional lse=true");
     }
     if (name == "matmul") {
       ++matmuls_;
@@ -315,7 +339,8 @@ class SignatureReader {
              fail("matmul takes two operands");
     }
     for (Arg a : args)
-      if (a == Arg::causal || a == Arg::lse) return fail("an attention option outside attention");
+      if (a == Arg::causal || a == Arg::lse || a == Arg::max_seqlen_q)
+        return fail("an attention option outside attention");
     bool ok = (args.size() == 1 && (is(0, Arg::call) || is(0, Arg::operand))) ||
               (args.size() == 2 && (is(0, Arg::call) || is(0, Arg::operand)) &&
                (is(1, Arg::operand) || is(1, Arg::scalar)));

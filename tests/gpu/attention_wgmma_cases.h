@@ -69,6 +69,38 @@ inline std::vector<Case> wgmma_pingpong_cases() {
   return v;
 }
 
+// ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, each unit padded to
+// 2 x KV_STAGES ring blocks) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
+// clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40
+// (a 16-column span half past D), the three masks, odd lengths both ways (Sq > Sk: units
+// with no key), GQA 32/8, LSE, bf16 and f16; the SM-count grid and a tiny one (ATTN_CTAS=7:
+// dozens of units per CTA), causal sections (8 x 16 pairs at 4097 keys), the overlap and
+// the ping-pong under the walk (the GPU test's Persistent group).
+inline std::vector<Case> wgmma_persistent_cases() {
+  std::vector<Case> v;
+  const std::string p = "ATTN_MMA=wgmma,ATTN_PRODUCER=1,ATTN_PERSISTENT=1";
+  const std::string pt = p + ",ATTN_TMA_STORE=1";
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({expr(1, 4, 2, 1000, 777, 128, causal, "bf16", true), p});
+    v.push_back({expr(1, 4, 2, 1000, 777, 128, causal, "bf16", true), pt});
+    v.push_back({expr(2, 4, 4, 17, 1000, 96, causal, "f16", true), pt + ",ATTN_CTAS=7"});
+    v.push_back({expr(2, 8, 2, 1000, 17, 64, causal, "bf16", true), pt});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), pt});
+    v.push_back({expr(2, 4, 2, 1000, 777, 40, causal, "f16", true), "ATTN_MMA=wgmma,ATTN_TMA_STORE=1"});
+  }
+  for (const char* causal : {"true", "false"}) {
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), pt});
+    v.push_back({expr(4, 16, 16, 1024, 1024, 128, causal, "bf16", false), pt + ",ATTN_CTAS=7"});
+    // Causal: 8 sections of 16 (head, batch) pairs (2 MB of K and V each within 32 MB).
+    v.push_back({expr(8, 16, 16, 4097, 4097, 128, causal, "bf16", false), p});
+    v.push_back({expr(2, 8, 2, 4097, 1000, 256, causal, "bf16", true), p});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), pt + ",ATTN_OVERLAP=1,ATTN_WG=2"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), pt + ",ATTN_PINGPONG=1"});
+    v.push_back({expr(1, 8, 8, 2048, 2048, 64, causal, "bf16", true), pt + ",KV_STAGES=3"});
+  }
+  return v;
+}
+
 inline std::vector<Case> wgmma_cases() {
   std::vector<Case> v;
   const std::string wg = "ATTN_MMA=wgmma";

@@ -53,5 +53,11 @@ INSTANTIATE_TEST_SUITE_P(PingPong, GpuAttentionWgmma,
                            return attention_test::name(info.param, info.index);
                          });
 
+INSTANTIATE_TEST_SUITE_P(Persistent, GpuAttentionWgmma,
+                         ::testing::ValuesIn(attention_test::wgmma_persistent_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
+
 }  // namespace
 }  // namespace loom

@@ -16,6 +16,7 @@
 #include "compile_first.h"
 #include "driver/run.h"
 #include "tma_store_cases.h"
+#include "epilogue_operand_cases.h"
 #include "wgmma_batched_cases.h"
 #include "wgmma_rs_cases.h"
 #include "wgmma_transpose_cases.h"
@@ -133,6 +134,27 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
                    "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WM=2,BN=128" + kWs}));
 
+// Medium GEMMs on a 6-deep ring in 2-CTA clusters, and outputs whose rows TMA cannot
+// store (bench/NOTES.md, 2026-11-28, 2-CTA clusters on medium and batched GEMMs): the
+// medium default (128 x 128, 6 slabs, TMA-store strips) alone and in clusters along M and
+// N, ragged edges with a cluster half past M or N, the ragged bmm in clusters, and the
+// large schedule with direct stores for an odd N (the LM head's class, its default).
+const std::string kMedium6 =
+    "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=6,"
+    "EPILOGUE=tma_store,EPI_BUFFERS=2" + kPersistent;
+INSTANTIATE_TEST_SUITE_P(
+    ClusterMedium, GpuHopperGemm,
+    ::testing::Values(
+        HopperCase{"linear(X[512,4096]:bf16, W[4096,4096]:bf16)", ""},
+        HopperCase{"linear(X[512,4096]:bf16, W[4096,4096]:bf16)", "CLUSTER_M=2"},
+        HopperCase{"linear(X[512,4096]:bf16, W[4096,4096]:bf16)", "CLUSTER_N=2"},
+        HopperCase{"linear(X[600,1000]:bf16, W[1160,1000]:bf16)", kMedium6 + ",CLUSTER_M=2"},
+        HopperCase{"linear(X[600,1000]:bf16, W[1160,1000]:bf16)", kMedium6 + ",CLUSTER_N=2"},
+        HopperCase{"bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)", "CLUSTER_M=2"},
+        HopperCase{"bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)", "CLUSTER_N=2"},
+        HopperCase{"linear(X[1024,768]:bf16, W[8191,768]:bf16)", ""},
+        HopperCase{"linear(X[1000,512]:bf16, W[4097,512]:bf16)", ""}));
+
 // The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
 // schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T
 // in registers), A given transposed (A in registers), both M-/N-major (TMA-staged and
@@ -234,6 +256,26 @@ TEST_P(GpuTmaStoreEpilogue, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(TmaStore, GpuTmaStoreEpilogue,
                          ::testing::ValuesIn(tma_store_test::cases()));
+
+// Epilogue operands loaded by TMA during the mainloop (epilogue_operand_cases.h): the
+// residual and the gate read from their shared strips, no global loads of them left.
+class GpuEpilogueOperands : public ::testing::TestWithParam<tma_store_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuEpilogueOperands, MatchesFp64Reference) {
+  const tma_store_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 29;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_EQ(r.program.state.used_knobs.at("EPI_LOAD"), "tma");
+}
+
+INSTANTIATE_TEST_SUITE_P(EpilogueOperands, GpuEpilogueOperands,
+                         ::testing::ValuesIn(epilogue_operand_test::cases()));
 
 // WGMMA_ZERO's old form and scale-d under split-K (tma_store_cases.h).
 class GpuTileTransition : public ::testing::TestWithParam<tma_store_test::Case> {

@@ -70,6 +70,20 @@ inline std::vector<SymbolicCase> symbolic_cases() {
        {{{"M", 7}, {"N", 136}, {"K", 200}},
         {{"M", 1000}, {"N", 1032}, {"K", 4104}},
         {{"M", 4097}, {"N", 520}, {"K", 72}}}},
+      // Epilogue operands by TMA (EPI_LOAD=tma, k:056): the residual's and the gate's tensor
+      // maps encoded at each launch from M (and from N and K below).
+      {"add(linear(X[M,1024]:bf16, W[2048,1024]:bf16, b[2048]:bf16), R[M,2048]:bf16)",
+       "ATOM=wgmma_bf16,WM=2,WN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,GROUP_M=8,"
+       "WARP_SPECIALIZE=1,PERSISTENT=1,CLUSTER_K=1,EPILOGUE=tma_store,EPI_BUFFERS=2,EPI_LOAD=tma,"
+       "EPI_LOAD_BUFFERS=2",
+       {"M"}, token_counts()},
+      {"mul(silu(linear(X[M,K]:bf16, W[N,K]:bf16)), E0[M,N]:bf16)",
+       "ATOM=wgmma_bf16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,GROUP_M=8,"
+       "WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=2,EPI_LOAD=tma",
+       {"M", "N", "K"},
+       {{{"M", 7}, {"N", 136}, {"K", 200}},
+        {{"M", 1000}, {"N", 1032}, {"K", 4104}},
+        {{"M", 4097}, {"N", 520}, {"K", 72}}}},
       // One CTA per tile (no persistent walk), N-major B given transposed, a run-time K.
       {"matmul(A[M,K]:f16, B[384,K]:f16.T)",
        "ATOM=wgmma_f16,WM=2,WN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"

@@ -29,6 +29,22 @@ GemmShape gemm_shape_of(const Graph& g) {
       s.tma_rows &= !row.is_sym() && row.value * dtype_bytes(g.node(in).dtype) % 16 == 0;
       s.odd_rows |= row.is_sym() || row.value * dtype_bytes(g.node(in).dtype) % 4 != 0;
     }
+    int operands = 0;
+    bool loadable = true;
+    for (const auto& e : g.nodes) {
+      if (e.id <= n.id || e.kind != OpKind::Binary) continue;
+      for (int in : e.inputs) {
+        const Node& x = g.node(in);
+        if (x.kind != OpKind::Input || x.shape.size() != 2 || r != 2 ||
+            !(x.shape[0] == n.shape[0] && x.shape[1] == n.shape[1]))
+          continue;
+        const Dim row = x.stride_unit();
+        ++operands;
+        loadable &= !x.transposed && dtype_bytes(x.dtype) == 2 && !row.is_sym() &&
+                    row.value * 2 % 16 == 0;
+      }
+    }
+    s.mn_operand = operands == 1 && loadable;
   }
   return s;
 }

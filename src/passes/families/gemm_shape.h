@@ -24,6 +24,10 @@ struct GemmShape {
   // Whether A ([M, K] stored row-major) and B ([K, N] given transposed, B.T) keep K
   // contiguous: wgmma reads 32-bit operands K-major only.
   bool a_k_major = true, b_k_major = false;
+  // The epilogue reads one input of the output's shape (a residual R[M, N], a SwiGLU gate
+  // E[M, N]), 16-bit, whose rows are whole 16-byte units: k:056 can load it by TMA
+  // (EPI_LOAD=tma) into 16 KB strips of 128 x 64. False with two such inputs.
+  bool mn_operand = false;
 };
 
 // The program's contraction (the last one, where there are several; known = false with a

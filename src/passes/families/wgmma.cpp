@@ -27,6 +27,18 @@ static bool wgmma_large(const GemmShape& s, int sm_count) {
          2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
 }
 
+// A 16-bit GEMM with the large class's wave of tiles whose operands TMA can load but
+// whose output rows it cannot store (N not a multiple of 8: the 50257-column GPT-2 LM
+// head, rows of 100514 bytes): the large schedule with the direct epilogue (the TMA store
+// needs 16-byte row strides; wgmma_defaults_for leaves it out by the output's row bytes).
+// Until 2026-11-28 these ran mma.sync's 128x64 tiles (2048 x 50257 x 768 bf16: 1.21x
+// torch, 116 TFLOP/s: cuBLAS has no TMA kernel for the odd ldc either), whose K = 768
+// makes every CTA re-read a 128-row A slab and a 64-row B slab for 12 slabs of math.
+static bool wgmma_large_ragged_out(const GemmShape& s, int sm_count) {
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M % 8 == 0 &&
+         s.K % 8 == 0 && s.N % 8 != 0 && 2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
+}
+
 // A batched 16-bit GEMM (bmm, rank 4) that TMA can load (every operand row a multiple of
 // 16 bytes; rank-3 boxes of one entry, so edge tiles zero-fill per entry) with half a wave
 // of 128x256 (batch, tile) units and a K deep enough to hide the tile's epilogue: the large
@@ -47,6 +59,7 @@ static bool wgmma_large(const GemmShape& s, int sm_count) {
 // 0.68-0.85x on mma.sync; 8 x 512x28672x4096 1.03x against 0.94x with direct stores).
 // Rank-4 outputs ([B, H, M, N]) keep the direct epilogue and the bound.
 constexpr int64_t kBatchedWgmmaMinK = 640;
+constexpr int64_t kClusteredBatchMaxK = 1024;  // wgmma_defaults_for: clusters below it
 static bool batched_tma_store(const GemmShape& s) {
   return s.batch > 1 && s.out_rank == 3 && s.N * dtype_bytes(s.out) % 16 == 0;
 }
@@ -177,8 +190,24 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // One row of tiles (M <= 128): each CTA streams its BN rows of the weight once, so one
 // wave of CTAs, non-persistent, as deep a ring as 216 KB holds (up to 8 slabs), stores
 // straight from the accumulators. More rows: the large schedule's persistent form with
-// the TMA-store epilogue (512 x 4096 x 4096 at BN = 128: 0.92x; with 2-CTA clusters 0.85x).
-static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
+// the TMA-store epilogue (512 x 4096 x 4096 at BN = 128: 0.92x; with 2-CTA clusters 0.85x,
+// both on a 4-deep ring), its ring as deep as the opt-in 227 KB holds beside the 32 KB of
+// strip buffers, up to 6 slabs (medium_depth).
+// Why deeper: a 128 x 128 x 64 slab is ~512 cycles of math for the two consumer
+// warpgroups, half a 128 x 256 one's, so 4 slots give a refill ~1.5k cycles (3 slabs)
+// to land, about one L2-loaded TMA round trip under load; cuBLAS runs this tile with 6
+// (nvjet_sm90_tst_128x128_64x6_2x1: 213 KB, 25.4 us at 512 x 4096 x 4096 against our
+// 29.0 us with 4, ncu on H100, 2026-11-28). A 2-CTA cluster couples the two CTAs' rings
+// (a slot is refilled only when the consumers of both released it), so the slowest CTA's
+// latency sets the pace: the shallow ring is what made clusters lose here.
+// `smem` is the block's opt-in limit (Target::smem_per_block: 227 KB on sm_90a).
+constexpr int64_t kMediumClusterMinK = 8192;
+static int64_t medium_depth(int64_t bn, int64_t smem) {
+  const int64_t strips = 32 * 1024, barriers = 1024;
+  return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
+}
+static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
+  const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
   const std::string tile = "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
                            ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,";
@@ -189,7 +218,15 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, int sm_count) {
     return Knobs::parse(tile + "STAGES=" + std::to_string(depth) +
                         ",EPILOGUE=direct,CONSUMER_REGS=0");
   }
-  return Knobs::parse(tile + "STAGES=4,GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
+  Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn, t.smem_per_block)) +
+                         ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
+  // On the deep ring 2-CTA clusters along M (pairs sharing W's slab) pay where K is long:
+  // H100 against cuBLAS, no cluster -> CLUSTER_M=2: 512 x 4096 x 14336 0.93x -> 0.95x,
+  // 1024 x 2048 x 8192 0.96x -> 0.97x, but 512 x 4096 x 4096 0.99x -> 0.97x (the pair's
+  // start and end cost per tile, the halved L2 traffic per slab). Along N (sharing X, as
+  // cuBLAS pairs them): 0.79-0.86x, unexplained (bench/NOTES.md, 2026-11-28).
+  if (s.K >= kMediumClusterMinK) k.set("CLUSTER_M", "2");
+  return k;
 }
 
 // Batches of 16-bit GEMMs with few rows per entry (M <= 128: mixture-of-experts layers,
@@ -241,6 +278,39 @@ static bool wgmma_split_k(const GemmShape& s, int sm_count) {
 // (0.68x at 4096^3: rung 1 of the first ladder).
 static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t);
 
+// An epilogue operand of the output's shape (a residual, a SwiGLU gate) arrives by TMA
+// during the mainloop (k:056, EPI_LOAD=tma) in the persistent TMA-store schedules (the
+// large one and the medium one past a row of tiles: wgmma_schedule), instead of 2-byte
+// global loads after it. Its 128-row strips of 128 bytes take 16 KB each, beside
+// the ring's STAGES x (128 + BN) x 64 x 2 B and the output's two 16 KB strip buffers.
+// H100, 2026-11-28 (bench/NOTES.md, "epilogue operands by TMA during the mainloop"), Loom
+// direct -> TMA, the plain linear in brackets:
+//  - the whole tile beside the schedule's ring (1024 x 2048 x 8192, BN = 128, 4 stages):
+//    residual 53.7 -> 51.9 us, gate 59.0 -> 55.4 (51.0);
+//  - BN = 256 leaves no room beside 4 stages: 3 stages and 2 operand strip buffers,
+//    residual 57.0 -> 55.7, gate 84.3 -> 66.0 at 1024 x 8192 x 2048 (48.4); 195.6 -> 190.3,
+//    242.0 -> 209.9 at 4096^3 (179.5); 747.8 -> 729.1, 969.9 -> 807.0 at 16384 x 4096 x
+//    4096 (689.2). The stage costs the plain mainloop 2-3% at K <= 4096 (49.9, 183.5,
+//    702.1 us at STAGES=3) but 51 -> 77 us at 1024 x 2048 x 8192: a longer K keeps its
+//    stages and the direct reads.
+static void epilogue_operand_by_tma(Knobs& k, const GemmShape& s, const Target& t) {
+  const int64_t bn = k.get_int("BN", 256), stages = k.get_int("STAGES", 4);
+  const int64_t strips = (bn + 63) / 64, strip_bytes = 128 * 128;
+  auto fits = [&](int64_t ring, int64_t buffers) {
+    return ring * (128 + bn) * 64 * 2 + (2 + buffers) * strip_bytes + 1024 <= t.smem_per_block;
+  };
+  if (fits(stages, strips)) {
+    k.set("EPI_LOAD", "tma");
+    return;
+  }
+  if (s.K > 4096 || stages != 4) return;  // (measured from a 4-deep ring only)
+  k.set("EPI_LOAD", "tma");
+  k.set("STAGES", "3");
+  // Set whenever the stage went to the operand: resolve_knobs gives it back when explicit
+  // knobs drop the operand's load (passes/defaults.cpp).
+  k.set("EPI_LOAD_BUFFERS", fits(3, strips) ? "0" : strips % 2 == 0 ? "2" : "1");
+}
+
 // The persistent grid's rounds over 128 x bn tiles: clusters of 2 along M from two waves
 // of tiles up (the rule below), P = the SMs they fill.
 // A batch multiplies both: t:027 walks (batch, tile) units.
@@ -267,9 +337,13 @@ static int64_t persistent_rounds(const GemmShape& s, int sm_count, int64_t bn) {
 // predict a gain over the widest kept so far: 5% for 192, 15% for 160, whose tiles do
 // less work per slab: 512 x 14336 x 4096 (2 rounds of 256, 3 of 160, 6% predicted) ran
 // 0.93x at 160 against 1.00x at 256.
+// 128 joined on 2026-11-28 with the medium form's 6-deep ring (its tiles on 4 slots ran
+// 10% slower): 512 x 28672 x 4096 bf16 is 5 rounds of 192 and 7 of 128 (6.7% predicted),
+// 0.93x cuBLAS at 128 (6 slots, 2-CTA clusters) against 0.91x at 192 on H100 (bench/
+// NOTES.md, 2-CTA clusters on medium and batched GEMMs).
 static int64_t wave_width(const GemmShape& s, int sm_count) {
   int64_t best = 256, best_time = persistent_rounds(s, sm_count, 256) * 256;
-  for (auto [bn, gain_pct] : {std::pair<int64_t, int64_t>{192, 5}, {160, 15}}) {
+  for (auto [bn, gain_pct] : {std::pair<int64_t, int64_t>{192, 5}, {160, 15}, {128, 5}}) {
     if (bn % 64 != 0 && !s.b_k_major) continue;  // see medium_width
     const int64_t time = persistent_rounds(s, sm_count, bn) * bn;
     if (time * 100 <= best_time * (100 - gain_pct)) best = bn, best_time = time;
@@ -429,18 +503,31 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
   if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
-  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, sm_count);
+  if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, t);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
-  if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count)) {
+  if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count) ||
+      wgmma_large_ragged_out(s, sm_count)) {
     // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
     // tiles (0.94-1.05x) stream their stores better than 128x256 ones (0.89-0.97x).
     const bool short_batched = s.batch > 1 && s.K < kBatchedWgmmaMinK;
     const int64_t bn = tf32 ? 256 : short_batched ? 128 : wave_width(s, sm_count);
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
+    // A 128-wide tile of wave_width takes the medium form's deep ring (medium_depth).
+    if (bn == 128 && !tf32 && !short_batched)
+      k.set("STAGES", std::to_string(medium_depth(bn, t.smem_per_block)));
     const int64_t tiles = s.batch * ((s.M + 127) / 128) * ((s.N + bn - 1) / bn);
-    // Batches through the TMA store were measured without clusters (above).
-    if (tiles >= 2 * int64_t(sm_count) && !batched_tma_store(s)) k.set("CLUSTER_M", "2");
+    // Batches through the TMA store were measured without clusters (above), except a
+    // short reduction (10-15 slabs: the ragged 8 x 1000 x 776 x 1000 bmm, cuBLAS's
+    // nvjet 128x256_64x4_2x1 kernel): 2-CTA clusters along M took it from 0.85x to 0.97x
+    // cuBLAS on H100 (along N: 0.87x). Its tiles stream their A and B slabs once for
+    // little math each, L2-bound (ncu: 81% L2 throughput), and the pair's multicast
+    // halves the B traffic (bench/NOTES.md, 2-CTA clusters on medium and batched GEMMs).
+    const bool short_k_batch = batched_tma_store(s) && s.K >= kBatchedWgmmaMinK &&
+                               s.K < kClusteredBatchMaxK && s.M > 128;
+    if ((tiles >= 2 * int64_t(sm_count) && !batched_tma_store(s)) ||
+        (short_k_batch && tiles >= int64_t(sm_count)))
+      k.set("CLUSTER_M", "2");
     // The TMA-store epilogue (k:053) overlaps the tile's store with the next tile's
     // mainloop. Its first form (2026-11-22) kept the whole 64 KB C tile in shared memory, which cost the
     // fourth stage: +3 to +20% for K <= 4096 (8192x8192x1024 0.71x -> 0.91x, 2048^3 0.79x
@@ -636,7 +723,8 @@ static bool wgmma_claims(const GemmShape& s, const Target& t, const std::string&
     claims = wgmma_split_k(s, n) || wgmma_batched(s, n) || wgmma_batched_thin(s);
   else if (shape_class == "large" || shape_class == "medium")
     claims = wgmma_large(s, n) || wgmma_medium(s, n) || wgmma_split_k(s, n) ||
-             wgmma_batched(s, n) || wgmma_batched_thin(s) || wgmma_ragged(s, n);
+             wgmma_batched(s, n) || wgmma_batched_thin(s) || wgmma_ragged(s, n) ||
+             wgmma_large_ragged_out(s, n);
   if (claims) atom = atom_16bit(s, "wgmma");
   return claims;
 }
@@ -714,6 +802,20 @@ static const AtomDef* wgmma_atom_def(CompileState& s, const std::string& v) {
   return a;
 }
 
+// The family's schedule: the shape's defaults, then the epilogue operand's TMA load where
+// they are a cooperative persistent TMA-store schedule (what it was measured on). The
+// run-time-M schedule (symbolic_wgmma_defaults) keeps the direct reads: it widens BN after.
+static Knobs wgmma_schedule(const GemmShape& s, const Target& t) {
+  Knobs k = wgmma_defaults_for(s, t);
+  if (s.mn_operand && !s.f32_operands && s.batch == 1 &&
+      k.get_str("EPILOGUE", "") == "tma_store" && k.get_int("WARP_SPECIALIZE", 0) == 1 &&
+      k.get_int("PERSISTENT", 0) == 1 && k.get_int("SWAP_AB", 0) == 0 &&
+      k.get_int("CLUSTER_K", 1) == 1 && k.get_int("STREAM_K", 0) == 0 &&
+      k.get_str("CONSUMERS", "cooperative") == "cooperative")
+    epilogue_operand_by_tma(k, s, t);
+  return k;
+}
+
 KernelFamily wgmma_family() {
   KernelFamily f;
   f.name = "wgmma";
@@ -725,11 +827,12 @@ KernelFamily wgmma_family() {
   f.reads = concat({{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
-                    {"EPI_SYNC"},        {"TF32_ROUND"}},
+                    {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"},
+                    {"TF32_ROUND"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;
-  f.schedule = wgmma_defaults_for;
+  f.schedule = wgmma_schedule;
   f.claims = wgmma_claims;
   f.decodes = wgmma_decodes;
   f.symbolic = symbolic_wgmma_defaults;
@@ -749,7 +852,7 @@ KernelFamily wgmma_family() {
   f.transports = {{"tma",
                    {{"WARP_SPECIALIZE"}, {"PRODUCER_REGS"}, {"CONSUMER_REGS"}, {"CONSUMERS"},
                     {"CLUSTER_M"}, {"CLUSTER_N"}, {"EPI_BUFFERS"}, {"STMATRIX"}, {"EPI_SYNC"},
-                    {"EPILOGUE", {"tma_store"}}}}};
+                    {"EPILOGUE", {"tma_store"}}, {"EPI_LOAD", {"tma"}}, {"EPI_LOAD_BUFFERS"}}}};
   return f;
 }
 

@@ -59,8 +59,24 @@
 //     it), so one's softmax runs under another's products (FlashAttention-3 sec. 3.1).
 //     ATTN_PACK_P=1 (always with the overlap): P converted once into p_acc, not packed from
 //     S at each P V wgmma.
+//     ATTN_PERSISTENT=1 (with the producer; dense only): a grid of min(units, ATTN_CTAS)
+//     CTAs (default the SM count) walks the units (query block, head, batch) with the
+//     grid's stride; without a mask the query block runs fastest, causal the longest
+//     units first (query block slowest, from the last down). Both arms loop over the
+//     CTA's units with the unit's lets; the K/V ring turns on across units (a slot's
+//     phase is the ring's block count modulo 2S: exact without a mask, where every unit
+//     has the same blocks; causal units padded to a multiple of 2S blocks, the padding's
+//     phases completed by plain arrivals). Per unit the producer issues block 0, then Q
+//     once the consumers released Q's slot (mbarrier 1 + 3S, one arrival per warpgroup
+//     after its last S), then the rest: the next unit's loads run under the current
+//     unit's last block and epilogue.
+//     ATTN_TMA_STORE=1: step 7's O goes to shared memory (O_s, or Q's slot when O_s does
+//     not fit: D = 256), fenced, and each warpgroup's first thread stores its 64 rows by
+//     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
+//     columns past D); the next unit's writes wait for the store's read
+//     (bulk.wait.read 0), and the CTA drains its stores before it exits.
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P,
-// BLOCK_N, KV_STAGES, MIN_BLOCKS.
+// ATTN_PERSISTENT, ATTN_CTAS, ATTN_TMA_STORE, BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -120,6 +136,8 @@ struct Lowering {
   DType dt;
   // Per column span (AttentionSpan): Q's, K's and V's shared tensors and O's accumulator.
   std::vector<std::string> q_s, k_s, v_s, o_acc;
+  // ATTN_TMA_STORE=1: O's shared tensors per span (their own, or Q's) and tensor maps.
+  std::vector<std::string> o_s, o_map;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
              wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
              kb = Expr::var("kb");
@@ -234,6 +252,68 @@ struct Lowering {
     return out;
   }
 
+  // ATTN_PERSISTENT=1: the units (query block, head, batch), nq·Hq·B of them, walked by
+  // grid() CTAs: CTA c takes units c, c + P, c + 2P, .. (P the grid). Without a mask the
+  // query block runs fastest (consecutive units share a head's K and V in L2). Causal,
+  // longest first within sections of G (head, batch) pairs: the query block slowest and
+  // from the last (most keys) down, the section's pairs within it, so a CTA's units shrink
+  // as it goes through a section (LPT). G = causal_section(): as many pairs as keep their K
+  // and V within kL2Budget, so the next query block's units (the same keys, a block fewer)
+  // find them in L2 — over all the pairs at once the walk re-read K and V from DRAM once
+  // per query block.
+  static constexpr int64_t kL2Budget = int64_t(32) << 20;  // of the H100's 50 MB
+  Expr query_blocks() const { return ceil_div(a.q_cap, Expr(BM)); }
+  Expr units() const { return query_blocks() * a.Hq * a.B; }
+  Expr grid() const { return min(units(), Expr(t.ctas)); }
+  // Causal units differ in length, and the stride hands CTA 0 the longest unit of every
+  // round: the rounds alternate direction instead (round r: CTA c takes unit r P + c for
+  // even r, r P + P - 1 - c for odd r), so a CTA that took a round's longest unit takes
+  // the next round's shortest. The last, partial round (units % P of them) reaches CTAs
+  // 0.. of an even round and P - 1.. of an odd one.
+  bool snake() const { return a.causal != Causal::None; }
+  Expr units_for_cta() const {
+    const Expr c = Expr::var("blockIdx.x");
+    if (!snake()) return (units() - c + grid() - 1) / grid();
+    const Expr rounds = units() / grid(), rem = units() % grid();
+    const Expr even = Expr::make(Expr::Kind::Eq, rounds % 2, Expr(0));
+    const Expr odd = Expr::make(Expr::Kind::Eq, rounds % 2, Expr(1));
+    return rounds + ((even && c < rem) || (odd && grid() - 1 - c < rem));
+  }
+  // The section's (head, batch) pairs: the largest divisor of Hq·B whose pairs' K and V
+  // (Sk x D x 2 x 2 bytes per KV head, shared by `group` query heads) fit kL2Budget; all
+  // of them where a size is symbolic.
+  Expr causal_section() const {
+    const Expr hb = a.Hq * a.B;
+    if (!hb.is_const() || !a.Sk.is_const() || !a.group.is_const()) return hb;
+    const int64_t pairs = hb.const_value(), g = std::max<int64_t>(1, a.group.const_value());
+    const int64_t kv = a.Sk.const_value() * Dp * 2 * 2;
+    int64_t best = 1;
+    for (int64_t d = 1; d <= pairs; ++d)
+      if (pairs % d == 0 && (d + g - 1) / g * kv <= kL2Budget) best = d;
+    return Expr(best);
+  }
+  Block persistent_unit_lets(const Expr& t_i) const {
+    const Expr u = Expr::var("unit"), nq = query_blocks();
+    const Expr c = Expr::var("blockIdx.x");
+    Block out = {Stmt::Let("unit", snake() ? t_i * grid() + c + t_i % 2 * (grid() - 1 - c - c)
+                                           : c + t_i * grid())};
+    if (a.causal == Causal::None) {
+      out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
+                             Stmt::Let("b", u / (nq * a.Hq))});
+    } else {
+      // hb = section·G + the pair within it; qb from the last down within the section
+      // (one section: u / G and u % G).
+      const Expr G = causal_section();
+      const Expr pairs = a.Hq * a.B;  // causal_section() returns it where it is symbolic
+      const bool one = !G.is_const() || !pairs.is_const() || G.const_value() == pairs.const_value();
+      const Expr r = one ? u : u % (G * nq);
+      const Expr hb = one ? u % G : u / (G * nq) * G + r % G;
+      out.insert(out.end(), {Stmt::Let("qb", nq - 1 - r / G), Stmt::Let("h", hb % a.Hq),
+                             Stmt::Let("b", hb / a.Hq)});
+    }
+    return out;
+  }
+
   Expr query_block() const {
     const Expr x = Expr::var("blockIdx.x");
     if (a.causal == Causal::None) return x;
@@ -250,11 +330,17 @@ struct Lowering {
     const double c = a.scale * M_LOG2E;
     const Expr hk = a.kv_head(h);
     const Expr elected = Expr::make(Expr::Kind::Eq, tid, Expr(0));
-    Block body = {
-        Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
-        Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / 32),
-        Stmt::Let("wg", tid / 128), Stmt::Let("lane", tid % 32),
-    };
+    // ATTN_PERSISTENT=1: the unit's coordinates are lets of the walk's unit index (both
+    // arms open their unit loop with them); otherwise of the CTA's.
+    const bool persist = t.persistent;
+    const Expr t_i = Expr::var("t_i");
+    const Block unit_lets = persist ? persistent_unit_lets(t_i)
+                                    : Block{Stmt::Let("qb", query_block()),
+                                            Stmt::Let("h", Expr::var("blockIdx.y")),
+                                            Stmt::Let("b", Expr::var("blockIdx.z"))};
+    Block body = persist ? Block{} : unit_lets;
+    body.insert(body.end(), {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
+                             Stmt::Let("lane", tid % 32)});
     // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
     // by every thread, before anything uses Sq or Sk.
     if (a.paged)
@@ -285,10 +371,13 @@ struct Lowering {
     const int64_t S = t.kv_stages;
     const bool producer = t.producer;
     const int64_t c_threads = 128 * t.warpgroups;
-    k.mbarriers = int(1 + (producer ? 3 : 2) * S);
+    // ATTN_PERSISTENT=1: 1 + 3S: Q's slot released (one arrival per consumer warpgroup
+    // once its last S retired, or with O in Q's slot once its TMA store read it).
+    k.mbarriers = int(1 + (producer ? 3 : 2) * S + (persist ? 1 : 0));
     auto full_k = [&](const Expr& slot) { return Expr(1) + slot; };
     auto full_v = [&](const Expr& slot) { return Expr(1 + S) + slot; };
     auto empty = [&](const Expr& slot) { return Expr(1 + 2 * S) + slot; };
+    const Expr q_empty = Expr(1 + 3 * S);
     {
       Block init;
       for (int i = 0; i < k.mbarriers; ++i)
@@ -298,7 +387,28 @@ struct Lowering {
     }
     const Expr rows_end = min(a.Sq, (qb + 1) * BM);
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
-    auto kv_issue = [&](const Expr& block, const Expr& slot) {
+    // The ring: key block kbx of the unit is the ring's block kbx + base, in slot
+    // (kbx + base) % S at phase (kbx + base) / S % 2. One CTA per unit: base 0. The
+    // persistent walk keeps the ring turning across units, and a phase is all an mbarrier
+    // remembers, so base need only be right modulo 2S: without a mask every unit has the
+    // same key blocks (base = t_i key_blocks, exact); causal units differ, and each is
+    // padded to a multiple of 2S blocks (`padded`; the padding's blocks complete their
+    // phases with no bytes: the producer arrives on the full barriers, the consumers wait
+    // for them and hand the slot back), so base = 0 modulo 2S.
+    const bool pad_units = persist && a.causal != Causal::None;
+    const Expr base = persist && !pad_units ? t_i * key_blocks : Expr(0);
+    const Expr padded = pad_units ? ceil_div(key_blocks, Expr(2 * S)) * Expr(2 * S) : key_blocks;
+    auto slot_of = [&](const Expr& kbx) { return (kbx + base) % S; };
+    auto phase_of = [&](const Expr& kbx) { return (kbx + base) / S % 2; };
+    // The phase of the slot's release that block kbx waits for: block kbx - S's.
+    auto release_phase = [&](const Expr& kbx) { return ((kbx + base) / S + 1) % 2; };
+    // The producer waits for block kbx's slot unless it was never used: the ring's first S
+    // blocks. Padded units: a unit after the first follows one of at least 2S blocks
+    // (longest first: a CTA's units never gain key blocks, so one with none is followed by
+    // none).
+    auto slot_used = [&](const Expr& kbx) {
+      return pad_units ? (Expr(S) <= kbx || Expr(0) < t_i) : Expr(S) <= kbx + base;
+    };    auto kv_issue = [&](const Expr& block, const Expr& slot) {
       Block x = a.paged ? page_lets(block * BN) : Block{};
       x.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
       for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot, full_k(slot)))
@@ -313,18 +423,46 @@ struct Lowering {
     // ATTN_PRODUCER=1: the producer's loop (its first thread): block kb into slot kb % S
     // once the consumers released the slot's previous block kb - S (phase kb / S - 1 of
     // its empty barrier). ATTN_PRODUCER=0: thread 0 issues Q and blocks 0 .. S - 2 here.
-    Block producer_loop = q_issue;
+    // ATTN_PERSISTENT=1, per unit: block 0 first (its slot frees while the consumers
+    // finish the unit before), then Q once they released Q's slot, the other blocks, and
+    // a causal unit's padding.
+    Block producer_loop;
     if (producer) {
-      Block fill = {Stmt::If(Expr(S) <= kb, {Stmt::MbarWait(empty(kb % S), (kb / S + 1) % 2)})};
-      Block issue = kv_issue(kb, kb % S);
-      fill.insert(fill.end(), issue.begin(), issue.end());
+      auto fill = [&](const Expr& kbx) {
+        Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot_of(kbx)), release_phase(kbx))})};
+        Block issue = kv_issue(kbx, slot_of(kbx));
+        f.insert(f.end(), issue.begin(), issue.end());
+        return f;
+      };
       // One copy of the loop (#pragma unroll 1): the producer runs on 24 registers, and
       // NVRTC's unrolled copies at a small constant trip count (7 or 8 key blocks) spilled
       // 40-230 B (D = 128 at 1024 keys: 40 B; D = 96: 144 B, one box more per K and V).
       // The consumers' loop was not unrolled there (the same cubin with #pragma unroll 1).
-      Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(fill));
-      loop.no_unroll = true;
-      producer_loop.push_back(std::move(loop));
+      if (!persist) {
+        producer_loop = q_issue;
+        Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", fill(kb));
+        loop.no_unroll = true;
+        producer_loop.push_back(std::move(loop));
+      } else {
+        producer_loop = unit_lets;
+        producer_loop.push_back(Stmt::If(Expr(0) < key_blocks, fill(Expr(0))));
+        producer_loop.push_back(Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)}));
+        producer_loop.insert(producer_loop.end(), q_issue.begin(), q_issue.end());
+        Stmt loop = Stmt::For("kb", max(key_blocks, Expr(1)) - 1, LoopKind::Reduce, "kb", fill(kb + 1));
+        loop.no_unroll = true;
+        producer_loop.push_back(std::move(loop));
+        if (pad_units) {
+          const Expr kd = key_blocks + Expr::var("kd");
+          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd",
+                               {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))}),
+                                Stmt::MbarArrive(full_k(slot_of(kd))), Stmt::MbarArrive(full_v(slot_of(kd)))});
+          pad.no_unroll = true;
+          producer_loop.push_back(std::move(pad));
+        }
+        Stmt walk = Stmt::For("t_i", units_for_cta(), LoopKind::Reduce, "t_i", std::move(producer_loop));
+        walk.no_unroll = true;
+        producer_loop = {std::move(walk)};
+      }
     } else {
       Block first = q_issue;
       for (int64_t j = 0; j + 1 < S; ++j)
@@ -344,19 +482,19 @@ struct Lowering {
     append({Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
             reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
-            Stmt::MbarWait(Expr(0), Expr(0))});
+            Stmt::MbarWait(Expr(0), persist ? t_i % 2 : Expr(0))});
 
     // 3-6, per key block `kbx` and the S/P register array `sa`, as pieces the two
     // schedules below put in order.
     // 4. S = Q K^T into `sa` (issued, committed; not waited for): the k-steps of each
     // span in turn, scale-d 0 on the first span's first.
     auto s_issue = [&](const Expr& kbx, const std::string& sa) {
-      Block x = {Stmt::MbarWait(full_k(kbx % S), kbx / S % 2), Stmt::WgmmaFence()};
+      Block x = {Stmt::MbarWait(full_k(slot_of(kbx)), phase_of(kbx)), Stmt::WgmmaFence()};
       for (size_t i = 0; i < n_spans; ++i) {
         const int64_t wd = t.spans[i].width;
         Stmt mma = Stmt::Atom(s_mma.id, sa,
                               {val(q_s[i], {wg * (64 * wd) + d_k * 16, Expr(wd), Expr(1)}),
-                               val(k_s[i], {kbx % S * (BN * wd) + d_k * 16, Expr(1), Expr(wd)})});
+                               val(k_s[i], {slot_of(kbx) * (BN * wd) + d_k * 16, Expr(1), Expr(wd)})});
         if (i == 0) mma.scale_d = Expr(0) < d_k;
         x.push_back(reg_loop("d_k", wd / 16, {mma}, LoopKind::Reduce));
       }
@@ -429,10 +567,10 @@ struct Lowering {
       for (size_t i = 0; i < n_spans; ++i) {
         const int64_t wd = t.spans[i].width;
         step.push_back(Stmt::Atom(pv_mma[i].id, o_acc[i],
-                                  {val(sa, {kk}), val(v_s[i], {kbx % S * (BN * wd) + kk * (16 * wd),
+                                  {val(sa, {kk}), val(v_s[i], {slot_of(kbx) * (BN * wd) + kk * (16 * wd),
                                                                Expr(wd), Expr(1)})}));
       }
-      return Block{Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), Stmt::WgmmaFence(),
+      return Block{Stmt::MbarWait(full_v(slot_of(kbx)), phase_of(kbx)), Stmt::WgmmaFence(),
                    reg_loop("kk", BN / 16, std::move(step), LoopKind::Reduce), Stmt::WgmmaCommit()};
     };
     // Serving forms: the block that holds the sequence's last key was loaded whole, so its
@@ -450,7 +588,7 @@ struct Lowering {
                                  : Stmt::Barrier();
       // The first meeting orders the landed box before every thread's zeroing (each element
       // is zeroed by a thread that may not be the one whose wait retired the load).
-      Block body = {Stmt::MbarWait(full_v(kbx % S), kbx / S % 2), meet};
+      Block body = {Stmt::MbarWait(full_v(slot_of(kbx)), phase_of(kbx)), meet};
       const Expr first = a.Sk - kbx * BN;  // the slot's first row past the sequence
       for (size_t i = 0; i < n_spans; ++i) {
         const int64_t wd = t.spans[i].width, n = BN * wd;
@@ -461,7 +599,7 @@ struct Lowering {
         Stmt zero = Stmt::For(
             c, Expr((n + c_threads - 1) / c_threads), LoopKind::Parallel, c,
             {Stmt::Let(ev, Expr::var(c) * c_threads + tid),
-             Stmt::If(keep, {Stmt::Write(v_s[i], {kbx % S * n + e}, Operand::constant(0.0))})});
+             Stmt::If(keep, {Stmt::Write(v_s[i], {slot_of(kbx) * n + e}, Operand::constant(0.0))})});
         // One copy (#pragma unroll 1): unrolled, its addresses spilled 72 B in the three
         // warpgroups' 160 registers (D = 96, 144 keys).
         zero.no_unroll = true;
@@ -473,7 +611,7 @@ struct Lowering {
     };
     // Block kbx's slot handed back (ATTN_PRODUCER=1): this warpgroup's first thread arrives.
     auto release = [&](const Expr& kbx) {
-      return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(kbx % S))})} : Block{};
+      return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(slot_of(kbx)))})} : Block{};
     };
     auto cat = [](Block x, const Block& y) {
       x.insert(x.end(), y.begin(), y.end());
@@ -517,6 +655,7 @@ struct Lowering {
                                                Operand::constant(1.0)}),
                                 {kk, Expr(v)}));
     const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
+    const Expr wg_first = Expr::make(Expr::Kind::Eq, tid % 128, Expr(0));
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
@@ -532,6 +671,9 @@ struct Lowering {
       step = cat(step, s_issue(kb, s_a));
       step = cat(step, pp_arrive(Expr(1)));
       step.push_back(Stmt::WgmmaWait(0));
+      if (persist && !t.o_in_q)
+        step.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, kb + 1, key_blocks) && wg_first,
+                                {Stmt::MbarArrive(q_empty)}));
       step = cat(step, softmax(kb, s_a, true));
       if (t.pack_p) step = cat(step, to_p);
       // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
@@ -589,8 +731,41 @@ struct Lowering {
               Stmt::If(Expr(0) < key_blocks, std::move(first))});
     }
 
+    // The warpgroup's S products retired: Q's slot is free for the next unit (with O in
+    // Q's slot, once its TMA store read it: below). Without the overlap, in the key loop
+    // right after the last block's S (the next Q then lands under its softmax, P V and the
+    // epilogue), or here for a unit with no key block; with the overlap, here.
+    if (persist && !t.o_in_q)
+      append({Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
+
+    // The causal walk's padding (see `padded`): each block's phases waited for, the slot
+    // handed back.
+    if (pad_units) {
+      const Expr kd = key_blocks + Expr::var("kd");
+      Block pad = {Stmt::MbarWait(full_k(slot_of(kd)), phase_of(kd)),
+                   Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd))};
+      pad = cat(pad, release(kd));
+      Stmt loop = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad));
+      loop.no_unroll = true;
+      append({std::move(loop)});
+    }
     // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones
-    // past D are not stored).
+    // past D are not stored). ATTN_TMA_STORE=1: each warpgroup writes its 64 rows (every
+    // column of the spans) to O's shared buffer (o_s: its own, or Q's slot, whose rows of
+    // this warpgroup only its own S products read), fences them for the async proxy,
+    // meets (named barrier W + 2 + wg over its 128 threads) and its first thread stores
+    // one box per 64-column chunk or narrow span; the tensor map clips rows past Sq and
+    // columns past D. A persistent CTA's next unit first waits until the store read the
+    // buffer (cp.async.bulk.wait_group.read 0 by the thread that issued it, then the
+    // meeting).
+    const Stmt wg_meet = Stmt::NamedBarrier(Expr(t.warpgroups + 2) + wg, 128);
+    if (t.tma_store && persist && !t.o_in_q)
+      append({Stmt::If(wg_first, {Stmt::BulkWait(0)}), wg_meet});
+    // O in Q's slot: Q's box landed for every consumer thread that waited for it, and the
+    // interpreter stamps the landing with the first waiter only; the consumers meet
+    // (named barrier 2W + 2) so the writes over Q are ordered after it for every thread.
+    if (t.tma_store && t.o_in_q)
+      append({Stmt::NamedBarrier(Expr(2 * t.warpgroups + 2), int(c_threads))});
     {
       const Expr i = row_of(r2);
       Block fin = {
@@ -600,15 +775,23 @@ struct Lowering {
       Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {r2})});
       fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
       for (size_t sp = 0; sp < n_spans; ++sp) {
+        const int64_t wd = t.spans[sp].width;
         const Expr d = Expr(t.spans[sp].col) + dn * 8 + lane % 4 * 2;
-        Stmt st = Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, h, i, d))}, val("y", {Expr(0)}));
+        // Under the walk the row carries unit / units (always 0): the addresses depend only
+        // on the thread otherwise, and NVRTC hoisted all 32 of them out of the unit loop
+        // (D = 128, three warpgroups at 160 registers: 56-64 B spilled).
+        const Expr opaque_zero = persist ? Expr::var("unit") / units() : Expr(0);
+        Stmt st = t.tma_store
+                      ? Stmt::Write(o_s[sp], {(w * 16 + lane / 4 + r2 * 8 + opaque_zero) * wd + dn * 8 + lane % 4 * 2},
+                                    val("y", {Expr(0)}))
+                      : Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, h, i, d))}, val("y", {Expr(0)}));
         st.width = 2;
-        fin.push_back(reg_loop("dn", t.spans[sp].real / 8, {
+        fin.push_back(reg_loop("dn", (t.tma_store ? wd : t.spans[sp].real) / 8, {
             Stmt::Alloc("y", {Expr(2)}),
             reg_loop("e", 2, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
                                                      {val(o_acc[sp], {dn * 4 + r2 * 2 + e}), val("inv_l", {r2})}),
                                        {e})}),
-            Stmt::If(i < a.Sq, {st})}));
+            t.tma_store ? st : Stmt::If(i < a.Sq, {st})}));
       }
       if (a.lse) {
         Block lse = {
@@ -628,6 +811,30 @@ struct Lowering {
       tail.push_back(reg_loop("r2", 2, std::move(fin)));
       append(std::move(tail));
     }
+    if (t.tma_store) {
+      Block store;
+      for (size_t sp = 0; sp < n_spans; ++sp) {
+        const int64_t wd = t.spans[sp].width, box = std::min(wd, kSpan);
+        for (int64_t j = 0; j < wd / box; ++j)
+          store.push_back(Stmt::TmaStore(o_s[sp], wg * (64 * wd) + Expr(j * box), "out",
+                                         {b, h, qb * BM + wg * 64, Expr(t.spans[sp].col + j * box)},
+                                         o_map[sp]));
+      }
+      store.push_back(Stmt::BulkCommit());
+      if (persist && t.o_in_q) store.insert(store.end(), {Stmt::BulkWait(0), Stmt::MbarArrive(q_empty)});
+      append({Stmt::FenceProxyAsync(), wg_meet, Stmt::If(wg_first, std::move(store))});
+    }
+    if (persist) {
+      // Both arms walk the units: the consumers' part from its Allocs to the store.
+      Block unit(body.begin() + long(consumer_from), body.end());
+      body.resize(consumer_from);
+      unit.insert(unit.begin(), unit_lets.begin(), unit_lets.end());
+      Stmt walk = Stmt::For("t_i", units_for_cta(), LoopKind::Reduce, "t_i", std::move(unit));
+      walk.no_unroll = true;
+      body.push_back(std::move(walk));
+    }
+    // The last stores read O's buffer before the CTA's shared memory goes.
+    if (t.tma_store) append({Stmt::If(wg_first, {Stmt::BulkWait(0)})});
     if (producer) {
       // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
     // registers to the consumers (setmaxnreg: 40 x 128 + consumer_regs x 128 ATTN_WG fits
@@ -661,6 +868,23 @@ struct Lowering {
       k_s.push_back(shared("K_s", t.spans[i], i, BN, t.kv_stages));
     for (size_t i = 0; i < t.spans.size(); ++i)
       v_s.push_back(shared("V_s", t.spans[i], i, BN, t.kv_stages));
+    if (t.tma_store) {
+      if (p.tensor("out").dtype != dt)
+        throw Error("ATTN_TMA_STORE=1 stores O from a shared tile of Q's type, and O is " +
+                    std::string(dtype_name(p.tensor("out").dtype)) + ": drop ATTN_TMA_STORE");
+      for (size_t i = 0; i < t.spans.size(); ++i) {
+        o_s.push_back(t.o_in_q ? q_s[i] : shared("O_s", t.spans[i], i, BM));
+        // 64 rows (one warpgroup's) of min(width, 64) columns of O [B, H, Sq, D].
+        TmaDescriptor d;
+        d.name = o_s[i] + (t.o_in_q ? "_omap" : "_tmap");
+        d.tensor = "out";
+        d.shared = o_s[i];
+        d.box = {std::min(t.spans[i].width, kSpan), 64, 1, 1};
+        d.swizzle_bytes = int(t.spans[i].swizzle_bytes());
+        k.tma.push_back(d);
+        o_map.push_back(d.name);
+      }
+    }
     for (size_t i = 0; i < t.spans.size(); ++i) {
       descriptor(q_s[i], a.q, t.spans[i], BM);
       descriptor(k_s[i], a.k, t.spans[i], a.paged ? page_rows() : BN);
@@ -691,9 +915,13 @@ struct Lowering {
       }
     }
     k.name = "k_attention";
-    k.grid[0] = ceil_div(a.q_cap, Expr(BM));
-    k.grid[1] = a.Hq;
-    k.grid[2] = a.B;
+    if (t.persistent) {
+      k.grid[0] = grid();
+    } else {
+      k.grid[0] = ceil_div(a.q_cap, Expr(BM));
+      k.grid[1] = a.Hq;
+      k.grid[2] = a.B;
+    }
     k.block_threads = int(128 * (t.warpgroups + (t.producer ? 1 : 0)));
     k.min_blocks_per_sm = int(min_blocks);
     k.warp_atoms = {warpgroup_atom(*s_def, false)};
@@ -727,7 +955,7 @@ Pass pass_lower_attention_wgmma() {
               "softmax on the accumulators, one warpgroup per 64 query rows; varlen by 3-D maps over "
               "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
-               "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_TMA_STORE", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

@@ -104,6 +104,27 @@ TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {
       expect_compiles(attention_test::expr(1, 8, 8, 4096, 4096, d, "true", "bf16", true), knobs);
 }
 
+// ATTN_PERSISTENT=1 and ATTN_TMA_STORE=1 (the unit walk, the next unit's loads under the
+// epilogue; O through shared memory by TMA store) at the benchmark's shapes, D = 64 (with
+// the producer), 96, 128 and 256, both masks, 1k and 16k tokens (a constant key count that
+// fits few blocks, where NVRTC unrolls, and a long one): no spills at the consumers'
+// 160 / 240 registers, the producer's 24, and the wgmmas not serialized.
+TEST(AttentionWgmmaCompile, PersistentAndTmaStore) {
+  for (int d : {64, 96, 128, 256})
+    for (const char* causal : {"false", "true"})
+      for (int s : {1024, 16384})
+        for (const char* knobs : {"ATTN_PERSISTENT=1,ATTN_PRODUCER=1",
+                                  "ATTN_PERSISTENT=1,ATTN_PRODUCER=1,ATTN_TMA_STORE=1",
+                                  "ATTN_TMA_STORE=1"})
+          expect_compiles(attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal,
+                                               "bf16", false),
+                          knobs);
+  // LSE and GQA under the walk; the GPU test's cases.
+  expect_compiles(attention_test::expr(2, 16, 4, 1000, 1000, 128, "true", "bf16", true),
+                  "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
+  for (const auto& c : attention_test::wgmma_persistent_cases()) expect_compiles(c.expr, c.knobs);
+}
+
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
 }

@@ -27,6 +27,19 @@ TEST(RunMemory, CountsInputsOutputReferenceAndBench) {
   EXPECT_EQ(bench.host_bytes(), plain.host_bytes() + 16 * c);
 }
 
+TEST(RunMemory, AViewCountsTheStorageItReachesNotItsElements) {
+  // A is a 1024x512 column slice of rows 1056 wide: its buffer reaches 1023 * 1056 + 512
+  // elements, which the executor allocates (and fills) in full.
+  Graph dense = parse_expression("matmul(A[1024,512]:f16, B[512,256]:f16)");
+  Graph view = parse_expression("matmul(A[1024,512|1056]:f16, B[512,256]:f16)");
+  const int64_t extra = (1023 * 1056 + 512) - 1024 * 512;
+  const RunMemoryNeed d = run_memory_need(dense, nullptr, false), v = run_memory_need(view, nullptr, false);
+  // The GPU holds the buffer in f16 (the fp64 reference copies the logical A, dense);
+  // the host holds it as f64 and twice more for verification.
+  EXPECT_EQ(v.device_bytes(), d.device_bytes() + 2 * extra);
+  EXPECT_EQ(v.host_bytes(), d.host_bytes() + 8 * extra + 16 * extra);
+}
+
 TEST(RunMemory, RefusalNamesTheNeedAndWhatEachSideHas) {
   RunMemoryNeed need;
   need.host = {{"kernel tensors as f64", 3000}, {"fp64 reference", 1000}};

@@ -5,6 +5,8 @@
 // both codegen (the generator) and the runtime (NVRTC).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "codegen/cuda.h"
 #include "codegen/wgmma_wrappers.h"
 #include "driver/compile.h"
@@ -13,6 +15,7 @@
 #include "nvrtc_check.h"
 
 #include "../../gpu/tma_store_cases.h"
+#include "../../gpu/epilogue_operand_cases.h"
 #include "../../gpu/wgmma_cases.h"
 #include "../../gpu/wgmma_rs_cases.h"
 #include "../../gpu/wgmma_transpose_cases.h"
@@ -163,6 +166,86 @@ TEST(WgmmaCompile, TmaStoreEpilogueCasesCompileWithoutSpills) {
     EXPECT_NE(p.cuda.find("loom::bulk_wait_group_read<0>()"), std::string::npos);
     EXPECT_EQ(p.cuda.find("loom::bulk_wait_group_read<2>()") != std::string::npos,
               has("EPI_BUFFERS=4"));
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The epilogue-operand GPU cases (EPI_LOAD=tma): the operand's tensor map is a kernel
+// parameter, its box loaded by TMA, and nothing spills.
+TEST(WgmmaCompile, EpilogueOperandCasesCompileWithoutSpills) {
+  for (const epilogue_operand_test::Case& c : epilogue_operand_test::cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    const std::string op = c.expr.find("E0[") != std::string::npos ? "E0" : "R";
+    EXPECT_NE(p.cuda.find("loom_m_" + op + "_s_tmap"), std::string::npos);
+    EXPECT_EQ(p.state.used_knobs.at("EPI_LOAD"), "tma");
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
+// The defaults load one 16-bit epilogue operand of the output's shape by TMA where the
+// persistent TMA-store schedule has room (bench/NOTES.md, "epilogue operands by TMA during
+// the mainloop"): beside the ring as it is (BN = 128, 64), or for BN = 256 with a stage
+// fewer and 2 strip buffers up to K = 4096; a longer K, two such operands or a 4-byte one
+// keep the direct reads. Each default compiles (shared memory fits) without spills.
+TEST(WgmmaCompile, EpilogueOperandDefaults) {
+  struct Want {
+    std::string expr, load, stages, buffers;
+  };
+  const std::vector<Want> wants = {
+      {"mul(silu(linear(X[1024,2048]:bf16, W[8192,2048]:bf16)), E0[1024,8192]:bf16)", "tma", "3", "2"},
+      {"add(linear(X[4096,4096]:bf16, W[4096,4096]:bf16, b[4096]:bf16), R[4096,4096]:bf16)", "tma", "3", "2"},
+      {"add(linear(X[1024,8192]:bf16, W[2048,8192]:bf16), R[1024,2048]:bf16)", "tma", "4", "0"},
+      {"add(linear(X[256,4096]:bf16, W[4096,4096]:bf16), R[256,4096]:bf16)", "tma", "4", "0"},
+      {"add(linear(X[4096,8192]:bf16, W[4096,8192]:bf16), R[4096,4096]:bf16)", "", "4", ""},
+      {"add(mul(silu(linear(X[1024,2048]:bf16, W[8192,2048]:bf16)), E0[1024,8192]:bf16), "
+       "R[1024,8192]:bf16)", "", "4", ""},
+      {"add(linear(X[1024,2048]:bf16, W[8192,2048]:bf16, out=f32), R[1024,8192]:f32)", "", "4", ""},
+      {"linear(X[1024,2048]:bf16, W[8192,2048]:bf16)", "", "4", ""},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.expr);
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(w.expr, opt);
+    const auto& used = p.state.used_knobs;
+    auto knob = [&](const char* k) { return used.count(k) ? used.at(k) : std::string(); };
+    EXPECT_EQ(knob("EPI_LOAD"), w.load);
+    EXPECT_EQ(knob("STAGES"), w.stages);
+    EXPECT_EQ(knob("EPI_LOAD_BUFFERS"), w.buffers);
+    if (w.load != "tma") continue;
+    EXPECT_TRUE(p.notes.empty()) << p.notes.front();
+    if (w.stages == "3") {
+      // Explicit knobs that drop the operand's load get the stage back; an explicit deeper
+      // ring drops the default load it leaves no room for (passes/defaults.cpp).
+      for (const auto& [knobs, load, stages] :
+           std::vector<std::tuple<std::string, std::string, std::string>>{
+               // (EPI_LOAD=direct leaves nothing for k:056 to record)
+               {"EPI_LOAD=direct", "", "4"},
+               {"STAGES=4", "", "4"},
+               {"EPI_LOAD=direct,STAGES=3", "", "3"},
+               {"ATOM=wgmma_bf16,BN=128", "", "4"}}) {
+        SCOPED_TRACE(knobs);
+        CompileOptions o = opt;
+        o.knobs = Knobs::parse(knobs);
+        const auto q = compile_expression(w.expr, o).state.used_knobs;
+        EXPECT_EQ(q.count("EPI_LOAD") ? q.at("EPI_LOAD") : "", load);
+        EXPECT_EQ(q.at("STAGES"), stages);
+      }
+    }
     CompileResult r = nvrtc(p.cuda);
     ASSERT_FALSE(r.resources.empty()) << r.log;
     for (const auto& [name, rep] : r.resources) {

@@ -8,6 +8,11 @@
 // reads it, fails here), the quad shuffles and the P repack.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
 #include "attention_exprs.h"
 #include "pass_check.h"
 #include "passes/attention_wgmma_tiles.h"
@@ -119,6 +124,55 @@ TEST(AttentionWgmma, PingPong) {
   check_wgmma(attention(1, 1, 100, 17, 64, "true"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1", seed++);
   check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
   check_wgmma(attention(1, 1, 70, 150, 256, "false", "f16"), "ATTN_PINGPONG=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+}
+
+// ATTN_PERSISTENT=1: a grid of ATTN_CTAS CTAs walks the units (query block, head, batch),
+// several per CTA (a tiny grid: 1 to 3 CTAs over 4 to 24 units, some CTAs one unit more
+// than others), so the K/V ring turns across units (no mask: base t_i x key blocks;
+// causal: each unit padded to 2 x KV_STAGES blocks whose phases complete with no bytes),
+// Q's slot is handed back per unit and the producer loads the next unit while the
+// consumers finish this one. The interpreter runs the producer and consumers as they run
+// on the GPU: a phase off by one deadlocks or reads a stale slot here. The three masks
+// (causal units of 0 to many key blocks, longest first), odd Sq and Sk, GQA, LSE, two and
+// three warpgroups, two and three ring slots, the overlap and the ping-pong, batches > 1.
+TEST(AttentionWgmma, Persistent) {
+  uint64_t seed = 2500;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(4, 2, 150, 300, 64, causal, "bf16", true, 2),
+                "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 130, 77, 128, causal, "f16"),
+                "ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=48,KV_STAGES=3", seed++);
+    check_wgmma(attention(2, 2, 200, 100, 96, causal, "bf16", false),
+                "ATTN_PERSISTENT=1,ATTN_CTAS=1,ATTN_WG=2,BLOCK_N=32,ATTN_OVERLAP=1", seed++);
+  }
+  // Sq > Sk (bottom-right: units with no key at all, the CTA's last), the ping-pong,
+  // three warpgroups at D = 128 (the default tile's shape, 112 keys), D = 256.
+  check_wgmma(attention(2, 1, 190, 40, 64, "true"),
+              "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 2, 200, 250, 128, "true"),
+              "ATTN_PERSISTENT=1,ATTN_CTAS=2,ATTN_PINGPONG=1,BLOCK_N=48", seed++);
+  check_wgmma(attention(3, 3, 200, 250, 128, "false", "bf16", true, 2),
+              "ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
+  check_wgmma(attention(2, 1, 70, 150, 256, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=1,BLOCK_N=32",
+              seed++);
+}
+
+// ATTN_TMA_STORE=1: O through shared memory and one TMA store per warpgroup and 64-column
+// chunk or narrow span, rows past Sq and columns past D clipped by the tensor map (odd
+// Sq; D = 40 and 104 end in a 16-column span with 8 columns past D); a buffer of its own,
+// or Q's slot where it does not fit (D = 256); alone and under the persistent walk (the
+// buffer reused by the next unit only once the store read it).
+TEST(AttentionWgmma, TmaStoreEpilogue) {
+  uint64_t seed = 2600;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 77, 100, 64, causal), "ATTN_TMA_STORE=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 130, 90, 104, causal, "f16"),
+                "ATTN_TMA_STORE=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=32", seed++);
+  }
+  check_wgmma(attention(1, 1, 33, 50, 40, "false"), "ATTN_TMA_STORE=1,ATTN_PRODUCER=1,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 1, 150, 100, 256, "false"), "ATTN_TMA_STORE=1", seed++);
+  check_wgmma(attention(2, 1, 150, 100, 256, "true", "bf16", true, 2),
+              "ATTN_TMA_STORE=1,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
 }
 
 TEST(AttentionWgmma, HeadDim128) {
@@ -370,6 +424,116 @@ void expect_refused(const std::string& expr, const std::string& knobs, const std
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
   }
+}
+
+// The walk's kernel: a grid of min(units, ATTN_CTAS) CTAs (default the SM count), each
+// looping over t_i with the unit's coordinates as lets; no mask: the query block fastest
+// (consecutive units share a head's K and V); causal: the query block slowest, from the
+// last (longest) down, the causal units padded to 2 x KV_STAGES blocks; Q's slot released
+// through its own mbarrier; with ATTN_TMA_STORE one box per warpgroup and 64 columns.
+TEST(AttentionWgmma, PersistentKernelShape) {
+  const std::string nc = kernel_ir(attention(16, 16, 1000, 1000, 128, "false", "bf16", true, 4),
+                                   "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
+  for (const char* part : {"grid(132, 1, 1), block(512)", "mbarriers=8",
+                           "for t_i in 0..(384 - blockIdx.x + 131) / 132 reduce no_unroll",
+                           "let unit = blockIdx.x + t_i * 132", "let qb = unit % 6",
+                           "let h = unit / 6 % 16", "let b = unit / 96",
+                           "mbar.wait [7] parity=(t_i + 1) % 2", "mbar.wait [0] parity=t_i % 2",
+                           "tensor map O_s_tmap: out -> O_s box[64, 64, 1, 1] (innermost first) swizzle 128B",
+                           "tma.store out[b, h, qb * 192 + wg * 64, 64] <- O_s[wg * 8192 + 64] via O_s_tmap",
+                           "bulk.wait.read 0"})
+    EXPECT_NE(nc.find(part), std::string::npos) << part << "\n" << nc;
+  EXPECT_EQ(nc.find("for kd in"), std::string::npos) << nc;  // no padding without a mask
+  // Causal: sections of 16 (head, batch) pairs, whose K and V (4000 keys x 128 x 2 x 2 B
+  // each) fit 32 MB, qb from the last down within each.
+  const std::string c = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
+                                  "ATTN_PERSISTENT=1,ATTN_CTAS=20");
+  for (const char* part : {"grid(20, 1, 1)", "let qb = 20 - unit % 336 / 16",
+                           "let h = (unit / 336 * 16 + unit % 336 % 16) % 16",
+                           "let b = (unit / 336 * 16 + unit % 336 % 16) / 16", "for kd in 0.."})
+    EXPECT_NE(c.find(part), std::string::npos) << part << "\n" << c;
+  // All 64 pairs fit at 1000 keys: one section.
+  EXPECT_NE(kernel_ir(attention(16, 16, 1000, 1000, 128, "true", "bf16", false, 4), "ATTN_PERSISTENT=1")
+                .find("let qb = 5 - unit / 64"),
+            std::string::npos);
+  // Fewer units than CTAs: the grid is the units.
+  EXPECT_NE(kernel_ir(attention(1, 1, 100, 100, 128, "true"), "ATTN_PERSISTENT=1").find("grid(1, 1, 1)"),
+            std::string::npos);
+  // D = 256: O's buffer does not fit beside Q and the ring, so O goes through Q's slot.
+  const std::string d256 = kernel_ir(attention(2, 2, 100, 100, 256, "false"), "ATTN_TMA_STORE=1");
+  EXPECT_NE(d256.find("tensor map Q_s_omap: out -> Q_s"), std::string::npos) << d256;
+  EXPECT_EQ(d256.find("O_s"), std::string::npos) << d256;
+}
+
+// The walk deals every unit to exactly one (CTA, t_i): the unit let and the loop's trip
+// count evaluated for every CTA of grids from 1 CTA to more CTAs than units, causal
+// (rounds alternating direction, partial last rounds of both parities, L2 sections) and
+// not (the plain stride), each unit's (qb, h, b) a distinct cell of the grid it replaces.
+TEST(AttentionWgmma, PersistentWalkCoversEveryUnitOnce) {
+  for (const char* causal : {"false", "true"})
+    for (int ctas : {1, 2, 5, 7, 13, 64, 200}) {
+      // 2 batches x 3 heads x ceil(700 / 192) = 4 query blocks: 24 units; 16384 keys (8 MB
+      // of K and V a pair): causal sections of 3 pairs.
+      CompileState s;
+      s.graph = parse_expression(attention(3, 3, 700, 16384, 128, causal, "bf16", false, 2));
+      s.knobs = Knobs::parse("ATTN_PERSISTENT=1,ATTN_CTAS=" + std::to_string(ctas));
+      s.target = Target::for_arch("sm_90a");
+      run_pipeline(s);
+      const KernelOp& k = s.kernel.kernels.at(0);
+      const Stmt* walk = nullptr;
+      std::function<void(const Block&)> find = [&](const Block& b) {
+        for (const Stmt& st : b) {
+          if (walk) return;
+          if (st.kind == StmtKind::For && st.var == "t_i") walk = &st;
+          else find(st.body);
+        }
+      };
+      find(k.body);
+      ASSERT_TRUE(walk) << causal;
+      std::map<std::string, Expr> lets;
+      for (const Stmt& st : walk->body)
+        if (st.kind == StmtKind::Let) lets[st.var] = st.value;
+      const int64_t grid = k.grid[0].eval({});
+      EXPECT_EQ(grid, std::min(ctas, 24));
+      std::set<std::tuple<int64_t, int64_t, int64_t>> cells;
+      int64_t dealt = 0;
+      for (int64_t c = 0; c < grid; ++c) {
+        Expr::Env env = {{"blockIdx.x", c}};
+        const int64_t trips = walk->extent.eval(env);
+        for (int64_t t = 0; t < trips; ++t, ++dealt) {
+          env["t_i"] = t;
+          env["unit"] = lets.at("unit").eval(env);
+          cells.insert({lets.at("qb").eval(env), lets.at("h").eval(env), lets.at("b").eval(env)});
+        }
+      }
+      EXPECT_EQ(dealt, 24) << causal << " ctas=" << ctas;
+      EXPECT_EQ(cells.size(), 24u) << causal << " ctas=" << ctas;
+      for (const auto& [qb, h, b] : cells)
+        EXPECT_TRUE(qb >= 0 && qb < 4 && h >= 0 && h < 3 && b >= 0 && b < 2);
+    }
+}
+
+TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
+  const std::string e = attention(2, 2, 128, 128, 64, "false");
+  expect_refused(e, "ATTN_PERSISTENT=1", "ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1");
+  expect_refused(e, "ATTN_CTAS=4", "ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0");
+  expect_refused(attention_test::paged_attention(2, 2, 2, 100, 128, 8, 64, 4, "false"),
+                 "ATTN_MMA=wgmma,ATTN_PERSISTENT=1",
+                 "ATTN_PERSISTENT=1 walks dense [B, H, S, D] work units, and this attention has "
+                 "paged KV (a block table), whose lengths each CTA binds once from its batch "
+                 "index: drop ATTN_PERSISTENT");
+  const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
+                             "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200, "
+                             "causal=true)";
+  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_PERSISTENT=1",
+                 "this attention has packed sequences (cu_seqlens)");
+  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_TMA_STORE=1",
+                 "ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows");
+  EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
+  expect_refused(e, "ATTN_PERSISTENT=2", "ATTN_PERSISTENT");  // the registry's range
+  expect_refused(e, "ATTN_TMA_STORE=2", "ATTN_TMA_STORE");
+  EXPECT_NO_THROW(kernel_ir(e, "ATTN_PERSISTENT=1,ATTN_PRODUCER=1,ATTN_CTAS=1"));
+  EXPECT_NO_THROW(kernel_ir(e, "ATTN_CTAS=0"));
 }
 
 TEST(AttentionWgmma, KnobLimitsAreNamed) {

@@ -63,10 +63,11 @@ TEST(AttentionSpace, TableSizePerTarget) {
   EXPECT_TRUE(attention_points(family("wgmma"), Target::for_arch("sm_90")).empty())
       << "wgmma and setmaxnreg exist on sm_90a only";
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
-  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP and ATTN_PINGPONG at 0; ATTN_PRODUCER=1 takes
-  // every pair of them; ATTN_PACK_P takes both values where ATTN_OVERLAP=0 and stays 1
-  // with it: 60 x (2 + (2 x 2 + 2)).
-  EXPECT_EQ(wg.size(), 480u);
+  // ATTN_PRODUCER=0 leaves ATTN_OVERLAP, ATTN_PINGPONG and ATTN_PERSISTENT at 0;
+  // ATTN_PRODUCER=1 takes every pair of the first two; ATTN_PACK_P takes both values where
+  // ATTN_OVERLAP=0 and stays 1 with it; ATTN_PERSISTENT both ways with the producer:
+  // 60 x (2 + (2 x 2 + 2) x 2).
+  EXPECT_EQ(wg.size(), 840u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -75,9 +76,9 @@ TEST(AttentionSpace, TableSizePerTarget) {
   }
   EXPECT_EQ(distinct.size(), wg.size()) << "no point enumerated twice";
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=176,KV_STAGES=3,ATTN_PRODUCER=0,"
-                             "ATTN_OVERLAP=0,ATTN_PINGPONG=0,ATTN_PACK_P=0"));
+                             "ATTN_OVERLAP=0,ATTN_PINGPONG=0,ATTN_PACK_P=0,ATTN_PERSISTENT=0"));
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=112,KV_STAGES=2,ATTN_PRODUCER=1,"
-                             "ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PACK_P=1"));
+                             "ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PACK_P=1,ATTN_PERSISTENT=0"));
 }
 
 // Every knob the table names is one the registry knows, with each value in its range.
@@ -323,6 +324,18 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
   Graph w = parse_expression("attention(Q" + s + ", K" + s + ", V" + s + ")");
   EXPECT_LT(predict_attention_us(w, Knobs::parse("BLOCK_M=64,BLOCK_N=64,WARPS=4"), dev),
             predict_attention_us(w, Knobs::parse("BLOCK_M=128,BLOCK_N=64,WARPS=8"), dev));
+  // The wgmma walk (ATTN_PERSISTENT=1) hides most of a CTA's fixed cost: ahead of one CTA
+  // per query block where a unit has few key blocks (1k tokens), about even at 16k.
+  const std::string k1 = "[16,16,1024,128]:bf16", k16 = "[1,16,16384,128]:bf16";
+  const std::string wg = "ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=112,ATTN_PRODUCER=1";
+  for (const std::string& sh : {k1, k16}) {
+    Graph x = parse_expression("attention(Q" + sh + ", K" + sh + ", V" + sh + ")");
+    const double plain = predict_attention_us(x, Knobs::parse(wg), dev);
+    const double walk = predict_attention_us(x, Knobs::parse(wg + ",ATTN_PERSISTENT=1"), dev);
+    EXPECT_LT(walk, plain) << sh;
+    if (sh == k1) EXPECT_LT(walk, 0.8 * plain);
+    else EXPECT_GT(walk, 0.95 * plain);
+  }
 }
 
 // Decode (Sq <= 64): the space adds the split count around the default's (half, double,

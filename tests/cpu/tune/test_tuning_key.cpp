@@ -177,6 +177,55 @@ TEST(TuningKey, AttentionKeyReadsAsOpMaskAndSizes) {
   EXPECT_NE(why.find("--dims"), std::string::npos) << why;
 }
 
+// The serving forms key as themselves: paged KV names the pools, the block table and the
+// lengths; varlen the packed rows, the cumulative lengths and max_seqlen_q. Neither reads
+// as the dense op, sizes and page size make other keys, and both survive the database.
+TEST(TuningKey, ServingFormsHaveKeysOfTheirOwn) {
+  const std::string paged = "attention(Q[8,32,1,128]:bf16, Kc[4096,8,64,128]:bf16, "
+                            "Vc[4096,8,64,128]:bf16, block_table=BT[8,128]:i32, seqlens_k=L[8]:i32)";
+  TuningKey p = key_of(paged);
+  EXPECT_EQ(p.op, "attention(bf16[B,Hq,Sq,D], bf16[P,Hkv,page,D], bf16[P,Hkv,page,D], i32[B,maxp], "
+                  "i32[B], causal=false):bf16");
+  EXPECT_EQ(p.shape, "B=8,Hq=32,Sq=1,D=128,P=4096,Hkv=8,page=64,maxp=128");
+  EXPECT_EQ(key_problem(p), "");
+  EXPECT_NE(p.op, key_of("attention(Q[8,32,1,128]:bf16, K[8,8,8192,128]:bf16, V[8,8,8192,128]:bf16)").op);
+  EXPECT_NE(p, key_of("attention(Q[8,32,1,128]:bf16, Kc[2048,8,128,128]:bf16, Vc[2048,8,128,128]:bf16, "
+                      "block_table=BT[8,64]:i32, seqlens_k=L[8]:i32)"));
+
+  const std::string varlen = "attention(Q[3000,8,64]:bf16, K[3000,2,64]:bf16, V[3000,2,64]:bf16, "
+                             "cu_seqlens_q=CQ[4]:i32, cu_seqlens_k=CK[4]:i32, max_seqlen_q=1500, "
+                             "causal=true, lse=true)";
+  TuningKey v = key_of(varlen);
+  EXPECT_EQ(v.op, "attention(bf16[Tq,Hq,D], bf16[Tk,Hkv,D], bf16[Tk,Hkv,D], i32[Bplus1], i32[Bplus1], "
+                  "max_seqlen_q=Sq, causal=true, lse=true):bf16");
+  EXPECT_EQ(v.shape, "Tq=3000,Hq=8,D=64,Tk=3000,Hkv=2,Bplus1=4,Sq=1500");
+  EXPECT_EQ(key_problem(v), "");
+  EXPECT_NE(v, key_of("attention(Q[3000,8,64]:bf16, K[3000,2,64]:bf16, V[3000,2,64]:bf16, "
+                      "cu_seqlens_q=CQ[4]:i32, cu_seqlens_k=CK[4]:i32, max_seqlen_q=1000, "
+                      "causal=true, lse=true)"));
+
+  TuningRecord r;
+  r.knobs = "BLOCK_N=112";
+  r.median_us = 42;
+  r.date = "2026-11-28T02:00:00Z";
+  ParsedDb db = parse_db(format_db({{p, r}, {v, r}}));
+  ASSERT_TRUE(db.problems.empty()) << db.problems[0].what;
+  ASSERT_EQ(db.entries.size(), 2u);
+  EXPECT_EQ(db.entries[0].key, p);
+  EXPECT_EQ(db.entries[1].key, v);
+
+  // The grammar keeps its checks: max_seqlen_q belongs to attention, names a dim the
+  // shape sizes, and needs the five-operand form.
+  TuningKey bad = v;
+  bad.shape = "Tq=3000,Hq=8,D=64,Tk=3000,Hkv=2,Bplus1=4";
+  EXPECT_NE(key_problem(bad).find("not the op's dims"), std::string::npos) << key_problem(bad);
+  bad = v;
+  bad.op = "attention(bf16[B,Hq,Sq,D], bf16[B,Hkv,Sk,D], bf16[B,Hkv,Sk,D], max_seqlen_q=Sq, causal=true):bf16";
+  EXPECT_NE(key_problem(bad), "");
+  bad.op = "relu(matmul(bf16[M,K], bf16[K,N]):bf16, max_seqlen_q=Sq):bf16";
+  EXPECT_NE(key_problem(bad), "");
+}
+
 // An attention key survives the database file (its op holds commas, '=' and brackets),
 // beside a GEMM record written the way older files hold them.
 TEST(TuningKey, AttentionKeyRoundTripsThroughTheDatabaseFormat) {

@@ -1,6 +1,9 @@
 #include "passes/analysis.h"
 
+#include <random>
 #include <set>
+
+#include "ir/error.h"
 
 namespace loom {
 
@@ -176,6 +179,27 @@ void rename_clashes(Block& body, const std::set<std::string>& taken, const std::
     if (s.kind != StmtKind::TmaLoad && s.kind != StmtKind::TmaStore) rn(s.dst);
     for (Operand& o : s.args) rn(o.name);
   });
+}
+
+bool agree_at_random_points(const Expr& a, const Expr& b, uint64_t seed) {
+  std::set<std::string> vars;
+  a.collect_vars(vars);
+  b.collect_vars(vars);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0, tried = 0; tried < 16 && trial < 64; ++trial) {
+    Expr::Env env;
+    for (const std::string& v : vars) env[v] = int64_t(rng() % 1000) + 1;
+    int64_t av = 0, bv = 0;
+    try {
+      av = a.eval(env);
+      bv = b.eval(env);
+    } catch (const Error&) {
+      continue;
+    }
+    ++tried;
+    if (av != bv) return false;
+  }
+  return true;
 }
 
 }  // namespace loom

@@ -30,6 +30,12 @@ std::optional<int64_t> constant_difference(const Expr& a, const Expr& b);
 // divisible by w, products with such a constant factor, sums of such terms.
 bool provably_divisible(const Expr& e, int64_t w);
 
+// Whether `a` and `b` take equal values at 16 random points (every variable from 1 to
+// 1000, seeded by `seed`; a point where either fails to evaluate, e.g. a divisor drawn
+// zero, is drawn again, up to 64 draws). How a pass checks that an offset it split into
+// parts still equals the original before it relies on the split.
+bool agree_at_random_points(const Expr& a, const Expr& b, uint64_t seed);
+
 // A swizzled offset split so that swizzle(offset) == swizzle(inner) + outer for every
 // value of the variables: `outer` collects the terms that are multiples of the swizzle's
 // period 2^(base + shift + bits) — adding one changes no bit the XOR reads or writes.

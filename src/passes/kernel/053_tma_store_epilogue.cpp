@@ -75,7 +75,6 @@
 // buffer), EPI_SYNC=1 keeps the two barriers (the wait must follow the last store).
 #include <algorithm>
 #include <optional>
-#include <random>
 #include <set>
 
 #include "atoms/atoms.h"
@@ -395,26 +394,10 @@ class TmaStoreEpilogue {
     const Expr f = full(offset);
     const Expr g = full(site.batch_block * mn + (site.row_block + site.row) * n + site.col_block +
                         site.col);
-    std::set<std::string> vars;
-    f.collect_vars(vars);
-    g.collect_vars(vars);
-    std::mt19937_64 rng(53);
-    for (int trial = 0, tried = 0; tried < 16 && trial < 64; ++trial) {
-      Expr::Env env;
-      for (const std::string& v : vars) env[v] = int64_t(rng() % 1000) + 1;
-      // Random values may zero a divisor (a GROUP_M raster's last group): draw again.
-      int64_t fv = 0, gv = 0;
-      try {
-        fv = f.eval(env);
-        gv = g.eval(env);
-      } catch (const Error&) {
-        continue;
-      }
-      ++tried;
-      if (fv != gv)
-        refuse("its store offset " + offset.str() + " does not split into a block origin and a "
-               "cell");
-    }
+    // Random values may zero a divisor (a GROUP_M raster's last group): drawn again.
+    if (!agree_at_random_points(f, g, 53))
+      refuse("its store offset " + offset.str() + " does not split into a block origin and a "
+             "cell");
   }
 
   // ---- step 3 ----

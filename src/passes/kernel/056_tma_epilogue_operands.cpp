@@ -43,7 +43,6 @@
 // reads, and a note (`loom: note: ...`) says why; EPI_LOAD's recorded value is `direct`
 // where no operand of the program was loaded so.
 #include <algorithm>
-#include <random>
 #include <set>
 
 #include "ir/error.h"
@@ -323,23 +322,8 @@ class OperandLoader {
       // The split holds at random points.
       const Expr f = full(rd.load->index.at(0));
       const Expr g = full((rd.row_block + rd.r) * ld + rd.col_block + rd.c);
-      std::set<std::string> vars;
-      f.collect_vars(vars);
-      g.collect_vars(vars);
-      std::mt19937_64 rng(56);
-      for (int trial = 0, tried = 0; tried < 16 && trial < 64; ++trial) {
-        Expr::Env env;
-        for (const std::string& v : vars) env[v] = int64_t(rng() % 1000) + 1;
-        int64_t fv = 0, gv = 0;
-        try {
-          fv = f.eval(env);
-          gv = g.eval(env);
-        } catch (const Error&) {
-          continue;
-        }
-        ++tried;
-        if (fv != gv) throw Skip{"its read offset " + rd.load->index[0].str() + " does not split into a block origin and a cell"};
-      }
+      if (!agree_at_random_points(f, g, 56))
+        throw Skip{"its read offset " + rd.load->index[0].str() + " does not split into a block origin and a cell"};
       const Expr fr = full(rd.r), fc = full(rd.c);
       std::set<std::string> cv;
       fr.collect_vars(cv);

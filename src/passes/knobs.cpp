@@ -42,11 +42,14 @@ const std::vector<KnobDef>& knob_registry() {
        "ld.shared, then issues the register-A form; tf32 with an M-major A needs it)",
        "k:026_lower_wgmma", 0, 0, false, {"smem", "regs"}}
           .searched(SearchGroup::other, {{"wgmma", {"smem", "regs"}, 90}}),
-      {"TF32_ROUND", "how a tf32 A operand wgmma reads from registers (WGMMA_A=regs) is "
-       "filled: rna (each value rounded to nearest, ties away: cvt.rna.tf32.f32; default) or "
-       "none (the raw f32 bits, whose top 19 the tensor core reads: truncation, as for a "
-       "shared tf32 operand, without the cvt per value)",
-       "k:026_lower_wgmma", 0, 0, false, {"rna", "none"}},
+      // Searched only where WGMMA_A=regs (src/tune/space.cpp: dependent knobs): the two
+      // differ in numerics (bench/NOTES.md, "TF32 register fills") and in a cvt per value.
+      KnobDef{"TF32_ROUND", "how a tf32 A operand wgmma reads from registers (WGMMA_A=regs) is "
+       "filled: none (the raw f32 bits, whose top 19 the tensor core reads: truncation, as for "
+       "a shared tf32 operand, without a cvt per value; default) or rna (each value rounded "
+       "to nearest, ties away: cvt.rna.tf32.f32)",
+       "k:026_lower_wgmma", 0, 0, false, {"rna", "none"}}
+          .searched(SearchGroup::other, {{"wgmma_tf32", {"none", "rna"}, 90}}),
       {"WGMMA_ZERO", "how wgmma kernels zero a tile's accumulators: scale_d (the tile's first "
        "k-step issues wgmma with scale-d 0, D = A*B, so no zeroing instructions run between "
        "tiles; default) or explicit (a zeroing loop before the k loop)",

@@ -65,7 +65,8 @@ struct Dependent {
   const char* on;
   const char* value;
 };
-constexpr Dependent kDependents[] = {{"EPI_BUFFERS", "EPILOGUE", "tma_store"}};
+constexpr Dependent kDependents[] = {{"EPI_BUFFERS", "EPILOGUE", "tma_store"},
+                                     {"TF32_ROUND", "WGMMA_A", "regs"}};
 
 bool dependent_on(const std::string& knob) {
   for (const auto& d : kDependents)
@@ -172,7 +173,8 @@ struct Builder {
     add_checked(a, base);
     // A dependent varies around the base, or, where the base's choices leave its
     // condition false (the thread-copy wgmma schedules' direct epilogue), around the
-    // first variant that makes it true (EPILOGUE=tma_store's EPI_BUFFERS).
+    // first variant that makes it true (EPILOGUE=tma_store's EPI_BUFFERS, WGMMA_A=regs's
+    // TF32_ROUND).
     std::map<std::string, Knobs> dependent_base;
     for (const auto& [name, values] : dependents)
       if (base.has(name)) dependent_base.emplace(name, base);

@@ -3,8 +3,9 @@
 // checks ptxas' spills (tests/cpu/driver/test_wgmma_compile.cpp): 16-bit K-major A
 // (ldmatrix .x4), M-major A through SWAP_AB (.x4.trans), tf32 with a row-major B run
 // swapped and tf32 with A given transposed (32-bit ld.shared of the M-major A, its slab
-// rows in 128-byte chunks; rounded or, TF32_ROUND=none, raw), ragged shapes, bias epilogues, f32 outputs and the
-// warp-specialized, persistent, cluster and ping-pong schedules.
+// rows in 128-byte chunks; raw, TF32_ROUND=none, or rounded, rna), ragged shapes, bias
+// epilogues, f32 outputs and the warp-specialized, persistent, cluster and ping-pong
+// schedules.
 #pragma once
 #include <ostream>
 #include <string>
@@ -52,13 +53,14 @@ inline std::vector<Case> cases() {
        tf32_regs + ",WM=2,BN=128" + ws},
       {"gelu(add(matmul(A[1024,2056]:tf32.T, B[1000,1024]:tf32.T), bias[1000]:tf32))",
        tf32_regs + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2" + persistent},
-      // TF32_ROUND=none: the register fills pass raw f32 bits (the tensor core truncates
-      // them to tf32), swapped ragged, the large swapped schedule, A given transposed.
-      {"matmul(A[1000,520]:f32, B[520,776]:f32)", tf32 + ",WM=2,BN=128,TF32_ROUND=none" + ws},
+      // TF32_ROUND=rna: the register fills round each value to nearest (cvt.rna; the
+      // default, none, passes the raw f32 bits, which the tensor core truncates), swapped
+      // ragged, the large swapped schedule, A given transposed.
+      {"matmul(A[1000,520]:f32, B[520,776]:f32)", tf32 + ",WM=2,BN=128,TF32_ROUND=rna" + ws},
       {"matmul(A[1000,520]:tf32, B[520,2056]:tf32)",
-       tf32 + ",WM=2,BN=256,CLUSTER_M=2,TF32_ROUND=none" + persistent},
+       tf32 + ",WM=2,BN=256,CLUSTER_M=2,TF32_ROUND=rna" + persistent},
       {"matmul(A[1024,2056]:tf32.T, B[1000,1024]:tf32.T)",
-       tf32_regs + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2,TF32_ROUND=none" +
+       tf32_regs + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2,TF32_ROUND=rna" +
            persistent},
       // tf32 K-major A from registers (ldmatrix b32 view), unswapped.
       {"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",

@@ -634,10 +634,13 @@ Pass pass_lower_wgmma() {
                               "accumulators through wgmma's scale-d (scale_d) or with a "
                               "zeroing loop (explicit)");
                 s.used_knobs["WGMMA_ZERO"] = zero;
-                // TF32_ROUND: how a tf32 register A is filled. rna rounds each value
-                // (cvt.rna, as mma.sync's fragments); none passes the slab's raw f32 bits,
-                // whose top 19 the tensor core reads (truncation, as it reads the shared B).
-                const std::string round = s.knobs.get_str("TF32_ROUND", "rna");
+                // TF32_ROUND: how a tf32 register A is filled. none (the default) passes
+                // the slab's raw f32 bits, whose top 19 the tensor core reads: truncation,
+                // what it does to every shared tf32 operand (the shared B, and A in the
+                // shared-A kernels), so both forms of a GEMM compute the same products,
+                // without a cvt per value in the fills. rna rounds each value (cvt.rna, as
+                // mma.sync's fragments): the register operand rounded, the shared one not.
+                const std::string round = s.knobs.get_str("TF32_ROUND", "none");
                 if (round != "rna" && round != "none")
                   throw Error("TF32_ROUND=" + round + ": a tf32 register A operand is rounded "
                               "to nearest (rna, cvt.rna) or passed as its raw f32 bits, which "

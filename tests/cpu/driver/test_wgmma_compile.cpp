@@ -379,7 +379,8 @@ TEST(WgmmaCompile, MMajorRegisterFillsReadTheChunkedLayout) {
     EXPECT_EQ(p.state.used_knobs.at("WGMMA_A"), "regs");
     const std::string slab = p.state.used_knobs.at("SWAP_AB") == "1" ? "B_s" : "A_s";
     ASSERT_EQ(p.state.kernel.tensor(slab).row_chunk, 32);
-    const size_t fill = p.cuda.find("loom::ld_tf32(&loom_t_" + slab + "[");
+    // The default fills load the raw bits (TF32_ROUND=none: ld_f32).
+    const size_t fill = p.cuda.find("loom::ld_f32(&loom_t_" + slab + "[");
     ASSERT_NE(fill, std::string::npos) << p.cuda;
     const std::string line = p.cuda.substr(fill, p.cuda.find('\n', fill) - fill);
     EXPECT_NE(line.find("% 128 / 32 * 1024"), std::string::npos) << line;  // the column's chunk
@@ -392,11 +393,12 @@ TEST(WgmmaCompile, MMajorRegisterFillsReadTheChunkedLayout) {
   }
 }
 
-// A tf32 register A is converted once at most: with TF32_ROUND=rna its element fills from
-// a tf32 slab round (ld_tf32: cvt.rna) and the wgmma passes the bits on (a second cvt.rna
-// per value doubled the fill's conversions); an f32 slab (ATOM=wgmma_tf32 on :f32 tensors)
-// keeps the cvt at the wgmma; TF32_ROUND=none loads the raw bits (ld_f32) and converts
-// nothing. The swapped 4096^3 form with B [K, N] and the A.T form, without spills.
+// A tf32 register A is converted once at most: TF32_ROUND=none (the default) loads the raw
+// bits (ld_f32) and converts nothing, from a tf32 or an f32 slab; with TF32_ROUND=rna its
+// element fills from a tf32 slab round (ld_tf32: cvt.rna) and the wgmma passes the bits on
+// (a second cvt.rna per value doubled the fill's conversions), and an f32 slab
+// (ATOM=wgmma_tf32 on :f32 tensors) keeps the cvt at the wgmma. The swapped 4096^3 form
+// with B [K, N] and the A.T form, without spills.
 TEST(WgmmaCompile, Tf32RegisterFillsConvertAtMostOnce) {
   const std::string regs =
       "ATOM=wgmma_tf32,BM=128,BN=256,WM=2,WN=1,FM=1,FN=1,BK=32,STAGE=tma,SWIZZLE=128B,STAGES=4,"
@@ -410,11 +412,13 @@ TEST(WgmmaCompile, Tf32RegisterFillsConvertAtMostOnce) {
   const std::string kn = "matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)";
   const std::string at = "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)";
   for (const Case& c : std::vector<Case>{
-           {kn, swapped, "B_s", true, false},
-           {kn, swapped + ",TF32_ROUND=none", "B_s", false, false},
-           {at, a_t, "A_s", true, false},
-           {at, a_t + ",TF32_ROUND=none", "A_s", false, false},
-           {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)", swapped, "B_s", false, true}}) {
+           {kn, swapped + ",TF32_ROUND=rna", "B_s", true, false},
+           {kn, swapped, "B_s", false, false},
+           {at, a_t + ",TF32_ROUND=rna", "A_s", true, false},
+           {at, a_t, "A_s", false, false},
+           {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)", swapped + ",TF32_ROUND=rna", "B_s",
+            false, true},
+           {"matmul(A[4096,4096]:f32, B[4096,4096]:f32)", swapped, "B_s", false, false}}) {
     SCOPED_TRACE(c.expr + " knobs " + c.knobs);
     CompileOptions opt;
     opt.knobs = Knobs::parse(c.knobs);

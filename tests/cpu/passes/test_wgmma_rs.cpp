@@ -211,10 +211,11 @@ TEST(WgmmaRs, Tf32RawFillsEveryPassMatches) {
       Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,"
                    "WGMMA_A=regs,TF32_ROUND=none"),
       103, {{"M", 72}, {"N", 40}, {"K", 104}}, round_tf32);
-  // rna is the default; shared-A kernels have no register fills, so the knob is not used.
-  EXPECT_EQ(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap)
-                .used_knobs.at("TF32_ROUND"),
-            "rna");
+  // none is the default (what the shared-A kernels compute); they have no register fills,
+  // so the knob is not used there.
+  const CompileState def = passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap);
+  EXPECT_EQ(def.used_knobs.at("TF32_ROUND"), "none");
+  EXPECT_TRUE(def.kernel.kernels.at(0).warp_atoms.at(0).a_truncated);
   EXPECT_FALSE(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32.T)",
                                         "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,"
                                         "SWIZZLE=128B,BK=32,STAGES=2,TF32_ROUND=none")
@@ -347,12 +348,16 @@ TEST(WgmmaRs, DefaultsOrientTf32ForEveryMajorness) {
   EXPECT_EQ(n_major.at("WARP_SPECIALIZE"), "1");
   EXPECT_EQ(n_major.at("PERSISTENT"), "1");
   EXPECT_EQ(n_major.at("EPILOGUE"), "direct");
+  // The register fills pass raw bits (TF32_ROUND=none): the products the shared-A form
+  // computes, the tensor core truncating both operands.
+  EXPECT_EQ(n_major.at("TF32_ROUND"), "none");
   // A given transposed (M-major), B K-major: registers, unswapped, the TMA store.
   auto a_m = default_knobs_of("matmul(A[4096,4096]:f32.T, B[4096,4096]:f32.T)", "wgmma_tf32");
   EXPECT_EQ(a_m.at("SWAP_AB"), "0");
   EXPECT_EQ(a_m.at("WGMMA_A"), "regs");
   EXPECT_EQ(a_m.at("STAGE"), "tma");
   EXPECT_EQ(a_m.at("EPILOGUE"), "tma_store");
+  EXPECT_EQ(a_m.at("TF32_ROUND"), "none");
   // Both K-major: shared A, as before.
   auto k_major = default_knobs_of("matmul(A[4096,4096]:f32, B[4096,4096]:f32.T)", "wgmma_tf32");
   EXPECT_EQ(k_major.at("SWAP_AB"), "0");

@@ -235,6 +235,42 @@ TEST(Space, LargeBf16SearchesTheTmaStoreEpilogueAndItsBuffers) {
   EXPECT_TRUE(regs);
 }
 
+// TF32_ROUND shapes only a tf32 A that wgmma reads from registers: a dependent knob, set
+// (and searched at both values) exactly where a candidate has WGMMA_A=regs, absent where
+// A is shared (the pass records no value there, so a set value would only repeat the
+// candidate). The default's value, none, is the base's.
+TEST(Space, Tf32RegisterFillsSearchTheirRounding) {
+  for (const char* expr : {"matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)",
+                           "matmul(A[4096,4096]:tf32.T, B[4096,4096]:tf32.T)"}) {
+    SCOPED_TRACE(expr);
+    SpaceOptions opt;
+    opt.max_candidates = 1 << 20;
+    opt.build_kernels = false;
+    opt.atoms = {"wgmma_tf32"};
+    const Space s = generate_space(parse_expression(expr), h100(), Target::for_arch("sm_90a"), opt);
+    std::map<std::string, size_t> rounding;  // TF32_ROUND value -> register-A candidates
+    size_t shared = 0;
+    auto note = [&](const Knobs& k) {
+      if (!k.has("WGMMA_A")) return;  // pruned before the other knobs were chosen
+      const bool regs = k.get_str("WGMMA_A", "") == "regs";
+      EXPECT_EQ(k.has("TF32_ROUND"), regs) << k.str();
+      if (regs) ++rounding[k.get_str("TF32_ROUND", "")];
+      shared += !regs;
+    };
+    for (const auto& c : s.kept) {
+      if (c.shipped_default)
+        EXPECT_EQ(c.knobs.get_str("TF32_ROUND", ""), "none") << c.knobs.str();
+      else
+        note(c.knobs);
+    }
+    for (const auto& c : s.pruned) note(c.knobs);
+    EXPECT_GT(rounding["none"], 0u);
+    EXPECT_GT(rounding["rna"], 0u);
+    EXPECT_EQ(rounding.size(), 2u);
+    EXPECT_GT(shared, 0u);
+  }
+}
+
 // The Hopper GEMM: the tuner's space covers the organizations the sm_90a defaults use. For each
 // shape of its bars, the shipped default (what `loom run` compiles) must be a
 // point the enumeration reaches and stage 1 passes — not only a candidate handed to the

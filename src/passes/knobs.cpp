@@ -50,6 +50,12 @@ const std::vector<KnobDef>& knob_registry() {
        "to nearest, ties away: cvt.rna.tf32.f32)",
        "k:026_lower_wgmma", 0, 0, false, {"rna", "none"}}
           .searched(SearchGroup::other, {{"wgmma_tf32", {"none", "rna"}, 90}}),
+      {"WGMMA_FILLS", "when wgmma kernels with A from registers (WGMMA_A=regs) fill it: step "
+       "(each atom step waits for the group that read its fragment, fills it, fences and issues "
+       "its wgmma as a group of its own; default) or slab (the slab's fragments, double-buffered "
+       "by slab parity, filled while the previous slab's wgmmas run, then one fence and the "
+       "slab's wgmmas as one group, as the shared-A kernels issue them)",
+       "k:026_lower_wgmma", 0, 0, false, {"step", "slab"}},
       {"WGMMA_ZERO", "how wgmma kernels zero a tile's accumulators: scale_d (the tile's first "
        "k-step issues wgmma with scale-d 0, D = A*B, so no zeroing instructions run between "
        "tiles; default) or explicit (a zeroing loop before the k loop)",

@@ -62,6 +62,13 @@ inline std::vector<Case> cases() {
       {"matmul(A[1024,2056]:tf32.T, B[1000,1024]:tf32.T)",
        tf32_regs + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2,TF32_ROUND=rna" +
            persistent},
+      // WGMMA_FILLS=slab: each slab's fragments filled at once (two sets by slab parity),
+      // the slab's wgmmas one group: the large swapped schedule, A given transposed.
+      {"matmul(A[1000,520]:tf32, B[520,2056]:tf32)",
+       tf32 + ",WM=2,BN=256,CLUSTER_M=2,WGMMA_FILLS=slab" + persistent},
+      {"matmul(A[1024,2056]:tf32.T, B[1000,1024]:tf32.T)",
+       tf32_regs + ",WM=2,BN=256,CLUSTER_M=2,EPILOGUE=tma_store,EPI_BUFFERS=2,WGMMA_FILLS=slab" +
+           persistent},
       // tf32 K-major A from registers (ldmatrix b32 view), unswapped.
       {"matmul(A[1024,512]:f32, B[1024,512]:f32.T)",
        "ATOM=wgmma_tf32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=4,WGMMA_A=regs,WM=2,BN=128" + ws},

@@ -828,7 +828,7 @@ KernelFamily wgmma_family() {
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
                     {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"},
-                    {"TF32_ROUND"}},
+                    {"TF32_ROUND"},      {"WGMMA_FILLS"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;

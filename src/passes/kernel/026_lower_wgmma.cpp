@@ -102,9 +102,9 @@ struct SharedTile {
 class WgmmaLowering {
  public:
   WgmmaLowering(const AtomDef& a, const ProgramBase& p, KernelOp& k, bool regs, bool scale_d,
-                bool truncate)
+                bool truncate, bool slab_fills)
       : atom_(a), id_(wgmma_variant_id(a, regs)), regs_(regs), scale_d_(scale_d),
-        truncate_(truncate), p_(p), c_(warpgroup_form(a)), k_(k) {}
+        truncate_(truncate), slab_fills_(slab_fills), p_(p), c_(warpgroup_form(a)), k_(k) {}
 
   void run() {
     bool bound = false;
@@ -480,19 +480,68 @@ class WgmmaLowering {
       }
       if (step)
         for (Stmt& a : allocs) a.index.insert(a.index.begin(), Expr(steps));
+      if (step && slab_fills_)
+        for (Stmt& a : allocs) a.index.insert(a.index.begin(), Expr(2));
       if (step) {
         const Expr ki = Expr::var(step->var);
+        const Expr parity = Expr::var(s.var) % Expr(2);
         walk(step->body, [&](Stmt& x) {
-          if (x.kind != StmtKind::Alloc && a_frags_.count(x.dst))
+          if (x.kind != StmtKind::Alloc && a_frags_.count(x.dst)) {
             x.dst_index.insert(x.dst_index.begin(), ki);
+            if (slab_fills_) x.dst_index.insert(x.dst_index.begin(), parity);
+          }
           for (Operand& o : x.args)
-            if (a_frags_.count(o.name)) o.index.insert(o.index.begin(), ki);
+            if (a_frags_.count(o.name)) {
+              o.index.insert(o.index.begin(), ki);
+              if (slab_fills_) o.index.insert(o.index.begin(), parity);
+            }
         });
       }
-      order_step(step ? step->body : body, steps);
+      if (step && slab_fills_)
+        order_slab(body, step_at);
+      else
+        order_step(step ? step->body : body, steps);
       b.insert(b.begin() + long(i), allocs.begin(), allocs.end());
       return;
     }
+  }
+
+  // Step 5r with WGMMA_FILLS=slab, on the slab loop's body whose statement `at` is the
+  // atom-step loop: the step loop splits in two, every step's fills first, then one fence
+  // and every step's wgmma in one group:
+  //   alloc frag[2, E, ..]                    two sets, by slab parity
+  //   for k_o (slab):
+  //     for k_i in 0..E unroll: frag[k_o % 2, k_i, ..] <- fill
+  //     wgmma.fence
+  //     for k_i in 0..E unroll: acc <- wgmma(frag[k_o % 2, k_i, ..], B_s)
+  //     wgmma.commit                          one group per slab
+  //     wgmma.wait 0                          (k:030: wait 1, then release the previous slot)
+  // The fills of slab k_o write the set slab k_o - 2 read, whose group the closing wait of
+  // slab k_o - 1 retired (it keeps only slab k_o - 1's in flight); so the fills need no
+  // wait of their own, and run while slab k_o - 1's wgmmas do.
+  void order_slab(Block& body, size_t at) {
+    const Stmt step = body[at];
+    size_t first = step.body.size();
+    for (size_t i = 0; i < step.body.size(); ++i)
+      if (issues_wgmma(step.body[i], id_)) {
+        first = i;
+        break;
+      }
+    for (size_t i = 0; i < step.body.size(); ++i) {
+      const bool fill = fills_fragment(step.body[i]), mma = issues_wgmma(step.body[i], id_);
+      if ((i < first && !fill) || (i >= first && fill) || (fill && mma))
+        throw Error("k:026_lower_wgmma: WGMMA_FILLS=slab: an atom step must hold its A "
+                    "fragments' fills, then its wgmma, and nothing else; found `" +
+                    print_block(step.body) + "` (use WGMMA_FILLS=step)");
+    }
+    if (first == 0 || first == step.body.size())
+      throw Error("k:026_lower_wgmma: WGMMA_FILLS=slab: an atom step without fills or without "
+                  "a wgmma: `" + print_block(step.body) + "` (use WGMMA_FILLS=step)");
+    Stmt fills = step, mmas = step;
+    fills.body.assign(step.body.begin(), step.body.begin() + long(first));
+    mmas.body.assign(step.body.begin() + long(first), step.body.end());
+    body[at] = fills;
+    body.insert(body.begin() + long(at) + 1, {Stmt::WgmmaFence(), mmas, Stmt::WgmmaCommit()});
   }
 
   // Step 5r within one atom step: wait, fills, fence, wgmma, commit.
@@ -603,6 +652,7 @@ class WgmmaLowering {
   const bool regs_;       // WGMMA_A=regs: A from register fragments
   const bool scale_d_;    // WGMMA_ZERO=scale_d: step 6
   const bool truncate_;   // TF32_ROUND=none: a tf32 register A keeps its raw f32 bits
+  const bool slab_fills_;  // WGMMA_FILLS=slab: step 5r per slab, fragments by slab parity
   const ProgramBase& p_;
   const WarpgroupForm c_;
   KernelOp& k_;
@@ -619,7 +669,7 @@ Pass pass_lower_wgmma() {
   return Pass{"k:026_lower_wgmma", Level::Kernel, Level::Kernel,
               "no ATOM loops under warpgroups: each atom is one wgmma.mma_async reading its "
               "A and B tiles from shared memory, its accumulators spread by the C layout",
-              {"ATOM", "WGMMA_A", "WGMMA_ZERO", "TF32_ROUND"},
+              {"ATOM", "WGMMA_A", "WGMMA_ZERO", "TF32_ROUND", "WGMMA_FILLS"},
               [](CompileState& s) {
                 const AtomDef* a = chosen_mma(s);
                 if (!is_wgmma(a)) return;
@@ -647,9 +697,16 @@ Pass pass_lower_wgmma() {
                               "the tensor core truncates (none)");
                 const bool tf32_regs = from == "regs" && a->a_type == DType::TF32;
                 if (tf32_regs) s.used_knobs["TF32_ROUND"] = round;
+                // WGMMA_FILLS: when a register A is filled, per atom step (each its own
+                // group) or per slab (one group, fragments double-buffered by slab parity).
+                const std::string fills = s.knobs.get_str("WGMMA_FILLS", "step");
+                if (fills != "step" && fills != "slab")
+                  throw Error("WGMMA_FILLS=" + fills + ": a register A operand is filled per "
+                              "atom step (step) or a whole slab at a time (slab)");
+                if (from == "regs") s.used_knobs["WGMMA_FILLS"] = fills;
                 for (auto& k : s.kernel.kernels)
                   WgmmaLowering(*a, s.kernel, k, from == "regs", zero == "scale_d",
-                                tf32_regs && round == "none")
+                                tf32_regs && round == "none", fills == "slab")
                       .run();
               }};
 }

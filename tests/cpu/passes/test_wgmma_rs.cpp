@@ -265,6 +265,46 @@ TEST(WgmmaRs, Tf32RawFillsTruncateTheRegisterOperand) {
     }
 }
 
+// WGMMA_FILLS=slab: a slab's fragments are filled at once into the set of its parity, one
+// fence, the slab's wgmmas one group; under k:030 the closing wait keeps that group in
+// flight while the next slab fills the other set. The interpreter after every pass (its
+// async model faults a fill of registers an unretired wgmma reads) in the swapped form
+// (ragged, warp-specialized persistent 2-CTA clusters), A.T, and 16-bit A by ldmatrix.
+TEST(WgmmaRs, SlabFillsEveryPassMatches) {
+  Target t = Target::for_arch("sm_90a");
+  t.sm_count = 2;
+  const CompileState s = passcheck::check_every_pass(
+      "matmul(A[M,K]:f32, B[K,N]:f32)", Knobs::parse(kTf32Swap + ",WGMMA_FILLS=slab"), 107,
+      {{"M", 36}, {"N", 100}, {"K", 72}}, round_tf32);
+  EXPECT_EQ(s.used_knobs.at("WGMMA_FILLS"), "slab");
+  passcheck::check_every_pass(
+      "matmul(A[64,200]:f32, B[200,256]:f32)",
+      Knobs::parse(kTf32SwapBase + ",WM=2,BN=64,STAGES=3,WARP_SPECIALIZE=1,PERSISTENT=1,"
+                                   "CLUSTER_M=2,WGMMA_FILLS=slab"),
+      109, {}, round_tf32, std::nullopt, t);
+  passcheck::check_every_pass(
+      "matmul(A[K,M]:f32.T, B[N,K]:f32.T)",
+      Knobs::parse("ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,SWIZZLE=128B,BK=32,STAGES=2,"
+                   "WGMMA_A=regs,WARP_SPECIALIZE=1,WGMMA_FILLS=slab"),
+      113, {{"M", 72}, {"N", 40}, {"K", 104}}, round_tf32);
+  passcheck::check_every_pass(
+      "matmul(A[128,192]:bf16, B[64,192]:bf16.T)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,"
+                   "WGMMA_A=regs,WARP_SPECIALIZE=1,WGMMA_FILLS=slab"),
+      127);
+  // The default, and the knob's error; shared-A kernels have no fills (not used).
+  EXPECT_EQ(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap)
+                .used_knobs.at("WGMMA_FILLS"),
+            "step");
+  EXPECT_FALSE(passcheck::compile_sm90a("matmul(A[64,64]:f32, B[64,64]:f32.T)",
+                                        "ATOM=wgmma_tf32,WM=1,WN=1,BN=32,STAGE=tma,"
+                                        "SWIZZLE=128B,BK=32,STAGES=2,WGMMA_FILLS=slab")
+                   .used_knobs.count("WGMMA_FILLS"));
+  EXPECT_NE(passcheck::error_of("matmul(A[64,64]:f32, B[64,64]:f32)", kTf32Swap + ",WGMMA_FILLS=k")
+                .find("WGMMA_FILLS=k"),
+            std::string::npos);
+}
+
 TEST(WgmmaRs, PingPongConsumersEveryPassMatch) {
   Target t = Target::for_arch("sm_90a");
   t.sm_count = 2;

@@ -566,6 +566,8 @@ class Renderer {
       case StmtKind::For:
         if (s.unroll) line(d, "#pragma unroll");
         if (s.no_unroll) line(d, "#pragma unroll 1");
+        if (s.unroll_by > 1 && !s.unroll && !s.no_unroll)
+          line(d, "#pragma unroll " + std::to_string(s.unroll_by));
         line(d, "for (" + idx_ + " " + s.var + " = 0; " + s.var + " < " + ix(s.extent) +
                     "; ++" + s.var + ") {" +
                     (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));

@@ -66,6 +66,7 @@ std::string stmt_line(const Stmt& s) {
       if (s.loop_kind == LoopKind::Reduce) line += " reduce";
       if (s.unroll) line += " unroll";
       if (s.no_unroll) line += " no_unroll";
+      if (s.unroll_by > 1) line += " unroll_by " + std::to_string(s.unroll_by);
       if (!s.axis.empty() && s.axis != s.var) line += "  # " + s.axis;
       return line;
     }

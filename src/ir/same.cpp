@@ -35,12 +35,14 @@ bool same(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 bool same(const Stmt& a, const Stmt& b) {
-  const auto& [kind, var, extent, loop_kind, tier, axis, unroll, no_unroll, cond, value, dst,
+  const auto& [kind, var, extent, loop_kind, tier, axis, unroll, no_unroll, unroll_by, cond,
+               value, dst,
                tensor, index, op, args, imm, atom, dst_index, width, pred, atomic_add, scale_d,
                multicast, remote, mbar, src, src_index, copies, mode, body] = a;
   return same(kind, b.kind) && same(var, b.var) && same(extent, b.extent) &&
          same(loop_kind, b.loop_kind) && same(tier, b.tier) && same(axis, b.axis) &&
-         same(unroll, b.unroll) && same(no_unroll, b.no_unroll) && same(cond, b.cond) &&
+         same(unroll, b.unroll) && same(no_unroll, b.no_unroll) &&
+         same(unroll_by, b.unroll_by) && same(cond, b.cond) &&
          same(value, b.value) &&
          same(dst, b.dst) && same(tensor, b.tensor) && same(index, b.index) &&
          same(op, b.op) && same(args, b.args) && same(imm, b.imm) && same(atom, b.atom) &&

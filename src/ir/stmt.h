@@ -153,6 +153,9 @@ struct Stmt {
   std::string axis;
   bool unroll = false;
   bool no_unroll = false;
+  // #pragma unroll N (N > 1): copies of the body per iteration (k:026's WGMMA_FILLS=slab
+  // slab loop: each parity's fragment registers are then their own instructions' in PTX).
+  int unroll_by = 0;
 
   // If: `if cond:` body.  Let: `var = value` (an integer binding, Tile and Kernel IR), or,
   // with `tensor` set, `var = tensor[index]`: an integer read from an i32 tensor (paged

@@ -497,8 +497,13 @@ class WgmmaLowering {
             }
         });
       }
-      if (step && slab_fills_)
+      if (step && slab_fills_) {
         order_slab(body, step_at);
+        // Two copies of the slab per iteration in the CUDA source: NVVM reduces each
+        // parity's fragment to SSA values, so with one copy the next slab's fills would
+        // write the very PTX registers the previous slab's group (in flight) reads.
+        s.unroll_by = 2;
+      }
       else
         order_step(step ? step->body : body, steps);
       b.insert(b.begin() + long(i), allocs.begin(), allocs.end());

@@ -438,6 +438,30 @@ TEST(WgmmaCompile, Tf32RegisterFillsConvertAtMostOnce) {
   }
 }
 
+// WGMMA_FILLS=slab indexes the fragment by slab parity, which NVVM reduces to SSA values:
+// with one copy of the slab loop's body in the source, the next slab's fills would write
+// the PTX registers the previous slab's group, still in flight, reads (nvdisasm showed one
+// set of 16 registers refilled at the loop's top). The loop carries #pragma unroll 2, so
+// each parity has its own instructions and registers; the step fills keep one copy.
+TEST(WgmmaCompile, SlabFillsUnrollTheSlabLoopByTwo) {
+  const std::string kn = "matmul(A[4096,4096]:tf32, B[4096,4096]:tf32)";
+  for (const bool slab : {false, true}) {
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(slab ? "WGMMA_FILLS=slab" : "");
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(kn, opt);
+    EXPECT_EQ(p.state.used_knobs.at("WGMMA_FILLS"), slab ? "slab" : "step");
+    EXPECT_EQ(p.cuda.find("#pragma unroll 2") != std::string::npos, slab);
+    if (!slab) continue;
+    CompileResult r = nvrtc(p.cuda);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.stack_frame_bytes, 0) << name;  // the parity-indexed fragment stays in registers
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+    }
+  }
+}
+
 TEST(WgmmaCompile, AWgmmaWrapperOutsideSm90aIsAFrontEndErrorNamingIt) {
   // Plain sm_90 has no wgmma: the guard makes that a compile error with the wrapper's
   // name instead of a ptxas failure.

@@ -63,6 +63,8 @@ constexpr int64_t kClusteredBatchMaxK = 1024;  // wgmma_defaults_for: clusters b
 static bool batched_tma_store(const GemmShape& s) {
   return s.batch > 1 && s.out_rank == 3 && s.N * dtype_bytes(s.out) % 16 == 0;
 }
+// Tiles' worth of TMA-store strip buffers in a short-K bmm's ring (see wgmma_defaults_for).
+constexpr int64_t kShortBatchedRingTiles = 2;
 static bool wgmma_batched(const GemmShape& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
          (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
@@ -540,6 +542,12 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
     if ((s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) || batched_tma_store(s)) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
+      // A short-K bmm's 128 x 128 16-bit tiles are two strips: 4 buffers are a ring of two
+      // tiles' strips (k:053), so a strip waits for the previous tile's store, not for this
+      // tile's first (H100, 2026-11-28, bench/NOTES.md, the TMA store's ring across tiles).
+      // 4 x 16 KB beside the 4-deep ring's 128 KB.
+      if (short_batched && bn == 128 && dtype_bytes(s.out) == 2)
+        k.set("EPI_BUFFERS", std::to_string(kShortBatchedRingTiles * 2));
     }
     return k;
   }

@@ -84,6 +84,13 @@ TEST(ModelSuiteDefaults, MediumRingClustersAndTheLmHeadOnWgmma) {
   EXPECT_EQ(used("bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)").at("CLUSTER_M"), "2");
   EXPECT_EQ(used("bmm(X[8,512,14336]:bf16, W[8,14336,4096]:bf16)").at("CLUSTER_M"), "1");
   EXPECT_EQ(used("bmm(Q[32,4096,128]:f16, K[32,128,4096]:f16)").at("CLUSTER_M"), "1");
+  // Q.K^T's store-bound 128 x 128 tiles stream their stores through a ring of two tiles'
+  // strips (k:053); the ragged bmm's longer K keeps one tile's.
+  for (const char* qk : {"bmm(Q[32,4096,128]:f16, K[32,128,4096]:f16)",
+                         "bmm(Q[256,1024,64]:bf16, K[256,64,1024]:bf16)",
+                         "bmm(Q[512,512,64]:f16, K[512,64,512]:f16)"})
+    EXPECT_EQ(used(qk).at("EPI_BUFFERS"), "4") << qk;
+  EXPECT_EQ(used("bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)").at("EPI_BUFFERS"), "2");
   k = used("linear(X[128,4096]:bf16, W[4096,4096]:bf16)");
   EXPECT_EQ(k.at("STAGES"), "8");
   EXPECT_EQ(k.at("PERSISTENT"), "0");

@@ -248,6 +248,19 @@ TEST(TmaStoreEpilogue, StripRingAcrossTilesTwoBarriersAndPlainStores) {
             writes);
 }
 
+TEST(TmaStoreEpilogue, StripRingAcrossTilesInAClusterOfTwo) {
+  // 2-CTA clusters along M: each CTA's ring follows its own tile loop (4 x 4 tiles of
+  // 128 x 128 on one cluster: 8 tiles per CTA, ragged N).
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[512,64]:bf16, B[64,392]:bf16)",
+      Knobs::parse(passcheck::knobs_over(kWsPersistent, "BN=128,EPI_BUFFERS=4,CLUSTER_M=2")), 47,
+      {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(s.kernel.tensor("out_s").shape.at(0).const_value(), 4);
+  EXPECT_EQ(bulk_waits(k, 2), 2);
+}
+
 TEST(TmaStoreEpilogue, StripRingAcrossFourBatchedTiles) {
   // One strip per tile (BN = 64) and 4 buffers: the ring spans 4 (batch, tile) units.
   CompileState s = passcheck::check_every_pass(

@@ -175,7 +175,12 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"linear(X[2000,200]:bf16, W[4040,200]:bf16)",
                    kRing + ",STAGES=5,EPI_BUFFERS=4,CLUSTER_M=2,EPI_SYNC=2,STMATRIX=0"},
         HopperCase{"matmul(A[2000,136]:bf16, B[136,3000]:bf16, out=f32)",
-                   kRing + ",STAGES=3,EPI_BUFFERS=8"}));
+                   kRing + ",STAGES=3,EPI_BUFFERS=8"},
+        // The large schedule's 224-wide tiles (512 x 28672 x 4096's default): 7 strips of
+        // 32 columns through 2 buffers, a 2-CTA cluster, ragged M and N.
+        HopperCase{"linear(X[600,512]:bf16, W[3000,512]:bf16)",
+                   "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=224,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=4,EPILOGUE=tma_store,EPI_BUFFERS=2,CLUSTER_M=2" + kPersistent}));
 
 // The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
 // schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T

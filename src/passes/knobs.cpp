@@ -167,7 +167,9 @@ const std::vector<KnobDef>& knob_registry() {
       KnobDef{"EPI_BUFFERS", "EPILOGUE=tma_store: 0 keeps the whole output tile in shared memory; "
        "N > 0 streams it through N strip buffers per consumer warpgroup (64 columns of a "
        "16-bit output, 32 of f32; 2 x 16 KB for a 128x256 tile, so STAGES=4 still fits), "
-       "each strip stored by TMA while the next is written (k:053)",
+       "each strip stored by TMA while the next is written; in a persistent tile loop a "
+       "multiple N >= 2 x the tile's strips makes a ring across tiles, so a tile's stores "
+       "stream on under the next tile's mainloop and epilogue (k:053)",
        "k:053_tma_store_epilogue", 0, 8}
           .searched(SearchGroup::other, {{"wgmma", {"2", "0"}, 90}}),
       {"STMATRIX", "EPILOGUE=tma_store with EPI_BUFFERS > 0: write 16-bit output strips with "

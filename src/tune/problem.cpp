@@ -149,8 +149,12 @@ int64_t epilogue_smem_bytes(const BlockShape& b, const TuneProblem& p) {
   if (b.epilogue == "tma_store") {
     const int64_t row = b.BN * dtype_bytes(p.out);
     const int64_t strips = std::max<int64_t>(1, row / kEpiStripBytes);
-    bytes += b.epi_buffers > 0 ? std::min(b.epi_buffers, strips) * kEpiStripBytes * b.BM
-                               : b.BM * row;
+    // k:053: N buffers hold N strips, at most one tile's, except in a persistent tile
+    // loop, where N >= 2 x strips makes a ring of whole tiles' strips across tiles.
+    const int64_t n = b.epi_buffers;
+    const int64_t held = b.persistent && n >= 2 * strips ? n / strips * strips
+                                                         : std::min(n, strips);
+    bytes += n > 0 ? held * kEpiStripBytes * b.BM : b.BM * row;
   }
   if (b.cluster_k > 1) bytes += b.BM * (b.BN + kClusterPartialPad) * 4;
   return bytes;

@@ -87,7 +87,8 @@ int64_t mainloop_smem_bytes(const BlockShape& b, const TuneProblem& p, const Kno
 int64_t epilogue_smem_bytes(const BlockShape& b, const TuneProblem& p);
 
 // A TMA-store strip is a 128-byte slice of each tile row (64 columns of a 16-bit output,
-// 32 of f32), as k:053 cuts them; EPI_BUFFERS=N holds N strips.
+// 32 of f32), as k:053 cuts them; EPI_BUFFERS=N holds N strips (up to a tile's, or whole
+// tiles' strips in a persistent tile loop: the ring across tiles).
 constexpr int64_t kEpiStripBytes = 128;
 // Columns of padding per row of CLUSTER_K's partial tile (k:057).
 constexpr int64_t kClusterPartialPad = 8;

@@ -155,6 +155,33 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"linear(X[1024,768]:bf16, W[8191,768]:bf16)", ""},
         HopperCase{"linear(X[1000,512]:bf16, W[4097,512]:bf16)", ""}));
 
+// The TMA store's strip buffers as a ring across the persistent tile loop (EPI_BUFFERS a
+// multiple >= 2 of a tile's strips, k:053): two and three tiles' worth, EPI_SYNC=2, plain
+// stores, an f32 output, ragged M and N, a fused bias and relu, 2-CTA clusters, and the
+// store-bound Q.K^T bmm (K = 64 and 128) at sizes the fp64 reference checks quickly, each
+// with enough tiles per CTA on 132 SMs (or clusters on 66) that every buffer group is
+// reused: 3 to 6 tiles per CTA.
+const std::string kRing =
+    "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,"
+    "EPILOGUE=tma_store" + kPersistent;
+INSTANTIATE_TEST_SUITE_P(
+    StripRing, GpuHopperGemm,
+    ::testing::Values(
+        HopperCase{"bmm(Q[8,1024,128]:f16, K[8,128,1024]:f16)", "EPI_BUFFERS=4"},
+        HopperCase{"bmm(Q[32,512,64]:bf16, K[32,64,520]:bf16)", "EPI_BUFFERS=6"},
+        HopperCase{"bmm(Q[48,512,64]:f16, K[48,64,512]:f16)", "EPI_BUFFERS=8,STAGES=2"},
+        HopperCase{"relu(linear(X[2000,136]:bf16, W[3000,136]:bf16, bias[3000]:bf16))",
+                   kRing + ",STAGES=5,EPI_BUFFERS=4"},
+        HopperCase{"linear(X[2000,200]:bf16, W[4040,200]:bf16)",
+                   kRing + ",STAGES=5,EPI_BUFFERS=4,CLUSTER_M=2,EPI_SYNC=2,STMATRIX=0"},
+        HopperCase{"matmul(A[2000,136]:bf16, B[136,3000]:bf16, out=f32)",
+                   kRing + ",STAGES=3,EPI_BUFFERS=8"},
+        // The large schedule's 224-wide tiles (512 x 28672 x 4096's default): 7 strips of
+        // 32 columns through 2 buffers, a 2-CTA cluster, ragged M and N.
+        HopperCase{"linear(X[600,512]:bf16, W[3000,512]:bf16)",
+                   "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,BN=224,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=4,EPILOGUE=tma_store,EPI_BUFFERS=2,CLUSTER_M=2" + kPersistent}));
+
 // The sm_90a defaults for `:tf32` in every majorness, at shapes with a wave of the large
 // schedule's tiles and ragged edges: both K-major (TMA, shared A), B [K, N] (swapped, B^T
 // in registers), A given transposed (A in registers), both M-/N-major (TMA-staged and

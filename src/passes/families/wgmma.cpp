@@ -63,6 +63,8 @@ constexpr int64_t kClusteredBatchMaxK = 1024;  // wgmma_defaults_for: clusters b
 static bool batched_tma_store(const GemmShape& s) {
   return s.batch > 1 && s.out_rank == 3 && s.N * dtype_bytes(s.out) % 16 == 0;
 }
+// Tiles' worth of TMA-store strip buffers in a short-K bmm's ring (see wgmma_defaults_for).
+constexpr int64_t kShortBatchedRingTiles = 4;
 static bool wgmma_batched(const GemmShape& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
          (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
@@ -341,10 +343,17 @@ static int64_t persistent_rounds(const GemmShape& s, int sm_count, int64_t bn) {
 // 10% slower): 512 x 28672 x 4096 bf16 is 5 rounds of 192 and 7 of 128 (6.7% predicted),
 // 0.93x cuBLAS at 128 (6 slots, 2-CTA clusters) against 0.91x at 192 on H100 (bench/
 // NOTES.md, 2-CTA clusters on medium and batched GEMMs).
+// 224 joined on 2026-11-28 (K-major weights only: 224 is not a multiple of 64): 512 x
+// 28672 x 4096 is 4 rounds of 224 (3.88 waves) against 7 of 128, 12.5% predicted over 256:
+// 0.980x cuBLAS on H100 (4 slots, 2-CTA clusters, TMA-store strips of 32 columns) against
+// 0.941x at 128 (bench/NOTES.md, the TMA store's ring across tiles). Only from 3 rounds of
+// 256 (one or two rounds: 128 x 28672, 512 x 14336 x 4096 would take it, unmeasured).
 static int64_t wave_width(const GemmShape& s, int sm_count) {
   int64_t best = 256, best_time = persistent_rounds(s, sm_count, 256) * 256;
-  for (auto [bn, gain_pct] : {std::pair<int64_t, int64_t>{192, 5}, {160, 15}, {128, 5}}) {
+  for (auto [bn, gain_pct] :
+       {std::pair<int64_t, int64_t>{224, 5}, {192, 5}, {160, 15}, {128, 5}}) {
     if (bn % 64 != 0 && !s.b_k_major) continue;  // see medium_width
+    if (bn == 224 && persistent_rounds(s, sm_count, 256) < 3) continue;  // measured at 4
     const int64_t time = persistent_rounds(s, sm_count, bn) * bn;
     if (time * 100 <= best_time * (100 - gain_pct)) best = bn, best_time = time;
   }
@@ -540,6 +549,17 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
     if ((s.batch == 1 && s.N * dtype_bytes(s.out) % 16 == 0) || batched_tma_store(s)) {
       k.set("EPILOGUE", "tma_store");
       k.set("EPI_BUFFERS", "2");
+      // A short-K bmm's 128 x 128 16-bit tiles are two strips: 8 buffers are a ring of four
+      // tiles' strips (k:053), so a strip waits for a store issued four tiles earlier, not
+      // for this tile's first; the 2-slab mainloop ring (K = 64..128 is 1-2 slabs a tile)
+      // leaves it the room (2 x 32 KB + 8 x 16 KB). H100 against cuBLAS (2026-11-28,
+      // bench/NOTES.md, the TMA store's ring across tiles): 32 x 4096 x 4096 x 128 0.937x ->
+      // 0.965x, 512 x 512 x 512 x 64 0.961x -> 0.986x; a ring of two tiles beside the
+      // 4-deep mainloop ring changed nothing (0.934x, 0.963x).
+      if (short_batched && bn == 128 && dtype_bytes(s.out) == 2) {
+        k.set("EPI_BUFFERS", std::to_string(kShortBatchedRingTiles * 2));
+        k.set("STAGES", "2");
+      }
     }
     return k;
   }

@@ -73,6 +73,19 @@
 // 128x256 default that is 4 BAR.SYNC per consumer warpgroup instead of 8. With one
 // buffer, or N not dividing the strips (BN=192: strip 0 reuses the newest store's
 // buffer), EPI_SYNC=1 keeps the two barriers (the wait must follow the last store).
+//
+// EPI_BUFFERS = T x strips (T >= 2) in a persistent tile loop: a ring across tiles. The
+// buffers form T groups of one tile's strips, tile t_i writing group t_i % T, and the waits
+// above count N = T x strips stores back. With N = strips (the ring within a tile) strip j
+// waits for this tile's strip j - N + 1, whose store was issued a strip's writes earlier:
+// a store-bound kernel (a bmm's Q.K^T: K = 64..128, a huge output) stalls its consumers
+// there while the copy engine, backed up behind the writes to memory, reads the buffer.
+// With T = 2 the store waited for is the previous tile's, issued a mainloop earlier, so
+// the consumers go on while up to two tiles' stores stream. Each strip's writes and stores
+// add `t_i % T x strips x R x S` (whole swizzle repeats: the XOR pattern is unchanged).
+// Not with stream-K (the epilogue runs for some tiles only: the group of tile t_i would no
+// longer hold the store N strips back) or without a tile loop (no next tile: N caps at the
+// strips, as a bigger EPI_BUFFERS always did).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -508,6 +521,11 @@ class TmaStoreEpilogue {
                "(WN > 1); use WN=1 or EPI_BUFFERS=0");
     strips_ = cols_ / strip_;
     nbuf_ = std::min<int64_t>(buffers_, strips_);
+    // A ring across tiles: N = T x strips buffers, tile t_i's strips in the group t_i % T.
+    // Only in a tile loop whose every iteration stores its tile (stream-K skips some: the
+    // group would no longer name the store N strips back).
+    if (tile_loop_.first && !epilogue_cond_ && buffers_ >= 2 * strips_)
+      tile_ring_ = buffers_ / strips_;
     for (Site& site : sites_) {
       const Expr col = full(site.col);
       for_each_point(site, [&](int64_t, Expr::Env& env) {
@@ -603,7 +621,7 @@ class TmaStoreEpilogue {
     for (int i = 2; p_.has_tensor(tile.name); ++i) tile.name = out_->name + "_s" + std::to_string(i);
     tile.dtype = out_->dtype;
     tile.role = TensorRole::Shared;
-    tile.shape = {Expr(nbuf_ ? nbuf_ : cols_ / strip_), Expr(rows_), Expr(strip_)};
+    tile.shape = {Expr(nbuf_ ? ring() : cols_ / strip_), Expr(rows_), Expr(strip_)};
     const int64_t span = strip_ * eb;
     const int swizzle = span >= 32 ? int(span) : 0;
     if (swizzle) {
@@ -639,6 +657,12 @@ class TmaStoreEpilogue {
 
     const Expr row0 = sites_[0].row_block, col0 = sites_[0].col_block;
     const Expr batch0 = sites_[0].batch_block;
+    // The ring across tiles: this tile's group of strip buffers.
+    Expr group_base = 0;
+    if (tile_ring_ > 1) {
+      const Stmt& loop = (*tile_loop_.first)[tile_loop_.second];
+      group_base = Expr::var(loop.var) % tile_ring_ * (strips_ * rows_ * strip_);
+    }
     // Owner o's stores of its strips [j0, j1), strip j from tile slab `slot(j)`.
     auto store_strips = [&](const Owner& o, int64_t j0, int64_t j1, int64_t buffers) {
       Block stores;
@@ -646,8 +670,9 @@ class TmaStoreEpilogue {
         const int64_t slab = buffers ? j % buffers : o.c0 / strip_ + j;
         std::vector<Expr> corner = {row0 + o.r0, col0 + (o.c0 + j * strip_)};
         if (rank_ == 3) corner.insert(corner.begin(), batch0);
-        stores.push_back(Stmt::TmaStore(tile.name, Expr(slab * rows_ * strip_ + o.r0 * strip_),
-                                        out_->name, corner, d.name));
+        const Expr at = Expr(slab * rows_ * strip_ + o.r0 * strip_);
+        stores.push_back(Stmt::TmaStore(tile.name, buffers ? group_base + at : at, out_->name,
+                                        corner, d.name));
       }
       stores.push_back(Stmt::BulkCommit());
       return Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(o.first_thread)), stores);
@@ -661,15 +686,21 @@ class TmaStoreEpilogue {
       groups.resize(size_t(strips_));
       for (size_t i = 0; i < epilogue.size(); ++i)
         groups[size_t(strip_of[i])].push_back(std::move(epilogue[i]));
-      const bool one_sync = sync_ == 1 && nbuf_ >= 2 && strips_ % nbuf_ == 0;
+      // With a ring across tiles the N = T x strips buffers are used in turn across the
+      // tile loop (strip j of tile t_i: buffer (t_i * strips + j) % N), so every wait below
+      // counts N stores back, and the previous tile's stores stream on through this tile's
+      // mainloop and epilogue until their buffers come round again.
+      const int64_t n = ring();
+      const bool one_sync = sync_ == 1 && n >= 2 && strips_ % nbuf_ == 0;
       for (int64_t j = 0; j < strips_; ++j) {
         Block& g = groups[size_t(j)];
         unguard(g, Expr(1));
         if (stmatrix_ && eb == 2) use_stmatrix(g, tile);
+        if (tile_ring_ > 1) shift_tile_writes(g, tile.name, group_base);
         if (one_sync) {
           rewritten.insert(rewritten.end(), g.begin(), g.end());
           rewritten.push_back(Stmt::FenceProxyAsync());
-          rewritten.push_back(Stmt::If(storing, {Stmt::BulkWait(int(nbuf_ - 2))}));
+          rewritten.push_back(Stmt::If(storing, {Stmt::BulkWait(int(n - 2))}));
           rewritten.push_back(sync);
           for (const Owner& o : owners_) rewritten.push_back(store_strips(o, j, j + 1, nbuf_));
           continue;
@@ -678,7 +709,7 @@ class TmaStoreEpilogue {
         // 3 strips, 2 buffers) the next tile's strip 0 reuses the buffer of this tile's
         // last strip, the newest store, so it waits for all of them. The previous tile's
         // stores have had a whole mainloop to finish, so the full wait costs nothing.
-        const int keep = j == 0 && strips_ % nbuf_ != 0 ? 0 : int(nbuf_ - 1);
+        const int keep = j == 0 && strips_ % nbuf_ != 0 ? 0 : int(n - 1);
         rewritten.push_back(Stmt::If(storing, {Stmt::BulkWait(keep)}));
         rewritten.push_back(sync);
         rewritten.insert(rewritten.end(), g.begin(), g.end());
@@ -705,6 +736,19 @@ class TmaStoreEpilogue {
     }
     p_.tensors.push_back(tile);
     tile_ = tile.name;
+  }
+
+  // The strip buffers in the ring: N per tile, times the tiles it spans.
+  int64_t ring() const { return nbuf_ * tile_ring_; }
+
+  // Moves a strip's writes of the tile (plain stores and stmatrix) into this tile's group
+  // of buffers.
+  static void shift_tile_writes(Block& g, const std::string& tile, const Expr& base) {
+    walk(g, [&](Stmt& x) {
+      const bool write = x.kind == StmtKind::Write ||
+                         (x.kind == StmtKind::Atom && x.dst.empty() && !x.args.empty());
+      if (write && x.tensor == tile) x.index.at(0) = base + x.index.at(0);
+    });
   }
 
   // EPI_BUFFERS: the strip of each epilogue statement (top level, e0_..e1_): a store's
@@ -856,11 +900,11 @@ class TmaStoreEpilogue {
   void check_resources() const {
     const SharedLayout l = shared_layout(p_, k_);
     const int64_t bytes = kernel_smem_bytes(l, k_);
-    const int64_t tile = (nbuf_ ? nbuf_ * strip_ : cols_) * rows_ * dtype_bytes(out_->dtype);
+    const int64_t tile = (nbuf_ ? ring() * strip_ : cols_) * rows_ * dtype_bytes(out_->dtype);
     if (bytes > s_.target.smem_per_block)
       throw Error("EPILOGUE=tma_store: kernel " + k_.name + " needs " + std::to_string(bytes) +
                   " B of shared memory, " + std::to_string(tile) + " B of them for its " +
-                  (nbuf_ ? std::to_string(nbuf_) + " strip buffers of " + std::to_string(rows_) +
+                  (nbuf_ ? std::to_string(ring()) + " strip buffers of " + std::to_string(rows_) +
                                " x " + std::to_string(strip_)
                          : std::to_string(rows_) + " x " + std::to_string(cols_) + " output tile") +
                   " " + tile_ + " (knobs " + s_.knobs.str() + "); this GPU allows " +
@@ -898,7 +942,8 @@ class TmaStoreEpilogue {
   const int64_t buffers_;  // EPI_BUFFERS
   const int64_t sync_;     // EPI_SYNC: named barriers per strip (1 or 2)
   const bool stmatrix_;
-  int64_t strips_ = 0, nbuf_ = 0;  // with EPI_BUFFERS: the tile's strips, buffers used
+  int64_t strips_ = 0, nbuf_ = 0;  // with EPI_BUFFERS: the tile's strips, buffers per tile
+  int64_t tile_ring_ = 1;          // the tiles the ring of strip buffers spans
   int swizzle_bytes_ = 0;
   std::vector<Owner> owners_;
   std::string tile_;

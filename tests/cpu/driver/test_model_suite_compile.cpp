@@ -74,16 +74,27 @@ TEST(ModelSuiteDefaults, MediumRingClustersAndTheLmHeadOnWgmma) {
   EXPECT_EQ(k.at("BN"), "128");
   EXPECT_EQ(k.at("STAGES"), "6");
   EXPECT_EQ(k.at("CLUSTER_M"), "2") << "K >= 8192: 2-CTA clusters along M";
-  // The large schedule's 128-wide tiles (7 rounds against 5 of 192) on the same ring.
+  // The large schedule's 224-wide tiles (4 rounds against 7 of 128 and 4 of 256).
   k = used("linear(X[512,4096]:bf16, W[28672,4096]:bf16)");
-  EXPECT_EQ(k.at("BN"), "128");
-  EXPECT_EQ(k.at("STAGES"), "6");
+  EXPECT_EQ(k.at("BN"), "224");
+  EXPECT_EQ(k.at("STAGES"), "4");
   EXPECT_EQ(k.at("CLUSTER_M"), "2");
+  // Two rounds of 256 keep it (512 x 14336 x 4096: 224 unmeasured there).
+  EXPECT_EQ(used("silu(linear(X[512,4096]:bf16, W[14336,4096]:bf16))").at("BN"), "256");
   // A batch through the TMA store clusters for a short K only (the ragged bmm), not the
   // experts' long K or Q.K^T's head dim.
   EXPECT_EQ(used("bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)").at("CLUSTER_M"), "2");
   EXPECT_EQ(used("bmm(X[8,512,14336]:bf16, W[8,14336,4096]:bf16)").at("CLUSTER_M"), "1");
   EXPECT_EQ(used("bmm(Q[32,4096,128]:f16, K[32,128,4096]:f16)").at("CLUSTER_M"), "1");
+  // Q.K^T's store-bound 128 x 128 tiles stream their stores through a ring of four tiles'
+  // strips (k:053) beside a 2-slab mainloop ring; the ragged bmm's longer K keeps one tile's.
+  for (const char* qk : {"bmm(Q[32,4096,128]:f16, K[32,128,4096]:f16)",
+                         "bmm(Q[256,1024,64]:bf16, K[256,64,1024]:bf16)",
+                         "bmm(Q[512,512,64]:f16, K[512,64,512]:f16)"}) {
+    EXPECT_EQ(used(qk).at("EPI_BUFFERS"), "8") << qk;
+    EXPECT_EQ(used(qk).at("STAGES"), "2") << qk;
+  }
+  EXPECT_EQ(used("bmm(A[8,1000,776]:bf16, B[8,776,1000]:bf16)").at("EPI_BUFFERS"), "2");
   k = used("linear(X[128,4096]:bf16, W[4096,4096]:bf16)");
   EXPECT_EQ(k.at("STAGES"), "8");
   EXPECT_EQ(k.at("PERSISTENT"), "0");

@@ -195,6 +195,93 @@ TEST(TmaStoreEpilogue, StripBuffersOneWarpgroupTwoAtoms) {
   EXPECT_EQ(stmatrix_count(k), 2 * 4);
 }
 
+// ---- EPI_BUFFERS spanning tiles: a ring across the persistent tile loop ---------------
+
+int bulk_waits(const KernelOp& k, int keep) {
+  return count(k.body, [&](const Stmt& x) { return x.kind == StmtKind::BulkWait && x.imm == keep; });
+}
+
+// Whether a statement's shared offset names the tile loop's variable (the tile's group).
+bool uses_tile_group(const Stmt& x) { return !x.index.empty() && x.index.at(0).uses("t_i"); }
+
+TEST(TmaStoreEpilogue, StripRingAcrossTilesOverlapsTheNextTile) {
+  // 520 x 392 in 128 x 128 tiles on 2 SMs: 5 x 4 tiles, 10 per CTA, ragged M and N. Each
+  // tile is 2 strips of 64 columns; EPI_BUFFERS=4 holds two tiles' strips, tile t_i's in
+  // group t_i % 2, so a tile's stores are still read while the next tile computes and
+  // writes its strips: before strip j's store, all but the newest 2 stores have read
+  // their buffers (strip j + 1 reuses the buffer of the store 3 strips back). The
+  // interpreter checks that no strip is written while a store still reads its buffer.
+  CompileState s = passcheck::check_every_pass(
+      "relu(linear(X[520,64]:bf16, W[392,64]:bf16, bias[392]:bf16))",
+      Knobs::parse(passcheck::knobs_over(kWsPersistent, "BN=128,EPI_BUFFERS=4")), 29, {}, {},
+      std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  const TensorDecl& tile = s.kernel.tensor("out_s");
+  EXPECT_EQ(tile.shape.at(0).const_value(), 4);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 4);  // 2 strips x 2 warpgroups
+  EXPECT_EQ(bulk_waits(k, 2), 2);                   // one per strip
+  EXPECT_EQ(bulk_waits(k, 0), 1);                   // the drain only
+  EXPECT_EQ(count(k.body, [](const Stmt& x) { return x.kind == StmtKind::TmaStore && uses_tile_group(x); }), 4);
+  EXPECT_EQ(count(k.body, [](const Stmt& x) {
+              return x.kind == StmtKind::Atom && x.tensor == "out_s" && uses_tile_group(x);
+            }),
+            stmatrix_count(k));
+  EXPECT_EQ(stmatrix_count(k), 2 * 4);
+}
+
+TEST(TmaStoreEpilogue, StripRingAcrossTilesTwoBarriersAndPlainStores) {
+  // EPI_SYNC=2 waits for all but the newest N - 1 = 3 stores before a strip's writes;
+  // plain stores (STMATRIX=0) move into the tile's group like stmatrix's.
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[520,64]:f16, B[64,264]:f16)",
+      Knobs::parse(passcheck::knobs_over(kWsPersistent,
+                                         "ATOM=wgmma_f16,BN=128,EPI_BUFFERS=4,EPI_SYNC=2,STMATRIX=0")),
+      31, {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(bulk_waits(k, 3), 2);
+  EXPECT_EQ(stmatrix_count(k), 0);
+  const int writes = count(k.body, [](const Stmt& x) { return x.kind == StmtKind::Write && x.tensor == "out_s"; });
+  EXPECT_GT(writes, 0);
+  EXPECT_EQ(count(k.body, [](const Stmt& x) {
+              return x.kind == StmtKind::Write && x.tensor == "out_s" && uses_tile_group(x);
+            }),
+            writes);
+}
+
+TEST(TmaStoreEpilogue, StripRingAcrossTilesInAClusterOfTwo) {
+  // 2-CTA clusters along M: each CTA's ring follows its own tile loop (4 x 4 tiles of
+  // 128 x 128 on one cluster: 8 tiles per CTA, ragged N).
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[512,64]:bf16, B[64,392]:bf16)",
+      Knobs::parse(passcheck::knobs_over(kWsPersistent, "BN=128,EPI_BUFFERS=4,CLUSTER_M=2")), 47,
+      {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(k.cluster[0], 2);
+  EXPECT_EQ(s.kernel.tensor("out_s").shape.at(0).const_value(), 4);
+  EXPECT_EQ(bulk_waits(k, 2), 2);
+}
+
+TEST(TmaStoreEpilogue, StripRingAcrossFourBatchedTiles) {
+  // One strip per tile (BN = 64) and 4 buffers: the ring spans 4 (batch, tile) units.
+  CompileState s = passcheck::check_every_pass(
+      "relu(add(bmm(A[3,200,128]:bf16, B[3,128,136]:bf16), bias[136]:bf16))",
+      Knobs::parse("ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                   "WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=tma_store,EPI_BUFFERS=4"),
+      7, {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(s.kernel.tensor("out_s").shape.at(0).const_value(), 4);
+  EXPECT_EQ(bulk_waits(k, 2), 1);
+}
+
+TEST(TmaStoreEpilogue, StripRingStaysInTheTileWithoutATileLoop) {
+  // Without a persistent tile loop there is no next tile to overlap: EPI_BUFFERS caps at
+  // the tile's strips, as before.
+  CompileState s = passcheck::compile_sm90a(
+      "matmul(A[136,64]:f16, B[64,200]:f16)",
+      passcheck::knobs_over(kWsPersistent, "ATOM=wgmma_f16,BN=128,PERSISTENT=0,EPI_BUFFERS=4"));
+  EXPECT_EQ(s.kernel.tensor("out_s").shape.at(0).const_value(), 2);
+}
+
 TEST(TmaStoreEpilogue, ErrorsNameTheLimit) {
   auto fails = [](const std::string& expr, const std::string& knobs, const std::string& want) {
     {

@@ -299,6 +299,13 @@ TEST(Prune, TmaStoreEpilogueTakesAPlainOutputTile) {
   const std::string big = std::string(kWgmma128) + "PERSISTENT=1,EPILOGUE=tma_store,";
   EXPECT_EQ(why(sq, big + "EPI_BUFFERS=2"), "");
   EXPECT_EQ(why(sq, big + "EPI_BUFFERS=0"), "");
+  // EPI_BUFFERS = 2 x a tile's strips in the persistent loop: a ring of two tiles' strips
+  // (k:053), 4 x 16 KB beside the ring: 4 stages fit, 6 (192 KB) do not.
+  EXPECT_EQ(why(sq, big + "EPI_BUFFERS=4"), "");
+  const std::string six = why(sq, knobs_over(big, "STAGES=6,EPI_BUFFERS=4"));
+  EXPECT_NE(six.find("262144 B of shared memory"), std::string::npos) << six;
+  // Without the tile loop the buffers stop at the tile's 2 strips (32 KB).
+  EXPECT_EQ(why(sq, knobs_over(big, "PERSISTENT=0,STAGES=6,EPI_BUFFERS=4")), "");
   EXPECT_NE(why(sq, "ATOM=wgmma_bf16,WM=1,WN=2,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,"
                     "EPILOGUE=tma_store,EPI_BUFFERS=2")
                 .find("WN=1 or EPI_BUFFERS=0"),

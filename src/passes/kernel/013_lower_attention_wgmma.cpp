@@ -711,7 +711,12 @@ struct Lowering {
       step = cat(step, pp_arrive(kbx + 1 < key_blocks));
       step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
       step = cat(step, softmax(kbx, s_a, false));
-      step.push_back(Stmt::WgmmaWait(0));
+      // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
+      // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
+      // WARPGROUP.DEPBAR.LE 0 before the first FMNMX, every MUFU.EX2 after it), so the
+      // softmax ran after P V had retired and the overlap lost 10-30 % to the default.
+      // l_i is the last the softmax writes (each exp adds into it, after alpha).
+      step.push_back(Stmt::WgmmaWait(0, {val("l_i", {Expr(0)}), val("l_i", {Expr(1)})}));
       step = cat(step, release(kbx - 1));
       step = cat(step, to_p);
       step = cat(step, rescale_o());

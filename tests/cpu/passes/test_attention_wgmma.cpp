@@ -210,6 +210,21 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
   return print(s.kernel);
 }
 
+// The overlap's wait for P V names the row sums it must follow (codegen turns that into a
+// dependence ptxas keeps: see AttentionWgmmaCompile.OverlapWaitFollowsTheSoftmax), between
+// the wait for S and the conversion of P; the default's waits name nothing.
+TEST(AttentionWgmma, OverlapWaitNamesTheRowSums) {
+  const std::string e = attention(1, 1, 300, 300, 128, "false");
+  const std::string ov = kernel_ir(e, "ATTN_OVERLAP=1");
+  const size_t wait1 = ov.find("wgmma.wait 1");
+  const size_t after = ov.find("wgmma.wait 0 after l_i[0], l_i[1]");
+  ASSERT_NE(wait1, std::string::npos) << ov;
+  ASSERT_NE(after, std::string::npos) << ov;
+  EXPECT_LT(wait1, after);
+  EXPECT_EQ(ov.find("wgmma.wait 0 after", after + 1), std::string::npos) << "one per block";
+  EXPECT_EQ(kernel_ir(e, "").find("wgmma.wait 0 after"), std::string::npos);
+}
+
 // ATTN_PACK_P=1 without the overlap: P converted once after the softmax into a 16-bit
 // register array that P V reads as it is (the interpreter checks the conversion comes
 // after the wgmma of the block before retired and before P V reads it). D 64/128/256, the

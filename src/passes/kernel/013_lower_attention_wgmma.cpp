@@ -373,11 +373,20 @@ struct Lowering {
     const int64_t c_threads = 128 * t.warpgroups;
     // ATTN_PERSISTENT=1: 1 + 3S: Q's slot released (one arrival per consumer warpgroup
     // once its last S retired, or with O in Q's slot once its TMA store read it).
-    k.mbarriers = int(1 + (producer ? 3 : 2) * S + (persist ? 1 : 0));
+    // ATTN_OVERLAP=1: the slot's K and V are released apart (FlashAttention-3's two
+    // pipelines): 1 + 2S + s is V's release, 1 + 3S (+1 with the walk) + s K's, one arrival
+    // per consumer warpgroup each. K is free once S retired (wgmma.wait 1), V only once P V
+    // of the block retired, at the end of the next block's softmax; with one release for
+    // both, block kb + S's K waited for the P V of block kb, so with two slots the load of
+    // the next block's K started just before its S was issued and nothing hid it.
+    const bool split_release = producer && t.overlap;
+    const int64_t empty_k_base = 1 + 3 * S + (persist ? 1 : 0);
+    k.mbarriers = int(1 + (producer ? 3 : 2) * S + (persist ? 1 : 0) + (split_release ? S : 0));
     auto full_k = [&](const Expr& slot) { return Expr(1) + slot; };
     auto full_v = [&](const Expr& slot) { return Expr(1 + S) + slot; };
     auto empty = [&](const Expr& slot) { return Expr(1 + 2 * S) + slot; };
     const Expr q_empty = Expr(1 + 3 * S);
+    auto empty_k = [&](const Expr& slot) { return split_release ? Expr(empty_k_base) + slot : empty(slot); };
     {
       Block init;
       for (int i = 0; i < k.mbarriers; ++i)
@@ -429,8 +438,19 @@ struct Lowering {
     Block producer_loop;
     if (producer) {
       auto fill = [&](const Expr& kbx) {
-        Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot_of(kbx)), release_phase(kbx))})};
-        Block issue = kv_issue(kbx, slot_of(kbx));
+        const Expr slot = slot_of(kbx);
+        if (split_release) {  // K once its slot's K was released, V once its V was
+          Block f = a.paged ? page_lets(kbx * BN) : Block{};
+          f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty_k(slot), release_phase(kbx))}));
+          f.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
+          for (Stmt& st : tma_block(k_s, a.k, hk, kbx * BN, BN, slot, full_k(slot))) f.push_back(st);
+          f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))}));
+          f.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
+          for (Stmt& st : tma_block(v_s, a.v, hk, kbx * BN, BN, slot, full_v(slot))) f.push_back(st);
+          return f;
+        }
+        Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))})};
+        Block issue = kv_issue(kbx, slot);
         f.insert(f.end(), issue.begin(), issue.end());
         return f;
       };
@@ -453,9 +473,12 @@ struct Lowering {
         producer_loop.push_back(std::move(loop));
         if (pad_units) {
           const Expr kd = key_blocks + Expr::var("kd");
-          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd",
-                               {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))}),
-                                Stmt::MbarArrive(full_k(slot_of(kd))), Stmt::MbarArrive(full_v(slot_of(kd)))});
+          Block pad_body = {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))})};
+          if (split_release)
+            pad_body.push_back(Stmt::If(slot_used(kd), {Stmt::MbarWait(empty_k(slot_of(kd)), release_phase(kd))}));
+          pad_body.push_back(Stmt::MbarArrive(full_k(slot_of(kd))));
+          pad_body.push_back(Stmt::MbarArrive(full_v(slot_of(kd))));
+          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad_body));
           pad.no_unroll = true;
           producer_loop.push_back(std::move(pad));
         }
@@ -613,6 +636,11 @@ struct Lowering {
     auto release = [&](const Expr& kbx) {
       return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(slot_of(kbx)))})} : Block{};
     };
+    // With the split release (the overlap): block kbx's K, once its S retired; `release`
+    // is then V's alone.
+    auto release_k = [&](const Expr& kbx) {
+      return split_release ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty_k(slot_of(kbx)))})} : Block{};
+    };
     auto cat = [](Block x, const Block& y) {
       x.insert(x.end(), y.begin(), y.end());
       return x;
@@ -710,6 +738,7 @@ struct Lowering {
       step = cat(step, pv_issue(kbx - 1, p_a));
       step = cat(step, pp_arrive(kbx + 1 < key_blocks));
       step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
+      step = cat(step, release_k(kbx));
       step = cat(step, softmax(kbx, s_a, false));
       // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
       // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
@@ -723,6 +752,7 @@ struct Lowering {
       Block first = pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, release_k(Expr(0)));
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
       first = cat(first, to_p);
       first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
@@ -750,6 +780,7 @@ struct Lowering {
       Block pad = {Stmt::MbarWait(full_k(slot_of(kd)), phase_of(kd)),
                    Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd))};
       pad = cat(pad, release(kd));
+      pad = cat(pad, release_k(kd));
       Stmt loop = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad));
       loop.no_unroll = true;
       append({std::move(loop)});

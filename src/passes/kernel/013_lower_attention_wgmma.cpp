@@ -5,7 +5,8 @@
 //  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
 //     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
 //  2. TMA: thread 0 initializes the mbarriers (Q; per ring slot one for K, one for V, and
-//     with the producer one "empty"). The head dim, rounded up to 16, is stored as column
+//     with the producer one "empty"; with ATTN_OVERLAP one for K and one for V). The
+//     head dim, rounded up to 16, is stored as column
 //     spans (AttentionSpan, attention_wgmma_tiles.h): the 64-column multiples as 128-byte
 //     swizzled chunks of one tensor (TensorDecl::row_chunk past 64), then a 32-column
 //     span (64-byte swizzle) and a 16-column one (32-byte), each span a shared tensor of
@@ -367,7 +368,8 @@ struct Lowering {
 
     // 2. Barriers. Mbarrier 0: Q; 1 + s: ring slot s's K; 1 + S + s: its V (S =
     // KV_STAGES), so S = Q K^T waits for K alone; with the producer (ATTN_PRODUCER=1),
-    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup.
+    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup (with ATTN_OVERLAP
+    // its V; K's release below).
     const int64_t S = t.kv_stages;
     const bool producer = t.producer;
     const int64_t c_threads = 128 * t.warpgroups;
@@ -475,7 +477,8 @@ struct Lowering {
           const Expr kd = key_blocks + Expr::var("kd");
           Block pad_body = {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))})};
           if (split_release)
-            pad_body.push_back(Stmt::If(slot_used(kd), {Stmt::MbarWait(empty_k(slot_of(kd)), release_phase(kd))}));
+            pad_body.push_back(
+                Stmt::If(slot_used(kd), {Stmt::MbarWait(empty_k(slot_of(kd)), release_phase(kd))}));
           pad_body.push_back(Stmt::MbarArrive(full_k(slot_of(kd))));
           pad_body.push_back(Stmt::MbarArrive(full_v(slot_of(kd))));
           Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad_body));
@@ -639,7 +642,8 @@ struct Lowering {
     // With the split release (the overlap): block kbx's K, once its S retired; `release`
     // is then V's alone.
     auto release_k = [&](const Expr& kbx) {
-      return split_release ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty_k(slot_of(kbx)))})} : Block{};
+      if (!split_release) return Block{};
+      return Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty_k(slot_of(kbx)))})};
     };
     auto cat = [](Block x, const Block& y) {
       x.insert(x.end(), y.begin(), y.end());

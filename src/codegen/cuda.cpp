@@ -862,9 +862,16 @@ class Renderer {
       case StmtKind::WgmmaCommit:
         line(d, "loom::wgmma_commit_group();");
         break;
-      case StmtKind::WgmmaWait:
-        line(d, "loom::wgmma_wait_group<" + std::to_string(int(s.imm)) + ">();");
+      case StmtKind::WgmmaWait: {
+        if (s.args.empty()) {
+          line(d, "loom::wgmma_wait_group<" + std::to_string(int(s.imm)) + ">();");
+          break;
+        }
+        std::string after;
+        for (const Operand& o : s.args) after += (after.empty() ? "" : ", ") + operand(o);
+        line(d, "loom::wgmma_wait_group_after<" + std::to_string(int(s.imm)) + ">(" + after + ");");
         break;
+      }
       case StmtKind::FenceProxyAsync:
         line(d, "loom::fence_proxy_async_shared();");
         break;

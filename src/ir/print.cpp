@@ -130,7 +130,11 @@ std::string stmt_line(const Stmt& s) {
     case StmtKind::MbarArrive: return "mbar.arrive [" + s.value.str() + "]" + multicast_suffix(s);
     case StmtKind::WgmmaFence: return "wgmma.fence";
     case StmtKind::WgmmaCommit: return "wgmma.commit";
-    case StmtKind::WgmmaWait: return "wgmma.wait " + std::to_string(int(s.imm));
+    case StmtKind::WgmmaWait: {
+      std::string t = "wgmma.wait " + std::to_string(int(s.imm));
+      for (size_t i = 0; i < s.args.size(); ++i) t += (i ? ", " : " after ") + s.args[i].str();
+      return t;
+    }
     case StmtKind::FenceProxyAsync: return "fence.proxy.async";
     case StmtKind::SetMaxNReg: return "setmaxnreg." + s.mode + " " + std::to_string(int(s.imm));
     case StmtKind::TmaStore:

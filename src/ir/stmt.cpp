@@ -350,10 +350,11 @@ Stmt Stmt::WgmmaCommit() {
   return s;
 }
 
-Stmt Stmt::WgmmaWait(int keep_in_flight) {
+Stmt Stmt::WgmmaWait(int keep_in_flight, std::vector<Operand> after) {
   Stmt s;
   s.kind = StmtKind::WgmmaWait;
   s.imm = keep_in_flight;
+  s.args = std::move(after);
   return s;
 }
 

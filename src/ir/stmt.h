@@ -297,7 +297,10 @@ struct Stmt {
   static Stmt MbarArrive(Expr mbar);
   static Stmt WgmmaFence();
   static Stmt WgmmaCommit();
-  static Stmt WgmmaWait(int keep_in_flight);
+  // `after`: f32 register values computed before the wait (codegen makes the wait depend
+  // on them, so ptxas cannot hoist it above the math that produces them; see
+  // loom::wgmma_wait_group_after). No effect on the interpreter.
+  static Stmt WgmmaWait(int keep_in_flight, std::vector<Operand> after = {});
   static Stmt FenceProxyAsync();
   static Stmt SetMaxNReg(bool increase, int registers);
   // The reverse of TmaLoad: the box at `corner` of global `dst_tensor` <- `shared` from

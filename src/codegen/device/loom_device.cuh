@@ -725,6 +725,19 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait_group() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// wgmma_wait_group<N>() that ptxas keeps below the math producing `v`: a branch on the
+// values (an instruction ptxas does not move the wait above) guards a no-op nanosleep.
+// Within one basic block ptxas (CUDA 13.0) hoists a wgmma.wait_group above arithmetic it
+// does not depend on; FlashAttention-3's overlap (softmax of block j while O += P V of
+// block j - 1 runs) then waits for P V before the softmax and overlaps nothing. The test
+// is all-ones bits in every value, a negative NaN that f32 arithmetic never produces
+// (its NaNs are 0x7fffffff); were it met, the branch only sleeps for 0 ns.
+template <int N, typename... F>
+__device__ __forceinline__ void wgmma_wait_group_after(F... v) {
+  const unsigned all = (0xFFFFFFFFu & ... & __float_as_uint(v));
+  if (all == 0xFFFFFFFFu) asm volatile("nanosleep.u32 0;\n" ::: "memory");
+  wgmma_wait_group<N>();
+}
 // No instruction: tells the compiler each accumulator register may change here, so it
 // neither reads one before a wgmma_wait_group nor moves a write past a wgmma_fence (the
 // asm of a wgmma names the registers, but the hardware writes them later, asynchronously).

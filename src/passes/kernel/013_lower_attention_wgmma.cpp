@@ -5,7 +5,8 @@
 //  1. Bind: blockIdx (qb, h, b) as k:012 (causal: longest query blocks first); warp
 //     w = threadIdx.x / 32, warpgroup wg = threadIdx.x / 128, lane = threadIdx.x % 32.
 //  2. TMA: thread 0 initializes the mbarriers (Q; per ring slot one for K, one for V, and
-//     with the producer one "empty"). The head dim, rounded up to 16, is stored as column
+//     with the producer one "empty"; with ATTN_OVERLAP one for K and one for V). The
+//     head dim, rounded up to 16, is stored as column
 //     spans (AttentionSpan, attention_wgmma_tiles.h): the 64-column multiples as 128-byte
 //     swizzled chunks of one tensor (TensorDecl::row_chunk past 64), then a 32-column
 //     span (64-byte swizzle) and a 16-column one (32-byte), each span a shared tensor of
@@ -367,17 +368,27 @@ struct Lowering {
 
     // 2. Barriers. Mbarrier 0: Q; 1 + s: ring slot s's K; 1 + S + s: its V (S =
     // KV_STAGES), so S = Q K^T waits for K alone; with the producer (ATTN_PRODUCER=1),
-    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup.
+    // 1 + 2S + s: slot s released, one arrival per consumer warpgroup (with ATTN_OVERLAP
+    // its V; K's release below).
     const int64_t S = t.kv_stages;
     const bool producer = t.producer;
     const int64_t c_threads = 128 * t.warpgroups;
     // ATTN_PERSISTENT=1: 1 + 3S: Q's slot released (one arrival per consumer warpgroup
     // once its last S retired, or with O in Q's slot once its TMA store read it).
-    k.mbarriers = int(1 + (producer ? 3 : 2) * S + (persist ? 1 : 0));
+    // ATTN_OVERLAP=1: the slot's K and V are released apart (FlashAttention-3's two
+    // pipelines): 1 + 2S + s is V's release, 1 + 3S (+1 with the walk) + s K's, one arrival
+    // per consumer warpgroup each. K is free once S retired (wgmma.wait 1), V only once P V
+    // of the block retired, at the end of the next block's softmax; with one release for
+    // both, block kb + S's K waited for the P V of block kb, so with two slots the load of
+    // the next block's K started just before its S was issued and nothing hid it.
+    const bool split_release = producer && t.overlap;
+    const int64_t empty_k_base = 1 + 3 * S + (persist ? 1 : 0);
+    k.mbarriers = int(1 + (producer ? 3 : 2) * S + (persist ? 1 : 0) + (split_release ? S : 0));
     auto full_k = [&](const Expr& slot) { return Expr(1) + slot; };
     auto full_v = [&](const Expr& slot) { return Expr(1 + S) + slot; };
     auto empty = [&](const Expr& slot) { return Expr(1 + 2 * S) + slot; };
     const Expr q_empty = Expr(1 + 3 * S);
+    auto empty_k = [&](const Expr& slot) { return split_release ? Expr(empty_k_base) + slot : empty(slot); };
     {
       Block init;
       for (int i = 0; i < k.mbarriers; ++i)
@@ -429,8 +440,19 @@ struct Lowering {
     Block producer_loop;
     if (producer) {
       auto fill = [&](const Expr& kbx) {
-        Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot_of(kbx)), release_phase(kbx))})};
-        Block issue = kv_issue(kbx, slot_of(kbx));
+        const Expr slot = slot_of(kbx);
+        if (split_release) {  // K once its slot's K was released, V once its V was
+          Block f = a.paged ? page_lets(kbx * BN) : Block{};
+          f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty_k(slot), release_phase(kbx))}));
+          f.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
+          for (Stmt& st : tma_block(k_s, a.k, hk, kbx * BN, BN, slot, full_k(slot))) f.push_back(st);
+          f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))}));
+          f.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
+          for (Stmt& st : tma_block(v_s, a.v, hk, kbx * BN, BN, slot, full_v(slot))) f.push_back(st);
+          return f;
+        }
+        Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))})};
+        Block issue = kv_issue(kbx, slot);
         f.insert(f.end(), issue.begin(), issue.end());
         return f;
       };
@@ -453,9 +475,13 @@ struct Lowering {
         producer_loop.push_back(std::move(loop));
         if (pad_units) {
           const Expr kd = key_blocks + Expr::var("kd");
-          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd",
-                               {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))}),
-                                Stmt::MbarArrive(full_k(slot_of(kd))), Stmt::MbarArrive(full_v(slot_of(kd)))});
+          Block pad_body = {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))})};
+          if (split_release)
+            pad_body.push_back(
+                Stmt::If(slot_used(kd), {Stmt::MbarWait(empty_k(slot_of(kd)), release_phase(kd))}));
+          pad_body.push_back(Stmt::MbarArrive(full_k(slot_of(kd))));
+          pad_body.push_back(Stmt::MbarArrive(full_v(slot_of(kd))));
+          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad_body));
           pad.no_unroll = true;
           producer_loop.push_back(std::move(pad));
         }
@@ -613,6 +639,12 @@ struct Lowering {
     auto release = [&](const Expr& kbx) {
       return producer ? Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty(slot_of(kbx)))})} : Block{};
     };
+    // With the split release (the overlap): block kbx's K, once its S retired; `release`
+    // is then V's alone.
+    auto release_k = [&](const Expr& kbx) {
+      if (!split_release) return Block{};
+      return Block{Stmt::If(tid % 128 < 1, {Stmt::MbarArrive(empty_k(slot_of(kbx)))})};
+    };
     auto cat = [](Block x, const Block& y) {
       x.insert(x.end(), y.begin(), y.end());
       return x;
@@ -710,14 +742,21 @@ struct Lowering {
       step = cat(step, pv_issue(kbx - 1, p_a));
       step = cat(step, pp_arrive(kbx + 1 < key_blocks));
       step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
+      step = cat(step, release_k(kbx));
       step = cat(step, softmax(kbx, s_a, false));
-      step.push_back(Stmt::WgmmaWait(0));
+      // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
+      // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
+      // WARPGROUP.DEPBAR.LE 0 before the first FMNMX, every MUFU.EX2 after it), so the
+      // softmax ran after P V had retired and the overlap lost 10-30 % to the default.
+      // l_i is the last the softmax writes (each exp adds into it, after alpha).
+      step.push_back(Stmt::WgmmaWait(0, {val("l_i", {Expr(0)}), val("l_i", {Expr(1)})}));
       step = cat(step, release(kbx - 1));
       step = cat(step, to_p);
       step = cat(step, rescale_o());
       Block first = pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
+      first = cat(first, release_k(Expr(0)));
       first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
       first = cat(first, to_p);
       first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
@@ -745,6 +784,7 @@ struct Lowering {
       Block pad = {Stmt::MbarWait(full_k(slot_of(kd)), phase_of(kd)),
                    Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd))};
       pad = cat(pad, release(kd));
+      pad = cat(pad, release_k(kd));
       Stmt loop = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad));
       loop.no_unroll = true;
       append({std::move(loop)});

@@ -84,6 +84,29 @@ TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
                   "ATTN_OVERLAP=1");  // BLOCK_N = 80
 }
 
+// ATTN_OVERLAP=1: the wait for P V of the block before comes after the softmax in SASS,
+// not only in the source. A plain wgmma.wait_group 0 in the softmax's basic block was
+// hoisted by ptxas above the whole softmax (WARPGROUP.DEPBAR.LE 0 before the first FMNMX,
+// every MUFU.EX2 after it): nothing overlapped. The wait now depends on the row sums
+// (loom::wgmma_wait_group_after: a branch on l_i). Without a disassembler here, the test
+// pins the source form at every head dim and the compile (no spills, no serialization).
+TEST(AttentionWgmmaCompile, OverlapWaitFollowsTheSoftmax) {
+  for (int d : {64, 128, 256})
+    for (const char* causal : {"false", "true"}) {
+      const std::string e = attention_test::expr(1, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16", false);
+      const std::string knobs = "ATTN_OVERLAP=1,ATTN_PRODUCER=1";
+      const std::string cu = compile_for(e, knobs).cuda;
+      const size_t wait1 = cu.find("loom::wgmma_wait_group<1>();");
+      const size_t last_exp = cu.rfind("ex2_approx_ftz(s_m)");
+      const size_t after = cu.find("loom::wgmma_wait_group_after<0>(l_i[0], l_i[1]);");
+      ASSERT_NE(wait1, std::string::npos) << d << causal << "\n" << cu;
+      ASSERT_NE(after, std::string::npos) << d << causal << "\n" << cu;
+      EXPECT_LT(wait1, last_exp) << d << causal;
+      EXPECT_LT(last_exp, after) << d << causal;
+      expect_compiles(e, knobs);
+    }
+}
+
 // The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
 // both masks, the default tiling and its knob variants; D = 192 and 256.
 TEST(AttentionWgmmaCompile, BenchmarkShapesAndKnobs) {

@@ -55,6 +55,37 @@ void check_wgmma(const std::string& expr, const std::string& knobs, uint64_t see
   EXPECT_TRUE(lowered);
 }
 
+// The kernel level under `schedules` seeded interleavings (interpret(.., schedule_seed)):
+// the consumer warpgroups as tasks of their own, handing the baton on at random
+// synchronization points, so a race between them, the producer and the copies that the
+// run-until-blocked order hides (a deadlock, a slot overwritten while read) fails here.
+void check_wgmma_schedules(const std::string& expr, const std::string& knobs, uint64_t seed,
+                           int schedules) {
+  SCOPED_TRACE(expr + " knobs=" + knobs);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse("ATTN_MMA=wgmma" + (knobs.empty() ? "" : "," + knobs));
+  s.target = Target::for_arch("sm_90a");
+  Bindings inputs, reference;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (const auto& p : pipeline()) {
+    p.run(s);
+    if (reference.tensors.empty() && s.level >= Level::Loop) {
+      make_random_inputs(s.loop, inputs, seed);
+      reference = inputs;
+      interpret(s.loop, reference);
+    }
+  }
+  ASSERT_EQ(s.level, Level::Kernel);
+  for (int k = 1; k <= schedules; ++k) {
+    SCOPED_TRACE("schedule seed " + std::to_string(k));
+    Bindings got = inputs;
+    interpret(s.kernel, got, uint64_t(k));
+    passcheck::expect_outputs_close(s.kernel, got, reference, out, "schedule");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST(AttentionWgmma, HeadDim64MasksAndLengths) {
   const int lengths[][2] = {{17, 17}, {17, 33}, {33, 17}, {1, 33}, {130, 150}};
   uint64_t seed = 100;
@@ -155,6 +186,26 @@ TEST(AttentionWgmma, Persistent) {
               "ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
   check_wgmma(attention(2, 1, 70, 150, 256, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=1,BLOCK_N=32",
               seed++);
+}
+
+// The persistent walk under seeded interleavings of the producer and each consumer
+// warpgroup (check_wgmma_schedules): causal Sq > Sk (keyless units, the padding to 2S ring
+// blocks) and not, two and three slots, the ping-pong, O through Q's slot (D = 256).
+// Within a warpgroup, whose warps the interpreter runs in lockstep, an arrival by its
+// first thread is checked to follow a meeting of the warpgroup (interpreter:
+// check_elected_arrival): the keyless units' and the padding's arrivals, which hung the
+// H100 (D = 256, Sq 4097 > Sk 1000, 16 CTAs), fail that check without k:013's meeting.
+TEST(AttentionWgmma, PersistentSchedules) {
+  uint64_t seed = 2700;
+  const std::string p = "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,";
+  check_wgmma_schedules(attention(2, 1, 600, 100, 64, "true"), p + "ATTN_CTAS=1,BLOCK_N=16", seed++, 12);
+  check_wgmma_schedules(attention(2, 1, 500, 130, 64, "true", "bf16", true, 2),
+                        p + "ATTN_CTAS=3,BLOCK_N=48,KV_STAGES=3", seed++, 8);
+  check_wgmma_schedules(attention(2, 2, 300, 200, 64, "false"), p + "ATTN_CTAS=2,BLOCK_N=32", seed++, 8);
+  check_wgmma_schedules(attention(2, 1, 400, 100, 64, "true"),
+                        p + "ATTN_CTAS=2,BLOCK_N=32,ATTN_PINGPONG=1", seed++, 8);
+  check_wgmma_schedules(attention(2, 1, 300, 60, 256, "true"),
+                        p + "ATTN_CTAS=1,BLOCK_N=32,ATTN_TMA_STORE=1", seed++, 4);
 }
 
 // ATTN_TMA_STORE=1: O through shared memory and one TMA store per warpgroup and 64-column

@@ -130,10 +130,15 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // on the H100 (2026-11-28, 16k tokens, loom/cuDNN): D = 128 at 1k 0.833x -> 0.937x
   // non-causal and 0.725x -> 0.810x causal (with the ping-pong below), at 4k the three
   // warpgroups still win (1.002x / 0.947x against 0.975x / 0.890x); D = 96 causal at 1k
-  // 0.831x -> 0.925x, at 2k 1.029x against 0.986x.
-  // The serving forms keep the three warpgroups (unmeasured there).
+  // 0.831x -> 0.925x, at 2k 1.029x against 0.986x. Checkpoint (06:30): 1k +6-12 % at D 96
+  // and 128, 2k even or worse, so 1536 rows.
+  // Only where the keys are short too (Sk a constant up to kShortQueries; measured at
+  // Sq = Sk): against many keys (a chunk of queries over a long cache) the three
+  // warpgroups' longer key loop won at 4k-16k by more than the 11 % of padding. The
+  // serving forms keep the three warpgroups (unmeasured there).
   const bool short_q = !a.varlen && !a.paged && a.Sq.is_const() &&
-                       a.Sq.const_value() <= kShortQueries;
+                       a.Sq.const_value() <= kShortQueries && a.Sk.is_const() &&
+                       a.Sk.const_value() <= kShortQueries;
   const bool fa3_range = Dp > 64 && Dp <= 128 && !t.overlap;
   const bool short_tile = fa3_range && short_q && !has_m && !s.knobs.has("ATTN_WG");
   const bool fa3_tile = fa3_range && n_fits_wg3 && !short_tile;

@@ -465,6 +465,9 @@ TEST(AttentionWgmma, SpanKernelShape) {
   }
   EXPECT_NE(kernel_ir(attention(2, 2, 1000, 100, 128, "true"), "ATTN_WG=3").find("wgmma_m64n112k16_f32_bf16_ss"),
             std::string::npos);
+  // Short queries against many keys keep the three warpgroups.
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "").find("wgmma_m64n112k16_f32_bf16_ss"),
+            std::string::npos);
   // D = 256: 80 keys without a mask, 64 with one.
   EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "false"), "").find("wgmma_m64n80k16_f32_bf16_ss"),
             std::string::npos);

@@ -85,7 +85,7 @@ void Machine::run_cluster(const std::vector<Node>& nodes) {
   // Each CTA is a task for happens-before: across CTAs only mbarriers and cluster.sync
   // order accesses.
   for (const std::vector<int>& t : threads) shared_.begin_task(t);
-  Scheduler sched("interpreter: " + where_, "every CTA of the cluster");
+  Scheduler sched("interpreter: " + where_, "every CTA of the cluster", schedule_seed_);
   sched_ = &sched;
   auto restore = [&] {
     sched_ = nullptr;

@@ -165,6 +165,22 @@ void Machine::require_all_threads(const Node& n, const std::vector<int>& active,
 void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) {
   const Stmt& s = *n.s;
   const size_t T = size_t(threads_);
+  switch (s.kind) {  // the synchronization points of a seeded schedule
+    case StmtKind::MbarArrive:
+    case StmtKind::MbarArriveExpectTx:
+    case StmtKind::MbarWait:
+    case StmtKind::TmaLoad:
+    case StmtKind::TmaStore:
+    case StmtKind::WgmmaWait:
+    case StmtKind::BulkWait:
+      maybe_yield();
+      break;
+    case StmtKind::Barrier:
+      if (s.named_barrier()) maybe_yield();
+      break;
+    default:
+      break;
+  }
   if (wgmma_in_flight_ > 0) check_accumulators(n, active);
   if (rs_wgmma_) note_register_writes(n, active);
   switch (s.kind) {
@@ -208,6 +224,8 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
       : n.warp && n.warp->threads > WarpAtom::kLanes ? exec_wgmma(n, active)
       : n.warp                                       ? exec_warp_atom(n, active)
                                                      : exec_scalar(n, active);
+      // A warpgroup's wgmma needs its four warps: they have all come this far.
+      if (n.warp && n.warp->threads > WarpAtom::kLanes) warpgroup_met(active);
       break;
     case StmtKind::Alloc:
       for (int64_t e = 0; e < n.alloc_size; ++e)
@@ -217,6 +235,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::Barrier:
       if (s.named_barrier()) {
         exec_named_barrier(n, active);
+        if (!s.named_arrive()) warpgroup_met(active);
         break;
       }
       if (arm_)
@@ -225,6 +244,7 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
                 "between arms through mbarriers (mbar.arrive / mbar.wait)");
       require_all_threads(n, active, "barrier");
       shared_.barrier(cta_);
+      warpgroup_met(active);
       break;
     case StmtKind::AsyncCopy: exec_async_copy(n, active); break;
     case StmtKind::AsyncCommit:
@@ -869,9 +889,54 @@ void Machine::exec_mbarrier(const Node& n, const std::vector<int>& active) {
       case StmtKind::MbarArriveExpectTx:
         shared_.mbar_arrive_expect_tx(slot, int64_t(s.imm), t, s);
         break;
-      case StmtKind::MbarWait: shared_.mbar_wait(slot, int(eval(n.cond, t)), t, s); break;
+      case StmtKind::MbarWait:
+        shared_.mbar_wait(slot, int(eval(n.cond, t)), t, s);
+        if (kernel_) unmet_wait_[size_t(t)] = &s;
+        break;
       default: LOOM_CHECK(false, "exec_mbarrier on a non-mbarrier statement");
     }
+  }
+}
+
+void Machine::warpgroup_met(const std::vector<int>& active) {
+  if (!kernel_) return;
+  for (int t : active) unmet_wait_[size_t(t)] = nullptr;
+}
+
+// An mbar.arrive by some of a warpgroup's threads (its first, say) stands for the whole
+// warpgroup: the barrier counts one arrival per warpgroup. The interpreter runs a
+// warpgroup's threads in lockstep, but on the GPU its four warps run apart; a thread of
+// the warpgroup that passed an mbar.wait with no meeting since may, on the GPU, not have
+// reached that wait yet when the arrival comes. The arrival can then let the barrier it
+// hands back complete two phases while that warp still waits for the first, whose parity
+// never returns: a hang (or a buffer refilled under a warp still reading it).
+void Machine::check_elected_arrival(const Node& n, const std::vector<int>& active) {
+  if (!kernel_ || !arm_ || active.empty()) return;
+  const int wg0 = active[0] - active[0] % 128;
+  std::vector<bool> arriving(128, false);
+  for (int t : active) {
+    if (t - t % 128 != wg0) return;  // several warpgroups arriving: each its own
+    arriving[size_t(t - wg0)] = true;
+  }
+  // A thread of another warp than the arriving one's if any (lanes of one warp may run
+  // apart too, under independent thread scheduling).
+  int u = -1;
+  for (int v = wg0; v < wg0 + 128 && v < threads_; ++v)
+    if (!arriving[size_t(v - wg0)] && unmet_wait_[size_t(v)] &&
+        (u < 0 || (u / 32 == active[0] / 32 && v / 32 != active[0] / 32)))
+      u = v;
+  if (u >= 0) {
+    const Stmt* w = unmet_wait_[size_t(u)];
+    fail(*n.s,
+         shared_.who(active[0]) + " arrives for its warpgroup, and " + shared_.who(u) +
+             " of the warpgroup passed `" + first_line(*w) +
+             "` with no meeting of the warpgroup since: on the GPU its warps run apart, so "
+             "warp " + std::to_string(u % cta_threads_ / 32) + " may not have passed that wait when this "
+             "arrival lets the barrier's phases move on (twice, and it waits for a parity "
+             "that never returns: a hang; or its buffer is refilled under it). Meet the "
+             "warpgroup first (a named barrier over its 128 threads), or arrive after a "
+             "wgmma of the warpgroup",
+         active[0]);
   }
 }
 

@@ -384,6 +384,7 @@ void Machine::exec_bulk(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   for (int t : active) switch (s.kind) {
       case StmtKind::MbarArrive: {
+        if (t == active[0]) check_elected_arrival(n, active);
         const int slot = int(eval(n.value, t));
         for (int cta : targets(n, t)) {
           if (cta != cta_) remote_[size_t(cta)] = RemoteArrival{cluster_gen_, t, slot, &s};

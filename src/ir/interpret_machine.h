@@ -117,6 +117,8 @@ class Machine {
   Machine(const ProgramBase& p, Bindings& b, bool kernel);
   void run_op(const std::string& where, const Block& body);
   void run_kernel(const KernelOp& k);
+  // interpret(.., schedule_seed): seeded interleavings of the specialize arms' warpgroups.
+  void set_schedule_seed(uint64_t seed) { schedule_seed_ = seed; }
   // Writes pitched tensors back to their dense HostTensors; throws when a run wrote
   // between the rows of one (outside the view). Call once, after the last run.
   void finish();
@@ -292,6 +294,16 @@ class Machine {
   std::vector<int32_t> fences_, written_after_;
 
   Scheduler* sched_ = nullptr;  // set while a Specialize runs its arms, or a cluster its CTAs
+  uint64_t schedule_seed_ = 0;  // 0: run each task until it blocks
+  // Per thread: the last mbar.wait it passed with no meeting of its warpgroup since (a named
+  // barrier or bar.sync it took part in, or a warpgroup's wgmma); null: none. An arrival by
+  // some threads of a warpgroup stands for all of them, and on the GPU the other warps may
+  // still be before that wait (check_elected_arrival).
+  std::vector<const Stmt*> unmet_wait_;
+  void check_elected_arrival(const Node& n, const std::vector<int>& active);
+  void warpgroup_met(const std::vector<int>& active);
+  // Seeded: a synchronization point where the running task may hand the baton on.
+  void maybe_yield();
   // Per scheduler task: its narrowed thread lists, its CTA, whether it is an arm.
   struct TaskContext {
     std::deque<std::vector<int>> pool;

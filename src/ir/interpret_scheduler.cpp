@@ -93,6 +93,20 @@ void Scheduler::progressed(size_t me) {
   tasks_[me].checked_at = -1;
 }
 
+void Scheduler::yield(size_t me) {
+  if (!seeded_) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (rng_() % 4 != 0) return;
+  pass_baton(me);
+  if (running_ == int(me)) return;
+  cv_.wait(lock, [&] { return running_ == int(me) || aborted_; });
+  if (aborted_) throw TaskAborted{};
+  // The task runs on, and what it does next (an arrival) may complete a phase another
+  // task re-checked and blocked on meanwhile: that is progress, so no deadlock is declared
+  // until every blocked task re-checked after it.
+  ++progress_;
+}
+
 void Scheduler::task_main(size_t me, std::function<void()> body) {
   bool aborted;
   {
@@ -120,6 +134,22 @@ void Scheduler::task_main(size_t me, std::function<void()> body) {
 
 void Scheduler::pass_baton(size_t me) {
   running_ = -1;
+  if (seeded_) {
+    // A random other unfinished task, preferring those that have not re-checked their
+    // wait since the last progress (so a deadlock is still found: every blocked task gets
+    // its turn to re-check). `me` only when no other task is left.
+    std::vector<size_t> fresh, any;
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      if (i == me || tasks_[i].done) continue;
+      any.push_back(i);
+      if (tasks_[i].checked_at != progress_) fresh.push_back(i);
+    }
+    const std::vector<size_t>& from = fresh.empty() ? any : fresh;
+    if (!from.empty()) running_ = int(from[size_t(rng_() % from.size())]);
+    else if (me < tasks_.size() && !tasks_[me].done) running_ = int(me);
+    cv_.notify_all();
+    return;
+  }
   for (size_t k = 1; k <= tasks_.size(); ++k) {
     const size_t i = (me + k) % tasks_.size();
     if (!tasks_[i].done) {

@@ -13,12 +13,19 @@
 // is deterministic. When every unfinished task is blocked and each has re-checked its
 // condition since the last progress, nothing can ever unblock them: that is the deadlock
 // the GPU would hang in, reported naming every blocked wait.
+//
+// A seeded scheduler (seed != 0) explores other interleavings, as the GPU's warpgroups and
+// copy engine do: at every synchronization point a task reaches (yield: an mbarrier arrival
+// or wait, a TMA copy, a wgmma wait, a named barrier) it may hand the baton to another
+// task, and a blocked task hands it to a random other one. Each seed is one interleaving,
+// reproducible; deadlock is still reported exactly (a task that yielded is not blocked).
 #pragma once
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,8 +41,10 @@ class Scheduler {
 
   // `where` prefixes the deadlock message ("interpreter: kernel k block (0, 0, 0)");
   // `parties` names who deadlocked ("every arm of the specialize").
-  Scheduler(std::string where, std::string parties)
-      : where_(std::move(where)), parties_(std::move(parties)) {}
+  // `seed`: 0 runs each task until it blocks (the deterministic order above); otherwise
+  // the seeded interleaving of yield() and of the baton's hand-offs.
+  Scheduler(std::string where, std::string parties, uint64_t seed = 0)
+      : where_(std::move(where)), parties_(std::move(parties)), seeded_(seed != 0), rng_(seed) {}
   ~Scheduler();
 
   // From outside any task: runs `tasks` (and whatever they spawn) to completion; rethrows
@@ -52,6 +61,10 @@ class Scheduler {
   void block(size_t me, const std::string& what) { block(me, what, false); }
   // The running task passed the wait it was blocked in.
   void progressed(size_t me);
+  // Seeded: running task `me` is at a synchronization point and may hand the baton to
+  // another task (one in four times); returns once `me` holds it again. Unseeded: nothing.
+  void yield(size_t me);
+  bool seeded() const { return seeded_; }
 
  private:
   struct State {
@@ -76,6 +89,8 @@ class Scheduler {
   bool aborted_ = false;
   int64_t progress_ = 0;  // waits passed and tasks finished so far
   std::exception_ptr error_;
+  bool seeded_ = false;
+  std::mt19937_64 rng_;
 };
 
 }  // namespace loom::interp

@@ -55,7 +55,7 @@ void Machine::exec_specialize(const Node& n, const std::vector<int>& active, siz
   std::vector<std::pair<size_t, std::vector<int>>> groups;  // (arm, its threads)
   for (size_t i = 0; i < n.body.size(); ++i) {
     if (threads[i].empty()) continue;
-    if (!(kernel_ && s.per_warpgroup())) {
+    if (!(kernel_ && (s.per_warpgroup() || schedule_seed_ != 0))) {
       groups.emplace_back(i, threads[i]);
       continue;
     }
@@ -75,7 +75,7 @@ void Machine::exec_specialize(const Node& n, const std::vector<int>& active, siz
     const size_t i = groups[gi].first;
     const size_t id = contexts_.size();
     contexts_.push_back(TaskContext{{}, cta_, true});
-    const std::string wg = s.per_warpgroup() ? ", warpgroup " +
+    const std::string wg = s.per_warpgroup() || schedule_seed_ != 0 ? ", warpgroup " +
         std::to_string(groups[gi].second[0] % cta_threads_ / 128) : "";
     tasks.push_back(Scheduler::Task{
         [this, &n, &groups, gi, i, id] {
@@ -98,7 +98,7 @@ void Machine::exec_specialize(const Node& n, const std::vector<int>& active, siz
     end_tasks();
     return;
   }
-  Scheduler sched("interpreter: " + where_, "every arm of the specialize");
+  Scheduler sched("interpreter: " + where_, "every arm of the specialize", schedule_seed_);
   sched_ = &sched;
   auto restore = [&] {
     sched_ = nullptr;
@@ -114,6 +114,13 @@ void Machine::exec_specialize(const Node& n, const std::vector<int>& active, siz
     throw;
   }
   restore();
+}
+
+void Machine::maybe_yield() {
+  if (!sched_ || !sched_->seeded() || task_ < 0) return;
+  const size_t me = size_t(task_);
+  sched_->yield(me);
+  resume(me);
 }
 
 void Machine::wait_in_task(const Node& n, const std::vector<int>& active) {

@@ -205,6 +205,7 @@ void Machine::run_kernel(const KernelOp& k) {
   // uniform in resolution's sense: no statement runs threads of two CTAs together.
   const size_t N = T * size_t(C);
   threads_ = int(N);
+  unmet_wait_.assign(N, nullptr);
   ctas_ = C;
   cta_threads_ = int(T);
   cta_ = 0;
@@ -237,6 +238,7 @@ void Machine::run_kernel(const KernelOp& k) {
                                std::to_string(x + C - 1) + yz);
         vals_.assign(size_t(num_values_) * N, kNaN);
         shared_.begin_block(where_, int(N), k.mbarriers, C);
+        std::fill(unmet_wait_.begin(), unmet_wait_.end(), nullptr);
         named_.assign(size_t(C) * kNamedBarriers, NamedBarrier{});
         begin_hopper_block();
         if (C == 1)
@@ -289,8 +291,11 @@ void interpret(const TileProgram& p, Bindings& b) {
   m.finish();
 }
 
-void interpret(const KernelProgram& p, Bindings& b) {
+void interpret(const KernelProgram& p, Bindings& b) { interpret(p, b, 0); }
+
+void interpret(const KernelProgram& p, Bindings& b, uint64_t schedule_seed) {
   interp::Machine m(p, b, true);
+  m.set_schedule_seed(schedule_seed);
   for (const KernelOp& k : p.kernels) m.run_kernel(k);
   m.finish();
 }

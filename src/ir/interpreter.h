@@ -59,5 +59,10 @@ void make_random_inputs(const ProgramBase& p, Bindings& b, uint64_t seed);
 void interpret(const LoopProgram& p, Bindings& b);
 void interpret(const TileProgram& p, Bindings& b);
 void interpret(const KernelProgram& p, Bindings& b);
+// `schedule_seed` != 0: the arms of every warp specialization run one task per warpgroup
+// (as on the GPU, where a consumer warpgroup may run a whole work unit ahead of another)
+// and their interleaving is the seed's (interpret_scheduler.h): each seed one reproducible
+// schedule, so a test can try many to find a race the run-until-blocked order hides.
+void interpret(const KernelProgram& p, Bindings& b, uint64_t schedule_seed);
 
 }  // namespace loom

@@ -124,7 +124,24 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // with a given BLOCK_N whose accumulators do not fit 160 registers (two warpgroups
   // then, as before this tile: an explicit BLOCK_N=176 at D = 128 stays legal).
   const bool n_fits_wg3 = !s.knobs.has("BLOCK_N") || s.knobs.get_int("BLOCK_N", 0) / 2 + Dp / 2 + 40 <= 160;
-  const bool fa3_tile = Dp > 64 && Dp <= 128 && !t.overlap && n_fits_wg3;
+  // Short sequences (dense, Sq a constant up to kShortQueries) take two warpgroups by 128
+  // keys instead (ATTN_PINGPONG on at D = 128, below): 192-row query blocks pad 1024 rows to 1152 (11 % of
+  // the work on rows that do not exist) and give each head a third fewer CTAs. Measured
+  // on the H100 (2026-11-28, 16k tokens, loom/cuDNN): D = 128 at 1k 0.833x -> 0.937x
+  // non-causal and 0.725x -> 0.810x causal (with the ping-pong below), at 4k the three
+  // warpgroups still win (1.002x / 0.947x against 0.975x / 0.890x); D = 96 causal at 1k
+  // 0.831x -> 0.925x, at 2k 1.029x against 0.986x. Checkpoint (06:30): 1k +6-12 % at D 96
+  // and 128, 2k even or worse, so 1536 rows.
+  // Only where the keys are short too (Sk a constant up to kShortQueries; measured at
+  // Sq = Sk): against many keys (a chunk of queries over a long cache) the three
+  // warpgroups' longer key loop won at 4k-16k by more than the 11 % of padding. The
+  // serving forms keep the three warpgroups (unmeasured there).
+  const bool short_q = !a.varlen && !a.paged && a.Sq.is_const() &&
+                       a.Sq.const_value() <= kShortQueries && a.Sk.is_const() &&
+                       a.Sk.const_value() <= kShortQueries;
+  const bool fa3_range = Dp > 64 && Dp <= 128 && !t.overlap;
+  const bool short_tile = fa3_range && short_q && !has_m && !s.knobs.has("ATTN_WG");
+  const bool fa3_tile = fa3_range && n_fits_wg3 && !short_tile;
   t.warpgroups = s.knob("ATTN_WG", has_m ? std::max<int64_t>(1, s.knobs.get_int("BLOCK_M", 128) / 64)
                                          : fa3_tile ? 3 : 2);
   if (t.warpgroups < 1 || t.warpgroups > 3)
@@ -164,7 +181,11 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // accumulators spilled).
   // With ATTN_OVERLAP: 128 up to 160 stored columns, 80 above (FlashAttention-3's D = 256
   // tile): S (BLOCK_N/2), P's 16-bit pairs (BLOCK_N/4) and O fit 240 registers there.
-  const int64_t wide_n = Dp > 160 ? (t.overlap ? 80 : 64) : 128;
+  // D = 256 without a mask: 80 keys (40 + 128 accumulators + ~72 = the consumers' 240
+  // registers; 224 KiB of shared memory) measured on the H100 (2026-11-28, 16k tokens) 0.919x / 0.930x cuDNN at 1k / 4k against 64 keys'
+  // 0.880x / 0.899x; causal mixed (0.805x / 0.914x against 0.816x / 0.904x): 64 there.
+  const bool wide_80 = t.overlap || (Dp > 224 && a.causal == Causal::None);
+  const int64_t wide_n = Dp > 160 ? (wide_80 ? 80 : 64) : 128;
   // Paged KV at D = 128: 96 keys, not 112. A key block is gcd(BLOCK_N, page)-row TMA
   // boxes over the pool (k:013), and 112 keys are seven 16-row pieces at every page size;
   // 96 are three of 32. Measured on the H100 (2026-11-27, B = 8, Hq 32 / Hkv 8, 2048 x
@@ -189,7 +210,10 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // hands warpgroup w the turn to issue its wgmmas; it needs two or more consumer
   // warpgroups that run apart from the producer (thread 0 issuing puts a block barrier in
   // every key block, which already lines the warpgroups up).
-  t.pingpong = s.knob("ATTN_PINGPONG", 0) != 0;
+  // On by default in the short-sequence tile at D = 128 (113..128 stored columns): measured
+  // 0.937x / 0.810x cuDNN at 1k non-causal / causal against 0.913x / 0.800x without (D = 96
+  // causal: 0.910x against 0.925x, off there).
+  t.pingpong = s.knob("ATTN_PINGPONG", short_tile && Dp > 112 && t.producer ? 1 : 0) != 0;
   if (t.pingpong && t.warpgroups < 2)
     throw Error("ATTN_PINGPONG=1 with ATTN_WG=" + std::to_string(t.warpgroups) + ": the ping-pong "
                 "hands the tensor cores between consumer warpgroups and needs 2 or 3 of them; "

@@ -15,6 +15,10 @@ struct CompileState;
 
 // setmaxnreg of the producer warpgroup: one thread issues TMA loads (FlashAttention-3's 24).
 inline constexpr int64_t kProducerRegs = 24;
+// Query rows (and keys) up to which the wgmma kernel's default tile at D 80..128 is two
+// warpgroups by 128 keys rather than three by 112-144 (attention_wgmma_tiles, "Short
+// sequences").
+inline constexpr int64_t kShortQueries = 1536;
 
 // The head dims the wgmma kernel takes: multiples of 8 up to 256 (TMA rows of 16-byte
 // multiples; wgmma's N and O's D/2 accumulator registers per thread up to 256).

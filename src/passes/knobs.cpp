@@ -275,7 +275,8 @@ const std::vector<KnobDef>& knob_registry() {
        "k:013_lower_attention_wgmma", 0, 0, false, {"mma_sync", "wgmma"}},
       {"ATTN_WG", "attention with ATTN_MMA=wgmma: consumer warpgroups per CTA, 64 query rows "
        "each (BLOCK_M = 64 ATTN_WG; default 2, 3 for D = 72..128 with BLOCK_N 144 up to D = 96, "
-       "128 to D = 112, 112 at D = 128: FlashAttention-3's tile)", "k:013_lower_attention_wgmma", 1, 3},
+       "128 to D = 112, 112 at D = 128: FlashAttention-3's tile; 2 by 128 keys there when "
+       "dense Sq, Sk <= 1536)", "k:013_lower_attention_wgmma", 1, 3},
       {"ATTN_PRODUCER", "attention with ATTN_MMA=wgmma: 1 = a producer warpgroup (setmaxnreg "
        "24) issues the TMA loads and the consumers hand each K/V slot back through an empty "
        "mbarrier (FlashAttention-3; the default for D > 64 with 1-2 warpgroups); 0 = thread 0 "
@@ -294,8 +295,9 @@ const std::vector<KnobDef>& knob_registry() {
       {"ATTN_PINGPONG", "attention with ATTN_MMA=wgmma, ATTN_PRODUCER=1 and 2-3 consumer "
        "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
-       "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong); "
-       "0 = each issues when ready", "k:013_lower_attention_wgmma", 0, 1},
+       "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong; the "
+       "default at D = 113..128 with dense Sq, Sk <= 1536); 0 = each issues when ready",
+       "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense): 1 = a "
        "persistent grid (ATTN_CTAS CTAs) walks the work units (query block, head, batch; causal "
        "longest first), the producer loading the next unit while the consumers finish the "

@@ -98,6 +98,12 @@ inline std::vector<Case> wgmma_persistent_cases() {
     v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "bf16", true), pt + ",ATTN_PINGPONG=1"});
     v.push_back({expr(1, 8, 8, 2048, 2048, 64, causal, "bf16", true), pt + ",KV_STAGES=3"});
   }
+  // Sq > Sk causal at D = 256 (three quarters of the units keyless) on few CTAs, or a
+  // three-slot ring with its padding: they hung on the H100 while a warpgroup's first warp
+  // ran alone through the keyless units and the padding (k:013, the warpgroup meeting
+  // before an elected arrival), as the 132-CTA case above did at times.
+  v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), p + ",ATTN_CTAS=16"});
+  v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), p + ",KV_STAGES=3,BLOCK_N=48"});
   return v;
 }
 

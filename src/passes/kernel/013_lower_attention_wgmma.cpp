@@ -774,15 +774,27 @@ struct Lowering {
     // Q's slot, once its TMA store read it: below). Without the overlap, in the key loop
     // right after the last block's S (the next Q then lands under its softmax, P V and the
     // epilogue), or here for a unit with no key block; with the overlap, here.
+    //
+    // An arrival by the warpgroup's first thread stands for its four warps, which run
+    // apart on the GPU: it may come only once every warp is past the wait it answers.
+    // After a wgmma that is so (the warpgroup's product needs all four warps); where no
+    // wgmma comes between the wait and the arrival — a unit with no key block, the
+    // padding's blocks — the warpgroup meets first (named barrier W + 2 + wg over its 128
+    // threads). Without it the first warp ran through a CTA's keyless units (or the
+    // padding) alone, its arrivals letting the producer complete Q's (a slot's) phases
+    // twice while the other three warps still waited for the first: a parity that never
+    // came back (the persistent causal hang at Sq 4097 > Sk 1000, D = 256, 16 CTAs).
+    const Stmt wg_meet = Stmt::NamedBarrier(Expr(t.warpgroups + 2) + wg, 128);
     if (persist && !t.o_in_q)
-      append({Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
+      append({Stmt::If(key_blocks < 1, {wg_meet}),
+              Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
 
-    // The causal walk's padding (see `padded`): each block's phases waited for, the slot
-    // handed back.
+    // The causal walk's padding (see `padded`): each block's phases waited for, the
+    // warpgroup met (above), the slot handed back.
     if (pad_units) {
       const Expr kd = key_blocks + Expr::var("kd");
       Block pad = {Stmt::MbarWait(full_k(slot_of(kd)), phase_of(kd)),
-                   Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd))};
+                   Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd)), wg_meet};
       pad = cat(pad, release(kd));
       pad = cat(pad, release_k(kd));
       Stmt loop = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad));
@@ -798,7 +810,6 @@ struct Lowering {
     // columns past D. A persistent CTA's next unit first waits until the store read the
     // buffer (cp.async.bulk.wait_group.read 0 by the thread that issued it, then the
     // meeting).
-    const Stmt wg_meet = Stmt::NamedBarrier(Expr(t.warpgroups + 2) + wg, 128);
     if (t.tma_store && persist && !t.o_in_q)
       append({Stmt::If(wg_first, {Stmt::BulkWait(0)}), wg_meet});
     // O in Q's slot: Q's box landed for every consumer thread that waited for it, and the

@@ -55,6 +55,37 @@ void check_wgmma(const std::string& expr, const std::string& knobs, uint64_t see
   EXPECT_TRUE(lowered);
 }
 
+// The kernel level under `schedules` seeded interleavings (interpret(.., schedule_seed)):
+// the consumer warpgroups as tasks of their own, handing the baton on at random
+// synchronization points, so a race between them, the producer and the copies that the
+// run-until-blocked order hides (a deadlock, a slot overwritten while read) fails here.
+void check_wgmma_schedules(const std::string& expr, const std::string& knobs, uint64_t seed,
+                           int schedules) {
+  SCOPED_TRACE(expr + " knobs=" + knobs);
+  CompileState s;
+  s.graph = parse_expression(expr);
+  s.knobs = Knobs::parse("ATTN_MMA=wgmma" + (knobs.empty() ? "" : "," + knobs));
+  s.target = Target::for_arch("sm_90a");
+  Bindings inputs, reference;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (const auto& p : pipeline()) {
+    p.run(s);
+    if (reference.tensors.empty() && s.level >= Level::Loop) {
+      make_random_inputs(s.loop, inputs, seed);
+      reference = inputs;
+      interpret(s.loop, reference);
+    }
+  }
+  ASSERT_EQ(s.level, Level::Kernel);
+  for (int k = 1; k <= schedules; ++k) {
+    SCOPED_TRACE("schedule seed " + std::to_string(k));
+    Bindings got = inputs;
+    interpret(s.kernel, got, uint64_t(k));
+    passcheck::expect_outputs_close(s.kernel, got, reference, out, "schedule");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST(AttentionWgmma, HeadDim64MasksAndLengths) {
   const int lengths[][2] = {{17, 17}, {17, 33}, {33, 17}, {1, 33}, {130, 150}};
   uint64_t seed = 100;
@@ -155,6 +186,26 @@ TEST(AttentionWgmma, Persistent) {
               "ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
   check_wgmma(attention(2, 1, 70, 150, 256, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=1,BLOCK_N=32",
               seed++);
+}
+
+// The persistent walk under seeded interleavings of the producer and each consumer
+// warpgroup (check_wgmma_schedules): causal Sq > Sk (keyless units, the padding to 2S ring
+// blocks) and not, two and three slots, the ping-pong, O through Q's slot (D = 256).
+// Within a warpgroup, whose warps the interpreter runs in lockstep, an arrival by its
+// first thread is checked to follow a meeting of the warpgroup (interpreter:
+// check_elected_arrival): the keyless units' and the padding's arrivals, which hung the
+// H100 (D = 256, Sq 4097 > Sk 1000, 16 CTAs), fail that check without k:013's meeting.
+TEST(AttentionWgmma, PersistentSchedules) {
+  uint64_t seed = 2700;
+  const std::string p = "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,";
+  check_wgmma_schedules(attention(2, 1, 600, 100, 64, "true"), p + "ATTN_CTAS=1,BLOCK_N=16", seed++, 12);
+  check_wgmma_schedules(attention(2, 1, 500, 130, 64, "true", "bf16", true, 2),
+                        p + "ATTN_CTAS=3,BLOCK_N=48,KV_STAGES=3", seed++, 8);
+  check_wgmma_schedules(attention(2, 2, 300, 200, 64, "false"), p + "ATTN_CTAS=2,BLOCK_N=32", seed++, 8);
+  check_wgmma_schedules(attention(2, 1, 400, 100, 64, "true"),
+                        p + "ATTN_CTAS=2,BLOCK_N=32,ATTN_PINGPONG=1", seed++, 8);
+  check_wgmma_schedules(attention(2, 1, 300, 60, 256, "true"),
+                        p + "ATTN_CTAS=1,BLOCK_N=32,ATTN_TMA_STORE=1", seed++, 4);
 }
 
 // ATTN_TMA_STORE=1: O through shared memory and one TMA store per warpgroup and 64-column
@@ -326,7 +377,7 @@ TEST(AttentionWgmma, KernelShape) {
   EXPECT_EQ(ir.find("ldmatrix"), std::string::npos) << ir;
   // wgmma is the default on sm_90a for every multiple of 8 up to 256; mma_sync on sm_80,
   // for other head dims, and when asked for.
-  const std::string e = attention(8, 2, 1000, 1000, 128, "true");
+  const std::string e = attention(8, 2, 2000, 2000, 128, "true");
   EXPECT_NE(kernel_ir(e, "").find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos);
   EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 64, "true"), "").find("block(256)"),
             std::string::npos);  // D = 64: no producer
@@ -345,7 +396,7 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
   // Causal: the block is masked where the warpgroup's first row (not the CTA's) drops its
   // last key.
-  const std::string causal = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma");
+  const std::string causal = kernel_ir(attention(2, 2, 2000, 2000, 128, "true"), "ATTN_MMA=wgmma");
   EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
@@ -426,25 +477,49 @@ TEST(AttentionWgmma, SpanKernelShape) {
             std::string::npos) << ir;
   EXPECT_NE(ir.find("o_acc1 <- wgmma_m64n32k16_f32_bf16_rs(s_acc[kk], V_s1[kb % 2 * 4096 + kk * 512, 32, 1])"),
             std::string::npos) << ir;
-  // The defaults from 72 to 112 stored columns: FlashAttention-3's three consumer
-  // warpgroups (192 rows) and the producer, 144 keys up to D = 96 and 128 above; D = 160
-  // at 128 keys, D = 192 at 64.
-  const std::string def96 = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "");
+  // The defaults from 72 to 112 stored columns past kShortQueries query rows:
+  // FlashAttention-3's three consumer warpgroups (192 rows) and the producer, 144 keys up
+  // to D = 96 and 128 above; D = 160 at 128 keys, D = 192 at 64.
+  const int long_q = int(kShortQueries) + 1;
+  const std::string def96 = kernel_ir(attention(8, 2, long_q, 1000, 96, "true"), "");
   EXPECT_NE(def96.find("block(512)"), std::string::npos) << def96;
   EXPECT_NE(def96.find("wgmma_m64n144k16_f32_bf16_ss"), std::string::npos) << def96;
-  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
+  EXPECT_NE(kernel_ir(attention(2, 2, long_q, 100, 112, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
             std::string::npos);
-  EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 112, "false"), "").find("block(512)"),
+  EXPECT_NE(kernel_ir(attention(2, 2, long_q, 100, 112, "false"), "").find("block(512)"),
             std::string::npos);
   EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 160, "false"), "").find("wgmma_m64n128k16_f32_bf16_ss"),
             std::string::npos);
   EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 192, "false"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
             std::string::npos);
   // D = 128: three warpgroups by 112 keys (H100: 0.93-1.02x cuDNN against two by 128's
-  // 0.84-0.92x).
-  const std::string def128 = kernel_ir(attention(2, 2, 100, 100, 128, "false"), "");
+  // 0.84-0.92x at 4k and 16k).
+  const std::string def128 = kernel_ir(attention(2, 2, long_q, 100, 128, "false"), "");
   EXPECT_NE(def128.find("block(512)"), std::string::npos) << def128;
   EXPECT_NE(def128.find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos) << def128;
+  // Up to kShortQueries rows: two warpgroups by 128 keys (the 192-row block pads 1024 rows
+  // to 1152), the ping-pong at D = 128 only; the three warpgroups' tile where ATTN_WG is
+  // given, and for the serving forms.
+  for (int sq : {1000, int(kShortQueries)}) {
+    const std::string short128 = kernel_ir(attention(2, 2, sq, 100, 128, "true"), "");
+    EXPECT_NE(short128.find("block(384)"), std::string::npos) << short128;
+    EXPECT_NE(short128.find("wgmma_m64n128k16_f32_bf16_ss"), std::string::npos) << short128;
+    EXPECT_NE(short128.find(" bar.arrive "), std::string::npos) << short128;  // the ping-pong
+    const std::string short96 = kernel_ir(attention(2, 2, sq, 100, 96, "true"), "");
+    EXPECT_NE(short96.find("block(384)"), std::string::npos) << short96;
+    EXPECT_NE(short96.find("wgmma_m64n128k16_f32_bf16_ss"), std::string::npos) << short96;
+    EXPECT_EQ(short96.find(" bar.arrive "), std::string::npos) << short96;
+  }
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 100, 128, "true"), "ATTN_WG=3").find("wgmma_m64n112k16_f32_bf16_ss"),
+            std::string::npos);
+  // Short queries against many keys keep the three warpgroups.
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "").find("wgmma_m64n112k16_f32_bf16_ss"),
+            std::string::npos);
+  // D = 256: 80 keys without a mask, 64 with one.
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "false"), "").find("wgmma_m64n80k16_f32_bf16_ss"),
+            std::string::npos);
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "true"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
+            std::string::npos);
   // A given BLOCK_M, ATTN_OVERLAP, a BLOCK_N that three warpgroups cannot hold, or
   // D = 64 keep two warpgroups.
   EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 96, "false"), "BLOCK_M=128").find("block(384)"),
@@ -479,12 +554,12 @@ void expect_refused(const std::string& expr, const std::string& knobs, const std
 // last (longest) down, the causal units padded to 2 x KV_STAGES blocks; Q's slot released
 // through its own mbarrier; with ATTN_TMA_STORE one box per warpgroup and 64 columns.
 TEST(AttentionWgmma, PersistentKernelShape) {
-  const std::string nc = kernel_ir(attention(16, 16, 1000, 1000, 128, "false", "bf16", true, 4),
+  const std::string nc = kernel_ir(attention(16, 16, 2000, 2000, 128, "false", "bf16", true, 4),
                                    "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
   for (const char* part : {"grid(132, 1, 1), block(512)", "mbarriers=8",
-                           "for t_i in 0..(384 - blockIdx.x + 131) / 132 reduce no_unroll",
-                           "let unit = blockIdx.x + t_i * 132", "let qb = unit % 6",
-                           "let h = unit / 6 % 16", "let b = unit / 96",
+                           "for t_i in 0..(704 - blockIdx.x + 131) / 132 reduce no_unroll",
+                           "let unit = blockIdx.x + t_i * 132", "let qb = unit % 11",
+                           "let h = unit / 11 % 16", "let b = unit / 176",
                            "mbar.wait [7] parity=(t_i + 1) % 2", "mbar.wait [0] parity=t_i % 2",
                            "tensor map O_s_tmap: out -> O_s box[64, 64, 1, 1] (innermost first) swizzle 128B",
                            "tma.store out[b, h, qb * 192 + wg * 64, 64] <- O_s[wg * 8192 + 64] via O_s_tmap",
@@ -499,9 +574,9 @@ TEST(AttentionWgmma, PersistentKernelShape) {
                            "let h = (unit / 336 * 16 + unit % 336 % 16) % 16",
                            "let b = (unit / 336 * 16 + unit % 336 % 16) / 16", "for kd in 0.."})
     EXPECT_NE(c.find(part), std::string::npos) << part << "\n" << c;
-  // All 64 pairs fit at 1000 keys: one section.
+  // All 64 pairs fit at 1000 keys: one section (eight query blocks of 128 rows).
   EXPECT_NE(kernel_ir(attention(16, 16, 1000, 1000, 128, "true", "bf16", false, 4), "ATTN_PERSISTENT=1")
-                .find("let qb = 5 - unit / 64"),
+                .find("let qb = 7 - unit / 64"),
             std::string::npos);
   // Fewer units than CTAs: the grid is the units.
   EXPECT_NE(kernel_ir(attention(1, 1, 100, 100, 128, "true"), "ATTN_PERSISTENT=1").find("grid(1, 1, 1)"),
@@ -519,11 +594,11 @@ TEST(AttentionWgmma, PersistentKernelShape) {
 TEST(AttentionWgmma, PersistentWalkCoversEveryUnitOnce) {
   for (const char* causal : {"false", "true"})
     for (int ctas : {1, 2, 5, 7, 13, 64, 200}) {
-      // 2 batches x 3 heads x ceil(700 / 192) = 4 query blocks: 24 units; 16384 keys (8 MB
-      // of K and V a pair): causal sections of 3 pairs.
+      // 2 batches x 3 heads x ceil(700 / 192) = 4 query blocks (three warpgroups): 24
+      // units; 16384 keys (8 MB of K and V a pair): causal sections of 3 pairs.
       CompileState s;
       s.graph = parse_expression(attention(3, 3, 700, 16384, 128, causal, "bf16", false, 2));
-      s.knobs = Knobs::parse("ATTN_PERSISTENT=1,ATTN_CTAS=" + std::to_string(ctas));
+      s.knobs = Knobs::parse("ATTN_WG=3,ATTN_PERSISTENT=1,ATTN_CTAS=" + std::to_string(ctas));
       s.target = Target::for_arch("sm_90a");
       run_pipeline(s);
       const KernelOp& k = s.kernel.kernels.at(0);

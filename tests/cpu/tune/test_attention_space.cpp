@@ -335,6 +335,10 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
     EXPECT_LT(walk, plain) << sh;
     if (sh == k1) EXPECT_LT(walk, 0.8 * plain);
     else EXPECT_GT(walk, 0.95 * plain);
+    // Causal: measured slower (the static stride, the padding): not ranked ahead.
+    Graph c = parse_expression("attention(Q" + sh + ", K" + sh + ", V" + sh + ", causal=true)");
+    EXPECT_GE(predict_attention_us(c, Knobs::parse(wg + ",ATTN_PERSISTENT=1"), dev),
+              predict_attention_us(c, Knobs::parse(wg), dev)) << sh;
   }
 }
 

@@ -419,14 +419,18 @@ struct Lowering {
     // none).
     auto slot_used = [&](const Expr& kbx) {
       return pad_units ? (Expr(S) <= kbx || Expr(0) < t_i) : Expr(S) <= kbx + base;
-    };    auto kv_issue = [&](const Expr& block, const Expr& slot) {
+    };
+    // Key block `block`'s K (or V) boxes into ring slot `slot`, with the bytes they bring.
+    auto half_issue = [&](bool keys, const Expr& block, const Expr& slot, Block& x) {
+      const Expr full = keys ? full_k(slot) : full_v(slot);
+      x.push_back(Stmt::MbarArriveExpectTx(full, kv_bytes / 2));
+      for (Stmt& st : tma_block(keys ? k_s : v_s, keys ? a.k : a.v, hk, block * BN, BN, slot, full))
+        x.push_back(st);
+    };
+    auto kv_issue = [&](const Expr& block, const Expr& slot) {
       Block x = a.paged ? page_lets(block * BN) : Block{};
-      x.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
-      for (Stmt& st : tma_block(k_s, a.k, hk, block * BN, BN, slot, full_k(slot)))
-        x.push_back(st);
-      x.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
-      for (Stmt& st : tma_block(v_s, a.v, hk, block * BN, BN, slot, full_v(slot)))
-        x.push_back(st);
+      half_issue(true, block, slot, x);
+      half_issue(false, block, slot, x);
       return x;
     };
     Block q_issue = {Stmt::MbarArriveExpectTx(Expr(0), BM * Dp * 2)};
@@ -444,11 +448,9 @@ struct Lowering {
         if (split_release) {  // K once its slot's K was released, V once its V was
           Block f = a.paged ? page_lets(kbx * BN) : Block{};
           f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty_k(slot), release_phase(kbx))}));
-          f.push_back(Stmt::MbarArriveExpectTx(full_k(slot), kv_bytes / 2));
-          for (Stmt& st : tma_block(k_s, a.k, hk, kbx * BN, BN, slot, full_k(slot))) f.push_back(st);
+          half_issue(true, kbx, slot, f);
           f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))}));
-          f.push_back(Stmt::MbarArriveExpectTx(full_v(slot), kv_bytes / 2));
-          for (Stmt& st : tma_block(v_s, a.v, hk, kbx * BN, BN, slot, full_v(slot))) f.push_back(st);
+          half_issue(false, kbx, slot, f);
           return f;
         }
         Block f = {Stmt::If(slot_used(kbx), {Stmt::MbarWait(empty(slot), release_phase(kbx))})};

@@ -26,12 +26,17 @@ using attention_test::kMasks;
 
 // The pipeline pass by pass; the kernel level (k:013's output) interpreted and compared
 // with the naive loop form, O and LSE.
-void check_wgmma(const std::string& expr, const std::string& knobs, uint64_t seed) {
-  SCOPED_TRACE(expr + " knobs=" + knobs);
+CompileState wgmma_state(const std::string& expr, const std::string& knobs) {
   CompileState s;
   s.graph = parse_expression(expr);
   s.knobs = Knobs::parse("ATTN_MMA=wgmma" + (knobs.empty() ? "" : "," + knobs));
   s.target = Target::for_arch("sm_90a");
+  return s;
+}
+
+void check_wgmma(const std::string& expr, const std::string& knobs, uint64_t seed) {
+  SCOPED_TRACE(expr + " knobs=" + knobs);
+  CompileState s = wgmma_state(expr, knobs);
   Bindings inputs, reference;
   const DType out = s.graph.node(s.graph.result()).dtype;
   bool lowered = false;
@@ -62,10 +67,7 @@ void check_wgmma(const std::string& expr, const std::string& knobs, uint64_t see
 void check_wgmma_schedules(const std::string& expr, const std::string& knobs, uint64_t seed,
                            int schedules) {
   SCOPED_TRACE(expr + " knobs=" + knobs);
-  CompileState s;
-  s.graph = parse_expression(expr);
-  s.knobs = Knobs::parse("ATTN_MMA=wgmma" + (knobs.empty() ? "" : "," + knobs));
-  s.target = Target::for_arch("sm_90a");
+  CompileState s = wgmma_state(expr, knobs);
   Bindings inputs, reference;
   const DType out = s.graph.node(s.graph.result()).dtype;
   for (const auto& p : pipeline()) {

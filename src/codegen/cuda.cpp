@@ -577,11 +577,30 @@ class Renderer {
         line(d, "}");
         break;
       case StmtKind::If:
+        if (s.break_if()) {  // a statement of its loop's own body (verified)
+          line(d, "if (" + ix(s.cond) + ") break;");
+          break;
+        }
         line(d, "if (" + ix(s.cond) + ") {");
         block(s.body, d + 1);
         line(d, "}");
         break;
       case StmtKind::Let:
+        if (s.let_fetch()) {  // the work queue: atom.inc wraps to 0 at old == wrap - 1
+          const std::string fetch = "(" + idx_ + ")atomicInc(reinterpret_cast<unsigned*>(" +
+                                    address(s) + "), (unsigned)(" + ix(s.value) + ") - 1u)";
+          line(d, "const " + idx_ + " " + s.var + " = " +
+                      (always(s.pred) ? fetch : "(" + ix(s.pred) + ") ? " + fetch + " : 0") + ";");
+          break;
+        }
+        if (s.let_load() && p_.tensor(s.tensor).role == TensorRole::Shared) {
+          // An integer another thread of the block stored (the walk's unit hand-off), read
+          // after the barrier that publishes it: a plain shared load (volatile: not cached
+          // across the barrier's asm).
+          line(d, "const " + idx_ + " " + s.var + " = (" + idx_ + ")*reinterpret_cast<volatile int*>(" +
+                      address(s) + ");");
+          break;
+        }
         if (s.let_load()) {  // an integer read (a block table entry, a length)
           // A C cast: idx_ may be `long long`, which has no functional-cast form.
           line(d, "const " + idx_ + " " + s.var + " = (" + idx_ + ")__ldg(" + address(s) + ");");
@@ -696,6 +715,10 @@ class Renderer {
       }
       case StmtKind::Write: {
         DType dt = p_.tensor(s.tensor).dtype;
+        if (s.write_int()) {  // an i32 element (verified)
+          line(d, "*reinterpret_cast<volatile int*>(" + address(s) + ") = (int)(" + ix(s.value) + ");");
+          break;
+        }
         if (is_realigned_store(s)) {  // ir/realign.h: the shifted window, one st.shared.v4
           line(d, "loom::st_realign16(" + address(s) + ", &" + element(s.args.at(0).name, s.args.at(0).index) +
                       ", (long long)(" + ix(s.src_index.at(0)) + "), int(" + ix(s.value) + "));");

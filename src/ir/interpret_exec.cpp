@@ -150,7 +150,10 @@ double Machine::operand(const Node& n, size_t i, int t, int64_t plus) const {
 
 void Machine::run_block(const std::vector<Node>& nodes, const std::vector<int>& active,
                         size_t depth) {
-  for (const Node& n : nodes) exec(n, active, depth);
+  for (const Node& n : nodes) {
+    exec(n, active, depth);
+    if (breaking_) return;  // a break of the loop whose body this is (verified): exec_for stops
+  }
 }
 
 void Machine::require_all_threads(const Node& n, const std::vector<int>& active,
@@ -188,6 +191,10 @@ void Machine::exec(const Node& n, const std::vector<int>& active, size_t depth) 
     case StmtKind::If: exec_if(n, active, depth); break;
     case StmtKind::Let: {
       int64_t* row = &ints_[size_t(n.var) * T];
+      if (s.let_fetch()) {
+        exec_fetch(n, active, row);
+        break;
+      }
       if (s.let_load()) {
         // An integer read: the i32 element, checked to be one (NaN: never written).
         for (int t : active) {
@@ -382,10 +389,25 @@ void Machine::exec_for(const Node& n, const std::vector<int>& active, size_t dep
     else
       std::fill(row, row + cta_threads_, i);
     run_block(n.body, active, depth);
+    if (breaking_) {
+      breaking_ = false;
+      break;
+    }
   }
 }
 
 void Machine::exec_if(const Node& n, const std::vector<int>& active, size_t depth) {
+  if (n.s->break_if()) {  // a statement of its loop's own body (verified): the loop stops
+    const int64_t go = eval(n.cond, active[0]);
+    for (int t : active)
+      if (eval(n.cond, t) != go)
+        fail(*n.s, "break if " + n.s->cond.str() + " is " + std::to_string(go) + " in thread " +
+                       std::to_string(active[0]) + " and not in thread " + std::to_string(t) +
+                       ": a loop's threads must leave it together",
+             t);
+    breaking_ = go != 0;
+    return;
+  }
   if (n.cond.uniform()) {
     if (eval(n.cond, active[0]) != 0) run_block(n.body, active, depth);
     return;
@@ -419,9 +441,46 @@ void Machine::exec_load(const Node& n, const std::vector<int>& active) {
   }
 }
 
+// The work queue's fetch: each active thread in turn (the threads of a CTA run in order,
+// and the CTAs one after another: every order of the fetches is one the GPU may take)
+// reads the counter and advances it by one, wrapping to 0 at `wrap`. A counter at or past
+// its wrap was left so by an earlier launch that fetched more or fewer than `wrap` times,
+// or a wrap that differs between fetches: both would hand out units twice or never.
+void Machine::exec_fetch(const Node& n, const std::vector<int>& active, int64_t* row) {
+  const Stmt& s = *n.s;
+  const TensorSlot& ts = *n.access.tensor;
+  for (int t : active) {
+    if (eval(n.pred, t) == 0) {
+      row[t] = 0;
+      continue;
+    }
+    const int64_t wrap = eval(n.value, t);
+    if (wrap < 1) fail(s, "fetch.inc wraps at " + std::to_string(wrap) + ", not a positive count", t);
+    double& cell = ts.data[size_t(offset(n, n.access, t, 1, kernel_))];
+    const int64_t old = int64_t(cell);
+    if (!(cell >= 0) || double(old) != cell || old >= wrap)
+      fail(s, "counter " + s.tensor + " holds " + std::to_string(cell) + " at a fetch that wraps at " +
+                  std::to_string(wrap) + ": a launch before this one did not fetch exactly `wrap` "
+                  "times, so the counter was not left at 0",
+           t);
+    row[t] = old;
+    cell = double(old + 1 == wrap ? 0 : old + 1);
+  }
+}
+
 void Machine::exec_write(const Node& n, const std::vector<int>& active) {
   const Stmt& s = *n.s;
   if (is_realigned_store(s)) return exec_realigned_store(n, active);
+  if (s.write_int()) {
+    const TensorSlot& ts = *n.access.tensor;
+    for (int t : active) {
+      const int64_t off = offset(n, n.access, t, 1, kernel_);
+      const double v = double(eval(n.value, t));
+      if (ts.shared >= 0) shared_.write(ts.shared, off, v, t, s);
+      else ts.data[size_t(off)] = v;
+    }
+    return;
+  }
   const TensorSlot& ts = *n.access.tensor;
   const int w = s.width;
   // Copies of one warp-wide cell (Node::in_atom_nest) add once; they must agree.

@@ -279,7 +279,7 @@ void Machine::check_accumulators(const Node& n, const std::vector<int>& active) 
         element(n.dst, t, s.width);
         break;
       case StmtKind::Write:
-        element(n.args[0], t, s.width);
+        if (!s.write_int()) element(n.args[0], t, s.width);  // an integer store reads no register
         break;
       case StmtKind::Compute:
       case StmtKind::Init:

@@ -160,6 +160,7 @@ class Machine {
   void exec_if(const Node& n, const std::vector<int>& active, size_t depth);
   void exec_load(const Node& n, const std::vector<int>& active);
   void exec_write(const Node& n, const std::vector<int>& active);
+  void exec_fetch(const Node& n, const std::vector<int>& active, int64_t* row);
   // The realigned copy (ir/realign.h): aligned 16-byte chunks into registers, then the
   // shifted window into one 16-byte unit of a shared slab.
   void exec_chunk_load(const Node& n, const std::vector<int>& active);
@@ -313,6 +314,7 @@ class Machine {
   std::deque<TaskContext> contexts_;  // indexed by scheduler task id
   int task_ = -1;                     // the running task
   bool arm_ = false;                  // the running task is an arm of a Specialize
+  bool breaking_ = false;             // a break's condition held: its loop stops after the iteration
   int atom_loops_ = 0;                // ATOM-tier loops around the statement being resolved
 
   // Clusters: CTAs per cluster and threads per CTA; the running task's CTA.

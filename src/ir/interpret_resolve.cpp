@@ -230,6 +230,12 @@ Node Machine::resolve_stmt(const Stmt& s) {
     case StmtKind::Let:
       if (s.let_load()) {
         n.access = access(s, s.tensor, s.index, kernel_);
+        if (s.let_fetch()) {
+          if (!kernel_ || n.access.tensor->shared >= 0)
+            fail(s, "a fetch is Kernel IR and advances a global counter");
+          n.value = compile(s, s.value);
+          n.pred = compile(s, s.pred);
+        }
         n.var = bind_int(s.var, true);
         break;
       }
@@ -250,6 +256,12 @@ Node Machine::resolve_stmt(const Stmt& s) {
       }
       break;
     case StmtKind::Write:
+      if (s.write_int()) {
+        if (!s.args.empty() || s.width != 1) fail(s, "an integer store has no operands and width 1");
+        n.access = access(s, s.tensor, s.index, kernel_);
+        n.value = compile(s, s.value);
+        break;
+      }
       if (s.args.size() != 1) fail(s, "a write stores exactly one operand");
       n.access = access(s, s.tensor, s.index, kernel_);
       if (s.remote) {  // st.async: the receiving CTA's rank and its mbarrier slot

@@ -143,6 +143,19 @@ Machine::Machine(const ProgramBase& p, Bindings& b, bool kernel)
 }
 
 void Machine::finish() {
+  // A zeroed temp (TensorDecl::zero_init: split-K's workspace and tile counters, the
+  // attention walk's work counter) starts every launch at zero only because every launch
+  // leaves it so: the runtime clears it once.
+  if (kernel_)
+    for (const auto& [name, ts] : tensors_) {
+      if (ts.shared >= 0 || !ts.decl->zero_init) continue;
+      for (int64_t i = 0; i < ts.size; ++i)
+        if (ts.data[i] != 0.0)
+          throw Error("interpreter: the program leaves zeroed temp " + name + " non-zero (element " +
+                      std::to_string(i) + " = " + Operand::constant(ts.data[i]).str() +
+                      "): the next launch would start from it; the kernel that uses it must "
+                      "reset it (the last arrival or fetch)");
+    }
   for (auto& entry : tensors_) {
     // Not a structured binding: a lambda below captures the slot, which clang before 16
     // refuses for a binding (the fuzz target's build).

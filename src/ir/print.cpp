@@ -70,8 +70,13 @@ std::string stmt_line(const Stmt& s) {
       if (!s.axis.empty() && s.axis != s.var) line += "  # " + s.axis;
       return line;
     }
-    case StmtKind::If: return "if " + s.cond.str() + ":";
+    case StmtKind::If:
+      if (s.break_if()) return "break if " + s.cond.str();
+      return "if " + s.cond.str() + ":";
     case StmtKind::Let:
+      if (s.let_fetch())
+        return "let " + s.var + " = fetch.inc " + s.tensor + "[" + join_exprs(s.index) + "] wrap " +
+               s.value.str() + (s.pred.is_const() && s.pred.const_value() == 1 ? "" : " when " + s.pred.str());
       if (s.let_load()) return "let " + s.var + " = load " + s.tensor + "[" + join_exprs(s.index) + "]";
       return "let " + s.var + " = " + s.value.str();
     case StmtKind::Load:
@@ -87,6 +92,7 @@ std::string stmt_line(const Stmt& s) {
       return dst_of(s) + " <- " + scalar_op_name(s.op) + "(" + dst_of(s) + ", " +
              join_operands(s.args) + ")";
     case StmtKind::Write:
+      if (s.write_int()) return s.tensor + "[" + join_exprs(s.index) + "] = int " + s.value.str();
       if (is_realigned_store(s))  // ir/realign.h
         return "store.realign x" + std::to_string(s.width) + " " + s.tensor + "[" +
                join_exprs(s.index) + "] = " + join_operands(s.args) + " from " +

@@ -146,6 +146,31 @@ Stmt Stmt::LetLoad(std::string var, std::string tensor, std::vector<Expr> index)
   return s;
 }
 
+Stmt Stmt::LetFetchInc(std::string var, std::string counter, std::vector<Expr> index, Expr wrap,
+                       Expr when) {
+  Stmt s = LetLoad(std::move(var), std::move(counter), std::move(index));
+  s.atomic_add = true;
+  s.value = std::move(wrap);
+  s.pred = std::move(when);
+  return s;
+}
+
+Stmt Stmt::WriteInt(std::string tensor, std::vector<Expr> index, Expr value) {
+  Stmt s;
+  s.kind = StmtKind::Write;
+  s.tensor = std::move(tensor);
+  s.index = std::move(index);
+  s.value = std::move(value);
+  s.mode = "int";
+  return s;
+}
+
+Stmt Stmt::BreakIf(Expr cond) {
+  Stmt s = If(std::move(cond), {});
+  s.mode = "break";
+  return s;
+}
+
 Stmt Stmt::Load(std::string dst, std::string tensor, std::vector<Expr> index) {
   Stmt s;
   s.kind = StmtKind::Load;

@@ -252,6 +252,23 @@ struct Stmt {
   // `var` = the integer tensor[index] (an i32 tensor: a block table, a length).
   static Stmt LetLoad(std::string var, std::string tensor, std::vector<Expr> index);
   bool let_load() const { return kind == StmtKind::Let && !tensor.empty(); }
+  // `var` = the old value of the i32 global counter tensor[index], which one atomic step
+  // (atom.inc: old + 1 == wrap ? 0 : old + 1) advances — a work queue whose last of `wrap`
+  // fetches per launch leaves it zero for the next (a zero_init temp). Where `when` is
+  // false no fetch happens and `var` is 0. Kept in `value` (wrap) and `pred` (when).
+  static Stmt LetFetchInc(std::string var, std::string counter, std::vector<Expr> index,
+                          Expr wrap, Expr when = Expr(1));
+  bool let_fetch() const { return let_load() && atomic_add; }
+  // `tensor[index] = value`, an integer expression, into an i32 tensor (a shared one: the
+  // persistent attention walk's producer hands each unit's index to its consumers). A
+  // Write with mode "int", `value` the expression and no operands.
+  static Stmt WriteInt(std::string tensor, std::vector<Expr> index, Expr value);
+  bool write_int() const { return kind == StmtKind::Write && mode == "int"; }
+  // `if (cond) break;` out of the innermost For: an If with mode "break" and no body, a
+  // statement of the loop's own body (verified: not under an If); the loop's threads must
+  // agree on `cond`. A loop whose trip count is found on the way (a work queue's walk).
+  static Stmt BreakIf(Expr cond);
+  bool break_if() const { return kind == StmtKind::If && mode == "break"; }
   static Stmt Load(std::string dst, std::string tensor, std::vector<Expr> index);
   static Stmt Compute(std::string dst, ScalarOp op, std::vector<Operand> args);
   static Stmt Init(std::string acc, double value);

@@ -407,8 +407,8 @@ class BodyChecker {
                  s.kind == StmtKind::AsyncCopy;
     if (s.width < 1) fail(s, "width " + std::to_string(s.width) + " < 1");
     if (s.width > 1 && !moves) fail(s, "only loads, stores and cp.async have a vector width");
-    if (predicated && s.kind != StmtKind::Load && s.kind != StmtKind::AsyncCopy)
-      fail(s, "only loads and cp.async take a predicate");
+    if (predicated && s.kind != StmtKind::Load && s.kind != StmtKind::AsyncCopy && !s.let_fetch())
+      fail(s, "only loads, cp.async and fetches take a predicate");
     if (predicated) check_expr(s, s.pred, "predicate");
     if (!(s.scale_d.is_const() && s.scale_d.const_value() == 1)) {
       // scale-d is a tensor-core atom's (the scalar atoms always accumulate): wgmma's
@@ -427,7 +427,8 @@ class BodyChecker {
                     "accumulators explicitly");
       check_expr(s, s.scale_d, "scale_d");
     }
-    if (s.atomic_add && s.kind != StmtKind::Write) fail(s, "only writes can be atomic");
+    if (s.atomic_add && s.kind != StmtKind::Write && !s.let_fetch())
+      fail(s, "only writes and fetches can be atomic");
     bool defines = s.kind == StmtKind::Load || s.kind == StmtKind::Compute ||
                    s.kind == StmtKind::Init || s.kind == StmtKind::Accum ||
                    s.kind == StmtKind::Atom || s.kind == StmtKind::LaneReduce;
@@ -727,16 +728,36 @@ class BodyChecker {
         bind_int(s, s.var, "loop variable", dependent);
         Tier saved = deepest_tier_;
         if (s.tier != Tier::None && s.tier > deepest_tier_) deepest_tier_ = s.tier;
+        const Block* saved_loop = loop_body_;
+        loop_body_ = &s.body;
         check_body_under(s, dependent);
+        loop_body_ = saved_loop;
         deepest_tier_ = saved;
         int_vars_.pop_back();
         break;
       }
       case StmtKind::If:
         check_expr(s, s.cond, "condition");
+        if (s.break_if()) {
+          // `if (cond) break;` leaves its loop: a statement of a For's own body (not under an
+          // If or a nested loop, which would make it leave that one or leave it half-way).
+          if (!s.body.empty()) fail(s, "a break has no body");
+          bool direct = false;
+          if (loop_body_)
+            for (const Stmt& x : *loop_body_) direct |= &x == &s;
+          if (!direct)
+            fail(s, "a break is a statement of its loop's own body (not inside an If): move it "
+                    "there");
+          break;
+        }
+        if (!s.mode.empty()) fail(s, "an if's mode is \"break\" or none, not \"" + s.mode + "\"");
         check_body_under(s, level_ == Level::Kernel && thread_dependent(s.cond));
         break;
       case StmtKind::Let:
+        if (s.let_fetch()) {
+          check_fetch(s);
+          break;
+        }
         if (s.let_load()) {
           // An integer read (a block table, a length): any level, an i32 tensor.
           check_access(s);
@@ -791,6 +812,10 @@ class BodyChecker {
       }
       case StmtKind::Write:
         check_access(s);
+        if (s.write_int()) {
+          check_write_int(s);
+          break;
+        }
         if (!s.mode.empty()) check_realigned_store(s);
         if (s.remote) check_remote_store(s);
         if (p_.tensor(s.tensor).role == TensorRole::Input)
@@ -898,6 +923,37 @@ class BodyChecker {
     if (s.args.size() != 1) fail(s, "lane_reduce takes exactly one operand");
     use_operands(s);
     define(s, false);
+  }
+
+  // The work queue's fetch (Stmt::LetFetchInc): Kernel IR, a zeroed i32 global temp (the
+  // runtime clears it once; the launch's last fetch wraps it back to 0), a wrap and a
+  // `when` that are integer expressions.
+  void check_fetch(const Stmt& s) {
+    require_level(s, Level::Kernel, "fetch.inc");
+    check_access(s);
+    const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.role != TensorRole::Temp || t.dtype != DType::I32 || !t.zero_init)
+      fail(s, "the work counter `" + s.tensor + "` must be a zeroed i32 temp (TensorDecl::"
+                  "zero_init): the runtime clears it once and the launch's last fetch wraps it to 0");
+    check_expr(s, s.value, "fetch wrap");
+    check_expr(s, s.pred, "fetch condition");
+    if (s.width != 1 || s.remote) fail(s, "a fetch reads one element of this CTA's counter");
+    bool dependent = thread_dependent(s.pred);
+    for (const Expr& i : s.index) dependent |= thread_dependent(i);
+    bind_int(s, s.var, "fetch variable", dependent);
+  }
+
+  // An integer store (Stmt::WriteInt): into an i32 tensor, one element, no operands.
+  void check_write_int(const Stmt& s) {
+    require_level(s, Level::Kernel, "an integer store");
+    const TensorDecl& t = p_.tensor(s.tensor);
+    if (t.dtype != DType::I32)
+      fail(s, "an integer store writes an i32 tensor; `" + s.tensor + "` is " + dtype_name(t.dtype));
+    if (t.role == TensorRole::Input) fail(s, "writes input tensor `" + s.tensor + "`; inputs are read-only");
+    if (!s.args.empty() || s.width != 1 || s.atomic_add || s.remote)
+      fail(s, "an integer store writes one element from its expression, with no operands");
+    check_expr(s, s.value, "stored integer");
+    written_.insert(s.tensor);
   }
 
   // Its threads wait for each other in groups (a named barrier per aligned group of `value`
@@ -1083,6 +1139,7 @@ class BodyChecker {
   std::vector<std::map<std::string, ScalarDef>> scalars_;  // one map per open block
   Tier deepest_tier_ = Tier::None;
   const Stmt* divergent_ = nullptr;  // innermost-first thread-dependent If or For, if any
+  const Block* loop_body_ = nullptr;  // the innermost For's own body (a break leaves it)
   const Stmt* arm_ = nullptr;        // the specialize whose arm is being checked, if any
   std::set<std::string> written_, used_;
 };

@@ -286,6 +286,16 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                             "attention has ") + (a.varlen ? "packed sequences (cu_seqlens)" : "paged KV (a block table)") +
                 ", whose lengths each CTA binds once from its batch index: drop ATTN_PERSISTENT "
                 "(the serving forms run one CTA per query block)");
+  {
+    const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", "static");
+    if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;
+    // static means one fixed order, which the plain grid (one CTA per unit) has too; the
+    // work counter needs the walk.
+    if (schedule == "dynamic" && !t.persistent)
+      throw Error("ATTN_SCHEDULE=dynamic hands the persistent walk's units out from a work "
+                  "counter and ATTN_PERSISTENT is 0: add ATTN_PERSISTENT=1, or drop ATTN_SCHEDULE");
+    t.dynamic = schedule == "dynamic";
+  }
   t.ctas = s.knob("ATTN_CTAS", 0);
   if (t.ctas != 0 && !t.persistent)
     throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "

@@ -67,6 +67,10 @@ struct AttentionWgmmaTiles {
   // "The persistent walk").
   bool persistent = false;
   int64_t ctas = 0;
+  // ATTN_SCHEDULE=dynamic (with the walk): the units come from a global work counter
+  // (first blockIdx.x, then fetched by the producer), longest first, so the SM that frees
+  // first takes the longest unit left; static: CTA c takes units c, c + P, ..
+  bool dynamic = false;
   // ATTN_TMA_STORE: O (1/l) leaves through shared memory by TMA store, each warpgroup its
   // 64 rows; into a buffer of its own where it fits beside Q and the ring, else into Q's
   // slot (o_in_q).

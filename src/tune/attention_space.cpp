@@ -188,8 +188,9 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   // Causal: no gain predicted. Measured slower on the H100 (2026-11-28, 16k tokens): D = 128
   // at 1k 0.730x -> 0.695x cuDNN, D = 256 0.816x -> 0.666x at 1k and 0.904x -> 0.646x at 4k:
   // the static stride deals each CTA its units whatever their lengths, where the plain
-  // grid's CTAs go to whichever SM frees first, and each unit pays its padding to 2S ring
-  // blocks. The tuner still measures it (the space keeps both values).
+  // grid's CTAs go to whichever SM frees first, and each unit paid its padding to 2S ring
+  // blocks (since removed; ATTN_SCHEDULE=dynamic takes the units longest first from a work
+  // counter). The tuner still measures it (the space keeps both values and both schedules).
   double walk = 1.0;
   const int64_t keys = kv.shape[2].value;  // dense: the walk refuses the serving forms
   if (wgmma && k.get_int("ATTN_PERSISTENT", 0) != 0 && !varlen && !paged && keys > 0 &&

@@ -69,8 +69,8 @@ inline std::vector<Case> wgmma_pingpong_cases() {
   return v;
 }
 
-// ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, each unit padded to
-// 2 x KV_STAGES ring blocks) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
+// ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, the units back to back
+// in the K/V ring, each unit's ring base handed from the producer to the consumers) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
 // clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40
 // (a 16-column span half past D), the three masks, odd lengths both ways (Sq > Sk: units
 // with no key), GQA 32/8, LSE, bf16 and f16; the SM-count grid and a tiny one (ATTN_CTAS=7:
@@ -104,6 +104,20 @@ inline std::vector<Case> wgmma_persistent_cases() {
   // before an elected arrival), as the 132-CTA case above did at times.
   v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), p + ",ATTN_CTAS=16"});
   v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), p + ",KV_STAGES=3,BLOCK_N=48"});
+  // ATTN_SCHEDULE=dynamic (the work counter, the unit hand-off through shared memory, the
+  // stop): the three masks at D 128, 96 and 256, Sq > Sk (keyless units) on 16 CTAs and a
+  // three-slot ring, a tiny grid, GQA, the sections at 4097 keys. (Launches that reuse
+  // the counter: scripts/attention_walk_check.py.)
+  const std::string dy = p + ",ATTN_SCHEDULE=dynamic";
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({expr(1, 4, 2, 1000, 777, 128, causal, "bf16", true), dy});
+    v.push_back({expr(2, 4, 4, 17, 1000, 96, causal, "f16", true), dy + ",ATTN_TMA_STORE=1,ATTN_CTAS=7"});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), dy});
+  }
+  v.push_back({expr(8, 16, 16, 4097, 4097, 128, "true", "bf16", false), dy});
+  v.push_back({expr(4, 16, 16, 1024, 1024, 128, "true", "bf16", false), dy + ",ATTN_TMA_STORE=1"});
+  v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), dy + ",ATTN_CTAS=16"});
+  v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), dy + ",KV_STAGES=3,BLOCK_N=48"});
   return v;
 }
 

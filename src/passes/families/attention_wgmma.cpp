@@ -15,7 +15,7 @@ KernelFamily attention_wgmma_family() {
                 "up to 256, dense, paged or packed; not decode's split forms)";
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
              {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"},
-             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_TMA_STORE"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
+             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
              {"MIN_BLOCKS"}};
   f.honours = attention_honours(f.reads);
   // tune/attention_space.cpp. Values in search order; the first of each is where the
@@ -27,7 +27,8 @@ KernelFamily attention_wgmma_family() {
   // searched where the producer warpgroup runs; the pass refuses it with one warpgroup.
   // ATTN_PACK_P both ways without the overlap (which needs it: 1 there). ATTN_PERSISTENT
   // (the grid walking the units) where the producer warpgroup runs (the pass refuses it
-  // without; the serving forms refuse it too and prune those points with the reason).
+  // without; the serving forms refuse it too and prune those points with the reason), and
+  // under it ATTN_SCHEDULE both ways (the stride or the work counter).
   f.tuner_min_cc = 90;
   f.tuner_needs_accelerated = true;
   f.tuner_space = {{"ATTN_MMA", {"wgmma"}},
@@ -38,9 +39,11 @@ KernelFamily attention_wgmma_family() {
                    {"ATTN_OVERLAP", {"0", "1"}},
                    {"ATTN_PINGPONG", {"0", "1"}},
                    {"ATTN_PACK_P", {"1", "0"}},
-                   {"ATTN_PERSISTENT", {"0", "1"}}};
+                   {"ATTN_PERSISTENT", {"0", "1"}},
+                   {"ATTN_SCHEDULE", {"static", "dynamic"}}};
   f.tuner_rules = {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"},
                    {"ATTN_PERSISTENT", "ATTN_PRODUCER", "1"},
+                   {"ATTN_SCHEDULE", "ATTN_PERSISTENT", "1"},
                    {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
                    {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}};
   return f;

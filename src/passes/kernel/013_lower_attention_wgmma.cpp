@@ -64,20 +64,24 @@
 //     CTAs (default the SM count) walks the units (query block, head, batch) with the
 //     grid's stride; without a mask the query block runs fastest, causal the longest
 //     units first (query block slowest, from the last down). Both arms loop over the
-//     CTA's units with the unit's lets; the K/V ring turns on across units (a slot's
-//     phase is the ring's block count modulo 2S: exact without a mask, where every unit
-//     has the same blocks; causal units padded to a multiple of 2S blocks, the padding's
-//     phases completed by plain arrivals). Per unit the producer issues block 0, then Q
-//     once the consumers released Q's slot (mbarrier 1 + 3S, one arrival per warpgroup
-//     after its last S), then the rest: the next unit's loads run under the current
-//     unit's last block and epilogue.
+//     CTA's units with the unit's lets; the K/V ring turns on across units (a block's slot
+//     and phase come from its index in the CTA's stream: without a mask and with the
+//     static order, t_i x the key blocks; causal or dynamic, the producer's running count
+//     at the unit's start, `ring_base`, which it stores with the unit's index in shared
+//     memory, unit_s, before its arrival on Q's barrier; no unit padded). Per unit the
+//     producer issues block 0, then Q once the consumers released Q's slot (mbarrier
+//     1 + 3S, one arrival per warpgroup after its last S), then the rest: the next unit's
+//     loads run under the current unit's last block and epilogue.
+//     ATTN_SCHEDULE=dynamic: the producer takes the CTA's first unit from blockIdx.x and
+//     each next from a global work counter (fetch.inc, longest first, wrapping to 0 at
+//     the launch's last fetch), and a unit past the last ends both arms' walks (break).
 //     ATTN_TMA_STORE=1: step 7's O goes to shared memory (O_s, or Q's slot when O_s does
 //     not fit: D = 256), fenced, and each warpgroup's first thread stores its 64 rows by
 //     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
 //     columns past D); the next unit's writes wait for the store's read
 //     (bulk.wait.read 0), and the CTA drains its stores before it exits.
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P,
-// ATTN_PERSISTENT, ATTN_CTAS, ATTN_TMA_STORE, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+// ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -139,6 +143,9 @@ struct Lowering {
   std::vector<std::string> q_s, k_s, v_s, o_acc;
   // ATTN_TMA_STORE=1: O's shared tensors per span (their own, or Q's) and tensor maps.
   std::vector<std::string> o_s, o_map;
+  // The walk's stream: the unit hand-off (shared i32 [3]) and the dynamic schedule's
+  // work counter (a zeroed global i32); empty where unused.
+  std::string unit_s_, work_counter_;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
              wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
              kb = Expr::var("kb");
@@ -293,11 +300,22 @@ struct Lowering {
       if (pairs % d == 0 && (d + g - 1) / g * kv <= kL2Budget) best = d;
     return Expr(best);
   }
-  Block persistent_unit_lets(const Expr& t_i) const {
-    const Expr u = Expr::var("unit"), nq = query_blocks();
+  // The static schedule's unit t_i of this CTA.
+  Expr static_unit(const Expr& t_i) const {
     const Expr c = Expr::var("blockIdx.x");
-    Block out = {Stmt::Let("unit", snake() ? t_i * grid() + c + t_i % 2 * (grid() - 1 - c - c)
-                                           : c + t_i * grid())};
+    return snake() ? t_i * grid() + c + t_i % 2 * (grid() - 1 - c - c) : c + t_i * grid();
+  }
+  Block persistent_unit_lets(const Expr& t_i) const {
+    Block out = {Stmt::Let("unit", static_unit(t_i))};
+    Block coords = unit_coords();
+    out.insert(out.end(), coords.begin(), coords.end());
+    return out;
+  }
+  // qb, h, b of unit `unit` (a let): the order the static stride and the dynamic counter
+  // hand the units out in.
+  Block unit_coords() const {
+    const Expr u = Expr::var("unit"), nq = query_blocks();
+    Block out;
     if (a.causal == Causal::None) {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});
@@ -334,8 +352,14 @@ struct Lowering {
     // ATTN_PERSISTENT=1: the unit's coordinates are lets of the walk's unit index (both
     // arms open their unit loop with them); otherwise of the CTA's.
     const bool persist = t.persistent;
+    // The walk's stream (causal, or the dynamic schedule): units of differing lengths, or
+    // an order known only as it is fetched, so the ring's block count at a unit's start
+    // (`ring_base`) is the producer's running count, which it hands to the consumers with
+    // the unit's index through shared memory (unit_s_: [unit, ring_base, the producer's
+    // own running count]); see "stream" below.
+    const bool stream = persist && (a.causal != Causal::None || t.dynamic);
     const Expr t_i = Expr::var("t_i");
-    const Block unit_lets = persist ? persistent_unit_lets(t_i)
+    const Block unit_lets = persist ? (stream ? Block{} : persistent_unit_lets(t_i))
                                     : Block{Stmt::Let("qb", query_block()),
                                             Stmt::Let("h", Expr::var("blockIdx.y")),
                                             Stmt::Let("b", Expr::var("blockIdx.z"))};
@@ -400,26 +424,20 @@ struct Lowering {
     const Expr key_blocks = ceil_div(a.keys_for_rows(rows_end), Expr(BN));
     // The ring: key block kbx of the unit is the ring's block kbx + base, in slot
     // (kbx + base) % S at phase (kbx + base) / S % 2. One CTA per unit: base 0. The
-    // persistent walk keeps the ring turning across units, and a phase is all an mbarrier
-    // remembers, so base need only be right modulo 2S: without a mask every unit has the
-    // same key blocks (base = t_i key_blocks, exact); causal units differ, and each is
-    // padded to a multiple of 2S blocks (`padded`; the padding's blocks complete their
-    // phases with no bytes: the producer arrives on the full barriers, the consumers wait
-    // for them and hand the slot back), so base = 0 modulo 2S.
-    const bool pad_units = persist && a.causal != Causal::None;
-    const Expr base = persist && !pad_units ? t_i * key_blocks : Expr(0);
-    const Expr padded = pad_units ? ceil_div(key_blocks, Expr(2 * S)) * Expr(2 * S) : key_blocks;
+    // persistent walk keeps the ring turning across units: without a mask and with the
+    // static schedule every unit has the same key blocks (base = t_i key_blocks); causal
+    // units differ, and the dynamic schedule's order is known only as the units come, so
+    // there base is the blocks the CTA streamed before the unit (`ring_base`): the
+    // producer keeps the running count and hands it to the consumers with the unit. No
+    // unit is padded: a unit of 1 block costs 1 block's round trip.
+    const Expr base = stream ? Expr::var("ring_base") : persist ? t_i * key_blocks : Expr(0);
     auto slot_of = [&](const Expr& kbx) { return (kbx + base) % S; };
     auto phase_of = [&](const Expr& kbx) { return (kbx + base) / S % 2; };
     // The phase of the slot's release that block kbx waits for: block kbx - S's.
     auto release_phase = [&](const Expr& kbx) { return ((kbx + base) / S + 1) % 2; };
     // The producer waits for block kbx's slot unless it was never used: the ring's first S
-    // blocks. Padded units: a unit after the first follows one of at least 2S blocks
-    // (longest first: a CTA's units never gain key blocks, so one with none is followed by
-    // none).
-    auto slot_used = [&](const Expr& kbx) {
-      return pad_units ? (Expr(S) <= kbx || Expr(0) < t_i) : Expr(S) <= kbx + base;
-    };
+    // blocks.
+    auto slot_used = [&](const Expr& kbx) { return Expr(S) <= kbx + base; };
     // Key block `block`'s K (or V) boxes into ring slot `slot`, with the bytes they bring.
     auto half_issue = [&](bool keys, const Expr& block, const Expr& slot, Block& x) {
       const Expr full = keys ? full_k(slot) : full_v(slot);
@@ -467,7 +485,7 @@ struct Lowering {
         Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", fill(kb));
         loop.no_unroll = true;
         producer_loop.push_back(std::move(loop));
-      } else {
+      } else if (!stream) {
         producer_loop = unit_lets;
         producer_loop.push_back(Stmt::If(Expr(0) < key_blocks, fill(Expr(0))));
         producer_loop.push_back(Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)}));
@@ -475,21 +493,55 @@ struct Lowering {
         Stmt loop = Stmt::For("kb", max(key_blocks, Expr(1)) - 1, LoopKind::Reduce, "kb", fill(kb + 1));
         loop.no_unroll = true;
         producer_loop.push_back(std::move(loop));
-        if (pad_units) {
-          const Expr kd = key_blocks + Expr::var("kd");
-          Block pad_body = {Stmt::If(slot_used(kd), {Stmt::MbarWait(empty(slot_of(kd)), release_phase(kd))})};
-          if (split_release)
-            pad_body.push_back(
-                Stmt::If(slot_used(kd), {Stmt::MbarWait(empty_k(slot_of(kd)), release_phase(kd))}));
-          pad_body.push_back(Stmt::MbarArrive(full_k(slot_of(kd))));
-          pad_body.push_back(Stmt::MbarArrive(full_v(slot_of(kd))));
-          Stmt pad = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad_body));
-          pad.no_unroll = true;
-          producer_loop.push_back(std::move(pad));
-        }
         Stmt walk = Stmt::For("t_i", units_for_cta(), LoopKind::Reduce, "t_i", std::move(producer_loop));
         walk.no_unroll = true;
         producer_loop = {std::move(walk)};
+      } else {
+        // The stream: per unit the producer takes the unit (static: the stride's; dynamic:
+        // blockIdx.x first, then the work counter's next plus the grid, LPT order), reads
+        // its running block count (unit_s_[2], its own), issues block 0 into the ring, waits
+        // until the consumers released Q's slot (they read the unit before: their arrival
+        // follows their first S, or the warpgroup's meeting), then stores the unit and its
+        // base for them (unit_s_[0..1]) before the arrival on Q's barrier that publishes
+        // them (mbarrier arrive releases, the consumers' wait acquires), and issues the
+        // rest. Dynamic: a unit past the last tells the consumers to stop (the same
+        // hand-off, a plain arrival on Q's barrier) and ends the walk.
+        const Expr u = Expr::var("unit"), ring_base = Expr::var("ring_base");
+        const Expr done = Expr::make(Expr::Kind::Le, units(), u);
+        Block it;
+        if (t.dynamic) {
+          it.push_back(Stmt::LetFetchInc("fetched", work_counter_, {Expr(0)}, units(), Expr(0) < t_i));
+          const Expr later = min(t_i, Expr(1));
+          it.push_back(Stmt::Let("unit", later * (Expr::var("fetched") + grid()) +
+                                             (Expr(1) - later) * Expr::var("blockIdx.x")));
+        } else {
+          it.push_back(Stmt::Let("unit", static_unit(t_i)));
+        }
+        const Block coords = unit_coords();
+        it.insert(it.end(), coords.begin(), coords.end());
+        it.push_back(Stmt::LetLoad("ring_base", unit_s_, {Expr(2)}));
+        const Stmt q_free = Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)});
+        Block work = {Stmt::If(Expr(0) < key_blocks, fill(Expr(0))), q_free,
+                      Stmt::WriteInt(unit_s_, {Expr(0)}, u),
+                      Stmt::WriteInt(unit_s_, {Expr(1)}, ring_base)};
+        work.insert(work.end(), q_issue.begin(), q_issue.end());
+        Stmt loop = Stmt::For("kb", max(key_blocks, Expr(1)) - 1, LoopKind::Reduce, "kb", fill(kb + 1));
+        loop.no_unroll = true;
+        work.push_back(std::move(loop));
+        work.push_back(Stmt::WriteInt(unit_s_, {Expr(2)}, ring_base + key_blocks));
+        Expr trips = units_for_cta();
+        if (t.dynamic) {
+          it.push_back(Stmt::If(done, {q_free, Stmt::WriteInt(unit_s_, {Expr(0)}, u),
+                                       Stmt::MbarArrive(Expr(0))}));
+          it.push_back(Stmt::BreakIf(done));
+          // Its own first unit, the units no other CTA takes, the stop: a bound the break
+          // ends early.
+          trips = units() - grid() + 2;
+        }
+        it.insert(it.end(), work.begin(), work.end());
+        Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(it));
+        walk.no_unroll = true;
+        producer_loop = {Stmt::WriteInt(unit_s_, {Expr(2)}, Expr(0)), std::move(walk)};
       }
     } else {
       Block first = q_issue;
@@ -510,7 +562,9 @@ struct Lowering {
     append({Stmt::Alloc("m_i", {Expr(2)}), Stmt::Alloc("l_i", {Expr(2)}),
             reg_loop("r2", 2, {with_dst(Stmt::Init("m_i", kNegInf), {r2}),
                                with_dst(Stmt::Init("l_i", 0.0), {r2})}),
-            Stmt::MbarWait(Expr(0), persist ? t_i % 2 : Expr(0))});
+            });
+    // The stream's consumers wait for Q's barrier before the unit's lets (below).
+    if (!stream) append({Stmt::MbarWait(Expr(0), persist ? t_i % 2 : Expr(0))});
 
     // 3-6, per key block `kbx` and the S/P register array `sa`, as pieces the two
     // schedules below put in order.
@@ -780,10 +834,11 @@ struct Lowering {
     // An arrival by the warpgroup's first thread stands for its four warps, which run
     // apart on the GPU: it may come only once every warp is past the wait it answers.
     // After a wgmma that is so (the warpgroup's product needs all four warps); where no
-    // wgmma comes between the wait and the arrival — a unit with no key block, the
-    // padding's blocks — the warpgroup meets first (named barrier W + 2 + wg over its 128
-    // threads). Without it the first warp ran through a CTA's keyless units (or the
-    // padding) alone, its arrivals letting the producer complete Q's (a slot's) phases
+    // wgmma comes between the wait and the arrival — a unit with no key block — the
+    // warpgroup meets first (named barrier W + 2 + wg over its 128 threads; it also orders
+    // every warp's read of the unit's hand-off before the producer overwrites it). Without
+    // it the first warp ran through a CTA's keyless units (or the padding the causal walk
+    // had then) alone, its arrivals letting the producer complete Q's (a slot's) phases
     // twice while the other three warps still waited for the first: a parity that never
     // came back (the persistent causal hang at Sq 4097 > Sk 1000, D = 256, 16 CTAs).
     const Stmt wg_meet = Stmt::NamedBarrier(Expr(t.warpgroups + 2) + wg, 128);
@@ -791,18 +846,6 @@ struct Lowering {
       append({Stmt::If(key_blocks < 1, {wg_meet}),
               Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
 
-    // The causal walk's padding (see `padded`): each block's phases waited for, the
-    // warpgroup met (above), the slot handed back.
-    if (pad_units) {
-      const Expr kd = key_blocks + Expr::var("kd");
-      Block pad = {Stmt::MbarWait(full_k(slot_of(kd)), phase_of(kd)),
-                   Stmt::MbarWait(full_v(slot_of(kd)), phase_of(kd)), wg_meet};
-      pad = cat(pad, release(kd));
-      pad = cat(pad, release_k(kd));
-      Stmt loop = Stmt::For("kd", padded - key_blocks, LoopKind::Reduce, "kd", std::move(pad));
-      loop.no_unroll = true;
-      append({std::move(loop)});
-    }
     // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones
     // past D are not stored). ATTN_TMA_STORE=1: each warpgroup writes its 64 rows (every
     // column of the spans) to O's shared buffer (o_s: its own, or Q's slot, whose rows of
@@ -881,8 +924,24 @@ struct Lowering {
       // Both arms walk the units: the consumers' part from its Allocs to the store.
       Block unit(body.begin() + long(consumer_from), body.end());
       body.resize(consumer_from);
-      unit.insert(unit.begin(), unit_lets.begin(), unit_lets.end());
-      Stmt walk = Stmt::For("t_i", units_for_cta(), LoopKind::Reduce, "t_i", std::move(unit));
+      Expr trips = units_for_cta();
+      if (stream) {
+        // The unit and its ring base, once the producer's arrival on Q's barrier published
+        // them; dynamic: a unit past the last ends the walk.
+        Block head = {Stmt::MbarWait(Expr(0), t_i % 2), Stmt::LetLoad("unit", unit_s_, {Expr(0)}),
+                      Stmt::LetLoad("ring_base", unit_s_, {Expr(1)})};
+        const Block coords = unit_coords();
+        head.insert(head.end(), coords.begin(), coords.end());
+        if (t.dynamic) {
+          head.push_back(Stmt::BreakIf(Expr::make(Expr::Kind::Le, units(), Expr::var("unit"))));
+          trips = units() - grid() + 2;
+        }
+        head.insert(head.end(), unit.begin(), unit.end());
+        unit = std::move(head);
+      } else {
+        unit.insert(unit.begin(), unit_lets.begin(), unit_lets.end());
+      }
+      Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(unit));
       walk.no_unroll = true;
       body.push_back(std::move(walk));
     }
@@ -938,6 +997,26 @@ struct Lowering {
         o_map.push_back(d.name);
       }
     }
+    // The walk's stream (causal or dynamic; build()): the unit hand-off in shared memory,
+    // after every swizzled tensor (each of those starts on its 1024-byte repeat), and the
+    // dynamic schedule's work counter, a zeroed i32 the launch's last fetch leaves at 0.
+    if (t.persistent && (a.causal != Causal::None || t.dynamic)) {
+      TensorDecl u;
+      u.name = unit_s_ = fresh_tensor_name(p, "unit_s");
+      u.dtype = DType::I32;
+      u.shape = {Expr(3)};
+      u.role = TensorRole::Shared;
+      p.tensors.push_back(u);
+    }
+    if (t.persistent && t.dynamic) {
+      TensorDecl c;
+      c.name = work_counter_ = fresh_tensor_name(p, "attn_work");
+      c.dtype = DType::I32;
+      c.shape = {Expr(1)};
+      c.role = TensorRole::Temp;
+      c.zero_init = true;
+      p.tensors.push_back(c);
+    }
     for (size_t i = 0; i < t.spans.size(); ++i) {
       descriptor(q_s[i], a.q, t.spans[i], BM);
       descriptor(k_s[i], a.k, t.spans[i], a.paged ? page_rows() : BN);
@@ -992,6 +1071,7 @@ struct Lowering {
     if (a.varlen) tensors.insert(tensors.end(), {a.cu_q, a.cu_k});
     tensors.push_back("out");
     if (a.lse) tensors.push_back(kLseTensor);
+    if (!work_counter_.empty()) tensors.push_back(work_counter_);
     for (const std::string& t : tensors)
       if (std::find(k.params.begin(), k.params.end(), t) == k.params.end()) k.params.push_back(t);
     for (const auto& sym : p.symbols) k.params.push_back(sym);
@@ -1008,7 +1088,8 @@ Pass pass_lower_attention_wgmma() {
               "softmax on the accumulators, one warpgroup per 64 query rows; varlen by 3-D maps over "
               "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
-               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_TMA_STORE", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_TMA_STORE", "BLOCK_N",
+               "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

@@ -148,6 +148,27 @@ TEST(AttentionWgmmaCompile, PersistentAndTmaStore) {
   for (const auto& c : attention_test::wgmma_persistent_cases()) expect_compiles(c.expr, c.knobs);
 }
 
+// ATTN_SCHEDULE=dynamic (the work counter's atom.inc, the unit hand-off through shared
+// memory, the walk's break) and the causal stream (the ring base handed over, no padding)
+// at the checkpoint's shapes: D = 96, 128, 256, both masks, 1k and 4k tokens, the default
+// TMA store; no spills, the wgmmas not serialized.
+TEST(AttentionWgmmaCompile, PersistentDynamic) {
+  const std::string e = attention_test::expr(16, 16, 16, 1024, 1024, 128, "true", "bf16", false);
+  const std::string cuda = compile_for(e, "ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic").cuda;
+  for (const char* part : {"atomicInc(reinterpret_cast<unsigned*>(", ") break;",
+                           "*reinterpret_cast<volatile int*>("})
+    EXPECT_NE(cuda.find(part), std::string::npos) << part;
+  for (int d : {96, 128, 256})
+    for (const char* causal : {"true", "false"})
+      for (int s : {1024, 4096})
+        for (const char* knobs : {"ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic", "ATTN_PERSISTENT=1"}) {
+          if (std::string(causal) == "false" && std::string(knobs) == "ATTN_PERSISTENT=1") continue;
+          expect_compiles(attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal,
+                                               "bf16", false),
+                          knobs);
+        }
+}
+
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
 }

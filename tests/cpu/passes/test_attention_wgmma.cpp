@@ -8,7 +8,9 @@
 // reads it, fails here), the quad shuffles and the P repack.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -208,6 +210,80 @@ TEST(AttentionWgmma, PersistentSchedules) {
                         p + "ATTN_CTAS=2,BLOCK_N=32,ATTN_PINGPONG=1", seed++, 8);
   check_wgmma_schedules(attention(2, 1, 300, 60, 256, "true"),
                         p + "ATTN_CTAS=1,BLOCK_N=32,ATTN_TMA_STORE=1", seed++, 4);
+}
+
+// ATTN_SCHEDULE=dynamic: the producer takes each CTA's first unit from blockIdx.x and the
+// rest from the global work counter (fetch.inc, wrapping to 0 at the launch's last
+// fetch), hands each unit and its ring base to the consumers through shared memory, and
+// a unit past the last ends both arms' walks (break). The interpreter runs the CTAs one
+// after another, so CTA 0 takes every fetched unit and the others stop at their first
+// fetch: a legal GPU order. Causal and not, tiny grids (1-3 CTAs), Sq != Sk with Sq > Sk
+// (keyless units), odd lengths, D = 96 (64 + 32 spans) and 256 (O through Q's slot), GQA
+// and LSE, two and three slots, the overlap and the ping-pong. Causal static goes through
+// the same stream (unpadded: each unit's ring base the producer's running count).
+TEST(AttentionWgmma, PersistentDynamic) {
+  uint64_t seed = 2800;
+  const std::string d = "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,";
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(4, 2, 150, 300, 64, causal, "bf16", true, 2), d + "ATTN_CTAS=3,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 130, 77, 96, causal, "f16"), d + "ATTN_CTAS=2,BLOCK_N=48,KV_STAGES=3", seed++);
+    check_wgmma(attention(2, 2, 200, 100, 128, causal, "bf16", false),
+                d + "ATTN_CTAS=1,ATTN_WG=2,BLOCK_N=32,ATTN_OVERLAP=1", seed++);
+  }
+  check_wgmma(attention(2, 1, 190, 40, 64, "true"), d + "ATTN_CTAS=2,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 2, 200, 250, 128, "true"), d + "ATTN_CTAS=2,ATTN_PINGPONG=1,BLOCK_N=48", seed++);
+  check_wgmma(attention(2, 1, 70, 150, 256, "true"), d + "ATTN_CTAS=1,BLOCK_N=32,ATTN_TMA_STORE=1", seed++);
+  check_wgmma(attention(2, 1, 97, 33, 256, "true"), d + "ATTN_CTAS=3,BLOCK_N=16", seed++);
+  // Causal static, unpadded: units of 1..n blocks back to back in the ring.
+  check_wgmma(attention(2, 1, 333, 129, 96, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=16", seed++);
+}
+
+// Under seeded interleavings of the producer and each consumer warpgroup: the unit
+// hand-off (the producer's stores after the consumers released Q's slot, their reads
+// after Q's barrier) is checked for races, and the stop for a deadlock.
+TEST(AttentionWgmma, PersistentDynamicSchedules) {
+  uint64_t seed = 2900;
+  const std::string d = "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_SCHEDULE=dynamic,";
+  check_wgmma_schedules(attention(2, 1, 600, 100, 64, "true"), d + "ATTN_CTAS=1,BLOCK_N=16", seed++, 10);
+  check_wgmma_schedules(attention(2, 1, 500, 130, 64, "true", "bf16", true, 2),
+                        d + "ATTN_CTAS=3,BLOCK_N=48,KV_STAGES=3", seed++, 6);
+  check_wgmma_schedules(attention(2, 2, 300, 200, 64, "false"), d + "ATTN_CTAS=2,BLOCK_N=32", seed++, 6);
+  check_wgmma_schedules(attention(2, 1, 300, 60, 256, "true"),
+                        d + "ATTN_CTAS=2,BLOCK_N=32,ATTN_TMA_STORE=1", seed++, 4);
+  check_wgmma_schedules(attention(2, 1, 300, 100, 64, "true"),
+                        "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_CTAS=2,BLOCK_N=16", seed++, 6);
+}
+
+// The work counter is left at 0 by each launch (its last fetch wraps it), so a second
+// launch on the same workspace deals every unit again; a launch that finds it elsewhere
+// (one before it fetched too few or too many times) deals units twice and leaves it
+// non-zero: the interpreter reports a zeroed temp a kernel does not leave zeroed.
+TEST(AttentionWgmma, DynamicWorkCounterResets) {
+  CompileState s = wgmma_state(attention(2, 1, 300, 200, 64, "true"),
+                               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_CTAS=2,BLOCK_N=32");
+  run_pipeline(s);
+  std::string counter;
+  for (const TensorDecl& t : s.kernel.tensors)
+    if (t.role == TensorRole::Temp && t.zero_init && t.dtype == DType::I32) counter = t.name;
+  ASSERT_FALSE(counter.empty());
+  Bindings b;
+  make_random_inputs(s.kernel, b, 31);
+  for (int launch = 0; launch < 2; ++launch) {
+    b.tensors.at("out").data.assign(b.tensors.at("out").data.size(),
+                                    std::numeric_limits<double>::quiet_NaN());
+    interpret(s.kernel, b);
+    for (double v : b.tensors.at("out").data) ASSERT_FALSE(std::isnan(v)) << "launch " << launch;
+    EXPECT_EQ(b.tensors.at(counter).data[0], 0.0) << "launch " << launch;
+  }
+  b.tensors.at(counter).data[0] = 5;  // 2 x 1 x 3 query blocks: 6 units, wrap 6
+  std::string msg;
+  try {
+    interpret(s.kernel, b);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("leaves zeroed temp " + counter + " non-zero (element 0 = 5)"),
+            std::string::npos) << msg;
 }
 
 // ATTN_TMA_STORE=1: O through shared memory and one TMA store per warpgroup and 64-column
@@ -567,15 +643,28 @@ TEST(AttentionWgmma, PersistentKernelShape) {
                            "tma.store out[b, h, qb * 192 + wg * 64, 64] <- O_s[wg * 8192 + 64] via O_s_tmap",
                            "bulk.wait.read 0"})
     EXPECT_NE(nc.find(part), std::string::npos) << part << "\n" << nc;
-  EXPECT_EQ(nc.find("for kd in"), std::string::npos) << nc;  // no padding without a mask
+  EXPECT_EQ(nc.find("unit_s"), std::string::npos) << nc;  // no hand-off: every unit alike
   // Causal: sections of 16 (head, batch) pairs, whose K and V (4000 keys x 128 x 2 x 2 B
   // each) fit 32 MB, qb from the last down within each.
   const std::string c = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
                                   "ATTN_PERSISTENT=1,ATTN_CTAS=20");
   for (const char* part : {"grid(20, 1, 1)", "let qb = 20 - unit % 336 / 16",
                            "let h = (unit / 336 * 16 + unit % 336 % 16) % 16",
-                           "let b = (unit / 336 * 16 + unit % 336 % 16) / 16", "for kd in 0.."})
+                           "let b = (unit / 336 * 16 + unit % 336 % 16) / 16",
+                           // the stream: the producer's running count, handed over with the unit
+                           "unit_s[2] = int 0", "let ring_base = load unit_s[2]",
+                           "unit_s[1] = int ring_base", "let unit = load unit_s[0]",
+                           "mbar.wait [0] parity=t_i % 2"})
     EXPECT_NE(c.find(part), std::string::npos) << part << "\n" << c;
+  EXPECT_EQ(c.find("for kd in"), std::string::npos) << c;  // no unit padded
+  // Dynamic: the first unit blockIdx.x, then the counter's next plus the grid; the walk a
+  // bound the break ends.
+  const std::string dy = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
+                                   "ATTN_PERSISTENT=1,ATTN_CTAS=20,ATTN_SCHEDULE=dynamic");
+  for (const char* part : {"let fetched = fetch.inc attn_work[0] wrap 1344 when 0 < t_i",
+                           "break if 1344 <= unit", "for t_i in 0..1326 reduce no_unroll",
+                           "attn_work: i32[1] temp zeroed"})
+    EXPECT_NE(dy.find(part), std::string::npos) << part << "\n" << dy;
   // All 64 pairs fit at 1000 keys: one section (eight query blocks of 128 rows).
   EXPECT_NE(kernel_ir(attention(16, 16, 1000, 1000, 128, "true", "bf16", false, 4), "ATTN_PERSISTENT=1")
                 .find("let qb = 7 - unit / 64"),

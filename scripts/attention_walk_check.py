@@ -26,8 +26,8 @@ def main():
     failed = 0
     # (batch, heads, seqlen, D, causal): the checkpoint's shapes at 16k tokens, and one
     # with fewer units than SMs.
-    points = [(16, 16, 1024, 128, True), (4, 8, 4096, 256, True), (16, 21, 1024, 96, True),
-              (16, 16, 1024, 128, False), (1, 2, 300, 128, True)]
+    points = [(16, 16, 1024, 128, True), (4, 8, 4096, 256, True), (16, 16, 1024, 128, False),
+              (1, 2, 300, 128, True)]
     for b, h, s, d, causal in points:
         g = torch.Generator(device="cuda").manual_seed(3)
         q, k, v = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g)

@@ -8,6 +8,7 @@
 // reads it, fails here), the quad shuffles and the P repack.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -252,6 +253,43 @@ TEST(AttentionWgmma, PersistentDynamicSchedules) {
                         d + "ATTN_CTAS=2,BLOCK_N=32,ATTN_TMA_STORE=1", seed++, 4);
   check_wgmma_schedules(attention(2, 1, 300, 100, 64, "true"),
                         "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_CTAS=2,BLOCK_N=16", seed++, 6);
+}
+
+// The hand-off is what orders the producer's stores of the next unit after the consumers'
+// reads of this one: with the stores moved above the producer's wait for Q's release, the
+// interpreter's seeded schedules find the race (the consumers of unit t, delayed, read
+// unit t + 1's index), as they would find any hand-off that loses its barrier.
+TEST(AttentionWgmma, DynamicHandOffRaceIsCaught) {
+  CompileState s = wgmma_state(attention(2, 1, 600, 100, 64, "true"),
+                               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_SCHEDULE=dynamic,"
+                               "ATTN_CTAS=1,BLOCK_N=16");
+  run_pipeline(s);
+  int moved = 0;
+  walk(s.kernel.kernels[0].body, [&](Stmt& st) {
+    // The producer's unit: [block 0, the wait for Q's release, the two stores, ...].
+    for (size_t i = 0; i + 2 < st.body.size(); ++i)
+      if (st.body[i].kind == StmtKind::If && st.body[i].body.size() == 1 &&
+          st.body[i].body[0].kind == StmtKind::MbarWait && st.body[i + 1].write_int() &&
+          st.body[i + 2].write_int()) {
+        std::rotate(st.body.begin() + long(i), st.body.begin() + long(i) + 1,
+                    st.body.begin() + long(i) + 3);
+        ++moved;
+        return;
+      }
+  });
+  ASSERT_EQ(moved, 1);
+  Bindings b;
+  make_random_inputs(s.kernel, b, 41);
+  std::string race;
+  for (uint64_t seed = 1; seed <= 24 && race.empty(); ++seed) {
+    Bindings got = b;
+    try {
+      interpret(s.kernel, got, seed);
+    } catch (const RaceError& e) {
+      race = e.what();
+    }
+  }
+  EXPECT_NE(race.find("unit_s"), std::string::npos) << race;
 }
 
 // The work counter is left at 0 by each launch (its last fetch wraps it), so a second

@@ -443,12 +443,14 @@ TEST(AttentionWgmma, PackedP) {
 // The ping-pong in the kernel: named barrier 1 + wg awaited, the next warpgroup's arrived
 // at, the ring started by the last warpgroup, the arms run per warpgroup on the interpreter.
 TEST(AttentionWgmma, PingPongKernelShape) {
-  const std::string ir = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_PINGPONG=1");
+  const std::string ir = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"),
+                                   "ATTN_WG=2,ATTN_PINGPONG=1,ATTN_PERSISTENT=0");
   EXPECT_NE(ir.find("bar.sync wg + 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("bar.arrive (wg + 1) % 2 + 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("bar.arrive 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("specialize warpgroups:"), std::string::npos) << ir;
-  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2");
+  const std::string plain =
+      kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_PERSISTENT=0");
   EXPECT_EQ(plain.find(" bar.sync"), std::string::npos) << plain;
   EXPECT_EQ(plain.find(" bar.arrive"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("specialize warpgroups:"), std::string::npos) << plain;
@@ -471,7 +473,8 @@ TEST(AttentionWgmma, KernelShape) {
   // ATTN_PRODUCER=1 (the default from D = 128 on): a producer warpgroup; slot kb % 2 is
   // refilled once both consumer warpgroups released it.
   const std::string pr =
-      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"), "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0");
+      kernel_ir(attention(8, 2, 1000, 1000, 128, "true"),
+                "ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,ATTN_PACK_P=0,ATTN_PERSISTENT=0");
   EXPECT_NE(pr.find("tma.load K_s[kb % 2 * 16384 + 64] <- K[b, h / 4, kb * 128, 64]"),
             std::string::npos) << pr;
   EXPECT_NE(pr.find("block(384)"), std::string::npos) << pr;
@@ -577,7 +580,8 @@ TEST(AttentionWgmma, SpansCoverTheHeadDim) {
 // 0 only on the first span's first), one P V wgmma per span into its own accumulator, and
 // the stores only of the tensor's columns.
 TEST(AttentionWgmma, SpanKernelShape) {
-  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"), "ATTN_WG=2,BLOCK_N=128");
+  const std::string ir = kernel_ir(attention(8, 2, 1000, 1000, 96, "true"),
+                                   "ATTN_WG=2,BLOCK_N=128,ATTN_PERSISTENT=0");
   EXPECT_NE(ir.find("tensor map K_s_tmap: K -> K_s box[64, 128, 1, 1] (innermost first) swizzle 128B"),
             std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor map K_s1_tmap: K -> K_s1 box[32, 128, 1, 1] (innermost first) swizzle 64B"),
@@ -727,7 +731,8 @@ TEST(AttentionWgmma, PersistentWalkCoversEveryUnitOnce) {
       // units; 16384 keys (8 MB of K and V a pair): causal sections of 3 pairs.
       CompileState s;
       s.graph = parse_expression(attention(3, 3, 700, 16384, 128, causal, "bf16", false, 2));
-      s.knobs = Knobs::parse("ATTN_WG=3,ATTN_PERSISTENT=1,ATTN_CTAS=" + std::to_string(ctas));
+      s.knobs = Knobs::parse("ATTN_WG=3,ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_CTAS=" +
+                             std::to_string(ctas));
       s.target = Target::for_arch("sm_90a");
       run_pipeline(s);
       const KernelOp& k = s.kernel.kernels.at(0);

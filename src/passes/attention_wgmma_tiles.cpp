@@ -42,17 +42,27 @@ bool attention_uses_wgmma(CompileState& s) {
   return true;
 }
 
-// ATTN_PERSISTENT's default (the tiling `t` chosen so far): on without a mask wherever the
-// walk applies (the producer warpgroup, dense attention). Measured on the H100 (2026-11-28,
-// D = 128, bf16, 16k tokens; loom/cuDNN): 1k non-causal 0.765x -> 0.822x, 4k 0.974x ->
-// 0.996x (with the TMA store below 0.837x and 1.007x). Causal measured slower (1k:
-// 0.730x -> 0.695x): the static stride deals each CTA its units whatever their length,
-// where the hardware hands a freed SM the next CTA of the plain grid (LPT by blockIdx),
-// and each causal unit pays its padding to 2 x KV_STAGES ring blocks; off there.
-// D = 96 and 256 by the same reasoning (their fixed cost per CTA is the same Q load,
-// first K/V block and epilogue; D = 256's larger), unmeasured at the checkpoint.
+// ATTN_PERSISTENT's default (the tiling `t` chosen so far): on wherever the walk applies
+// (the producer warpgroup, dense attention). Measured on the H100 (2026-11-28, D = 128,
+// bf16, 16k tokens; loom/cuDNN): 1k non-causal 0.765x -> 0.822x, 4k 0.974x -> 0.996x (with
+// the TMA store below 0.837x and 1.007x). Causal with the dynamic schedule (the GPU
+// checkpoint, H200, 2026-11-28 09:57, 16k tokens; one CTA per query block -> the walk):
+// D = 128 1k 0.813x -> 0.852x, 4k 0.950x -> 1.024x; D = 256 0.806x -> 0.920x, 0.902x ->
+// 1.025x; D = 96 0.924x -> 1.182x, 1.121x -> 1.265x (before the unpadded stream and the
+// work counter the static, padded walk measured slower: 1k 0.730x -> 0.695x). Not causal
+// with an explicit ATTN_OVERLAP=1 (unmeasured; at D = 256 the walk's unit registers
+// spilled 8 B at the overlap's 240).
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.producer && !a.varlen && !a.paged && a.causal == Causal::None;
+  return t.producer && !a.varlen && !a.paged && (a.causal == Causal::None || !t.overlap);
+}
+
+// ATTN_SCHEDULE's default under the walk: dynamic causal (the work counter hands the
+// longest unit left to the SM that frees first; the static walk, unpadded, measured D = 128
+// 0.713x / 1.005x, D = 256 0.683x / 0.656x, D = 96 1.124x / 1.236x at 1k / 4k against the
+// numbers above), static without a mask (every unit alike: D = 128 0.939x / 1.000x against
+// dynamic's 0.874x / 0.976x; the fetch and the hand-off cost what the order cannot win).
+static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return t.persistent && a.causal != Causal::None ? "dynamic" : "static";
 }
 
 // ATTN_TMA_STORE's default: with the walk where O's buffer fits beside Q and the ring
@@ -287,7 +297,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 ", whose lengths each CTA binds once from its batch index: drop ATTN_PERSISTENT "
                 "(the serving forms run one CTA per query block)");
   {
-    const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", "static");
+    const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", schedule_by_default(a, t));
     if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;
     // static means one fixed order, which the plain grid (one CTA per unit) has too; the
     // work counter needs the walk.

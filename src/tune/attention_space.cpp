@@ -185,18 +185,21 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   // 16k ran 1.04x: (10 / (10 + F)) / (147 / (147 + F)) = 0.655 / 0.896 gives F ~ 5);
   // ATTN_PERSISTENT=1 runs the next unit's loads under it, leaving kWalkBlocks. The
   // other points' predictions keep their form: the walk's is theirs scaled by the ratio.
-  // Causal: no gain predicted. Measured slower on the H100 (2026-11-28, 16k tokens): D = 128
-  // at 1k 0.730x -> 0.695x cuDNN, D = 256 0.816x -> 0.666x at 1k and 0.904x -> 0.646x at 4k:
-  // the static stride deals each CTA its units whatever their lengths, where the plain
-  // grid's CTAs go to whichever SM frees first, and each unit paid its padding to 2S ring
-  // blocks (since removed; ATTN_SCHEDULE=dynamic takes the units longest first from a work
-  // counter). The tuner still measures it (the space keeps both values and both schedules).
+  // Causal: with ATTN_SCHEDULE=dynamic (the work counter, longest unit first; the units
+  // unpadded) the same gain over the average unit's blocks (half the keys): measured
+  // (H200, 2026-11-28, 16k tokens) D = 128 1k 0.813x -> 0.852x cuDNN, 4k 0.950x -> 1.024x,
+  // D = 256 0.806x -> 0.920x / 0.902x -> 1.025x. The static stride: no gain predicted
+  // (D = 128 1k 0.713x, D = 256 0.683x / 0.656x: it deals each CTA its units whatever
+  // their lengths). The tuner still measures both (the space keeps both schedules).
   double walk = 1.0;
   const int64_t keys = kv.shape[2].value;  // dense: the walk refuses the serving forms
+  const bool causal = a->attention.causal != Causal::None;
+  const bool dynamic = k.get_str("ATTN_SCHEDULE", causal ? "dynamic" : "static") == "dynamic";
   if (wgmma && k.get_int("ATTN_PERSISTENT", 0) != 0 && !varlen && !paged && keys > 0 &&
-      a->attention.causal == Causal::None) {
+      (!causal || dynamic)) {
     constexpr double kFixedBlocks = 5.0, kWalkBlocks = 1.0;
-    const double blocks = std::ceil(double(keys) / double(block_n));
+    double blocks = std::ceil(double(keys) / double(block_n));
+    if (causal) blocks = (blocks + 1.0) / 2.0;
     walk = (blocks + kWalkBlocks) / (blocks + kFixedBlocks);
   }
   return std::max(math_s * block_overhead * walk, memory_s) * 1e6 / wave_eff + 5.0 + combine_us;

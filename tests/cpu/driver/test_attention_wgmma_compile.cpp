@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "driver/compile.h"
 #include "frontend/parser.h"
@@ -150,6 +153,29 @@ TEST(AttentionWgmmaCompile, PersistentAndTmaStore) {
 
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// ATTN_OVERLAP=1's tiles: the GPU test's Overlap cases, and the benchmark's shapes (16k
+// tokens, 1k and 4k) with the tiles the GPU checkpoint compares: D = 256 at 80 and 64 keys,
+// FlashAttention-3's D = 128 tile (2 x 64 rows, 176 / 128 keys, the ping-pong, P in
+// registers: 240 registers for the consumers, 24 for the producer), three warpgroups at
+// 96 keys (D = 96) and 112 (D = 64: FA3's 128 keys keep S, P and O in more than the three
+// warpgroups' 160), two by 192 keys at D = 64; no spills, no serialized wgmma.
+TEST(AttentionWgmmaCompile, OverlapTiles) {
+  for (const auto& c : attention_test::wgmma_overlap_cases()) expect_compiles(c.expr, c.knobs);
+  const std::string ov = "ATTN_PRODUCER=1,ATTN_OVERLAP=1";
+  const std::vector<std::pair<int, std::string>> tiles = {
+      {256, ov}, {256, ov + ",BLOCK_N=64"},
+      {128, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=176"},
+      {128, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=128"},
+      {96, ov + ",ATTN_WG=3,BLOCK_N=96"}, {96, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=128"},
+      {64, ov + ",ATTN_WG=3,BLOCK_N=112"}, {64, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=192"}};
+  for (const auto& [d, knobs] : tiles)
+    for (const char* causal : {"false", "true"})
+      for (int s : {1024, 4096})
+        expect_compiles(attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal,
+                                             "bf16", false),
+                        knobs);
 }
 
 // ATTN_PINGPONG=1: the GPU test's cases and the benchmark's shapes (the bar.sync /

@@ -106,7 +106,21 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
                   "ATTN_MMA=mma_sync, or drop " + k);
   const bool has_m = s.knobs.has("BLOCK_M");
-  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // ATTN_OVERLAP's default: on for dense attention above 224 stored columns (D = 232..256),
+  // where the two consumer warpgroups and the producer are the defaults, unless a given
+  // knob rules it out (thread 0 issuing, three warpgroups, ATTN_PACK_P=0). Measured on the
+  // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
+  // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
+  // 0.81 / 0.90x. The serving forms keep it off (unmeasured there), and so does a causal
+  // mask under a given ATTN_PERSISTENT=1: the causal walk with the overlap spilled 4 B at
+  // D = 256 (NVRTC 13.0, 80 and 64 keys, either rescale placement; none without the walk).
+  const bool causal_walk = a.causal != Causal::None && s.knobs.get_int("ATTN_PERSISTENT", 0) != 0;
+  const int64_t wg_given = s.knobs.has("ATTN_WG") ? s.knobs.get_int("ATTN_WG", 2)
+                           : has_m ? s.knobs.get_int("BLOCK_M", 128) / 64 : 2;
+  const bool overlap_default = Dp > 224 && !a.varlen && !a.paged && !causal_walk && wg_given < 3 &&
+                               s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&
+                               s.knobs.get_int("ATTN_PACK_P", 1) != 0;
+  t.overlap = s.knob("ATTN_OVERLAP", overlap_default ? 1 : 0) != 0;
   // FlashAttention-3's tile for head dims up to 96, 192 query rows (three consumer
   // warpgroups at 160 registers, the producer at 24) by 144 keys: measured on the H100
   // at D = 96 (16k tokens), 1.22x / 1.30x cuDNN non-causal / causal against 1.00x / 1.05x
@@ -160,7 +174,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
   // Defaults measured on the H100 (docs/attention.md): the producer warpgroup from D = 128
   // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
-  // D = 64 (-6 to -15 %); ATTN_OVERLAP=0 (1 measured slower everywhere).
+  // D = 64 (-6 to -15 %); ATTN_OVERLAP above 224 stored columns (its default, above).
   // Between the measured dims, by the reason behind them: at D = 64 two CTAs share an SM
   // (80 KiB of shared memory, 122 registers x 256 threads), and the producer's 128 more
   // threads at 168 registers leave room for one; from D = 80 on (stored as 64 + 16
@@ -240,6 +254,18 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
                 "S's accumulators while P V still reads P, so P must live in its own 16-bit "
                 "array; drop ATTN_PACK_P=0, or ATTN_OVERLAP");
+  // ATTN_O_UNDER_S=1 (with the overlap; the default there): O's rescale by block kb's
+  // alpha runs right after block kb + 1's S is issued, before P V of block kb, so its D/2
+  // multiplies per thread run while S holds the tensor cores (FlashAttention-3's
+  // rescale_o between its two gemms). 0: after P V of block kb - 1 retired, at the end of
+  // the softmax's key block, where the tensor cores wait for it (the loop then waits for
+  // K and issues S). The same products in the same order either way (O is rescaled
+  // before the P V that adds block kb).
+  t.rescale_under_s = s.knob("ATTN_O_UNDER_S", t.overlap ? 1 : 0) != 0;
+  if (t.rescale_under_s && !t.overlap)
+    throw Error("ATTN_O_UNDER_S=1 places O's rescale under the next block's S, which "
+                "only ATTN_OVERLAP=1 issues before the softmax; without the overlap O is "
+                "rescaled in the softmax: drop ATTN_O_UNDER_S, or add ATTN_OVERLAP=1");
   // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
   // after); with it S is busy again with the next block while P V reads P.
   t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;

@@ -71,8 +71,8 @@ inline std::vector<Case> wgmma_pingpong_cases() {
 
 // The intra-warpgroup overlap's tiles (ATTN_OVERLAP=1: the next block's S issued before
 // this block's softmax, P in its own 16-bit array, K and V released apart), the forms the
-// defaults may take (the GPU test's Overlap group): D = 256 at 80 and 64 keys (with the
-// walk where it is on by default, without a mask), FlashAttention-3's D = 128 tile (two
+// defaults may take (the GPU test's Overlap group): D = 256 at 80 and 64 keys (the
+// default at 80, with the walk where it is on by default, without a mask), FlashAttention-3's D = 128 tile (two
 // warpgroups with the ping-pong, 176 keys without a mask, 128 causal), three warpgroups at
 // 96 keys (D = 96) and 112 (D = 64), two by 192 keys at D = 64; odd lengths, Sq != Sk
 // both ways, GQA 32/8, LSE, bf16 and f16, the three masks.
@@ -83,6 +83,7 @@ inline std::vector<Case> wgmma_overlap_cases() {
   for (const char* causal : {"true", "false"}) {
     v.push_back({expr(1, 8, 2, 4097, 1000, 256, causal, "bf16", true), ov});
     v.push_back({expr(2, 4, 4, 1000, 777, 256, causal, "f16", true), ov + ",BLOCK_N=64"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 256, causal, "f16", true), "ATTN_MMA=wgmma"});  // the default
     v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), fa3 + ",BLOCK_N=176"});
     v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), fa3 + ",BLOCK_N=128"});
     v.push_back({expr(2, 4, 4, 17, 1000, 128, causal, "bf16", true), fa3 + ",BLOCK_N=176"});

@@ -112,9 +112,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
   // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
   // 0.81 / 0.90x. The serving forms keep it off (unmeasured there), and so does a causal
-  // mask under a given ATTN_PERSISTENT=1: the causal walk with the overlap spilled 4 B at
+  // mask under the persistent walk: the causal walk with the overlap spilled 4 B at
   // D = 256 (NVRTC 13.0, 80 and 64 keys, either rescale placement; none without the walk).
-  const bool causal_walk = a.causal != Causal::None && s.knobs.get_int("ATTN_PERSISTENT", 0) != 0;
+  // (Given or the walk's default with the producer: kept in step if the default changes.)
+  AttentionWgmmaTiles with_producer;
+  with_producer.producer = true;
+  const bool causal_walk =
+      a.causal != Causal::None &&
+      s.knobs.get_int("ATTN_PERSISTENT", persistent_by_default(a, with_producer) ? 1 : 0) != 0;
   const int64_t wg_given = s.knobs.has("ATTN_WG") ? s.knobs.get_int("ATTN_WG", 2)
                            : has_m ? s.knobs.get_int("BLOCK_M", 128) / 64 : 2;
   const bool overlap_default = Dp > 224 && !a.varlen && !a.paged && !causal_walk && wg_given < 3 &&

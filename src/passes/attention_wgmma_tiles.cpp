@@ -122,7 +122,17 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
       s.knobs.get_int("ATTN_PERSISTENT", persistent_by_default(a, with_producer) ? 1 : 0) != 0;
   const int64_t wg_given = s.knobs.has("ATTN_WG") ? s.knobs.get_int("ATTN_WG", 2)
                            : has_m ? s.knobs.get_int("BLOCK_M", 128) / 64 : 2;
-  const bool overlap_default = Dp > 224 && !a.varlen && !a.paged && !causal_walk && wg_given < 3 &&
+  // D = 113..128 (FlashAttention-3's D = 128 tile, 2 x 64 rows by 128 keys with the
+  // ping-pong, below): measured on the H200 (checkpoint 2026-11-28 09:57, 16k tokens,
+  // loom/cuDNN, 1k / 4k) 0.961 / 1.011x non-causal and 0.847 / 0.983x causal against the
+  // three-warpgroup tile's (2 x 128 at 1k) 0.939 / 1.002x and 0.815 / 0.949x; 176 keys
+  // (FA3's non-causal) 0.937 / 0.995x, 0.780 / 0.974x. Not at D = 96 (3 x 144 without it
+  // 1.22x / 1.12x at 4k against 1.07-1.09x) nor D = 64 (1.04x against 0.88-0.95x).
+  // Nor where the keys are a constant that fits one 128-key block: no key loop to overlap
+  // (the tiles without it are what those shapes were measured and compiled with).
+  const bool one_block_keys = a.Sk.is_const() && a.Sk.const_value() <= 128;
+  const bool overlap_dims = (Dp > 224 || (Dp > 112 && Dp <= 128)) && !one_block_keys;
+  const bool overlap_default = overlap_dims && !a.varlen && !a.paged && !causal_walk && wg_given < 3 &&
                                s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&
                                s.knobs.get_int("ATTN_PACK_P", 1) != 0;
   t.overlap = s.knob("ATTN_OVERLAP", overlap_default ? 1 : 0) != 0;
@@ -232,7 +242,10 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // On by default in the short-sequence tile at D = 128 (113..128 stored columns): measured
   // 0.937x / 0.810x cuDNN at 1k non-causal / causal against 0.913x / 0.800x without (D = 96
   // causal: 0.910x against 0.925x, off there).
-  t.pingpong = s.knob("ATTN_PINGPONG", short_tile && Dp > 112 && t.producer ? 1 : 0) != 0;
+  // With the overlap at D = 113..128 too (FA3's tile: the measured 2 x 128 above).
+  const bool pp_default = (short_tile || (t.overlap && t.warpgroups >= 2)) && Dp > 112 &&
+                          Dp <= 128 && t.producer;
+  t.pingpong = s.knob("ATTN_PINGPONG", pp_default ? 1 : 0) != 0;
   if (t.pingpong && t.warpgroups < 2)
     throw Error("ATTN_PINGPONG=1 with ATTN_WG=" + std::to_string(t.warpgroups) + ": the ping-pong "
                 "hands the tensor cores between consumer warpgroups and needs 2 or 3 of them; "

@@ -305,7 +305,7 @@ TEST(AttentionWgmma, OverlapWaitNamesTheRowSums) {
   ASSERT_NE(after, std::string::npos) << ov;
   EXPECT_LT(wait1, after);
   EXPECT_EQ(ov.find("wgmma.wait 0 after", after + 1), std::string::npos) << "one per block";
-  EXPECT_EQ(kernel_ir(e, "").find("wgmma.wait 0 after"), std::string::npos);
+  EXPECT_EQ(kernel_ir(e, "ATTN_OVERLAP=0").find("wgmma.wait 0 after"), std::string::npos);
 }
 
 // The overlap releases a slot's K and V apart (FlashAttention-3's two pipelines): K once
@@ -336,7 +336,7 @@ TEST(AttentionWgmma, OverlapReleasesKAndVApart) {
   EXPECT_LT(lk, wv);
   EXPECT_LT(wv, lv);
   // Without the overlap one release per slot, as measured.
-  const std::string base = kernel_ir(e, "ATTN_PERSISTENT=1,KV_STAGES=2");
+  const std::string base = kernel_ir(e, "ATTN_PERSISTENT=1,KV_STAGES=2,ATTN_OVERLAP=0");
   EXPECT_NE(base.find("mbarriers=8"), std::string::npos) << base;
 }
 
@@ -364,7 +364,7 @@ TEST(AttentionWgmma, PingPongKernelShape) {
   EXPECT_NE(ir.find("bar.arrive (wg + 1) % 2 + 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("bar.arrive 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("specialize warpgroups:"), std::string::npos) << ir;
-  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2");
+  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_OVERLAP=0");
   EXPECT_EQ(plain.find(" bar.sync"), std::string::npos) << plain;
   EXPECT_EQ(plain.find(" bar.arrive"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("specialize warpgroups:"), std::string::npos) << plain;
@@ -410,7 +410,12 @@ TEST(AttentionWgmma, KernelShape) {
   // wgmma is the default on sm_90a for every multiple of 8 up to 256; mma_sync on sm_80,
   // for other head dims, and when asked for.
   const std::string e = attention(8, 2, 2000, 2000, 128, "true");
-  EXPECT_NE(kernel_ir(e, "").find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos);
+  EXPECT_NE(kernel_ir(e, "ATTN_OVERLAP=0").find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos);
+  // D = 128's default: FlashAttention-3's 2 x 64 rows by 128 keys, the overlap, the ping-pong.
+  const std::string d128 = kernel_ir(e, "");
+  EXPECT_NE(d128.find("wgmma_m64n128k16_f32_bf16_ss"), std::string::npos) << d128;
+  EXPECT_NE(d128.find("wgmma.wait 1"), std::string::npos) << d128;
+  EXPECT_NE(d128.find("bar.sync wg + 1, 256"), std::string::npos) << d128;
   EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 64, "true"), "").find("block(256)"),
             std::string::npos);  // D = 64: no producer
   EXPECT_NE(kernel_ir(e, "ATTN_MMA=mma_sync").find("ldmatrix"), std::string::npos);
@@ -428,7 +433,7 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
   // Causal: the block is masked where the warpgroup's first row (not the CTA's) drops its
   // last key.
-  const std::string causal = kernel_ir(attention(2, 2, 2000, 2000, 128, "true"), "ATTN_MMA=wgmma");
+  const std::string causal = kernel_ir(attention(2, 2, 2000, 2000, 128, "true"), "ATTN_MMA=wgmma,ATTN_OVERLAP=0");
   EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
@@ -524,9 +529,9 @@ TEST(AttentionWgmma, SpanKernelShape) {
             std::string::npos);
   EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 192, "false"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
             std::string::npos);
-  // D = 128: three warpgroups by 112 keys (H100: 0.93-1.02x cuDNN against two by 128's
-  // 0.84-0.92x at 4k and 16k).
-  const std::string def128 = kernel_ir(attention(2, 2, long_q, 100, 128, "false"), "");
+  // D = 128 without the overlap: three warpgroups by 112 keys (H100: 0.93-1.02x cuDNN
+  // against two by 128's 0.84-0.92x at 4k and 16k).
+  const std::string def128 = kernel_ir(attention(2, 2, long_q, 100, 128, "false"), "ATTN_OVERLAP=0");
   EXPECT_NE(def128.find("block(512)"), std::string::npos) << def128;
   EXPECT_NE(def128.find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos) << def128;
   // Up to kShortQueries rows: two warpgroups by 128 keys (the 192-row block pads 1024 rows
@@ -544,8 +549,8 @@ TEST(AttentionWgmma, SpanKernelShape) {
   }
   EXPECT_NE(kernel_ir(attention(2, 2, 1000, 100, 128, "true"), "ATTN_WG=3").find("wgmma_m64n112k16_f32_bf16_ss"),
             std::string::npos);
-  // Short queries against many keys keep the three warpgroups.
-  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "").find("wgmma_m64n112k16_f32_bf16_ss"),
+  // Short queries against many keys keep the three warpgroups (without the overlap).
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "ATTN_OVERLAP=0").find("wgmma_m64n112k16_f32_bf16_ss"),
             std::string::npos);
   // D = 256: the overlap at 80 keys (both masks); without it 80 keys without a mask, 64
   // with one.
@@ -604,7 +609,7 @@ void expect_refused(const std::string& expr, const std::string& knobs, const std
 // through its own mbarrier; with ATTN_TMA_STORE one box per warpgroup and 64 columns.
 TEST(AttentionWgmma, PersistentKernelShape) {
   const std::string nc = kernel_ir(attention(16, 16, 2000, 2000, 128, "false", "bf16", true, 4),
-                                   "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
+                                   "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1,ATTN_OVERLAP=0");
   for (const char* part : {"grid(132, 1, 1), block(512)", "mbarriers=8",
                            "for t_i in 0..(704 - blockIdx.x + 131) / 132 reduce no_unroll",
                            "let unit = blockIdx.x + t_i * 132", "let qb = unit % 11",
@@ -728,7 +733,7 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PACK_P=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PINGPONG=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
-  expect_refused(e128, "ATTN_O_UNDER_S=1", "only ATTN_OVERLAP=1 issues before the softmax");
+  expect_refused(e128, "ATTN_OVERLAP=0,ATTN_O_UNDER_S=1", "only ATTN_OVERLAP=1 issues before the softmax");
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_O_UNDER_S=0"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1,BLOCK_N=128",
                  "leaves 160 registers per consumer thread");

@@ -116,7 +116,36 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
                   "ATTN_MMA=mma_sync, or drop " + k);
   const bool has_m = s.knobs.has("BLOCK_M");
-  t.overlap = s.knob("ATTN_OVERLAP", 0) != 0;
+  // ATTN_OVERLAP's default: on for dense attention above 224 stored columns (D = 232..256),
+  // where the two consumer warpgroups and the producer are the defaults, unless a given
+  // knob rules it out (thread 0 issuing, three warpgroups, ATTN_PACK_P=0). Measured on the
+  // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
+  // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
+  // 0.81 / 0.90x. The serving forms keep it off (unmeasured there), and so does a causal
+  // mask under the persistent walk: the causal walk with the overlap spilled 4 B at
+  // D = 256 (NVRTC 13.0, 80 and 64 keys, either rescale placement; none without the walk).
+  // (Given or the walk's default with the producer: kept in step if the default changes.)
+  AttentionWgmmaTiles with_producer;
+  with_producer.producer = true;
+  const bool causal_walk =
+      a.causal != Causal::None &&
+      s.knobs.get_int("ATTN_PERSISTENT", persistent_by_default(a, with_producer) ? 1 : 0) != 0;
+  const int64_t wg_given = s.knobs.has("ATTN_WG") ? s.knobs.get_int("ATTN_WG", 2)
+                           : has_m ? s.knobs.get_int("BLOCK_M", 128) / 64 : 2;
+  // D = 113..128 (FlashAttention-3's D = 128 tile, 2 x 64 rows by 128 keys with the
+  // ping-pong, below): measured on the H200 (checkpoint 2026-11-28 09:57, 16k tokens,
+  // loom/cuDNN, 1k / 4k) 0.961 / 1.011x non-causal and 0.847 / 0.983x causal against the
+  // three-warpgroup tile's (2 x 128 at 1k) 0.939 / 1.002x and 0.815 / 0.949x; 176 keys
+  // (FA3's non-causal) 0.937 / 0.995x, 0.780 / 0.974x. Not at D = 96 (3 x 144 without it
+  // 1.22x / 1.12x at 4k against 1.07-1.09x) nor D = 64 (1.04x against 0.88-0.95x).
+  // Nor where the keys are a constant that fits one 128-key block: no key loop to overlap
+  // (the tiles without it are what those shapes were measured and compiled with).
+  const bool one_block_keys = a.Sk.is_const() && a.Sk.const_value() <= 128;
+  const bool overlap_dims = (Dp > 224 || (Dp > 112 && Dp <= 128)) && !one_block_keys;
+  const bool overlap_default = overlap_dims && !a.varlen && !a.paged && !causal_walk && wg_given < 3 &&
+                               s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&
+                               s.knobs.get_int("ATTN_PACK_P", 1) != 0;
+  t.overlap = s.knob("ATTN_OVERLAP", overlap_default ? 1 : 0) != 0;
   // FlashAttention-3's tile for head dims up to 96, 192 query rows (three consumer
   // warpgroups at 160 registers, the producer at 24) by 144 keys: measured on the H100
   // at D = 96 (16k tokens), 1.22x / 1.30x cuDNN non-causal / causal against 1.00x / 1.05x
@@ -170,7 +199,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 " for ATTN_WG=" + std::to_string(t.warpgroups) + "; drop WARPS, or use ATTN_MMA=mma_sync");
   // Defaults measured on the H100 (docs/attention.md): the producer warpgroup from D = 128
   // on (+2 to +10 % at D = 128, +4 to +19 % at D = 256 over thread 0 issuing), not at
-  // D = 64 (-6 to -15 %); ATTN_OVERLAP=0 (1 measured slower everywhere).
+  // D = 64 (-6 to -15 %); ATTN_OVERLAP above 224 stored columns (its default, above).
   // Between the measured dims, by the reason behind them: at D = 64 two CTAs share an SM
   // (80 KiB of shared memory, 122 registers x 256 threads), and the producer's 128 more
   // threads at 168 registers leave room for one; from D = 80 on (stored as 64 + 16
@@ -223,7 +252,10 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // On by default in the short-sequence tile at D = 128 (113..128 stored columns): measured
   // 0.937x / 0.810x cuDNN at 1k non-causal / causal against 0.913x / 0.800x without (D = 96
   // causal: 0.910x against 0.925x, off there).
-  t.pingpong = s.knob("ATTN_PINGPONG", short_tile && Dp > 112 && t.producer ? 1 : 0) != 0;
+  // With the overlap at D = 113..128 too (FA3's tile: the measured 2 x 128 above).
+  const bool pp_default = (short_tile || (t.overlap && t.warpgroups >= 2)) && Dp > 112 &&
+                          Dp <= 128 && t.producer;
+  t.pingpong = s.knob("ATTN_PINGPONG", pp_default ? 1 : 0) != 0;
   if (t.pingpong && t.warpgroups < 2)
     throw Error("ATTN_PINGPONG=1 with ATTN_WG=" + std::to_string(t.warpgroups) + ": the ping-pong "
                 "hands the tensor cores between consumer warpgroups and needs 2 or 3 of them; "
@@ -250,6 +282,18 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_OVERLAP=1 with ATTN_PACK_P=0: the overlap issues the next block's S into "
                 "S's accumulators while P V still reads P, so P must live in its own 16-bit "
                 "array; drop ATTN_PACK_P=0, or ATTN_OVERLAP");
+  // ATTN_O_UNDER_S=1 (with the overlap; the default there): O's rescale by block kb's
+  // alpha runs right after block kb + 1's S is issued, before P V of block kb, so its D/2
+  // multiplies per thread run while S holds the tensor cores (FlashAttention-3's
+  // rescale_o between its two gemms). 0: after P V of block kb - 1 retired, at the end of
+  // the softmax's key block, where the tensor cores wait for it (the loop then waits for
+  // K and issues S). The same products in the same order either way (O is rescaled
+  // before the P V that adds block kb).
+  t.rescale_under_s = s.knob("ATTN_O_UNDER_S", t.overlap ? 1 : 0) != 0;
+  if (t.rescale_under_s && !t.overlap)
+    throw Error("ATTN_O_UNDER_S=1 places O's rescale under the next block's S, which "
+                "only ATTN_OVERLAP=1 issues before the softmax; without the overlap O is "
+                "rescaled in the softmax: drop ATTN_O_UNDER_S, or add ATTN_OVERLAP=1");
   // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
   // after); with it S is busy again with the next block while P V reads P.
   t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;

@@ -57,6 +57,8 @@ struct AttentionWgmmaTiles {
                                 // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
+  bool rescale_under_s = false; // ATTN_O_UNDER_S (with the overlap): O rescaled while the
+                                // next block's S is in flight, not after P V retired
   bool pack_p = false;          // ATTN_PACK_P: P converted once into a 16-bit register
                                 // array after the softmax (always with ATTN_OVERLAP)
   bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing

@@ -284,8 +284,13 @@ const std::vector<KnobDef>& knob_registry() {
        "default up to D = 64)", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
-       "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array); "
-       "0 = each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
+       "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array; the "
+       "default for dense attention at D = 113..128 and 232..256 past one 128-key block); 0 = "
+       "each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_O_UNDER_S", "attention with ATTN_OVERLAP=1: 1 = O rescaled by a key "
+       "block's alpha right after the next block's S is issued, under that wgmma "
+       "(FlashAttention-3's placement; the default with the overlap); 0 = after P V of the "
+       "block before retired, with the tensor cores idle", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
        "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
        "always with ATTN_OVERLAP=1; the default at D = 113..128 past one key block); 0 = P "
@@ -296,7 +301,7 @@ const std::vector<KnobDef>& knob_registry() {
        "warpgroups: 1 = the warpgroups take turns issuing their wgmmas (named barriers, "
        "bar.sync before a turn and bar.arrive for the next warpgroup after it), so one "
        "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong; the "
-       "default at D = 113..128 with dense Sq, Sk <= 1536); 0 = each issues when ready",
+       "default at D = 113..128 with dense Sq, Sk <= 1536 or the overlap); 0 = each issues when ready",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense): 1 = a "
        "persistent grid (ATTN_CTAS CTAs) walks the work units (query block, head, batch; causal "

@@ -69,6 +69,33 @@ inline std::vector<Case> wgmma_pingpong_cases() {
   return v;
 }
 
+// The intra-warpgroup overlap's tiles (ATTN_OVERLAP=1: the next block's S issued before
+// this block's softmax, P in its own 16-bit array, K and V released apart), the forms the
+// defaults may take (the GPU test's Overlap group): D = 256 at 80 and 64 keys (the
+// default at 80, with the walk where it is on by default, without a mask), FlashAttention-3's D = 128 tile (two
+// warpgroups with the ping-pong, 176 keys without a mask, 128 causal), three warpgroups at
+// 96 keys (D = 96) and 112 (D = 64), two by 192 keys at D = 64; odd lengths, Sq != Sk
+// both ways, GQA 32/8, LSE, bf16 and f16, the three masks.
+inline std::vector<Case> wgmma_overlap_cases() {
+  std::vector<Case> v;
+  const std::string ov = "ATTN_MMA=wgmma,ATTN_PRODUCER=1,ATTN_OVERLAP=1";
+  const std::string fa3 = ov + ",ATTN_WG=2,ATTN_PINGPONG=1";
+  for (const char* causal : {"true", "false"}) {
+    v.push_back({expr(1, 8, 2, 4097, 1000, 256, causal, "bf16", true), ov});
+    v.push_back({expr(2, 4, 4, 1000, 777, 256, causal, "f16", true), ov + ",BLOCK_N=64"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 256, causal, "f16", true), "ATTN_MMA=wgmma"});  // the default
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), fa3 + ",BLOCK_N=176"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 128, causal, "f16", true), fa3 + ",BLOCK_N=128"});
+    v.push_back({expr(2, 4, 4, 17, 1000, 128, causal, "bf16", true), fa3 + ",BLOCK_N=176"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 96, causal, "bf16", true), ov + ",ATTN_WG=3,BLOCK_N=96"});
+    v.push_back({expr(2, 8, 2, 1000, 777, 64, causal, "f16", true), ov + ",ATTN_WG=3,BLOCK_N=112"});
+    v.push_back({expr(2, 8, 2, 1000, 17, 64, causal, "bf16", true), fa3 + ",BLOCK_N=192"});
+  }
+  v.push_back({expr(1, 4, 2, 1000, 777, 256, "top_left", "bf16", true), ov});
+  v.push_back({expr(1, 4, 2, 1000, 777, 128, "top_left", "bf16", true), fa3 + ",BLOCK_N=128"});
+  return v;
+}
+
 // ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, the units back to back
 // in the K/V ring, each unit's ring base handed from the producer to the consumers) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
 // clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40

@@ -1,6 +1,7 @@
 // GPU correctness of attention's wgmma kernel (ATTN_MMA=wgmma, k:013, docs/attention.md):
 // every case of attention_wgmma_cases.h (Cases: the matrix at D = 64..256 in steps of 64;
-// HeadDims: the multiples of 8 between, as column spans; PingPong: ATTN_PINGPONG=1) through
+// HeadDims: the multiples of 8 between, as column spans; PingPong: ATTN_PINGPONG=1;
+// Overlap: ATTN_OVERLAP=1's tiles; Persistent: the walk) through
 // run_expression, checked as
 // test_attention.cpp checks the mma.sync kernel (O and LSE against the fp64 reference,
 // O within twice the error of the 16-bit pipeline, LSE's -inf where a row keeps no key).
@@ -49,6 +50,12 @@ INSTANTIATE_TEST_SUITE_P(HeadDims, GpuAttentionWgmma,
 
 INSTANTIATE_TEST_SUITE_P(PingPong, GpuAttentionWgmma,
                          ::testing::ValuesIn(attention_test::wgmma_pingpong_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Overlap, GpuAttentionWgmma,
+                         ::testing::ValuesIn(attention_test::wgmma_overlap_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return attention_test::name(info.param, info.index);
                          });

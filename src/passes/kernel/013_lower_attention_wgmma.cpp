@@ -793,8 +793,14 @@ struct Lowering {
       // array and BLOCK_N/4 packed registers, not two S arrays.
       // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
       const Expr kbx = kb + 1;  // the loop's kb runs 0 .. key_blocks - 2: block kb + 1
+      // ATTN_O_UNDER_S=1: O's rescale by block kb's alpha (its softmax ran in the
+      // step before, or before the loop) while S of kb + 1 is in flight, before P V of
+      // block kb adds to O (FlashAttention-3's rescale_o between its two gemms); 0: at the
+      // step's end, after P V of kb - 1 retired, with the tensor cores idle.
+      const bool early = t.rescale_under_s;
       Block step = pp_sync();
       step = cat(step, s_issue(kbx, s_a));
+      if (early) step = cat(step, rescale_o());
       step = cat(step, pv_issue(kbx - 1, p_a));
       step = cat(step, pp_arrive(kbx + 1 < key_blocks));
       step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
@@ -808,17 +814,21 @@ struct Lowering {
       step.push_back(Stmt::WgmmaWait(0, {val("l_i", {Expr(0)}), val("l_i", {Expr(1)})}));
       step = cat(step, release(kbx - 1));
       step = cat(step, to_p);
-      step = cat(step, rescale_o());
+      if (!early) step = cat(step, rescale_o());
       Block first = pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
       first = cat(first, release_k(Expr(0)));
-      first = cat(first, softmax(Expr(0), s_a, false));  // O is 0: no rescale
+      // O is 0: no rescale (under S: the first step multiplies it by this block's alpha,
+      // 0 — m_i was -inf and block 0 holds a key of every row it scores).
+      first = cat(first, softmax(Expr(0), s_a, false));
       first = cat(first, to_p);
       first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
       // The block that can reach past Sk is the last (no block past it is visited), whose
       // P V is this one, outside every ping-pong turn.
-      Block tail = cat(clean_v(key_blocks - 1), pv_issue(key_blocks - 1, p_a));
+      Block tail = clean_v(key_blocks - 1);
+      if (early) tail = cat(tail, rescale_o());  // the last block's alpha
+      tail = cat(tail, pv_issue(key_blocks - 1, p_a));
       tail.push_back(Stmt::WgmmaWait(0));
       first = cat(first, tail);
       first = cat(first, release(key_blocks - 1));

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "driver/compile.h"
 #include "frontend/parser.h"
@@ -69,9 +72,11 @@ TEST(AttentionWgmmaCompile, OverlapKeepsPInA16BitArray) {
   // D = 128's default (3 x 112) converts P into the array too (ATTN_PACK_P's default there).
   const std::string d = compile_for(e, "").cuda;
   EXPECT_NE(d.find("loom::wgmma_m64n128k16_f32_bf16_rs<1>(o_acc, p_acc[kk], "), std::string::npos) << d;
-  EXPECT_NE(compile_for(attention_test::expr(2, 8, 2, 1000, 1000, 256, "true", "bf16", true), "")
-                .cuda.find("a_, "),
-            std::string::npos);  // D = 256 packs at the wgmma (not measured better there)
+  // D = 256's default is the overlap, which converts P into the array; without the overlap
+  // it packs at the wgmma (ATTN_PACK_P=1 measured no better there).
+  const std::string e256 = attention_test::expr(2, 8, 2, 1000, 1000, 256, "true", "bf16", true);
+  EXPECT_NE(compile_for(e256, "").cuda.find("(o_acc, p_acc[kk], "), std::string::npos);
+  EXPECT_NE(compile_for(e256, "ATTN_OVERLAP=0").cuda.find("a_, "), std::string::npos);
   // Keys that fit one block (a constant Sk <= BLOCK_N) pack at the wgmma too: the array
   // spilled 8 B there (causal, 1000 queries by 17 or 100 keys, the 160-register tile).
   for (int sk : {17, 100}) {
@@ -171,6 +176,29 @@ TEST(AttentionWgmmaCompile, PersistentDynamic) {
 
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// ATTN_OVERLAP=1's tiles: the GPU test's Overlap cases, and the benchmark's shapes (16k
+// tokens, 1k and 4k) with the tiles the GPU checkpoint compares: D = 256 at 80 and 64 keys,
+// FlashAttention-3's D = 128 tile (2 x 64 rows, 176 / 128 keys, the ping-pong, P in
+// registers: 240 registers for the consumers, 24 for the producer), three warpgroups at
+// 96 keys (D = 96) and 112 (D = 64: FA3's 128 keys keep S, P and O in more than the three
+// warpgroups' 160), two by 192 keys at D = 64; no spills, no serialized wgmma.
+TEST(AttentionWgmmaCompile, OverlapTiles) {
+  for (const auto& c : attention_test::wgmma_overlap_cases()) expect_compiles(c.expr, c.knobs);
+  const std::string ov = "ATTN_PRODUCER=1,ATTN_OVERLAP=1";
+  const std::vector<std::pair<int, std::string>> tiles = {
+      {256, ov}, {256, ov + ",BLOCK_N=64"},
+      {128, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=176"},
+      {128, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=128"},
+      {96, ov + ",ATTN_WG=3,BLOCK_N=96"}, {96, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=128"},
+      {64, ov + ",ATTN_WG=3,BLOCK_N=112"}, {64, ov + ",ATTN_WG=2,ATTN_PINGPONG=1,BLOCK_N=192"}};
+  for (const auto& [d, knobs] : tiles)
+    for (const char* causal : {"false", "true"})
+      for (int s : {1024, 4096})
+        expect_compiles(attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal,
+                                             "bf16", false),
+                        knobs);
 }
 
 // ATTN_PINGPONG=1: the GPU test's cases and the benchmark's shapes (the bar.sync /

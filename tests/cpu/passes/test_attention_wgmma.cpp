@@ -135,7 +135,13 @@ TEST(AttentionWgmma, OverlappedProducts) {
   }
   check_wgmma(attention(1, 1, 64, 96, 64, "false"), o + ",ATTN_WG=1", seed++);
   check_wgmma(attention(1, 1, 70, 150, 128, "true"), "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=64", seed++);
+  // O's rescale after P V of the block before retired (ATTN_O_UNDER_S=0, the placement
+  // before the default moved it under the next S): the same products.
+  for (const char* causal : kMasks)
+    check_wgmma(attention(2, 1, 100, 300, 64, causal), o + ",ATTN_O_UNDER_S=0", seed++);
+  check_wgmma(attention(1, 1, 70, 40, 128, "true"), o + ",ATTN_O_UNDER_S=0", seed++);
 }
+
 
 // ATTN_PINGPONG=1: the consumer warpgroups take turns issuing their wgmmas through named
 // barriers 1..ATTN_WG (bar.sync before a turn, bar.arrive for the next warpgroup after
@@ -158,7 +164,7 @@ TEST(AttentionWgmma, PingPong) {
   check_wgmma(attention(1, 1, 190, 250, 128, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=3,BLOCK_N=16", seed++);
   check_wgmma(attention(1, 1, 100, 17, 64, "false"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1", seed++);
   check_wgmma(attention(1, 1, 100, 17, 64, "true"), "ATTN_PRODUCER=1,ATTN_PINGPONG=1,ATTN_OVERLAP=1", seed++);
-  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PINGPONG=1,ATTN_OVERLAP=0,BLOCK_N=32", seed++);
   check_wgmma(attention(1, 1, 70, 150, 256, "false", "f16"), "ATTN_PINGPONG=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
 }
 
@@ -377,6 +383,30 @@ std::string kernel_ir(const std::string& expr, const std::string& knobs,
   return print(s.kernel);
 }
 
+// ATTN_O_UNDER_S (the overlap's default): in the key loop O's rescale comes after S of
+// the next block is committed and before P V of this block is issued (FlashAttention-3's
+// rescale_o between its two gemms, under S's wgmma); the last block's P V after the loop
+// is rescaled first too. With ATTN_O_UNDER_S=0 the rescale is the loop's last statement,
+// after P V of the block before retired. The kernel IR's order, both ways.
+TEST(AttentionWgmma, OverlapRescalesOUnderTheNextS) {
+  const std::string e = attention(2, 2, 300, 300, 64, "false");
+  auto order = [&](const std::string& knobs) {
+    const std::string ir = kernel_ir(e, "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=32" + knobs);
+    const size_t loop = ir.find("for kb", ir.find("alloc p_acc"));  // the consumers' loop
+    EXPECT_NE(loop, std::string::npos) << ir;
+    const size_t s_commit = ir.find("wgmma.commit", loop);
+    const size_t rescale = ir.find("multiply(o_acc", s_commit);  // O times alpha
+    const size_t pv = ir.find("_rs(p_acc", s_commit);    // P V's wgmma
+    const size_t wait0 = ir.find("wgmma.wait 0", s_commit);
+    return std::vector<size_t>{s_commit, rescale, pv, wait0};
+  };
+  const auto under = order("");
+  EXPECT_LT(under[0], under[1]);
+  EXPECT_LT(under[1], under[2]) << "the rescale comes before P V is issued";
+  const auto after = order(",ATTN_O_UNDER_S=0");
+  EXPECT_GT(after[1], after[3]) << "the rescale comes after the wait for P V";
+}
+
 // The overlap's wait for P V names the row sums it must follow (codegen turns that into a
 // dependence ptxas keeps: see AttentionWgmmaCompile.OverlapWaitFollowsTheSoftmax), between
 // the wait for S and the conversion of P; the default's waits name nothing.
@@ -389,7 +419,7 @@ TEST(AttentionWgmma, OverlapWaitNamesTheRowSums) {
   ASSERT_NE(after, std::string::npos) << ov;
   EXPECT_LT(wait1, after);
   EXPECT_EQ(ov.find("wgmma.wait 0 after", after + 1), std::string::npos) << "one per block";
-  EXPECT_EQ(kernel_ir(e, "").find("wgmma.wait 0 after"), std::string::npos);
+  EXPECT_EQ(kernel_ir(e, "ATTN_OVERLAP=0").find("wgmma.wait 0 after"), std::string::npos);
 }
 
 // The overlap releases a slot's K and V apart (FlashAttention-3's two pipelines): K once
@@ -420,7 +450,7 @@ TEST(AttentionWgmma, OverlapReleasesKAndVApart) {
   EXPECT_LT(lk, wv);
   EXPECT_LT(wv, lv);
   // Without the overlap one release per slot, as measured.
-  const std::string base = kernel_ir(e, "ATTN_PERSISTENT=1,KV_STAGES=2");
+  const std::string base = kernel_ir(e, "ATTN_PERSISTENT=1,KV_STAGES=2,ATTN_OVERLAP=0");
   EXPECT_NE(base.find("mbarriers=8"), std::string::npos) << base;
 }
 
@@ -435,7 +465,7 @@ TEST(AttentionWgmma, PackedP) {
     check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), "ATTN_PACK_P=1,ATTN_PINGPONG=1,BLOCK_N=32",
                 seed++);
   }
-  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PACK_P=1,BLOCK_N=32", seed++);
+  check_wgmma(attention(1, 1, 70, 150, 256, "true"), "ATTN_PACK_P=1,ATTN_OVERLAP=0,BLOCK_N=32", seed++);
   check_wgmma(attention(2, 2, 100, 130, 96, "false", "bf16", false), "ATTN_PACK_P=1,ATTN_PRODUCER=0",
               seed++);
 }
@@ -449,8 +479,8 @@ TEST(AttentionWgmma, PingPongKernelShape) {
   EXPECT_NE(ir.find("bar.arrive (wg + 1) % 2 + 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("bar.arrive 1, 256"), std::string::npos) << ir;
   EXPECT_NE(ir.find("specialize warpgroups:"), std::string::npos) << ir;
-  const std::string plain =
-      kernel_ir(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=2,ATTN_PERSISTENT=0");
+  const std::string plain = kernel_ir(attention(2, 2, 1000, 1000, 128, "true"),
+                                      "ATTN_WG=2,ATTN_PERSISTENT=0,ATTN_OVERLAP=0");
   EXPECT_EQ(plain.find(" bar.sync"), std::string::npos) << plain;
   EXPECT_EQ(plain.find(" bar.arrive"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("specialize warpgroups:"), std::string::npos) << plain;
@@ -497,7 +527,12 @@ TEST(AttentionWgmma, KernelShape) {
   // wgmma is the default on sm_90a for every multiple of 8 up to 256; mma_sync on sm_80,
   // for other head dims, and when asked for.
   const std::string e = attention(8, 2, 2000, 2000, 128, "true");
-  EXPECT_NE(kernel_ir(e, "").find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos);
+  EXPECT_NE(kernel_ir(e, "ATTN_OVERLAP=0").find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos);
+  // D = 128's default: FlashAttention-3's 2 x 64 rows by 128 keys, the overlap, the ping-pong.
+  const std::string d128 = kernel_ir(e, "");
+  EXPECT_NE(d128.find("wgmma_m64n128k16_f32_bf16_ss"), std::string::npos) << d128;
+  EXPECT_NE(d128.find("wgmma.wait 1"), std::string::npos) << d128;
+  EXPECT_NE(d128.find("bar.sync wg + 1, 256"), std::string::npos) << d128;
   EXPECT_NE(kernel_ir(attention(8, 2, 1000, 1000, 64, "true"), "").find("block(256)"),
             std::string::npos);  // D = 64: no producer
   EXPECT_NE(kernel_ir(e, "ATTN_MMA=mma_sync").find("ldmatrix"), std::string::npos);
@@ -515,7 +550,7 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_NE(ragged.find("s_acc[n2, hf, e] = -inf"), std::string::npos) << ragged;
   // Causal: the block is masked where the warpgroup's first row (not the CTA's) drops its
   // last key.
-  const std::string causal = kernel_ir(attention(2, 2, 2000, 2000, 128, "true"), "ATTN_MMA=wgmma");
+  const std::string causal = kernel_ir(attention(2, 2, 2000, 2000, 128, "true"), "ATTN_MMA=wgmma,ATTN_OVERLAP=0");
   EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
@@ -612,9 +647,9 @@ TEST(AttentionWgmma, SpanKernelShape) {
             std::string::npos);
   EXPECT_NE(kernel_ir(attention(2, 2, 100, 100, 192, "false"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
             std::string::npos);
-  // D = 128: three warpgroups by 112 keys (H100: 0.93-1.02x cuDNN against two by 128's
-  // 0.84-0.92x at 4k and 16k).
-  const std::string def128 = kernel_ir(attention(2, 2, long_q, 100, 128, "false"), "");
+  // D = 128 without the overlap: three warpgroups by 112 keys (H100: 0.93-1.02x cuDNN
+  // against two by 128's 0.84-0.92x at 4k and 16k).
+  const std::string def128 = kernel_ir(attention(2, 2, long_q, 100, 128, "false"), "ATTN_OVERLAP=0");
   EXPECT_NE(def128.find("block(512)"), std::string::npos) << def128;
   EXPECT_NE(def128.find("wgmma_m64n112k16_f32_bf16_ss"), std::string::npos) << def128;
   // Up to kShortQueries rows: two warpgroups by 128 keys (the 192-row block pads 1024 rows
@@ -632,13 +667,30 @@ TEST(AttentionWgmma, SpanKernelShape) {
   }
   EXPECT_NE(kernel_ir(attention(2, 2, 1000, 100, 128, "true"), "ATTN_WG=3").find("wgmma_m64n112k16_f32_bf16_ss"),
             std::string::npos);
-  // Short queries against many keys keep the three warpgroups.
-  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "").find("wgmma_m64n112k16_f32_bf16_ss"),
+  // Short queries against many keys keep the three warpgroups (without the overlap).
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, long_q, 128, "true"), "ATTN_OVERLAP=0").find("wgmma_m64n112k16_f32_bf16_ss"),
             std::string::npos);
-  // D = 256: 80 keys without a mask, 64 with one.
-  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "false"), "").find("wgmma_m64n80k16_f32_bf16_ss"),
+  // D = 256: the overlap at 80 keys (both masks); without it 80 keys without a mask, 64
+  // with one.
+  for (const char* causal : {"false", "true"}) {
+    const std::string d256 = kernel_ir(attention(2, 2, 1000, 1000, 256, causal), "");
+    EXPECT_NE(d256.find("wgmma_m64n80k16_f32_bf16_ss"), std::string::npos) << causal;
+    EXPECT_NE(d256.find("wgmma.wait 1"), std::string::npos) << causal;  // the overlap
+  }
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "false"), "ATTN_OVERLAP=0")
+                .find("wgmma_m64n80k16_f32_bf16_ss"),
             std::string::npos);
-  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "true"), "").find("wgmma_m64n64k16_f32_bf16_ss"),
+  EXPECT_NE(kernel_ir(attention(2, 2, 1000, 1000, 256, "true"), "ATTN_OVERLAP=0")
+                .find("wgmma_m64n64k16_f32_bf16_ss"),
+            std::string::npos);
+  // The overlap's default yields to a given knob that rules it out (thread 0 issuing, P
+  // packed at the wgmma), instead of refusing it; below 232 columns it stays off.
+  // (A causal mask under a given ATTN_PERSISTENT=1 too: the walk with the overlap spilled
+  // 4 B there, test_attention_wgmma_compile's PersistentAndTmaStore.)
+  for (const char* knobs : {"ATTN_PRODUCER=0", "ATTN_PACK_P=0", "ATTN_PERSISTENT=1"})
+    EXPECT_EQ(kernel_ir(attention(2, 2, 1000, 1000, 256, "true"), knobs).find("wgmma.wait 1"),
+              std::string::npos) << knobs;
+  EXPECT_EQ(kernel_ir(attention(2, 2, 1000, 1000, 192, "true"), "").find("wgmma.wait 1"),
             std::string::npos);
   // A given BLOCK_M, ATTN_OVERLAP, a BLOCK_N that three warpgroups cannot hold, or
   // D = 64 keep two warpgroups.
@@ -675,7 +727,7 @@ void expect_refused(const std::string& expr, const std::string& knobs, const std
 // through its own mbarrier; with ATTN_TMA_STORE one box per warpgroup and 64 columns.
 TEST(AttentionWgmma, PersistentKernelShape) {
   const std::string nc = kernel_ir(attention(16, 16, 2000, 2000, 128, "false", "bf16", true, 4),
-                                   "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
+                                   "ATTN_PERSISTENT=1,ATTN_TMA_STORE=1,ATTN_OVERLAP=0");
   for (const char* part : {"grid(132, 1, 1), block(512)", "mbarriers=8",
                            "for t_i in 0..(704 - blockIdx.x + 131) / 132 reduce no_unroll",
                            "let unit = blockIdx.x + t_i * 132", "let qb = unit % 11",
@@ -813,6 +865,8 @@ TEST(AttentionWgmma, KnobLimitsAreNamed) {
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PACK_P=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PINGPONG=1"));
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1"));
+  expect_refused(e128, "ATTN_OVERLAP=0,ATTN_O_UNDER_S=1", "only ATTN_OVERLAP=1 issues before the softmax");
+  EXPECT_NO_THROW(kernel_ir(e128, "ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_O_UNDER_S=0"));
   expect_refused(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1,BLOCK_N=128",
                  "leaves 160 registers per consumer thread");
   EXPECT_NO_THROW(kernel_ir(e128, "ATTN_MMA=wgmma,ATTN_WG=3,ATTN_PRODUCER=1"));  // 112 keys

@@ -165,12 +165,15 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // past the last block hold no key (LSE = -inf, skipped by the combine). Unsplit, B = 1
   // with 8 KV heads ran 8 CTAs on 132 SMs whatever the length.
   const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.key_cap), D = known(a.D);
+  // SPLIT_WARPS: the CTA's shared memory grows by a K/V ring per group, so the wave below
+  // holds fewer CTAs (the split count and the warps are chosen together).
+  const int64_t warps_asked = s.knobs.get_int("SPLIT_WARPS", kDecodeSplitWarps);
   if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && D &&
       (Sk || !a.varlen)) {
     const int64_t rows = a.Sq.const_value() * d.pack;
     const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
     const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
-    const int64_t smem = (block_m + 2 * stages * block_n) * *D * 2 + 1024;
+    const int64_t smem = decode_cta_smem(block_m, block_n, *D, stages, warps_asked);
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
     const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks) : 128;
@@ -205,6 +208,32 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     d.split_blocks = ceil_div(key_blocks, Expr(d.splits));
   }
   s.used_knobs["SPLIT_KV"] = std::to_string(d.splits);  // as clamped
+  // Recorded where it applies (decode shapes, or set): the prefill kernels' knobs unchanged.
+  d.split_warps = attention_is_decode(a) || s.knobs.has("SPLIT_WARPS")
+                      ? s.knob("SPLIT_WARPS", kDecodeSplitWarps)
+                      : 1;
+  if (d.split_warps != 1 && d.split_warps != 2 && d.split_warps != 4 && d.split_warps != 8)
+    throw Error("SPLIT_WARPS=" + std::to_string(d.split_warps) + ": the warps that share a "
+                "CTA's rows, each walking every W-th key block, are 1, 2, 4 or 8");
+  if (d.split_warps > 1) {
+    if (wgmma_asked(s))
+      throw Error("SPLIT_WARPS is built for attention's mma.sync kernel (k:012), and "
+                  "ATTN_MMA=wgmma asks for the wgmma kernel: use ATTN_MMA=mma_sync, or drop "
+                  "SPLIT_WARPS");
+    if (staged_output(s))
+      throw Error("SPLIT_WARPS=" + std::to_string(d.split_warps) + " meets the warps' (m, l, O) "
+                  "in shared memory over the staging of STAGE_OUTPUT=1: use STAGE_OUTPUT=0, or "
+                  "SPLIT_WARPS=1");
+  }
+  if (d.split()) {
+    const std::string mode = s.knobs.get_str("COMBINE", kDecodeCombine);
+    s.used_knobs["COMBINE"] = mode;
+    if (mode != "kernel" && mode != "last_cta")
+      throw Error("COMBINE=" + mode + ": split-KV's partials are combined by a second kernel "
+                  "(kernel) or by the split kernel's CTA that finishes a row set last "
+                  "(last_cta)");
+    d.combine_last_cta = mode == "last_cta";
+  }
   if (p && d.split()) {
     for (const TensorDecl& t : p->tensors) {
       if (t.role != TensorRole::Temp) continue;
@@ -214,6 +243,12 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     LOOM_CHECK(!d.part_o.empty() && !d.part_lse.empty(), "l:005 declares the split workspace");
   }
   return d;
+}
+
+int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,
+                        int64_t split_warps) {
+  return (block_m + 2 * stages * block_n * std::max<int64_t>(1, split_warps)) * head_dim * 2 +
+         1024;
 }
 
 void declare_split_workspace(const AttentionLoops& a, AttentionDecode& d, ProgramBase& p) {

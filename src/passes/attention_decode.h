@@ -28,6 +28,13 @@ struct AttentionDecode {
   int64_t block_n = 64;
   Expr split_blocks = Expr(1);  // key blocks per split: ceil(ceil(Sk / BLOCK_N) / splits)
   std::string part_o, part_lse;  // the workspace tensors (with splits > 1)
+  // SPLIT_WARPS=W: W warps (groups of the row warps) share a CTA's rows, group k walking
+  // key blocks k, k + W, .. of the split with its own K/V ring and (m, l, O), the groups
+  // meeting in shared memory at the end (k:012).
+  int64_t split_warps = 1;
+  // COMBINE=last_cta (splits > 1): the split kernel's CTAs arrive on a per-row-set counter
+  // and the last one combines the partials (k:012); kernel: k_attention_combine.
+  bool combine_last_cta = false;
 
   bool split() const { return splits > 1; }
   // Rows of a (batch, KV-head slot): Sq · pack; slots: Hq / pack.
@@ -57,6 +64,14 @@ inline constexpr int64_t kDecodeRows = 64;
 // to or faster than 2 at every B = 1 point of the H100 A/B (Sq = 1, 8k and 32k keys, Hkv
 // 8 and 32: 0-4 %), 4 within noise of 3 and slower at two points (bench/NOTES.md).
 inline constexpr int64_t kDecodeKvStages = 3;
+// SPLIT_WARPS and COMBINE defaults for decode (bench/NOTES.md, "decode attention: fixed
+// costs"): one warp group per CTA and the combine kernel until the H100 A/B decides.
+inline constexpr int64_t kDecodeSplitWarps = 1;
+inline constexpr const char* kDecodeCombine = "kernel";
+// Shared memory of one decode CTA of the mma.sync kernel: Q, `split_warps` K/V rings of
+// `stages` blocks, and 1 KB of slack (the reduction of SPLIT_WARPS overlays the rings).
+int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,
+                        int64_t split_warps);
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.

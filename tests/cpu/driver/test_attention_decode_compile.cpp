@@ -50,5 +50,29 @@ TEST(AttentionDecodeCompile, SourceHasBothKernels) {
   EXPECT_NE(p.state.used_knobs.at("SPLIT_KV"), "1");
 }
 
+// COMBINE=last_cta is one kernel ending in a tile arrival on the row sets' counters (no
+// combine kernel, no programmatic dependent); SPLIT_WARPS=4 makes the one-warp CTA four
+// warps, and the default stays one group and the combine kernel.
+TEST(AttentionDecodeCompile, LastCtaAndSplitWarpsSource) {
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  const std::string e = attention_test::expr(1, 32, 8, 1, 8192, 128, "false", "bf16", true);
+  opt.knobs = Knobs::parse("COMBINE=last_cta,SPLIT_WARPS=4");
+  CompiledProgram p = compile_expression(e, opt);
+  ASSERT_EQ(p.state.kernel.kernels.size(), 1u);
+  EXPECT_EQ(p.state.kernel.kernels[0].block_threads, 128);
+  for (const char* part : {"loom::tile_arrive_block(", "attn_split_count", "attn_part_o"})
+    EXPECT_NE(p.cuda.find(part), std::string::npos) << part << "\n" << p.cuda;
+  for (const char* part : {"k_attention_combine(", "griddepcontrol"})
+    EXPECT_EQ(p.cuda.find(part), std::string::npos) << part;
+  EXPECT_EQ(p.state.used_knobs.at("COMBINE"), "last_cta");
+  EXPECT_EQ(p.state.used_knobs.at("SPLIT_WARPS"), "4");
+  opt.knobs = Knobs();
+  CompiledProgram d = compile_expression(e, opt);
+  EXPECT_EQ(d.state.used_knobs.at("COMBINE"), "kernel");
+  EXPECT_EQ(d.state.used_knobs.at("SPLIT_WARPS"), "1");
+  EXPECT_EQ(d.state.kernel.kernels.size(), 2u);
+}
+
 }  // namespace
 }  // namespace loom

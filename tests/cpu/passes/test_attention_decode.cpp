@@ -337,7 +337,7 @@ TEST(AttentionDecode, DefaultsFromTheH100AB) {
 // which costs the kernel's whole time again.
 TEST(AttentionDecode, SplitGridFitsOneWave) {
   const Target t = Target::for_arch("sm_90a");
-  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4"})
+  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4", "SPLIT_WARPS=2", "SPLIT_WARPS=4"})
     for (int b : {1, 8, 64})
       for (int hkv : {32, 8})
         for (int sq : {1, 4})
@@ -357,11 +357,122 @@ TEST(AttentionDecode, SplitGridFitsOneWave) {
             const bool packed = s.used_knobs.count("GQA_PACK") && s.used_knobs.at("GQA_PACK") == "1";
             const int64_t rows = int64_t(sq) * (packed ? 32 / hkv : 1);
             const int64_t row_sets = int64_t(b) * (packed ? hkv : 32) * ((rows + bm - 1) / bm);
+            const int64_t sw = std::stoll(s.used_knobs.at("SPLIT_WARPS"));
             const int64_t per_sm =
-                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn) * 128 * 2 + 1024));
+                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn * sw) * 128 * 2 + 1024));
             EXPECT_LE(row_sets * splits, t.sm_count * per_sm)
                 << row_sets << " row sets x " << splits << " splits";
           }
+}
+
+// SPLIT_WARPS=2, 4: groups of the row warps share a CTA's rows, group k walking key blocks
+// k, k + W, .. of the split with its own ring, the groups meeting in shared memory. Splits
+// shorter than the groups (1 and 2 blocks: groups with no block at all), longer ones,
+// no split, odd Sk, Sq 1, 4, 7 and 40 (causal rows whose keys end before a group's first
+// key while other rows of the block keep it: the meet skips that group for them), Sq > Sk
+// (rows with no key), the three masks, GQA
+// packed (two row warps: BLOCK_M = 32), MQA, the rings 1-3 and LSE.
+TEST(AttentionDecode, SplitWarps) {
+  uint64_t seed = 200;
+  for (const char* warps : {"2", "4"}) {
+    const std::string sw = std::string("SPLIT_WARPS=") + warps + ",BLOCK_N=16";
+    for (const char* causal : kMasks) {
+      // 7 blocks: 3 splits of 3, 3, 1; 7 splits of 1; unsplit.
+      check_decode(attention(4, 2, 1, 100, 16, causal), sw + ",SPLIT_KV=3,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 7, 100, 16, causal), sw + ",SPLIT_KV=7,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 4, 37, 16, causal, "bf16", false), sw + ",SPLIT_KV=1",
+                   seed++);
+      check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), sw + ",GQA_PACK=1,SPLIT_KV=3",
+                   seed++);
+      check_decode(attention(4, 1, 7, 37, 32, causal), sw + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+      check_decode(attention(4, 2, 7, 5, 16, causal), sw + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+      // 40 rows in one block: causal rows 0..15 keep no key of group 1's first block
+      // (keys 16..31), the later rows do; bottom-right with Sq > Sk empties rows 0..9.
+      check_decode(attention(4, 2, 40, 100, 16, causal), sw + ",SPLIT_KV=1,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 40, 100, 16, causal), sw + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 40, 30, 16, causal), sw + ",SPLIT_KV=1,GQA_PACK=0", seed++);
+      for (const char* ring : {"1", "2", "3"})
+        check_decode(attention(4, 2, 4, 300, 16, causal),
+                     sw + ",SPLIT_KV=2,GQA_PACK=0,KV_STAGES=" + ring, seed++);
+    }
+    // Two row warps per group (BLOCK_M = 32), SOFTMAX=exp, sm_80.
+    check_decode(attention(32, 8, 7, 90, 16, "true"), sw + ",GQA_PACK=1,SPLIT_KV=2,BLOCK_M=32",
+                 seed++);
+    check_decode(attention(4, 2, 4, 100, 16, "true"),
+                 sw + ",SPLIT_KV=2,GQA_PACK=0,SOFTMAX=exp", seed++);
+    check_decode(attention(8, 2, 1, 300, 32, "false"), sw, seed++, "sm_80");
+  }
+  // The CTA's threads: W groups of the row warps.
+  const CompileState s = check_decode(attention(32, 8, 1, 300, 16, "false"),
+                                      "SPLIT_WARPS=4,BLOCK_N=16,SPLIT_KV=2", seed++);
+  EXPECT_EQ(s.kernel.kernels[0].block_threads, 128);
+  EXPECT_EQ(used(s, "SPLIT_WARPS"), "4");
+}
+
+// Runs the kernel program twice on the same tensors (the second launch finds the
+// counters the first left) and checks both against the loop form; the counters are all
+// zero after each.
+void expect_two_launches(const CompileState& s, uint64_t seed) {
+  Bindings inputs;
+  make_random_inputs(s.loop, inputs, seed);
+  Bindings reference = inputs;
+  interpret(s.loop, reference);
+  Bindings got = inputs;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (int launch = 0; launch < 2; ++launch) {
+    interpret(s.kernel, got);
+    passcheck::expect_outputs_close(s.kernel, got, reference, out,
+                                    "launch " + std::to_string(launch));
+    for (const TensorDecl& t : s.kernel.tensors) {
+      if (t.name.rfind("attn_split_count", 0) != 0) continue;
+      for (double c : got.tensors.at(t.name).data) EXPECT_EQ(c, 0.0) << t.name;
+    }
+  }
+}
+
+// COMBINE=last_cta: one kernel; the CTA that arrives last on its row set's counter
+// combines the S partials. The interpreter runs the CTAs last to first, so a kernel that
+// assumed which split finishes fails. Splits 2, 3, 11 and 63, causal rows whose keys end
+// in the first splits, Sq > Sk (bottom-right rows with no key), GQA packed and MQA, with
+// SPLIT_WARPS, with and without LSE; two launches on the same counters (each resets them).
+TEST(AttentionDecode, CombineInLastCta) {
+  uint64_t seed = 300;
+  const std::string last = "COMBINE=last_cta,BLOCK_N=16";
+  for (const char* causal : kMasks) {
+    for (auto [sq, sk, splits] : {std::tuple{1, 350, 11}, std::tuple{7, 1000, 63},
+                                  std::tuple{4, 37, 3}, std::tuple{20, 18, 2}}) {
+      for (bool lse : {true, false}) {
+        const CompileState s = check_decode(attention(4, 2, sq, sk, 16, causal, "bf16", lse),
+                                            last + ",GQA_PACK=0,SPLIT_KV=" +
+                                                std::to_string(splits), seed++);
+        ASSERT_EQ(s.kernel.kernels.size(), 1u);
+        EXPECT_EQ(used(s, "COMBINE"), "last_cta");
+        expect_two_launches(s, seed++);
+      }
+    }
+    check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), last + ",GQA_PACK=1,SPLIT_KV=3",
+                 seed++);
+    check_decode(attention(4, 1, 7, 37, 32, causal), last + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+    for (const char* warps : {"2", "4"}) {
+      const CompileState s = check_decode(attention(32, 8, 4, 300, 16, causal),
+                                          last + ",GQA_PACK=1,SPLIT_KV=3,SPLIT_WARPS=" + warps,
+                                          seed++);
+      expect_two_launches(s, seed++);
+    }
+  }
+  // The decode defaults' own tile, sm_80, and a run-time key length (splits past a short
+  // length hold no key and still arrive).
+  check_decode(attention(8, 2, 1, 300, 32, "false"), "COMBINE=last_cta", seed++, "sm_80");
+  const std::string e = "attention(Q[1,8,1,64]:bf16, K[1,2,S,64]:bf16, V[1,2,S,64]:bf16, causal=";
+  for (int64_t sk : {20, 300}) {
+    const CompileState s = check_decode(e + "true, lse=true)", "COMBINE=last_cta", seed++,
+                                        "sm_90a", {{"S", sk}});
+    EXPECT_EQ(s.kernel.kernels.size(), 1u);
+  }
+  // No split: nothing to combine, COMBINE not recorded.
+  const CompileState one = check_decode(attention(4, 2, 1, 100, 16, "false"),
+                                        last + ",SPLIT_KV=1", seed++);
+  EXPECT_EQ(used(one, "COMBINE"), "");
 }
 
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
@@ -387,6 +498,22 @@ TEST(AttentionDecode, KnobErrors) {
   expect_error(e, "ATTN_MMA=wgmma,KV_STAGES=4", "ring of 2 or 3");
   expect_error(attention(4, 2, 4, 100, 128, "false"), "SPLIT_KV=2,COMBINE_GROUPS=16",
                "at most 1024 threads: use 1 to 8");
+  // The registry refuses values outside the knobs' ranges as the list is parsed.
+  for (auto [knobs, part] : {std::pair{"SPLIT_WARPS=3", "SPLIT_WARPS=3 must be a power of two"},
+                             std::pair{"COMBINE=atomic", "not one of: kernel, last_cta"}}) {
+    try {
+      Knobs::parse(knobs);
+      ADD_FAILURE() << knobs << " accepted";
+    } catch (const std::exception& x) {
+      EXPECT_NE(std::string(x.what()).find(part), std::string::npos) << x.what();
+    }
+  }
+  expect_error(e, "SPLIT_WARPS=2,STAGE_OUTPUT=1,SPLIT_KV=1,GQA_PACK=0",
+               "use STAGE_OUTPUT=0, or SPLIT_WARPS=1");
+  expect_error(e, "ATTN_MMA=wgmma,SPLIT_WARPS=2", "or drop SPLIT_WARPS");
+  expect_error(e, "SPLIT_WARPS=8,BLOCK_M=128,WARPS=8,GQA_PACK=0", "above 1024");
+  expect_error(attention(32, 8, 1, 1000, 128, "false"), "SPLIT_WARPS=8,KV_STAGES=3",
+               "use fewer SPLIT_WARPS, KV_STAGES or BLOCK_N");
 }
 
 }  // namespace

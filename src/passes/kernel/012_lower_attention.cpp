@@ -346,6 +346,13 @@ struct Lowering {
     return out;
   }
 
+  // The key loop's barrier: the CTA's, or (SPLIT_WARPS) the group's own named barrier
+  // 1 + wk over its 32·W threads — a group's ring is its own, and its warps need not
+  // wait for the other groups' copies.
+  Stmt group_sync() const {
+    return SW > 1 ? Stmt::NamedBarrier(Expr(1) + wk, int(kLanes * W)) : Stmt::Barrier();
+  }
+
   // SPLIT_WARPS: whether row i keeps a key of group wk's blocks: its first key (block wk
   // of the split), which every row keeping any of the group's keys keeps.
   Expr group_first_key(const Expr& g) const { return ((dec.split() ? kb0 : Expr(0)) + g) * BN; }
@@ -600,14 +607,14 @@ struct Lowering {
     if (eager) {
       // In flight here: the ring's 2(S-1) groups from K_kb on: wait until only those after
       // K_kb may be.
-      add({Stmt::AsyncWait(ahead - 1), Stmt::Barrier()});
+      add({Stmt::AsyncWait(ahead - 1), group_sync()});
     } else {
-      add({Stmt::Barrier()});  // every warp is done with the previous K and V
+      add({group_sync()});  // every warp is done with the previous K and V
       auto own = [&](Block x) { return SW > 1 ? Block{Stmt::If(valid(kb), std::move(x))} : x; };
       add(own(copy_block(k_s, a.k, hk, key(kb), BN, a.Sk, "k", slot)));
       add({Stmt::AsyncCommit()});
       add(own(copy_block(v_s, a.v, hk, key(kb), BN, a.Sk, "v", slot)));
-      add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
+      add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), group_sync()});
     }
     // S = Q Kᵀ (unscaled; the scale rides in the exponent), over D/16 k-steps.
     {
@@ -710,7 +717,7 @@ struct Lowering {
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
     // V_kb landed: eager, only the 2S-3 groups after it may still be in flight.
-    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), Stmt::Barrier()});
+    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), group_sync()});
     add_math(pv_product(mma, slot));
     // V_{kb+S-1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
     if (eager) add(next(v_s, a.v, "v"));

@@ -426,44 +426,55 @@ struct Lowering {
   // set's counter (tile.arrive: a barrier, a release fence and an atomic add by one
   // thread; the counter is zeroed once by the runtime and reset by the last arrival), and
   // the CTA that arrives S-th combines the S partials of its rows as k_attention_combine
-  // does, a thread per (row, d) — consecutive threads on consecutive d — folding the
-  // splits online (its loads unrolled, independent of the running sum), and writes O and
-  // LSE. One launch instead of two; the last CTA reads S·D·4 bytes per row alone.
+  // does: a thread per (row, 4 consecutive d) — one 16-byte load of O per split, one
+  // weight per split for its four d — folding the splits online (unrolled: the loads do
+  // not depend on the running sum), then O (one 8-byte store) and LSE. One launch
+  // instead of two; the last CTA reads S·D·4 bytes per row alone.
   Block combine_in_last_cta() const {
     // Rows past the row count (a constant below BLOCK_M: 4 rows of a 16-row block at
     // Sq = 1, GQA 4) get no items.
     const Expr rows = dec.rows(a);
     const int64_t live = rows.is_const() ? std::min(BM, rows.const_value()) : BM;
-    const int64_t T = kLanes * W * SW, S = dec.splits, items = live * D;
+    const int64_t V = D % 4 == 0 ? 4 : 1, per_row = D / V;
+    const int64_t T = kLanes * W * SW, S = dec.splits, items = live * per_row;
     const Expr e = Expr::var("cb_e"), r = Expr::var("cb_r"), dd = Expr::var("cb_d"),
-               pr = Expr::var("cb_p"), cs = Expr::var("cb_s");
+               pr = Expr::var("cb_p"), cs = Expr::var("cb_s"), cv = Expr::var("cb_v");
     const Expr i = dec.query(pr), hq = dec.head(h, pr);
     const TensorDecl &po = p.tensor(dec.part_o), &pl = p.tensor(dec.part_lse);
+    auto each = [&](Block b) { return reg_loop("cb_v", V, std::move(b)); };
+    Stmt load_o = Stmt::Load("co", dec.part_o, {flat(po, {b, hq, i, cs, dd})});
+    load_o.dst_index = {Expr(0)};
+    load_o.width = int(V);
     Block fold = {
         Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})}),
-        Stmt::Load("co", dec.part_o, {flat(po, {b, hq, i, cs, dd})}),
+        load_o,
         Stmt::Compute("cm_new", ScalarOp::Max, {val("cm"), val("cx")}),
         Stmt::Compute("cm_d", ScalarOp::Sub, {val("cm"), val("cm_new")}),
         Stmt::Compute("cc", ScalarOp::Exp, {val("cm_d")}),  // cm = -inf first: cc = 0
         Stmt::Compute("cx_m", ScalarOp::Sub, {val("cx"), val("cm_new")}),
         Stmt::Compute("cw", ScalarOp::Exp, {val("cx_m")}),
-        Stmt::Compute("cwo", ScalarOp::Mul, {val("cw"), val("co")}),
-        Stmt::Accum("cacc", val("cc"), ScalarOp::Mul),
-        Stmt::Accum("cacc", val("cwo")),
+        each({Stmt::Compute("cwo", ScalarOp::Mul, {val("cw"), val("co", {cv})}),
+              with_dst(Stmt::Accum("cacc", val("cc"), ScalarOp::Mul), {cv}),
+              with_dst(Stmt::Accum("cacc", val("cwo")), {cv})}),
         Stmt::Accum("cl", val("cc"), ScalarOp::Mul),
         Stmt::Accum("cl", val("cw")),
         Stmt::Accum("cm", val("cx"), ScalarOp::Max),
     };
     const Expr out_at = flat(p.tensor("out"), a.q_index(b, hq, i, dd));
+    Stmt store = Stmt::Write("out", {out_at}, val("cy", {Expr(0)}));
+    store.width = int(V);
     Block row = {
+        Stmt::Alloc("co", {Expr(V)}),
+        Stmt::Alloc("cacc", {Expr(V)}),
+        Stmt::Alloc("cy", {Expr(V)}),
         Stmt::Init("cm", kNegInf),
         Stmt::Init("cl", 0.0),
-        Stmt::Init("cacc", 0.0),
+        each({with_dst(Stmt::Init("cacc", 0.0), {cv})}),
         reg_loop("cb_s", S, guarded(dec.has_keys(a, i, cs), std::move(fold)), LoopKind::Reduce),
-        Stmt::Compute("cy", ScalarOp::Div, {val("cacc"), val("cl")}),
-        Stmt::Write("out", {out_at}, val("cy")),
+        each({with_dst(Stmt::Compute("cy", ScalarOp::Div, {val("cacc", {cv}), val("cl")}), {cv})}),
+        V > 1 ? store : Stmt::Write("out", {out_at}, val("cy", {Expr(0)})),
     };
-    Block empty = {Stmt::Write("out", {out_at}, Operand::constant(0.0))};
+    Block empty = {each({Stmt::Write("out", {out_at + cv}, Operand::constant(0.0))})};
     if (a.lse) {
       const Expr at = flat(p.tensor(kLseTensor), a.lse_index(b, hq, i));
       row.push_back(Stmt::If(dd < 1, {
@@ -476,10 +487,10 @@ struct Lowering {
     Block cell = guarded(a.has_keys(i), std::move(row));
     Block none = guarded(a.empty_row(i), std::move(empty));
     cell.insert(cell.end(), none.begin(), none.end());
-    Expr keep = pr < dec.rows(a);
+    Expr keep = pr < rows;
     if (items % T != 0) keep = e < items && keep;
-    Block item = {Stmt::Let("cb_e", Expr::var("cb_c") * T + tid), Stmt::Let("cb_r", e / D),
-                  Stmt::Let("cb_d", e % D), Stmt::Let("cb_p", qb * BM + r),
+    Block item = {Stmt::Let("cb_e", Expr::var("cb_c") * T + tid), Stmt::Let("cb_r", e / per_row),
+                  Stmt::Let("cb_d", e % per_row * V), Stmt::Let("cb_p", qb * BM + r),
                   Stmt::If(keep, std::move(cell))};
     const Expr offset = flat(p.tensor(counter), {b, h, qb});
     return {Stmt::TileArrive("cb_last", counter, offset, S, int(T)),

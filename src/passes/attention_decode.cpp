@@ -176,7 +176,11 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     const int64_t smem = decode_cta_smem(block_m, block_n, *D, stages, warps_asked);
     const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
     const int64_t wave = int64_t(s.target.sm_count) * per_sm;
-    const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks) : 128;
+    // At most a block per warp group: SPLIT_WARPS=W's groups walk every W-th block of a
+    // split, so a split of fewer than W blocks leaves groups idle (1k keys, W = 4: 8 splits
+    // of 4 blocks, a block per warp, not 16 of 2 with half the warps idle).
+    const int64_t per_split = kMinSplitBlocks * std::max<int64_t>(1, warps_asked);
+    const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / per_split) : 128;
     // At most one wave: rounding the split count up put a second, nearly empty wave
     // behind the first (B = 1, Hkv = 32: 32 row sets x 25 splits = 800 CTAs for 792
     // slots; B = 8, Hkv = 8: 64 x 13 = 832), the whole kernel's time again for its few

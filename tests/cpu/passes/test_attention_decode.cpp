@@ -475,6 +475,28 @@ TEST(AttentionDecode, CombineInLastCta) {
   EXPECT_EQ(used(one, "COMBINE"), "");
 }
 
+// The split default with SPLIT_WARPS picks S with W: one wave of CTAs of W rings each, and
+// at least W blocks per split (a block per group). B = 1, Hkv = 8, D = 128, rings of 3 on
+// an H100 (132 SMs): W = 4 is one 197 KB CTA per SM, so 8k keys take 16 splits of 16
+// blocks; 1k keys (32 blocks) 8 splits of 4, not 16 of 2 with half the groups idle; W = 2
+// (two CTAs per SM) 32 splits of 8 at 8k and 16 of 2 at 1k.
+TEST(AttentionDecode, SplitDefaultWithSplitWarps) {
+  auto splits = [](int sk, const std::string& knobs) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, sk, 128, "false"));
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    return used(s, "SPLIT_KV");
+  };
+  ASSERT_EQ(Target::for_arch("sm_90a").sm_count, 132);
+  EXPECT_EQ(splits(8192, "SPLIT_WARPS=4"), "16");
+  EXPECT_EQ(splits(1024, "SPLIT_WARPS=4"), "8");
+  EXPECT_EQ(splits(8192, "SPLIT_WARPS=2"), "32");
+  EXPECT_EQ(splits(1024, "SPLIT_WARPS=2"), "16");
+  EXPECT_EQ(splits(1024, ""), "32");
+}
+
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
   CompileState s;
   s.graph = parse_expression(expr);

@@ -313,13 +313,15 @@ const AtomDef& atom(const std::string& id) {
   throw Error("unknown atom '" + id + "' (the atom table is src/atoms/atoms.cpp)");
 }
 
-const OperandLayout& operand_layout(const AtomDef& a, const std::string& name) {
+const AtomDef& atom(const char* id) { return atom(std::string(id)); }
+
+const OperandLayout& operand_layout(const AtomDef& a, const char* name) {
   std::string names;
   for (const auto& l : a.layouts) {
     if (l.name == name) return l;
     names += (names.empty() ? "" : ", ") + l.name;
   }
-  throw Error("atom '" + a.id + "' has no operand '" + name + "' (its operands: " + names +
+  throw Error("atom '" + a.id + "' has no operand '" + std::string(name) + "' (its operands: " + names +
               ")");
 }
 

@@ -63,10 +63,15 @@ struct AtomDef {
 const std::vector<AtomDef>& atom_table();
 const AtomDef* find_atom(const std::string& id);  // nullptr when unknown
 const AtomDef& atom(const std::string& id);       // throws loom::Error when unknown
+// The same for a literal id: binds no std::string temporary, so GCC 13's
+// -Wdangling-reference does not flag `const AtomDef& d = atom("...")` (see operand_layout).
+const AtomDef& atom(const char* id);
 
 // The layout of operand `name` ("A", "B", "C", "src", "dst") of `a`; throws loom::Error
-// when the atom has no such operand.
-const OperandLayout& operand_layout(const AtomDef& a, const std::string& name);
+// when the atom has no such operand. The name is a C string: every caller names the operand
+// with a literal, and a std::string temporary argument made GCC 13's -Wdangling-reference
+// flag each binding of the returned reference (which points into `a`, not the name).
+const OperandLayout& operand_layout(const AtomDef& a, const char* name);
 
 // The Kernel IR description of a warp-collective compute atom (mma.sync): its shape,
 // types and the A, B, C layouts sampled lane by lane into tables. A pass that emits an

@@ -123,7 +123,8 @@ std::string tiling_knobs_choosing_fma(const Knobs& defaults, const Knobs& explic
 static void drop_other_transports(Knobs& out, const Knobs& explicit_knobs) {
   if (!explicit_knobs.has("STAGE")) return;
   const std::string stage = explicit_knobs.get_str("STAGE", "");
-  const KernelFamily& family = gemm_family_of_atom(out.get_str("ATOM", "fma"));
+  const std::string atom = out.get_str("ATOM", "fma");  // named: see operand_layout (atoms.h)
+  const KernelFamily& family = gemm_family_of_atom(atom);
   for (const Transport& t : family.transports) {
     if (t.stage == stage) continue;
     Knobs kept;

@@ -119,7 +119,27 @@ class CellFinder {
       }
       collect(body[i], {}, {}, tail);
     }
-    if (c_.stores.empty()) throw EpilogueRefusal{"its epilogue stores nothing"};
+    if (c_.stores.empty()) {
+      // A persistent kernel's stores sit inside its tile loop, before the mainloop's end
+      // as this walk sees it: say that, not "stores nothing".
+      // So does a warp-specialized kernel's, inside the consumers' arm.
+      bool earlier = false, specialized = false;
+      for (size_t i = 0; i < start && !earlier; ++i) {
+        earlier = writes_global(body[i]);
+        specialized |= earlier && body[i].kind == StmtKind::Specialize;
+      }
+      if (specialized)
+        throw EpilogueRefusal{"its stores sit inside the consumer warpgroups' arm of a "
+                              "warp-specialized kernel (WARP_SPECIALIZE=1), which the staged "
+                              "epilogue does not enter",
+                              "use EPILOGUE=direct (or tma_store) with WARP_SPECIALIZE=1, or "
+                              "WARP_SPECIALIZE=0"};
+      if (earlier)
+        throw EpilogueRefusal{"its stores sit inside the persistent tile loop (PERSISTENT=1), "
+                              "which the staged epilogue does not enter",
+                              "use EPILOGUE=tma_store (or direct) with PERSISTENT=1, or PERSISTENT=0"};
+      throw EpilogueRefusal{"its epilogue stores nothing"};
+    }
     c_.out = &p_.tensor(c_.stores[0].store->tensor);
     for (EpilogueStore& site : c_.stores) analyze(site);
     check_common_origin();
@@ -128,6 +148,11 @@ class CellFinder {
   }
 
  private:
+  bool writes_global(const Stmt& s) const {
+    if (s.kind == StmtKind::Write && p_.tensor(s.tensor).role != TensorRole::Shared) return true;
+    return std::any_of(s.body.begin(), s.body.end(), [&](const Stmt& c) { return writes_global(c); });
+  }
+
   static bool holds_reduction(const Stmt& s) {
     if (s.kind == StmtKind::For && s.loop_kind == LoopKind::Reduce) return true;
     return std::any_of(s.body.begin(), s.body.end(), holds_reduction);

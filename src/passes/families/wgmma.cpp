@@ -65,6 +65,9 @@ static bool batched_tma_store(const GemmShape& s) {
 }
 // Tiles' worth of TMA-store strip buffers in a short-K bmm's ring (see wgmma_defaults_for).
 constexpr int64_t kShortBatchedRingTiles = 4;
+// DRAM bandwidth from which a card counts as fast (H200: 4.8 TB/s; H100 SXM: 3.35 TB/s):
+// output-streaming tiles then want a deeper mainloop ring rather than a deeper store ring.
+constexpr int64_t kFastDramBytesPerS = 4'000'000'000'000;
 static bool wgmma_batched(const GemmShape& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
          (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
@@ -132,12 +135,23 @@ static Knobs wgmma_decode_defaults(const GemmShape& s, const Target& t) {
                         ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(depth) +
                         ",EPILOGUE=direct,WARP_SPECIALIZE=1");
   }
-  const int64_t BN = (s.M + 7) / 8 * 8, BM = 64, BK = 64;
+  // 128-row CTAs (two consumer warpgroups) where 64-row ones would take more than one
+  // wave but 128-row ones fit in one: at N = 10240 160 CTAs of 64 rows ran 0.95-0.97x
+  // cuBLAS on H100 and 0.92-0.93x on H200, 80 of 128 rows 1.03x and 1.06-1.08x (M = 1 and
+  // 16, K = 8192); past two waves (N = 28672) it changed nothing, and within one wave
+  // (N = 6144) the 64-row CTAs won (bench/NOTES.md, short-K bmm and 128-row linears).
+  const int64_t rows64 = (s.N + 63) / 64, rows128 = (s.N + 127) / 128;
+  const bool tall = rows64 > t.sm_count && rows128 <= t.sm_count;
+  const int64_t BN = (s.M + 7) / 8 * 8, BM = tall ? 128 : 64, BK = 64;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
   const int64_t stages = std::min<int64_t>(16, 200 * 1024 / stage_bytes);
-  Knobs k = Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
+  Knobs k = Knobs::parse("SWAP_AB=1,WM=" + std::to_string(BM / 64) +
+                         ",WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
                          ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +
                          ",STAGES=" + std::to_string(stages) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+  // Two consumer warpgroups of a few columns need few registers: no split (ptxas ignores
+  // setmaxnreg in them anyway, C7508; see wgmma_medium_defaults).
+  if (tall) k.set("CONSUMER_REGS", "0");
   const int64_t tiles = (s.N + BM - 1) / BM;
   constexpr int64_t kCtaStreamBytesPerS = 60'000'000'000;
   // As a count of CTAs, not bytes per second: ctas * 6e10 overflows int64 from 1.5e8 CTAs
@@ -204,6 +218,7 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // latency sets the pace: the shallow ring is what made clusters lose here.
 // `smem` is the block's opt-in limit (Target::smem_per_block: 227 KB on sm_90a).
 constexpr int64_t kMediumClusterMinK = 8192;
+constexpr int64_t kMediumSplitMinK = 12288;  // one row of tiles: wgmma_medium_defaults
 static int64_t medium_depth(int64_t bn, int64_t smem) {
   const int64_t strips = 32 * 1024, barriers = 1024;
   return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
@@ -216,9 +231,26 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   // No register split (CONSUMER_REGS=0): these tiles need few registers, and ptxas
   // ignores setmaxnreg in them anyway (C7508: their count at entry is not the cap).
   if (s.M <= 128) {
-    const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + bn) * 64 * 2));
-    return Knobs::parse(tile + "STAGES=" + std::to_string(depth) +
-                        ",EPILOGUE=direct,CONSUMER_REGS=0");
+    // A long K (>= 12288) is split in two (SPLITK=2, the reduce kernel as the split
+    // kernel's programmatic dependent) over tiles twice as wide: the same wave of CTAs,
+    // but every CTA of one row of tiles reads all of X's K range, so at 128 x 4096 x 14336
+    // (BN = 32) the 128 CTAs read X 128 times, 470 MB through L2 against W's 117 MB once.
+    // Halving each CTA's K halves that; doubling BN keeps the CTA count. H100 / H200
+    // against cuBLAS (bench/NOTES.md, short-K bmm and 128-row linears per card): 128 x
+    // 4096 x 14336 0.96x / 0.82x -> 1.06x / 1.01x (BN 32 -> 64), 128 x 8192 x 28672 1.02x /
+    // 0.91x -> 1.07x / 1.02x (BN 64 -> 128); at K = 8192 the split lost (128 x 8192 x 8192
+    // 1.01x / 0.91x -> 0.93x / 0.90x), the partial sums' round trip then weighing more.
+    const bool split = s.K >= kMediumSplitMinK && bn <= 128;
+    const int64_t width = split ? 2 * bn : bn;
+    const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + width) * 64 * 2));
+    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(width) +
+                           ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,STAGES=" +
+                           std::to_string(depth) + ",EPILOGUE=direct,CONSUMER_REGS=0");
+    if (split) {
+      k.set("SPLITK", "2");
+      k.set("SPLITK_MODE", "reduce");
+    }
+    return k;
   }
   Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn, t.smem_per_block)) +
                          ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
@@ -257,7 +289,12 @@ static Knobs wgmma_batched_thin_defaults(const GemmShape& s) {
                                              : "WM=1,BN=256,STAGES=5" + direct);
   // Two consumer warpgroups of small tiles: no register split (see wgmma_medium_defaults).
   if (s.M <= 128) return Knobs::parse("WM=2,BN=128,STAGES=6,CONSUMER_REGS=0" + direct);
-  return Knobs::parse("WM=2,BN=64,STAGES=6,CONSUMER_REGS=0" + store);
+  // Few columns (P.V: N = head dim): one tile spans them (BN = N rounded up to 64). At N =
+  // 128 two 64-wide tiles read each P slab twice: 128 x 128 ran 1.03x cuBLAS on H100 and
+  // 0.98-0.99x on H200 (64 x 2048 x 2048 x 128, 32 x 4096 x 4096 x 128) against 0.97x /
+  // 0.78-0.80x at 128 x 64 (bench/NOTES.md, short-K bmm and 128-row linears per card).
+  const int64_t bn = s.N > 64 ? 128 : 64;
+  return Knobs::parse("WM=2,BN=" + std::to_string(bn) + ",STAGES=6,CONSUMER_REGS=0" + store);
 }
 
 // Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
@@ -519,7 +556,14 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
     // A bmm with a short K (Q.K^T: K = head dim) stores more than it multiplies: 128x128
     // tiles (0.94-1.05x) stream their stores better than 128x256 ones (0.89-0.97x).
     const bool short_batched = s.batch > 1 && s.K < kBatchedWgmmaMinK;
-    const int64_t bn = tf32 ? 256 : short_batched ? 128 : wave_width(s, sm_count);
+    // ... except from two slabs a tile (K = 128: 64 x 2048 x 2048 x 128, 32 x 4096 x 4096 x
+    // 128), where a 128 x 256 tile's A slab serves twice the columns: H100 1.03x / 0.96x
+    // cuBLAS against 0.86x / 0.96x at 128 x 128; H200 0.91-1.03x against 0.74x / 0.82x
+    // (short_batched_ring below; bench/NOTES.md, short-K bmm and 128-row linears per card).
+    const bool short_batched_wide = short_batched && s.K > 64;
+    const int64_t bn = tf32 ? 256
+                       : short_batched ? (short_batched_wide ? 256 : 128)
+                                       : wave_width(s, sm_count);
     Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) + "," + slab +
                            ",GROUP_M=8,EPILOGUE=direct,WARP_SPECIALIZE=1,PERSISTENT=1");
     // A 128-wide tile of wave_width takes the medium form's deep ring (medium_depth).
@@ -559,6 +603,17 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
       if (short_batched && bn == 128 && dtype_bytes(s.out) == 2) {
         k.set("EPI_BUFFERS", std::to_string(kShortBatchedRingTiles * 2));
         k.set("STAGES", "2");
+      }
+      // The 128 x 256 tiles of two slabs: which ring pays depends on the card's DRAM. On
+      // the H100 (3.35 TB/s) the stores are the limit and a ring of four tiles' strips
+      // (STAGES=2, EPI_BUFFERS=8) wins: 64 x 2048 x 2048 x 128 1.03x against 0.90x with a
+      // 3-slab mainloop ring (STAGES=3, EPI_BUFFERS=4); on the H200 (4.8 TB/s) the stores
+      // drain and the next tile's first slab landing under this tile's epilogue is what
+      // pays: 1.00x / 1.03x with 3 slabs against 0.91x / 0.99x with the strip ring.
+      if (short_batched_wide && dtype_bytes(s.out) == 2) {
+        const bool fast_dram = t.dram_bytes_per_s >= kFastDramBytesPerS;
+        k.set("EPI_BUFFERS", fast_dram ? "4" : "8");
+        k.set("STAGES", fast_dram ? "3" : "2");
       }
     }
     return k;

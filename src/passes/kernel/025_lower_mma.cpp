@@ -124,7 +124,7 @@ class MmaLowering {
   // Whether `index` ends in the operand's two cell variables (in either order).
   static bool ends_in_cells(const std::vector<Expr>& index, const OperandForm& f) {
     if (index.size() < 2) return false;
-    const Expr &x = index.end()[-2], &y = index.back();
+    const Expr &x = index[index.size() - 2], &y = index.back();
     if (!x.is_var() || !y.is_var()) return false;
     return (x.var_name() == f.row && y.var_name() == f.col) ||
            (x.var_name() == f.col && y.var_name() == f.row);

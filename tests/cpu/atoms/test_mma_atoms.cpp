@@ -143,7 +143,7 @@ TEST(MmaAtoms, LayoutsMatchThePtxIsaFormulas) {
                         Case{"mma_m16n8k8_f32_tf32", "A", ptx_m16n8k8_tf32_a},
                         Case{"mma_m16n8k8_f32_tf32", "B", ptx_m16n8k8_tf32_b},
                         Case{"mma_m16n8k8_f32_tf32", "C", ptx_c}}) {
-    const OperandLayout& l = operand_layout(atom(c.id), c.operand);
+    const OperandLayout& l = operand_layout(atom(c.id), c.operand.c_str());
     for (int lane = 0; lane < 32; ++lane)
       for (int v = 0; v < l.values_per_thread; ++v)
         ASSERT_EQ(l.map(lane, v), c.ptx(lane, v))
@@ -232,7 +232,7 @@ void expect_ldmatrix_gives_fragment(const std::string& ldm, const std::string& m
                                     const std::string& operand, Major major,
                                     const std::vector<Coord>& want_starts) {
   SCOPED_TRACE(ldm + " -> " + mma + " " + operand);
-  const OperandLayout& frag = operand_layout(atom(mma), operand);
+  const OperandLayout& frag = operand_layout(atom(mma), operand.c_str());
   const OperandLayout& dst = operand_layout(atom(ldm), "dst");
   std::vector<Coord> starts = ldmatrix_row_starts(atom(ldm), frag, major);
   ASSERT_EQ(starts.size(), 32u);

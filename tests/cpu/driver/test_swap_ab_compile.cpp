@@ -72,6 +72,64 @@ TEST(SwapAbDefaults, DecodeOnSm90aRunsSwappedOnWgmma) {
   EXPECT_EQ(d20.get_int("BN", 0), 24);
 }
 
+// Where 64-row CTAs would take between one and two waves and 128-row ones fit in one
+// (N = 10240 on 132 SMs: 160 against 80), the swapped decode tile is 128 rows tall, two
+// consumer warpgroups without a register split; within one wave (N = 6144) and past two
+// (N = 28672) it stays 64 rows.
+TEST(SwapAbDefaults, DecodeTileIsTallBetweenOneAndTwoWaves) {
+  for (const char* e : {"linear(X[1,8192]:bf16, W[10240,8192]:bf16)",
+                        "linear(X[16,8192]:bf16, W[10240,8192]:bf16)"}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_int("SWAP_AB", 0), 1);
+    EXPECT_EQ(k.get_int("WM", 0), 2);
+    EXPECT_EQ(k.get_int("CONSUMER_REGS", -1), 0);
+  }
+  for (const char* e : {"linear(X[1,4096]:bf16, W[6144,4096]:bf16)",
+                        "linear(X[16,4096]:bf16, W[28672,4096]:bf16)"}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e);
+    EXPECT_EQ(k.get_int("SWAP_AB", 0), 1);
+    EXPECT_EQ(k.get_int("WM", 0), 1);
+  }
+}
+
+// One row of medium tiles (M <= 128) with K >= 12288 splits K in two over tiles twice as
+// wide (the same wave of CTAs, each reading half of X's K range); K = 8192 does not split.
+TEST(SwapAbDefaults, OneRowMediumSplitsALongK) {
+  Knobs l1 = resolved("linear(X[128,14336]:bf16, W[4096,14336]:bf16)");
+  EXPECT_EQ(l1.get_int("SWAP_AB", 0), 0);
+  EXPECT_EQ(l1.get_int("BN", 0), 64);
+  EXPECT_EQ(l1.get_int("SPLITK", 0), 2);
+  Knobs l5 = resolved("linear(X[128,28672]:bf16, W[8192,28672]:bf16)");
+  EXPECT_EQ(l5.get_int("BN", 0), 128);
+  EXPECT_EQ(l5.get_int("SPLITK", 0), 2);
+  Knobs l2 = resolved("linear(X[128,8192]:bf16, W[8192,8192]:bf16)");
+  EXPECT_EQ(l2.get_int("BN", 0), 64);
+  EXPECT_EQ(l2.get_int("SPLITK", 1), 1);
+}
+
+// Attention-shaped bmm: Q.K^T with K = 128 (two slabs a tile) on 128 x 256 tiles, whose
+// rings follow the card's DRAM (H100: a ring of four tiles' store strips over a 2-slab
+// mainloop ring; from 4 TB/s, H200: a 3-slab mainloop ring and 4 strips); K = 64 keeps
+// 128 x 128 tiles; P.V with N = 128 one 128-wide tile (N = 64: 64).
+TEST(SwapAbDefaults, AttentionShapedBmmTilesFollowTheCard) {
+  const std::string qk = "bmm(Q[64,2048,128]:bf16, K[64,128,2048]:bf16)";
+  Knobs h100 = resolved(qk);
+  EXPECT_EQ(h100.get_int("BN", 0), 256);
+  EXPECT_EQ(h100.get_int("STAGES", 0), 2);
+  EXPECT_EQ(h100.get_int("EPI_BUFFERS", 0), 8);
+  Knobs h200 = resolved(qk, "sm_90a", int64_t(3201000) * 1000 * 2 * 768);
+  EXPECT_EQ(h200.get_int("BN", 0), 256);
+  EXPECT_EQ(h200.get_int("STAGES", 0), 3);
+  EXPECT_EQ(h200.get_int("EPI_BUFFERS", 0), 4);
+  Knobs k64 = resolved("bmm(Q[512,512,64]:f16, K[512,64,512]:f16)");
+  EXPECT_EQ(k64.get_int("BN", 0), 128);
+  EXPECT_EQ(k64.get_int("EPI_BUFFERS", 0), 8);
+  EXPECT_EQ(resolved("bmm(P[64,2048,2048]:bf16, V[64,2048,128]:bf16)").get_int("BN", 0), 128);
+  EXPECT_EQ(resolved("bmm(P[256,1024,1024]:bf16, V[256,1024,64]:bf16)").get_int("BN", 0), 64);
+}
+
 TEST(SwapAbDefaults, OtherShapesAndTargetsDoNotSwap) {
   // sm_80 has no wgmma: its decode schedule stays mma.sync.
   Knobs sm80 = resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "sm_80");

@@ -284,6 +284,25 @@ TEST(TunedKnobs, GpuTestCasesCompile) {
     }
 }
 
+// A shipped record replaces the shape-class defaults on its card, so a record tuned before
+// the wgmma schedules existed pins its shape to them: 1024^3 bf16's mma.sync record of
+// 2026-11-22 (16.2 us against cuBLAS's 9.3 on H100, 0.57x) outlived the medium wgmma class
+// that now takes it. On Hopper cards a 16-bit record must therefore name a wgmma atom: a
+// shape whose best form is mma.sync needs no record (its default is mma.sync already).
+TEST(TunedKnobs, ShippedHopperRecordsOfSixteenBitOpsRunWgmma) {
+  for (const ShippedDb& s : shipped_dbs())
+    for (const DbEntry& e : s.parsed.entries) {
+      const bool hopper = e.key.gpu.find("H100") != std::string::npos ||
+                          e.key.gpu.find("H200") != std::string::npos;
+      const bool sixteen_bit = e.key.op.find("bf16[") != std::string::npos ||
+                               e.key.op.find("f16[") != std::string::npos;
+      if (!hopper || !sixteen_bit) continue;
+      const std::string atom = Knobs::parse(e.rec.knobs).get_str("ATOM", "");
+      const bool attention = e.key.op.find("attention") != std::string::npos;
+      EXPECT_TRUE(attention || atom.rfind("wgmma_", 0) == 0) << s.file << ": " << e.key.str() << " runs " << atom;
+    }
+}
+
 TEST(TunedKnobs, ShippedDatabasesVerify) {
   ASSERT_FALSE(shipped_dbs().empty()) << "tune/shipped/*.db are embedded at build time";
   for (const ShippedDb& s : shipped_dbs()) {

@@ -165,17 +165,41 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // past the last block hold no key (LSE = -inf, skipped by the combine). Unsplit, B = 1
   // with 8 KV heads ran 8 CTAs on 132 SMs whatever the length.
   const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.key_cap), D = known(a.D);
+  const bool sized = attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B &&
+                     Hq && D && (Sk || !a.varlen);
+  const int64_t ctas =
+      sized ? *B * (*Hq / d.pack) * cdiv(a.Sq.const_value() * d.pack, block_m) : 1;
+  const int64_t stages =
+      std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
+  // One wave of CTAs of `w` K/V rings each: SMs x the CTAs per SM the shared memory allows.
+  auto wave_of = [&](int64_t w) {
+    const int64_t smem = decode_cta_smem(block_m, block_n, sized ? *D : 0, stages, w);
+    return int64_t(s.target.sm_count) * std::clamp<int64_t>(233472 / smem, 1, 8);
+  };
   // SPLIT_WARPS: the CTA's shared memory grows by a K/V ring per group, so the wave below
-  // holds fewer CTAs (the split count and the warps are chosen together).
-  const int64_t warps_asked = s.knobs.get_int("SPLIT_WARPS", kDecodeSplitWarps);
-  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && D &&
-      (Sk || !a.varlen)) {
-    const int64_t rows = a.Sq.const_value() * d.pack;
-    const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
-    const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
-    const int64_t smem = decode_cta_smem(block_m, block_n, *D, stages, warps_asked);
-    const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
-    const int64_t wave = int64_t(s.target.sm_count) * per_sm;
+  // holds fewer CTAs (the split count and the warps are chosen together). Its default: the
+  // most groups (up to kDecodeSplitWarps) whose wave still gives each row set
+  // kDecodeSplitWarpsMinSplits splits and whose CTA fits the block's shared memory and
+  // 1024 threads; where the row sets alone fill the wave, one group. Part of the split
+  // default: an explicit SPLIT_KV keeps one group unless SPLIT_WARPS is set too.
+  int64_t warps_default = 1;
+  if (sized && !s.knobs.has("SPLIT_KV")) {
+    for (int64_t w = kDecodeSplitWarps; w > 1; w /= 2) {
+      const int64_t row_warps = s.knobs.has("WARPS")
+                                    ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                                    : std::clamp<int64_t>(block_m / 16, 1, 8);
+      const bool fits =
+          decode_cta_smem(block_m, block_n, *D, stages, w) <= s.target.smem_per_block &&
+          32 * row_warps * w <= 1024;
+      if (fits && wave_of(w) / ctas >= kDecodeSplitWarpsMinSplits) {
+        warps_default = w;
+        break;
+      }
+    }
+  }
+  const int64_t warps_asked = s.knobs.get_int("SPLIT_WARPS", warps_default);
+  if (sized) {
+    const int64_t wave = wave_of(warps_asked);
     // At most a block per warp group: SPLIT_WARPS=W's groups walk every W-th block of a
     // split, so a split of fewer than W blocks leaves groups idle (1k keys, W = 4: 8 splits
     // of 4 blocks, a block per warp, not 16 of 2 with half the warps idle).
@@ -214,7 +238,7 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   s.used_knobs["SPLIT_KV"] = std::to_string(d.splits);  // as clamped
   // Recorded where it applies (decode shapes, or set): the prefill kernels' knobs unchanged.
   d.split_warps = attention_is_decode(a) || s.knobs.has("SPLIT_WARPS")
-                      ? s.knob("SPLIT_WARPS", kDecodeSplitWarps)
+                      ? s.knob("SPLIT_WARPS", warps_default)
                       : 1;
   if (d.split_warps != 1 && d.split_warps != 2 && d.split_warps != 4 && d.split_warps != 8)
     throw Error("SPLIT_WARPS=" + std::to_string(d.split_warps) + ": the warps that share a "
@@ -230,7 +254,8 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
                   "SPLIT_WARPS=1");
   }
   if (d.split()) {
-    const std::string mode = s.knobs.get_str("COMBINE", kDecodeCombine);
+    const std::string mode =
+        s.knobs.get_str("COMBINE", d.split_warps >= kDecodeLastCtaWarps ? "last_cta" : "kernel");
     s.used_knobs["COMBINE"] = mode;
     if (mode != "kernel" && mode != "last_cta")
       throw Error("COMBINE=" + mode + ": split-KV's partials are combined by a second kernel "

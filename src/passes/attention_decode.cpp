@@ -182,15 +182,22 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // kDecodeSplitWarpsMinSplits splits and whose CTA fits the block's shared memory and
   // 1024 threads; where the row sets alone fill the wave, one group. Part of the split
   // default: an explicit SPLIT_KV keeps one group unless SPLIT_WARPS is set too.
+  // Measured on sm_90 only (H200, bench/NOTES.md): elsewhere one group by default. And
+  // only where the one-group split has splits of 2 or more blocks: at one block per split
+  // the groups shorten no chain (B = 1, Hkv = 8, 1k keys: 10.5 µs at W = 4 against 10.0).
   int64_t warps_default = 1;
-  if (sized && !s.knobs.has("SPLIT_KV")) {
+  const bool long_splits =
+      !Sk || cdiv(cdiv(*Sk, block_n), std::clamp<int64_t>(wave_of(1) / ctas, 1, 128)) >= 2;
+  if (sized && !s.knobs.has("SPLIT_KV") && s.target.compute_capability() >= 90 && long_splits) {
     for (int64_t w = kDecodeSplitWarps; w > 1; w /= 2) {
       const int64_t row_warps = s.knobs.has("WARPS")
                                     ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
                                     : std::clamp<int64_t>(block_m / 16, 1, 8);
+      // At most 128 threads: a CTA of 4 row warps (D = 256's 64 rows) times 4 groups is
+      // 512 threads at 128 registers each, and spilled 1.4 KB (NVRTC 13.0).
       const bool fits =
           decode_cta_smem(block_m, block_n, *D, stages, w) <= s.target.smem_per_block &&
-          32 * row_warps * w <= 1024;
+          32 * row_warps * w <= 128;
       if (fits && wave_of(w) / ctas >= kDecodeSplitWarpsMinSplits) {
         warps_default = w;
         break;

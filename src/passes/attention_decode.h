@@ -65,12 +65,14 @@ inline constexpr int64_t kDecodeRows = 64;
 // 8 and 32: 0-4 %), 4 within noise of 3 and slower at two points (bench/NOTES.md).
 inline constexpr int64_t kDecodeKvStages = 3;
 // SPLIT_WARPS and COMBINE defaults for decode (bench/NOTES.md, "decode attention: fixed
-// costs"): at most kDecodeSplitWarps groups, where each row set still gets
+// costs", H200 A/B): at most kDecodeSplitWarps groups, where each row set still gets
 // kDecodeSplitWarpsMinSplits splits in one wave; the combine in the last CTA from
-// kDecodeLastCtaWarps groups on (fewer partials per row).
-inline constexpr int64_t kDecodeSplitWarps = 1;
+// kDecodeLastCtaWarps groups on (fewer partials per row). W = 4 with last_cta was equal to
+// or 1-7 % faster than one group and the combine kernel at 10 of 12 points (B 1/8, Hkv
+// 8/32, 1k-32k keys); last_cta alone lost 40 % at 64 splits (one warp reads them all).
+inline constexpr int64_t kDecodeSplitWarps = 4;
 inline constexpr int64_t kDecodeSplitWarpsMinSplits = 2;
-inline constexpr int64_t kDecodeLastCtaWarps = 1 << 20;  // never: the combine kernel
+inline constexpr int64_t kDecodeLastCtaWarps = 4;
 // Shared memory of one decode CTA of the mma.sync kernel: Q, `split_warps` K/V rings of
 // `stages` blocks, and 1 KB of slack (the reduction of SPLIT_WARPS overlays the rings).
 int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,

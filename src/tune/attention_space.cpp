@@ -303,9 +303,9 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       Knobs same = d.knobs;
       const std::string why = set_knob(same, {"KV_STAGES", {}}, std::to_string(v));
       points.push_back({same, why, "mma_sync", "KV_STAGES=" + std::to_string(v)});
-      Knobs ruled;
+      Knobs ruled;  // the split, warp groups and combine the rule gives this ring
       for (const auto& [n, x] : d.knobs.values())
-        if (n != "SPLIT_KV") ruled.set(n, x);
+        if (n != "SPLIT_KV" && n != "SPLIT_WARPS" && n != "COMBINE") ruled.set(n, x);
       ruled.set("KV_STAGES", std::to_string(v));
       points.push_back({ruled, "", "mma_sync",
                         "KV_STAGES=" + std::to_string(v) + " (its default SPLIT_KV)"});

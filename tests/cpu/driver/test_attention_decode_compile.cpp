@@ -40,6 +40,7 @@ TEST(AttentionDecodeCompile, EveryCaseBothArchs) {
 TEST(AttentionDecodeCompile, SourceHasBothKernels) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
+  opt.knobs = Knobs::parse("SPLIT_WARPS=1");  // one group: the combine kernel by default
   CompiledProgram p = compile_expression(
       attention_test::expr(1, 32, 8, 1, 8192, 128, "true", "bf16", true), opt);
   for (const char* part : {"k_attention(", "k_attention_combine(", "griddepcontrol",
@@ -52,7 +53,8 @@ TEST(AttentionDecodeCompile, SourceHasBothKernels) {
 
 // COMBINE=last_cta is one kernel ending in a tile arrival on the row sets' counters (no
 // combine kernel, no programmatic dependent); SPLIT_WARPS=4 makes the one-warp CTA four
-// warps, and the default stays one group and the combine kernel.
+// warps. Both are the default there (B = 1, Hkv = 8, 8k keys); at 1k keys (one-block
+// splits) one group and the combine kernel.
 TEST(AttentionDecodeCompile, LastCtaAndSplitWarpsSource) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
@@ -69,9 +71,14 @@ TEST(AttentionDecodeCompile, LastCtaAndSplitWarpsSource) {
   EXPECT_EQ(p.state.used_knobs.at("SPLIT_WARPS"), "4");
   opt.knobs = Knobs();
   CompiledProgram d = compile_expression(e, opt);
-  EXPECT_EQ(d.state.used_knobs.at("COMBINE"), "kernel");
-  EXPECT_EQ(d.state.used_knobs.at("SPLIT_WARPS"), "1");
-  EXPECT_EQ(d.state.kernel.kernels.size(), 2u);
+  EXPECT_EQ(d.state.used_knobs.at("COMBINE"), "last_cta");
+  EXPECT_EQ(d.state.used_knobs.at("SPLIT_WARPS"), "4");
+  EXPECT_EQ(d.state.kernel.kernels.size(), 1u);
+  CompiledProgram k = compile_expression(
+      attention_test::expr(1, 32, 8, 1, 1024, 128, "false", "bf16", true), opt);
+  EXPECT_EQ(k.state.used_knobs.at("COMBINE"), "kernel");
+  EXPECT_EQ(k.state.used_knobs.at("SPLIT_WARPS"), "1");
+  EXPECT_EQ(k.state.kernel.kernels.size(), 2u);
 }
 
 }  // namespace

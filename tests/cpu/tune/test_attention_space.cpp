@@ -377,10 +377,15 @@ TEST(AttentionSpace, DecodeSplitAndPackVariants) {
   std::map<std::string, std::set<int64_t>> ring_splits;
   for (const auto& c : s.kept)
     ring_splits[c.knobs.get_str("KV_STAGES", "")].insert(c.knobs.get_int("SPLIT_KV", 1));
+  // The default's four warp groups (SPLIT_WARPS=4) leave no room for four rings of 4
+  // (267 KB): ring 4 keeps only its rule's point (two groups).
   for (const char* v : {"2", "3", "4"}) {
     if (v == ring) continue;
-    EXPECT_TRUE(ring_splits[v].count(split)) << "KV_STAGES=" << v << " SPLIT_KV=" << split;
-    EXPECT_GE(ring_splits[v].size(), 2u) << "KV_STAGES=" << v << ": only the default's split";
+    if (std::string(v) != "4") {
+      EXPECT_TRUE(ring_splits[v].count(split)) << "KV_STAGES=" << v << " SPLIT_KV=" << split;
+    }
+    EXPECT_GE(ring_splits[v].size(), std::string(v) == "4" ? 1u : 2u)
+        << "KV_STAGES=" << v << ": only the default's split";
   }
   // SPLIT_WARPS 2 and 4 with their rule's split (a CTA of W rings: fewer per SM), each
   // with both combines, and the other combine with the default's split.

@@ -171,8 +171,9 @@ MmaTiling mma_tiling(const AtomDef& a, CompileState& s) {
                    int64_t fv, int64_t av) {
     if (got != wv * fv * av)
       throw Error(std::string(b) + "=" + str(got) + " does not match " + w + "=" + str(wv) + "," +
-                  f + "=" + str(fv) + " with " + str(av) + "-wide atoms: with ATOM=mma_* a block " +
-                  "tile is " + w + "*" + f + "*" + str(av) + " = " + str(wv * fv * av) +
+                  f + "=" + str(fv) + " with " + str(av) + "-wide atoms: with ATOM=" +
+                  s.knobs.get_str("ATOM", "mma_*") + " a block tile is " + w + "*" + f + "*" +
+                  str(av) + " = " + str(wv * fv * av) +
                   " (leave " + b + " unset or change " + w + "/" + f + ")");
   };
   agree("BM", t.BM, "WM", t.WM, "FM", t.FM, t.AM);

@@ -354,6 +354,10 @@ def decode(args, flush):
     # The Loom variants of every point: --knobs, then each --ab set (on top of --knobs).
     variants = [args.knobs] + [",".join(x for x in (args.knobs, ab) if x) for ab in args.ab]
     summary = {v: [] for v in variants}
+    if args.prewarm > 0 and args.no_db:  # the cache key of a --no-db build (use_db False)
+        prewarm([(decode_expression(b, hq, hkv, sq, sk, d, args.dtype), knobs)
+                 for b in args.batches for hkv in args.kv_heads for sq in args.sq
+                 for sk in args.sk for knobs in variants], args.prewarm)
     for b in args.batches:
         for hkv in args.kv_heads:
             for sq in args.sq:
@@ -736,8 +740,8 @@ def main():
                    help="A/B mode: these Loom knob sets per point of the table (defaults, no "
                    "tuning database), timed interleaved with cuDNN")
     p.add_argument("--prewarm", type=int, default=0, metavar="JOBS",
-                   help="A/B mode: first compile every point's programs in JOBS processes "
-                   "(fills the cubin cache)")
+                   help="A/B mode, and --decode with --no-db: first compile every point's "
+                   "programs in JOBS processes (fills the cubin cache)")
     p.add_argument("--ladder", default="", help="run a ladder (flash) with an FA2 column")
     p.add_argument("--shape", default="", help="ladder shape BxHxSxD (default 4x16x4096x128)")
     p.add_argument("--causal", action="store_true", help="ladder: causal mask")

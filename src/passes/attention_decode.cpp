@@ -165,15 +165,53 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   // past the last block hold no key (LSE = -inf, skipped by the combine). Unsplit, B = 1
   // with 8 KV heads ran 8 CTAs on 132 SMs whatever the length.
   const auto B = known(a.B), Hq = known(a.Hq), Sk = known(a.key_cap), D = known(a.D);
-  if (attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B && Hq && D &&
-      (Sk || !a.varlen)) {
-    const int64_t rows = a.Sq.const_value() * d.pack;
-    const int64_t ctas = *B * (*Hq / d.pack) * cdiv(rows, block_m);
-    const int64_t stages = std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
-    const int64_t smem = (block_m + 2 * stages * block_n) * *D * 2 + 1024;
-    const int64_t per_sm = std::clamp<int64_t>(233472 / smem, 1, 8);
-    const int64_t wave = int64_t(s.target.sm_count) * per_sm;
-    const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / kMinSplitBlocks) : 128;
+  const bool sized = attention_is_decode(a) && !wgmma_asked(s) && !staged_output(s) && B &&
+                     Hq && D && (Sk || !a.varlen);
+  const int64_t ctas =
+      sized ? *B * (*Hq / d.pack) * cdiv(a.Sq.const_value() * d.pack, block_m) : 1;
+  const int64_t stages =
+      std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
+  // One wave of CTAs of `w` K/V rings each: SMs x the CTAs per SM the shared memory allows.
+  auto wave_of = [&](int64_t w) {
+    const int64_t smem = decode_cta_smem(block_m, block_n, sized ? *D : 0, stages, w);
+    return int64_t(s.target.sm_count) * std::clamp<int64_t>(233472 / smem, 1, 8);
+  };
+  // SPLIT_WARPS: the CTA's shared memory grows by a K/V ring per group, so the wave below
+  // holds fewer CTAs (the split count and the warps are chosen together). Its default: the
+  // most groups (up to kDecodeSplitWarps) whose wave still gives each row set
+  // kDecodeSplitWarpsMinSplits splits and whose CTA fits the block's shared memory and
+  // 1024 threads; where the row sets alone fill the wave, one group. Part of the split
+  // default: an explicit SPLIT_KV keeps one group unless SPLIT_WARPS is set too.
+  // Measured on sm_90 only (H200, bench/NOTES.md): elsewhere one group by default. And
+  // only where the one-group split has splits of 2 or more blocks: at one block per split
+  // the groups shorten no chain (B = 1, Hkv = 8, 1k keys: 10.5 µs at W = 4 against 10.0).
+  int64_t warps_default = 1;
+  const bool long_splits =
+      !Sk || cdiv(cdiv(*Sk, block_n), std::clamp<int64_t>(wave_of(1) / ctas, 1, 128)) >= 2;
+  if (sized && !s.knobs.has("SPLIT_KV") && s.target.compute_capability() >= 90 && long_splits) {
+    for (int64_t w = kDecodeSplitWarps; w > 1; w /= 2) {
+      const int64_t row_warps = s.knobs.has("WARPS")
+                                    ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                                    : std::clamp<int64_t>(block_m / 16, 1, 8);
+      // At most 128 threads: a CTA of 4 row warps (D = 256's 64 rows) times 4 groups is
+      // 512 threads at 128 registers each, and spilled 1.4 KB (NVRTC 13.0).
+      const bool fits =
+          decode_cta_smem(block_m, block_n, *D, stages, w) <= s.target.smem_per_block &&
+          32 * row_warps * w <= 128;
+      if (fits && wave_of(w) / ctas >= kDecodeSplitWarpsMinSplits) {
+        warps_default = w;
+        break;
+      }
+    }
+  }
+  const int64_t warps_asked = s.knobs.get_int("SPLIT_WARPS", warps_default);
+  if (sized) {
+    const int64_t wave = wave_of(warps_asked);
+    // At most a block per warp group: SPLIT_WARPS=W's groups walk every W-th block of a
+    // split, so a split of fewer than W blocks leaves groups idle (1k keys, W = 4: 8 splits
+    // of 4 blocks, a block per warp, not 16 of 2 with half the warps idle).
+    const int64_t per_split = kMinSplitBlocks * std::max<int64_t>(1, warps_asked);
+    const int64_t most = Sk ? std::max<int64_t>(1, cdiv(*Sk, block_n) / per_split) : 128;
     // At most one wave: rounding the split count up put a second, nearly empty wave
     // behind the first (B = 1, Hkv = 32: 32 row sets x 25 splits = 800 CTAs for 792
     // slots; B = 8, Hkv = 8: 64 x 13 = 832), the whole kernel's time again for its few
@@ -205,6 +243,33 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     d.split_blocks = ceil_div(key_blocks, Expr(d.splits));
   }
   s.used_knobs["SPLIT_KV"] = std::to_string(d.splits);  // as clamped
+  // Recorded where it applies (decode shapes, or set): the prefill kernels' knobs unchanged.
+  d.split_warps = attention_is_decode(a) || s.knobs.has("SPLIT_WARPS")
+                      ? s.knob("SPLIT_WARPS", warps_default)
+                      : 1;
+  if (d.split_warps != 1 && d.split_warps != 2 && d.split_warps != 4 && d.split_warps != 8)
+    throw Error("SPLIT_WARPS=" + std::to_string(d.split_warps) + ": the warps that share a "
+                "CTA's rows, each walking every W-th key block, are 1, 2, 4 or 8");
+  if (d.split_warps > 1) {
+    if (wgmma_asked(s))
+      throw Error("SPLIT_WARPS is built for attention's mma.sync kernel (k:012), and "
+                  "ATTN_MMA=wgmma asks for the wgmma kernel: use ATTN_MMA=mma_sync, or drop "
+                  "SPLIT_WARPS");
+    if (staged_output(s))
+      throw Error("SPLIT_WARPS=" + std::to_string(d.split_warps) + " meets the warps' (m, l, O) "
+                  "in shared memory over the staging of STAGE_OUTPUT=1: use STAGE_OUTPUT=0, or "
+                  "SPLIT_WARPS=1");
+  }
+  if (d.split()) {
+    const std::string mode =
+        s.knobs.get_str("COMBINE", d.split_warps >= kDecodeLastCtaWarps ? "last_cta" : "kernel");
+    s.used_knobs["COMBINE"] = mode;
+    if (mode != "kernel" && mode != "last_cta")
+      throw Error("COMBINE=" + mode + ": split-KV's partials are combined by a second kernel "
+                  "(kernel) or by the split kernel's CTA that finishes a row set last "
+                  "(last_cta)");
+    d.combine_last_cta = mode == "last_cta";
+  }
   if (p && d.split()) {
     for (const TensorDecl& t : p->tensors) {
       if (t.role != TensorRole::Temp) continue;
@@ -214,6 +279,12 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     LOOM_CHECK(!d.part_o.empty() && !d.part_lse.empty(), "l:005 declares the split workspace");
   }
   return d;
+}
+
+int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,
+                        int64_t split_warps) {
+  return (block_m + 2 * stages * block_n * std::max<int64_t>(1, split_warps)) * head_dim * 2 +
+         1024;
 }
 
 void declare_split_workspace(const AttentionLoops& a, AttentionDecode& d, ProgramBase& p) {

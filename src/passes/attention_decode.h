@@ -28,6 +28,13 @@ struct AttentionDecode {
   int64_t block_n = 64;
   Expr split_blocks = Expr(1);  // key blocks per split: ceil(ceil(Sk / BLOCK_N) / splits)
   std::string part_o, part_lse;  // the workspace tensors (with splits > 1)
+  // SPLIT_WARPS=W: W warps (groups of the row warps) share a CTA's rows, group k walking
+  // key blocks k, k + W, .. of the split with its own K/V ring and (m, l, O), the groups
+  // meeting in shared memory at the end (k:012).
+  int64_t split_warps = 1;
+  // COMBINE=last_cta (splits > 1): the split kernel's CTAs arrive on a per-row-set counter
+  // and the last one combines the partials (k:012); kernel: k_attention_combine.
+  bool combine_last_cta = false;
 
   bool split() const { return splits > 1; }
   // Rows of a (batch, KV-head slot): Sq · pack; slots: Hq / pack.
@@ -57,6 +64,19 @@ inline constexpr int64_t kDecodeRows = 64;
 // to or faster than 2 at every B = 1 point of the H100 A/B (Sq = 1, 8k and 32k keys, Hkv
 // 8 and 32: 0-4 %), 4 within noise of 3 and slower at two points (bench/NOTES.md).
 inline constexpr int64_t kDecodeKvStages = 3;
+// SPLIT_WARPS and COMBINE defaults for decode (bench/NOTES.md, "decode attention: fixed
+// costs", H200 A/B): at most kDecodeSplitWarps groups, where each row set still gets
+// kDecodeSplitWarpsMinSplits splits in one wave; the combine in the last CTA from
+// kDecodeLastCtaWarps groups on (fewer partials per row). W = 4 with last_cta was equal to
+// or 1-7 % faster than one group and the combine kernel at 10 of 12 points (B 1/8, Hkv
+// 8/32, 1k-32k keys); last_cta alone lost 40 % at 64 splits (one warp reads them all).
+inline constexpr int64_t kDecodeSplitWarps = 4;
+inline constexpr int64_t kDecodeSplitWarpsMinSplits = 2;
+inline constexpr int64_t kDecodeLastCtaWarps = 4;
+// Shared memory of one decode CTA of the mma.sync kernel: Q, `split_warps` K/V rings of
+// `stages` blocks, and 1 KB of slack (the reduction of SPLIT_WARPS overlays the rings).
+int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,
+                        int64_t split_warps);
 bool attention_is_decode(const AttentionLoops& a);
 // attention_wants_mma_sync (declared in attention_loops.h, where the kernel choice reads
 // it): a decode shape, or SPLIT_KV > 1 or GQA_PACK=1 set.

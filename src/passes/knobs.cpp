@@ -333,6 +333,16 @@ const std::vector<KnobDef>& knob_registry() {
       {"COMBINE_GROUPS", "attention with SPLIT_KV > 1: groups of D threads per row in the "
        "combine kernel, group g folding splits g, g + G, .. before the groups meet in shared "
        "memory (default ceil(SPLIT_KV / 8), at most 1024 / D)", "k:012_lower_attention", 1, 16},
+      {"SPLIT_WARPS", "attention (mma.sync kernel): warp groups that share a CTA's rows, "
+       "group k walking key blocks k, k + W, .. with its own K/V ring and (m, l, O), the "
+       "groups meeting in shared memory at the end (1 = one group; decode's default on sm_90: "
+       "4 where the one-group split has splits of 2+ blocks and the row sets leave 2+ "
+       "splits in a wave, else 1)",
+       "k:012_lower_attention", 1, 8, true},
+      {"COMBINE", "attention with SPLIT_KV > 1: the partials combined by a second kernel "
+       "(kernel, k_attention_combine) or by the split kernel's CTA that arrives last on "
+       "its row set's counter (last_cta: one launch; the default with SPLIT_WARPS >= 4)",
+       "k:012_lower_attention", 0, 0, false, {"kernel", "last_cta"}},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

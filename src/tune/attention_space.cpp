@@ -179,7 +179,10 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   }
   const double kv_bytes = 2.0 * kv_elems * 2.0;
   const double memory_s = kv_bytes * double(group / pack) / (0.8 * bus);
-  const double combine_us = splits > 1 ? 4.0 : 0.0;  // the second kernel, overlapped in part
+  // The second kernel, overlapped in part; in the split kernel's last CTA (COMBINE=
+  // last_cta) no launch, but one CTA reads the row set's S partials alone.
+  const double combine_us =
+      splits <= 1 ? 0.0 : k.get_str("COMBINE", "kernel") == "last_cta" ? 2.0 : 4.0;
   // The wgmma kernel's per-CTA fixed cost — Q's load, the first K/V block's latency, the
   // epilogue — about kFixedBlocks key blocks (1k tokens at D = 128 ran 0.76x cuDNN where
   // 16k ran 1.04x: (10 / (10 + F)) / (147 / (147 + F)) = 0.655 / 0.896 gives F ~ 5);
@@ -278,8 +281,9 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       }
   }
   // Decode shapes: the split count around each mma.sync default's (half, double, none),
-  // the K/V ring's depth and GQA packing flipped (attention_decode.h's defaults are a rule
-  // of thumb: at most a wave of CTAs, at most a split per key block).
+  // the K/V ring's depth, SPLIT_WARPS and COMBINE, and GQA packing flipped
+  // (attention_decode.h's defaults are a rule of thumb: at most a wave of CTAs, at most a
+  // split per key block).
   for (const auto& d : defaults) {
     if (attention_family_of(d.knobs) != "mma_sync" || !wanted("mma_sync")) continue;
     // (Varlen has neither a split form nor a constant Sq: its Q is [T, H, D].)
@@ -303,12 +307,36 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
       Knobs same = d.knobs;
       const std::string why = set_knob(same, {"KV_STAGES", {}}, std::to_string(v));
       points.push_back({same, why, "mma_sync", "KV_STAGES=" + std::to_string(v)});
-      Knobs ruled;
+      Knobs ruled;  // the split, warp groups and combine the rule gives this ring
       for (const auto& [n, x] : d.knobs.values())
-        if (n != "SPLIT_KV") ruled.set(n, x);
+        if (n != "SPLIT_KV" && n != "SPLIT_WARPS" && n != "COMBINE") ruled.set(n, x);
       ruled.set("KV_STAGES", std::to_string(v));
       points.push_back({ruled, "", "mma_sync",
                         "KV_STAGES=" + std::to_string(v) + " (its default SPLIT_KV)"});
+    }
+    // SPLIT_WARPS (warp groups sharing the rows: W rings per CTA, so the rule's split
+    // fills the wave with fewer CTAs) with the split the rule gives it, and the combine
+    // in the split kernel's last CTA (COMBINE flipped), with this split and with each W.
+    const int64_t warps = d.knobs.get_int("SPLIT_WARPS", 1);
+    const std::string combine = d.knobs.get_str("COMBINE", "kernel");
+    const std::string other = combine == "kernel" ? "last_cta" : "kernel";
+    {
+      Knobs k = d.knobs;
+      const std::string why = set_knob(k, {"COMBINE", {}}, other);
+      points.push_back({k, why, "mma_sync", "COMBINE=" + other});
+    }
+    for (int64_t v : {int64_t(1), int64_t(2), int64_t(4)}) {
+      if (v == warps) continue;
+      for (const std::string& c : {combine, other}) {
+        Knobs ruled;
+        for (const auto& [n, x] : d.knobs.values())
+          if (n != "SPLIT_KV") ruled.set(n, x);
+        ruled.set("SPLIT_WARPS", std::to_string(v));
+        ruled.set("COMBINE", c);
+        points.push_back({ruled, "", "mma_sync",
+                          "SPLIT_WARPS=" + std::to_string(v) + ",COMBINE=" + c +
+                              " (its default SPLIT_KV)"});
+      }
     }
     if (d.knobs.has("GQA_PACK")) {
       const std::string v = d.knobs.get_int("GQA_PACK", 0) ? "0" : "1";

@@ -3,7 +3,7 @@
 // (bottom-right causal with Sq > Sk empties rows), with and without LSE, bf16 and f16,
 // D 64 and 128, the decode defaults and the knobs off them (no split, no packing, a split
 // count that does not divide the key blocks, more splits than blocks, KV_STAGES=1, and
-// the deeper rings KV_STAGES=3, 4).
+// the deeper rings KV_STAGES=3, 4), SPLIT_WARPS 2 and 4, and COMBINE=last_cta (with them).
 // tests/gpu/test_attention_decode.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_decode_compile.cpp compiles every kernel with NVRTC for
 // sm_80 and sm_90a (no spills).
@@ -38,6 +38,17 @@ inline std::vector<Case> decode_cases() {
     v.push_back({expr(2, 32, 8, 4, 8192, 128, causal, "bf16", true), "KV_STAGES=4"});
     v.push_back({expr(1, 32, 32, 1, 3001, 128, causal, "f16", false), "KV_STAGES=4,SPLIT_KV=40"});
     v.push_back({expr(1, 8, 1, 7, 4097, 64, causal, "bf16", true), "KV_STAGES=3,SPLIT_KV=1"});
+    // SPLIT_WARPS (warp groups sharing the rows, meeting in shared memory) and
+    // COMBINE=last_cta (the split kernel's last CTA per row set combines; one launch),
+    // alone and together, with the default split and with rows and splits holding no key
+    // (SPLIT_WARPS=4 on rings of 2: four rings of 3 at D = 128 are 197 KB, past sm_80's
+    // 163 KB a block).
+    v.push_back({expr(1, 32, 8, 1, 8191, 128, causal, "bf16", true), "SPLIT_WARPS=4,KV_STAGES=2"});
+    v.push_back({expr(2, 32, 8, 4, 8192, 128, causal, "bf16", true), "COMBINE=last_cta"});
+    v.push_back({expr(1, 32, 8, 1, 8191, 128, causal, "bf16", true),
+                 "COMBINE=last_cta,SPLIT_WARPS=4,KV_STAGES=2"});
+    v.push_back({expr(2, 8, 2, 7, 100, 64, causal, "bf16", true),
+                 "SPLIT_KV=3,BLOCK_N=16,SPLIT_WARPS=2,COMBINE=last_cta"});
   }
   // Head dim 256 (BLOCK_N = 16: O and Q's fragments leave few registers) and 64.
   v.push_back({expr(1, 16, 4, 4, 4097, 256, "true", "bf16", true), ""});
@@ -46,6 +57,11 @@ inline std::vector<Case> decode_cases() {
   v.push_back({expr(1, 32, 8, 4, 32768, 128, "true", "bf16", true), ""});
   v.push_back({expr(1, 16, 4, 4, 4097, 256, "true", "bf16", true), "KV_STAGES=4"});
   v.push_back({expr(1, 32, 8, 1, 32768, 128, "false", "bf16", true), "KV_STAGES=4"});
+  v.push_back({expr(1, 32, 8, 1, 32768, 128, "false", "bf16", true), "SPLIT_WARPS=2"});
+  v.push_back({expr(1, 32, 32, 1, 3001, 128, "false", "f16", false),
+               "COMBINE=last_cta,SPLIT_KV=40"});
+  v.push_back({expr(1, 8, 1, 7, 4097, 64, "true", "f16", true), "SPLIT_WARPS=4,KV_STAGES=2"});
+  v.push_back({expr(1, 16, 4, 4, 4097, 256, "true", "bf16", true), "SPLIT_WARPS=2"});
   return v;
 }
 

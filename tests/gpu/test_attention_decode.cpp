@@ -33,6 +33,32 @@ TEST_P(GpuAttentionDecode, MatchesFp64Reference) {
   }
 }
 
+// Repeated launches: the bench times many launches back to back, then re-verifies a
+// clean launch (run.cpp). COMBINE=last_cta's arrival counters are zeroed once when
+// allocated and reset by each row set's last CTA: a counter left non-zero would make a
+// later launch combine early (or never), which the re-verification catches.
+TEST_P(GpuAttentionDecode, RepeatedLaunchesStayCorrect) {
+  const Case& c = GetParam();
+  // COMBINE=last_cta by name, or the defaults (which pick it for long splits).
+  if (c.knobs.find("COMBINE=last_cta") == std::string::npos && !c.knobs.empty())
+    GTEST_SKIP() << "only COMBINE=last_cta keeps state between launches";
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 37;
+  opt.bench = true;
+  opt.timing.warmup = 3;
+  opt.timing.reps = 20;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  if (r.lse_verify) {
+    EXPECT_TRUE(r.lse_verify->passed) << r.lse_verify->message;
+  }
+  const auto& used = r.program.state.used_knobs;
+  if (used.count("COMBINE") && used.at("COMBINE") == "last_cta") {
+    EXPECT_EQ(r.program.state.kernel.kernels.size(), 1u) << "last_cta is one kernel";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GpuAttentionDecode,
                          ::testing::ValuesIn(attention_test::decode_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {

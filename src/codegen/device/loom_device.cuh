@@ -452,6 +452,21 @@ __device__ __forceinline__ void require_smem_aligned_1024(const void* p) {
   if (smem_addr(p) & 1023u) __trap();
 }
 
+// PTX ISA 9.7.13.1 bar.sync a, b: the warps that execute barrier `id` wait until `threads`
+// threads (a multiple of 32) arrived at it; other warps are not held — a named barrier
+// among the warps that share a buffer, where __syncthreads (barrier 0, every thread)
+// would wait for a producer warpgroup that never comes. Any architecture (k:012's
+// SPLIT_WARPS groups on sm_80 too).
+__device__ __forceinline__ void bar_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// PTX ISA 9.7.13.1 bar.arrive a, b: this warp counts toward barrier `id`'s `threads`
+// and runs on; the warps that bar.sync the same id wait for it (a one-way hand-off).
+__device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- TMA stores, multicast loads and mbarrier arrivals (sm_90+) ---------------------
 #if __CUDA_ARCH__ >= 900
 
@@ -517,20 +532,6 @@ __device__ __forceinline__ void tma_store_4d(const loom_tensor_map* map, const v
           map),
       "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
-}
-
-// PTX ISA 9.7.13.1 bar.sync a, b: the warps that execute barrier `id` wait until `threads`
-// threads (a multiple of 32) arrived at it; other warps are not held — a named barrier
-// among the warps that share a buffer, where __syncthreads (barrier 0, every thread)
-// would wait for a producer warpgroup that never comes.
-__device__ __forceinline__ void bar_sync(unsigned id, unsigned threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// PTX ISA 9.7.13.1 bar.arrive a, b: this warp counts toward barrier `id`'s `threads`
-// and runs on; the warps that bar.sync the same id wait for it (a one-way hand-off).
-__device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // PTX ISA 9.7.9.25 cp.async.bulk.commit_group: close the bulk group of the TMA stores

@@ -1,7 +1,9 @@
 // Decode attention (l:005's split-KV form on the mma.sync kernel): a few query rows
 // against a long KV cache, the KV split SPLIT_KV ways across CTAs (GQA_PACK stacks the
-// query heads of a KV head into one tile), the partial results combined by a second
-// kernel launched as the split kernel's programmatic dependent.
+// query heads of a KV head into one tile; SPLIT_WARPS warp groups share a CTA's rows,
+// each walking every W-th key block), the partial results combined by a second kernel
+// launched as the split kernel's programmatic dependent, or (COMBINE=last_cta) by the
+// split kernel's CTA that finishes a row set last.
 #include "passes/families/attention_knobs.h"
 
 namespace loom {
@@ -17,7 +19,8 @@ KernelFamily attention_decode_family() {
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},   {"WARPS"},        {"KV_STAGES"},
              {"Q_IN_REGS"},    {"SOFTMAX"},   {"ZERO_INIT"},    {"STAGE_OUTPUT"},
              {"ATTN_MMA", {"mma_sync"}},      {"SPLIT_KV"},     {"GQA_PACK"},
-             {"COMBINE_GROUPS"}, {"FRAG_BUFFERS"}, {"SWIZZLE"}, {"INTERLEAVE_LOADS"},
+             {"COMBINE_GROUPS"}, {"SPLIT_WARPS"}, {"COMBINE"},
+             {"FRAG_BUFFERS"}, {"SWIZZLE"}, {"INTERLEAVE_LOADS"},
              {"UNROLL_K"},     {"MIN_BLOCKS"}, {"DEPENDENT_LAUNCH"}};
   f.honours = attention_honours(f.reads);
   return f;

@@ -16,7 +16,7 @@ KernelFamily attention_mma_sync_family() {
   f.reads = {{"BLOCK_M"},   {"BLOCK_N"},   {"WARPS"},      {"KV_STAGES"},        {"Q_IN_REGS"},
              {"SOFTMAX"},   {"ZERO_INIT"}, {"STAGE_OUTPUT"}, {"ATTN_MMA", {"mma_sync"}},
              {"SPLIT_KV"},  {"GQA_PACK"},  {"FRAG_BUFFERS"}, {"SWIZZLE"},       {"INTERLEAVE_LOADS"},
-             {"UNROLL_K"},  {"MIN_BLOCKS"}};
+             {"UNROLL_K"},  {"MIN_BLOCKS"}, {"SPLIT_WARPS"}};
   f.honours = attention_honours(f.reads);
   // tune/attention_space.cpp: the tiles of bench/NOTES.md's D = 128 A/B (64x64 default,
   // FA2's 128x64 with 4 warps, 128x32 with Q re-read).

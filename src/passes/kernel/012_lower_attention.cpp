@@ -37,7 +37,11 @@
 //  the key loop covers the split's blocks from kb0, a row that keeps no key of the split
 //  is treated like an empty row (step 4), and the store writes f32 partial O and LSE to
 //  the workspace, which the second kernel, k_attention_combine, weights by
-//  exp(LSE_s - max LSE).
+//  exp(LSE_s - max LSE). SPLIT_WARPS=W: the CTA is W groups of the row warps on the same
+//  rows, group k walking the split's key blocks k, k + W, .. with its own K/V ring and
+//  (m, l, O); after the key loop the groups meet in shared memory (over the rings) and
+//  group 0 stores. COMBINE=last_cta: no second kernel; each CTA arrives on its row set's
+//  counter after its partial store, and the last one combines the S partials.
 //  7. O · (1/l) as bf16/f16 pairs into Q_s, then a barrier and 16-byte row stores
 //     (STAGE_OUTPUT=1), or straight from the fragments as 4-byte stores (0); LSE by lane
 //     t = 0 of each quad for its two rows.
@@ -48,7 +52,8 @@
 // conflicts with SWIZZLE=none).
 // Knobs: BLOCK_M, BLOCK_N, WARPS (t:012), KV_STAGES (1 to 4), Q_IN_REGS, SWIZZLE (none, xor),
 // MIN_BLOCKS, INTERLEAVE_LOADS, FRAG_BUFFERS, SOFTMAX (exp2, exp), ZERO_INIT (mma, init),
-// STAGE_OUTPUT, COMBINE_GROUPS (the combine kernel's thread groups per row).
+// STAGE_OUTPUT, COMBINE_GROUPS (the combine kernel's thread groups per row), SPLIT_WARPS,
+// COMBINE (kernel, last_cta).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -77,11 +82,13 @@ struct Lowering {
   const AttentionDecode& dec;
   KernelProgram& p;
   DType dt;
-  std::string q_s, k_s, v_s;
+  std::string q_s, k_s, v_s, red_s, counter;
   Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
        lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"), kb = Expr::var("kb"),
-       sp = Expr::var("sp"), kb0 = Expr::var("kb0");
-  int64_t D, BM, BN, W, RA, RW, min_blocks = 1;
+       sp = Expr::var("sp"), kb0 = Expr::var("kb0"), wk = Expr::var("wk");
+  // SW (SPLIT_WARPS): groups of the W row warps that share the rows, group wk walking key
+  // blocks wk, wk + SW, ..; a group's K/V copies use its own threads (copy_block).
+  int64_t D, BM, BN, W, RA, RW, SW = 1, min_blocks = 1;
   bool swizzle = true;
 
   Lowering(const AttentionLoops& a_, const AttentionTiles& t_, const AttentionDecode& d_,
@@ -90,6 +97,7 @@ struct Lowering {
     dt = p.tensor(a.q).dtype;
     D = t.head_dim, BM = t.block_m, BN = t.block_n, W = t.warps, RA = t.row_atoms;
     RW = BM / W;
+    SW = dec.split_warps;
   }
 
   // [rows, D], or [stages, rows, D]: a ring of K or V blocks.
@@ -122,7 +130,10 @@ struct Lowering {
   Block copy_block(const std::string& dst, const std::string& src, const Expr& head,
                    const Expr& row0, int64_t rows, const Expr& limit, const std::string& tag,
                    const Expr& base = Expr(0), const RowIndex& at = nullptr) {
-    const int64_t chunks = rows * D / kChunk, threads = kLanes * W;
+    // K and V blocks are one warp group's (SPLIT_WARPS): its 32·W threads; Q the CTA's.
+    const bool group = SW > 1 && (dst == k_s || dst == v_s);
+    const int64_t chunks = rows * D / kChunk, threads = kLanes * W * (group ? 1 : SW);
+    const Expr me = group ? tid % (kLanes * W) : tid;
     const Expr c = Expr::var(tag + "_c"), e = Expr::var(tag + "_e");
     const Expr row = e / (D / kChunk), col = e % (D / kChunk) * kChunk;
     const bool paged = a.paged && (src == a.k || src == a.v) && !at;
@@ -130,7 +141,7 @@ struct Lowering {
         at         ? at(row0 + row, col)
         : a.varlen ? std::vector<Expr>{Expr::var(kKvStartVar) + row0 + row, head, col}  // K, V
                    : std::vector<Expr>{b, head, row0 + row, col};
-    Block body = {Stmt::Let(tag + "_e", c * threads + tid)};
+    Block body = {Stmt::Let(tag + "_e", c * threads + me)};
     if (paged) {
       // Paged KV: key row0 + row is row (row0 + row) % page of page BT[b, (row0 + row) / page].
       // A block within one page (BLOCK_N divides the page: row0 is a multiple of BLOCK_N)
@@ -335,6 +346,159 @@ struct Lowering {
     return out;
   }
 
+  // The key loop's barrier: the CTA's, or (SPLIT_WARPS) the group's own named barrier
+  // 1 + wk over its 32·W threads — a group's ring is its own, and its warps need not
+  // wait for the other groups' copies.
+  Stmt group_sync() const {
+    return SW > 1 ? Stmt::NamedBarrier(Expr(1) + wk, int(kLanes * W)) : Stmt::Barrier();
+  }
+
+  // SPLIT_WARPS: whether row i keeps a key of group wk's blocks: its first key (block wk
+  // of the split), which every row keeping any of the group's keys keeps.
+  Expr group_first_key(const Expr& g) const { return ((dec.split() ? kb0 : Expr(0)) + g) * BN; }
+  Expr group_has_keys(const Expr& i) const {
+    if (SW == 1) return dec.has_keys(a, i, sp);
+    return group_first_key(wk) < a.keys_for_rows(i + 1);
+  }
+
+  // SPLIT_WARPS: the groups meet. Groups 1.. store their (m, l, O) fragments to shared
+  // memory over the K/V rings (overlay part 1: every copy has landed and every warp has
+  // passed the barrier), and group 0 folds them in, thread by thread (lane L of every
+  // group holds the same rows and columns): M = max(m_0, m_k), l = l_0 e^(m_0 - M) +
+  // l_k e^(m_k - M), O likewise. Group k counts for row i only if i keeps its first key
+  // (group_has_keys); otherwise its statistics are those of the every-key-below-Sk
+  // stand-in, or it ran no block at all (m = -inf), and are skipped.
+  Block meet_groups(const Expr& key_blocks, double c) {
+    const Expr m_a = Expr::var("m_a"), dn2 = Expr::var("dn2"), hf = Expr::var("hf"),
+               e = Expr::var("e"), r2 = Expr::var("r2"), kw = Expr::var("kw");
+    const int64_t regs = RA * (D / 16) * 8, per = regs + 4 * RA;  // O, then m and l
+    auto at = [&](const Expr& group, const Expr& reg) {
+      return ((group - 1) * W + w) * (per * kLanes) + reg * kLanes + lane;
+    };
+    const Expr o_reg = ((m_a * (D / 16) + dn2) * 2 + hf) * 4;
+    const Expr m_reg = regs + m_a * 2 + r2, l_reg = regs + 2 * RA + m_a * 2 + r2;
+    Block put = {
+        reg_loop("m_a", RA, {reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 4, {
+            Stmt::Write(red_s, {at(wk, o_reg + e)}, val("o_acc", {m_a, dn2, hf, e}))})})})}),
+        reg_loop("m_a", RA, {reg_loop("r2", 2, {
+            Stmt::Write(red_s, {at(wk, m_reg)}, val("m_i", {m_a, r2})),
+            Stmt::Write(red_s, {at(wk, l_reg)}, val("l_i", {m_a, r2}))})}),
+    };
+    const bool e2 = t.softmax_exp2;
+    const ScalarOp ex = e2 ? ScalarOp::Exp2 : ScalarOp::Exp;
+    // e^(m - M) in S's units: exp2((m - M)·c) under SOFTMAX=exp2 (m unscaled), else exp.
+    auto weight = [&](const std::string& dst, const Operand& m) {
+      Block b = {Stmt::Compute(dst + "_d", ScalarOp::Sub, {m, val("gm_new")})};
+      if (e2)
+        b.push_back(Stmt::Compute(dst + "_dc", ScalarOp::Mul,
+                                  {val(dst + "_d"), Operand::constant(c)}));
+      b.push_back(Stmt::Compute(dst, ex, {val(e2 ? dst + "_dc" : dst + "_d")}));
+      return b;
+    };
+    const Expr gk = kw + 1;  // group 1 .. SW-1
+    const Expr i = dec.query(row_of(m_a, r2));
+    Block fold = {
+        Stmt::Load("gm", red_s, {at(gk, m_reg)}),
+        Stmt::Load("gl", red_s, {at(gk, l_reg)}),
+        Stmt::Compute("gm_new", ScalarOp::Max, {val("m_i", {m_a, r2}), val("gm")}),
+    };
+    for (Block w8 : {weight("ga", val("m_i", {m_a, r2})), weight("gb", val("gm"))})
+      fold.insert(fold.end(), w8.begin(), w8.end());
+    fold.push_back(Stmt::Compute("gl_b", ScalarOp::Mul, {val("gl"), val("gb")}));
+    fold.push_back(with_dst(Stmt::Accum("l_i", val("ga"), ScalarOp::Mul), {m_a, r2}));
+    fold.push_back(with_dst(Stmt::Accum("l_i", val("gl_b")), {m_a, r2}));
+    fold.push_back(with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {m_a, r2}), val("gm")}),
+                            {m_a, r2}));
+    fold.push_back(reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
+        Stmt::Load("go", red_s, {at(gk, o_reg + r2 * 2 + e)}),
+        Stmt::Compute("go_b", ScalarOp::Mul, {val("go"), val("gb")}),
+        with_dst(Stmt::Accum("o_acc", val("ga"), ScalarOp::Mul), {m_a, dn2, hf, r2 * 2 + e}),
+        with_dst(Stmt::Accum("o_acc", val("go_b")), {m_a, dn2, hf, r2 * 2 + e})})})}));
+    // Group kw ran a block (kw < the split's blocks) that row i keeps a key of.
+    const Expr counts = gk < key_blocks && group_first_key(gk) < a.keys_for_rows(i + 1);
+    Block take = {reg_loop("kw", SW - 1, {reg_loop("m_a", RA, {reg_loop("r2", 2, {
+        Stmt::If(counts, std::move(fold))})})}, LoopKind::Reduce)};
+    return {Stmt::Barrier(), Stmt::If(Expr(0) < wk, std::move(put)), Stmt::Barrier(),
+            Stmt::If(wk < 1, std::move(take))};
+  }
+
+  // COMBINE=last_cta: after its partial O and LSE are stored, the CTA arrives on its row
+  // set's counter (tile.arrive: a barrier, a release fence and an atomic add by one
+  // thread; the counter is zeroed once by the runtime and reset by the last arrival), and
+  // the CTA that arrives S-th combines the S partials of its rows as k_attention_combine
+  // does: a thread per (row, 4 consecutive d) — one 16-byte load of O per split, one
+  // weight per split for its four d — folding the splits online (unrolled: the loads do
+  // not depend on the running sum), then O (one 8-byte store) and LSE. One launch
+  // instead of two; the last CTA reads S·D·4 bytes per row alone.
+  Block combine_in_last_cta() const {
+    // Rows past the row count (a constant below BLOCK_M: 4 rows of a 16-row block at
+    // Sq = 1, GQA 4) get no items.
+    const Expr rows = dec.rows(a);
+    const int64_t live = rows.is_const() ? std::min(BM, rows.const_value()) : BM;
+    const int64_t V = D % 4 == 0 ? 4 : 1, per_row = D / V;
+    const int64_t T = kLanes * W * SW, S = dec.splits, items = live * per_row;
+    const Expr e = Expr::var("cb_e"), r = Expr::var("cb_r"), dd = Expr::var("cb_d"),
+               pr = Expr::var("cb_p"), cs = Expr::var("cb_s"), cv = Expr::var("cb_v");
+    const Expr i = dec.query(pr), hq = dec.head(h, pr);
+    const TensorDecl &po = p.tensor(dec.part_o), &pl = p.tensor(dec.part_lse);
+    auto each = [&](Block b) { return reg_loop("cb_v", V, std::move(b)); };
+    Stmt load_o = Stmt::Load("co", dec.part_o, {flat(po, {b, hq, i, cs, dd})});
+    load_o.dst_index = {Expr(0)};
+    load_o.width = int(V);
+    Block fold = {
+        Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})}),
+        load_o,
+        Stmt::Compute("cm_new", ScalarOp::Max, {val("cm"), val("cx")}),
+        Stmt::Compute("cm_d", ScalarOp::Sub, {val("cm"), val("cm_new")}),
+        Stmt::Compute("cc", ScalarOp::Exp, {val("cm_d")}),  // cm = -inf first: cc = 0
+        Stmt::Compute("cx_m", ScalarOp::Sub, {val("cx"), val("cm_new")}),
+        Stmt::Compute("cw", ScalarOp::Exp, {val("cx_m")}),
+        each({Stmt::Compute("cwo", ScalarOp::Mul, {val("cw"), val("co", {cv})}),
+              with_dst(Stmt::Accum("cacc", val("cc"), ScalarOp::Mul), {cv}),
+              with_dst(Stmt::Accum("cacc", val("cwo")), {cv})}),
+        Stmt::Accum("cl", val("cc"), ScalarOp::Mul),
+        Stmt::Accum("cl", val("cw")),
+        Stmt::Accum("cm", val("cx"), ScalarOp::Max),
+    };
+    const Expr out_at = flat(p.tensor("out"), a.q_index(b, hq, i, dd));
+    Stmt store = Stmt::Write("out", {out_at}, val("cy", {Expr(0)}));
+    store.width = int(V);
+    Block row = {
+        Stmt::Alloc("co", {Expr(V)}),
+        Stmt::Alloc("cacc", {Expr(V)}),
+        Stmt::Alloc("cy", {Expr(V)}),
+        Stmt::Init("cm", kNegInf),
+        Stmt::Init("cl", 0.0),
+        each({with_dst(Stmt::Init("cacc", 0.0), {cv})}),
+        reg_loop("cb_s", S, guarded(dec.has_keys(a, i, cs), std::move(fold)), LoopKind::Reduce),
+        each({with_dst(Stmt::Compute("cy", ScalarOp::Div, {val("cacc", {cv}), val("cl")}), {cv})}),
+        V > 1 ? store : Stmt::Write("out", {out_at}, val("cy", {Expr(0)})),
+    };
+    Block empty = {each({Stmt::Write("out", {out_at + cv}, Operand::constant(0.0))})};
+    if (a.lse) {
+      const Expr at = flat(p.tensor(kLseTensor), a.lse_index(b, hq, i));
+      row.push_back(Stmt::If(dd < 1, {
+          Stmt::Compute("c_log_l", ScalarOp::Log, {val("cl")}),
+          Stmt::Compute("c_lse", ScalarOp::Add, {val("cm"), val("c_log_l")}),
+          Stmt::Write(kLseTensor, {at}, val("c_lse"))}));
+      empty.push_back(
+          Stmt::If(dd < 1, {Stmt::Write(kLseTensor, {at}, Operand::constant(kNegInf))}));
+    }
+    Block cell = guarded(a.has_keys(i), std::move(row));
+    Block none = guarded(a.empty_row(i), std::move(empty));
+    cell.insert(cell.end(), none.begin(), none.end());
+    Expr keep = pr < rows;
+    if (items % T != 0) keep = e < items && keep;
+    Block item = {Stmt::Let("cb_e", Expr::var("cb_c") * T + tid), Stmt::Let("cb_r", e / per_row),
+                  Stmt::Let("cb_d", e % per_row * V), Stmt::Let("cb_p", qb * BM + r),
+                  Stmt::If(keep, std::move(cell))};
+    const Expr offset = flat(p.tensor(counter), {b, h, qb});
+    return {Stmt::TileArrive("cb_last", counter, offset, S, int(T)),
+            Stmt::If(Expr::make(Expr::Kind::Eq, Expr::var("cb_last"), Expr(1)),
+                     {Stmt::For("cb_c", Expr((items + T - 1) / T), LoopKind::Parallel, "cb_c",
+                                std::move(item))})};
+  }
+
   Block build(const WarpAtom& mma) {
     const Expr m_a = Expr::var("m_a"), d_k = Expr::var("d_k"), n2 = Expr::var("n2"),
                hf = Expr::var("hf"), e = Expr::var("e"), r2 = Expr::var("r2"),
@@ -345,9 +509,11 @@ struct Lowering {
     const Expr hk = dec.kv_head(a, h);
     Block body = {
         Stmt::Let("qb", query_block()), Stmt::Let("h", Expr::var("blockIdx.y")),
-        Stmt::Let("b", Expr::var("blockIdx.z")), Stmt::Let("w", tid / kLanes),
+        Stmt::Let("b", Expr::var("blockIdx.z")),
+        Stmt::Let("w", SW > 1 ? tid / kLanes % W : tid / kLanes),
         Stmt::Let("lane", tid % kLanes),
     };
+    if (SW > 1) body.push_back(Stmt::Let("wk", tid / (kLanes * W)));
     // Paged KV: Sk is this sequence's key count, read once per CTA (before kb0, which
     // divides the sequence's blocks among the splits).
     if (a.paged)
@@ -383,7 +549,13 @@ struct Lowering {
     // from kb0); `key` is the first key of local block x.
     const Expr rows_end = dec.queries_of(a, (qb + 1) * BM);
     const Expr key_blocks = dec.block_count(sp, ceil_div(a.keys_for_rows(rows_end), Expr(BN)));
-    auto key = [&](const Expr& x) { return (dec.split() ? kb0 + x : x) * BN; };
+    // SPLIT_WARPS: local block x of group wk is the split's block x·SW + wk; `valid(x)`:
+    // it exists (the loop runs ceil(blocks / SW) steps in every group, a group past its
+    // last block skips the math but keeps the barriers).
+    auto local = [&](const Expr& x) { return SW > 1 ? x * SW + wk : x; };
+    auto key = [&](const Expr& x) { return (dec.split() ? kb0 + local(x) : local(x)) * BN; };
+    auto valid = [&](const Expr& x) { return local(x) < key_blocks; };
+    const Expr steps_per_group = SW > 1 ? ceil_div(key_blocks, Expr(SW)) : key_blocks;
     // KV_STAGES=S >= 2: a ring of S slots, S - 1 blocks' K and V in flight ahead of the
     // block being computed on. `ahead` commit groups (K, V of each) precede a block's own.
     const int64_t S = t.kv_stages;
@@ -395,11 +567,11 @@ struct Lowering {
       // a few key blocks, so its CTA's start is a large part of its time). Groups complete
       // in order: wait 2(S-1) = Q landed, the prologue's K and V may still be in flight.
       for (int64_t st = 0; st + 1 < S; ++st) {
-        const Expr at(st * BN * D);
-        append({Stmt::If(Expr(st) < key_blocks,
+        const Expr at = SW > 1 ? (wk * S + st) * (BN * D) : Expr(st * BN * D);
+        append({Stmt::If(valid(Expr(st)),
                          copy_block(k_s, a.k, hk, key(Expr(st)), BN, a.Sk, "k", at))});
         append({Stmt::AsyncCommit()});
-        append({Stmt::If(Expr(st) < key_blocks,
+        append({Stmt::If(valid(Expr(st)),
                          copy_block(v_s, a.v, hk, key(Expr(st)), BN, a.Sk, "v", at))});
         append({Stmt::AsyncCommit()});
       }
@@ -425,10 +597,12 @@ struct Lowering {
     // copy, empty past the last block, keeps the count the waits rely on: at the top of
     // block kb the groups in flight are K_kb, V_kb, .., K_{kb+S-2}, V_{kb+S-2} (wait
     // 2S-3: K_kb landed); before P·V, V_kb .. K_{kb+S-1} (wait 2S-3: V_kb landed).
-    const Expr slot = eager ? kb % S * (BN * D) : Expr(0);
-    const Expr next_slot = (kb + (S - 1)) % S * (BN * D);
+    const Expr ring = SW > 1 ? wk * (eager ? S : 1) : Expr(0);  // the group's first slot
+    const Expr slot = eager ? (SW > 1 ? ring + kb % S : kb % S) * (BN * D)
+                            : SW > 1 ? ring * (BN * D) : Expr(0);
+    const Expr next_slot = (SW > 1 ? ring + (kb + (S - 1)) % S : (kb + (S - 1)) % S) * (BN * D);
     auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
-      Block issue = {Stmt::If(kb + (S - 1) < key_blocks,
+      Block issue = {Stmt::If(valid(kb + (S - 1)),
                               copy_block(dst, src, hk, key(kb + (S - 1)), BN, a.Sk, tag,
                                          next_slot))};
       issue.push_back(Stmt::AsyncCommit());
@@ -436,19 +610,34 @@ struct Lowering {
     };
     Block step;
     auto add = [&](Block x) { step.insert(step.end(), x.begin(), x.end()); };
+    // The math of a step, which a group past its last block skips (warp-uniform).
+    auto add_math = [&](Block x) {
+      if (SW > 1) x = {Stmt::If(valid(kb), std::move(x))};
+      add(std::move(x));
+    };
     if (eager) {
       // In flight here: the ring's 2(S-1) groups from K_kb on: wait until only those after
       // K_kb may be.
-      add({Stmt::AsyncWait(ahead - 1), Stmt::Barrier()});
+      add({Stmt::AsyncWait(ahead - 1), group_sync()});
     } else {
-      add({Stmt::Barrier()});  // every warp is done with the previous K and V
-      add(copy_block(k_s, a.k, hk, key(kb), BN, a.Sk, "k"));
+      add({group_sync()});  // every warp is done with the previous K and V
+      auto own = [&](Block x) { return SW > 1 ? Block{Stmt::If(valid(kb), std::move(x))} : x; };
+      add(own(copy_block(k_s, a.k, hk, key(kb), BN, a.Sk, "k", slot)));
       add({Stmt::AsyncCommit()});
-      add(copy_block(v_s, a.v, hk, key(kb), BN, a.Sk, "v"));
-      add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), Stmt::Barrier()});
+      add(own(copy_block(v_s, a.v, hk, key(kb), BN, a.Sk, "v", slot)));
+      add({Stmt::AsyncCommit(), Stmt::AsyncWait(1), group_sync()});
     }
     // S = Q Kᵀ (unscaled; the scale rides in the exponent), over D/16 k-steps.
-    add(s_product(mma, slot));
+    {
+      // S's accumulators stay declared at the step's scope: the masks, the softmax and
+      // P V read them (each under its own SPLIT_WARPS guard).
+      Block s_math = s_product(mma, slot);
+      if (SW > 1 && !s_math.empty() && s_math.front().kind == StmtKind::Alloc) {
+        add({s_math.front()});
+        s_math.erase(s_math.begin());
+      }
+      add_math(std::move(s_math));
+    }
     // K_{kb+S-1} goes to K_{kb-1}'s slot, which every warp finished reading (S_{kb-1})
     // before this iteration's barrier.
     if (eager) add(next(k_s, a.k, "k"));
@@ -458,7 +647,9 @@ struct Lowering {
       // < Sk instead, as an empty row does (finite statistics; the store overwrites it).
       const Expr i = dec.query(row_of(m_a, e / 2));
       const Expr j = key(kb) + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
-      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && dec.has_keys(a, i, sp));
+      // SPLIT_WARPS: per group, whose first key is the one every row keeping any of its
+      // keys keeps (the masks keep prefixes); the meet skips the group for other rows.
+      const Expr drop = (a.Sk <= j) || (a.drops(i, j) && group_has_keys(i));
       const Expr last = key(kb) + (BN - 1);
       const Expr reaches = (a.Sk <= last) || a.drops(dec.query(qb * BM), last);
       // Constant lengths bound kb and qb, which may prove that no block reaches (no mask,
@@ -468,18 +659,19 @@ struct Lowering {
         const int64_t nkb = (a.Sk.const_value() + BN - 1) / BN;
         if (dec.split()) {
           const int64_t per = dec.split_blocks.const_value();
-          ranges["kb"] = {0, per - 1};
+          ranges["kb"] = {0, (per + SW - 1) / SW - 1};
           ranges["kb0"] = {0, (dec.splits - 1) * per};
           ranges["sp"] = {0, dec.splits - 1};
         } else {
-          ranges["kb"] = {0, nkb - 1};
+          ranges["kb"] = {0, (nkb + SW - 1) / SW - 1};
         }
       }
+      if (SW > 1) ranges["wk"] = {0, SW - 1};
       if (a.Sq.is_const())
         ranges["qb"] = {0, (a.Sq.const_value() * dec.pack + BM - 1) / BM - 1};
       const auto never = reaches.bounds(ranges);
       if (!(never && never->hi == 0))
-        add(guarded(reaches, {reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2,
+        add_math(guarded(reaches, {reg_loop("m_a", RA, {reg_loop("n2", BN / 16, {reg_loop("hf", 2,
                 {reg_loop("e", 4, guarded(drop, {with_dst(Stmt::Init("s_acc", kNegInf),
                                                            {m_a, n2, hf, e})}))})})})}));
     }
@@ -532,16 +724,17 @@ struct Lowering {
       row_max.push_back(each_score(std::move(p_of_s)));
       row_max.push_back(reg_loop("dn2", D / 16, {reg_loop("hf", 2, {reg_loop("e", 2, {
           with_dst(Stmt::Accum("o_acc", val("alpha"), ScalarOp::Mul), {m_a, dn2, hf, v})})})}));
-      add({reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(row_max))})});
+      add_math({reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(row_max))})});
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
     // V_kb landed: eager, only the 2S-3 groups after it may still be in flight.
-    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), Stmt::Barrier()});
-    add(pv_product(mma, slot));
+    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), group_sync()});
+    add_math(pv_product(mma, slot));
     // V_{kb+S-1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
     if (eager) add(next(v_s, a.v, "v"));
-    append({Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step))});
+    append({Stmt::For("kb", steps_per_group, LoopKind::Reduce, "kb", std::move(step))});
     if (eager) append({Stmt::AsyncWait(0)});  // no copy outlives the kernel's shared memory
+    if (SW > 1) append(meet_groups(key_blocks, c));
 
     // 7. Normalize and store: O and LSE, or (SPLIT_KV) the split's partial O and LSE,
     // f32, to the workspace. Packed row pr is query i of head hq (GQA_PACK).
@@ -600,8 +793,10 @@ struct Lowering {
       Block tail = {Stmt::Alloc("inv_l", {Expr(RA), Expr(2)})};
       if (a.lse || dec.split()) tail.push_back(Stmt::Alloc("lse_v", {Expr(RA), Expr(2)}));
       tail.push_back(reg_loop("m_a", RA, {reg_loop("r2", 2, std::move(fin))}));
-      append(std::move(tail));
+      // SPLIT_WARPS: group 0 holds the met statistics and stores.
+      append(SW > 1 ? Block{Stmt::If(wk < 1, std::move(tail))} : std::move(tail));
       if (t.stage_output) append(copy_out());
+      if (dec.combine_last_cta) append(combine_in_last_cta());
     }
     if (a.varlen) {
       // A query block past its sequence's rows (the grid is sized by max_seqlen_q) has
@@ -641,8 +836,33 @@ struct Lowering {
 
   KernelOp run() {
     q_s = shared("Q_s", BM);
-    k_s = shared("K_s", BN, t.kv_stages >= 2 ? t.kv_stages : 0);
-    v_s = shared("V_s", BN, t.kv_stages >= 2 ? t.kv_stages : 0);
+    // A ring of KV_STAGES blocks (or one block) per SPLIT_WARPS group.
+    const int64_t slots = (t.kv_stages >= 2 ? t.kv_stages : 1) * SW;
+    k_s = shared("K_s", BN, slots > 1 ? slots : 0);
+    v_s = shared("V_s", BN, slots > 1 ? slots : 0);
+    if (SW > 1) {
+      // Groups 1..SW-1's (O, m, l) fragments, a thread's registers lane-minor (no bank
+      // conflict), over the rings (overlay part 1: after the key loop).
+      TensorDecl r;
+      r.name = fresh_tensor_name(p, "attn_meet");
+      r.dtype = DType::F32;
+      r.shape = {Expr((SW - 1) * W * kLanes * (RA * (D / 16) * 8 + 4 * RA))};
+      r.role = TensorRole::Shared;
+      r.overlay = 1;
+      p.tensors.push_back(r);
+      red_s = r.name;
+    }
+    if (dec.combine_last_cta) {
+      // The arrival counters, one per row set (b, head slot, query block).
+      TensorDecl c;
+      c.name = fresh_tensor_name(p, "attn_split_count");
+      c.dtype = DType::F32;
+      c.role = TensorRole::Temp;
+      c.zero_init = true;
+      c.shape = {a.B, dec.heads(a), ceil_div(dec.rows_cap(a), Expr(BM))};
+      p.tensors.push_back(c);
+      counter = c.name;
+    }
     const AtomDef& mma_def =
         atom(dt == DType::F16 ? "mma_m16n8k16_f32_f16" : "mma_m16n8k16_f32_bf16");
     c_to_a_pairs(mma_def);  // P's registers are O += P V's A fragments, or refuse
@@ -651,7 +871,7 @@ struct Lowering {
     k.grid[0] = ceil_div(dec.rows_cap(a), Expr(BM)) * dec.splits;
     k.grid[1] = dec.heads(a);
     k.grid[2] = a.B;
-    k.block_threads = int(kLanes * W);
+    k.block_threads = int(kLanes * W * SW);
     // __launch_bounds__(threads, MIN_BLOCKS), at least 1: without a minimum, NVRTC's ptxas
     // (13.0) aimed a 128-thread D = 64 kernel at 128 registers and spilled 12 B in the key
     // loop; with (128, 1) it took 148 and spilled nothing (nvcc's default took 137).
@@ -672,7 +892,9 @@ struct Lowering {
     if (dec.split()) {
       tensors.push_back(dec.part_o);
       tensors.push_back(dec.part_lse);
-    } else {
+    }
+    if (dec.combine_last_cta) tensors.push_back(counter);
+    if (!dec.split() || dec.combine_last_cta) {
       tensors.push_back("out");
       if (a.lse) tensors.push_back(kLseTensor);
     }
@@ -691,10 +913,12 @@ Pass pass_lower_attention() {
               "S and P in registers (P as O += P V's A fragments), quad-shuffle row max and "
               "sum, causal blocks past the diagonal never visited; GQA_PACK's rows read and "
               "write their own heads; KV_STAGES 2-4: rings of K/V blocks in flight; SPLIT_KV: f32 "
-              "partial O/LSE, then k_attention_combine (COMBINE_GROUPS thread groups per row)",
+              "partial O/LSE, then k_attention_combine (COMBINE_GROUPS thread groups per row) "
+              "or the last CTA per row set (COMBINE=last_cta); SPLIT_WARPS: warp groups on "
+              "every W-th key block of the rows, meeting in shared memory",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT",
-               "COMBINE_GROUPS"},
+               "COMBINE_GROUPS", "SPLIT_WARPS", "COMBINE"},
               [](CompileState& s) {
                 if (!s.graph.attention() || attention_uses_wgmma(s)) return;  // k:013's
                 if (s.target.compute_capability() < 80)
@@ -717,6 +941,24 @@ Pass pass_lower_attention() {
                                              "GQA_PACK's rows belong to several heads") +
                               ": use STAGE_OUTPUT=0, or " +
                               (dec.split() ? "SPLIT_KV=1" : "GQA_PACK=0"));
+                if (dec.split_warps > 1) {
+                  const int64_t threads = 32 * t.warps * dec.split_warps;
+                  if (threads > 1024)
+                    throw Error("SPLIT_WARPS=" + std::to_string(dec.split_warps) + " groups of " +
+                                std::to_string(t.warps) + " warps (WARPS) are " +
+                                std::to_string(threads) + " threads, above 1024: use SPLIT_WARPS=" +
+                                std::to_string(std::max<int64_t>(1, 32 / t.warps)) +
+                                " or less, or fewer WARPS");
+                  const int64_t smem = decode_cta_smem(t.block_m, t.block_n, t.head_dim,
+                                                       std::max<int64_t>(1, t.kv_stages),
+                                                       dec.split_warps);
+                  if (smem > s.target.smem_per_block)
+                    throw Error("SPLIT_WARPS=" + std::to_string(dec.split_warps) + " gives each "
+                                "group its own ring of KV_STAGES=" + std::to_string(t.kv_stages) +
+                                " K/V blocks: " + std::to_string(smem) + " B of shared memory, "
+                                "above the " + std::to_string(s.target.smem_per_block) +
+                                " B a block may use: use fewer SPLIT_WARPS, KV_STAGES or BLOCK_N");
+                }
                 Lowering lower(a, t, dec, kp);
                 lower.min_blocks = std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1));
                 const bool pow2 = (t.head_dim & (t.head_dim - 1)) == 0;
@@ -728,7 +970,7 @@ Pass pass_lower_attention() {
                 lower.swizzle = sw == "xor";
                 kp.kernels.push_back(lower.run());
                 // SPLIT_KV: the combine, launched after (k:065: as a programmatic dependent).
-                if (dec.split()) {
+                if (dec.split() && !dec.combine_last_cta) {
                   const int64_t groups = s.knob(
                       "COMBINE_GROUPS", combine_groups_default(dec.splits, t.head_dim));
                   kp.kernels.push_back(attention_combine_kernel(a, dec, kp, groups));

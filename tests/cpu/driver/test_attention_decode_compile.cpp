@@ -40,6 +40,7 @@ TEST(AttentionDecodeCompile, EveryCaseBothArchs) {
 TEST(AttentionDecodeCompile, SourceHasBothKernels) {
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
+  opt.knobs = Knobs::parse("SPLIT_WARPS=1");  // one group: the combine kernel by default
   CompiledProgram p = compile_expression(
       attention_test::expr(1, 32, 8, 1, 8192, 128, "true", "bf16", true), opt);
   for (const char* part : {"k_attention(", "k_attention_combine(", "griddepcontrol",
@@ -48,6 +49,36 @@ TEST(AttentionDecodeCompile, SourceHasBothKernels) {
   EXPECT_EQ(p.state.used_knobs.at("GQA_PACK"), "1");
   EXPECT_EQ(p.state.used_knobs.at("BLOCK_M"), "16");
   EXPECT_NE(p.state.used_knobs.at("SPLIT_KV"), "1");
+}
+
+// COMBINE=last_cta is one kernel ending in a tile arrival on the row sets' counters (no
+// combine kernel, no programmatic dependent); SPLIT_WARPS=4 makes the one-warp CTA four
+// warps. Both are the default there (B = 1, Hkv = 8, 8k keys); at 1k keys (one-block
+// splits) one group and the combine kernel.
+TEST(AttentionDecodeCompile, LastCtaAndSplitWarpsSource) {
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  const std::string e = attention_test::expr(1, 32, 8, 1, 8192, 128, "false", "bf16", true);
+  opt.knobs = Knobs::parse("COMBINE=last_cta,SPLIT_WARPS=4");
+  CompiledProgram p = compile_expression(e, opt);
+  ASSERT_EQ(p.state.kernel.kernels.size(), 1u);
+  EXPECT_EQ(p.state.kernel.kernels[0].block_threads, 128);
+  for (const char* part : {"loom::tile_arrive_block(", "attn_split_count", "attn_part_o"})
+    EXPECT_NE(p.cuda.find(part), std::string::npos) << part << "\n" << p.cuda;
+  for (const char* part : {"k_attention_combine(", "griddepcontrol"})
+    EXPECT_EQ(p.cuda.find(part), std::string::npos) << part;
+  EXPECT_EQ(p.state.used_knobs.at("COMBINE"), "last_cta");
+  EXPECT_EQ(p.state.used_knobs.at("SPLIT_WARPS"), "4");
+  opt.knobs = Knobs();
+  CompiledProgram d = compile_expression(e, opt);
+  EXPECT_EQ(d.state.used_knobs.at("COMBINE"), "last_cta");
+  EXPECT_EQ(d.state.used_knobs.at("SPLIT_WARPS"), "4");
+  EXPECT_EQ(d.state.kernel.kernels.size(), 1u);
+  CompiledProgram k = compile_expression(
+      attention_test::expr(1, 32, 8, 1, 1024, 128, "false", "bf16", true), opt);
+  EXPECT_EQ(k.state.used_knobs.at("COMBINE"), "kernel");
+  EXPECT_EQ(k.state.used_knobs.at("SPLIT_WARPS"), "1");
+  EXPECT_EQ(k.state.kernel.kernels.size(), 2u);
 }
 
 }  // namespace

@@ -173,6 +173,24 @@ TEST(AttentionPaged, Gqa32By8Decode) {
   }
 }
 
+// SPLIT_WARPS (warp groups of one CTA on every W-th block, their own rings over the
+// pages) and COMBINE=last_cta (the split kernel's last CTA per row set combines): an empty
+// sequence (every split holds no key and still arrives), lengths shorter than a split,
+// GQA packed, page 16 under blocks of 16 and 32, page 256.
+TEST(AttentionPaged, SplitWarpsAndLastCtaCombine) {
+  uint64_t seed = 31;
+  for (const char* causal : attention_test::kMasks) {
+    for (const char* knobs :
+         {"BLOCK_N=16,SPLIT_KV=2,SPLIT_WARPS=2", "BLOCK_N=16,SPLIT_KV=3,COMBINE=last_cta",
+          "SPLIT_KV=2,SPLIT_WARPS=4,COMBINE=last_cta"})
+      check_paged({3, 4, 2, 3, 16, 16, 3, {37, 0, 1}, causal}, knobs, seed++);
+    check_paged({2, 32, 8, 1, 16, 16, 3, {45, 16}, causal}, "SPLIT_WARPS=2,COMBINE=last_cta",
+                seed++);
+    check_paged({2, 4, 1, 5, 16, 256, 2, {300, 17}, causal},
+                "SPLIT_KV=4,SPLIT_WARPS=2,COMBINE=last_cta", seed++);
+  }
+}
+
 // Past the decode shapes (Sq > 64): the prefill defaults of the mma.sync kernel, 64-row
 // query blocks, on sm_80 too.
 TEST(AttentionPaged, PrefillRowsAndSm80) {

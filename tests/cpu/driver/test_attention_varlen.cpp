@@ -129,6 +129,11 @@ TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
     check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal}, "BLOCK_N=16,KV_STAGES=3", seed++);
     check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 40}, 5, causal},
                  "BLOCK_M=16,BLOCK_N=16,KV_STAGES=4", seed++);
+    // SPLIT_WARPS (no split: the groups meet and group 0 stores O): a sequence with no
+    // key, one shorter than a group's first block.
+    check_varlen({4, 2, 16, {3, 0, 5, 1}, {7, 4, 1, 40}, 5, causal},
+                 "BLOCK_M=16,BLOCK_N=16,SPLIT_WARPS=2", seed++);
+    check_varlen({4, 1, 16, {6, 3}, {6, 40}, 6, causal}, "BLOCK_N=16,SPLIT_WARPS=4", seed++);
   }
 }
 

@@ -168,8 +168,11 @@ TEST(AttentionDecode, SymbolicKeyLengthSplitsByDefault) {
       const CompileState s = check_decode(e + causal + ", lse=true)", "", seed++, "sm_90a",
                                           {{"S", sk}});
       EXPECT_GT(std::stoll(used(s, "SPLIT_KV")), 8) << "a run-time S splits for long caches";
-      ASSERT_EQ(s.kernel.kernels.size(), 2u);
-      EXPECT_EQ(s.kernel.kernels[1].name, "k_attention_combine");
+      // Sized for long caches: four warp groups and the combine in the last CTA (one
+      // kernel); the splits past a short length still arrive.
+      EXPECT_EQ(used(s, "SPLIT_WARPS"), "4");
+      EXPECT_EQ(used(s, "COMBINE"), "last_cta");
+      EXPECT_EQ(s.kernel.kernels.size(), 1u);
     }
 }
 
@@ -282,7 +285,8 @@ TEST(AttentionDecode, DeepKvRing) {
 // The split default sizes its wave by the ring's shared memory: a deeper ring leaves fewer
 // CTAs per SM, so fewer splits (one-warp CTAs at D = 128, BLOCK_N = 32: (16 + 2·S·32)·256 B
 // + 1 KB each, 6, 4 and 3 per SM for S = 2, 3, 4), and every level reads the same count
-// (the workspace l:005 declares is the one k:012 and the combine index).
+// (the workspace l:005 declares is the one k:012 and the combine index). One warp group
+// (SPLIT_WARPS=1); the default's four groups: SplitDefaultWithSplitWarps.
 TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
   auto splits = [](const std::string& knobs) {
     CompileState s;
@@ -299,16 +303,21 @@ TEST(AttentionDecode, SplitDefaultFollowsTheRing) {
     const int64_t want = sm * per_sm / 8, per = (1024 + want - 1) / want;
     return (1024 + per - 1) / per;
   };
-  EXPECT_EQ(splits("KV_STAGES=2"), expect(6));
-  EXPECT_EQ(splits("KV_STAGES=3"), expect(4));
-  EXPECT_EQ(splits("KV_STAGES=4"), expect(3));
-  EXPECT_EQ(splits(""), expect(4));  // decode's default ring: 3 (the H100 A/B)
+  EXPECT_EQ(splits("KV_STAGES=2,SPLIT_WARPS=1"), expect(6));
+  EXPECT_EQ(splits("KV_STAGES=3,SPLIT_WARPS=1"), expect(4));
+  EXPECT_EQ(splits("KV_STAGES=4,SPLIT_WARPS=1"), expect(3));
+  EXPECT_EQ(splits("SPLIT_WARPS=1"), expect(4));  // decode's default ring: 3 (the H100 A/B)
+  EXPECT_EQ(splits(""), expect(1));  // four rings of 3: one CTA per SM
 }
 
 // The decode defaults the H100 A/B chose (bench/NOTES.md): a ring of 3, and splits as
 // short as one key block while the grid stays within one wave (B = 1, Hkv = 8, 1k keys:
 // 32 blocks of 32 keys -> 32 splits of one block, 256 CTAs; 8 splits of 4 ran 1.26x
-// slower), but no more splits than a wave holds (B = 8: 64 row sets x 8 = 512 of 528).
+// slower), but no more splits than a wave holds. The H200 A/B's: four warp groups with
+// the combine in the last CTA where the one-group split has splits of 2 blocks or more
+// and the row sets leave 2 splits each in a wave of 4-group CTAs (B = 8, Hkv = 8, 1k:
+// 2 splits of 16 blocks, 4 per warp; B = 1, 8k: 16 of 16), not at one-block splits (1k
+// at B = 1: 32 of one block, one group and the combine kernel).
 TEST(AttentionDecode, DefaultsFromTheH100AB) {
   auto run = [](int batch, int sk) {
     CompileState s;
@@ -320,8 +329,28 @@ TEST(AttentionDecode, DefaultsFromTheH100AB) {
   const CompileState one = run(1, 1024);
   EXPECT_EQ(used(one, "KV_STAGES"), "3");
   EXPECT_EQ(used(one, "SPLIT_KV"), "32");
-  EXPECT_EQ(used(run(8, 1024), "SPLIT_KV"), "8");
-  EXPECT_EQ(used(run(1, 8192), "SPLIT_KV"), "64");  // 66 asked: 64 splits of 4 blocks
+  EXPECT_EQ(used(one, "SPLIT_WARPS"), "1");
+  EXPECT_EQ(used(one, "COMBINE"), "kernel");
+  const CompileState eight = run(8, 1024), long_keys = run(1, 8192);
+  EXPECT_EQ(used(eight, "SPLIT_KV"), "2");
+  EXPECT_EQ(used(eight, "SPLIT_WARPS"), "4");
+  EXPECT_EQ(used(long_keys, "SPLIT_KV"), "16");
+  EXPECT_EQ(used(long_keys, "SPLIT_WARPS"), "4");
+  EXPECT_EQ(used(long_keys, "COMBINE"), "last_cta");
+  EXPECT_EQ(long_keys.kernel.kernels.size(), 1u);
+  // B = 8, Hkv = 32 (256 row sets) fills the wave alone: one group, 2 splits.
+  CompileState wide;
+  wide.graph = parse_expression(attention(32, 32, 1, 8192, 128, "false", "bf16", false, 8));
+  wide.target = Target::for_arch("sm_90a");
+  for (const auto& p : pipeline()) p.run(wide);
+  EXPECT_EQ(used(wide, "SPLIT_WARPS"), "1");
+  EXPECT_EQ(used(wide, "SPLIT_KV"), "2");
+  // sm_80: measured on sm_90 only, one group.
+  CompileState a100;
+  a100.graph = parse_expression(attention(32, 8, 1, 8192, 128, "false"));
+  a100.target = Target::for_arch("sm_80");
+  for (const auto& p : pipeline()) p.run(a100);
+  EXPECT_EQ(used(a100, "SPLIT_WARPS"), "1");
   // Not decode: the prefill ring stays 2.
   CompileState big;
   big.graph = parse_expression(attention(4, 2, 65, 300, 64, "false"));
@@ -337,7 +366,7 @@ TEST(AttentionDecode, DefaultsFromTheH100AB) {
 // which costs the kernel's whole time again.
 TEST(AttentionDecode, SplitGridFitsOneWave) {
   const Target t = Target::for_arch("sm_90a");
-  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4"})
+  for (const char* ring : {"", "KV_STAGES=3", "KV_STAGES=4", "SPLIT_WARPS=2", "SPLIT_WARPS=4"})
     for (int b : {1, 8, 64})
       for (int hkv : {32, 8})
         for (int sq : {1, 4})
@@ -357,11 +386,144 @@ TEST(AttentionDecode, SplitGridFitsOneWave) {
             const bool packed = s.used_knobs.count("GQA_PACK") && s.used_knobs.at("GQA_PACK") == "1";
             const int64_t rows = int64_t(sq) * (packed ? 32 / hkv : 1);
             const int64_t row_sets = int64_t(b) * (packed ? hkv : 32) * ((rows + bm - 1) / bm);
+            const int64_t sw = std::stoll(s.used_knobs.at("SPLIT_WARPS"));
             const int64_t per_sm =
-                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn) * 128 * 2 + 1024));
+                std::min<int64_t>(8, 233472 / ((bm + 2 * stages * bn * sw) * 128 * 2 + 1024));
             EXPECT_LE(row_sets * splits, t.sm_count * per_sm)
                 << row_sets << " row sets x " << splits << " splits";
           }
+}
+
+// SPLIT_WARPS=2, 4: groups of the row warps share a CTA's rows, group k walking key blocks
+// k, k + W, .. of the split with its own ring, the groups meeting in shared memory. Splits
+// shorter than the groups (1 and 2 blocks: groups with no block at all), longer ones,
+// no split, odd Sk, Sq 1, 4, 7 and 40 (causal rows whose keys end before a group's first
+// key while other rows of the block keep it: the meet skips that group for them), Sq > Sk
+// (rows with no key), the three masks, GQA
+// packed (two row warps: BLOCK_M = 32), MQA, the rings 1-3 and LSE.
+TEST(AttentionDecode, SplitWarps) {
+  uint64_t seed = 200;
+  for (const char* warps : {"2", "4"}) {
+    const std::string sw = std::string("SPLIT_WARPS=") + warps + ",BLOCK_N=16";
+    for (const char* causal : kMasks) {
+      // 7 blocks: 3 splits of 3, 3, 1; 7 splits of 1; unsplit.
+      check_decode(attention(4, 2, 1, 100, 16, causal), sw + ",SPLIT_KV=3,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 7, 100, 16, causal), sw + ",SPLIT_KV=7,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 4, 37, 16, causal, "bf16", false), sw + ",SPLIT_KV=1",
+                   seed++);
+      check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), sw + ",GQA_PACK=1,SPLIT_KV=3",
+                   seed++);
+      check_decode(attention(4, 1, 7, 37, 32, causal), sw + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+      check_decode(attention(4, 2, 7, 5, 16, causal), sw + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+      // 40 rows in one block: causal rows 0..15 keep no key of group 1's first block
+      // (keys 16..31), the later rows do; bottom-right with Sq > Sk empties rows 0..9.
+      check_decode(attention(4, 2, 40, 100, 16, causal), sw + ",SPLIT_KV=1,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 40, 100, 16, causal), sw + ",SPLIT_KV=2,GQA_PACK=0", seed++);
+      check_decode(attention(4, 2, 40, 30, 16, causal), sw + ",SPLIT_KV=1,GQA_PACK=0", seed++);
+      for (const char* ring : {"1", "2", "3"})
+        check_decode(attention(4, 2, 4, 300, 16, causal),
+                     sw + ",SPLIT_KV=2,GQA_PACK=0,KV_STAGES=" + ring, seed++);
+    }
+    // Two row warps per group (BLOCK_M = 32), SOFTMAX=exp, sm_80.
+    check_decode(attention(32, 8, 7, 90, 16, "true"), sw + ",GQA_PACK=1,SPLIT_KV=2,BLOCK_M=32",
+                 seed++);
+    check_decode(attention(4, 2, 4, 100, 16, "true"),
+                 sw + ",SPLIT_KV=2,GQA_PACK=0,SOFTMAX=exp", seed++);
+    check_decode(attention(8, 2, 1, 300, 32, "false"), sw, seed++, "sm_80");
+  }
+  // The CTA's threads: W groups of the row warps.
+  const CompileState s = check_decode(attention(32, 8, 1, 300, 16, "false"),
+                                      "SPLIT_WARPS=4,BLOCK_N=16,SPLIT_KV=2", seed++);
+  EXPECT_EQ(s.kernel.kernels[0].block_threads, 128);
+  EXPECT_EQ(used(s, "SPLIT_WARPS"), "4");
+}
+
+// Runs the kernel program twice on the same tensors (the second launch finds the
+// counters the first left) and checks both against the loop form; the counters are all
+// zero after each.
+void expect_two_launches(const CompileState& s, uint64_t seed) {
+  Bindings inputs;
+  make_random_inputs(s.loop, inputs, seed);
+  Bindings reference = inputs;
+  interpret(s.loop, reference);
+  Bindings got = inputs;
+  const DType out = s.graph.node(s.graph.result()).dtype;
+  for (int launch = 0; launch < 2; ++launch) {
+    interpret(s.kernel, got);
+    passcheck::expect_outputs_close(s.kernel, got, reference, out,
+                                    "launch " + std::to_string(launch));
+    for (const TensorDecl& t : s.kernel.tensors) {
+      if (t.name.rfind("attn_split_count", 0) != 0) continue;
+      for (double c : got.tensors.at(t.name).data) EXPECT_EQ(c, 0.0) << t.name;
+    }
+  }
+}
+
+// COMBINE=last_cta: one kernel; the CTA that arrives last on its row set's counter
+// combines the S partials. The interpreter runs the CTAs last to first, so a kernel that
+// assumed which split finishes fails. Splits 2, 3, 11 and 63, causal rows whose keys end
+// in the first splits, Sq > Sk (bottom-right rows with no key), GQA packed and MQA, with
+// SPLIT_WARPS, with and without LSE; two launches on the same counters (each resets them).
+TEST(AttentionDecode, CombineInLastCta) {
+  uint64_t seed = 300;
+  const std::string last = "COMBINE=last_cta,BLOCK_N=16";
+  for (const char* causal : kMasks) {
+    for (auto [sq, sk, splits] : {std::tuple{1, 350, 11}, std::tuple{7, 1000, 63},
+                                  std::tuple{4, 37, 3}, std::tuple{20, 18, 2}}) {
+      for (bool lse : {true, false}) {
+        const CompileState s = check_decode(attention(4, 2, sq, sk, 16, causal, "bf16", lse),
+                                            last + ",GQA_PACK=0,SPLIT_KV=" +
+                                                std::to_string(splits), seed++);
+        ASSERT_EQ(s.kernel.kernels.size(), 1u);
+        EXPECT_EQ(used(s, "COMBINE"), "last_cta");
+        expect_two_launches(s, seed++);
+      }
+    }
+    check_decode(attention(32, 8, 4, 270, 16, causal, "f16"), last + ",GQA_PACK=1,SPLIT_KV=3",
+                 seed++);
+    check_decode(attention(4, 1, 7, 37, 32, causal), last + ",GQA_PACK=1,SPLIT_KV=2", seed++);
+    for (const char* warps : {"2", "4"}) {
+      const CompileState s = check_decode(attention(32, 8, 4, 300, 16, causal),
+                                          last + ",GQA_PACK=1,SPLIT_KV=3,SPLIT_WARPS=" + warps,
+                                          seed++);
+      expect_two_launches(s, seed++);
+    }
+  }
+  // The decode defaults' own tile, sm_80, and a run-time key length (splits past a short
+  // length hold no key and still arrive).
+  check_decode(attention(8, 2, 1, 300, 32, "false"), "COMBINE=last_cta", seed++, "sm_80");
+  const std::string e = "attention(Q[1,8,1,64]:bf16, K[1,2,S,64]:bf16, V[1,2,S,64]:bf16, causal=";
+  for (int64_t sk : {20, 300}) {
+    const CompileState s = check_decode(e + "true, lse=true)", "COMBINE=last_cta", seed++,
+                                        "sm_90a", {{"S", sk}});
+    EXPECT_EQ(s.kernel.kernels.size(), 1u);
+  }
+  // No split: nothing to combine, COMBINE not recorded.
+  const CompileState one = check_decode(attention(4, 2, 1, 100, 16, "false"),
+                                        last + ",SPLIT_KV=1", seed++);
+  EXPECT_EQ(used(one, "COMBINE"), "");
+}
+
+// The split default with SPLIT_WARPS picks S with W: one wave of CTAs of W rings each, and
+// at least W blocks per split (a block per group). B = 1, Hkv = 8, D = 128, rings of 3 on
+// an H100 (132 SMs): W = 4 is one 197 KB CTA per SM, so 8k keys take 16 splits of 16
+// blocks; 1k keys (32 blocks) 8 splits of 4, not 16 of 2 with half the groups idle; W = 2
+// (two CTAs per SM) 32 splits of 8 at 8k and 16 of 2 at 1k.
+TEST(AttentionDecode, SplitDefaultWithSplitWarps) {
+  auto splits = [](int sk, const std::string& knobs) {
+    CompileState s;
+    s.graph = parse_expression(attention(32, 8, 1, sk, 128, "false"));
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    return used(s, "SPLIT_KV");
+  };
+  ASSERT_EQ(Target::for_arch("sm_90a").sm_count, 132);
+  EXPECT_EQ(splits(8192, "SPLIT_WARPS=4"), "16");
+  EXPECT_EQ(splits(1024, "SPLIT_WARPS=4"), "8");
+  EXPECT_EQ(splits(8192, "SPLIT_WARPS=2"), "32");
+  EXPECT_EQ(splits(1024, "SPLIT_WARPS=2"), "16");
+  EXPECT_EQ(splits(1024, ""), "32");
 }
 
 void expect_error(const std::string& expr, const std::string& knobs, const std::string& part) {
@@ -387,6 +549,22 @@ TEST(AttentionDecode, KnobErrors) {
   expect_error(e, "ATTN_MMA=wgmma,KV_STAGES=4", "ring of 2 or 3");
   expect_error(attention(4, 2, 4, 100, 128, "false"), "SPLIT_KV=2,COMBINE_GROUPS=16",
                "at most 1024 threads: use 1 to 8");
+  // The registry refuses values outside the knobs' ranges as the list is parsed.
+  for (auto [knobs, part] : {std::pair{"SPLIT_WARPS=3", "SPLIT_WARPS=3 must be a power of two"},
+                             std::pair{"COMBINE=atomic", "not one of: kernel, last_cta"}}) {
+    try {
+      Knobs::parse(knobs);
+      ADD_FAILURE() << knobs << " accepted";
+    } catch (const std::exception& x) {
+      EXPECT_NE(std::string(x.what()).find(part), std::string::npos) << x.what();
+    }
+  }
+  expect_error(e, "SPLIT_WARPS=2,STAGE_OUTPUT=1,SPLIT_KV=1,GQA_PACK=0",
+               "use STAGE_OUTPUT=0, or SPLIT_WARPS=1");
+  expect_error(e, "ATTN_MMA=wgmma,SPLIT_WARPS=2", "or drop SPLIT_WARPS");
+  expect_error(e, "SPLIT_WARPS=8,BLOCK_M=128,WARPS=8,GQA_PACK=0", "above 1024");
+  expect_error(attention(32, 8, 1, 1000, 128, "false"), "SPLIT_WARPS=8,KV_STAGES=3",
+               "use fewer SPLIT_WARPS, KV_STAGES or BLOCK_N");
 }
 
 }  // namespace

@@ -350,7 +350,8 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
 }
 
 // Decode (Sq <= 64): the space adds the split count around the default's (half, double,
-// none), the K/V ring's depth and packing flipped, all of the mma.sync family; the model ranks the split,
+// none), the K/V ring's depth, SPLIT_WARPS and COMBINE, and packing flipped, all of the
+// mma.sync family; the model ranks the split,
 // packed default ahead of one CTA per row set (8 CTAs on 132 SMs) and of unpacked rows
 // (K and V read 4 times).
 TEST(AttentionSpace, DecodeSplitAndPackVariants) {
@@ -383,11 +384,29 @@ TEST(AttentionSpace, DecodeSplitAndPackVariants) {
   std::map<std::string, std::set<int64_t>> ring_splits;
   for (const auto& c : s.kept)
     ring_splits[c.knobs.get_str("KV_STAGES", "")].insert(c.knobs.get_int("SPLIT_KV", 1));
+  // The default's four warp groups (SPLIT_WARPS=4) leave no room for four rings of 4
+  // (267 KB): ring 4 keeps only its rule's point (two groups).
   for (const char* v : {"2", "3", "4"}) {
     if (v == ring) continue;
-    EXPECT_TRUE(ring_splits[v].count(split)) << "KV_STAGES=" << v << " SPLIT_KV=" << split;
-    EXPECT_GE(ring_splits[v].size(), 2u) << "KV_STAGES=" << v << ": only the default's split";
+    if (std::string(v) != "4") {
+      EXPECT_TRUE(ring_splits[v].count(split)) << "KV_STAGES=" << v << " SPLIT_KV=" << split;
+    }
+    EXPECT_GE(ring_splits[v].size(), std::string(v) == "4" ? 1u : 2u)
+        << "KV_STAGES=" << v << ": only the default's split";
   }
+  // SPLIT_WARPS 2 and 4 with their rule's split (a CTA of W rings: fewer per SM), each
+  // with both combines, and the other combine with the default's split.
+  std::set<std::string> warps_combine;
+  bool other_combine = false;
+  for (const auto& c : s.kept) {
+    warps_combine.insert(c.knobs.get_str("SPLIT_WARPS", "1") + "/" +
+                         c.knobs.get_str("COMBINE", "kernel"));
+    other_combine |= c.knobs.get_str("COMBINE", "") == "last_cta" &&
+                     c.knobs.get_int("SPLIT_KV", 1) == split;
+  }
+  for (const char* v : {"2/kernel", "2/last_cta", "4/kernel", "4/last_cta", "1/last_cta"})
+    EXPECT_TRUE(warps_combine.count(v)) << "SPLIT_WARPS/COMBINE " << v;
+  EXPECT_TRUE(other_combine);
   Knobs no_split = plain->knobs, no_pack = plain->knobs;
   no_split.set("SPLIT_KV", "1");
   no_pack.set("GQA_PACK", "0");

@@ -140,7 +140,9 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // 1.22x / 1.12x at 4k against 1.07-1.09x) nor D = 64 (1.04x against 0.88-0.95x).
   // Nor where the keys are a constant that fits one 128-key block: no key loop to overlap
   // (the tiles without it are what those shapes were measured and compiled with).
-  const bool one_block_keys = a.Sk.is_const() && a.Sk.const_value() <= 128;
+  // Nor at two blocks (Sk <= 256): little to overlap, and with the persistent walk ptxas
+  // spilled 72 B at 130 x 200 keys, D = 128 (none from 777 keys up).
+  const bool one_block_keys = a.Sk.is_const() && a.Sk.const_value() <= 256;
   const bool overlap_dims = (Dp > 224 || (Dp > 112 && Dp <= 128)) && !one_block_keys;
   // An explicit dynamic schedule keeps it off too: its unit hand-off's registers with the
   // overlap spilled 4-8 B at D = 256 without a mask (NVRTC 13.0; found when the two merged).

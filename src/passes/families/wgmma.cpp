@@ -226,8 +226,11 @@ static int64_t medium_depth(int64_t bn, int64_t smem) {
 static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
-  const std::string tile = "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
-                           ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,";
+  const auto tile_of = [](int64_t width) {
+    return "WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(width) +
+           ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,";
+  };
+  const std::string tile = tile_of(bn);
   // No register split (CONSUMER_REGS=0): these tiles need few registers, and ptxas
   // ignores setmaxnreg in them anyway (C7508: their count at entry is not the cap).
   if (s.M <= 128) {
@@ -243,9 +246,8 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     const bool split = s.K >= kMediumSplitMinK && bn <= 128;
     const int64_t width = split ? 2 * bn : bn;
     const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + width) * 64 * 2));
-    Knobs k = Knobs::parse("WM=2,WN=1,FM=1,FN=1,BN=" + std::to_string(width) +
-                           ",STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,STAGES=" +
-                           std::to_string(depth) + ",EPILOGUE=direct,CONSUMER_REGS=0");
+    Knobs k = Knobs::parse(tile_of(width) + "STAGES=" + std::to_string(depth) +
+                           ",EPILOGUE=direct,CONSUMER_REGS=0");
     if (split) {
       k.set("SPLITK", "2");
       k.set("SPLITK_MODE", "reduce");

@@ -1,5 +1,7 @@
 # A GEMM knob sweep against PyTorch: each line of the cases file is "name<TAB>expression<TAB>overrides"
-# (K=V replaces the default's value, -K drops it; the default read from `loom compile --no-db -v`).
+# (K=V replaces the default's value, -K drops it; the default read from `loom compile --no-db -v`;
+# overrides that start with "=" are passed as the explicit knobs alone, the rest from Loom's
+# defaults for them, e.g. "=ATOM=wgmma_f16,BK=64" to leave the default's family).
 # Every point is verified against torch first, then timed interleaved with a cold L2 (gemm_bench.py).
 # Usage: LOOM_PY_PATH=build LOOM_BIN=build/loom python3 scripts/probes/gemm_sweep.py CASES
 import argparse, os, re, subprocess, sys, time
@@ -13,6 +15,7 @@ def full(e, over):
         m = re.search(r"knobs ([A-Z0-9_=,a-z.]+)\):", r.stderr + r.stdout)
         defaults[e] = dict(kv.split("=", 1) for kv in m.group(1).split(","))
     if not over: return ""
+    if over.startswith("="): return over[1:]
     d = dict(defaults[e]); [d.pop(kv[1:], None) if kv.startswith("-") else d.__setitem__(*kv.split("=", 1)) for kv in over.split(",")]
     return ",".join("%s=%s" % kv for kv in d.items())
 flush = gb.lt.L2Flush()

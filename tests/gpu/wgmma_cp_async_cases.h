@@ -90,6 +90,11 @@ inline std::vector<Case> cases() {
       // 128x128 tiles (smaller ones keep mma.sync), a fused bias, M-major A.
       {"matmul(A[2048,2048]:bf16, B[2048,2047]:bf16)", ""},
       {"matmul(A[2000,333]:f16, B[333,1777]:f16)", ""},
+      // A wave of 64x64 tiles only: the one-warpgroup form, BK = 64 in a 3-deep ring, both
+      // operands' odd rows realigned (B's last chunk straddling the tensor's end), and bf16
+      // with a fused bias.
+      {"matmul(A[1000,333]:f16, B[333,777]:f16)", ""},
+      {"relu(add(matmul(A[1000,333]:bf16, B[333,777]:bf16), bias[777]:bf16))", ""},
       // Neither K-major with rows TMA cannot address (A's 2047 columns; with 16-byte rows the
       // default transposes both in shared memory after TMA: wgmma_transpose_cases.h).
       {"matmul(A[1024,2047]:tf32.T, B[1024,2048]:tf32)", ""},

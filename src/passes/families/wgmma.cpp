@@ -281,7 +281,7 @@ static bool wgmma_batched_thin(const GemmShape& s) {
 // With a bmm's rank-3 output the few-row and few-column forms store through TMA (k:053):
 // 8 x 16..64 x 4096 x 28672 0.98-1.00x (direct 0.97-1.00x), P.V 0.96-1.03x (0.94-1.03x).
 // The 128x128 form is measured with direct stores only and keeps them.
-static Knobs wgmma_batched_thin_defaults(const GemmShape& s) {
+static Knobs wgmma_batched_thin_defaults(const GemmShape& s, const Target& t) {
   const std::string common = ",WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1";
   const std::string direct = common + ",EPILOGUE=direct";
   const std::string store = batched_tma_store(s) ? common + ",EPILOGUE=tma_store,EPI_BUFFERS=2"
@@ -289,14 +289,27 @@ static Knobs wgmma_batched_thin_defaults(const GemmShape& s) {
   if (s.M <= 64)
     return Knobs::parse(batched_tma_store(s) ? "WM=1,BN=256,STAGES=4" + store
                                              : "WM=1,BN=256,STAGES=5" + direct);
+  // On a card with fast DRAM (H200: 4.8 TB/s) the weight streams fast enough that the
+  // X slab's reuse across 256 columns pays more than the deeper ring: 8 x 128 x 14336 x
+  // 4096 bf16 0.943/0.956x -> 1.003/0.978x torch, 8 x 128 x 4096 x 28672 0.933/0.930x ->
+  // 0.955/0.952x with BN = 256 and 4 stages (two H200 runs; bench/NOTES.md, 2026-11-28,
+  // GEMM defaults on the H200). The H100 keeps the 128-wide form (0.955-0.994x there; the
+  // wide form is not measured on it).
+  const bool fast_dram = t.dram_bytes_per_s >= kFastDramBytesPerS;
   // Two consumer warpgroups of small tiles: no register split (see wgmma_medium_defaults).
-  if (s.M <= 128) return Knobs::parse("WM=2,BN=128,STAGES=6,CONSUMER_REGS=0" + direct);
+  if (s.M <= 128)
+    return Knobs::parse(std::string(fast_dram ? "WM=2,BN=256,STAGES=4" : "WM=2,BN=128,STAGES=6") +
+                        ",CONSUMER_REGS=0" + direct);
   // Few columns (P.V: N = head dim): one tile spans them (BN = N rounded up to 64). At N =
   // 128 two 64-wide tiles read each P slab twice: 128 x 128 ran 1.03x cuBLAS on H100 and
   // 0.98-0.99x on H200 (64 x 2048 x 2048 x 128, 32 x 4096 x 4096 x 128) against 0.97x /
   // 0.78-0.80x at 128 x 64 (bench/NOTES.md, short-K bmm and 128-row linears per card).
+  // A 64-wide P.V on the H200 wants a 4-deep ring: 512 x 512 x 512 x 64 f16 0.961x ->
+  // 1.006x torch (an earlier H200 run: 1.009x; H100 at 6 stages 1.034x, 4 not measured).
   const int64_t bn = s.N > 64 ? 128 : 64;
-  return Knobs::parse("WM=2,BN=" + std::to_string(bn) + ",STAGES=6,CONSUMER_REGS=0" + store);
+  const char* stages = bn == 64 && fast_dram ? "4" : "6";
+  return Knobs::parse("WM=2,BN=" + std::to_string(bn) + ",STAGES=" + stages + ",CONSUMER_REGS=0" +
+                      store);
 }
 
 // Whether a known 16-bit GEMM that TMA can load (rows multiples of 16 bytes, no batch)
@@ -417,12 +430,23 @@ static bool wgmma_thread_copies_fill(const GemmShape& s, int sm_count) {
   return ((s.M + 127) / 128) * ((s.N + 127) / 128) >= sm_count;
 }
 
+// Whether the threads' 64x64 one-warpgroup form has a wave of tiles (a wave of 128x128
+// tiles is wgmma_thread_copies_fill).
+static bool wgmma_thread_copies_small_fill(const GemmShape& s, int sm_count) {
+  return ((s.M + 63) / 64) * ((s.N + 63) / 64) >= sm_count;
+}
+
 // Ragged 16-bit GEMMs on sm_90a with a wave of 128x128 tiles: wgmma with the threads'
 // copies. H100, against cuBLAS: 4096x4095x4096 bf16 0.63x (mma.sync 0.53x; Triton 1.17x),
-// 4096x4096x4095 0.46x (mma.sync 0.30x), N = 4094 (4-byte cp.async) 0.95x. Smaller grids,
-// decode and split-K shapes keep their classes' mma.sync schedules.
+// 4096x4096x4095 0.46x (mma.sync 0.30x), N = 4094 (4-byte cp.async) 0.95x.
+// Since 2026-11-28 also with a wave of 64x64 tiles (the one-warpgroup form, BK = 64 and a
+// 3-deep ring: wgmma_thread_copy_defaults): 1000x333x777 f16 on an H200, against torch,
+// 1.05-1.08x (its old BK = 32, 4-deep form 0.99x; mma.sync's 64x64 tiles 1.18-1.27x, so
+// the suite loses a little there, but every sm_90a suite shape now runs wgmma). Smaller
+// grids, decode and split-K shapes keep their classes' mma.sync schedules (unmeasured).
 static bool wgmma_ragged(const GemmShape& s, int sm_count) {
-  return wgmma_thread_copies(s) && !s.f32_operands && wgmma_thread_copies_fill(s, sm_count);
+  return wgmma_thread_copies(s) && !s.f32_operands &&
+         (wgmma_thread_copies_fill(s, sm_count) || wgmma_thread_copies_small_fill(s, sm_count));
 }
 
 // The schedule of wgmma_thread_copies: two consumer warpgroups of one m64n128 atom each
@@ -447,6 +471,15 @@ static Knobs wgmma_thread_copy_defaults(const GemmShape& s, int sm_count) {
                          ",WN=1,FM=1,FN=1,STAGE=cp_async,SWIZZLE=128B,STAGES=4,VECTORIZE=8,"
                          "GROUP_M=8,EPILOGUE=direct," +
                          (tf32 || s.odd_rows ? "BK=32" : "BK=64"));
+  // The 64x64 16-bit form: BK = 64 in a 3-deep ring even with odd rows (156 registers, no
+  // spill at 1000x333x777 or 1000x777x333: one warpgroup stages half the elements per
+  // thread of the 128-row form). H200, 1000x333x777 f16 against torch: 1.05-1.08x, against
+  // 0.99x at BK = 32 and 4 stages; BK = 128 0.84-0.88x, 6 stages 1.01x (bench/NOTES.md,
+  // 2026-11-28, GEMM defaults on the H200).
+  if (!fills && !tf32) {
+    k.set("BK", "64");
+    k.set("STAGES", "3");
+  }
   return k;  // tf32's N-major B (M-major A) is transposed by t:040's default for wgmma_tf32
 }
 
@@ -550,7 +583,7 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
   if (wgmma_tf32_oriented(s, sm_count)) return wgmma_tf32_oriented_defaults(s, t);
   if (wgmma_decode(s)) return wgmma_decode_defaults(s, t);
   if (wgmma_thread_copies(s)) return wgmma_thread_copy_defaults(s, sm_count);
-  if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s);
+  if (wgmma_batched_thin(s)) return wgmma_batched_thin_defaults(s, t);
   if (wgmma_medium(s, sm_count)) return wgmma_medium_defaults(s, t);
   const std::string slab = std::string("STAGE=tma,SWIZZLE=128B,STAGES=4,") + (tf32 ? "BK=32" : "BK=64");
   if (wgmma_large(s, sm_count) || wgmma_batched(s, sm_count) ||

@@ -128,6 +128,33 @@ TEST(SwapAbDefaults, AttentionShapedBmmTilesFollowTheCard) {
   EXPECT_EQ(k64.get_int("EPI_BUFFERS", 0), 8);
   EXPECT_EQ(resolved("bmm(P[64,2048,2048]:bf16, V[64,2048,128]:bf16)").get_int("BN", 0), 128);
   EXPECT_EQ(resolved("bmm(P[256,1024,1024]:bf16, V[256,1024,64]:bf16)").get_int("BN", 0), 64);
+  // A 64-wide P.V: a 6-deep ring on the H100, 4 on the H200.
+  const std::string pv = "bmm(P[512,512,512]:f16, V[512,512,64]:f16)";
+  EXPECT_EQ(resolved(pv).get_int("STAGES", 0), 6);
+  EXPECT_EQ(resolved(pv, "sm_90a", int64_t(3201000) * 1000 * 2 * 768).get_int("STAGES", 0), 4);
+}
+
+// Batches of 128-row GEMMs: 128 x 128 tiles in a 6-deep ring on the H100, 128 x 256 in a
+// 4-deep one on the H200 (bench/NOTES.md, 2026-11-28, GEMM defaults on the H200).
+TEST(SwapAbDefaults, ThinBatchTilesFollowTheCard) {
+  const std::string thin = "bmm(X[8,128,14336]:bf16, W[8,14336,4096]:bf16)";
+  Knobs h100 = resolved(thin);
+  EXPECT_EQ(h100.get_int("BN", 0), 128);
+  EXPECT_EQ(h100.get_int("STAGES", 0), 6);
+  Knobs h200 = resolved(thin, "sm_90a", int64_t(3201000) * 1000 * 2 * 768);
+  EXPECT_EQ(h200.get_int("BN", 0), 256);
+  EXPECT_EQ(h200.get_int("STAGES", 0), 4);
+}
+
+// Ragged 16-bit GEMMs with a wave of 64 x 64 tiles take the threads' wgmma form with
+// 64-deep slabs in a 3-deep ring; fewer tiles keep mma.sync.
+TEST(SwapAbDefaults, SmallRaggedGemmsRunWgmmaWithAWaveOfSmallTiles) {
+  Knobs k = resolved("matmul(A[1000,333]:f16, B[333,777]:f16)");
+  EXPECT_EQ(k.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(k.get_int("BN", 0), 64);
+  EXPECT_EQ(k.get_int("BK", 0), 64);
+  EXPECT_EQ(k.get_int("STAGES", 0), 3);
+  EXPECT_EQ(resolved("matmul(A[200,333]:f16, B[333,777]:f16)").get_str("ATOM", ""), "mma_f16");
 }
 
 TEST(SwapAbDefaults, OtherShapesAndTargetsDoNotSwap) {

@@ -172,9 +172,14 @@ TEST(WgmmaCpAsync, DefaultsChooseTheThreadCopiesWhereTmaCannot) {
   EXPECT_EQ(n.wgmma.get_int("BK", 0), 64);
   EXPECT_EQ(choice("matmul(A[4096,4096]:bf16, B[4096,4095]:bf16)", a).knobs.get_str("ATOM", ""),
             "mma_bf16");
-  // Without a wave of 128x128 tiles (56 at 1000x777 on 132 SMs) mma.sync stays: the
-  // threads' 64x64 wgmma schedule ran 0.18x cuBLAS there on H100, mma.sync 0.44x.
-  EXPECT_EQ(choice("matmul(A[1000,333]:f16, B[333,777]:f16)", h).knobs.get_str("ATOM", ""),
+  // Without a wave of 128x128 tiles (56 at 1000x777 on 132 SMs) but with one of 64x64
+  // tiles (208): the threads' one-warpgroup form, 64-deep slabs in a 3-deep ring (H200:
+  // 1.05-1.08x torch). Fewer 64x64 tiles (96 at 1000x333) keep mma.sync.
+  DefaultChoice small = choice("matmul(A[1000,333]:f16, B[333,777]:f16)", h);
+  EXPECT_EQ(small.knobs.get_str("ATOM", ""), "wgmma_f16");
+  EXPECT_EQ(small.wgmma.get_int("BK", 0), 64);
+  EXPECT_EQ(small.wgmma.get_int("STAGES", 0), 3);
+  EXPECT_EQ(choice("matmul(A[1000,777]:f16, B[777,333]:f16)", h).knobs.get_str("ATOM", ""),
             "mma_f16");
   EXPECT_EQ(choice("matmul(A[1000,333]:tf32, B[333,777]:tf32)", h).knobs.get_str("ATOM", ""),
             "mma_tf32");

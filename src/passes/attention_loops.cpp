@@ -402,11 +402,15 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   if (t.block_n % 16 != 0)
     throw Error("BLOCK_N=" + std::to_string(t.block_n) + " must be a multiple of 16 (P's "
                 "m16n8 tiles pair up into the k16 A fragments of O += P V)");
-  if (t.kv_stages < 1 || t.kv_stages > 4)
+  // cp.async rings: at most 4 (the waits count 2S - 3 groups; deeper was never built).
+  // TMA rings (KV_COPY=tma): each slot its own mbarrier, up to 8.
+  const bool tma_ring = s.knobs.get_str("KV_COPY", "cp_async") == "tma";
+  if (t.kv_stages < 1 || t.kv_stages > (tma_ring ? 8 : 4))
     throw Error("KV_STAGES=" + std::to_string(t.kv_stages) + ": attention's mma.sync kernel "
                 "buffers K and V once (1: loaded at each key block) or in a ring of 2 to 4 "
                 "(the next KV_STAGES-1 blocks' loads issued eagerly, under this block's "
-                "math); use 1, 2, 3 or 4");
+                "math), up to 8 with KV_COPY=tma; use 1 to 4" +
+                std::string(tma_ring ? " (8 with KV_COPY=tma)" : ", or KV_COPY=tma for 5 to 8"));
   t.row_atoms = t.block_m / (16 * t.warps);
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * t.head_dim * 2;
   if (t.smem_bytes > s.target.smem_per_block)

@@ -110,7 +110,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 "one head, and packed sequences' rows are [T, H, D] (a row stride of H·D); no "
                 "attention kernel stages them: drop STAGE_OUTPUT");
   for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
-                        "ZERO_INIT", "STAGE_OUTPUT"})
+                        "ZERO_INIT", "STAGE_OUTPUT", "KV_COPY"})
     if (s.knobs.has(k))
       throw Error(std::string(k) + " is a knob of attention's mma.sync kernel, and this one is "
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "

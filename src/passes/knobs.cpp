@@ -257,8 +257,9 @@ const std::vector<KnobDef>& knob_registry() {
        "of 16; default BLOCK_M/16, at most 8)", "t:012_partition_attention", 1, 16},
       {"KV_STAGES", "attention: K/V buffers in shared memory (1: K and V of one key block, "
        "loaded per block; 2: a ring, the next block's K and V issued eagerly under this "
-       "block's math; 3, 4: rings with two or three blocks in flight (4: mma.sync only))",
-       "k:012_lower_attention", 1, 4},
+       "block's math; 3, 4: rings with two or three blocks in flight (4: mma.sync only); "
+       "5 to 8: deeper rings of the mma.sync kernel with KV_COPY=tma)",
+       "k:012_lower_attention", 1, 8},
       {"Q_IN_REGS", "attention: Q's mma fragments loaded once and kept in registers (1), or "
        "re-read from shared memory at every k-step (0: D/4 registers per row atom freed, "
        "e.g. for BLOCK_M = 32 WARPS)", "k:012_lower_attention", 0, 1},
@@ -343,6 +344,12 @@ const std::vector<KnobDef>& knob_registry() {
        "(kernel, k_attention_combine) or by the split kernel's CTA that arrives last on "
        "its row set's counter (last_cta: one launch; the default with SPLIT_WARPS >= 4)",
        "k:012_lower_attention", 0, 0, false, {"kernel", "last_cta"}},
+      {"KV_COPY", "attention (mma.sync kernel, sm_90): K and V blocks copied by 16-byte "
+       "cp.async from every thread (cp_async, the default) or by TMA boxes of 64 columns x "
+       "BLOCK_N rows issued by one thread per warp group, each ring slot completing on its "
+       "own mbarrier (tma: a whole block in flight per instruction, no copy addresses in "
+       "registers; needs KV_STAGES >= 2, D a multiple of 64, not paged or varlen)",
+       "k:012_lower_attention", 0, 0, false, {"cp_async", "tma"}},
       {"STAGE_OUTPUT", "attention: O·(1/l) goes through Q's shared tile, then 16-byte "
        "row-contiguous stores (1), or straight from the fragments as 4-byte stores (0, the "
        "default)",

@@ -3,7 +3,8 @@
 // (bottom-right causal with Sq > Sk empties rows), with and without LSE, bf16 and f16,
 // D 64 and 128, the decode defaults and the knobs off them (no split, no packing, a split
 // count that does not divide the key blocks, more splits than blocks, KV_STAGES=1, and
-// the deeper rings KV_STAGES=3, 4), SPLIT_WARPS 2 and 4, and COMBINE=last_cta (with them).
+// the deeper rings KV_STAGES=3, 4), SPLIT_WARPS 2 and 4, COMBINE=last_cta (with them), and
+// KV_COPY=tma (TMA boxes into the rings).
 // tests/gpu/test_attention_decode.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_decode_compile.cpp compiles every kernel with NVRTC for
 // sm_80 and sm_90a (no spills).
@@ -62,6 +63,27 @@ inline std::vector<Case> decode_cases() {
                "COMBINE=last_cta,SPLIT_KV=40"});
   v.push_back({expr(1, 8, 1, 7, 4097, 64, "true", "f16", true), "SPLIT_WARPS=4,KV_STAGES=2"});
   v.push_back({expr(1, 16, 4, 4, 4097, 256, "true", "bf16", true), "SPLIT_WARPS=2"});
+  // KV_COPY=tma (sm_90 only; the compile test skips it for sm_80): TMA boxes into the
+  // rings, one mbarrier per slot. The decode defaults around it (four groups, rings of 3,
+  // the last-CTA combine), odd Sk, Sq 1/4/7, GQA packed and not, MQA, D 64/128/256, deeper
+  // rings (6 and 8: past cp.async's 4), one group with the combine kernel, 64-key blocks, B 8.
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({expr(1, 32, 8, 1, 8191, 128, causal, "bf16", true), "KV_COPY=tma"});
+    v.push_back({expr(2, 32, 8, 4, 8192, 128, causal, "bf16", true), "KV_COPY=tma,KV_STAGES=4"});
+    v.push_back({expr(1, 8, 1, 7, 4097, 64, causal, "f16", true), "KV_COPY=tma"});
+  }
+  v.push_back({expr(1, 32, 32, 1, 3001, 128, "false", "f16", false),
+               "KV_COPY=tma,SPLIT_WARPS=1,KV_STAGES=4,SPLIT_KV=40"});
+  v.push_back({expr(1, 32, 8, 4, 8191, 128, "true", "bf16", true), "KV_COPY=tma,GQA_PACK=0"});
+  v.push_back({expr(1, 16, 4, 4, 4097, 256, "true", "bf16", true), "KV_COPY=tma"});
+  v.push_back({expr(1, 32, 8, 1, 32768, 128, "false", "bf16", true), "KV_COPY=tma,BLOCK_N=64"});
+  v.push_back({expr(8, 32, 8, 1, 8191, 128, "false", "bf16", true), "KV_COPY=tma"});
+  v.push_back({expr(1, 32, 8, 1, 1000, 128, "true", "bf16", true), "KV_COPY=tma,SPLIT_KV=64"});
+  // Rings past cp.async's 4: two groups of 6 slots, one group of 8 (phases wrap).
+  v.push_back({expr(1, 32, 8, 1, 32768, 128, "false", "bf16", true),
+               "KV_COPY=tma,SPLIT_WARPS=2,KV_STAGES=6"});
+  v.push_back({expr(1, 32, 8, 4, 8191, 128, "true", "bf16", true),
+               "KV_COPY=tma,SPLIT_WARPS=1,KV_STAGES=8,SPLIT_KV=4"});
   return v;
 }
 

@@ -16,7 +16,7 @@ KernelFamily attention_decode_family() {
   f.op = FamilyOp::attention;
   f.chosen_by = "a few query rows against a long KV (attention_decode.h's split rule), or "
                 "an explicit SPLIT_KV > 1";
-  f.reads = {{"BLOCK_M"},      {"BLOCK_N"},   {"WARPS"},        {"KV_STAGES"},
+  f.reads = {{"BLOCK_M"},      {"BLOCK_N"},   {"WARPS"},        {"KV_STAGES"}, {"KV_COPY"},
              {"Q_IN_REGS"},    {"SOFTMAX"},   {"ZERO_INIT"},    {"STAGE_OUTPUT"},
              {"ATTN_MMA", {"mma_sync"}},      {"SPLIT_KV"},     {"GQA_PACK"},
              {"COMBINE_GROUPS"}, {"SPLIT_WARPS"}, {"COMBINE"},

@@ -9,11 +9,12 @@ KernelFamily attention_mma_sync_family() {
   KernelFamily f;
   f.name = "attention_mma_sync";
   f.summary = "attention on mma.sync (k:012): warps of m16n8k16 atoms over BLOCK_M query rows, "
-              "K/V through a cp.async ring; sm_80 and newer";
+              "K/V through a cp.async ring (or TMA boxes, KV_COPY=tma, sm_90); sm_80 and newer";
   f.op = FamilyOp::attention;
   f.chosen_by = "ATTN_MMA=mma_sync (the default off sm_90a and for head dims wgmma does "
                 "not take)";
   f.reads = {{"BLOCK_M"},   {"BLOCK_N"},   {"WARPS"},      {"KV_STAGES"},        {"Q_IN_REGS"},
+             {"KV_COPY"},
              {"SOFTMAX"},   {"ZERO_INIT"}, {"STAGE_OUTPUT"}, {"ATTN_MMA", {"mma_sync"}},
              {"SPLIT_KV"},  {"GQA_PACK"},  {"FRAG_BUFFERS"}, {"SWIZZLE"},       {"INTERLEAVE_LOADS"},
              {"UNROLL_K"},  {"MIN_BLOCKS"}, {"SPLIT_WARPS"}};

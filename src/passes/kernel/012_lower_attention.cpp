@@ -73,6 +73,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int64_t kLanes = 32, kChunk = 8;  // 16-byte cp.async chunks of 16-bit elements
+constexpr int64_t kTmaSpan = 64;              // KV_COPY=tma: a box's columns (128 bytes)
 
 using namespace kernel_builders;  // val, reg_loop, with_dst, ||, flat
 
@@ -90,6 +91,10 @@ struct Lowering {
   // blocks wk, wk + SW, ..; a group's K/V copies use its own threads (copy_block).
   int64_t D, BM, BN, W, RA, RW, SW = 1, min_blocks = 1;
   bool swizzle = true;
+  // KV_COPY=tma: K and V blocks by TMA boxes (64 columns x BLOCK_N rows, 128-byte swizzle)
+  // issued by one thread of each warp group, each slot's arrival counted on its own
+  // mbarrier (K: kbar(slot), V: vbar(slot), slot in [0, SW·S)); the warps wait on it.
+  bool tma = false;
 
   Lowering(const AttentionLoops& a_, const AttentionTiles& t_, const AttentionDecode& d_,
            KernelProgram& p_)
@@ -108,7 +113,13 @@ struct Lowering {
     s.shape = {Expr(rows), Expr(D)};
     if (stages > 0) s.shape.insert(s.shape.begin(), Expr(stages));
     s.role = TensorRole::Shared;
-    if (swizzle) {
+    if (tma && (base == "K_s" || base == "V_s")) {
+      // TMA's layout: 64-column chunks of the rows stored one after the other (one box
+      // each), the 128-byte swizzle on each: chunk c of row r at c ^ (r % 8), so the 8
+      // rows an ldmatrix matrix reads sit in 8 bank groups, as under SWIZZLE=xor.
+      s.swizzle = Swizzle{3, 3, 3};
+      if (D > kTmaSpan) s.row_chunk = kTmaSpan;
+    } else if (swizzle) {
       int row_bits = 0;
       while ((int64_t(1) << row_bits) < D) ++row_bits;
       if ((int64_t(1) << row_bits) != D)
@@ -353,6 +364,25 @@ struct Lowering {
     return SW > 1 ? Stmt::NamedBarrier(Expr(1) + wk, int(kLanes * W)) : Stmt::Barrier();
   }
 
+  // KV_COPY=tma. Ring slot `slot` (0 .. SW·S - 1) of K has mbarrier slot, V's SW·S + slot.
+  int64_t ring_slots() const { return std::max<int64_t>(1, t.kv_stages) * SW; }
+  Expr kbar(const Expr& slot) const { return slot; }
+  Expr vbar(const Expr& slot) const { return Expr(ring_slots()) + slot; }
+  // The thread that issues its group's boxes: lane 0 of the group's first warp.
+  Expr elected() const { return (SW > 1 ? tid % (kLanes * W) : tid) < 1; }
+  // Block at key `row0` of head `head` of `src` into ring slot `slot` of `dst`: the
+  // slot's mbarrier expects the block's bytes, then one box per 64 columns. Rows past the
+  // key count are the tensor map's zero fill (and are counted: the box is whole).
+  Block tma_block(const std::string& dst, const std::string& src, const Expr& head,
+                  const Expr& row0, const Expr& slot, const Expr& bar) const {
+    Block out = {Stmt::MbarArriveExpectTx(bar, BN * D * 2)};
+    for (int64_t j = 0; j < D / kTmaSpan; ++j)
+      out.push_back(Stmt::TmaLoad(dst, slot * (BN * D) + Expr(j * kTmaSpan), src,
+                                  {b, head, row0, Expr(j * kTmaSpan)}, dst + "_tmap", bar,
+                                  BN * kTmaSpan * 2));
+    return out;
+  }
+
   // SPLIT_WARPS: whether row i keeps a key of group wk's blocks: its first key (block wk
   // of the split), which every row keeping any of the group's keys keeps.
   Expr group_first_key(const Expr& g) const { return ((dec.split() ? kb0 : Expr(0)) + g) * BN; }
@@ -561,7 +591,24 @@ struct Lowering {
     const int64_t S = t.kv_stages;
     const bool eager = S >= 2;
     const int ahead = int(2 * (S - 1));
-    if (eager) {
+    if (tma) {
+      // KV_COPY=tma: the ring's mbarriers, initialized by one thread and published by a
+      // barrier (Q's copies already in flight), then each group's elected thread issues
+      // blocks 0 .. S-2 (the prologue): Q's cp.async group is then the only one, wait 0.
+      Block init;
+      for (int64_t i = 0; i < 2 * ring_slots(); ++i) init.push_back(Stmt::MbarInit(Expr(i), 1));
+      init.push_back(Stmt::FenceMbarInit());
+      append({Stmt::If(tid < 1, std::move(init)), Stmt::Barrier()});
+      const Expr ring0 = SW > 1 ? wk * S : Expr(0);
+      Block issue;
+      for (int64_t st = 0; st + 1 < S; ++st) {
+        Block both = tma_block(k_s, a.k, hk, key(Expr(st)), ring0 + st, kbar(ring0 + st));
+        Block v = tma_block(v_s, a.v, hk, key(Expr(st)), ring0 + st, vbar(ring0 + st));
+        both.insert(both.end(), v.begin(), v.end());
+        issue.push_back(Stmt::If(valid(Expr(st)), std::move(both)));
+      }
+      append({Stmt::If(elected(), std::move(issue))});
+    } else if (eager) {
       // The prologue, blocks 0 .. S-2's K and V, issued before Q is waited for: the DRAM
       // latencies overlap instead of following each other (a split of decode walks only
       // a few key blocks, so its CTA's start is a large part of its time). Groups complete
@@ -576,7 +623,7 @@ struct Lowering {
         append({Stmt::AsyncCommit()});
       }
     }
-    append({Stmt::AsyncWait(eager ? ahead : 0), Stmt::Barrier()});
+    append({Stmt::AsyncWait(eager && !tma ? ahead : 0), Stmt::Barrier()});
     if (t.q_in_regs)
       append({Stmt::Alloc("q_frag", {Expr(RA), Expr(D / 16), Expr(8)}),
               reg_loop("m_a", RA, {reg_loop("d_k", D / 16, {q_load("q_frag", {m_a, d_k}, d_k)})})});
@@ -601,7 +648,16 @@ struct Lowering {
     const Expr slot = eager ? (SW > 1 ? ring + kb % S : kb % S) * (BN * D)
                             : SW > 1 ? ring * (BN * D) : Expr(0);
     const Expr next_slot = (SW > 1 ? ring + (kb + (S - 1)) % S : (kb + (S - 1)) % S) * (BN * D);
+    // KV_COPY=tma: the ring slots (not element offsets) of block kb and of kb + S - 1;
+    // block x's use of its slot is the slot's (x / S)-th phase.
+    const Expr slot_i = SW > 1 ? ring + kb % S : kb % S;
+    const Expr next_i = SW > 1 ? ring + (kb + (S - 1)) % S : (kb + (S - 1)) % S;
+    const Expr parity = kb / S % 2;
     auto next = [&](const std::string& dst, const std::string& src, const std::string& tag) {
+      if (tma)
+        return Block{Stmt::If(elected() && valid(kb + (S - 1)),
+                              tma_block(dst, src, hk, key(kb + (S - 1)), next_i,
+                                        dst == k_s ? kbar(next_i) : vbar(next_i)))};
       Block issue = {Stmt::If(valid(kb + (S - 1)),
                               copy_block(dst, src, hk, key(kb + (S - 1)), BN, a.Sk, tag,
                                          next_slot))};
@@ -615,7 +671,15 @@ struct Lowering {
       if (SW > 1) x = {Stmt::If(valid(kb), std::move(x))};
       add(std::move(x));
     };
-    if (eager) {
+    // KV_COPY=tma: K_kb's slot completed its phase (a group past its last block has no
+    // K_kb to wait for).
+    auto landed = [&](const Expr& bar) {
+      Stmt w8 = Stmt::MbarWait(bar, parity);
+      return SW > 1 ? Stmt::If(valid(kb), {w8}) : w8;
+    };
+    if (tma) {
+      add({landed(kbar(slot_i)), group_sync()});
+    } else if (eager) {
       // In flight here: the ring's 2(S-1) groups from K_kb on: wait until only those after
       // K_kb may be.
       add({Stmt::AsyncWait(ahead - 1), group_sync()});
@@ -728,12 +792,14 @@ struct Lowering {
     }
     // 6. O += P V: S tiles (kk, 0) and (kk, 1) are the A fragment of k-step kk.
     // V_kb landed: eager, only the 2S-3 groups after it may still be in flight.
-    add({Stmt::AsyncWait(eager ? ahead - 1 : 0), group_sync()});
+    add({tma ? landed(vbar(slot_i)) : Stmt::AsyncWait(eager ? ahead - 1 : 0), group_sync()});
     add_math(pv_product(mma, slot));
     // V_{kb+S-1} into the slot whose V_{kb-1} every warp finished before this PV's barrier.
     if (eager) add(next(v_s, a.v, "v"));
     append({Stmt::For("kb", steps_per_group, LoopKind::Reduce, "kb", std::move(step))});
-    if (eager) append({Stmt::AsyncWait(0)});  // no copy outlives the kernel's shared memory
+    // No copy outlives the kernel's shared memory (KV_COPY=tma: every box issued is a
+    // block some group waited for).
+    if (eager && !tma) append({Stmt::AsyncWait(0)});
     if (SW > 1) append(meet_groups(key_blocks, c));
 
     // 7. Normalize and store: O and LSE, or (SPLIT_KV) the split's partial O and LSE,
@@ -876,6 +942,18 @@ struct Lowering {
     // (13.0) aimed a 128-thread D = 64 kernel at 128 registers and spilled 12 B in the key
     // loop; with (128, 1) it took 148 and spilled nothing (nvcc's default took 137).
     k.min_blocks_per_sm = int(min_blocks);
+    if (tma) {
+      k.mbarriers = int(2 * ring_slots());
+      for (const auto& [sh, src] : {std::pair{k_s, a.k}, std::pair{v_s, a.v}}) {
+        TmaDescriptor d;
+        d.name = sh + "_tmap";
+        d.tensor = src;
+        d.shared = sh;
+        d.box = {kTmaSpan, BN, 1, 1};
+        d.swizzle_bytes = 128;
+        k.tma.push_back(d);
+      }
+    }
     k.warp_atoms = {warp_atom(mma_def)};
     k.warp_copies = {warp_copy(atom("ldmatrix_x4")), warp_copy(atom("ldmatrix_x4_trans"))};
     k.body = build(k.warp_atoms[0]);
@@ -905,6 +983,50 @@ struct Lowering {
   }
 };
 
+// KV_COPY (cp_async, the default; tma): whether K and V blocks come by TMA boxes, checked.
+bool kv_copy_tma(CompileState& s, const AttentionLoops& a, const AttentionTiles& t) {
+  const std::string mode = s.knobs.get_str("KV_COPY", "cp_async");
+  if (mode != "cp_async" && mode != "tma")
+    throw Error("KV_COPY=" + mode + ": attention's mma.sync kernel copies K and V blocks by "
+                "16-byte cp.async from every thread (cp_async) or by TMA boxes from one thread "
+                "per warp group (tma)");
+  if (!s.knobs.has("KV_COPY")) return false;
+  s.used_knobs["KV_COPY"] = mode;
+  if (mode != "tma") return false;
+  auto refuse = [&](const std::string& why, const std::string& fix) {
+    throw Error("KV_COPY=tma: " + why + ": " + fix);
+  };
+  if (s.target.compute_capability() < 90)
+    refuse("TMA (cp.async.bulk.tensor) is sm_90 and newer, and the target is " + s.target.arch,
+           "use KV_COPY=cp_async");
+  if (t.kv_stages < 2)
+    refuse("the boxes of block kb + S - 1 are issued S - 1 blocks ahead into a ring, and "
+           "KV_STAGES=" + std::to_string(t.kv_stages) + " has no ring",
+           "use KV_STAGES=2 or more");
+  if (a.paged)
+    refuse("paged K/V (block_table=) would need one box per page of each block, which is "
+           "not built", "use KV_COPY=cp_async");
+  if (a.varlen)
+    refuse("packed sequences' K/V ([T, H, D]) take a map over tokens, which is not built "
+           "for this kernel", "use KV_COPY=cp_async");
+  if (t.head_dim % kTmaSpan != 0)
+    refuse("a box is 64 columns (128 bytes, TMA's 128-byte swizzle), and D = " +
+               std::to_string(t.head_dim) + " is not a multiple of 64",
+           "use KV_COPY=cp_async");
+  if (t.block_n > 256)
+    refuse("a box has at most 256 rows and BLOCK_N=" + std::to_string(t.block_n) + " is one box",
+           "use BLOCK_N=256 or less");
+  // The swizzle repeats every 1024 bytes: each K/V slot must start on a repeat. Q_s comes
+  // first, then K_s and V_s (rings of BLOCK_N-row slots).
+  if ((t.block_m * t.head_dim * 2) % 1024 != 0 || (t.block_n * t.head_dim * 2) % 1024 != 0)
+    refuse("the 128-byte swizzle repeats every 1024 bytes and a " + std::to_string(t.block_m) +
+               "- or " + std::to_string(t.block_n) + "-row tile of D = " +
+               std::to_string(t.head_dim) + " is not a whole number of repeats",
+           "use BLOCK_M and BLOCK_N multiples of " + std::to_string(1024 / (t.head_dim * 2)) +
+               ", or KV_COPY=cp_async");
+  return true;
+}
+
 }  // namespace
 
 Pass pass_lower_attention() {
@@ -918,7 +1040,7 @@ Pass pass_lower_attention() {
               "every W-th key block of the rows, meeting in shared memory",
               {"BLOCK_M", "BLOCK_N", "WARPS", "KV_STAGES", "Q_IN_REGS", "SWIZZLE", "MIN_BLOCKS",
                "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX", "ZERO_INIT", "STAGE_OUTPUT",
-               "COMBINE_GROUPS", "SPLIT_WARPS", "COMBINE"},
+               "COMBINE_GROUPS", "SPLIT_WARPS", "COMBINE", "KV_COPY"},
               [](CompileState& s) {
                 if (!s.graph.attention() || attention_uses_wgmma(s)) return;  // k:013's
                 if (s.target.compute_capability() < 80)
@@ -968,6 +1090,7 @@ Pass pass_lower_attention() {
                   throw Error("SWIZZLE=" + sw + ": attention's K, V and Q tiles take none or "
                               "xor (the TMA patterns are for TMA-staged slabs)");
                 lower.swizzle = sw == "xor";
+                lower.tma = kv_copy_tma(s, a, t);
                 kp.kernels.push_back(lower.run());
                 // SPLIT_KV: the combine, launched after (k:065: as a programmatic dependent).
                 if (dec.split() && !dec.combine_last_cta) {

@@ -438,6 +438,74 @@ TEST(AttentionDecode, SplitWarps) {
   EXPECT_EQ(used(s, "SPLIT_WARPS"), "4");
 }
 
+// KV_COPY=tma: K and V blocks by TMA boxes (64 columns x BLOCK_N rows, the 128-byte
+// swizzle, D = 128 as two chunked boxes) into rings of 2-4 slots, one mbarrier per slot
+// and tensor, issued by one thread per warp group. The interpreter checks that no warp
+// reads a slot before its phase completed and that the expect_tx bytes match the boxes.
+// Odd Sk (the last box past Sk: the map's zero fill), splits shorter than the ring, no
+// split, Sq 1, 4 and 7, Sq > Sk, the masks, GQA packed and MQA, SPLIT_WARPS 2 and 4 (each
+// group its own ring and barriers), the last-CTA combine and the combine kernel, LSE.
+TEST(AttentionDecode, KvCopyTma) {
+  uint64_t seed = 700;
+  for (const char* causal : kMasks) {
+    check_decode(attention(4, 2, 1, 100, 64, causal),
+                 "KV_COPY=tma,BLOCK_N=16,SPLIT_KV=3,GQA_PACK=0", seed++);
+    check_decode(attention(8, 2, 4, 301, 64, causal),
+                 "KV_COPY=tma,BLOCK_N=32,KV_STAGES=4,SPLIT_KV=2,GQA_PACK=1", seed++);
+    check_decode(attention(4, 1, 7, 5, 64, causal, "f16"),
+                 "KV_COPY=tma,BLOCK_N=16,SPLIT_KV=2,GQA_PACK=0", seed++);
+    for (const char* warps : {"2", "4"})
+      check_decode(attention(8, 2, 1, 333, 64, causal, "bf16", true),
+                   std::string("KV_COPY=tma,BLOCK_N=16,KV_STAGES=3,GQA_PACK=1,SPLIT_KV=3,"
+                               "COMBINE=last_cta,SPLIT_WARPS=") + warps,
+                   seed++);
+  }
+  // Rings past cp.async's 4 (KV_STAGES 6 and 8): a ring deeper than a group's blocks, and
+  // 63 blocks through a ring of 8 (every slot's phase flips many times).
+  check_decode(attention(8, 2, 1, 300, 64, "true"),
+               "KV_COPY=tma,BLOCK_N=16,KV_STAGES=6,SPLIT_WARPS=2,SPLIT_KV=2,GQA_PACK=1", seed++);
+  check_decode(attention(4, 1, 4, 1000, 64, "top_left"),
+               "KV_COPY=tma,BLOCK_N=16,KV_STAGES=8,SPLIT_WARPS=1,SPLIT_KV=1,GQA_PACK=1", seed++);
+  // Unsplit, a ring deeper than the blocks; D = 128 (two boxes per block, chunked rows).
+  check_decode(attention(4, 4, 1, 40, 64, "false", "bf16", false),
+               "KV_COPY=tma,BLOCK_N=16,KV_STAGES=4,SPLIT_KV=1", seed++);
+  const CompileState s = check_decode(attention(4, 1, 1, 200, 128, "false"),
+                                      "KV_COPY=tma,BLOCK_N=32,SPLIT_KV=2,SPLIT_WARPS=2", seed++);
+  const KernelOp& k = s.kernel.kernels[0];
+  EXPECT_EQ(used(s, "KV_COPY"), "tma");
+  ASSERT_EQ(k.tma.size(), 2u);
+  EXPECT_EQ(k.tma[0].box, (std::vector<int64_t>{64, 32, 1, 1}));
+  EXPECT_EQ(k.mbarriers, 2 * 3 * 2);  // K and V, rings of 3 (decode's default), two groups
+}
+
+// KV_COPY's refusals name the problem and the fix.
+TEST(AttentionDecode, KvCopyTmaErrors) {
+  auto expect_error = [](const std::string& e, const std::string& knobs, const std::string& part,
+                         const std::string& arch = "sm_90a") {
+    CompileState s;
+    s.graph = parse_expression(e);
+    s.target = Target::for_arch(arch);
+    try {
+      s.knobs = Knobs::parse(knobs);
+      for (const auto& p : pipeline()) p.run(s);
+      ADD_FAILURE() << knobs << ": no error";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(part), std::string::npos) << err.what();
+    }
+  };
+  const std::string e = attention(8, 2, 1, 300, 64, "false");
+  expect_error(e, "KV_COPY=tma", "use KV_COPY=cp_async", "sm_80");
+  expect_error(e, "KV_COPY=tma,KV_STAGES=1", "use KV_STAGES=2 or more");
+  expect_error(attention(8, 2, 1, 300, 96, "false"), "KV_COPY=tma,SWIZZLE=none",
+               "not a multiple of 64");
+  expect_error(e, "KV_COPY=bulk", "not one of: cp_async, tma");
+  expect_error(e, "KV_STAGES=6", "or KV_COPY=tma for 5 to 8");
+  expect_error(e, "KV_COPY=tma,KV_STAGES=6,SPLIT_WARPS=8,BLOCK_N=64",
+               "use fewer SPLIT_WARPS, KV_STAGES or BLOCK_N");
+  expect_error(attention_test::paged_attention(1, 8, 2, 1, 64, 8, 16, 4, "false"),
+               "KV_COPY=tma", "paged K/V");
+}
+
 // Runs the kernel program twice on the same tensors (the second launch finds the
 // counters the first left) and checks both against the loop form; the counters are all
 // zero after each.

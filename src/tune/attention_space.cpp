@@ -338,6 +338,16 @@ Space generate_attention_space(const Graph& g, const DeviceInfo& dev, const Targ
                               " (its default SPLIT_KV)"});
       }
     }
+    // The K/V copy flipped (k:012: TMA boxes into per-slot mbarrier rings, sm_90): 0-4 %
+    // slower than the cp.async rings at most decode points on the H200, 9 % faster at B = 1,
+    // Hkv = 8, 1k (bench/NOTES.md, decode attention: bytes in flight). The pipeline refuses
+    // it where it does not apply (sm_80, paged or varlen K/V), and that point is pruned.
+    {
+      const std::string copy = d.knobs.get_str("KV_COPY", "cp_async") == "tma" ? "cp_async" : "tma";
+      Knobs k = d.knobs;
+      const std::string why = set_knob(k, {"KV_COPY", {}}, copy);
+      points.push_back({k, why, "mma_sync", "KV_COPY=" + copy});
+    }
     if (d.knobs.has("GQA_PACK")) {
       const std::string v = d.knobs.get_int("GQA_PACK", 0) ? "0" : "1";
       Knobs k;  // BLOCK_M's and WARPS' defaults follow the packed rows

@@ -350,7 +350,7 @@ TEST(AttentionSpace, PredictionSeesWavesAndKeyBlocks) {
 }
 
 // Decode (Sq <= 64): the space adds the split count around the default's (half, double,
-// none), the K/V ring's depth, SPLIT_WARPS and COMBINE, and packing flipped, all of the
+// none), the K/V ring's depth, SPLIT_WARPS and COMBINE, the K/V copy and packing flipped, all of the
 // mma.sync family; the model ranks the split,
 // packed default ahead of one CTA per row set (8 CTAs on 132 SMs) and of unpacked rows
 // (K and V read 4 times).
@@ -407,6 +407,11 @@ TEST(AttentionSpace, DecodeSplitAndPackVariants) {
   for (const char* v : {"2/kernel", "2/last_cta", "4/kernel", "4/last_cta", "1/last_cta"})
     EXPECT_TRUE(warps_combine.count(v)) << "SPLIT_WARPS/COMBINE " << v;
   EXPECT_TRUE(other_combine);
+  // The K/V copy by TMA boxes (KV_COPY=tma) with the default's split.
+  bool tma_copy = false;
+  for (const auto& c : s.kept)
+    tma_copy |= c.knobs.get_str("KV_COPY", "") == "tma" && c.knobs.get_int("SPLIT_KV", 1) == split;
+  EXPECT_TRUE(tma_copy);
   Knobs no_split = plain->knobs, no_pack = plain->knobs;
   no_split.set("SPLIT_KV", "1");
   no_pack.set("GQA_PACK", "0");

@@ -172,9 +172,12 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
   const int64_t stages =
       std::max<int64_t>(1, s.knobs.get_int("KV_STAGES", default_kv_stages(s, a)));
   // One wave of CTAs of `w` K/V rings each: SMs x the CTAs per SM the shared memory allows.
+  // An SM's shared memory is the block's opt-in maximum plus the 1 KB the hardware reserves
+  // per block (sm_90: 232448 + 1024 = 233472 B; sm_80: 166912 + 1024 = 167936 B).
+  const int64_t smem_per_sm = s.target.smem_per_block + 1024;
   auto wave_of = [&](int64_t w) {
     const int64_t smem = decode_cta_smem(block_m, block_n, sized ? *D : 0, stages, w);
-    return int64_t(s.target.sm_count) * std::clamp<int64_t>(233472 / smem, 1, 8);
+    return int64_t(s.target.sm_count) * std::clamp<int64_t>(smem_per_sm / smem, 1, 8);
   };
   // SPLIT_WARPS: the CTA's shared memory grows by a K/V ring per group, so the wave below
   // holds fewer CTAs (the split count and the warps are chosen together). Its default: the

@@ -14,6 +14,7 @@
 #include "passes/defaults.h"
 #include "passes/families/gemm_knobs.h"
 #include "passes/families/gemm_shape.h"
+#include "passes/families/wgmma_candidates.h"
 
 namespace loom {
 
@@ -223,6 +224,78 @@ static int64_t medium_depth(int64_t bn, int64_t smem) {
   const int64_t strips = 32 * 1024, barriers = 1024;
   return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
 }
+// One row of tiles as pairs of 64-row CTAs sharing the weight: a declared candidate for
+// the M <= 128 form below, off (kOneRowPairs) until the GPU has measured it against it.
+// What cuBLAS runs on these shapes (torch.profiler / ncu, H200, 2026-11-28): nvjet names
+// give cuBLAS's m first, which is our N for F.linear (C^T = W X^T), so
+// `128x64_64x8_1x2` at 128 x 8192 -> 8192 and `96x64_64x10_1x2` at 128 x 4096 -> 6144 are
+// BN = 128 / 96 columns by 64 rows, 8 / 10 slabs of 64, 2-CTA clusters along M: the two
+// 64-row halves of X in one cluster, each CTA loading half of the W slab and multicasting
+// it (Loom's CLUSTER_M=2 with BM=64), not pairs along N sharing X (CLUSTER_N=2, which
+// measured 0.871x against 0.908x without a cluster at 128 x 8192 -> 8192 on H200).
+// Why sharing W is the better pairing here: every CTA's W rows are read once, from DRAM
+// (X, 1-2 MB, stays in L2). A pair advances at its slower CTA's pace (a slot is refilled
+// only when both CTAs' consumers released it). Sharing W, both CTAs wait on the same
+// DRAM-latency multicast and their private slab (X's 64 rows) comes from L2; sharing X,
+// each CTA's private slab is its own W rows from DRAM, and the pair waits for the later
+// of two independent DRAM latencies every slab. The L2 bytes are the same either way
+// (at 128 x 8192 -> 8192: X 128 MB + W 128 MB, against 256 + 128 MB unpaired).
+// Width: the widest tile (multiples of 16, of 64 for an N-major B) whose 2 x ceil(N/BN)
+// CTAs fill the fewest rounds, weighed by (BN + 32) like medium_width: 4096 -> 64,
+// 6144 -> 96, 8192 -> 128, 10240 -> 160, 128 CTAs each on 132 SMs. Ring: as many slabs of
+// (64 + BN) x 64 as 200 KB holds, at most 12 (cuBLAS: 10 at 96, 8 at 128).
+// One consumer warpgroup (WM=1): no producer/consumer register split.
+constexpr bool kOneRowPairs = false;
+constexpr int64_t kPairRingBytes = 200 * 1024, kPairMaxStages = 12;
+
+bool wgmma_one_row_pairs_apply(const GemmShape& s, const Target& t) {
+  // 65..128 rows: two 64-row halves (fewer rows are the decode class's, which swaps).
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M > 64 && s.M <= 128 &&
+         s.M % 8 == 0 && s.N % 8 == 0 && s.K % 8 == 0 && t.sm_count >= 2;
+}
+
+Knobs wgmma_one_row_pairs(const GemmShape& s, const Target& t) {
+  const int64_t slots = t.sm_count / 2 * 2;  // CTAs of 2-CTA clusters resident at once
+  const int64_t step = s.b_k_major ? 16 : 64;
+  int64_t bn = 256, best_cost = INT64_MAX;
+  for (int64_t w = 256; w >= 32; w -= step) {
+    const int64_t ctas = 2 * ((s.N + w - 1) / w);
+    const int64_t cost = (ctas + slots - 1) / slots * (w + 32);
+    if (cost < best_cost) bn = w, best_cost = cost;  // ties keep the wider tile
+  }
+  const int64_t stages = std::clamp<int64_t>(kPairRingBytes / ((64 + bn) * 64 * 2), 2, kPairMaxStages);
+  return Knobs::parse("BM=64,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
+                      ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(stages) +
+                      ",GROUP_M=1,EPILOGUE=direct,WARP_SPECIALIZE=1,CONSUMER_REGS=0,CLUSTER_M=2");
+}
+
+// Past one row of tiles with a long K, when half as many 128 x 256 tiles split in two
+// still fill at most one wave: 128 x 256 tiles, K split in two (the reduce kernel), 2-CTA
+// clusters along M. A declared candidate, off (kMediumWideSplit) until measured.
+// What it is for: 512 x 14336 -> 4096 (0.947x torch on H100) and 1024 x 8192 -> 2048
+// (0.955x) run one wave of 128 x 128 tiles in pairs along M, each CTA streaming its W
+// rows and X rows over the whole K: X is read once per column of tiles (32 times at N =
+// 4096) and W once per pair of rows. With 256-wide tiles X is read half as often; the
+// split keeps the CTA count (the same wave) and costs one f32 partial tile per CTA
+// through L2 and the reduce launch. At 512 x 14336 -> 4096 the L2 bytes go from ~705 MB
+// to ~470 MB plus 16 MB of partials. The one-row form's split (SPLITK=2 over twice the
+// width, K >= 12288) is the same trade, measured there: 1.01-1.07x.
+// 4 stages of 128 x 256 x 64 (what the large schedule runs), direct stores: the TMA store
+// does not take the split kernel's partial output.
+constexpr bool kMediumWideSplit = false;
+
+bool wgmma_medium_wide_split_apply(const GemmShape& s, const Target& t) {
+  const int64_t rows = (s.M + 127) / 128, wide = rows * ((s.N + 255) / 256);
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && rows > 1 && s.N >= 256 &&
+         s.K >= kMediumClusterMinK && 2 * wide <= t.sm_count;
+}
+
+Knobs wgmma_medium_wide_split(const GemmShape&, const Target&) {
+  return Knobs::parse(
+      "WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,STAGES=4,"
+      "GROUP_M=8,EPILOGUE=direct,PERSISTENT=1,SPLITK=2,SPLITK_MODE=reduce,CLUSTER_M=2");
+}
+
 static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
@@ -244,6 +317,7 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     // 0.91x -> 1.07x / 1.02x (BN 64 -> 128); at K = 8192 the split lost (128 x 8192 x 8192
     // 1.01x / 0.91x -> 0.93x / 0.90x), the partial sums' round trip then weighing more.
     const bool split = s.K >= kMediumSplitMinK && bn <= 128;
+    if (kOneRowPairs && !split && wgmma_one_row_pairs_apply(s, t)) return wgmma_one_row_pairs(s, t);
     const int64_t width = split ? 2 * bn : bn;
     const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + width) * 64 * 2));
     Knobs k = Knobs::parse(tile_of(width) + "STAGES=" + std::to_string(depth) +
@@ -254,6 +328,7 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     }
     return k;
   }
+  if (kMediumWideSplit && wgmma_medium_wide_split_apply(s, t)) return wgmma_medium_wide_split(s, t);
   Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn, t.smem_per_block)) +
                          ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
   // On the deep ring 2-CTA clusters along M (pairs sharing W's slab) pay where K is long:

@@ -1,0 +1,78 @@
+// The wgmma family's declared default candidates (src/passes/families/wgmma_candidates.h)
+// compile with NVRTC for sm_90a without spills on every shape of the model suite
+// (bench/suites/models.txt) they would take, so flipping a switch (kOneRowPairs,
+// kMediumWideSplit in families/wgmma.cpp) cannot ship a kernel that spills: the one-row
+// pairs (128-row linears as 2-CTA clusters along M of 64-row CTAs sharing W's slab: one
+// 2-CTA cluster launch whose W half is multicast) and the medium wide split.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "nvrtc_check.h"
+#include "passes/families/gemm_shape.h"
+#include "passes/families/wgmma_candidates.h"
+
+namespace loom {
+namespace {
+
+// The suite's shapes that `applies` takes.
+template <typename Applies>
+std::vector<std::string> suite_shapes(Applies applies) {
+  std::vector<std::string> out;
+  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/bench/suites/models.txt");
+  const Target t = Target::for_arch("sm_90a");
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (!line.empty() && applies(gemm_shape_of(parse_expression(line)), t))
+      out.push_back(line);
+  }
+  return out;
+}
+
+TEST(OneRowPairsCompile, EveryOneRowSuiteShapeCompilesWithoutSpills) {
+  const std::vector<std::string> shapes = suite_shapes(wgmma_one_row_pairs_apply);
+  ASSERT_GE(shapes.size(), 8u) << "the suite's 128-row linears";
+  for (const std::string& e : shapes) {
+    SCOPED_TRACE(e);
+    const GemmShape s = gemm_shape_of(parse_expression(e));
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    opt.knobs = wgmma_one_row_pairs(s, opt.target);
+    opt.knobs.set("ATOM", atom_16bit(s, "wgmma"));
+    const CompiledProgram p = compile_expression(e, opt);
+    EXPECT_NE(p.cuda.find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+    EXPECT_NE(p.cuda.find("tma_load_2d_multicast(&loom_t_W_s"), std::string::npos)
+        << "W's half multicast to both CTAs";
+    const CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a", "test_one_row_pairs.cu");
+    ASSERT_GT(r.cubin.size(), 0u) << r.log;
+    if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
+    nvrtc_check::expect_no_spills(p, r);
+  }
+}
+
+TEST(WideSplitCompile, EveryLongKSuiteShapeItTakesCompilesWithoutSpills) {
+  const std::vector<std::string> shapes = suite_shapes(wgmma_medium_wide_split_apply);
+  ASSERT_GE(shapes.size(), 2u) << "512 x 14336 -> 4096 and 1024 x 8192 -> 2048";
+  for (const std::string& e : shapes) {
+    SCOPED_TRACE(e);
+    const GemmShape s = gemm_shape_of(parse_expression(e));
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    opt.knobs = wgmma_medium_wide_split(s, opt.target);
+    opt.knobs.set("ATOM", atom_16bit(s, "wgmma"));
+    const CompiledProgram p = compile_expression(e, opt);
+    ASSERT_EQ(p.state.kernel.kernels.size(), 2u) << "the split kernel and the reduce";
+    const CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a", "test_wide_split.cu");
+    ASSERT_GT(r.cubin.size(), 0u) << r.log;
+    if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
+    nvrtc_check::expect_no_spills(p, r);
+  }
+}
+
+}  // namespace
+}  // namespace loom

@@ -296,6 +296,37 @@ Knobs wgmma_medium_wide_split(const GemmShape&, const Target&) {
       "GROUP_M=8,EPILOGUE=direct,PERSISTENT=1,SPLITK=2,SPLITK_MODE=reduce,CLUSTER_M=2");
 }
 
+// GEMM_FORM: a candidate's knob set (ATOM included) in place of the class's defaults, for
+// measuring it against them on the GPU before its switch is flipped; an error naming the
+// candidate's reach where it does not take the shape.
+Knobs wgmma_gemm_form(const std::string& form, const GemmShape& s, const Target& t) {
+  if (form != "one_row_pairs" && form != "wide_split")
+    throw Error("GEMM_FORM=" + form + " is not a wgmma default candidate: use default, "
+                "one_row_pairs or wide_split");
+  if (!tensor_core_operands(s, t) || t.arch != "sm_90a" || !s.known)
+    throw Error("GEMM_FORM=" + form + " is a candidate of the wgmma GEMM: it needs a "
+                "contraction (matmul, bmm, linear) with 16-bit operands of known sizes on "
+                "sm_90a; use GEMM_FORM=default");
+  Knobs k;
+  if (form == "one_row_pairs") {
+    if (!wgmma_one_row_pairs_apply(s, t))
+      throw Error("GEMM_FORM=one_row_pairs takes one row of tiles as two 64-row halves: 65 to "
+                  "128 rows (M is " + std::to_string(s.M) + "), no batch, M, N and K multiples of "
+                  "8 with TMA-loadable rows; use GEMM_FORM=default");
+    k = wgmma_one_row_pairs(s, t);
+  } else {
+    if (!wgmma_medium_wide_split_apply(s, t))
+      throw Error("GEMM_FORM=wide_split takes more than 128 rows, N >= 256 and K >= 8192 where "
+                  "2 x ceil(M/128) x ceil(N/256) split tiles fit one wave of " +
+                  std::to_string(t.sm_count) + " SMs, no batch, TMA-loadable rows (the shape is " +
+                  std::to_string(s.M) + " x " + std::to_string(s.N) + " x " + std::to_string(s.K) +
+                  "); use GEMM_FORM=default");
+    k = wgmma_medium_wide_split(s, t);
+  }
+  k.set("ATOM", atom_16bit(s, "wgmma"));
+  return k;
+}
+
 static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
@@ -980,7 +1011,7 @@ KernelFamily wgmma_family() {
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
                     {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"},
-                    {"TF32_ROUND"},      {"WGMMA_FILLS"}},
+                    {"TF32_ROUND"},      {"WGMMA_FILLS"},     {"GEMM_FORM"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driver/compile.h"
+#include "ir/error.h"
 #include "frontend/parser.h"
 #include "nvrtc_check.h"
 #include "passes/families/gemm_shape.h"
@@ -72,6 +73,60 @@ TEST(WideSplitCompile, EveryLongKSuiteShapeItTakesCompilesWithoutSpills) {
     if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
     nvrtc_check::expect_no_spills(p, r);
   }
+}
+
+CompiledProgram compile_sm90a(const std::string& e, const std::string& knobs) {
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  opt.knobs = Knobs::parse(knobs);
+  return compile_expression(e, opt);
+}
+
+// GEMM_FORM puts a candidate in place of the defaults (what the GPU measures it with): the
+// same kernel as its knob set given explicitly, said in the knob source; explicit knobs
+// still override it; refused, with the candidate's reach and the fix, where it does not
+// take the shape or the target.
+TEST(GemmForm, PutsTheCandidateInPlaceOfTheDefaults) {
+  const std::string e = "linear(X[128,4096]:bf16, W[6144,4096]:bf16)";
+  const GemmShape s = gemm_shape_of(parse_expression(e));
+  Knobs k = wgmma_one_row_pairs(s, Target::for_arch("sm_90a"));
+  k.set("ATOM", "wgmma_bf16");
+  const CompiledProgram form = compile_sm90a(e, "GEMM_FORM=one_row_pairs");
+  const CompiledProgram given = compile_sm90a(e, k.str());
+  EXPECT_EQ(form.cuda.substr(form.cuda.find('\n')), given.cuda.substr(given.cuda.find('\n')));
+  EXPECT_NE(form.knob_source.find("candidate GEMM_FORM=one_row_pairs"), std::string::npos)
+      << form.knob_source;
+  EXPECT_EQ(compile_sm90a(e, "GEMM_FORM=one_row_pairs,STAGES=6").state.used_knobs.at("STAGES"), "6");
+  EXPECT_EQ(compile_sm90a(e, "GEMM_FORM=default").cuda, compile_sm90a(e, "").cuda);
+  const CompiledProgram split =
+      compile_sm90a("linear(X[1024,8192]:bf16, W[2048,8192]:bf16)", "GEMM_FORM=wide_split");
+  EXPECT_EQ(split.state.used_knobs.at("SPLITK"), "2");
+  EXPECT_EQ(split.state.used_knobs.at("BN"), "256");
+}
+
+TEST(GemmForm, RefusedWhereTheCandidateDoesNotTakeTheShape) {
+  auto error_of = [](const std::string& e, const std::string& knobs, const std::string& arch) {
+    CompileOptions opt;
+    opt.target = Target::for_arch(arch);
+    opt.knobs = Knobs::parse(knobs);
+    try {
+      compile_expression(e, opt);
+    } catch (const Error& err) {
+      return std::string(err.what());
+    }
+    return std::string();
+  };
+  const std::string e = "linear(X[128,4096]:bf16, W[6144,4096]:bf16)";
+  std::string err = error_of(e, "GEMM_FORM=wide_split", "sm_90a");
+  EXPECT_NE(err.find("GEMM_FORM=wide_split takes more than 128 rows"), std::string::npos) << err;
+  EXPECT_NE(err.find("use GEMM_FORM=default"), std::string::npos) << err;
+  err = error_of("linear(X[512,4096]:bf16, W[4096,4096]:bf16)", "GEMM_FORM=one_row_pairs", "sm_90a");
+  EXPECT_NE(err.find("65 to 128 rows (M is 512)"), std::string::npos) << err;
+  err = error_of(e, "GEMM_FORM=one_row_pairs", "sm_80");
+  EXPECT_NE(err.find("on sm_90a"), std::string::npos) << err;
+  EXPECT_EQ(error_of(e, "GEMM_FORM=default", "sm_80"), "");
+  err = error_of(e, "GEMM_FORM=one_row_pairs,ATOM=mma_bf16", "sm_90a");
+  EXPECT_NE(err.find("cannot run with the explicit ATOM=mma_bf16"), std::string::npos) << err;
 }
 
 }  // namespace

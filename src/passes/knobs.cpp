@@ -243,11 +243,10 @@ const std::vector<KnobDef>& knob_registry() {
       {"GEMM_FORM", "a declared default candidate of the wgmma GEMM in place of its shape class's "
        "default knob set (explicit knobs still override it; families/wgmma_candidates.h): default "
        "(the class's), one_row_pairs (65-128 rows as 64-row CTAs in 2-CTA clusters along M "
-       "sharing W's slab, one wave wide, a deep ring), wide_split (more rows with K >= 8192: "
-       "persistent 128x256 tiles in 2-CTA clusters, K split in two); refused where the "
-       "candidate does not take the shape",
+       "sharing W's slab, one wave wide, a deep ring; the default of such linears on fast-DRAM "
+       "cards where BN >= 128); refused where the candidate does not take the shape",
        "driver: the defaults", 0, 0, false,
-       {"default", "one_row_pairs", "wide_split"}},
+       {"default", "one_row_pairs"}},
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),

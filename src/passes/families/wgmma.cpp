@@ -219,13 +219,15 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // latency sets the pace: the shallow ring is what made clusters lose here.
 // `smem` is the block's opt-in limit (Target::smem_per_block: 227 KB on sm_90a).
 constexpr int64_t kMediumClusterMinK = 8192;
+constexpr int64_t kMediumClusterMinKFastDram = 4096;  // see wgmma_medium_defaults
 constexpr int64_t kMediumSplitMinK = 12288;  // one row of tiles: wgmma_medium_defaults
 static int64_t medium_depth(int64_t bn, int64_t smem) {
   const int64_t strips = 32 * 1024, barriers = 1024;
   return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
 }
-// One row of tiles as pairs of 64-row CTAs sharing the weight: a declared candidate for
-// the M <= 128 form below, off (kOneRowPairs) until the GPU has measured it against it.
+// One row of tiles as pairs of 64-row CTAs sharing the weight: the M <= 128 form below on
+// fast-DRAM cards where its tile is at least kPairMinWidth wide (see there), and the
+// candidate GEMM_FORM=one_row_pairs everywhere else it applies.
 // What cuBLAS runs on these shapes (torch.profiler / ncu, H200, 2026-11-28): nvjet names
 // give cuBLAS's m first, which is our N for F.linear (C^T = W X^T), so
 // `128x64_64x8_1x2` at 128 x 8192 -> 8192 and `96x64_64x10_1x2` at 128 x 4096 -> 6144 are
@@ -245,7 +247,7 @@ static int64_t medium_depth(int64_t bn, int64_t smem) {
 // 6144 -> 96, 8192 -> 128, 10240 -> 160, 128 CTAs each on 132 SMs. Ring: as many slabs of
 // (64 + BN) x 64 as 200 KB holds, at most 12 (cuBLAS: 10 at 96, 8 at 128).
 // One consumer warpgroup (WM=1): no producer/consumer register split.
-constexpr bool kOneRowPairs = false;
+constexpr int64_t kPairMinWidth = 128;
 constexpr int64_t kPairRingBytes = 200 * 1024, kPairMaxStages = 12;
 
 bool wgmma_one_row_pairs_apply(const GemmShape& s, const Target& t) {
@@ -269,60 +271,22 @@ Knobs wgmma_one_row_pairs(const GemmShape& s, const Target& t) {
                       ",GROUP_M=1,EPILOGUE=direct,WARP_SPECIALIZE=1,CONSUMER_REGS=0,CLUSTER_M=2");
 }
 
-// Past one row of tiles with a long K, when half as many 128 x 256 tiles split in two
-// still fill at most one wave: 128 x 256 tiles, K split in two (the reduce kernel), 2-CTA
-// clusters along M. A declared candidate, off (kMediumWideSplit) until measured.
-// What it is for: 512 x 14336 -> 4096 (0.947x torch on H100) and 1024 x 8192 -> 2048
-// (0.955x) run one wave of 128 x 128 tiles in pairs along M, each CTA streaming its W
-// rows and X rows over the whole K: X is read once per column of tiles (32 times at N =
-// 4096) and W once per pair of rows. With 256-wide tiles X is read half as often; the
-// split keeps the CTA count (the same wave) and costs one f32 partial tile per CTA
-// through L2 and the reduce launch. At 512 x 14336 -> 4096 the L2 bytes go from ~705 MB
-// to ~470 MB plus 16 MB of partials. The one-row form's split (SPLITK=2 over twice the
-// width, K >= 12288) is the same trade, measured there: 1.01-1.07x.
-// 4 stages of 128 x 256 x 64 (what the large schedule runs), direct stores: the TMA store
-// does not take the split kernel's partial output.
-constexpr bool kMediumWideSplit = false;
-
-bool wgmma_medium_wide_split_apply(const GemmShape& s, const Target& t) {
-  const int64_t rows = (s.M + 127) / 128, wide = rows * ((s.N + 255) / 256);
-  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && rows > 1 && s.N >= 256 &&
-         s.K >= kMediumClusterMinK && 2 * wide <= t.sm_count;
-}
-
-Knobs wgmma_medium_wide_split(const GemmShape&, const Target&) {
-  return Knobs::parse(
-      "WM=2,WN=1,FM=1,FN=1,BN=256,STAGE=tma,SWIZZLE=128B,BK=64,WARP_SPECIALIZE=1,STAGES=4,"
-      "GROUP_M=8,EPILOGUE=direct,PERSISTENT=1,SPLITK=2,SPLITK_MODE=reduce,CLUSTER_M=2");
-}
-
 // GEMM_FORM: a candidate's knob set (ATOM included) in place of the class's defaults, for
-// measuring it against them on the GPU before its switch is flipped; an error naming the
-// candidate's reach where it does not take the shape.
+// measuring it on the GPU where it is not the default (the H100, the narrow tiles); an
+// error naming the candidate's reach where it does not take the shape.
 Knobs wgmma_gemm_form(const std::string& form, const GemmShape& s, const Target& t) {
-  if (form != "one_row_pairs" && form != "wide_split")
-    throw Error("GEMM_FORM=" + form + " is not a wgmma default candidate: use default, "
-                "one_row_pairs or wide_split");
+  if (form != "one_row_pairs")
+    throw Error("GEMM_FORM=" + form + " is not a wgmma default candidate: use default or "
+                "one_row_pairs");
   if (!tensor_core_operands(s, t) || t.arch != "sm_90a" || !s.known)
     throw Error("GEMM_FORM=" + form + " is a candidate of the wgmma GEMM: it needs a "
                 "contraction (matmul, bmm, linear) with 16-bit operands of known sizes on "
                 "sm_90a; use GEMM_FORM=default");
-  Knobs k;
-  if (form == "one_row_pairs") {
-    if (!wgmma_one_row_pairs_apply(s, t))
-      throw Error("GEMM_FORM=one_row_pairs takes one row of tiles as two 64-row halves: 65 to "
-                  "128 rows (M is " + std::to_string(s.M) + "), no batch, M, N and K multiples of "
-                  "8 with TMA-loadable rows; use GEMM_FORM=default");
-    k = wgmma_one_row_pairs(s, t);
-  } else {
-    if (!wgmma_medium_wide_split_apply(s, t))
-      throw Error("GEMM_FORM=wide_split takes more than 128 rows, N >= 256 and K >= 8192 where "
-                  "2 x ceil(M/128) x ceil(N/256) split tiles fit one wave of " +
-                  std::to_string(t.sm_count) + " SMs, no batch, TMA-loadable rows (the shape is " +
-                  std::to_string(s.M) + " x " + std::to_string(s.N) + " x " + std::to_string(s.K) +
-                  "); use GEMM_FORM=default");
-    k = wgmma_medium_wide_split(s, t);
-  }
+  if (!wgmma_one_row_pairs_apply(s, t))
+    throw Error("GEMM_FORM=one_row_pairs takes one row of tiles as two 64-row halves: 65 to "
+                "128 rows (M is " + std::to_string(s.M) + "), no batch, M, N and K multiples of "
+                "8 with TMA-loadable rows; use GEMM_FORM=default");
+  Knobs k = wgmma_one_row_pairs(s, t);
   k.set("ATOM", atom_16bit(s, "wgmma"));
   return k;
 }
@@ -348,7 +312,18 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     // 0.91x -> 1.07x / 1.02x (BN 64 -> 128); at K = 8192 the split lost (128 x 8192 x 8192
     // 1.01x / 0.91x -> 0.93x / 0.90x), the partial sums' round trip then weighing more.
     const bool split = s.K >= kMediumSplitMinK && bn <= 128;
-    if (kOneRowPairs && !split && wgmma_one_row_pairs_apply(s, t)) return wgmma_one_row_pairs(s, t);
+    // The one-row pairs (wgmma_one_row_pairs) where their tile is at least 128 wide, on
+    // fast-DRAM cards, linears (a K-major W). H200 against torch (2026-11-28, bench/NOTES.md,
+    // 2-CTA pairs sharing W): 128 x 8192 -> 8192 (BN 128, 8 slabs) 0.950x / 0.876x (a
+    // repeat) -> 0.994x / 0.958x, 128 x 8192 -> 10240 (BN 160, 7 slabs) 0.963x -> 1.036x;
+    // narrower tiles lost or tied: 128 x 4096 -> 4096 (BN 64) 0.971x -> 0.920x, 128 x 4096
+    // -> 6144 (BN 96) 0.910x -> 0.919x. The H100 (3.35 TB/s) keeps this form until the
+    // pairs are measured there (GEMM_FORM=one_row_pairs); the split long K keeps its split.
+    if (!split && s.b_k_major && t.dram_bytes_per_s >= kFastDramBytesPerS &&
+        wgmma_one_row_pairs_apply(s, t)) {
+      Knobs pairs = wgmma_one_row_pairs(s, t);
+      if (pairs.get_int("BN", 0) >= kPairMinWidth) return pairs;
+    }
     const int64_t width = split ? 2 * bn : bn;
     const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + width) * 64 * 2));
     Knobs k = Knobs::parse(tile_of(width) + "STAGES=" + std::to_string(depth) +
@@ -359,7 +334,6 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     }
     return k;
   }
-  if (kMediumWideSplit && wgmma_medium_wide_split_apply(s, t)) return wgmma_medium_wide_split(s, t);
   Knobs k = Knobs::parse(tile + "STAGES=" + std::to_string(medium_depth(bn, t.smem_per_block)) +
                          ",GROUP_M=8,EPILOGUE=tma_store,EPI_BUFFERS=2,PERSISTENT=1");
   // On the deep ring 2-CTA clusters along M (pairs sharing W's slab) pay where K is long:
@@ -367,7 +341,12 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   // 1024 x 2048 x 8192 0.96x -> 0.97x, but 512 x 4096 x 4096 0.99x -> 0.97x (the pair's
   // start and end cost per tile, the halved L2 traffic per slab). Along N (sharing X, as
   // cuBLAS pairs them): 0.79-0.86x, unexplained (bench/NOTES.md, 2026-11-28).
-  if (s.K >= kMediumClusterMinK) k.set("CLUSTER_M", "2");
+  // On fast-DRAM cards the pairs pay from K = 4096: H200 against torch (2026-11-28,
+  // bench/NOTES.md, 2-CTA pairs sharing W) 512 x 4096 -> 4096 0.944x -> 0.972x; below it
+  // they lost (1024 x 2048 -> 2048 1.007x -> 0.938x). The H100 keeps K >= 8192.
+  const int64_t cluster_min_k = t.dram_bytes_per_s >= kFastDramBytesPerS
+                                    ? kMediumClusterMinKFastDram : kMediumClusterMinK;
+  if (s.K >= cluster_min_k) k.set("CLUSTER_M", "2");
   return k;
 }
 

@@ -1,9 +1,9 @@
 // The wgmma family's declared default candidates (src/passes/families/wgmma_candidates.h)
 // compile with NVRTC for sm_90a without spills on every shape of the model suite
-// (bench/suites/models.txt) they would take, so flipping a switch (kOneRowPairs,
-// kMediumWideSplit in families/wgmma.cpp) cannot ship a kernel that spills: the one-row
-// pairs (128-row linears as 2-CTA clusters along M of 64-row CTAs sharing W's slab: one
-// 2-CTA cluster launch whose W half is multicast) and the medium wide split.
+// (bench/suites/models.txt) they would take, so neither their defaults (the H200's) nor a
+// GEMM_FORM measurement ships a kernel that spills: the one-row pairs (128-row linears as
+// 2-CTA clusters along M of 64-row CTAs sharing W's slab: one 2-CTA cluster launch whose
+// W half is multicast). The H200 target's defaults for those shapes compile the same way.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -56,23 +56,39 @@ TEST(OneRowPairsCompile, EveryOneRowSuiteShapeCompilesWithoutSpills) {
   }
 }
 
-TEST(WideSplitCompile, EveryLongKSuiteShapeItTakesCompilesWithoutSpills) {
-  const std::vector<std::string> shapes = suite_shapes(wgmma_medium_wide_split_apply);
-  ASSERT_GE(shapes.size(), 2u) << "512 x 14336 -> 4096 and 1024 x 8192 -> 2048";
-  for (const std::string& e : shapes) {
-    SCOPED_TRACE(e);
-    const GemmShape s = gemm_shape_of(parse_expression(e));
-    CompileOptions opt;
-    opt.target = Target::for_arch("sm_90a");
-    opt.knobs = wgmma_medium_wide_split(s, opt.target);
-    opt.knobs.set("ATOM", atom_16bit(s, "wgmma"));
-    const CompiledProgram p = compile_expression(e, opt);
-    ASSERT_EQ(p.state.kernel.kernels.size(), 2u) << "the split kernel and the reduce";
-    const CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a", "test_wide_split.cu");
+// The H200's defaults where they pair CTAs along M and the H100's do not (the one-row
+// pairs at N = 8192 and 10240, CLUSTER_M=2 on the K = 4096 medium grids): those kernels
+// compile without spills.
+TEST(FastDramDefaultsCompile, EverySuiteShapePairedOnlyThereCompilesWithoutSpills) {
+  CompileOptions h100, h200;
+  h100.target = h200.target = Target::for_arch("sm_90a");
+  h200.target.dram_bytes_per_s = int64_t(3201000) * 1000 * 2 * 768;
+  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/bench/suites/models.txt");
+  int differing = 0, pairs = 0;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line.empty()) continue;
+    SCOPED_TRACE(line);
+    // The rules of this change: 2-CTA clusters along M on the H200 only (the card's other
+    // differences, the bmm rings and the decode's K split, have their own compile tests).
+    const CompiledProgram fast = compile_expression(line, h200);
+    auto cluster_m = [](const CompiledProgram& p) {
+      const auto it = p.state.used_knobs.find("CLUSTER_M");
+      return it == p.state.used_knobs.end() ? std::string("1") : it->second;
+    };
+    if (cluster_m(fast) != "2" || cluster_m(compile_expression(line, h100)) == "2") continue;
+    ++differing;
+    EXPECT_NE(fast.cuda.find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+    if (fast.state.used_knobs.count("BM") && fast.state.used_knobs.at("BM") == "64") ++pairs;
+    const CompileResult r =
+        nvrtc_check::compile_source(fast.cuda, "sm_90a", "test_h200_defaults.cu");
     ASSERT_GT(r.cubin.size(), 0u) << r.log;
     if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache skipped ptxas' report";
-    nvrtc_check::expect_no_spills(p, r);
+    nvrtc_check::expect_no_spills(fast, r);
   }
+  EXPECT_GE(differing, 3) << "128 x 8192 -> 8192 and 10240, 512 x 4096 -> 4096";
+  EXPECT_GE(pairs, 2) << "128 x 8192 -> 8192 and 10240";
 }
 
 CompiledProgram compile_sm90a(const std::string& e, const std::string& knobs) {
@@ -98,10 +114,6 @@ TEST(GemmForm, PutsTheCandidateInPlaceOfTheDefaults) {
       << form.knob_source;
   EXPECT_EQ(compile_sm90a(e, "GEMM_FORM=one_row_pairs,STAGES=6").state.used_knobs.at("STAGES"), "6");
   EXPECT_EQ(compile_sm90a(e, "GEMM_FORM=default").cuda, compile_sm90a(e, "").cuda);
-  const CompiledProgram split =
-      compile_sm90a("linear(X[1024,8192]:bf16, W[2048,8192]:bf16)", "GEMM_FORM=wide_split");
-  EXPECT_EQ(split.state.used_knobs.at("SPLITK"), "2");
-  EXPECT_EQ(split.state.used_knobs.at("BN"), "256");
 }
 
 TEST(GemmForm, RefusedWhereTheCandidateDoesNotTakeTheShape) {
@@ -117,11 +129,10 @@ TEST(GemmForm, RefusedWhereTheCandidateDoesNotTakeTheShape) {
     return std::string();
   };
   const std::string e = "linear(X[128,4096]:bf16, W[6144,4096]:bf16)";
-  std::string err = error_of(e, "GEMM_FORM=wide_split", "sm_90a");
-  EXPECT_NE(err.find("GEMM_FORM=wide_split takes more than 128 rows"), std::string::npos) << err;
-  EXPECT_NE(err.find("use GEMM_FORM=default"), std::string::npos) << err;
-  err = error_of("linear(X[512,4096]:bf16, W[4096,4096]:bf16)", "GEMM_FORM=one_row_pairs", "sm_90a");
+  std::string err =
+      error_of("linear(X[512,4096]:bf16, W[4096,4096]:bf16)", "GEMM_FORM=one_row_pairs", "sm_90a");
   EXPECT_NE(err.find("65 to 128 rows (M is 512)"), std::string::npos) << err;
+  EXPECT_NE(err.find("use GEMM_FORM=default"), std::string::npos) << err;
   err = error_of(e, "GEMM_FORM=one_row_pairs", "sm_80");
   EXPECT_NE(err.find("on sm_90a"), std::string::npos) << err;
   EXPECT_EQ(error_of(e, "GEMM_FORM=default", "sm_80"), "");

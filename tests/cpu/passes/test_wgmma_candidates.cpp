@@ -5,10 +5,8 @@
 // (cuBLAS's tiles where the profile named them), the IR of its hand-off (one multicast of
 // W's half per CTA, empty barriers that count one consumer warpgroup of each CTA), and the
 // form on the interpreter after every pass at a small ragged size where the ring wraps.
-// The medium wide split: which shapes it takes, and its form (persistent 128 x 256 tiles,
-// K split in two, 2-CTA clusters) on the interpreter at a small size.
 // NVRTC compiles of the full-size sets: tests/cpu/driver/test_wgmma_candidates_compile.cpp;
-// GPU cases: tests/gpu/test_hopper_gemm.cpp (OneRowPairs, MediumWideSplit).
+// GPU cases: tests/gpu/test_hopper_gemm.cpp (OneRowPairs).
 #include <gtest/gtest.h>
 
 #include "passes/families/gemm_shape.h"
@@ -118,37 +116,6 @@ TEST(OneRowPairs, MatchesEveryPassAtARaggedSizeWhereTheRingWraps) {
   CompileState s = passcheck::check_every_pass(e, k, 91);
   ASSERT_EQ(s.kernel.kernels.size(), 1u);
   expect_pair_ring(s.kernel.kernels[0], 2);
-}
-
-TEST(MediumWideSplit, TakesLongKGridsWhoseSplitWideTilesFillOneWave) {
-  const Target t = Target::for_arch("sm_90a");
-  auto applies = [&](const std::string& e) {
-    return wgmma_medium_wide_split_apply(gemm_shape_of(parse_expression(e)), t);
-  };
-  // 4 x 16 and 8 x 8 tiles of 128 x 256, twice: 128 CTAs.
-  EXPECT_TRUE(applies("linear(X[512,14336]:bf16, W[4096,14336]:bf16)"));
-  EXPECT_TRUE(applies("linear(X[1024,8192]:bf16, W[2048,8192]:bf16)"));
-  EXPECT_FALSE(applies("linear(X[512,4096]:bf16, W[4096,4096]:bf16)")) << "K < 8192";
-  EXPECT_FALSE(applies("linear(X[128,8192]:bf16, W[8192,8192]:bf16)")) << "one row of tiles";
-  EXPECT_FALSE(applies("linear(X[2048,8192]:bf16, W[2048,8192]:bf16)")) << "256 CTAs";
-}
-
-TEST(MediumWideSplit, MatchesEveryPassOnAPersistentClusteredSplit) {
-  // The candidate's organization on 64 x 64 tiles (one consumer warpgroup) so the
-  // interpreter runs it: 100 rows (the cluster's upper half 36 rows), N = 72 (the second
-  // tile 8 wide), K = 256 split in two halves of 2 slabs; one persistent cluster walks
-  // both cluster tiles, so its 2-slot ring wraps across them.
-  Knobs k = wgmma_medium_wide_split(gemm_shape_of(parse_expression(
-                                        "linear(X[512,14336]:bf16, W[4096,14336]:bf16)")),
-                                    Target::for_arch("sm_90a"));
-  k.set("ATOM", "wgmma_bf16");
-  k.set("WM", "1");
-  k.set("BN", "64");
-  k.set("STAGES", "2");
-  k.set("PERSISTENT_CTAS", "2");
-  CompileState s = passcheck::check_every_pass("linear(X[100,256]:bf16, W[72,256]:bf16)", k, 92);
-  ASSERT_EQ(s.kernel.kernels.size(), 2u) << "the split kernel and the reduce";
-  EXPECT_EQ(s.kernel.kernels[0].cluster[0], 2);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "ir/warn_once.h"
 #include "passes/defaults.h"
 #include "passes/families/gemm_shape.h"
+#include "passes/families/wgmma_candidates.h"
 
 namespace loom {
 
@@ -63,8 +64,19 @@ Resolved compile_knobs(const Graph& g, const CompileOptions& opt, const std::opt
                        const std::string& tuned_note) {
   Resolved out;
   DefaultChoice d = default_knobs(g, opt.target, opt.defaults_as_if);
+  // An explicit GEMM_FORM puts a declared candidate in place of the class's defaults (and
+  // of a tuning record: it is explicit); the other explicit knobs still override it.
+  const std::string form = opt.knobs.get_str("GEMM_FORM", "default");
+  if (form != "default") {
+    if (const std::string atom = opt.knobs.get_str("ATOM", "wgmma_"); atom.rfind("wgmma_", 0) != 0)
+      throw Error("GEMM_FORM=" + form + " is a candidate of the wgmma GEMM and cannot run with "
+                  "the explicit ATOM=" + atom + ": drop one of them");
+    d.knobs = d.wgmma = wgmma_gemm_form(form, gemm_shape_of(g), opt.target);
+    d.shape_class += ", candidate GEMM_FORM=" + form;
+  }
   const std::string atom = opt.knobs.get_str("ATOM", "");
-  const bool tuned = tuned_rec && (atom.empty() || atom == tuned_rec->get_str("ATOM", "fma"));
+  const bool tuned = tuned_rec && form == "default" &&
+                     (atom.empty() || atom == tuned_rec->get_str("ATOM", "fma"));
   // The atom that will run: the explicit one, else fma under explicit SIMT tiling knobs,
   // else the record's or the class default's (resolved_atom).
   const Knobs& base = tuned ? *tuned_rec : d.knobs;

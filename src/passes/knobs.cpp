@@ -240,6 +240,13 @@ const std::vector<KnobDef>& knob_registry() {
        "iterations evenly over its CTAs, split tiles finished by the second part to arrive "
        "(0/1; PERSISTENT=1, WARP_SPECIALIZE=1, cooperative consumers; no effect when the "
        "tiles fill whole waves)", "t:048_stream_k", 0, 1},
+      {"GEMM_FORM", "a declared default candidate of the wgmma GEMM in place of its shape class's "
+       "default knob set (explicit knobs still override it; families/wgmma_candidates.h): default "
+       "(the class's), one_row_pairs (65-128 rows as 64-row CTAs in 2-CTA clusters along M "
+       "sharing W's slab, one wave wide, a deep ring; the default of such linears on fast-DRAM "
+       "cards where BN >= 128); refused where the candidate does not take the shape",
+       "driver: the defaults", 0, 0, false,
+       {"default", "one_row_pairs"}},
       KnobDef{"VECTORIZE", "widest vector access in elements (1 = scalar; 16 bytes at most)",
        "k:015_lower_stages", 1, 8, true}
           .searched(SearchGroup::other, {{"fma", {"4"}}, {"mma", {"8"}}}),

@@ -155,6 +155,22 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"linear(X[1024,768]:bf16, W[8191,768]:bf16)", ""},
         HopperCase{"linear(X[1000,512]:bf16, W[4097,512]:bf16)", ""}));
 
+// The one-row pairs (families/wgmma_candidates.h; the H200's default for BN >= 128):
+// 64-row CTAs in 2-CTA clusters along M sharing W's slab, one consumer warpgroup, a deep
+// ring, direct stores. Its 6144-wide set at a shorter K (the ring wraps 3 times), ragged
+// rows (the upper CTA holds 36 of 100), a ragged N and K (the last pair 8 columns wide, the
+// last slab partial), and a fused bias and relu.
+const std::string kPairs =
+    "ATOM=wgmma_bf16,BM=64,WM=1,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,GROUP_M=1,"
+    "EPILOGUE=direct,WARP_SPECIALIZE=1,CONSUMER_REGS=0,CLUSTER_M=2";
+INSTANTIATE_TEST_SUITE_P(
+    OneRowPairs, GpuHopperGemm,
+    ::testing::Values(
+        HopperCase{"linear(X[128,2048]:bf16, W[6144,2048]:bf16)", kPairs + ",BN=96,STAGES=10"},
+        HopperCase{"linear(X[100,1000]:bf16, W[1000,1000]:bf16)", kPairs + ",BN=96,STAGES=10"},
+        HopperCase{"relu(linear(X[128,1024]:bf16, W[2056,1024]:bf16, bias[2056]:bf16))",
+                   kPairs + ",BN=128,STAGES=8"}));
+
 // The TMA store's strip buffers as a ring across the persistent tile loop (EPI_BUFFERS a
 // multiple >= 2 of a tile's strips, k:053): two and three tiles' worth, EPI_SYNC=2, plain
 // stores, an f32 output, ragged M and N, a fused bias and relu, 2-CTA clusters, and the

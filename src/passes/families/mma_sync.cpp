@@ -161,7 +161,8 @@ KernelFamily mma_sync_family() {
   f.reads = concat(gemm_common_knobs(),
                    {{"EPILOGUE", {"direct", "smem"}}, {"LDMATRIX"}, {"FRAG_BUFFERS"}});
   f.honours = {{"WARP_SPECIALIZE", {"0"}}, {"CONSUMER_REGS", {"0"}}, {"CLUSTER_M", {"1"}},
-               {"CLUSTER_N", {"1"}}, {"CLUSTER_K", {"1"}}, {"EPI_LOAD", {"direct"}}};
+               {"CLUSTER_N", {"1"}}, {"CLUSTER_K", {"1"}}, {"EPI_LOAD", {"direct"}},
+               {"GEMM_FORM", {"default"}}};
   f.schedule_slot = &DefaultChoice::mma;
   f.schedule = mma_schedule;
   f.claims = mma_claims;

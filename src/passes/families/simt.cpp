@@ -91,7 +91,7 @@ KernelFamily simt_family() {
   f.reads = concat(gemm_common_knobs(), {{"EPILOGUE", {"direct", "smem"}}});
   f.honours = {{"WARP_SPECIALIZE", {"0"}}, {"CONSUMER_REGS", {"0"}}, {"CLUSTER_M", {"1"}},
                {"CLUSTER_N", {"1"}},       {"CLUSTER_K", {"1"}},     {"LDMATRIX", {"0"}},
-               {"FRAG_BUFFERS", {"1"}},    {"EPI_LOAD", {"direct"}}};
+               {"FRAG_BUFFERS", {"1"}},    {"EPI_LOAD", {"direct"}},  {"GEMM_FORM", {"default"}}};
   f.classify = simt_classify;
   f.atom_def = simt_atom_def;
   return f;

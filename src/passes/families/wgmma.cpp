@@ -14,6 +14,7 @@
 #include "passes/defaults.h"
 #include "passes/families/gemm_knobs.h"
 #include "passes/families/gemm_shape.h"
+#include "passes/families/wgmma_candidates.h"
 
 namespace loom {
 
@@ -218,11 +219,78 @@ static int64_t medium_width(const GemmShape& s, int sm_count) {
 // latency sets the pace: the shallow ring is what made clusters lose here.
 // `smem` is the block's opt-in limit (Target::smem_per_block: 227 KB on sm_90a).
 constexpr int64_t kMediumClusterMinK = 8192;
+constexpr int64_t kMediumClusterMinKFastDram = 4096;  // see wgmma_medium_defaults
 constexpr int64_t kMediumSplitMinK = 12288;  // one row of tiles: wgmma_medium_defaults
 static int64_t medium_depth(int64_t bn, int64_t smem) {
   const int64_t strips = 32 * 1024, barriers = 1024;
   return std::clamp<int64_t>((smem - strips - barriers) / ((128 + bn) * 64 * 2), 2, 6);
 }
+// One row of tiles as pairs of 64-row CTAs sharing the weight: the M <= 128 form below on
+// fast-DRAM cards where its tile is at least kPairMinWidth wide (see there), and the
+// candidate GEMM_FORM=one_row_pairs everywhere else it applies.
+// What cuBLAS runs on these shapes (torch.profiler / ncu, H200, 2026-11-28): nvjet names
+// give cuBLAS's m first, which is our N for F.linear (C^T = W X^T), so
+// `128x64_64x8_1x2` at 128 x 8192 -> 8192 and `96x64_64x10_1x2` at 128 x 4096 -> 6144 are
+// BN = 128 / 96 columns by 64 rows, 8 / 10 slabs of 64, 2-CTA clusters along M: the two
+// 64-row halves of X in one cluster, each CTA loading half of the W slab and multicasting
+// it (Loom's CLUSTER_M=2 with BM=64), not pairs along N sharing X (CLUSTER_N=2, which
+// measured 0.871x against 0.908x without a cluster at 128 x 8192 -> 8192 on H200).
+// Why sharing W is the better pairing here: every CTA's W rows are read once, from DRAM
+// (X, 1-2 MB, stays in L2). A pair advances at its slower CTA's pace (a slot is refilled
+// only when both CTAs' consumers released it). Sharing W, both CTAs wait on the same
+// DRAM-latency multicast and their private slab (X's 64 rows) comes from L2; sharing X,
+// each CTA's private slab is its own W rows from DRAM, and the pair waits for the later
+// of two independent DRAM latencies every slab. The L2 bytes are the same either way
+// (at 128 x 8192 -> 8192: X 128 MB + W 128 MB, against 256 + 128 MB unpaired).
+// Width: the widest tile (multiples of 16, of 64 for an N-major B) whose 2 x ceil(N/BN)
+// CTAs fill the fewest rounds, weighed by (BN + 32) like medium_width: 4096 -> 64,
+// 6144 -> 96, 8192 -> 128, 10240 -> 160, 128 CTAs each on 132 SMs. Ring: as many slabs of
+// (64 + BN) x 64 as 200 KB holds, at most 12 (cuBLAS: 10 at 96, 8 at 128).
+// One consumer warpgroup (WM=1): no producer/consumer register split.
+constexpr int64_t kPairMinWidth = 128;
+constexpr int64_t kPairRingBytes = 200 * 1024, kPairMaxStages = 12;
+
+bool wgmma_one_row_pairs_apply(const GemmShape& s, const Target& t) {
+  // 65..128 rows: two 64-row halves (fewer rows are the decode class's, which swaps).
+  return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M > 64 && s.M <= 128 &&
+         s.M % 8 == 0 && s.N % 8 == 0 && s.K % 8 == 0 && t.sm_count >= 2;
+}
+
+Knobs wgmma_one_row_pairs(const GemmShape& s, const Target& t) {
+  const int64_t slots = t.sm_count / 2 * 2;  // CTAs of 2-CTA clusters resident at once
+  const int64_t step = s.b_k_major ? 16 : 64;
+  int64_t bn = 256, best_cost = INT64_MAX;
+  for (int64_t w = 256; w >= 32; w -= step) {
+    const int64_t ctas = 2 * ((s.N + w - 1) / w);
+    const int64_t cost = (ctas + slots - 1) / slots * (w + 32);
+    if (cost < best_cost) bn = w, best_cost = cost;  // ties keep the wider tile
+  }
+  const int64_t stages = std::clamp<int64_t>(kPairRingBytes / ((64 + bn) * 64 * 2), 2, kPairMaxStages);
+  return Knobs::parse("BM=64,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(bn) +
+                      ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(stages) +
+                      ",GROUP_M=1,EPILOGUE=direct,WARP_SPECIALIZE=1,CONSUMER_REGS=0,CLUSTER_M=2");
+}
+
+// GEMM_FORM: a candidate's knob set (ATOM included) in place of the class's defaults, for
+// measuring it on the GPU where it is not the default (the H100, the narrow tiles); an
+// error naming the candidate's reach where it does not take the shape.
+Knobs wgmma_gemm_form(const std::string& form, const GemmShape& s, const Target& t) {
+  if (form != "one_row_pairs")
+    throw Error("GEMM_FORM=" + form + " is not a wgmma default candidate: use default or "
+                "one_row_pairs");
+  if (!tensor_core_operands(s, t) || t.arch != "sm_90a" || !s.known)
+    throw Error("GEMM_FORM=" + form + " is a candidate of the wgmma GEMM: it needs a "
+                "contraction (matmul, bmm, linear) with 16-bit operands of known sizes on "
+                "sm_90a; use GEMM_FORM=default");
+  if (!wgmma_one_row_pairs_apply(s, t))
+    throw Error("GEMM_FORM=one_row_pairs takes one row of tiles as two 64-row halves: 65 to "
+                "128 rows (M is " + std::to_string(s.M) + "), no batch, M, N and K multiples of "
+                "8 with TMA-loadable rows; use GEMM_FORM=default");
+  Knobs k = wgmma_one_row_pairs(s, t);
+  k.set("ATOM", atom_16bit(s, "wgmma"));
+  return k;
+}
+
 static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   const int sm_count = t.sm_count;
   const int64_t bn = medium_width(s, sm_count);
@@ -244,6 +312,18 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     // 0.91x -> 1.07x / 1.02x (BN 64 -> 128); at K = 8192 the split lost (128 x 8192 x 8192
     // 1.01x / 0.91x -> 0.93x / 0.90x), the partial sums' round trip then weighing more.
     const bool split = s.K >= kMediumSplitMinK && bn <= 128;
+    // The one-row pairs (wgmma_one_row_pairs) where their tile is at least 128 wide, on
+    // fast-DRAM cards, linears (a K-major W). H200 against torch (2026-11-28, bench/NOTES.md,
+    // 2-CTA pairs sharing W): 128 x 8192 -> 8192 (BN 128, 8 slabs) 0.950x / 0.876x (a
+    // repeat) -> 0.994x / 0.958x, 128 x 8192 -> 10240 (BN 160, 7 slabs) 0.963x -> 1.036x;
+    // narrower tiles lost or tied: 128 x 4096 -> 4096 (BN 64) 0.971x -> 0.920x, 128 x 4096
+    // -> 6144 (BN 96) 0.910x -> 0.919x. The H100 (3.35 TB/s) keeps this form until the
+    // pairs are measured there (GEMM_FORM=one_row_pairs); the split long K keeps its split.
+    if (!split && s.b_k_major && t.dram_bytes_per_s >= kFastDramBytesPerS &&
+        wgmma_one_row_pairs_apply(s, t)) {
+      Knobs pairs = wgmma_one_row_pairs(s, t);
+      if (pairs.get_int("BN", 0) >= kPairMinWidth) return pairs;
+    }
     const int64_t width = split ? 2 * bn : bn;
     const int64_t depth = std::min<int64_t>(8, 216 * 1024 / ((128 + width) * 64 * 2));
     Knobs k = Knobs::parse(tile_of(width) + "STAGES=" + std::to_string(depth) +
@@ -261,7 +341,12 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   // 1024 x 2048 x 8192 0.96x -> 0.97x, but 512 x 4096 x 4096 0.99x -> 0.97x (the pair's
   // start and end cost per tile, the halved L2 traffic per slab). Along N (sharing X, as
   // cuBLAS pairs them): 0.79-0.86x, unexplained (bench/NOTES.md, 2026-11-28).
-  if (s.K >= kMediumClusterMinK) k.set("CLUSTER_M", "2");
+  // On fast-DRAM cards the pairs pay from K = 4096: H200 against torch (2026-11-28,
+  // bench/NOTES.md, 2-CTA pairs sharing W) 512 x 4096 -> 4096 0.944x -> 0.972x; below it
+  // they lost (1024 x 2048 -> 2048 1.007x -> 0.938x). The H100 keeps K >= 8192.
+  const int64_t cluster_min_k = t.dram_bytes_per_s >= kFastDramBytesPerS
+                                    ? kMediumClusterMinKFastDram : kMediumClusterMinK;
+  if (s.K >= cluster_min_k) k.set("CLUSTER_M", "2");
   return k;
 }
 
@@ -938,7 +1023,7 @@ KernelFamily wgmma_family() {
                     {"CLUSTER_M"},       {"CLUSTER_N"},     {"CLUSTER_K"},     {"WGMMA_A"},
                     {"WGMMA_ZERO"},      {"EPILOGUE"},      {"EPI_BUFFERS"},   {"STMATRIX"},
                     {"EPI_SYNC"},        {"EPI_LOAD"},      {"EPI_LOAD_BUFFERS"},
-                    {"TF32_ROUND"},      {"WGMMA_FILLS"}},
+                    {"TF32_ROUND"},      {"WGMMA_FILLS"},     {"GEMM_FORM"}},
                    gemm_common_knobs());
   f.honours = {{"LDMATRIX", {"0"}}, {"FRAG_BUFFERS", {"1"}}};
   f.schedule_slot = &DefaultChoice::wgmma;

@@ -109,6 +109,47 @@ TEST(SwapAbDefaults, OneRowMediumSplitsALongK) {
   EXPECT_EQ(l2.get_int("SPLITK", 1), 1);
 }
 
+// The H200 (4.9 TB/s, from 4 TB/s) runs the 128-row linears whose one-row pairs are at
+// least 128 wide as pairs of 64-row CTAs in 2-CTA clusters along M (N = 8192: 128 x 8
+// slabs, 10240: 160 x 7); N = 4096 and 6144 (pairs 64 and 96 wide), an N-major B and the
+// H100 keep the one-row form; a long K keeps its split. The 512-row medium grid at K = 4096
+// pairs along M on the H200 only; K = 2048 pairs on neither.
+TEST(SwapAbDefaults, FastDramCardsPairTheWideOneRowLinearsAndK4096MediumGrids) {
+  const int64_t h200 = int64_t(3201000) * 1000 * 2 * 768;
+  const std::string n8192 = "linear(X[128,8192]:bf16, W[8192,8192]:bf16)";
+  Knobs p8 = resolved(n8192, "sm_90a", h200);
+  EXPECT_EQ(p8.get_int("BM", 0), 64);
+  EXPECT_EQ(p8.get_int("WM", 0), 1);
+  EXPECT_EQ(p8.get_int("BN", 0), 128);
+  EXPECT_EQ(p8.get_int("STAGES", 0), 8);
+  EXPECT_EQ(p8.get_int("CLUSTER_M", 0), 2);
+  Knobs p10 = resolved("linear(X[128,8192]:bf16, W[10240,8192]:bf16)", "sm_90a", h200);
+  EXPECT_EQ(p10.get_int("BM", 0), 64);
+  EXPECT_EQ(p10.get_int("BN", 0), 160);
+  EXPECT_EQ(p10.get_int("STAGES", 0), 7);
+  EXPECT_EQ(p10.get_int("CLUSTER_M", 0), 2);
+  Knobs h100 = resolved(n8192);
+  EXPECT_EQ(h100.get_int("BM", 128), 128);
+  EXPECT_EQ(h100.get_int("BN", 0), 64);
+  EXPECT_EQ(h100.get_int("CLUSTER_M", 1), 1);
+  for (const std::string& e : {std::string("linear(X[128,4096]:bf16, W[4096,4096]:bf16)"),
+                               std::string("linear(X[128,4096]:bf16, W[6144,4096]:bf16)"),
+                               std::string("matmul(A[128,8192]:bf16, B[8192,8192]:bf16)"),
+                               std::string("linear(X[128,28672]:bf16, W[8192,28672]:bf16)")}) {
+    SCOPED_TRACE(e);
+    Knobs k = resolved(e, "sm_90a", h200);
+    EXPECT_EQ(k.get_int("BM", 128), 128);
+    EXPECT_EQ(k.get_int("CLUSTER_M", 1), 1);
+    EXPECT_EQ(k.str(), resolved(e).str()) << "the H100's form";
+  }
+  const std::string m512 = "linear(X[512,4096]:bf16, W[4096,4096]:bf16)";
+  EXPECT_EQ(resolved(m512, "sm_90a", h200).get_int("CLUSTER_M", 1), 2);
+  EXPECT_EQ(resolved(m512).get_int("CLUSTER_M", 1), 1);
+  EXPECT_EQ(resolved("linear(X[1024,2048]:bf16, W[2048,2048]:bf16)", "sm_90a", h200)
+                .get_int("CLUSTER_M", 1), 1);
+  EXPECT_EQ(resolved("linear(X[512,14336]:bf16, W[4096,14336]:bf16)").get_int("CLUSTER_M", 1), 2);
+}
+
 // Attention-shaped bmm: Q.K^T with K = 128 (two slabs a tile) on 128 x 256 tiles, whose
 // rings follow the card's DRAM (H100: a ring of four tiles' store strips over a 2-slab
 // mainloop ring; from 4 TB/s, H200: a 3-slab mainloop ring and 4 strips); K = 64 keeps

@@ -300,6 +300,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_O_UNDER_S=1 places O's rescale under the next block's S, which "
                 "only ATTN_OVERLAP=1 issues before the softmax; without the overlap O is "
                 "rescaled in the softmax: drop ATTN_O_UNDER_S, or add ATTN_OVERLAP=1");
+  // ATTN_PEEL_MASK=1: the masked key blocks as their own loop after the unmasked ones. Where
+  // BLOCK_N does not divide Sk (80 keys at D = 256: 1024 / 80) ptxas if-converted the last
+  // block's mask into every block (40 FSEL and the compares per block, SASS of NVRTC 13.0),
+  // and a causal mask's test ran in every block though only the diagonal's 1-3 blocks
+  // mask anything. Any form takes it; off until measured.
+  t.peel_mask = s.knob("ATTN_PEEL_MASK", 0) != 0;
   // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
   // after); with it S is busy again with the next block while P V reads P.
   t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;

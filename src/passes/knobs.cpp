@@ -291,6 +291,11 @@ const std::vector<KnobDef>& knob_registry() {
        "block's alpha right after the next block's S is issued, under that wgmma "
        "(FlashAttention-3's placement; the default with the overlap); 0 = after P V of the "
        "block before retired, with the tensor cores idle", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PEEL_MASK", "attention with ATTN_MMA=wgmma: 1 = the key blocks that some row "
+       "masks (past Sk, or on the causal diagonal) run as a loop of their own after the "
+       "unmasked ones (FlashAttention-3's masking steps), so the main key loop has no mask "
+       "code; 0 = one key loop, the mask under a per-block test (the default)",
+       "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
        "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
        "always with ATTN_OVERLAP=1; the default at D = 113..128 past one key block); 0 = P "

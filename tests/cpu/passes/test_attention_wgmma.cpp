@@ -557,6 +557,74 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
+// ATTN_PEEL_MASK=1: the key blocks that some row of a warpgroup masks (past Sk, or across
+// the causal diagonal) run as a loop of their own after the unmasked ones, whose loop has
+// no mask code. The split is per warpgroup (kb_full from its first row), so the products
+// must still be the same: ragged Sk (the last block alone masked), Sq != Sk both ways (the
+// bottom-right diagonal's offset; Sq > Sk: warpgroups with no unmasked block, or no key),
+// the three masks; thread 0 issuing, the producer, the ping-pong (turns across the two
+// loops), the overlap (block 0 before the loops, masked or not; the masked loop from block
+// max(kb_full, 1)), three warpgroups, both persistent schedules, f16, GQA, LSE.
+TEST(AttentionWgmma, PeeledMaskedBlocks) {
+  uint64_t seed = 3100;
+  const std::string p = "ATTN_PEEL_MASK=1,";
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), p + "BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), p + "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 100, 300, 64, causal), p + "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 130, 150, 96, causal, "bf16", false),
+                p + "ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=2,BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 150, 300, 64, causal, "bf16", true, 2),
+                p + "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 130, 77, 96, causal, "f16"),
+                p + "ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_CTAS=2,BLOCK_N=48,KV_STAGES=3", seed++);
+  }
+  // Sq > Sk (bottom-right: the first rows keep no key), the overlap and not; three
+  // warpgroups at D = 128 with 48 keys; D = 256 with the overlap at 80 keys (its default
+  // tile) over 1000 keys (12.5 blocks: the last one masked).
+  check_wgmma(attention(2, 1, 190, 40, 64, "true"), p + "ATTN_PRODUCER=1,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 1, 190, 70, 64, "true"), p + "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 2, 200, 250, 128, "true"), p + "ATTN_PERSISTENT=1,ATTN_CTAS=2,ATTN_WG=3,BLOCK_N=48",
+              seed++);
+  check_wgmma(attention(1, 1, 70, 1000, 256, "false"), p + "ATTN_OVERLAP=1", seed++);
+}
+
+// The peeled loops under seeded interleavings of the producer and each consumer
+// warpgroup: the ping-pong's turns across each warpgroup's own split, the dynamic walk's
+// causal units (each a split of its own).
+TEST(AttentionWgmma, PeeledMaskedBlocksSchedules) {
+  uint64_t seed = 3200;
+  const std::string d = "ATTN_PEEL_MASK=1,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_SCHEDULE=dynamic,";
+  check_wgmma_schedules(attention(2, 1, 400, 100, 64, "true"), d + "ATTN_CTAS=2,BLOCK_N=32,ATTN_PINGPONG=1",
+                        seed++, 6);
+  check_wgmma_schedules(attention(2, 1, 300, 260, 64, "top_left"), d + "ATTN_CTAS=1,BLOCK_N=32,ATTN_OVERLAP=1",
+                        seed++, 6);
+}
+
+// ATTN_PEEL_MASK=1 in the kernel IR: the consumers' first key loop carries no mask, the
+// second (kbm) does; where no block can be masked (Sk a multiple of BLOCK_N, no causal
+// mask) there is one loop, as without the knob; off, the kernel is unchanged.
+TEST(AttentionWgmma, PeeledMaskKernelShape) {
+  const std::string mask = "s_acc[n2, hf, e] = -inf";
+  for (const char* causal : {"false", "true"})
+    for (const char* knobs : {"ATTN_OVERLAP=0", "ATTN_OVERLAP=1"}) {
+      SCOPED_TRACE(std::string(causal) + " " + knobs);
+      const std::string e = attention(2, 2, 1000, 1000, 256, causal);
+      const std::string ir = kernel_ir(e, std::string(knobs) + ",ATTN_PEEL_MASK=1");
+      const size_t masked = ir.find("for kbm in");
+      ASSERT_NE(masked, std::string::npos) << ir;
+      const size_t full = ir.rfind("for kb in", masked);
+      ASSERT_NE(full, std::string::npos) << ir;
+      EXPECT_EQ(ir.substr(full, masked - full).find(mask), std::string::npos) << ir;
+      EXPECT_NE(ir.find(mask, masked), std::string::npos) << ir;
+      EXPECT_EQ(kernel_ir(e, std::string(knobs) + ",ATTN_PEEL_MASK=0"), kernel_ir(e, knobs));
+    }
+  const std::string even = attention(2, 2, 1024, 1024, 256, "false");
+  const std::string ir = kernel_ir(even, "ATTN_OVERLAP=1,BLOCK_N=64,ATTN_PEEL_MASK=1");
+  EXPECT_EQ(ir.find("for kbm"), std::string::npos) << ir;
+  EXPECT_EQ(ir, kernel_ir(even, "ATTN_OVERLAP=1,BLOCK_N=64"));
+}
+
 // Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte
 // swizzle), then 32 columns (64-byte swizzle) and 16 (32-byte), each span its own shared
 // tensor, TMA box and descriptor, S's k-steps running across the spans and O += P V one

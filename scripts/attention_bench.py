@@ -194,7 +194,8 @@ def ab(args, flush):
         name, _, knobs = v.partition(":")
         # --knobs under every variant (the steps' comma-split arguments give a variant one
         # knob; the rest come from here).
-        variants.append((name, ",".join(x for x in (args.knobs, knobs) if x)))
+        # ('+' separates knobs too, for the same reason.)
+        variants.append((name, ",".join(x for x in (args.knobs, knobs) if x).replace("+", ",")))
     print("%-4s %-6s %6s %9s  %s" % ("D", "causal", "seqlen", "cudnn",
                                      "  ".join("%s(TF, /cudnn)" % n for n, _ in variants)))
     dtype = lt.TORCH_DTYPES[args.dtype]

@@ -115,6 +115,23 @@ inline std::vector<Case> wgmma_peel_cases() {
   return v;
 }
 
+// ATTN_OVERLAP=1 under the walk's stream (the consumers' thread lets after their
+// setmaxnreg, which removed the 4 B spill; the GPU test's OverlapWalk group): D = 256 at 80
+// keys, causal (the dynamic schedule, the walk's causal default) with Sq > Sk on 16 CTAs
+// (keyless units), the three masks at 1000 x 777, the dynamic schedule without a mask; with
+// and without the peeled mask.
+inline std::vector<Case> wgmma_overlap_walk_cases() {
+  std::vector<Case> v;
+  const std::string ow = "ATTN_MMA=wgmma,ATTN_OVERLAP=1,ATTN_PERSISTENT=1";
+  for (const char* peel : {"", ",ATTN_PEEL_MASK=1"}) {
+    v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), ow + ",ATTN_CTAS=16" + peel});
+    for (const char* causal : {"true", "top_left"})
+      v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "f16", true), ow + peel});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, "false", "bf16", true), ow + ",ATTN_SCHEDULE=dynamic" + peel});
+  }
+  return v;
+}
+
 // ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, the units back to back
 // in the K/V ring, each unit's ring base handed from the producer to the consumers) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
 // clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40

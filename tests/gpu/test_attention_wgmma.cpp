@@ -66,6 +66,12 @@ INSTANTIATE_TEST_SUITE_P(PeelMask, GpuAttentionWgmma,
                            return attention_test::name(info.param, info.index);
                          });
 
+INSTANTIATE_TEST_SUITE_P(OverlapWalk, GpuAttentionWgmma,
+                         ::testing::ValuesIn(attention_test::wgmma_overlap_walk_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Persistent, GpuAttentionWgmma,
                          ::testing::ValuesIn(attention_test::wgmma_persistent_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {

@@ -367,8 +367,17 @@ struct Lowering {
                                             Stmt::Let("h", Expr::var("blockIdx.y")),
                                             Stmt::Let("b", Expr::var("blockIdx.z"))};
     Block body = persist ? Block{} : unit_lets;
-    body.insert(body.end(), {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
-                             Stmt::Let("lane", tid % 32)});
+    // The consumers' thread lets. With the overlap under the walk's stream (causal, or the
+    // dynamic schedule) they are bound in the consumer arm after its setmaxnreg: bound at
+    // the top, ptxas (NVRTC 13.0) kept the warp index live across the arms' split and
+    // spilled it (4 B stored at entry, loaded once after setmaxnreg, SASS; D = 256: the
+    // spill that kept the overlap's default off under the causal walk and the dynamic
+    // schedule). Elsewhere at the top, as measured (the defaults' kernels unchanged).
+    const Block thread_lets = {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
+                               Stmt::Let("lane", tid % 32)};
+    const bool lets_in_consumers = t.producer && t.overlap && t.persistent &&
+                                   (a.causal != Causal::None || t.dynamic);
+    if (!lets_in_consumers) body.insert(body.end(), thread_lets.begin(), thread_lets.end());
     // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
     // by every thread, before anything uses Sq or Sk.
     if (a.paged)
@@ -1016,6 +1025,7 @@ struct Lowering {
     // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
     Block consumer(body.begin() + long(consumer_from), body.end());
     body.resize(consumer_from);
+    if (lets_in_consumers) consumer.insert(consumer.begin(), thread_lets.begin(), thread_lets.end());
     consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
     Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs)),
                    Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};

@@ -207,6 +207,20 @@ TEST(AttentionWgmmaCompile, PeeledMask) {
   for (const auto& c : attention_test::wgmma_peel_cases()) expect_compiles(c.expr, c.knobs);
 }
 
+// ATTN_OVERLAP=1 under the walk's stream (causal, or the dynamic schedule) at D = 256 (80
+// keys), the benchmark's shapes at 1k and 4k, with and without the peeled mask: no spill.
+// Before the consumers' thread lets moved after their setmaxnreg, ptxas spilled the warp
+// index there (4 B at entry, reloaded after setmaxnreg), which kept the overlap's default
+// off under the causal walk and the dynamic schedule.
+TEST(AttentionWgmmaCompile, OverlapUnderTheStream) {
+  for (const char* causal : {"true", "false"})
+    for (int s : {1024, 4096})
+      for (const char* knobs : {"ATTN_OVERLAP=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic",
+                                "ATTN_OVERLAP=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_PEEL_MASK=1"})
+        expect_compiles(attention_test::expr(16384 / s, 8, 8, s, s, 256, causal, "bf16", false), knobs);
+  for (const auto& c : attention_test::wgmma_overlap_walk_cases()) expect_compiles(c.expr, c.knobs);
+}
+
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
 }

@@ -625,6 +625,62 @@ TEST(AttentionWgmma, PeeledMaskKernelShape) {
   EXPECT_EQ(ir, kernel_ir(even, "ATTN_OVERLAP=1,BLOCK_N=64"));
 }
 
+// ATTN_PEEL_MASK's defaults (measured on the H200): causal D = 128 in the short tile
+// (2 x 64 rows by 128 keys with the ping-pong; Sq and Sk up to kShortQueries) and causal
+// D = 256 from 4096 keys, where the overlap runs under the dynamic walk (80 keys) by
+// default too. Off without a mask, past kShortQueries at D = 128 (3 x 112), at one key
+// block, at D = 256 below 4096 keys (the walk without the overlap, 64 keys), at D = 192,
+// for the serving forms; a given ATTN_PEEL_MASK=0 or ATTN_OVERLAP=0 wins. The default
+// forms interpreted against the reference: the short tile under both causal masks, Sq > Sk.
+TEST(AttentionWgmma, PeeledMaskDefaults) {
+  const auto peeled = [](const std::string& e, const std::string& knobs = "") {
+    return kernel_ir(e, knobs).find("for kbm in") != std::string::npos;
+  };
+  for (int sq : {1000, int(kShortQueries)}) {
+    EXPECT_TRUE(peeled(attention(2, 2, sq, 1000, 128, "true"))) << sq;
+    EXPECT_TRUE(peeled(attention(2, 2, sq, sq, 128, "top_left"))) << sq;
+    EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 128, "false"))) << sq;
+    EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 96, "true"))) << sq;
+  }
+  const int long_q = int(kShortQueries) + 1;
+  EXPECT_FALSE(peeled(attention(2, 2, long_q, long_q, 128, "true")));
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, long_q, 128, "true")));
+  EXPECT_FALSE(peeled(attention(2, 2, 100, 128, 128, "true")));  // one key block
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_PEEL_MASK=0"));
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=3"));
+  // D = 256: below 4096 keys the causal walk without the overlap, 64 keys, not peeled.
+  const std::string d256 = kernel_ir(attention(2, 2, 4095, 4095, 256, "true"), "");
+  EXPECT_EQ(d256.find("for kbm in"), std::string::npos) << d256;
+  EXPECT_EQ(d256.find("wgmma.wait 1"), std::string::npos) << d256;
+  EXPECT_NE(d256.find("wgmma_m64n64k16_f32_bf16_ss"), std::string::npos) << d256;
+  // From 4096 keys (D = 232..256): the overlap at 80 keys, under the dynamic walk, peeled;
+  // a given dynamic schedule (the default there) keeps it.
+  for (int d : {232, 256})
+    for (const char* knobs : {"", "ATTN_SCHEDULE=dynamic", "ATTN_PERSISTENT=1"}) {
+      SCOPED_TRACE(std::to_string(d) + " " + knobs);
+      const std::string ir = kernel_ir(attention(2, 2, 4096, 4096, d, "true"), knobs);
+      for (const char* part : {"for kbm in", "wgmma.wait 1", "wgmma_m64n80k16_f32_bf16_ss",
+                               "fetch.inc attn_work[0]"})
+        EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+    }
+  EXPECT_NE(kernel_ir(attention(1, 1, 100, 4096, 256, "top_left"), "").find("wgmma.wait 1"),
+            std::string::npos);
+  // Not without a mask (the overlap is D = 256's default there anyway), nor at D = 192,
+  // nor with the overlap or the walk given off.
+  EXPECT_FALSE(peeled(attention(2, 2, 4096, 4096, 256, "false")));
+  EXPECT_FALSE(peeled(attention(2, 2, 4096, 4096, 192, "true")));
+  const std::string no_ov = kernel_ir(attention(2, 2, 4096, 4096, 256, "true"), "ATTN_OVERLAP=0");
+  EXPECT_EQ(no_ov.find("for kbm in"), std::string::npos) << no_ov;
+  EXPECT_NE(no_ov.find("fetch.inc attn_work[0]"), std::string::npos) << no_ov;
+  const std::string no_walk = kernel_ir(attention(2, 2, 4096, 4096, 256, "true"), "ATTN_PERSISTENT=0");
+  EXPECT_EQ(no_walk.find("for kbm in"), std::string::npos) << no_walk;
+  EXPECT_NE(no_walk.find("wgmma.wait 1"), std::string::npos) << no_walk;  // one CTA per block, as before
+  uint64_t seed = 3300;
+  for (const char* causal : {"true", "top_left"})
+    check_wgmma(attention(2, 1, 200, 300, 128, causal), "", seed++);
+  check_wgmma(attention(1, 1, 300, 200, 128, "true", "f16"), "", seed++);
+}
+
 // Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte
 // swizzle), then 32 columns (64-byte swizzle) and 16 (32-byte), each span its own shared
 // tensor, TMA box and descriptor, S's k-steps running across the spans and O += P V one

@@ -101,7 +101,8 @@ TEST(AttentionWgmmaCompile, OverlapWaitFollowsTheSoftmax) {
   for (int d : {64, 128, 256})
     for (const char* causal : {"false", "true"}) {
       const std::string e = attention_test::expr(1, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16", false);
-      const std::string knobs = "ATTN_OVERLAP=1,ATTN_PRODUCER=1";
+      // One key loop (causal D = 256 at 4096 keys peels the mask by default: below).
+      const std::string knobs = "ATTN_OVERLAP=1,ATTN_PRODUCER=1,ATTN_PEEL_MASK=0";
       const std::string cu = compile_for(e, knobs).cuda;
       const size_t wait1 = cu.find("loom::wgmma_wait_group<1>();");
       const size_t last_exp = cu.rfind("ex2_approx_ftz(s_m)");
@@ -112,6 +113,16 @@ TEST(AttentionWgmmaCompile, OverlapWaitFollowsTheSoftmax) {
       EXPECT_LT(last_exp, after) << d << causal;
       expect_compiles(e, knobs);
     }
+  // Peeled (the default there): the same order in the masked loop (kbm) too.
+  const std::string cu =
+      compile_for(attention_test::expr(1, 8, 8, 4096, 4096, 256, "true", "bf16", false), "").cuda;
+  const size_t masked = cu.find("for (int kbm = 0;");
+  ASSERT_NE(masked, std::string::npos) << cu;
+  const size_t full_after = cu.find("loom::wgmma_wait_group_after<0>(l_i[0], l_i[1]);");
+  EXPECT_LT(full_after, masked);
+  const size_t last_exp = cu.rfind("ex2_approx_ftz(s_m)");
+  EXPECT_LT(masked, last_exp);
+  EXPECT_NE(cu.find("loom::wgmma_wait_group_after<0>(l_i[0], l_i[1]);", last_exp), std::string::npos) << cu;
 }
 
 // The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,

@@ -192,7 +192,10 @@ def ab(args, flush):
     variants = []
     for v in args.variants:
         name, _, knobs = v.partition(":")
-        variants.append((name, knobs))
+        # --knobs under every variant (the steps' comma-split arguments give a variant one
+        # knob; the rest come from here).
+        # ('+' separates knobs too, for the same reason.)
+        variants.append((name, ",".join(x for x in (args.knobs, knobs) if x).replace("+", ",")))
     print("%-4s %-6s %6s %9s  %s" % ("D", "causal", "seqlen", "cudnn",
                                      "  ".join("%s(TF, /cudnn)" % n for n, _ in variants)))
     dtype = lt.TORCH_DTYPES[args.dtype]
@@ -732,7 +735,7 @@ def main():
     p.add_argument("--masks", nargs="+", default=["false", "true"], choices=["false", "true"])
     p.add_argument("--seqlens", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--dtype", default="", choices=["", "bf16", "f16"])
-    p.add_argument("--knobs", default="", help="Loom knobs for every point (K=V,..)")
+    p.add_argument("--knobs", default="", help="Loom knobs for every point (K=V,..); with --variants, under each variant's")
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-db", action="store_true", help="Loom's defaults, not the tuning database")

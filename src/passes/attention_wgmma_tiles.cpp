@@ -52,8 +52,28 @@ bool attention_uses_wgmma(CompileState& s) {
 // work counter the static, padded walk measured slower: 1k 0.730x -> 0.695x). Not causal
 // with an explicit ATTN_OVERLAP=1 (unmeasured; at D = 256 the walk's unit registers
 // spilled 8 B at the overlap's 240).
+// With the overlap under a causal mask only in the shape where the two measured together
+// (causal_walk_overlap_shape, below); elsewhere a causal overlap runs one CTA per query
+// block, as before.
+static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.producer && !a.varlen && !a.paged && (a.causal == Causal::None || !t.overlap);
+  return t.producer && !a.varlen && !a.paged &&
+         (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
+}
+
+// The overlap under the causal walk by default: dense, causal, above 224 stored columns
+// (D = 232..256) and a constant Sk of kWalkOverlapKeys keys or more. Measured on the H200
+// (2026-11-28 12:40, 16k tokens, bf16, loom/cuDNN, both with ATTN_PEEL_MASK=1): D = 256
+// causal, the walk alone (64 keys) against the walk with the overlap (80 keys), 1k 0.918x
+// -> 0.908x, 4k 1.020x -> 1.076x. At 1k a unit is 4-16 blocks of 64-80 keys, and the
+// overlap's fill and drain (block 0's S alone, the last P V alone) are a larger share than
+// what it hides; from 4k on the key loop dominates. Below 4096 keys, off (unmeasured
+// between 1k and 4k: the measured win is the threshold). The peeled mask comes with it
+// (the form that was measured; see ATTN_PEEL_MASK's default).
+static constexpr int64_t kWalkOverlapKeys = 4096;
+static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
+  return a.causal != Causal::None && !a.varlen && !a.paged && Dp > 224 && a.Sk.is_const() &&
+         a.Sk.const_value() >= kWalkOverlapKeys;
 }
 
 // ATTN_SCHEDULE's default under the walk: dynamic causal (the work counter hands the
@@ -122,8 +142,9 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
   // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
   // 0.81 / 0.90x. The serving forms keep it off (unmeasured there), and so does a causal
-  // mask under the persistent walk: the causal walk with the overlap spilled 4 B at
-  // D = 256 (NVRTC 13.0, 80 and 64 keys, either rescale placement; none without the walk).
+  // mask under the persistent walk below 4096 keys (causal_walk_overlap_shape, above: the
+  // walk with the overlap measured 0.918x -> 0.908x at 1k, 1.020x -> 1.076x at 4k; it
+  // spilled 4 B at D = 256 until the consumers bound their thread lets after setmaxnreg).
   // (Given or the walk's default with the producer: kept in step if the default changes.)
   AttentionWgmmaTiles with_producer;
   with_producer.producer = true;
@@ -145,10 +166,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   const bool one_block_keys = a.Sk.is_const() && a.Sk.const_value() <= 256;
   const bool overlap_dims = (Dp > 224 || (Dp > 112 && Dp <= 128)) && !one_block_keys;
   // An explicit dynamic schedule keeps it off too: its unit hand-off's registers with the
-  // overlap spilled 4-8 B at D = 256 without a mask (NVRTC 13.0; found when the two merged).
+  // overlap spilled 4-8 B at D = 256 without a mask (NVRTC 13.0; found when the two merged;
+  // no spill since the thread lets moved, but unmeasured without a mask). Not in the causal
+  // walk's overlap shape, where the dynamic schedule is the default and was measured.
+  const bool walk_overlap = causal_walk && causal_walk_overlap_shape(a, Dp);
   const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
-  const bool overlap_default = overlap_dims && !a.varlen && !a.paged && !causal_walk &&
-                               !dynamic_given && wg_given < 3 &&
+  const bool overlap_default = overlap_dims && !a.varlen && !a.paged &&
+                               (!causal_walk || walk_overlap) &&
+                               (!dynamic_given || walk_overlap) && wg_given < 3 &&
                                s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&
                                s.knobs.get_int("ATTN_PACK_P", 1) != 0;
   t.overlap = s.knob("ATTN_OVERLAP", overlap_default ? 1 : 0) != 0;
@@ -300,6 +325,11 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_O_UNDER_S=1 places O's rescale under the next block's S, which "
                 "only ATTN_OVERLAP=1 issues before the softmax; without the overlap O is "
                 "rescaled in the softmax: drop ATTN_O_UNDER_S, or add ATTN_OVERLAP=1");
+  // ATTN_PEEL_MASK=1: the masked key blocks as their own loop after the unmasked ones. Where
+  // BLOCK_N does not divide Sk (80 keys at D = 256: 1024 / 80) ptxas if-converted the last
+  // block's mask into every block (40 FSEL and the compares per block, SASS of NVRTC 13.0),
+  // and a causal mask's test ran in every block though only the diagonal's 1-3 blocks
+  // mask anything. Any form takes it; the default is below, once the walk is known.
   // Without the overlap P's pairs take S's registers as each pair is converted (S is dead
   // after); with it S is busy again with the next block while P V reads P.
   t.acc_regs = (t.overlap ? t.block_n / 2 + t.block_n / 4 : t.block_n / 2) + Dp / 2;
@@ -356,6 +386,26 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "counter and ATTN_PERSISTENT is 0: add ATTN_PERSISTENT=1, or drop ATTN_SCHEDULE");
     t.dynamic = schedule == "dynamic";
   }
+  // ATTN_PEEL_MASK's default, where the H200 measured a win (2026-11-28 12:40, 16k tokens,
+  // bf16, loom/cuDNN, defaults against ATTN_PEEL_MASK=1):
+  //   D = 128 causal: 1k 0.849x -> 0.899x (the short tile: 2 x 64 rows by 128 keys, the
+  //   ping-pong, the walk), 4k 1.023x -> 1.015x (3 x 112: neutral to a loss; there one
+  //   warpgroup's softmax already runs under the others' wgmmas, so the FSEL/ISETP issue
+  //   slots it frees are not on the critical path). Hence on in the short tile only, which
+  //   is what bounds it: Sq and Sk constants up to kShortQueries (1536); past it the 3 x 112
+  //   tile, where it measured neutral. Not at one key block (Sk <= BLOCK_N: every block is
+  //   the diagonal, nothing to peel).
+  //   D = 256 causal with the overlap under the walk at 4k and up: taken with it (the
+  //   overlap was measured peeled, 1.076x; the walk alone peeled or not 1.019x / 1.021x).
+  //   Not without a mask: D = 128 0.961x / 0.960x at 1k, 1.016x / 1.017x at 4k (128 keys
+  //   divide Sk: the same kernel); D = 256 (80 keys, the ragged block) 1k 0.913x -> 0.905x,
+  //   4k 1.007x -> 1.014x, 16k 1.051x -> 1.021x. Nor D = 256 causal under the walk alone
+  //   (1k 0.922x / 0.919x, 4k 1.021x / 1.019x, 16k 1.047x / 1.046x), nor elsewhere
+  //   (unmeasured).
+  const bool peel_short = a.causal != Causal::None && short_tile && Dp > 112 && Dp <= 128 &&
+                          !(a.Sk.is_const() && a.Sk.const_value() <= t.block_n);
+  const bool peel_walk_overlap = walk_overlap && t.overlap && t.persistent;
+  t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap ? 1 : 0) != 0;
   t.ctas = s.knob("ATTN_CTAS", 0);
   if (t.ctas != 0 && !t.persistent)
     throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "

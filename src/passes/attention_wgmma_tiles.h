@@ -59,6 +59,10 @@ struct AttentionWgmmaTiles {
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
   bool rescale_under_s = false; // ATTN_O_UNDER_S (with the overlap): O rescaled while the
                                 // next block's S is in flight, not after P V retired
+  // ATTN_PEEL_MASK: the key blocks that some row of the warpgroup masks (past Sk, or
+  // crossing the causal diagonal) run as a loop of their own after the unmasked ones
+  // (FlashAttention-3's n_masking_steps), so the main key loop carries no mask code.
+  bool peel_mask = false;
   bool pack_p = false;          // ATTN_PACK_P: P converted once into a 16-bit register
                                 // array after the softmax (always with ATTN_OVERLAP)
   bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing

@@ -96,6 +96,48 @@ inline std::vector<Case> wgmma_overlap_cases() {
   return v;
 }
 
+// ATTN_PEEL_MASK=1 (the masked key blocks as a loop of their own after the unmasked ones;
+// the GPU test's PeelMask group): the benchmark's default tiles — D = 256 with the overlap
+// at 80 keys (1000 and 4097 keys: the last block ragged), without it at 64 keys causal
+// under the dynamic walk; D = 128's 2 x 128 with the ping-pong and 3 x 112 under the walk
+// — the three masks, Sq != Sk both ways (Sq > Sk: warpgroups with no unmasked block),
+// GQA 32/8, LSE, bf16 and f16.
+inline std::vector<Case> wgmma_peel_cases() {
+  std::vector<Case> v;
+  const std::string pm = "ATTN_MMA=wgmma,ATTN_PEEL_MASK=1";
+  for (const char* causal : {"true", "false", "top_left"}) {
+    v.push_back({expr(1, 8, 2, 4097, 1000, 256, causal, "bf16", true), pm + ",ATTN_OVERLAP=1"});
+    v.push_back({expr(2, 4, 4, 1000, 4097, 256, causal, "f16", true), pm});
+    v.push_back({expr(1, 32, 8, 1000, 1000, 128, causal, "bf16", true), pm});  // 2 x 128, the ping-pong
+    v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), pm});  // 3 x 112, the walk
+    v.push_back({expr(2, 8, 2, 777, 1000, 128, causal, "f16", true), pm + ",ATTN_OVERLAP=1,ATTN_WG=2"});
+  }
+  return v;
+}
+
+// ATTN_OVERLAP=1 under the walk's stream (the consumers' thread lets after their
+// setmaxnreg, which removed the 4 B spill; the GPU test's OverlapWalk group): D = 256 at 80
+// keys, causal (the dynamic schedule, the walk's causal default) with Sq > Sk on 16 CTAs
+// (keyless units), the three masks at 1000 x 777, the dynamic schedule without a mask; with
+// and without the peeled mask. And the defaults that take them: causal D = 256 from 4096
+// keys (the overlap under the dynamic walk, peeled; Sq < Sk and Sq = Sk, LSE), causal
+// D = 128 in the short tile (2 x 128 with the ping-pong, peeled; GQA 8/2, Sq != Sk).
+inline std::vector<Case> wgmma_overlap_walk_cases() {
+  std::vector<Case> v;
+  v.push_back({expr(1, 4, 2, 1000, 4096, 256, "true", "bf16", true), "ATTN_MMA=wgmma"});
+  v.push_back({expr(1, 2, 2, 4096, 4096, 256, "top_left", "f16", false), "ATTN_MMA=wgmma"});
+  v.push_back({expr(2, 8, 2, 1000, 1200, 128, "true", "bf16", true), "ATTN_MMA=wgmma"});
+  v.push_back({expr(2, 8, 2, 1200, 1000, 128, "top_left", "f16", false), "ATTN_MMA=wgmma"});
+  const std::string ow = "ATTN_MMA=wgmma,ATTN_OVERLAP=1,ATTN_PERSISTENT=1";
+  for (const char* peel : {"", ",ATTN_PEEL_MASK=1"}) {
+    v.push_back({expr(2, 8, 2, 4097, 1000, 256, "true", "bf16", true), ow + ",ATTN_CTAS=16" + peel});
+    for (const char* causal : {"true", "top_left"})
+      v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "f16", true), ow + peel});
+    v.push_back({expr(1, 4, 2, 1000, 777, 256, "false", "bf16", true), ow + ",ATTN_SCHEDULE=dynamic" + peel});
+  }
+  return v;
+}
+
 // ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, the units back to back
 // in the K/V ring, each unit's ring base handed from the producer to the consumers) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
 // clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40

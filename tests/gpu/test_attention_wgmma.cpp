@@ -60,6 +60,18 @@ INSTANTIATE_TEST_SUITE_P(Overlap, GpuAttentionWgmma,
                            return attention_test::name(info.param, info.index);
                          });
 
+INSTANTIATE_TEST_SUITE_P(PeelMask, GpuAttentionWgmma,
+                         ::testing::ValuesIn(attention_test::wgmma_peel_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(OverlapWalk, GpuAttentionWgmma,
+                         ::testing::ValuesIn(attention_test::wgmma_overlap_walk_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return attention_test::name(info.param, info.index);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Persistent, GpuAttentionWgmma,
                          ::testing::ValuesIn(attention_test::wgmma_persistent_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {

@@ -60,6 +60,11 @@
 //     it), so one's softmax runs under another's products (FlashAttention-3 sec. 3.1).
 //     ATTN_PACK_P=1 (always with the overlap): P converted once into p_acc, not packed from
 //     S at each P V wgmma.
+//     ATTN_PEEL_MASK=1: the key loop as two, the blocks every row of the CTA keeps whole
+//     (no mask code: ptxas had if-converted the mask into every block) and then the
+//     masked ones (past Sk, the causal diagonal), FlashAttention-3's masking steps.
+//     The default causal in the short D = 128 tile and with the overlap under the walk at
+//     D = 256 from 4096 keys (attention_wgmma_tiles: measured on the H200).
 //     ATTN_PERSISTENT=1 (with the producer; dense only): a grid of min(units, ATTN_CTAS)
 //     CTAs (default the SM count) walks the units (query block, head, batch) with the
 //     grid's stride; without a mask the query block runs fastest, causal the longest
@@ -80,7 +85,7 @@
 //     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
 //     columns past D); the next unit's writes wait for the store's read
 //     (bulk.wait.read 0), and the CTA drains its stores before it exits.
-// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P,
+// Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P, ATTN_PEEL_MASK,
 // ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
@@ -364,8 +369,17 @@ struct Lowering {
                                             Stmt::Let("h", Expr::var("blockIdx.y")),
                                             Stmt::Let("b", Expr::var("blockIdx.z"))};
     Block body = persist ? Block{} : unit_lets;
-    body.insert(body.end(), {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
-                             Stmt::Let("lane", tid % 32)});
+    // The consumers' thread lets. With the overlap under the walk's stream (causal, or the
+    // dynamic schedule) they are bound in the consumer arm after its setmaxnreg: bound at
+    // the top, ptxas (NVRTC 13.0) kept the warp index live across the arms' split and
+    // spilled it (4 B stored at entry, loaded once after setmaxnreg, SASS; D = 256: the
+    // spill that kept the overlap's default off under the causal walk and the dynamic
+    // schedule). Elsewhere at the top, as measured (the defaults' kernels unchanged).
+    const Block thread_lets = {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
+                               Stmt::Let("lane", tid % 32)};
+    const bool lets_in_consumers = t.producer && t.overlap && t.persistent &&
+                                   (a.causal != Causal::None || t.dynamic);
+    if (!lets_in_consumers) body.insert(body.end(), thread_lets.begin(), thread_lets.end());
     // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
     // by every thread, before anything uses Sq or Sk.
     if (a.paged)
@@ -585,26 +599,35 @@ struct Lowering {
     };
     // 5. Masks (only where the block reaches past Sk or past the first row's last key) and
     // the online softmax per row half r2, k:012's exp2 form: m, l and `sa` become the
-    // block's P; alpha[r2] is O's rescale, applied here when `rescale`.
-    auto softmax = [&](const Expr& kbx, const std::string& sa, bool rescale) {
+    // block's P; alpha[r2] is O's rescale, applied here when `rescale`. `mask` false: a
+    // block of the peeled loop's unmasked range (ATTN_PEEL_MASK), no mask code at all.
+    // Per warpgroup (uniform over it): its first row keeps the fewest keys, so a
+    // warpgroup whose first row keeps the block's last key masks nothing there (with
+    // three warpgroups of 64 rows the CTA's diagonal band is 2-3 key blocks; each
+    // warpgroup's is 1-2).
+    auto reaches = [&](const Expr& kbx) {
+      const Expr last = kbx * BN + (BN - 1);
+      return (a.Sk <= last) || a.drops(qb * BM + wg * 64, last);
+    };
+    // Whether the mask can be needed in some block of some unit: not where the bound of
+    // `reaches` over every key block and query block is 0.
+    auto mask_needed = [&](const Expr& kbx) {
+      std::map<std::string, Expr::Range> ranges;
+      if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
+      if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
+      // (The overlap's loop runs block kb + 1: a range one wider, still a sound bound.)
+      const auto never = reaches(kbx).bounds(ranges);
+      return !(never && never->hi == 0);
+    };
+    const bool mask_possible = mask_needed(kb);
+    auto softmax = [&](const Expr& kbx, const std::string& sa, bool rescale, bool mask = true) {
       Block out;
-      {
+      if (mask) {
         const Expr i = row_of(e / 2);
         const Expr j = kbx * BN + n2 * 16 + hf * 8 + lane % 4 * 2 + e % 2;
         const Expr drop = (a.Sk <= j) || (a.drops(i, j) && a.has_keys(i));
-        const Expr last = kbx * BN + (BN - 1);
-        // Per warpgroup (uniform over it): its first row keeps the fewest keys, so a
-        // warpgroup whose first row keeps the block's last key masks nothing there (with
-        // three warpgroups of 64 rows the CTA's diagonal band is 2-3 key blocks; each
-        // warpgroup's is 1-2).
-        const Expr reaches = (a.Sk <= last) || a.drops(qb * BM + wg * 64, last);
-        std::map<std::string, Expr::Range> ranges;
-        if (a.Sk.is_const()) ranges["kb"] = {0, (a.Sk.const_value() + BN - 1) / BN - 1};
-        if (a.Sq.is_const()) ranges["qb"] = {0, (a.Sq.const_value() + BM - 1) / BM - 1};
-        // (The overlap's loop runs block kb + 1: a range one wider, still a sound bound.)
-        const auto never = reaches.bounds(ranges);
-        if (!(never && never->hi == 0))
-          out = guarded(reaches, {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
+        if (mask_needed(kbx))
+          out = guarded(reaches(kbx), {reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 4,
                     guarded(drop, {with_dst(Stmt::Init(sa, kNegInf), {n2, hf, e})}))})})});
       }
       const Expr v = r2 * 2 + e;
@@ -744,44 +767,73 @@ struct Lowering {
                                 {kk, Expr(v)}));
     const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
     const Expr wg_first = Expr::make(Expr::Kind::Eq, tid % 128, Expr(0));
+    // ATTN_PEEL_MASK=1: blocks [0, kb_full) are kept whole by every row of the CTA (its
+    // first row keeps the fewest keys; rows past Sq keep as many as Sk allows) and run
+    // without mask code; blocks [kb_full, key_blocks) — the ragged end past Sk, the
+    // causal diagonal — run after them as a loop of their own, masked as before
+    // (FlashAttention-3's masking steps, which it runs first because its keys go down;
+    // Loom's go up, so the producer's order is unchanged). The CTA's split, not each
+    // warpgroup's: Kernel IR loops run the same iterations in every thread of the block
+    // (the interpreter checks it); a warpgroup below the first keeps its per-block test in
+    // the masked loop (at 64 keys by 2 x 64 rows one of its two diagonal blocks masks
+    // nothing). Not where no block of any unit can need the mask (Sk a multiple of
+    // BLOCK_N, no causal mask).
+    const bool peel = t.peel_mask && mask_possible;
+    const Expr split_row = qb * BM;
+    const Expr full_blocks = min(key_blocks, min(a.Sk, a.keys_for_rows(split_row + 1)) / Expr(BN));
+    const Expr kb_full = full_blocks.is_const() ? full_blocks : Expr::var("kb_full");
+    if (peel && !full_blocks.is_const()) append({Stmt::Let("kb_full", full_blocks)});
     if (!t.overlap) {
       // 3. The key loop, each block's two products in turn. ATTN_PRODUCER=0: block kb + S - 1
       // goes into the slot block kb - 1 used, after a block barrier (every warpgroup
       // retired its wgmmas on it). ATTN_PINGPONG=1: a warpgroup's turn is P V of block kb - 1
       // (waited for) and S of block kb (issued), FlashAttention-3's order; the softmax runs
       // outside it.
-      const Expr next = kb + (S - 1);
-      Block step;
-      if (!producer)
-        step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
-      step.push_back(s_alloc(s_a));
-      if (t.pack_p) step.push_back(Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}));
-      step = cat(step, s_issue(kb, s_a));
-      step = cat(step, pp_arrive(Expr(1)));
-      step.push_back(Stmt::WgmmaWait(0));
-      if (persist && !t.o_in_q)
-        step.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, kb + 1, key_blocks) && wg_first,
-                                {Stmt::MbarArrive(q_empty)}));
-      step = cat(step, softmax(kb, s_a, true));
-      if (t.pack_p) step = cat(step, to_p);
-      // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
-      // warpgroup's.
-      step = cat(step, clean_v(kb));
-      step = cat(step, pp_sync());
-      step = cat(step, pv_issue(kb, t.pack_p ? p_a : s_a));
-      step.push_back(Stmt::WgmmaWait(0));
-      step = cat(step, release(kb));
+      auto step_for = [&](const Expr& kbx, bool mask) {
+        const Expr next = kbx + (S - 1);
+        Block step;
+        if (!producer)
+          step = {Stmt::Barrier(), Stmt::If(elected && next < key_blocks, kv_issue(next, next % S))};
+        step.push_back(s_alloc(s_a));
+        if (t.pack_p) step.push_back(Stmt::Alloc(p_a, {Expr(BN / 16), Expr(8)}));
+        step = cat(step, s_issue(kbx, s_a));
+        step = cat(step, pp_arrive(Expr(1)));
+        step.push_back(Stmt::WgmmaWait(0));
+        if (persist && !t.o_in_q)
+          step.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, kbx + 1, key_blocks) && wg_first,
+                                  {Stmt::MbarArrive(q_empty)}));
+        step = cat(step, softmax(kbx, s_a, true, mask));
+        if (t.pack_p) step = cat(step, to_p);
+        // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
+        // warpgroup's. (The serving forms' V clean-up is for the block past Sk: masked.)
+        if (mask) step = cat(step, clean_v(kbx));
+        step = cat(step, pp_sync());
+        step = cat(step, pv_issue(kbx, t.pack_p ? p_a : s_a));
+        step.push_back(Stmt::WgmmaWait(0));
+        step = cat(step, release(kbx));
+        return step;
+      };
       const Expr any = Expr(0) < key_blocks;
       append(pp_start(any));
       if (t.pingpong) append({Stmt::If(any, pp_sync())});
-      Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", std::move(step));
       // With P's 16-bit array (ATTN_PACK_P) and a small constant key count (at most 8
       // blocks), one copy of the loop (#pragma unroll 1): NVRTC unrolls it there, and the
       // copies' arrays spilled (116 B at 200 keys, D = 128, the 3 x 112 tile,
       // test_families). Long or run-time key counts keep NVRTC's choice, which is what was
       // measured (unroll 1 changes their SASS too).
-      loop.no_unroll = t.pack_p && a.Sk.is_const() && a.Sk.const_value() <= 8 * BN;
-      append({std::move(loop)});
+      const bool no_unroll = t.pack_p && a.Sk.is_const() && a.Sk.const_value() <= 8 * BN;
+      if (!peel) {
+        Stmt loop = Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", step_for(kb, true));
+        loop.no_unroll = no_unroll;
+        append({std::move(loop)});
+      } else {
+        const Expr kbm = Expr::var("kbm");
+        Stmt full = Stmt::For("kb", kb_full, LoopKind::Reduce, "kb", step_for(kb, false));
+        Stmt masked = Stmt::For("kbm", key_blocks - kb_full, LoopKind::Reduce, "kbm",
+                                step_for(kb_full + kbm, true));
+        full.no_unroll = masked.no_unroll = no_unroll;
+        append({std::move(full), std::move(masked)});
+      }
       if (t.pingpong) append({Stmt::If(any, pp_arrive(Expr(0)))});
     } else {
       // ATTN_OVERLAP=1 (FlashAttention-3's intra-warpgroup pipelining): S of block kb is
@@ -792,29 +844,32 @@ struct Lowering {
       // 3's tOrP: S's f32 array is free for the next S as soon as it is converted, so one S
       // array and BLOCK_N/4 packed registers, not two S arrays.
       // ATTN_PINGPONG=1: a warpgroup's turn is the issue of both products.
-      const Expr kbx = kb + 1;  // the loop's kb runs 0 .. key_blocks - 2: block kb + 1
       // ATTN_O_UNDER_S=1: O's rescale by block kb's alpha (its softmax ran in the
       // step before, or before the loop) while S of kb + 1 is in flight, before P V of
       // block kb adds to O (FlashAttention-3's rescale_o between its two gemms); 0: at the
       // step's end, after P V of kb - 1 retired, with the tensor cores idle.
       const bool early = t.rescale_under_s;
-      Block step = pp_sync();
-      step = cat(step, s_issue(kbx, s_a));
-      if (early) step = cat(step, rescale_o());
-      step = cat(step, pv_issue(kbx - 1, p_a));
-      step = cat(step, pp_arrive(kbx + 1 < key_blocks));
-      step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
-      step = cat(step, release_k(kbx));
-      step = cat(step, softmax(kbx, s_a, false));
-      // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
-      // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
-      // WARPGROUP.DEPBAR.LE 0 before the first FMNMX, every MUFU.EX2 after it), so the
-      // softmax ran after P V had retired and the overlap lost 10-30 % to the default.
-      // l_i is the last the softmax writes (each exp adds into it, after alpha).
-      step.push_back(Stmt::WgmmaWait(0, {val("l_i", {Expr(0)}), val("l_i", {Expr(1)})}));
-      step = cat(step, release(kbx - 1));
-      step = cat(step, to_p);
-      if (!early) step = cat(step, rescale_o());
+      // Step kbx (1 .. key_blocks - 1): S of kbx, P V of kbx - 1, kbx's softmax.
+      auto step_for = [&](const Expr& kbx, bool mask) {
+        Block step = pp_sync();
+        step = cat(step, s_issue(kbx, s_a));
+        if (early) step = cat(step, rescale_o());
+        step = cat(step, pv_issue(kbx - 1, p_a));
+        step = cat(step, pp_arrive(kbx + 1 < key_blocks));
+        step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
+        step = cat(step, release_k(kbx));
+        step = cat(step, softmax(kbx, s_a, false, mask));
+        // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
+        // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
+        // WARPGROUP.DEPBAR.LE 0 before the first FMNMX, every MUFU.EX2 after it), so the
+        // softmax ran after P V had retired and the overlap lost 10-30 % to the default.
+        // l_i is the last the softmax writes (each exp adds into it, after alpha).
+        step.push_back(Stmt::WgmmaWait(0, {val("l_i", {Expr(0)}), val("l_i", {Expr(1)})}));
+        step = cat(step, release(kbx - 1));
+        step = cat(step, to_p);
+        if (!early) step = cat(step, rescale_o());
+        return step;
+      };
       Block first = pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
@@ -823,7 +878,16 @@ struct Lowering {
       // 0 — m_i was -inf and block 0 holds a key of every row it scores).
       first = cat(first, softmax(Expr(0), s_a, false));
       first = cat(first, to_p);
-      first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", std::move(step)));
+      if (!peel) {
+        first.push_back(Stmt::For("kb", key_blocks - 1, LoopKind::Reduce, "kb", step_for(kb + 1, true)));
+      } else {
+        // Blocks 1 .. kb_full - 1 unmasked, then the rest (block 0, before the loop, keeps
+        // its test).
+        const Expr split = max(kb_full, Expr(1));
+        first.push_back(Stmt::For("kb", split - 1, LoopKind::Reduce, "kb", step_for(kb + 1, false)));
+        first.push_back(Stmt::For("kbm", key_blocks - split, LoopKind::Reduce, "kbm",
+                                  step_for(split + Expr::var("kbm"), true)));
+      }
       // The block that can reach past Sk is the last (no block past it is visited), whose
       // P V is this one, outside every ping-pong turn.
       Block tail = clean_v(key_blocks - 1);
@@ -963,6 +1027,7 @@ struct Lowering {
     // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
     Block consumer(body.begin() + long(consumer_from), body.end());
     body.resize(consumer_from);
+    if (lets_in_consumers) consumer.insert(consumer.begin(), thread_lets.begin(), thread_lets.end());
     consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
     Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs)),
                    Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
@@ -1098,6 +1163,7 @@ Pass pass_lower_attention_wgmma() {
               "softmax on the accumulators, one warpgroup per 64 query rows; varlen by 3-D maps over "
               "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
+               "ATTN_PEEL_MASK",
                "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_TMA_STORE", "BLOCK_N",
                "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {

@@ -101,7 +101,8 @@ TEST(AttentionWgmmaCompile, OverlapWaitFollowsTheSoftmax) {
   for (int d : {64, 128, 256})
     for (const char* causal : {"false", "true"}) {
       const std::string e = attention_test::expr(1, 2048 / d, 2048 / d, 4096, 4096, d, causal, "bf16", false);
-      const std::string knobs = "ATTN_OVERLAP=1,ATTN_PRODUCER=1";
+      // One key loop (causal D = 256 at 4096 keys peels the mask by default: below).
+      const std::string knobs = "ATTN_OVERLAP=1,ATTN_PRODUCER=1,ATTN_PEEL_MASK=0";
       const std::string cu = compile_for(e, knobs).cuda;
       const size_t wait1 = cu.find("loom::wgmma_wait_group<1>();");
       const size_t last_exp = cu.rfind("ex2_approx_ftz(s_m)");
@@ -112,6 +113,16 @@ TEST(AttentionWgmmaCompile, OverlapWaitFollowsTheSoftmax) {
       EXPECT_LT(last_exp, after) << d << causal;
       expect_compiles(e, knobs);
     }
+  // Peeled (the default there): the same order in the masked loop (kbm) too.
+  const std::string cu =
+      compile_for(attention_test::expr(1, 8, 8, 4096, 4096, 256, "true", "bf16", false), "").cuda;
+  const size_t masked = cu.find("for (int kbm = 0;");
+  ASSERT_NE(masked, std::string::npos) << cu;
+  const size_t full_after = cu.find("loom::wgmma_wait_group_after<0>(l_i[0], l_i[1]);");
+  EXPECT_LT(full_after, masked);
+  const size_t last_exp = cu.rfind("ex2_approx_ftz(s_m)");
+  EXPECT_LT(masked, last_exp);
+  EXPECT_NE(cu.find("loom::wgmma_wait_group_after<0>(l_i[0], l_i[1]);", last_exp), std::string::npos) << cu;
 }
 
 // The benchmark's shapes (docs/benchmarking.md: 16k tokens, 2048/D heads), D = 64 and 128,
@@ -174,6 +185,70 @@ TEST(AttentionWgmmaCompile, PersistentDynamic) {
                                                "bf16", false),
                           knobs);
         }
+}
+
+// ATTN_PEEL_MASK=1 at the benchmark's shapes (16k tokens, 1k and 4k; D = 128 and 256, both
+// masks, the default tiles) and the GPU test's PeelMask cases: no spills, no serialized
+// wgmma, and in the source the consumers' first key loop has no mask store (the masked
+// blocks' loop, kbm, has it). In SASS (cuobjdump on NVRTC 13.0's cubin) the first loop
+// then has no FSEL: D = 256 at 80 keys 565 -> 476 instructions per block, causal D = 128
+// (2 x 128) 702 -> 482.
+TEST(AttentionWgmmaCompile, PeeledMask) {
+  const std::string mask = "s_acc[n2][hf][e] = __int_as_float(0xff800000);";
+  for (int d : {128, 256})
+    for (const char* causal : {"false", "true"})
+      for (int s : {1024, 4096}) {
+        const std::string e = attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal,
+                                                   "bf16", false);
+        SCOPED_TRACE(e);
+        expect_compiles(e, "ATTN_PEEL_MASK=1");
+        const std::string cu = compile_for(e, "ATTN_PEEL_MASK=1").cuda;
+        const size_t masked = cu.find("for (int kbm = 0;");
+        // D = 128 without a mask at 1k and 4k: 128 keys divide Sk, nothing to peel.
+        if (d == 128 && std::string(causal) == "false") {
+          EXPECT_EQ(masked, std::string::npos);
+          continue;
+        }
+        ASSERT_NE(masked, std::string::npos) << cu;
+        const size_t full = cu.rfind("for (int kb = 0;", masked);
+        ASSERT_NE(full, std::string::npos) << cu;
+        EXPECT_EQ(cu.substr(full, masked - full).find(mask), std::string::npos) << cu;
+        EXPECT_NE(cu.find(mask, masked), std::string::npos) << cu;
+      }
+  for (const auto& c : attention_test::wgmma_peel_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// ATTN_OVERLAP=1 under the walk's stream (causal, or the dynamic schedule) at D = 256 (80
+// keys), the benchmark's shapes at 1k and 4k, with and without the peeled mask: no spill.
+// Before the consumers' thread lets moved after their setmaxnreg, ptxas spilled the warp
+// index there (4 B at entry, reloaded after setmaxnreg), which kept the overlap's default
+// off under the causal walk and the dynamic schedule.
+TEST(AttentionWgmmaCompile, OverlapUnderTheStream) {
+  for (const char* causal : {"true", "false"})
+    for (int s : {1024, 4096})
+      for (const char* knobs : {"ATTN_OVERLAP=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic",
+                                "ATTN_OVERLAP=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_PEEL_MASK=1"})
+        expect_compiles(attention_test::expr(16384 / s, 8, 8, s, s, 256, causal, "bf16", false), knobs);
+  for (const auto& c : attention_test::wgmma_overlap_walk_cases()) expect_compiles(c.expr, c.knobs);
+}
+
+// The defaults that take the peeled mask (measured on the H200): causal D = 128 in the
+// short tile (2 x 64 rows by 128 keys, the ping-pong, Sq and Sk up to 1536), and causal
+// D = 256 from 4096 keys with the overlap under the walk (80 keys, the dynamic schedule),
+// at the benchmark's shapes (16k tokens), D = 232 too: no spills, no serialized wgmma,
+// the peeled loops and the overlap's wait in the source.
+TEST(AttentionWgmmaCompile, PeeledMaskDefaults) {
+  struct Shape { int s, d; bool overlap; };
+  for (const Shape& c : {Shape{1024, 128, false}, Shape{1536, 128, false}, Shape{4096, 256, true},
+                         Shape{16384, 256, true}, Shape{4096, 232, true}}) {
+    const std::string e = attention_test::expr(16384 / c.s, 2048 / c.d, 2048 / c.d, c.s, c.s, c.d,
+                                               "true", "bf16", false);
+    SCOPED_TRACE(e);
+    expect_compiles(e, "");
+    const std::string cu = compile_for(e, "").cuda;
+    EXPECT_NE(cu.find("for (int kbm = 0;"), std::string::npos) << cu;
+    EXPECT_EQ(cu.find("loom::wgmma_wait_group<1>();") != std::string::npos, c.overlap) << cu;
+  }
 }
 
 TEST(AttentionWgmmaCompile, GpuCases) {

@@ -557,6 +557,130 @@ TEST(AttentionWgmma, NoMaskWhereNothingIsMasked) {
   EXPECT_NE(causal.find("qb * 192 + wg * 64 < kb * 112 + 111"), std::string::npos) << causal;
 }
 
+// ATTN_PEEL_MASK=1: the key blocks that some row of a warpgroup masks (past Sk, or across
+// the causal diagonal) run as a loop of their own after the unmasked ones, whose loop has
+// no mask code. The split is per warpgroup (kb_full from its first row), so the products
+// must still be the same: ragged Sk (the last block alone masked), Sq != Sk both ways (the
+// bottom-right diagonal's offset; Sq > Sk: warpgroups with no unmasked block, or no key),
+// the three masks; thread 0 issuing, the producer, the ping-pong (turns across the two
+// loops), the overlap (block 0 before the loops, masked or not; the masked loop from block
+// max(kb_full, 1)), three warpgroups, both persistent schedules, f16, GQA, LSE.
+TEST(AttentionWgmma, PeeledMaskedBlocks) {
+  uint64_t seed = 3100;
+  const std::string p = "ATTN_PEEL_MASK=1,";
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), p + "BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 200, 77, 128, causal, "f16"), p + "ATTN_PINGPONG=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 100, 300, 64, causal), p + "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 130, 150, 96, causal, "bf16", false),
+                p + "ATTN_PINGPONG=1,ATTN_OVERLAP=1,ATTN_WG=2,BLOCK_N=32", seed++);
+    check_wgmma(attention(4, 2, 150, 300, 64, causal, "bf16", true, 2),
+                p + "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 130, 77, 96, causal, "f16"),
+                p + "ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_CTAS=2,BLOCK_N=48,KV_STAGES=3", seed++);
+  }
+  // Sq > Sk (bottom-right: the first rows keep no key), the overlap and not; three
+  // warpgroups at D = 128 with 48 keys; D = 256 with the overlap at 80 keys (its default
+  // tile) over 1000 keys (12.5 blocks: the last one masked).
+  check_wgmma(attention(2, 1, 190, 40, 64, "true"), p + "ATTN_PRODUCER=1,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 1, 190, 70, 64, "true"), p + "ATTN_PRODUCER=1,ATTN_OVERLAP=1,BLOCK_N=16", seed++);
+  check_wgmma(attention(2, 2, 200, 250, 128, "true"), p + "ATTN_PERSISTENT=1,ATTN_CTAS=2,ATTN_WG=3,BLOCK_N=48",
+              seed++);
+  check_wgmma(attention(1, 1, 70, 1000, 256, "false"), p + "ATTN_OVERLAP=1", seed++);
+}
+
+// The peeled loops under seeded interleavings of the producer and each consumer
+// warpgroup: the ping-pong's turns across each warpgroup's own split, the dynamic walk's
+// causal units (each a split of its own).
+TEST(AttentionWgmma, PeeledMaskedBlocksSchedules) {
+  uint64_t seed = 3200;
+  const std::string d = "ATTN_PEEL_MASK=1,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_WG=2,ATTN_SCHEDULE=dynamic,";
+  check_wgmma_schedules(attention(2, 1, 400, 100, 64, "true"), d + "ATTN_CTAS=2,BLOCK_N=32,ATTN_PINGPONG=1",
+                        seed++, 6);
+  check_wgmma_schedules(attention(2, 1, 300, 260, 64, "top_left"), d + "ATTN_CTAS=1,BLOCK_N=32,ATTN_OVERLAP=1",
+                        seed++, 6);
+}
+
+// ATTN_PEEL_MASK=1 in the kernel IR: the consumers' first key loop carries no mask, the
+// second (kbm) does; where no block can be masked (Sk a multiple of BLOCK_N, no causal
+// mask) there is one loop, as without the knob; off, the kernel is unchanged.
+TEST(AttentionWgmma, PeeledMaskKernelShape) {
+  const std::string mask = "s_acc[n2, hf, e] = -inf";
+  for (const char* causal : {"false", "true"})
+    for (const char* knobs : {"ATTN_OVERLAP=0", "ATTN_OVERLAP=1"}) {
+      SCOPED_TRACE(std::string(causal) + " " + knobs);
+      const std::string e = attention(2, 2, 1000, 1000, 256, causal);
+      const std::string ir = kernel_ir(e, std::string(knobs) + ",ATTN_PEEL_MASK=1");
+      const size_t masked = ir.find("for kbm in");
+      ASSERT_NE(masked, std::string::npos) << ir;
+      const size_t full = ir.rfind("for kb in", masked);
+      ASSERT_NE(full, std::string::npos) << ir;
+      EXPECT_EQ(ir.substr(full, masked - full).find(mask), std::string::npos) << ir;
+      EXPECT_NE(ir.find(mask, masked), std::string::npos) << ir;
+      EXPECT_EQ(kernel_ir(e, std::string(knobs) + ",ATTN_PEEL_MASK=0"), kernel_ir(e, knobs));
+    }
+  const std::string even = attention(2, 2, 1024, 1024, 256, "false");
+  const std::string ir = kernel_ir(even, "ATTN_OVERLAP=1,BLOCK_N=64,ATTN_PEEL_MASK=1");
+  EXPECT_EQ(ir.find("for kbm"), std::string::npos) << ir;
+  EXPECT_EQ(ir, kernel_ir(even, "ATTN_OVERLAP=1,BLOCK_N=64"));
+}
+
+// ATTN_PEEL_MASK's defaults (measured on the H200): causal D = 128 in the short tile
+// (2 x 64 rows by 128 keys with the ping-pong; Sq and Sk up to kShortQueries) and causal
+// D = 256 from 4096 keys, where the overlap runs under the dynamic walk (80 keys) by
+// default too. Off without a mask, past kShortQueries at D = 128 (3 x 112), at one key
+// block, at D = 256 below 4096 keys (the walk without the overlap, 64 keys), at D = 192,
+// for the serving forms; a given ATTN_PEEL_MASK=0 or ATTN_OVERLAP=0 wins. The default
+// forms interpreted against the reference: the short tile under both causal masks, Sq > Sk.
+TEST(AttentionWgmma, PeeledMaskDefaults) {
+  const auto peeled = [](const std::string& e, const std::string& knobs = "") {
+    return kernel_ir(e, knobs).find("for kbm in") != std::string::npos;
+  };
+  for (int sq : {1000, int(kShortQueries)}) {
+    EXPECT_TRUE(peeled(attention(2, 2, sq, 1000, 128, "true"))) << sq;
+    EXPECT_TRUE(peeled(attention(2, 2, sq, sq, 128, "top_left"))) << sq;
+    EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 128, "false"))) << sq;
+    EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 96, "true"))) << sq;
+  }
+  const int long_q = int(kShortQueries) + 1;
+  EXPECT_FALSE(peeled(attention(2, 2, long_q, long_q, 128, "true")));
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, long_q, 128, "true")));
+  EXPECT_FALSE(peeled(attention(2, 2, 100, 128, 128, "true")));  // one key block
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_PEEL_MASK=0"));
+  EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=3"));
+  // D = 256: below 4096 keys the causal walk without the overlap, 64 keys, not peeled.
+  const std::string d256 = kernel_ir(attention(2, 2, 4095, 4095, 256, "true"), "");
+  EXPECT_EQ(d256.find("for kbm in"), std::string::npos) << d256;
+  EXPECT_EQ(d256.find("wgmma.wait 1"), std::string::npos) << d256;
+  EXPECT_NE(d256.find("wgmma_m64n64k16_f32_bf16_ss"), std::string::npos) << d256;
+  // From 4096 keys (D = 232..256): the overlap at 80 keys, under the dynamic walk, peeled;
+  // a given dynamic schedule (the default there) keeps it.
+  for (int d : {232, 256})
+    for (const char* knobs : {"", "ATTN_SCHEDULE=dynamic", "ATTN_PERSISTENT=1"}) {
+      SCOPED_TRACE(std::to_string(d) + " " + knobs);
+      const std::string ir = kernel_ir(attention(2, 2, 4096, 4096, d, "true"), knobs);
+      for (const char* part : {"for kbm in", "wgmma.wait 1", "wgmma_m64n80k16_f32_bf16_ss",
+                               "fetch.inc attn_work[0]"})
+        EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+    }
+  EXPECT_NE(kernel_ir(attention(1, 1, 100, 4096, 256, "top_left"), "").find("wgmma.wait 1"),
+            std::string::npos);
+  // Not without a mask (the overlap is D = 256's default there anyway), nor at D = 192,
+  // nor with the overlap or the walk given off.
+  EXPECT_FALSE(peeled(attention(2, 2, 4096, 4096, 256, "false")));
+  EXPECT_FALSE(peeled(attention(2, 2, 4096, 4096, 192, "true")));
+  const std::string no_ov = kernel_ir(attention(2, 2, 4096, 4096, 256, "true"), "ATTN_OVERLAP=0");
+  EXPECT_EQ(no_ov.find("for kbm in"), std::string::npos) << no_ov;
+  EXPECT_NE(no_ov.find("fetch.inc attn_work[0]"), std::string::npos) << no_ov;
+  const std::string no_walk = kernel_ir(attention(2, 2, 4096, 4096, 256, "true"), "ATTN_PERSISTENT=0");
+  EXPECT_EQ(no_walk.find("for kbm in"), std::string::npos) << no_walk;
+  EXPECT_NE(no_walk.find("wgmma.wait 1"), std::string::npos) << no_walk;  // one CTA per block, as before
+  uint64_t seed = 3300;
+  for (const char* causal : {"true", "top_left"})
+    check_wgmma(attention(2, 1, 200, 300, 128, causal), "", seed++);
+  check_wgmma(attention(1, 1, 300, 200, 128, "true", "f16"), "", seed++);
+}
+
 // Head dims that are not multiples of 64: the columns as spans of 64-column chunks (128-byte
 // swizzle), then 32 columns (64-byte swizzle) and 16 (32-byte), each span its own shared
 // tensor, TMA box and descriptor, S's k-steps running across the spans and O += P V one
@@ -689,8 +813,8 @@ TEST(AttentionWgmma, SpanKernelShape) {
             std::string::npos);
   // The overlap's default yields to a given knob that rules it out (thread 0 issuing, P
   // packed at the wgmma), instead of refusing it; below 232 columns it stays off.
-  // (A causal mask under a given ATTN_PERSISTENT=1 too: the walk with the overlap spilled
-  // 4 B there, test_attention_wgmma_compile's PersistentAndTmaStore.)
+  // (A causal mask under a given ATTN_PERSISTENT=1 too, below 4096 keys: the walk with the
+  // overlap measured 1 % slower at 1k; from 4096 keys see PeeledMaskDefaults.)
   for (const char* knobs : {"ATTN_PRODUCER=0", "ATTN_PACK_P=0", "ATTN_PERSISTENT=1"})
     EXPECT_EQ(kernel_ir(attention(2, 2, 1000, 1000, 256, "true"), knobs).find("wgmma.wait 1"),
               std::string::npos) << knobs;

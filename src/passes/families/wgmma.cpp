@@ -119,23 +119,64 @@ static bool wgmma_decode(const GemmShape& s) {
 // 132: cudaOccupancyMaxActiveClusters), so 128 CTAs in 4-clusters ran in two waves (13.4 us
 // at N = 2048, against 9.4 us in 2-clusters). BK = 128 with 8 stages, the earlier default:
 // 14.2 us from 64 CTAs, 15.0 from 128.
-// That is the M <= 32 schedule; M > 32 takes cuBLAS's tiling (below).
-static Knobs wgmma_decode_defaults(const GemmShape& s, const Target& t) {
-  // M > 32: cuBLAS's decode tiling (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on H200:
-  // 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which stalled
-  // 38% at a CTA barrier): the small dimension in two halves of BN = M/2 columns, 64-deep
-  // slabs in a 16-deep ring (12 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
-  // cuBLAS also pairs the two CTAs of each weight slab in a cluster (CLUSTER_N=2, the slab
-  // multicast); on H100 that measured slower than two independent CTAs reading the slab
-  // twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; 2026-11-22,
-  // bench/NOTES.md), so the default leaves the cluster out.
-  if (s.M > 32) {
-    const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8, bk = 64;
-    const int64_t depth = std::min<int64_t>(16, 200 * 1024 / ((64 + half) * bk * 2));
-    return Knobs::parse("SWAP_AB=1,WM=1,WN=1,FM=1,FN=1,BN=" + std::to_string(half) +
-                        ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" + std::to_string(depth) +
-                        ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+// That is the M <= 32 schedule; M > 32: wgmma_wide_decode_defaults (below).
+// The ring depth that keeps `per_sm` CTAs of `rows` x `bn` slabs (BK = 64) resident on one SM:
+// the SM's shared memory split `per_sm` ways, 3 KB of each share left for the barriers, the
+// alignment and the block's reservation; at most 16 slabs (deeper measured no gain).
+static int64_t resident_depth(const Target& t, int64_t rows, int64_t bn, int64_t per_sm) {
+  const int64_t slab = (rows + bn) * 64 * 2;
+  return std::min<int64_t>(16, (t.smem_per_block / per_sm - 3072) / slab);
+}
+
+// Decode GEMMs of 33..95 rows (swapped: the rows are the wgmma's N), by how many 64-row
+// tiles the weight makes against the SM count P:
+// - tiles <= P/2: cuBLAS's decode tiling (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on
+//   H200: 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which
+//   stalled 38% at a CTA barrier): the rows in two halves of BN = M/2 columns, 64-deep
+//   slabs in a 16-deep ring (12 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
+//   cuBLAS also pairs the two CTAs of each weight slab in a cluster (CLUSTER_N=2, the slab
+//   multicast); on H100 that measured slower than two independent CTAs reading the slab
+//   twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; 2026-11-22,
+//   bench/NOTES.md), so the default leaves the cluster out.
+// - more tiles: the halves at 16 deep were two waves (2 * tiles CTAs past P, one CTA per SM
+//   at ~200 KB each): 0.65-0.81x cuBLAS on the H200 (77 x 6144, 40 x 8192, 80 x 8192,
+//   48 x 6144, 33 x 10240, 64 x 14336, 64 x 28672; bench/NOTES.md, "decode GEMMs of 33 to
+//   95 rows"). Measured there, each shape's best form within ~3 %:
+//   - P/2 < tiles < 7/8 P: the halves with the ring cut to keep two CTAs per SM (one wave):
+//     77 x 6144 0.65 -> 0.99x, 48 x 6144 0.77 -> 1.05x (one CTA per SM at full width: 0.95x,
+//     0.91x — 96 CTAs stream too little of the DRAM's peak);
+//   - 7/8 P <= tiles <= P: full width (BN = M), one 64-row CTA per SM, deep ring: 40 x 8192
+//     0.78 -> 1.00x, 80 x 8192 0.77 -> 0.99x (the halves two per SM: 0.90x, 0.91x);
+//   - tiles > P: 128-row CTAs (two consumer warpgroups) at full width, the ring cut to keep
+//     all of them resident (ceil(N/128 / P) per SM): 33 x 10240 0.81 -> 1.13x, 64 x 14336 0.72 -> 1.00x,
+//     64 x 28672 0.75 -> 0.99x.
+static Knobs wgmma_wide_decode_defaults(const GemmShape& s, const Target& t) {
+  const int64_t P = t.sm_count, full = (s.M + 7) / 8 * 8;
+  const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8;
+  const int64_t tiles = (s.N + 63) / 64, tiles128 = (s.N + 127) / 128;
+  int64_t rows = 64, bn = half, depth = 16;
+  if (2 * tiles <= P) {
+    depth = std::min<int64_t>(16, 200 * 1024 / ((64 + half) * 64 * 2));
+  } else if (8 * tiles < 7 * P) {
+    depth = resident_depth(t, 64, half, (2 * tiles + P - 1) / P);
+  } else if (tiles <= P) {
+    bn = full;
+    depth = resident_depth(t, 64, full, 1);
+  } else {
+    rows = 128, bn = full;
+    depth = resident_depth(t, 128, full, (tiles128 + P - 1) / P);
   }
+  Knobs k = Knobs::parse("SWAP_AB=1,WM=" + std::to_string(rows / 64) + ",WN=1,FM=1,FN=1,BN=" +
+                         std::to_string(bn) + ",STAGE=tma,SWIZZLE=128B,BK=64,STAGES=" +
+                         std::to_string(depth) + ",EPILOGUE=direct,WARP_SPECIALIZE=1");
+  // Two consumer warpgroups of a few columns need few registers: no split (as below).
+  if (rows == 128) k.set("CONSUMER_REGS", "0");
+  return k;
+}
+
+static Knobs wgmma_decode_defaults(const GemmShape& s, const Target& t) {
+  // M > 32: the halves, full-width or 128-row forms by the tile count (above).
+  if (s.M > 32) return wgmma_wide_decode_defaults(s, t);
   // 128-row CTAs (two consumer warpgroups) where 64-row ones would take more than one
   // wave but 128-row ones fit in one: at N = 10240 160 CTAs of 64 rows ran 0.95-0.97x
   // cuBLAS on H100 and 0.92-0.93x on H200, 80 of 128 rows 1.03x and 1.06-1.08x (M = 1 and

@@ -94,6 +94,49 @@ TEST(SwapAbDefaults, DecodeTileIsTallBetweenOneAndTwoWaves) {
   }
 }
 
+// Decode GEMMs of 33..95 rows by their 64-row tile count against the 132 SMs: up to 66 tiles
+// the halves 16 deep (above); below 7/8 of the SMs the halves with the ring cut to two CTAs
+// per SM (N = 6144: 192 CTAs in one wave, not two); up to the SM count full width, one CTA per
+// SM (N = 8192); past it 128-row CTAs at full width with the ring cut to keep them all
+// resident (N = 10240: 80 CTAs; N = 28672: 224 CTAs, two per SM).
+TEST(SwapAbDefaults, WideDecodeFillsOneWave) {
+  struct Case {
+    const char* expr;
+    int64_t bn, wm, stages, ctas;
+  };
+  for (const Case& c : {Case{"linear(X[77,4096]:f16, W[4096,4096]:f16)", 40, 1, 15, 128},
+                        Case{"linear(X[77,4096]:f16, W[6144,4096]:f16)", 40, 1, 8, 192},
+                        Case{"linear(X[48,4096]:bf16, W[6144,4096]:bf16)", 24, 1, 10, 192},
+                        Case{"linear(X[40,8192]:bf16, W[8192,8192]:bf16)", 40, 1, 16, 128},
+                        Case{"linear(X[80,8192]:bf16, W[8192,8192]:bf16)", 80, 1, 12, 128},
+                        Case{"linear(X[33,8192]:bf16, W[10240,8192]:bf16)", 40, 2, 10, 80},
+                        Case{"linear(X[64,4096]:bf16, W[28672,4096]:bf16)", 64, 2, 4, 224}}) {
+    SCOPED_TRACE(c.expr);
+    CompileOptions opt;
+    opt.target = Target::for_arch("sm_90a");
+    CompiledProgram p = compile_expression(c.expr, opt);
+    const auto& k = p.state.used_knobs;
+    EXPECT_EQ(k.at("SWAP_AB"), "1");
+    EXPECT_EQ(k.at("BN"), std::to_string(c.bn));
+    EXPECT_EQ(k.at("WM"), std::to_string(c.wm));
+    EXPECT_EQ(k.at("STAGES"), std::to_string(c.stages));
+    if (c.wm == 2) EXPECT_EQ(k.at("CONSUMER_REGS"), "0");
+    // One wave: as many CTAs as each SM must hold fit its shared memory (228 KiB, 1 KiB of
+    // it reserved per block).
+    ASSERT_EQ(p.state.kernel.kernels.size(), 1u);
+    const KernelOp& kernel = p.state.kernel.kernels[0];
+    const int64_t smem = kernel_smem_bytes(shared_layout(p.state.kernel, kernel), kernel);
+    const int64_t per_sm = (c.ctas + 131) / 132;
+    EXPECT_LE(per_sm * (smem + 1024), 232448 + 1024) << smem << " B per CTA";
+    CompileResult r = nvrtc(p);
+    ASSERT_FALSE(r.resources.empty()) << r.log;
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
 // One row of medium tiles (M <= 128) with K >= 12288 splits K in two over tiles twice as
 // wide (the same wave of CTAs, each reading half of X's K range); K = 8192 does not split.
 TEST(SwapAbDefaults, OneRowMediumSplitsALongK) {

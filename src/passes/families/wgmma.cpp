@@ -69,6 +69,7 @@ constexpr int64_t kShortBatchedRingTiles = 4;
 // DRAM bandwidth from which a card counts as fast (H200: 4.8 TB/s; H100 SXM: 3.35 TB/s):
 // output-streaming tiles then want a deeper mainloop ring rather than a deeper store ring.
 constexpr int64_t kFastDramBytesPerS = 4'000'000'000'000;
+static bool fast_dram(const Target& t) { return t.dram_bytes_per_s >= kFastDramBytesPerS; }
 static bool wgmma_batched(const GemmShape& s, int sm_count) {
   return s.known && s.batch > 1 && !s.f32_operands && s.tma_rows && s.M >= 128 && s.N >= 128 &&
          (s.K >= kBatchedWgmmaMinK || batched_tma_store(s)) &&
@@ -360,7 +361,7 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
     // narrower tiles lost or tied: 128 x 4096 -> 4096 (BN 64) 0.971x -> 0.920x, 128 x 4096
     // -> 6144 (BN 96) 0.910x -> 0.919x. The H100 (3.35 TB/s) keeps this form until the
     // pairs are measured there (GEMM_FORM=one_row_pairs); the split long K keeps its split.
-    if (!split && s.b_k_major && t.dram_bytes_per_s >= kFastDramBytesPerS &&
+    if (!split && s.b_k_major && fast_dram(t) &&
         wgmma_one_row_pairs_apply(s, t)) {
       Knobs pairs = wgmma_one_row_pairs(s, t);
       if (pairs.get_int("BN", 0) >= kPairMinWidth) return pairs;
@@ -385,7 +386,7 @@ static Knobs wgmma_medium_defaults(const GemmShape& s, const Target& t) {
   // On fast-DRAM cards the pairs pay from K = 4096: H200 against torch (2026-11-28,
   // bench/NOTES.md, 2-CTA pairs sharing W) 512 x 4096 -> 4096 0.944x -> 0.972x; below it
   // they lost (1024 x 2048 -> 2048 1.007x -> 0.938x). The H100 keeps K >= 8192.
-  const int64_t cluster_min_k = t.dram_bytes_per_s >= kFastDramBytesPerS
+  const int64_t cluster_min_k = fast_dram(t)
                                     ? kMediumClusterMinKFastDram : kMediumClusterMinK;
   if (s.K >= cluster_min_k) k.set("CLUSTER_M", "2");
   return k;
@@ -421,10 +422,10 @@ static Knobs wgmma_batched_thin_defaults(const GemmShape& s, const Target& t) {
   // 0.955/0.952x with BN = 256 and 4 stages (two H200 runs; bench/NOTES.md, 2026-11-28,
   // GEMM defaults on the H200). The H100 keeps the 128-wide form (0.955-0.994x there; the
   // wide form is not measured on it).
-  const bool fast_dram = t.dram_bytes_per_s >= kFastDramBytesPerS;
+  const bool fast = fast_dram(t);
   // Two consumer warpgroups of small tiles: no register split (see wgmma_medium_defaults).
   if (s.M <= 128)
-    return Knobs::parse(std::string(fast_dram ? "WM=2,BN=256,STAGES=4" : "WM=2,BN=128,STAGES=6") +
+    return Knobs::parse(std::string(fast ? "WM=2,BN=256,STAGES=4" : "WM=2,BN=128,STAGES=6") +
                         ",CONSUMER_REGS=0" + direct);
   // Few columns (P.V: N = head dim): one tile spans them (BN = N rounded up to 64). At N =
   // 128 two 64-wide tiles read each P slab twice: 128 x 128 ran 1.03x cuBLAS on H100 and
@@ -433,7 +434,7 @@ static Knobs wgmma_batched_thin_defaults(const GemmShape& s, const Target& t) {
   // A 64-wide P.V on the H200 wants a 4-deep ring: 512 x 512 x 512 x 64 f16 0.961x ->
   // 1.006x torch (an earlier H200 run: 1.009x; H100 at 6 stages 1.034x, 4 not measured).
   const int64_t bn = s.N > 64 ? 128 : 64;
-  const char* stages = bn == 64 && fast_dram ? "4" : "6";
+  const char* stages = bn == 64 && fast ? "4" : "6";
   return Knobs::parse("WM=2,BN=" + std::to_string(bn) + ",STAGES=" + stages + ",CONSUMER_REGS=0" +
                       store);
 }
@@ -772,9 +773,9 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
       // drain and the next tile's first slab landing under this tile's epilogue is what
       // pays: 1.00x / 1.03x with 3 slabs against 0.91x / 0.99x with the strip ring.
       if (short_batched_wide && dtype_bytes(s.out) == 2) {
-        const bool fast_dram = t.dram_bytes_per_s >= kFastDramBytesPerS;
-        k.set("EPI_BUFFERS", fast_dram ? "4" : "8");
-        k.set("STAGES", fast_dram ? "3" : "2");
+        const bool fast = fast_dram(t);
+        k.set("EPI_BUFFERS", fast ? "4" : "8");
+        k.set("STAGES", fast ? "3" : "2");
       }
     }
     return k;

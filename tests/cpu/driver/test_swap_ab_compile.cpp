@@ -21,6 +21,9 @@ CompileResult nvrtc(const CompiledProgram& c) {
   return compile(req, nullptr);
 }
 
+// The H200's DRAM peak as `loom run` derives it (memory clock 3.201 GHz x 2 x 768-byte bus).
+constexpr int64_t kH200DramBytesPerS = int64_t(3201000) * 1000 * 2 * 768;
+
 Knobs resolved(const std::string& expr, const std::string& arch = "sm_90a",
                int64_t dram_bytes_per_s = 0) {
   CompileOptions opt;
@@ -55,7 +58,7 @@ TEST(SwapAbDefaults, DecodeOnSm90aRunsSwappedOnWgmma) {
   h200_device.cc_major = 9, h200_device.sm_count = 132, h200_device.smem_per_block_optin = 232448;
   h200_device.mem_clock_khz = 3201000, h200_device.mem_bus_width = 6144;
   const int64_t h200 = target_for_device(h200_device).dram_bytes_per_s;
-  EXPECT_EQ(h200, int64_t(3201000) * 1000 * 2 * 768);
+  EXPECT_EQ(h200, kH200DramBytesPerS);
   EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[4096,4096]:bf16)", "sm_90a", h200).get_int("CLUSTER_K", 0), 2);
   EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[2048,4096]:bf16)", "sm_90a", h200).get_int("CLUSTER_K", 0), 2);
   // M = 64: cuBLAS's tiling, two 32-column halves, 64-deep slabs 16 deep; no cluster (the
@@ -158,7 +161,7 @@ TEST(SwapAbDefaults, OneRowMediumSplitsALongK) {
 // H100 keep the one-row form; a long K keeps its split. The 512-row medium grid at K = 4096
 // pairs along M on the H200 only; K = 2048 pairs on neither.
 TEST(SwapAbDefaults, FastDramCardsPairTheWideOneRowLinearsAndK4096MediumGrids) {
-  const int64_t h200 = int64_t(3201000) * 1000 * 2 * 768;
+  const int64_t h200 = kH200DramBytesPerS;
   const std::string n8192 = "linear(X[128,8192]:bf16, W[8192,8192]:bf16)";
   Knobs p8 = resolved(n8192, "sm_90a", h200);
   EXPECT_EQ(p8.get_int("BM", 0), 64);
@@ -203,7 +206,7 @@ TEST(SwapAbDefaults, AttentionShapedBmmTilesFollowTheCard) {
   EXPECT_EQ(h100.get_int("BN", 0), 256);
   EXPECT_EQ(h100.get_int("STAGES", 0), 2);
   EXPECT_EQ(h100.get_int("EPI_BUFFERS", 0), 8);
-  Knobs h200 = resolved(qk, "sm_90a", int64_t(3201000) * 1000 * 2 * 768);
+  Knobs h200 = resolved(qk, "sm_90a", kH200DramBytesPerS);
   EXPECT_EQ(h200.get_int("BN", 0), 256);
   EXPECT_EQ(h200.get_int("STAGES", 0), 3);
   EXPECT_EQ(h200.get_int("EPI_BUFFERS", 0), 4);
@@ -215,7 +218,7 @@ TEST(SwapAbDefaults, AttentionShapedBmmTilesFollowTheCard) {
   // A 64-wide P.V: a 6-deep ring on the H100, 4 on the H200.
   const std::string pv = "bmm(P[512,512,512]:f16, V[512,512,64]:f16)";
   EXPECT_EQ(resolved(pv).get_int("STAGES", 0), 6);
-  EXPECT_EQ(resolved(pv, "sm_90a", int64_t(3201000) * 1000 * 2 * 768).get_int("STAGES", 0), 4);
+  EXPECT_EQ(resolved(pv, "sm_90a", kH200DramBytesPerS).get_int("STAGES", 0), 4);
 }
 
 // Batches of 128-row GEMMs: 128 x 128 tiles in a 6-deep ring on the H100, 128 x 256 in a
@@ -225,7 +228,7 @@ TEST(SwapAbDefaults, ThinBatchTilesFollowTheCard) {
   Knobs h100 = resolved(thin);
   EXPECT_EQ(h100.get_int("BN", 0), 128);
   EXPECT_EQ(h100.get_int("STAGES", 0), 6);
-  Knobs h200 = resolved(thin, "sm_90a", int64_t(3201000) * 1000 * 2 * 768);
+  Knobs h200 = resolved(thin, "sm_90a", kH200DramBytesPerS);
   EXPECT_EQ(h200.get_int("BN", 0), 256);
   EXPECT_EQ(h200.get_int("STAGES", 0), 4);
 }

@@ -475,9 +475,15 @@ struct Lowering {
     Stmt load_o = Stmt::Load("co", dec.part_o, {flat(po, {b, hq, i, cs, dd})});
     load_o.dst_index = {Expr(0)};
     load_o.width = int(V);
+    // The split's loads stand outside its guard: every split stores its partials (a split
+    // that keeps no key of the row stores LSE = -inf, as an empty row), so they are always
+    // there to read, and only the fold skips a keyless split. Under the guard (a run-time
+    // key count: paged KV, run-time Sk) ptxas kept each split's loads behind the previous
+    // split's fold, S dependent round trips to L2 per pass: the paged form's combine cost
+    // 5 us at Sq = 1 and 15 us at Sq = 4 (4 passes) on the H200 (bench/NOTES.md, "paged KV
+    // decode: the combine's loads").
+    const Block loads = {Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})}), load_o};
     Block fold = {
-        Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})}),
-        load_o,
         Stmt::Compute("cm_new", ScalarOp::Max, {val("cm"), val("cx")}),
         Stmt::Compute("cm_d", ScalarOp::Sub, {val("cm"), val("cm_new")}),
         Stmt::Compute("cc", ScalarOp::Exp, {val("cm_d")}),  // cm = -inf first: cc = 0
@@ -490,6 +496,8 @@ struct Lowering {
         Stmt::Accum("cl", val("cw")),
         Stmt::Accum("cm", val("cx"), ScalarOp::Max),
     };
+    Block split_step = loads;
+    for (Stmt& x : guarded(dec.has_keys(a, i, cs), std::move(fold))) split_step.push_back(std::move(x));
     const Expr out_at = flat(p.tensor("out"), a.q_index(b, hq, i, dd));
     Stmt store = Stmt::Write("out", {out_at}, val("cy", {Expr(0)}));
     store.width = int(V);
@@ -500,7 +508,7 @@ struct Lowering {
         Stmt::Init("cm", kNegInf),
         Stmt::Init("cl", 0.0),
         each({with_dst(Stmt::Init("cacc", 0.0), {cv})}),
-        reg_loop("cb_s", S, guarded(dec.has_keys(a, i, cs), std::move(fold)), LoopKind::Reduce),
+        reg_loop("cb_s", S, split_step, LoopKind::Reduce),
         each({with_dst(Stmt::Compute("cy", ScalarOp::Div, {val("cacc", {cv}), val("cl")}), {cv})}),
         V > 1 ? store : Stmt::Write("out", {out_at}, val("cy", {Expr(0)})),
     };

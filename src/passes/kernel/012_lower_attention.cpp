@@ -74,6 +74,9 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr int64_t kLanes = 32, kChunk = 8;  // 16-byte cp.async chunks of 16-bit elements
 constexpr int64_t kTmaSpan = 64;              // KV_COPY=tma: a box's columns (128 bytes)
+// COMBINE=last_cta under a run-time key guard: the registers its hoisted partial loads may
+// take (S x (V + 1): 16 splits of 4-wide O fragments and their LSE = 80).
+constexpr int64_t kCombineHoistRegs = 80;
 
 using namespace kernel_builders;  // val, reg_loop, with_dst, ||, flat
 
@@ -472,46 +475,69 @@ struct Lowering {
     const Expr i = dec.query(pr), hq = dec.head(h, pr);
     const TensorDecl &po = p.tensor(dec.part_o), &pl = p.tensor(dec.part_lse);
     auto each = [&](Block b) { return reg_loop("cb_v", V, std::move(b)); };
+    // Each split's weight folds its O online; a split that keeps no key of the row (only
+    // where the key count is known at run time: paged KV, run-time Sk, causal) is skipped.
+    // Under that guard the loads must not sit between the folds: ptxas keeps each split's
+    // loads behind the previous split's branch, S dependent round trips to L2 per pass (the
+    // paged form's last-CTA combine cost 5 us at Sq = 1 and 12 us at Sq = 4 against the
+    // combine kernel on the H200, 2026-11-28; bench/NOTES.md, "paged KV decode: the last
+    // CTA's combine"). So there every split's partials are loaded first into registers
+    // (S x (V + 1) of them; every split stores its partials, a keyless one LSE = -inf), then
+    // folded; without a guard the one loop is straight-line code and stays as measured.
+    const Expr guard = dec.has_keys(a, i, cs);
+    const bool hoist = !(guard.is_const() && guard.const_value() != 0) &&
+                       S * (V + 1) <= kCombineHoistRegs;
+    const std::vector<Expr> o_at = hoist ? std::vector<Expr>{cs} : std::vector<Expr>{};
+    const std::vector<Expr> x_at = hoist ? std::vector<Expr>{cs} : std::vector<Expr>{};
+    auto o_el = [&](const Expr& v) {
+      std::vector<Expr> at = o_at;
+      at.push_back(v);
+      return at;
+    };
     Stmt load_o = Stmt::Load("co", dec.part_o, {flat(po, {b, hq, i, cs, dd})});
-    load_o.dst_index = {Expr(0)};
+    load_o.dst_index = o_el(Expr(0));
     load_o.width = int(V);
-    // The split's loads stand outside its guard: every split stores its partials (a split
-    // that keeps no key of the row stores LSE = -inf, as an empty row), so they are always
-    // there to read, and only the fold skips a keyless split. Under the guard (a run-time
-    // key count: paged KV, run-time Sk) ptxas kept each split's loads behind the previous
-    // split's fold, S dependent round trips to L2 per pass: the paged form's combine cost
-    // 5 us at Sq = 1 and 15 us at Sq = 4 (4 passes) on the H200 (bench/NOTES.md, "paged KV
-    // decode: the combine's loads").
-    const Block loads = {Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})}), load_o};
+    Stmt load_x = Stmt::Load("cx", dec.part_lse, {flat(pl, {b, hq, i, cs})});
+    load_x.dst_index = x_at;
+    const Operand cx = val("cx", x_at);
     Block fold = {
-        Stmt::Compute("cm_new", ScalarOp::Max, {val("cm"), val("cx")}),
+        Stmt::Compute("cm_new", ScalarOp::Max, {val("cm"), cx}),
         Stmt::Compute("cm_d", ScalarOp::Sub, {val("cm"), val("cm_new")}),
         Stmt::Compute("cc", ScalarOp::Exp, {val("cm_d")}),  // cm = -inf first: cc = 0
-        Stmt::Compute("cx_m", ScalarOp::Sub, {val("cx"), val("cm_new")}),
+        Stmt::Compute("cx_m", ScalarOp::Sub, {cx, val("cm_new")}),
         Stmt::Compute("cw", ScalarOp::Exp, {val("cx_m")}),
-        each({Stmt::Compute("cwo", ScalarOp::Mul, {val("cw"), val("co", {cv})}),
+        each({Stmt::Compute("cwo", ScalarOp::Mul, {val("cw"), val("co", o_el(cv))}),
               with_dst(Stmt::Accum("cacc", val("cc"), ScalarOp::Mul), {cv}),
               with_dst(Stmt::Accum("cacc", val("cwo")), {cv})}),
         Stmt::Accum("cl", val("cc"), ScalarOp::Mul),
         Stmt::Accum("cl", val("cw")),
-        Stmt::Accum("cm", val("cx"), ScalarOp::Max),
+        Stmt::Accum("cm", cx, ScalarOp::Max),
     };
-    Block split_step = loads;
-    for (Stmt& x : guarded(dec.has_keys(a, i, cs), std::move(fold))) split_step.push_back(std::move(x));
+    Block splits;
+    if (hoist) {
+      splits = {Stmt::Alloc("cx", {Expr(S)}), Stmt::Alloc("co", {Expr(S), Expr(V)}),
+                reg_loop("cb_s", S, {load_x, load_o}),
+                reg_loop("cb_s", S, guarded(guard, std::move(fold)), LoopKind::Reduce)};
+    } else {
+      Block step = {load_x, load_o};
+      for (Stmt& x : guarded(guard, std::move(fold))) step.push_back(std::move(x));
+      splits = {Stmt::Alloc("co", {Expr(V)}), reg_loop("cb_s", S, std::move(step), LoopKind::Reduce)};
+    }
     const Expr out_at = flat(p.tensor("out"), a.q_index(b, hq, i, dd));
     Stmt store = Stmt::Write("out", {out_at}, val("cy", {Expr(0)}));
     store.width = int(V);
     Block row = {
-        Stmt::Alloc("co", {Expr(V)}),
         Stmt::Alloc("cacc", {Expr(V)}),
         Stmt::Alloc("cy", {Expr(V)}),
         Stmt::Init("cm", kNegInf),
         Stmt::Init("cl", 0.0),
         each({with_dst(Stmt::Init("cacc", 0.0), {cv})}),
-        reg_loop("cb_s", S, split_step, LoopKind::Reduce),
+    };
+    row.insert(row.end(), splits.begin(), splits.end());
+    row.insert(row.end(), {
         each({with_dst(Stmt::Compute("cy", ScalarOp::Div, {val("cacc", {cv}), val("cl")}), {cv})}),
         V > 1 ? store : Stmt::Write("out", {out_at}, val("cy", {Expr(0)})),
-    };
+    });
     Block empty = {each({Stmt::Write("out", {out_at + cv}, Operand::constant(0.0))})};
     if (a.lse) {
       const Expr at = flat(p.tensor(kLseTensor), a.lse_index(b, hq, i));

@@ -134,7 +134,7 @@ static int64_t resident_depth(const Target& t, int64_t rows, int64_t bn, int64_t
 // - tiles <= P/2: cuBLAS's decode tiling (nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT, ncu on
 //   H200: 13.0 us at 64x4096x4096 against our 15.5 us for one 64x64 tile per CTA, which
 //   stalled 38% at a CTA barrier): the rows in two halves of BN = M/2 columns, 64-deep
-//   slabs in a 16-deep ring (12 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
+//   slabs in a 16-deep ring (12-14 KB stages), 128 CTAs at N = 4096, no partial tiles to add.
 //   cuBLAS also pairs the two CTAs of each weight slab in a cluster (CLUSTER_N=2, the slab
 //   multicast); on H100 that measured slower than two independent CTAs reading the slab
 //   twice through L2: 14.7 vs 13.8 us in graph replay (cuBLAS 14.4; 2026-11-22,
@@ -157,7 +157,10 @@ static Knobs wgmma_wide_decode_defaults(const GemmShape& s, const Target& t) {
   const int64_t tiles = (s.N + 63) / 64, tiles128 = (s.N + 127) / 128;
   int64_t rows = 64, bn = half, depth = 16;
   if (2 * tiles <= P) {
-    depth = std::min<int64_t>(16, 200 * 1024 / ((64 + half) * 64 * 2));
+    // As deep as the block's shared memory allows (16 at up to 95 rows): the ring of the
+    // earlier ~200 KB budget was 15 slabs at 77 rows and 14 at 95, and 16 measured 0.94-0.95x
+    // -> 1.06x cuBLAS at 77 x 4096 x 4096 (H200, two runs; 14 slabs 0.92-0.96x, 12 0.88x).
+    depth = resident_depth(t, 64, half, 1);
   } else if (8 * tiles < 7 * P) {
     depth = resident_depth(t, 64, half, (2 * tiles + P - 1) / P);
   } else if (tiles <= P) {

@@ -107,7 +107,8 @@ TEST(SwapAbDefaults, WideDecodeFillsOneWave) {
     const char* expr;
     int64_t bn, wm, stages, ctas;
   };
-  for (const Case& c : {Case{"linear(X[77,4096]:f16, W[4096,4096]:f16)", 40, 1, 15, 128},
+  for (const Case& c : {Case{"linear(X[77,4096]:f16, W[4096,4096]:f16)", 40, 1, 16, 128},
+                        Case{"linear(X[95,4096]:bf16, W[4096,4096]:bf16)", 48, 1, 16, 128},
                         Case{"linear(X[77,4096]:f16, W[6144,4096]:f16)", 40, 1, 8, 192},
                         Case{"linear(X[48,4096]:bf16, W[6144,4096]:bf16)", 24, 1, 10, 192},
                         Case{"linear(X[40,8192]:bf16, W[8192,8192]:bf16)", 40, 1, 16, 128},

@@ -81,8 +81,12 @@ static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
 // 0.713x / 1.005x, D = 256 0.683x / 0.656x, D = 96 1.124x / 1.236x at 1k / 4k against the
 // numbers above), static without a mask (every unit alike: D = 128 0.939x / 1.000x against
 // dynamic's 0.874x / 0.976x; the fetch and the hand-off cost what the order cannot win).
+// Varlen under the walk (ATTN_PERSISTENT=1 given): dynamic too, unmeasured — its units
+// differ in length with or without a mask (each sequence its own keys), and a model of the
+// bench's mixes (units of key blocks + 1.5, 132 CTAs) put the static stride's busiest CTA
+// 1.2-1.5x above the mean, the counter's within 1.03-1.11x.
 static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.persistent && a.causal != Causal::None ? "dynamic" : "static";
+  return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
 
 // ATTN_TMA_STORE's default: with the walk where O's buffer fits beside Q and the ring
@@ -363,19 +367,18 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // ATTN_PERSISTENT=1: the grid is ATTN_CTAS CTAs (default the SM count: the producer
   // kernel holds one CTA per SM, its setmaxnreg split of the whole register file) that
   // walk the work units; the producer starts the next unit's K/V and Q while the
-  // consumers finish the current one. Dense only: the serving forms bind their lengths
-  // once per CTA from the grid's batch index.
+  // consumers finish the current one. Dense and varlen (each unit binds its sequence's
+  // lengths from cu_seqlens; units past their sequence's rows are skipped); not paged.
   t.persistent = s.knob("ATTN_PERSISTENT", persistent_by_default(a, t) ? 1 : 0) != 0;
   if (t.persistent && !t.producer)
     throw Error("ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1: the producer warpgroup runs ahead into "
                 "the next work unit's loads while the consumers finish the current one, and "
                 "thread 0 issuing between block barriers cannot; add ATTN_PRODUCER=1 (or drop "
                 "ATTN_PERSISTENT)");
-  if (t.persistent && (a.varlen || a.paged))
-    throw Error(std::string("ATTN_PERSISTENT=1 walks dense [B, H, S, D] work units, and this "
-                            "attention has ") + (a.varlen ? "packed sequences (cu_seqlens)" : "paged KV (a block table)") +
-                ", whose lengths each CTA binds once from its batch index: drop ATTN_PERSISTENT "
-                "(the serving forms run one CTA per query block)");
+  if (t.persistent && a.paged)
+    throw Error("ATTN_PERSISTENT=1 walks work units whose sequence lengths it binds per unit, "
+                "and this attention has paged KV (a block table), whose page reads the walk does "
+                "not carry: drop ATTN_PERSISTENT (paged prefill runs one CTA per query block)");
   {
     const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", schedule_by_default(a, t));
     if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;

@@ -241,6 +241,10 @@ TEST(AttentionVarlen, WgmmaPersistentWalk) {
   check_varlen({4, 2, 16, {70, 0, 5, 130, 64}, {33, 20, 0, 150, 64}, 130, "false"},
                "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,"
                "ATTN_SCHEDULE=dynamic", seed++, "sm_90a", "wgmma", 0, 6);
+  // The peeled mask (its unmasked blocks' count a let of each unit's sequence).
+  check_varlen({4, 2, 16, {200, 1, 70, 0, 13}, {70, 90, 200, 5, 0}, 200, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PEEL_MASK=1,ATTN_PERSISTENT=1,ATTN_CTAS=4",
+               seed++, "sm_90a", "wgmma", 30);
   // The overlap and the ping-pong under the walk (the interpreter runs each warpgroup as a
   // task), and one CTA walking every unit.
   check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "true"},

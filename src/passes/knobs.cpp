@@ -324,8 +324,9 @@ const std::vector<KnobDef>& knob_registry() {
        "block, head, batch; causal and varlen longest first; varlen: each unit binds its "
        "sequence's lengths, units past a sequence's rows skipped), the producer loading the "
        "next unit while the consumers finish the current one (the default with the producer "
-       "warpgroup, dense; causal not with ATTN_OVERLAP=1); 0 = one CTA per query block (with "
-       "thread 0 issuing and for the serving forms; varlen unmeasured under the walk)",
+       "warpgroup, dense; causal not with ATTN_OVERLAP=1; varlen causal in the 3 x 112 tile at "
+       "D = 113..128); 0 = one CTA per query block (with thread 0 issuing, paged, and varlen "
+       "without a mask or in other tiles)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
        "SM count)", "k:013_lower_attention_wgmma", 0, 65536},

@@ -257,6 +257,16 @@ TEST(AttentionVarlen, WgmmaPersistentWalk) {
                seed++, "sm_90a", "wgmma");
 }
 
+// The default kernel of causal varlen prefill at D = 128 (the 3 x 112 tile under the dynamic
+// walk, measured on the H200 2026-11-28): every unit of an empty sequence, one shorter than a
+// query block and one past it, against the reference, both causal corners.
+TEST(AttentionVarlen, WgmmaDefaultCausalWalk) {
+  uint64_t seed = 401;
+  for (const char* causal : {"true", "top_left"})
+    check_varlen({1, 1, 128, {200, 0, 7}, {150, 9, 7}, 200, causal}, "", seed++, "sm_90a",
+                 "wgmma");
+}
+
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
   const int64_t D = 4, Hq = 2, Hkv = 1;
   std::vector<double> q(size_t(5 * Hq * D)), k(size_t(6 * Hkv * D)), v(k.size());

@@ -35,7 +35,8 @@ causal and not; --mixes, --varlen-heads HQ HKV): Loom's varlen form (its default
 the mma.sync kernel) against Loom on the padded batch [B, H, max, D] (its default kernel and
 the mma.sync kernel) and SDPA's flash backend on the padded batch. Verified first per sequence (the same rule). Prints varlen time over the
 padded time scaled by real/padded (query, key) pairs — the padding's work subtracted; the
-bar is <= 1.10.
+bar is <= 1.10. --ab KNOBS..: more varlen kernels in the same interleaved timing, one row
+each (the padded reference keeps --knobs alone).
 
 Build first (GPU machine): `pip install --no-build-isolation .` (python/README.md), or
 a CMake build folder found through LOOM_PY_PATH (default build/):
@@ -631,8 +632,12 @@ def varlen(args, flush):
                 qi, ki, vi = (x[i:i + 1, :, :n] for x in (qp, kp, vp))
                 refs.append((lt.attention_reference_f32(qi, ki, vi, causal),
                              sdpa_gqa_causal(qi, ki, vi, causal, SDPBackend.FLASH_ATTENTION)))
+            # --ab: more varlen kernels (each knob set on top of --knobs, '+' for ','), the
+            # padded reference keeping --knobs alone.
             for name, knobs in (("varlen", args.knobs),
-                                ("vmma", with_knob(args.knobs, "ATTN_MMA=mma_sync"))):
+                                ("vmma", with_knob(args.knobs, "ATTN_MMA=mma_sync"))) + tuple(
+                                    ("ab%d" % i, with_knob(args.knobs, ab.replace("+", ",")))
+                                    for i, ab in enumerate(args.ab)):
                 try:
                     op = lt.LoomOp(vexpr, knobs, {"Q": q, "K": k, "V": v, "CQ": cu, "CK": cu},
                                    use_db=False)
@@ -678,16 +683,24 @@ def varlen(args, flush):
             r_mma = (us["varlen"] / (us["pad_mma"] * frac)
                      if "varlen" in us and "pad_mma" in us else None)
             r_vmma = us["vmma"] / (us["pad"] * frac) if "vmma" in us and "pad" in us else None
+            r_ab = [us["ab%d" % i] / (us["pad"] * frac) if "ab%d" % i in us and "pad" in us
+                    else None for i in range(len(args.ab))]
             print("%-6s %-34s  %9s %9s %9s %9s %9s  %8s %8s %8s  %s" % (
                 c, ",".join(map(str, lens))[:34], fmt(us.get("varlen")), fmt(us.get("vmma")),
                 fmt(us.get("pad")), fmt(us.get("pad_mma")), fmt(us.get("fa2")),
                 fmt(r_pad, "%.3f"), fmt(r_mma, "%.3f"), fmt(r_vmma, "%.3f"), " | ".join(notes)),
                 flush=True)
-            summary.append((r_pad, r_mma, r_vmma))
+            for i, ab in enumerate(args.ab):
+                print("%-6s %-34s  %9s %37s  %8s  varlen %s (over the default varlen: %s)" % (
+                    c, "  +ab%d" % i, fmt(us.get("ab%d" % i)), "", fmt(r_ab[i], "%.3f"), ab,
+                    fmt(us["ab%d" % i] / us["varlen"] if "ab%d" % i in us and "varlen" in us
+                        else None, "%.3f")), flush=True)
+            summary.append((r_pad, r_mma, r_vmma) + tuple(r_ab))
             fns = op = q = k = v = qp = kp = vp = None
             torch.cuda.empty_cache()
     for i, what in ((0, "padded default"), (1, "padded mma.sync"),
-                    (2, "padded default, varlen on mma.sync")):
+                    (2, "padded default, varlen on mma.sync")) + tuple(
+                        (3 + j, "padded default, varlen with " + ab) for j, ab in enumerate(args.ab)):
         rs = [x[i] for x in summary if x[i] is not None]
         print("# varlen summary vs %s: %s" % (what, "min %.3f median %.3f max %.3f" % (
             min(rs), sorted(rs)[len(rs) // 2], max(rs)) if rs else "-"))
@@ -755,8 +768,10 @@ def main():
     p.add_argument("--sq", type=int, nargs="+", default=[1, 4])
     p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
     p.add_argument("--ab", nargs="+", default=[], metavar="KNOBS",
-                   help="decode: more Loom knob sets (each on top of --knobs), one row each "
-                        "per point, timed in the same interleaved run")
+                   help="decode and varlen: more Loom knob sets (each on top of --knobs; varlen: "
+                        "'+' separates knobs, and only the varlen kernel takes them, the padded "
+                        "reference keeps --knobs), one row each per point, timed in the same "
+                        "interleaved run")
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--varlen", action="store_true",

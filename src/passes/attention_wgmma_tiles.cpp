@@ -55,9 +55,25 @@ bool attention_uses_wgmma(CompileState& s) {
 // With the overlap under a causal mask only in the shape where the two measured together
 // (causal_walk_overlap_shape, below); elsewhere a causal overlap runs one CTA per query
 // block, as before.
+// Varlen: the walk (dynamic schedule, its default there) under a causal mask in the tile
+// where it was measured, 3 x 112 at 113..128 stored columns (the wgmma kernel's 16-bit
+// operands; bf16 measured). H200 (2026-11-28 16:25, attention_bench.py --varlen, Hq = Hkv
+// = 16, D = 128, bf16, cold L2; vs_pad = varlen time / (padded batch time x real/padded
+// work); one CTA per query block / static walk / dynamic walk), causal: lengths
+// 4096,2048,..,128 ~1.36 / - / 1.304 (201.4 us); 1023,777,3001,129,2048,1500 1.534
+// (191.9 us) / 1.594 / 1.333 (166.8 us); 8192 + 512 x 7 1.300 (549.3 us) / 1.795 / 1.219
+// (514.8 us): the dynamic walk 0.87-0.94x the default's time at every mix. Not without a
+// mask: there the dynamic walk measured 1-5 % slower (vs_pad min / median / max 1.267 /
+// 1.289 / 1.331 -> 1.327 / 1.359 / 1.409; 294.5 -> 300.8 us, 1015.9 -> 1064.2 us) and the
+// static walk 1.47-1.79. Other tiles and head dims: unmeasured, off.
+static bool varlen_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return a.varlen && !a.paged && a.causal != Causal::None && t.warpgroups == 3 &&
+         t.block_n == 112 && t.padded_dim > 112 && t.padded_dim <= 128 && !t.overlap;
+}
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.producer && !a.varlen && !a.paged &&
+  if (a.varlen) return t.producer && varlen_walk_shape(a, t);
+  return t.producer && !a.paged &&
          (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
 }
 
@@ -81,8 +97,12 @@ static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
 // 0.713x / 1.005x, D = 256 0.683x / 0.656x, D = 96 1.124x / 1.236x at 1k / 4k against the
 // numbers above), static without a mask (every unit alike: D = 128 0.939x / 1.000x against
 // dynamic's 0.874x / 0.976x; the fetch and the hand-off cost what the order cannot win).
+// Varlen under the walk: dynamic too — its units differ in length with or without a mask
+// (each sequence its own keys). Measured on the H200 (2026-11-28 16:25, D = 128, vs_pad
+// min / median / max): causal dynamic 1.219 / 1.304 / 1.333, static 1.594 / 1.695 / 1.795;
+// no mask dynamic 1.327 / 1.359 / 1.409, static 1.466 / 1.557 / 1.788.
 static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.persistent && a.causal != Causal::None ? "dynamic" : "static";
+  return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
 
 // ATTN_TMA_STORE's default: with the walk where O's buffer fits beside Q and the ring
@@ -363,19 +383,18 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // ATTN_PERSISTENT=1: the grid is ATTN_CTAS CTAs (default the SM count: the producer
   // kernel holds one CTA per SM, its setmaxnreg split of the whole register file) that
   // walk the work units; the producer starts the next unit's K/V and Q while the
-  // consumers finish the current one. Dense only: the serving forms bind their lengths
-  // once per CTA from the grid's batch index.
+  // consumers finish the current one. Dense and varlen (each unit binds its sequence's
+  // lengths from cu_seqlens; units past their sequence's rows are skipped); not paged.
   t.persistent = s.knob("ATTN_PERSISTENT", persistent_by_default(a, t) ? 1 : 0) != 0;
   if (t.persistent && !t.producer)
     throw Error("ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1: the producer warpgroup runs ahead into "
                 "the next work unit's loads while the consumers finish the current one, and "
                 "thread 0 issuing between block barriers cannot; add ATTN_PRODUCER=1 (or drop "
                 "ATTN_PERSISTENT)");
-  if (t.persistent && (a.varlen || a.paged))
-    throw Error(std::string("ATTN_PERSISTENT=1 walks dense [B, H, S, D] work units, and this "
-                            "attention has ") + (a.varlen ? "packed sequences (cu_seqlens)" : "paged KV (a block table)") +
-                ", whose lengths each CTA binds once from its batch index: drop ATTN_PERSISTENT "
-                "(the serving forms run one CTA per query block)");
+  if (t.persistent && a.paged)
+    throw Error("ATTN_PERSISTENT=1 walks work units whose sequence lengths it binds per unit, "
+                "and this attention has paged KV (a block table), whose page reads the walk does "
+                "not carry: drop ATTN_PERSISTENT (paged prefill runs one CTA per query block)");
   {
     const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", schedule_by_default(a, t));
     if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;

@@ -319,12 +319,15 @@ const std::vector<KnobDef>& knob_registry() {
        "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong; the "
        "default at D = 113..128 with dense Sq, Sk <= 1536 or the overlap); 0 = each issues when ready",
        "k:013_lower_attention_wgmma", 0, 1},
-      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense): 1 = a "
-       "persistent grid (ATTN_CTAS CTAs) walks the work units (query block, head, batch; causal "
-       "longest first), the producer loading the next unit while the consumers finish the "
-       "current one (the default with the producer warpgroup, dense; causal not with "
-       "ATTN_OVERLAP=1); 0 = one CTA per query block (with thread 0 issuing and for the "
-       "serving forms)", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense or "
+       "varlen, not paged): 1 = a persistent grid (ATTN_CTAS CTAs) walks the work units (query "
+       "block, head, batch; causal and varlen longest first; varlen: each unit binds its "
+       "sequence's lengths, units past a sequence's rows skipped), the producer loading the "
+       "next unit while the consumers finish the current one (the default with the producer "
+       "warpgroup, dense; causal not with ATTN_OVERLAP=1; varlen causal in the 3 x 112 tile at "
+       "D = 113..128); 0 = one CTA per query block (with thread 0 issuing, paged, and varlen "
+       "without a mask or in other tiles)",
+       "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
        "SM count)", "k:013_lower_attention_wgmma", 0, 65536},
       {"ATTN_SCHEDULE", "attention with ATTN_PERSISTENT=1: how the CTAs take the work units: "
@@ -332,7 +335,7 @@ const std::vector<KnobDef>& knob_registry() {
        "the rounds alternating direction) or dynamic (the first unit blockIdx.x, then the next "
        "of a global work counter, fetched by the producer and handed to the consumers through "
        "shared memory: the SM that frees first takes the longest unit left; the default "
-       "causal, static without a mask)",
+       "causal and varlen, static without a mask)",
        "k:013_lower_attention_wgmma", 0, 0, false, {"static", "dynamic"}},
       {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
        "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "

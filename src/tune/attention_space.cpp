@@ -195,7 +195,7 @@ double predict_attention_us(const Graph& g, const Knobs& k, const DeviceInfo& de
   // (D = 128 1k 0.713x, D = 256 0.683x / 0.656x: it deals each CTA its units whatever
   // their lengths). The tuner still measures both (the space keeps both schedules).
   double walk = 1.0;
-  const int64_t keys = kv.shape[2].value;  // dense: the walk refuses the serving forms
+  const int64_t keys = kv.shape[2].value;  // dense: varlen's walk not modelled, paged refused
   const bool causal = a->attention.causal != Causal::None;
   const bool dynamic = k.get_str("ATTN_SCHEDULE", causal ? "dynamic" : "static") == "dynamic";
   if (wgmma && k.get_int("ATTN_PERSISTENT", 0) != 0 && !varlen && !paged && keys > 0 &&

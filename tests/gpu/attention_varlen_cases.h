@@ -4,7 +4,8 @@
 // GQA and MHA, D 64, 96 and 128, bf16 and f16, with and without LSE: on sm_90a the wgmma
 // kernel (the default once max_seqlen_q passes 64: both issue schemes, the 3 x 112 tile at
 // D = 128, 64 + 32 column spans at D = 96), and the mma.sync kernel by ATTN_MMA=mma_sync
-// and for a decode-sized max_seqlen_q.
+// and for a decode-sized max_seqlen_q; the wgmma kernel under the persistent walk (the
+// default for causal masks at D = 128; ATTN_PERSISTENT=0 there runs one CTA per query block).
 // tests/gpu/test_attention_varlen.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_varlen.cpp compiles every kernel with NVRTC for sm_80 and
 // sm_90a (no spills).
@@ -50,6 +51,26 @@ inline std::vector<Case> varlen_cases() {
   v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "top_left", "bf16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({varlen_expr(5, 3000, 3000, 8, 1, 96, 1000, "true", "f16", true), ""});
+  // The persistent walk (ATTN_PERSISTENT=1): units over max_seqlen_q's query blocks, each
+  // binding its sequence's lengths, units past a sequence's rows skipped; the grid of SMs
+  // and a few CTAs (each walking many sequences' units), both schedules (causal's default
+  // dynamic, the mask-free static), the three masks, GQA and MQA, D 64, 96 and 128.
+  for (const char* causal : {"true", "false"}) {
+    v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, causal, "bf16", true),
+                 "ATTN_PERSISTENT=1"});
+    v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, causal, "bf16", true),
+                 "ATTN_PERSISTENT=1,ATTN_CTAS=3"});
+  }
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true),
+               "ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_CTAS=7"});
+  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "top_left", "f16", false),
+               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_CTAS=5"});
+  v.push_back({varlen_expr(5, 3000, 3000, 8, 1, 96, 1000, "false", "f16", true),
+               "ATTN_PERSISTENT=1"});
+  // Causal at D = 128 the walk is the default (the cases with no knobs above): one CTA per
+  // query block given, as before the default moved.
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true),
+               "ATTN_PERSISTENT=0"});
   return v;
 }
 

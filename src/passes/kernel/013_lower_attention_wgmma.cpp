@@ -65,7 +65,7 @@
 //     masked ones (past Sk, the causal diagonal), FlashAttention-3's masking steps.
 //     The default causal in the short D = 128 tile and with the overlap under the walk at
 //     D = 256 from 4096 keys (attention_wgmma_tiles: measured on the H200).
-//     ATTN_PERSISTENT=1 (with the producer; dense only): a grid of min(units, ATTN_CTAS)
+//     ATTN_PERSISTENT=1 (with the producer; dense or varlen): a grid of min(units, ATTN_CTAS)
 //     CTAs (default the SM count) walks the units (query block, head, batch) with the
 //     grid's stride; without a mask the query block runs fastest, causal the longest
 //     units first (query block slowest, from the last down). Both arms loop over the
@@ -77,6 +77,12 @@
 //     producer issues block 0, then Q once the consumers released Q's slot (mbarrier
 //     1 + 3S, one arrival per warpgroup after its last S), then the rest: the next unit's
 //     loads run under the current unit's last block and epilogue.
+//     Varlen: the units are max_seqlen_q's query blocks x Hq x B, longest first with or
+//     without a mask, always through the stream; both arms bind the unit's sequence
+//     (q_start .. seq_k) after its coordinates (the producer from the cumulative lengths,
+//     the consumers from the hand-off, unit_s[4..7]); the producer skips a unit past its
+//     sequence's rows (no load, no hand-off), counts its hand-offs in unit_s[3] (Q's
+//     release parity) and ends with a stop (unit = units) that breaks the consumers' walk.
 //     ATTN_SCHEDULE=dynamic: the producer takes the CTA's first unit from blockIdx.x and
 //     each next from a global work counter (fetch.inc, longest first, wrapping to 0 at
 //     the launch's last fetch), and a unit past the last ends both arms' walks (break).
@@ -148,7 +154,7 @@ struct Lowering {
   std::vector<std::string> q_s, k_s, v_s, o_acc;
   // ATTN_TMA_STORE=1: O's shared tensors per span (their own, or Q's) and tensor maps.
   std::vector<std::string> o_s, o_map;
-  // The walk's stream: the unit hand-off (shared i32 [3]) and the dynamic schedule's
+  // The walk's stream: the unit hand-off (shared i32 [3]; varlen [8]) and the dynamic schedule's
   // work counter (a zeroed global i32); empty where unused.
   std::string unit_s_, work_counter_;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
@@ -283,7 +289,11 @@ struct Lowering {
   // even r, r P + P - 1 - c for odd r), so a CTA that took a round's longest unit takes
   // the next round's shortest. The last, partial round (units % P of them) reaches CTAs
   // 0.. of an even round and P - 1.. of an odd one.
-  bool snake() const { return a.causal != Causal::None; }
+  bool snake() const { return lpt_order(); }
+  // The longest-first order (query block slowest, from the last down): causal, and varlen
+  // with or without a mask — only the long sequences have the high query blocks, and their
+  // units carry the most keys.
+  bool lpt_order() const { return a.causal != Causal::None || a.varlen; }
   Expr units_for_cta() const {
     const Expr c = Expr::var("blockIdx.x");
     if (!snake()) return (units() - c + grid() - 1) / grid();
@@ -321,7 +331,7 @@ struct Lowering {
   Block unit_coords() const {
     const Expr u = Expr::var("unit"), nq = query_blocks();
     Block out;
-    if (a.causal == Causal::None) {
+    if (!lpt_order()) {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});
     } else {
@@ -362,7 +372,8 @@ struct Lowering {
     // (`ring_base`) is the producer's running count, which it hands to the consumers with
     // the unit's index through shared memory (unit_s_: [unit, ring_base, the producer's
     // own running count]); see "stream" below.
-    const bool stream = persist && (a.causal != Causal::None || t.dynamic);
+    // Varlen: every unit's sequence has its own lengths, so its units differ too.
+    const bool stream = persist && (a.causal != Causal::None || t.dynamic || a.varlen);
     const Expr t_i = Expr::var("t_i");
     const Block unit_lets = persist ? (stream ? Block{} : persistent_unit_lets(t_i))
                                     : Block{Stmt::Let("qb", query_block()),
@@ -377,27 +388,49 @@ struct Lowering {
     // schedule). Elsewhere at the top, as measured (the defaults' kernels unchanged).
     const Block thread_lets = {Stmt::Let("w", tid / 32), Stmt::Let("wg", tid / 128),
                                Stmt::Let("lane", tid % 32)};
-    const bool lets_in_consumers = t.producer && t.overlap && t.persistent &&
-                                   (a.causal != Causal::None || t.dynamic);
+    const bool lets_in_consumers = t.producer && t.overlap && stream;
     if (!lets_in_consumers) body.insert(body.end(), thread_lets.begin(), thread_lets.end());
-    // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read once per CTA
-    // by every thread, before anything uses Sq or Sk.
+    // Paged KV: the sequence's key count; varlen: its rows of Q and K. Read by every
+    // thread before anything uses Sq or Sk: once per CTA at the top, or under the walk
+    // (varlen) per unit in both arms, after the unit's coordinates.
+    Block seq_lets;
     if (a.paged)
-      body.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
+      seq_lets.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
     if (a.varlen)
-      body.insert(body.end(),
-                  {Stmt::LetLoad(kQStartVar, a.cu_q, {flat(p.tensor(a.cu_q), {b})}),
-                   Stmt::LetLoad(kQEndVar, a.cu_q, {flat(p.tensor(a.cu_q), {b + 1})}),
-                   Stmt::LetLoad(kKvStartVar, a.cu_k, {flat(p.tensor(a.cu_k), {b})}),
-                   Stmt::LetLoad(kKvEndVar, a.cu_k, {flat(p.tensor(a.cu_k), {b + 1})})});
+      seq_lets.insert(seq_lets.end(),
+                      {Stmt::LetLoad(kQStartVar, a.cu_q, {flat(p.tensor(a.cu_q), {b})}),
+                       Stmt::LetLoad(kQEndVar, a.cu_q, {flat(p.tensor(a.cu_q), {b + 1})}),
+                       Stmt::LetLoad(kKvStartVar, a.cu_k, {flat(p.tensor(a.cu_k), {b})}),
+                       Stmt::LetLoad(kKvEndVar, a.cu_k, {flat(p.tensor(a.cu_k), {b + 1})})});
     // The sequence's lengths, once: every bound and mask below names them.
     if (a.varlen) {
-      body.push_back(Stmt::Let("seq_q", a.Sq));
+      seq_lets.push_back(Stmt::Let("seq_q", a.Sq));
       a.Sq = Expr::var("seq_q");
     }
     if (a.paged || a.varlen) {
-      body.push_back(Stmt::Let("seq_k", a.Sk));
+      seq_lets.push_back(Stmt::Let("seq_k", a.Sk));
       a.Sk = Expr::var("seq_k");
+    }
+    LOOM_CHECK(!persist || !a.paged, "the walk does not take paged KV (attention_wgmma_tiles)");
+    if (!persist) body.insert(body.end(), seq_lets.begin(), seq_lets.end());
+    // Varlen: a query block at or past its sequence's rows (the grid and the walk's units
+    // are sized by max_seqlen_q) has nothing to do.
+    const Expr real_unit = qb * BM < a.Sq;
+    // Varlen under the walk: the producer skips such units (no hand-off), so the
+    // hand-offs are counted apart from t_i (`handed`, unit_s_[3], the producer's), and a
+    // last hand-off of unit = units() ends the consumers' walk, as the dynamic schedule's.
+    const bool skip_units = persist && a.varlen;
+    const bool stop_handoff = t.dynamic || skip_units;
+    // The consumers' copy of the unit's sequence (varlen under the walk): the producer read
+    // the cumulative lengths for its skip test and hands them over with the unit
+    // (unit_s_[4..7]: q_start, q_end, kv_start, kv_end), so the consumers' unit starts
+    // with shared reads, not a global round trip after the hand-off's wait.
+    const char* const seq_vars[4] = {kQStartVar, kQEndVar, kKvStartVar, kKvEndVar};
+    Block seq_lets_handed;
+    if (skip_units) {
+      for (int i = 0; i < 4; ++i)
+        seq_lets_handed.push_back(Stmt::LetLoad(seq_vars[i], unit_s_, {Expr(4 + i)}));
+      seq_lets_handed.insert(seq_lets_handed.end(), seq_lets.end() - 2, seq_lets.end());
     }
     const size_t lets = body.size();
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
@@ -522,6 +555,7 @@ struct Lowering {
         // hand-off, a plain arrival on Q's barrier) and ends the walk.
         const Expr u = Expr::var("unit"), ring_base = Expr::var("ring_base");
         const Expr done = Expr::make(Expr::Kind::Le, units(), u);
+        const Expr handed = skip_units ? Expr::var("handed") : t_i;
         Block it;
         if (t.dynamic) {
           it.push_back(Stmt::LetFetchInc("fetched", work_counter_, {Expr(0)}, units(), Expr(0) < t_i));
@@ -534,28 +568,55 @@ struct Lowering {
         const Block coords = unit_coords();
         it.insert(it.end(), coords.begin(), coords.end());
         it.push_back(Stmt::LetLoad("ring_base", unit_s_, {Expr(2)}));
-        const Stmt q_free = Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)});
+        if (skip_units) it.push_back(Stmt::LetLoad("handed", unit_s_, {Expr(3)}));
+        auto q_free_after = [&](const Expr& n) {
+          return Stmt::If(Expr(0) < n, {Stmt::MbarWait(q_empty, (n + 1) % 2)});
+        };
+        const Stmt q_free = q_free_after(handed);
         Block work = {Stmt::If(Expr(0) < key_blocks, fill(Expr(0))), q_free,
                       Stmt::WriteInt(unit_s_, {Expr(0)}, u),
                       Stmt::WriteInt(unit_s_, {Expr(1)}, ring_base)};
+        if (skip_units)
+          for (int i = 0; i < 4; ++i)
+            work.push_back(Stmt::WriteInt(unit_s_, {Expr(4 + i)}, Expr::var(seq_vars[i])));
         work.insert(work.end(), q_issue.begin(), q_issue.end());
         Stmt loop = Stmt::For("kb", max(key_blocks, Expr(1)) - 1, LoopKind::Reduce, "kb", fill(kb + 1));
         loop.no_unroll = true;
         work.push_back(std::move(loop));
         work.push_back(Stmt::WriteInt(unit_s_, {Expr(2)}, ring_base + key_blocks));
+        if (skip_units) {
+          work.push_back(Stmt::WriteInt(unit_s_, {Expr(3)}, handed + 1));
+          work = {Stmt::If(real_unit, std::move(work))};
+        }
         Expr trips = units_for_cta();
         if (t.dynamic) {
-          it.push_back(Stmt::If(done, {q_free, Stmt::WriteInt(unit_s_, {Expr(0)}, u),
-                                       Stmt::MbarArrive(Expr(0))}));
+          Block stop = {q_free, Stmt::WriteInt(unit_s_, {Expr(0)}, u)};
+          // Varlen: a CTA whose every unit was skipped never wrote the base the
+          // consumers read with the stop.
+          if (skip_units) stop.push_back(Stmt::WriteInt(unit_s_, {Expr(1)}, Expr(0)));
+          stop.push_back(Stmt::MbarArrive(Expr(0)));
+          it.push_back(Stmt::If(done, std::move(stop)));
           it.push_back(Stmt::BreakIf(done));
           // Its own first unit, the units no other CTA takes, the stop: a bound the break
           // ends early.
           trips = units() - grid() + 2;
         }
+        // The unit's sequence (varlen), after the stop: a unit past the last has none.
+        it.insert(it.end(), seq_lets.begin(), seq_lets.end());
         it.insert(it.end(), work.begin(), work.end());
         Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(it));
         walk.no_unroll = true;
-        producer_loop = {Stmt::WriteInt(unit_s_, {Expr(2)}, Expr(0)), std::move(walk)};
+        producer_loop = {Stmt::WriteInt(unit_s_, {Expr(2)}, Expr(0))};
+        if (skip_units) producer_loop.push_back(Stmt::WriteInt(unit_s_, {Expr(3)}, Expr(0)));
+        producer_loop.push_back(std::move(walk));
+        if (skip_units && !t.dynamic) {
+          // The static walk's stop, once the CTA's units are done.
+          const Expr n = Expr::var("handed_all");
+          producer_loop.insert(producer_loop.end(),
+                               {Stmt::LetLoad("handed_all", unit_s_, {Expr(3)}), q_free_after(n),
+                                Stmt::WriteInt(unit_s_, {Expr(0)}, units()),
+                                Stmt::WriteInt(unit_s_, {Expr(1)}, Expr(0)), Stmt::MbarArrive(Expr(0))});
+        }
       }
     } else {
       Block first = q_issue;
@@ -1006,10 +1067,12 @@ struct Lowering {
                       Stmt::LetLoad("ring_base", unit_s_, {Expr(1)})};
         const Block coords = unit_coords();
         head.insert(head.end(), coords.begin(), coords.end());
-        if (t.dynamic) {
+        if (stop_handoff) {
           head.push_back(Stmt::BreakIf(Expr::make(Expr::Kind::Le, units(), Expr::var("unit"))));
-          trips = units() - grid() + 2;
+          // Static varlen: at most every unit of the CTA, then the stop.
+          trips = t.dynamic ? units() - grid() + 2 : units_for_cta() + 1;
         }
+        head.insert(head.end(), seq_lets_handed.begin(), seq_lets_handed.end());
         head.insert(head.end(), unit.begin(), unit.end());
         unit = std::move(head);
       } else {
@@ -1036,14 +1099,14 @@ struct Lowering {
       // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
       if (t.pingpong) body.back().mode = "warpgroups";
     }
-    if (a.varlen) {
+    if (a.varlen && !persist) {
       // A query block at or past its sequence's rows (the grid is sized by max_seqlen_q)
       // has nothing to do: everything after the lets, the mbarriers' initialization
       // included, is under one CTA-uniform condition, so such a CTA meets no barrier, issues
       // no load and leaves no transaction pending.
       Block rest(body.begin() + std::ptrdiff_t(lets), body.end());
       body.erase(body.begin() + std::ptrdiff_t(lets), body.end());
-      body.push_back(Stmt::If(qb * BM < a.Sq, std::move(rest)));
+      body.push_back(Stmt::If(real_unit, std::move(rest)));
     }
     return body;
   }
@@ -1072,14 +1135,15 @@ struct Lowering {
         o_map.push_back(d.name);
       }
     }
-    // The walk's stream (causal or dynamic; build()): the unit hand-off in shared memory,
+    // The walk's stream (causal, dynamic or varlen; build()): the unit hand-off in shared memory,
     // after every swizzled tensor (each of those starts on its 1024-byte repeat), and the
     // dynamic schedule's work counter, a zeroed i32 the launch's last fetch leaves at 0.
-    if (t.persistent && (a.causal != Causal::None || t.dynamic)) {
+    if (t.persistent && (a.causal != Causal::None || t.dynamic || a.varlen)) {
       TensorDecl u;
       u.name = unit_s_ = fresh_tensor_name(p, "unit_s");
       u.dtype = DType::I32;
-      u.shape = {Expr(3)};
+      // Varlen: [3] the producer's hand-off count, [4..7] the unit's cumulative lengths.
+      u.shape = {Expr(a.varlen ? 8 : 3)};
       u.role = TensorRole::Shared;
       p.tensors.push_back(u);
     }

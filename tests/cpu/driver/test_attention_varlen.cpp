@@ -51,7 +51,7 @@ Causal causal_of(const std::string& c) {
 // lane) against the varlen reference, O and LSE, wherever a pass changed its program.
 void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
                   const std::string& arch = "sm_90a", const char* mma = "mma_sync",
-                  int64_t slack = 0) {
+                  int64_t slack = 0, int schedules = 0) {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
@@ -113,9 +113,26 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
     compare(got.tensors.at("out"), want.out, passcheck::tolerance(dt), "O");
     if (c.lse) compare(got.tensors.at("lse"), want.lse, 1e-5, "LSE");
     if (::testing::Test::HasFailure()) return;
+    // `schedules` seeded interleavings of the kernel's tasks (the producer and each
+    // consumer warpgroup): a race on the walk's hand-off or a stop that deadlocks fails.
+    if (p.to == Level::Kernel)
+      for (int k = 1; k <= schedules; ++k) {
+        SCOPED_TRACE("schedule seed " + std::to_string(k));
+        Bindings sch = inputs;
+        ASSERT_NO_THROW(interpret(s.kernel, sch, uint64_t(k)));
+        compare(sch.tensors.at("out"), want.out, passcheck::tolerance(dt), "O");
+        if (c.lse) compare(sch.tensors.at("lse"), want.lse, 1e-5, "LSE");
+        if (::testing::Test::HasFailure()) return;
+      }
   }
   EXPECT_EQ(s.level, Level::Kernel);
   EXPECT_EQ(s.used_knobs.at("ATTN_MMA"), mma);
+  // A walk asked for is the walk compiled (its grid: min(units, ATTN_CTAS) CTAs in x).
+  if (knobs.find("ATTN_PERSISTENT=1") != std::string::npos) {
+    EXPECT_EQ(s.used_knobs.at("ATTN_PERSISTENT"), "1");
+    ASSERT_EQ(s.kernel.kernels.size(), 1u);
+    EXPECT_TRUE(s.kernel.kernels[0].grid[1].is_const() && s.kernel.kernels[0].grid[1].const_value() == 1);
+  }
 }
 
 TEST(AttentionVarlen, OddLengthsEmptySequencesAndMasks) {
@@ -184,6 +201,70 @@ TEST(AttentionVarlen, WgmmaOddLengthsEmptySequencesAndMasks) {
   check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "top_left"},
                "ATTN_WG=3,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PINGPONG=1,KV_STAGES=3", seed++,
                "sm_90a", "wgmma");
+}
+
+// The wgmma kernel under the persistent walk (ATTN_PERSISTENT=1): the units (query block,
+// head, sequence) of max_seqlen_q's query blocks, longest first, each binding its
+// sequence's lengths from the cumulative lengths in both arms; units past their sequence's
+// rows skipped by the producer (no hand-off), a last hand-off ending the consumers' walk.
+// A few CTAs (ATTN_CTAS=2, 3) so each walks many units of different sequences: odd
+// lengths, an empty sequence, one with no key, one shorter than a query block, Sq > Sk and
+// Sq < Sk, the three masks, GQA and MQA, 1-3 warpgroups, the overlap and the ping-pong,
+// both schedules (static; dynamic's work counter), NaN slack past the last keys.
+TEST(AttentionVarlen, WgmmaPersistentWalk) {
+  uint64_t seed = 301;
+  for (const char* causal : {"false", "true", "top_left"}) {
+    check_varlen({4, 2, 16, {70, 0, 5, 130}, {33, 20, 0, 150}, 130, causal},
+                 "ATTN_WG=1,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++,
+                 "sm_90a", "wgmma", 30);
+    check_varlen({4, 1, 16, {90, 3, 0, 64}, {100, 66, 7, 64}, 90, causal, "f16", false},
+                 "ATTN_WG=1,BLOCK_N=16,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,"
+                 "ATTN_SCHEDULE=dynamic",
+                 seed++, "sm_90a", "wgmma");
+    check_varlen({2, 2, 32, {65, 140, 1}, {140, 65, 9}, 140, causal},
+                 "ATTN_WG=2,BLOCK_N=64,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++,
+                 "sm_90a", "wgmma");
+  }
+  // D = 16's default tile with the producer, KV_STAGES=3, static and dynamic.
+  check_varlen({4, 2, 16, {200, 1, 70, 0, 13}, {70, 90, 200, 5, 0}, 200, "true"},
+               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++, "sm_90a", "wgmma", 30);
+  check_varlen({4, 2, 16, {200, 1, 70, 0, 13}, {70, 90, 200, 5, 0}, 200, "false"},
+               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,ATTN_SCHEDULE=dynamic,KV_STAGES=3", seed++,
+               "sm_90a", "wgmma");
+  // Seeded interleavings: the hand-off of each real unit, the skipped ones, the stop. 60
+  // units (3 query blocks of 64 rows, 4 heads, 5 sequences), 28 real, on 50 CTAs: CTAs
+  // 0-39 take one unit each, of the last query block, which only the 130-row sequence
+  // has, so most of them skip every unit and hand over only the stop.
+  check_varlen({4, 2, 16, {70, 0, 5, 130, 64}, {33, 20, 0, 150, 64}, 130, "true"},
+               "ATTN_WG=1,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=50,"
+               "ATTN_SCHEDULE=static", seed++, "sm_90a", "wgmma", 30, 6);
+  check_varlen({4, 2, 16, {70, 0, 5, 130, 64}, {33, 20, 0, 150, 64}, 130, "false"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,"
+               "ATTN_SCHEDULE=dynamic", seed++, "sm_90a", "wgmma", 0, 6);
+  // The peeled mask (its unmasked blocks' count a let of each unit's sequence).
+  check_varlen({4, 2, 16, {200, 1, 70, 0, 13}, {70, 90, 200, 5, 0}, 200, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PEEL_MASK=1,ATTN_PERSISTENT=1,ATTN_CTAS=4",
+               seed++, "sm_90a", "wgmma", 30);
+  // The overlap and the ping-pong under the walk (the interpreter runs each warpgroup as a
+  // task), and one CTA walking every unit.
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1,"
+               "ATTN_PERSISTENT=1,ATTN_CTAS=3",
+               seed++, "sm_90a", "wgmma", 30);
+  check_varlen({4, 2, 16, {130, 0, 70}, {150, 9, 70}, 130, "top_left"},
+               "ATTN_WG=3,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PINGPONG=1,KV_STAGES=3,"
+               "ATTN_PERSISTENT=1,ATTN_CTAS=1,ATTN_SCHEDULE=dynamic",
+               seed++, "sm_90a", "wgmma");
+}
+
+// The default kernel of causal varlen prefill at D = 128 (the 3 x 112 tile under the dynamic
+// walk, measured on the H200 2026-11-28): every unit of an empty sequence, one shorter than a
+// query block and one past it, against the reference, both causal corners.
+TEST(AttentionVarlen, WgmmaDefaultCausalWalk) {
+  uint64_t seed = 401;
+  for (const char* causal : {"true", "top_left"})
+    check_varlen({1, 1, 128, {200, 0, 7}, {150, 9, 7}, 200, causal}, "", seed++, "sm_90a",
+                 "wgmma");
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
@@ -297,7 +378,8 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       SCOPED_TRACE(c.expr + " knobs " + c.knobs + " " + arch);
       // The wgmma kernel's knobs name an sm_90a kernel.
       if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
-                                           c.knobs.find("ATTN_PRODUCER") != std::string::npos))
+                                           c.knobs.find("ATTN_PRODUCER") != std::string::npos ||
+                                           c.knobs.find("ATTN_PERSISTENT") != std::string::npos))
         continue;
       CompileOptions opt;
       opt.knobs = Knobs::parse(c.knobs);

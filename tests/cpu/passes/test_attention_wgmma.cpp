@@ -955,14 +955,12 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   expect_refused(e, "ATTN_CTAS=4", "ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0");
   expect_refused(attention_test::paged_attention(2, 2, 2, 100, 128, 8, 64, 4, "false"),
                  "ATTN_MMA=wgmma,ATTN_PERSISTENT=1",
-                 "ATTN_PERSISTENT=1 walks dense [B, H, S, D] work units, and this attention has "
-                 "paged KV (a block table), whose lengths each CTA binds once from its batch "
-                 "index: drop ATTN_PERSISTENT");
+                 "and this attention has paged KV (a block table), whose page reads the walk "
+                 "does not carry: drop ATTN_PERSISTENT");
   const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200, "
                              "causal=true)";
-  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_PERSISTENT=1",
-                 "this attention has packed sequences (cu_seqlens)");
+  EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma,ATTN_PERSISTENT=1,ATTN_CTAS=4"));
   expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_TMA_STORE=1",
                  "ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows");
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
@@ -970,6 +968,50 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   expect_refused(e, "ATTN_TMA_STORE=2", "ATTN_TMA_STORE");
   EXPECT_NO_THROW(kernel_ir(e, "ATTN_PERSISTENT=1,ATTN_PRODUCER=1,ATTN_CTAS=1"));
   EXPECT_NO_THROW(kernel_ir(e, "ATTN_CTAS=0"));
+}
+
+// ATTN_PERSISTENT's default for varlen prefill (measured on the H200, 2026-11-28 16:25):
+// the dynamic walk under a causal mask (either corner) in the 3 x 112 tile at D = 113..128,
+// bf16 and f16, O on the fragment stores; one CTA per query block without a mask, in other
+// tiles (two warpgroups given, D = 64 and 96), without the producer, and where the walk is
+// given off.
+TEST(AttentionWgmma, VarlenWalkDefault) {
+  const auto varlen = [](const char* causal, int d, const char* dtype) {
+    return "attention(Q[3000," + std::to_string(4) + "," + std::to_string(d) + "]:" + dtype +
+           ", K[3000,2," + std::to_string(d) + "]:" + dtype + ", V[3000,2," + std::to_string(d) +
+           "]:" + dtype + ", cu_seqlens_q=CQ[5]:i32, cu_seqlens_k=CK[5]:i32, max_seqlen_q=1500, "
+           "causal=" + causal + ")";
+  };
+  const auto used = [](const std::string& e, const std::string& knobs) {
+    CompileState s = wgmma_state(e, knobs);
+    run_pipeline(s);
+    EXPECT_EQ(s.level, Level::Kernel);
+    return s.used_knobs;
+  };
+  for (const char* causal : {"true", "top_left"})
+    for (int d : {120, 128})
+      for (const char* dtype : {"bf16", "f16"}) {
+        SCOPED_TRACE(std::string(causal) + " D " + std::to_string(d) + " " + dtype);
+        const auto k = used(varlen(causal, d, dtype), "");
+        EXPECT_EQ(k.at("ATTN_PERSISTENT"), "1");
+        EXPECT_EQ(k.at("ATTN_SCHEDULE"), "dynamic");
+        EXPECT_EQ(k.at("ATTN_TMA_STORE"), "0");
+        EXPECT_EQ(k.at("BLOCK_M"), "192");
+        EXPECT_EQ(k.at("BLOCK_N"), "112");
+        const std::string ir = kernel_ir(varlen(causal, d, dtype), "");
+        // 8 query blocks x 4 heads x 4 sequences: 128 units, fewer than the 132 SMs.
+        for (const char* part : {"grid(128, 1, 1), block(512)", "fetch.inc attn_work[0]"})
+          EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+      }
+  EXPECT_EQ(used(varlen("false", 128, "bf16"), "").at("ATTN_PERSISTENT"), "0");
+  EXPECT_EQ(used(varlen("false", 128, "f16"), "").at("ATTN_PERSISTENT"), "0");
+  for (int d : {64, 96})
+    EXPECT_EQ(used(varlen("true", d, "bf16"), "").at("ATTN_PERSISTENT"), "0") << d;
+  for (const char* knobs : {"ATTN_WG=2", "ATTN_WG=2,BLOCK_N=128", "BLOCK_N=96", "ATTN_PRODUCER=0",
+                            "ATTN_PERSISTENT=0"})
+    EXPECT_EQ(used(varlen("true", 128, "bf16"), knobs).at("ATTN_PERSISTENT"), "0") << knobs;
+  // Dense attention keeps its own default (the walk with the producer, either mask).
+  EXPECT_EQ(used(attention(2, 2, 2000, 2000, 128, "false"), "").at("ATTN_PERSISTENT"), "1");
 }
 
 TEST(AttentionWgmma, KnobLimitsAreNamed) {

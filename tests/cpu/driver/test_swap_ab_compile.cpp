@@ -124,7 +124,9 @@ TEST(SwapAbDefaults, WideDecodeFillsOneWave) {
     EXPECT_EQ(k.at("BN"), std::to_string(c.bn));
     EXPECT_EQ(k.at("WM"), std::to_string(c.wm));
     EXPECT_EQ(k.at("STAGES"), std::to_string(c.stages));
-    if (c.wm == 2) EXPECT_EQ(k.at("CONSUMER_REGS"), "0");
+    if (c.wm == 2) {
+      EXPECT_EQ(k.at("CONSUMER_REGS"), "0");
+    }
     // One wave: as many CTAs as each SM must hold fit its shared memory (228 KiB, 1 KiB of
     // it reserved per block).
     ASSERT_EQ(p.state.kernel.kernels.size(), 1u);

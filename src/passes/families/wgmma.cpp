@@ -155,7 +155,7 @@ static Knobs wgmma_wide_decode_defaults(const GemmShape& s, const Target& t) {
   const int64_t P = t.sm_count, full = (s.M + 7) / 8 * 8;
   const int64_t half = ((s.M + 1) / 2 + 7) / 8 * 8;
   const int64_t tiles = (s.N + 63) / 64, tiles128 = (s.N + 127) / 128;
-  int64_t rows = 64, bn = half, depth = 16;
+  int64_t rows = 64, bn = half, depth = 0;
   if (2 * tiles <= P) {
     // As deep as the block's shared memory allows (16 at up to 95 rows): the ring of the
     // earlier ~200 KB budget was 15 slabs at 77 rows and 14 at 95, and 16 measured 0.94-0.95x

@@ -487,10 +487,10 @@ struct Lowering {
     const Expr guard = dec.has_keys(a, i, cs);
     const bool hoist = !(guard.is_const() && guard.const_value() != 0) &&
                        S * (V + 1) <= kCombineHoistRegs;
-    const std::vector<Expr> o_at = hoist ? std::vector<Expr>{cs} : std::vector<Expr>{};
+    // Hoisted, the split's LSE is cx[cb_s] and its O fragment co[cb_s][..]; else scalars.
     const std::vector<Expr> x_at = hoist ? std::vector<Expr>{cs} : std::vector<Expr>{};
     auto o_el = [&](const Expr& v) {
-      std::vector<Expr> at = o_at;
+      std::vector<Expr> at = x_at;
       at.push_back(v);
       return at;
     };

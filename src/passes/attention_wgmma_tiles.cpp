@@ -70,9 +70,28 @@ static bool varlen_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles
   return a.varlen && !a.paged && a.causal != Causal::None && t.warpgroups == 3 &&
          t.block_n == 112 && t.padded_dim > 112 && t.padded_dim <= 128 && !t.overlap;
 }
+// Varlen without a mask at 113..128 stored columns: the dense form's tile (FlashAttention-3's
+// 2 x 64 rows by 128 keys with the overlap and the ping-pong; varlen_overlap_dims) under the
+// dynamic walk in packed order (k:013: sequence by sequence, each head's query blocks
+// fastest, at most one skipped unit per sequence and head) with the peeled mask. Measured on
+// the H200 (2026-11-28 21:07, attention_bench.py --varlen --masks false --no-db, Hq = Hkv =
+// 16, D = 128, bf16, cold L2; vs_pad, bar <= 1.10), the 3 x 112 tile one CTA per query block
+// (the default before) / the overlap tile peeled, one CTA per query block / the same under
+// the static walk / under the dynamic walk: 8192 1.206 / 1.024 / 1.035 / 1.038;
+// 4096,2048,..,128 1.295 / 1.130 / 1.222 / 1.125; 1023,777,3001,129,2048,1500 1.330 / 1.311 /
+// 1.278 / 1.308; 8192 + 512 x 8 1.258 / 1.100 / 1.118 / 1.098; 1024 x 8 1.556 / 1.166 /
+// 1.184 / 1.109; 128 x 48 2.880 / 1.562 / 2.057 / 1.388; twelve lengths 1..2000 1.707 /
+// 1.652 / 1.825 / 1.556. The dynamic walk is best or within 1.5 % at every mix.
+static bool varlen_overlap_dims(const AttentionLoops& a, int64_t Dp) {
+  return a.varlen && !a.paged && a.causal == Causal::None && Dp > 112 && Dp <= 128;
+}
+static bool varlen_packed_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return varlen_overlap_dims(a, t.padded_dim) && t.overlap && t.warpgroups == 2 &&
+         t.block_n == 128;
+}
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  if (a.varlen) return t.producer && varlen_walk_shape(a, t);
+  if (a.varlen) return t.producer && (varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t));
   return t.producer && !a.paged &&
          (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
 }
@@ -100,7 +119,9 @@ static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
 // Varlen under the walk: dynamic too — its units differ in length with or without a mask
 // (each sequence its own keys). Measured on the H200 (2026-11-28 16:25, D = 128, vs_pad
 // min / median / max): causal dynamic 1.219 / 1.304 / 1.333, static 1.594 / 1.695 / 1.795;
-// no mask dynamic 1.327 / 1.359 / 1.409, static 1.466 / 1.557 / 1.788.
+// no mask (the box order then) dynamic 1.327 / 1.359 / 1.409, static 1.466 / 1.557 / 1.788;
+// no mask in the packed order on the overlap tile (21:07, seven mixes) dynamic 1.038-1.556,
+// static 1.035-2.057 (varlen_packed_walk_shape).
 static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
   return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
@@ -191,9 +212,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // walk's overlap shape, where the dynamic schedule is the default and was measured.
   const bool walk_overlap = causal_walk && causal_walk_overlap_shape(a, Dp);
   const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
-  const bool overlap_default = overlap_dims && !a.varlen && !a.paged &&
+  // Varlen: without a mask at D = 113..128 (varlen_overlap_dims: the tile its packed walk
+  // was measured with, the dynamic schedule its default); elsewhere off (unmeasured).
+  const bool varlen_overlap = varlen_overlap_dims(a, Dp);
+  const bool overlap_default = overlap_dims && (!a.varlen || varlen_overlap) && !a.paged &&
                                (!causal_walk || walk_overlap) &&
-                               (!dynamic_given || walk_overlap) && wg_given < 3 &&
+                               (!dynamic_given || walk_overlap || varlen_overlap) && wg_given < 3 &&
                                s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&
                                s.knobs.get_int("ATTN_PACK_P", 1) != 0;
   t.overlap = s.knob("ATTN_OVERLAP", overlap_default ? 1 : 0) != 0;
@@ -423,8 +447,15 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   //   (unmeasured).
   const bool peel_short = a.causal != Causal::None && short_tile && Dp > 112 && Dp <= 128 &&
                           !(a.Sk.is_const() && a.Sk.const_value() <= t.block_n);
+  //   Varlen under its default walks (H200, 2026-11-28 20:56-21:07, vs_pad as above): causal
+  //   in the 3 x 112 tile 1.305 / 1.335 / 1.233 -> 1.248 / 1.283 / 1.151 at the three default
+  //   mixes; without a mask, the overlap tile (one CTA per query block) 1.035 / 1.155 /
+  //   1.313 / 1.118 -> 1.023 / 1.143 / 1.311 / 1.098 at 8192 and the three mixes, and under
+  //   the static walk 0.4-2.5 % better at six of seven mixes (128 x 48: 4.6 % worse). Each
+  //   sequence's last key block is ragged there, its mask run-time.
+  const bool peel_varlen = t.persistent && (varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t));
   const bool peel_walk_overlap = walk_overlap && t.overlap && t.persistent;
-  t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap ? 1 : 0) != 0;
+  t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap || peel_varlen ? 1 : 0) != 0;
   t.ctas = s.knob("ATTN_CTAS", 0);
   if (t.ctas != 0 && !t.persistent)
     throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "

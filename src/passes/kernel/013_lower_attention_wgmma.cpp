@@ -154,7 +154,7 @@ struct Lowering {
   std::vector<std::string> q_s, k_s, v_s, o_acc;
   // ATTN_TMA_STORE=1: O's shared tensors per span (their own, or Q's) and tensor maps.
   std::vector<std::string> o_s, o_map;
-  // The walk's stream: the unit hand-off (shared i32 [3]; varlen [8]) and the dynamic schedule's
+  // The walk's stream: the unit hand-off (shared i32 [3]; varlen [8], packed [12]) and the dynamic schedule's
   // work counter (a zeroed global i32); empty where unused.
   std::string unit_s_, work_counter_;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
@@ -282,7 +282,24 @@ struct Lowering {
   // per query block.
   static constexpr int64_t kL2Budget = int64_t(32) << 20;  // of the H100's 50 MB
   Expr query_blocks() const { return ceil_div(a.q_cap, Expr(BM)); }
-  Expr units() const { return query_blocks() * a.Hq * a.B; }
+  // Varlen without a mask walks its units in packed order: sequence by sequence, each
+  // sequence's heads in turn, each head's query blocks fastest (consecutive units share a
+  // head's K and V in L2, as the dense walk's). A unit is a slot of a numbering with no
+  // table: sequence b owns slots [start_b, start_b+1) per head, start_b = q_start_b / BM + b
+  // (cumulative rows from cu_seqlens_q), which is at least its ceil(rows / BM) query blocks
+  // and at most one more, so the walk skips at most one unit per (sequence, head) — the
+  // box order (max_seqlen_q's query blocks for every sequence) skips every query block a
+  // short sequence lacks, and the static stride dealt those skips to the same CTAs
+  // (measured 1.44-1.57x its padded batch on the H200, against 1.31x for one CTA per
+  // query block). The producer finds b by a forward scan from the CTA's last sequence
+  // (its units only grow), one load of cu_seqlens_q per sequence passed. Causal varlen keeps
+  // the longest-first box order (its units differ within a sequence).
+  bool packed_order() const { return t.persistent && a.varlen && a.causal == Causal::None; }
+  Expr q_tokens() const { return p.tensor(a.q).shape[0]; }
+  Expr units() const {
+    if (packed_order()) return (q_tokens() / Expr(BM) + a.B) * a.Hq;
+    return query_blocks() * a.Hq * a.B;
+  }
   Expr grid() const { return min(units(), Expr(t.ctas)); }
   // Causal units differ in length, and the stride hands CTA 0 the longest unit of every
   // round: the rounds alternate direction instead (round r: CTA c takes unit r P + c for
@@ -293,7 +310,7 @@ struct Lowering {
   // The longest-first order (query block slowest, from the last down): causal, and varlen
   // with or without a mask — only the long sequences have the high query blocks, and their
   // units carry the most keys.
-  bool lpt_order() const { return a.causal != Causal::None || a.varlen; }
+  bool lpt_order() const { return a.causal != Causal::None || (a.varlen && !packed_order()); }
   Expr units_for_cta() const {
     const Expr c = Expr::var("blockIdx.x");
     if (!snake()) return (units() - c + grid() - 1) / grid();
@@ -331,6 +348,12 @@ struct Lowering {
   Block unit_coords() const {
     const Expr u = Expr::var("unit"), nq = query_blocks();
     Block out;
+    if (packed_order()) {
+      // The consumers' copy: the producer found the unit's sequence and handed b, h, qb over
+      // (unit_s_[9..11]) with the unit.
+      return {Stmt::LetLoad("b", unit_s_, {Expr(9)}), Stmt::LetLoad("h", unit_s_, {Expr(10)}),
+              Stmt::LetLoad("qb", unit_s_, {Expr(11)})};
+    }
     if (!lpt_order()) {
       out.insert(out.end(), {Stmt::Let("qb", u % nq), Stmt::Let("h", u / nq % a.Hq),
                              Stmt::Let("b", u / (nq * a.Hq))});
@@ -346,6 +369,30 @@ struct Lowering {
                              Stmt::Let("b", hb / a.Hq)});
     }
     return out;
+  }
+
+  // The packed order's sequence of unit `unit` (producer): the last b with start_b <= unit /
+  // Hq, scanned forward from the CTA's cursor (unit_s_[8], its previous unit's sequence).
+  Block packed_sequence() const {
+    const Expr bj = Expr::var("pk_b"), next_q = Expr::var("pk_next");
+    const Expr slot = Expr::var("unit") / a.Hq;
+    Block step = {Stmt::LetLoad("pk_b", unit_s_, {Expr(8)}),
+                  Stmt::LetLoad("pk_next", a.cu_q, {flat(p.tensor(a.cu_q), {bj + 1})}),
+                  Stmt::BreakIf((a.B <= bj + 1) || (slot < next_q / Expr(BM) + bj + 1)),
+                  Stmt::WriteInt(unit_s_, {Expr(8)}, bj + 1)};
+    Stmt scan = Stmt::For("pk_j", a.B, LoopKind::Reduce, "pk_j", std::move(step));
+    scan.no_unroll = true;
+    return {std::move(scan), Stmt::LetLoad("b", unit_s_, {Expr(8)})};
+  }
+  // Then, with the sequence's q_start and q_end bound: the unit's head and query block within
+  // the sequence's slots (span_b of them per head). `pk_r` < 0 or h >= Hq only past the last
+  // sequence's slots or with cu_seqlens_q out of order: the unit is skipped (real_unit).
+  Block packed_coords() const {
+    const Expr qs = Expr::var(kQStartVar), qe = Expr::var(kQEndVar), r = Expr::var("pk_r");
+    const Expr span = max(qe / Expr(BM) - qs / Expr(BM) + 1, Expr(1));
+    return {Stmt::Let("pk_r", Expr::var("unit") - (qs / Expr(BM) + b) * a.Hq),
+            Stmt::Let("pk_span", span), Stmt::Let("h", r / Expr::var("pk_span")),
+            Stmt::Let("qb", r % Expr::var("pk_span"))};
   }
 
   Expr query_block() const {
@@ -415,23 +462,25 @@ struct Lowering {
     if (!persist) body.insert(body.end(), seq_lets.begin(), seq_lets.end());
     // Varlen: a query block at or past its sequence's rows (the grid and the walk's units
     // are sized by max_seqlen_q) has nothing to do.
-    const Expr real_unit = qb * BM < a.Sq;
+    const Expr real_unit = packed_order() ? (qb * BM < a.Sq) && (h < a.Hq) && (Expr(0) <= Expr::var("pk_r"))
+                                          : qb * BM < a.Sq;
     // Varlen under the walk: the producer skips such units (no hand-off), so the
     // hand-offs are counted apart from t_i (`handed`, unit_s_[3], the producer's), and a
     // last hand-off of unit = units() ends the consumers' walk, as the dynamic schedule's.
     const bool skip_units = persist && a.varlen;
     const bool stop_handoff = t.dynamic || skip_units;
     // The consumers' copy of the unit's sequence (varlen under the walk): the producer read
-    // the cumulative lengths for its skip test and hands them over with the unit
-    // (unit_s_[4..7]: q_start, q_end, kv_start, kv_end), so the consumers' unit starts
-    // with shared reads, not a global round trip after the hand-off's wait.
-    const char* const seq_vars[4] = {kQStartVar, kQEndVar, kKvStartVar, kKvEndVar};
+    // the cumulative lengths for its skip test and hands the unit's first rows and lengths
+    // over with it (unit_s_[4..7]: q_start, seq_q, kv_start, seq_k), so the consumers' unit
+    // starts with shared reads, not a global round trip after the hand-off's wait. (The
+    // lengths, not the ends: the producer's q_end and kv_end then die at its skip test —
+    // under the dynamic packed walk they were the two registers past its 24 that ptxas
+    // spilled, 8 B.)
+    const char* const seq_vars[4] = {kQStartVar, "seq_q", kKvStartVar, "seq_k"};
     Block seq_lets_handed;
-    if (skip_units) {
+    if (skip_units)
       for (int i = 0; i < 4; ++i)
         seq_lets_handed.push_back(Stmt::LetLoad(seq_vars[i], unit_s_, {Expr(4 + i)}));
-      seq_lets_handed.insert(seq_lets_handed.end(), seq_lets.end() - 2, seq_lets.end());
-    }
     const size_t lets = body.size();
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
     const int64_t kv_bytes = 2 * BN * Dp * 2;
@@ -565,8 +614,11 @@ struct Lowering {
         } else {
           it.push_back(Stmt::Let("unit", static_unit(t_i)));
         }
-        const Block coords = unit_coords();
-        it.insert(it.end(), coords.begin(), coords.end());
+        const bool packed = packed_order();
+        if (!packed) {
+          const Block coords = unit_coords();
+          it.insert(it.end(), coords.begin(), coords.end());
+        }
         it.push_back(Stmt::LetLoad("ring_base", unit_s_, {Expr(2)}));
         if (skip_units) it.push_back(Stmt::LetLoad("handed", unit_s_, {Expr(3)}));
         auto q_free_after = [&](const Expr& n) {
@@ -579,6 +631,9 @@ struct Lowering {
         if (skip_units)
           for (int i = 0; i < 4; ++i)
             work.push_back(Stmt::WriteInt(unit_s_, {Expr(4 + i)}, Expr::var(seq_vars[i])));
+        if (packed)
+          for (int i = 0; i < 3; ++i)
+            work.push_back(Stmt::WriteInt(unit_s_, {Expr(9 + i)}, std::vector<Expr>{b, h, qb}[size_t(i)]));
         work.insert(work.end(), q_issue.begin(), q_issue.end());
         Stmt loop = Stmt::For("kb", max(key_blocks, Expr(1)) - 1, LoopKind::Reduce, "kb", fill(kb + 1));
         loop.no_unroll = true;
@@ -602,12 +657,21 @@ struct Lowering {
           trips = units() - grid() + 2;
         }
         // The unit's sequence (varlen), after the stop: a unit past the last has none.
+        if (packed) {
+          const Block find = packed_sequence();
+          it.insert(it.end(), find.begin(), find.end());
+        }
         it.insert(it.end(), seq_lets.begin(), seq_lets.end());
+        if (packed) {
+          const Block coords = packed_coords();
+          it.insert(it.end(), coords.begin(), coords.end());
+        }
         it.insert(it.end(), work.begin(), work.end());
         Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(it));
         walk.no_unroll = true;
         producer_loop = {Stmt::WriteInt(unit_s_, {Expr(2)}, Expr(0))};
         if (skip_units) producer_loop.push_back(Stmt::WriteInt(unit_s_, {Expr(3)}, Expr(0)));
+        if (packed) producer_loop.push_back(Stmt::WriteInt(unit_s_, {Expr(8)}, Expr(0)));
         producer_loop.push_back(std::move(walk));
         if (skip_units && !t.dynamic) {
           // The static walk's stop, once the CTA's units are done.
@@ -1065,13 +1129,16 @@ struct Lowering {
         // them; dynamic: a unit past the last ends the walk.
         Block head = {Stmt::MbarWait(Expr(0), t_i % 2), Stmt::LetLoad("unit", unit_s_, {Expr(0)}),
                       Stmt::LetLoad("ring_base", unit_s_, {Expr(1)})};
+        // (The packed order's coordinates are the producer's, written with real units only:
+        // read after the stop.)
         const Block coords = unit_coords();
-        head.insert(head.end(), coords.begin(), coords.end());
+        if (!packed_order()) head.insert(head.end(), coords.begin(), coords.end());
         if (stop_handoff) {
           head.push_back(Stmt::BreakIf(Expr::make(Expr::Kind::Le, units(), Expr::var("unit"))));
           // Static varlen: at most every unit of the CTA, then the stop.
           trips = t.dynamic ? units() - grid() + 2 : units_for_cta() + 1;
         }
+        if (packed_order()) head.insert(head.end(), coords.begin(), coords.end());
         head.insert(head.end(), seq_lets_handed.begin(), seq_lets_handed.end());
         head.insert(head.end(), unit.begin(), unit.end());
         unit = std::move(head);
@@ -1142,8 +1209,9 @@ struct Lowering {
       TensorDecl u;
       u.name = unit_s_ = fresh_tensor_name(p, "unit_s");
       u.dtype = DType::I32;
-      // Varlen: [3] the producer's hand-off count, [4..7] the unit's cumulative lengths.
-      u.shape = {Expr(a.varlen ? 8 : 3)};
+      // Varlen: [3] the producer's hand-off count, [4..7] the unit's cumulative lengths;
+      // packed order: [8] the producer's sequence cursor, [9..11] the unit's b, h, qb.
+      u.shape = {Expr(!a.varlen ? 3 : a.causal == Causal::None ? 12 : 8)};
       u.role = TensorRole::Shared;
       p.tensors.push_back(u);
     }

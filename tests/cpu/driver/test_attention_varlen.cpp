@@ -257,6 +257,31 @@ TEST(AttentionVarlen, WgmmaPersistentWalk) {
                seed++, "sm_90a", "wgmma");
 }
 
+// Varlen without a mask walks its units in packed order (k:013): sequence by sequence, the
+// heads of each, query blocks fastest, a sequence's sequence found by the producer's forward
+// scan of cu_seqlens_q and handed to the consumers with the unit. Seven sequences (empty, one
+// row, a block exactly, a block plus one, a block less one, several blocks) so that a CTA's
+// stride crosses several sequences per unit (50 CTAs) or walks many units of each (1-3),
+// both schedules, 64- and 128-row units, the overlap tile with the ping-pong and the peeled
+// mask (the varlen default's kernel), NaN slack past the last keys.
+TEST(AttentionVarlen, WgmmaPackedWalk) {
+  uint64_t seed = 501;
+  const std::vector<int64_t> lq = {64, 0, 130, 1, 63, 65, 200}, lk = {64, 9, 130, 1, 70, 0, 200};
+  for (const char* ctas : {"1", "3", "50"}) {
+    for (const char* schedule : {"static", "dynamic"}) {
+      check_varlen({4, 2, 16, lq, lk, 200, "false"},
+                   std::string("ATTN_WG=1,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=") +
+                       schedule + ",ATTN_CTAS=" + ctas,
+                   seed++, "sm_90a", "wgmma", 30);
+    }
+  }
+  for (const char* schedule : {"static", "dynamic"})
+    check_varlen({4, 2, 16, lq, lk, 200, "false"},
+                 std::string("ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1,"
+                             "ATTN_PEEL_MASK=1,ATTN_PERSISTENT=1,ATTN_CTAS=5,ATTN_SCHEDULE=") + schedule,
+                 seed++, "sm_90a", "wgmma", 30);
+}
+
 // The default kernel of causal varlen prefill at D = 128 (the 3 x 112 tile under the dynamic
 // walk, measured on the H200 2026-11-28): every unit of an empty sequence, one shorter than a
 // query block and one past it, against the reference, both causal corners.

@@ -1003,8 +1003,32 @@ TEST(AttentionWgmma, VarlenWalkDefault) {
         for (const char* part : {"grid(128, 1, 1), block(512)", "fetch.inc attn_work[0]"})
           EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
       }
-  EXPECT_EQ(used(varlen("false", 128, "bf16"), "").at("ATTN_PERSISTENT"), "0");
-  EXPECT_EQ(used(varlen("false", 128, "f16"), "").at("ATTN_PERSISTENT"), "0");
+  // The causal walk peels the masked blocks (2026-11-28 21:07).
+  EXPECT_EQ(used(varlen("true", 128, "bf16"), "").at("ATTN_PEEL_MASK"), "1");
+  // Without a mask at D = 113..128: the dense form's overlap tile under the dynamic walk in
+  // packed order, peeled (2026-11-28 21:07); its units are (Tq / 128 + B) x Hq slots.
+  for (int d : {120, 128})
+    for (const char* dtype : {"bf16", "f16"}) {
+      SCOPED_TRACE(std::string("no mask D ") + std::to_string(d) + " " + dtype);
+      const auto k = used(varlen("false", d, dtype), "");
+      for (const auto& [knob, value] :
+           std::vector<std::pair<const char*, const char*>>{
+               {"ATTN_PERSISTENT", "1"}, {"ATTN_SCHEDULE", "dynamic"}, {"ATTN_OVERLAP", "1"},
+               {"ATTN_PINGPONG", "1"}, {"ATTN_PEEL_MASK", "1"}, {"ATTN_TMA_STORE", "0"},
+               {"BLOCK_M", "128"}, {"BLOCK_N", "128"}})
+        EXPECT_EQ(k.at(knob), value) << knob;
+      const std::string ir = kernel_ir(varlen("false", d, dtype), "");
+      // (3000 / 128 + 4) x 4 = 108 units.
+      for (const char* part : {"grid(108, 1, 1), block(384)", "fetch.inc attn_work[0]"})
+        EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+    }
+  // Given a tile or the walk off, the one-CTA grid; D = 64 and 96 unmeasured: as before.
+  for (const char* knobs : {"ATTN_OVERLAP=0", "ATTN_WG=3", "ATTN_PERSISTENT=0"})
+    EXPECT_EQ(used(varlen("false", 128, "bf16"), knobs).at("ATTN_PERSISTENT"), "0") << knobs;
+  for (int d : {64, 96}) {
+    EXPECT_EQ(used(varlen("false", d, "bf16"), "").at("ATTN_PERSISTENT"), "0") << d;
+    EXPECT_EQ(used(varlen("false", d, "bf16"), "").at("ATTN_OVERLAP"), "0") << d;
+  }
   for (int d : {64, 96})
     EXPECT_EQ(used(varlen("true", d, "bf16"), "").at("ATTN_PERSISTENT"), "0") << d;
   for (const char* knobs : {"ATTN_WG=2", "ATTN_WG=2,BLOCK_N=128", "BLOCK_N=96", "ATTN_PRODUCER=0",

@@ -321,12 +321,13 @@ const std::vector<KnobDef>& knob_registry() {
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense or "
        "varlen, not paged): 1 = a persistent grid (ATTN_CTAS CTAs) walks the work units (query "
-       "block, head, batch; causal and varlen longest first; varlen: each unit binds its "
+       "block, head, batch; causal longest first; varlen without a mask sequence by sequence, "
+       "query blocks fastest; varlen: each unit binds its "
        "sequence's lengths, units past a sequence's rows skipped), the producer loading the "
        "next unit while the consumers finish the current one (the default with the producer "
-       "warpgroup, dense; causal not with ATTN_OVERLAP=1; varlen causal in the 3 x 112 tile at "
-       "D = 113..128); 0 = one CTA per query block (with thread 0 issuing, paged, and varlen "
-       "without a mask or in other tiles)",
+       "warpgroup, dense; causal not with ATTN_OVERLAP=1; varlen at D = 113..128, causal in the "
+       "3 x 112 tile, without a mask in the overlap tile and the packed order); 0 = one CTA per "
+       "query block (with thread 0 issuing, paged, and varlen in other tiles)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
        "SM count)", "k:013_lower_attention_wgmma", 0, 65536},

@@ -307,9 +307,9 @@ struct Lowering {
   // the next round's shortest. The last, partial round (units % P of them) reaches CTAs
   // 0.. of an even round and P - 1.. of an odd one.
   bool snake() const { return lpt_order(); }
-  // The longest-first order (query block slowest, from the last down): causal, and varlen
-  // with or without a mask — only the long sequences have the high query blocks, and their
-  // units carry the most keys.
+  // The longest-first order (query block slowest, from the last down): causal, and causal
+  // varlen — only the long sequences have the high query blocks, and their units carry the
+  // most keys. (Varlen without a mask under the walk takes the packed order above.)
   bool lpt_order() const { return a.causal != Causal::None || (a.varlen && !packed_order()); }
   Expr units_for_cta() const {
     const Expr c = Expr::var("blockIdx.x");

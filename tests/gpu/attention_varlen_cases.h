@@ -51,8 +51,10 @@ inline std::vector<Case> varlen_cases() {
   v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "top_left", "bf16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({varlen_expr(5, 3000, 3000, 8, 1, 96, 1000, "true", "f16", true), ""});
-  // The persistent walk (ATTN_PERSISTENT=1): units over max_seqlen_q's query blocks, each
-  // binding its sequence's lengths, units past a sequence's rows skipped; the grid of SMs
+  // The persistent walk (ATTN_PERSISTENT=1): causal units over max_seqlen_q's query blocks,
+  // without a mask the packed order (sequence by sequence, query blocks fastest; also the
+  // default there at D = 128, the first cases above), each binding its sequence's lengths,
+  // units past a sequence's rows skipped; the grid of SMs
   // and a few CTAs (each walking many sequences' units), both schedules (causal's default
   // dynamic, the mask-free static), the three masks, GQA and MQA, D 64, 96 and 128.
   for (const char* causal : {"true", "false"}) {

@@ -96,8 +96,8 @@ static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaT
          (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
 }
 
-// The overlap under the causal walk by default: dense, causal, above 224 stored columns
-// (D = 232..256) and a constant Sk of kWalkOverlapKeys keys or more. Measured on the H200
+// The overlap under the causal walk by default: dense, causal, a constant Sk, and above 224
+// stored columns (D = 232..256) from kWalkOverlapKeys keys on, or 113..128 (below). Measured on the H200
 // (2026-11-28 12:40, 16k tokens, bf16, loom/cuDNN, both with ATTN_PEEL_MASK=1): D = 256
 // causal, the walk alone (64 keys) against the walk with the overlap (80 keys), 1k 0.918x
 // -> 0.908x, 4k 1.020x -> 1.076x. At 1k a unit is 4-16 blocks of 64-80 keys, and the
@@ -105,10 +105,20 @@ static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaT
 // what it hides; from 4k on the key loop dominates. Below 4096 keys, off (unmeasured
 // between 1k and 4k: the measured win is the threshold). The peeled mask comes with it
 // (the form that was measured; see ATTN_PEEL_MASK's default).
+// D = 113..128 (FlashAttention-3's tile there: 2 x 64 rows by 128 keys with the ping-pong)
+// from kWalkOverlapKeys128 keys on: measured on the H200 (2026-11-29 00:49, 16k tokens,
+// bf16, loom/cuDNN), the default then (the short tile, 2 x 64 by 128 without the overlap, up
+// to 1536; 3 x 112 past it) against the walk with the overlap, peeled / not peeled: 1k
+// 0.895x -> 0.952x / 0.958x, 2k 0.974x -> 1.028x / 1.020x, 4k 1.015x -> 1.052x / 1.039x, 8k
+// 1.075x -> 1.072x / 1.057x (the static walk with it: 0.83-0.85x — the causal units differ).
+// At D = 128 the overlap's fill and drain are one 128-key block each, a smaller share of a
+// 1k unit than at D = 256 (where a unit's S is half the tile's registers).
 static constexpr int64_t kWalkOverlapKeys = 4096;
+static constexpr int64_t kWalkOverlapKeys128 = 512;
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
-  return a.causal != Causal::None && !a.varlen && !a.paged && Dp > 224 && a.Sk.is_const() &&
-         a.Sk.const_value() >= kWalkOverlapKeys;
+  if (a.causal == Causal::None || a.varlen || a.paged || !a.Sk.is_const()) return false;
+  const int64_t sk = a.Sk.const_value();
+  return (Dp > 224 && sk >= kWalkOverlapKeys) || (Dp > 112 && Dp <= 128 && sk >= kWalkOverlapKeys128);
 }
 
 // ATTN_SCHEDULE's default under the walk: dynamic causal (the work counter hands the

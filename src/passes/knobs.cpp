@@ -293,8 +293,9 @@ const std::vector<KnobDef>& knob_registry() {
       {"ATTN_OVERLAP", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = S of key block "
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array; the "
-       "default for dense attention at D = 113..128 and 232..256 past one 128-key block, not "
-       "under the causal walk except at D = 232..256 from 4096 keys); 0 = "
+       "default for dense attention at D = 113..128 and 232..256 past one 128-key block, under "
+       "the causal walk only from 512 constant keys at D = 113..128 and from 4096 at 232..256, "
+       "and for varlen without a mask at D = 113..128); 0 = "
        "each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_O_UNDER_S", "attention with ATTN_OVERLAP=1: 1 = O rescaled by a key "
        "block's alpha right after the next block's S is issued, under that wgmma "
@@ -303,9 +304,10 @@ const std::vector<KnobDef>& knob_registry() {
       {"ATTN_PEEL_MASK", "attention with ATTN_MMA=wgmma: 1 = the key blocks that some row "
        "masks (past Sk, or on the causal diagonal) run as a loop of their own after the "
        "unmasked ones (FlashAttention-3's masking steps), so the main key loop has no mask "
-       "code (the default causal at D = 113..128 with Sq and Sk constants up to 1536, and causal "
-       "at D = 232..256 from 4096 keys, with the overlap under the walk); 0 = one key loop, the "
-       "mask under a per-block test (the default elsewhere)",
+       "code (the default causal at D = 113..128 with Sq and Sk constants up to 1536 or with the "
+       "overlap under the walk, causal at D = 232..256 with the overlap under the walk, and "
+       "varlen under the walk); 0 = one key loop, the mask under a per-block test (the "
+       "default elsewhere)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
        "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "

@@ -884,6 +884,15 @@ struct Lowering {
       const Stmt arrive = Stmt::NamedBarrierArrive(Expr(1) + (wg + 1) % W, pp_threads);
       return Block{Stmt::If(wg < Expr(W - 1) || unless_last, {arrive})};
     };
+    // Under the walk with the overlap the ring runs across units (FlashAttention-3's
+    // scheduler barrier, opened once per CTA): the last warpgroup's first arrive comes
+    // before the walk and it arrives after every turn, its unit's last included, so the
+    // first warpgroup's first turn of unit t + 1 waits for that warpgroup's last turn of
+    // unit t, not for its P V, epilogue and wait for the next Q as well (a ring opened per
+    // unit). After the walk the first warpgroup's bar.sync takes the one arrival left.
+    // (Every turn is a key block after the first, the same count for every warpgroup of a
+    // unit: the unit's key blocks are the CTA's.)
+    const bool ring_across_units = persist && t.pingpong && t.overlap;
     auto pp_start = [&](const Expr& enough) {
       if (!t.pingpong) return Block{};
       const Expr last_wg = Expr::make(Expr::Kind::Eq, wg, Expr(W - 1));
@@ -901,6 +910,16 @@ struct Lowering {
                                 {kk, Expr(v)}));
     const Block to_p = {reg_loop("kk", BN / 16, std::move(per_kk))};
     const Expr wg_first = Expr::make(Expr::Kind::Eq, tid % 128, Expr(0));
+    // Q's slot handed back for the next unit under the walk (O not in it): by the
+    // warpgroup's first thread once the unit's last S retired (block kbx is the last), so
+    // the next unit's Q lands under this unit's last softmax, P V and epilogue — with the
+    // overlap as without it. (With the overlap the arrival came after the last P V, and the
+    // next unit's Q box was issued only then: ~1 us of its latency after the epilogue.)
+    auto release_q_after_last_s = [&](const Expr& kbx) {
+      if (!persist || t.o_in_q) return Block{};
+      return Block{Stmt::If(Expr::make(Expr::Kind::Eq, kbx + 1, key_blocks) && wg_first,
+                            {Stmt::MbarArrive(q_empty)})};
+    };
     // ATTN_PEEL_MASK=1: blocks [0, kb_full) are kept whole by every row of the CTA (its
     // first row keeps the fewest keys; rows past Sq keep as many as Sk allows) and run
     // without mask code; blocks [kb_full, key_blocks) — the ragged end past Sk, the
@@ -933,9 +952,7 @@ struct Lowering {
         step = cat(step, s_issue(kbx, s_a));
         step = cat(step, pp_arrive(Expr(1)));
         step.push_back(Stmt::WgmmaWait(0));
-        if (persist && !t.o_in_q)
-          step.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, kbx + 1, key_blocks) && wg_first,
-                                  {Stmt::MbarArrive(q_empty)}));
+        step = cat(step, release_q_after_last_s(kbx));
         step = cat(step, softmax(kbx, s_a, true, mask));
         if (t.pack_p) step = cat(step, to_p);
         // Before the ping-pong's turn: the consumers meet there, and a turn waits for another
@@ -989,9 +1006,10 @@ struct Lowering {
         step = cat(step, s_issue(kbx, s_a));
         if (early) step = cat(step, rescale_o());
         step = cat(step, pv_issue(kbx - 1, p_a));
-        step = cat(step, pp_arrive(kbx + 1 < key_blocks));
+        step = cat(step, pp_arrive(ring_across_units ? Expr(1) : kbx + 1 < key_blocks));
         step.push_back(Stmt::WgmmaWait(1));  // S of kb retired; P V of kb - 1 may run on
         step = cat(step, release_k(kbx));
+        step = cat(step, release_q_after_last_s(kbx));
         step = cat(step, softmax(kbx, s_a, false, mask));
         // The wait after the row sums (wgmma_wait_group_after): in one basic block ptxas
         // (CUDA 13.0) hoisted a plain wait above the whole softmax (SASS: the
@@ -1004,10 +1022,11 @@ struct Lowering {
         if (!early) step = cat(step, rescale_o());
         return step;
       };
-      Block first = pp_start(Expr(1) < key_blocks);
+      Block first = ring_across_units ? Block{} : pp_start(Expr(1) < key_blocks);
       first = cat(first, s_issue(Expr(0), s_a));
       first.push_back(Stmt::WgmmaWait(0));
       first = cat(first, release_k(Expr(0)));
+      first = cat(first, release_q_after_last_s(Expr(0)));
       // O is 0: no rescale (under S: the first step multiplies it by this block's alpha,
       // 0 — m_i was -inf and block 0 holds a key of every row it scores).
       first = cat(first, softmax(Expr(0), s_a, false));
@@ -1035,9 +1054,9 @@ struct Lowering {
     }
 
     // The warpgroup's S products retired: Q's slot is free for the next unit (with O in
-    // Q's slot, once its TMA store read it: below). Without the overlap, in the key loop
-    // right after the last block's S (the next Q then lands under its softmax, P V and the
-    // epilogue), or here for a unit with no key block; with the overlap, here.
+    // Q's slot, once its TMA store read it: below). In the key loop right after the last
+    // block's S (release_q_after_last_s: the next Q then lands under its softmax, P V and
+    // the epilogue), or here for a unit with no key block.
     //
     // An arrival by the warpgroup's first thread stands for its four warps, which run
     // apart on the GPU: it may come only once every warp is past the wait it answers.
@@ -1052,7 +1071,7 @@ struct Lowering {
     const Stmt wg_meet = Stmt::NamedBarrier(Expr(t.warpgroups + 2) + wg, 128);
     if (persist && !t.o_in_q)
       append({Stmt::If(key_blocks < 1, {wg_meet}),
-              Stmt::If(t.overlap ? wg_first : (key_blocks < 1 && wg_first), {Stmt::MbarArrive(q_empty)})});
+              Stmt::If(key_blocks < 1 && wg_first, {Stmt::MbarArrive(q_empty)})});
 
     // 7. Normalize and store (each span's columns of the tensor: the zero-filled ones
     // past D are not stored). ATTN_TMA_STORE=1: each warpgroup writes its 64 rows (every
@@ -1156,7 +1175,10 @@ struct Lowering {
       }
       Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(unit));
       walk.no_unroll = true;
+      if (ring_across_units) append(pp_start(Expr(1)));
       body.push_back(std::move(walk));
+      if (ring_across_units)
+        append({Stmt::If(Expr::make(Expr::Kind::Eq, wg, Expr(0)), {Stmt::NamedBarrier(Expr(1), pp_threads)})});
     }
     // The last stores read O's buffer before the CTA's shared memory goes.
     if (t.tma_store) append({Stmt::If(wg_first, {Stmt::BulkWait(0)})});

@@ -232,15 +232,17 @@ TEST(AttentionWgmmaCompile, OverlapUnderTheStream) {
   for (const auto& c : attention_test::wgmma_overlap_walk_cases()) expect_compiles(c.expr, c.knobs);
 }
 
-// The defaults that take the peeled mask (measured on the H200): causal D = 128 in the
-// short tile (2 x 64 rows by 128 keys, the ping-pong, Sq and Sk up to 1536), and causal
-// D = 256 from 4096 keys with the overlap under the walk (80 keys, the dynamic schedule),
-// at the benchmark's shapes (16k tokens), D = 232 too: no spills, no serialized wgmma,
-// the peeled loops and the overlap's wait in the source.
+// The defaults that take the peeled mask (measured on the H200): causal D = 128 from 512
+// keys with the overlap under the walk (2 x 64 rows by 128 keys, the ping-pong, the dynamic
+// schedule), below 512 keys in the short tile (the same rows and keys without the overlap),
+// and causal D = 256 from 4096 keys with the overlap under the walk (80 keys), at the
+// benchmark's shapes (16k tokens), D = 232 too: no spills, no serialized wgmma, the peeled
+// loops and the overlap's wait in the source.
 TEST(AttentionWgmmaCompile, PeeledMaskDefaults) {
   struct Shape { int s, d; bool overlap; };
-  for (const Shape& c : {Shape{1024, 128, false}, Shape{1536, 128, false}, Shape{4096, 256, true},
-                         Shape{16384, 256, true}, Shape{4096, 232, true}}) {
+  for (const Shape& c : {Shape{384, 128, false}, Shape{512, 128, true}, Shape{1024, 128, true},
+                         Shape{1536, 128, true}, Shape{4096, 128, true}, Shape{16384, 128, true},
+                         Shape{4096, 256, true}, Shape{16384, 256, true}, Shape{4096, 232, true}}) {
     const std::string e = attention_test::expr(16384 / c.s, 2048 / c.d, 2048 / c.d, c.s, c.s, c.d,
                                                "true", "bf16", false);
     SCOPED_TRACE(e);

@@ -626,9 +626,10 @@ TEST(AttentionWgmma, PeeledMaskKernelShape) {
 }
 
 // ATTN_PEEL_MASK's defaults (measured on the H200): causal D = 128 in the short tile
-// (2 x 64 rows by 128 keys with the ping-pong; Sq and Sk up to kShortQueries) and causal
-// D = 256 from 4096 keys, where the overlap runs under the dynamic walk (80 keys) by
-// default too. Off without a mask, past kShortQueries at D = 128 (3 x 112), at one key
+// (2 x 64 rows by 128 keys with the ping-pong; Sq and Sk up to kShortQueries) or from 512
+// keys with the overlap under the dynamic walk, and causal D = 256 from 4096 keys, where
+// the overlap runs under the dynamic walk (80 keys) by default too. Off without a mask,
+// past kShortQueries at D = 128 below 512 keys (3 x 112), at one key
 // block, at D = 256 below 4096 keys (the walk without the overlap, 64 keys), at D = 192,
 // for the serving forms; a given ATTN_PEEL_MASK=0 or ATTN_OVERLAP=0 wins. The default
 // forms interpreted against the reference: the short tile under both causal masks, Sq > Sk.
@@ -642,9 +643,20 @@ TEST(AttentionWgmma, PeeledMaskDefaults) {
     EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 128, "false"))) << sq;
     EXPECT_FALSE(peeled(attention(2, 2, sq, 1000, 96, "true"))) << sq;
   }
+  // Past kShortQueries: from 512 keys the overlap under the dynamic walk (2 x 64 rows by
+  // 128 keys), peeled; below 512 keys the three warpgroups' tile, one loop.
   const int long_q = int(kShortQueries) + 1;
-  EXPECT_FALSE(peeled(attention(2, 2, long_q, long_q, 128, "true")));
-  EXPECT_FALSE(peeled(attention(2, 2, 1000, long_q, 128, "true")));
+  for (int sk : {512, long_q}) {
+    const std::string ov = kernel_ir(attention(2, 2, long_q, sk, 128, "true"), "");
+    EXPECT_NE(ov.find("for kbm in"), std::string::npos) << sk << ov;
+    EXPECT_NE(ov.find("wgmma.wait 1"), std::string::npos) << sk << ov;
+    EXPECT_NE(ov.find("fetch.inc attn_work"), std::string::npos) << sk << ov;
+  }
+  EXPECT_TRUE(peeled(attention(2, 2, 1000, long_q, 128, "true")));
+  const std::string wg3 = kernel_ir(attention(2, 2, long_q, 511, 128, "true"), "");
+  EXPECT_EQ(wg3.find("for kbm in"), std::string::npos) << wg3;
+  EXPECT_EQ(wg3.find("wgmma.wait 1"), std::string::npos) << wg3;
+  EXPECT_FALSE(peeled(attention(2, 2, long_q, long_q, 128, "true"), "ATTN_OVERLAP=0"));
   EXPECT_FALSE(peeled(attention(2, 2, 100, 128, 128, "true")));  // one key block
   EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_PEEL_MASK=0"));
   EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=3"));
@@ -869,7 +881,7 @@ TEST(AttentionWgmma, PersistentKernelShape) {
   // Causal: sections of 16 (head, batch) pairs, whose K and V (4000 keys x 128 x 2 x 2 B
   // each) fit 32 MB, qb from the last down within each.
   const std::string c = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
-                                  "ATTN_PERSISTENT=1,ATTN_CTAS=20");
+                                  "ATTN_PERSISTENT=1,ATTN_CTAS=20,ATTN_OVERLAP=0");
   for (const char* part : {"grid(20, 1, 1)", "let qb = 20 - unit % 336 / 16",
                            "let h = (unit / 336 * 16 + unit % 336 % 16) % 16",
                            "let b = (unit / 336 * 16 + unit % 336 % 16) / 16",
@@ -882,7 +894,7 @@ TEST(AttentionWgmma, PersistentKernelShape) {
   // Dynamic: the first unit blockIdx.x, then the counter's next plus the grid; the walk a
   // bound the break ends.
   const std::string dy = kernel_ir(attention(16, 16, 4000, 4000, 128, "true", "bf16", false, 4),
-                                   "ATTN_PERSISTENT=1,ATTN_CTAS=20,ATTN_SCHEDULE=dynamic");
+                                   "ATTN_PERSISTENT=1,ATTN_CTAS=20,ATTN_SCHEDULE=dynamic,ATTN_OVERLAP=0");
   for (const char* part : {"let fetched = fetch.inc attn_work[0] wrap 1344 when 0 < t_i",
                            "break if 1344 <= unit", "for t_i in 0..1326 reduce no_unroll",
                            "attn_work: i32[1] temp zeroed"})

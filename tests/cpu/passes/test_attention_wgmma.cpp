@@ -449,6 +449,14 @@ TEST(AttentionWgmma, OverlapReleasesKAndVApart) {
   EXPECT_LT(wk, lk);
   EXPECT_LT(lk, wv);
   EXPECT_LT(wv, lv);
+  // K one block ahead of V: the producer's key loop loads K of block kb + 1, then V of
+  // block kb (the order the overlap reads them; block 0's K comes before Q).
+  const size_t k_next = ov.find("tma.load K_s[(kb + t_i * 3 + 1) % 2 * 16384] <- K[b, h, (kb + 1) * 128, 0]");
+  const size_t v_this = ov.find("tma.load V_s[(kb + t_i * 3) % 2 * 16384] <- V[b, h, kb * 128, 0]");
+  ASSERT_NE(k_next, std::string::npos) << ov;
+  ASSERT_NE(v_this, std::string::npos) << ov;
+  EXPECT_LT(k_next, v_this) << ov;
+  EXPECT_LT(ov.find("tma.load K_s[t_i * 3 % 2 * 16384] <- K[b, h, 0, 0]"), ov.find("tma.load Q_s")) << ov;
   // Without the overlap one release per slot, as measured.
   const std::string base = kernel_ir(e, "ATTN_PERSISTENT=1,KV_STAGES=2,ATTN_OVERLAP=0");
   EXPECT_NE(base.find("mbarriers=8"), std::string::npos) << base;

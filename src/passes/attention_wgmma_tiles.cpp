@@ -89,9 +89,13 @@ static bool varlen_packed_walk_shape(const AttentionLoops& a, const AttentionWgm
   return varlen_overlap_dims(a, t.padded_dim) && t.overlap && t.warpgroups == 2 &&
          t.block_n == 128;
 }
+// Varlen under the walk by default: either of the two measured shapes above.
+static bool varlen_walk_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t);
+}
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  if (a.varlen) return t.producer && (varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t));
+  if (a.varlen) return t.producer && varlen_walk_default(a, t);
   return t.producer && !a.paged &&
          (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
 }
@@ -463,7 +467,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   //   1.313 / 1.118 -> 1.023 / 1.143 / 1.311 / 1.098 at 8192 and the three mixes, and under
   //   the static walk 0.4-2.5 % better at six of seven mixes (128 x 48: 4.6 % worse). Each
   //   sequence's last key block is ragged there, its mask run-time.
-  const bool peel_varlen = t.persistent && (varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t));
+  const bool peel_varlen = t.persistent && varlen_walk_default(a, t);
   const bool peel_walk_overlap = walk_overlap && t.overlap && t.persistent;
   t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap || peel_varlen ? 1 : 0) != 0;
   t.ctas = s.knob("ATTN_CTAS", 0);

@@ -470,6 +470,9 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   const bool peel_varlen = t.persistent && varlen_walk_default(a, t);
   const bool peel_walk_overlap = walk_overlap && t.overlap && t.persistent;
   t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap || peel_varlen ? 1 : 0) != 0;
+  // ATTN_ROW_CHAINS: 1 (one serial chain per row, what every default was measured with)
+  // until measured otherwise; the registry bounds it to 1, 2, 4 or 8.
+  t.row_chains = s.knob("ATTN_ROW_CHAINS", 1);
   t.ctas = s.knob("ATTN_CTAS", 0);
   if (t.ctas != 0 && !t.persistent)
     throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "

@@ -253,6 +253,18 @@ TEST(AttentionWgmmaCompile, PeeledMaskDefaults) {
   }
 }
 
+// ATTN_ROW_CHAINS at the benchmark's shapes (16k tokens, 1k and 4k) on the default kernels
+// of D = 128 and 256, both masks: the partial chains fit the consumers' registers (no spill,
+// no serialized wgmma).
+TEST(AttentionWgmmaCompile, RowChains) {
+  for (int d : {128, 256})
+    for (const char* causal : {"false", "true"})
+      for (int s : {1024, 4096})
+        for (const char* knobs : {"ATTN_ROW_CHAINS=4", "ATTN_ROW_CHAINS=8"})
+          expect_compiles(attention_test::expr(16384 / s, 2048 / d, 2048 / d, s, s, d, causal, "bf16", false),
+                          knobs);
+}
+
 TEST(AttentionWgmmaCompile, GpuCases) {
   for (const auto& c : attention_test::wgmma_cases()) expect_compiles(c.expr, c.knobs);
 }

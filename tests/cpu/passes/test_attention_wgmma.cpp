@@ -462,6 +462,32 @@ TEST(AttentionWgmma, OverlapReleasesKAndVApart) {
   EXPECT_NE(base.find("mbarriers=8"), std::string::npos) << base;
 }
 
+// ATTN_ROW_CHAINS: the softmax's row maximum and row sum as 2, 4 or 8 partial chains and a
+// tree, interpreted against the reference under the three masks, ragged lengths, with and
+// without the overlap and the ping-pong, the peeled mask, D 64/128/256 (at 80 keys 8 chains
+// leave three empty: -inf and 0 through the tree), GQA and LSE; the Kernel IR's chains and
+// tree; 1 is the kernel without them, byte for byte.
+TEST(AttentionWgmma, RowChains) {
+  uint64_t seed = 1800;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_ROW_CHAINS=2,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 2, 200, 277, 128, causal, "f16"), "ATTN_ROW_CHAINS=4", seed++);
+    check_wgmma(attention(2, 1, 130, 260, 128, causal), "ATTN_ROW_CHAINS=4,ATTN_OVERLAP=1,ATTN_PEEL_MASK=1",
+                seed++);
+    check_wgmma(attention(1, 1, 70, 170, 256, causal), "ATTN_ROW_CHAINS=8,ATTN_OVERLAP=1", seed++);
+  }
+  check_wgmma(attention(4, 2, 100, 300, 128, "true", "bf16", true, 4),
+              "ATTN_ROW_CHAINS=8,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
+  const std::string e = attention(1, 1, 300, 300, 128, "false");
+  const std::string ir = kernel_ir(e, "ATTN_ROW_CHAINS=4");
+  for (const char* part : {"alloc m_p[4]", "m_p[n2 % 4] <- max(m_p[n2 % 4], s_acc[n2, hf, r2 * 2 + e])",
+                           "m_p[ck] <- max(m_p[ck], m_p[ck + 2])", "m_q = lane_reduce.max.x4(m_p[0])",
+                           "l_p[ck] <- add(l_p[ck], l_p[ck + 1])", "l_i[r2] <- add(l_i[r2], l_p[0])"})
+    EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+  EXPECT_EQ(kernel_ir(e, "ATTN_ROW_CHAINS=1"), kernel_ir(e, ""));
+  EXPECT_EQ(kernel_ir(e, "").find("m_p"), std::string::npos);
+}
+
 // ATTN_PACK_P=1 without the overlap: P converted once after the softmax into a 16-bit
 // register array that P V reads as it is (the interpreter checks the conversion comes
 // after the wgmma of the block before retired and before P V reads it). D 64/128/256, the

@@ -328,7 +328,7 @@ AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   // The wgmma kernel's own knobs mean nothing here: refused rather than ignored, as
   // attention_wgmma_tiles() refuses this kernel's. Why this kernel was chosen decides the fix.
   for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG",
-                        "ATTN_PACK_P", "ATTN_O_UNDER_S", "ATTN_PEEL_MASK", "ATTN_ROW_CHAINS", "ATTN_PERSISTENT", "ATTN_CTAS",
+                        "ATTN_PACK_P", "ATTN_O_UNDER_S", "ATTN_PEEL_MASK", "ATTN_PERSISTENT", "ATTN_CTAS",
                         "ATTN_SCHEDULE",
                         "ATTN_TMA_STORE"}) {
     if (!s.knobs.has(k)) continue;

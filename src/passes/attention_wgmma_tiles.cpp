@@ -106,9 +106,11 @@ static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaT
 // causal, the walk alone (64 keys) against the walk with the overlap (80 keys), 1k 0.918x
 // -> 0.908x, 4k 1.020x -> 1.076x. At 1k a unit is 4-16 blocks of 64-80 keys, and the
 // overlap's fill and drain (block 0's S alone, the last P V alone) are a larger share than
-// what it hides; from 4k on the key loop dominates. Below 4096 keys, off (unmeasured
-// between 1k and 4k: the measured win is the threshold). The peeled mask comes with it
-// (the form that was measured; see ATTN_PEEL_MASK's default).
+// what it hides. Since the producer loads K one block ahead of V (its wait for K was the
+// fill's largest part) it wins there too: H200, 2026-11-29 05:21, the walk alone against
+// the walk with the overlap (both peeled), 1k 0.913x -> 0.930x, 2k 0.979x -> 1.045x, 4k
+// 1.118x -> 1.121x; hence from kWalkOverlapKeys = 1024 keys (512: unmeasured, off). The
+// peeled mask comes with it (the form that was measured; see ATTN_PEEL_MASK's default).
 // D = 113..128 (FlashAttention-3's tile there: 2 x 64 rows by 128 keys with the ping-pong)
 // from kWalkOverlapKeys128 keys on: measured on the H200 (2026-11-29 00:49, 16k tokens,
 // bf16, loom/cuDNN), the default then (the short tile, 2 x 64 by 128 without the overlap, up
@@ -117,7 +119,7 @@ static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaT
 // 1.075x -> 1.072x / 1.057x (the static walk with it: 0.83-0.85x — the causal units differ).
 // At D = 128 the overlap's fill and drain are one 128-key block each, a smaller share of a
 // 1k unit than at D = 256 (where a unit's S is half the tile's registers).
-static constexpr int64_t kWalkOverlapKeys = 4096;
+static constexpr int64_t kWalkOverlapKeys = 1024;
 static constexpr int64_t kWalkOverlapKeys128 = 512;
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
   if (a.causal == Causal::None || a.varlen || a.paged || !a.Sk.is_const()) return false;
@@ -197,9 +199,10 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
   // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
   // 0.81 / 0.90x. The serving forms keep it off (unmeasured there), and so does a causal
-  // mask under the persistent walk below 4096 keys (causal_walk_overlap_shape, above: the
-  // walk with the overlap measured 0.918x -> 0.908x at 1k, 1.020x -> 1.076x at 4k; it
-  // spilled 4 B at D = 256 until the consumers bound their thread lets after setmaxnreg).
+  // mask under the persistent walk below 1024 keys (causal_walk_overlap_shape, above: the
+  // walk with the overlap measured 0.913x -> 0.930x at 1k, 0.979x -> 1.045x at 2k once K ran
+  // ahead of V; it spilled 4 B at D = 256 until the consumers bound their thread lets after
+  // setmaxnreg).
   // (Given or the walk's default with the producer: kept in step if the default changes.)
   AttentionWgmmaTiles with_producer;
   with_producer.producer = true;
@@ -470,9 +473,6 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   const bool peel_varlen = t.persistent && varlen_walk_default(a, t);
   const bool peel_walk_overlap = walk_overlap && t.overlap && t.persistent;
   t.peel_mask = s.knob("ATTN_PEEL_MASK", peel_short || peel_walk_overlap || peel_varlen ? 1 : 0) != 0;
-  // ATTN_ROW_CHAINS: 1 (one serial chain per row, what every default was measured with)
-  // until measured otherwise; the registry bounds it to 1, 2, 4 or 8.
-  t.row_chains = s.knob("ATTN_ROW_CHAINS", 1);
   t.ctas = s.knob("ATTN_CTAS", 0);
   if (t.ctas != 0 && !t.persistent)
     throw Error("ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0: add "

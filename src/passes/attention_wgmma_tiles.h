@@ -63,9 +63,6 @@ struct AttentionWgmmaTiles {
   // crossing the causal diagonal) run as a loop of their own after the unmasked ones
   // (FlashAttention-3's n_masking_steps), so the main key loop carries no mask code.
   bool peel_mask = false;
-  // ATTN_ROW_CHAINS: the softmax's per-thread row maximum and row sum as this many
-  // independent partial chains, combined by a tree (1: one serial chain per row).
-  int64_t row_chains = 1;
   bool pack_p = false;          // ATTN_PACK_P: P converted once into a 16-bit register
                                 // array after the softmax (always with ATTN_OVERLAP)
   bool pingpong = false;        // ATTN_PINGPONG: the consumer warpgroups take turns issuing

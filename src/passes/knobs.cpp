@@ -294,7 +294,7 @@ const std::vector<KnobDef>& knob_registry() {
        "kb issued before O += P V of block kb-1, the softmax running while that product is in "
        "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array; the "
        "default for dense attention at D = 113..128 and 232..256 past one 128-key block, under "
-       "the causal walk only from 512 constant keys at D = 113..128 and from 4096 at 232..256, "
+       "the causal walk only from 512 constant keys at D = 113..128 and from 1024 at 232..256, "
        "and for varlen without a mask at D = 113..128); 0 = "
        "each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_O_UNDER_S", "attention with ATTN_OVERLAP=1: 1 = O rescaled by a key "
@@ -309,12 +309,6 @@ const std::vector<KnobDef>& knob_registry() {
        "varlen under the walk); 0 = one key loop, the mask under a per-block test (the "
        "default elsewhere)",
        "k:013_lower_attention_wgmma", 0, 1},
-      {"ATTN_ROW_CHAINS", "attention with ATTN_MMA=wgmma: each thread's row maximum and row sum "
-       "of a key block as this many independent partial chains (key column group n2 into chain "
-       "n2 % ATTN_ROW_CHAINS), combined by a tree at the end; 1 = one serial chain of "
-       "BLOCK_N/4 max and add steps per row (the default; ncu's source counters at D = 128 1k "
-       "found the softmax's max and exp waiting on their dependences)",
-       "k:013_lower_attention_wgmma", 1, 8, true},
       {"ATTN_PACK_P", "attention with ATTN_MMA=wgmma: 1 = P converted once, after the softmax, "
        "into a 16-bit register array that O += P V reads as it is (FlashAttention-3's tOrP; "
        "always with ATTN_OVERLAP=1; the default at D = 113..128 past one key block); 0 = P "

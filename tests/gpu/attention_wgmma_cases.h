@@ -119,13 +119,15 @@ inline std::vector<Case> wgmma_peel_cases() {
 // setmaxnreg, which removed the 4 B spill; the GPU test's OverlapWalk group): D = 256 at 80
 // keys, causal (the dynamic schedule, the walk's causal default) with Sq > Sk on 16 CTAs
 // (keyless units), the three masks at 1000 x 777, the dynamic schedule without a mask; with
-// and without the peeled mask. And the defaults that take them: causal D = 256 from 4096
+// and without the peeled mask. And the defaults that take them: causal D = 256 from 1024
 // keys (the overlap under the dynamic walk, peeled; Sq < Sk and Sq = Sk, LSE), causal
 // D = 128 in the short tile (2 x 128 with the ping-pong, peeled; GQA 8/2, Sq != Sk).
 inline std::vector<Case> wgmma_overlap_walk_cases() {
   std::vector<Case> v;
   v.push_back({expr(1, 4, 2, 1000, 4096, 256, "true", "bf16", true), "ATTN_MMA=wgmma"});
   v.push_back({expr(1, 2, 2, 4096, 4096, 256, "top_left", "f16", false), "ATTN_MMA=wgmma"});
+  v.push_back({expr(1, 4, 2, 1500, 2048, 256, "true", "bf16", true), "ATTN_MMA=wgmma"});
+  v.push_back({expr(2, 2, 2, 1024, 1024, 256, "top_left", "f16", true), "ATTN_MMA=wgmma"});
   v.push_back({expr(2, 8, 2, 1000, 1200, 128, "true", "bf16", true), "ATTN_MMA=wgmma"});
   v.push_back({expr(2, 8, 2, 1200, 1000, 128, "top_left", "f16", false), "ATTN_MMA=wgmma"});
   const std::string ow = "ATTN_MMA=wgmma,ATTN_OVERLAP=1,ATTN_PERSISTENT=1";

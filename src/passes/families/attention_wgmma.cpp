@@ -14,7 +14,7 @@ KernelFamily attention_wgmma_family() {
   f.chosen_by = "ATTN_MMA=wgmma (the default on sm_90a for head dims that are multiples of 8 "
                 "up to 256, dense, paged or packed; not decode's split forms)";
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
-             {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"}, {"ATTN_O_UNDER_S"}, {"ATTN_PEEL_MASK"}, {"ATTN_ROW_CHAINS"},
+             {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"}, {"ATTN_O_UNDER_S"}, {"ATTN_PEEL_MASK"},
              {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
              {"MIN_BLOCKS"}};
   f.honours = attention_honours(f.reads);

@@ -782,29 +782,10 @@ struct Lowering {
       auto each_score = [&](Block x) {
         return reg_loop("n2", BN / 16, {reg_loop("hf", 2, {reg_loop("e", 2, std::move(x))})});
       };
-      // ATTN_ROW_CHAINS = K > 1: the thread's row maximum and row sum as K partial chains
-      // (column group n2 into chain n2 % K) and a tree over them, so K max (and add) steps
-      // are in flight where one serial chain had one; K = 1 is the one chain, as before.
-      const int64_t K = t.row_chains;
-      const Expr chain = n2 % K, ck = Expr::var("ck");
-      auto tree = [&](const std::string& arr, ScalarOp op) {
-        Block x;
-        for (int64_t half = K / 2; half >= 1; half /= 2)
-          x.push_back(reg_loop("ck", half, {with_dst(Stmt::Accum(arr, val(arr, {ck + half}), op), {ck})}));
-        return x;
-      };
-      Block row;
-      if (K == 1) {
-        row = {Stmt::Init("m_t", kNegInf), each_score({Stmt::Accum("m_t", s_v, ScalarOp::Max)})};
-      } else {
-        row = {Stmt::Alloc("m_p", {Expr(K)}),
-               reg_loop("ck", K, {with_dst(Stmt::Init("m_p", kNegInf), {ck})}),
-               each_score({with_dst(Stmt::Accum("m_p", s_v, ScalarOp::Max), {chain})})};
-        const Block t_max = tree("m_p", ScalarOp::Max);
-        row.insert(row.end(), t_max.begin(), t_max.end());
-      }
-      const Block stats = {
-          Stmt::LaneReduce("m_q", ScalarOp::Max, K == 1 ? val("m_t") : val("m_p", {Expr(0)}), 4),
+      Block row = {
+          Stmt::Init("m_t", kNegInf),
+          each_score({Stmt::Accum("m_t", s_v, ScalarOp::Max)}),
+          Stmt::LaneReduce("m_q", ScalarOp::Max, val("m_t"), 4),
           Stmt::Compute("m_new", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}),
           Stmt::Compute("m_diff", ScalarOp::Sub, {val("m_i", {r2}), val("m_new")}),
           Stmt::Compute("m_diff_c", ScalarOp::Mul, {val("m_diff"), Operand::constant(c)}),
@@ -812,24 +793,11 @@ struct Lowering {
           with_dst(Stmt::Compute("m_i", ScalarOp::Max, {val("m_i", {r2}), val("m_q")}), {r2}),
           with_dst(Stmt::Accum("l_i", val("alpha", {r2}), ScalarOp::Mul), {r2}),
           Stmt::Compute("m_c", ScalarOp::Mul, {val("m_new"), Operand::constant(c)}),
+          each_score({Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
+                      Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
+                      with_dst(Stmt::Compute(sa, ScalarOp::Exp2, {val("s_m")}), {n2, hf, v}),
+                      with_dst(Stmt::Accum("l_i", s_v), {r2})}),
       };
-      row.insert(row.end(), stats.begin(), stats.end());
-      Block exps = {Stmt::Compute("s_c", ScalarOp::Mul, {s_v, Operand::constant(c)}),
-                    Stmt::Compute("s_m", ScalarOp::Sub, {val("s_c"), val("m_c")}),
-                    with_dst(Stmt::Compute(sa, ScalarOp::Exp2, {val("s_m")}), {n2, hf, v})};
-      if (K == 1) {
-        exps.push_back(with_dst(Stmt::Accum("l_i", s_v), {r2}));
-        row.push_back(each_score(std::move(exps)));
-      } else {
-        exps.push_back(with_dst(Stmt::Accum("l_p", s_v), {chain}));
-        row.push_back(Stmt::Alloc("l_p", {Expr(K)}));
-        row.push_back(reg_loop("ck", K, {with_dst(Stmt::Init("l_p", 0.0), {ck})}));
-        row.push_back(each_score(std::move(exps)));
-        const Block t_sum = tree("l_p", ScalarOp::Add);
-        row.insert(row.end(), t_sum.begin(), t_sum.end());
-        // l_i is the last the softmax writes (the overlap's wait after it names l_i).
-        row.push_back(with_dst(Stmt::Accum("l_i", val("l_p", {Expr(0)})), {r2}));
-      }
       if (rescale)
         for (size_t i = 0; i < n_spans; ++i)
           row.push_back(reg_loop("dn", t.spans[i].width / 8, {reg_loop("e", 2, {with_dst(

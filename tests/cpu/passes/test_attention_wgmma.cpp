@@ -462,32 +462,6 @@ TEST(AttentionWgmma, OverlapReleasesKAndVApart) {
   EXPECT_NE(base.find("mbarriers=8"), std::string::npos) << base;
 }
 
-// ATTN_ROW_CHAINS: the softmax's row maximum and row sum as 2, 4 or 8 partial chains and a
-// tree, interpreted against the reference under the three masks, ragged lengths, with and
-// without the overlap and the ping-pong, the peeled mask, D 64/128/256 (at 80 keys 8 chains
-// leave three empty: -inf and 0 through the tree), GQA and LSE; the Kernel IR's chains and
-// tree; 1 is the kernel without them, byte for byte.
-TEST(AttentionWgmma, RowChains) {
-  uint64_t seed = 1800;
-  for (const char* causal : kMasks) {
-    check_wgmma(attention(2, 1, 150, 300, 64, causal), "ATTN_ROW_CHAINS=2,BLOCK_N=32", seed++);
-    check_wgmma(attention(2, 2, 200, 277, 128, causal, "f16"), "ATTN_ROW_CHAINS=4", seed++);
-    check_wgmma(attention(2, 1, 130, 260, 128, causal), "ATTN_ROW_CHAINS=4,ATTN_OVERLAP=1,ATTN_PEEL_MASK=1",
-                seed++);
-    check_wgmma(attention(1, 1, 70, 170, 256, causal), "ATTN_ROW_CHAINS=8,ATTN_OVERLAP=1", seed++);
-  }
-  check_wgmma(attention(4, 2, 100, 300, 128, "true", "bf16", true, 4),
-              "ATTN_ROW_CHAINS=8,ATTN_PERSISTENT=1,ATTN_CTAS=3", seed++);
-  const std::string e = attention(1, 1, 300, 300, 128, "false");
-  const std::string ir = kernel_ir(e, "ATTN_ROW_CHAINS=4");
-  for (const char* part : {"alloc m_p[4]", "m_p[n2 % 4] <- max(m_p[n2 % 4], s_acc[n2, hf, r2 * 2 + e])",
-                           "m_p[ck] <- max(m_p[ck], m_p[ck + 2])", "m_q = lane_reduce.max.x4(m_p[0])",
-                           "l_p[ck] <- add(l_p[ck], l_p[ck + 1])", "l_i[r2] <- add(l_i[r2], l_p[0])"})
-    EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
-  EXPECT_EQ(kernel_ir(e, "ATTN_ROW_CHAINS=1"), kernel_ir(e, ""));
-  EXPECT_EQ(kernel_ir(e, "").find("m_p"), std::string::npos);
-}
-
 // ATTN_PACK_P=1 without the overlap: P converted once after the softmax into a 16-bit
 // register array that P V reads as it is (the interpreter checks the conversion comes
 // after the wgmma of the block before retired and before P V reads it). D 64/128/256, the
@@ -694,17 +668,18 @@ TEST(AttentionWgmma, PeeledMaskDefaults) {
   EXPECT_FALSE(peeled(attention(2, 2, 100, 128, 128, "true")));  // one key block
   EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_PEEL_MASK=0"));
   EXPECT_FALSE(peeled(attention(2, 2, 1000, 1000, 128, "true"), "ATTN_WG=3"));
-  // D = 256: below 4096 keys the causal walk without the overlap, 64 keys, not peeled.
-  const std::string d256 = kernel_ir(attention(2, 2, 4095, 4095, 256, "true"), "");
+  // D = 256: below 1024 keys the causal walk without the overlap, 64 keys, not peeled.
+  const std::string d256 = kernel_ir(attention(2, 2, 1023, 1023, 256, "true"), "");
   EXPECT_EQ(d256.find("for kbm in"), std::string::npos) << d256;
   EXPECT_EQ(d256.find("wgmma.wait 1"), std::string::npos) << d256;
   EXPECT_NE(d256.find("wgmma_m64n64k16_f32_bf16_ss"), std::string::npos) << d256;
-  // From 4096 keys (D = 232..256): the overlap at 80 keys, under the dynamic walk, peeled;
+  // From 1024 keys (D = 232..256): the overlap at 80 keys, under the dynamic walk, peeled;
   // a given dynamic schedule (the default there) keeps it.
   for (int d : {232, 256})
+    for (int sk : {1024, 4096})
     for (const char* knobs : {"", "ATTN_SCHEDULE=dynamic", "ATTN_PERSISTENT=1"}) {
-      SCOPED_TRACE(std::to_string(d) + " " + knobs);
-      const std::string ir = kernel_ir(attention(2, 2, 4096, 4096, d, "true"), knobs);
+      SCOPED_TRACE(std::to_string(d) + " " + std::to_string(sk) + " " + knobs);
+      const std::string ir = kernel_ir(attention(2, 2, sk, sk, d, "true"), knobs);
       for (const char* part : {"for kbm in", "wgmma.wait 1", "wgmma_m64n80k16_f32_bf16_ss",
                                "fetch.inc attn_work[0]"})
         EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;

@@ -82,16 +82,24 @@ static bool varlen_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles
 // 1.278 / 1.308; 8192 + 512 x 8 1.258 / 1.100 / 1.118 / 1.098; 1024 x 8 1.556 / 1.166 /
 // 1.184 / 1.109; 128 x 48 2.880 / 1.562 / 2.057 / 1.388; twelve lengths 1..2000 1.707 /
 // 1.652 / 1.825 / 1.556. The dynamic walk is best or within 1.5 % at every mix.
+// Causal varlen at 113..128 stored columns takes the same tile under the dynamic walk (in
+// the longest-first box order, k:013's lpt_order; peeled), as dense causal attention does
+// from 512 keys since the overlap won there (causal_walk_overlap_shape): measured on the
+// H200 (2026-11-29 05:45, the command above with --masks true, vs_pad), the 3 x 112 tile
+// under the dynamic walk (varlen_walk_shape, the default before) / the overlap tile:
+// 4096,2048,..,128 1.267 / 1.199; 1023,777,3001,129,2048,1500 1.272 / 1.244; 8192 + 512 x 8
+// 1.139 / 1.167; 1024 x 8 1.363 / 1.195 (939 us for the four mixes against 955).
 static bool varlen_overlap_dims(const AttentionLoops& a, int64_t Dp) {
-  return a.varlen && !a.paged && a.causal == Causal::None && Dp > 112 && Dp <= 128;
+  return a.varlen && !a.paged && Dp > 112 && Dp <= 128;
 }
-static bool varlen_packed_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+static bool varlen_overlap_walk_shape(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
   return varlen_overlap_dims(a, t.padded_dim) && t.overlap && t.warpgroups == 2 &&
          t.block_n == 128;
 }
-// Varlen under the walk by default: either of the two measured shapes above.
+// Varlen under the walk by default: either of the measured shapes above (the 3 x 112 tile
+// now only where its knobs are given: ATTN_OVERLAP=0 at D = 113..128).
 static bool varlen_walk_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return varlen_walk_shape(a, t) || varlen_packed_walk_shape(a, t);
+  return varlen_walk_shape(a, t) || varlen_overlap_walk_shape(a, t);
 }
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
 static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
@@ -137,7 +145,7 @@ static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
 // min / median / max): causal dynamic 1.219 / 1.304 / 1.333, static 1.594 / 1.695 / 1.795;
 // no mask (the box order then) dynamic 1.327 / 1.359 / 1.409, static 1.466 / 1.557 / 1.788;
 // no mask in the packed order on the overlap tile (21:07, seven mixes) dynamic 1.038-1.556,
-// static 1.035-2.057 (varlen_packed_walk_shape).
+// static 1.035-2.057 (varlen_overlap_walk_shape).
 static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
   return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
@@ -227,11 +235,11 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // overlap spilled 4-8 B at D = 256 without a mask (NVRTC 13.0; found when the two merged;
   // no spill since the thread lets moved, but unmeasured without a mask). Not in the causal
   // walk's overlap shape, where the dynamic schedule is the default and was measured.
-  const bool walk_overlap = causal_walk && causal_walk_overlap_shape(a, Dp);
-  const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
-  // Varlen: without a mask at D = 113..128 (varlen_overlap_dims: the tile its packed walk
+  // Varlen at D = 113..128, with or without a mask (varlen_overlap_dims: the tile its walk
   // was measured with, the dynamic schedule its default); elsewhere off (unmeasured).
   const bool varlen_overlap = varlen_overlap_dims(a, Dp);
+  const bool walk_overlap = causal_walk && (causal_walk_overlap_shape(a, Dp) || varlen_overlap);
+  const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
   const bool overlap_default = overlap_dims && (!a.varlen || varlen_overlap) && !a.paged &&
                                (!causal_walk || walk_overlap) &&
                                (!dynamic_given || walk_overlap || varlen_overlap) && wg_given < 3 &&

@@ -295,7 +295,7 @@ const std::vector<KnobDef>& knob_registry() {
        "flight (FlashAttention-3's intra-warpgroup overlap; P in a 16-bit register array; the "
        "default for dense attention at D = 113..128 and 232..256 past one 128-key block, under "
        "the causal walk only from 512 constant keys at D = 113..128 and from 1024 at 232..256, "
-       "and for varlen without a mask at D = 113..128); 0 = "
+       "and for varlen at D = 113..128); 0 = "
        "each block's products in turn", "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_O_UNDER_S", "attention with ATTN_OVERLAP=1: 1 = O rescaled by a key "
        "block's alpha right after the next block's S is issued, under that wgmma "
@@ -327,8 +327,9 @@ const std::vector<KnobDef>& knob_registry() {
        "query blocks fastest; varlen: each unit binds its "
        "sequence's lengths, units past a sequence's rows skipped), the producer loading the "
        "next unit while the consumers finish the current one (the default with the producer "
-       "warpgroup, dense; causal not with ATTN_OVERLAP=1; varlen at D = 113..128, causal in the "
-       "3 x 112 tile, without a mask in the overlap tile and the packed order); 0 = one CTA per "
+       "warpgroup, dense; causal with ATTN_OVERLAP=1 where the overlap under the walk is the "
+       "default; varlen at D = 113..128 in the overlap tile, without a mask in the packed "
+       "order, or in the 3 x 112 tile); 0 = one CTA per "
        "query block (with thread 0 issuing, paged, and varlen in other tiles)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "

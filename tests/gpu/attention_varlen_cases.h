@@ -2,10 +2,12 @@
 // K/V [Tk,Hkv,D] with cumulative lengths from fill_serving_inputs (the first sequence
 // max_seqlen_q queries, the others random up to it, keys in proportion), the three masks,
 // GQA and MHA, D 64, 96 and 128, bf16 and f16, with and without LSE: on sm_90a the wgmma
-// kernel (the default once max_seqlen_q passes 64: both issue schemes, the 3 x 112 tile at
-// D = 128, 64 + 32 column spans at D = 96), and the mma.sync kernel by ATTN_MMA=mma_sync
-// and for a decode-sized max_seqlen_q; the wgmma kernel under the persistent walk (the
-// default for causal masks at D = 128; ATTN_PERSISTENT=0 there runs one CTA per query block).
+// kernel (the default once max_seqlen_q passes 64: both issue schemes, at D = 128 the
+// overlap tile — 2 x 64 rows by 128 keys, the ping-pong — and the 3 x 112 tile by
+// ATTN_OVERLAP=0, 64 + 32 column spans at D = 96), and the mma.sync kernel by
+// ATTN_MMA=mma_sync and for a decode-sized max_seqlen_q; the wgmma kernel under the
+// persistent walk (the default at D = 128 with either tile; ATTN_PERSISTENT=0 there runs
+// one CTA per query block).
 // tests/gpu/test_attention_varlen.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_varlen.cpp compiles every kernel with NVRTC for sm_80 and
 // sm_90a (no spills).
@@ -73,6 +75,10 @@ inline std::vector<Case> varlen_cases() {
   // query block given, as before the default moved.
   v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "true", "bf16", true),
                "ATTN_PERSISTENT=0"});
+  // The 3 x 112 tile's causal walk (the causal default until 2026-11-29), both corners.
+  for (const char* causal : {"true", "top_left"})
+    v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, causal, "f16", true),
+                 "ATTN_OVERLAP=0"});
   return v;
 }
 

@@ -991,10 +991,12 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   EXPECT_NO_THROW(kernel_ir(e, "ATTN_CTAS=0"));
 }
 
-// ATTN_PERSISTENT's default for varlen prefill (measured on the H200, 2026-11-28 16:25):
-// the dynamic walk under a causal mask (either corner) in the 3 x 112 tile at D = 113..128,
-// bf16 and f16, O on the fragment stores; one CTA per query block without a mask, in other
-// tiles (two warpgroups given, D = 64 and 96), without the producer, and where the walk is
+// ATTN_PERSISTENT's default for varlen prefill (measured on the H200, 2026-11-28 and 29):
+// at D = 113..128 the overlap tile (2 x 64 rows by 128 keys, the ping-pong) under the
+// dynamic walk, peeled, O on the fragment stores — under a causal mask (either corner) in
+// the longest-first box order, without one in packed order; the 3 x 112 tile keeps its
+// walk under a causal mask where ATTN_OVERLAP=0 is given. One CTA per query block in other
+// tiles (another BLOCK_N given, D = 64 and 96), without the producer, and where the walk is
 // given off.
 TEST(AttentionWgmma, VarlenWalkDefault) {
   const auto varlen = [](const char* causal, int d, const char* dtype) {
@@ -1014,18 +1016,30 @@ TEST(AttentionWgmma, VarlenWalkDefault) {
       for (const char* dtype : {"bf16", "f16"}) {
         SCOPED_TRACE(std::string(causal) + " D " + std::to_string(d) + " " + dtype);
         const auto k = used(varlen(causal, d, dtype), "");
-        EXPECT_EQ(k.at("ATTN_PERSISTENT"), "1");
-        EXPECT_EQ(k.at("ATTN_SCHEDULE"), "dynamic");
-        EXPECT_EQ(k.at("ATTN_TMA_STORE"), "0");
-        EXPECT_EQ(k.at("BLOCK_M"), "192");
-        EXPECT_EQ(k.at("BLOCK_N"), "112");
+        for (const auto& [knob, value] :
+             std::vector<std::pair<const char*, const char*>>{
+                 {"ATTN_PERSISTENT", "1"}, {"ATTN_SCHEDULE", "dynamic"}, {"ATTN_OVERLAP", "1"},
+                 {"ATTN_PINGPONG", "1"}, {"ATTN_PEEL_MASK", "1"}, {"ATTN_TMA_STORE", "0"},
+                 {"BLOCK_M", "128"}, {"BLOCK_N", "128"}})
+          EXPECT_EQ(k.at(knob), value) << knob;
         const std::string ir = kernel_ir(varlen(causal, d, dtype), "");
+        // 12 query blocks x 4 heads x 4 sequences in box order: 192 units, a grid of the
+        // 132 SMs; longest first (not the packed order's sequence scan).
+        for (const char* part : {"grid(132, 1, 1), block(384)", "fetch.inc attn_work[0]",
+                                 "wgmma.wait 1", "for kbm in"})
+          EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+        // ATTN_OVERLAP=0: the 3 x 112 tile under its measured walk (2026-11-28 16:25).
+        const auto k3 = used(varlen(causal, d, dtype), "ATTN_OVERLAP=0");
+        EXPECT_EQ(k3.at("ATTN_PERSISTENT"), "1");
+        EXPECT_EQ(k3.at("ATTN_SCHEDULE"), "dynamic");
+        EXPECT_EQ(k3.at("ATTN_PEEL_MASK"), "1");
+        EXPECT_EQ(k3.at("BLOCK_M"), "192");
+        EXPECT_EQ(k3.at("BLOCK_N"), "112");
+        const std::string ir3 = kernel_ir(varlen(causal, d, dtype), "ATTN_OVERLAP=0");
         // 8 query blocks x 4 heads x 4 sequences: 128 units, fewer than the 132 SMs.
         for (const char* part : {"grid(128, 1, 1), block(512)", "fetch.inc attn_work[0]"})
-          EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
+          EXPECT_NE(ir3.find(part), std::string::npos) << part << "\n" << ir3;
       }
-  // The causal walk peels the masked blocks (2026-11-28 21:07).
-  EXPECT_EQ(used(varlen("true", 128, "bf16"), "").at("ATTN_PEEL_MASK"), "1");
   // Without a mask at D = 113..128: the dense form's overlap tile under the dynamic walk in
   // packed order, peeled (2026-11-28 21:07); its units are (Tq / 128 + B) x Hq slots.
   for (int d : {120, 128})
@@ -1052,9 +1066,12 @@ TEST(AttentionWgmma, VarlenWalkDefault) {
   }
   for (int d : {64, 96})
     EXPECT_EQ(used(varlen("true", d, "bf16"), "").at("ATTN_PERSISTENT"), "0") << d;
-  for (const char* knobs : {"ATTN_WG=2", "ATTN_WG=2,BLOCK_N=128", "BLOCK_N=96", "ATTN_PRODUCER=0",
+  for (const char* knobs : {"BLOCK_N=96", "ATTN_OVERLAP=0,ATTN_WG=2", "ATTN_PRODUCER=0",
                             "ATTN_PERSISTENT=0"})
     EXPECT_EQ(used(varlen("true", 128, "bf16"), knobs).at("ATTN_PERSISTENT"), "0") << knobs;
+  // The walk given: the overlap tile stays (the walk's overlap shape for varlen).
+  for (const char* knobs : {"ATTN_PERSISTENT=1", "ATTN_SCHEDULE=dynamic", "ATTN_WG=2,BLOCK_N=128"})
+    EXPECT_EQ(used(varlen("true", 128, "bf16"), knobs).at("ATTN_OVERLAP"), "1") << knobs;
   // Dense attention keeps its own default (the walk with the producer, either mask).
   EXPECT_EQ(used(attention(2, 2, 2000, 2000, 128, "false"), "").at("ATTN_PERSISTENT"), "1");
 }

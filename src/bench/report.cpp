@@ -155,7 +155,17 @@ std::string format_kernels(const std::vector<KernelReport>& kernels) {
                occ, k.spill_bytes ? format_bytes(k.spill_bytes) : "0",
                k.knobs.empty() ? "-" : k.knobs});
   }
-  return t.str();
+  std::string out = t.str();
+  for (const KernelReport& k : kernels) out += serialized_wgmma_warning(k.name, k.wgmma_serialized);
+  return out;
+}
+
+std::string serialized_wgmma_warning(const std::string& kernel, const std::string& reason) {
+  if (reason.empty()) return "";
+  return "warning: ptxas serialized the wgmma.mma_async of " + kernel + " (" + reason +
+         "): each product waits for the one before it, a fraction of the tensor cores' rate "
+         "(no spill shows it); knobs that shrink the live accumulators (a smaller BLOCK_N or "
+         "BN, ATTN_PEEL_MASK=0 or ATTN_OVERLAP=0 on attention) avoid it\n";
 }
 
 BenchHeader make_bench_header(const DeviceInfo& dev, uint64_t seed, const TimingOptions& opt,

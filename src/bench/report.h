@@ -63,11 +63,17 @@ struct KernelReport {
   std::optional<int> cluster_size;        // CTAs per cluster (thread-block clusters)
   std::optional<int> active_clusters;     // clusters resident at once (occupancy query)
   int64_t spill_bytes = 0;                // spill stores + loads (ptxas)
+  std::string wgmma_serialized;           // ptxas's reason, when it serialized the wgmma
   std::string knobs;                      // "BM=128,BN=128,..."
 };
 
-// kernel | µs | grid | block | smem | regs | occupancy | spills | knobs
+// kernel | µs | grid | block | smem | regs | occupancy | spills | knobs, then a warning per
+// kernel whose wgmma ptxas serialized.
 std::string format_kernels(const std::vector<KernelReport>& kernels);
+
+// "warning: ptxas serialized the wgmma of <kernel> (<reason>): .." and a newline; empty
+// when it did not.
+std::string serialized_wgmma_warning(const std::string& kernel, const std::string& reason);
 
 struct BenchHeader {
   std::string gpu;             // device name

@@ -80,6 +80,7 @@ Json kernel_json(const KernelReport& k) {
   j["blocks_per_sm"] = k.blocks_per_sm ? Json(*k.blocks_per_sm) : Json(nullptr);
   j["occupancy"] = k.occupancy ? Json(*k.occupancy) : Json(nullptr);
   j["cluster_size"] = k.cluster_size ? Json(*k.cluster_size) : Json(nullptr);
+  j["wgmma_serialized"] = k.wgmma_serialized.empty() ? Json(nullptr) : Json(k.wgmma_serialized);
   return j;
 }
 

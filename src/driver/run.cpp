@@ -137,8 +137,10 @@ KernelReport kernel_report(const KernelOp& k, const LaunchPlan& plan, std::optio
     kr.active_clusters = max_active_clusters(plan.fn, plan.cfg, k.cluster[0]);
   }
   auto res = r.nvrtc.resources.find(k.name);
-  if (res != r.nvrtc.resources.end())
+  if (res != r.nvrtc.resources.end()) {
     kr.spill_bytes = res->second.spill_store_bytes + res->second.spill_load_bytes;
+    kr.wgmma_serialized = res->second.wgmma_serialized;
+  }
   kr.knobs = join_knobs(r.program.state);
   return kr;
 }

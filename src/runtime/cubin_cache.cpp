@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "ir/error.h"
+#include "runtime/ptxas_report.h"
 #include "ir/warn_once.h"
 #include "runtime/sha256.h"
 
@@ -126,6 +127,9 @@ std::string parse_entry(const std::string& file, const std::string& key, Compile
     rep.barriers = int(p.i64());
     r.resources[name] = rep;
   }
+  // Not a field of the entry: derived from its log, as a fresh compile derives it.
+  for (const auto& [name, why] : serialized_wgmma(r.log))
+    if (auto it = r.resources.find(name); it != r.resources.end()) it->second.wgmma_serialized = why;
   std::string cubin = p.str();
   if (!p.ok || !p.done()) return "payload does not parse";
   if (cubin.empty()) return "empty cubin";

@@ -19,12 +19,32 @@ const std::regex kUsed(R"(Used (\d+) registers)");
 const std::regex kBarriers(R"(used (\d+) barriers)");
 const std::regex kSmem(R"((\d+) bytes smem)");
 const std::regex kCmem(R"((\d+) bytes cmem\[\d+\])");
+// ptxas (CUDA 12.3 - 13.0) on sm_90a:
+//   ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are
+//   serialized due to insufficient register resources for the function 'k_attention'
+// (one line; other reasons: extern calls, non-wgmma instructions defining accumulator
+// registers of a wgmma between start and end of the pipeline stage, ..).
+const std::regex kSerialized(
+    R"(wgmma\.mma_async instructions are serialized due to (.+?) (?:for|in) the function '([^']+)')");
 
 struct StackInfo {
   int64_t frame = 0, spill_stores = 0, spill_loads = 0;
 };
 
 }  // namespace
+
+std::map<std::string, std::string> serialized_wgmma(const std::string& log) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(log);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, kSerialized)) {
+      std::string& why = out[m[2]];
+      if (why.find(m[1].str()) == std::string::npos) why += (why.empty() ? "" : "; ") + m[1].str();
+    }
+  return out;
+}
 
 std::map<std::string, ResourceReport> parse_ptxas_report(const std::string& log) {
   std::map<std::string, ResourceReport> entries;
@@ -57,6 +77,8 @@ std::map<std::string, ResourceReport> parse_ptxas_report(const std::string& log)
       entry.clear();
     }
   }
+  for (const auto& [name, why] : serialized_wgmma(log))
+    if (auto it = entries.find(name); it != entries.end()) it->second.wgmma_serialized = why;
   for (auto& [name, r] : entries) {
     auto it = stacks.find(name);
     if (it == stacks.end()) continue;

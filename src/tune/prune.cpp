@@ -365,6 +365,9 @@ std::string resource_violation(const CompiledCandidate& c, const DeviceInfo& dev
     if (r.spill_store_bytes > 0 || r.spill_load_bytes > 0)
       return "ptxas spills in " + k.name + ": " + str(r.spill_store_bytes) + " B stored, " +
              str(r.spill_load_bytes) + " B loaded (" + str(r.registers) + " registers)";
+    if (!r.wgmma_serialized.empty())
+      return "ptxas serialized the wgmma of " + k.name + " (" + r.wgmma_serialized +
+             "): every product waits for the one before it";
     if (r.registers > 0 && dev.regs_per_sm > 0 &&
         int64_t(r.registers) * k.block_threads > dev.regs_per_sm)
       return k.name + ": " + str(r.registers) + " registers x " + str(k.block_threads) +

@@ -80,7 +80,8 @@ struct KernelVerdict {
 KernelVerdict check_kernel_ir(const CompileState& s, const DeviceInfo& dev,
                               double max_read_conflict = 4.0);
 
-// Stage 3. Empty when no kernel spills and each can be resident.
+// Stage 3. Empty when no kernel spills, ptxas serialized no kernel's wgmma, and each can
+// be resident.
 std::string resource_violation(const CompiledCandidate& c, const DeviceInfo& dev);
 
 }  // namespace loom::tune

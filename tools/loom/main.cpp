@@ -292,7 +292,11 @@ std::string resource_table(const CompileResult& cr, const KernelProgram& kp) {
                format_bytes(r.stack_frame_bytes), format_bytes(r.spill_store_bytes),
                format_bytes(r.spill_load_bytes), std::to_string(k.block_threads)});
   }
-  return t.str();
+  std::string out = t.str();
+  for (const auto& k : kp.kernels)
+    if (auto it = cr.resources.find(k.name); it != cr.resources.end())
+      out += serialized_wgmma_warning(k.name, it->second.wgmma_serialized);
+  return out;
 }
 
 CompileResult nvrtc_compile(const CompiledProgram& c, const std::string& arch) {

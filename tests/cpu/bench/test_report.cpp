@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ir/error.h"
 
 namespace loom {
@@ -104,6 +106,15 @@ TEST(FormatKernels, GoldenText) {
             "--------  ----  -----  -----  ------  ----  ----------  ------  -------------\n"
             "k_matmul  80.0  32x16    256  48 KiB   128  25% (1/SM)       0  BM=128,BN=128\n"
             "k_reduce     -      4    128     0 B    32           -    24 B  -\n");
+  // A kernel whose wgmma ptxas serialized: a warning under the table, naming it and why.
+  a.wgmma_serialized = "insufficient register resources";
+  const std::string t = format_kernels({a, b});
+  EXPECT_NE(t.find("k_reduce     -      4    128     0 B    32           -    24 B  -\n"
+                   "warning: ptxas serialized the wgmma.mma_async of k_matmul (insufficient "
+                   "register resources): each product waits for the one before it"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 5) << t;
 }
 
 TEST(FormatHeader, GoldenText) {

@@ -281,6 +281,25 @@ TEST(AttentionWgmmaCompile, OverlapTiles) {
                         knobs);
 }
 
+// A knob set ptxas compiles with every wgmma serialized for want of registers (FA3's
+// non-causal 176 keys at D = 128 with the peeled mask: two copies of the key loop; measured
+// 0.59-0.68x cuDNN against 0.95-1.02x unpeeled, H200 2026-11-29) is reported as such by the
+// parsed ptxas report — what `loom compile -v` warns of and the tuner prunes — while the
+// unpeeled tile is not. Pins the report's reading of ptxas's wording.
+TEST(AttentionWgmmaCompile, SerializedWgmmaIsReported) {
+  const std::string e = attention_test::expr(4, 16, 16, 4096, 4096, 128, "false", "bf16", false);
+  for (const char* peel : {"1", "0"}) {
+    SCOPED_TRACE(peel);
+    CompiledProgram p = compile_for(e, std::string("BLOCK_N=176,ATTN_PEEL_MASK=") + peel);
+    CompileResult r = nvrtc_check::compile_source(p.cuda, "sm_90a", "attention_wgmma.cu");
+    if (r.resources.empty()) GTEST_SKIP() << "NVRTC's cache left no ptxas report";
+    ASSERT_TRUE(r.resources.count("k_attention")) << r.log;
+    EXPECT_EQ(r.resources.at("k_attention").wgmma_serialized,
+              std::string(peel) == "1" ? "insufficient register resources" : "")
+        << r.log;
+  }
+}
+
 // ATTN_PINGPONG=1: the GPU test's cases and the benchmark's shapes (the bar.sync /
 // bar.arrive pair costs no registers: no spills at 160 with three warpgroups, 240 with two).
 TEST(AttentionWgmmaCompile, PingPong) {

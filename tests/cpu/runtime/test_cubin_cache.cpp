@@ -1,4 +1,5 @@
 #include "runtime/cubin_cache.h"
+#include "runtime/ptxas_report.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -81,6 +82,25 @@ TEST_F(CubinCacheTest, MissThenHitReturnsTheSameResult) {
   CompileResult changed = compile(request(1), &cache);
   EXPECT_FALSE(changed.from_cache);
   EXPECT_NE(changed.cache_key, first.cache_key);
+}
+
+// ptxas's serialized-wgmma note is not a field of an entry: a hit derives it from the stored
+// log, as the compile that stored it did, so a cached kernel keeps its warning (and the
+// tuner its pruning).
+TEST_F(CubinCacheTest, HitDerivesSerializedWgmmaFromTheLog) {
+  CubinCache cache(root_.string());
+  CompileResult r = compile(request(), &cache);
+  ASSERT_TRUE(r.resources.count("k")) << r.log;
+  EXPECT_TRUE(r.resources.at("k").wgmma_serialized.empty());
+  r.log += "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are "
+           "serialized due to insufficient register resources for the function 'k'\n";
+  r.resources = parse_ptxas_report(r.log);
+  ASSERT_EQ(r.resources.at("k").wgmma_serialized, "insufficient register resources");
+  cache.store("serialized", r);
+  std::optional<CompileResult> hit = cache.lookup("serialized");
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->resources, r.resources);
+  EXPECT_EQ(hit->resources.at("k").wgmma_serialized, "insufficient register resources");
 }
 
 // Damages the entry of request() in place and checks that it is detected, warned about

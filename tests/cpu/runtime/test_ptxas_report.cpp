@@ -46,5 +46,34 @@ TEST(PtxasReport, ParsesEveryEntryFunction) {
 
 TEST(PtxasReport, EmptyLogHasNoKernels) { EXPECT_TRUE(parse_ptxas_report("").empty()); }
 
+// ptxas's note when it serializes a kernel's wgmma (NVRTC 13.0, sm_90a: the attention kernel
+// at BLOCK_N=176 with ATTN_PEEL_MASK=1), with a second kernel it leaves alone and a note for
+// a function that is not an entry.
+const char* kSerializedLog = R"(ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources for the function 'k_attention'
+ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function '_Z6helperv'
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'k_attention' for 'sm_90a'
+ptxas info    : Function properties for k_attention
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 168 registers, used 16 barriers
+ptxas info    : Compiling entry function 'k_other' for 'sm_90a'
+ptxas info    : Function properties for k_other
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 90 registers, used 1 barriers
+)";
+
+TEST(PtxasReport, SerializedWgmmaNamesTheKernelAndTheReason) {
+  auto r = parse_ptxas_report(kSerializedLog);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r["k_attention"].wgmma_serialized, "insufficient register resources");
+  EXPECT_EQ(r["k_attention"].registers, 168);
+  EXPECT_EQ(r["k_attention"].spill_store_bytes, 0);
+  EXPECT_EQ(r["k_other"].wgmma_serialized, "");
+  const auto s = serialized_wgmma(kSerializedLog);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.at("_Z6helperv"), "the presence of Extern calls");
+  EXPECT_TRUE(parse_ptxas_report(kLog)["k3"].wgmma_serialized.empty());
+}
+
 }  // namespace
 }  // namespace loom

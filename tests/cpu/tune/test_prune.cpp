@@ -214,6 +214,13 @@ TEST(Prune, ResourceReportRules) {
       << r;
   c.kernels[0].report.spill_store_bytes = c.kernels[0].report.spill_load_bytes = 0;
   EXPECT_EQ(resource_violation(c, h100()), "");
+  // ptxas serialized its wgmma (C7512: no spill, each product waiting for the one before).
+  c.kernels[0].report.wgmma_serialized = "insufficient register resources";
+  r = resource_violation(c, h100());
+  EXPECT_NE(r.find("serialized the wgmma of k_matmul (insufficient register resources)"),
+            std::string::npos)
+      << r;
+  c.kernels[0].report.wgmma_serialized.clear();
   c.kernels[0].block_threads = 1024;  // 255 x 1024 > 65536
   r = resource_violation(c, h100());
   EXPECT_NE(r.find("no block can be resident"), std::string::npos) << r;

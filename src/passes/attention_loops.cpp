@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "ir/f32_constant.h"
 #include "passes/attention_wgmma_tiles.h"
+#include "passes/families/family.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -326,19 +327,22 @@ int64_t default_block_n(const AttentionLoops& a) {
 AttentionTiles attention_tiles(CompileState& s, const AttentionLoops& a) {
   AttentionTiles t;
   // The wgmma kernel's own knobs mean nothing here: refused rather than ignored, as
-  // attention_wgmma_tiles() refuses this kernel's. Why this kernel was chosen decides the fix.
-  for (const char* k : {"ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG",
-                        "ATTN_PACK_P", "ATTN_O_UNDER_S", "ATTN_PEEL_MASK", "ATTN_PERSISTENT", "ATTN_CTAS",
-                        "ATTN_SCHEDULE",
-                        "ATTN_TMA_STORE"}) {
-    if (!s.knobs.has(k)) continue;
+  // attention_wgmma_tiles() refuses this kernel's. Which knobs those are comes from the two
+  // families' declarations (src/passes/families/): the wgmma family's reads that this
+  // family does not read. Why this kernel was chosen decides the fix.
+  static const KernelFamily* const wgmma = find_family("attention_wgmma");
+  static const KernelFamily* const mma_sync = find_family("attention_mma_sync");
+  LOOM_CHECK(wgmma && mma_sync, "the attention families are registered");
+  for (const KnobUse& use : wgmma->reads) {
+    const std::string& k = use.name;
+    if (mma_sync->reads_knob(k) || !s.knobs.has(k)) continue;
     const bool sm90a = s.target.arch == "sm_90a";
     const bool d_fits = a.D.is_const() && attention_wgmma_head_dim(a.D.const_value());
     const std::string why = s.knobs.has("ATTN_MMA")
                                 ? "ATTN_MMA=" + s.knobs.get_str("ATTN_MMA", "") + " asks for it"
                             : !sm90a ? "the only attention kernel for " + s.target.arch
                                      : "the default for D = " + a.D.str();
-    throw Error(std::string(k) + " is a knob of attention's wgmma kernel (k:013), and this one "
+    throw Error(k + " is a knob of attention's wgmma kernel (k:013), and this one "
                 "is the mma.sync kernel (k:012; " + why + "): drop " + k +
                 (sm90a && d_fits ? ", or use ATTN_MMA=wgmma"
                                  : ", or use ATTN_MMA=wgmma on an sm_90a target with D a "

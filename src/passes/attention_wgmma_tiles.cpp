@@ -150,13 +150,17 @@ static const char* schedule_by_default(const AttentionLoops& a, const AttentionW
   return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
 
-// ATTN_TMA_STORE's default: with the walk where O's buffer fits beside Q and the ring
-// (D = 128: 0.822x -> 0.837x at 1k, 0.996x -> 1.007x at 4k; alone, without the walk,
-// 0.763x / 0.978x: no gain, the epilogue is then not under anything). Not where O would
-// take Q's slot (D = 256): the next unit's Q would wait for the store to read it.
-static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t,
-                                 bool o_fits) {
-  return !a.varlen && t.persistent && o_fits;
+// ATTN_TMA_STORE's default: with the walk (D = 128: 0.822x -> 0.837x at 1k, 0.996x -> 1.007x
+// at 4k when O went by 4-byte stores), also where O takes Q's slot (D = 256), and without
+// the walk at D <= 64. Since O reaches its buffer by stmatrix (ATTN_STMATRIX, H200
+// 2026-11-29, loom/cuDNN against the fragments' stores to global memory): D = 256 no mask
+// 1k / 2k / 16k 0.959 / 0.986 / 1.097 -> 0.990 / 1.013 / 1.117, causal 0.934 / 1.049 /
+// 1.185 -> 0.980 / 1.069 / 1.201; D = 64 (no walk) 1k 1.042 -> 1.070, causal 1.023 ->
+// 1.060. Without the walk above D = 64 (the small grids, paged) unmeasured: left as they
+// were.
+static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  if (a.varlen) return false;
+  return t.persistent || (t.head_dim <= 64 && !a.paged);
 }
 
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
@@ -497,7 +501,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // unit's Q may then land while the store reads), else into Q's slot. Not for packed
   // sequences: a box past a sequence's rows would write the next sequence's.
   const bool o_fits = t.smem_bytes + t.block_m * Dp * 2 + 64 <= s.target.smem_per_block;
-  t.tma_store = s.knob("ATTN_TMA_STORE", tma_store_by_default(a, t, o_fits) ? 1 : 0) != 0;
+  t.tma_store = s.knob("ATTN_TMA_STORE", tma_store_by_default(a, t) ? 1 : 0) != 0;
   if (t.tma_store && a.varlen)
     throw Error("ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows "
                 "[T, H, D] run into the next sequence's past a sequence's end (only a tensor's "
@@ -506,6 +510,12 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     t.o_in_q = !o_fits;
     if (!t.o_in_q) t.smem_bytes += t.block_m * Dp * 2;
   }
+  if (!t.tma_store && s.knobs.has("ATTN_STMATRIX"))
+    throw Error("ATTN_STMATRIX chooses how O is written to shared memory for the TMA store, and "
+                "this kernel stores O from the fragments (ATTN_TMA_STORE=0" +
+                std::string(a.varlen ? ", as varlen attention must" : "") +
+                "): drop ATTN_STMATRIX" + (a.varlen ? "" : ", or give ATTN_TMA_STORE=1"));
+  t.stmatrix = t.tma_store && s.knob("ATTN_STMATRIX", 1) != 0;
   if (t.smem_bytes + 64 > s.target.smem_per_block)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
                 ",KV_STAGES=" + std::to_string(t.kv_stages) +

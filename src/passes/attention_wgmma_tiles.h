@@ -82,6 +82,10 @@ struct AttentionWgmmaTiles {
   // slot (o_in_q).
   bool tma_store = false;
   bool o_in_q = false;
+  // ATTN_STMATRIX (with the TMA store): O's 16-bit values go to shared memory by
+  // stmatrix.x4, 8 per lane per instruction (16 rows x 16 columns per warp), so a warp
+  // computes one swizzled row address per 16 columns instead of one per 4-byte store.
+  bool stmatrix = false;
   int64_t head_dim = 0;
   int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
   std::vector<AttentionSpan> spans;

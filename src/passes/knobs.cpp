@@ -344,8 +344,12 @@ const std::vector<KnobDef>& knob_registry() {
       {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
        "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "
        "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "
-       "with ATTN_PERSISTENT=1 where O's own buffer fits); 0 = 4-byte stores from the "
-       "fragments", "k:013_lower_attention_wgmma", 0, 1},
+       "with ATTN_PERSISTENT=1, and at D <= 64 without it unless paged); 0 = 4-byte stores "
+       "from the fragments", "k:013_lower_attention_wgmma", 0, 1},
+      {"ATTN_STMATRIX", "attention with ATTN_TMA_STORE=1: O's 16-bit values written to its "
+       "shared buffer by stmatrix.x4, 8 per lane per instruction and one swizzled row address "
+       "per 16 columns (0/1; default 1); 0 = a 4-byte store per pair of values",
+       "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "
        "combines (1 = no split; default for Sq <= 64: at most one wave of CTAs and one split "

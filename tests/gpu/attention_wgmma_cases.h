@@ -142,7 +142,7 @@ inline std::vector<Case> wgmma_overlap_walk_cases() {
 
 // ATTN_PERSISTENT=1 (the grid walks the units; causal longest first, the units back to back
 // in the K/V ring, each unit's ring base handed from the producer to the consumers) and ATTN_TMA_STORE=1 (O through shared memory by TMA store,
-// clipped at Sq and D): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40
+// clipped at Sq and D; written there by stmatrix, and by 4-byte stores with ATTN_STMATRIX=0): D 64 (with the producer), 96, 128, 256 (O in Q's slot) and 40
 // (a 16-column span half past D), the three masks, odd lengths both ways (Sq > Sk: units
 // with no key), GQA 32/8, LSE, bf16 and f16; the SM-count grid and a tiny one (ATTN_CTAS=7:
 // dozens of units per CTA), causal sections (8 x 16 pairs at 4097 keys), the overlap and
@@ -158,6 +158,9 @@ inline std::vector<Case> wgmma_persistent_cases() {
     v.push_back({expr(2, 8, 2, 1000, 17, 64, causal, "bf16", true), pt});
     v.push_back({expr(1, 4, 2, 1000, 777, 256, causal, "bf16", true), pt});
     v.push_back({expr(2, 4, 2, 1000, 777, 40, causal, "f16", true), "ATTN_MMA=wgmma,ATTN_TMA_STORE=1"});
+    // O's 4-byte stores to its buffer instead of stmatrix (ATTN_STMATRIX=0).
+    v.push_back({expr(1, 4, 2, 1000, 777, 128, causal, "bf16", true), pt + ",ATTN_STMATRIX=0"});
+    v.push_back({expr(2, 4, 2, 1000, 777, 40, causal, "f16", true), "ATTN_MMA=wgmma,ATTN_TMA_STORE=1,ATTN_STMATRIX=0"});
   }
   for (const char* causal : {"true", "false"}) {
     v.push_back({expr(1, 32, 8, 4097, 4097, 128, causal, "bf16", true), pt});

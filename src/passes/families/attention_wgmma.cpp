@@ -15,7 +15,7 @@ KernelFamily attention_wgmma_family() {
                 "up to 256, dense, paged or packed; not decode's split forms)";
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
              {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"}, {"ATTN_O_UNDER_S"}, {"ATTN_PEEL_MASK"},
-             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
+             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"ATTN_STMATRIX"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
              {"MIN_BLOCKS"}};
   f.honours = attention_honours(f.reads);
   // tune/attention_space.cpp. Values in search order; the first of each is where the
@@ -28,7 +28,10 @@ KernelFamily attention_wgmma_family() {
   // ATTN_PACK_P both ways without the overlap (which needs it: 1 there). ATTN_PERSISTENT
   // (the grid walking the units) where the producer warpgroup runs (the pass refuses it
   // without; the serving forms refuse it too and prune those points with the reason), and
-  // under it ATTN_SCHEDULE both ways (the stride or the work counter).
+  // under it ATTN_SCHEDULE both ways (the stride or the work counter). Not searched:
+  // ATTN_TMA_STORE and ATTN_STMATRIX, how O leaves — their defaults won or tied at every
+  // point measured (bench/NOTES.md, 2026-11-29, "O to shared memory by stmatrix"), and
+  // their other values are there to measure that again, not to tune.
   f.tuner_min_cc = 90;
   f.tuner_needs_accelerated = true;
   f.tuner_space = {{"ATTN_MMA", {"wgmma"}},

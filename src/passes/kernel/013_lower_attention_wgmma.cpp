@@ -87,12 +87,14 @@
 //     each next from a global work counter (fetch.inc, longest first, wrapping to 0 at
 //     the launch's last fetch), and a unit past the last ends both arms' walks (break).
 //     ATTN_TMA_STORE=1: step 7's O goes to shared memory (O_s, or Q's slot when O_s does
-//     not fit: D = 256), fenced, and each warpgroup's first thread stores its 64 rows by
+//     not fit: D = 256) by stmatrix.x4 (ATTN_STMATRIX; 0: 4-byte stores), fenced, and
+//     each warpgroup's first thread stores its 64 rows by
 //     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
 //     columns past D); the next unit's writes wait for the store's read
 //     (bulk.wait.read 0), and the CTA drains its stores before it exits.
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P, ATTN_PEEL_MASK,
-// ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, BLOCK_N, KV_STAGES, MIN_BLOCKS.
+// ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, ATTN_STMATRIX, BLOCK_N, KV_STAGES,
+// MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -1115,19 +1117,21 @@ struct Lowering {
       append({Stmt::NamedBarrier(Expr(2 * t.warpgroups + 2), int(c_threads))});
     {
       const Expr i = row_of(r2);
+      // Under the walk O's buffer rows carry unit / units (always 0): the addresses depend
+      // only on the thread otherwise, and NVRTC hoisted all 32 of the 4-byte stores' out of
+      // the unit loop (D = 128, three warpgroups at 160 registers: 56-64 B spilled).
+      const Expr opaque_zero = persist ? Expr::var("unit") / units() : Expr(0);
       Block fin = {
           Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {r2}), 4),
           with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}), {r2}),
       };
       Block zero_inv = guarded(a.empty_row(i), {with_dst(Stmt::Init("inv_l", 0.0), {r2})});
       fin.insert(fin.end(), zero_inv.begin(), zero_inv.end());
-      for (size_t sp = 0; sp < n_spans; ++sp) {
+      // 4-byte stores of value pairs (to global memory, or with ATTN_STMATRIX=0 to O's
+      // buffer); with stmatrix O is stored below, after both rows' 1 / l.
+      for (size_t sp = 0; sp < n_spans && !t.stmatrix; ++sp) {
         const int64_t wd = t.spans[sp].width;
         const Expr d = Expr(t.spans[sp].col) + dn * 8 + lane % 4 * 2;
-        // Under the walk the row carries unit / units (always 0): the addresses depend only
-        // on the thread otherwise, and NVRTC hoisted all 32 of them out of the unit loop
-        // (D = 128, three warpgroups at 160 registers: 56-64 B spilled).
-        const Expr opaque_zero = persist ? Expr::var("unit") / units() : Expr(0);
         Stmt st = t.tma_store
                       ? Stmt::Write(o_s[sp], {(w * 16 + lane / 4 + r2 * 8 + opaque_zero) * wd + dn * 8 + lane % 4 * 2},
                                     val("y", {Expr(0)}))
@@ -1156,6 +1160,29 @@ struct Lowering {
       Block tail = {Stmt::Alloc("inv_l", {Expr(2)})};
       if (a.lse) tail.push_back(Stmt::Alloc("lse_v", {Expr(2)}));
       tail.push_back(reg_loop("r2", 2, std::move(fin)));
+      if (t.stmatrix) {
+        // ATTN_STMATRIX: one stmatrix.x4 per 16 columns of the warp's 16 rows. Its
+        // registers are 8 consecutive accumulator values, o_acc[8 dp + v] (column blocks
+        // 2 dp and 2 dp + 1, rows r2 = v / 2 % 2 of each; value pairs as stored); lane l
+        // gives the address of row l % 8 of matrix l / 8, i.e. row 8 (l / 8 % 2) + l % 8
+        // of the warp's 16 at column 16 dp + 8 (l / 16): 16 bytes the swizzle keeps whole.
+        // (l / 16 % 2, not l / 16: codegen then knows the column's range, with dp's from
+        // its loop, and permutes and swizzles the row and the column apart.)
+        const Expr dp = Expr::var("dp"), v = Expr::var("v");
+        const Expr row = w * 16 + lane / 8 % 2 * 8 + lane % 8 + opaque_zero;
+        std::vector<Operand> values;
+        for (int i = 0; i < 8; ++i) values.push_back(val("y", {Expr(i)}));
+        if (!find_warp_copy(k, "stmatrix_x4")) k.warp_copies.push_back(warp_copy(atom("stmatrix_x4")));
+        for (size_t sp = 0; sp < n_spans; ++sp) {
+          const int64_t wd = t.spans[sp].width;
+          tail.push_back(reg_loop("dp", wd / 16, {
+              Stmt::Alloc("y", {Expr(8)}),
+              reg_loop("v", 8, {with_dst(Stmt::Compute("y", ScalarOp::Mul,
+                                                       {val(o_acc[sp], {dp * 8 + v}), val("inv_l", {v / 2 % 2})}),
+                                         {v})}),
+              Stmt::StoreCopyAtom("stmatrix_x4", o_s[sp], row * wd + dp * 16 + lane / 16 % 2 * 8, values)}));
+        }
+      }
       append(std::move(tail));
     }
     if (t.tma_store) {

@@ -970,6 +970,62 @@ TEST(AttentionWgmma, PersistentWalkCoversEveryUnitOnce) {
     }
 }
 
+// ATTN_STMATRIX (with the TMA store, its default): O reaches its shared buffer by
+// stmatrix.x4, one per 16 columns of a warp's 16 rows, each lane addressing one 16-byte
+// row of the swizzled span; 0 keeps the 4-byte stores. Both forms on the interpreter
+// over spans of 64, 32 and 16 columns (D = 104: 8 columns past D), O in Q's slot
+// (D = 256) and under the walk; the kernel IR's stores; the default's reach (the walk,
+// O in Q's slot, D <= 64 without the walk; not varlen, not paged without the walk); the
+// knob refused without the TMA store.
+TEST(AttentionWgmma, StmatrixEpilogue) {
+  uint64_t seed = 2700;
+  for (const char* st : {"ATTN_STMATRIX=1", "ATTN_STMATRIX=0"}) {
+    SCOPED_TRACE(st);
+    const std::string k = std::string(st) + ",ATTN_TMA_STORE=1";
+    check_wgmma(attention(2, 2, 130, 90, 104, "true", "f16"),
+                k + ",ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 77, 100, 64, "false"), k + ",BLOCK_N=32", seed++);
+    check_wgmma(attention(2, 1, 150, 100, 256, "top_left"), k, seed++);
+  }
+  const std::string d128 = attention(2, 2, 300, 300, 128, "false");
+  const auto stores = [](const std::string& ir, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string with = kernel_ir(d128, "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_TMA_STORE=1");
+  EXPECT_NE(with.find("warp copy stmatrix_x4: b16[32, 8] to shared"), std::string::npos) << with;
+  // Two 64-column chunks of one span: one stmatrix statement in a loop of 8 (dp).
+  EXPECT_EQ(stores(with, "<- stmatrix_x4(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7])"), 1u) << with;
+  EXPECT_NE(with.find("for dp in 0..8"), std::string::npos) << with;
+  const std::string without =
+      kernel_ir(d128, "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_TMA_STORE=1,ATTN_STMATRIX=0");
+  EXPECT_EQ(without.find("stmatrix"), std::string::npos) << without;
+
+  const auto used = [](const std::string& e, const std::string& knobs) {
+    CompileState s = wgmma_state(e, knobs);
+    run_pipeline(s);
+    return s.used_knobs;
+  };
+  const std::string d64 = attention(32, 32, 1024, 1024, 64, "false", "bf16", false, 16);
+  const std::string d256 = attention(8, 8, 1024, 1024, 256, "true", "bf16", false, 16);
+  for (const std::string& e : {d64, d256}) {
+    const auto k = used(e, "");
+    EXPECT_EQ(k.at("ATTN_TMA_STORE"), "1") << e;
+    EXPECT_EQ(k.at("ATTN_STMATRIX"), "1") << e;
+  }
+  EXPECT_EQ(used(d64, "").at("ATTN_PERSISTENT"), "0");
+  EXPECT_NE(kernel_ir(d256, "").find("Q_s[(w * 16 + lane / 8 % 2 * 8"), std::string::npos);
+  const std::string paged = attention_test::paged_attention(2, 2, 2, 100, 64, 8, 64, 4, "false");
+  EXPECT_EQ(used(paged, "").at("ATTN_TMA_STORE"), "0");
+  EXPECT_EQ(used(paged, "").count("ATTN_STMATRIX"), 0u);
+  expect_refused(d128, "ATTN_TMA_STORE=0,ATTN_STMATRIX=1",
+                 "ATTN_STMATRIX chooses how O is written to shared memory for the TMA store");
+  const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
+                             "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200)";
+  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_STMATRIX=0", "as varlen attention must");
+}
+
 TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   const std::string e = attention(2, 2, 128, 128, 64, "false");
   expect_refused(e, "ATTN_PERSISTENT=1", "ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1");

@@ -460,9 +460,13 @@ class Renderer {
   }
 
   // The values a term of a non-negative index sum can take, from its shape alone: a
-  // constant, `x % m` (x >= 0: Loom's indices are), scaled by a constant factor.
-  static std::optional<std::pair<int64_t, int64_t>> term_range(const Expr& t) {
+  // constant, `x % m` (x >= 0: Loom's indices are), the variable of an enclosing loop of
+  // constant extent, scaled by a constant factor.
+  std::optional<std::pair<int64_t, int64_t>> term_range(const Expr& t) const {
     if (t.is_const()) return std::pair{t.const_value(), t.const_value()};
+    if (t.is_var())
+      if (auto it = loop_extents_.find(t.var_name()); it != loop_extents_.end())
+        return std::pair<int64_t, int64_t>{0, it->second - 1};
     if (t.kind() == Expr::Kind::Mod && t.rhs().is_const() && t.rhs().const_value() > 0)
       return std::pair<int64_t, int64_t>{0, t.rhs().const_value() - 1};
     if (t.kind() == Expr::Kind::Mul && t.rhs().is_const() && t.rhs().const_value() >= 0)
@@ -572,7 +576,20 @@ class Renderer {
                     "; ++" + s.var + ") {" +
                     (s.tier != Tier::None ? std::string("  // ") + tier_name(s.tier) : ""));
         reduce_depth_ += s.loop_kind == LoopKind::Reduce;
-        block(s.body, d + 1);
+        {
+          // The loop's range, for the shared addresses of its body (term_range). A
+          // statement's index may name the variable of an enclosing loop only.
+          const auto saved = loop_extents_.find(s.var) != loop_extents_.end()
+                                 ? std::optional<int64_t>(loop_extents_.at(s.var))
+                                 : std::nullopt;
+          if (s.extent.is_const() && s.extent.const_value() > 0)
+            loop_extents_[s.var] = s.extent.const_value();
+          else
+            loop_extents_.erase(s.var);
+          block(s.body, d + 1);
+          if (saved) loop_extents_[s.var] = *saved;
+          else loop_extents_.erase(s.var);
+        }
         reduce_depth_ -= s.loop_kind == LoopKind::Reduce;
         line(d, "}");
         break;
@@ -1414,6 +1431,7 @@ class Renderer {
   bool in_sched_ = false, in_thread_ = false, in_main_ = false;
   bool warp_uniform_ = false;  // the kernel is warp-specialized (whole warps)
   int reduce_depth_ = 0;  // reduce loops enclosing the statement being rendered
+  std::map<std::string, int64_t> loop_extents_;  // enclosing loops of constant extent
 };
 
 }  // namespace

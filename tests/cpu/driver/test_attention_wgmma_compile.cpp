@@ -166,6 +166,34 @@ TEST(AttentionWgmmaCompile, PersistentAndTmaStore) {
   for (const auto& c : attention_test::wgmma_persistent_cases()) expect_compiles(c.expr, c.knobs);
 }
 
+// ATTN_STMATRIX (the TMA store's default): O reaches its buffer by stmatrix.x4, and the
+// shared addresses of a loop's body see the loop's range (codegen's term_range), so the
+// lane's row and the loop's column are permuted and swizzled apart: the column offset
+// stays a small term of its own instead of the whole index going through the chunk's
+// division and modulo (at D = 128 that cost ~900 SASS instructions per warp and unit with
+// 4-byte stores, ~200 with stmatrix before the ranges). Q's descriptors in the d_k loop
+// likewise. Both forms compile without spills at D = 64 (no walk), 128 and 256 (O in Q's
+// slot).
+TEST(AttentionWgmmaCompile, StmatrixAndLoopRangeAddresses) {
+  const std::string d128 = attention_test::expr(16, 16, 16, 1024, 1024, 128, "false", "bf16", false);
+  const std::string cu = compile_for(d128, "").cuda;
+  for (const char* part : {"loom::stmatrix_x4(&loom_t_O_s[loom::swz<3, 3, 3>((w * 16 + lane / 8 % 2 * 8 + lane % 8",
+                           "% 128 * 64 + (dp * 16 + lane / 16 % 2 * 8) % 64) + ",
+                           "+ (dp * 16 + lane / 16 % 2 * 8) / 64 * 8192], st_r);",
+                           "wg * 64 % 128 * 64 + d_k * 16 / 64 * 8192 + d_k * 16 % 64) * 2u)"})
+    EXPECT_NE(cu.find(part), std::string::npos) << part << "\n" << cu;
+  EXPECT_EQ(cu.find("loom::st_v2_bf16(&loom_t_O_s"), std::string::npos) << cu;
+  const std::string plain = compile_for(d128, "ATTN_STMATRIX=0").cuda;
+  EXPECT_EQ(plain.find("stmatrix"), std::string::npos);
+  EXPECT_NE(plain.find("loom::st_v2_bf16(&loom_t_O_s"), std::string::npos) << plain;
+  for (int d : {64, 128, 256})
+    for (const char* causal : {"false", "true"})
+      for (const char* knobs : {"", "ATTN_STMATRIX=0"})
+        expect_compiles(attention_test::expr(16, 2048 / d, 2048 / d, 1024, 1024, d, causal, "bf16",
+                                             false),
+                        knobs);
+}
+
 // ATTN_SCHEDULE=dynamic (the work counter's atom.inc, the unit hand-off through shared
 // memory, the walk's break) and the causal stream (the ring base handed over, no padding)
 // at the checkpoint's shapes: D = 96, 128, 256, both masks, 1k and 4k tokens, the default

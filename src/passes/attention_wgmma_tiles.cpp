@@ -204,6 +204,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
       throw Error(std::string(k) + " is a knob of attention's mma.sync kernel, and this one is "
                   "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
                   "ATTN_MMA=mma_sync, or drop " + k);
+  // Decode's split form (the mma.sync kernel over a KV split) reads these; this kernel does
+  // not split the keys, and they were accepted and ignored here before.
+  for (const char* k : {"SPLIT_WARPS", "COMBINE", "COMBINE_GROUPS"})
+    if (s.knobs.has(k))
+      throw Error(std::string(k) + " is a knob of decode attention's split form (the mma.sync "
+                  "kernel over a KV split, SPLIT_KV > 1), and this one is the wgmma kernel "
+                  "(ATTN_MMA=wgmma, the default on sm_90a), which does not split the keys: drop " +
+                  k + ", or add ATTN_MMA=mma_sync");
   const bool has_m = s.knobs.has("BLOCK_M");
   // ATTN_OVERLAP's default: on for dense attention above 224 stored columns (D = 232..256),
   // where the two consumer warpgroups and the producer are the defaults, unless a given

@@ -1041,6 +1041,12 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_TMA_STORE=1",
                  "ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows");
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
+  // Decode's split-form knobs mean nothing to this kernel (it does not split the keys):
+  // refused, not accepted and ignored; decode shapes keep them (the mma.sync split kernel).
+  for (const char* k : {"SPLIT_WARPS=2", "COMBINE=last_cta", "COMBINE_GROUPS=2"})
+    expect_refused(e, k, std::string(k).substr(0, std::string(k).find('=')) +
+                             " is a knob of decode attention's split form");
+  EXPECT_NO_THROW(kernel_ir(attention(32, 8, 1, 8192, 128, "false"), "SPLIT_WARPS=2,COMBINE=last_cta"));
   expect_refused(e, "ATTN_PERSISTENT=2", "ATTN_PERSISTENT");  // the registry's range
   expect_refused(e, "ATTN_TMA_STORE=2", "ATTN_TMA_STORE");
   EXPECT_NO_THROW(kernel_ir(e, "ATTN_PERSISTENT=1,ATTN_PRODUCER=1,ATTN_CTAS=1"));

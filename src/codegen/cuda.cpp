@@ -579,16 +579,12 @@ class Renderer {
         {
           // The loop's range, for the shared addresses of its body (term_range). A
           // statement's index may name the variable of an enclosing loop only.
-          const auto saved = loop_extents_.find(s.var) != loop_extents_.end()
-                                 ? std::optional<int64_t>(loop_extents_.at(s.var))
-                                 : std::nullopt;
+          auto outer = loop_extents_.extract(s.var);  // a loop of the same name outside
           if (s.extent.is_const() && s.extent.const_value() > 0)
             loop_extents_[s.var] = s.extent.const_value();
-          else
-            loop_extents_.erase(s.var);
           block(s.body, d + 1);
-          if (saved) loop_extents_[s.var] = *saved;
-          else loop_extents_.erase(s.var);
+          loop_extents_.erase(s.var);
+          if (outer) loop_extents_.insert(std::move(outer));
         }
         reduce_depth_ -= s.loop_kind == LoopKind::Reduce;
         line(d, "}");

@@ -220,6 +220,7 @@ Target target_for_device(const DeviceInfo& dev) {
   t.sm_count = dev.sm_count;
   t.smem_per_block = dev.smem_per_block_optin;
   if (dev.dram_bytes_per_s() > 0) t.dram_bytes_per_s = dev.dram_bytes_per_s();
+  if (dev.l2_bytes > 0) t.l2_bytes = dev.l2_bytes;
   return t;
 }
 

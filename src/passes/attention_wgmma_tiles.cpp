@@ -163,6 +163,17 @@ static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTi
   return t.persistent || (t.head_dim <= 64 && !a.paged);
 }
 
+// ATTN_STMATRIX's default: with the TMA store (its O buffer is written either way; stmatrix
+// won at every point measured, see tma_store_by_default), and for varlen, which cannot take
+// the TMA store: stmatrix and the threads' copy-out against the fragments' 4-byte stores
+// (H200, 2026-11-29 14:37, D = 128, 16 heads, `attention_bench.py --varlen --ab
+// ATTN_STMATRIX=1`, varlen time with / without) 0.941-0.994 at all nine mixes, no mask
+// 0.983 / 0.974 / 0.990 and causal 0.963 / 0.969 / 0.968 at the three default mixes,
+// 1023 x 8 0.941. Without the walk (paged, the dense small grids) unmeasured: as before.
+static bool stmatrix_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  return t.tma_store || a.varlen;
+}
+
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
 // m64nN accumulator spreads 64 x N over 128 threads; D rounded up to 16, the spans'
 // columns); P's bf16 pairs are packed from S at each wgmma, the row statistics, addresses
@@ -514,16 +525,14 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows "
                 "[T, H, D] run into the next sequence's past a sequence's end (only a tensor's "
                 "end clips a box): drop ATTN_TMA_STORE for varlen attention");
-  if (t.tma_store) {
+  // ATTN_STMATRIX=1: O reaches that buffer by stmatrix.x4; without the TMA store it then
+  // leaves by the threads' 16-byte row copies under the row test (the copy-out: varlen,
+  // and the kernels without the walk).
+  t.stmatrix = s.knob("ATTN_STMATRIX", stmatrix_by_default(a, t) ? 1 : 0) != 0;
+  if (t.o_in_shared()) {
     t.o_in_q = !o_fits;
     if (!t.o_in_q) t.smem_bytes += t.block_m * Dp * 2;
   }
-  if (!t.tma_store && s.knobs.has("ATTN_STMATRIX"))
-    throw Error("ATTN_STMATRIX chooses how O is written to shared memory for the TMA store, and "
-                "this kernel stores O from the fragments (ATTN_TMA_STORE=0" +
-                std::string(a.varlen ? ", as varlen attention must" : "") +
-                "): drop ATTN_STMATRIX" + (a.varlen ? "" : ", or give ATTN_TMA_STORE=1"));
-  t.stmatrix = t.tma_store && s.knob("ATTN_STMATRIX", 1) != 0;
   if (t.smem_bytes + 64 > s.target.smem_per_block)
     throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + ",BLOCK_N=" + std::to_string(t.block_n) +
                 ",KV_STAGES=" + std::to_string(t.kv_stages) +

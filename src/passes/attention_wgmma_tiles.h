@@ -82,10 +82,14 @@ struct AttentionWgmmaTiles {
   // slot (o_in_q).
   bool tma_store = false;
   bool o_in_q = false;
-  // ATTN_STMATRIX (with the TMA store): O's 16-bit values go to shared memory by
-  // stmatrix.x4, 8 per lane per instruction (16 rows x 16 columns per warp), so a warp
-  // computes one swizzled row address per 16 columns instead of one per 4-byte store.
+  // ATTN_STMATRIX: O's 16-bit values go to shared memory by stmatrix.x4, 8 per lane per
+  // instruction (16 rows x 16 columns per warp), so a warp computes one swizzled row
+  // address per 16 columns instead of one per 4-byte store. With the TMA store they leave
+  // by it; without, by the threads' copy-out: each warpgroup's 64 rows in 16-byte chunks,
+  // consecutive threads along a row (whole 32-byte sectors), rows past the sequence skipped.
   bool stmatrix = false;
+  // O passes through shared memory (O_s, or Q's slot: o_in_q) on its way out.
+  bool o_in_shared() const { return tma_store || stmatrix; }
   int64_t head_dim = 0;
   int64_t padded_dim = 0;   // head_dim rounded up to 16: the columns the spans store
   std::vector<AttentionSpan> spans;

@@ -346,9 +346,12 @@ const std::vector<KnobDef>& knob_registry() {
        "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "
        "with ATTN_PERSISTENT=1, and at D <= 64 without it unless paged); 0 = 4-byte stores "
        "from the fragments", "k:013_lower_attention_wgmma", 0, 1},
-      {"ATTN_STMATRIX", "attention with ATTN_TMA_STORE=1: O's 16-bit values written to its "
-       "shared buffer by stmatrix.x4, 8 per lane per instruction and one swizzled row address "
-       "per 16 columns (0/1; default 1); 0 = a 4-byte store per pair of values",
+      {"ATTN_STMATRIX", "attention with ATTN_MMA=wgmma: O's 16-bit values written to a shared "
+       "buffer by stmatrix.x4, 8 per lane per instruction and one swizzled row address per 16 "
+       "columns, then stored by TMA (ATTN_TMA_STORE=1) or, without it, copied out by each "
+       "warpgroup's threads in 16-byte row chunks under the row test (default 1 with the TMA "
+       "store and for varlen); 0 = a 4-byte store per pair of values (to the TMA store's "
+       "buffer, or to global memory)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"SPLIT_KV", "attention (mma.sync kernel): the key blocks of each query block split "
        "over this many CTAs, each writing a partial O and LSE (f32) that a second kernel "

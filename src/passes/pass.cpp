@@ -31,10 +31,12 @@ Target Target::for_arch(const std::string& arch) {
     t.sm_count = 108;
     t.smem_per_block = 166912;  // 163 KB opt-in
     t.dram_bytes_per_s = 2039000000000;  // A100 80GB
+    t.l2_bytes = int64_t(40) << 20;
   } else if (arch == "sm_86" || arch == "sm_89") {
     t.sm_count = arch == "sm_86" ? 84 : 128;
     t.smem_per_block = 101376;  // 99 KB opt-in
     t.dram_bytes_per_s = arch == "sm_86" ? 936000000000 : 1008000000000;  // RTX 3090 / 4090
+    t.l2_bytes = int64_t(arch == "sm_86" ? 6 : 72) << 20;
   } else {
     throw Error("unsupported target '" + arch + "': Loom targets sm_80, sm_86, sm_89, sm_90, sm_90a");
   }

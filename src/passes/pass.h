@@ -30,6 +30,9 @@ struct Target {
   // Peak DRAM bandwidth (bytes/s: memory clock x 2 x bus width); without a device, the
   // architecture's usual part (H100 SXM for sm_90*). The decode schedule sizes its grid by it.
   int64_t dram_bytes_per_s = 3352000000000;
+  // L2 cache bytes (the device's, else the architecture's usual part: H100's 50 MB). The
+  // attention walk sizes its L2 sections by it.
+  int64_t l2_bytes = int64_t(50) << 20;
   static Target for_arch(const std::string& arch);  // throws for unsupported arch names
   // 90 for sm_90a, 80 for sm_80: which instructions the target has.
   int compute_capability() const;

@@ -284,6 +284,7 @@ Target target_for(const Target& t, const DeviceInfo& dev) {
   if (dev.sm_count > 0) out.sm_count = dev.sm_count;
   if (dev.smem_per_block_optin > 0) out.smem_per_block = dev.smem_per_block_optin;
   if (dev.dram_bytes_per_s() > 0) out.dram_bytes_per_s = dev.dram_bytes_per_s();
+  if (dev.l2_bytes > 0) out.l2_bytes = dev.l2_bytes;
   return out;
 }
 

@@ -57,6 +57,9 @@ inline std::vector<Case> paged_cases() {
   v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({paged_expr(3, 8, 1, 300, 64, 12, 128, 4, "true", "bf16", false), ""});
+  // O by stmatrix and the threads' copy-out (ATTN_STMATRIX=1) over pages.
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_STMATRIX=1"});
+  v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "false", "f16", true), "ATTN_STMATRIX=1"});
   return v;
 }
 

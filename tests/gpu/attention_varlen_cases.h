@@ -7,7 +7,7 @@
 // ATTN_OVERLAP=0, 64 + 32 column spans at D = 96), and the mma.sync kernel by
 // ATTN_MMA=mma_sync and for a decode-sized max_seqlen_q; the wgmma kernel under the
 // persistent walk (the default at D = 128 with either tile; ATTN_PERSISTENT=0 there runs
-// one CTA per query block).
+// one CTA per query block); O by stmatrix and the threads' copy-out (ATTN_STMATRIX=1).
 // tests/gpu/test_attention_varlen.cpp runs them against the fp64 reference;
 // tests/cpu/driver/test_attention_varlen.cpp compiles every kernel with NVRTC for sm_80 and
 // sm_90a (no spills).
@@ -79,6 +79,19 @@ inline std::vector<Case> varlen_cases() {
   for (const char* causal : {"true", "top_left"})
     v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, causal, "f16", true),
                  "ATTN_OVERLAP=0"});
+  // O by stmatrix into shared memory and the threads' 16-byte copy-out under the row test
+  // (ATTN_STMATRIX=1, varlen's default: the cases above): the 3 x 112 causal walk, one CTA
+  // per query block, D = 96's 64 + 32 spans, D = 64; and the fragments' 4-byte stores
+  // (ATTN_STMATRIX=0, the default before 2026-11-29).
+  for (const char* causal : {"true", "false"})
+    v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, causal, "bf16", true), "ATTN_STMATRIX=0"});
+  v.push_back({varlen_expr(8, 4096, 4096, 32, 8, 128, 1024, "top_left", "f16", true),
+               "ATTN_OVERLAP=0,ATTN_STMATRIX=1"});
+  v.push_back({varlen_expr(4, 2000, 2000, 16, 16, 128, 1000, "false", "bf16", true),
+               "ATTN_PERSISTENT=0,ATTN_STMATRIX=1"});
+  v.push_back({varlen_expr(5, 3000, 3000, 8, 1, 96, 1000, "true", "f16", true), "ATTN_STMATRIX=1"});
+  v.push_back({varlen_expr(3, 1500, 3000, 8, 2, 64, 700, "false", "bf16", false),
+               "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_STMATRIX=1"});
   return v;
 }
 

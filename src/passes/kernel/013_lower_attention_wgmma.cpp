@@ -92,6 +92,9 @@
 //     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
 //     columns past D); the next unit's writes wait for the store's read
 //     (bulk.wait.read 0), and the CTA drains its stores before it exits.
+//     ATTN_STMATRIX=1 without the TMA store (varlen's default): the same stmatrix writes,
+//     then the copy-out — the warpgroup meets and its threads copy its 64 rows in 16-byte
+//     chunks along the rows, rows past Sq (the sequence's) skipped (copy_out()).
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P, ATTN_PEEL_MASK,
 // ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, ATTN_STMATRIX, BLOCK_N, KV_STAGES,
 // MIN_BLOCKS.
@@ -163,9 +166,10 @@ struct Lowering {
              wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
              kb = Expr::var("kb");
   int64_t Dp, BM, BN;  // the stored head dim (D rounded up to 16), the tile
+  int64_t l2_budget_;  // bytes of K and V a causal section may keep in L2 (causal_section)
 
-  Lowering(const AttentionLoops& a_, const AttentionWgmmaTiles& t_, KernelProgram& p_)
-      : a(a_), t(t_), p(p_) {
+  Lowering(const AttentionLoops& a_, const AttentionWgmmaTiles& t_, KernelProgram& p_, int64_t l2_bytes)
+      : a(a_), t(t_), p(p_), l2_budget_(l2_bytes * 16 / 25) {
     dt = p.tensor(a.q).dtype;
     Dp = t.padded_dim, BM = t.block_m, BN = t.block_n;
   }
@@ -279,10 +283,9 @@ struct Lowering {
   // longest first within sections of G (head, batch) pairs: the query block slowest and
   // from the last (most keys) down, the section's pairs within it, so a CTA's units shrink
   // as it goes through a section (LPT). G = causal_section(): as many pairs as keep their K
-  // and V within kL2Budget, so the next query block's units (the same keys, a block fewer)
-  // find them in L2 — over all the pairs at once the walk re-read K and V from DRAM once
-  // per query block.
-  static constexpr int64_t kL2Budget = int64_t(32) << 20;  // of the H100's 50 MB
+  // and V within l2_budget_ (32 MB of the H100's 50: the target's L2 x 0.64), so the next
+  // query block's units (the same keys, a block fewer) find them in L2 — over all the pairs
+  // at once the walk re-read K and V from DRAM once per query block.
   Expr query_blocks() const { return ceil_div(a.q_cap, Expr(BM)); }
   // Varlen without a mask walks its units in packed order: sequence by sequence, each
   // sequence's heads in turn, each head's query blocks fastest (consecutive units share a
@@ -322,16 +325,20 @@ struct Lowering {
     return rounds + ((even && c < rem) || (odd && grid() - 1 - c < rem));
   }
   // The section's (head, batch) pairs: the largest divisor of Hq·B whose pairs' K and V
-  // (Sk x D x 2 x 2 bytes per KV head, shared by `group` query heads) fit kL2Budget; all
-  // of them where a size is symbolic.
+  // (Sk x D x 2 x 2 bytes per KV head, shared by `group` query heads) fit l2_budget_; all
+  // of them where a size is symbolic. Varlen (causal: the box order) counts max_seqlen_q
+  // keys per sequence — its own key counts are known only at run time, and prefill's are
+  // its query counts — so a section is the pairs of a few sequences: over all of them
+  // at once (8 sequences of 1024, 16 heads: 64 MB of K and V) each query block's units
+  // re-read every key block from DRAM.
   Expr causal_section() const {
-    const Expr hb = a.Hq * a.B;
-    if (!hb.is_const() || !a.Sk.is_const() || !a.group.is_const()) return hb;
+    const Expr hb = a.Hq * a.B, keys = a.varlen ? a.q_cap : a.Sk;
+    if (!hb.is_const() || !keys.is_const() || !a.group.is_const()) return hb;
     const int64_t pairs = hb.const_value(), g = std::max<int64_t>(1, a.group.const_value());
-    const int64_t kv = a.Sk.const_value() * Dp * 2 * 2;
+    const int64_t kv = keys.const_value() * Dp * 2 * 2;
     int64_t best = 1;
     for (int64_t d = 1; d <= pairs; ++d)
-      if (pairs % d == 0 && (d + g - 1) / g * kv <= kL2Budget) best = d;
+      if (pairs % d == 0 && (d + g - 1) / g * kv <= l2_budget_) best = d;
     return Expr(best);
   }
   // The static schedule's unit t_i of this CTA.
@@ -405,6 +412,38 @@ struct Lowering {
 
   // Row of value r2 (0: row g, 1: g + 8) of this thread's accumulator fragments.
   Expr row_of(const Expr& r2) const { return qb * BM + w * 16 + lane / 4 + r2 * 8; }
+
+  // The copy-out (ATTN_STMATRIX without the TMA store): after `meet` (each chunk was written
+  // by stmatrix from other lanes), the warpgroup's 64 rows of O leave its buffer in 16-byte
+  // chunks, consecutive threads along a row — whole 32-byte sectors, where the fragments'
+  // 4-byte stores fill half-sectors and a warp's store touches 8 rows — under the row test
+  // (rows past Sq: for varlen past the sequence, whose next rows are another sequence's);
+  // columns past D are not copied. `opaque_zero` as in the stores to the buffer (under the
+  // walk the shared addresses would depend on the thread alone and be hoisted).
+  Block copy_out(const Stmt& meet, const Expr& opaque_zero) const {
+    constexpr int64_t kChunk = 8, kThreads = 128;
+    Block out = {meet};
+    for (size_t sp = 0; sp < t.spans.size(); ++sp) {
+      const int64_t wd = t.spans[sp].width, per_row = t.spans[sp].real / kChunk,
+                    chunks = 64 * per_row;
+      const std::string c = "o_c" + std::to_string(sp), e = "o_e" + std::to_string(sp),
+                        v = "o_v" + std::to_string(sp);
+      const Expr ev = Expr::var(e), row = ev / per_row, col = ev % per_row * kChunk;
+      Stmt ld = Stmt::Load(v, o_s[sp], {(wg * 64 + row + opaque_zero) * wd + col});
+      ld.dst_index = {Expr(0)};
+      ld.width = int(kChunk);
+      const Expr i = qb * BM + wg * 64 + row;
+      Stmt st = Stmt::Write("out", {flat(p.tensor("out"), a.q_index(b, h, i, Expr(t.spans[sp].col) + col))},
+                            val(v, {Expr(0)}));
+      st.width = int(kChunk);
+      Expr keep = i < a.Sq;
+      if (chunks % kThreads != 0) keep = ev < chunks && keep;
+      out.push_back(Stmt::For(c, Expr((chunks + kThreads - 1) / kThreads), LoopKind::Parallel, c,
+                              {Stmt::Let(e, Expr::var(c) * kThreads + tid % kThreads),
+                               Stmt::Alloc(v, {Expr(kChunk)}), Stmt::If(keep, {ld, st})}));
+    }
+    return out;
+  }
 
   Block build(const WarpAtom& s_mma, const std::vector<WarpAtom>& pv_mma) {
     const Expr n2 = Expr::var("n2"), hf = Expr::var("hf"), e = Expr::var("e"),
@@ -1108,19 +1147,23 @@ struct Lowering {
     // columns past D. A persistent CTA's next unit first waits until the store read the
     // buffer (cp.async.bulk.wait_group.read 0 by the thread that issued it, then the
     // meeting).
+    // The copy-out (ATTN_STMATRIX without the TMA store) likewise meets first: every
+    // thread of the warpgroup has read the previous unit's rows before any writes over them.
     if (t.tma_store && persist && !t.o_in_q)
       append({Stmt::If(wg_first, {Stmt::BulkWait(0)}), wg_meet});
+    else if (t.o_in_shared() && persist && !t.o_in_q)
+      append({wg_meet});
     // O in Q's slot: Q's box landed for every consumer thread that waited for it, and the
     // interpreter stamps the landing with the first waiter only; the consumers meet
     // (named barrier 2W + 2) so the writes over Q are ordered after it for every thread.
-    if (t.tma_store && t.o_in_q)
+    if (t.o_in_shared() && t.o_in_q)
       append({Stmt::NamedBarrier(Expr(2 * t.warpgroups + 2), int(c_threads))});
+    // Under the walk O's buffer rows carry unit / units (always 0): the addresses depend
+    // only on the thread otherwise, and NVRTC hoisted all 32 of the 4-byte stores' out of
+    // the unit loop (D = 128, three warpgroups at 160 registers: 56-64 B spilled).
+    const Expr opaque_zero = persist ? Expr::var("unit") / units() : Expr(0);
     {
       const Expr i = row_of(r2);
-      // Under the walk O's buffer rows carry unit / units (always 0): the addresses depend
-      // only on the thread otherwise, and NVRTC hoisted all 32 of the 4-byte stores' out of
-      // the unit loop (D = 128, three warpgroups at 160 registers: 56-64 B spilled).
-      const Expr opaque_zero = persist ? Expr::var("unit") / units() : Expr(0);
       Block fin = {
           Stmt::LaneReduce("l_q", ScalarOp::Add, val("l_i", {r2}), 4),
           with_dst(Stmt::Compute("inv_l", ScalarOp::Div, {Operand::constant(1.0), val("l_q")}), {r2}),
@@ -1197,6 +1240,10 @@ struct Lowering {
       store.push_back(Stmt::BulkCommit());
       if (persist && t.o_in_q) store.insert(store.end(), {Stmt::BulkWait(0), Stmt::MbarArrive(q_empty)});
       append({Stmt::FenceProxyAsync(), wg_meet, Stmt::If(wg_first, std::move(store))});
+    } else if (t.stmatrix) {
+      append(copy_out(wg_meet, opaque_zero));
+      // O in Q's slot: every thread of the warpgroup read its rows; Q's slot is free.
+      if (persist && t.o_in_q) append({wg_meet, Stmt::If(wg_first, {Stmt::MbarArrive(q_empty)})});
     }
     if (persist) {
       // Both arms walk the units: the consumers' part from its Allocs to the store.
@@ -1267,12 +1314,17 @@ struct Lowering {
       k_s.push_back(shared("K_s", t.spans[i], i, BN, t.kv_stages));
     for (size_t i = 0; i < t.spans.size(); ++i)
       v_s.push_back(shared("V_s", t.spans[i], i, BN, t.kv_stages));
-    if (t.tma_store) {
+    if (t.o_in_shared()) {
       if (p.tensor("out").dtype != dt)
-        throw Error("ATTN_TMA_STORE=1 stores O from a shared tile of Q's type, and O is " +
-                    std::string(dtype_name(p.tensor("out").dtype)) + ": drop ATTN_TMA_STORE");
-      for (size_t i = 0; i < t.spans.size(); ++i) {
+        throw Error(std::string(t.tma_store ? "ATTN_TMA_STORE=1" : "ATTN_STMATRIX=1") +
+                    " stores O from a shared tile of Q's type, and O is " +
+                    std::string(dtype_name(p.tensor("out").dtype)) + ": drop " +
+                    (t.tma_store ? "ATTN_TMA_STORE" : "ATTN_STMATRIX"));
+      for (size_t i = 0; i < t.spans.size(); ++i)
         o_s.push_back(t.o_in_q ? q_s[i] : shared("O_s", t.spans[i], i, BM));
+    }
+    if (t.tma_store) {
+      for (size_t i = 0; i < t.spans.size(); ++i) {
         // 64 rows (one warpgroup's) of min(width, 64) columns of O [B, H, Sq, D].
         TmaDescriptor d;
         d.name = o_s[i] + (t.o_in_q ? "_omap" : "_tmap");
@@ -1378,15 +1430,15 @@ Pass pass_lower_attention_wgmma() {
               "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
                "ATTN_PEEL_MASK",
-               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_TMA_STORE", "BLOCK_N",
-               "KV_STAGES", "MIN_BLOCKS"},
+               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_TMA_STORE", "ATTN_STMATRIX",
+               "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);
                 const AttentionWgmmaTiles t = attention_wgmma_tiles(s, a);
                 KernelProgram kp;
                 static_cast<ProgramBase&>(kp) = s.tile;
-                Lowering lower(a, t, kp);
+                Lowering lower(a, t, kp, s.target.l2_bytes);
                 kp.kernels.push_back(lower.run(std::max<int64_t>(1, s.knob("MIN_BLOCKS", 1))));
                 s.kernel = std::move(kp);
                 s.level = Level::Kernel;

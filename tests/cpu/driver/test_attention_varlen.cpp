@@ -51,7 +51,7 @@ Causal causal_of(const std::string& c) {
 // lane) against the varlen reference, O and LSE, wherever a pass changed its program.
 void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
                   const std::string& arch = "sm_90a", const char* mma = "mma_sync",
-                  int64_t slack = 0, int schedules = 0) {
+                  int64_t slack = 0, int schedules = 0, int64_t l2_bytes = 0) {
   std::vector<int64_t> cu_q = {0}, cu_k = {0};
   for (size_t b = 0; b < c.lens_q.size(); ++b) {
     cu_q.push_back(cu_q.back() + c.lens_q[b]);
@@ -67,6 +67,7 @@ void check_varlen(const VarlenCase& c, const std::string& knobs, uint64_t seed,
   s.graph = parse_expression(expr);
   s.knobs = Knobs::parse(knobs);
   s.target = Target::for_arch(arch);
+  if (l2_bytes > 0) s.target.l2_bytes = l2_bytes;
   Bindings inputs;
   AttentionResult want;
   const DType dt = std::string(c.dtype) == "f16" ? DType::F16 : DType::BF16;
@@ -282,6 +283,30 @@ TEST(AttentionVarlen, WgmmaPackedWalk) {
                  seed++, "sm_90a", "wgmma", 30);
 }
 
+// O by stmatrix and the threads' copy-out (ATTN_STMATRIX=1, varlen's default: it cannot take
+// the TMA store), and the fragments' 4-byte stores (ATTN_STMATRIX=0): rows past each sequence are left to the next sequence's units, so an off-by-one
+// in the row test overwrites a neighbour's first row. Empty sequences, one row, a block
+// plus and less one; the packed walk with the overlap tile and the ping-pong, the causal
+// box walk, one CTA per query block, no producer; NaN slack past the last keys.
+TEST(AttentionVarlen, WgmmaStmatrixCopyOut) {
+  uint64_t seed = 601;
+  const std::vector<int64_t> lq = {64, 0, 130, 1, 63, 65, 200}, lk = {64, 9, 130, 1, 70, 0, 200};
+  check_varlen({4, 2, 16, lq, lk, 200, "false"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PEEL_MASK=1,"
+               "ATTN_PERSISTENT=1,ATTN_CTAS=3,ATTN_SCHEDULE=dynamic,ATTN_STMATRIX=1",
+               seed++, "sm_90a", "wgmma", 30);
+  check_varlen({4, 2, 16, lq, lk, 200, "true"},
+               "ATTN_WG=3,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,ATTN_STMATRIX=1",
+               seed++, "sm_90a", "wgmma", 30);
+  check_varlen({4, 1, 16, {90, 3, 0, 64}, {100, 66, 7, 64}, 90, "top_left", "f16", false},
+               "ATTN_WG=1,BLOCK_N=16,ATTN_STMATRIX=1", seed++, "sm_90a", "wgmma");
+  check_varlen({4, 2, 16, {70, 1, 200}, {70, 90, 17}, 200, "false"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=0,ATTN_STMATRIX=1", seed++, "sm_90a", "wgmma");
+  check_varlen({4, 2, 16, lq, lk, 200, "false"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3,ATTN_STMATRIX=0",
+               seed++, "sm_90a", "wgmma", 30);
+}
+
 // The default kernel of causal varlen prefill at D = 128 (the overlap tile under the dynamic
 // walk, measured on the H200 2026-11-29) and the 3 x 112 tile's walk (ATTN_OVERLAP=0, the
 // default before): every unit of an empty sequence, one shorter than a query block and one
@@ -292,6 +317,27 @@ TEST(AttentionVarlen, WgmmaDefaultCausalWalk) {
     for (const char* causal : {"true", "top_left"})
       check_varlen({1, 1, 128, {200, 0, 7}, {150, 9, 7}, 200, causal}, knobs, seed++, "sm_90a",
                    "wgmma");
+}
+
+// Causal varlen walks its units in L2 sections (k:013 causal_section): max_seqlen_q keys per
+// sequence stand for its K and V, so 8 sequences of 1024 rows with 16 heads (512 KB per pair)
+// walk 64 pairs at a time (the unit's coordinates through `unit % (64 * 8)`), not all 128.
+// On the interpreter, a target of 64 KB of L2 (a 40 KB budget): one (head, sequence) pair
+// per section at max_seqlen_q 200 and D = 128 (100 KB each), 6 sections, three CTAs; then
+// 3 pairs per section (512 KB of L2: 320 KB).
+TEST(AttentionVarlen, WgmmaCausalL2Sections) {
+  const std::string e = attention_test::varlen_expr(8, 8192, 8192, 16, 16, 128, 1024, "true", "bf16", false);
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  const CompiledProgram p = compile_expression(e, opt);
+  EXPECT_EQ(p.state.used_knobs.at("ATTN_PERSISTENT"), "1");
+  EXPECT_NE(p.cuda.find("unit % 512"), std::string::npos) << p.cuda;
+  uint64_t seed = 701;
+  for (const char* causal : {"true", "top_left"})
+    check_varlen({2, 2, 128, {200, 0, 130}, {150, 9, 200}, 200, causal}, "ATTN_PERSISTENT=1,ATTN_CTAS=3",
+                 seed++, "sm_90a", "wgmma", 30, 0, 64 << 10);
+  check_varlen({2, 2, 128, {200, 0, 130}, {150, 9, 200}, 200, "true"}, "ATTN_PERSISTENT=1,ATTN_CTAS=2",
+               seed++, "sm_90a", "wgmma", 30, 0, 512 << 10);
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {
@@ -407,7 +453,8 @@ TEST(AttentionVarlen, GpuCasesCompileBothArchs) {
       if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
                                            c.knobs.find("ATTN_PRODUCER") != std::string::npos ||
                                            c.knobs.find("ATTN_PERSISTENT") != std::string::npos ||
-                                           c.knobs.find("ATTN_OVERLAP") != std::string::npos))
+                                           c.knobs.find("ATTN_OVERLAP") != std::string::npos ||
+                                           c.knobs.find("ATTN_STMATRIX") != std::string::npos))
         continue;
       CompileOptions opt;
       opt.knobs = Knobs::parse(c.knobs);

@@ -1018,12 +1018,44 @@ TEST(AttentionWgmma, StmatrixEpilogue) {
   EXPECT_NE(kernel_ir(d256, "").find("Q_s[(w * 16 + lane / 8 % 2 * 8"), std::string::npos);
   const std::string paged = attention_test::paged_attention(2, 2, 2, 100, 64, 8, 64, 4, "false");
   EXPECT_EQ(used(paged, "").at("ATTN_TMA_STORE"), "0");
-  EXPECT_EQ(used(paged, "").count("ATTN_STMATRIX"), 0u);
-  expect_refused(d128, "ATTN_TMA_STORE=0,ATTN_STMATRIX=1",
-                 "ATTN_STMATRIX chooses how O is written to shared memory for the TMA store");
+  EXPECT_EQ(used(paged, "").at("ATTN_STMATRIX"), "0");
   const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200)";
-  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_STMATRIX=0", "as varlen attention must");
+  EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma,ATTN_STMATRIX=0"));
+  // Varlen's default: stmatrix and the copy-out (no TMA store: a box would cross sequences).
+  const auto v = used(varlen, "");
+  EXPECT_EQ(v.at("ATTN_TMA_STORE"), "0");
+  EXPECT_EQ(v.at("ATTN_STMATRIX"), "1");
+}
+
+// ATTN_STMATRIX=1 without the TMA store: O by stmatrix into its buffer (or Q's slot), then
+// the warpgroup's 16-byte copy-out under the row test. On the interpreter: rows past Sq in
+// the last query block, columns past D (D = 104: spans of 64 + 48 columns, 40 real), the
+// walk (the meeting before the next unit's writes), O in Q's slot (D = 256: Q's release
+// after the copy), no producer, one and three warpgroups.
+TEST(AttentionWgmma, StmatrixCopyOut) {
+  uint64_t seed = 2800;
+  const std::string k = "ATTN_TMA_STORE=0,ATTN_STMATRIX=1";
+  check_wgmma(attention(2, 2, 130, 90, 104, "true", "f16"),
+              k + ",ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2,BLOCK_N=32", seed++);
+  check_wgmma(attention(2, 1, 77, 100, 64, "false"), k + ",BLOCK_N=32", seed++);
+  check_wgmma(attention(2, 1, 77, 100, 64, "false"), k + ",BLOCK_N=32,ATTN_PRODUCER=0", seed++);
+  check_wgmma(attention(2, 1, 150, 100, 256, "top_left"), k, seed++);
+  check_wgmma(attention(1, 1, 300, 100, 256, "false"), k + ",ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=2",
+              seed++);
+  check_wgmma(attention(2, 1, 200, 150, 32, "true"), k + ",ATTN_WG=3,ATTN_PRODUCER=1,ATTN_PINGPONG=1,BLOCK_N=32",
+              seed++);
+
+  const std::string d128 = attention(2, 2, 300, 300, 128, "false");
+  const std::string ir = kernel_ir(d128, "ATTN_PRODUCER=1,ATTN_PERSISTENT=1," + k);
+  EXPECT_NE(ir.find("<- stmatrix_x4("), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("tma_store"), std::string::npos) << ir;
+  // 64 rows x 16 chunks of 8 columns over 128 threads: 8 copies each, 16 bytes wide.
+  EXPECT_NE(ir.find("for o_c0 in 0..8"), std::string::npos) << ir;
+  CompileState s = wgmma_state(d128, "ATTN_PRODUCER=1,ATTN_PERSISTENT=1," + k);
+  run_pipeline(s);
+  EXPECT_EQ(s.used_knobs.at("ATTN_STMATRIX"), "1");
+  EXPECT_EQ(s.used_knobs.at("ATTN_TMA_STORE"), "0");
 }
 
 TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {

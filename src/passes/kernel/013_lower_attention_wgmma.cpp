@@ -297,14 +297,28 @@ struct Lowering {
   // short sequence lacks, and the static stride dealt those skips to the same CTAs
   // (measured 1.44-1.57x its padded batch on the H200, against 1.31x for one CTA per
   // query block). The producer finds b by a forward scan from the CTA's last sequence
-  // (its units only grow), one load of cu_seqlens_q per sequence passed. Causal varlen keeps
-  // the longest-first box order (its units differ within a sequence).
-  bool packed_order() const { return t.persistent && a.varlen && a.causal == Causal::None; }
-  Expr q_tokens() const { return p.tensor(a.q).shape[0]; }
-  Expr units() const {
-    if (packed_order()) return (q_tokens() / Expr(BM) + a.B) * a.Hq;
-    return query_blocks() * a.Hq * a.B;
+  // (its units only grow), one load of cu_seqlens_q per sequence passed.
+  // Causal varlen takes the same numbering with each sequence's units longest first (its
+  // query blocks from the last down, the heads fastest: packed_coords) where it has fewer
+  // units than the box order — both orders hold the same real units, so fewer units is
+  // fewer skipped ones, each an atomic and three dependent loads on the producer's path
+  // (H200 2026-11-29, vs_pad box / packed: 4096,2048,..,128 1.222 / 1.178, 1023,777,3001,
+  // 129,2048,1500 1.216 / 1.191, 8192 + 512 x 8 1.126 / 1.094; but 1024 x 8, which the box
+  // order walks without a skip, 1.070 / 1.087, and 128 x 32 1.255 / 1.413: one query block
+  // each, every second packed slot skipped). With a run-time token count the packed order
+  // (at most one skip per sequence and head). Not with three consumer warpgroups: the
+  // producer's 24 registers then spilled 8 B under the scan (the 3 x 112 tile).
+  bool packed_order() const {
+    if (!t.persistent || !a.varlen) return false;
+    if (a.causal == Causal::None) return true;
+    if (t.warpgroups > 2) return false;
+    const Expr packed = packed_units(), box = box_units();
+    return !packed.is_const() || !box.is_const() || packed.const_value() < box.const_value();
   }
+  Expr q_tokens() const { return p.tensor(a.q).shape[0]; }
+  Expr packed_units() const { return (q_tokens() / Expr(BM) + a.B) * a.Hq; }
+  Expr box_units() const { return query_blocks() * a.Hq * a.B; }
+  Expr units() const { return packed_order() ? packed_units() : box_units(); }
   Expr grid() const { return min(units(), Expr(t.ctas)); }
   // Causal units differ in length, and the stride hands CTA 0 the longest unit of every
   // round: the rounds alternate direction instead (round r: CTA c takes unit r P + c for
@@ -312,9 +326,9 @@ struct Lowering {
   // the next round's shortest. The last, partial round (units % P of them) reaches CTAs
   // 0.. of an even round and P - 1.. of an odd one.
   bool snake() const { return lpt_order(); }
-  // The longest-first order (query block slowest, from the last down): causal, and causal
-  // varlen — only the long sequences have the high query blocks, and their units carry the
-  // most keys. (Varlen without a mask under the walk takes the packed order above.)
+  // The longest-first order (query block slowest, from the last down): causal (varlen
+  // under the walk: within each sequence, packed_coords), and varlen on the plain grid —
+  // only the long sequences have the high query blocks, and their units carry the most keys.
   bool lpt_order() const { return a.causal != Causal::None || (a.varlen && !packed_order()); }
   Expr units_for_cta() const {
     const Expr c = Expr::var("blockIdx.x");
@@ -394,14 +408,20 @@ struct Lowering {
     return {std::move(scan), Stmt::LetLoad("b", unit_s_, {Expr(8)})};
   }
   // Then, with the sequence's q_start and q_end bound: the unit's head and query block within
-  // the sequence's slots (span_b of them per head). `pk_r` < 0 or h >= Hq only past the last
-  // sequence's slots or with cu_seqlens_q out of order: the unit is skipped (real_unit).
+  // the sequence's slots (span_b of them per head): without a mask head by head, the query
+  // blocks fastest; causal the query block slowest and from the last down (the sequence's
+  // longest units first; its slot past the rows, if any, first and skipped), the heads
+  // fastest. `pk_r` < 0, h >= Hq or qb < 0 only past the last sequence's slots or with
+  // cu_seqlens_q out of order: the unit is skipped (real_unit).
   Block packed_coords() const {
     const Expr qs = Expr::var(kQStartVar), qe = Expr::var(kQEndVar), r = Expr::var("pk_r");
-    const Expr span = max(qe / Expr(BM) - qs / Expr(BM) + 1, Expr(1));
-    return {Stmt::Let("pk_r", Expr::var("unit") - (qs / Expr(BM) + b) * a.Hq),
-            Stmt::Let("pk_span", span), Stmt::Let("h", r / Expr::var("pk_span")),
-            Stmt::Let("qb", r % Expr::var("pk_span"))};
+    const Expr span = max(qe / Expr(BM) - qs / Expr(BM) + 1, Expr(1)), sp = Expr::var("pk_span");
+    Block out = {Stmt::Let("pk_r", Expr::var("unit") - (qs / Expr(BM) + b) * a.Hq), Stmt::Let("pk_span", span)};
+    if (a.causal == Causal::None)
+      out.insert(out.end(), {Stmt::Let("h", r / sp), Stmt::Let("qb", r % sp)});
+    else
+      out.insert(out.end(), {Stmt::Let("h", r % a.Hq), Stmt::Let("qb", sp - 1 - r / a.Hq)});
+    return out;
   }
 
   Expr query_block() const {
@@ -503,7 +523,8 @@ struct Lowering {
     if (!persist) body.insert(body.end(), seq_lets.begin(), seq_lets.end());
     // Varlen: a query block at or past its sequence's rows (the grid and the walk's units
     // are sized by max_seqlen_q) has nothing to do.
-    const Expr real_unit = packed_order() ? (qb * BM < a.Sq) && (h < a.Hq) && (Expr(0) <= Expr::var("pk_r"))
+    const Expr real_unit = packed_order() ? (qb * BM < a.Sq) && (h < a.Hq) && (Expr(0) <= Expr::var("pk_r")) &&
+                                                (Expr(0) <= qb)
                                           : qb * BM < a.Sq;
     // Varlen under the walk: the producer skips such units (no hand-off), so the
     // hand-offs are counted apart from t_i (`handed`, unit_s_[3], the producer's), and a
@@ -1345,7 +1366,7 @@ struct Lowering {
       u.dtype = DType::I32;
       // Varlen: [3] the producer's hand-off count, [4..7] the unit's cumulative lengths;
       // packed order: [8] the producer's sequence cursor, [9..11] the unit's b, h, qb.
-      u.shape = {Expr(!a.varlen ? 3 : a.causal == Causal::None ? 12 : 8)};
+      u.shape = {Expr(!a.varlen ? 3 : packed_order() ? 12 : 8)};
       u.role = TensorRole::Shared;
       p.tensors.push_back(u);
     }

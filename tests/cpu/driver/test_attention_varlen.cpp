@@ -332,12 +332,55 @@ TEST(AttentionVarlen, WgmmaCausalL2Sections) {
   const CompiledProgram p = compile_expression(e, opt);
   EXPECT_EQ(p.state.used_knobs.at("ATTN_PERSISTENT"), "1");
   EXPECT_NE(p.cuda.find("unit % 512"), std::string::npos) << p.cuda;
+  EXPECT_EQ(p.cuda.find("pk_span"), std::string::npos) << "the box order: 1024 units, packed 1152";
   uint64_t seed = 701;
   for (const char* causal : {"true", "top_left"})
     check_varlen({2, 2, 128, {200, 0, 130}, {150, 9, 200}, 200, causal}, "ATTN_PERSISTENT=1,ATTN_CTAS=3",
                  seed++, "sm_90a", "wgmma", 30, 0, 64 << 10);
   check_varlen({2, 2, 128, {200, 0, 130}, {150, 9, 200}, 200, "true"}, "ATTN_PERSISTENT=1,ATTN_CTAS=2",
                seed++, "sm_90a", "wgmma", 30, 0, 512 << 10);
+}
+
+// Causal varlen under the walk takes whichever numbering has fewer units (the same real ones,
+// so fewer skipped): the packed order (each sequence's query blocks from the last down, heads
+// fastest; at most one skipped slot per sequence and head) or the box order (max_seqlen_q's
+// query blocks for every sequence). On the interpreter, the packed form with skipped slots
+// (empty sequences, one row, a block +- 1) under both schedules and 1, 3, 50 CTAs; the
+// choice itself on the generated CUDA.
+TEST(AttentionVarlen, WgmmaCausalPackedOrder) {
+  auto packed = [](const std::string& e, const std::string& knobs) {
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(knobs);
+    opt.target = Target::for_arch("sm_90a");
+    return compile_expression(e, opt).cuda.find("pk_span") != std::string::npos;
+  };
+  using attention_test::varlen_expr;
+  // 4096, 2048, .., 128 (8064 tokens): 1104 packed units against 3072 in the box order.
+  EXPECT_TRUE(packed(varlen_expr(6, 8064, 8064, 16, 16, 128, 4096, "true", "bf16", false), ""));
+  EXPECT_TRUE(packed(varlen_expr(6, 8064, 8064, 16, 16, 128, 4096, "top_left", "bf16", false), ""));
+  // 128 x 32: one query block each, 512 box units against 1024 packed.
+  EXPECT_FALSE(packed(varlen_expr(32, 4096, 4096, 16, 16, 128, 128, "true", "bf16", false), ""));
+  // Three consumer warpgroups (the 3 x 112 tile): the box order (the producer's registers).
+  EXPECT_FALSE(packed(varlen_expr(6, 8064, 8064, 16, 16, 128, 4096, "true", "bf16", false), "ATTN_OVERLAP=0"));
+  // A run-time token count: packed (its skips are bounded).
+  EXPECT_TRUE(packed("attention(Q[T,16,128]:bf16, K[T,16,128]:bf16, V[T,16,128]:bf16, cu_seqlens_q=CQ[7]:i32, "
+                     "cu_seqlens_k=CK[7]:i32, max_seqlen_q=4096, causal=true)", ""));
+
+  uint64_t seed = 801;
+  const std::vector<int64_t> lq = {64, 0, 130, 1, 63, 65, 200}, lk = {64, 9, 130, 1, 70, 0, 200};
+  const std::string e = varlen_expr(7, 523, 539, 4, 2, 16, 200, "true", "bf16", true);
+  EXPECT_TRUE(packed(e, "ATTN_WG=1,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_CTAS=3"));
+  for (const char* ctas : {"1", "3", "50"})
+    for (const char* schedule : {"static", "dynamic"})
+      for (const char* causal : {"true", "top_left"})
+        check_varlen({4, 2, 16, lq, lk, 200, causal},
+                     std::string("ATTN_WG=1,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=") +
+                         schedule + ",ATTN_CTAS=" + ctas,
+                     seed++, "sm_90a", "wgmma", 30);
+  check_varlen({4, 2, 16, lq, lk, 200, "true"},
+               "ATTN_WG=2,BLOCK_N=32,ATTN_PRODUCER=1,ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PEEL_MASK=1,"
+               "ATTN_PERSISTENT=1,ATTN_CTAS=5,ATTN_SCHEDULE=dynamic",
+               seed++, "sm_90a", "wgmma", 30, 4);
 }
 
 TEST(AttentionVarlen, ReferenceMatchesDensePerSequence) {

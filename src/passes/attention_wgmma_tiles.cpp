@@ -164,14 +164,16 @@ static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTi
 }
 
 // ATTN_STMATRIX's default: with the TMA store (its O buffer is written either way; stmatrix
-// won at every point measured, see tma_store_by_default), and for varlen, which cannot take
-// the TMA store: stmatrix and the threads' copy-out against the fragments' 4-byte stores
-// (H200, 2026-11-29 14:37, D = 128, 16 heads, `attention_bench.py --varlen --ab
+// won at every point measured, see tma_store_by_default), and for varlen and paged KV, which
+// do not take the TMA store: stmatrix and the threads' copy-out against the fragments' 4-byte
+// stores (H200, 2026-11-29 14:37, D = 128, 16 heads, `attention_bench.py --varlen --ab
 // ATTN_STMATRIX=1`, varlen time with / without) 0.941-0.994 at all nine mixes, no mask
 // 0.983 / 0.974 / 0.990 and causal 0.963 / 0.969 / 0.968 at the three default mixes,
-// 1023 x 8 0.941. Without the walk (paged, the dense small grids) unmeasured: as before.
+// 1023 x 8 0.941; paged prefill (the 3 x 96 tile, Sq = Sk = 2048, page 64, paged /
+// contiguous time in two runs) 1.325 / 1.328 / 1.252 / 1.275 -> 1.262 / 1.253 / 1.225 /
+// 1.207. The dense kernels without the walk (small grids) unmeasured: as before.
 static bool stmatrix_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  return t.tma_store || a.varlen;
+  return t.tma_store || a.varlen || a.paged;
 }
 
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
@@ -262,9 +264,19 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // Varlen at D = 113..128, with or without a mask (varlen_overlap_dims: the tile its walk
   // was measured with, the dynamic schedule its default); elsewhere off (unmeasured).
   const bool varlen_overlap = varlen_overlap_dims(a, Dp);
+  // Paged prefill at D = 113..128 likewise (one CTA per query block: the walk refuses paged
+  // KV). Measured on the H200 (2026-11-29 15:20, `attention_bench.py --paged 64 --sq 2048
+  // --sk 2048`, B 2 / 8, Hq 32, Hkv 8 / 32, paged / contiguous time, both with O by stmatrix):
+  // 1.269 / 1.259 / 1.198 / 1.187 on the 3 x 96 tile -> 1.093 / 1.094 / 1.082 / 1.076 on the
+  // overlap tile (2 x 64 rows by 128 keys, the ping-pong); 16-key pages (B 2, Hkv 8) 1.307
+  // -> 1.275; 256-key pages (B 2 / 8, Hkv 8) paged time 272 / 967 us -> 233 / 878 us (1.09 /
+  // 1.07 of contiguous). Only at its 128 keys: with a given BLOCK_N=112 the overlap's
+  // registers spilled 72 B under the page-piece addressing (the 3 x 112 tile then, as before).
+  const bool paged_overlap = a.paged && !a.varlen && Dp > 112 && Dp <= 128 &&
+                             s.knobs.get_int("BLOCK_N", 128) == 128;
   const bool walk_overlap = causal_walk && (causal_walk_overlap_shape(a, Dp) || varlen_overlap);
   const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
-  const bool overlap_default = overlap_dims && (!a.varlen || varlen_overlap) && !a.paged &&
+  const bool overlap_default = overlap_dims && (!a.varlen || varlen_overlap) && (!a.paged || paged_overlap) &&
                                (!causal_walk || walk_overlap) &&
                                (!dynamic_given || walk_overlap || varlen_overlap) && wg_given < 3 &&
                                s.knobs.get_int("ATTN_PRODUCER", 1) != 0 &&

@@ -42,24 +42,25 @@ inline std::vector<Case> paged_cases() {
   // The decode kernel's deeper K/V rings (KV_STAGES=3, 4) read through the table.
   v.push_back({paged_expr(4, 32, 8, 1, 128, 300, 16, 64, "true", "bf16", true), "KV_STAGES=3"});
   v.push_back({paged_expr(2, 32, 8, 4, 128, 40, 256, 16, "false", "bf16", true), "KV_STAGES=4"});
-  // Prefill on the wgmma kernel (the default from Sq = 65 on sm_90a): D = 128's paged
-  // 3 x 96 tile over 64-key pages (32-row boxes) and 256-key ones, 112 keys (16-row boxes),
-  // 2 x 128 over 16-key pages (a
-  // box per page), thread 0 issuing at D = 64 over 128-key pages, MQA, f16; and the
-  // mma.sync kernel by name at the same shape.
+  // Prefill on the wgmma kernel (the default from Sq = 65 on sm_90a): D = 128's default
+  // tile (2 x 64 rows by 128 keys, the overlap, the ping-pong, O by the copy-out) over
+  // 64-key pages and 256-key ones, the 3 x 96 tile (ATTN_OVERLAP=0) and 112 keys (16-row
+  // boxes), 2 x 128 over 16-key pages (a box per page), thread 0 issuing at D = 64 over
+  // 128-key pages, MQA, f16; and the mma.sync kernel by name at the same shape.
   for (const char* causal : {"true", "false"}) {
     v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, causal, "bf16", true), ""});
     v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, causal, "bf16", true),
                  "ATTN_MMA=mma_sync"});
   }
   v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "top_left", "bf16", true), ""});
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_OVERLAP=0"});
   v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "true", "bf16", true), "BLOCK_N=112"});
   v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({paged_expr(3, 8, 1, 300, 64, 12, 128, 4, "true", "bf16", false), ""});
-  // O by stmatrix and the threads' copy-out (ATTN_STMATRIX=1) over pages.
-  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_STMATRIX=1"});
-  v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "false", "f16", true), "ATTN_STMATRIX=1"});
+  // O from the fragments (ATTN_STMATRIX=0; the copy-out is paged prefill's default).
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_STMATRIX=0"});
+  v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "false", "f16", true), "ATTN_STMATRIX=0"});
   return v;
 }
 

@@ -1018,7 +1018,7 @@ TEST(AttentionWgmma, StmatrixEpilogue) {
   EXPECT_NE(kernel_ir(d256, "").find("Q_s[(w * 16 + lane / 8 % 2 * 8"), std::string::npos);
   const std::string paged = attention_test::paged_attention(2, 2, 2, 100, 64, 8, 64, 4, "false");
   EXPECT_EQ(used(paged, "").at("ATTN_TMA_STORE"), "0");
-  EXPECT_EQ(used(paged, "").at("ATTN_STMATRIX"), "0");
+  EXPECT_EQ(used(paged, "").at("ATTN_STMATRIX"), "1");  // the copy-out
   const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200)";
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma,ATTN_STMATRIX=0"));
@@ -1087,8 +1087,9 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
 
 // ATTN_PERSISTENT's default for varlen prefill (measured on the H200, 2026-11-28 and 29):
 // at D = 113..128 the overlap tile (2 x 64 rows by 128 keys, the ping-pong) under the
-// dynamic walk, peeled, O on the fragment stores — under a causal mask (either corner) in
-// the longest-first box order, without one in packed order; the 3 x 112 tile keeps its
+// dynamic walk, peeled, O by stmatrix and the copy-out — under a causal mask (either corner)
+// in whichever of the box and packed orders has fewer units, without one in packed order;
+// the 3 x 112 tile keeps its
 // walk under a causal mask where ATTN_OVERLAP=0 is given. One CTA per query block in other
 // tiles (another BLOCK_N given, D = 64 and 96), without the producer, and where the walk is
 // given off.
@@ -1105,13 +1106,13 @@ TEST(AttentionWgmma, VarlenWalkDefault) {
     EXPECT_EQ(s.level, Level::Kernel);
     return s.used_knobs;
   };
-  // The overlap tile under the dynamic walk, peeled, O on the fragment stores: the varlen
-  // default at D = 113..128 with either mask.
+  // The overlap tile under the dynamic walk, peeled, O by the copy-out: the varlen default at
+  // D = 113..128 with either mask.
   const auto expect_overlap_walk = [](const std::map<std::string, std::string>& k) {
     for (const auto& [knob, value] : std::vector<std::pair<const char*, const char*>>{
              {"ATTN_PERSISTENT", "1"}, {"ATTN_SCHEDULE", "dynamic"}, {"ATTN_OVERLAP", "1"},
              {"ATTN_PINGPONG", "1"}, {"ATTN_PEEL_MASK", "1"}, {"ATTN_TMA_STORE", "0"},
-             {"BLOCK_M", "128"}, {"BLOCK_N", "128"}})
+             {"ATTN_STMATRIX", "1"}, {"BLOCK_M", "128"}, {"BLOCK_N", "128"}})
       EXPECT_EQ(k.at(knob), value) << knob;
   };
   for (const char* causal : {"true", "top_left"})
@@ -1121,10 +1122,10 @@ TEST(AttentionWgmma, VarlenWalkDefault) {
         const auto k = used(varlen(causal, d, dtype), "");
         expect_overlap_walk(k);
         const std::string ir = kernel_ir(varlen(causal, d, dtype), "");
-        // 12 query blocks x 4 heads x 4 sequences in box order: 192 units, a grid of the
-        // 132 SMs; longest first (not the packed order's sequence scan).
-        for (const char* part : {"grid(132, 1, 1), block(384)", "fetch.inc attn_work[0]",
-                                 "wgmma.wait 1", "for kbm in"})
+        // The packed order: (3000 / 128 + 4) x 4 = 108 units, against 12 query blocks x 4
+        // heads x 4 sequences = 192 in the box order; a grid of 108 CTAs.
+        for (const char* part : {"grid(108, 1, 1), block(384)", "fetch.inc attn_work[0]",
+                                 "wgmma.wait 1", "for kbm in", "pk_span"})
           EXPECT_NE(ir.find(part), std::string::npos) << part << "\n" << ir;
         // ATTN_OVERLAP=0: the 3 x 112 tile under its measured walk (2026-11-28 16:25).
         const auto k3 = used(varlen(causal, d, dtype), "ATTN_OVERLAP=0");

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/f32_constant.h"
+#include "passes/families/family.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -204,27 +205,32 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   t.padded_dim = (D + 15) / 16 * 16;
   t.spans = attention_spans(D);
   const int64_t Dp = t.padded_dim;
-  // The mma.sync kernel's own knobs mean nothing here: refused rather than ignored.
   // Packed sequences refuse STAGE_OUTPUT on both kernels (k:012: their rows are [T, H, D]):
   // the only fix is to drop it.
   if (a.varlen && s.knobs.has("STAGE_OUTPUT") && s.knobs.get_int("STAGE_OUTPUT", 0) != 0)
     throw Error("STAGE_OUTPUT=1 copies a block's rows of O out as one contiguous [BLOCK_M, D] of "
                 "one head, and packed sequences' rows are [T, H, D] (a row stride of H·D); no "
                 "attention kernel stages them: drop STAGE_OUTPUT");
-  for (const char* k : {"Q_IN_REGS", "SWIZZLE", "INTERLEAVE_LOADS", "FRAG_BUFFERS", "SOFTMAX",
-                        "ZERO_INIT", "STAGE_OUTPUT", "KV_COPY"})
-    if (s.knobs.has(k))
-      throw Error(std::string(k) + " is a knob of attention's mma.sync kernel, and this one is "
-                  "the wgmma kernel (ATTN_MMA=wgmma, the default on sm_90a): add "
-                  "ATTN_MMA=mma_sync, or drop " + k);
-  // Decode's split form (the mma.sync kernel over a KV split) reads these; this kernel does
-  // not split the keys, and they were accepted and ignored here before.
-  for (const char* k : {"SPLIT_WARPS", "COMBINE", "COMBINE_GROUPS"})
-    if (s.knobs.has(k))
-      throw Error(std::string(k) + " is a knob of decode attention's split form (the mma.sync "
-                  "kernel over a KV split, SPLIT_KV > 1), and this one is the wgmma kernel "
-                  "(ATTN_MMA=wgmma, the default on sm_90a), which does not split the keys: drop " +
-                  k + ", or add ATTN_MMA=mma_sync");
+  // The other attention kernels' own knobs mean nothing here: refused rather than ignored.
+  // Which knobs those are comes from the families' declarations (src/passes/families/): what
+  // the mma.sync kernel or decode's split form reads and this family neither reads nor
+  // honours (attention_loops.cpp refuses the converse on the mma.sync kernel).
+  static const KernelFamily* const self = find_family("attention_wgmma");
+  static const KernelFamily* const mma_sync = find_family("attention_mma_sync");
+  static const KernelFamily* const decode = find_family("attention_decode");
+  LOOM_CHECK(self && mma_sync && decode, "the attention families are registered");
+  for (const auto& [knob, value] : s.knobs.values()) {
+    if (self->accepts(knob, value) || !(mma_sync->reads_knob(knob) || decode->reads_knob(knob))) continue;
+    // (Decode's split form is the mma.sync kernel over a KV split: named for its own knobs.)
+    const bool split_only = !mma_sync->reads_knob(knob);
+    throw Error(knob + " is a knob of " +
+                (split_only ? "decode attention's split form (the mma.sync kernel over a KV split, "
+                              "SPLIT_KV > 1)"
+                            : "attention's mma.sync kernel (k:012)") +
+                ", and this one is the wgmma kernel (k:013; ATTN_MMA=wgmma, the default on sm_90a)" +
+                (split_only ? ", which does not split the keys" : "") + ": add ATTN_MMA=mma_sync, or drop " +
+                knob);
+  }
   const bool has_m = s.knobs.has("BLOCK_M");
   // ATTN_OVERLAP's default: on for dense attention above 224 stored columns (D = 232..256),
   // where the two consumer warpgroups and the producer are the defaults, unless a given

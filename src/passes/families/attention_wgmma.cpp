@@ -13,11 +13,14 @@ KernelFamily attention_wgmma_family() {
   f.op = FamilyOp::attention;
   f.chosen_by = "ATTN_MMA=wgmma (the default on sm_90a for head dims that are multiples of 8 "
                 "up to 256, dense, paged or packed; not decode's split forms)";
-  f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
+  // WARPS is read to be checked (4 per consumer warpgroup: a given WARPS must match ATTN_WG).
+  // The other attention kernels' knobs that this one neither reads nor honours are refused
+  // by attention_wgmma_tiles(), which takes them from those families' reads.
+  f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"WARPS"},       {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
              {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"}, {"ATTN_O_UNDER_S"}, {"ATTN_PEEL_MASK"},
              {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"ATTN_STMATRIX"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
              {"MIN_BLOCKS"}};
-  f.honours = attention_honours(f.reads);
+  f.honours = attention_honours(f.reads, {"SWIZZLE", "INTERLEAVE_LOADS"});
   // tune/attention_space.cpp. Values in search order; the first of each is where the
   // enumeration starts. BLOCK_N: 128 (k:013's default up to D = 128), FlashAttention-3's
   // 176 (D = 128), 144 (D = 96, with three consumer warpgroups), 112 (D = 192) and 80

@@ -1075,9 +1075,25 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
   // Decode's split-form knobs mean nothing to this kernel (it does not split the keys):
   // refused, not accepted and ignored; decode shapes keep them (the mma.sync split kernel).
-  for (const char* k : {"SPLIT_WARPS=2", "COMBINE=last_cta", "COMBINE_GROUPS=2"})
+  for (const char* k : {"COMBINE=last_cta", "COMBINE_GROUPS=2"})
     expect_refused(e, k, std::string(k).substr(0, std::string(k).find('=')) +
-                             " is a knob of decode attention's split form");
+                             " is a knob of decode attention's split form (the mma.sync kernel over a KV split");
+  expect_refused(e, "COMBINE=last_cta", "which does not split the keys: add ATTN_MMA=mma_sync, or drop COMBINE");
+  expect_refused(e, "SPLIT_WARPS=2", "SPLIT_WARPS is a knob of attention's mma.sync kernel (k:012)");
+  // The mma.sync kernel's knobs (its family's reads that this family neither reads nor
+  // honours), refused with the fix.
+  for (const char* k : {"Q_IN_REGS=1", "SWIZZLE=xor", "INTERLEAVE_LOADS=0", "KV_COPY=tma", "FRAG_BUFFERS=2",
+                        "SOFTMAX=exp", "ZERO_INIT=mma", "STAGE_OUTPUT=1"}) {
+    const std::string name = std::string(k).substr(0, std::string(k).find('='));
+    expect_refused(e, k, name + " is a knob of attention's mma.sync kernel (k:012)");
+    expect_refused(e, k, "and this one is the wgmma kernel (k:013; ATTN_MMA=wgmma, the default on "
+                         "sm_90a)");
+  }
+  // What the family declares it honours passes (the GEMM knobs at their off values, the
+  // generic knobs it leaves unread), and WARPS at its warpgroups' count.
+  for (const char* k : {"SWAP_AB=0", "SPLITK=1", "CLUSTER_M=1", "PERSISTENT=0", "DEPENDENT_LAUNCH=1",
+                        "VECTORIZE=8", "WARPS=8"})
+    EXPECT_NO_THROW(kernel_ir(e, k)) << k;
   EXPECT_NO_THROW(kernel_ir(attention(32, 8, 1, 8192, 128, "false"), "SPLIT_WARPS=2,COMBINE=last_cta"));
   expect_refused(e, "ATTN_PERSISTENT=2", "ATTN_PERSISTENT");  // the registry's range
   expect_refused(e, "ATTN_TMA_STORE=2", "ATTN_TMA_STORE");

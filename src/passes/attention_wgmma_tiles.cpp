@@ -237,8 +237,8 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // knob rules it out (thread 0 issuing, three warpgroups, ATTN_PACK_P=0). Measured on the
   // H200 (2026-11-28, 16k tokens, loom/cuDNN, K and V released apart): D = 256 non-causal
   // 1k / 4k 0.915 / 0.979x against 0.92 / 0.94x without it, causal 0.826 / 0.983x against
-  // 0.81 / 0.90x. Paged KV keeps it off (unmeasured there; varlen at D = 113..128 takes it,
-  // varlen_overlap_dims), and so does a causal
+  // 0.81 / 0.90x. Paged KV keeps it off at D = 256 (unmeasured there; varlen and paged
+  // prefill at D = 113..128 take it: varlen_overlap_dims, paged_overlap), and so does a causal
   // mask under the persistent walk below 1024 keys (causal_walk_overlap_shape, above: the
   // walk with the overlap measured 0.913x -> 0.930x at 1k, 0.979x -> 1.045x at 2k once K ran
   // ahead of V; it spilled 4 B at D = 256 until the consumers bound their thread lets after

@@ -92,9 +92,10 @@
 //     TMA (one box per 64-column chunk or narrow span; the map clips rows past Sq and
 //     columns past D); the next unit's writes wait for the store's read
 //     (bulk.wait.read 0), and the CTA drains its stores before it exits.
-//     ATTN_STMATRIX=1 without the TMA store (varlen's default): the same stmatrix writes,
-//     then the copy-out — the warpgroup meets and its threads copy its 64 rows in 16-byte
-//     chunks along the rows, rows past Sq (the sequence's) skipped (copy_out()).
+//     ATTN_STMATRIX=1 without the TMA store (varlen's and paged prefill's default): the
+//     same stmatrix writes, then the copy-out — the warpgroup meets and its threads copy its
+//     64 rows in 16-byte chunks along the rows, rows past Sq (the sequence's) skipped
+//     (copy_out()).
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P, ATTN_PEEL_MASK,
 // ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, ATTN_STMATRIX, BLOCK_N, KV_STAGES,
 // MIN_BLOCKS.

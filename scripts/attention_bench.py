@@ -520,11 +520,15 @@ def paged(args, flush):
                     ptensors = {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}
                     # The paged form on its default kernel, on the mma.sync kernel (a column:
                     # the wgmma kernel is prefill's default on sm_90a), and the contiguous form.
+                    # --ab: more knob sets for the paged form alone ("paged+ab1", ..), each
+                    # reported against the same contiguous time.
                     for name, expr, tensors, knobs in (
                             ("paged", pexpr, ptensors, args.knobs),
                             ("paged_mma", pexpr, ptensors, with_knob(args.knobs, "ATTN_MMA=mma_sync")),
                             ("contig", decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
-                             {"Q": q, "K": k, "V": v}, args.knobs)):
+                             {"Q": q, "K": k, "V": v}, args.knobs)) + tuple(
+                                ("paged+ab%d" % (i + 1), pexpr, ptensors, with_knob(args.knobs, ab))
+                                for i, ab in enumerate(args.ab)):
                         if name == "paged_mma" and not args.mma_column:
                             continue
                         try:
@@ -563,6 +567,12 @@ def paged(args, flush):
                         fmt(us.get("cudnn")), fmt(ratio, "%.3f"), fmt(r_mma, "%.3f"),
                         fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
                     summary.append(ratio)
+                    for i, ab in enumerate(args.ab):
+                        n = "paged+ab%d" % (i + 1)
+                        if n in us and "contig" in us:
+                            print("    [ab %s] paged %s us, paged/contig %.3f, vs the default paged %.3f"
+                                  % (ab, fmt(us[n]), us[n] / us["contig"],
+                                     us[n] / us["paged"] if "paged" in us else float("nan")), flush=True)
                     fns = op = q = k = v = kc = vc = None
                     torch.cuda.empty_cache()
     ratios = [r for r in summary if r is not None]
@@ -768,7 +778,7 @@ def main():
     p.add_argument("--sq", type=int, nargs="+", default=[1, 4])
     p.add_argument("--sk", type=int, nargs="+", default=[8192, 32768])
     p.add_argument("--ab", nargs="+", default=[], metavar="KNOBS",
-                   help="decode and varlen: more Loom knob sets (each on top of --knobs; varlen: "
+                   help="decode, varlen and paged: more Loom knob sets (each on top of --knobs; varlen: "
                         "'+' separates knobs, and only the varlen kernel takes them, the padded "
                         "reference keeps --knobs), one row each per point, timed in the same "
                         "interleaved run")

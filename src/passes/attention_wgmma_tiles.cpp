@@ -1,5 +1,7 @@
 #include "passes/attention_wgmma_tiles.h"
 
+#include <numeric>
+
 #include "ir/error.h"
 #include "ir/f32_constant.h"
 #include "passes/families/family.h"
@@ -175,6 +177,19 @@ static bool tma_store_by_default(const AttentionLoops& a, const AttentionWgmmaTi
 // 1.207. The dense kernels without the walk (small grids) unmeasured: as before.
 static bool stmatrix_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
   return t.tma_store || a.varlen || a.paged;
+}
+
+// ATTN_LOAD_WARPS's default: four issuing warps for paged KV where a key block is four or
+// more pages (16- and 32-key pages under 128-key blocks: 8 and 4 boxes per 64-column chunk
+// and half block), one otherwise. Under ncu (H200, 2026-11-29, Sq = Sk = 2048, B 2, Hq 32 /
+// Hkv 8, D 128, the overlap tile) page 16 ran 1.257x the contiguous form against page 64's
+// 1.094x: the producer never waited for a slot (its retry loop ran 0 times) while the
+// consumers' waits for a full slot rose from 5.4 % to 12.5 % of their stall samples, and the
+// producer's samples sat in the 32 box issues a block, each ~15 dependent instructions
+// (stall_wait 1139 of 2227), not in the table reads (stall_long_sb 95).
+static int64_t load_warps_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  if (!a.paged || !t.producer || t.persistent) return 1;
+  return t.block_n / std::gcd(t.block_n, a.page) >= 4 ? 4 : 1;
 }
 
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's
@@ -486,6 +501,16 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
     throw Error("ATTN_PERSISTENT=1 walks work units whose sequence lengths it binds per unit, "
                 "and this attention has paged KV (a block table), whose page reads the walk does "
                 "not carry: drop ATTN_PERSISTENT (paged prefill runs one CTA per query block)");
+  t.load_warps = s.knob("ATTN_LOAD_WARPS", load_warps_by_default(a, t));
+  if (t.load_warps > 1 && !t.producer)
+    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads the TMA issue over "
+                "the producer warpgroup's warps and ATTN_PRODUCER is 0 (thread 0 issues between "
+                "the consumers' work): add ATTN_PRODUCER=1, or drop ATTN_LOAD_WARPS");
+  if (t.load_warps > 1 && t.persistent)
+    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads a key block's TMA "
+                "issue over producer warps, and the persistent walk's producer also takes and "
+                "hands over the units from one thread: drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1 "
+                "(or set ATTN_PERSISTENT=0)");
   {
     const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", schedule_by_default(a, t));
     if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;
@@ -496,6 +521,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "counter and ATTN_PERSISTENT is 0: add ATTN_PERSISTENT=1, or drop ATTN_SCHEDULE");
     t.dynamic = schedule == "dynamic";
   }
+
   // ATTN_PEEL_MASK's default, where the H200 measured a win (2026-11-28 12:40, 16k tokens,
   // bf16, loom/cuDNN, defaults against ATTN_PEEL_MASK=1):
   //   D = 128 causal: 1k 0.849x -> 0.899x (the short tile: 2 x 64 rows by 128 keys, the

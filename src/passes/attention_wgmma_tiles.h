@@ -77,6 +77,12 @@ struct AttentionWgmmaTiles {
   // (first blockIdx.x, then fetched by the producer), longest first, so the SM that frees
   // first takes the longest unit left; static: CTA c takes units c, c + P, ..
   bool dynamic = false;
+  // ATTN_LOAD_WARPS (with the producer, one CTA per query block): lane 0 of this many of the
+  // producer warpgroup's warps issue a key block's TMA boxes, each its share (paged KV: its
+  // pages' boxes and their table reads), and each waits for the slot; the first arms the
+  // full barrier. One issuing thread is instruction-bound at many boxes a block (16-key
+  // pages: 16 boxes of 2 KiB per half block at D = 128, ~15 dependent instructions each).
+  int64_t load_warps = 1;
   // ATTN_TMA_STORE: O (1/l) leaves through shared memory by TMA store, each warpgroup its
   // 64 rows; into a buffer of its own where it fits beside Q and the ring, else into Q's
   // slot (o_in_q).

@@ -341,6 +341,11 @@ const std::vector<KnobDef>& knob_registry() {
        "shared memory: the SM that frees first takes the longest unit left; the default "
        "causal and varlen, static without a mask)",
        "k:013_lower_attention_wgmma", 0, 0, false, {"static", "dynamic"}},
+      {"ATTN_LOAD_WARPS", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1, one CTA per "
+       "query block: lane 0 of this many producer warps issues the K/V TMA boxes, each its "
+       "share of a block's (paged KV: its pages' boxes and table reads) after waiting for the "
+       "slot, the first arming the barrier (default 4 for paged KV with 4 or more pages a key "
+       "block, 1 otherwise)", "k:013_lower_attention_wgmma", 1, 4},
       {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
        "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "
        "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "

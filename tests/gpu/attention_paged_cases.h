@@ -3,7 +3,8 @@
 // and larger than the key block), decode (Sq 1 and 4, GQA 32/8 packed and not, MQA,
 // split and not) on the mma.sync kernel, prefill (Sq 100 to 400) on sm_90a's default wgmma
 // kernel (pages 16 to 256: one TMA box per block, several, 32-row pieces under D = 128's
-// paged 3 x 96 tile, 16-row ones under 112 keys; both issue schemes; GQA 32/8) and on
+// paged 3 x 96 tile, 16-row ones under 112 keys; both issue schemes and 1, 3 or 4 issuing
+// producer warps; GQA 32/8) and on
 // mma.sync, the three masks,
 // bf16 and f16, D 64 and 128, with and without LSE. The inputs come from
 // fill_serving_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
@@ -58,6 +59,14 @@ inline std::vector<Case> paged_cases() {
   v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
                "ATTN_WG=2,BLOCK_N=128"});
   v.push_back({paged_expr(3, 8, 1, 300, 64, 12, 128, 4, "true", "bf16", false), ""});
+  // The producer's issuing warps (ATTN_LOAD_WARPS): 16- and 32-key pages take four by
+  // default (a warp per page), the single thread by name, and 64-key pages' four boxes a
+  // half block spread over three warps.
+  v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "false", "bf16", true), ""});
+  v.push_back({paged_expr(2, 16, 4, 400, 128, 30, 32, 15, "true", "bf16", true), ""});
+  v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
+               "ATTN_WG=2,BLOCK_N=128,ATTN_LOAD_WARPS=1"});
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_LOAD_WARPS=3"});
   // O from the fragments (ATTN_STMATRIX=0; the copy-out is paged prefill's default).
   v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_STMATRIX=0"});
   v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "false", "f16", true), "ATTN_STMATRIX=0"});

@@ -18,7 +18,7 @@ KernelFamily attention_wgmma_family() {
   // by attention_wgmma_tiles(), which takes them from those families' reads.
   f.reads = {{"BLOCK_M"},      {"BLOCK_N"},      {"WARPS"},       {"KV_STAGES"},   {"ATTN_MMA", {"wgmma"}},
              {"ATTN_WG"},      {"ATTN_PRODUCER"}, {"ATTN_OVERLAP"}, {"ATTN_PACK_P"}, {"ATTN_O_UNDER_S"}, {"ATTN_PEEL_MASK"},
-             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_TMA_STORE"}, {"ATTN_STMATRIX"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
+             {"ATTN_PINGPONG"}, {"ATTN_PERSISTENT"}, {"ATTN_CTAS"}, {"ATTN_SCHEDULE"}, {"ATTN_LOAD_WARPS"}, {"ATTN_TMA_STORE"}, {"ATTN_STMATRIX"}, {"SPLIT_KV"},    {"GQA_PACK"},    {"UNROLL_K"},
              {"MIN_BLOCKS"}};
   f.honours = attention_honours(f.reads, {"SWIZZLE", "INTERLEAVE_LOADS"});
   // tune/attention_space.cpp. Values in search order; the first of each is where the
@@ -31,7 +31,9 @@ KernelFamily attention_wgmma_family() {
   // ATTN_PACK_P both ways without the overlap (which needs it: 1 there). ATTN_PERSISTENT
   // (the grid walking the units) where the producer warpgroup runs (the pass refuses it
   // without; the serving forms refuse it too and prune those points with the reason), and
-  // under it ATTN_SCHEDULE both ways (the stride or the work counter). Not searched:
+  // under it ATTN_SCHEDULE both ways (the stride or the work counter); with the producer
+  // and without the walk ATTN_LOAD_WARPS 1 and 4 (the TMA issue spread over its warps).
+  // Not searched:
   // ATTN_TMA_STORE and ATTN_STMATRIX, how O leaves — their defaults won or tied at every
   // point measured (bench/NOTES.md, 2026-11-29, "O to shared memory by stmatrix"), and
   // their other values are there to measure that again, not to tune.
@@ -46,12 +48,15 @@ KernelFamily attention_wgmma_family() {
                    {"ATTN_PINGPONG", {"0", "1"}},
                    {"ATTN_PACK_P", {"1", "0"}},
                    {"ATTN_PERSISTENT", {"0", "1"}},
-                   {"ATTN_SCHEDULE", {"static", "dynamic"}}};
+                   {"ATTN_SCHEDULE", {"static", "dynamic"}},
+                   {"ATTN_LOAD_WARPS", {"1", "4"}}};
   f.tuner_rules = {{"ATTN_OVERLAP", "ATTN_PRODUCER", "1"},
                    {"ATTN_PERSISTENT", "ATTN_PRODUCER", "1"},
                    {"ATTN_SCHEDULE", "ATTN_PERSISTENT", "1"},
                    {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
-                   {"ATTN_PACK_P", "ATTN_OVERLAP", "0"}};
+                   {"ATTN_PACK_P", "ATTN_OVERLAP", "0"},
+                   {"ATTN_LOAD_WARPS", "ATTN_PRODUCER", "1"},
+                   {"ATTN_LOAD_WARPS", "ATTN_PERSISTENT", "0"}};
   return f;
 }
 

@@ -86,6 +86,14 @@
 //     ATTN_SCHEDULE=dynamic: the producer takes the CTA's first unit from blockIdx.x and
 //     each next from a global work counter (fetch.inc, longest first, wrapping to 0 at
 //     the launch's last fetch), and a unit past the last ends both arms' walks (break).
+//     The unit is fetched when the producer needs it, not as the one before is taken
+//     (FlashAttention-3's prefetch measured 0-7 % slower: bench/NOTES.md, 2026-11-29
+//     evening), so whichever SM frees first takes the longest unit left.
+//     ATTN_LOAD_WARPS=L > 1 (with the producer, one CTA per query block; paged KV's default
+//     at 4 or more pages a block): lane 0 of producer warps 0..L-1 each wait for the slot
+//     and issue their share of a block's boxes (a page piece each in turn, or box by box
+//     where a block has fewer pieces than warps), with their table reads; the first arms
+//     the full barrier and issues Q (spread_issue).
 //     ATTN_TMA_STORE=1: step 7's O goes to shared memory (O_s, or Q's slot when O_s does
 //     not fit: D = 256) by stmatrix.x4 (ATTN_STMATRIX; 0: 4-byte stores), fenced, and
 //     each warpgroup's first thread stores its 64 rows by
@@ -97,8 +105,8 @@
 //     64 rows in 16-byte chunks along the rows, rows past Sq (the sequence's) skipped
 //     (copy_out()).
 // Knobs: ATTN_MMA, ATTN_WG, ATTN_PRODUCER, ATTN_OVERLAP, ATTN_PINGPONG, ATTN_PACK_P, ATTN_PEEL_MASK,
-// ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_TMA_STORE, ATTN_STMATRIX, BLOCK_N, KV_STAGES,
-// MIN_BLOCKS.
+// ATTN_PERSISTENT, ATTN_CTAS, ATTN_SCHEDULE, ATTN_LOAD_WARPS, ATTN_TMA_STORE, ATTN_STMATRIX,
+// BLOCK_N, KV_STAGES, MIN_BLOCKS.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -247,14 +255,15 @@ struct Lowering {
   // sequence still forms a coordinate: its page is the last slot's, a live page or a dead
   // slot's number, which the map zero-fills when it lies outside the pool).
   std::string page_var(int64_t r) const { return std::string(kKvPageVar) + "_" + std::to_string(r); }
+  Stmt page_let(const Expr& row0, int64_t r) const {
+    const Expr last_slot = p.tensor(a.block_table).shape[1] - 1;
+    return Stmt::LetLoad(page_var(r), a.block_table,
+                         {flat(p.tensor(a.block_table),
+                               {b, min((row0 + Expr(r * page_rows())) / Expr(a.page), last_slot)})});
+  }
   Block page_lets(const Expr& row0) const {
     Block out;
-    const int64_t pr = page_rows();
-    const Expr last_slot = p.tensor(a.block_table).shape[1] - 1;
-    for (int64_t r = 0; r < BN / pr; ++r)
-      out.push_back(Stmt::LetLoad(page_var(r), a.block_table,
-                                  {flat(p.tensor(a.block_table),
-                                        {b, min((row0 + Expr(r * pr)) / Expr(a.page), last_slot)})}));
+    for (int64_t r = 0; r < BN / page_rows(); ++r) out.push_back(page_let(row0, r));
     return out;
   }
 
@@ -274,6 +283,50 @@ struct Lowering {
               coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
                      paged ? Expr::var(page_var(r)) : Expr(0)),
               dst[i] + "_tmap", mbar, pr * box * 2));
+    }
+    return out;
+  }
+
+  // ATTN_LOAD_WARPS > 1: the boxes of a key block's K or V (tma_block's) spread over the
+  // issuing warps, lane 0 of producer warps 0..L-1 (`load_warp`), one thread issuing
+  // being instruction-bound at many small boxes (16-key pages). With at least L pieces
+  // (paged: a block of several pages) piece r goes to warp r mod L, so each table entry is
+  // read once; otherwise box n (counted piece by piece) to warp n mod L. Each warp's boxes
+  // go under `if (load_warp == w)`, its table reads first (all in flight together). Every
+  // box completes on the one full barrier, which the first warp arms with the whole half
+  // block's bytes: a box may land before that arrival (the transaction count runs negative
+  // within the phase, which cannot complete before the arrival).
+  Block spread_issue(const std::vector<std::string>& dst, const std::string& src,
+                     const Expr& head, const Expr& row0, const Expr& slot, const Expr& mbar) const {
+    const bool paged = a.paged && src != a.q;
+    const int64_t pr = paged ? page_rows() : BN;
+    const int64_t pieces = BN / pr;
+    std::vector<Block> reads(size_t(t.load_warps)), per_warp(size_t(t.load_warps));
+    std::vector<std::vector<bool>> has_page(size_t(t.load_warps), std::vector<bool>(size_t(pieces)));
+    int64_t n = 0;
+    for (int64_t r = 0; r < pieces; ++r)
+      for (size_t i = 0; i < t.spans.size(); ++i) {
+        const AttentionSpan& sp = t.spans[i];
+        const int64_t box = std::min(sp.width, kSpan);
+        for (int64_t j = 0; j < sp.width / box; ++j, ++n) {
+          const size_t w = size_t((pieces >= t.load_warps ? r : n) % t.load_warps);
+          if (paged && !has_page[w][size_t(r)]) {
+            has_page[w][size_t(r)] = true;
+            reads[w].push_back(page_let(row0, r));
+          }
+          per_warp[w].push_back(Stmt::TmaLoad(
+              dst[i], slot * (BN * sp.width) + Expr(r * pr * sp.width + j * box), src,
+              coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
+                     paged ? Expr::var(page_var(r)) : Expr(0)),
+              dst[i] + "_tmap", mbar, pr * box * 2));
+        }
+      }
+    Block out;
+    for (size_t w = 0; w < per_warp.size(); ++w) {
+      if (per_warp[w].empty()) continue;
+      reads[w].insert(reads[w].end(), per_warp[w].begin(), per_warp[w].end());
+      out.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, Expr::var("load_warp"), Expr(int64_t(w))),
+                             std::move(reads[w])));
     }
     return out;
   }
@@ -598,14 +651,24 @@ struct Lowering {
     // blocks.
     auto slot_used = [&](const Expr& kbx) { return Expr(S) <= kbx + base; };
     // Key block `block`'s K (or V) boxes into ring slot `slot`, with the bytes they bring.
+    // ATTN_LOAD_WARPS > 1: the first issuing warp arms the barrier, each warp issues its
+    // boxes (with their table reads: spread_issue).
+    const bool spread = t.load_warps > 1;
+    const Expr first_load_warp = Expr::make(Expr::Kind::Eq, Expr::var("load_warp"), Expr(0));
     auto half_issue = [&](bool keys, const Expr& block, const Expr& slot, Block& x) {
       const Expr full = keys ? full_k(slot) : full_v(slot);
+      if (spread) {
+        x.push_back(Stmt::If(first_load_warp, {Stmt::MbarArriveExpectTx(full, kv_bytes / 2)}));
+        for (Stmt& st : spread_issue(keys ? k_s : v_s, keys ? a.k : a.v, hk, block * BN, slot, full))
+          x.push_back(st);
+        return;
+      }
       x.push_back(Stmt::MbarArriveExpectTx(full, kv_bytes / 2));
       for (Stmt& st : tma_block(keys ? k_s : v_s, keys ? a.k : a.v, hk, block * BN, BN, slot, full))
         x.push_back(st);
     };
     auto kv_issue = [&](const Expr& block, const Expr& slot) {
-      Block x = a.paged ? page_lets(block * BN) : Block{};
+      Block x = a.paged && !spread ? page_lets(block * BN) : Block{};
       half_issue(true, block, slot, x);
       half_issue(false, block, slot, x);
       return x;
@@ -631,7 +694,7 @@ struct Lowering {
       // released, V once its V was.
       auto fill_half = [&](bool keys, const Expr& kbx) {
         const Expr slot = slot_of(kbx);
-        Block f = a.paged ? page_lets(kbx * BN) : Block{};
+        Block f = a.paged && !spread ? page_lets(kbx * BN) : Block{};
         f.push_back(Stmt::If(slot_used(kbx), {Stmt::MbarWait(keys ? empty_k(slot) : empty(slot),
                                                              release_phase(kbx))}));
         half_issue(keys, kbx, slot, f);
@@ -658,7 +721,7 @@ struct Lowering {
       // 40-230 B (D = 128 at 1024 keys: 40 B; D = 96: 144 B, one box more per K and V).
       // The consumers' loop was not unrolled there (the same cubin with #pragma unroll 1).
       if (!persist) {
-        producer_loop = q_issue;
+        producer_loop = spread ? Block{Stmt::If(first_load_warp, q_issue)} : q_issue;
         if (split_release) producer_loop.push_back(Stmt::If(Expr(0) < key_blocks, first_fill));
         Stmt loop = split_release ? rest_loop()
                                   : Stmt::For("kb", key_blocks, LoopKind::Reduce, "kb", fill(kb));
@@ -1310,8 +1373,16 @@ struct Lowering {
     body.resize(consumer_from);
     if (lets_in_consumers) consumer.insert(consumer.begin(), thread_lets.begin(), thread_lets.end());
     consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
-    Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs)),
-                   Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop))};
+    // One issuing thread (the warpgroup's first), or lane 0 of each of ATTN_LOAD_WARPS warps.
+    Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs))};
+    if (t.load_warps > 1) {
+      producer_loop.insert(producer_loop.begin(), Stmt::Let("load_warp", (tid - Expr(c_threads)) / Expr(32)));
+      p_arm.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid % Expr(32), Expr(0)) &&
+                                   tid < Expr(c_threads + 32 * t.load_warps),
+                               std::move(producer_loop)));
+    } else {
+      p_arm.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid, Expr(c_threads)), std::move(producer_loop)));
+    }
     body.push_back(Stmt::Specialize({Stmt::If(Expr(c_threads) <= tid, std::move(p_arm)),
                                      Stmt::If(tid < Expr(c_threads), std::move(consumer))}));
       // The ping-pong's warpgroups wait for each other: the interpreter runs each as a task.
@@ -1452,8 +1523,8 @@ Pass pass_lower_attention_wgmma() {
               "packed rows, paged KV by page-piece boxes over the pool through the block table",
               {"ATTN_MMA", "ATTN_WG", "ATTN_PRODUCER", "ATTN_OVERLAP", "ATTN_PINGPONG", "ATTN_PACK_P",
                "ATTN_PEEL_MASK",
-               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_TMA_STORE", "ATTN_STMATRIX",
-               "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
+               "ATTN_PERSISTENT", "ATTN_CTAS", "ATTN_SCHEDULE", "ATTN_LOAD_WARPS", "ATTN_TMA_STORE",
+               "ATTN_STMATRIX", "BLOCK_N", "KV_STAGES", "MIN_BLOCKS"},
               [](CompileState& s) {
                 if (!s.graph.attention() || !attention_uses_wgmma(s)) return;
                 AttentionLoops a(s.graph);

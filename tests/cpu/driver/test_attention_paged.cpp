@@ -252,6 +252,41 @@ TEST(AttentionPaged, WgmmaD128Tiles) {
   EXPECT_EQ(compile_expression(paged, opt).state.used_knobs.at("ATTN_OVERLAP"), "0");
 }
 
+// ATTN_LOAD_WARPS: lane 0 of several producer warps issues a key block's boxes. Paged KV
+// with four or more pages a block takes four by default (each warp its pages, their table
+// reads its own); fewer pieces than warps spread box by box (64-key pages under 128-key
+// blocks at D = 128: four boxes over three warps); one warp is the single issuing thread.
+// The interpreter checks the one barrier armed by the first warp and completed by every
+// warp's boxes, against the paged reference.
+TEST(AttentionPaged, WgmmaLoadWarps) {
+  uint64_t seed = 81;
+  CompileOptions opt;
+  opt.target = Target::for_arch("sm_90a");
+  const std::string p16 = "attention(Q[8,32,2048,128]:bf16, Kc[1024,8,16,128]:bf16, "
+                          "Vc[1024,8,16,128]:bf16, block_table=BT[8,128]:i32, seqlens_k=L[8]:i32)";
+  const std::string p64 = "attention(Q[8,32,2048,128]:bf16, Kc[256,8,64,128]:bf16, "
+                          "Vc[256,8,64,128]:bf16, block_table=BT[8,32]:i32, seqlens_k=L[8]:i32)";
+  EXPECT_EQ(compile_expression(p16, opt).state.used_knobs.at("ATTN_LOAD_WARPS"), "4");
+  EXPECT_EQ(compile_expression(p64, opt).state.used_knobs.at("ATTN_LOAD_WARPS"), "1");
+  const std::string src = compile_expression(p16, opt).cuda;
+  EXPECT_NE(src.find("threadIdx.x % 32 == 0 && threadIdx.x < 384"), std::string::npos);
+  EXPECT_NE(src.find("if (load_warp == 3)"), std::string::npos);
+  for (const char* causal : attention_test::kMasks) {
+    // 16-key pages under 64-key blocks: four pieces, the default four warps, one each.
+    check_paged({2, 4, 2, 70, 16, 16, 5, {77, 45}, causal}, "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=64",
+                seed++, "sm_90a", "wgmma");
+    // Two pieces of two 64-column boxes over three warps; and the single thread again.
+    check_paged({2, 2, 1, 70, 128, 32, 4, {100, 61}, causal},
+                "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=64,ATTN_LOAD_WARPS=3", seed++, "sm_90a", "wgmma");
+    check_paged({2, 4, 2, 70, 16, 16, 5, {77, 45}, causal},
+                "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=64,ATTN_LOAD_WARPS=1", seed++, "sm_90a", "wgmma");
+  }
+  // The D = 128 tile with the overlap's split release (K one block ahead of V) over 16-key
+  // pages, as paged prefill runs by default.
+  check_paged({1, 2, 1, 150, 128, 16, 12, {181}, "true"}, "", seed++, "sm_90a", "wgmma");
+  check_paged({1, 2, 1, 150, 128, 16, 12, {170}, "false"}, "", seed++, "sm_90a", "wgmma");
+}
+
 // GQA 32/8 prefill with the defaults (the wgmma kernel from Sq = 65 on sm_90a).
 TEST(AttentionPaged, WgmmaGqa32By8Defaults) {
   check_paged({1, 32, 8, 65, 16, 64, 2, {97}, "true"}, "ATTN_WG=1", 71, "sm_90a", "wgmma");
@@ -359,6 +394,14 @@ TEST(AttentionPaged, ErrorsNameTheProblem) {
   const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
   EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
   has(error_of(ok, "ATTN_MMA=wgmma,SPLIT_KV=2"), "SPLIT_KV");
+  // The producer's issuing warps need the producer, and the walk (dense) issues from one.
+  has(error_of(ok, "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_LOAD_WARPS=2"),
+      "ATTN_LOAD_WARPS=2 spreads the TMA issue over the producer warpgroup's warps and "
+      "ATTN_PRODUCER is 0");
+  has(error_of("attention(Q[2,4,300,128]:bf16, K[2,4,300,128]:bf16, V[2,4,300,128]:bf16)",
+               "ATTN_PERSISTENT=1,ATTN_LOAD_WARPS=4"),
+      "drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1");
+  has(error_of(ok, "ATTN_MMA=wgmma,ATTN_LOAD_WARPS=5"), "ATTN_LOAD_WARPS");
 }
 
 
@@ -374,6 +417,7 @@ TEST(AttentionPaged, GpuCasesCompileBothArchs) {
       if (std::string(arch) == "sm_80" && (c.knobs.find("ATTN_WG") != std::string::npos ||
                                            c.knobs.find("ATTN_PRODUCER") != std::string::npos ||
                                            c.knobs.find("ATTN_STMATRIX") != std::string::npos ||
+                                           c.knobs.find("ATTN_LOAD_WARPS") != std::string::npos ||
                                            c.knobs.find("ATTN_OVERLAP") != std::string::npos))
         continue;
       CompileOptions opt;

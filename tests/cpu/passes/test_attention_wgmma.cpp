@@ -168,6 +168,26 @@ TEST(AttentionWgmma, PingPong) {
   check_wgmma(attention(1, 1, 70, 150, 256, "false", "f16"), "ATTN_PINGPONG=1,ATTN_OVERLAP=1,BLOCK_N=32", seed++);
 }
 
+// ATTN_LOAD_WARPS on the dense form (one CTA per query block): lane 0 of two to four
+// producer warps issue a block's 64-column boxes (box n to warp n mod L), the first arming
+// the barrier; at D = 64 one box a half block, so the other warps only wait for the slots.
+// Block order and the overlap's split release (K one block ahead of V), both masks, odd
+// lengths, and seeded interleavings of the warpgroups.
+TEST(AttentionWgmma, LoadWarps) {
+  uint64_t seed = 2400;
+  for (const char* causal : kMasks) {
+    check_wgmma(attention(2, 1, 150, 300, 128, causal),
+                "ATTN_PRODUCER=1,ATTN_PERSISTENT=0,ATTN_OVERLAP=0,ATTN_LOAD_WARPS=2,BLOCK_N=64", seed++);
+    check_wgmma(attention(2, 2, 130, 77, 192, causal, "f16"),
+                "ATTN_PERSISTENT=0,ATTN_OVERLAP=1,ATTN_LOAD_WARPS=3,BLOCK_N=32", seed++);
+  }
+  check_wgmma(attention(1, 1, 100, 200, 64, "false"),
+              "ATTN_PRODUCER=1,ATTN_PERSISTENT=0,ATTN_LOAD_WARPS=4,BLOCK_N=32", seed++);
+  check_wgmma_schedules(attention(1, 1, 130, 200, 128, "true"),
+                        "ATTN_PERSISTENT=0,ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_LOAD_WARPS=4,BLOCK_N=64",
+                        seed++, 3);
+}
+
 // ATTN_PERSISTENT=1: a grid of ATTN_CTAS CTAs walks the units (query block, head, batch),
 // several per CTA (a tiny grid: 1 to 3 CTAs over 4 to 24 units, some CTAs one unit more
 // than others), so the K/V ring turns across units (no mask: base t_i x key blocks;
@@ -1073,6 +1093,9 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_TMA_STORE=1",
                  "ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows");
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
+  // Spreading the TMA issue over producer warps: not under the walk.
+  expect_refused(attention(2, 2, 300, 300, 128, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=4,ATTN_LOAD_WARPS=2",
+                 "drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1");
   // Decode's split-form knobs mean nothing to this kernel (it does not split the keys):
   // refused, not accepted and ignored; decode shapes keep them (the mma.sync split kernel).
   for (const char* k : {"COMBINE=last_cta", "COMBINE_GROUPS=2"})

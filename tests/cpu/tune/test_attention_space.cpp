@@ -65,9 +65,10 @@ TEST(AttentionSpace, TableSizePerTarget) {
   auto wg = attention_points(family("wgmma"), Target::for_arch("sm_90a"));
   // ATTN_PRODUCER=0 leaves ATTN_OVERLAP, ATTN_PINGPONG and ATTN_PERSISTENT at 0;
   // ATTN_PRODUCER=1 takes every pair of the first two; ATTN_PACK_P takes both values where
-  // ATTN_OVERLAP=0 and stays 1 with it; ATTN_PERSISTENT both ways with the producer, and
-  // under it ATTN_SCHEDULE static and dynamic: 60 x (2 + (2 x 2 + 2) x 3).
-  EXPECT_EQ(wg.size(), 1200u);
+  // ATTN_OVERLAP=0 and stays 1 with it; ATTN_PERSISTENT both ways with the producer, under
+  // it ATTN_SCHEDULE static and dynamic, without it ATTN_LOAD_WARPS 1 and 4:
+  // 60 x (2 + (2 x 2 + 2) x (2 + 2)).
+  EXPECT_EQ(wg.size(), 1560u);
   std::set<std::string> distinct;
   for (const auto& p : wg) {
     distinct.insert(p.asked);
@@ -77,10 +78,13 @@ TEST(AttentionSpace, TableSizePerTarget) {
   EXPECT_EQ(distinct.size(), wg.size()) << "no point enumerated twice";
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=3,BLOCK_N=176,KV_STAGES=3,ATTN_PRODUCER=0,"
                              "ATTN_OVERLAP=0,ATTN_PINGPONG=0,ATTN_PACK_P=0,ATTN_PERSISTENT=0,"
-                             "ATTN_SCHEDULE=static"));
+                             "ATTN_SCHEDULE=static,ATTN_LOAD_WARPS=1"));
   EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=112,KV_STAGES=2,ATTN_PRODUCER=1,"
                              "ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PACK_P=1,ATTN_PERSISTENT=1,"
-                             "ATTN_SCHEDULE=dynamic"));
+                             "ATTN_SCHEDULE=dynamic,ATTN_LOAD_WARPS=1"));
+  EXPECT_TRUE(distinct.count("ATTN_MMA=wgmma,ATTN_WG=2,BLOCK_N=128,KV_STAGES=2,ATTN_PRODUCER=1,"
+                             "ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_PACK_P=1,ATTN_PERSISTENT=0,"
+                             "ATTN_SCHEDULE=static,ATTN_LOAD_WARPS=4"));
 }
 
 // Every knob the table names is one the registry knows, with each value in its range.

@@ -264,6 +264,9 @@ INSTANTIATE_TEST_SUITE_P(
         HopperCase{"linear(X[64,4096]:bf16, W[4096,4096]:bf16)", ""},
         HopperCase{"matmul(A[16,4096]:bf16, B[4096,4096]:bf16)", ""},
         HopperCase{"matmul(A[1,4096]:f16, B[4096,2048]:f16, out=f32)", ""},
+        // The tall tile (128 weight rows a CTA: N = 10240 on 132 SMs), its ring 8 deep on
+        // a fast-DRAM card (an H200), as deep as fits elsewhere.
+        HopperCase{"linear(X[16,8192]:bf16, W[10240,8192]:bf16)", ""},
         // Ragged M over the atom's N (16 of 24 columns in the second tile; 20 of 24),
         // ragged N and K, every thread waiting on the ring and warp specialized.
         HopperCase{"matmul(A[24,1024]:f16, B[1024,2048]:f16)", kF16 + kSwap + ",WM=1,BN=16"},

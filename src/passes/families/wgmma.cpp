@@ -190,7 +190,26 @@ static Knobs wgmma_decode_defaults(const GemmShape& s, const Target& t) {
   const bool tall = rows64 > t.sm_count && rows128 <= t.sm_count;
   const int64_t BN = (s.M + 7) / 8 * 8, BM = tall ? 128 : 64, BK = 64;
   const int64_t stage_bytes = (BM + BN) * BK * 2;
-  const int64_t stages = std::min<int64_t>(16, 200 * 1024 / stage_bytes);
+  int64_t stages = std::min<int64_t>(16, 200 * 1024 / stage_bytes);
+  // Tall CTAs on a fast-DRAM card over at most 3/4 of the SMs: an 8-slab ring, not the 10
+  // or 11 that fit. H200, 2026-11-29 (bench/results/2026-11-29-h200-paged-load-warps/,
+  // tall-sweep-*.txt; loom/torch, two runs each, STAGES 4 / 6 / 8 / 10 against the
+  // default): N = 10240 (80 CTAs) +5-12 % at M = 1, 16, 32 and K = 4096, 8192; N = 11008
+  // (86) +2-11 %; N = 14336 (112) and 16384 (128) within -2..+3 %; 4 and 6 slabs lost or
+  // tied everywhere. Why fewer slabs in flight win where a third of the SMs idle is not
+  // measured (a guess: shallower DRAM queues finish the CTAs' streams more evenly). The
+  // H100 (3.35 TB/s) was not measured: it keeps the deepest ring.
+  if (tall && fast_dram(t) && 4 * rows128 <= 3 * int64_t(t.sm_count))
+    stages = std::min<int64_t>(stages, 8);
+  // 64-row CTAs past two waves and up to four (N = 28672 on 132 SMs: 448 CTAs), on a
+  // fast-DRAM card: a ring shallow enough for two CTAs per SM (at most 10 slabs), so the
+  // waves overlap. H200, 2026-11-29 (wide-sweep-*.txt there; loom/torch, two runs, 16
+  // slabs / 10 / 8): M = 1 and 16 at K = 4096 0.963 / 1.050 / 1.010 and 0.954 / 1.049 /
+  // 1.034; M = 32 (12 KiB slabs: 10 do not fit twice, 8 do) 0.942 / 0.952 / 1.045; K = 8192
+  // +0.5..4 %. Past four waves (N = 57344) it measured -3..+2 %: not there.
+  const int64_t half_smem_stages = (t.smem_per_block / 2 - 1024) / stage_bytes;
+  if (!tall && fast_dram(t) && rows64 > 2 * int64_t(t.sm_count) && rows64 <= 4 * int64_t(t.sm_count))
+    stages = std::min<int64_t>({stages, 10, half_smem_stages});
   Knobs k = Knobs::parse("SWAP_AB=1,WM=" + std::to_string(BM / 64) +
                          ",WN=1,FM=1,FN=1,BN=" + std::to_string(BN) +
                          ",STAGE=tma,SWIZZLE=128B,BK=" + std::to_string(BK) +

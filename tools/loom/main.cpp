@@ -101,7 +101,7 @@ const OptionSpec kOptions[] = {
      "the expression to compile, or PyTorch code (docs/cli.md, \"Expressions\")"},
     {"--ir", "", "LEVEL", "compile", "what to print: loop, tile, kernel or cuda (default cuda)"},
     {"--knobs", "", "K=V,..", "compile run demo", "knobs (loom knobs lists them); LOOM_KNOBS too, these win"},
-    {"--target", "", "ARCH", "compile", "sm_90a (default), sm_80, sm_86, sm_89 or sm_90"},
+    {"--target", "", "ARCH", "compile", "sm_90a (default), sm_80, sm_86, sm_89 or sm_90; on a GPU of that arch, its own SM count, L2 and DRAM bandwidth"},
     {"--dims", "", "M=..,N=..", "compile run", "values of the expression's symbolic dimensions"},
     {"-o", "", "FILE", "compile", "write the output to FILE instead of stdout"},
     {"--cubin", "", "FILE", "compile", "also write the NVRTC cubin (for cuobjdump --dump-sass)"},
@@ -326,6 +326,13 @@ int cmd_compile(const Args& a) {
   CompileOptions opt;
   opt.knobs = Knobs::from_env_and_cli(a.knobs);
   opt.target = Target::for_arch(a.target.value_or("sm_90a"));
+  // On a GPU of the arch being compiled for, its own target (SM count, shared memory, L2,
+  // DRAM bandwidth), as `loom run` and the Python module take it: the defaults that read
+  // them (the H200's fast-DRAM rings, L2-sized causal sections) are the kernel that runs
+  // here, not the arch's generic one.
+  std::string why_no_gpu;
+  const std::optional<DeviceInfo> dev = probe_device(0, &why_no_gpu);
+  if (dev && dev->arch() == opt.target.arch) opt.target = target_for_device(*dev);
   opt.sizes = parse_dims(a.dims);
   std::ostringstream log;
   std::vector<std::string> ran;
@@ -342,7 +349,7 @@ int cmd_compile(const Args& a) {
   // GPU's) there is no key to look up.
   if (a.no_db) {
     opt.tuned_source = "--no-db";
-  } else if (std::string why; auto dev = probe_device(0, &why)) {
+  } else if (dev) {
     if (dev->arch() == opt.target.arch)
       tune::tuning_db_lookup()(g, *dev, opt);
     else

@@ -1,0 +1,5 @@
+P="python3 scripts/attention_bench.py --no-db --reps 8 --batches 2 8 --kv-heads 8 --sq 2048 --sk 2048"
+$P --paged 16 --ab ATTN_LOAD_WARPS=1 ATTN_LOAD_WARPS=2 2>&1 | grep -v Warning | grep -v "return torch"
+$P --paged 32 --ab ATTN_LOAD_WARPS=1 2>&1 | grep -v Warning | grep -v "return torch"
+$P --paged 64 --ab ATTN_LOAD_WARPS=2 ATTN_LOAD_WARPS=4 2>&1 | grep -v Warning | grep -v "return torch"
+$P --paged 256 --ab ATTN_LOAD_WARPS=2 2>&1 | grep -v Warning | grep -v "return torch"

@@ -224,6 +224,10 @@ Target target_for_device(const DeviceInfo& dev) {
   return t;
 }
 
+Target target_for_arch_here(const std::string& arch, const std::optional<DeviceInfo>& dev) {
+  return dev && dev->arch() == arch ? target_for_device(*dev) : Target::for_arch(arch);
+}
+
 CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch) {
   CompileRequest req;
   req.source = cuda;

@@ -60,8 +60,13 @@ std::map<std::string, int64_t> parse_dims(const std::string& text);
 // --dims k=64 for K would otherwise be ignored), listing the symbols `g` has.
 void check_dims_named(const Graph& g, const std::map<std::string, int64_t>& sizes);
 
-// The compile target of a GPU: its arch, SM count and opt-in shared memory per block.
+// The compile target of a GPU: its arch, SM count, opt-in shared memory per block, L2 and
+// DRAM bandwidth (the defaults that read them: L2-sized causal sections, fast-DRAM rings).
 Target target_for_device(const DeviceInfo& dev);
+// The target for compiling `arch` on this machine: the GPU's own (target_for_device) when
+// `arch` is its arch, so `loom compile` and the demo show the kernel `loom run` runs there;
+// otherwise the arch's documented limits (Target::for_arch).
+Target target_for_arch_here(const std::string& arch, const std::optional<DeviceInfo>& dev);
 
 // NVRTC's request for a generated kernel source: the source and Loom's device header.
 CompileRequest nvrtc_request(const std::string& cuda, const std::string& arch);

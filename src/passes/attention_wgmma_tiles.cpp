@@ -1,7 +1,5 @@
 #include "passes/attention_wgmma_tiles.h"
 
-#include <numeric>
-
 #include "ir/error.h"
 #include "ir/f32_constant.h"
 #include "passes/families/family.h"
@@ -189,7 +187,7 @@ static bool stmatrix_by_default(const AttentionLoops& a, const AttentionWgmmaTil
 // (stall_wait 1139 of 2227), not in the table reads (stall_long_sb 95).
 static int64_t load_warps_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
   if (!a.paged || !t.producer || t.persistent) return 1;
-  return t.block_n / std::gcd(t.block_n, a.page) >= 4 ? 4 : 1;
+  return t.block_n / attention_page_rows(a, t.block_n) >= 4 ? 4 : 1;
 }
 
 // Registers: the S and O accumulators are f32, BLOCK_N/2 + D/2 per thread (a warpgroup's

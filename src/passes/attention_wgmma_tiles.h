@@ -4,6 +4,7 @@
 // kernel's), whose register and fragment limits do not apply to warpgroup accumulators.
 #pragma once
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct AttentionSpan {
   int64_t swizzle_bytes() const { return std::min<int64_t>(width, 64) * 2; }  // 16-bit
 };
 std::vector<AttentionSpan> attention_spans(int64_t D);
+
+// Paged KV: the rows of one TMA box of K or V, gcd(BLOCK_N, page) — a key block is
+// BLOCK_N / this many page pieces, each within one page (k:013's page_rows()).
+inline int64_t attention_page_rows(const AttentionLoops& a, int64_t block_n) {
+  return std::gcd(block_n, a.page);
+}
 
 // The wgmma kernel's tiling: ATTN_WG consumer warpgroups of 64 query rows each (BLOCK_M =
 // 64 ATTN_WG), BLOCK_N keys per block, K/V rings of kv_stages buffers filled by TMA.

@@ -325,14 +325,9 @@ int cmd_compile(const Args& a) {
   if (a.expr.empty()) usage_error("compile needs -c EXPR");
   CompileOptions opt;
   opt.knobs = Knobs::from_env_and_cli(a.knobs);
-  opt.target = Target::for_arch(a.target.value_or("sm_90a"));
-  // On a GPU of the arch being compiled for, its own target (SM count, shared memory, L2,
-  // DRAM bandwidth), as `loom run` and the Python module take it: the defaults that read
-  // them (the H200's fast-DRAM rings, L2-sized causal sections) are the kernel that runs
-  // here, not the arch's generic one.
   std::string why_no_gpu;
   const std::optional<DeviceInfo> dev = probe_device(0, &why_no_gpu);
-  if (dev && dev->arch() == opt.target.arch) opt.target = target_for_device(*dev);
+  opt.target = target_for_arch_here(a.target.value_or("sm_90a"), dev);
   opt.sizes = parse_dims(a.dims);
   std::ostringstream log;
   std::vector<std::string> ran;
@@ -435,7 +430,7 @@ int cmd_demo(const Args& a) {
   opt.knobs = Knobs::from_env_and_cli(a.knobs);
   std::string why;
   auto dev = probe_device(0, &why);
-  opt.target = Target::for_arch(dev ? dev->arch() : "sm_90a");
+  opt.target = target_for_arch_here(dev ? dev->arch() : "sm_90a", dev);
   CompiledProgram c = compile_expression(expr, opt);
   std::cout << "\n== tile IR\n" << print(c.state.tile);
   std::cout << "\n== generated CUDA (" << opt.target.arch << ")\n" << c.cuda;

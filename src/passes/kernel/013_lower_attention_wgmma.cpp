@@ -234,7 +234,7 @@ struct Lowering {
   // a multiple of it and lies within one page (it divides the page): BLOCK_N <= page and
   // dividing it is one box per block; a BLOCK_N that does not divide the page (the 3 x 112
   // tile at D = 128) or exceeds it (16-key pages) is several boxes, each with its own page.
-  int64_t page_rows() const { return std::gcd(BN, a.page); }
+  int64_t page_rows() const { return attention_page_rows(a, BN); }
 
   // The global coordinates of rows row0.. of head `head` of `src` at column `col`: dense
   // [b, head, row0, col]; varlen [start + row0, head, col] (start: q_start for Q,
@@ -267,23 +267,40 @@ struct Lowering {
     return out;
   }
 
-  Block tma_block(const std::vector<std::string>& dst, const std::string& src, const Expr& head,
-                  const Expr& row0, int64_t rows, const Expr& slot, const Expr& mbar) const {
-    Block out;
+  // One TMA box of a block: its page piece and its place counted piece by piece (the
+  // order spread_issue deals boxes in), and the load.
+  struct BoxLoad {
+    int64_t piece = 0, piece_order = 0;
+    Stmt load;
+  };
+  std::vector<BoxLoad> box_loads(const std::vector<std::string>& dst, const std::string& src,
+                                 const Expr& head, const Expr& row0, int64_t rows, const Expr& slot,
+                                 const Expr& mbar) const {
+    std::vector<BoxLoad> out;
     // Paged K/V: one box per page piece (its own page); otherwise the whole block.
     const bool paged = a.paged && src != a.q;
     const int64_t pr = paged ? page_rows() : rows;
+    int64_t per_piece = 0;  // boxes a piece has, over every span
+    for (const AttentionSpan& sp : t.spans) per_piece += sp.width / std::min(sp.width, kSpan);
+    int64_t before = 0;     // boxes of a piece in the spans before this one
     for (size_t i = 0; i < t.spans.size(); ++i) {
       const AttentionSpan& sp = t.spans[i];
       const int64_t box = std::min(sp.width, kSpan);
       for (int64_t r = 0; r < rows / pr; ++r)
         for (int64_t j = 0; j < sp.width / box; ++j)
-          out.push_back(Stmt::TmaLoad(
-              dst[i], slot * (rows * sp.width) + Expr(r * pr * sp.width + j * box), src,
-              coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
-                     paged ? Expr::var(page_var(r)) : Expr(0)),
-              dst[i] + "_tmap", mbar, pr * box * 2));
+          out.push_back({r, r * per_piece + before + j,
+                         Stmt::TmaLoad(dst[i], slot * (rows * sp.width) + Expr(r * pr * sp.width + j * box), src,
+                                       coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
+                                              paged ? Expr::var(page_var(r)) : Expr(0)),
+                                       dst[i] + "_tmap", mbar, pr * box * 2)});
+      before += sp.width / box;
     }
+    return out;
+  }
+  Block tma_block(const std::vector<std::string>& dst, const std::string& src, const Expr& head,
+                  const Expr& row0, int64_t rows, const Expr& slot, const Expr& mbar) const {
+    Block out;
+    for (BoxLoad& b : box_loads(dst, src, head, row0, rows, slot, mbar)) out.push_back(std::move(b.load));
     return out;
   }
 
@@ -299,32 +316,24 @@ struct Lowering {
   Block spread_issue(const std::vector<std::string>& dst, const std::string& src,
                      const Expr& head, const Expr& row0, const Expr& slot, const Expr& mbar) const {
     const bool paged = a.paged && src != a.q;
-    const int64_t pr = paged ? page_rows() : BN;
-    const int64_t pieces = BN / pr;
-    std::vector<Block> reads(size_t(t.load_warps)), per_warp(size_t(t.load_warps));
+    const int64_t pieces = BN / (paged ? page_rows() : BN);
+    std::vector<BoxLoad> boxes = box_loads(dst, src, head, row0, BN, slot, mbar);
+    std::stable_sort(boxes.begin(), boxes.end(),
+                     [](const BoxLoad& x, const BoxLoad& y) { return x.piece_order < y.piece_order; });
+    std::vector<Block> reads(size_t(t.load_warps)), loads(size_t(t.load_warps));
     std::vector<std::vector<bool>> has_page(size_t(t.load_warps), std::vector<bool>(size_t(pieces)));
-    int64_t n = 0;
-    for (int64_t r = 0; r < pieces; ++r)
-      for (size_t i = 0; i < t.spans.size(); ++i) {
-        const AttentionSpan& sp = t.spans[i];
-        const int64_t box = std::min(sp.width, kSpan);
-        for (int64_t j = 0; j < sp.width / box; ++j, ++n) {
-          const size_t w = size_t((pieces >= t.load_warps ? r : n) % t.load_warps);
-          if (paged && !has_page[w][size_t(r)]) {
-            has_page[w][size_t(r)] = true;
-            reads[w].push_back(page_let(row0, r));
-          }
-          per_warp[w].push_back(Stmt::TmaLoad(
-              dst[i], slot * (BN * sp.width) + Expr(r * pr * sp.width + j * box), src,
-              coords(src, head, row0 + Expr(r * pr), Expr(sp.col + j * box),
-                     paged ? Expr::var(page_var(r)) : Expr(0)),
-              dst[i] + "_tmap", mbar, pr * box * 2));
-        }
+    for (BoxLoad& bx : boxes) {
+      const size_t w = size_t((pieces >= t.load_warps ? bx.piece : bx.piece_order) % t.load_warps);
+      if (paged && !has_page[w][size_t(bx.piece)]) {
+        has_page[w][size_t(bx.piece)] = true;
+        reads[w].push_back(page_let(row0, bx.piece));
       }
+      loads[w].push_back(std::move(bx.load));
+    }
     Block out;
-    for (size_t w = 0; w < per_warp.size(); ++w) {
-      if (per_warp[w].empty()) continue;
-      reads[w].insert(reads[w].end(), per_warp[w].begin(), per_warp[w].end());
+    for (size_t w = 0; w < loads.size(); ++w) {
+      if (loads[w].empty()) continue;
+      reads[w].insert(reads[w].end(), loads[w].begin(), loads[w].end());
       out.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, Expr::var("load_warp"), Expr(int64_t(w))),
                              std::move(reads[w])));
     }

@@ -262,15 +262,15 @@ TEST(AttentionPaged, WgmmaLoadWarps) {
   uint64_t seed = 81;
   CompileOptions opt;
   opt.target = Target::for_arch("sm_90a");
-  const std::string p16 = "attention(Q[8,32,2048,128]:bf16, Kc[1024,8,16,128]:bf16, "
-                          "Vc[1024,8,16,128]:bf16, block_table=BT[8,128]:i32, seqlens_k=L[8]:i32)";
-  const std::string p64 = "attention(Q[8,32,2048,128]:bf16, Kc[256,8,64,128]:bf16, "
-                          "Vc[256,8,64,128]:bf16, block_table=BT[8,32]:i32, seqlens_k=L[8]:i32)";
-  EXPECT_EQ(compile_expression(p16, opt).state.used_knobs.at("ATTN_LOAD_WARPS"), "4");
-  EXPECT_EQ(compile_expression(p64, opt).state.used_knobs.at("ATTN_LOAD_WARPS"), "1");
-  const std::string src = compile_expression(p16, opt).cuda;
-  EXPECT_NE(src.find("threadIdx.x % 32 == 0 && threadIdx.x < 384"), std::string::npos);
-  EXPECT_NE(src.find("if (load_warp == 3)"), std::string::npos);
+  // Paged prefill (Sq = Sk = 2048, D 128) over 16-key and 64-key pages.
+  const CompiledProgram p16 = compile_expression(
+      attention_test::paged_expr(8, 32, 8, 2048, 128, 1024, 16, 128, "false", "bf16", false), opt);
+  const CompiledProgram p64 = compile_expression(
+      attention_test::paged_expr(8, 32, 8, 2048, 128, 256, 64, 32, "false", "bf16", false), opt);
+  EXPECT_EQ(p16.state.used_knobs.at("ATTN_LOAD_WARPS"), "4");
+  EXPECT_EQ(p64.state.used_knobs.at("ATTN_LOAD_WARPS"), "1");
+  EXPECT_NE(p16.cuda.find("threadIdx.x % 32 == 0 && threadIdx.x < 384"), std::string::npos);
+  EXPECT_NE(p16.cuda.find("if (load_warp == 3)"), std::string::npos);
   for (const char* causal : attention_test::kMasks) {
     // 16-key pages under 64-key blocks: four pieces, the default four warps, one each.
     check_paged({2, 4, 2, 70, 16, 16, 5, {77, 45}, causal}, "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=64",

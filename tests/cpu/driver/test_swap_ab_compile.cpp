@@ -95,26 +95,27 @@ TEST(SwapAbDefaults, DecodeTileIsTallBetweenOneAndTwoWaves) {
     EXPECT_EQ(k.get_int("SWAP_AB", 0), 1);
     EXPECT_EQ(k.get_int("WM", 0), 1);
   }
-  // The tall tile's ring: as deep as fits (11 slabs at M <= 8, 10 at M = 32), except on a
-  // fast-DRAM card over at most 3/4 of the SMs (N = 10240: 80 CTAs; 11008: 86), where 8
-  // slabs measured faster; N = 14336 (112 CTAs) keeps the deep ring there.
-  EXPECT_EQ(resolved("linear(X[1,8192]:bf16, W[10240,8192]:bf16)").get_int("STAGES", 0), 11);
-  EXPECT_EQ(resolved("linear(X[1,8192]:bf16, W[10240,8192]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 8);
-  EXPECT_EQ(resolved("linear(X[32,4096]:bf16, W[11008,4096]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 8);
-  EXPECT_EQ(resolved("linear(X[16,8192]:bf16, W[14336,8192]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 11);
+  // The ring depths of the swapped decode tiles, generic sm_90a (the H100's DRAM) and on a
+  // fast-DRAM card (the H200's). The tall tile: as deep as fits (11 slabs at M <= 8, 10 at
+  // M = 32), except on a fast-DRAM card over at most 3/4 of the SMs (N = 10240: 80 CTAs;
+  // 11008: 86), where 8 slabs measured faster; N = 14336 (112 CTAs) keeps the deep ring.
   // 64-row CTAs between two and four waves (N = 28672: 448) on a fast-DRAM card: two per SM
   // (10 slabs at M <= 16, 9 of 12 KiB at M = 32); past four waves (57344) and on the H100
   // the 16-deep ring.
-  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[28672,4096]:bf16)").get_int("STAGES", 0), 16);
-  EXPECT_EQ(resolved("linear(X[16,4096]:bf16, W[28672,4096]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 10);
-  EXPECT_EQ(resolved("linear(X[32,4096]:bf16, W[28672,4096]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 9);
-  EXPECT_EQ(resolved("linear(X[1,8192]:bf16, W[57344,8192]:bf16)", "sm_90a", kH200DramBytesPerS)
-                .get_int("STAGES", 0), 16);
+  struct Ring {
+    const char* expr;
+    int64_t dram_bytes_per_s, stages;
+  };
+  for (const Ring& r : {Ring{"linear(X[1,8192]:bf16, W[10240,8192]:bf16)", 0, 11},
+                        Ring{"linear(X[1,8192]:bf16, W[10240,8192]:bf16)", kH200DramBytesPerS, 8},
+                        Ring{"linear(X[32,4096]:bf16, W[11008,4096]:bf16)", kH200DramBytesPerS, 8},
+                        Ring{"linear(X[16,8192]:bf16, W[14336,8192]:bf16)", kH200DramBytesPerS, 11},
+                        Ring{"linear(X[16,4096]:bf16, W[28672,4096]:bf16)", 0, 16},
+                        Ring{"linear(X[16,4096]:bf16, W[28672,4096]:bf16)", kH200DramBytesPerS, 10},
+                        Ring{"linear(X[32,4096]:bf16, W[28672,4096]:bf16)", kH200DramBytesPerS, 9},
+                        Ring{"linear(X[1,8192]:bf16, W[57344,8192]:bf16)", kH200DramBytesPerS, 16}})
+    EXPECT_EQ(resolved(r.expr, "sm_90a", r.dram_bytes_per_s).get_int("STAGES", 0), r.stages)
+        << r.expr << (r.dram_bytes_per_s ? " on an H200" : "");
 }
 
 // Decode GEMMs of 33..95 rows by their 64-row tile count against the 132 SMs: up to 66 tiles

@@ -28,7 +28,7 @@ the pages in shuffled order behind a block table, every sequence full length. Lo
 and Loom contiguous run the same shapes, each verified first (the same rule, against the
 f32 reference on the contiguous K and V), then both and SDPA's backends on the contiguous
 form are timed interleaved with a cold L2. Prints paged/contiguous time (the bar: <= 1.10);
---mma-column adds the paged form on the mma.sync kernel (prefill: --sq 2048 --sk 2048).
+--masks false true adds causal points (Sq = Sk only: SDPA's mask is top-left); --mma-column adds the paged form on the mma.sync kernel (prefill: --sq 2048 --sk 2048).
 
 Varlen mode (--varlen): packed sequences of a few length mixes (bf16, D = 128, 16 heads,
 causal and not; --mixes, --varlen-heads HQ HKV): Loom's varlen form (its default kernel and
@@ -339,10 +339,11 @@ def sdpa_gqa(q, k, v, backend):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v)
 
 
-def decode_expression(b, hq, hkv, sq, sk, d, dtype):
+def decode_expression(b, hq, hkv, sq, sk, d, dtype, causal=False):
     def t(h, s):
         return "[%d,%d,%d,%d]:%s" % (b, h, s, d, dtype)
-    return "attention(Q%s, K%s, V%s, causal=false)" % (t(hq, sq), t(hkv, sk), t(hkv, sk))
+    return "attention(Q%s, K%s, V%s, causal=%s)" % (t(hq, sq), t(hkv, sk), t(hkv, sk),
+                                                   "true" if causal else "false")
 
 
 def decode(args, flush):
@@ -453,10 +454,11 @@ def decode(args, flush):
                                                       max(fracs)) if fracs else "-"))
 
 
-def paged_expression(b, hq, hkv, sq, d, pages, page, maxp, dtype):
+def paged_expression(b, hq, hkv, sq, d, pages, page, maxp, dtype, causal=False):
     pool = "[%d,%d,%d,%d]:%s" % (pages, hkv, page, d, dtype)
     return ("attention(Q[%d,%d,%d,%d]:%s, Kc%s, Vc%s, block_table=BT[%d,%d]:i32, "
-            "seqlens_k=L[%d]:i32, causal=false)" % (b, hq, sq, d, dtype, pool, pool, b, maxp, b))
+            "seqlens_k=L[%d]:i32, causal=%s)" % (b, hq, sq, d, dtype, pool, pool, b, maxp, b,
+                                                 "true" if causal else "false"))
 
 
 def with_knob(knobs, extra):
@@ -478,103 +480,108 @@ def paged(args, flush):
     page = args.paged
     names_sdpa = [n for n, _ in DECODE_BACKENDS]
     print("# paged KV: page %d, pages shuffled, every sequence Sk keys" % page)
-    print("%-3s %-3s %-3s %-4s %-6s  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
-        "B", "Hq", "Hkv", "Sq", "Sk", "paged_us", "pmma_us", "contig_us", "flash", "effic",
+    print("%-6s %-3s %-3s %-3s %-4s %-6s  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
+        "causal", "B", "Hq", "Hkv", "Sq", "Sk", "paged_us", "pmma_us", "contig_us", "flash", "effic",
         "cudnn", "paged/contig", "pmma/contig", "paged/best",
         "knobs (paged | paged mma.sync | contiguous) / notes"))
     dtype = lt.TORCH_DTYPES[args.dtype]
     hq, d = args.q_heads, args.head_dim
     summary = []
-    for b in args.batches:
-        for hkv in args.kv_heads:
-            for sq in args.sq:
-                for sk in args.sk:
-                    if sk % page:
-                        print("%-3d %-3d %-3d %-3d %-6d  skipped: Sk not a multiple of the page"
-                              % (b, hq, hkv, sq, sk), flush=True)
-                        continue
-                    kv_bytes = 2 * b * hkv * sk * d * 2
-                    if 2 * kv_bytes > args.max_kv_gb * 1e9:
-                        print("%-3d %-3d %-3d %-3d %-6d  skipped: K+V twice %.1f GB > --max-kv-gb"
-                              % (b, hq, hkv, sq, sk, kv_bytes / 1e9), flush=True)
-                        continue
-                    g = torch.Generator(device="cuda").manual_seed(1)
-                    q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype, generator=g)
-                    k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
-                    v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
-                    maxp = sk // page
-                    perm = torch.randperm(b * maxp, device="cuda", generator=g)
-                    kc, vc = to_pages(k, page, perm), to_pages(v, page, perm)
-                    bt = perm.view(b, maxp).to(torch.int32).contiguous()
-                    lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
-                    fns, names, notes = [], [], []
-                    ref = lt.attention_reference_f32(q, k, v, False)
-                    torch_out = None
-                    for _, be in DECODE_BACKENDS:
-                        try:
-                            torch_out = sdpa_gqa(q, k, v, be)
-                            break
-                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
-                            continue
-                    pexpr = paged_expression(b, hq, hkv, sq, d, b * maxp, page, maxp, args.dtype)
-                    ptensors = {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}
-                    # The paged form on its default kernel, on the mma.sync kernel (a column:
-                    # the wgmma kernel is prefill's default on sm_90a), and the contiguous form.
-                    # --ab: more knob sets for the paged form alone ("paged+ab1", ..), each
-                    # reported against the same contiguous time.
-                    for name, expr, tensors, knobs in (
-                            ("paged", pexpr, ptensors, args.knobs),
-                            ("paged_mma", pexpr, ptensors, with_knob(args.knobs, "ATTN_MMA=mma_sync")),
-                            ("contig", decode_expression(b, hq, hkv, sq, sk, d, args.dtype),
-                             {"Q": q, "K": k, "V": v}, args.knobs)) + tuple(
-                                ("paged+ab%d" % (i + 1), pexpr, ptensors, with_knob(args.knobs, ab))
-                                for i, ab in enumerate(args.ab)):
-                        if name == "paged_mma" and not args.mma_column:
-                            continue
-                        try:
-                            op = lt.LoomOp(expr, knobs, tensors, use_db=not args.no_db)
-                            out = op()
-                            torch.cuda.synchronize()
-                            if torch_out is None:
-                                notes.append(name + ": no SDPA output to compare errors with")
-                                continue
-                            ok, le, te = lt.check_attention(out, torch_out, ref)
-                            if not ok:
-                                notes.append("%s FAIL max err %.2e vs PyTorch's %.2e" % (name, le, te))
-                                continue
-                            fns.append(op)
-                            names.append(name)
-                            notes.append(op.program.knobs)
-                        except (RuntimeError, ValueError) as e:
-                            notes.append(name + " not run: " + first_line(e))
-                    del ref, torch_out
-                    for name, be in DECODE_BACKENDS:
-                        try:
-                            sdpa_gqa(q, k, v, be)
-                            fns.append((lambda be=be: sdpa_gqa(q, k, v, be)))
-                            names.append(name)
-                        except Exception:  # noqa: BLE001 (a backend refusing the shape)
-                            pass
-                    us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
-                    best = min([us[n] for n in names_sdpa if n in us], default=None)
-                    ratio = us["paged"] / us["contig"] if "paged" in us and "contig" in us else None
-                    r_mma = (us["paged_mma"] / us["contig"]
-                             if "paged_mma" in us and "contig" in us else None)
-                    vs_best = best / us["paged"] if best and "paged" in us else None
-                    print("%-3d %-3d %-3d %-4d %-6d  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
-                        b, hq, hkv, sq, sk, fmt(us.get("paged")), fmt(us.get("paged_mma")),
-                        fmt(us.get("contig")), fmt(us.get("flash")), fmt(us.get("efficient")),
-                        fmt(us.get("cudnn")), fmt(ratio, "%.3f"), fmt(r_mma, "%.3f"),
-                        fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
-                    summary.append(ratio)
-                    for i, ab in enumerate(args.ab):
-                        n = "paged+ab%d" % (i + 1)
-                        if n in us and "contig" in us:
-                            print("    [ab %s] paged %s us, paged/contig %.3f, vs the default paged %.3f"
-                                  % (ab, fmt(us[n]), us[n] / us["contig"],
-                                     us[n] / us["paged"] if "paged" in us else float("nan")), flush=True)
-                    fns = op = q = k = v = kc = vc = None
-                    torch.cuda.empty_cache()
+    points = [(causal, b, hkv, sq, sk) for causal in args.masks for b in args.batches
+              for hkv in args.kv_heads for sq in args.sq for sk in args.sk]
+    for causal, b, hkv, sq, sk in points:
+        mask = "true" if causal else "false"
+        if sk % page:
+            print("%-6s %-3d %-3d %-3d %-3d %-6d  skipped: Sk not a multiple of the page"
+                  % (mask, b, hq, hkv, sq, sk), flush=True)
+            continue
+        if causal and sq != sk:
+            # Loom's causal mask is bottom-right, SDPA's top-left: one mask only at Sq = Sk.
+            print("%-6s %-3d %-3d %-3d %-3d %-6d  skipped: causal needs Sq = Sk here"
+                  % (mask, b, hq, hkv, sq, sk), flush=True)
+            continue
+        kv_bytes = 2 * b * hkv * sk * d * 2
+        if 2 * kv_bytes > args.max_kv_gb * 1e9:
+            print("%-6s %-3d %-3d %-3d %-3d %-6d  skipped: K+V twice %.1f GB > --max-kv-gb"
+                  % (mask, b, hq, hkv, sq, sk, kv_bytes / 1e9), flush=True)
+            continue
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype, generator=g)
+        k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+        v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype, generator=g)
+        maxp = sk // page
+        perm = torch.randperm(b * maxp, device="cuda", generator=g)
+        kc, vc = to_pages(k, page, perm), to_pages(v, page, perm)
+        bt = perm.view(b, maxp).to(torch.int32).contiguous()
+        lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+        fns, names, notes = [], [], []
+        ref = lt.attention_reference_f32(q, k, v, causal)
+        torch_out = None
+        for _, be in DECODE_BACKENDS:
+            try:
+                torch_out = sdpa_gqa_causal(q, k, v, causal, be)
+                break
+            except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                continue
+        pexpr = paged_expression(b, hq, hkv, sq, d, b * maxp, page, maxp, args.dtype, causal)
+        ptensors = {"Q": q, "Kc": kc, "Vc": vc, "BT": bt, "L": lens}
+        # The paged form on its default kernel, on the mma.sync kernel (a column:
+        # the wgmma kernel is prefill's default on sm_90a), and the contiguous form.
+        # --ab: more knob sets for the paged form alone ("paged+ab1", ..), each
+        # reported against the same contiguous time.
+        for name, expr, tensors, knobs in (
+                ("paged", pexpr, ptensors, args.knobs),
+                ("paged_mma", pexpr, ptensors, with_knob(args.knobs, "ATTN_MMA=mma_sync")),
+                ("contig", decode_expression(b, hq, hkv, sq, sk, d, args.dtype, causal),
+                 {"Q": q, "K": k, "V": v}, args.knobs)) + tuple(
+                    ("paged+ab%d" % (i + 1), pexpr, ptensors, with_knob(args.knobs, ab))
+                    for i, ab in enumerate(args.ab)):
+            if name == "paged_mma" and not args.mma_column:
+                continue
+            try:
+                op = lt.LoomOp(expr, knobs, tensors, use_db=not args.no_db)
+                out = op()
+                torch.cuda.synchronize()
+                if torch_out is None:
+                    notes.append(name + ": no SDPA output to compare errors with")
+                    continue
+                ok, le, te = lt.check_attention(out, torch_out, ref)
+                if not ok:
+                    notes.append("%s FAIL max err %.2e vs PyTorch's %.2e" % (name, le, te))
+                    continue
+                fns.append(op)
+                names.append(name)
+                notes.append(op.program.knobs)
+            except (RuntimeError, ValueError) as e:
+                notes.append(name + " not run: " + first_line(e))
+        del ref, torch_out
+        for name, be in DECODE_BACKENDS:
+            try:
+                sdpa_gqa_causal(q, k, v, causal, be)
+                fns.append((lambda be=be: sdpa_gqa_causal(q, k, v, causal, be)))
+                names.append(name)
+            except Exception:  # noqa: BLE001 (a backend refusing the shape)
+                pass
+        us = dict(zip(names, lt.time_interleaved(fns, args.reps, args.warmup, flush)))
+        best = min([us[n] for n in names_sdpa if n in us], default=None)
+        ratio = us["paged"] / us["contig"] if "paged" in us and "contig" in us else None
+        r_mma = (us["paged_mma"] / us["contig"]
+                 if "paged_mma" in us and "contig" in us else None)
+        vs_best = best / us["paged"] if best and "paged" in us else None
+        print("%-6s %-3d %-3d %-3d %-4d %-6d  %9s %9s %9s %8s %8s %8s  %11s %11s %9s  %s" % (
+            mask, b, hq, hkv, sq, sk, fmt(us.get("paged")), fmt(us.get("paged_mma")),
+            fmt(us.get("contig")), fmt(us.get("flash")), fmt(us.get("efficient")),
+            fmt(us.get("cudnn")), fmt(ratio, "%.3f"), fmt(r_mma, "%.3f"),
+            fmt(vs_best, "%.2f"), " | ".join(notes)), flush=True)
+        summary.append(ratio)
+        for i, ab in enumerate(args.ab):
+            n = "paged+ab%d" % (i + 1)
+            if n in us and "contig" in us:
+                print("    [ab %s] paged %s us, paged/contig %.3f, vs the default paged %.3f"
+                      % (ab, fmt(us[n]), us[n] / us["contig"],
+                         us[n] / us["paged"] if "paged" in us else float("nan")), flush=True)
+        fns = op = q = k = v = kc = vc = None
+        torch.cuda.empty_cache()
     ratios = [r for r in summary if r is not None]
     print("# paged summary (page %d): %d points, paged/contiguous time %s (bar <= 1.10)" % (
         page, len(summary), "min %.3f median %.3f max %.3f" % (
@@ -755,7 +762,9 @@ def ladder(args, flush):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dims", type=int, nargs="+", default=[64, 128])
-    p.add_argument("--masks", nargs="+", default=["false", "true"], choices=["false", "true"])
+    p.add_argument("--masks", nargs="+", default=None, choices=["false", "true"],
+                   help="the causal masks (default: false true; paged mode: false; causal paged "
+                        "points need Sq = Sk)")
     p.add_argument("--seqlens", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192, 16384])
     p.add_argument("--dtype", default="", choices=["", "bf16", "f16"])
     p.add_argument("--knobs", default="", help="Loom knobs for every point (K=V,..); with --variants, under each variant's")
@@ -800,6 +809,8 @@ def main():
     p.add_argument("--max-kv-gb", type=float, default=20.0,
                    help="decode: skip points whose K and V exceed this many GB")
     args = p.parse_args()
+    if args.masks is None:
+        args.masks = ["false"] if args.paged else ["false", "true"]
     args.masks = [m == "true" for m in args.masks]
     if not torch.cuda.is_available():
         sys.exit("attention_bench.py needs a CUDA GPU visible to torch")

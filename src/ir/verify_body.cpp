@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/realign.h"
+#include "ir/register_file.h"
 
 namespace loom::verifier {
 
@@ -45,11 +46,13 @@ class BodyChecker {
       check_warp_copy_decls();
     }
     check_block(body);
+    if (kernel_) check_register_split();
   }
   const std::set<std::string>& written() const { return written_; }
   const std::set<std::string>& used() const { return used_; }
 
  private:
+  std::vector<Stmt> setmaxnreg_dec_, setmaxnreg_inc_;  // check_register_split
   struct ScalarDef {
     bool by_init = false;
     std::vector<Expr> extents;  // a register array when non-empty
@@ -58,6 +61,26 @@ class BodyChecker {
     std::string name;
     bool thread_dependent;  // its value may differ between the threads of a block
   };
+
+  // A warp-specialized kernel's register split (one producer warpgroup decreasing, the
+  // others increasing) fits what the block holds at launch: setmaxnreg only moves the
+  // block's own registers, and an increase past them waits forever (a hang, not an error).
+  void check_register_split() const {
+    if (setmaxnreg_dec_.empty() || setmaxnreg_inc_.empty()) return;
+    const int64_t threads = kernel_->block_threads, wg = 128;
+    const int64_t pool = setmaxnreg_pool(threads, kernel_->min_blocks_per_sm);
+    for (const Stmt& dec : setmaxnreg_dec_)
+      for (const Stmt& inc : setmaxnreg_inc_) {
+        const int64_t total = int64_t(dec.imm) * wg + int64_t(inc.imm) * (threads - wg);
+        if (total > pool)
+          fail(inc, "setmaxnreg: one warpgroup at " + std::to_string(int64_t(dec.imm)) + " and " +
+                        std::to_string(threads - wg) + " threads at " + std::to_string(int64_t(inc.imm)) +
+                        " need " + std::to_string(total) + " registers, and a block of " +
+                        std::to_string(threads) + " threads holds " + std::to_string(pool) +
+                        " at launch (" + std::to_string(launch_regs_per_thread(threads, kernel_->min_blocks_per_sm)) +
+                        " a thread): the increase would never complete");
+      }
+  }
 
   [[noreturn]] void fail(const Stmt& s, const std::string& rule) const {
     throw Error(std::string(level_name(level_)) + " verifier: " + where_ + ": `" +
@@ -1099,6 +1122,7 @@ class BodyChecker {
             int64_t(s.imm) % 8 != 0)
           fail(s, "setmaxnreg takes a multiple of 8 registers in [24, 256], not " +
                       Operand::constant(s.imm).str());
+        (s.mode == "dec" ? setmaxnreg_dec_ : setmaxnreg_inc_).push_back(s);
         break;
       case StmtKind::TmaStore: {
         if (!p_.has_tensor(s.tensor))

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/f32_constant.h"
+#include "ir/register_file.h"
 #include "passes/families/family.h"
 #include "passes/pass.h"
 
@@ -103,9 +104,24 @@ static bool varlen_walk_default(const AttentionLoops& a, const AttentionWgmmaTil
   return varlen_walk_shape(a, t) || varlen_overlap_walk_shape(a, t);
 }
 static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp);
-static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+// Paged prefill at D = 113..128 in the overlap tile (paged_overlap, below) walks by default:
+// the producer reads each unit's key count and hands it over with the unit (k:013), as
+// varlen's walk does its lengths. Measured on the H200 (2026-11-29 22:19, `attention_bench.py
+// --paged P --sq 2048 --sk 2048 --batches 2 8 --kv-heads 8 --ab ATTN_PERSISTENT=1`,
+// paged / contiguous time, one CTA per query block -> the static walk), no mask: page 16
+// 1.100 / 1.090 -> 1.082 / 1.065 (four issuing warps under the walk too), 32 1.093 / 1.093
+// -> 1.062 / 1.050, 64 1.093 / 1.093 -> 1.039 / 1.031, 256 1.092 / 1.080 -> 1.041 / 1.030.
+// `tile_known` false: asked before the overlap is decided (which itself asks whether a
+// causal mask walks), where the overlap tile is the one to assume.
+static bool paged_walk_default(const AttentionLoops& a, const AttentionWgmmaTiles& t, bool tile_known) {
+  return a.paged && !a.varlen && t.producer && t.padded_dim > 112 && t.padded_dim <= 128 &&
+         (!tile_known || (t.overlap && t.warpgroups == 2 && t.block_n == 128));
+}
+static bool persistent_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t,
+                                  bool tile_known = true) {
   if (a.varlen) return t.producer && varlen_walk_default(a, t);
-  return t.producer && !a.paged &&
+  if (a.paged) return paged_walk_default(a, t, tile_known);
+  return t.producer &&
          (a.causal == Causal::None || !t.overlap || causal_walk_overlap_shape(a, t.padded_dim));
 }
 
@@ -147,7 +163,16 @@ static bool causal_walk_overlap_shape(const AttentionLoops& a, int64_t Dp) {
 // no mask (the box order then) dynamic 1.327 / 1.359 / 1.409, static 1.466 / 1.557 / 1.788;
 // no mask in the packed order on the overlap tile (21:07, seven mixes) dynamic 1.038-1.556,
 // static 1.035-2.057 (varlen_overlap_walk_shape).
+// Paged KV causal under the walk: dynamic where a key block is one to three pages, static
+// from four (16- and 32-key pages under 128-key blocks), where the static walk's four issuing
+// warps (ATTN_LOAD_WARPS, which the dynamic schedule's single fetching thread rules out) pay
+// more than the balance: H200, 2026-11-29 22:24, Sq = Sk = 2048, B 2 / 8, Hkv 8, paged /
+// contiguous time, dynamic / static: page 16 1.298 / 1.060, 1.343 / 1.082; 32 1.068 / 1.048,
+// 1.098 / 1.056; 64 1.032 / 1.047, 1.052 / 1.054; 256 1.021 / 1.038, 1.042 / 1.049 (one CTA
+// per query block: 1.231-1.235, 1.153-1.159).
 static const char* schedule_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
+  if (t.persistent && a.paged && a.causal != Causal::None)
+    return t.block_n / attention_page_rows(a, t.block_n) >= 4 ? "static" : "dynamic";
   return t.persistent && (a.causal != Causal::None || a.varlen) ? "dynamic" : "static";
 }
 
@@ -186,7 +211,7 @@ static bool stmatrix_by_default(const AttentionLoops& a, const AttentionWgmmaTil
 // producer's samples sat in the 32 box issues a block, each ~15 dependent instructions
 // (stall_wait 1139 of 2227), not in the table reads (stall_long_sb 95).
 static int64_t load_warps_by_default(const AttentionLoops& a, const AttentionWgmmaTiles& t) {
-  if (!a.paged || !t.producer || t.persistent) return 1;
+  if (!a.paged || !t.producer || (t.persistent && t.dynamic)) return 1;
   return t.block_n / attention_page_rows(a, t.block_n) >= 4 ? 4 : 1;
 }
 
@@ -259,9 +284,10 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // (Given or the walk's default with the producer: kept in step if the default changes.)
   AttentionWgmmaTiles with_producer;
   with_producer.producer = true;
+  with_producer.padded_dim = Dp;
   const bool causal_walk =
       a.causal != Causal::None &&
-      s.knobs.get_int("ATTN_PERSISTENT", persistent_by_default(a, with_producer) ? 1 : 0) != 0;
+      s.knobs.get_int("ATTN_PERSISTENT", persistent_by_default(a, with_producer, false) ? 1 : 0) != 0;
   const int64_t wg_given = s.knobs.has("ATTN_WG") ? s.knobs.get_int("ATTN_WG", 2)
                            : has_m ? s.knobs.get_int("BLOCK_M", 128) / 64 : 2;
   // D = 113..128 (FlashAttention-3's D = 128 tile, 2 x 64 rows by 128 keys with the
@@ -283,8 +309,9 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // Varlen at D = 113..128, with or without a mask (varlen_overlap_dims: the tile its walk
   // was measured with, the dynamic schedule its default); elsewhere off (unmeasured).
   const bool varlen_overlap = varlen_overlap_dims(a, Dp);
-  // Paged prefill at D = 113..128 likewise (one CTA per query block: the walk refuses paged
-  // KV). Measured on the H200 (2026-11-29 15:20, `attention_bench.py --paged 64 --sq 2048
+  // Paged prefill at D = 113..128 likewise (first measured with one CTA per query block, before
+  // the walk took paged KV; under the walk since, paged_walk_default, and causal there with
+  // the overlap as the dense causal walk: walk_overlap). Measured on the H200 (2026-11-29 15:20, `attention_bench.py --paged 64 --sq 2048
   // --sk 2048`, B 2 / 8, Hq 32, Hkv 8 / 32, paged / contiguous time, both with O by stmatrix):
   // 1.269 / 1.259 / 1.198 / 1.187 on the 3 x 96 tile -> 1.093 / 1.094 / 1.082 / 1.076 on the
   // overlap tile (2 x 64 rows by 128 keys, the ping-pong); 16-key pages (B 2, Hkv 8) 1.307
@@ -293,7 +320,7 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
   // registers spilled 72 B under the page-piece addressing (the 3 x 112 tile then, as before).
   const bool paged_overlap = a.paged && !a.varlen && Dp > 112 && Dp <= 128 &&
                              s.knobs.get_int("BLOCK_N", 128) == 128;
-  const bool walk_overlap = causal_walk && (causal_walk_overlap_shape(a, Dp) || varlen_overlap);
+  const bool walk_overlap = causal_walk && (causal_walk_overlap_shape(a, Dp) || varlen_overlap || paged_overlap);
   const bool dynamic_given = s.knobs.get_str("ATTN_SCHEDULE", "") == "dynamic";
   const bool overlap_default = overlap_dims && (!a.varlen || varlen_overlap) && (!a.paged || paged_overlap) &&
                                (!causal_walk || walk_overlap) &&
@@ -472,16 +499,53 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 "registers per thread (S: BLOCK_N/2, and P's 16-bit pairs BLOCK_N/4 with ATTN_OVERLAP; "
                 "O: D/2) plus ~" +
                 std::to_string(overhead) + " more, past 255: use a smaller BLOCK_N");
-  if (t.producer) {
-    // The consumers' share of the register file once the producer dropped to 24: 240 for
-    // one or two warpgroups, 160 for three.
-    t.consumer_regs = std::min<int64_t>(240, (65536 - kProducerRegs * 128) / (128 * t.warpgroups) / 8 * 8);
+  // The consumers' share of the register file beside a producer of `producer_regs`: what the
+  // CTA was given at launch (setmaxnreg_pool: one CTA an SM) less the producer's, at most
+  // 240. 24: 240 for one or two warpgroups, 160 for three (FlashAttention-3's split); 32:
+  // 232 for two, the same for one and three.
+  auto consumer_regs_beside = [&](int64_t producer_regs) {
+    const int64_t pool = setmaxnreg_pool(128 * (t.warpgroups + 1), 1);
+    return std::min<int64_t>(240, (pool - producer_regs * 128) / (128 * t.warpgroups) / 8 * 8);
+  };
+  auto check_consumer_regs = [&] {
     if (t.acc_regs + overhead > t.consumer_regs)
       throw Error("ATTN_WG=" + std::to_string(t.warpgroups) + " with ATTN_PRODUCER=1 leaves " +
                   std::to_string(t.consumer_regs) + " registers per consumer thread, and BLOCK_N=" +
                   std::to_string(t.block_n) + " with D=" + std::to_string(D) + " keeps " +
                   std::to_string(t.acc_regs) + " f32 accumulator registers plus ~" + std::to_string(overhead) + " more: lower "
                   "BLOCK_N, ATTN_WG, or use ATTN_PRODUCER=0");
+  };
+  if (t.producer) {
+    t.consumer_regs = consumer_regs_beside(t.producer_regs);
+    check_consumer_regs();
+  }
+  // MIN_BLOCKS (k:013 passes it to __launch_bounds__): more than one CTA an SM caps every
+  // thread at its share of the file, which the producer's split (the consumers take what one
+  // CTA holds) and, without it, the accumulators must fit — else ptxas stops with C7602
+  // ("insufficient registers") or setmaxnreg waits forever.
+  if (const int64_t min_blocks = s.knobs.get_int("MIN_BLOCKS", 1); min_blocks > 1) {
+    const int64_t threads = 128 * (t.warpgroups + (t.producer ? 1 : 0));
+    const int64_t per_thread = launch_regs_per_thread(threads, min_blocks);
+    if (t.producer)
+      throw Error("MIN_BLOCKS=" + std::to_string(min_blocks) + " asks for " + std::to_string(min_blocks) +
+                  " CTAs of " + std::to_string(threads) + " threads an SM (" + std::to_string(per_thread) +
+                  " registers a thread), and with ATTN_PRODUCER=1 the producer warpgroup hands its "
+                  "registers to the consumers (setmaxnreg, " + std::to_string(t.consumer_regs) +
+                  " a consumer thread) out of one CTA's whole register file: drop MIN_BLOCKS (this "
+                  "kernel runs one CTA an SM), or use ATTN_PRODUCER=0");
+    // Without the producer ptxas fits the rest in ~16 more registers under the cap (NVRTC
+    // 13.0, thread 0 issuing, no overlap): accumulators 16 or more under it compiled (D 64
+    // at 80 and 64 of 80 / 64, D 128 at 112 of 128), at the cap or over it ptxas stopped
+    // (C7602, or every wgmma serialized: D 96 at 80 of 80, D 128 at 80 of 80 and 128 of
+    // 128); one point at the cap compiled (D 96, 64 of 64) and is refused with them.
+    constexpr int64_t kCappedOverhead = 16;
+    if (t.acc_regs + kCappedOverhead > per_thread)
+      throw Error("MIN_BLOCKS=" + std::to_string(min_blocks) + " leaves " + std::to_string(per_thread) +
+                  " registers a thread for " + std::to_string(min_blocks) + " CTAs of " +
+                  std::to_string(threads) + " threads an SM, and BLOCK_N=" + std::to_string(t.block_n) +
+                  " with D=" + std::to_string(D) + " keeps " + std::to_string(t.acc_regs) +
+                  " f32 accumulator registers plus ~" + std::to_string(kCappedOverhead) +
+                  " more: lower MIN_BLOCKS or BLOCK_N");
   }
   t.smem_bytes = (t.block_m + 2 * t.kv_stages * t.block_n) * Dp * 2;
   // ATTN_PERSISTENT=1: the grid is ATTN_CTAS CTAs (default the SM count: the producer
@@ -495,20 +559,6 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                 "the next work unit's loads while the consumers finish the current one, and "
                 "thread 0 issuing between block barriers cannot; add ATTN_PRODUCER=1 (or drop "
                 "ATTN_PERSISTENT)");
-  if (t.persistent && a.paged)
-    throw Error("ATTN_PERSISTENT=1 walks work units whose sequence lengths it binds per unit, "
-                "and this attention has paged KV (a block table), whose page reads the walk does "
-                "not carry: drop ATTN_PERSISTENT (paged prefill runs one CTA per query block)");
-  t.load_warps = s.knob("ATTN_LOAD_WARPS", load_warps_by_default(a, t));
-  if (t.load_warps > 1 && !t.producer)
-    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads the TMA issue over "
-                "the producer warpgroup's warps and ATTN_PRODUCER is 0 (thread 0 issues between "
-                "the consumers' work): add ATTN_PRODUCER=1, or drop ATTN_LOAD_WARPS");
-  if (t.load_warps > 1 && t.persistent)
-    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads a key block's TMA "
-                "issue over producer warps, and the persistent walk's producer also takes and "
-                "hands over the units from one thread: drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1 "
-                "(or set ATTN_PERSISTENT=0)");
   {
     const std::string schedule = s.knobs.get_str("ATTN_SCHEDULE", schedule_by_default(a, t));
     if (t.persistent || s.knobs.has("ATTN_SCHEDULE")) s.used_knobs["ATTN_SCHEDULE"] = schedule;
@@ -519,6 +569,28 @@ AttentionWgmmaTiles attention_wgmma_tiles(CompileState& s, const AttentionLoops&
                   "counter and ATTN_PERSISTENT is 0: add ATTN_PERSISTENT=1, or drop ATTN_SCHEDULE");
     t.dynamic = schedule == "dynamic";
   }
+  // Paged KV under the causal or dynamic walk: the producer at 32 registers (24 spilled;
+  // kPagedWalkProducerRegs), the consumers at what is left beside it.
+  if (t.producer && t.persistent && a.paged && (t.dynamic || a.causal != Causal::None)) {
+    t.producer_regs = kPagedWalkProducerRegs;
+    t.consumer_regs = consumer_regs_beside(t.producer_regs);
+    check_consumer_regs();
+  }
+  t.load_warps = s.knob("ATTN_LOAD_WARPS", load_warps_by_default(a, t));
+  if (t.load_warps > 1 && !t.producer)
+    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads the TMA issue over "
+                "the producer warpgroup's warps and ATTN_PRODUCER is 0 (thread 0 issues between "
+                "the consumers' work): add ATTN_PRODUCER=1, or drop ATTN_LOAD_WARPS");
+  // Under the walk every issuing warp follows the static order on its own (each computes
+  // the same units); the dynamic schedule's units come from one fetch and varlen's skips
+  // from one thread's scan, which the other warps could not follow.
+  if (t.load_warps > 1 && t.persistent && (t.dynamic || a.varlen))
+    throw Error("ATTN_LOAD_WARPS=" + std::to_string(t.load_warps) + " spreads a key block's TMA "
+                "issue over producer warps, each walking the units on its own, and " +
+                std::string(a.varlen ? "varlen's walk skips units by one thread's scan"
+                                     : "ATTN_SCHEDULE=dynamic hands the units out from one thread's fetch") +
+                ": drop ATTN_LOAD_WARPS" + (a.varlen ? "" : ", or set ATTN_SCHEDULE=static") +
+                " (or ATTN_PERSISTENT=0)");
 
   // ATTN_PEEL_MASK's default, where the H200 measured a win (2026-11-28 12:40, 16k tokens,
   // bf16, loom/cuDNN, defaults against ATTN_PEEL_MASK=1):

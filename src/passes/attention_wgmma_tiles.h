@@ -16,6 +16,12 @@ struct CompileState;
 
 // setmaxnreg of the producer warpgroup: one thread issues TMA loads (FlashAttention-3's 24).
 inline constexpr int64_t kProducerRegs = 24;
+// Paged KV under the causal or dynamic persistent walk: the producer binds each unit's key
+// count and reads the table besides the walk's state, and at 24 registers ptxas spilled
+// 12-28 B (the dynamic causal walk over 64-key pages, the static top-left one over
+// 256-key pages, D = 128; NVRTC 13.0). 32 leaves two consumer warpgroups 232 (one and
+// three: as with 24). Not without a mask on the static walk, which fit in 24.
+inline constexpr int64_t kPagedWalkProducerRegs = 32;
 // Query rows (and keys) up to which the wgmma kernel's default tile at D 80..128 is two
 // warpgroups by 128 keys rather than three by 112-144 (attention_wgmma_tiles, "Short
 // sequences").
@@ -63,6 +69,7 @@ struct AttentionWgmmaTiles {
   bool producer = false;        // ATTN_PRODUCER: a producer warpgroup issues the TMA loads
                                 // (the default above 64 stored columns)
   int64_t consumer_regs = 232;  // setmaxnreg of the consumer warpgroups (ATTN_PRODUCER=1)
+  int64_t producer_regs = kProducerRegs;  // and of the producer's
   bool overlap = false;         // ATTN_OVERLAP: S of block kb issued before P V of kb - 1
   bool rescale_under_s = false; // ATTN_O_UNDER_S (with the overlap): O rescaled while the
                                 // next block's S is in flight, not after P V retired

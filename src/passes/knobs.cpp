@@ -321,16 +321,17 @@ const std::vector<KnobDef>& knob_registry() {
        "warpgroup's softmax runs under another's products (FlashAttention-3's ping-pong; the "
        "default at D = 113..128 with dense Sq, Sk <= 1536 or the overlap); 0 = each issues when ready",
        "k:013_lower_attention_wgmma", 0, 1},
-      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1 (dense or "
-       "varlen, not paged): 1 = a persistent grid (ATTN_CTAS CTAs) walks the work units (query "
+      {"ATTN_PERSISTENT", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1: 1 = a "
+       "persistent grid (ATTN_CTAS CTAs) walks the work units (query "
        "block, head, batch; causal longest first; varlen without a mask sequence by sequence, "
        "query blocks fastest; varlen: each unit binds its "
-       "sequence's lengths, units past a sequence's rows skipped), the producer loading the "
+       "sequence's lengths, units past a sequence's rows skipped; paged KV: each unit its "
+       "sequence's key count), the producer loading the "
        "next unit while the consumers finish the current one (the default with the producer "
        "warpgroup, dense; causal with ATTN_OVERLAP=1 where the overlap under the walk is the "
        "default; varlen at D = 113..128 in the overlap tile, without a mask in the packed "
-       "order, or in the 3 x 112 tile); 0 = one CTA per "
-       "query block (with thread 0 issuing, paged, and varlen in other tiles)",
+       "order, or in the 3 x 112 tile; paged prefill at D = 113..128 in the overlap tile); "
+       "0 = one CTA per query block (with thread 0 issuing, and the serving forms in other tiles)",
        "k:013_lower_attention_wgmma", 0, 1},
       {"ATTN_CTAS", "attention with ATTN_PERSISTENT=1: CTAs of the persistent grid (0 = the "
        "SM count)", "k:013_lower_attention_wgmma", 0, 65536},
@@ -339,13 +340,16 @@ const std::vector<KnobDef>& knob_registry() {
        "the rounds alternating direction) or dynamic (the first unit blockIdx.x, then the next "
        "of a global work counter, fetched by the producer and handed to the consumers through "
        "shared memory: the SM that frees first takes the longest unit left; the default "
-       "causal and varlen, static without a mask)",
+       "causal and varlen, static without a mask and for causal paged KV of 4 or more pages a "
+       "key block, where the static walk's ATTN_LOAD_WARPS=4 wins)",
        "k:013_lower_attention_wgmma", 0, 0, false, {"static", "dynamic"}},
       {"ATTN_LOAD_WARPS", "attention with ATTN_MMA=wgmma and ATTN_PRODUCER=1, one CTA per "
-       "query block: lane 0 of this many producer warps issues the K/V TMA boxes, each its "
+       "query block or the static walk (each warp walking the units itself, its own running "
+       "block count; not the dynamic schedule nor varlen's walk): lane 0 of this many producer "
+       "warps issues the K/V TMA boxes, each its "
        "share of a block's (paged KV: its pages' boxes and table reads) after waiting for the "
-       "slot, the first arming the barrier (default 4 for paged KV with 4 or more pages a key "
-       "block, 1 otherwise)", "k:013_lower_attention_wgmma", 1, 4},
+       "slot, the first arming the barrier and handing the unit over (default 4 for paged KV "
+       "with 4 or more pages a key block, 1 otherwise)", "k:013_lower_attention_wgmma", 1, 4},
       {"ATTN_TMA_STORE", "attention with ATTN_MMA=wgmma (not varlen): 1 = O (1/l) written to "
        "shared memory (a buffer of its own, or Q's slot where that does not fit) and stored "
        "by TMA, 64 rows per warpgroup, clipped at Sq and D by the tensor map (the default "

@@ -4,7 +4,7 @@
 // split and not) on the mma.sync kernel, prefill (Sq 100 to 400) on sm_90a's default wgmma
 // kernel (pages 16 to 256: one TMA box per block, several, 32-row pieces under D = 128's
 // paged 3 x 96 tile, 16-row ones under 112 keys; both issue schemes and 1, 3 or 4 issuing
-// producer warps; GQA 32/8) and on
+// producer warps; one CTA per query block and the persistent walk; GQA 32/8) and on
 // mma.sync, the three masks,
 // bf16 and f16, D 64 and 128, with and without LSE. The inputs come from
 // fill_serving_inputs (bench/verify_attention.h): pages in shuffled order, lengths just
@@ -66,7 +66,19 @@ inline std::vector<Case> paged_cases() {
   v.push_back({paged_expr(2, 16, 4, 400, 128, 30, 32, 15, "true", "bf16", true), ""});
   v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "true", "f16", true),
                "ATTN_WG=2,BLOCK_N=128,ATTN_LOAD_WARPS=1"});
-  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_LOAD_WARPS=3"});
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true),
+               "ATTN_PERSISTENT=0,ATTN_LOAD_WARPS=3"});
+  // Under the persistent walk (each unit's key count handed over with it): 16-key pages
+  // with four issuing warps on the static walk, 64-key pages causal on the dynamic walk,
+  // 32-key pages causal on the static one, 256-key pages top-left on a small grid.
+  v.push_back({paged_expr(2, 16, 4, 400, 128, 60, 16, 30, "false", "bf16", true), "ATTN_PERSISTENT=1"});
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_PERSISTENT=1"});
+  v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true),
+               "ATTN_SCHEDULE=static,ATTN_LOAD_WARPS=3"});
+  v.push_back({paged_expr(2, 16, 4, 400, 128, 30, 32, 15, "true", "f16", true),
+               "ATTN_PERSISTENT=1,ATTN_SCHEDULE=static"});
+  v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "top_left", "bf16", true),
+               "ATTN_PERSISTENT=1,ATTN_CTAS=7"});
   // O from the fragments (ATTN_STMATRIX=0; the copy-out is paged prefill's default).
   v.push_back({paged_expr(2, 32, 8, 300, 128, 24, 64, 6, "true", "bf16", true), "ATTN_STMATRIX=0"});
   v.push_back({paged_expr(2, 16, 8, 400, 128, 6, 256, 2, "false", "f16", true), "ATTN_STMATRIX=0"});

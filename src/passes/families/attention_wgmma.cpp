@@ -30,9 +30,11 @@ KernelFamily attention_wgmma_family() {
   // searched where the producer warpgroup runs; the pass refuses it with one warpgroup.
   // ATTN_PACK_P both ways without the overlap (which needs it: 1 there). ATTN_PERSISTENT
   // (the grid walking the units) where the producer warpgroup runs (the pass refuses it
-  // without; the serving forms refuse it too and prune those points with the reason), and
-  // under it ATTN_SCHEDULE both ways (the stride or the work counter); with the producer
-  // and without the walk ATTN_LOAD_WARPS 1 and 4 (the TMA issue spread over its warps).
+  // without), and
+  // under it ATTN_SCHEDULE both ways (the stride or the work counter); with the producer,
+  // on the plain grid or the static walk (whose schedule is pinned to its first value,
+  // static, without the walk), ATTN_LOAD_WARPS 1 and 4 (the TMA issue spread over its warps;
+  // the dynamic schedule's single fetching thread refuses it).
   // Not searched:
   // ATTN_TMA_STORE and ATTN_STMATRIX, how O leaves — their defaults won or tied at every
   // point measured (bench/NOTES.md, 2026-11-29, "O to shared memory by stmatrix"), and
@@ -56,7 +58,7 @@ KernelFamily attention_wgmma_family() {
                    {"ATTN_PINGPONG", "ATTN_PRODUCER", "1"},
                    {"ATTN_PACK_P", "ATTN_OVERLAP", "0"},
                    {"ATTN_LOAD_WARPS", "ATTN_PRODUCER", "1"},
-                   {"ATTN_LOAD_WARPS", "ATTN_PERSISTENT", "0"}};
+                   {"ATTN_LOAD_WARPS", "ATTN_SCHEDULE", "static"}};
   return f;
 }
 

@@ -168,8 +168,8 @@ struct Lowering {
   std::vector<std::string> q_s, k_s, v_s, o_acc;
   // ATTN_TMA_STORE=1: O's shared tensors per span (their own, or Q's) and tensor maps.
   std::vector<std::string> o_s, o_map;
-  // The walk's stream: the unit hand-off (shared i32 [3]; varlen [8], packed [12]) and the dynamic schedule's
-  // work counter (a zeroed global i32); empty where unused.
+  // The walk's stream: the unit hand-off (shared i32, its layout at unit_slots()) and the dynamic
+  // schedule's work counter (a zeroed global i32); empty where unused.
   std::string unit_s_, work_counter_;
   const Expr b = Expr::var("b"), h = Expr::var("h"), qb = Expr::var("qb"), w = Expr::var("w"),
              wg = Expr::var("wg"), lane = Expr::var("lane"), tid = Expr::var("threadIdx.x"),
@@ -235,6 +235,28 @@ struct Lowering {
   // dividing it is one box per block; a BLOCK_N that does not divide the page (the 3 x 112
   // tile at D = 128) or exceeds it (16-key pages) is several boxes, each with its own page.
   int64_t page_rows() const { return attention_page_rows(a, BN); }
+
+  // The walk's stream: units of differing lengths (causal; varlen and paged KV, each
+  // sequence its own keys) or an order known only as the units are fetched (dynamic), so
+  // the producer hands each unit over with its ring base (build(), "stream").
+  bool streams() const {
+    return t.persistent && (a.causal != Causal::None || t.dynamic || a.varlen || a.paged);
+  }
+  // unit_s_, the stream's hand-off in shared memory (i32): [0] the unit, [1] its ring base,
+  // [2] the producer's running block count; varlen: [3] the producer's hand-off count,
+  // [4..7] the unit's q_start, seq_q, kv_start, seq_k, packed order also [8] the
+  // producer's sequence cursor and [9..11] the unit's b, h, qb; paged KV: [3] the unit's
+  // key count. ATTN_LOAD_WARPS = L > 1 (not varlen): every issuing warp keeps its own
+  // running count, warp w's at [4 + w] (each warp reads only what it wrote, so no warp
+  // waits on another's count).
+  static constexpr int64_t kPagedKeysSlot = 3, kWarpCountsSlot = 4;
+  int64_t unit_slots() const {
+    const int64_t base = a.paged ? 4 : !a.varlen ? 3 : packed_order() ? 12 : 8;
+    return t.load_warps > 1 ? std::max(base, kWarpCountsSlot + t.load_warps) : base;
+  }
+  Expr ring_count_slot() const {
+    return t.load_warps > 1 ? Expr(kWarpCountsSlot) + Expr::var("load_warp") : Expr(2);
+  }
 
   // The global coordinates of rows row0.. of head `head` of `src` at column `col`: dense
   // [b, head, row0, col]; varlen [start + row0, head, col] (start: q_start for Q,
@@ -544,7 +566,8 @@ struct Lowering {
     // the unit's index through shared memory (unit_s_: [unit, ring_base, the producer's
     // own running count]); see "stream" below.
     // Varlen: every unit's sequence has its own lengths, so its units differ too.
-    const bool stream = persist && (a.causal != Causal::None || t.dynamic || a.varlen);
+    // Paged KV: each unit's sequence has its own key count.
+    const bool stream = streams();
     const Expr t_i = Expr::var("t_i");
     const Block unit_lets = persist ? (stream ? Block{} : persistent_unit_lets(t_i))
                                     : Block{Stmt::Let("qb", query_block()),
@@ -582,7 +605,6 @@ struct Lowering {
       seq_lets.push_back(Stmt::Let("seq_k", a.Sk));
       a.Sk = Expr::var("seq_k");
     }
-    LOOM_CHECK(!persist || !a.paged, "the walk does not take paged KV (attention_wgmma_tiles)");
     if (!persist) body.insert(body.end(), seq_lets.begin(), seq_lets.end());
     // Varlen: a query block at or past its sequence's rows (the grid and the walk's units
     // are sized by max_seqlen_q) has nothing to do.
@@ -606,6 +628,9 @@ struct Lowering {
     if (skip_units)
       for (int i = 0; i < 4; ++i)
         seq_lets_handed.push_back(Stmt::LetLoad(seq_vars[i], unit_s_, {Expr(4 + i)}));
+    // Paged KV under the walk likewise: the unit's key count (unit_s_[3]), which the
+    // producer read from seqlens_k for its loads.
+    if (persist && a.paged) seq_lets_handed.push_back(Stmt::LetLoad("seq_k", unit_s_, {Expr(kPagedKeysSlot)}));
     const size_t lets = body.size();
     auto append = [&](Block x) { body.insert(body.end(), x.begin(), x.end()); };
     const int64_t kv_bytes = 2 * BN * Dp * 2;
@@ -739,8 +764,11 @@ struct Lowering {
       } else if (!stream) {
         producer_loop = unit_lets;
         producer_loop.push_back(Stmt::If(Expr(0) < key_blocks, first_fill));
-        producer_loop.push_back(Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)}));
-        producer_loop.insert(producer_loop.end(), q_issue.begin(), q_issue.end());
+        // Q: the first issuing warp alone (ATTN_LOAD_WARPS: the others issue K and V only).
+        Block q_part = {Stmt::If(Expr(0) < t_i, {Stmt::MbarWait(q_empty, (t_i + 1) % 2)})};
+        q_part.insert(q_part.end(), q_issue.begin(), q_issue.end());
+        if (spread) q_part = {Stmt::If(first_load_warp, std::move(q_part))};
+        producer_loop.insert(producer_loop.end(), q_part.begin(), q_part.end());
         Stmt loop = rest_loop();
         loop.no_unroll = true;
         producer_loop.push_back(std::move(loop));
@@ -774,28 +802,33 @@ struct Lowering {
           const Block coords = unit_coords();
           it.insert(it.end(), coords.begin(), coords.end());
         }
-        it.push_back(Stmt::LetLoad("ring_base", unit_s_, {Expr(2)}));
+        it.push_back(Stmt::LetLoad("ring_base", unit_s_, {ring_count_slot()}));
         if (skip_units) it.push_back(Stmt::LetLoad("handed", unit_s_, {Expr(3)}));
         auto q_free_after = [&](const Expr& n) {
           return Stmt::If(Expr(0) < n, {Stmt::MbarWait(q_empty, (n + 1) % 2)});
         };
         const Stmt q_free = q_free_after(handed);
-        Block work = {Stmt::If(Expr(0) < key_blocks, first_fill), q_free,
-                      Stmt::WriteInt(unit_s_, {Expr(0)}, u),
-                      Stmt::WriteInt(unit_s_, {Expr(1)}, ring_base)};
+        // The hand-off and Q: by the first issuing warp alone (ATTN_LOAD_WARPS: the others
+        // issue their share of K and V and keep their own running count).
+        Block hand_off = {q_free, Stmt::WriteInt(unit_s_, {Expr(0)}, u),
+                          Stmt::WriteInt(unit_s_, {Expr(1)}, ring_base)};
         if (skip_units)
           for (int i = 0; i < 4; ++i)
-            work.push_back(Stmt::WriteInt(unit_s_, {Expr(4 + i)}, Expr::var(seq_vars[i])));
+            hand_off.push_back(Stmt::WriteInt(unit_s_, {Expr(4 + i)}, Expr::var(seq_vars[i])));
+        if (a.paged) hand_off.push_back(Stmt::WriteInt(unit_s_, {Expr(kPagedKeysSlot)}, Expr::var("seq_k")));
         if (packed) {
           const Expr handed_coords[3] = {b, h, qb};
           for (int i = 0; i < 3; ++i)
-            work.push_back(Stmt::WriteInt(unit_s_, {Expr(9 + i)}, handed_coords[i]));
+            hand_off.push_back(Stmt::WriteInt(unit_s_, {Expr(9 + i)}, handed_coords[i]));
         }
-        work.insert(work.end(), q_issue.begin(), q_issue.end());
+        hand_off.insert(hand_off.end(), q_issue.begin(), q_issue.end());
+        if (spread) hand_off = {Stmt::If(first_load_warp, std::move(hand_off))};
+        Block work = {Stmt::If(Expr(0) < key_blocks, first_fill)};
+        work.insert(work.end(), hand_off.begin(), hand_off.end());
         Stmt loop = rest_loop();
         loop.no_unroll = true;
         work.push_back(std::move(loop));
-        work.push_back(Stmt::WriteInt(unit_s_, {Expr(2)}, ring_base + key_blocks));
+        work.push_back(Stmt::WriteInt(unit_s_, {ring_count_slot()}, ring_base + key_blocks));
         if (skip_units) {
           work.push_back(Stmt::WriteInt(unit_s_, {Expr(3)}, handed + 1));
           work = {Stmt::If(real_unit, std::move(work))};
@@ -826,7 +859,7 @@ struct Lowering {
         it.insert(it.end(), work.begin(), work.end());
         Stmt walk = Stmt::For("t_i", trips, LoopKind::Reduce, "t_i", std::move(it));
         walk.no_unroll = true;
-        producer_loop = {Stmt::WriteInt(unit_s_, {Expr(2)}, Expr(0))};
+        producer_loop = {Stmt::WriteInt(unit_s_, {ring_count_slot()}, Expr(0))};
         if (skip_units) producer_loop.push_back(Stmt::WriteInt(unit_s_, {Expr(3)}, Expr(0)));
         if (packed) producer_loop.push_back(Stmt::WriteInt(unit_s_, {Expr(8)}, Expr(0)));
         producer_loop.push_back(std::move(walk));
@@ -1383,7 +1416,7 @@ struct Lowering {
     if (lets_in_consumers) consumer.insert(consumer.begin(), thread_lets.begin(), thread_lets.end());
     consumer.insert(consumer.begin(), Stmt::SetMaxNReg(true, int(t.consumer_regs)));
     // One issuing thread (the warpgroup's first), or lane 0 of each of ATTN_LOAD_WARPS warps.
-    Block p_arm = {Stmt::SetMaxNReg(false, int(kProducerRegs))};
+    Block p_arm = {Stmt::SetMaxNReg(false, int(t.producer_regs))};
     if (t.load_warps > 1) {
       producer_loop.insert(producer_loop.begin(), Stmt::Let("load_warp", (tid - Expr(c_threads)) / Expr(32)));
       p_arm.push_back(Stmt::If(Expr::make(Expr::Kind::Eq, tid % Expr(32), Expr(0)) &&
@@ -1438,16 +1471,14 @@ struct Lowering {
         o_map.push_back(d.name);
       }
     }
-    // The walk's stream (causal, dynamic or varlen; build()): the unit hand-off in shared memory,
+    // The walk's stream (causal, dynamic, varlen or paged; streams()): the unit hand-off in shared memory,
     // after every swizzled tensor (each of those starts on its 1024-byte repeat), and the
     // dynamic schedule's work counter, a zeroed i32 the launch's last fetch leaves at 0.
-    if (t.persistent && (a.causal != Causal::None || t.dynamic || a.varlen)) {
+    if (streams()) {
       TensorDecl u;
       u.name = unit_s_ = fresh_tensor_name(p, "unit_s");
       u.dtype = DType::I32;
-      // Varlen: [3] the producer's hand-off count, [4..7] the unit's cumulative lengths;
-      // packed order: [8] the producer's sequence cursor, [9..11] the unit's b, h, qb.
-      u.shape = {Expr(!a.varlen ? 3 : packed_order() ? 12 : 8)};
+      u.shape = {Expr(unit_slots())};  // its layout: unit_slots()
       u.role = TensorRole::Shared;
       p.tensors.push_back(u);
     }

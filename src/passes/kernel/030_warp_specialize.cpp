@@ -60,6 +60,7 @@
 // fresh barrier passes parity 1 at once. The thread Lets of k:010 (one warpgroup's
 // block) become each warpgroup's own: threadIdx.x % 128 in place of threadIdx.x.
 #include "ir/error.h"
+#include "ir/register_file.h"
 #include "passes/passes.h"
 
 namespace loom {
@@ -227,18 +228,32 @@ class Specializer {
 
  private:
   // setmaxnreg moves registers between warpgroups of one block: the counts are multiples
-  // of 8 in [24, 256], and the block's total must fit the register file.
+  // of 8 in [24, 256], and the block's total must fit what the block holds at launch
+  // (setmaxnreg_pool: 168 a thread at 384 threads, 64512 in all, not the SM's 65536; an
+  // increase past it waits forever — PRODUCER_REGS=32,CONSUMER_REGS=240 was accepted and
+  // would have hung, as the same split did in attention's kernel on an H200).
   void check_regs(int64_t p, int64_t c) const {
     if (c == 0) return;
     for (auto [name, v] : {std::pair{"PRODUCER_REGS", p}, std::pair{"CONSUMER_REGS", c}})
       if (v < 24 || v > 256 || v % 8 != 0)
         throw Error(std::string(name) + "=" + std::to_string(v) + ": setmaxnreg takes a multiple "
                     "of 8 from 24 to 256 registers per thread (0 for CONSUMER_REGS: no setmaxnreg)");
+    const int64_t threads = (consumers_ + 1) * kWarpgroup;
+    const int64_t min_blocks = s_.knobs.get_int("MIN_BLOCKS", 0);
+    const int64_t pool = setmaxnreg_pool(threads, min_blocks);
     const int64_t total = p * kWarpgroup + c * consumers_ * kWarpgroup;
-    if (total > 65536)
+    if (total > pool) {
+      const int64_t fits = std::max<int64_t>(0, (pool - p * kWarpgroup) / (consumers_ * kWarpgroup) / 8 * 8);
       throw Error("PRODUCER_REGS=" + std::to_string(p) + ",CONSUMER_REGS=" + std::to_string(c) +
                   " with " + std::to_string(consumers_) + " consumer warpgroups needs " +
-                  std::to_string(total) + " registers; an SM has 65536 (lower CONSUMER_REGS)");
+                  std::to_string(total) + " registers, and a block of " + std::to_string(threads) +
+                  " threads holds " + std::to_string(pool) + " (" +
+                  std::to_string(launch_regs_per_thread(threads, min_blocks)) +
+                  " a thread at launch" + (min_blocks > 1 ? ", MIN_BLOCKS=" + std::to_string(min_blocks) : std::string()) +
+                  "), the only registers setmaxnreg moves: an increase past them never completes. "
+                  "Lower CONSUMER_REGS (at most " + std::to_string(fits) + " beside PRODUCER_REGS=" +
+                  std::to_string(p) + ")");
+    }
   }
 
   void init_empty_barriers(Block& body, size_t barrier_at) {

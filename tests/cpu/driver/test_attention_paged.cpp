@@ -287,6 +287,32 @@ TEST(AttentionPaged, WgmmaLoadWarps) {
   check_paged({1, 2, 1, 150, 128, 16, 12, {170}, "false"}, "", seed++, "sm_90a", "wgmma");
 }
 
+// Paged KV under the persistent walk (ATTN_PERSISTENT=1): a grid of ATTN_CTAS CTAs walks
+// the units, each unit's key count read from seqlens_k by the producer and handed to the
+// consumers with the unit (units of differing lengths: the stream, its ring base handed
+// over), its pages read through the table as the plain grid reads them. A sequence with no
+// key (a unit with no block), odd lengths, the three masks; the static walk with four
+// issuing warps (each its own running count) and with one, the dynamic walk, and the D = 128
+// tile (the overlap's split release, the ping-pong) over 16-key pages.
+TEST(AttentionPaged, WgmmaWalk) {
+  uint64_t seed = 91;
+  for (const char* causal : attention_test::kMasks) {
+    check_paged({2, 4, 2, 70, 16, 16, 5, {77, 0}, causal},
+                "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=64,ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,"
+                "ATTN_CTAS=3,ATTN_LOAD_WARPS=4", seed++, "sm_90a", "wgmma");
+    check_paged({2, 2, 1, 70, 32, 64, 2, {100, 61}, causal},
+                "ATTN_WG=2,ATTN_PRODUCER=1,BLOCK_N=64,ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,"
+                "ATTN_CTAS=2,ATTN_LOAD_WARPS=1", seed++, "sm_90a", "wgmma");
+    check_paged({2, 2, 2, 70, 16, 16, 5, {45, 77}, causal},
+                "ATTN_WG=1,ATTN_PRODUCER=1,BLOCK_N=32,ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,"
+                "ATTN_CTAS=2", seed++, "sm_90a", "wgmma");
+  }
+  check_paged({2, 2, 1, 150, 128, 16, 12, {181, 40}, "false"}, "ATTN_PERSISTENT=1,ATTN_CTAS=2",
+              seed++, "sm_90a", "wgmma");
+  check_paged({1, 2, 1, 150, 128, 16, 12, {170}, "true"},
+              "ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_CTAS=2", seed++, "sm_90a", "wgmma");
+}
+
 // GQA 32/8 prefill with the defaults (the wgmma kernel from Sq = 65 on sm_90a).
 TEST(AttentionPaged, WgmmaGqa32By8Defaults) {
   check_paged({1, 32, 8, 65, 16, 64, 2, {97}, "true"}, "ATTN_WG=1", 71, "sm_90a", "wgmma");
@@ -394,13 +420,15 @@ TEST(AttentionPaged, ErrorsNameTheProblem) {
   const std::string ok = q + pool + "block_table=BT[2,3]:i32, seqlens_k=L[2]:i32)";
   EXPECT_EQ(error_of(ok, "ATTN_MMA=wgmma"), "");
   has(error_of(ok, "ATTN_MMA=wgmma,SPLIT_KV=2"), "SPLIT_KV");
-  // The producer's issuing warps need the producer, and the walk (dense) issues from one.
+  // The producer's issuing warps need the producer, and under the walk the static order
+  // (each warp walks the units itself).
   has(error_of(ok, "ATTN_MMA=wgmma,ATTN_PRODUCER=0,ATTN_LOAD_WARPS=2"),
       "ATTN_LOAD_WARPS=2 spreads the TMA issue over the producer warpgroup's warps and "
       "ATTN_PRODUCER is 0");
-  has(error_of("attention(Q[2,4,300,128]:bf16, K[2,4,300,128]:bf16, V[2,4,300,128]:bf16)",
-               "ATTN_PERSISTENT=1,ATTN_LOAD_WARPS=4"),
-      "drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1");
+  has(error_of("attention(Q[2,4,300,128]:bf16, K[2,4,300,128]:bf16, V[2,4,300,128]:bf16, causal=true)",
+               "ATTN_PERSISTENT=1,ATTN_SCHEDULE=dynamic,ATTN_LOAD_WARPS=4"),
+      "ATTN_SCHEDULE=dynamic hands the units out from one thread's fetch: drop ATTN_LOAD_WARPS, "
+      "or set ATTN_SCHEDULE=static");
   has(error_of(ok, "ATTN_MMA=wgmma,ATTN_LOAD_WARPS=5"), "ATTN_LOAD_WARPS");
 }
 
@@ -418,6 +446,7 @@ TEST(AttentionPaged, GpuCasesCompileBothArchs) {
                                            c.knobs.find("ATTN_PRODUCER") != std::string::npos ||
                                            c.knobs.find("ATTN_STMATRIX") != std::string::npos ||
                                            c.knobs.find("ATTN_LOAD_WARPS") != std::string::npos ||
+                                           c.knobs.find("ATTN_PERSISTENT") != std::string::npos ||
                                            c.knobs.find("ATTN_OVERLAP") != std::string::npos))
         continue;
       CompileOptions opt;

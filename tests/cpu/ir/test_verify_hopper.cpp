@@ -83,6 +83,19 @@ TEST(VerifyHopper, SetMaxNRegAndWaitCounts) {
   verify(p);
 }
 
+// The split (producer 40, consumer 232 at 256 threads: 34816 registers) fits the 63488 the
+// block holds at launch; two blocks an SM leave it 32768, where the consumers' increase
+// would wait forever.
+TEST(VerifyHopper, SetMaxNRegSplitFitsTheBlocksRegisters) {
+  KernelProgram p = specialized_gemm(SpecializedGemm{});
+  verify(p);
+  p.kernels[0].min_blocks_per_sm = 2;
+  EXPECT_CONTAINS(verify_error(p),
+                  "setmaxnreg: one warpgroup at 40 and 128 threads at 232 need 34816 registers, and "
+                  "a block of 256 threads holds 32768 at launch (128 a thread): the increase would "
+                  "never complete");
+}
+
 TEST(VerifyHopper, HopperStatementsAreKernelIrOnly) {
   TileProgram p;
   p.tensors = {decl("C", DType::F32, {1}, TensorRole::Output)};

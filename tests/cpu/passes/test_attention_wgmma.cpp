@@ -186,6 +186,16 @@ TEST(AttentionWgmma, LoadWarps) {
   check_wgmma_schedules(attention(1, 1, 130, 200, 128, "true"),
                         "ATTN_PERSISTENT=0,ATTN_OVERLAP=1,ATTN_PINGPONG=1,ATTN_LOAD_WARPS=4,BLOCK_N=64",
                         seed++, 3);
+  // Under the static walk: every issuing warp walks the units itself with its own running
+  // block count; the first alone hands each unit over and issues Q. No mask (every unit
+  // alike) and causal (the stream: units of 0 to many blocks, each handed with its base).
+  for (const char* causal : kMasks)
+    check_wgmma(attention(2, 2, 150, 300, 64, causal),
+                "ATTN_PRODUCER=1,ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_CTAS=3,"
+                "ATTN_LOAD_WARPS=3,BLOCK_N=32", seed++);
+  check_wgmma(attention(2, 1, 130, 77, 128, "true", "f16"),
+              "ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_CTAS=2,ATTN_OVERLAP=1,ATTN_LOAD_WARPS=2,"
+              "BLOCK_N=48", seed++);
 }
 
 // ATTN_PERSISTENT=1: a grid of ATTN_CTAS CTAs walks the units (query block, head, batch),
@@ -1082,10 +1092,21 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   const std::string e = attention(2, 2, 128, 128, 64, "false");
   expect_refused(e, "ATTN_PERSISTENT=1", "ATTN_PERSISTENT=1 needs ATTN_PRODUCER=1");
   expect_refused(e, "ATTN_CTAS=4", "ATTN_CTAS sizes the persistent grid and ATTN_PERSISTENT is 0");
-  expect_refused(attention_test::paged_attention(2, 2, 2, 100, 128, 8, 64, 4, "false"),
-                 "ATTN_MMA=wgmma,ATTN_PERSISTENT=1",
-                 "and this attention has paged KV (a block table), whose page reads the walk "
-                 "does not carry: drop ATTN_PERSISTENT");
+  // MIN_BLOCKS > 1 with the producer: the setmaxnreg split takes one CTA's whole file
+  // (ptxas stopped with C7602 before this refusal); without it, where the accumulators fit.
+  expect_refused(attention(2, 2, 300, 300, 128, "false"), "MIN_BLOCKS=2",
+                 "MIN_BLOCKS=2 asks for 2 CTAs of 384 threads an SM (80 registers a thread), and "
+                 "with ATTN_PRODUCER=1 the producer warpgroup hands its registers");
+  expect_refused(attention(2, 2, 300, 300, 128, "false"), "ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=128,MIN_BLOCKS=2",
+                 "MIN_BLOCKS=2 leaves 128 registers a thread for 2 CTAs of 256 threads an SM, and "
+                 "BLOCK_N=128 with D=128 keeps 128 f32 accumulator registers plus ~16 more: lower "
+                 "MIN_BLOCKS or BLOCK_N");
+  EXPECT_NO_THROW(kernel_ir(attention(2, 2, 300, 300, 64, "false"), "ATTN_PRODUCER=0,MIN_BLOCKS=2"));
+  EXPECT_NO_THROW(kernel_ir(attention(2, 2, 300, 300, 128, "false"),
+                            "ATTN_PRODUCER=0,ATTN_WG=2,BLOCK_N=96,MIN_BLOCKS=2"));
+  // Paged KV walks too (each unit's key count handed over with it).
+  EXPECT_NO_THROW(kernel_ir(attention_test::paged_attention(2, 2, 2, 100, 128, 8, 64, 4, "false"),
+                            "ATTN_MMA=wgmma,ATTN_PERSISTENT=1"));
   const std::string varlen = "attention(Q[300,4,128]:bf16, K[300,4,128]:bf16, V[300,4,128]:bf16, "
                              "cu_seqlens_q=CQ[3]:i32, cu_seqlens_k=CK[3]:i32, max_seqlen_q=200, "
                              "causal=true)";
@@ -1093,9 +1114,15 @@ TEST(AttentionWgmma, PersistentAndTmaStoreRefusals) {
   expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_TMA_STORE=1",
                  "ATTN_TMA_STORE=1 stores O in boxes of 64 rows, and packed sequences' rows");
   EXPECT_NO_THROW(kernel_ir(varlen, "ATTN_MMA=wgmma"));
-  // Spreading the TMA issue over producer warps: not under the walk.
+  // Spreading the TMA issue over producer warps: under the static walk only (each warp
+  // follows the order itself); not with the dynamic schedule's fetch or varlen's scan.
   expect_refused(attention(2, 2, 300, 300, 128, "true"), "ATTN_PERSISTENT=1,ATTN_CTAS=4,ATTN_LOAD_WARPS=2",
-                 "drop ATTN_LOAD_WARPS with ATTN_PERSISTENT=1");
+                 "ATTN_SCHEDULE=dynamic hands the units out from one thread's fetch: drop "
+                 "ATTN_LOAD_WARPS, or set ATTN_SCHEDULE=static");
+  expect_refused(varlen, "ATTN_MMA=wgmma,ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_LOAD_WARPS=2",
+                 "varlen's walk skips units by one thread's scan: drop ATTN_LOAD_WARPS (or ATTN_PERSISTENT=0)");
+  EXPECT_NO_THROW(kernel_ir(attention(2, 2, 300, 300, 128, "true"),
+                            "ATTN_PERSISTENT=1,ATTN_SCHEDULE=static,ATTN_LOAD_WARPS=2"));
   // Decode's split-form knobs mean nothing to this kernel (it does not split the keys):
   // refused, not accepted and ignored; decode shapes keep them (the mma.sync split kernel).
   for (const char* k : {"COMBINE=last_cta", "COMBINE_GROUPS=2"})

@@ -171,6 +171,18 @@ TEST(Wgmma, ErrorsNameTheLimit) {
   const std::string two_consumers =
       "ATOM=wgmma_bf16,WM=2,WN=1,BN=64,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,WARP_SPECIALIZE=1";
   fails(two_consumers + ",CONSUMER_REGS=250", "sm_90a", "multiple of 8");
+  // The split must fit what the block holds at launch (168 x 384 = 64512), not the SM's
+  // 65536: 32 + 2 x 240 would wait forever in setmaxnreg.inc; 24 + 2 x 240 fits exactly.
+  fails(two_consumers + ",PRODUCER_REGS=32,CONSUMER_REGS=240", "sm_90a",
+        "needs 65536 registers, and a block of 384 threads holds 64512 (168 a thread at launch), "
+        "the only registers setmaxnreg moves: an increase past them never completes. Lower "
+        "CONSUMER_REGS (at most 232 beside PRODUCER_REGS=32)");
+  EXPECT_EQ(passcheck::error_of("matmul(A[256,256]:bf16, B[256,256]:bf16)",
+                                two_consumers + ",PRODUCER_REGS=24,CONSUMER_REGS=240",
+                                Target::for_arch("sm_90a")),
+            "");
+  // Two blocks an SM leave each 80 registers a thread: the default split does not fit.
+  fails(two_consumers + ",MIN_BLOCKS=2", "sm_90a", "holds 30720 (80 a thread at launch, MIN_BLOCKS=2)");
   fails(kSmall16 + ",WARP_SPECIALIZE=1,CONSUMER_REGS=232", "sm_90a",
         "this kernel has one consumer warpgroup (256 threads)");
   fails(kSmall16 + ",WARP_SPECIALIZE=1,PRODUCER_REGS=40", "sm_90a", "drop PRODUCER_REGS");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ir/register_file.h"
+
 namespace loom::tune {
 namespace {
 
@@ -72,7 +74,7 @@ int estimate_registers(const BlockShape& b, const AtomChoice& a, const Knobs& k,
     // moves registers from the producer to the consumers); otherwise accumulators,
     // descriptors and addresses.
     if (b.warp_specialized && b.threads > 0)
-      return std::min<int>(255, int(65536 / b.threads / 8 * 8));
+      return int(launch_regs_per_thread(b.threads, 1));
     regs = double(b.accumulators) + 40;
   } else if (a.mma()) {
     // Per atom step: A fragment m*k/32 values, B n*k/32, packed two per register for 16-

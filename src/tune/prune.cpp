@@ -5,6 +5,7 @@
 
 #include "driver/compile.h"
 #include "ir/error.h"
+#include "ir/register_file.h"
 #include "passes/bank_conflicts.h"
 
 namespace loom::tune {
@@ -86,8 +87,7 @@ std::string tiling_violation(const TuneProblem& given, const AtomChoice& a, cons
   // registers, 2.7 KiB of spills), and the cost model, which takes the cap as given,
   // would rank it first.
   if (const int64_t min_blocks = k.get_int("MIN_BLOCKS", 0); min_blocks > 0 && b.threads > 0) {
-    const int64_t cap =  // 64 Ki registers per SM on every sm_80+ GPU
-        std::min<int64_t>(255, 65536 / (min_blocks * b.threads) / 8 * 8);
+    const int64_t cap = launch_regs_per_thread(b.threads, min_blocks);
     const int need = estimate_registers(b, a, k, p);
     if (need > cap)
       return "MIN_BLOCKS=" + str(min_blocks) + " with " + str(b.threads) +

@@ -1409,8 +1409,9 @@ struct Lowering {
     if (t.tma_store) append({Stmt::If(wg_first, {Stmt::BulkWait(0)})});
     if (producer) {
       // ATTN_PRODUCER=1: two arms after the setup. The producer warpgroup gives its
-    // registers to the consumers (setmaxnreg: 40 x 128 + consumer_regs x 128 ATTN_WG fits
-    // the SM's 65536) and its first thread runs the loads; the consumers run the rest.
+    // registers to the consumers (setmaxnreg: producer_regs x 128 + consumer_regs x 128
+    // ATTN_WG fits what the CTA holds at launch, setmaxnreg_pool) and its first thread runs
+    // the loads; the consumers run the rest.
     Block consumer(body.begin() + long(consumer_from), body.end());
     body.resize(consumer_from);
     if (lets_in_consumers) consumer.insert(consumer.begin(), thread_lets.begin(), thread_lets.end());

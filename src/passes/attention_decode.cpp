@@ -264,8 +264,19 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
                   "SPLIT_WARPS=1");
   }
   if (d.split()) {
-    const std::string mode =
-        s.knobs.get_str("COMBINE", d.split_warps >= kDecodeLastCtaWarps ? "last_cta" : "kernel");
+    // COMBINE's default: the last CTA from kDecodeLastCtaWarps groups on, where it folds
+    // its row set in one pass (a thread per row and 4 columns: rows x D/4 items over the
+    // CTA's threads) and, paged, over fewer than kPagedLastCtaMaxSplits splits.
+    const int64_t row_warps = s.knobs.has("WARPS")
+                                  ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                                  : std::clamp<int64_t>(block_m / 16, 1, 8);
+    const Expr rows = d.rows(a);
+    const int64_t live = rows.is_const() ? std::min(block_m, rows.const_value()) : block_m;
+    const int64_t items = live * (D && *D % 4 == 0 ? *D / 4 : D.value_or(block_m));
+    const bool one_pass = items <= 32 * row_warps * d.split_warps;
+    const bool last_cta = d.split_warps >= kDecodeLastCtaWarps && one_pass &&
+                          !(a.paged && d.splits >= kPagedLastCtaMaxSplits);
+    const std::string mode = s.knobs.get_str("COMBINE", last_cta ? "last_cta" : "kernel");
     s.used_knobs["COMBINE"] = mode;
     if (mode != "kernel" && mode != "last_cta")
       throw Error("COMBINE=" + mode + ": split-KV's partials are combined by a second kernel "
@@ -410,22 +421,43 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
   // (After the shared tensors join p.tensors: references into it stay valid from here.)
   const TensorDecl &po = p.tensor(d.part_o), &pl = p.tensor(d.part_lse);
   const Expr holds = d.has_keys(a, i, sp);
-  // 1. This thread's splits, online.
+  // 1. This thread's splits, online. Where whether a split holds keys of the row is known
+  //    only at run time (paged KV, a run-time Sk, causal), the loads are not left under that
+  //    test: ptxas keeps each split's loads behind the previous split's branch, J dependent
+  //    round trips to L2 (the paged combine at 1k keys, 8 splits a thread; the last CTA's
+  //    combine had the same flaw, k:012). There every split's LSE and O are first loaded
+  //    into registers (every split stores its partials, a keyless one LSE = -inf; a slot
+  //    past the last split reads the last one's), ahead of the row's tests, then folded
+  //    under the test.
+  const int64_t J = cdiv(S, G);
+  const bool hoist = !(holds.is_const() && holds.const_value() != 0);
+  const Operand x = hoist ? val("cx", {j}) : val("x"), o = hoist ? val("co", {j}) : val("o");
   Block fold = {
-      Stmt::Load("x", d.part_lse, {flat(pl, {b, h, i, sp})}),
-      Stmt::Compute("m_new", ScalarOp::Max, {val("m"), val("x")}),
+      Stmt::Compute("m_new", ScalarOp::Max, {val("m"), x}),
       Stmt::Compute("m_d", ScalarOp::Sub, {val("m"), val("m_new")}),
       Stmt::Compute("c", ScalarOp::Exp, {val("m_d")}),  // m = -inf first: c = 0
-      Stmt::Compute("x_m", ScalarOp::Sub, {val("x"), val("m_new")}),
+      Stmt::Compute("x_m", ScalarOp::Sub, {x, val("m_new")}),
       Stmt::Compute("w", ScalarOp::Exp, {val("x_m")}),
-      Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}),
-      Stmt::Compute("wo", ScalarOp::Mul, {val("w"), val("o")}),
+      Stmt::Compute("wo", ScalarOp::Mul, {val("w"), o}),
       Stmt::Accum("acc", val("c"), ScalarOp::Mul),
       Stmt::Accum("acc", val("wo")),
       Stmt::Accum("l", val("c"), ScalarOp::Mul),
       Stmt::Accum("l", val("w")),
-      Stmt::Accum("m", val("x"), ScalarOp::Max),
+      Stmt::Accum("m", x, ScalarOp::Max),
   };
+  Block loads;
+  if (hoist) {
+    const Expr at = min(sp, Expr(S - 1));
+    Stmt load_x = Stmt::Load("cx", d.part_lse, {flat(pl, {b, h, i, at})});
+    load_x.dst_index = {j};
+    Stmt load_o = Stmt::Load("co", d.part_o, {flat(po, {b, h, i, at, dd})});
+    load_o.dst_index = {j};
+    loads = {Stmt::Alloc("cx", {Expr(J)}), Stmt::Alloc("co", {Expr(J)}),
+             kernel_builders::reg_loop("j", J, {Stmt::Let("sp", j * G + g), load_x, load_o})};
+  } else {
+    fold.insert(fold.begin(), Stmt::Load("x", d.part_lse, {flat(pl, {b, h, i, sp})}));
+    fold.insert(fold.begin() + 6, Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}));
+  }
   Block step = {Stmt::Let("sp", j * G + g)};
   Block in = guarded(S % G == 0 ? holds : (sp < Expr(S) && holds), std::move(fold));
   step.insert(step.end(), in.begin(), in.end());
@@ -459,7 +491,8 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
       Stmt::Init("m", -std::numeric_limits<double>::infinity()),
       Stmt::Init("l", 0.0),
       Stmt::Init("acc", 0.0),
-      Stmt::For("j", Expr(cdiv(S, G)), LoopKind::Reduce, "j", std::move(step)),
+      hoist ? kernel_builders::reg_loop("j", J, std::move(step), LoopKind::Reduce)
+            : Stmt::For("j", Expr(J), LoopKind::Reduce, "j", std::move(step)),
       Stmt::Write(acc_s, {g * D + dd}, val("acc")),
       Stmt::If(dd < 1, {Stmt::Write(ml_s, {g * 2}, val("m")),
                         Stmt::Write(ml_s, {g * 2 + 1}, val("l"))}),
@@ -486,6 +519,9 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
             Stmt::Let("d", Expr::var("threadIdx.x") % D)};
   if (a.paged)
     k.body.push_back(Stmt::LetLoad(kKvLenVar, a.seqlens, {flat(p.tensor(a.seqlens), {b})}));
+  // The hoisted loads go ahead of the row's tests too (their addresses do not depend on
+  // the key count), in flight beside the paged form's kv_len.
+  k.body.insert(k.body.end(), loads.begin(), loads.end());
   // Both conditions are uniform over the CTA (i, b): every thread reaches the barrier.
   Block cell = guarded(a.has_keys(i), std::move(row));
   Block none = guarded(a.empty_row(i), {Stmt::If(g < 1, std::move(empty))});

@@ -73,6 +73,15 @@ inline constexpr int64_t kDecodeKvStages = 3;
 inline constexpr int64_t kDecodeSplitWarps = 4;
 inline constexpr int64_t kDecodeSplitWarpsMinSplits = 2;
 inline constexpr int64_t kDecodeLastCtaWarps = 4;
+// The last CTA's combine loses where it takes more than one pass over its row set (Sq = 4
+// with GQA 4: 16 rows x 32 items over 128 threads) and, paged, over many splits; there the
+// combine kernel (H200, 2026-11-30, attention_bench.py --decode / --paged 64, last CTA /
+// kernel, µs): contiguous B = 1, Hkv = 8, Sq = 4 at 8k / 32k 18.8 / 17.6, 40.4 / 39.1, B = 8
+// 16.7 / 16.2, 68.0 / 67.5 (one pass, Sq = 1: 16.3 / 16.9, 38.1 / 38.7); paged B = 1, Hkv = 8
+// (16-32 splits) Sq = 1 1k / 8k / 32k 11.4 / 11.1, 20.6 / 18.5, 42.1 / 41.1, Sq = 4 8k / 32k
+// 24.0 / 19.1, 46.3 / 41.7; paged with 2-4 splits (B = 8, Hkv = 8; B = 1, Hkv = 32) one pass:
+// the last CTA ahead by 0.1-1.2 µs.
+inline constexpr int64_t kPagedLastCtaMaxSplits = 8;
 // Shared memory of one decode CTA of the mma.sync kernel: Q, `split_warps` K/V rings of
 // `stages` blocks, and 1 KB of slack (the reduction of SPLIT_WARPS overlays the rings).
 int64_t decode_cta_smem(int64_t block_m, int64_t block_n, int64_t head_dim, int64_t stages,

@@ -380,7 +380,8 @@ const std::vector<KnobDef>& knob_registry() {
        "k:012_lower_attention", 1, 8, true},
       {"COMBINE", "attention with SPLIT_KV > 1: the partials combined by a second kernel "
        "(kernel, k_attention_combine) or by the split kernel's CTA that arrives last on "
-       "its row set's counter (last_cta: one launch; the default with SPLIT_WARPS >= 4)",
+       "its row set's counter (last_cta: one launch; the default with SPLIT_WARPS >= 4 "
+       "where it folds its row set in one pass, and for paged KV under 8 splits)",
        "k:012_lower_attention", 0, 0, false, {"kernel", "last_cta"}},
       {"KV_COPY", "attention (mma.sync kernel, sm_90): K and V blocks copied by 16-byte "
        "cp.async from every thread (cp_async, the default) or by TMA boxes of 64 columns x "

@@ -43,6 +43,13 @@ inline std::vector<Case> paged_cases() {
   // The decode kernel's deeper K/V rings (KV_STAGES=3, 4) read through the table.
   v.push_back({paged_expr(4, 32, 8, 1, 128, 300, 16, 64, "true", "bf16", true), "KV_STAGES=3"});
   v.push_back({paged_expr(2, 32, 8, 4, 128, 40, 256, 16, "false", "bf16", true), "KV_STAGES=4"});
+  // The combine kernel's loads ahead of its per-split tests (every split of a long table:
+  // 32 one-block splits, 8 a thread), and the last CTA by name where the default is the
+  // kernel (16 rows: four passes).
+  v.push_back({paged_expr(1, 32, 8, 1, 128, 16, 64, 16, "false", "bf16", true), ""});
+  v.push_back({paged_expr(1, 32, 8, 1, 128, 16, 64, 16, "true", "bf16", true), "COMBINE=kernel"});
+  v.push_back({paged_expr(1, 32, 8, 4, 128, 128, 64, 128, "true", "bf16", true),
+               "COMBINE=last_cta"});
   // Prefill on the wgmma kernel (the default from Sq = 65 on sm_90a): D = 128's default
   // tile (2 x 64 rows by 128 keys, the overlap, the ping-pong, O by the copy-out) over
   // 64-key pages and 256-key ones, the 3 x 96 tile (ATTN_OVERLAP=0) and 112 keys (16-row

@@ -577,6 +577,39 @@ TEST(AttentionDecode, CombineInLastCta) {
 // an H100 (132 SMs): W = 4 is one 197 KB CTA per SM, so 8k keys take 16 splits of 16
 // blocks; 1k keys (32 blocks) 8 splits of 4, not 16 of 2 with half the groups idle; W = 2
 // (two CTAs per SM) 32 splits of 8 at 8k and 16 of 2 at 1k.
+// COMBINE's default (H200, 2026-11-30): the last CTA only where it folds its row set in one
+// pass — 128 threads, a thread per row and 4 columns — and, paged, under 8 splits. Sq = 4
+// with GQA 4 is 16 rows x 32 items, four passes: the combine kernel; Sq = 1 one pass; paged
+// B = 1, Hkv = 8 at 8k keys has 16 splits: the kernel; B = 8 two: the last CTA. A knob given
+// by name still wins.
+TEST(AttentionDecode, CombineDefaultByPassesAndPagedSplits) {
+  auto run = [](const std::string& expr, const std::string& knobs = "") {
+    CompileState s;
+    s.graph = parse_expression(expr);
+    s.knobs = Knobs::parse(knobs);
+    s.target = Target::for_arch("sm_90a");
+    for (const auto& p : pipeline()) p.run(s);
+    return s;
+  };
+  const CompileState four = run(attention(32, 8, 4, 8192, 128, "false"));
+  EXPECT_EQ(used(four, "SPLIT_WARPS"), "4");
+  EXPECT_EQ(used(four, "COMBINE"), "kernel");
+  EXPECT_EQ(four.kernel.kernels.size(), 2u);
+  EXPECT_EQ(used(run(attention(32, 8, 1, 8192, 128, "false")), "COMBINE"), "last_cta");
+  EXPECT_EQ(used(run(attention(32, 32, 4, 8192, 128, "false")), "COMBINE"), "last_cta")
+      << "unpacked: 4 rows, one pass";
+  EXPECT_EQ(used(run(attention(32, 8, 4, 8192, 128, "false"), "COMBINE=last_cta"), "COMBINE"),
+            "last_cta");
+  const CompileState paged = run(attention_test::paged_attention(1, 32, 8, 1, 128, 128, 64, 128,
+                                                                 "false"));
+  EXPECT_EQ(used(paged, "SPLIT_KV"), "16");
+  EXPECT_EQ(used(paged, "COMBINE"), "kernel");
+  const CompileState paged8 = run(attention_test::paged_attention(8, 32, 8, 1, 128, 1024, 64, 128,
+                                                                  "false"));
+  EXPECT_EQ(used(paged8, "SPLIT_KV"), "2");
+  EXPECT_EQ(used(paged8, "COMBINE"), "last_cta");
+}
+
 TEST(AttentionDecode, SplitDefaultWithSplitWarps) {
   auto splits = [](int sk, const std::string& knobs) {
     CompileState s;

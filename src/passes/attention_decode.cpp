@@ -89,6 +89,12 @@ bool wgmma_asked(const CompileState& s) {
 }
 // STAGE_OUTPUT=1 copies O out as one head's contiguous rows: the decode forms default off.
 bool staged_output(const CompileState& s) { return s.knobs.get_int("STAGE_OUTPUT", 0) != 0; }
+// The warps sharing a decode CTA's rows: WARPS, or one per 16 rows of the block, at most 8
+// (t:012's default).
+int64_t row_warps_of(const CompileState& s, int64_t block_m) {
+  return s.knobs.has("WARPS") ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
+                              : std::clamp<int64_t>(block_m / 16, 1, 8);
+}
 int64_t default_pack(const CompileState& s, const AttentionLoops& a) {
   if (!attention_is_decode(a) || wgmma_asked(s) || staged_output(s) || !a.group.is_const())
     return 0;
@@ -123,8 +129,7 @@ int64_t default_block_m(CompileState& s, const AttentionLoops& a) {
 int64_t default_block_n(CompileState& s, const AttentionLoops& a, int64_t block_m) {
   const int64_t base = default_block_n(a);
   if (!attention_is_decode(a) || wgmma_asked(s) || !a.D.is_const()) return base;
-  const int64_t warps = s.knobs.has("WARPS") ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
-                                             : std::clamp<int64_t>(block_m / 16, 1, 8);
+  const int64_t warps = row_warps_of(s, block_m);
   const int64_t cap = std::max<int64_t>(16, 16 * 8 * 32 * warps / a.D.const_value() / 16 * 16);
   return std::min(base, cap);
 }
@@ -193,9 +198,7 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
       !Sk || cdiv(cdiv(*Sk, block_n), std::clamp<int64_t>(wave_of(1) / ctas, 1, 128)) >= 2;
   if (sized && !s.knobs.has("SPLIT_KV") && s.target.compute_capability() >= 90 && long_splits) {
     for (int64_t w = kDecodeSplitWarps; w > 1; w /= 2) {
-      const int64_t row_warps = s.knobs.has("WARPS")
-                                    ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
-                                    : std::clamp<int64_t>(block_m / 16, 1, 8);
+      const int64_t row_warps = row_warps_of(s, block_m);
       // At most 128 threads: a CTA of 4 row warps (D = 256's 64 rows) times 4 groups is
       // 512 threads at 128 registers each, and spilled 1.4 KB (NVRTC 13.0).
       const bool fits =
@@ -267,9 +270,7 @@ AttentionDecode attention_decode(CompileState& s, const AttentionLoops& a, int64
     // COMBINE's default: the last CTA from kDecodeLastCtaWarps groups on, where it folds
     // its row set in one pass (a thread per row and 4 columns: rows x D/4 items over the
     // CTA's threads) and, paged, over fewer than kPagedLastCtaMaxSplits splits.
-    const int64_t row_warps = s.knobs.has("WARPS")
-                                  ? std::max<int64_t>(1, s.knobs.get_int("WARPS", 1))
-                                  : std::clamp<int64_t>(block_m / 16, 1, 8);
+    const int64_t row_warps = row_warps_of(s, block_m);
     const Expr rows = d.rows(a);
     const int64_t live = rows.is_const() ? std::min(block_m, rows.const_value()) : block_m;
     const int64_t items = live * (D && *D % 4 == 0 ? *D / 4 : D.value_or(block_m));
@@ -432,19 +433,24 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
   const int64_t J = cdiv(S, G);
   const bool hoist = !(holds.is_const() && holds.const_value() != 0);
   const Operand x = hoist ? val("cx", {j}) : val("x"), o = hoist ? val("co", {j}) : val("o");
-  Block fold = {
+  Block fold;
+  if (!hoist) fold.push_back(Stmt::Load("x", d.part_lse, {flat(pl, {b, h, i, sp})}));
+  fold.insert(fold.end(), {
       Stmt::Compute("m_new", ScalarOp::Max, {val("m"), x}),
       Stmt::Compute("m_d", ScalarOp::Sub, {val("m"), val("m_new")}),
       Stmt::Compute("c", ScalarOp::Exp, {val("m_d")}),  // m = -inf first: c = 0
       Stmt::Compute("x_m", ScalarOp::Sub, {x, val("m_new")}),
       Stmt::Compute("w", ScalarOp::Exp, {val("x_m")}),
+  });
+  if (!hoist) fold.push_back(Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}));
+  fold.insert(fold.end(), {
       Stmt::Compute("wo", ScalarOp::Mul, {val("w"), o}),
       Stmt::Accum("acc", val("c"), ScalarOp::Mul),
       Stmt::Accum("acc", val("wo")),
       Stmt::Accum("l", val("c"), ScalarOp::Mul),
       Stmt::Accum("l", val("w")),
       Stmt::Accum("m", x, ScalarOp::Max),
-  };
+  });
   Block loads;
   if (hoist) {
     const Expr at = min(sp, Expr(S - 1));
@@ -454,9 +460,6 @@ KernelOp attention_combine_kernel(const AttentionLoops& a, const AttentionDecode
     load_o.dst_index = {j};
     loads = {Stmt::Alloc("cx", {Expr(J)}), Stmt::Alloc("co", {Expr(J)}),
              kernel_builders::reg_loop("j", J, {Stmt::Let("sp", j * G + g), load_x, load_o})};
-  } else {
-    fold.insert(fold.begin(), Stmt::Load("x", d.part_lse, {flat(pl, {b, h, i, sp})}));
-    fold.insert(fold.begin() + 6, Stmt::Load("o", d.part_o, {flat(po, {b, h, i, sp, dd})}));
   }
   Block step = {Stmt::Let("sp", j * G + g)};
   Block in = guarded(S % G == 0 ? holds : (sp < Expr(S) && holds), std::move(fold));

@@ -326,4 +326,35 @@ StrategyResult successive_halving(const std::vector<RankedCandidate>& ranked,
   return Halving(ranked, measure, budget, progress, opt, clock).run();
 }
 
+PairedComparison compare_interleaved(const RankedCandidate& default_candidate,
+                                     const RankedCandidate& winner, const MeasureFn& measure,
+                                     int reps, int pairs) {
+  if (pairs < 1 || reps < 1) throw Error("compare_interleaved: pairs and reps must be >= 1");
+  PairedComparison c;
+  std::vector<double> d_us, w_us;
+  for (int i = 0; i < pairs; ++i) {
+    for (bool is_default : {true, false}) {
+      Measurement m = measure(is_default ? default_candidate : winner, reps);
+      if (m.status != TrialStatus::ok) {
+        c.winner_failed = !is_default;
+        c.note = std::string(is_default ? "the default" : "the winner") + " in pair " +
+                 std::to_string(i + 1) + ": " + trial_status_name(m.status) + ": " + m.reason;
+        return c;
+      }
+      (is_default ? d_us : w_us).push_back(trial_us(m));
+      (is_default ? c.default_last : c.winner_last) = m;
+    }
+    c.pairs = i + 1;
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  c.default_us = median(d_us);
+  c.winner_us = median(w_us);
+  c.ok = true;
+  return c;
+}
+
 }  // namespace loom::tune

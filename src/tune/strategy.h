@@ -82,4 +82,25 @@ StrategyResult successive_halving(const std::vector<RankedCandidate>& ranked,
                                   ProgressBar* progress = nullptr, const HalvingOptions& opt = {},
                                   const SecondsClock& clock = steady_seconds());
 
+// The search's winner against the default, measured in interleaved pairs (default,
+// winner, default, winner, ...) at `reps` each, each side's time the median of its
+// pairs. Two measurements of one kernel taken apart differ by up to 10 % on a short
+// launch (the GPU's clock and temperature after the candidates before it; H200,
+// 2026-11-30: a variant whose generated code maps every CTA as the default does measured
+// 37.4 µs in the search against the default's 41.3 re-measured after it, and 39.1-39.4 µs
+// both in an interleaved A/B), so only pairs decide that a winner beats the default.
+struct PairedComparison {
+  bool ok = false;         // every measurement of both verified ok
+  std::string note;        // why not, when !ok: the first failure's status and reason
+  double default_us = 0;   // medians of the pairs' trial_us
+  double winner_us = 0;
+  Measurement default_last;  // the last measurement of each (its l2 method, graph or event)
+  Measurement winner_last;
+  int pairs = 0;             // pairs measured ok
+  bool winner_failed = false;  // the winner failed a re-measurement (its note says how)
+};
+PairedComparison compare_interleaved(const RankedCandidate& default_candidate,
+                                     const RankedCandidate& winner, const MeasureFn& measure,
+                                     int reps, int pairs);
+
 }  // namespace loom::tune

@@ -1,5 +1,6 @@
 #include "tune/trial_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "bench/reference.h"
@@ -35,6 +36,32 @@ struct TrialRunner::Problem {
 };
 
 namespace {
+
+// The host's time per input element of a step of a problem's set-up, generously: the
+// random values alone (make_random_inputs: a 64-bit draw and a rounding to the dtype per
+// element) measured 37 ns per element on a 2-core CI-class host (2026-11-30), so a
+// bmm with a 940M-element weight spends ~35 s there, past the tuner's 20 s per phase;
+// 150 ns also covers the conversion and upload. An allowance for slow progress, not for
+// a hang: the GPU-bound phases keep the bare limit.
+constexpr double kHostSecondsPerInputElement = 150e-9;
+
+// The inputs' elements (the set-up's host work grows with them); 0 where a shape needs a
+// symbol the job does not bind (the set-up then fails with its own message).
+int64_t input_element_count(const ProgramBase& inputs, const std::map<std::string, int64_t>& sizes) {
+  Expr::Env env(sizes.begin(), sizes.end());
+  int64_t n = 0;
+  try {
+    for (const TensorDecl& t : inputs.tensors) {
+      if (t.role == TensorRole::Shared) continue;
+      int64_t e = 1;
+      for (const Expr& d : t.shape) e *= std::max<int64_t>(0, d.eval(env));
+      n += e;
+    }
+  } catch (const Error&) {
+    return 0;
+  }
+  return n;
+}
 
 std::string problem_key(const MeasureJob& job, const ProgramBase& inputs) {
   std::string k = job.expression + "|seed " + std::to_string(job.seed) + "|l2 " +
@@ -74,14 +101,15 @@ TrialRunner::~TrialRunner() {
 }
 
 Measurement TrialRunner::run(const MeasureJob& job,
-                             const std::function<void(const std::string&)>& phase, bool& poisoned) {
+                             const std::function<void(const std::string&, double)>& phase,
+                             bool& poisoned) {
   poisoned = false;
   if (!dev_) return failed_measurement(TrialStatus::worker_error, "no GPU: " + no_device_);
   if (!stream_)
     return failed_measurement(TrialStatus::worker_error,
                               "cannot create a CUDA stream on " + dev_->name);
 
-  phase("compile");
+  phase("compile", 0);
   Graph g;
   CompiledProgram prog;
   CompileResult nvrtc;
@@ -111,10 +139,10 @@ Measurement TrialRunner::run(const MeasureJob& job,
     return failed_measurement(unpoisoned, stage + ": " + what);
   };
 
-  phase("setup");
   try {
     ProgramBase inputs = inputs_of(kp);
     std::string key = problem_key(job, inputs);
+    phase("setup", 0);
     if (!problem_ || problem_->key != key) {
       problem_.reset();
       // What `loom run` checks before allocating (driver/run_memory.h), with this
@@ -128,11 +156,18 @@ Measurement TrialRunner::run(const MeasureJob& job,
         return failed_measurement(TrialStatus::compile_error, "problem setup: " + why);
       auto p = std::make_unique<Problem>();
       p->key = key;
+      // The host's share of the set-up grows with the inputs' elements (random values in
+      // doubles, their conversion and upload); each step announces it, so a problem of
+      // gigabytes is not taken for a hung kernel.
+      const double input_elements = double(input_element_count(inputs, job.sizes));
+      const double host_s = input_elements * kHostSecondsPerInputElement;
+      phase("setup: inputs", host_s);
       make_random_inputs(inputs, p->host, job.seed);
       fill_serving_inputs(g, p->host, job.seed);  // paged attention: a table, lengths
       p->inputs.allocate(inputs, p->host);
       // Attention is checked as `loom run` checks it (verify_attention): its fp64 and
       // 16-bit references of the checked rows, computed once here.
+      phase("setup: reference", host_s);
       if (g.attention()) p->attention = attention_reference(g, p->host.tensors);
       else p->reference = reference_eval(g, p->host.tensors, /*use_gpu=*/true);
       int64_t input_bytes = 0;
@@ -142,6 +177,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
       check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
       p->timing = plan_trial_timing(job.timing, job.l2, input_bytes, dev_->l2_bytes,
                                     int64_t(free_bytes));
+      phase("setup: input sets", host_s * std::max(0, p->timing.timing.input_sets - 1));
       p->rotation = RotationInputs(inputs, p->host.symbols, job.seed, p->timing.timing.input_sets,
                                    [&](Bindings& h, uint64_t seed) { fill_serving_inputs(g, h, seed); });
       problem_ = std::move(p);
@@ -151,7 +187,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
     return on_error(e.what(), TrialStatus::worker_error);
   }
 
-  phase("run");
+  phase("run", 0);
   stage = "checked run";
   try {
     DeviceTensors tensors;
@@ -186,7 +222,7 @@ Measurement TrialRunner::run(const MeasureJob& job,
       return m;
     }
 
-    phase("time");
+    phase("time", 0);
     stage = "timing";
     const InputSets sets(kp, module, tensors, launcher, shapes.symbols, problem_->rotation);
     TimingOptions timing = problem_->timing.timing;

@@ -24,10 +24,14 @@ class TrialRunner {
   explicit TrialRunner(int device_ordinal);
   ~TrialRunner();
 
-  // `phase` is called as each phase begins ("compile", "setup", "run", "time") so the
-  // supervisor can time each separately. `poisoned` is set when a CUDA error left the
+  // `phase` is called as each phase begins ("compile", the set-up's "setup: inputs",
+  // "setup: reference" and "setup: input sets", "run", "time") so the supervisor can time
+  // each separately; its second argument is the host work a set-up phase expects beyond
+  // the supervisor's limit (proportional to the inputs' elements: a 2 GB weight takes
+  // seconds to fill with random values), 0 otherwise. `poisoned` is set when a CUDA error left the
   // context unusable: the result is then `fault` and the process must exit.
-  Measurement run(const MeasureJob& job, const std::function<void(const std::string&)>& phase,
+  Measurement run(const MeasureJob& job,
+                  const std::function<void(const std::string&, double host_seconds)>& phase,
                   bool& poisoned);
 
  private:

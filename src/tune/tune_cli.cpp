@@ -94,6 +94,7 @@ Json outcome_json(const TuneOutcome& o) {
   j["default_knobs"] = o.default_knobs;
   j["default_us"] = optional_us(o.default_us);
   j["default_note"] = o.default_note;
+  j["final_pairs"] = o.final_pairs;
   j["confirm_us"] = optional_us(o.confirm_us);
   j["reference_us"] = optional_us(o.cublas_us);
   j["confirm_note"] = o.confirm_note;

@@ -28,6 +28,9 @@
 namespace loom::tune {
 namespace {
 
+// Interleaved pairs of the default and the winner that decide between them.
+constexpr int kFinalPairs = 3;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -261,20 +264,43 @@ TuneOutcome tune_expression(const std::string& expression, int device, const Tun
           out.best_l2 = t.result.l2;
           out.best_timed = trial_timed(t.result);
         }
-      // The default at the winner's repetitions, unless the search already measured it
-      // there (or it won): the tuned/default ratio compares like with like, and says how
+      // The default against the winner in interleaved pairs at the winner's repetitions
+      // (compare_interleaved: measurements taken apart differ by more than the wins a
+      // record is for): the tuned/default ratio compares like with like, and says how
       // far the shape-class heuristics are from the tuned result.
       std::optional<Measurement> at_default;
-      for (const Trial& t : out.search.trials)
-        if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok &&
-            t.reps >= out.search.winner_reps)
-          at_default = t.result;
-      if (!at_default && !out.default_knobs.empty()) {
-        Measurement m = measure({out.default_knobs, 0}, out.search.winner_reps);
-        if (m.status == TrialStatus::ok) at_default = m;
-        else out.default_note = std::string(trial_status_name(m.status)) + ": " + m.reason;
+      if (out.best_knobs == out.default_knobs) {
+        for (const Trial& t : out.search.trials)
+          if (t.knobs == out.default_knobs && t.result.status == TrialStatus::ok)
+            at_default = t.result;
+        if (at_default) out.default_us = out.best_us;
+      } else if (!out.default_knobs.empty()) {
+        PairedComparison pc =
+            compare_interleaved({out.default_knobs, 0}, {out.best_knobs, 0}, measure,
+                                std::max(out.search.winner_reps, 1), kFinalPairs);
+        if (pc.ok) {
+          at_default = pc.default_last;
+          out.default_us = pc.default_us;
+          out.best_us = pc.winner_us;
+          out.final_pairs = pc.pairs;
+        } else if (pc.winner_failed) {
+          // A winner that verified in the search and fails when measured again is not
+          // one to record (a race shows this way): the default stands, with the reason.
+          out.search_best_knobs = out.best_knobs;
+          out.search_best_us = out.best_us;
+          out.best_knobs = out.default_knobs;
+          out.best_us = 0;
+          out.default_note = pc.note;
+          if (pc.default_last.status == TrialStatus::ok) {  // measured before the winner
+            at_default = pc.default_last;
+            out.default_us = out.best_us = trial_us(pc.default_last);
+            out.best_l2 = at_default->l2;
+            out.best_timed = trial_timed(*at_default);
+          }
+        } else {
+          out.default_note = pc.note;
+        }
       }
-      if (at_default) out.default_us = trial_us(*at_default);
       // A winner no faster than the default gives way to it (default_won).
       if (default_won(out) && out.best_knobs != out.default_knobs) {
         out.search_best_knobs = out.best_knobs;
@@ -385,12 +411,19 @@ std::string format_tune_report(const std::vector<TuneOutcome>& outcomes) {
       << "  timing   L2 " << (r.best_l2.empty() ? std::string("(not reported)") : r.best_l2)
       << (r.best_timed == "graph" ? ", CUDA-graph replay (a short launch)" : ", CUDA events")
       << " (as `loom run --bench` times; recorded with the winner)\n";
-    if (!r.search_best_knobs.empty())
+    const std::string paired =
+        r.final_pairs > 0 ? " (medians of " + std::to_string(r.final_pairs) + " interleaved pairs)"
+                          : "";
+    if (!r.search_best_knobs.empty() && !r.default_note.empty())
+      o << "  default  stands: the search's best failed when measured again (" << r.default_note
+        << ")  " << r.search_best_knobs << "\n";
+    else if (!r.search_best_knobs.empty())
       o << std::setprecision(1) << "  default  won: the search's best, " << r.search_best_us
-        << " us, was no faster  " << r.search_best_knobs << "\n";
+        << " us, was no faster" << paired << "  " << r.search_best_knobs << "\n";
     else if (r.default_us)
       o << std::setprecision(1) << "  default  " << *r.default_us << " us  (tuned/default "
-        << std::setprecision(3) << *r.default_us / r.best_us << "x)  " << r.default_knobs << "\n";
+        << std::setprecision(3) << *r.default_us / r.best_us << "x" << paired << ")  "
+        << r.default_knobs << "\n";
     else
       o << "  default  not measured (" << (r.default_note.empty() ? "not a candidate" : r.default_note)
         << "): " << r.default_knobs << "\n";

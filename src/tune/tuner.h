@@ -70,6 +70,9 @@ struct TuneOutcome {
   std::string best_l2;             // the L2 method the winner was timed with ("rotate", ...)
   std::string best_timed;          // "graph" (replayed: a short launch) or "event" (trial_timing.h)
   std::optional<double> default_us;  // the default (no knobs) at the winner's repetitions
+  // Interleaved default/winner pairs behind default_us and best_us when the search's winner
+  // is not the default (strategy.h, compare_interleaved); 0 when none were needed or made.
+  int final_pairs = 0;
   std::string default_knobs;         // what `loom run` compiles without knobs or a record
   std::string default_note;          // why the default has no time (it failed: how)
   std::optional<double> confirm_us;  // the winner under `loom run --bench` (confirm)

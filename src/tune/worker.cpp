@@ -188,6 +188,7 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
   size_t written = 0;
   MessageDecoder decoder;
   std::string phase = "start";
+  double phase_host_s = 0;  // the host work the worker announced for this phase
   timeout_s = std::clamp(timeout_s, 1e-3, kMaxTimeoutSeconds);
   auto timeout =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
@@ -205,7 +206,10 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
     while (auto m = decoder.next()) {
       if (field(*m, "type").value_or("") == "phase") {
         phase = field(*m, "phase").value_or("?");
-        deadline = Clock::now() + timeout;
+        phase_host_s = std::min(phase_host_seconds(*m), kMaxTimeoutSeconds);
+        deadline = Clock::now() + timeout +
+                   std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(phase_host_s));
         continue;
       }
       Measurement res = result_from_message(*m);
@@ -236,9 +240,16 @@ Measurement MeasureWorker::measure(const MeasureJob& job, double timeout_s) {
         drain_stderr();
         std::string tail = stderr_tail();
         kill_child();
+        // A phase with announced host work (a problem's set-up) is slow on the host, not
+        // hung on the GPU: say which, and what buys it more time.
+        std::string why = phase_host_s > 0
+                              ? " (host work, " + seconds_text(phase_host_s) +
+                                    " allowed beyond the limit; raise --timeout)"
+                              : " (a hung kernel?)";
         return failed_measurement(TrialStatus::timeout,
-                                  "no answer within " + seconds_text(timeout_s) + " in phase '" +
-                                      phase + "' (a hung kernel?): the worker was killed" + tail);
+                                  "no answer within " + seconds_text(timeout_s + phase_host_s) +
+                                      " in phase '" + phase + "'" + why +
+                                      ": the worker was killed" + tail);
       }
       pollfd fds[2] = {{sock_, short(POLLIN | (written < out.size() ? POLLOUT : 0)), 0},
                        {stderr_, POLLIN, 0}};

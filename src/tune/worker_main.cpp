@@ -99,7 +99,10 @@ int tune_worker_main(int argc, char** argv) {
       try {
         MeasureJob job = job_from_message(*m);
         r = runner.run(
-            job, [&](const std::string& p) { write_all(out, encode_message(phase_message(p))); },
+            job,
+            [&](const std::string& p, double host_s) {
+              write_all(out, encode_message(phase_message(p, host_s)));
+            },
             poisoned);
       } catch (const std::exception& e) {
         r.status = TrialStatus::worker_error;

@@ -145,7 +145,17 @@ MeasureJob job_from_message(const Message& m) {
   return j;
 }
 
-Message phase_message(const std::string& phase) { return {{"type", "phase"}, {"phase", phase}}; }
+Message phase_message(const std::string& phase, double host_seconds) {
+  Message m = {{"type", "phase"}, {"phase", phase}};
+  if (host_seconds > 0) m.push_back({"host_seconds", exact(host_seconds)});
+  return m;
+}
+
+double phase_host_seconds(const Message& m) {
+  double s = parse_double("host_seconds", field(m, "host_seconds").value_or("0"));
+  if (!(s >= 0)) throw Error("tune worker protocol: field host_seconds is negative or NaN");
+  return s;
+}
 
 Message result_message(const Measurement& r) {
   return {{"type", "result"},

@@ -8,8 +8,10 @@
 //
 // The first field is always `type`. The tuner writes `type=job` messages to the worker's
 // stdin; the worker answers each on its stdout with any number of `type=phase`
-// messages (phase=compile|setup|run|time: the tuner restarts its timeout at each, so a
-// slow first-time problem setup is not mistaken for a hung kernel) and one final
+// messages (phase=compile|setup|setup: inputs|setup: reference|setup: input sets|run|time:
+// the tuner restarts its timeout at each, so a slow first-time problem setup is not
+// mistaken for a hung kernel; a set-up step also names the host seconds it expects beyond
+// the timeout, `host_seconds`, which the tuner adds to that step's deadline) and one final
 // `type=result` message. A worker that reads end of file on stdin exits.
 #pragma once
 #include <optional>
@@ -44,7 +46,14 @@ class MessageDecoder {
 Message job_message(const MeasureJob& job);
 MeasureJob job_from_message(const Message& m);  // throws loom::Error on a bad field
 
-Message phase_message(const std::string& phase);
+// A phase begins. `host_seconds` is the host work the worker expects the phase to take
+// beyond the supervisor's per-phase limit (set-up of a problem whose inputs are gigabytes:
+// random values, their upload, the reference); the supervisor adds it to that phase's
+// deadline. 0 for phases bounded by the GPU.
+Message phase_message(const std::string& phase, double host_seconds = 0);
+// The allowance a phase message carries (0 when it carries none); throws loom::Error on
+// a malformed or negative value.
+double phase_host_seconds(const Message& m);
 Message result_message(const Measurement& r);
 Measurement result_from_message(const Message& m);  // throws loom::Error on a bad field
 

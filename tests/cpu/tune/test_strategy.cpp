@@ -225,6 +225,62 @@ TEST(SuccessiveHalving, RejectsNonsense) {
   EXPECT_THROW(successive_halving(s.ranked, s.measure(), {0, 0}, nullptr, {}, s.clock()), Error);
 }
 
+// Two kernels of the same true time, measured on a GPU whose clock drifts down as it
+// warms (each measurement 1.5 % slower than the one before): measured apart, the one
+// measured first looks 10 % faster; in interleaved pairs the medians differ by one step
+// of the drift, and a real 8 % win still shows.
+TEST(CompareInterleaved, DriftDoesNotMakeAWinner) {
+  int calls = 0;
+  std::map<std::string, double> true_us = {{"default", 40.0}, {"same", 40.0}, {"faster", 36.8}};
+  MeasureFn drifting = [&](const RankedCandidate& c, int reps) {
+    Measurement m;
+    m.status = TrialStatus::ok;
+    m.reps = reps;
+    m.median_us = true_us.at(c.knobs) * std::pow(1.015, calls++);
+    return m;
+  };
+  // Apart: the search's winner measured first, the default after six other trials.
+  Measurement apart_winner = drifting({"same", 0}, 50);
+  calls += 6;
+  Measurement apart_default = drifting({"default", 0}, 50);
+  EXPECT_GT(apart_default.median_us / apart_winner.median_us, 1.09) << "the trap";
+
+  calls = 0;
+  PairedComparison same = compare_interleaved({"default", 0}, {"same", 0}, drifting, 50, 3);
+  ASSERT_TRUE(same.ok) << same.note;
+  EXPECT_EQ(same.pairs, 3);
+  EXPECT_EQ(calls, 6);
+  EXPECT_NEAR(same.default_us / same.winner_us, 1.0, 0.02);
+
+  calls = 0;
+  PairedComparison win = compare_interleaved({"default", 0}, {"faster", 0}, drifting, 50, 3);
+  ASSERT_TRUE(win.ok);
+  EXPECT_GT(win.default_us / win.winner_us, 1.06);
+  EXPECT_EQ(win.winner_last.median_us, 36.8 * std::pow(1.015, 5));
+}
+
+TEST(CompareInterleaved, AFailureSaysWhichSideAndStops) {
+  int calls = 0;
+  MeasureFn flaky_winner = [&](const RankedCandidate& c, int reps) {
+    ++calls;
+    Measurement m;
+    m.reps = reps;
+    m.median_us = 10;
+    m.status = (c.knobs == "winner" && calls == 4) ? TrialStatus::wrong_answer : TrialStatus::ok;
+    if (m.status != TrialStatus::ok) m.reason = "max error 3.2 > 2e-2";
+    return m;
+  };
+  PairedComparison c = compare_interleaved({"default", 0}, {"winner", 0}, flaky_winner, 5, 3);
+  EXPECT_FALSE(c.ok);
+  EXPECT_TRUE(c.winner_failed);
+  EXPECT_EQ(calls, 4) << "stops at the failure";
+  EXPECT_EQ(c.pairs, 1);
+  EXPECT_NE(c.note.find("the winner in pair 2: wrong_answer: max error 3.2"), std::string::npos)
+      << c.note;
+  EXPECT_EQ(c.default_last.status, TrialStatus::ok) << "the default's pair-2 time is kept";
+  EXPECT_THROW(compare_interleaved({"default", 0}, {"winner", 0}, flaky_winner, 5, 0), Error);
+}
+
 TEST(Progress, ShortKnobsLeadWithTheTile) {
   EXPECT_EQ(short_knobs("BM=128,BN=256,BK=32,WM=2,STAGES=4", 100), "128x256x32 WM=2 STAGES=4");
   EXPECT_EQ(short_knobs("BM=64,FM=4", 100), "BM=64 FM=4");

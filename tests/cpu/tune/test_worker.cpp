@@ -129,6 +129,45 @@ TEST(MeasureWorker, HungChildIsKilledWithinTheLimitAndReplaced) {
   EXPECT_EQ(w.spawn_count(), 2);
 }
 
+// A set-up phase that announces host work gets that much beyond the limit: a child that
+// takes 0.6 s after announcing 2 s answers under a 0.3 s limit. One that overruns its
+// allowance is killed, and the reason says host work, not a hung kernel.
+TEST(MeasureWorker, AnnouncedHostWorkExtendsThatPhaseOnly) {
+  Measurement ok;
+  ok.status = TrialStatus::ok;
+  ok.median_us = 12.5;
+  ok.reps = 3;
+  std::string slow_setup = encode_message(phase_message("setup: inputs", 2.0));
+  std::string answer = encode_message(phase_message("run")) + encode_message(result_message(ok));
+  MeasureWorker patient(std::vector<std::string>{
+      "/bin/sh", "-c", "printf '%s' \"$1\"; sleep 0.6; printf '%s' \"$2\"; exec sleep 30", "sh",
+      slow_setup, answer});
+  Measurement m = patient.measure(small_job(), 0.3);
+  EXPECT_EQ(m.status, TrialStatus::ok) << m.reason;
+  EXPECT_EQ(m.median_us, 12.5);
+
+  // The same child whose run phase (no allowance) takes 0.6 s is killed at 0.3 s.
+  MeasureWorker gpu_bound(std::vector<std::string>{
+      "/bin/sh", "-c", "printf '%s' \"$1\"; sleep 0.6; printf '%s' \"$2\"; exec sleep 30", "sh",
+      encode_message(phase_message("run")), encode_message(result_message(ok))});
+  m = gpu_bound.measure(small_job(), 0.3);
+  EXPECT_EQ(m.status, TrialStatus::timeout) << m.reason;
+  EXPECT_NE(m.reason.find("(a hung kernel?)"), std::string::npos) << m.reason;
+
+  // Past its allowance, a set-up phase is killed too, and named as host work.
+  MeasureWorker overrun(std::vector<std::string>{
+      "/bin/sh", "-c", "printf '%s' \"$1\"; exec sleep 30", "sh",
+      encode_message(phase_message("setup: inputs", 0.2))});
+  auto t0 = std::chrono::steady_clock::now();
+  m = overrun.measure(small_job(), 0.2);
+  EXPECT_EQ(m.status, TrialStatus::timeout) << m.reason;
+  EXPECT_GE(seconds_since(t0), 0.4);
+  EXPECT_LT(seconds_since(t0), 3.0);
+  EXPECT_NE(m.reason.find("in phase 'setup: inputs' (host work"), std::string::npos) << m.reason;
+  EXPECT_NE(m.reason.find("raise --timeout"), std::string::npos) << m.reason;
+  EXPECT_EQ(m.reason.find("hung kernel"), std::string::npos) << m.reason;
+}
+
 TEST(MeasureWorker, LeftoversOfAnExitedChildAreKilled) {
   MeasureWorker w(sh("sleep 30 & echo $$ >&2; exit 5"));
   Measurement m = w.measure(small_job(), 10);

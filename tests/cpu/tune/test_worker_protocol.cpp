@@ -112,6 +112,16 @@ TEST(WorkerProtocol, DecodesMessagesSplitAnywhere) {
   EXPECT_EQ(field(got[2], "phase"), "run");
 }
 
+TEST(WorkerProtocol, PhaseHostSecondsRoundTripAndAreChecked) {
+  EXPECT_EQ(phase_host_seconds(phase_message("run")), 0.0);
+  EXPECT_EQ(field(phase_message("run"), "host_seconds"), std::nullopt) << "no field for 0";
+  EXPECT_EQ(phase_host_seconds(phase_message("setup: inputs", 141.5)), 141.5);
+  Message bad = {{"type", "phase"}, {"phase", "setup: inputs"}, {"host_seconds", "-1"}};
+  EXPECT_THROW(phase_host_seconds(bad), Error);
+  bad.back().second = "lots";
+  EXPECT_THROW(phase_host_seconds(bad), Error);
+}
+
 TEST(WorkerProtocol, MalformedInputIsAnError) {
   MessageDecoder a;
   a.feed("hello\n", 6);

@@ -119,18 +119,34 @@ void refuse_knobs_of_other_variants(const CompileOptions& opt, const CompileStat
   for (const auto& f : kernel_families())
     for (const auto& v : f.variants) {
       const auto it = s.used_knobs.find(v.selector);
-      if (it == s.used_knobs.end() || it->second == v.value) continue;
+      if (it == s.used_knobs.end()) continue;
+      if (("|" + v.value + "|").find("|" + it->second + "|") != std::string::npos) {
+        // The variant's value, but its pass did not build this kernel (EPILOGUE=smem on a
+        // kernel that is not warp-specialized: k:054 stages it, not k:053's strips): an
+        // explicit knob of the variant would change nothing.
+        for (const std::string& knob : v.knobs)
+          if (opt.knobs.has(knob) && !s.used_knobs.count(knob))
+            throw Error(knob + "=" + opt.knobs.get_str(knob, "") + " shapes " + v.what + " (" +
+                        v.pass + "), which this kernel does not use under " + v.selector + "=" +
+                        it->second + "; " +
+                        (v.other_pass_note.empty() ? "" : v.other_pass_note + " ") + "drop " + knob);
+        continue;
+      }
       auto refused = [](const std::string&, const std::string&) { return true; };
       int count = 0;
       const std::string bad = explicit_refused(opt.knobs, v.knobs, refused, count);
       if (bad.empty()) continue;
       const bool chosen = opt.knobs.has(v.selector);
       const std::string sel = v.selector, noun = sel == "EPILOGUE" ? "the epilogue" : sel;
+      std::string values = v.value;  // "tma_store|smem" -> "tma_store or smem"
+      for (size_t at = values.find('|'); at != std::string::npos; at = values.find('|'))
+        values.replace(at, 1, " or ");
       throw Error(bad + (count == 1 ? " shapes" : " shape") + " " + v.what + " (" + sel + "=" +
-                  v.value + ", " + v.pass + "), but " + noun + " is " + it->second + ", chosen by " +
+                  values + ", " + v.pass + "), but " + noun + " is " + it->second + ", chosen by " +
                   (chosen ? "the explicit " + sel + "=" + it->second
                           : std::string("the defaults of this shape")) +
-                  "; " + (chosen ? "use" : "add") + " " + sel + "=" + v.value + ", or drop " + bad);
+                  "; " + (chosen ? "use" : "add") + " " + sel + "=" +
+                  v.value.substr(0, v.value.find('|')) + ", or drop " + bad);
     }
 }
 

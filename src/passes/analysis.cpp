@@ -3,6 +3,7 @@
 #include <random>
 #include <set>
 
+#include "atoms/atoms.h"
 #include "ir/error.h"
 
 namespace loom {
@@ -200,6 +201,16 @@ bool agree_at_random_points(const Expr& a, const Expr& b, uint64_t seed) {
     if (av != bv) return false;
   }
   return true;
+}
+
+bool warp_specialized_wgmma(const KernelOp& k) {
+  bool specialized = false, wgmma = false;
+  walk(k.body, [&](const Stmt& s) {
+    specialized |= s.kind == StmtKind::Specialize;
+    const WarpAtom* w = s.kind == StmtKind::Atom ? find_warp_atom(k, s.atom) : nullptr;
+    wgmma |= w && w->threads == 128;
+  });
+  return specialized && wgmma;
 }
 
 }  // namespace loom

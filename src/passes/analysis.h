@@ -62,6 +62,11 @@ bool provably_less(const Expr& e, const Expr& bound, const Ranges& r);
 // and swizzle by it.
 std::map<std::string, bool> shared_k_innermost(const TileProgram& p);
 
+// A kernel whose mainloop issues wgmma (warpgroup atoms) inside a producer/consumer split
+// (k:030's Specialize): its consumers cannot meet at a block barrier, so EPILOGUE=smem
+// stages its tile in k:053's per-owner strips, not k:054's block-wide tile.
+bool warp_specialized_wgmma(const KernelOp& k);
+
 // Every name a Kernel IR body binds (loop and Let variables, register values and arrays).
 std::set<std::string> bound_names(const Block& b);
 // Renames the names `body` binds that `taken` holds to name + `suffix` (+ a number where

@@ -155,16 +155,19 @@ const std::vector<KnobDef>& knob_registry() {
           .searched(SearchGroup::other, {{"mma", {"1", "2"}}}),
       KnobDef{"EPILOGUE", "how the accumulator tile reaches global memory: direct (each thread "
        "stores its own cells), smem (staged through a shared tile that reuses the "
-       "mainloop's bytes, then row-contiguous stores of up to 16 bytes; k:054) or tma_store "
+       "mainloop's bytes, then row-contiguous stores of up to 16 bytes; k:054; a "
+       "warp-specialized wgmma kernel stages in k:053's strips per consumer warpgroup, which "
+       "its threads copy out: the default for rows TMA cannot address) or tma_store "
        "(wgmma kernels: a swizzled shared tile per consumer warpgroup, stored by TMA while "
        "the next tile's mainloop runs; k:053)",
        "k:054_stage_epilogue", 0, 0, false, {"direct", "smem", "tma_store"}}
           .searched(SearchGroup::other,
                     {{"mma", {"smem", "direct"}},
                      {"fma", {"direct", "smem"}},
-                     {"wgmma", {"tma_store", "direct"}, 90}}),
-      // Searched only where EPILOGUE=tma_store (src/tune/space.cpp: dependent knobs).
-      KnobDef{"EPI_BUFFERS", "EPILOGUE=tma_store: 0 keeps the whole output tile in shared memory; "
+                     {"wgmma", {"tma_store", "direct", "smem"}, 90}}),
+      // Searched only where EPILOGUE=tma_store or smem (src/tune/space.cpp: dependent knobs).
+      KnobDef{"EPI_BUFFERS", "EPILOGUE=tma_store (or smem on a warp-specialized wgmma kernel, "
+       "whose threads then copy each strip out): 0 keeps the whole output tile in shared memory; "
        "N > 0 streams it through N strip buffers per consumer warpgroup (64 columns of a "
        "16-bit output, 32 of f32; 2 x 16 KB for a 128x256 tile, so STAGES=4 still fits), "
        "each strip stored by TMA while the next is written; in a persistent tile loop a "
@@ -172,10 +175,10 @@ const std::vector<KnobDef>& knob_registry() {
        "stream on under the next tile's mainloop and epilogue (k:053)",
        "k:053_tma_store_epilogue", 0, 8}
           .searched(SearchGroup::other, {{"wgmma", {"2", "0"}, 90}}),
-      {"STMATRIX", "EPILOGUE=tma_store with EPI_BUFFERS > 0: write 16-bit output strips with "
+      {"STMATRIX", "EPILOGUE=tma_store (or k:053's smem) with EPI_BUFFERS > 0: write 16-bit output strips with "
        "stmatrix.x4 (8 values per lane per instruction) where the fragment allows (0/1; "
        "default 1)", "k:053_tma_store_epilogue", 0, 1},
-      {"EPI_SYNC", "EPILOGUE=tma_store with EPI_BUFFERS >= 2 dividing the strips: named "
+      {"EPI_SYNC", "EPILOGUE=tma_store (or k:053's smem) with EPI_BUFFERS >= 2 dividing the strips: named "
        "barriers per strip, 1 (default: the storing thread's wait for the buffer moves in "
        "front of the barrier that hands the strip to TMA) or 2 (a barrier before the strip's "
        "writes as well)", "k:053_tma_store_epilogue", 1, 2},

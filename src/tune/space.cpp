@@ -63,9 +63,16 @@ void product(const Dims& dims, size_t i, Knobs cur, const std::function<void(con
 struct Dependent {
   const char* knob;
   const char* on;
-  const char* value;
+  const char* value;  // one value, or several joined by '|'
+  bool holds(const Knobs& k) const {
+    const std::string v = k.get_str(on, "");
+    return !v.empty() && ("|" + std::string(value) + "|").find("|" + v + "|") != std::string::npos;
+  }
 };
-constexpr Dependent kDependents[] = {{"EPI_BUFFERS", "EPILOGUE", "tma_store"},
+// EPI_BUFFERS: k:053's strips, under the TMA store and under a warp-specialized kernel's
+// staged epilogue (EPILOGUE=smem; a kernel k:054 stages ignores it, and the pass refusals
+// keep one of the two).
+constexpr Dependent kDependents[] = {{"EPI_BUFFERS", "EPILOGUE", "tma_store|smem"},
                                      {"TF32_ROUND", "WGMMA_A", "regs"}};
 
 bool dependent_on(const std::string& knob) {
@@ -82,7 +89,7 @@ Knobs with_dependents(const Knobs& k, const Dims& dependents) {
     if (!dependent_on(name)) out.set(name, value);
   for (const auto& [name, values] : dependents)
     for (const auto& d : kDependents)
-      if (name == d.knob && k.get_str(d.on, "") == d.value)
+      if (name == d.knob && d.holds(k))
         out.set(name, k.has(name) ? k.get_str(name, "") : values[0]);
   return out;
 }

@@ -303,6 +303,27 @@ TEST_P(GpuTmaStoreEpilogue, MatchesFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(TmaStore, GpuTmaStoreEpilogue,
                          ::testing::ValuesIn(tma_store_test::cases()));
 
+// EPILOGUE=smem on warp-specialized kernels (tma_store_cases.h, staged_cases): the strips
+// copied out by the consumers' threads into rows no tensor map can address.
+class GpuStagedStripEpilogue : public ::testing::TestWithParam<tma_store_test::Case> {
+ protected:
+  void SetUp() override { compile_then_require_gpu(GetParam().expr, GetParam().knobs); }
+};
+
+TEST_P(GpuStagedStripEpilogue, MatchesFp64Reference) {
+  const tma_store_test::Case& c = GetParam();
+  RunOptions opt;
+  opt.knobs = Knobs::parse(c.knobs);
+  opt.seed = 31;
+  RunReport r = run_expression(c.expr, opt);
+  EXPECT_TRUE(r.verify.passed) << r.verify.message;
+  EXPECT_EQ(r.program.state.used_knobs.at("EPILOGUE"), "smem");
+  EXPECT_EQ(r.program.cuda.find("tma_store_2d"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(StagedStrips, GpuStagedStripEpilogue,
+                         ::testing::ValuesIn(tma_store_test::staged_cases()));
+
 // Epilogue operands loaded by TMA during the mainloop (epilogue_operand_cases.h): the
 // residual and the gate read from their shared strips, no global loads of them left.
 class GpuEpilogueOperands : public ::testing::TestWithParam<tma_store_test::Case> {

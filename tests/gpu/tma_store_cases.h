@@ -124,4 +124,27 @@ inline std::vector<Case> cases() {
   return out;
 }
 
+// EPILOGUE=smem on the warp-specialized schedule (k:053's strips copied out by the owners'
+// threads): rows no tensor map can address — odd N (scalar copies), N = 4100 (8-byte
+// copies), GPT-2's LM head (the default there), a fused epilogue, an f32 output, one buffer
+// (two barriers a strip), the ring across tiles, a 2-CTA cluster, a bmm with odd columns.
+inline std::vector<Case> staged_cases() {
+  const std::string ws = "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=4,"
+                         "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=smem";
+  return {
+      {"linear(X[2048,768]:bf16, W[50257,768]:bf16)", ""},
+      {"linear(X[1000,4096]:bf16, W[1001,4096]:bf16)", ws + ",BN=128,EPI_BUFFERS=2"},
+      {"gelu(linear(X[3000,1024]:bf16, W[4100,1024]:bf16, b[4100]:bf16))", ws + ",BN=128,EPI_BUFFERS=2"},
+      {"relu(linear(X[777,512]:bf16, W[1337,512]:bf16, bias[1337]:bf16))",
+       ws + ",BN=256,EPI_BUFFERS=2,CLUSTER_M=2"},
+      {"linear(X[1000,512]:bf16, W[999,512]:bf16)", ws + ",BN=128,EPI_BUFFERS=1"},
+      {"linear(X[1000,512]:bf16, W[999,512]:bf16)", ws + ",BN=128,EPI_BUFFERS=4"},
+      {"matmul(A[1000,512]:bf16, B[999,512]:bf16.T, out=f32)", ws + ",BN=128,EPI_BUFFERS=2"},
+      {"linear(X[1000,512]:f16, W[999,512]:f16)",
+       "ATOM=wgmma_f16,WM=2,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=3,GROUP_M=8,"
+       "WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=smem,BN=256,EPI_BUFFERS=0"},
+      {"bmm(A[4,500,256]:bf16, B[4,333,256]:bf16.T)", ws + ",BN=128,EPI_BUFFERS=2"},
+  };
+}
+
 }  // namespace loom::tma_store_test

@@ -46,10 +46,14 @@ const char* family_op_name(FamilyOp op);  // "GEMM", "attention"
 // explicit ones are refused when a pass recorded another value for the selector.
 struct KnobVariant {
   std::string selector;  // "EPILOGUE"
-  std::string value;     // "tma_store"
+  std::string value;     // "tma_store", or values joined by '|' ("tma_store|smem")
   std::string what;      // "the TMA-store epilogue"
   std::string pass;      // "k:053", where the variant is built
   std::vector<std::string> knobs;  // EPI_BUFFERS, STMATRIX, EPI_SYNC
+  // Where a value of the selector leaves some kernels to another pass (EPILOGUE=smem: k:054
+  // stages kernels that are not warp-specialized), which ones, and the fix: the refusal of
+  // an explicit variant knob no pass read says it.
+  std::string other_pass_note;
 };
 
 // A way slabs reach shared memory (a STAGE value) and the organization that rides on it:

@@ -35,6 +35,10 @@ static bool wgmma_large(const GemmShape& s, int sm_count) {
 // Until 2026-11-28 these ran mma.sync's 128x64 tiles (2048 x 50257 x 768 bf16: 1.21x
 // torch, 116 TFLOP/s: cuBLAS has no TMA kernel for the odd ldc either), whose K = 768
 // makes every CTA re-read a 128-row A slab and a 64-row B slab for 12 slabs of math.
+// Large GEMMs whose output rows TMA cannot address stage their tile through k:053's strips
+// and the consumers' copies (EPILOGUE=smem) rather than storing directly.
+constexpr bool kStagedRaggedRows = true;
+
 static bool wgmma_large_ragged_out(const GemmShape& s, int sm_count) {
   return s.known && s.batch == 1 && !s.f32_operands && s.tma_rows && s.M % 8 == 0 &&
          s.K % 8 == 0 && s.N % 8 != 0 && 2 * ((s.M + 127) / 128) * ((s.N + 255) / 256) >= sm_count;
@@ -799,6 +803,13 @@ static Knobs wgmma_defaults_for(const GemmShape& s, const Target& t) {
         k.set("EPI_BUFFERS", fast ? "4" : "8");
         k.set("STAGES", fast ? "3" : "2");
       }
+    } else if (s.batch == 1 && kStagedRaggedRows) {
+      // Rows no tensor map can address (a 16-bit N not a multiple of 8: GPT-2's 50257-column
+      // LM head, 4100 columns): the same strips, copied out by each consumer warpgroup's
+      // threads along the rows (k:053, EPILOGUE=smem), instead of the direct epilogue's
+      // scalar stores over 8 rows per warp instruction.
+      k.set("EPILOGUE", "smem");
+      k.set("EPI_BUFFERS", "2");
     }
     return k;
   }
@@ -1102,9 +1113,12 @@ KernelFamily wgmma_family() {
   // per-knob values it tries are the registry's (passes/knobs.cpp, .searched "wgmma").
   f.tuner_min_cc = 90;
   f.tuner_needs_accelerated = true;
-  // EPI_BUFFERS, STMATRIX and EPI_SYNC shape only the TMA-store epilogue (k:053).
-  f.variants = {{"EPILOGUE", "tma_store", "the TMA-store epilogue", "k:053",
-                 {"EPI_BUFFERS", "STMATRIX", "EPI_SYNC"}}};
+  // EPI_BUFFERS, STMATRIX and EPI_SYNC shape only k:053's shared strips: the TMA-store
+  // epilogue's, and the staged epilogue's of a warp-specialized kernel (EPILOGUE=smem).
+  f.variants = {{"EPILOGUE", "tma_store|smem", "the shared strips of the TMA-store or staged epilogue", "k:053",
+                 {"EPI_BUFFERS", "STMATRIX", "EPI_SYNC"},
+                 "k:053 stages warp-specialized wgmma kernels; k:054 stages the others through "
+                 "the mainloop's bytes; add WARP_SPECIALIZE=1, or"}};
   // The producer warpgroup (k:030 refuses WARP_SPECIALIZE=1 without TMA), its register
   // split and consumers, multicast clusters and the TMA-store epilogue ride on TMA slabs;
   // the threads' copies (STAGE=cp_async) take none of them.

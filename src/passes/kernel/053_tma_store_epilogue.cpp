@@ -86,6 +86,22 @@
 // Not with stream-K (the epilogue runs for some tiles only: the group of tile t_i would no
 // longer hold the store N strips back) or without a tile loop (no next tile: N caps at the
 // strips, as a bigger EPI_BUFFERS always did).
+//
+// EPILOGUE=smem on a warp-specialized wgmma kernel (k:054 stages the others): the same
+// strips, but the owner's threads copy them out instead of the copy engine, for outputs
+// whose rows a tensor map cannot address (a row pitch that is not a multiple of 16 B:
+// GPT-2's 50257-column LM head, a ragged N). The direct epilogue's stores there are
+// scalars scattered over 8 rows per warp instruction (2 bytes a lane: quarter-used
+// sectors); the copy has each warp write 32 consecutive elements of one row, as wide as
+// every row start provably allows (scalars for an odd N), under `row < M - r0` and
+// `col < N - c0`. Per strip: the statements (stmatrix into the swizzled buffer), the
+// owner's barrier, the copy. Strip j + 1 writes the buffer that strip j + 1 - N's copy
+// read, and every copier finished that copy before it passed strip j's barrier, so with
+// N >= 2 buffers dividing the strips one barrier per strip orders it (the next tile's
+// strip 0 after this tile's strip S - N alike; EPI_SYNC=1, the default); otherwise, or with
+// EPI_SYNC=2, a barrier also precedes each strip's writes. No proxy fence, bulk group or drain: the generic proxy writes and
+// reads. The copy is synchronous — the consumers store before the next tile's mainloop —
+// which is what the TMA store saves and what an aligned output keeps.
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -127,7 +143,8 @@ class TmaStoreEpilogue {
  public:
   TmaStoreEpilogue(CompileState& s, KernelOp& k)
       : s_(s), p_(s.kernel), k_(k), buffers_(s.knob("EPI_BUFFERS", 0)),
-        sync_(s.knob("EPI_SYNC", 1)), stmatrix_(s.knob("STMATRIX", 1) != 0) {}
+        sync_(s.knob("EPI_SYNC", 1)), stmatrix_(s.knob("STMATRIX", 1) != 0),
+        copy_(s.knobs.get_str("EPILOGUE", "direct") == "smem") {}
 
   void run() {
     locate(k_.body);
@@ -136,13 +153,15 @@ class TmaStoreEpilogue {
     decompose();
     enumerate();
     if (buffers_ > 0) plan_strips();
-    rewrite();
+    if (copy_) rewrite_copy();
+    else rewrite();
     check_resources();
   }
 
  private:
+  const char* mode() const { return copy_ ? "EPILOGUE=smem" : "EPILOGUE=tma_store"; }
   [[noreturn]] void refuse(const std::string& why) const {
-    throw Error("EPILOGUE=tma_store cannot take kernel " + k_.name + ": " + why +
+    throw Error(std::string(mode()) + " cannot take kernel " + k_.name + ": " + why +
                 "; use EPILOGUE=direct");
   }
 
@@ -354,9 +373,10 @@ class TmaStoreEpilogue {
              "; the TMA-store epilogue takes 2-D outputs and batches of them ([B, M, N])");
     const int64_t eb = dtype_bytes(out_->dtype);
     const Expr& width = out_->shape[rank_ - 1];
-    if (width.is_const() && width.const_value() * eb % 16 != 0)
+    if (!copy_ && width.is_const() && width.const_value() * eb % 16 != 0)
       refuse(out_->name + "'s rows are " + std::to_string(width.const_value() * eb) +
-             " B; a tensor map's row stride is a multiple of 16 B");
+             " B; a tensor map's row stride is a multiple of 16 B (EPILOGUE=smem copies "
+             "such rows with the threads)");
     const Expr n = out_->strides()[rank_ - 2];
     const Expr mn = rank_ == 3 ? out_->strides()[0] : Expr(0);
     for (Site& site : sites_) {
@@ -614,7 +634,10 @@ class TmaStoreEpilogue {
     b = std::move(out);
   }
 
-  void rewrite() {
+  // The strips' shared tile `<out>_s[strips or buffers, R, S]`, swizzled by its span (what
+  // a TMA box needs, and what makes a warp's stores and stmatrix conflict-free); the
+  // epilogue's stores retargeted into it.
+  TensorDecl make_tile() {
     const int64_t eb = dtype_bytes(out_->dtype);
     TensorDecl tile;
     tile.name = out_->name + "_s";
@@ -629,12 +652,18 @@ class TmaStoreEpilogue {
       tile.swizzle = Swizzle{swizzle == 128 ? 3 : swizzle == 64 ? 2 : 1, 4 - log_eb, 3};
     }
     swizzle_bytes_ = swizzle;
-
     for (const Site& site : sites_) {
       const Expr at = checked_tile_offset(site);
       site.store->tensor = tile.name;
       site.store->index = {at};
     }
+    return tile;
+  }
+
+  void rewrite() {
+    const int64_t eb = dtype_bytes(out_->dtype);
+    TensorDecl tile = make_tile();
+    const int swizzle = swizzle_bytes_;
     Block& b = *epi_;
     const std::vector<int64_t> strip_of = nbuf_ ? statement_strips() : std::vector<int64_t>{};
     Block epilogue(b.begin() + long(e0_), b.begin() + long(e1_));
@@ -736,6 +765,118 @@ class TmaStoreEpilogue {
     }
     p_.tensors.push_back(tile);
     tile_ = tile.name;
+  }
+
+  // EPILOGUE=smem: the same strips, copied out by the owners' threads (the header).
+  void rewrite_copy() {
+    const int64_t eb = dtype_bytes(out_->dtype);
+    TensorDecl tile = make_tile();
+    Block& b = *epi_;
+    const std::vector<int64_t> strip_of = nbuf_ ? statement_strips() : std::vector<int64_t>{};
+    Block epilogue(b.begin() + long(e0_), b.begin() + long(e1_));
+    const bool per_wg = owners_.size() > 1 || owners_[0].threads == kWarpgroup;
+    const Expr tid = Expr::var("threadIdx.x");
+    const Stmt sync = per_wg ? Stmt::NamedBarrier(Expr(1) + tid / kWarpgroup, int(kWarpgroup))
+                             : Stmt::NamedBarrier(Expr(1), int(consumers_));
+    Expr group_base = 0;
+    if (tile_ring_ > 1) {
+      const Stmt& loop = (*tile_loop_.first)[tile_loop_.second];
+      group_base = Expr::var(loop.var) % tile_ring_ * (strips_ * rows_ * strip_);
+    }
+    auto copies = [&](int64_t j, int64_t slab, const Expr& base) {
+      Block out;
+      for (size_t o = 0; o < owners_.size(); ++o) out.push_back(copy_strip(owners_[o], o, j, slab, base, tile));
+      return out;
+    };
+    Block rewritten;
+    if (nbuf_) {
+      std::vector<Block> groups(static_cast<size_t>(strips_));
+      for (size_t i = 0; i < epilogue.size(); ++i)
+        groups[size_t(strip_of[i])].push_back(std::move(epilogue[i]));
+      const bool one_sync = sync_ == 1 && ring() >= 2 && strips_ % nbuf_ == 0;
+      for (int64_t j = 0; j < strips_; ++j) {
+        Block& g = groups[size_t(j)];
+        unguard(g, Expr(1));
+        if (stmatrix_ && eb == 2) use_stmatrix(g, tile);
+        if (tile_ring_ > 1) shift_tile_writes(g, tile.name, group_base);
+        if (!one_sync) rewritten.push_back(sync);
+        rewritten.insert(rewritten.end(), g.begin(), g.end());
+        rewritten.push_back(sync);
+        const Block c = copies(j, j % nbuf_, group_base);
+        rewritten.insert(rewritten.end(), c.begin(), c.end());
+      }
+    } else {
+      unguard(epilogue, Expr(1));
+      rewritten = {sync};
+      rewritten.insert(rewritten.end(), epilogue.begin(), epilogue.end());
+      rewritten.push_back(sync);
+      for (int64_t j = 0; j < cols_ / strip_; ++j) {
+        // Owner o's strips are its columns' (o.c0 / S + its j), each its own slab.
+        for (size_t o = 0; o < owners_.size(); ++o)
+          if (j < owners_[o].cols / strip_)
+            rewritten.push_back(copy_strip(owners_[o], o, j, owners_[o].c0 / strip_ + j, Expr(0), tile));
+      }
+    }
+    b.erase(b.begin() + long(e0_), b.begin() + long(e1_));
+    b.insert(b.begin() + long(e0_), rewritten.begin(), rewritten.end());
+    p_.tensors.push_back(tile);
+    tile_ = tile.name;
+  }
+
+  // Owner o's copy of its strip j (slab `slab` of the tile, plus `base`): its threads walk
+  // the strip's R x S cells W at a time, consecutive threads along a row, and store each
+  // chunk inside the output. W: the widest power of two of at most 16 B dividing S for
+  // which every row start and the strip's first column are provably multiples of W.
+  Stmt copy_strip(const Owner& o, size_t owner, int64_t j, int64_t slab, const Expr& base,
+                  const TensorDecl& tile) const {
+    const int64_t eb = dtype_bytes(out_->dtype);
+    const Expr n = out_->strides()[rank_ - 2];
+    const Expr row0 = sites_[0].row_block + o.r0;
+    const Expr col0 = sites_[0].col_block + (o.c0 + j * strip_);
+    const Expr batch = rank_ == 3 ? sites_[0].batch_block * out_->strides()[0] : Expr(0);
+    int64_t w = 1;
+    for (int64_t c = 16 / eb; c > 1; c /= 2) {
+      if (strip_ % c != 0) continue;
+      const Expr start = distribute_constants(full(batch + (row0 + Expr::var("copy_row")) * n + col0));
+      if (provably_divisible(start, c)) {
+        w = c;
+        break;
+      }
+    }
+    const std::string tag = tile.name + "_o" + std::to_string(owner) + "_j" + std::to_string(j);
+    const std::string cv = tag + "_c", ev = tag + "_e", vv = tag + "_v";
+    const int64_t per_row = strip_ / w, units = o.rows * per_row;
+    const Expr e = Expr::var(ev), r = e / per_row, c = e % per_row * w;
+    const Expr local = per_wg_local(o);
+    Expr cond = units % o.threads != 0 ? (e < units) : Expr(1);
+    // `r < M - row0`, not `row0 + r < M`: one loop-invariant bound (k:054 found the other
+    // form spilling).
+    cond = cond && (r < out_->shape[rank_ - 2] - row0) && (c < out_->shape[rank_ - 1] - col0);
+    Stmt ld = Stmt::Load(vv, tile.name, {base + Expr(slab * rows_ * strip_) + (r + o.r0) * strip_ + c});
+    Stmt st = Stmt::Write(out_->name, {batch + (row0 + r) * n + col0 + c}, Operand::value(vv));
+    Block move;
+    if (w > 1) {
+      move.push_back(Stmt::Alloc(vv, {Expr(w)}));
+      ld.dst_index = {Expr(0)};
+      ld.width = st.width = int(w);
+      st.args[0].index = {Expr(0)};
+    }
+    move.push_back(ld);
+    move.push_back(st);
+    Block step = {Stmt::Let(ev, Expr::var(cv) * o.threads + local), Stmt::If(cond, move)};
+    Stmt loop = Stmt::For(cv, Expr((units + o.threads - 1) / o.threads), LoopKind::Parallel,
+                          "epilogue.store", step);
+    if (owners_.size() == 1) return loop;
+    return Stmt::If(Expr::make(Expr::Kind::Eq, Expr::var("threadIdx.x") / kWarpgroup,
+                               Expr(int64_t(o.first_thread / kWarpgroup))),
+                    {loop});
+  }
+
+  // The thread's index within its owner.
+  Expr per_wg_local(const Owner& o) const {
+    const Expr tid = Expr::var("threadIdx.x");
+    if (owners_.size() == 1) return o.first_thread == 0 ? tid : tid - o.first_thread;
+    return tid % kWarpgroup;
   }
 
   // The strip buffers in the ring: N per tile, times the tiles it spans.
@@ -902,7 +1043,7 @@ class TmaStoreEpilogue {
     const int64_t bytes = kernel_smem_bytes(l, k_);
     const int64_t tile = (nbuf_ ? ring() * strip_ : cols_) * rows_ * dtype_bytes(out_->dtype);
     if (bytes > s_.target.smem_per_block)
-      throw Error("EPILOGUE=tma_store: kernel " + k_.name + " needs " + std::to_string(bytes) +
+      throw Error(std::string(mode()) + ": kernel " + k_.name + " needs " + std::to_string(bytes) +
                   " B of shared memory, " + std::to_string(tile) + " B of them for its " +
                   (nbuf_ ? std::to_string(ring()) + " strip buffers of " + std::to_string(rows_) +
                                " x " + std::to_string(strip_)
@@ -914,10 +1055,10 @@ class TmaStoreEpilogue {
     // The copy engine reads a swizzled box from the swizzle's repeat (8 rows of its span).
     const int64_t align = swizzle_bytes_ ? 8 * swizzle_bytes_ : 128;
     if (l.offset_bytes.at(tile_) % align != 0)
-      throw Error("EPILOGUE=tma_store: kernel " + k_.name + "'s output tile " + tile_ +
+      throw Error(std::string(mode()) + ": kernel " + k_.name + "'s output tile " + tile_ +
                   " starts at byte " + std::to_string(l.offset_bytes.at(tile_)) +
                   " of shared memory, not a multiple of " + std::to_string(align) +
-                  " as its TMA swizzle needs; use EPILOGUE=direct");
+                  " as its swizzle needs; use EPILOGUE=direct");
   }
 
   CompileState& s_;
@@ -942,6 +1083,7 @@ class TmaStoreEpilogue {
   const int64_t buffers_;  // EPI_BUFFERS
   const int64_t sync_;     // EPI_SYNC: named barriers per strip (1 or 2)
   const bool stmatrix_;
+  const bool copy_;  // EPILOGUE=smem: the owners' threads copy the strips out
   int64_t strips_ = 0, nbuf_ = 0;  // with EPI_BUFFERS: the tile's strips, buffers per tile
   int64_t tile_ring_ = 1;          // the tiles the ring of strip buffers spans
   int swizzle_bytes_ = 0;
@@ -955,10 +1097,13 @@ Pass pass_tma_store_epilogue() {
   return Pass{"k:053_tma_store_epilogue", Level::Kernel, Level::Kernel,
               "with EPILOGUE=tma_store every wgmma kernel writes its output tile into a swizzled "
               "shared tile (per consumer warpgroup, named barriers), and one thread per owner "
-              "stores it with TMA; the store overlaps the next tile's mainloop",
+              "stores it with TMA; the store overlaps the next tile's mainloop. With "
+              "EPILOGUE=smem a warp-specialized wgmma kernel's owners copy the same strips out "
+              "with their threads (rows TMA cannot address)",
               {"EPILOGUE", "EPI_BUFFERS", "STMATRIX", "EPI_SYNC"},
               [](CompileState& s) {
-                if (s.knobs.get_str("EPILOGUE", "direct") != "tma_store") return;
+                const std::string mode = s.knobs.get_str("EPILOGUE", "direct");
+                if (mode != "tma_store" && mode != "smem") return;
                 bool any = false;
                 for (auto& k : s.kernel.kernels) {
                   bool wgmma = false;
@@ -967,10 +1112,11 @@ Pass pass_tma_store_epilogue() {
                     wgmma |= w && w->threads == kWarpgroup;
                   });
                   if (!wgmma) continue;
+                  if (mode == "smem" && !warp_specialized_wgmma(k)) continue;  // k:054's
                   TmaStoreEpilogue(s, k).run();
                   any = true;
                 }
-                if (!any)
+                if (!any && mode == "tma_store")
                   throw Error("EPILOGUE=tma_store stores wgmma accumulators (sm_90a): use "
                               "ATOM=wgmma_* with STAGE=tma, or EPILOGUE=direct / smem");
               }};

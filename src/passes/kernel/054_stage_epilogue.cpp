@@ -284,7 +284,9 @@ Pass pass_stage_epilogue() {
                 s.used_knobs["EPILOGUE"] = mode;
                 if (mode != "smem") return;
                 for (auto& k : s.kernel.kernels) {
-                  if (!multiplies(k)) continue;
+                  // A warp-specialized wgmma kernel's consumers stage in k:053's strips.
+                  if (!multiplies(k) || warp_specialized_wgmma(k)) continue;
+
                   try {
                     EpilogueStager(s, k).run();
                   } catch (const EpilogueRefusal& r) {

@@ -187,16 +187,23 @@ TEST(KnobScope, MmaFragmentKnobsOutsideMmaSyncAreRefused) {
 
 TEST(KnobScope, TmaStoreEpilogueKnobsUnderAnotherEpilogueAreRefused) {
   EXPECT_EQ(error_of(kGemm, options("EPILOGUE=direct,EPI_BUFFERS=1")),
-            "EPI_BUFFERS=1 shapes the TMA-store epilogue (EPILOGUE=tma_store, k:053), but the "
-            "epilogue is direct, chosen by the explicit EPILOGUE=direct; use EPILOGUE=tma_store, "
-            "or drop EPI_BUFFERS=1");
+            "EPI_BUFFERS=1 shapes the shared strips of the TMA-store or staged epilogue "
+            "(EPILOGUE=tma_store or smem, k:053), but the epilogue is direct, chosen by the "
+            "explicit EPILOGUE=direct; use EPILOGUE=tma_store, or drop EPI_BUFFERS=1");
   // The split-K default's epilogue is direct.
   EXPECT_EQ(error_of(kSplitK, options("STMATRIX=0,EPI_SYNC=2")),
-            "STMATRIX=0,EPI_SYNC=2 shape the TMA-store epilogue (EPILOGUE=tma_store, k:053), but "
-            "the epilogue is direct, chosen by the defaults of this shape; add EPILOGUE=tma_store, "
-            "or drop STMATRIX=0,EPI_SYNC=2");
-  EXPECT_NE(error_of(kGemm, options("EPILOGUE=smem,STMATRIX=0")).find("but the epilogue is smem"),
-            std::string::npos);
+            "STMATRIX=0,EPI_SYNC=2 shape the shared strips of the TMA-store or staged epilogue "
+            "(EPILOGUE=tma_store or smem, k:053), but the epilogue is direct, chosen by the "
+            "defaults of this shape; add EPILOGUE=tma_store, or drop STMATRIX=0,EPI_SYNC=2");
+  // The staged epilogue of the warp-specialized default takes them (k:053's strips); on a
+  // kernel k:054 stages, they are refused by that pass.
+  EXPECT_EQ(error_of(kGemm, options("EPILOGUE=smem,STMATRIX=0")), "");
+  EXPECT_NE(error_of(kGemm, options("EPILOGUE=smem,STMATRIX=0,WARP_SPECIALIZE=0"))
+                .find("STMATRIX=0 shapes the shared strips of the TMA-store or staged epilogue "
+                      "(k:053), which this kernel does not use under EPILOGUE=smem; k:053 stages "
+                      "warp-specialized wgmma kernels"),
+            std::string::npos)
+      << error_of(kGemm, options("EPILOGUE=smem,STMATRIX=0,WARP_SPECIALIZE=0"));
   // Under the TMA-store epilogue (the large default) they apply.
   EXPECT_EQ(error_of(kGemm, options("EPI_BUFFERS=2,STMATRIX=0,EPI_SYNC=2")), "");
 }

@@ -145,6 +145,28 @@ TEST(WgmmaCompile, EveryGpuTestCaseCompilesForSm90a) {
   }
 }
 
+// The staged strips' GPU cases (EPILOGUE=smem on warp-specialized kernels) compile for
+// sm_90a without spills, copy with the threads (no TMA store) between named barriers, and
+// keep the warp-specialized schedule.
+TEST(WgmmaCompile, StagedStripEpilogueCasesCompileWithoutSpills) {
+  for (const tma_store_test::Case& c : tma_store_test::staged_cases()) {
+    SCOPED_TRACE(c.expr + " knobs " + c.knobs);
+    CompileOptions opt;
+    opt.knobs = Knobs::parse(c.knobs);
+    opt.target = Target::for_arch("sm_90a");
+    const CompiledProgram p = compile_expression(c.expr, opt);
+    EXPECT_EQ(p.state.used_knobs.at("EPILOGUE"), "smem");
+    EXPECT_EQ(p.state.used_knobs.at("WARP_SPECIALIZE"), "1");
+    EXPECT_EQ(p.cuda.find("tma_store_2d"), std::string::npos);
+    EXPECT_NE(p.cuda.find("loom::bar_sync("), std::string::npos);
+    CompileResult r = nvrtc(p.cuda);
+    for (const auto& [name, rep] : r.resources) {
+      EXPECT_EQ(rep.spill_store_bytes, 0) << name;
+      EXPECT_EQ(rep.spill_load_bytes, 0) << name;
+    }
+  }
+}
+
 // The TMA-store epilogue's GPU cases (rung 6 of the hopper ladder among them, whole-tile
 // and strip-buffered) compile without spills and store through the tensor map between
 // named barriers.

@@ -355,4 +355,94 @@ TEST(TmaStoreEpilogue, StripBuffersOddStripCountInAClusterOfTwo) {
   EXPECT_EQ(wait_all, 2);  // before strip 0, and the drain
 }
 
+namespace {
+
+// ---- EPILOGUE=smem: a warp-specialized kernel's strips copied out by its threads --------
+
+const std::string kWsStaged = "ATOM=wgmma_bf16,WM=2,WN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+                              "GROUP_M=2,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=smem";
+
+int copy_loops(const KernelOp& k) {
+  return count(k.body, [](const Stmt& x) { return x.kind == StmtKind::For && x.axis == "epilogue.store"; });
+}
+int copy_width(const KernelOp& k) {
+  int w = 0;
+  walk(k.body, [&](const Stmt& x) {
+    if (x.kind == StmtKind::Write && x.tensor == "out") w = std::max(w, x.width);
+  });
+  return w;
+}
+int warpgroup_barriers(const KernelOp& k) {
+  int n = 0;
+  walk(k.body, [&](const Stmt& x) { n += x.named_barrier() && x.imm == 128; });
+  return n;
+}
+
+TEST(StagedStripEpilogue, OddRowPitchPersistentStripRing) {
+  // GPT-2's LM head in small: N = 137 (274-byte rows: no tensor map) in 128 x 128 tiles
+  // on 2 SMs, 2 x 2 tiles, so each CTA writes a second tile's strips into buffers whose
+  // copies of the first tile the interpreter's race check watches. Scalar copies (an odd
+  // row pitch), fused bias + relu, ragged M and N.
+  CompileState s = passcheck::check_every_pass(
+      "relu(linear(X[200,64]:bf16, W[137,64]:bf16, bias[137]:bf16))",
+      Knobs::parse(kWsStaged + ",BN=128,EPI_BUFFERS=2"), 47, {}, {}, std::nullopt,
+      sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(count(k.body, StmtKind::TmaStore), 0);
+  EXPECT_EQ(count(k.body, StmtKind::BulkWait), 0);
+  EXPECT_EQ(count(k.body, StmtKind::FenceProxyAsync), 0);
+  EXPECT_EQ(copy_loops(k), 4);  // 2 strips x 2 warpgroups
+  EXPECT_EQ(copy_width(k), 1);
+  EXPECT_EQ(stmatrix_count(k), 2 * 4);
+  EXPECT_EQ(warpgroup_barriers(k), 2);  // one per strip: 2 buffers divide the 2 strips
+}
+
+TEST(StagedStripEpilogue, OneBufferMeetsBeforeEachStripsWrites) {
+  // One buffer: strip j + 1 writes what strip j's copy reads, so the owner also meets
+  // before each strip's writes.
+  CompileState s = passcheck::check_every_pass(
+      "linear(X[136,64]:bf16, W[201,64]:bf16)",
+      Knobs::parse(kWsStaged + ",BN=128,EPI_BUFFERS=1"), 53, {}, {}, std::nullopt,
+      sm90a_with_sms(2));
+  EXPECT_EQ(warpgroup_barriers(s.kernel.kernels.at(0)), 4);  // 2 strips x 2
+}
+
+TEST(StagedStripEpilogue, WholeTileRingAcrossTilesAndWiderCopies) {
+  // N = 260: 520-byte rows (8-byte multiples, not 16): copies of 4 elements. EPI_BUFFERS=0
+  // keeps the whole 128 x 128 tile; EPI_BUFFERS=4 rings two tiles' strips.
+  for (const char* buffers : {"EPI_BUFFERS=0", "EPI_BUFFERS=4"}) {
+    SCOPED_TRACE(buffers);
+    CompileState s = passcheck::check_every_pass(
+        "linear(X[200,64]:f16, W[260,64]:f16)",
+        Knobs::parse(passcheck::knobs_over(kWsStaged, std::string("ATOM=wgmma_f16,BN=128,") + buffers)),
+        59, {}, {}, std::nullopt, sm90a_with_sms(2));
+    EXPECT_EQ(copy_width(s.kernel.kernels.at(0)), 4);
+    EXPECT_EQ(count(s.kernel.kernels.at(0).body, StmtKind::TmaStore), 0);
+  }
+}
+
+TEST(StagedStripEpilogue, BatchedOddColumnsAndF32Output) {
+  // bmm's [B, M, N] with N = 75 per entry (the copy's batch offset and per-entry edges), and
+  // an f32 output (strips of 32 columns) of odd width.
+  passcheck::check_every_pass("bmm(A[3,100,64]:bf16, B[3,75,64]:bf16.T)",
+                              Knobs::parse(kWsStaged + ",BN=64,EPI_BUFFERS=1"), 61, {}, {},
+                              std::nullopt, four_sms());
+  CompileState s = passcheck::check_every_pass(
+      "matmul(A[130,64]:bf16, B[77,64]:bf16.T, out=f32)",
+      Knobs::parse(kWsStaged + ",BN=64,EPI_BUFFERS=2"), 67, {}, {}, std::nullopt, four_sms());
+  EXPECT_EQ(s.kernel.tensor("out_s").shape.at(2).const_value(), 32);
+}
+
+TEST(StagedStripEpilogue, TmaStoreStillRefusesAnOddPitchAndNamesTheCopy) {
+  try {
+    passcheck::check_every_pass("linear(X[128,64]:bf16, W[137,64]:bf16)",
+                                Knobs::parse(passcheck::knobs_over(kWsStaged, "EPILOGUE=tma_store")), 3);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("EPILOGUE=smem copies such rows"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
 }  // namespace loom

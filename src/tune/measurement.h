@@ -55,6 +55,11 @@ struct Measurement {
   // repetition, against its fixed part (compile, load, checked run, verify), so the
   // strategy can plan rounds with more repetitions. 0 when not timed.
   double timing_seconds = 0;
+  // Wall seconds of the problem's one-time set-up that this trial paid (random inputs,
+  // their upload, the reference: the first trial of a problem in a worker; 0 after): seconds
+  // on a 16384-token projection, which the strategy must not take for every trial's fixed
+  // cost (it planned one trial for such shapes at a 20 s budget, H200 2026-11-30).
+  double setup_seconds = 0;
   // The L2 method the timing used ("rotate", "read", ...; l2_method_name) and the input
   // sets it rotated over: recorded with a winner, since times taken by different methods
   // do not compare (database.h). Empty when not timed.

@@ -11,7 +11,8 @@
 namespace loom::tune {
 namespace {
 
-// Seconds a trial takes as a function of its repetitions: fixed + per_rep · reps. Where
+// Seconds a trial takes as a function of its repetitions: fixed + per_rep · reps (without
+// a problem's one-time set-up, Measurement::setup_seconds, which only the first pays). Where
 // the measurements say how long their timed repetitions took, the split is read off
 // them (fixed: the rest of each trial's time, failed trials included; per_rep: timed
 // seconds per repetition). Otherwise it is fitted (least squares over the mean of each
@@ -159,7 +160,8 @@ void Halving::trial(size_t i, int round, int reps) {
   double t0 = clock_();
   Measurement m = measure_(ranked_[i], reps);
   double seconds = clock_() - t0;
-  model_.add(reps, seconds, m.timing_seconds);
+  // A problem's one-time set-up (the first trial in a worker) is not every trial's cost.
+  model_.add(reps, std::max(0.0, seconds - m.setup_seconds), m.timing_seconds);
   res_.trials.push_back({i, ranked_[i].knobs, round, reps, m, seconds});
   ++round_done_;
   CandidateState& s = state_[i];

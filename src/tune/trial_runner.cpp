@@ -103,6 +103,15 @@ TrialRunner::~TrialRunner() {
 Measurement TrialRunner::run(const MeasureJob& job,
                              const std::function<void(const std::string&, double)>& phase,
                              bool& poisoned) {
+  setup_seconds_ = 0;
+  Measurement m = run_trial(job, phase, poisoned);
+  m.setup_seconds = setup_seconds_;
+  return m;
+}
+
+Measurement TrialRunner::run_trial(const MeasureJob& job,
+                                   const std::function<void(const std::string&, double)>& phase,
+                                   bool& poisoned) {
   poisoned = false;
   if (!dev_) return failed_measurement(TrialStatus::worker_error, "no GPU: " + no_device_);
   if (!stream_)
@@ -144,6 +153,15 @@ Measurement TrialRunner::run(const MeasureJob& job,
     std::string key = problem_key(job, inputs);
     phase("setup", 0);
     if (!problem_ || problem_->key != key) {
+      const auto setup_start = std::chrono::steady_clock::now();
+      // Counted also when the set-up fails part way: those seconds were spent too.
+      struct SetupClock {
+        std::chrono::steady_clock::time_point start;
+        double& out;
+        ~SetupClock() {
+          out = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
+      } setup_clock{setup_start, setup_seconds_};
       problem_.reset();
       // What `loom run` checks before allocating (driver/run_memory.h), with this
       // candidate's workspace: a problem the GPU or the host cannot hold is this trial's

@@ -30,11 +30,17 @@ class TrialRunner {
   // the supervisor's limit (proportional to the inputs' elements: a 2 GB weight takes
   // seconds to fill with random values), 0 otherwise. `poisoned` is set when a CUDA error left the
   // context unusable: the result is then `fault` and the process must exit.
+  // The result carries the problem set-up's seconds when this job paid them
+  // (Measurement::setup_seconds).
   Measurement run(const MeasureJob& job,
                   const std::function<void(const std::string&, double host_seconds)>& phase,
                   bool& poisoned);
 
  private:
+  Measurement run_trial(const MeasureJob& job,
+                        const std::function<void(const std::string&, double)>& phase,
+                        bool& poisoned);
+  double setup_seconds_ = 0;  // the set-up run_trial made for this job, 0 when none
   struct Problem;
   std::optional<DeviceInfo> dev_;
   std::string no_device_;

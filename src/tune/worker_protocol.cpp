@@ -167,6 +167,7 @@ Message result_message(const Measurement& r) {
           {"rel_error", exact(r.rel_error)},
           {"threshold", exact(r.threshold)},
           {"timing_seconds", exact(r.timing_seconds)},
+          {"setup_seconds", exact(r.setup_seconds)},
           {"l2", r.l2},
           {"input_sets", std::to_string(r.input_sets)}};
 }
@@ -186,6 +187,9 @@ Measurement result_from_message(const Message& m) {
   r.l2 = field(m, "l2").value_or("");
   r.graph_us = parse_double("graph_us", field(m, "graph_us").value_or("0"));
   r.input_sets = int(parse_int("input_sets", field(m, "input_sets").value_or("0")));
+  r.setup_seconds = parse_double("setup_seconds", field(m, "setup_seconds").value_or("0"));
+  if (!(r.setup_seconds >= 0))
+    throw Error("tune worker protocol: field setup_seconds is negative or NaN");
   return r;
 }
 

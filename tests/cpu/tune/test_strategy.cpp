@@ -26,6 +26,7 @@ struct Synthetic {
   std::map<std::string, size_t> index;
   std::map<size_t, TrialStatus> failing;  // by candidate id
   double now = 0, fixed_s = 0.3, per_rep_s = 0.02;
+  double setup_s = 0;  // the problem's one-time set-up, paid (and reported) by the first trial
   bool reports_timing = true;  // fill Measurement::timing_seconds
   std::mt19937_64 rng{7};
   std::map<size_t, int> measured;  // trials per candidate id
@@ -52,6 +53,11 @@ struct Synthetic {
       ++measured[i];
       now += fixed_s + per_rep_s * reps;
       Measurement m;
+      if (setup_s > 0) {
+        now += setup_s;
+        m.setup_seconds = setup_s;
+        setup_s = 0;
+      }
       auto f = failing.find(i);
       if (f != failing.end()) {
         m.status = f->second;
@@ -127,6 +133,18 @@ TEST(SuccessiveHalving, KeepsToTheTimeBudget) {
           EXPECT_GT(s.now, 0.6 * seconds) << "an exact cost model plans to use the budget";
         }
       }
+}
+
+// A 16384-token projection's first trial pays seconds of set-up (random inputs, their
+// upload, the reference) that later trials do not: counted as every trial's fixed cost it
+// left room for one trial in 20 s (H200, 2026-11-30). The strategy takes it off.
+TEST(SuccessiveHalving, AProblemsOneTimeSetUpIsNotEveryTrialsCost) {
+  Synthetic s(60);
+  s.setup_s = 12;
+  StrategyResult r = successive_halving(s.ranked, s.measure(), {20, 0}, nullptr, {}, s.clock());
+  EXPECT_GE(r.trials.size(), 8u);  // 11 with the set-up taken off; 1 without
+  EXPECT_LE(s.now, 20.0 + 1e-9) << "kept to the budget, the set-up included";
+  EXPECT_EQ(r.trials.front().result.setup_seconds, 12);
 }
 
 TEST(SuccessiveHalving, KeepsToTheTrialCap) {

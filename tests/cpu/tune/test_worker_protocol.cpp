@@ -112,6 +112,21 @@ TEST(WorkerProtocol, DecodesMessagesSplitAnywhere) {
   EXPECT_EQ(field(got[2], "phase"), "run");
 }
 
+TEST(WorkerProtocol, SetupSecondsRoundTripAndAreOptional) {
+  Measurement m;
+  m.status = TrialStatus::ok;
+  m.setup_seconds = 12.25;
+  EXPECT_EQ(result_from_message(result_message(m)).setup_seconds, 12.25);
+  Message old = result_message(m);
+  Message trimmed;
+  for (const auto& f : old)
+    if (f.first != "setup_seconds") trimmed.push_back(f);
+  EXPECT_EQ(result_from_message(trimmed).setup_seconds, 0);
+  for (auto& f : old)
+    if (f.first == "setup_seconds") f.second = "-3";
+  EXPECT_THROW(result_from_message(old), Error);
+}
+
 TEST(WorkerProtocol, PhaseHostSecondsRoundTripAndAreChecked) {
   EXPECT_EQ(phase_host_seconds(phase_message("run")), 0.0);
   EXPECT_EQ(field(phase_message("run"), "host_seconds"), std::nullopt) << "no field for 0";

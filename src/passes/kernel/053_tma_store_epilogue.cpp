@@ -825,8 +825,9 @@ class TmaStoreEpilogue {
 
   // Owner o's copy of its strip j (slab `slab` of the tile, plus `base`): its threads walk
   // the strip's R x S cells W at a time, consecutive threads along a row, and store each
-  // chunk inside the output. W: the widest power of two of at most 16 B dividing S for
-  // which every row start and the strip's first column are provably multiples of W.
+  // chunk inside the output. W: the widest power of two of at most 16 B dividing S and the
+  // output's width for which every row start and the strip's first column are provably
+  // multiples of W.
   Stmt copy_strip(const Owner& o, size_t owner, int64_t j, int64_t slab, const Expr& base,
                   const TensorDecl& tile) const {
     const int64_t eb = dtype_bytes(out_->dtype);
@@ -837,6 +838,9 @@ class TmaStoreEpilogue {
     int64_t w = 1;
     for (int64_t c = 16 / eb; c > 1; c /= 2) {
       if (strip_ % c != 0) continue;
+      // A chunk ends at N: a view's pitch (out_pitch=) may allow W where its width does not,
+      // and the columns past N are the caller's.
+      if (!provably_divisible(distribute_constants(out_->shape[rank_ - 1]), c)) continue;
       const Expr start = distribute_constants(full(batch + (row0 + Expr::var("copy_row")) * n + col0));
       if (provably_divisible(start, c)) {
         w = c;

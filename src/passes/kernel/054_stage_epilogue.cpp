@@ -19,7 +19,9 @@
 //  3. Copy width W: the widest power of two of at most 16 bytes dividing TN for which
 //     every row start `base + r * N` is provably a multiple of W (an N that is not, or a
 //     symbolic N, gets narrower stores, down to scalars: consecutive lanes then still
-//     write consecutive elements). The shared reads use the same W.
+//     write consecutive elements), and the output's width too (a view's pitch may be a
+//     multiple of W where its width is not: a chunk then crossed N into the caller's
+//     columns). The shared reads use the same W.
 //  4. The tile `<out>_s[TM, TN]` gets the padding or XOR swizzle that the bank-conflict
 //     model (src/passes/bank_conflicts.h) finds cheapest for one warp of each store into
 //     it and of the copy's loads (weighted by how often each runs). Where the kernel has
@@ -60,8 +62,12 @@ class EpilogueStager {
     const int eb = dtype_bytes(c_.out->dtype);
     const Expr n = c_.out->strides()[c_.out->shape.size() - 2];
     width_ = 1;
+    const Expr width = c_.out->shape[c_.out->shape.size() - 1];
     for (int64_t w = 16 / eb; w > 1; w /= 2) {
       if (c_.cols % w != 0) continue;
+      // A view's row (out_pitch=) may be wider than the output: a chunk must end at N, or
+      // it writes the pitch's columns past N, which are not the output's (the caller's).
+      if (!provably_divisible(distribute_constants(width), w)) continue;
       Expr row_start = distribute_constants(c_.stores[0].base + Expr::var("row") * n);
       if (!provably_divisible(row_start, w)) continue;
       width_ = int(w);

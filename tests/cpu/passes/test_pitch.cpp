@@ -89,7 +89,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"bmm(A[2,30,20]:f32, B[2,20,12]:f32, out_pitch=16)", "BM=16,BN=16,FM=2,FN=2,BK=8"},
         Case{"add(matmul(A[128,64]:bf16, B[64,128]:bf16, out_pitch=136), b[128]:bf16)",
              kWgmmaTma + ",EPILOGUE=tma_store"},
-        Case{"relu(matmul(A[100,64]:bf16, B[64,72]:bf16, out_pitch=80))", kMma + ",EPILOGUE=smem"}));
+        Case{"relu(matmul(A[100,64]:bf16, B[64,72]:bf16, out_pitch=80))", kMma + ",EPILOGUE=smem"},
+        // A pitch that allows wider copies than the width: a 16-byte chunk from column 64 of
+        // N = 68 (or 256 of 260) would write the caller's columns past N (the interpreter
+        // refuses a write outside the view); the staged copies narrow to 8 bytes.
+        Case{"relu(matmul(A[100,64]:bf16, B[64,68]:bf16, out_pitch=72))", kMma + ",EPILOGUE=smem"},
+        Case{"relu(matmul(A[100,64]:bf16, B[64,68]:bf16, out_pitch=72))", kMma},
+        Case{"matmul(A[100,64]:bf16, B[68,64]:bf16.T, out_pitch=72)", kWgmmaTma},
+        Case{"linear(X[200,64]:bf16, W[260,64]:bf16, out_pitch=264)",
+             "ATOM=wgmma_bf16,WM=2,WN=1,FM=1,FN=1,STAGE=tma,SWIZZLE=128B,BK=64,STAGES=2,"
+             "GROUP_M=8,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=smem,BN=128,EPI_BUFFERS=2"}));
 
 TEST(Pitch, TheStridesShowAtEveryLevel) {
   CompileState s;

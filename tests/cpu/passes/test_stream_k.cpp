@@ -51,6 +51,15 @@ TEST(StreamK, EveryPassMatchesWithABiasReluEpilogueAndTheTmaStore) {
       sm90a_with_sms(4));
 }
 
+TEST(StreamK, EveryPassMatchesWithTheStagedStripsIntoAnOddPitch) {
+  // EPILOGUE=smem (k:053's strips copied out by each owner's threads) under the arrival's
+  // answer: N = 137 (odd rows: scalar copies), a bias + relu, tiles 1 and 4 split.
+  passcheck::check_every_pass(
+      "relu(linear(X[200,104]:bf16, W[137,104]:bf16, bias[137]:bf16))",
+      Knobs::parse(kStreamK + ",EPILOGUE=smem,EPI_BUFFERS=2"), 71, {}, {}, std::nullopt,
+      sm90a_with_sms(4));
+}
+
 TEST(StreamK, EveryPassMatchesInTwoCtaClusters) {
   // Clusters along M share B by multicast: a unit is the cluster's, each CTA's warpgroups
   // arrive on counters of their own. 2 x 3 cluster tiles of 256 x 64 (2 slabs each) on 4

@@ -433,6 +433,21 @@ TEST(StagedStripEpilogue, BatchedOddColumnsAndF32Output) {
   EXPECT_EQ(s.kernel.tensor("out_s").shape.at(2).const_value(), 32);
 }
 
+TEST(StagedStripEpilogue, WarpgroupsSideBySideEachCopyTheirColumns) {
+  // WN=2: the two consumer warpgroups split the tile's columns, each owning a 64 x 64
+  // rectangle (its own barrier, its one strip at column 0 or 64), without EPI_BUFFERS
+  // (which needs owners stacked along M): the whole tile, a barrier before the writes
+  // and one before the copies.
+  CompileState s = passcheck::check_every_pass(
+      "linear(X[130,64]:bf16, W[201,64]:bf16)",
+      Knobs::parse("ATOM=wgmma_bf16,WM=1,WN=2,FM=1,FN=1,BN=128,STAGE=tma,SWIZZLE=128B,BK=64,"
+                   "STAGES=2,WARP_SPECIALIZE=1,PERSISTENT=1,EPILOGUE=smem"),
+      73, {}, {}, std::nullopt, sm90a_with_sms(2));
+  const KernelOp& k = s.kernel.kernels.at(0);
+  EXPECT_EQ(warpgroup_barriers(k), 2);
+  EXPECT_EQ(copy_loops(k), 2);  // one strip per owner
+}
+
 TEST(StagedStripEpilogue, TmaStoreStillRefusesAnOddPitchAndNamesTheCopy) {
   try {
     passcheck::check_every_pass("linear(X[128,64]:bf16, W[137,64]:bf16)",

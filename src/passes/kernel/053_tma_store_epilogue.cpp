@@ -99,9 +99,10 @@
 // read, and every copier finished that copy before it passed strip j's barrier, so with
 // N >= 2 buffers dividing the strips one barrier per strip orders it (the next tile's
 // strip 0 after this tile's strip S - N alike; EPI_SYNC=1, the default); otherwise, or with
-// EPI_SYNC=2, a barrier also precedes each strip's writes. No proxy fence, bulk group or drain: the generic proxy writes and
-// reads. The copy is synchronous — the consumers store before the next tile's mainloop —
-// which is what the TMA store saves and what an aligned output keeps.
+// EPI_SYNC=2, a barrier also precedes each strip's writes. No proxy fence, bulk group or
+// drain: the generic proxy writes and reads. The copy is synchronous — the consumers
+// store before the next tile's mainloop — which is what the TMA store saves and what an
+// aligned output keeps (bench/NOTES.md, 2026-11-30, has a design for overlapping it).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -785,7 +786,8 @@ class TmaStoreEpilogue {
     }
     auto copies = [&](int64_t j, int64_t slab, const Expr& base) {
       Block out;
-      for (size_t o = 0; o < owners_.size(); ++o) out.push_back(copy_strip(owners_[o], o, j, slab, base, tile));
+      for (size_t o = 0; o < owners_.size(); ++o)
+        out.push_back(copy_strip(owners_[o], o, j, slab, base, tile));
       return out;
     };
     Block rewritten;
@@ -814,7 +816,8 @@ class TmaStoreEpilogue {
         // Owner o's strips are its columns' (o.c0 / S + its j), each its own slab.
         for (size_t o = 0; o < owners_.size(); ++o)
           if (j < owners_[o].cols / strip_)
-            rewritten.push_back(copy_strip(owners_[o], o, j, owners_[o].c0 / strip_ + j, Expr(0), tile));
+            rewritten.push_back(
+                copy_strip(owners_[o], o, j, owners_[o].c0 / strip_ + j, Expr(0), tile));
       }
     }
     b.erase(b.begin() + long(e0_), b.begin() + long(e1_));
@@ -841,7 +844,8 @@ class TmaStoreEpilogue {
       // A chunk ends at N: a view's pitch (out_pitch=) may allow W where its width does not,
       // and the columns past N are the caller's.
       if (!provably_divisible(distribute_constants(out_->shape[rank_ - 1]), c)) continue;
-      const Expr start = distribute_constants(full(batch + (row0 + Expr::var("copy_row")) * n + col0));
+      const Expr start =
+          distribute_constants(full(batch + (row0 + Expr::var("copy_row")) * n + col0));
       if (provably_divisible(start, c)) {
         w = c;
         break;
@@ -851,12 +855,13 @@ class TmaStoreEpilogue {
     const std::string cv = tag + "_c", ev = tag + "_e", vv = tag + "_v";
     const int64_t per_row = strip_ / w, units = o.rows * per_row;
     const Expr e = Expr::var(ev), r = e / per_row, c = e % per_row * w;
-    const Expr local = per_wg_local(o);
+    const Expr local = owner_thread(o);
     Expr cond = units % o.threads != 0 ? (e < units) : Expr(1);
     // `r < M - row0`, not `row0 + r < M`: one loop-invariant bound (k:054 found the other
     // form spilling).
     cond = cond && (r < out_->shape[rank_ - 2] - row0) && (c < out_->shape[rank_ - 1] - col0);
-    Stmt ld = Stmt::Load(vv, tile.name, {base + Expr(slab * rows_ * strip_) + (r + o.r0) * strip_ + c});
+    Stmt ld =
+        Stmt::Load(vv, tile.name, {base + Expr(slab * rows_ * strip_) + (r + o.r0) * strip_ + c});
     Stmt st = Stmt::Write(out_->name, {batch + (row0 + r) * n + col0 + c}, Operand::value(vv));
     Block move;
     if (w > 1) {
@@ -877,7 +882,7 @@ class TmaStoreEpilogue {
   }
 
   // The thread's index within its owner.
-  Expr per_wg_local(const Owner& o) const {
+  Expr owner_thread(const Owner& o) const {
     const Expr tid = Expr::var("threadIdx.x");
     if (owners_.size() == 1) return o.first_thread == 0 ? tid : tid - o.first_thread;
     return tid % kWarpgroup;

@@ -120,7 +120,7 @@ void refuse_knobs_of_other_variants(const CompileOptions& opt, const CompileStat
     for (const auto& v : f.variants) {
       const auto it = s.used_knobs.find(v.selector);
       if (it == s.used_knobs.end()) continue;
-      if (("|" + v.value + "|").find("|" + it->second + "|") != std::string::npos) {
+      if (in_value_list(v.value, it->second)) {
         // The variant's value, but its pass did not build this kernel (EPILOGUE=smem on a
         // kernel that is not warp-specialized: k:054 stages it, not k:053's strips): an
         // explicit knob of the variant would change nothing.

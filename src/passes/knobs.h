@@ -88,4 +88,10 @@ class Knobs {
   std::vector<std::string> alias_notes_;
 };
 
+// Whether `value` is one of `list`'s values joined by '|' ("tma_store|smem"): the spelling
+// of a knob value set in the families' variants and the tuner's dependent knobs.
+inline bool in_value_list(const std::string& list, const std::string& value) {
+  return !value.empty() && ("|" + list + "|").find("|" + value + "|") != std::string::npos;
+}
+
 }  // namespace loom

@@ -64,10 +64,7 @@ struct Dependent {
   const char* knob;
   const char* on;
   const char* value;  // one value, or several joined by '|'
-  bool holds(const Knobs& k) const {
-    const std::string v = k.get_str(on, "");
-    return !v.empty() && ("|" + std::string(value) + "|").find("|" + v + "|") != std::string::npos;
-  }
+  bool holds(const Knobs& k) const { return in_value_list(value, k.get_str(on, "")); }
 };
 // EPI_BUFFERS: k:053's strips, under the TMA store and under a warp-specialized kernel's
 // staged epilogue (EPILOGUE=smem; a kernel k:054 stages ignores it, and the pass refusals

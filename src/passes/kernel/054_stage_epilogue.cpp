@@ -292,7 +292,6 @@ Pass pass_stage_epilogue() {
                 for (auto& k : s.kernel.kernels) {
                   // A warp-specialized wgmma kernel's consumers stage in k:053's strips.
                   if (!multiplies(k) || warp_specialized_wgmma(k)) continue;
-
                   try {
                     EpilogueStager(s, k).run();
                   } catch (const EpilogueRefusal& r) {
